@@ -1,0 +1,52 @@
+//! Procedural macros of [opforge](https://docs.rs/opforge). Use them through
+//! the `opforge` crate, which re-exports them; generated code names only
+//! `::opforge::__private` items.
+//!
+//! Each macro is one module doing parse -> validate -> expand. Errors are
+//! spanned on the smallest offending token, collected, and emitted together
+//! with the user's item so that one mistake gives one error.
+
+mod gradient;
+mod kernel;
+mod op;
+mod signature;
+mod spec;
+mod suggest;
+
+use proc_macro::TokenStream;
+
+/// Binds a spec file: generates a descriptor, attribute, argument and gradient
+/// type per kernel, and a typed op function.
+///
+/// `spec!("my_ops.toml")` reads the file relative to the crate's manifest;
+/// `spec!("my_ops.toml", ops = my_ops)` puts the op functions in module
+/// `my_ops`; `spec!(inline = "...")` binds TOML written in place.
+#[proc_macro]
+pub fn spec(input: TokenStream) -> TokenStream {
+    spec::expand(input.into()).into()
+}
+
+/// Registers a function as the kernel of `(Name, backend)`:
+/// `#[kernel(Sqrt, cpu)]`, or `#[kernel(Sqrt, cpu, override)]` to replace
+/// another registration on purpose. Parameters are named after the spec's
+/// inputs and attributes (any order), plus an optional `out: &TensorMeta`.
+#[proc_macro_attribute]
+pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
+    kernel::expand(attr.into(), item.into()).into()
+}
+
+/// Registers a function as the gradient of kernel `Name`:
+/// `#[gradient(Relu)]` or `#[gradient(Relu, override)]`. Parameters are
+/// named after the kernel's inputs, attributes, output and `dy`; it returns
+/// one tensor per differentiable input.
+#[proc_macro_attribute]
+pub fn gradient(attr: TokenStream, item: TokenStream) -> TokenStream {
+    gradient::expand(attr.into(), item.into()).into()
+}
+
+/// Declares a composite op: a function of other ops that is named in errors
+/// and listed by `opforge::registry::ops()`.
+#[proc_macro_attribute]
+pub fn op(attr: TokenStream, item: TokenStream) -> TokenStream {
+    op::expand(attr.into(), item.into()).into()
+}

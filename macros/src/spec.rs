@@ -1,0 +1,500 @@
+//! `spec!`: binds a spec file. Parse the arguments, load and validate the
+//! TOML with `opforge-spec`, expand one set of items per kernel.
+
+use opforge_spec::{AttrType, AttrValue, DType, Differentiable, KernelDef, OutputDType, ShapeRule, Spec};
+use proc_macro2::{Span, TokenStream};
+use quote::{format_ident, quote};
+use syn::parse::{Parse, ParseStream};
+use syn::{Ident, LitStr, Token};
+
+/// `"path"`, `"path", ops = module`, or `inline = "toml"`.
+struct Args {
+    source: Source,
+    ops_module: Option<Ident>,
+}
+
+enum Source {
+    File(LitStr),
+    Inline(LitStr),
+}
+
+impl Parse for Args {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let source = if input.peek(LitStr) {
+            Source::File(input.parse()?)
+        } else {
+            let key: Ident = input.parse().map_err(|e| {
+                syn::Error::new(e.span(), "expected a spec path, as in `spec!(\"my_ops.toml\")`, or `inline = \"...\"`")
+            })?;
+            if key != "inline" {
+                return Err(syn::Error::new_spanned(
+                    &key,
+                    format!("expected a spec path or `inline = \"...\"`, found `{key}`"),
+                ));
+            }
+            input.parse::<Token![=]>()?;
+            Source::Inline(input.parse()?)
+        };
+        let mut ops_module = None;
+        while input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {
+            let key: Ident = input.parse()?;
+            if key != "ops" {
+                return Err(syn::Error::new_spanned(
+                    &key,
+                    format!("unknown option `{key}`, expected `ops = module_name`{}", crate::suggest::did_you_mean(&key.to_string(), ["ops"])),
+                ));
+            }
+            input.parse::<Token![=]>()?;
+            ops_module = Some(input.parse()?);
+        }
+        Ok(Args { source, ops_module })
+    }
+}
+
+pub(crate) fn expand(input: TokenStream) -> TokenStream {
+    let args = match syn::parse2::<Args>(input) {
+        Ok(a) => a,
+        Err(e) => return e.to_compile_error(),
+    };
+    let (text, label, lit, rebuild) = match &args.source {
+        Source::Inline(lit) => (lit.value(), "<inline spec>".to_owned(), lit, TokenStream::new()),
+        Source::File(lit) => {
+            let rel = lit.value();
+            let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
+            let path = std::path::Path::new(&dir).join(&rel);
+            match std::fs::read_to_string(&path) {
+                Ok(text) => {
+                    let abs = path.to_string_lossy().into_owned();
+                    // Makes cargo rebuild the crate when the spec changes.
+                    (text, rel, lit, quote! { const _: &str = ::core::include_str!(#abs); })
+                }
+                Err(e) => {
+                    return syn::Error::new(
+                        lit.span(),
+                        format!("cannot read spec file `{rel}` (relative to the crate's manifest): {e}"),
+                    )
+                    .to_compile_error()
+                }
+            }
+        }
+    };
+    let tokens = expand_source(&text, &label, lit.span(), args.ops_module.as_ref());
+    quote! { #rebuild #tokens }
+}
+
+/// Expands spec text; errors are reported at `span` with the spec's line and column.
+pub(crate) fn expand_source(text: &str, label: &str, span: Span, ops_module: Option<&Ident>) -> TokenStream {
+    let spec: Spec = match opforge_spec::parse(text, label) {
+        Ok(s) => s,
+        Err(errors) => {
+            return errors.0.iter().map(|e| syn::Error::new(span, e.to_string()).to_compile_error()).collect()
+        }
+    };
+    let prefix = if ops_module.is_some() { quote!(super::) } else { quote!() };
+    let descriptors: TokenStream = spec.kernels.iter().map(|k| descriptor(k, label)).collect();
+    let ops: TokenStream = spec.kernels.iter().map(|k| op_fn(k, &prefix)).collect();
+    match ops_module {
+        Some(m) => quote! {
+            #descriptors
+            /// The typed op functions of this spec.
+            pub mod #m { #ops }
+        },
+        None => quote! { #descriptors #ops },
+    }
+}
+
+fn attr_value_ty(t: AttrType) -> TokenStream {
+    match t {
+        AttrType::Bool => quote!(bool),
+        AttrType::Int => quote!(i64),
+        AttrType::Float => quote!(f64),
+        AttrType::Ints => quote!(::std::vec::Vec<i64>),
+        AttrType::DType => quote!(::opforge::DType),
+    }
+}
+
+/// How kernels, gradients and op functions receive an attribute.
+fn attr_arg_ty(t: AttrType) -> TokenStream {
+    match t {
+        AttrType::Ints => quote!(&'a [i64]),
+        other => attr_value_ty(other),
+    }
+}
+
+fn attr_read(name: &Ident, t: AttrType) -> TokenStream {
+    match t {
+        AttrType::Ints => quote!(&__attrs.#name),
+        _ => quote!(__attrs.#name),
+    }
+}
+
+fn dtype_tokens(d: DType) -> TokenStream {
+    match d {
+        DType::F32 => quote!(::opforge::DType::F32),
+        DType::I32 => quote!(::opforge::DType::I32),
+        DType::Bool => quote!(::opforge::DType::Bool),
+    }
+}
+
+fn default_tokens(v: &AttrValue) -> TokenStream {
+    match v {
+        AttrValue::Bool(b) => quote!(#b),
+        AttrValue::Int(i) => quote!(#i),
+        AttrValue::Float(f) => quote!(#f),
+        AttrValue::Ints(v) => quote!(::std::vec![#(#v),*]),
+        AttrValue::DType(d) => dtype_tokens(*d),
+    }
+}
+
+fn ident(s: &str) -> Ident {
+    Ident::new(s, Span::call_site())
+}
+
+/// The code computing the output shape, as a call to a rule of `opforge::shape::rules`.
+fn shape_rule(k: &KernelDef) -> TokenStream {
+    let shape = |name: &str| {
+        let i = k.inputs.iter().position(|n| n == name).unwrap_or(0);
+        quote!(__inputs[#i].shape())
+    };
+    let attr = |name: &str| {
+        let id = ident(name);
+        let ty = k.attrs.iter().find(|a| a.name == name).map_or(AttrType::Bool, |a| a.ty);
+        attr_read(&id, ty)
+    };
+    let rules = quote!(::opforge::__private::rules);
+    match &k.shape {
+        ShapeRule::Same { input } => {
+            let x = shape(input);
+            quote!(#rules::same(#x))
+        }
+        ShapeRule::Broadcast { inputs } => {
+            let xs = inputs.iter().map(|i| shape(i));
+            quote!(#rules::broadcast(&[#(#xs),*]))
+        }
+        ShapeRule::Reduce { input, axes, keep_dims } => {
+            let (x, a, kd) = (shape(input), attr(axes), attr(keep_dims));
+            quote!(#rules::reduce(#x, #a, #kd))
+        }
+        ShapeRule::MatMul { a, b, transpose_a, transpose_b } => {
+            let (a, b, ta, tb) = (shape(a), shape(b), attr(transpose_a), attr(transpose_b));
+            quote!(#rules::matmul(#a, #b, #ta, #tb))
+        }
+        ShapeRule::Reshape { input, shape: s } => {
+            let (x, s) = (shape(input), attr(s));
+            quote!(#rules::reshape(#x, #s))
+        }
+        ShapeRule::Transpose { input, perm } => {
+            let (x, p) = (shape(input), attr(perm));
+            quote!(#rules::transpose(#x, #p))
+        }
+        ShapeRule::Along { input, axis } => {
+            let (x, a) = (shape(input), attr(axis));
+            quote!(#rules::along(#x, #a))
+        }
+    }
+}
+
+fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
+    let name = ident(&k.name);
+    let attrs_ty = format_ident!("{}Attrs", k.name);
+    let args_ty = format_ident!("{}Args", k.name);
+    let grad_args_ty = format_ident!("{}GradArgs", k.name);
+    let (kernel_name, op_name, doc) = (&k.name, &k.op, &k.doc);
+    let inputs: Vec<Ident> = k.inputs.iter().map(|i| ident(i)).collect();
+    let input_names = &k.inputs;
+    let n_inputs = k.inputs.len();
+    let attr_idents: Vec<Ident> = k.attrs.iter().map(|a| ident(&a.name)).collect();
+    let attr_value_tys: Vec<TokenStream> = k.attrs.iter().map(|a| attr_value_ty(a.ty)).collect();
+    let attr_arg_tys: Vec<TokenStream> = k.attrs.iter().map(|a| attr_arg_ty(a.ty)).collect();
+    let attr_reads: Vec<TokenStream> = k.attrs.iter().map(|a| attr_read(&ident(&a.name), a.ty)).collect();
+    let attr_docs: Vec<String> = k
+        .attrs
+        .iter()
+        .map(|a| if a.doc.is_empty() { format!("`{}` attribute.", a.name) } else { a.doc.clone() })
+        .collect();
+    let attr_entries = k.attrs.iter().map(|a| {
+        let (n, t) = (&a.name, a.ty.name());
+        quote!((#n, #t))
+    });
+    let dtypes: Vec<TokenStream> = k.dtypes.iter().map(|d| dtype_tokens(*d)).collect();
+    let default_impl = if k.attrs.iter().all(|a| a.default.is_some()) {
+        let values = k.attrs.iter().filter_map(|a| a.default.as_ref()).map(default_tokens);
+        quote! {
+            impl ::core::default::Default for #attrs_ty {
+                fn default() -> Self {
+                    #attrs_ty { #(#attr_idents: #values),* }
+                }
+            }
+        }
+    } else {
+        quote!()
+    };
+    let out_dtype = match &k.output_dtype {
+        OutputDType::SameAsInputs => quote!(__dtype),
+        OutputDType::Attr(a) => {
+            let a = ident(a);
+            quote!({
+                let _ = __dtype;
+                __attrs.#a
+            })
+        }
+        OutputDType::Fixed(d) => {
+            let d = dtype_tokens(*d);
+            quote!({
+                let _ = __dtype;
+                #d
+            })
+        }
+    };
+    let rule = shape_rule(k);
+    let output = ident(&k.output);
+    let input_idx: Vec<usize> = (0..n_inputs).collect();
+    let (diff_names, grads): (Vec<&String>, TokenStream) = match &k.differentiable {
+        Differentiable::Inputs(names) => (names.iter().collect(), grads(k, names)),
+        Differentiable::No { .. } => (Vec::new(), quote!()),
+    };
+    let no_grad_doc = match &k.differentiable {
+        Differentiable::No { reason } => format!("Not differentiable: {reason}."),
+        Differentiable::Inputs(names) => format!("Differentiable with respect to `{}`.", names.join("`, `")),
+    };
+    let desc_doc = format!("Descriptor of kernel `{kernel_name}`: {doc}\n\n{no_grad_doc}");
+    let attrs_doc = format!("Attributes of kernel `{kernel_name}`.");
+    let args_doc = format!("What a `{kernel_name}` kernel on backend `B` receives.");
+    let grad_args_doc = format!(
+        "What the gradient of `{kernel_name}` receives: inputs, attributes, the output `{}` and its cotangent `dy`.",
+        k.output
+    );
+    let spec_ident = format_ident!("__OPFORGE_SPEC_{}", k.name);
+    quote! {
+        #[doc = #desc_doc]
+        #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+        pub struct #name;
+
+        #[doc = #attrs_doc]
+        #[derive(Debug, Clone, PartialEq)]
+        pub struct #attrs_ty {
+            #( #[doc = #attr_docs] pub #attr_idents: #attr_value_tys, )*
+        }
+
+        #default_impl
+
+        #[doc = #args_doc]
+        pub struct #args_ty<'a, B: ::opforge::__private::Backend> {
+            #( #[doc = concat!("Input `", #input_names, "`.")] pub #inputs: &'a B::Tensor, )*
+            #( #[doc = #attr_docs] pub #attr_idents: #attr_arg_tys, )*
+        }
+
+        #[doc = #grad_args_doc]
+        pub struct #grad_args_ty<'a> {
+            #( #[doc = concat!("Input `", #input_names, "`.")] pub #inputs: &'a ::opforge::Tensor, )*
+            #( #[doc = #attr_docs] pub #attr_idents: #attr_arg_tys, )*
+            /// The kernel's output.
+            pub #output: &'a ::opforge::Tensor,
+            /// The cotangent of the output.
+            pub dy: &'a ::opforge::Tensor,
+        }
+
+        #grads
+
+        impl ::opforge::__private::KernelSpec for #name {
+            const NAME: &'static str = #kernel_name;
+            const OP: &'static str = #op_name;
+            const INPUTS: &'static [&'static str] = &[#(#input_names),*];
+            type Attrs = #attrs_ty;
+            type Args<'a, B: ::opforge::__private::Backend> = #args_ty<'a, B>;
+            type GradArgs<'a> = #grad_args_ty<'a>;
+
+            fn infer(
+                __inputs: &[&::opforge::Tensor],
+                __attrs: &#attrs_ty,
+            ) -> ::core::result::Result<::opforge::TensorMeta, ::std::string::String> {
+                let __dtype = ::opforge::__private::check_inputs(__inputs, Self::INPUTS, &[#(#dtypes),*])?;
+                let __shape = #rule?;
+                ::core::result::Result::Ok(::opforge::TensorMeta { shape: __shape, dtype: #out_dtype })
+            }
+
+            fn args<'a, B: ::opforge::__private::Backend>(
+                __call: &::opforge::__private::KernelCall<'a>,
+            ) -> ::opforge::Result<#args_ty<'a, B>> {
+                let __attrs: &'a #attrs_ty = ::opforge::__private::attrs::<Self>(__call.kernel, __call.backend, __call.attrs)?;
+                ::core::result::Result::Ok(#args_ty {
+                    #( #inputs: ::opforge::__private::input::<B>(__call, #input_idx)?, )*
+                    #( #attr_idents: #attr_reads, )*
+                })
+            }
+
+            fn grad_args<'a>(
+                __call: &::opforge::__private::GradCall<'a>,
+            ) -> ::opforge::Result<#grad_args_ty<'a>> {
+                let __attrs: &'a #attrs_ty = ::opforge::__private::attrs::<Self>(__call.kernel, ::opforge::BackendId::Cpu, __call.attrs)?;
+                ::core::result::Result::Ok(#grad_args_ty {
+                    #( #inputs: ::opforge::__private::grad_input(__call, #input_idx)?, )*
+                    #( #attr_idents: #attr_reads, )*
+                    #output: __call.output,
+                    dy: __call.dy,
+                })
+            }
+
+            fn slot() -> &'static ::opforge::__private::DispatchSlot {
+                static SLOT: ::opforge::__private::DispatchSlot = ::opforge::__private::DispatchSlot::new(#kernel_name);
+                &SLOT
+            }
+        }
+
+        #[::opforge::__private::linkme::distributed_slice(::opforge::__private::SPECS)]
+        #[linkme(crate = ::opforge::__private::linkme)]
+        #[allow(non_upper_case_globals)]
+        static #spec_ident: ::opforge::__private::SpecEntry = ::opforge::__private::SpecEntry {
+            name: #kernel_name,
+            op: #op_name,
+            doc: #doc,
+            inputs: &[#(#input_names),*],
+            attrs: &[#(#attr_entries),*],
+            dtypes: &[#(#dtypes),*],
+            differentiable: &[#(#diff_names),*],
+            spec_file: #spec_file,
+        };
+    }
+}
+
+/// `NameGrads`, the `Differentiable` impl, and the tuple forms a gradient may return.
+fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
+    let name = ident(&k.name);
+    let grads_ty = format_ident!("{}Grads", k.name);
+    let fields: Vec<Ident> = names.iter().map(|n| ident(n)).collect();
+    let doc = format!("The gradients of kernel `{}`: one per differentiable input.", k.name);
+    let tensors = names.iter().map(|_| quote!(::opforge::Tensor));
+    let idx = (0..names.len()).map(syn::Index::from);
+    let single = if names.len() == 1 {
+        quote! {
+            impl ::opforge::__private::IntoGrads<#name> for ::opforge::Tensor {
+                fn into_grads(self) -> ::std::vec::Vec<::opforge::Tensor> {
+                    ::std::vec![self]
+                }
+            }
+        }
+    } else {
+        quote!()
+    };
+    quote! {
+        #[doc = #doc]
+        #[derive(Debug, Clone)]
+        pub struct #grads_ty {
+            #( #[doc = concat!("Gradient with respect to `", stringify!(#fields), "`.")] pub #fields: ::opforge::Tensor, )*
+        }
+
+        impl ::opforge::__private::Differentiable for #name {
+            type Grads = #grads_ty;
+        }
+
+        impl ::opforge::__private::IntoGrads<#name> for #grads_ty {
+            fn into_grads(self) -> ::std::vec::Vec<::opforge::Tensor> {
+                ::std::vec![#(self.#fields),*]
+            }
+        }
+
+        impl ::opforge::__private::IntoGrads<#name> for (#(#tensors,)*) {
+            fn into_grads(self) -> ::std::vec::Vec<::opforge::Tensor> {
+                ::std::vec![#(self.#idx),*]
+            }
+        }
+
+        #single
+    }
+}
+
+fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
+    let name = ident(&k.name);
+    let attrs_ty = format_ident!("{}Attrs", k.name);
+    let op = ident(&k.op);
+    let inputs: Vec<Ident> = k.inputs.iter().map(|i| ident(i)).collect();
+    let params = k.attrs.iter().map(|a| {
+        let id = ident(&a.name);
+        match a.ty {
+            AttrType::Ints => quote!(#id: &[i64]),
+            t => {
+                let ty = attr_value_ty(t);
+                quote!(#id: #ty)
+            }
+        }
+    });
+    let values = k.attrs.iter().map(|a| {
+        let id = ident(&a.name);
+        match a.ty {
+            AttrType::Ints => quote!(#id: #id.to_vec()),
+            _ => quote!(#id),
+        }
+    });
+    let dtypes: Vec<&str> = k.dtypes.iter().map(|d| d.name()).collect();
+    let mut doc = format!("{}\n\nRuns kernel `{}`; dtypes: {}.", k.doc, k.name, dtypes.join(", "));
+    for a in &k.attrs {
+        let default = match &a.default {
+            Some(v) => format!(" (spec default: `{}`)", render(v)),
+            None => String::new(),
+        };
+        doc.push_str(&format!("\n- `{}`: {}{default}", a.name, a.doc));
+    }
+    quote! {
+        #[doc = #doc]
+        pub fn #op(#(#inputs: &::opforge::Tensor,)* #(#params),*) -> ::opforge::Result<::opforge::Tensor> {
+            ::opforge::Engine::run::<#prefix #name>(&[#(#inputs),*], &#prefix #attrs_ty { #(#values),* })
+        }
+    }
+}
+
+fn render(v: &AttrValue) -> String {
+    match v {
+        AttrValue::Bool(b) => b.to_string(),
+        AttrValue::Int(i) => i.to_string(),
+        AttrValue::Float(f) => f.to_string(),
+        AttrValue::Ints(v) => format!("{v:?}"),
+        AttrValue::DType(d) => d.name().to_owned(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::Span;
+    use quote::format_ident;
+
+    const SPEC: &str = r#"
+[MySquare]
+op = "my_square"
+doc = "Squares each element."
+inputs = ["x"]
+dtypes = ["f32"]
+shape = "same(x)"
+grad = ["x"]
+
+[Sum]
+op = "sum"
+doc = "Sums over axes."
+inputs = ["x"]
+dtypes = ["f32", "i32"]
+shape = "reduce(x, axes, keep_dims)"
+grad = ["x"]
+[Sum.attrs]
+axes = { type = "ints", default = [], doc = "axes to reduce" }
+keep_dims = { type = "bool", default = false, doc = "keep reduced axes" }
+"#;
+
+    #[test]
+    fn expansion() {
+        let out = super::expand_source(SPEC, "my_ops.toml", Span::call_site(), Some(&format_ident!("ops")));
+        insta::assert_snapshot!(prettyplease::unparse(&syn::parse2(out).expect("a file")));
+    }
+
+    #[test]
+    fn spec_errors_carry_line_and_column() {
+        let bad = SPEC.replace("dtypes = [\"f32\"]", "dtypes = [\"f64\"]");
+        let out = super::expand_source(&bad, "my_ops.toml", Span::call_site(), None).to_string();
+        assert!(out.contains("compile_error"), "{out}");
+        assert!(out.contains("my_ops.toml:6:11: unknown dtype `f64`"), "{out}");
+    }
+
+    #[test]
+    fn missing_file_is_an_error_not_a_panic() {
+        let out = super::expand(quote::quote!("no/such/spec.toml")).to_string();
+        assert!(out.contains("cannot read spec file `no/such/spec.toml`"), "{out}");
+    }
+}

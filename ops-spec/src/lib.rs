@@ -1,0 +1,144 @@
+//! The opforge kernel spec: a TOML file declaring tensor kernels, and the
+//! parser/validator that turns it into a typed [`Spec`].
+//!
+//! Each top-level table declares one kernel, keyed by its TF.js kernel name.
+//! Code generators (the `opforge::spec!` macro) read the [`Spec`] to emit the
+//! kernel descriptors and the typed op functions; the shape rule doubles as
+//! the op's "meta" function, giving output shape and dtype before any kernel
+//! runs. [`BUILTIN`] is the spec of opforge's own kernels.
+//!
+//! # Format
+//!
+//! ```toml
+//! [Sum]                                # TF.js kernel name, UpperCamelCase
+//! op = "sum"                           # generated op function, snake_case, unique
+//! doc = "Sums over `axes`."            # required, non-empty
+//! inputs = ["x"]                       # one or more tensor inputs, snake_case
+//! dtypes = ["f32", "i32"]              # dtypes the inputs may have (all share one)
+//! shape = "reduce(x, axes, keep_dims)" # shape rule, see below
+//! grad = ["x"]                         # inputs that get gradients...
+//! # non_differentiable = "why"         # ...or why there is no gradient (exactly one)
+//! # output = "y"                       # name of the single output (default `y`)
+//! # output_dtype = "dtype"             # attr of type `dtype`, or a dtype like "bool";
+//! #                                    # absent: same as the inputs
+//! [Sum.attrs]                          # optional, in declaration order
+//! axes = { type = "ints", default = [], doc = "axes to reduce" }
+//! keep_dims = { type = "bool", default = false }  # no `default`: required attr
+//! ```
+//!
+//! Dtypes are `f32`, `i32` and `bool`; attr types are `bool`, `int`, `float`,
+//! `ints` (list of integers) and `dtype`. A default must have the attr's type
+//! (an integer is accepted for a `float`).
+//!
+//! # Shape rules
+//!
+//! | rule | output shape |
+//! |------|--------------|
+//! | `same(x)` | `x`'s shape |
+//! | `broadcast(a, b, ...)` | NumPy broadcast of two or more inputs |
+//! | `reduce(x, axes, keep_dims)` | `x` without `axes` (an `ints` attr; empty = all, negative from the end), or with them as size 1 when the `bool` attr `keep_dims` is set |
+//! | `matmul(a, b, transpose_a, transpose_b)` | batched matrix product (rank >= 2, batch dims broadcast); the `bool` attrs transpose the last two axes first |
+//! | `reshape(x, shape)` | the `ints` attr `shape`, one `-1` inferred from `x`'s size |
+//! | `transpose(x, perm)` | `x`'s axes permuted by the `ints` attr (empty = reversed) |
+//! | `along(x, axis)` | `x`'s shape; the `int` attr `axis` must be in range |
+//!
+//! # Errors
+//!
+//! [`parse`] reports every problem it finds, each as
+//! `file:line:col: message` pointing at the offending value (or at the
+//! kernel's key when a key is missing).
+//!
+//! ```
+//! use opforge_spec::{parse, ShapeRule};
+//!
+//! let spec = parse(
+//!     r#"
+//! [Add]
+//! op = "add"
+//! doc = "Adds two tensors elementwise, with NumPy broadcasting."
+//! inputs = ["a", "b"]
+//! dtypes = ["f32", "i32"]
+//! shape = "broadcast(a, b)"
+//! grad = ["a", "b"]
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let add = spec.kernel("Add").unwrap();
+//! assert_eq!(add.output, "y");
+//! assert_eq!(add.shape, ShapeRule::Broadcast { inputs: vec!["a".into(), "b".into()] });
+//!
+//! let err = parse("[Neg]\nop = \"neg\"\ndoc = \"-x\"\ninputs = [\"x\"]\ndtypes = [\"f64\"]\n\
+//!                  shape = \"same(x)\"\ngrad = [\"x\"]\n", "ops.toml")
+//!     .unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     "ops.toml:5:11: unknown dtype `f64`, expected one of `f32`, `i32`, `bool`; did you mean `f32`?"
+//! );
+//! ```
+
+#![warn(missing_docs)]
+
+mod attrs;
+mod diag;
+mod model;
+mod rule;
+mod tree;
+mod validate;
+
+pub use model::{
+    AttrDef, AttrType, AttrValue, DType, Differentiable, Error, Errors, KernelDef, OutputDType,
+    ShapeRule, Spec,
+};
+
+/// The text of the built-in spec, opforge's own kernels.
+pub const BUILTIN: &str = include_str!("../ops.toml");
+
+/// The file name errors in [`BUILTIN`] are reported against.
+pub const BUILTIN_FILE: &str = "ops.toml";
+
+/// Parses and validates the spec `source`, naming it `file` in errors.
+///
+/// Returns every error found, ordered by position, rather than the first.
+pub fn parse(source: &str, file: &str) -> Result<Spec, Errors> {
+    let mut d = diag::Diag::new(source, file);
+    match tree::read(source) {
+        Ok(root) => {
+            let kernels = validate::kernels(&mut d, &root);
+            let errors = d.finish();
+            if errors.is_empty() {
+                Ok(Spec { kernels })
+            } else {
+                Err(Errors(errors))
+            }
+        }
+        Err(e) => {
+            let (at, message) = syntax_error(source, e.at, &e.message);
+            d.error(at, message);
+            Err(Errors(d.finish()))
+        }
+    }
+}
+
+/// toml's message and position, except that a repeated top-level table is a
+/// repeated kernel, which is what the reader needs to hear, reported at its
+/// name rather than at the `[` of its header.
+fn syntax_error(source: &str, at: usize, message: &str) -> (usize, String) {
+    const PREFIX: &str = "duplicate key `";
+    let kernel = message.find(PREFIX).and_then(|i| {
+        let rest = &message[i + PREFIX.len()..];
+        let end = rest.find("` in document root")?;
+        Some(&rest[..end])
+    });
+    match kernel {
+        Some(name) => {
+            let header = source.get(at..).unwrap_or_default();
+            let name_at = match header.strip_prefix('[') {
+                Some(rest) => at + header.len() - rest.trim_start().len(),
+                None => at,
+            };
+            (name_at, format!("duplicate kernel `{name}`"))
+        }
+        None => (at, message.to_owned()),
+    }
+}

@@ -1,0 +1,312 @@
+//! The typed model a validated spec is turned into.
+
+use std::fmt;
+
+/// A validated spec: every kernel it declares, in file order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Spec {
+    /// The kernels, in the order their tables appear in the file.
+    pub kernels: Vec<KernelDef>,
+}
+
+impl Spec {
+    /// The kernel whose table key (TF.js kernel name) is `name`, if any.
+    pub fn kernel(&self, name: &str) -> Option<&KernelDef> {
+        self.kernels.iter().find(|k| k.name == name)
+    }
+}
+
+/// One kernel: a table of the spec file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelDef {
+    /// TF.js kernel name, the table key, e.g. `Add` or `BatchMatMul` (UpperCamelCase).
+    pub name: String,
+    /// Name of the generated op function, a snake_case identifier unique across the spec.
+    pub op: String,
+    /// One-line documentation of what the kernel computes; never empty.
+    pub doc: String,
+    /// Names of the tensor inputs (at least one, snake_case, unique).
+    pub inputs: Vec<String>,
+    /// Attributes, in file order; their names differ from each other and from the inputs.
+    pub attrs: Vec<AttrDef>,
+    /// Name of the single output (`y` unless the spec says otherwise).
+    pub output: String,
+    /// Dtypes the inputs may have; all inputs share one dtype. Non-empty, no duplicates.
+    pub dtypes: Vec<DType>,
+    /// How the output dtype follows from the inputs and attrs.
+    pub output_dtype: OutputDType,
+    /// How the output shape follows from the inputs and attrs.
+    pub shape: ShapeRule,
+    /// Which inputs receive gradients, or why none do.
+    pub differentiable: Differentiable,
+    /// 1-based line of the table key in the spec file.
+    pub line: usize,
+    /// 1-based column (in characters) of the table key in the spec file.
+    pub col: usize,
+}
+
+impl KernelDef {
+    /// The attribute called `name`, if any.
+    pub fn attr(&self, name: &str) -> Option<&AttrDef> {
+        self.attrs.iter().find(|a| a.name == name)
+    }
+}
+
+/// Element type of a tensor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum DType {
+    /// 32-bit float, spelled `f32`.
+    F32,
+    /// 32-bit signed integer, spelled `i32`.
+    I32,
+    /// Boolean, spelled `bool`.
+    Bool,
+}
+
+impl DType {
+    /// Every dtype, in the order error messages list them.
+    pub const ALL: [DType; 3] = [DType::F32, DType::I32, DType::Bool];
+
+    /// The spec spelling: `"f32"`, `"i32"` or `"bool"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::F32 => "f32",
+            DType::I32 => "i32",
+            DType::Bool => "bool",
+        }
+    }
+
+    /// Parses the spec spelling; `None` for anything else.
+    pub fn from_name(name: &str) -> Option<DType> {
+        DType::ALL.into_iter().find(|d| d.name() == name)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A kernel attribute (a non-tensor parameter of the op).
+#[derive(Debug, Clone, PartialEq)]
+pub struct AttrDef {
+    /// Attribute name, a snake_case identifier.
+    pub name: String,
+    /// Attribute type.
+    pub ty: AttrType,
+    /// Default value, of type `ty`; `None` makes the attribute required.
+    pub default: Option<AttrValue>,
+    /// Documentation; may be empty.
+    pub doc: String,
+}
+
+/// Type of an attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AttrType {
+    /// `bool`: a boolean.
+    Bool,
+    /// `int`: a 64-bit signed integer.
+    Int,
+    /// `float`: a 64-bit float.
+    Float,
+    /// `ints`: a list of 64-bit signed integers (axes, shapes, permutations).
+    Ints,
+    /// `dtype`: one of the [`DType`]s.
+    DType,
+}
+
+impl AttrType {
+    /// Every attribute type, in the order error messages list them.
+    pub(crate) const ALL: [AttrType; 5] = [
+        AttrType::Bool,
+        AttrType::Int,
+        AttrType::Float,
+        AttrType::Ints,
+        AttrType::DType,
+    ];
+
+    /// The spec spelling: `"bool"`, `"int"`, `"float"`, `"ints"` or `"dtype"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            AttrType::Bool => "bool",
+            AttrType::Int => "int",
+            AttrType::Float => "float",
+            AttrType::Ints => "ints",
+            AttrType::DType => "dtype",
+        }
+    }
+
+    pub(crate) fn from_name(name: &str) -> Option<AttrType> {
+        AttrType::ALL.into_iter().find(|t| t.name() == name)
+    }
+}
+
+impl fmt::Display for AttrType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A value of an attribute (its default in the spec).
+#[derive(Debug, Clone, PartialEq)]
+pub enum AttrValue {
+    /// Value of a `bool` attribute.
+    Bool(bool),
+    /// Value of an `int` attribute.
+    Int(i64),
+    /// Value of a `float` attribute.
+    Float(f64),
+    /// Value of an `ints` attribute.
+    Ints(Vec<i64>),
+    /// Value of a `dtype` attribute.
+    DType(DType),
+}
+
+/// How a kernel's output dtype is determined.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OutputDType {
+    /// The output has the dtype shared by the inputs (the default).
+    SameAsInputs,
+    /// The output has the dtype given by this attribute (of type `dtype`).
+    Attr(String),
+    /// The output always has this dtype.
+    Fixed(DType),
+}
+
+/// A kernel's shape rule: its output shape as a function of inputs and attrs.
+///
+/// Every field names an input or an attribute of the kernel; the validator
+/// checks the kind and type of each.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShapeRule {
+    /// `same(x)`: the output has `x`'s shape.
+    Same {
+        /// The input whose shape is copied.
+        input: String,
+    },
+    /// `broadcast(a, b, ...)`: NumPy broadcasting of two or more inputs.
+    Broadcast {
+        /// The broadcast inputs, at least two.
+        inputs: Vec<String>,
+    },
+    /// `reduce(x, axes, keep_dims)`: `x` with `axes` (an `ints` attr; empty
+    /// means all, negative counts from the end) removed, or kept with size 1
+    /// when the `bool` attr `keep_dims` is set.
+    Reduce {
+        /// The reduced input.
+        input: String,
+        /// The `ints` attr listing the reduced axes.
+        axes: String,
+        /// The `bool` attr saying whether reduced axes are kept with size 1.
+        keep_dims: String,
+    },
+    /// `matmul(a, b, transpose_a, transpose_b)`: batched matrix product; both
+    /// inputs have rank >= 2, batch dims broadcast, the `bool` attrs swap the
+    /// last two axes of their operand first.
+    MatMul {
+        /// The left operand.
+        a: String,
+        /// The right operand.
+        b: String,
+        /// The `bool` attr transposing `a`.
+        transpose_a: String,
+        /// The `bool` attr transposing `b`.
+        transpose_b: String,
+    },
+    /// `reshape(x, shape)`: the shape given by the `ints` attr, with at most one
+    /// `-1` inferred from `x`'s element count.
+    Reshape {
+        /// The reshaped input.
+        input: String,
+        /// The `ints` attr giving the new shape.
+        shape: String,
+    },
+    /// `transpose(x, perm)`: `x`'s axes permuted by the `ints` attr (empty
+    /// means reversed).
+    Transpose {
+        /// The transposed input.
+        input: String,
+        /// The `ints` attr giving the permutation.
+        perm: String,
+    },
+    /// `along(x, axis)`: the output has `x`'s shape; the `int` attr `axis`
+    /// (negative counts from the end) must be in range for `x`'s rank.
+    Along {
+        /// The input whose shape is copied.
+        input: String,
+        /// The `int` attr naming the axis worked along.
+        axis: String,
+    },
+}
+
+impl ShapeRule {
+    /// The rule's name as written in the spec: `"same"`, `"broadcast"`,
+    /// `"reduce"`, `"matmul"`, `"reshape"`, `"transpose"` or `"along"`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ShapeRule::Same { .. } => "same",
+            ShapeRule::Broadcast { .. } => "broadcast",
+            ShapeRule::Reduce { .. } => "reduce",
+            ShapeRule::MatMul { .. } => "matmul",
+            ShapeRule::Reshape { .. } => "reshape",
+            ShapeRule::Transpose { .. } => "transpose",
+            ShapeRule::Along { .. } => "along",
+        }
+    }
+}
+
+/// Whether a kernel has a gradient.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Differentiable {
+    /// Gradients flow to these inputs (non-empty, in spec order).
+    Inputs(Vec<String>),
+    /// The kernel has no gradient, on purpose, for this reason.
+    No {
+        /// Why there is no gradient.
+        reason: String,
+    },
+}
+
+/// One problem found in a spec file, with its 1-based position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Error {
+    /// The file name given to [`parse`](crate::parse).
+    pub file: String,
+    /// 1-based line.
+    pub line: usize,
+    /// 1-based column, counted in characters.
+    pub col: usize,
+    /// What is wrong and what was expected; lowercase, no final period.
+    pub message: String,
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "{}:{}:{}: {}",
+            self.file, self.line, self.col, self.message
+        )
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Every problem found in a spec file (never empty), ordered by position.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Errors(pub Vec<Error>);
+
+impl fmt::Display for Errors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (i, e) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "{e}")?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Errors {}

@@ -1,0 +1,376 @@
+//! Turning the kernel tables of the document into [`KernelDef`]s.
+//!
+//! Every check runs even after an earlier one failed, so one pass reports
+//! everything; a part that is itself broken (say `inputs` is not an array)
+//! only suppresses the checks that refer to it, to avoid follow-on noise.
+
+use crate::attrs::{attrs, Attrs};
+use crate::diag::{camel_case_problem, did_you_mean, quoted, snake_case_problem, Diag};
+use crate::model::{AttrType, DType, Differentiable, KernelDef, OutputDType};
+use crate::rule::{self, Scope};
+use crate::tree::{Entry, Value};
+
+const KEYS: [&str; 10] = [
+    "op",
+    "doc",
+    "inputs",
+    "attrs",
+    "output",
+    "dtypes",
+    "output_dtype",
+    "shape",
+    "grad",
+    "non_differentiable",
+];
+
+const REQUIRED: [&str; 5] = ["op", "doc", "inputs", "dtypes", "shape"];
+
+/// Every kernel of the document; only meaningful when no error was reported.
+pub(crate) fn kernels(d: &mut Diag, root: &[Entry]) -> Vec<KernelDef> {
+    // op name -> kernel that claimed it first
+    let mut ops: Vec<(String, String)> = Vec::new();
+    root.iter().filter_map(|e| kernel(d, e, &mut ops)).collect()
+}
+
+fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<KernelDef> {
+    let name = &e.key;
+    if let Some(problem) = camel_case_problem(name) {
+        d.error(e.at, format!("kernel name `{name}` {problem}"));
+    }
+    let Value::Table(fields) = &e.node.value else {
+        let found = e.node.value.kind();
+        d.error(
+            e.node.at_or(e.at),
+            format!("kernel `{name}` must be a table, found {found}"),
+        );
+        return None;
+    };
+    for f in fields.iter().filter(|f| !KEYS.contains(&f.key.as_str())) {
+        let msg = format!(
+            "unknown key `{}` in kernel `{name}`, expected one of {}{}",
+            f.key,
+            quoted(KEYS),
+            did_you_mean(&f.key, KEYS)
+        );
+        d.error(f.at, msg);
+    }
+    let field = |k: &str| fields.iter().find(|f| f.key == k);
+    for key in REQUIRED.into_iter().filter(|k| field(k).is_none()) {
+        d.error(
+            e.at,
+            format!("kernel `{name}` is missing required key `{key}`"),
+        );
+    }
+
+    let op = field("op").and_then(|f| op_name(d, f, name, ops));
+    let doc = field("doc").and_then(|f| non_empty(d, f, "a one-line description"));
+    let inputs = field("inputs").and_then(|f| inputs(d, f));
+    let attrs = attrs(d, field("attrs"), inputs.as_deref());
+    let output = match field("output") {
+        None => Some("y".to_owned()),
+        Some(f) => string(d, f).and_then(|s| ident(d, f, s, "output name")),
+    };
+    let dtypes = field("dtypes").and_then(|f| dtypes(d, f));
+    let output_dtype = match field("output_dtype") {
+        None => Some(OutputDType::SameAsInputs),
+        Some(f) => output_dtype(d, f, attrs.as_ref()),
+    };
+    let scope = Scope {
+        inputs: inputs.as_deref(),
+        attrs: attrs.as_ref().map(|a| a.scope.as_slice()),
+    };
+    let src = d.source();
+    let shape = field("shape").and_then(|f| {
+        let text = string(d, f)?;
+        rule::check(d, text, |offset| inner_at(src, f, text, offset), &scope)
+    });
+    let differentiable = differentiable(d, e, field("grad"), field("non_differentiable"), &scope);
+
+    let (line, col) = d.line_col(e.at);
+    Some(KernelDef {
+        name: name.clone(),
+        op: op?,
+        doc: doc?,
+        inputs: inputs?,
+        attrs: attrs?.defs,
+        output: output?,
+        dtypes: dtypes?,
+        output_dtype: output_dtype?,
+        shape: shape?,
+        differentiable: differentiable?,
+        line,
+        col,
+    })
+}
+
+/// `op`: a snake_case identifier no other kernel uses.
+fn op_name(
+    d: &mut Diag,
+    f: &Entry,
+    kernel: &str,
+    ops: &mut Vec<(String, String)>,
+) -> Option<String> {
+    let op = string(d, f)?;
+    let op = ident(d, f, op, "op name")?;
+    if let Some((_, other)) = ops.iter().find(|(o, _)| *o == op) {
+        let msg = format!("duplicate op name `{op}`, already used by kernel `{other}`");
+        d.error(at(f), msg);
+        return None;
+    }
+    ops.push((op.clone(), kernel.to_owned()));
+    Some(op)
+}
+
+/// `inputs`: one or more distinct snake_case names.
+fn inputs(d: &mut Diag, f: &Entry) -> Option<Vec<String>> {
+    let items = strings(d, f)?;
+    if items.is_empty() {
+        d.error(at(f), "`inputs` must list at least one input");
+        return None;
+    }
+    let mut names: Vec<String> = Vec::new();
+    for (name, at) in items {
+        if let Some(problem) = snake_case_problem(name) {
+            d.error(at, format!("input name `{name}` {problem}"));
+        }
+        if names.iter().any(|n| n == name) {
+            d.error(
+                at,
+                format!("duplicate input `{name}`, expected distinct input names"),
+            );
+        }
+        names.push(name.to_owned());
+    }
+    Some(names)
+}
+
+/// `dtypes`: one or more distinct dtype names.
+fn dtypes(d: &mut Diag, f: &Entry) -> Option<Vec<DType>> {
+    let items = strings(d, f)?;
+    if items.is_empty() {
+        let msg = format!(
+            "`dtypes` must list at least one dtype of {}",
+            quoted(DType::ALL.map(DType::name))
+        );
+        d.error(at(f), msg);
+        return None;
+    }
+    let mut dtypes = Vec::new();
+    let mut ok = true;
+    for (name, at) in items {
+        match DType::from_name(name) {
+            None => {
+                d.error(at, unknown_dtype(name));
+                ok = false;
+            }
+            Some(dt) if dtypes.contains(&dt) => {
+                d.error(
+                    at,
+                    format!("duplicate dtype `{name}`, expected each dtype at most once"),
+                );
+                ok = false;
+            }
+            Some(dt) => dtypes.push(dt),
+        }
+    }
+    ok.then_some(dtypes)
+}
+
+/// `output_dtype`: an attr of type `dtype` (checked first, since an attr may
+/// shadow a dtype name), or a dtype literal.
+fn output_dtype(d: &mut Diag, f: &Entry, attrs: Option<&Attrs>) -> Option<OutputDType> {
+    let name = string(d, f)?;
+    let attrs = &attrs?.scope;
+    match attrs.iter().find(|(a, _)| a == name) {
+        Some((_, Some(AttrType::DType))) => return Some(OutputDType::Attr(name.to_owned())),
+        Some((_, Some(ty))) => {
+            let msg = format!(
+                "`output_dtype` names attr `{name}` of type `{ty}`, expected an attr of type `dtype` or a dtype"
+            );
+            d.error(at(f), msg);
+            return None;
+        }
+        Some((_, None)) => return None,
+        None => {}
+    }
+    if let Some(dt) = DType::from_name(name) {
+        return Some(OutputDType::Fixed(dt));
+    }
+    let dtype_attrs = attrs
+        .iter()
+        .filter(|(_, ty)| *ty == Some(AttrType::DType))
+        .map(|(a, _)| a.as_str());
+    let candidates: Vec<&str> = dtype_attrs.chain(DType::ALL.map(DType::name)).collect();
+    let msg = format!(
+        "unknown output dtype `{name}`, expected an attr of type `dtype` or one of {}{}",
+        quoted(DType::ALL.map(DType::name)),
+        did_you_mean(name, &candidates)
+    );
+    d.error(at(f), msg);
+    None
+}
+
+/// Exactly one of `grad` (distinct input names) and `non_differentiable` (a reason).
+fn differentiable(
+    d: &mut Diag,
+    kernel: &Entry,
+    grad: Option<&Entry>,
+    non_differentiable: Option<&Entry>,
+    scope: &Scope,
+) -> Option<Differentiable> {
+    match (grad, non_differentiable) {
+        (None, None) => {
+            let msg = format!(
+                "kernel `{}` is missing `grad` (the differentiable inputs) or `non_differentiable` (why it has no gradient)",
+                kernel.key
+            );
+            d.error(kernel.at, msg);
+            None
+        }
+        (Some(_), Some(n)) => {
+            let msg = format!(
+                "kernel `{}` has both `grad` and `non_differentiable`, expected exactly one",
+                kernel.key
+            );
+            d.error(n.at, msg);
+            None
+        }
+        (None, Some(n)) => {
+            let reason = non_empty(d, n, "the reason the kernel has no gradient")?;
+            Some(Differentiable::No { reason })
+        }
+        (Some(g), None) => grad_inputs(d, g, scope).map(Differentiable::Inputs),
+    }
+}
+
+fn grad_inputs(d: &mut Diag, g: &Entry, scope: &Scope) -> Option<Vec<String>> {
+    let items = strings(d, g)?;
+    if items.is_empty() {
+        let msg = "`grad` must list at least one input, expected input names or `non_differentiable = \"reason\"` instead";
+        d.error(at(g), msg);
+        return None;
+    }
+    let (inputs, attrs) = (scope.inputs?, scope.attrs.unwrap_or(&[]));
+    let mut names: Vec<String> = Vec::new();
+    let mut ok = true;
+    for (name, at) in items {
+        let msg = if names.iter().any(|n| n == name) {
+            format!("duplicate input `{name}` in `grad`, expected each input at most once")
+        } else if inputs.iter().any(|i| i == name) {
+            names.push(name.to_owned());
+            continue;
+        } else if attrs.iter().any(|(a, _)| a == name) {
+            format!(
+                "`{name}` is an attr, but `grad` must list inputs, expected one of {}",
+                quoted(inputs)
+            )
+        } else {
+            format!(
+                "unknown input `{name}` in `grad`, expected one of {}{}",
+                quoted(inputs),
+                did_you_mean(name, inputs)
+            )
+        };
+        d.error(at, msg);
+        ok = false;
+    }
+    ok.then_some(names)
+}
+
+/// A string naming something that becomes a Rust identifier.
+fn ident(d: &mut Diag, f: &Entry, name: &str, what: &str) -> Option<String> {
+    if let Some(problem) = snake_case_problem(name) {
+        d.error(at(f), format!("{what} `{name}` {problem}"));
+        return None;
+    }
+    Some(name.to_owned())
+}
+
+/// A string with something other than whitespace in it.
+fn non_empty(d: &mut Diag, f: &Entry, expected: &str) -> Option<String> {
+    let s = string(d, f)?;
+    if s.trim().is_empty() {
+        d.error(
+            at(f),
+            format!("`{}` must not be empty, expected {expected}", f.key),
+        );
+        return None;
+    }
+    Some(s.to_owned())
+}
+
+/// Byte offset of an entry's value (implicit tables have none: use the key's).
+fn at(f: &Entry) -> usize {
+    f.node.at_or(f.at)
+}
+
+pub(crate) fn unknown_dtype(name: &str) -> String {
+    let names = DType::ALL.map(DType::name);
+    format!(
+        "unknown dtype `{name}`, expected one of {}{}",
+        quoted(names),
+        did_you_mean(name, names)
+    )
+}
+
+/// The entry's value as a string.
+pub(crate) fn string<'a>(d: &mut Diag, f: &'a Entry) -> Option<&'a str> {
+    match &f.node.value {
+        Value::Str(s) => Some(s),
+        other => {
+            d.error(
+                at(f),
+                format!("`{}` must be a string, found {}", f.key, other.kind()),
+            );
+            None
+        }
+    }
+}
+
+/// The entry's value as an array of strings, each with its byte offset.
+fn strings<'a>(d: &mut Diag, f: &'a Entry) -> Option<Vec<(&'a str, usize)>> {
+    let Value::Array(items) = &f.node.value else {
+        let msg = format!(
+            "`{}` must be an array of strings, found {}",
+            f.key,
+            f.node.value.kind()
+        );
+        d.error(at(f), msg);
+        return None;
+    };
+    let mut out = Vec::new();
+    for item in items {
+        match &item.value {
+            Value::Str(s) => out.push((s.as_str(), item.at_or(at(f)))),
+            other => {
+                let msg = format!(
+                    "`{}` must contain only strings, found {}",
+                    f.key,
+                    other.kind()
+                );
+                d.error(item.at_or(at(f)), msg);
+            }
+        }
+    }
+    (out.len() == items.len()).then_some(out)
+}
+
+/// Byte offset in the source of byte `offset` of string value `text`.
+///
+/// Only a one-line string without escapes maps one-to-one onto its source
+/// text; for any other the string's own start is the best available.
+fn inner_at(source: &str, f: &Entry, text: &str, offset: usize) -> usize {
+    let Some(span) = &f.node.span else {
+        return f.at;
+    };
+    let raw = source.get(span.clone()).unwrap_or_default();
+    let quotes: &[char] = &['"', '\''];
+    let body = raw
+        .strip_prefix(quotes)
+        .and_then(|r| r.strip_suffix(quotes));
+    if body == Some(text) {
+        span.start + 1 + offset
+    } else {
+        span.start
+    }
+}

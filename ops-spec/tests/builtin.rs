@@ -1,0 +1,262 @@
+//! The built-in spec parses and declares every opforge kernel as intended.
+
+use opforge_spec::{
+    parse, AttrType, AttrValue, DType, Differentiable, OutputDType, ShapeRule, Spec, BUILTIN,
+    BUILTIN_FILE,
+};
+
+fn builtin() -> Spec {
+    parse(BUILTIN, BUILTIN_FILE).unwrap_or_else(|e| panic!("built-in spec is invalid:\n{e}"))
+}
+
+fn strings(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+const F: &[DType] = &[DType::F32];
+const FI: &[DType] = &[DType::F32, DType::I32];
+const ALL: &[DType] = &[DType::F32, DType::I32, DType::Bool];
+
+#[test]
+fn has_every_kernel_in_order() {
+    let names: Vec<_> = builtin()
+        .kernels
+        .iter()
+        .map(|k| (k.name.clone(), k.op.clone()))
+        .collect();
+    let expected = [
+        ("Add", "add"),
+        ("Sub", "sub"),
+        ("Mul", "mul"),
+        ("RealDiv", "div"),
+        ("Maximum", "maximum"),
+        ("Minimum", "minimum"),
+        ("Pow", "pow"),
+        ("Neg", "neg"),
+        ("Abs", "abs"),
+        ("Sqrt", "sqrt"),
+        ("Rsqrt", "rsqrt"),
+        ("Square", "square"),
+        ("Exp", "exp"),
+        ("Log", "log"),
+        ("Sin", "sin"),
+        ("Cos", "cos"),
+        ("Tanh", "tanh"),
+        ("Sigmoid", "sigmoid"),
+        ("Relu", "relu"),
+        ("Sum", "sum"),
+        ("Max", "max"),
+        ("Mean", "mean"),
+        ("BatchMatMul", "matmul"),
+        ("Reshape", "reshape"),
+        ("Transpose", "transpose"),
+        ("Cast", "cast"),
+        ("Softmax", "softmax"),
+    ];
+    let expected: Vec<_> = expected
+        .iter()
+        .map(|(n, o)| (n.to_string(), o.to_string()))
+        .collect();
+    assert_eq!(names, expected);
+}
+
+#[test]
+fn every_kernel_is_documented_with_output_y() {
+    for k in builtin().kernels {
+        assert!(!k.doc.trim().is_empty(), "{}", k.name);
+        assert!(!k.doc.contains('\n'), "{} doc is one line", k.name);
+        assert_eq!(k.output, "y", "{}", k.name);
+        for a in &k.attrs {
+            assert!(!a.doc.is_empty(), "{}.{}", k.name, a.name);
+        }
+    }
+}
+
+#[test]
+fn binary_kernels() {
+    let spec = builtin();
+    for (name, dtypes) in [
+        ("Add", FI),
+        ("Sub", FI),
+        ("Mul", FI),
+        ("RealDiv", F),
+        ("Maximum", FI),
+        ("Minimum", FI),
+        ("Pow", F),
+    ] {
+        let k = spec.kernel(name).unwrap();
+        assert_eq!(k.inputs, strings(&["a", "b"]), "{name}");
+        assert!(k.attrs.is_empty(), "{name}");
+        assert_eq!(k.dtypes, dtypes, "{name}");
+        assert_eq!(k.output_dtype, OutputDType::SameAsInputs, "{name}");
+        assert_eq!(
+            k.shape,
+            ShapeRule::Broadcast {
+                inputs: strings(&["a", "b"])
+            },
+            "{name}"
+        );
+        assert_eq!(
+            k.differentiable,
+            Differentiable::Inputs(strings(&["a", "b"])),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn unary_kernels() {
+    let spec = builtin();
+    let f_only = [
+        "Sqrt", "Rsqrt", "Square", "Exp", "Log", "Sin", "Cos", "Tanh", "Sigmoid", "Relu",
+    ];
+    for name in ["Neg", "Abs"].into_iter().chain(f_only) {
+        let k = spec.kernel(name).unwrap();
+        let dtypes = if f_only.contains(&name) { F } else { FI };
+        assert_eq!(k.inputs, strings(&["x"]), "{name}");
+        assert!(k.attrs.is_empty(), "{name}");
+        assert_eq!(k.dtypes, dtypes, "{name}");
+        assert_eq!(k.shape, ShapeRule::Same { input: "x".into() }, "{name}");
+        assert_eq!(
+            k.differentiable,
+            Differentiable::Inputs(strings(&["x"])),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn reductions() {
+    let spec = builtin();
+    for (name, dtypes) in [("Sum", FI), ("Max", FI), ("Mean", F)] {
+        let k = spec.kernel(name).unwrap();
+        assert_eq!(k.dtypes, dtypes, "{name}");
+        let attrs: Vec<_> = k
+            .attrs
+            .iter()
+            .map(|a| (a.name.as_str(), a.ty, a.default.clone()))
+            .collect();
+        assert_eq!(
+            attrs,
+            [
+                ("axes", AttrType::Ints, Some(AttrValue::Ints(vec![]))),
+                ("keep_dims", AttrType::Bool, Some(AttrValue::Bool(false))),
+            ],
+            "{name}"
+        );
+        let rule = ShapeRule::Reduce {
+            input: "x".into(),
+            axes: "axes".into(),
+            keep_dims: "keep_dims".into(),
+        };
+        assert_eq!(k.shape, rule, "{name}");
+        assert_eq!(
+            k.differentiable,
+            Differentiable::Inputs(strings(&["x"])),
+            "{name}"
+        );
+    }
+}
+
+#[test]
+fn batch_matmul() {
+    let spec = builtin();
+    let k = spec.kernel("BatchMatMul").unwrap();
+    assert_eq!(k.inputs, strings(&["a", "b"]));
+    assert_eq!(k.dtypes, F);
+    for (attr, name) in k.attrs.iter().zip(["transpose_a", "transpose_b"]) {
+        assert_eq!(attr.name, name);
+        assert_eq!(attr.ty, AttrType::Bool);
+        assert_eq!(attr.default, Some(AttrValue::Bool(false)));
+    }
+    let rule = ShapeRule::MatMul {
+        a: "a".into(),
+        b: "b".into(),
+        transpose_a: "transpose_a".into(),
+        transpose_b: "transpose_b".into(),
+    };
+    assert_eq!(k.shape, rule);
+    assert_eq!(
+        k.differentiable,
+        Differentiable::Inputs(strings(&["a", "b"]))
+    );
+}
+
+#[test]
+fn layout_kernels() {
+    let spec = builtin();
+    let reshape = spec.kernel("Reshape").unwrap();
+    assert_eq!(reshape.dtypes, ALL);
+    assert_eq!(
+        (reshape.attrs[0].ty, &reshape.attrs[0].default),
+        (AttrType::Ints, &None)
+    );
+    let rule = ShapeRule::Reshape {
+        input: "x".into(),
+        shape: "shape".into(),
+    };
+    assert_eq!(reshape.shape, rule);
+    assert_eq!(
+        reshape.differentiable,
+        Differentiable::Inputs(strings(&["x"]))
+    );
+
+    let transpose = spec.kernel("Transpose").unwrap();
+    assert_eq!(transpose.dtypes, ALL);
+    assert_eq!(transpose.attrs[0].name, "perm");
+    assert_eq!(transpose.attrs[0].default, Some(AttrValue::Ints(vec![])));
+    let rule = ShapeRule::Transpose {
+        input: "x".into(),
+        perm: "perm".into(),
+    };
+    assert_eq!(transpose.shape, rule);
+    assert_eq!(
+        transpose.differentiable,
+        Differentiable::Inputs(strings(&["x"]))
+    );
+}
+
+#[test]
+fn cast() {
+    let spec = builtin();
+    let k = spec.kernel("Cast").unwrap();
+    assert_eq!(k.dtypes, ALL);
+    assert_eq!(
+        (k.attrs[0].name.as_str(), k.attrs[0].ty),
+        ("dtype", AttrType::DType)
+    );
+    assert_eq!(k.attrs[0].default, None);
+    assert_eq!(k.output_dtype, OutputDType::Attr("dtype".into()));
+    assert_eq!(k.shape, ShapeRule::Same { input: "x".into() });
+    let reason = "the result may be integer or boolean, which carries no gradient".into();
+    assert_eq!(k.differentiable, Differentiable::No { reason });
+}
+
+#[test]
+fn softmax() {
+    let spec = builtin();
+    let k = spec.kernel("Softmax").unwrap();
+    assert_eq!(k.dtypes, F);
+    assert_eq!(
+        (k.attrs[0].name.as_str(), k.attrs[0].ty),
+        ("axis", AttrType::Int)
+    );
+    assert_eq!(k.attrs[0].default, Some(AttrValue::Int(-1)));
+    assert_eq!(
+        k.shape,
+        ShapeRule::Along {
+            input: "x".into(),
+            axis: "axis".into()
+        }
+    );
+    assert_eq!(k.differentiable, Differentiable::Inputs(strings(&["x"])));
+}
+
+#[test]
+fn positions_point_at_table_keys() {
+    let spec = builtin();
+    for k in &spec.kernels {
+        let line = BUILTIN.lines().nth(k.line - 1).unwrap();
+        assert_eq!(&line[k.col - 1..], format!("{}]", k.name), "{}", k.name);
+    }
+}

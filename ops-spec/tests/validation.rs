@@ -1,0 +1,667 @@
+//! One test per validation rule, each pinning the exact position and message.
+
+use opforge_spec::{parse, AttrValue, DType, Differentiable, Error, Errors, OutputDType};
+
+/// A valid kernel; tests break one line of it at a time.
+const ADD: &str = r#"[Add]
+op = "add"
+doc = "adds"
+inputs = ["a", "b"]
+dtypes = ["f32", "i32"]
+shape = "broadcast(a, b)"
+grad = ["a", "b"]
+"#;
+
+/// A valid kernel with attrs; its attr table starts on line 8.
+const SUM: &str = r#"[Sum]
+op = "sum"
+doc = "sums"
+inputs = ["x"]
+dtypes = ["f32"]
+shape = "reduce(x, axes, keep_dims)"
+grad = ["x"]
+[Sum.attrs]
+axes = { type = "ints", default = [] }
+keep_dims = { type = "bool", default = false }
+"#;
+
+/// `base` with its line starting `line_start` replaced by `new` (or removed when empty).
+fn edit(base: &str, line_start: &str, new: &str) -> String {
+    let mut found = false;
+    let mut out = String::new();
+    for line in base.lines() {
+        if !found && line.starts_with(line_start) {
+            found = true;
+            if !new.is_empty() {
+                out.push_str(new);
+                out.push('\n');
+            }
+        } else {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    assert!(found, "no line starts with {line_start:?}");
+    out
+}
+
+/// The errors of `source`, one `file:line:col: message` string each.
+fn errors(source: &str) -> Vec<String> {
+    match parse(source, "ops.toml") {
+        Ok(spec) => panic!("expected errors, parsed {spec:?}"),
+        Err(Errors(errors)) => errors.iter().map(Error::to_string).collect(),
+    }
+}
+
+#[track_caller]
+fn assert_errors(source: &str, expected: &[&str]) {
+    assert_eq!(errors(source), expected, "source:\n{source}");
+}
+
+#[test]
+fn valid_kernels_parse_with_defaults() {
+    let spec = parse(&format!("{ADD}\n{SUM}"), "ops.toml").unwrap();
+    let add = spec.kernel("Add").unwrap();
+    assert_eq!((add.line, add.col), (1, 2));
+    assert_eq!(add.output, "y");
+    assert_eq!(add.output_dtype, OutputDType::SameAsInputs);
+    assert_eq!(add.dtypes, [DType::F32, DType::I32]);
+    assert_eq!(
+        add.differentiable,
+        Differentiable::Inputs(vec!["a".into(), "b".into()])
+    );
+    let sum = spec.kernel("Sum").unwrap();
+    assert_eq!((sum.line, sum.col), (9, 2));
+    assert_eq!(sum.attrs[1].default, Some(AttrValue::Bool(false)));
+    assert_eq!(sum.attrs[1].doc, "");
+    assert!(spec.kernel("Mul").is_none());
+}
+
+#[test]
+fn optional_keys_are_read() {
+    let src = r#"[IsNan]
+op = "is_nan"
+doc = "tests for nan"
+inputs = ["x"]
+output = "mask"
+dtypes = ["f32"]
+output_dtype = "bool"
+shape = "same(x)"
+non_differentiable = "boolean output"
+"#;
+    let k = parse(src, "ops.toml").unwrap().kernels.remove(0);
+    assert_eq!(k.output, "mask");
+    assert_eq!(k.output_dtype, OutputDType::Fixed(DType::Bool));
+    assert_eq!(
+        k.differentiable,
+        Differentiable::No {
+            reason: "boolean output".into()
+        }
+    );
+}
+
+#[test]
+fn attrs_may_be_sub_tables_and_keys_dotted() {
+    let src = r#"[Sum]
+op = "sum"
+doc = "sums"
+inputs = ["x"]
+dtypes = ["f32"]
+shape = "reduce(x, axes, keep_dims)"
+grad = ["x"]
+attrs.keep_dims.type = "bool"
+[Sum.attrs.axes]
+type = "ints"
+default = [0, -1]
+doc = "axes"
+"#;
+    let spec = parse(src, "ops.toml").unwrap_or_else(|e| panic!("{e}"));
+    let sum = &spec.kernels[0];
+    assert_eq!(
+        (sum.attrs[0].name.as_str(), &sum.attrs[0].default),
+        ("keep_dims", &None)
+    );
+    assert_eq!(sum.attrs[1].default, Some(AttrValue::Ints(vec![0, -1])));
+    assert_eq!(sum.attrs[1].doc, "axes");
+}
+
+#[test]
+fn float_defaults_accept_integers() {
+    let src = edit(
+        SUM,
+        "keep_dims =",
+        "keep_dims = { type = \"bool\" }\neps = { type = \"float\", default = 1 }",
+    );
+    let spec = parse(&src, "ops.toml").unwrap();
+    assert_eq!(spec.kernels[0].attrs[1].default, None);
+    assert_eq!(
+        spec.kernels[0].attrs[2].default,
+        Some(AttrValue::Float(1.0))
+    );
+}
+
+#[test]
+fn toml_syntax_error() {
+    assert_errors(
+        &edit(ADD, "op =", "op = \"add"),
+        &["ops.toml:2:10: invalid basic string"],
+    );
+}
+
+#[test]
+fn duplicate_kernel() {
+    assert_errors(
+        &format!("{ADD}\n{ADD}"),
+        &["ops.toml:9:2: duplicate kernel `Add`"],
+    );
+}
+
+#[test]
+fn duplicate_key_in_kernel() {
+    assert_errors(
+        &edit(ADD, "doc =", "doc = \"adds\"\nop = \"plus\""),
+        &["ops.toml:4:1: duplicate key `op` in table `Add`"],
+    );
+}
+
+#[test]
+fn unknown_key_in_kernel() {
+    assert_errors(
+        &edit(ADD, "dtypes =", "dtype = [\"f32\"]"),
+        &[
+            "ops.toml:1:2: kernel `Add` is missing required key `dtypes`",
+            "ops.toml:5:1: unknown key `dtype` in kernel `Add`, expected one of `op`, `doc`, `inputs`, \
+             `attrs`, `output`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`; \
+             did you mean `dtypes`?",
+        ],
+    );
+}
+
+#[test]
+fn unknown_key_in_attr() {
+    assert_errors(
+        &edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\", defualt = false }"),
+        &["ops.toml:10:30: unknown key `defualt` in attr `keep_dims`, expected one of `type`, `default`, \
+           `doc`; did you mean `default`?"],
+    );
+}
+
+#[test]
+fn missing_required_keys() {
+    let src = edit(&edit(ADD, "op =", ""), "shape =", "");
+    assert_errors(
+        &src,
+        &[
+            "ops.toml:1:2: kernel `Add` is missing required key `op`",
+            "ops.toml:1:2: kernel `Add` is missing required key `shape`",
+        ],
+    );
+}
+
+#[test]
+fn missing_grad_and_non_differentiable() {
+    assert_errors(
+        &edit(ADD, "grad =", ""),
+        &[
+            "ops.toml:1:2: kernel `Add` is missing `grad` (the differentiable inputs) or \
+           `non_differentiable` (why it has no gradient)",
+        ],
+    );
+}
+
+#[test]
+fn both_grad_and_non_differentiable() {
+    assert_errors(
+        &format!("{ADD}non_differentiable = \"no\"\n"),
+        &["ops.toml:8:1: kernel `Add` has both `grad` and `non_differentiable`, expected exactly one"],
+    );
+}
+
+#[test]
+fn attr_missing_type() {
+    assert_errors(
+        &edit(SUM, "keep_dims =", "keep_dims = { default = false }"),
+        &["ops.toml:10:1: attr `keep_dims` is missing required key `type`"],
+    );
+}
+
+#[test]
+fn wrong_value_types() {
+    let src = r#"[Add]
+op = 3
+doc = true
+inputs = "a"
+dtypes = ["f32", 1]
+shape = ["broadcast(a, b)"]
+grad = [["a"]]
+output = 1.5
+attrs = []
+"#;
+    assert_errors(
+        src,
+        &[
+            "ops.toml:2:6: `op` must be a string, found an integer",
+            "ops.toml:3:7: `doc` must be a string, found a boolean",
+            "ops.toml:4:10: `inputs` must be an array of strings, found a string",
+            "ops.toml:5:18: `dtypes` must contain only strings, found an integer",
+            "ops.toml:6:9: `shape` must be a string, found an array",
+            "ops.toml:7:9: `grad` must contain only strings, found an array",
+            "ops.toml:8:10: `output` must be a string, found a float",
+            "ops.toml:9:9: `attrs` must be a table of attrs, found an array",
+        ],
+    );
+}
+
+#[test]
+fn attr_value_and_field_types() {
+    let src = edit(
+        SUM,
+        "keep_dims =",
+        "keep_dims = \"bool\"\nk = { type = 1, doc = 2 }",
+    );
+    assert_errors(
+        &src,
+        &[
+            "ops.toml:10:13: attr `keep_dims` must be a table like `{ type = \"int\", default = 0, \
+             doc = \"...\" }`, found a string",
+            "ops.toml:11:14: `type` must be a string, found an integer",
+            "ops.toml:11:23: `doc` must be a string, found an integer",
+        ],
+    );
+}
+
+#[test]
+fn datetime_values_are_rejected() {
+    assert_errors(
+        &edit(ADD, "doc =", "doc = 1979-05-27"),
+        &["ops.toml:3:7: `doc` must be a string, found a datetime"],
+    );
+}
+
+#[test]
+fn kernel_name_not_upper_camel_case() {
+    assert_errors(
+        &ADD.replace("[Add]", "[add_op]"),
+        &["ops.toml:1:2: kernel name `add_op` is not UpperCamelCase, expected an identifier like \
+           `BatchMatMul` (ASCII letters and digits, starting with an uppercase letter)"],
+    );
+    assert_errors(
+        &ADD.replace("[Add]", "[Self]"),
+        &["ops.toml:1:2: kernel name `Self` is a Rust keyword, expected an UpperCamelCase identifier \
+           that is not a keyword"],
+    );
+}
+
+#[test]
+fn kernel_not_a_table() {
+    assert_errors(
+        &format!("Mul = 3\n{ADD}"),
+        &["ops.toml:1:7: kernel `Mul` must be a table, found an integer"],
+    );
+}
+
+#[test]
+fn op_name_not_snake_case() {
+    assert_errors(
+        &edit(ADD, "op =", "op = \"Add\""),
+        &["ops.toml:2:6: op name `Add` is not a snake_case identifier (lowercase ASCII letters, digits \
+           and `_`, starting with a letter)"],
+    );
+    assert_errors(
+        &edit(ADD, "op =", "op = \"fn\""),
+        &["ops.toml:2:6: op name `fn` is a Rust keyword, expected a snake_case identifier that is not a keyword"],
+    );
+}
+
+#[test]
+fn output_name_not_snake_case() {
+    assert_errors(
+        &format!("{ADD}output = \"Y\"\n"),
+        &["ops.toml:8:10: output name `Y` is not a snake_case identifier (lowercase ASCII letters, digits \
+           and `_`, starting with a letter)"],
+    );
+}
+
+#[test]
+fn input_name_not_snake_case() {
+    let src = edit(ADD, "inputs =", "inputs = [\"a\", \"b\", \"C\", \"type\"]");
+    assert_errors(
+        &src,
+        &[
+            "ops.toml:4:21: input name `C` is not a snake_case identifier (lowercase ASCII letters, digits \
+             and `_`, starting with a letter)",
+            "ops.toml:4:26: input name `type` is a Rust keyword, expected a snake_case identifier that is \
+             not a keyword",
+        ],
+    );
+}
+
+#[test]
+fn attr_name_not_snake_case() {
+    assert_errors(
+        &edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\" }\nKeep = { type = \"bool\" }"),
+        &["ops.toml:11:1: attr name `Keep` is not a snake_case identifier (lowercase ASCII letters, digits \
+           and `_`, starting with a letter)"],
+    );
+}
+
+#[test]
+fn duplicate_op_names() {
+    let mul = ADD.replace("[Add]", "[Mul]");
+    assert_errors(
+        &format!("{ADD}\n{mul}"),
+        &["ops.toml:10:6: duplicate op name `add`, already used by kernel `Add`"],
+    );
+}
+
+#[test]
+fn duplicate_inputs() {
+    assert_errors(
+        &edit(ADD, "inputs =", "inputs = [\"a\", \"b\", \"a\"]"),
+        &["ops.toml:4:21: duplicate input `a`, expected distinct input names"],
+    );
+}
+
+#[test]
+fn duplicate_attrs() {
+    assert_errors(
+        &edit(SUM, "keep_dims =", "axes = { type = \"bool\" }"),
+        &["ops.toml:10:1: duplicate key `axes` in table `Sum.attrs`"],
+    );
+}
+
+#[test]
+fn attr_named_like_an_input() {
+    assert_errors(
+        &edit(
+            SUM,
+            "keep_dims =",
+            "keep_dims = { type = \"bool\" }\nx = { type = \"int\" }",
+        ),
+        &["ops.toml:11:1: attr `x` has the same name as an input, expected distinct names"],
+    );
+}
+
+#[test]
+fn empty_lists_and_strings() {
+    let src = r#"[Add]
+op = "add"
+doc = "  "
+inputs = []
+dtypes = []
+shape = "same(a)"
+grad = []
+"#;
+    assert_errors(
+        src,
+        &[
+            "ops.toml:3:7: `doc` must not be empty, expected a one-line description",
+            "ops.toml:4:10: `inputs` must list at least one input",
+            "ops.toml:5:10: `dtypes` must list at least one dtype of `f32`, `i32`, `bool`",
+            "ops.toml:7:8: `grad` must list at least one input, expected input names or \
+             `non_differentiable = \"reason\"` instead",
+        ],
+    );
+    assert_errors(
+        &edit(ADD, "grad =", "non_differentiable = \"\""),
+        &["ops.toml:7:22: `non_differentiable` must not be empty, expected the reason the kernel has no gradient"],
+    );
+}
+
+#[test]
+fn duplicate_dtypes() {
+    assert_errors(
+        &edit(ADD, "dtypes =", "dtypes = [\"f32\", \"i32\", \"f32\"]"),
+        &["ops.toml:5:25: duplicate dtype `f32`, expected each dtype at most once"],
+    );
+}
+
+#[test]
+fn unknown_dtype() {
+    assert_errors(
+        &edit(ADD, "dtypes =", "dtypes = [\"f32\", \"f64\"]"),
+        &["ops.toml:5:18: unknown dtype `f64`, expected one of `f32`, `i32`, `bool`; did you mean `f32`?"],
+    );
+    assert_errors(
+        &edit(ADD, "dtypes =", "dtypes = [\"float32\"]"),
+        &["ops.toml:5:11: unknown dtype `float32`, expected one of `f32`, `i32`, `bool`"],
+    );
+}
+
+#[test]
+fn unknown_attr_type() {
+    assert_errors(
+        &edit(SUM, "keep_dims =", "keep_dims = { type = \"boolean\" }"),
+        &["ops.toml:10:22: unknown attr type `boolean`, expected one of `bool`, `int`, `float`, `ints`, \
+           `dtype`"],
+    );
+    assert_errors(
+        &edit(SUM, "axes =", "axes = { type = \"int_list\" }"),
+        &["ops.toml:9:17: unknown attr type `int_list`, expected one of `bool`, `int`, `float`, `ints`, \
+           `dtype`"],
+    );
+    assert_errors(
+        &edit(SUM, "axes =", "axes = { type = \"intz\" }"),
+        &["ops.toml:9:17: unknown attr type `intz`, expected one of `bool`, `int`, `float`, `ints`, \
+           `dtype`; did you mean `int`?"],
+    );
+}
+
+#[test]
+fn defaults_of_the_wrong_type() {
+    let src = edit(
+        SUM,
+        "keep_dims =",
+        r#"keep_dims = { type = "bool", default = 0 }
+n = { type = "int", default = 1.5 }
+eps = { type = "float", default = "1" }
+to = { type = "dtype", default = 3 }
+to2 = { type = "dtype", default = "f16" }"#,
+    );
+    let src = edit(
+        &src,
+        "axes =",
+        "axes = { type = \"ints\", default = [1, 2.5, true] }",
+    );
+    assert_errors(
+        &src,
+        &[
+            "ops.toml:9:39: default of attr `axes` must contain only integers, found a float",
+            "ops.toml:9:44: default of attr `axes` must contain only integers, found a boolean",
+            "ops.toml:10:40: default of attr `keep_dims` of type `bool` must be a boolean, found an integer",
+            "ops.toml:11:31: default of attr `n` of type `int` must be an integer, found a float",
+            "ops.toml:12:35: default of attr `eps` of type `float` must be a float or an integer, found a string",
+            "ops.toml:13:34: default of attr `to` of type `dtype` must be a dtype name string, found an integer",
+            "ops.toml:14:35: unknown dtype `f16`, expected one of `f32`, `i32`, `bool`; did you mean `f32`?",
+        ],
+    );
+    assert_errors(
+        &edit(SUM, "axes =", "axes = { type = \"ints\", default = 0 }"),
+        &["ops.toml:9:35: default of attr `axes` of type `ints` must be an array of integers, found an integer"],
+    );
+}
+
+#[test]
+fn shape_rule_syntax() {
+    let cases = [
+        (
+            "broadcast(a, b",
+            "6:24: expected `,` or `)` in shape rule, found the end of the rule",
+        ),
+        (
+            "broadcast a, b)",
+            "6:20: expected `(` after shape rule name `broadcast`, found `a`",
+        ),
+        (
+            "broadcast(a, , b)",
+            "6:23: expected an argument name in shape rule, found `,`",
+        ),
+        (
+            "broadcast(a, b))",
+            "6:25: unexpected `)` after the end of the shape rule",
+        ),
+        (
+            "",
+            "6:10: expected a shape rule like `same(x)`, found the end of the rule",
+        ),
+        (
+            "(a)",
+            "6:10: expected a shape rule like `same(x)`, found `(`",
+        ),
+    ];
+    for (rule, expected) in cases {
+        let src = edit(ADD, "shape =", &format!("shape = \"{rule}\""));
+        assert_errors(&src, &[&format!("ops.toml:{expected}")]);
+    }
+}
+
+#[test]
+fn shape_rule_positions_fall_back_to_the_string_start() {
+    // Escapes break the one-to-one mapping between text and source.
+    let src = edit(ADD, "shape =", r#"shape = "broadcast(a,\u0020c)""#);
+    assert_errors(
+        &src,
+        &["ops.toml:6:9: unknown input `c` in shape rule, expected one of `a`, `b`"],
+    );
+}
+
+#[test]
+fn unknown_shape_rule() {
+    assert_errors(
+        &edit(ADD, "shape =", "shape = \"brodcast(a, b)\""),
+        &["ops.toml:6:10: unknown shape rule `brodcast`, expected one of `same`, `broadcast`, `reduce`, \
+           `matmul`, `reshape`, `transpose`, `along`; did you mean `broadcast`?"],
+    );
+}
+
+#[test]
+fn wrong_number_of_rule_arguments() {
+    assert_errors(
+        &edit(ADD, "shape =", "shape = \"broadcast(a)\""),
+        &["ops.toml:6:10: shape rule `broadcast` takes 2 or more inputs, like `broadcast(a, b)`, found 1"],
+    );
+    assert_errors(
+        &edit(SUM, "shape =", "shape = \"reduce(x, axes)\""),
+        &["ops.toml:6:10: shape rule `reduce` takes 3 arguments, like `reduce(x, axes, keep_dims)`, found 2"],
+    );
+    assert_errors(
+        &edit(ADD, "shape =", "shape = \"same(a, b)\""),
+        &["ops.toml:6:10: shape rule `same` takes 1 argument, like `same(x)`, found 2"],
+    );
+}
+
+#[test]
+fn rule_argument_names_unknown_input() {
+    assert_errors(
+        &edit(ADD, "shape =", "shape = \"broadcast(a, bb)\""),
+        &["ops.toml:6:23: unknown input `bb` in shape rule, expected one of `a`, `b`; did you mean `b`?"],
+    );
+}
+
+#[test]
+fn rule_argument_names_unknown_attr() {
+    assert_errors(
+        &edit(SUM, "shape =", "shape = \"reduce(x, axis, keep_dims)\""),
+        &["ops.toml:6:20: unknown attr `axis` in shape rule, expected an attr of type `ints`; did you mean `axes`?"],
+    );
+}
+
+#[test]
+fn rule_argument_of_the_wrong_kind() {
+    assert_errors(
+        &edit(SUM, "shape =", "shape = \"reduce(axes, x, keep_dims)\""),
+        &[
+            "ops.toml:6:17: `axes` is an attr, but argument 1 of shape rule `reduce` must be an input",
+            "ops.toml:6:23: `x` is an input, but argument 2 of shape rule `reduce` must be an attr of type `ints`",
+        ],
+    );
+}
+
+#[test]
+fn rule_argument_attr_of_the_wrong_type() {
+    assert_errors(
+        &edit(SUM, "shape =", "shape = \"reduce(x, keep_dims, axes)\""),
+        &[
+            "ops.toml:6:20: attr `keep_dims` has type `bool`, but argument 2 of shape rule `reduce` must be \
+             an attr of type `ints`",
+            "ops.toml:6:31: attr `axes` has type `ints`, but argument 3 of shape rule `reduce` must be an \
+             attr of type `bool`",
+        ],
+    );
+}
+
+#[test]
+fn grad_names_unknown_input() {
+    assert_errors(
+        &edit(ADD, "grad =", "grad = [\"a\", \"bb\"]"),
+        &["ops.toml:7:14: unknown input `bb` in `grad`, expected one of `a`, `b`; did you mean `b`?"],
+    );
+    assert_errors(
+        &edit(SUM, "grad =", "grad = [\"axes\"]"),
+        &["ops.toml:7:9: `axes` is an attr, but `grad` must list inputs, expected one of `x`"],
+    );
+}
+
+#[test]
+fn grad_names_an_input_twice() {
+    assert_errors(
+        &edit(ADD, "grad =", "grad = [\"b\", \"b\"]"),
+        &["ops.toml:7:14: duplicate input `b` in `grad`, expected each input at most once"],
+    );
+}
+
+#[test]
+fn output_dtype_names_an_attr() {
+    let cast = r#"[Cast]
+op = "cast"
+doc = "casts"
+inputs = ["x"]
+dtypes = ["f32", "i32", "bool"]
+output_dtype = "dtype"
+shape = "same(x)"
+non_differentiable = "integer output"
+[Cast.attrs]
+dtype = { type = "dtype" }
+"#;
+    let spec = parse(cast, "ops.toml").unwrap();
+    assert_eq!(
+        spec.kernels[0].output_dtype,
+        OutputDType::Attr("dtype".into())
+    );
+    assert_errors(
+        &edit(cast, "dtype = {", "dtype = { type = \"int\" }"),
+        &["ops.toml:6:16: `output_dtype` names attr `dtype` of type `int`, expected an attr of type `dtype` \
+           or a dtype"],
+    );
+    assert_errors(
+        &edit(cast, "output_dtype =", "output_dtype = \"dtpye\""),
+        &["ops.toml:6:16: unknown output dtype `dtpye`, expected an attr of type `dtype` or one of `f32`, \
+           `i32`, `bool`; did you mean `dtype`?"],
+    );
+    assert_errors(
+        &edit(cast, "output_dtype =", "output_dtype = \"bol\""),
+        &["ops.toml:6:16: unknown output dtype `bol`, expected an attr of type `dtype` or one of `f32`, \
+           `i32`, `bool`; did you mean `bool`?"],
+    );
+}
+
+#[test]
+fn all_errors_are_collected_in_position_order() {
+    let bad_sum = edit(
+        &edit(SUM, "dtypes =", "dtypes = [\"f64\"]"),
+        "grad =",
+        "grad = [\"y\"]",
+    );
+    let bad_add = edit(ADD, "op =", "op = \"Add\"");
+    let errors = parse(&format!("{bad_sum}\n{bad_add}"), "my_ops.toml").unwrap_err();
+    assert_eq!(
+        errors.to_string(),
+        "my_ops.toml:5:11: unknown dtype `f64`, expected one of `f32`, `i32`, `bool`; did you mean `f32`?\n\
+         my_ops.toml:7:9: unknown input `y` in `grad`, expected one of `x`\n\
+         my_ops.toml:13:6: op name `Add` is not a snake_case identifier (lowercase ASCII letters, digits \
+         and `_`, starting with a letter)"
+    );
+    let e = &errors.0[1];
+    assert_eq!((e.file.as_str(), e.line, e.col), ("my_ops.toml", 7, 9));
+    let _: &dyn std::error::Error = &errors;
+}

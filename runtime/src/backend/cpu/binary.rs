@@ -1,0 +1,163 @@
+//! Elementwise kernels of two inputs, with NumPy broadcasting.
+//!
+//! Equal shapes and scalar operands take contiguous fast paths. Otherwise
+//! both inputs get broadcast strides (0 along broadcast dims), adjacent dims
+//! that stay contiguous together are merged, and the kernel walks output rows
+//! whose inner loop has input strides 0 or 1, which the compiler vectorizes.
+
+use smallvec::SmallVec;
+
+use super::{for_rows, map, unsupported, CpuTensor};
+use crate::kernels::{Add, Maximum, Minimum, Mul, Pow, RealDiv, Sub};
+use crate::{kernel, shape, DType, Element, Result, TensorMeta};
+
+type Dims = SmallVec<[usize; 6]>;
+
+/// Strides of `shape` seen as broadcast to `out` (rank-aligned from the right).
+fn broadcast_strides(shape: &[usize], out: &[usize]) -> Dims {
+    let own = shape::strides(shape);
+    let lead = out.len() - shape.len();
+    (0..out.len()).map(|i| if i < lead || shape[i - lead] == 1 { 0 } else { own[i - lead] }).collect()
+}
+
+/// Merges adjacent dims along which both operands advance as one dim would.
+fn collapse(out: &[usize], sa: &[usize], sb: &[usize]) -> (Dims, Dims, Dims) {
+    let (mut d, mut a, mut b) = (Dims::new(), Dims::new(), Dims::new());
+    for i in 0..out.len() {
+        if out[i] == 1 {
+            continue;
+        }
+        if let (Some(&ld), Some(&la), Some(&lb)) = (d.last(), a.last(), b.last()) {
+            if la == sa[i] * out[i] && lb == sb[i] * out[i] {
+                let n = d.len();
+                d[n - 1] = ld * out[i];
+                a[n - 1] = sa[i];
+                b[n - 1] = sb[i];
+                continue;
+            }
+        }
+        d.push(out[i]);
+        a.push(sa[i]);
+        b.push(sb[i]);
+    }
+    if d.is_empty() {
+        d.push(1);
+        a.push(0);
+        b.push(0);
+    }
+    (d, a, b)
+}
+
+pub(crate) fn binary<T: Element, U: Element>(
+    a: &CpuTensor,
+    b: &CpuTensor,
+    out: &TensorMeta,
+    f: impl Fn(T, T) -> U + Sync + Copy,
+) -> Result<CpuTensor> {
+    let (av, bv) = (a.as_slice::<T>()?, b.as_slice::<T>()?);
+    let n = out.numel();
+    if av.len() == n && bv.len() == n && a.shape() == b.shape() {
+        let data = if n < super::PAR_THRESHOLD {
+            av.iter().zip(bv).map(|(&x, &y)| f(x, y)).collect()
+        } else {
+            let mut o = vec![U::default(); n];
+            for_rows(&mut o, 1, n, |start, chunk| {
+                let end = start + chunk.len();
+                for ((o, &x), &y) in chunk.iter_mut().zip(&av[start..end]).zip(&bv[start..end]) {
+                    *o = f(x, y);
+                }
+            });
+            o
+        };
+        return CpuTensor::from_vec(&out.shape, data);
+    }
+    if bv.len() == 1 && av.len() == n {
+        let y = bv[0];
+        return CpuTensor::from_vec(&out.shape, map(av, |x| f(x, y)));
+    }
+    if av.len() == 1 && bv.len() == n {
+        let x = av[0];
+        return CpuTensor::from_vec(&out.shape, map(bv, |y| f(x, y)));
+    }
+    let (dims, sa, sb) = collapse(&out.shape, &broadcast_strides(a.shape(), &out.shape), &broadcast_strides(b.shape(), &out.shape));
+    let inner = dims[dims.len() - 1];
+    let (ia, ib) = (sa[sa.len() - 1], sb[sb.len() - 1]);
+    let mut data = vec![U::default(); n];
+    for_rows(&mut data, inner, n, |start, chunk| {
+        for (r, row) in chunk.chunks_mut(inner).enumerate() {
+            // Offsets of this output row in each input.
+            let mut rest = start / inner + r;
+            let (mut oa, mut ob) = (0, 0);
+            for d in (0..dims.len() - 1).rev() {
+                let i = rest % dims[d];
+                rest /= dims[d];
+                oa += i * sa[d];
+                ob += i * sb[d];
+            }
+            match (ia, ib) {
+                (0, 0) => row.fill(f(av[oa], bv[ob])),
+                (0, _) => {
+                    let x = av[oa];
+                    for (o, &y) in row.iter_mut().zip(&bv[ob..ob + inner]) {
+                        *o = f(x, y);
+                    }
+                }
+                (_, 0) => {
+                    let y = bv[ob];
+                    for (o, &x) in row.iter_mut().zip(&av[oa..oa + inner]) {
+                        *o = f(x, y);
+                    }
+                }
+                _ => {
+                    for ((o, &x), &y) in row.iter_mut().zip(&av[oa..oa + inner]).zip(&bv[ob..ob + inner]) {
+                        *o = f(x, y);
+                    }
+                }
+            }
+        }
+    });
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// Kernels for f32 and i32, with i32 arithmetic wrapping rather than panicking.
+macro_rules! numeric_binary {
+    ($($kernel:ident => $name:ident: $f32:expr, $i32:expr;)*) => {$(
+        #[kernel($kernel, cpu)]
+        fn $name(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+            match a.dtype() {
+                DType::F32 => binary::<f32, f32>(a, b, out, $f32),
+                DType::I32 => binary::<i32, i32>(a, b, out, $i32),
+                d => Err(unsupported(stringify!($kernel), d)),
+            }
+        }
+    )*};
+}
+
+numeric_binary! {
+    Add => add: |x, y| x + y, i32::wrapping_add;
+    Sub => sub: |x, y| x - y, i32::wrapping_sub;
+    Mul => mul: |x, y| x * y, i32::wrapping_mul;
+    Maximum => maximum: f32::max, i32::max;
+    Minimum => minimum: f32::min, i32::min;
+}
+
+#[kernel(RealDiv, cpu)]
+fn real_div(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    binary::<f32, f32>(a, b, out, |x, y| x / y)
+}
+
+#[kernel(Pow, cpu)]
+fn pow(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    binary::<f32, f32>(a, b, out, f32::powf)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn collapse_merges_contiguous_dims() {
+        // [4, 5, 6] + [6]: a is contiguous throughout, b repeats along the first two dims.
+        let out = [4, 5, 6];
+        let (d, a, b) = super::collapse(&out, &[30, 6, 1], &[0, 0, 1]);
+        assert_eq!((d.as_slice(), a.as_slice(), b.as_slice()), (&[20, 6][..], &[6, 1][..], &[0, 1][..]));
+    }
+}

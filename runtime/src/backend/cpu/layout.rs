@@ -1,0 +1,78 @@
+//! Kernels that move or reinterpret data: `Reshape`, `Transpose`, `Cast`.
+
+use super::{for_rows, unsupported, CpuTensor};
+use crate::shape::{rules::permutation, strides};
+use crate::kernels::{Cast, Reshape, Transpose};
+use crate::{kernel, DType, Element, Result, TensorMeta};
+
+#[kernel(Reshape, cpu)]
+fn reshape(x: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = shape; // Resolved (including any -1) by the spec's rule into `out`.
+    x.reshaped(&out.shape)
+}
+
+/// The elements of `x` with its axes reordered: output axis `i` is input axis `perm[i]`.
+pub(crate) fn permute<T: Element>(x: &CpuTensor, perm: &[usize]) -> Result<Vec<T>> {
+    let src = x.as_slice::<T>()?;
+    let shape = x.shape();
+    let own = strides(shape);
+    let dims: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+    let from: Vec<usize> = perm.iter().map(|&p| own[p]).collect();
+    let n = src.len();
+    let mut out = vec![T::default(); n];
+    let Some(&inner) = dims.last() else {
+        out.copy_from_slice(src);
+        return Ok(out);
+    };
+    let step = from[from.len() - 1];
+    for_rows(&mut out, inner, n, |start, chunk| {
+        for (r, row) in chunk.chunks_mut(inner.max(1)).enumerate() {
+            let mut rest = start / inner.max(1) + r;
+            let mut offset = 0;
+            for d in (0..dims.len() - 1).rev() {
+                offset += (rest % dims[d]) * from[d];
+                rest /= dims[d];
+            }
+            for (j, o) in row.iter_mut().enumerate() {
+                *o = src[offset + j * step];
+            }
+        }
+    });
+    Ok(out)
+}
+
+#[kernel(Transpose, cpu)]
+fn transpose(x: &CpuTensor, perm: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    let perm = permutation(x.shape().len(), perm).map_err(|m| crate::Error::Backend {
+        kernel: "Transpose",
+        backend: crate::BackendId::Cpu,
+        message: m,
+    })?;
+    if perm.iter().enumerate().all(|(i, &p)| i == p) {
+        return x.reshaped(&out.shape);
+    }
+    match x.dtype() {
+        DType::F32 => CpuTensor::from_vec(&out.shape, permute::<f32>(x, &perm)?),
+        DType::I32 => CpuTensor::from_vec(&out.shape, permute::<i32>(x, &perm)?),
+        DType::Bool => CpuTensor::from_vec(&out.shape, permute::<bool>(x, &perm)?),
+    }
+}
+
+fn convert<T: Element, U: Element>(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    CpuTensor::from_vec(&out.shape, super::map(x.as_slice::<T>()?, |v| U::from_f64(v.to_f64())))
+}
+
+#[kernel(Cast, cpu)]
+fn cast(x: &CpuTensor, dtype: crate::DType, out: &TensorMeta) -> Result<CpuTensor> {
+    use DType::*;
+    match (x.dtype(), dtype) {
+        (from, to) if from == to => Ok(x.clone()),
+        (F32, I32) => convert::<f32, i32>(x, out),
+        (F32, Bool) => convert::<f32, bool>(x, out),
+        (I32, F32) => convert::<i32, f32>(x, out),
+        (I32, Bool) => convert::<i32, bool>(x, out),
+        (Bool, F32) => convert::<bool, f32>(x, out),
+        (Bool, I32) => convert::<bool, i32>(x, out),
+        (from, _) => Err(unsupported("Cast", from)),
+    }
+}

@@ -1,0 +1,92 @@
+//! `BatchMatMul` through the `gemm` crate, with transposes expressed as
+//! strides (no copies) and broadcast batch dims.
+
+use gemm::Parallelism;
+use rayon::prelude::*;
+
+use super::CpuTensor;
+use crate::kernels::{BatchMatMul};
+use crate::{kernel, shape, Result, TensorMeta};
+
+/// Below this many multiply-adds per matrix, one thread does the whole product.
+const PAR_FLOPS: usize = 1 << 18;
+
+#[kernel(BatchMatMul, cpu)]
+fn batch_matmul(
+    a: &CpuTensor,
+    b: &CpuTensor,
+    transpose_a: bool,
+    transpose_b: bool,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let (av, bv) = (a.as_slice::<f32>()?, b.as_slice::<f32>()?);
+    let (sa, sb, so) = (a.shape(), b.shape(), out.shape.as_slice());
+    let (ra, rb, ro) = (sa.len(), sb.len(), so.len());
+    let (m, n) = (so[ro - 2], so[ro - 1]);
+    let k = if transpose_a { sa[ra - 2] } else { sa[ra - 1] };
+    let mut data = vec![0.0f32; out.numel()];
+    if m == 0 || n == 0 || k == 0 {
+        return CpuTensor::from_vec(&out.shape, data);
+    }
+    // Element (i, p) of op(a) and (p, j) of op(b), as row and column strides.
+    let (a_rs, a_cs) = if transpose_a { (1, m) } else { (k, 1) };
+    let (b_rs, b_cs) = if transpose_b { (1, k) } else { (n, 1) };
+    let batch = &so[..ro - 2];
+    let (a_batch, b_batch) = (batch_strides(&sa[..ra - 2], batch, m * k), batch_strides(&sb[..rb - 2], batch, k * n));
+    let offsets = |bi: usize| {
+        let (mut rest, mut oa, mut ob) = (bi, 0, 0);
+        for d in (0..batch.len()).rev() {
+            let i = rest % batch[d];
+            rest /= batch[d];
+            oa += i * a_batch[d];
+            ob += i * b_batch[d];
+        }
+        (oa, ob)
+    };
+    let flops = m * n * k;
+    let gemm_one = |bi: usize, dst: &mut [f32], par: Parallelism| {
+        let (oa, ob) = offsets(bi);
+        let (lhs, rhs) = (&av[oa..oa + m * k], &bv[ob..ob + k * n]);
+        debug_assert_eq!(dst.len(), m * n);
+        // SAFETY: `lhs` holds op(a) as m x k with strides (a_rs, a_cs) and
+        // `rhs` op(b) as k x n with (b_rs, b_cs): the largest index reached is
+        // (m-1)*a_rs + (k-1)*a_cs = m*k - 1 (and k*n - 1), inside the slices.
+        // `dst` is m x n, row-major, exclusively borrowed. `read_dst` is false,
+        // so its zeroed contents are not read.
+        unsafe {
+            gemm::gemm(
+                m, n, k,
+                dst.as_mut_ptr(), 1, n as isize, false,
+                lhs.as_ptr(), a_cs as isize, a_rs as isize,
+                rhs.as_ptr(), b_cs as isize, b_rs as isize,
+                0.0, 1.0, false, false, false, par,
+            );
+        }
+    };
+    let batches = shape::numel(batch);
+    if flops >= PAR_FLOPS && batches < rayon::current_num_threads() * 2 {
+        let par = Parallelism::Rayon(rayon::current_num_threads());
+        for (bi, dst) in data.chunks_mut(m * n).enumerate() {
+            gemm_one(bi, dst, par);
+        }
+    } else if flops * batches >= PAR_FLOPS {
+        data.par_chunks_mut(m * n).enumerate().for_each(|(bi, dst)| gemm_one(bi, dst, Parallelism::None));
+    } else {
+        for (bi, dst) in data.chunks_mut(m * n).enumerate() {
+            gemm_one(bi, dst, Parallelism::None);
+        }
+    }
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// Strides between matrices of an operand whose batch dims broadcast to `out`.
+fn batch_strides(dims: &[usize], out: &[usize], matrix: usize) -> Vec<usize> {
+    let lead = out.len() - dims.len();
+    let mut strides = vec![0; out.len()];
+    let mut acc = matrix;
+    for i in (0..dims.len()).rev() {
+        strides[lead + i] = if dims[i] == 1 { 0 } else { acc };
+        acc *= dims[i];
+    }
+    strides
+}

@@ -1,0 +1,248 @@
+//! The `cpu` backend: host memory, rayon above a size threshold.
+
+mod binary;
+mod layout;
+mod matmul;
+mod reduce;
+mod softmax;
+mod unary;
+
+use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
+use std::sync::Arc;
+
+use super::{Backend, BackendId};
+use crate::{DType, Element, Error, Result, Shape, Tensor};
+
+/// The `cpu` backend marker.
+///
+/// ```
+/// use opforge::backend::{Backend, Cpu};
+/// assert_eq!(Cpu::ID.name(), "cpu");
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Cpu;
+
+impl Backend for Cpu {
+    const ID: BackendId = BackendId::Cpu;
+    type Tensor = CpuTensor;
+
+    #[inline]
+    fn view(t: &Tensor) -> Option<&CpuTensor> {
+        t.cpu()
+    }
+
+    #[inline]
+    fn wrap(t: CpuTensor) -> Tensor {
+        Tensor::from_cpu(t)
+    }
+}
+
+/// Elements below which a kernel runs on the calling thread: waking the pool
+/// costs microseconds, more than a few thousand elements take.
+pub(crate) const PAR_THRESHOLD: usize = 1 << 15;
+/// Elements per parallel task.
+pub(crate) const PAR_CHUNK: usize = 1 << 14;
+
+static LIVE_BUFFERS: AtomicUsize = AtomicUsize::new(0);
+static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// Live cpu buffers and their bytes.
+pub(crate) fn memory() -> (usize, usize) {
+    (LIVE_BUFFERS.load(Relaxed), LIVE_BYTES.load(Relaxed))
+}
+
+#[derive(Debug)]
+enum Data {
+    F32(Vec<f32>),
+    I32(Vec<i32>),
+    Bool(Vec<bool>),
+}
+
+/// Host memory of one tensor: a typed, immutable vector, counted by
+/// [`crate::memory`] while alive.
+#[derive(Debug)]
+pub struct CpuBuffer(Data);
+
+impl CpuBuffer {
+    fn new(data: Data) -> Self {
+        let b = CpuBuffer(data);
+        LIVE_BUFFERS.fetch_add(1, Relaxed);
+        LIVE_BYTES.fetch_add(b.bytes(), Relaxed);
+        b
+    }
+
+    /// The buffer's dtype.
+    pub fn dtype(&self) -> DType {
+        match &self.0 {
+            Data::F32(_) => DType::F32,
+            Data::I32(_) => DType::I32,
+            Data::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match &self.0 {
+            Data::F32(v) => v.len(),
+            Data::I32(v) => v.len(),
+            Data::Bool(v) => v.len(),
+        }
+    }
+
+    /// Whether the buffer holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn bytes(&self) -> usize {
+        self.len() * self.dtype().size_in_bytes()
+    }
+}
+
+impl Drop for CpuBuffer {
+    fn drop(&mut self) {
+        LIVE_BUFFERS.fetch_sub(1, Relaxed);
+        LIVE_BYTES.fetch_sub(self.bytes(), Relaxed);
+    }
+}
+
+/// Moves typed vectors in and out of [`CpuBuffer`]s; a supertrait of every [`Element`].
+#[doc(hidden)]
+pub trait CpuElement: Sized {
+    fn into_buffer(v: Vec<Self>) -> CpuBuffer;
+    fn slice(b: &CpuBuffer) -> Option<&[Self]>;
+}
+
+macro_rules! cpu_element {
+    ($($t:ty => $v:ident),*) => {$(
+        impl CpuElement for $t {
+            fn into_buffer(v: Vec<Self>) -> CpuBuffer {
+                CpuBuffer::new(Data::$v(v))
+            }
+            fn slice(b: &CpuBuffer) -> Option<&[Self]> {
+                match &b.0 {
+                    Data::$v(v) => Some(v),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+cpu_element!(f32 => F32, i32 => I32, bool => Bool);
+
+/// A tensor as the `cpu` backend sees it: a shape and a shared, contiguous,
+/// row-major buffer. Cloning shares the buffer.
+///
+/// Kernels read inputs with [`CpuTensor::as_slice`] and build outputs with
+/// [`CpuTensor::from_vec`].
+///
+/// ```
+/// use opforge::backend::cpu::CpuTensor;
+/// let t = CpuTensor::from_vec(&[2, 2], vec![1i32, 2, 3, 4])?;
+/// assert_eq!(t.as_slice::<i32>()?, &[1, 2, 3, 4]);
+/// assert!(t.as_slice::<f32>().is_err());
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct CpuTensor {
+    shape: Shape,
+    buf: Arc<CpuBuffer>,
+}
+
+impl CpuTensor {
+    /// A tensor of `shape` owning `data`; errors if the lengths differ.
+    pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Result<Self> {
+        let n = crate::shape::checked_numel(shape);
+        if n != Some(data.len()) {
+            return Err(Error::InvalidTensor {
+                what: "from_vec",
+                message: format!("{} values do not fill shape {shape:?}", data.len()),
+            });
+        }
+        Ok(CpuTensor { shape: Shape::from_slice(shape), buf: Arc::new(T::into_buffer(data)) })
+    }
+
+    /// The same buffer seen with another shape of the same size.
+    pub fn reshaped(&self, shape: &[usize]) -> Result<Self> {
+        if crate::shape::checked_numel(shape) != Some(self.numel()) {
+            return Err(Error::InvalidTensor {
+                what: "reshape",
+                message: format!("cannot view {:?} as {shape:?}", self.shape.as_slice()),
+            });
+        }
+        Ok(CpuTensor { shape: Shape::from_slice(shape), buf: self.buf.clone() })
+    }
+
+    /// The shape.
+    #[inline]
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The dtype.
+    #[inline]
+    pub fn dtype(&self) -> DType {
+        self.buf.dtype()
+    }
+
+    /// Number of elements.
+    #[inline]
+    pub fn numel(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The elements, row-major; errors if `T` is not the tensor's dtype.
+    #[inline]
+    pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
+        T::slice(&self.buf).ok_or_else(|| Error::Backend {
+            kernel: "",
+            backend: BackendId::Cpu,
+            message: format!("tensor has dtype {}, not {}", self.dtype(), T::DTYPE),
+        })
+    }
+
+    /// The shared buffer.
+    pub fn buffer(&self) -> &Arc<CpuBuffer> {
+        &self.buf
+    }
+}
+
+/// Error for a dtype a kernel was not written for; the engine checks dtypes
+/// against the spec first, so this means the spec and kernel disagree.
+pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> Error {
+    Error::Backend {
+        kernel,
+        backend: BackendId::Cpu,
+        message: format!("no cpu implementation for dtype {dtype}"),
+    }
+}
+
+/// `f` over every element: inline below [`PAR_THRESHOLD`], on rayon above.
+pub(crate) fn map<T: Element, U: Element>(x: &[T], f: impl Fn(T) -> U + Sync) -> Vec<U> {
+    if x.len() < PAR_THRESHOLD {
+        return x.iter().map(|&v| f(v)).collect();
+    }
+    use rayon::prelude::*;
+    let mut out = vec![U::default(); x.len()];
+    out.par_chunks_mut(PAR_CHUNK).zip(x.par_chunks(PAR_CHUNK)).for_each(|(o, x)| {
+        for (o, &x) in o.iter_mut().zip(x) {
+            *o = f(x);
+        }
+    });
+    out
+}
+
+/// Runs `f(start, chunk)` over `out` split in row-aligned chunks, in parallel
+/// when the work is large enough to pay for the pool.
+pub(crate) fn for_rows<T: Send>(out: &mut [T], row: usize, work: usize, f: impl Fn(usize, &mut [T]) + Sync) {
+    if out.is_empty() {
+        return;
+    }
+    let row = row.max(1);
+    if work < PAR_THRESHOLD {
+        return f(0, out);
+    }
+    use rayon::prelude::*;
+    let rows_per_task = (PAR_CHUNK / row).max(1);
+    out.par_chunks_mut(rows_per_task * row).enumerate().for_each(|(i, chunk)| f(i * rows_per_task * row, chunk));
+}

@@ -1,0 +1,186 @@
+//! Reductions over a set of axes: `Sum`, `Max`, `Mean`.
+//!
+//! Reduced axes that form one contiguous block make the input an
+//! `[outer, r, inner]` view; any other set is first moved to the end by a
+//! transpose. Rows (`inner == 1`) fold with independent lanes the compiler
+//! vectorizes; columns (`inner > 1`) accumulate whole rows at once.
+
+use rayon::prelude::*;
+
+use super::{for_rows, layout::permute, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use crate::shape::rules::reduction_axes;
+use crate::kernels::{Max, Mean, Sum};
+use crate::{kernel, DType, Element, Result, TensorMeta};
+
+const LANES: usize = 16;
+
+/// A reduction: its identity and how it combines two values.
+trait Fold<T>: Sync {
+    const INIT: T;
+    fn fold(a: T, b: T) -> T;
+    /// Folds a slice; lanes make the loop vectorizable.
+    fn fold_slice(s: &[T]) -> T
+    where
+        T: Copy,
+    {
+        let mut acc = [Self::INIT; LANES];
+        let chunks = s.chunks_exact(LANES);
+        let rest = chunks.remainder();
+        for c in chunks {
+            for i in 0..LANES {
+                acc[i] = Self::fold(acc[i], c[i]);
+            }
+        }
+        let mut total = rest.iter().fold(Self::INIT, |a, &b| Self::fold(a, b));
+        for a in acc {
+            total = Self::fold(total, a);
+        }
+        total
+    }
+}
+
+struct SumF32;
+impl Fold<f32> for SumF32 {
+    const INIT: f32 = 0.0;
+    fn fold(a: f32, b: f32) -> f32 {
+        a + b
+    }
+    /// Blocks of 1024 summed in f32 lanes, blocks added in f64: error stays
+    /// near one f32 rounding per block instead of growing with the length.
+    fn fold_slice(s: &[f32]) -> f32 {
+        let mut total = 0.0f64;
+        for block in s.chunks(1024) {
+            let mut acc = [0.0f32; LANES];
+            let chunks = block.chunks_exact(LANES);
+            let rest: f32 = chunks.remainder().iter().sum();
+            for c in chunks {
+                for i in 0..LANES {
+                    acc[i] += c[i];
+                }
+            }
+            total += (acc.iter().sum::<f32>() + rest) as f64;
+        }
+        total as f32
+    }
+}
+
+struct SumI32;
+impl Fold<i32> for SumI32 {
+    const INIT: i32 = 0;
+    fn fold(a: i32, b: i32) -> i32 {
+        a.wrapping_add(b)
+    }
+}
+
+struct MaxF32;
+impl Fold<f32> for MaxF32 {
+    const INIT: f32 = f32::NEG_INFINITY;
+    fn fold(a: f32, b: f32) -> f32 {
+        a.max(b)
+    }
+}
+
+struct MaxI32;
+impl Fold<i32> for MaxI32 {
+    const INIT: i32 = i32::MIN;
+    fn fold(a: i32, b: i32) -> i32 {
+        a.max(b)
+    }
+}
+
+/// `[outer, r, inner]` reduced over `r`.
+fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: &[i64], out: &TensorMeta) -> Result<(Vec<T>, usize)> {
+    let shape = x.shape();
+    let axes = reduction_axes(shape.len(), axes).map_err(|m| crate::Error::Backend {
+        kernel: "reduce",
+        backend: crate::BackendId::Cpu,
+        message: m,
+    })?;
+    let contiguous = axes.windows(2).all(|w| w[1] == w[0] + 1);
+    let (data, outer, r, inner);
+    let moved;
+    if contiguous && !axes.is_empty() {
+        let (first, last) = (axes[0], axes[axes.len() - 1]);
+        outer = shape[..first].iter().product::<usize>();
+        r = shape[first..=last].iter().product::<usize>();
+        inner = shape[last + 1..].iter().product::<usize>();
+        data = x.as_slice::<T>()?;
+    } else {
+        // Kept axes first, reduced axes last, then reduce rows.
+        let perm: Vec<usize> = (0..shape.len()).filter(|a| !axes.contains(a)).chain(axes.iter().copied()).collect();
+        moved = permute::<T>(x, &perm)?;
+        outer = out.numel();
+        r = axes.iter().map(|&a| shape[a]).product();
+        inner = 1;
+        data = &moved;
+    }
+    let n = out.numel();
+    let mut result = vec![F::INIT; n];
+    if r == 0 || n == 0 {
+        return Ok((result, r));
+    }
+    if inner == 1 {
+        if outer == 1 && r >= PAR_THRESHOLD {
+            let parts: Vec<T> = data.par_chunks(PAR_CHUNK * 4).map(F::fold_slice).collect();
+            result[0] = F::fold_slice(&parts);
+        } else {
+            for_rows(&mut result, 1, outer * r, |start, chunk| {
+                for (i, o) in chunk.iter_mut().enumerate() {
+                    let row = start + i;
+                    *o = F::fold_slice(&data[row * r..(row + 1) * r]);
+                }
+            });
+        }
+    } else {
+        // Split output columns across tasks; each walks all `r` rows of its columns.
+        let cols = if outer * r * inner < PAR_THRESHOLD { inner } else { (PAR_CHUNK / r.max(1)).clamp(64, inner) };
+        let columns = |o: usize, j0: usize, dst: &mut [T]| {
+            let base = o * r * inner + j0;
+            for t in 0..r {
+                let src = &data[base + t * inner..base + t * inner + dst.len()];
+                for (d, &s) in dst.iter_mut().zip(src) {
+                    *d = F::fold(*d, s);
+                }
+            }
+        };
+        if outer * r * inner < PAR_THRESHOLD {
+            for (o, dst) in result.chunks_mut(inner).enumerate() {
+                columns(o, 0, dst);
+            }
+        } else {
+            result.par_chunks_mut(inner).enumerate().for_each(|(o, row)| {
+                row.par_chunks_mut(cols).enumerate().for_each(|(c, dst)| columns(o, c * cols, dst));
+            });
+        }
+    }
+    Ok((result, r))
+}
+
+#[kernel(Sum, cpu)]
+fn sum(x: &CpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = keep_dims; // The output shape, from the spec's rule, already says it.
+    match x.dtype() {
+        DType::F32 => CpuTensor::from_vec(&out.shape, reduce::<f32, SumF32>(x, axes, out)?.0),
+        DType::I32 => CpuTensor::from_vec(&out.shape, reduce::<i32, SumI32>(x, axes, out)?.0),
+        d => Err(unsupported("Sum", d)),
+    }
+}
+
+#[kernel(Max, cpu)]
+fn max(x: &CpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = keep_dims;
+    match x.dtype() {
+        DType::F32 => CpuTensor::from_vec(&out.shape, reduce::<f32, MaxF32>(x, axes, out)?.0),
+        DType::I32 => CpuTensor::from_vec(&out.shape, reduce::<i32, MaxI32>(x, axes, out)?.0),
+        d => Err(unsupported("Max", d)),
+    }
+}
+
+#[kernel(Mean, cpu)]
+fn mean(x: &CpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = keep_dims;
+    let (mut sums, r) = reduce::<f32, SumF32>(x, axes, out)?;
+    let scale = 1.0 / r as f32;
+    sums.iter_mut().for_each(|v| *v *= scale);
+    CpuTensor::from_vec(&out.shape, sums)
+}

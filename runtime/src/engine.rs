@@ -1,0 +1,147 @@
+//! The engine: validate, resolve, execute.
+
+use std::cell::RefCell;
+
+use crate::spec::{KernelCall, KernelSpec};
+use crate::{BackendId, Error, InputDesc, Result, Tensor};
+
+/// Runs kernels. Generated op functions call [`Engine::run`]; so can anyone
+/// holding a descriptor.
+///
+/// ```
+/// use opforge::{kernels::{Add, AddAttrs}, Engine, Tensor};
+/// let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+/// let y = Engine::run::<Add>(&[&a, &a], &AddAttrs {})?;
+/// assert_eq!(y.to_vec::<f32>()?, vec![2.0, 4.0]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub struct Engine;
+
+impl Engine {
+    /// Runs kernel `K` on `inputs`:
+    /// 1. validates dtypes and shapes with the spec's rules, computing the output meta;
+    /// 2. resolves the kernel for the inputs' backend (one atomic load once warm);
+    /// 3. executes it;
+    /// 4. in debug builds, checks the output against the meta.
+    #[inline]
+    pub fn run<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs) -> Result<Tensor> {
+        let backend = common_backend::<K>(inputs)?;
+        let meta = K::infer(inputs, attrs).map_err(|m| invalid::<K>(backend, inputs, m))?;
+        let entry = K::slot().get(backend)?;
+        let call = KernelCall { kernel: K::NAME, backend, inputs, attrs, out: &meta };
+        let y = (entry.func)(&call)?;
+        if cfg!(debug_assertions) && (y.shape() != meta.shape.as_slice() || y.dtype() != meta.dtype) {
+            return Err(Error::KernelContract {
+                kernel: K::NAME,
+                backend,
+                expected: meta.to_string(),
+                found: y.meta().to_string(),
+            });
+        }
+        Ok(y)
+    }
+}
+
+fn common_backend<K: KernelSpec>(inputs: &[&Tensor]) -> Result<BackendId> {
+    let Some(first) = inputs.first() else {
+        return Err(invalid::<K>(BackendId::Cpu, inputs, format!("expected {} inputs, got none", K::INPUTS.len())));
+    };
+    let backend = first.backend();
+    if let Some(other) = inputs.iter().find(|t| t.backend() != backend) {
+        return Err(invalid::<K>(
+            backend,
+            inputs,
+            format!("inputs live on backends `{backend}` and `{}`; move them to one first", other.backend()),
+        ));
+    }
+    Ok(backend)
+}
+
+#[cold]
+fn invalid<K: KernelSpec>(backend: BackendId, inputs: &[&Tensor], message: String) -> Error {
+    Error::InvalidArgument {
+        op: op_path(K::OP),
+        kernel: K::NAME,
+        backend,
+        inputs: inputs
+            .iter()
+            .enumerate()
+            .map(|(i, t)| InputDesc {
+                name: K::INPUTS.get(i).copied().unwrap_or("extra"),
+                dtype: t.dtype(),
+                shape: t.meta().shape,
+            })
+            .collect(),
+        message,
+    }
+}
+
+thread_local! {
+    static OP_STACK: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
+}
+
+/// The composite ops running on this thread, outermost first, then `op`.
+fn op_path(op: &str) -> String {
+    OP_STACK.with_borrow(|stack| {
+        let mut path: Vec<&str> = stack.clone();
+        path.push(op);
+        path.join(" > ")
+    })
+}
+
+/// Marks a composite op as running on this thread until dropped, so errors
+/// from the kernels inside it name it. `#[op]` creates one; you need not.
+///
+/// ```
+/// use opforge::{engine::OpScope, ops, Tensor};
+/// let _scope = OpScope::enter("my_op");
+/// let a = Tensor::from_vec(vec![1.0f32; 3], &[3])?;
+/// let b = Tensor::from_vec(vec![1.0f32; 2], &[2])?;
+/// let err = ops::add(&a, &b).unwrap_err();
+/// assert!(err.to_string().starts_with("op `my_op > add`"));
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub struct OpScope {
+    _not_send: std::marker::PhantomData<*const ()>,
+}
+
+impl OpScope {
+    /// Pushes `name` on this thread's op stack.
+    pub fn enter(name: &'static str) -> OpScope {
+        OP_STACK.with_borrow_mut(|s| s.push(name));
+        OpScope { _not_send: std::marker::PhantomData }
+    }
+}
+
+impl Drop for OpScope {
+    fn drop(&mut self) {
+        OP_STACK.with_borrow_mut(|s| s.pop());
+    }
+}
+
+/// Live tensors' memory on one backend.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackendMemory {
+    /// The backend.
+    pub backend: BackendId,
+    /// Live data buffers (clones of a tensor share one).
+    pub buffers: usize,
+    /// Bytes those buffers hold.
+    pub bytes: usize,
+}
+
+/// Memory held by live tensors, per backend (TF.js `tf.memory()`).
+///
+/// ```
+/// let before = opforge::memory()[0];
+/// let t = opforge::Tensor::zeros(&[256], opforge::DType::F32)?;
+/// assert_eq!(opforge::memory()[0].bytes, before.bytes + 1024);
+/// drop(t);
+/// assert_eq!(opforge::memory()[0].bytes, before.bytes);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn memory() -> Vec<BackendMemory> {
+    let (buffers, bytes) = crate::backend::cpu::memory();
+    vec![BackendMemory { backend: BackendId::Cpu, buffers, bytes }]
+}
+

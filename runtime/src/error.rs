@@ -1,0 +1,202 @@
+//! The one error type of opforge.
+
+use std::fmt;
+
+use crate::{BackendId, DType, Shape};
+
+/// `Result` with [`Error`] as its error type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Where something was registered: the source file and line of its attribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Location {
+    /// Source file, as `file!()` gives it.
+    pub file: &'static str,
+    /// 1-based line.
+    pub line: u32,
+}
+
+impl fmt::Display for Location {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}:{}", self.file, self.line)
+    }
+}
+
+/// The shape and dtype of one input, as errors report it (`f32[2, 3]`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InputDesc {
+    /// The input's name in the spec (`a`, `x`).
+    pub name: &'static str,
+    /// Its dtype.
+    pub dtype: DType,
+    /// Its shape.
+    pub shape: Shape,
+}
+
+impl fmt::Display for InputDesc {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}{:?}", self.name, self.dtype, self.shape.as_slice())
+    }
+}
+
+/// Everything that can go wrong in opforge.
+///
+/// Every variant names what was running (op, kernel, backend) and the shapes
+/// or dtypes involved, so a message read out of context still says what to fix.
+///
+/// ```
+/// use opforge::{ops, Tensor};
+/// let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?;
+/// let b = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+/// let err = ops::add(&a, &b).unwrap_err();
+/// assert!(err.to_string().contains("kernel `Add`"));
+/// assert!(err.to_string().contains("f32[3]"));
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Error {
+    /// Inputs or attributes that the kernel's spec rejects (shape rule, dtypes, attribute range).
+    InvalidArgument {
+        /// The op that was called (`add`), or the composite ops around it (`moving_average > add`).
+        op: String,
+        /// The kernel (`Add`).
+        kernel: &'static str,
+        /// The backend of the inputs.
+        backend: BackendId,
+        /// The inputs as they were given.
+        inputs: Vec<InputDesc>,
+        /// What is wrong, lowercase (`cannot broadcast [3] with [2]`).
+        message: String,
+    },
+    /// No kernel is registered for this (kernel, backend).
+    KernelNotFound {
+        /// The kernel asked for.
+        kernel: String,
+        /// The backend asked for.
+        backend: BackendId,
+        /// Backends that do have the kernel.
+        available: Vec<BackendId>,
+    },
+    /// Two registrations of one (kernel, backend), neither replacing the other on purpose.
+    DuplicateKernel {
+        /// The kernel.
+        kernel: &'static str,
+        /// The backend.
+        backend: BackendId,
+        /// Where the first was registered.
+        first: Location,
+        /// Where the second was registered.
+        second: Location,
+    },
+    /// Two gradients for one kernel, neither marked `override`.
+    DuplicateGradient {
+        /// The kernel.
+        kernel: &'static str,
+        /// Where the first was registered.
+        first: Location,
+        /// Where the second was registered.
+        second: Location,
+    },
+    /// No gradient is registered for a kernel.
+    GradientNotFound {
+        /// The kernel.
+        kernel: String,
+    },
+    /// A name that no bound spec declares.
+    UnknownKernel {
+        /// The name asked for.
+        kernel: String,
+        /// A close known name, if there is one.
+        suggestion: Option<&'static str>,
+    },
+    /// A kernel broke its contract: its output differs from what the spec's shape rule says.
+    KernelContract {
+        /// The kernel.
+        kernel: &'static str,
+        /// The backend.
+        backend: BackendId,
+        /// What the spec promised, as `dtype[shape]`.
+        expected: String,
+        /// What the kernel returned.
+        found: String,
+    },
+    /// Building a tensor from data that does not fit the shape or dtype asked for.
+    InvalidTensor {
+        /// What was being built (`from_vec`, `to_vec`, `reshape`).
+        what: &'static str,
+        /// What is wrong.
+        message: String,
+    },
+    /// An error from a kernel or backend, with the kernel and backend it came from.
+    Backend {
+        /// The kernel, or `""` outside a kernel.
+        kernel: &'static str,
+        /// The backend.
+        backend: BackendId,
+        /// What went wrong.
+        message: String,
+    },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::InvalidArgument { op, kernel, backend, inputs, message } => {
+                write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`): {message}")?;
+                if !inputs.is_empty() {
+                    f.write_str("; inputs: ")?;
+                    for (i, input) in inputs.iter().enumerate() {
+                        if i > 0 {
+                            f.write_str(", ")?;
+                        }
+                        write!(f, "{input}")?;
+                    }
+                }
+                Ok(())
+            }
+            Error::KernelNotFound { kernel, backend, available } => {
+                write!(f, "kernel `{kernel}` is not registered for backend `{backend}`")?;
+                if available.is_empty() {
+                    f.write_str("; no backend has it")
+                } else {
+                    let names: Vec<_> = available.iter().map(|b| format!("`{b}`")).collect();
+                    write!(f, "; it is registered for {}", names.join(", "))
+                }
+            }
+            Error::DuplicateKernel { kernel, backend, first, second } => write!(
+                f,
+                "kernel `{kernel}` is registered twice for backend `{backend}`, at {first} and at {second}; \
+                 mark the replacement `#[kernel({kernel}, {backend}, override)]` or remove one"
+            ),
+            Error::DuplicateGradient { kernel, first, second } => write!(
+                f,
+                "kernel `{kernel}` has two gradients, at {first} and at {second}; \
+                 mark the replacement `#[gradient({kernel}, override)]` or remove one"
+            ),
+            Error::GradientNotFound { kernel } => {
+                write!(f, "kernel `{kernel}` has no registered gradient; declare one with `#[gradient({kernel})]`")
+            }
+            Error::UnknownKernel { kernel, suggestion } => {
+                write!(f, "no bound spec declares a kernel `{kernel}`")?;
+                if let Some(s) = suggestion {
+                    write!(f, "; did you mean `{s}`?")?;
+                }
+                Ok(())
+            }
+            Error::KernelContract { kernel, backend, expected, found } => write!(
+                f,
+                "kernel `{kernel}` on backend `{backend}` returned {found}, but its spec's shape rule gives {expected}"
+            ),
+            Error::InvalidTensor { what, message } => write!(f, "{what}: {message}"),
+            Error::Backend { kernel, backend, message } if kernel.is_empty() => {
+                write!(f, "backend `{backend}`: {message}")
+            }
+            Error::Backend { kernel, backend, message } => {
+                write!(f, "kernel `{kernel}` on backend `{backend}`: {message}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for Error {}

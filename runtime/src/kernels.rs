@@ -1,0 +1,8 @@
+//! Descriptors of the built-in kernels, generated from `ops-spec/ops.toml`.
+//!
+//! Each kernel `K` has a unit struct `K` implementing [`crate::KernelSpec`],
+//! `KAttrs` (its attributes), `KArgs` (what a kernel function receives),
+//! `KGradArgs` (what a gradient receives) and, when differentiable, `KGrads`.
+//! The op functions are in [`crate::ops`].
+
+crate::spec!("../ops-spec/ops.toml", ops = generated);

@@ -1,0 +1,159 @@
+//! # opforge
+//!
+//! Tensor ops, kernels and gradients declared with attribute macros and
+//! gathered into registries by the linker, after TensorFlow.js's custom op
+//! mechanism, with the mistakes moved from run time to compile time.
+//!
+//! - An **op** is a function on tensors: generated from a spec
+//!   ([`ops::sqrt`]), or a composite of other ops declared with [`op`].
+//! - A **kernel** implements a spec's kernel on one backend:
+//!   `#[kernel(Sqrt, cpu)]`.
+//! - A **gradient** is the backward rule of a kernel, written with ops:
+//!   `#[gradient(Sqrt)]`.
+//! - A **spec** (TOML) declares each kernel's inputs, attributes, dtypes and
+//!   shape rule; [`spec!`] binds one and generates typed descriptors and ops.
+//!
+//! ```
+//! use opforge::{ops, Tensor};
+//! let a = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+//! let b = Tensor::from_vec(vec![10.0f32, 20.0], &[2])?;    // broadcast over rows
+//! let y = ops::matmul(&ops::add(&a, &b)?, &a, false, true)?;
+//! assert_eq!(y.shape(), &[2, 2]);
+//! assert_eq!(ops::sum(&y, &[], false)?.to_scalar::<f32>()?, 11.0 + 2.0 * 22.0 + 3.0 * 11.0 + 4.0 * 22.0
+//!     + 13.0 + 2.0 * 24.0 + 3.0 * 13.0 + 4.0 * 24.0);
+//! # Ok::<(), opforge::Error>(())
+//! ```
+//!
+//! Declaring a kernel of your own: write a spec, bind it, implement it.
+//!
+//! ```
+//! use opforge::{backend::cpu::CpuTensor, kernel, Result, Tensor, TensorMeta};
+//!
+//! opforge::spec!(inline = r#"
+//! [Cube]
+//! op = "cube"
+//! doc = "Cubes each element."
+//! inputs = ["x"]
+//! dtypes = ["f32"]
+//! shape = "same(x)"
+//! grad = ["x"]
+//! "#);
+//!
+//! #[kernel(Cube, cpu)]
+//! fn cube_cpu(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+//!     let v: Vec<f32> = x.as_slice::<f32>()?.iter().map(|v| v * v * v).collect();
+//!     CpuTensor::from_vec(&out.shape, v)
+//! }
+//!
+//! let x = Tensor::from_vec(vec![2.0f32, -1.0], &[2])?;
+//! assert_eq!(cube(&x)?.to_vec::<f32>()?, vec![8.0, -1.0]);
+//! # Ok::<(), opforge::Error>(())
+//! ```
+
+extern crate self as opforge;
+
+pub mod backend;
+mod display;
+pub mod dtype;
+pub mod engine;
+pub mod error;
+pub mod kernels;
+pub mod ops;
+mod random;
+pub mod registry;
+pub mod shape;
+pub mod spec;
+pub mod tensor;
+
+pub use backend::BackendId;
+pub use dtype::{DType, Element};
+pub use engine::{memory, Engine};
+pub use error::{Error, InputDesc, Location, Result};
+pub use opforge_macros::{gradient, kernel, op, spec};
+pub use shape::Shape;
+pub use spec::{Differentiable, IntoGrads, KernelSpec};
+pub use tensor::{Tensor, TensorMeta};
+
+/// What generated code names. Not public API: it changes without notice.
+#[doc(hidden)]
+pub mod __private {
+    use std::any::Any;
+
+    pub use crate::backend::{Backend, Cpu};
+    pub use crate::engine::OpScope;
+    pub use crate::registry::{
+        DispatchSlot, GradientEntry, KernelEntry, OpEntry, SpecEntry, GRADIENTS, KERNELS, OPS, SPECS,
+    };
+    pub use crate::shape::rules;
+    pub use crate::spec::{Differentiable, GradCall, IntoGrads, KernelCall, KernelSpec};
+    pub use crate::{BackendId, Location};
+    pub use linkme;
+
+    use crate::{DType, Error, Result, Tensor};
+
+    /// The spec's input checks: count, one shared dtype, and that dtype allowed.
+    pub fn check_inputs(inputs: &[&Tensor], names: &[&str], dtypes: &[DType]) -> std::result::Result<DType, String> {
+        if inputs.len() != names.len() {
+            return Err(format!("expected {} inputs ({}), got {}", names.len(), names.join(", "), inputs.len()));
+        }
+        let dtype = inputs[0].dtype();
+        if let Some((i, t)) = inputs.iter().enumerate().find(|(_, t)| t.dtype() != dtype) {
+            return Err(format!(
+                "input `{}` is {} but `{}` is {}; the inputs must share one dtype",
+                names[i],
+                t.dtype(),
+                names[0],
+                dtype
+            ));
+        }
+        if !dtypes.contains(&dtype) {
+            let allowed: Vec<&str> = dtypes.iter().map(|d| d.name()).collect();
+            return Err(format!("dtype {dtype} is not supported, expected {}", allowed.join(" or ")));
+        }
+        Ok(dtype)
+    }
+
+    /// The typed attributes of an erased call.
+    pub fn attrs<'a, K: KernelSpec>(
+        kernel: &'static str,
+        backend: crate::BackendId,
+        attrs: &'a (dyn Any + Send + Sync),
+    ) -> Result<&'a K::Attrs> {
+        attrs.downcast_ref::<K::Attrs>().ok_or_else(|| Error::Backend {
+            kernel,
+            backend,
+            message: format!("attributes are not `{}`", std::any::type_name::<K::Attrs>()),
+        })
+    }
+
+    /// Input `i` of an erased call, as backend `B` sees it.
+    pub fn input<'a, B: Backend>(call: &KernelCall<'a>, i: usize) -> Result<&'a B::Tensor> {
+        let t = call.inputs.get(i).ok_or_else(|| Error::Backend {
+            kernel: call.kernel,
+            backend: call.backend,
+            message: format!("missing input {i}"),
+        })?;
+        B::view(t).ok_or_else(|| Error::Backend {
+            kernel: call.kernel,
+            backend: B::ID,
+            message: format!("input {i} lives on backend `{}`", t.backend()),
+        })
+    }
+
+    /// Input `i` of an erased gradient call.
+    pub fn grad_input<'a>(call: &GradCall<'a>, i: usize) -> Result<&'a Tensor> {
+        call.inputs.get(i).ok_or_else(|| Error::Backend {
+            kernel: call.kernel,
+            backend: crate::BackendId::Cpu,
+            message: format!("gradient call is missing input {i}"),
+        })
+    }
+
+    /// Fails to compile, with the trait's message, for a non-differentiable kernel.
+    pub fn assert_differentiable<K: Differentiable>() {}
+
+    /// Fails to compile, with the trait's message, for a gradient of the wrong arity.
+    pub fn into_grads<K: KernelSpec, G: IntoGrads<K>>(grads: G) -> Vec<Tensor> {
+        grads.into_grads()
+    }
+}

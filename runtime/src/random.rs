@@ -1,0 +1,55 @@
+//! A small seeded generator (xoshiro256++ seeded by SplitMix64): reproducible
+//! across platforms and releases, which `rand`'s `StdRng` does not promise.
+
+pub(crate) struct Rng {
+    s: [u64; 4],
+}
+
+impl Rng {
+    pub(crate) fn new(seed: u64) -> Self {
+        let mut z = seed;
+        let mut next = || {
+            z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut x = z;
+            x = (x ^ (x >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            x = (x ^ (x >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            x ^ (x >> 31)
+        };
+        Rng { s: [next(), next(), next(), next()] }
+    }
+
+    pub(crate) fn next_u64(&mut self) -> u64 {
+        let s = &mut self.s;
+        let out = s[0].wrapping_add(s[3]).rotate_left(23).wrapping_add(s[0]);
+        let t = s[1] << 17;
+        s[2] ^= s[0];
+        s[3] ^= s[1];
+        s[1] ^= s[2];
+        s[0] ^= s[3];
+        s[2] ^= t;
+        s[3] = s[3].rotate_left(45);
+        out
+    }
+
+    /// Uniform in [0, 1) with 24 random bits, exactly representable in f32.
+    fn unit(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 * (1.0 / (1u64 << 24) as f32)
+    }
+
+    pub(crate) fn uniform(&mut self, low: f32, high: f32) -> f32 {
+        let v = low + (high - low) * self.unit();
+        // Rounding can land on `high`; keep the interval half-open.
+        if v >= high && high > low {
+            low.max(high - (high - low) * f32::EPSILON)
+        } else {
+            v
+        }
+    }
+
+    /// Box-Muller; one value per call keeps the sequence simple to reason about.
+    pub(crate) fn normal(&mut self) -> f32 {
+        let u1 = 1.0 - ((self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64));
+        let u2 = (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
+        ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
+    }
+}

@@ -1,0 +1,471 @@
+//! The kernel and gradient registries.
+//!
+//! Both are static: `#[kernel]`, `#[gradient]`, `#[op]` and `spec!` put
+//! entries into `linkme` distributed slices, which the linker gathers from
+//! every crate the binary references. A runtime overlay on top (TF.js
+//! `registerKernel` / `unregisterKernel` / `registerGradient`) serves plugins
+//! and tests.
+//!
+//! Dispatch never searches: each descriptor owns a [`DispatchSlot`] that
+//! resolves `(kernel, backend)` once and then costs one atomic load.
+//!
+//! linkme only sees crates the final binary references: a crate that only
+//! registers kernels must be named somewhere, e.g. `use my_kernels as _;`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::ptr;
+use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock};
+
+use linkme::distributed_slice;
+
+use crate::backend::Backend;
+use crate::spec::{GradCall, KernelCall, KernelSpec};
+use crate::{BackendId, DType, Error, Location, Result, Tensor, TensorMeta};
+
+/// A type-erased kernel: what [`KernelEntry::func`] points to.
+pub type KernelFn = dyn Fn(&KernelCall<'_>) -> Result<Tensor> + Send + Sync;
+/// A type-erased gradient: returns one tensor per differentiable input.
+pub type GradientFn = dyn Fn(&GradCall<'_>) -> Result<Vec<Tensor>> + Send + Sync;
+
+/// One registered kernel.
+pub struct KernelEntry {
+    /// The kernel's name.
+    pub kernel: &'static str,
+    /// The backend it runs on.
+    pub backend: BackendId,
+    /// The implementation.
+    pub func: &'static KernelFn,
+    /// Registered with `override`: replaces another registration on purpose.
+    pub replaces: bool,
+    /// Where it was registered.
+    pub location: Location,
+    /// The implementing function's name.
+    pub function: &'static str,
+}
+
+/// One registered gradient.
+pub struct GradientEntry {
+    /// The kernel it differentiates.
+    pub kernel: &'static str,
+    /// The implementation.
+    pub func: &'static GradientFn,
+    /// Registered with `override`.
+    pub replaces: bool,
+    /// Where it was registered.
+    pub location: Location,
+    /// The implementing function's name.
+    pub function: &'static str,
+}
+
+/// One composite op declared with `#[op]`.
+#[derive(Debug)]
+pub struct OpEntry {
+    /// The op's name.
+    pub name: &'static str,
+    /// Where it was declared.
+    pub location: Location,
+}
+
+/// One kernel of a bound spec, as `spec!` records it.
+#[derive(Debug)]
+pub struct SpecEntry {
+    /// Kernel name.
+    pub name: &'static str,
+    /// Generated op function.
+    pub op: &'static str,
+    /// One-line doc.
+    pub doc: &'static str,
+    /// Input names.
+    pub inputs: &'static [&'static str],
+    /// Attribute names and spec types.
+    pub attrs: &'static [(&'static str, &'static str)],
+    /// Allowed input dtypes.
+    pub dtypes: &'static [DType],
+    /// Differentiable inputs (empty when non-differentiable).
+    pub differentiable: &'static [&'static str],
+    /// The spec file that declared it.
+    pub spec_file: &'static str,
+}
+
+#[doc(hidden)]
+#[distributed_slice]
+pub static KERNELS: [KernelEntry];
+#[doc(hidden)]
+#[distributed_slice]
+pub static GRADIENTS: [GradientEntry];
+#[doc(hidden)]
+#[distributed_slice]
+pub static OPS: [OpEntry];
+#[doc(hidden)]
+#[distributed_slice]
+pub static SPECS: [SpecEntry];
+
+/// Every kernel registration (static and runtime), in link order.
+///
+/// ```
+/// let sqrt = opforge::registry::kernels().into_iter().find(|k| k.kernel == "Sqrt").unwrap();
+/// assert_eq!(sqrt.backend, opforge::BackendId::Cpu);
+/// assert!(sqrt.location.file.ends_with(".rs"));
+/// ```
+pub fn kernels() -> Vec<&'static KernelEntry> {
+    let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
+    KERNELS.iter().chain(overlay.kernels.values().flatten().copied()).collect()
+}
+
+/// Every gradient registration, in link order.
+///
+/// ```
+/// let all = opforge::registry::gradients();
+/// assert!(all.iter().all(|g| !g.kernel.is_empty()));
+/// ```
+pub fn gradients() -> Vec<&'static GradientEntry> {
+    let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
+    GRADIENTS.iter().chain(overlay.gradients.values().flatten().copied()).collect()
+}
+
+/// Every composite op declared with `#[op]`.
+///
+/// ```
+/// assert!(opforge::registry::ops().iter().any(|o| o.name == "moving_average"));
+/// ```
+pub fn ops() -> &'static [OpEntry] {
+    &OPS
+}
+
+/// Every kernel of every bound spec.
+///
+/// ```
+/// assert!(opforge::registry::specs().iter().any(|s| s.name == "BatchMatMul"));
+/// ```
+pub fn specs() -> &'static [SpecEntry] {
+    &SPECS
+}
+
+/// The spec entry of a kernel name.
+///
+/// ```
+/// assert_eq!(opforge::registry::spec("Relu").unwrap().op, "relu");
+/// ```
+pub fn spec(kernel: &str) -> Option<&'static SpecEntry> {
+    SPECS.iter().find(|s| s.name == kernel)
+}
+
+/// The registration that dispatch uses for `(kernel, backend)`.
+///
+/// ```
+/// use opforge::BackendId;
+/// let e = opforge::registry::kernel_for("Add", BackendId::Cpu)?;
+/// assert_eq!(e.function, "add");
+/// assert!(opforge::registry::kernel_for("Nope", BackendId::Cpu).is_err());
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn kernel_for(kernel: &str, backend: BackendId) -> Result<&'static KernelEntry> {
+    let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
+    resolve_kernel(&overlay, kernel, backend)
+}
+
+/// The gradient of `kernel`, if it has one.
+///
+/// ```
+/// assert!(opforge::registry::gradient_for("NoSuchKernel").is_err());
+/// ```
+pub fn gradient_for(kernel: &str) -> Result<&'static GradientEntry> {
+    let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
+    if let Some(found) = overlay.gradients.get(kernel) {
+        return found.ok_or_else(|| no_gradient(kernel));
+    }
+    pick_gradient(kernel)?.ok_or_else(|| no_gradient(kernel))
+}
+
+fn no_gradient(kernel: &str) -> Error {
+    Error::GradientNotFound { kernel: kernel.to_owned() }
+}
+
+/// Every registry problem: duplicate kernels or gradients without `override`.
+/// Dispatch reports the same problem for the kernel concerned; this lists
+/// them all at once, for a test or at start-up.
+///
+/// ```
+/// assert_eq!(opforge::registry::check(), vec![]);
+/// ```
+pub fn check() -> Vec<Error> {
+    let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
+    let mut seen = Vec::new();
+    let mut problems = Vec::new();
+    for e in KERNELS.iter() {
+        if !seen.contains(&(e.kernel, e.backend)) {
+            seen.push((e.kernel, e.backend));
+            if let Err(err @ Error::DuplicateKernel { .. }) = resolve_kernel(&overlay, e.kernel, e.backend) {
+                problems.push(err);
+            }
+        }
+    }
+    let mut seen_grads = Vec::new();
+    for g in GRADIENTS.iter() {
+        if !seen_grads.contains(&g.kernel) {
+            seen_grads.push(g.kernel);
+            if let Err(err) = pick_gradient(g.kernel) {
+                problems.push(err);
+            }
+        }
+    }
+    problems
+}
+
+fn pick_gradient(kernel: &str) -> Result<Option<&'static GradientEntry>> {
+    pick(GRADIENTS.iter().filter(|g| g.kernel == kernel), |g| g.replaces, |a, b| {
+        Error::DuplicateGradient { kernel: a.kernel, first: a.location, second: b.location }
+    })
+}
+
+/// Chooses among the static registrations of one key: a single `override`
+/// wins; otherwise exactly one plain registration must exist.
+fn pick<'a, T>(
+    candidates: impl Iterator<Item = &'a T> + Clone,
+    replaces: impl Fn(&T) -> bool,
+    duplicate: impl Fn(&'a T, &'a T) -> Error,
+) -> Result<Option<&'a T>> {
+    let (over, plain): (Vec<&T>, Vec<&T>) = candidates.partition(|e| replaces(e));
+    let chosen = if over.is_empty() { plain } else { over };
+    match chosen.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some(*one)),
+        [a, b, ..] => Err(duplicate(a, b)),
+    }
+}
+
+fn resolve_kernel(overlay: &Overlay, kernel: &str, backend: BackendId) -> Result<&'static KernelEntry> {
+    if let Some(found) = overlay.kernels.get(&(kernel.to_owned(), backend)) {
+        if let Some(e) = found {
+            return Ok(e);
+        }
+    } else if let Some(e) = pick(
+        KERNELS.iter().filter(|e| e.kernel == kernel && e.backend == backend),
+        |e| e.replaces,
+        |a, b| Error::DuplicateKernel { kernel: a.kernel, backend, first: a.location, second: b.location },
+    )? {
+        return Ok(e);
+    }
+    let mut available: Vec<BackendId> = BackendId::ALL
+        .into_iter()
+        .filter(|&b| b != backend)
+        .filter(|&b| {
+            match overlay.kernels.get(&(kernel.to_owned(), b)) {
+                Some(found) => found.is_some(),
+                None => KERNELS.iter().any(|e| e.kernel == kernel && e.backend == b),
+            }
+        })
+        .collect();
+    available.dedup();
+    Err(Error::KernelNotFound { kernel: kernel.to_owned(), backend, available })
+}
+
+/// Runtime registrations layered over the static slices. `None` masks a
+/// static registration (an unregistered kernel).
+#[derive(Default)]
+struct Overlay {
+    kernels: BTreeMap<(String, BackendId), Option<&'static KernelEntry>>,
+    gradients: BTreeMap<String, Option<&'static GradientEntry>>,
+}
+
+static OVERLAY: RwLock<Overlay> = RwLock::new(Overlay { kernels: BTreeMap::new(), gradients: BTreeMap::new() });
+/// Slots that cached an entry, cleared whenever the overlay changes.
+static RESOLVED: Mutex<Vec<&'static DispatchSlot>> = Mutex::new(Vec::new());
+
+fn invalidate_slots() {
+    for slot in RESOLVED.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+        for e in &slot.entries {
+            e.store(ptr::null_mut(), Ordering::Release);
+        }
+    }
+}
+
+/// A descriptor's cache of resolved kernels, one per backend.
+pub struct DispatchSlot {
+    kernel: &'static str,
+    entries: [AtomicPtr<KernelEntry>; BackendId::COUNT],
+    listed: AtomicBool,
+}
+
+impl DispatchSlot {
+    /// An empty slot for `kernel`.
+    pub const fn new(kernel: &'static str) -> Self {
+        DispatchSlot {
+            kernel,
+            entries: [const { AtomicPtr::new(ptr::null_mut()) }; BackendId::COUNT],
+            listed: AtomicBool::new(false),
+        }
+    }
+
+    /// The kernel for `backend`: one atomic load once resolved.
+    #[inline]
+    pub fn get(&'static self, backend: BackendId) -> Result<&'static KernelEntry> {
+        let p = self.entries[backend.index()].load(Ordering::Acquire);
+        if p.is_null() {
+            return self.resolve(backend);
+        }
+        // SAFETY: only `resolve` stores here, and it stores pointers made from
+        // `&'static KernelEntry`: valid, immutable and alive for the program.
+        Ok(unsafe { &*p })
+    }
+
+    #[cold]
+    fn resolve(&'static self, backend: BackendId) -> Result<&'static KernelEntry> {
+        // Hold the overlay's read lock while storing, so a concurrent
+        // registration (write lock, then invalidation) cannot be missed.
+        let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
+        let entry = resolve_kernel(&overlay, self.kernel, backend)?;
+        if !self.listed.swap(true, Ordering::AcqRel) {
+            RESOLVED.lock().unwrap_or_else(PoisonError::into_inner).push(self);
+        }
+        self.entries[backend.index()].store(ptr::from_ref(entry).cast_mut(), Ordering::Release);
+        Ok(entry)
+    }
+}
+
+fn leak_kernel<K: KernelSpec, B: Backend>(
+    f: impl Fn(K::Args<'_, B>, &TensorMeta) -> Result<B::Tensor> + Send + Sync + 'static,
+    replaces: bool,
+    location: Location,
+) -> &'static KernelEntry {
+    let func: Box<KernelFn> = Box::new(move |call: &KernelCall<'_>| Ok(B::wrap(f(K::args::<B>(call)?, call.out)?)));
+    Box::leak(Box::new(KernelEntry {
+        kernel: K::NAME,
+        backend: B::ID,
+        func: Box::leak(func),
+        replaces,
+        location,
+        function: "<runtime>",
+    }))
+}
+
+/// Registers a kernel at run time (TF.js `registerKernel`). Fails if
+/// `(K, B)` already has a kernel; use [`override_kernel`] to replace one.
+///
+/// Runtime registrations are leaked: they are meant for plugins and tests,
+/// registered a bounded number of times.
+///
+/// ```
+/// use opforge::{backend::{cpu::CpuTensor, Cpu}, kernels::Sqrt, ops, registry, Tensor};
+/// // Sqrt already has a cpu kernel, so a plain registration is refused ...
+/// assert!(registry::register_kernel::<Sqrt, Cpu>(|a, _| Ok(a.x.clone())).is_err());
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[track_caller]
+pub fn register_kernel<K: KernelSpec, B: Backend>(
+    f: impl Fn(K::Args<'_, B>, &TensorMeta) -> Result<B::Tensor> + Send + Sync + 'static,
+) -> Result<()> {
+    let location = caller();
+    let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);
+    if let Ok(existing) = resolve_kernel(&overlay, K::NAME, B::ID) {
+        return Err(Error::DuplicateKernel {
+            kernel: K::NAME,
+            backend: B::ID,
+            first: existing.location,
+            second: location,
+        });
+    }
+    overlay.kernels.insert((K::NAME.to_owned(), B::ID), Some(leak_kernel::<K, B>(f, false, location)));
+    drop(overlay);
+    invalidate_slots();
+    Ok(())
+}
+
+/// Replaces the kernel of `(K, B)` at run time, whatever was registered.
+///
+/// ```
+/// use opforge::{backend::Cpu, kernels::Neg, ops, registry, BackendId, Tensor};
+/// // Make `neg` return its input unchanged, then restore the static kernel.
+/// registry::override_kernel::<Neg, Cpu>(|a, _| Ok(a.x.clone()));
+/// let x = Tensor::from_vec(vec![1.0f32], &[1])?;
+/// assert_eq!(ops::neg(&x)?.to_vec::<f32>()?, vec![1.0]);
+/// registry::restore_kernel("Neg", BackendId::Cpu);
+/// assert_eq!(ops::neg(&x)?.to_vec::<f32>()?, vec![-1.0]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[track_caller]
+pub fn override_kernel<K: KernelSpec, B: Backend>(
+    f: impl Fn(K::Args<'_, B>, &TensorMeta) -> Result<B::Tensor> + Send + Sync + 'static,
+) {
+    let entry = leak_kernel::<K, B>(f, true, caller());
+    let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);
+    overlay.kernels.insert((K::NAME.to_owned(), B::ID), Some(entry));
+    drop(overlay);
+    invalidate_slots();
+}
+
+/// Removes the kernel of `(kernel, backend)` (TF.js `unregisterKernel`):
+/// a runtime registration, or the static one, which is masked. Errors if
+/// nothing was registered.
+///
+/// ```
+/// use opforge::{ops, registry, BackendId, Tensor};
+/// registry::unregister_kernel("Abs", BackendId::Cpu)?;
+/// let x = Tensor::from_vec(vec![-1.0f32], &[1])?;
+/// assert!(ops::abs(&x).is_err());
+/// registry::restore_kernel("Abs", BackendId::Cpu);
+/// assert_eq!(ops::abs(&x)?.to_vec::<f32>()?, vec![1.0]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn unregister_kernel(kernel: &str, backend: BackendId) -> Result<()> {
+    let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);
+    resolve_kernel(&overlay, kernel, backend)?;
+    overlay.kernels.insert((kernel.to_owned(), backend), None);
+    drop(overlay);
+    invalidate_slots();
+    Ok(())
+}
+
+/// Drops every runtime change to `(kernel, backend)`, back to the static registry.
+///
+/// ```
+/// opforge::registry::restore_kernel("Sqrt", opforge::BackendId::Cpu);
+/// ```
+pub fn restore_kernel(kernel: &str, backend: BackendId) {
+    let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);
+    overlay.kernels.remove(&(kernel.to_owned(), backend));
+    drop(overlay);
+    invalidate_slots();
+}
+
+#[track_caller]
+fn caller() -> Location {
+    let l = std::panic::Location::caller();
+    Location { file: l.file(), line: l.line() }
+}
+
+/// The coverage table: one row per spec kernel, one column per backend and
+/// one for the gradient, as Markdown.
+///
+/// ```
+/// let table = opforge::registry::coverage_markdown();
+/// assert!(table.lines().any(|l| l.starts_with("| `Add` |")));
+/// ```
+pub fn coverage_markdown() -> String {
+    let mut specs: Vec<&SpecEntry> = SPECS.iter().collect();
+    specs.sort_by_key(|s| s.name);
+    let mut out = String::from("| kernel | op |");
+    for b in BackendId::ALL {
+        let _ = write!(out, " {b} |");
+    }
+    out.push_str(" gradient |\n|---|---|");
+    for _ in BackendId::ALL {
+        out.push_str("---|");
+    }
+    out.push_str("---|\n");
+    for s in specs {
+        let _ = write!(out, "| `{}` | `{}` |", s.name, s.op);
+        for b in BackendId::ALL {
+            out.push_str(if kernel_for(s.name, b).is_ok() { " yes |" } else { " no |" });
+        }
+        let grad = match (s.differentiable.is_empty(), gradient_for(s.name).is_ok()) {
+            (true, _) => "n/a",
+            (false, true) => "yes",
+            (false, false) => "no",
+        };
+        let _ = writeln!(out, " {grad} |");
+    }
+    out
+}

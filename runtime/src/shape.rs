@@ -1,0 +1,227 @@
+//! Shapes and the spec's shape rules.
+//!
+//! The rules are the "meta" functions of kernels: the engine calls them, through
+//! the code that `spec!` generates, before any kernel runs, so a kernel only
+//! ever sees inputs its spec accepts and knows its output shape in advance.
+
+use smallvec::SmallVec;
+
+/// A tensor's dimensions, outermost first. Up to four live inline.
+pub type Shape = SmallVec<[usize; 4]>;
+
+/// Number of elements of a shape (1 for a scalar).
+///
+/// ```
+/// assert_eq!(opforge::shape::numel(&[2, 3, 4]), 24);
+/// assert_eq!(opforge::shape::numel(&[]), 1);
+/// ```
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// Number of elements, or `None` if it overflows `usize`.
+pub fn checked_numel(shape: &[usize]) -> Option<usize> {
+    shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+}
+
+/// Row-major strides of a contiguous tensor of this shape.
+///
+/// ```
+/// assert_eq!(opforge::shape::strides(&[2, 3, 4]).as_slice(), &[12, 4, 1]);
+/// ```
+pub fn strides(shape: &[usize]) -> Shape {
+    let mut s: Shape = smallvec::smallvec![0; shape.len()];
+    let mut acc = 1;
+    for i in (0..shape.len()).rev() {
+        s[i] = acc;
+        acc *= shape[i];
+    }
+    s
+}
+
+/// Turns a possibly negative axis into an index below `rank`.
+///
+/// ```
+/// assert_eq!(opforge::shape::normalize_axis(-1, 3), Ok(2));
+/// assert!(opforge::shape::normalize_axis(3, 3).is_err());
+/// ```
+pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize, String> {
+    let r = rank as i64;
+    let a = if axis < 0 { axis + r } else { axis };
+    if (0..r).contains(&a) {
+        Ok(a as usize)
+    } else {
+        Err(format!(
+            "axis {axis} is out of range for rank {rank}, expected {}..{}",
+            -r,
+            r.max(1) - 1
+        ))
+    }
+}
+
+/// NumPy broadcasting of two shapes: dims are aligned from the right and each
+/// pair must be equal or contain a 1.
+///
+/// ```
+/// use opforge::shape::broadcast_shapes;
+/// assert_eq!(broadcast_shapes(&[4, 1, 3], &[5, 1]).unwrap().as_slice(), &[4, 5, 3]);
+/// assert!(broadcast_shapes(&[3], &[2]).is_err());
+/// ```
+pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Shape, String> {
+    let rank = a.len().max(b.len());
+    let mut out: Shape = smallvec::smallvec![0; rank];
+    for i in 0..rank {
+        let da = if i < rank - a.len() { 1 } else { a[i - (rank - a.len())] };
+        let db = if i < rank - b.len() { 1 } else { b[i - (rank - b.len())] };
+        out[i] = match (da, db) {
+            (x, y) if x == y => x,
+            (1, y) => y,
+            (x, 1) => x,
+            _ => {
+                return Err(format!(
+                    "cannot broadcast {a:?} with {b:?}: dim {da} does not match {db} and neither is 1"
+                ))
+            }
+        };
+    }
+    Ok(out)
+}
+
+/// The shape rules the spec's `shape = "..."` names. Each takes the input
+/// shapes and attributes and returns the output shape or what is wrong.
+pub mod rules {
+    use super::*;
+
+    /// `same(x)`: the output has the input's shape.
+    pub fn same(x: &[usize]) -> Result<Shape, String> {
+        Ok(Shape::from_slice(x))
+    }
+
+    /// `broadcast(a, b, ...)`: NumPy broadcasting of all inputs.
+    pub fn broadcast(shapes: &[&[usize]]) -> Result<Shape, String> {
+        let mut out = Shape::from_slice(shapes.first().copied().unwrap_or(&[]));
+        for s in &shapes[1.min(shapes.len())..] {
+            out = broadcast_shapes(&out, s)?;
+        }
+        Ok(out)
+    }
+
+    /// Normalizes reduction axes: empty means all, negatives count from the end,
+    /// duplicates are an error. Returns a sorted list.
+    pub fn reduction_axes(rank: usize, axes: &[i64]) -> Result<SmallVec<[usize; 4]>, String> {
+        if axes.is_empty() {
+            return Ok((0..rank).collect());
+        }
+        let mut out = SmallVec::<[usize; 4]>::new();
+        for &a in axes {
+            let n = normalize_axis(a, rank)?;
+            if out.contains(&n) {
+                return Err(format!("axis {a} is repeated in axes {axes:?}"));
+            }
+            out.push(n);
+        }
+        out.sort_unstable();
+        Ok(out)
+    }
+
+    /// `reduce(x, axes, keep_dims)`: removes (or sets to 1) the reduced axes.
+    pub fn reduce(x: &[usize], axes: &[i64], keep_dims: bool) -> Result<Shape, String> {
+        let axes = reduction_axes(x.len(), axes)?;
+        Ok(x.iter()
+            .enumerate()
+            .filter_map(|(i, &d)| match (axes.contains(&i), keep_dims) {
+                (false, _) => Some(d),
+                (true, true) => Some(1),
+                (true, false) => None,
+            })
+            .collect())
+    }
+
+    /// `matmul(a, b, transpose_a, transpose_b)`: `[..., m, k] x [..., k, n] -> [..., m, n]`,
+    /// batch dims broadcast.
+    pub fn matmul(a: &[usize], b: &[usize], transpose_a: bool, transpose_b: bool) -> Result<Shape, String> {
+        if a.len() < 2 || b.len() < 2 {
+            return Err(format!(
+                "matmul needs inputs of rank 2 or more, got ranks {} and {}",
+                a.len(),
+                b.len()
+            ));
+        }
+        let (ra, rb) = (a.len(), b.len());
+        let (m, ka) = if transpose_a { (a[ra - 1], a[ra - 2]) } else { (a[ra - 2], a[ra - 1]) };
+        let (kb, n) = if transpose_b { (b[rb - 1], b[rb - 2]) } else { (b[rb - 2], b[rb - 1]) };
+        if ka != kb {
+            return Err(format!(
+                "inner dimensions differ: {ka} (a{}) vs {kb} (b{})",
+                if transpose_a { ", transposed" } else { "" },
+                if transpose_b { ", transposed" } else { "" }
+            ));
+        }
+        let mut out = broadcast_shapes(&a[..ra - 2], &b[..rb - 2])
+            .map_err(|e| format!("batch dims: {e}"))?;
+        out.push(m);
+        out.push(n);
+        Ok(out)
+    }
+
+    /// `reshape(x, shape)`: same number of elements; one `-1` is inferred.
+    pub fn reshape(x: &[usize], shape: &[i64]) -> Result<Shape, String> {
+        let total = numel(x);
+        let mut out = Shape::with_capacity(shape.len());
+        let mut infer = None;
+        for (i, &d) in shape.iter().enumerate() {
+            match d {
+                -1 if infer.is_none() => {
+                    infer = Some(i);
+                    out.push(1);
+                }
+                -1 => return Err(format!("shape {shape:?} has more than one -1")),
+                d if d < 0 => return Err(format!("shape {shape:?} has a negative dim {d}")),
+                d => out.push(d as usize),
+            }
+        }
+        let known = checked_numel(&out).ok_or_else(|| format!("shape {shape:?} overflows"))?;
+        if let Some(i) = infer {
+            if known == 0 || total % known != 0 {
+                return Err(format!("cannot reshape {x:?} ({total} elements) to {shape:?}"));
+            }
+            out[i] = total / known;
+        } else if known != total {
+            return Err(format!(
+                "cannot reshape {x:?} ({total} elements) to {shape:?} ({known} elements)"
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Checks a permutation (empty means reverse) and returns it as indices.
+    pub fn permutation(rank: usize, perm: &[i64]) -> Result<SmallVec<[usize; 4]>, String> {
+        if perm.is_empty() {
+            return Ok((0..rank).rev().collect());
+        }
+        if perm.len() != rank {
+            return Err(format!("perm {perm:?} has {} entries, expected {rank}", perm.len()));
+        }
+        let mut seen = SmallVec::<[bool; 8]>::from_elem(false, rank);
+        let mut out = SmallVec::new();
+        for &p in perm {
+            let a = normalize_axis(p, rank).map_err(|e| format!("perm {perm:?}: {e}"))?;
+            if std::mem::replace(&mut seen[a], true) {
+                return Err(format!("perm {perm:?} repeats axis {p}"));
+            }
+            out.push(a);
+        }
+        Ok(out)
+    }
+
+    /// `transpose(x, perm)`: output dim `i` is input dim `perm[i]`.
+    pub fn transpose(x: &[usize], perm: &[i64]) -> Result<Shape, String> {
+        Ok(permutation(x.len(), perm)?.iter().map(|&p| x[p]).collect())
+    }
+
+    /// `along(x, axis)`: the input's shape; `axis` must name one of its dims.
+    pub fn along(x: &[usize], axis: i64) -> Result<Shape, String> {
+        normalize_axis(axis, x.len())?;
+        Ok(Shape::from_slice(x))
+    }
+}

@@ -1,0 +1,309 @@
+//! [`Tensor`]: an immutable, cheaply cloned n-dimensional array on some backend.
+
+use crate::backend::cpu::CpuTensor;
+use crate::{shape, BackendId, DType, Element, Error, Result, Shape};
+
+/// The shape and dtype of a tensor, known before any data exists: what the
+/// spec's shape rule computes and a kernel must produce.
+///
+/// ```
+/// use opforge::{DType, TensorMeta};
+/// let m = TensorMeta::new(&[2, 3], DType::F32);
+/// assert_eq!(m.numel(), 6);
+/// assert_eq!(m.to_string(), "f32[2, 3]");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TensorMeta {
+    /// Dimensions, outermost first.
+    pub shape: Shape,
+    /// Element type.
+    pub dtype: DType,
+}
+
+impl TensorMeta {
+    /// A meta of this shape and dtype.
+    pub fn new(shape: &[usize], dtype: DType) -> Self {
+        TensorMeta { shape: Shape::from_slice(shape), dtype }
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        shape::numel(&self.shape)
+    }
+}
+
+impl std::fmt::Display for TensorMeta {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}{:?}", self.dtype, self.shape.as_slice())
+    }
+}
+
+#[derive(Clone)]
+enum Repr {
+    Cpu(CpuTensor),
+}
+
+/// An immutable n-dimensional array living on one backend.
+///
+/// Cloning shares the data; the memory is freed when the last clone drops.
+/// Ops never modify a tensor, they return new ones.
+///
+/// ```
+/// use opforge::{ops, Tensor};
+/// let x = Tensor::from_vec(vec![1.0f32, 4.0, 9.0], &[3])?;
+/// let y = ops::sqrt(&x)?;
+/// assert_eq!(y.to_vec::<f32>()?, vec![1.0, 2.0, 3.0]);
+/// assert_eq!(y.shape(), &[3]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Tensor {
+    repr: Repr,
+}
+
+impl Tensor {
+    /// A tensor of `shape` holding `data` in row-major order, on the cpu backend.
+    ///
+    /// ```
+    /// let t = opforge::Tensor::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3])?;
+    /// assert_eq!(t.dtype(), opforge::DType::I32);
+    /// assert!(opforge::Tensor::from_vec(vec![1i32, 2], &[3]).is_err());
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
+        Ok(Tensor::from_cpu(CpuTensor::from_vec(shape, data)?))
+    }
+
+    /// Like [`Tensor::from_vec`], copying from a slice.
+    ///
+    /// ```
+    /// let t = opforge::Tensor::from_slice(&[1.0f32, 2.0], &[2, 1])?;
+    /// assert_eq!(t.shape(), &[2, 1]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn from_slice<T: Element>(data: &[T], shape: &[usize]) -> Result<Tensor> {
+        Tensor::from_vec(data.to_vec(), shape)
+    }
+
+    /// A rank-0 tensor.
+    ///
+    /// ```
+    /// let s = opforge::Tensor::scalar(2.5f32);
+    /// assert_eq!(s.rank(), 0);
+    /// assert_eq!(s.to_scalar::<f32>()?, 2.5);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn scalar<T: Element>(value: T) -> Tensor {
+        Tensor::from_cpu(CpuTensor::from_vec(&[], vec![value]).expect("one value fills a scalar"))
+    }
+
+    /// A tensor of `shape` with every element `value`.
+    ///
+    /// ```
+    /// let t = opforge::Tensor::full(&[2, 2], 7i32)?;
+    /// assert_eq!(t.to_vec::<i32>()?, vec![7; 4]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn full<T: Element>(shape: &[usize], value: T) -> Result<Tensor> {
+        let n = checked(shape, "full")?;
+        Tensor::from_vec(vec![value; n], shape)
+    }
+
+    /// Zeros of `dtype` (`false` for bool).
+    ///
+    /// ```
+    /// use opforge::{DType, Tensor};
+    /// assert_eq!(Tensor::zeros(&[3], DType::F32)?.to_vec::<f32>()?, vec![0.0; 3]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::filled(shape, dtype, 0.0)
+    }
+
+    /// Ones of `dtype` (`true` for bool).
+    ///
+    /// ```
+    /// use opforge::{DType, Tensor};
+    /// assert_eq!(Tensor::ones(&[2], DType::I32)?.to_vec::<i32>()?, vec![1, 1]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
+        Tensor::filled(shape, dtype, 1.0)
+    }
+
+    fn filled(shape: &[usize], dtype: DType, v: f64) -> Result<Tensor> {
+        match dtype {
+            DType::F32 => Tensor::full(shape, f32::from_f64(v)),
+            DType::I32 => Tensor::full(shape, i32::from_f64(v)),
+            DType::Bool => Tensor::full(shape, bool::from_f64(v)),
+        }
+    }
+
+    /// `start, start + step, ...` up to but excluding `end`, as a rank-1 tensor
+    /// of `dtype` (TF.js `tf.range`).
+    ///
+    /// ```
+    /// use opforge::{DType, Tensor};
+    /// let t = Tensor::arange(0.0, 2.0, 0.5, DType::F32)?;
+    /// assert_eq!(t.to_vec::<f32>()?, vec![0.0, 0.5, 1.0, 1.5]);
+    /// assert!(Tensor::arange(0.0, 1.0, 0.0, DType::F32).is_err());
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn arange(start: f64, end: f64, step: f64, dtype: DType) -> Result<Tensor> {
+        let count = (end - start) / step;
+        if step == 0.0 || !count.is_finite() || count > (1u64 << 40) as f64 {
+            return Err(Error::InvalidTensor {
+                what: "arange",
+                message: format!("cannot step from {start} to {end} by {step}"),
+            });
+        }
+        let n = count.ceil().max(0.0) as usize;
+        let values = (0..n).map(|i| start + i as f64 * step);
+        match dtype {
+            DType::F32 => Tensor::from_vec(values.map(f32::from_f64).collect(), &[n]),
+            DType::I32 => Tensor::from_vec(values.map(i32::from_f64).collect(), &[n]),
+            DType::Bool => Tensor::from_vec(values.map(bool::from_f64).collect(), &[n]),
+        }
+    }
+
+    /// Uniform random f32 values in `[low, high)`, reproducible from `seed`.
+    ///
+    /// ```
+    /// let a = opforge::Tensor::random_uniform(&[1000], -1.0, 1.0, 42)?;
+    /// let b = opforge::Tensor::random_uniform(&[1000], -1.0, 1.0, 42)?;
+    /// assert_eq!(a.to_vec::<f32>()?, b.to_vec::<f32>()?);
+    /// assert!(a.to_vec::<f32>()?.iter().all(|v| (-1.0..1.0).contains(v)));
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn random_uniform(shape: &[usize], low: f32, high: f32, seed: u64) -> Result<Tensor> {
+        let n = checked(shape, "random_uniform")?;
+        let mut rng = crate::random::Rng::new(seed);
+        Tensor::from_vec((0..n).map(|_| rng.uniform(low, high)).collect(), shape)
+    }
+
+    /// Normally distributed f32 values, reproducible from `seed`.
+    ///
+    /// ```
+    /// let t = opforge::Tensor::random_normal(&[10000], 1.0, 2.0, 7)?;
+    /// let v = t.to_vec::<f32>()?;
+    /// let mean = v.iter().sum::<f32>() / v.len() as f32;
+    /// assert!((mean - 1.0).abs() < 0.1);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn random_normal(shape: &[usize], mean: f32, std_dev: f32, seed: u64) -> Result<Tensor> {
+        let n = checked(shape, "random_normal")?;
+        let mut rng = crate::random::Rng::new(seed);
+        Tensor::from_vec((0..n).map(|_| mean + std_dev * rng.normal()).collect(), shape)
+    }
+
+    /// The elements in row-major order; errors if `T` is not the tensor's dtype.
+    ///
+    /// ```
+    /// let t = opforge::Tensor::from_vec(vec![1i32, 2], &[2])?;
+    /// assert_eq!(t.to_vec::<i32>()?, vec![1, 2]);
+    /// assert!(t.to_vec::<f32>().is_err());
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        match &self.repr {
+            Repr::Cpu(t) => t.as_slice::<T>().map(<[T]>::to_vec).map_err(|_| Error::InvalidTensor {
+                what: "to_vec",
+                message: format!("tensor is {}, not {}", self.meta(), T::DTYPE),
+            }),
+        }
+    }
+
+    /// The single element of a tensor with one element (any rank).
+    ///
+    /// ```
+    /// let t = opforge::Tensor::from_vec(vec![3.0f32], &[1, 1])?;
+    /// assert_eq!(t.to_scalar::<f32>()?, 3.0);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn to_scalar<T: Element>(&self) -> Result<T> {
+        let v = self.to_vec::<T>()?;
+        match v.as_slice() {
+            [x] => Ok(*x),
+            _ => Err(Error::InvalidTensor {
+                what: "to_scalar",
+                message: format!("tensor {} has {} elements, not 1", self.meta(), v.len()),
+            }),
+        }
+    }
+
+    /// The dimensions.
+    #[inline]
+    pub fn shape(&self) -> &[usize] {
+        match &self.repr {
+            Repr::Cpu(t) => t.shape(),
+        }
+    }
+
+    /// The element type.
+    #[inline]
+    pub fn dtype(&self) -> DType {
+        match &self.repr {
+            Repr::Cpu(t) => t.dtype(),
+        }
+    }
+
+    /// Where the data lives.
+    #[inline]
+    pub fn backend(&self) -> BackendId {
+        match &self.repr {
+            Repr::Cpu(_) => BackendId::Cpu,
+        }
+    }
+
+    /// Number of dimensions.
+    pub fn rank(&self) -> usize {
+        self.shape().len()
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        shape::numel(self.shape())
+    }
+
+    /// Shape and dtype together.
+    pub fn meta(&self) -> TensorMeta {
+        TensorMeta::new(self.shape(), self.dtype())
+    }
+
+    /// Whether two handles share the same data (clones of one tensor).
+    ///
+    /// ```
+    /// let a = opforge::Tensor::scalar(1.0f32);
+    /// assert!(a.same_data(&a.clone()));
+    /// assert!(!a.same_data(&opforge::Tensor::scalar(1.0f32)));
+    /// ```
+    pub fn same_data(&self, other: &Tensor) -> bool {
+        match (&self.repr, &other.repr) {
+            (Repr::Cpu(a), Repr::Cpu(b)) => std::sync::Arc::ptr_eq(a.buffer(), b.buffer()),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn cpu(&self) -> Option<&CpuTensor> {
+        match &self.repr {
+            Repr::Cpu(t) => Some(t),
+        }
+    }
+
+    #[inline]
+    pub(crate) fn from_cpu(t: CpuTensor) -> Tensor {
+        Tensor { repr: Repr::Cpu(t) }
+    }
+}
+
+fn checked(shape: &[usize], what: &'static str) -> Result<usize> {
+    shape::checked_numel(shape)
+        .filter(|&n| n <= isize::MAX as usize / 8)
+        .ok_or_else(|| Error::InvalidTensor { what, message: format!("shape {shape:?} is too large") })
+}
+
+impl std::fmt::Debug for Tensor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Tensor({} on {})", self.meta(), self.backend())
+    }
+}
