@@ -76,7 +76,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         let __opforge_out: ::opforge::Result<<::opforge::__private::#backend as ::opforge::__private::Backend>::Tensor>
             = #fn_ident(#(#call_args),*);
     };
-    let args_span = func.sig.inputs.span();
+    let args_span = proc_macro2::Span::call_site().located_at(fn_ident.span());
     let destructure = quote_spanned! {args_span=>
         let __OpforgeArgs { #(#fields),* } =
             <#kernel as ::opforge::__private::KernelSpec>::args::<::opforge::__private::#backend>(__call)?;
@@ -148,7 +148,10 @@ mod tests {
 
     #[test]
     fn override_expansion() {
-        let out = super::expand(quote!(Sqrt, cpu, override), quote! { fn fast_sqrt(x: &CpuTensor) -> Result<CpuTensor> { todo!() } });
+        let out = super::expand(
+            quote!(Sqrt, cpu, override),
+            quote! { fn fast_sqrt(x: &CpuTensor) -> Result<CpuTensor> { todo!() } },
+        );
         insta::assert_snapshot!(pretty(out));
     }
 

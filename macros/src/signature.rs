@@ -53,7 +53,9 @@ pub(crate) fn params(func: &ItemFn, what: &str, errors: &mut Errors) -> Vec<Para
     let mut out = Vec::new();
     for arg in &sig.inputs {
         match arg {
-            FnArg::Receiver(r) => errors.spanned(r, format!("a {what} cannot take `self`; write it as a free function")),
+            FnArg::Receiver(r) => {
+                errors.spanned(r, format!("a {what} cannot take `self`; write it as a free function"))
+            }
             FnArg::Typed(pt) => match &*pt.pat {
                 Pat::Ident(pi) if pi.by_ref.is_none() && pi.subpat.is_none() => {
                     out.push(Param { ident: pi.ident.clone(), ty: (*pt.ty).clone() })
@@ -71,10 +73,7 @@ pub(crate) fn params(func: &ItemFn, what: &str, errors: &mut Errors) -> Vec<Para
 /// `let x: T = x;` for each parameter, spanned on the user's type so that a
 /// wrong type is reported there.
 pub(crate) fn typed_bindings(params: &[Param]) -> TokenStream {
-    params
-        .iter()
-        .map(|Param { ident, ty }| quote_spanned! {ty.span()=> let #ident: #ty = #ident; })
-        .collect()
+    params.iter().map(|Param { ident, ty }| quote_spanned! {ty.span()=> let #ident: #ty = #ident; }).collect()
 }
 
 /// The span of the return type, or of the function name when there is none.

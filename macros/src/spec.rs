@@ -41,7 +41,10 @@ impl Parse for Args {
             if key != "ops" {
                 return Err(syn::Error::new_spanned(
                     &key,
-                    format!("unknown option `{key}`, expected `ops = module_name`{}", crate::suggest::did_you_mean(&key.to_string(), ["ops"])),
+                    format!(
+                        "unknown option `{key}`, expected `ops = module_name`{}",
+                        crate::suggest::did_you_mean(&key.to_string(), ["ops"])
+                    ),
                 ));
             }
             input.parse::<Token![=]>()?;
@@ -353,6 +356,7 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
             dtypes: &[#(#dtypes),*],
             differentiable: &[#(#diff_names),*],
             spec_file: #spec_file,
+            crate_name: ::core::env!("CARGO_CRATE_NAME"),
         };
     }
 }

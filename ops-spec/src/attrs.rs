@@ -16,24 +16,14 @@ const KEYS: [&str; 3] = ["type", "default", "doc"];
 
 /// Checks the `attrs` entry (absent means no attrs); `None` when it is not
 /// a table at all.
-pub(crate) fn attrs(
-    d: &mut Diag,
-    entry: Option<&Entry>,
-    inputs: Option<&[String]>,
-) -> Option<Attrs> {
-    let mut out = Attrs {
-        defs: Vec::new(),
-        scope: Vec::new(),
-    };
+pub(crate) fn attrs(d: &mut Diag, entry: Option<&Entry>, inputs: Option<&[String]>) -> Option<Attrs> {
+    let mut out = Attrs { defs: Vec::new(), scope: Vec::new() };
     let Some(entry) = entry else {
         return Some(out);
     };
     let Value::Table(items) = &entry.node.value else {
         let found = entry.node.value.kind();
-        d.error(
-            entry.node.at_or(entry.at),
-            format!("`attrs` must be a table of attrs, found {found}"),
-        );
+        d.error(entry.node.at_or(entry.at), format!("`attrs` must be a table of attrs, found {found}"));
         return None;
     };
     for item in items {
@@ -42,10 +32,7 @@ pub(crate) fn attrs(
             d.error(item.at, format!("attr name `{name}` {problem}"));
         }
         if inputs.is_some_and(|i| i.contains(name)) {
-            d.error(
-                item.at,
-                format!("attr `{name}` has the same name as an input, expected distinct names"),
-            );
+            d.error(item.at, format!("attr `{name}` has the same name as an input, expected distinct names"));
         }
         let (ty, def) = attr(d, item);
         out.scope.push((name.clone(), ty));
@@ -77,21 +64,15 @@ fn attr(d: &mut Diag, item: &Entry) -> (Option<AttrType>, Option<AttrDef>) {
     let field = |k: &str| fields.iter().find(|f| f.key == k);
     let ty = match field("type") {
         None => {
-            d.error(
-                item.at,
-                format!("attr `{name}` is missing required key `type`"),
-            );
+            d.error(item.at, format!("attr `{name}` is missing required key `type`"));
             None
         }
         Some(t) => string(d, t).and_then(|s| {
             let ty = AttrType::from_name(s);
             if ty.is_none() {
                 let names = AttrType::ALL.map(AttrType::name);
-                let msg = format!(
-                    "unknown attr type `{s}`, expected one of {}{}",
-                    quoted(names),
-                    did_you_mean(s, names)
-                );
+                let msg =
+                    format!("unknown attr type `{s}`, expected one of {}{}", quoted(names), did_you_mean(s, names));
                 d.error(t.node.at_or(t.at), msg);
             }
             ty
@@ -107,25 +88,14 @@ fn attr(d: &mut Diag, item: &Entry) -> (Option<AttrType>, Option<AttrDef>) {
         (None, Some(_)) => None,
     };
     let def = match (ty, default, doc) {
-        (Some(ty), Some(default), Some(doc)) => Some(AttrDef {
-            name: name.clone(),
-            ty,
-            default,
-            doc,
-        }),
+        (Some(ty), Some(default), Some(doc)) => Some(AttrDef { name: name.clone(), ty, default, doc }),
         _ => None,
     };
     (ty, def)
 }
 
 /// Converts a default to the attr's type; an integer is a fine float.
-fn default(
-    d: &mut Diag,
-    name: &str,
-    ty: AttrType,
-    node: &Node,
-    key_at: usize,
-) -> Option<AttrValue> {
+fn default(d: &mut Diag, name: &str, ty: AttrType, node: &Node, key_at: usize) -> Option<AttrValue> {
     let at = node.at_or(key_at);
     match (ty, &node.value) {
         (AttrType::Bool, Value::Bool(b)) => Some(AttrValue::Bool(*b)),
@@ -145,10 +115,8 @@ fn default(
                 match item.value {
                     Value::Int(i) => ints.push(i),
                     ref other => {
-                        let msg = format!(
-                            "default of attr `{name}` must contain only integers, found {}",
-                            other.kind()
-                        );
+                        let msg =
+                            format!("default of attr `{name}` must contain only integers, found {}", other.kind());
                         d.error(item.at_or(at), msg);
                     }
                 }
@@ -163,10 +131,7 @@ fn default(
                 AttrType::Ints => "an array of integers",
                 AttrType::DType => "a dtype name string",
             };
-            let msg = format!(
-                "default of attr `{name}` of type `{ty}` must be {expected}, found {}",
-                other.kind()
-            );
+            let msg = format!("default of attr `{name}` of type `{ty}` must be {expected}, found {}", other.kind());
             d.error(at, msg);
             None
         }

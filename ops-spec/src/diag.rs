@@ -12,15 +12,8 @@ pub(crate) struct Diag<'s> {
 
 impl<'s> Diag<'s> {
     pub fn new(source: &'s str, file: &'s str) -> Self {
-        let line_starts = std::iter::once(0)
-            .chain(source.match_indices('\n').map(|(i, _)| i + 1))
-            .collect();
-        Diag {
-            source,
-            file,
-            line_starts,
-            errors: Vec::new(),
-        }
+        let line_starts = std::iter::once(0).chain(source.match_indices('\n').map(|(i, _)| i + 1)).collect();
+        Diag { source, file, line_starts, errors: Vec::new() }
     }
 
     pub fn source(&self) -> &'s str {
@@ -32,21 +25,13 @@ impl<'s> Diag<'s> {
         let at = at.min(self.source.len());
         let line = self.line_starts.partition_point(|&s| s <= at);
         let start = self.line_starts[line - 1];
-        let col = self
-            .source
-            .get(start..at)
-            .map_or(at - start, |s| s.chars().count());
+        let col = self.source.get(start..at).map_or(at - start, |s| s.chars().count());
         (line, col + 1)
     }
 
     pub fn error(&mut self, at: usize, message: impl Into<String>) {
         let (line, col) = self.line_col(at);
-        self.errors.push(Error {
-            file: self.file.to_owned(),
-            line,
-            col,
-            message: message.into(),
-        });
+        self.errors.push(Error { file: self.file.to_owned(), line, col, message: message.into() });
     }
 
     /// The errors ordered by position (stable, so one spot keeps its order).
@@ -58,19 +43,12 @@ impl<'s> Diag<'s> {
 
 /// "`a`, `b`, `c`": names quoted as code, for "expected one of ..." lists.
 pub(crate) fn quoted<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> String {
-    names
-        .into_iter()
-        .map(|n| format!("`{}`", n.as_ref()))
-        .collect::<Vec<_>>()
-        .join(", ")
+    names.into_iter().map(|n| format!("`{}`", n.as_ref())).collect::<Vec<_>>().join(", ")
 }
 
 /// "; did you mean `x`?" when a candidate is within edit distance 2 of
 /// `name`, else "". A candidate needing every character changed is no hint.
-pub(crate) fn did_you_mean<S: AsRef<str>>(
-    name: &str,
-    candidates: impl IntoIterator<Item = S>,
-) -> String {
+pub(crate) fn did_you_mean<S: AsRef<str>>(name: &str, candidates: impl IntoIterator<Item = S>) -> String {
     let best = candidates
         .into_iter()
         .map(|c| {
@@ -130,11 +108,10 @@ pub(crate) fn camel_case_problem(name: &str) -> Option<&'static str> {
 /// compile as identifiers in generated code.
 fn is_keyword(name: &str) -> bool {
     const KEYWORDS: &[&str] = &[
-        "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn",
-        "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref",
-        "return", "self", "Self", "static", "struct", "super", "trait", "true", "type", "unsafe",
-        "use", "where", "while", "async", "await", "dyn", "abstract", "become", "box", "do",
-        "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try",
+        "as", "break", "const", "continue", "crate", "else", "enum", "extern", "false", "fn", "for", "if", "impl",
+        "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref", "return", "self", "Self", "static", "struct",
+        "super", "trait", "true", "type", "unsafe", "use", "where", "while", "async", "await", "dyn", "abstract",
+        "become", "box", "do", "final", "macro", "override", "priv", "typeof", "unsized", "virtual", "yield", "try",
         "gen",
     ];
     KEYWORDS.contains(&name)
@@ -163,10 +140,7 @@ mod tests {
 
     #[test]
     fn suggestions() {
-        assert_eq!(
-            did_you_mean("dtype", ["op", "dtypes"]),
-            "; did you mean `dtypes`?"
-        );
+        assert_eq!(did_you_mean("dtype", ["op", "dtypes"]), "; did you mean `dtypes`?");
         assert_eq!(did_you_mean("zzzzz", ["op", "dtypes"]), "");
         // One-letter names are all one edit apart; suggesting them is noise.
         assert_eq!(did_you_mean("c", ["a", "b"]), "");

@@ -87,8 +87,7 @@ mod tree;
 mod validate;
 
 pub use model::{
-    AttrDef, AttrType, AttrValue, DType, Differentiable, Error, Errors, KernelDef, OutputDType,
-    ShapeRule, Spec,
+    AttrDef, AttrType, AttrValue, DType, Differentiable, Error, Errors, KernelDef, OutputDType, ShapeRule, Spec,
 };
 
 /// The text of the built-in spec, opforge's own kernels.

@@ -118,13 +118,8 @@ pub enum AttrType {
 
 impl AttrType {
     /// Every attribute type, in the order error messages list them.
-    pub(crate) const ALL: [AttrType; 5] = [
-        AttrType::Bool,
-        AttrType::Int,
-        AttrType::Float,
-        AttrType::Ints,
-        AttrType::DType,
-    ];
+    pub(crate) const ALL: [AttrType; 5] =
+        [AttrType::Bool, AttrType::Int, AttrType::Float, AttrType::Ints, AttrType::DType];
 
     /// The spec spelling: `"bool"`, `"int"`, `"float"`, `"ints"` or `"dtype"`.
     pub fn name(self) -> &'static str {
@@ -283,11 +278,7 @@ pub struct Error {
 
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}:{}:{}: {}",
-            self.file, self.line, self.col, self.message
-        )
+        write!(f, "{}:{}:{}: {}", self.file, self.line, self.col, self.message)
     }
 }
 

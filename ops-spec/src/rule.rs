@@ -19,37 +19,18 @@ struct Signature {
 }
 
 const SIGNATURES: &[Signature] = &[
-    Signature {
-        name: "same",
-        usage: "same(x)",
-        slots: &[Slot::Input],
-        variadic_min: None,
-    },
-    Signature {
-        name: "broadcast",
-        usage: "broadcast(a, b)",
-        slots: &[Slot::Input],
-        variadic_min: Some(2),
-    },
+    Signature { name: "same", usage: "same(x)", slots: &[Slot::Input], variadic_min: None },
+    Signature { name: "broadcast", usage: "broadcast(a, b)", slots: &[Slot::Input], variadic_min: Some(2) },
     Signature {
         name: "reduce",
         usage: "reduce(x, axes, keep_dims)",
-        slots: &[
-            Slot::Input,
-            Slot::Attr(AttrType::Ints),
-            Slot::Attr(AttrType::Bool),
-        ],
+        slots: &[Slot::Input, Slot::Attr(AttrType::Ints), Slot::Attr(AttrType::Bool)],
         variadic_min: None,
     },
     Signature {
         name: "matmul",
         usage: "matmul(a, b, transpose_a, transpose_b)",
-        slots: &[
-            Slot::Input,
-            Slot::Input,
-            Slot::Attr(AttrType::Bool),
-            Slot::Attr(AttrType::Bool),
-        ],
+        slots: &[Slot::Input, Slot::Input, Slot::Attr(AttrType::Bool), Slot::Attr(AttrType::Bool)],
         variadic_min: None,
     },
     Signature {
@@ -85,18 +66,11 @@ pub(crate) fn parse_call(text: &str) -> Result<Call<'_>, (usize, String)> {
     p.skip_ws();
     let name = p.ident();
     if name.0.is_empty() {
-        return Err((
-            p.at,
-            format!("expected a shape rule like `same(x)`, found {}", p.found()),
-        ));
+        return Err((p.at, format!("expected a shape rule like `same(x)`, found {}", p.found())));
     }
     p.skip_ws();
     if !p.eat('(') {
-        let msg = format!(
-            "expected `(` after shape rule name `{}`, found {}",
-            name.0,
-            p.found()
-        );
+        let msg = format!("expected `(` after shape rule name `{}`, found {}", name.0, p.found());
         return Err((p.at, msg));
     }
     let mut args = Vec::new();
@@ -106,10 +80,7 @@ pub(crate) fn parse_call(text: &str) -> Result<Call<'_>, (usize, String)> {
             p.skip_ws();
             let arg = p.ident();
             if arg.0.is_empty() {
-                let msg = format!(
-                    "expected an argument name in shape rule, found {}",
-                    p.found()
-                );
+                let msg = format!("expected an argument name in shape rule, found {}", p.found());
                 return Err((p.at, msg));
             }
             args.push(arg);
@@ -155,8 +126,7 @@ impl<'a> Cursor<'a> {
         let start = self.at;
         let rest = self.rest();
         let len = if rest.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_') {
-            rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len())
+            rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len())
         } else {
             0
         };
@@ -180,12 +150,7 @@ pub(crate) struct Scope<'a> {
 
 /// Parses and checks the rule `text`; `at` maps a byte offset in `text` to
 /// one in the source. `None` once an error is reported.
-pub(crate) fn check(
-    d: &mut Diag,
-    text: &str,
-    at: impl Fn(usize) -> usize,
-    scope: &Scope,
-) -> Option<ShapeRule> {
+pub(crate) fn check(d: &mut Diag, text: &str, at: impl Fn(usize) -> usize, scope: &Scope) -> Option<ShapeRule> {
     let call = match parse_call(text) {
         Ok(call) => call,
         Err((offset, msg)) => {
@@ -211,10 +176,7 @@ pub(crate) fn check(
     };
     if !count_ok {
         let msg = match sig.variadic_min {
-            Some(min) => format!(
-                "shape rule `{name}` takes {min} or more inputs, like `{}`, found {n}",
-                sig.usage
-            ),
+            Some(min) => format!("shape rule `{name}` takes {min} or more inputs, like `{}`, found {n}", sig.usage),
             None => format!(
                 "shape rule `{name}` takes {} argument{}, like `{}`, found {n}",
                 sig.slots.len(),
@@ -241,32 +203,12 @@ pub(crate) fn check(
     let a = |i: usize| call.args[i].0.to_owned();
     Some(match name {
         "same" => ShapeRule::Same { input: a(0) },
-        "broadcast" => ShapeRule::Broadcast {
-            inputs: (0..n).map(a).collect(),
-        },
-        "reduce" => ShapeRule::Reduce {
-            input: a(0),
-            axes: a(1),
-            keep_dims: a(2),
-        },
-        "matmul" => ShapeRule::MatMul {
-            a: a(0),
-            b: a(1),
-            transpose_a: a(2),
-            transpose_b: a(3),
-        },
-        "reshape" => ShapeRule::Reshape {
-            input: a(0),
-            shape: a(1),
-        },
-        "transpose" => ShapeRule::Transpose {
-            input: a(0),
-            perm: a(1),
-        },
-        "along" => ShapeRule::Along {
-            input: a(0),
-            axis: a(1),
-        },
+        "broadcast" => ShapeRule::Broadcast { inputs: (0..n).map(a).collect() },
+        "reduce" => ShapeRule::Reduce { input: a(0), axes: a(1), keep_dims: a(2) },
+        "matmul" => ShapeRule::MatMul { a: a(0), b: a(1), transpose_a: a(2), transpose_b: a(3) },
+        "reshape" => ShapeRule::Reshape { input: a(0), shape: a(1) },
+        "transpose" => ShapeRule::Transpose { input: a(0), perm: a(1) },
+        "along" => ShapeRule::Along { input: a(0), axis: a(1) },
         _ => unreachable!("every signature is built above"),
     })
 }
@@ -324,44 +266,11 @@ mod tests {
     #[test]
     fn rejects_malformed_calls() {
         let err = |s| parse_call(s).err().unwrap();
-        assert_eq!(
-            err(""),
-            (
-                0,
-                "expected a shape rule like `same(x)`, found the end of the rule".into()
-            )
-        );
-        assert_eq!(
-            err("same x"),
-            (
-                5,
-                "expected `(` after shape rule name `same`, found `x`".into()
-            )
-        );
-        assert_eq!(
-            err("same(x"),
-            (
-                6,
-                "expected `,` or `)` in shape rule, found the end of the rule".into()
-            )
-        );
-        assert_eq!(
-            err("same(x,)"),
-            (
-                7,
-                "expected an argument name in shape rule, found `)`".into()
-            )
-        );
-        assert_eq!(
-            err("same(x) y"),
-            (8, "unexpected `y` after the end of the shape rule".into())
-        );
-        assert_eq!(
-            err("same(1)"),
-            (
-                5,
-                "expected an argument name in shape rule, found `1`".into()
-            )
-        );
+        assert_eq!(err(""), (0, "expected a shape rule like `same(x)`, found the end of the rule".into()));
+        assert_eq!(err("same x"), (5, "expected `(` after shape rule name `same`, found `x`".into()));
+        assert_eq!(err("same(x"), (6, "expected `,` or `)` in shape rule, found the end of the rule".into()));
+        assert_eq!(err("same(x,)"), (7, "expected an argument name in shape rule, found `)`".into()));
+        assert_eq!(err("same(x) y"), (8, "unexpected `y` after the end of the shape rule".into()));
+        assert_eq!(err("same(1)"), (5, "expected an argument name in shape rule, found `1`".into()));
     }
 }

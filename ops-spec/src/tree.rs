@@ -73,14 +73,12 @@ pub(crate) struct SyntaxError {
 pub(crate) fn read(source: &str) -> Result<Vec<Entry>, SyntaxError> {
     match toml::from_str::<Value>(source) {
         Ok(Value::Table(entries)) => Ok(entries),
-        Ok(other) => Err(SyntaxError {
-            at: 0,
-            message: format!("expected a table at the top level, found {}", other.kind()),
-        }),
-        Err(e) => Err(SyntaxError {
-            at: e.span().map_or(0, |s| s.start),
-            message: e.message().trim().replace('\n', "; "),
-        }),
+        Ok(other) => {
+            Err(SyntaxError { at: 0, message: format!("expected a table at the top level, found {}", other.kind()) })
+        }
+        Err(e) => {
+            Err(SyntaxError { at: e.span().map_or(0, |s| s.start), message: e.message().trim().replace('\n', "; ") })
+        }
     }
 }
 
@@ -93,8 +91,7 @@ fn spanned_magic() -> (&'static str, &'static [&'static str]) {
     *MAGIC.get_or_init(|| {
         let seen = Cell::new(None);
         let _ = toml::Spanned::<()>::deserialize(Recorder(&seen));
-        seen.get()
-            .expect("toml::Spanned deserializes through deserialize_struct")
+        seen.get().expect("toml::Spanned deserializes through deserialize_struct")
     })
 }
 
@@ -132,11 +129,7 @@ fn magic_field(name: &str) -> Option<usize> {
 }
 
 /// Reads the rest of a span wrapper whose first key (`first`) was already read.
-fn finish_spanned<'de, A, T, F>(
-    first: usize,
-    map: &mut A,
-    mut value: F,
-) -> Result<(Range<usize>, T), A::Error>
+fn finish_spanned<'de, A, T, F>(first: usize, map: &mut A, mut value: F) -> Result<(Range<usize>, T), A::Error>
 where
     A: MapAccess<'de>,
     F: FnMut(&mut A) -> Result<T, A::Error>,
@@ -150,9 +143,7 @@ where
             _ => inner = Some(value(map)?),
         }
         field = match map.next_key::<String>()? {
-            Some(k) => {
-                Some(magic_field(&k).ok_or_else(|| de::Error::custom("unexpected span field"))?)
-            }
+            Some(k) => Some(magic_field(&k).ok_or_else(|| de::Error::custom("unexpected span field"))?),
             None => None,
         };
     }
@@ -186,19 +177,13 @@ impl<'de> Visitor<'de> for KeyVisitor {
         f.write_str("a table key")
     }
     fn visit_str<E: de::Error>(self, v: &str) -> Result<Key, E> {
-        Ok(Key {
-            name: v.to_owned(),
-            at: None,
-        })
+        Ok(Key { name: v.to_owned(), at: None })
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Key, A::Error> {
         let first = map.next_key::<String>()?.as_deref().and_then(magic_field);
         let first = first.ok_or_else(|| de::Error::custom("expected a spanned key"))?;
         let (span, name) = finish_spanned(first, &mut map, |m| m.next_value::<String>())?;
-        Ok(Key {
-            name,
-            at: Some(span.start),
-        })
+        Ok(Key { name, at: Some(span.start) })
     }
 }
 
@@ -225,10 +210,7 @@ impl<'de> Visitor<'de> for NodeVisitor {
         if let Some(Key { name, at: None }) = &first {
             if let Some(field) = magic_field(name) {
                 let (span, value) = finish_spanned(field, &mut map, |m| m.next_value::<Value>())?;
-                return Ok(Node {
-                    span: Some(span),
-                    value,
-                });
+                return Ok(Node { span: Some(span), value });
             }
         }
         let value = table_from(first, map)?;
@@ -269,11 +251,7 @@ fn table_from<'de, A: MapAccess<'de>>(first: Option<Key>, mut map: A) -> Result<
             return Ok(Value::Datetime);
         };
         let node = map.next_value::<Node>()?;
-        entries.push(Entry {
-            key: k.name,
-            at,
-            node,
-        });
+        entries.push(Entry { key: k.name, at, node });
         key = map.next_key_seed(KeySeed)?;
     }
     Ok(Value::Table(entries))
@@ -299,9 +277,7 @@ impl<'de> Visitor<'de> for ValueVisitor {
         Ok(Value::Int(v))
     }
     fn visit_u64<E: de::Error>(self, v: u64) -> Result<Value, E> {
-        i64::try_from(v)
-            .map(Value::Int)
-            .map_err(|_| E::custom("integer out of range"))
+        i64::try_from(v).map(Value::Int).map_err(|_| E::custom("integer out of range"))
     }
     fn visit_f64<E: de::Error>(self, v: f64) -> Result<Value, E> {
         Ok(Value::Float(v))
@@ -335,15 +311,11 @@ mod tests {
         let src = "[Add]\nop = \"add\"\nn = [1, 2]\n";
         let root = table(src);
         assert_eq!((root[0].key.as_str(), root[0].at), ("Add", 1));
-        let Value::Table(t) = &root[0].node.value else {
-            panic!()
-        };
+        let Value::Table(t) = &root[0].node.value else { panic!() };
         assert_eq!((t[0].key.as_str(), t[0].at), ("op", 6));
         assert_eq!(t[0].node.span, Some(11..16));
         assert_eq!(t[0].node.value, Value::Str("add".into()));
-        let Value::Array(items) = &t[1].node.value else {
-            panic!()
-        };
+        let Value::Array(items) = &t[1].node.value else { panic!() };
         assert_eq!(items[1].span, Some(25..26));
         assert_eq!(items[1].value, Value::Int(2));
     }
@@ -352,14 +324,10 @@ mod tests {
     fn implicit_tables_are_read() {
         let root = table("Add.op = 'add'\n[Sum.attrs]\naxes = { type = \"ints\" }\n");
         assert_eq!((root[0].key.as_str(), root[0].at), ("Add", 0));
-        let Value::Table(t) = &root[0].node.value else {
-            panic!()
-        };
+        let Value::Table(t) = &root[0].node.value else { panic!() };
         assert_eq!(t[0].node.value, Value::Str("add".into()));
         assert_eq!((root[1].key.as_str(), root[1].at), ("Sum", 16));
-        let Value::Table(t) = &root[1].node.value else {
-            panic!()
-        };
+        let Value::Table(t) = &root[1].node.value else { panic!() };
         assert_eq!((t[0].key.as_str(), t[0].at), ("attrs", 20));
     }
 

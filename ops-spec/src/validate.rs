@@ -10,18 +10,8 @@ use crate::model::{AttrType, DType, Differentiable, KernelDef, OutputDType};
 use crate::rule::{self, Scope};
 use crate::tree::{Entry, Value};
 
-const KEYS: [&str; 10] = [
-    "op",
-    "doc",
-    "inputs",
-    "attrs",
-    "output",
-    "dtypes",
-    "output_dtype",
-    "shape",
-    "grad",
-    "non_differentiable",
-];
+const KEYS: [&str; 10] =
+    ["op", "doc", "inputs", "attrs", "output", "dtypes", "output_dtype", "shape", "grad", "non_differentiable"];
 
 const REQUIRED: [&str; 5] = ["op", "doc", "inputs", "dtypes", "shape"];
 
@@ -39,10 +29,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
     }
     let Value::Table(fields) = &e.node.value else {
         let found = e.node.value.kind();
-        d.error(
-            e.node.at_or(e.at),
-            format!("kernel `{name}` must be a table, found {found}"),
-        );
+        d.error(e.node.at_or(e.at), format!("kernel `{name}` must be a table, found {found}"));
         return None;
     };
     for f in fields.iter().filter(|f| !KEYS.contains(&f.key.as_str())) {
@@ -56,10 +43,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
     }
     let field = |k: &str| fields.iter().find(|f| f.key == k);
     for key in REQUIRED.into_iter().filter(|k| field(k).is_none()) {
-        d.error(
-            e.at,
-            format!("kernel `{name}` is missing required key `{key}`"),
-        );
+        d.error(e.at, format!("kernel `{name}` is missing required key `{key}`"));
     }
 
     let op = field("op").and_then(|f| op_name(d, f, name, ops));
@@ -75,10 +59,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         None => Some(OutputDType::SameAsInputs),
         Some(f) => output_dtype(d, f, attrs.as_ref()),
     };
-    let scope = Scope {
-        inputs: inputs.as_deref(),
-        attrs: attrs.as_ref().map(|a| a.scope.as_slice()),
-    };
+    let scope = Scope { inputs: inputs.as_deref(), attrs: attrs.as_ref().map(|a| a.scope.as_slice()) };
     let src = d.source();
     let shape = field("shape").and_then(|f| {
         let text = string(d, f)?;
@@ -104,12 +85,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
 }
 
 /// `op`: a snake_case identifier no other kernel uses.
-fn op_name(
-    d: &mut Diag,
-    f: &Entry,
-    kernel: &str,
-    ops: &mut Vec<(String, String)>,
-) -> Option<String> {
+fn op_name(d: &mut Diag, f: &Entry, kernel: &str, ops: &mut Vec<(String, String)>) -> Option<String> {
     let op = string(d, f)?;
     let op = ident(d, f, op, "op name")?;
     if let Some((_, other)) = ops.iter().find(|(o, _)| *o == op) {
@@ -134,10 +110,7 @@ fn inputs(d: &mut Diag, f: &Entry) -> Option<Vec<String>> {
             d.error(at, format!("input name `{name}` {problem}"));
         }
         if names.iter().any(|n| n == name) {
-            d.error(
-                at,
-                format!("duplicate input `{name}`, expected distinct input names"),
-            );
+            d.error(at, format!("duplicate input `{name}`, expected distinct input names"));
         }
         names.push(name.to_owned());
     }
@@ -148,10 +121,7 @@ fn inputs(d: &mut Diag, f: &Entry) -> Option<Vec<String>> {
 fn dtypes(d: &mut Diag, f: &Entry) -> Option<Vec<DType>> {
     let items = strings(d, f)?;
     if items.is_empty() {
-        let msg = format!(
-            "`dtypes` must list at least one dtype of {}",
-            quoted(DType::ALL.map(DType::name))
-        );
+        let msg = format!("`dtypes` must list at least one dtype of {}", quoted(DType::ALL.map(DType::name)));
         d.error(at(f), msg);
         return None;
     }
@@ -164,10 +134,7 @@ fn dtypes(d: &mut Diag, f: &Entry) -> Option<Vec<DType>> {
                 ok = false;
             }
             Some(dt) if dtypes.contains(&dt) => {
-                d.error(
-                    at,
-                    format!("duplicate dtype `{name}`, expected each dtype at most once"),
-                );
+                d.error(at, format!("duplicate dtype `{name}`, expected each dtype at most once"));
                 ok = false;
             }
             Some(dt) => dtypes.push(dt),
@@ -196,10 +163,7 @@ fn output_dtype(d: &mut Diag, f: &Entry, attrs: Option<&Attrs>) -> Option<Output
     if let Some(dt) = DType::from_name(name) {
         return Some(OutputDType::Fixed(dt));
     }
-    let dtype_attrs = attrs
-        .iter()
-        .filter(|(_, ty)| *ty == Some(AttrType::DType))
-        .map(|(a, _)| a.as_str());
+    let dtype_attrs = attrs.iter().filter(|(_, ty)| *ty == Some(AttrType::DType)).map(|(a, _)| a.as_str());
     let candidates: Vec<&str> = dtype_attrs.chain(DType::ALL.map(DType::name)).collect();
     let msg = format!(
         "unknown output dtype `{name}`, expected an attr of type `dtype` or one of {}{}",
@@ -228,10 +192,7 @@ fn differentiable(
             None
         }
         (Some(_), Some(n)) => {
-            let msg = format!(
-                "kernel `{}` has both `grad` and `non_differentiable`, expected exactly one",
-                kernel.key
-            );
+            let msg = format!("kernel `{}` has both `grad` and `non_differentiable`, expected exactly one", kernel.key);
             d.error(n.at, msg);
             None
         }
@@ -246,7 +207,8 @@ fn differentiable(
 fn grad_inputs(d: &mut Diag, g: &Entry, scope: &Scope) -> Option<Vec<String>> {
     let items = strings(d, g)?;
     if items.is_empty() {
-        let msg = "`grad` must list at least one input, expected input names or `non_differentiable = \"reason\"` instead";
+        let msg =
+            "`grad` must list at least one input, expected input names or `non_differentiable = \"reason\"` instead";
         d.error(at(g), msg);
         return None;
     }
@@ -260,10 +222,7 @@ fn grad_inputs(d: &mut Diag, g: &Entry, scope: &Scope) -> Option<Vec<String>> {
             names.push(name.to_owned());
             continue;
         } else if attrs.iter().any(|(a, _)| a == name) {
-            format!(
-                "`{name}` is an attr, but `grad` must list inputs, expected one of {}",
-                quoted(inputs)
-            )
+            format!("`{name}` is an attr, but `grad` must list inputs, expected one of {}", quoted(inputs))
         } else {
             format!(
                 "unknown input `{name}` in `grad`, expected one of {}{}",
@@ -290,10 +249,7 @@ fn ident(d: &mut Diag, f: &Entry, name: &str, what: &str) -> Option<String> {
 fn non_empty(d: &mut Diag, f: &Entry, expected: &str) -> Option<String> {
     let s = string(d, f)?;
     if s.trim().is_empty() {
-        d.error(
-            at(f),
-            format!("`{}` must not be empty, expected {expected}", f.key),
-        );
+        d.error(at(f), format!("`{}` must not be empty, expected {expected}", f.key));
         return None;
     }
     Some(s.to_owned())
@@ -306,11 +262,7 @@ fn at(f: &Entry) -> usize {
 
 pub(crate) fn unknown_dtype(name: &str) -> String {
     let names = DType::ALL.map(DType::name);
-    format!(
-        "unknown dtype `{name}`, expected one of {}{}",
-        quoted(names),
-        did_you_mean(name, names)
-    )
+    format!("unknown dtype `{name}`, expected one of {}{}", quoted(names), did_you_mean(name, names))
 }
 
 /// The entry's value as a string.
@@ -318,10 +270,7 @@ pub(crate) fn string<'a>(d: &mut Diag, f: &'a Entry) -> Option<&'a str> {
     match &f.node.value {
         Value::Str(s) => Some(s),
         other => {
-            d.error(
-                at(f),
-                format!("`{}` must be a string, found {}", f.key, other.kind()),
-            );
+            d.error(at(f), format!("`{}` must be a string, found {}", f.key, other.kind()));
             None
         }
     }
@@ -330,11 +279,7 @@ pub(crate) fn string<'a>(d: &mut Diag, f: &'a Entry) -> Option<&'a str> {
 /// The entry's value as an array of strings, each with its byte offset.
 fn strings<'a>(d: &mut Diag, f: &'a Entry) -> Option<Vec<(&'a str, usize)>> {
     let Value::Array(items) = &f.node.value else {
-        let msg = format!(
-            "`{}` must be an array of strings, found {}",
-            f.key,
-            f.node.value.kind()
-        );
+        let msg = format!("`{}` must be an array of strings, found {}", f.key, f.node.value.kind());
         d.error(at(f), msg);
         return None;
     };
@@ -343,11 +288,7 @@ fn strings<'a>(d: &mut Diag, f: &'a Entry) -> Option<Vec<(&'a str, usize)>> {
         match &item.value {
             Value::Str(s) => out.push((s.as_str(), item.at_or(at(f)))),
             other => {
-                let msg = format!(
-                    "`{}` must contain only strings, found {}",
-                    f.key,
-                    other.kind()
-                );
+                let msg = format!("`{}` must contain only strings, found {}", f.key, other.kind());
                 d.error(item.at_or(at(f)), msg);
             }
         }
@@ -365,9 +306,7 @@ fn inner_at(source: &str, f: &Entry, text: &str, offset: usize) -> usize {
     };
     let raw = source.get(span.clone()).unwrap_or_default();
     let quotes: &[char] = &['"', '\''];
-    let body = raw
-        .strip_prefix(quotes)
-        .and_then(|r| r.strip_suffix(quotes));
+    let body = raw.strip_prefix(quotes).and_then(|r| r.strip_suffix(quotes));
     if body == Some(text) {
         span.start + 1 + offset
     } else {

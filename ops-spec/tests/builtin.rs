@@ -1,8 +1,7 @@
 //! The built-in spec parses and declares every opforge kernel as intended.
 
 use opforge_spec::{
-    parse, AttrType, AttrValue, DType, Differentiable, OutputDType, ShapeRule, Spec, BUILTIN,
-    BUILTIN_FILE,
+    parse, AttrType, AttrValue, DType, Differentiable, OutputDType, ShapeRule, Spec, BUILTIN, BUILTIN_FILE,
 };
 
 fn builtin() -> Spec {
@@ -19,11 +18,7 @@ const ALL: &[DType] = &[DType::F32, DType::I32, DType::Bool];
 
 #[test]
 fn has_every_kernel_in_order() {
-    let names: Vec<_> = builtin()
-        .kernels
-        .iter()
-        .map(|k| (k.name.clone(), k.op.clone()))
-        .collect();
+    let names: Vec<_> = builtin().kernels.iter().map(|k| (k.name.clone(), k.op.clone())).collect();
     let expected = [
         ("Add", "add"),
         ("Sub", "sub"),
@@ -53,10 +48,7 @@ fn has_every_kernel_in_order() {
         ("Cast", "cast"),
         ("Softmax", "softmax"),
     ];
-    let expected: Vec<_> = expected
-        .iter()
-        .map(|(n, o)| (n.to_string(), o.to_string()))
-        .collect();
+    let expected: Vec<_> = expected.iter().map(|(n, o)| (n.to_string(), o.to_string())).collect();
     assert_eq!(names, expected);
 }
 
@@ -75,41 +67,23 @@ fn every_kernel_is_documented_with_output_y() {
 #[test]
 fn binary_kernels() {
     let spec = builtin();
-    for (name, dtypes) in [
-        ("Add", FI),
-        ("Sub", FI),
-        ("Mul", FI),
-        ("RealDiv", F),
-        ("Maximum", FI),
-        ("Minimum", FI),
-        ("Pow", F),
-    ] {
+    for (name, dtypes) in
+        [("Add", FI), ("Sub", FI), ("Mul", FI), ("RealDiv", F), ("Maximum", FI), ("Minimum", FI), ("Pow", F)]
+    {
         let k = spec.kernel(name).unwrap();
         assert_eq!(k.inputs, strings(&["a", "b"]), "{name}");
         assert!(k.attrs.is_empty(), "{name}");
         assert_eq!(k.dtypes, dtypes, "{name}");
         assert_eq!(k.output_dtype, OutputDType::SameAsInputs, "{name}");
-        assert_eq!(
-            k.shape,
-            ShapeRule::Broadcast {
-                inputs: strings(&["a", "b"])
-            },
-            "{name}"
-        );
-        assert_eq!(
-            k.differentiable,
-            Differentiable::Inputs(strings(&["a", "b"])),
-            "{name}"
-        );
+        assert_eq!(k.shape, ShapeRule::Broadcast { inputs: strings(&["a", "b"]) }, "{name}");
+        assert_eq!(k.differentiable, Differentiable::Inputs(strings(&["a", "b"])), "{name}");
     }
 }
 
 #[test]
 fn unary_kernels() {
     let spec = builtin();
-    let f_only = [
-        "Sqrt", "Rsqrt", "Square", "Exp", "Log", "Sin", "Cos", "Tanh", "Sigmoid", "Relu",
-    ];
+    let f_only = ["Sqrt", "Rsqrt", "Square", "Exp", "Log", "Sin", "Cos", "Tanh", "Sigmoid", "Relu"];
     for name in ["Neg", "Abs"].into_iter().chain(f_only) {
         let k = spec.kernel(name).unwrap();
         let dtypes = if f_only.contains(&name) { F } else { FI };
@@ -117,11 +91,7 @@ fn unary_kernels() {
         assert!(k.attrs.is_empty(), "{name}");
         assert_eq!(k.dtypes, dtypes, "{name}");
         assert_eq!(k.shape, ShapeRule::Same { input: "x".into() }, "{name}");
-        assert_eq!(
-            k.differentiable,
-            Differentiable::Inputs(strings(&["x"])),
-            "{name}"
-        );
+        assert_eq!(k.differentiable, Differentiable::Inputs(strings(&["x"])), "{name}");
     }
 }
 
@@ -131,11 +101,7 @@ fn reductions() {
     for (name, dtypes) in [("Sum", FI), ("Max", FI), ("Mean", F)] {
         let k = spec.kernel(name).unwrap();
         assert_eq!(k.dtypes, dtypes, "{name}");
-        let attrs: Vec<_> = k
-            .attrs
-            .iter()
-            .map(|a| (a.name.as_str(), a.ty, a.default.clone()))
-            .collect();
+        let attrs: Vec<_> = k.attrs.iter().map(|a| (a.name.as_str(), a.ty, a.default.clone())).collect();
         assert_eq!(
             attrs,
             [
@@ -144,17 +110,9 @@ fn reductions() {
             ],
             "{name}"
         );
-        let rule = ShapeRule::Reduce {
-            input: "x".into(),
-            axes: "axes".into(),
-            keep_dims: "keep_dims".into(),
-        };
+        let rule = ShapeRule::Reduce { input: "x".into(), axes: "axes".into(), keep_dims: "keep_dims".into() };
         assert_eq!(k.shape, rule, "{name}");
-        assert_eq!(
-            k.differentiable,
-            Differentiable::Inputs(strings(&["x"])),
-            "{name}"
-        );
+        assert_eq!(k.differentiable, Differentiable::Inputs(strings(&["x"])), "{name}");
     }
 }
 
@@ -176,10 +134,7 @@ fn batch_matmul() {
         transpose_b: "transpose_b".into(),
     };
     assert_eq!(k.shape, rule);
-    assert_eq!(
-        k.differentiable,
-        Differentiable::Inputs(strings(&["a", "b"]))
-    );
+    assert_eq!(k.differentiable, Differentiable::Inputs(strings(&["a", "b"])));
 }
 
 #[test]
@@ -187,33 +142,18 @@ fn layout_kernels() {
     let spec = builtin();
     let reshape = spec.kernel("Reshape").unwrap();
     assert_eq!(reshape.dtypes, ALL);
-    assert_eq!(
-        (reshape.attrs[0].ty, &reshape.attrs[0].default),
-        (AttrType::Ints, &None)
-    );
-    let rule = ShapeRule::Reshape {
-        input: "x".into(),
-        shape: "shape".into(),
-    };
+    assert_eq!((reshape.attrs[0].ty, &reshape.attrs[0].default), (AttrType::Ints, &None));
+    let rule = ShapeRule::Reshape { input: "x".into(), shape: "shape".into() };
     assert_eq!(reshape.shape, rule);
-    assert_eq!(
-        reshape.differentiable,
-        Differentiable::Inputs(strings(&["x"]))
-    );
+    assert_eq!(reshape.differentiable, Differentiable::Inputs(strings(&["x"])));
 
     let transpose = spec.kernel("Transpose").unwrap();
     assert_eq!(transpose.dtypes, ALL);
     assert_eq!(transpose.attrs[0].name, "perm");
     assert_eq!(transpose.attrs[0].default, Some(AttrValue::Ints(vec![])));
-    let rule = ShapeRule::Transpose {
-        input: "x".into(),
-        perm: "perm".into(),
-    };
+    let rule = ShapeRule::Transpose { input: "x".into(), perm: "perm".into() };
     assert_eq!(transpose.shape, rule);
-    assert_eq!(
-        transpose.differentiable,
-        Differentiable::Inputs(strings(&["x"]))
-    );
+    assert_eq!(transpose.differentiable, Differentiable::Inputs(strings(&["x"])));
 }
 
 #[test]
@@ -221,10 +161,7 @@ fn cast() {
     let spec = builtin();
     let k = spec.kernel("Cast").unwrap();
     assert_eq!(k.dtypes, ALL);
-    assert_eq!(
-        (k.attrs[0].name.as_str(), k.attrs[0].ty),
-        ("dtype", AttrType::DType)
-    );
+    assert_eq!((k.attrs[0].name.as_str(), k.attrs[0].ty), ("dtype", AttrType::DType));
     assert_eq!(k.attrs[0].default, None);
     assert_eq!(k.output_dtype, OutputDType::Attr("dtype".into()));
     assert_eq!(k.shape, ShapeRule::Same { input: "x".into() });
@@ -237,18 +174,9 @@ fn softmax() {
     let spec = builtin();
     let k = spec.kernel("Softmax").unwrap();
     assert_eq!(k.dtypes, F);
-    assert_eq!(
-        (k.attrs[0].name.as_str(), k.attrs[0].ty),
-        ("axis", AttrType::Int)
-    );
+    assert_eq!((k.attrs[0].name.as_str(), k.attrs[0].ty), ("axis", AttrType::Int));
     assert_eq!(k.attrs[0].default, Some(AttrValue::Int(-1)));
-    assert_eq!(
-        k.shape,
-        ShapeRule::Along {
-            input: "x".into(),
-            axis: "axis".into()
-        }
-    );
+    assert_eq!(k.shape, ShapeRule::Along { input: "x".into(), axis: "axis".into() });
     assert_eq!(k.differentiable, Differentiable::Inputs(strings(&["x"])));
 }
 

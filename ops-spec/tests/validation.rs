@@ -66,10 +66,7 @@ fn valid_kernels_parse_with_defaults() {
     assert_eq!(add.output, "y");
     assert_eq!(add.output_dtype, OutputDType::SameAsInputs);
     assert_eq!(add.dtypes, [DType::F32, DType::I32]);
-    assert_eq!(
-        add.differentiable,
-        Differentiable::Inputs(vec!["a".into(), "b".into()])
-    );
+    assert_eq!(add.differentiable, Differentiable::Inputs(vec!["a".into(), "b".into()]));
     let sum = spec.kernel("Sum").unwrap();
     assert_eq!((sum.line, sum.col), (9, 2));
     assert_eq!(sum.attrs[1].default, Some(AttrValue::Bool(false)));
@@ -92,12 +89,7 @@ non_differentiable = "boolean output"
     let k = parse(src, "ops.toml").unwrap().kernels.remove(0);
     assert_eq!(k.output, "mask");
     assert_eq!(k.output_dtype, OutputDType::Fixed(DType::Bool));
-    assert_eq!(
-        k.differentiable,
-        Differentiable::No {
-            reason: "boolean output".into()
-        }
-    );
+    assert_eq!(k.differentiable, Differentiable::No { reason: "boolean output".into() });
 }
 
 #[test]
@@ -117,43 +109,27 @@ doc = "axes"
 "#;
     let spec = parse(src, "ops.toml").unwrap_or_else(|e| panic!("{e}"));
     let sum = &spec.kernels[0];
-    assert_eq!(
-        (sum.attrs[0].name.as_str(), &sum.attrs[0].default),
-        ("keep_dims", &None)
-    );
+    assert_eq!((sum.attrs[0].name.as_str(), &sum.attrs[0].default), ("keep_dims", &None));
     assert_eq!(sum.attrs[1].default, Some(AttrValue::Ints(vec![0, -1])));
     assert_eq!(sum.attrs[1].doc, "axes");
 }
 
 #[test]
 fn float_defaults_accept_integers() {
-    let src = edit(
-        SUM,
-        "keep_dims =",
-        "keep_dims = { type = \"bool\" }\neps = { type = \"float\", default = 1 }",
-    );
+    let src = edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\" }\neps = { type = \"float\", default = 1 }");
     let spec = parse(&src, "ops.toml").unwrap();
     assert_eq!(spec.kernels[0].attrs[1].default, None);
-    assert_eq!(
-        spec.kernels[0].attrs[2].default,
-        Some(AttrValue::Float(1.0))
-    );
+    assert_eq!(spec.kernels[0].attrs[2].default, Some(AttrValue::Float(1.0)));
 }
 
 #[test]
 fn toml_syntax_error() {
-    assert_errors(
-        &edit(ADD, "op =", "op = \"add"),
-        &["ops.toml:2:10: invalid basic string"],
-    );
+    assert_errors(&edit(ADD, "op =", "op = \"add"), &["ops.toml:2:10: invalid basic string"]);
 }
 
 #[test]
 fn duplicate_kernel() {
-    assert_errors(
-        &format!("{ADD}\n{ADD}"),
-        &["ops.toml:9:2: duplicate kernel `Add`"],
-    );
+    assert_errors(&format!("{ADD}\n{ADD}"), &["ops.toml:9:2: duplicate kernel `Add`"]);
 }
 
 #[test]
@@ -202,10 +178,8 @@ fn missing_required_keys() {
 fn missing_grad_and_non_differentiable() {
     assert_errors(
         &edit(ADD, "grad =", ""),
-        &[
-            "ops.toml:1:2: kernel `Add` is missing `grad` (the differentiable inputs) or \
-           `non_differentiable` (why it has no gradient)",
-        ],
+        &["ops.toml:1:2: kernel `Add` is missing `grad` (the differentiable inputs) or \
+           `non_differentiable` (why it has no gradient)"],
     );
 }
 
@@ -254,11 +228,7 @@ attrs = []
 
 #[test]
 fn attr_value_and_field_types() {
-    let src = edit(
-        SUM,
-        "keep_dims =",
-        "keep_dims = \"bool\"\nk = { type = 1, doc = 2 }",
-    );
+    let src = edit(SUM, "keep_dims =", "keep_dims = \"bool\"\nk = { type = 1, doc = 2 }");
     assert_errors(
         &src,
         &[
@@ -272,10 +242,7 @@ fn attr_value_and_field_types() {
 
 #[test]
 fn datetime_values_are_rejected() {
-    assert_errors(
-        &edit(ADD, "doc =", "doc = 1979-05-27"),
-        &["ops.toml:3:7: `doc` must be a string, found a datetime"],
-    );
+    assert_errors(&edit(ADD, "doc =", "doc = 1979-05-27"), &["ops.toml:3:7: `doc` must be a string, found a datetime"]);
 }
 
 #[test]
@@ -294,10 +261,7 @@ fn kernel_name_not_upper_camel_case() {
 
 #[test]
 fn kernel_not_a_table() {
-    assert_errors(
-        &format!("Mul = 3\n{ADD}"),
-        &["ops.toml:1:7: kernel `Mul` must be a table, found an integer"],
-    );
+    assert_errors(&format!("Mul = 3\n{ADD}"), &["ops.toml:1:7: kernel `Mul` must be a table, found an integer"]);
 }
 
 #[test]
@@ -348,10 +312,7 @@ fn attr_name_not_snake_case() {
 #[test]
 fn duplicate_op_names() {
     let mul = ADD.replace("[Add]", "[Mul]");
-    assert_errors(
-        &format!("{ADD}\n{mul}"),
-        &["ops.toml:10:6: duplicate op name `add`, already used by kernel `Add`"],
-    );
+    assert_errors(&format!("{ADD}\n{mul}"), &["ops.toml:10:6: duplicate op name `add`, already used by kernel `Add`"]);
 }
 
 #[test]
@@ -373,11 +334,7 @@ fn duplicate_attrs() {
 #[test]
 fn attr_named_like_an_input() {
     assert_errors(
-        &edit(
-            SUM,
-            "keep_dims =",
-            "keep_dims = { type = \"bool\" }\nx = { type = \"int\" }",
-        ),
+        &edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\" }\nx = { type = \"int\" }"),
         &["ops.toml:11:1: attr `x` has the same name as an input, expected distinct names"],
     );
 }
@@ -458,11 +415,7 @@ eps = { type = "float", default = "1" }
 to = { type = "dtype", default = 3 }
 to2 = { type = "dtype", default = "f16" }"#,
     );
-    let src = edit(
-        &src,
-        "axes =",
-        "axes = { type = \"ints\", default = [1, 2.5, true] }",
-    );
+    let src = edit(&src, "axes =", "axes = { type = \"ints\", default = [1, 2.5, true] }");
     assert_errors(
         &src,
         &[
@@ -484,30 +437,12 @@ to2 = { type = "dtype", default = "f16" }"#,
 #[test]
 fn shape_rule_syntax() {
     let cases = [
-        (
-            "broadcast(a, b",
-            "6:24: expected `,` or `)` in shape rule, found the end of the rule",
-        ),
-        (
-            "broadcast a, b)",
-            "6:20: expected `(` after shape rule name `broadcast`, found `a`",
-        ),
-        (
-            "broadcast(a, , b)",
-            "6:23: expected an argument name in shape rule, found `,`",
-        ),
-        (
-            "broadcast(a, b))",
-            "6:25: unexpected `)` after the end of the shape rule",
-        ),
-        (
-            "",
-            "6:10: expected a shape rule like `same(x)`, found the end of the rule",
-        ),
-        (
-            "(a)",
-            "6:10: expected a shape rule like `same(x)`, found `(`",
-        ),
+        ("broadcast(a, b", "6:24: expected `,` or `)` in shape rule, found the end of the rule"),
+        ("broadcast a, b)", "6:20: expected `(` after shape rule name `broadcast`, found `a`"),
+        ("broadcast(a, , b)", "6:23: expected an argument name in shape rule, found `,`"),
+        ("broadcast(a, b))", "6:25: unexpected `)` after the end of the shape rule"),
+        ("", "6:10: expected a shape rule like `same(x)`, found the end of the rule"),
+        ("(a)", "6:10: expected a shape rule like `same(x)`, found `(`"),
     ];
     for (rule, expected) in cases {
         let src = edit(ADD, "shape =", &format!("shape = \"{rule}\""));
@@ -519,10 +454,7 @@ fn shape_rule_syntax() {
 fn shape_rule_positions_fall_back_to_the_string_start() {
     // Escapes break the one-to-one mapping between text and source.
     let src = edit(ADD, "shape =", r#"shape = "broadcast(a,\u0020c)""#);
-    assert_errors(
-        &src,
-        &["ops.toml:6:9: unknown input `c` in shape rule, expected one of `a`, `b`"],
-    );
+    assert_errors(&src, &["ops.toml:6:9: unknown input `c` in shape rule, expected one of `a`, `b`"]);
 }
 
 #[test]
@@ -624,10 +556,7 @@ non_differentiable = "integer output"
 dtype = { type = "dtype" }
 "#;
     let spec = parse(cast, "ops.toml").unwrap();
-    assert_eq!(
-        spec.kernels[0].output_dtype,
-        OutputDType::Attr("dtype".into())
-    );
+    assert_eq!(spec.kernels[0].output_dtype, OutputDType::Attr("dtype".into()));
     assert_errors(
         &edit(cast, "dtype = {", "dtype = { type = \"int\" }"),
         &["ops.toml:6:16: `output_dtype` names attr `dtype` of type `int`, expected an attr of type `dtype` \
@@ -647,11 +576,7 @@ dtype = { type = "dtype" }
 
 #[test]
 fn all_errors_are_collected_in_position_order() {
-    let bad_sum = edit(
-        &edit(SUM, "dtypes =", "dtypes = [\"f64\"]"),
-        "grad =",
-        "grad = [\"y\"]",
-    );
+    let bad_sum = edit(&edit(SUM, "dtypes =", "dtypes = [\"f64\"]"), "grad =", "grad = [\"y\"]");
     let bad_add = edit(ADD, "op =", "op = \"Add\"");
     let errors = parse(&format!("{bad_sum}\n{bad_add}"), "my_ops.toml").unwrap_err();
     assert_eq!(

@@ -6,8 +6,9 @@ use std::fmt::{self, Write};
 
 use crate::{DType, Tensor};
 
-/// Tensors with more elements than this print summarized (TF.js uses the same bound).
-const SUMMARIZE_ABOVE: usize = 1000;
+/// A dim longer than this prints summarized, whatever the tensor's size
+/// (TF.js's `FORMAT_LIMIT_NUM_VALS`: `zeros([100])` prints `[0, 0, 0, ..., 0, 0, 0]`).
+const SUMMARIZE_ABOVE: usize = 20;
 const EDGE: usize = 3;
 
 fn value_strings(t: &Tensor) -> Vec<String> {
@@ -21,12 +22,20 @@ fn value_strings(t: &Tensor) -> Vec<String> {
 
 /// Seven decimals at most, trailing zeros dropped, as TF.js formats float32.
 fn float(v: f32) -> String {
-    if !v.is_finite() {
-        return v.to_string();
+    if v.is_infinite() {
+        // JavaScript's spelling, as TF.js prints it.
+        return if v > 0.0 { "Infinity" } else { "-Infinity" }.into();
+    }
+    if v.is_nan() {
+        return "NaN".into();
     }
     let s = format!("{v:.7}");
     let s = s.trim_end_matches('0').trim_end_matches('.');
-    if s == "-0" { "0".into() } else { s.into() }
+    if s == "-0" {
+        "0".into()
+    } else {
+        s.into()
+    }
 }
 
 impl fmt::Display for Tensor {
@@ -42,7 +51,6 @@ impl fmt::Display for Tensor {
         if shape.is_empty() {
             return f.write_str(values.first().map_or("", String::as_str));
         }
-        let summarize = values.len() > SUMMARIZE_ABOVE;
         let last = shape[shape.len() - 1];
         // Pad per column of the last dim, like TF.js.
         let mut widths = vec![0usize; last];
@@ -51,38 +59,35 @@ impl fmt::Display for Tensor {
             *w = (*w).max(v.chars().count());
         }
         let mut out = String::new();
-        write_dim(&mut out, &values, &widths, shape, 0, 0, summarize);
+        write_dim(&mut out, &values, &widths, shape, 0, 0);
         f.write_str(&out)
     }
 }
 
-fn shown(n: usize, summarize: bool) -> Vec<Option<usize>> {
-    if summarize && n > 2 * EDGE {
+fn shown(n: usize) -> Vec<Option<usize>> {
+    if n > SUMMARIZE_ABOVE {
         (0..EDGE).map(Some).chain([None]).chain((n - EDGE..n).map(Some)).collect()
     } else {
         (0..n).map(Some).collect()
     }
 }
 
-fn write_dim(
-    out: &mut String,
-    values: &[String],
-    widths: &[usize],
-    shape: &[usize],
-    depth: usize,
-    offset: usize,
-    summarize: bool,
-) {
+fn write_dim(out: &mut String, values: &[String], widths: &[usize], shape: &[usize], depth: usize, offset: usize) {
     let n = shape[depth];
     let stride: usize = shape[depth + 1..].iter().product();
     out.push('[');
-    let items = shown(n, summarize);
+    let items = shown(n);
     for (k, item) in items.iter().enumerate() {
         if k > 0 {
-            out.push(',');
             if depth + 1 == shape.len() {
-                out.push(' ');
+                out.push_str(", ");
+            } else if items[k - 1].is_none() && shape.len() - depth > 2 {
+                // TF.js ends a `...` row above rank 2 with neither comma nor blank line.
+                out.push('\n');
+                out.push_str("    ");
+                out.extend(std::iter::repeat_n(' ', depth + 1));
             } else {
+                out.push(',');
                 // Blank lines between higher dims, as TF.js prints them.
                 for _ in 0..shape.len() - depth - 1 {
                     out.push('\n');
@@ -97,7 +102,7 @@ fn write_dim(
                 let v = &values[offset + i];
                 let _ = write!(out, "{v:<w$}", w = widths[*i]);
             }
-            Some(i) => write_dim(out, values, widths, shape, depth + 1, offset + i * stride, summarize),
+            Some(i) => write_dim(out, values, widths, shape, depth + 1, offset + i * stride),
         }
     }
     out.push(']');

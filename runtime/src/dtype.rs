@@ -68,7 +68,16 @@ mod sealed {
 /// assert_eq!(f32::from_f64(2.5), 2.5);
 /// ```
 pub trait Element:
-    sealed::Sealed + crate::backend::cpu::CpuElement + Copy + Default + PartialEq + PartialOrd + fmt::Debug + Send + Sync + 'static
+    sealed::Sealed
+    + crate::backend::cpu::CpuElement
+    + Copy
+    + Default
+    + PartialEq
+    + PartialOrd
+    + fmt::Debug
+    + Send
+    + Sync
+    + 'static
 {
     /// The dtype of this element type.
     const DTYPE: DType;

@@ -144,4 +144,3 @@ pub fn memory() -> Vec<BackendMemory> {
     let (buffers, bytes) = crate::backend::cpu::memory();
     vec![BackendMemory { backend: BackendId::Cpu, buffers, bytes }]
 }
-

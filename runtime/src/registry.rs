@@ -85,8 +85,10 @@ pub struct SpecEntry {
     pub dtypes: &'static [DType],
     /// Differentiable inputs (empty when non-differentiable).
     pub differentiable: &'static [&'static str],
-    /// The spec file that declared it.
+    /// The spec file that declared it, as given to `spec!`.
     pub spec_file: &'static str,
+    /// The crate whose `spec!` bound it.
+    pub crate_name: &'static str,
 }
 
 #[doc(hidden)]
@@ -215,9 +217,11 @@ pub fn check() -> Vec<Error> {
 }
 
 fn pick_gradient(kernel: &str) -> Result<Option<&'static GradientEntry>> {
-    pick(GRADIENTS.iter().filter(|g| g.kernel == kernel), |g| g.replaces, |a, b| {
-        Error::DuplicateGradient { kernel: a.kernel, first: a.location, second: b.location }
-    })
+    pick(
+        GRADIENTS.iter().filter(|g| g.kernel == kernel),
+        |g| g.replaces,
+        |a, b| Error::DuplicateGradient { kernel: a.kernel, first: a.location, second: b.location },
+    )
 }
 
 /// Chooses among the static registrations of one key: a single `override`
@@ -251,11 +255,9 @@ fn resolve_kernel(overlay: &Overlay, kernel: &str, backend: BackendId) -> Result
     let mut available: Vec<BackendId> = BackendId::ALL
         .into_iter()
         .filter(|&b| b != backend)
-        .filter(|&b| {
-            match overlay.kernels.get(&(kernel.to_owned(), b)) {
-                Some(found) => found.is_some(),
-                None => KERNELS.iter().any(|e| e.kernel == kernel && e.backend == b),
-            }
+        .filter(|&b| match overlay.kernels.get(&(kernel.to_owned(), b)) {
+            Some(found) => found.is_some(),
+            None => KERNELS.iter().any(|e| e.kernel == kernel && e.backend == b),
         })
         .collect();
     available.dedup();

@@ -51,11 +51,7 @@ pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize, String> {
     if (0..r).contains(&a) {
         Ok(a as usize)
     } else {
-        Err(format!(
-            "axis {axis} is out of range for rank {rank}, expected {}..{}",
-            -r,
-            r.max(1) - 1
-        ))
+        Err(format!("axis {axis} is out of range for rank {rank}, expected {}..{}", -r, r.max(1) - 1))
     }
 }
 
@@ -78,9 +74,7 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Shape, String> {
             (1, y) => y,
             (x, 1) => x,
             _ => {
-                return Err(format!(
-                    "cannot broadcast {a:?} with {b:?}: dim {da} does not match {db} and neither is 1"
-                ))
+                return Err(format!("cannot broadcast {a:?} with {b:?}: dim {da} does not match {db} and neither is 1"))
             }
         };
     }
@@ -141,11 +135,7 @@ pub mod rules {
     /// batch dims broadcast.
     pub fn matmul(a: &[usize], b: &[usize], transpose_a: bool, transpose_b: bool) -> Result<Shape, String> {
         if a.len() < 2 || b.len() < 2 {
-            return Err(format!(
-                "matmul needs inputs of rank 2 or more, got ranks {} and {}",
-                a.len(),
-                b.len()
-            ));
+            return Err(format!("matmul needs inputs of rank 2 or more, got ranks {} and {}", a.len(), b.len()));
         }
         let (ra, rb) = (a.len(), b.len());
         let (m, ka) = if transpose_a { (a[ra - 1], a[ra - 2]) } else { (a[ra - 2], a[ra - 1]) };
@@ -157,8 +147,7 @@ pub mod rules {
                 if transpose_b { ", transposed" } else { "" }
             ));
         }
-        let mut out = broadcast_shapes(&a[..ra - 2], &b[..rb - 2])
-            .map_err(|e| format!("batch dims: {e}"))?;
+        let mut out = broadcast_shapes(&a[..ra - 2], &b[..rb - 2]).map_err(|e| format!("batch dims: {e}"))?;
         out.push(m);
         out.push(n);
         Ok(out)
@@ -187,9 +176,7 @@ pub mod rules {
             }
             out[i] = total / known;
         } else if known != total {
-            return Err(format!(
-                "cannot reshape {x:?} ({total} elements) to {shape:?} ({known} elements)"
-            ));
+            return Err(format!("cannot reshape {x:?} ({total} elements) to {shape:?} ({known} elements)"));
         }
         Ok(out)
     }

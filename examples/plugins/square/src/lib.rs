@@ -1,1 +1,34 @@
+//! An opforge plugin living outside the `opforge` crate: it binds a spec of
+//! its own (`my_ops.toml`), implements the kernel for `cpu` and registers its
+//! gradient, exactly as a user crate would.
+//!
+//! ```
+//! use opforge::Tensor;
+//! let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.0], &[3])?;
+//! let y = opforge_example_square::my_square(&x)?;
+//! assert_eq!(y.to_vec::<f32>()?, vec![1.0, 4.0, 9.0]);
+//! # Ok::<(), opforge::Error>(())
+//! ```
 
+use opforge::backend::cpu::CpuTensor;
+use opforge::{gradient, kernel, ops, DType, Result, Tensor, TensorMeta};
+
+opforge::spec!("my_ops.toml");
+
+/// The `cpu` kernel of `MySquare`: reads the input's memory, writes a new buffer.
+#[kernel(MySquare, cpu)]
+pub fn my_square_cpu(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    match x.dtype() {
+        DType::I32 => {
+            let v = x.as_slice::<i32>()?.iter().map(|v| v.wrapping_mul(*v)).collect();
+            CpuTensor::from_vec(&out.shape, v)
+        }
+        _ => CpuTensor::from_vec(&out.shape, x.as_slice::<f32>()?.iter().map(|v| v * v).collect()),
+    }
+}
+
+/// d(x^2)/dx = 2x, written with ops so it runs on any backend.
+#[gradient(MySquare)]
+pub fn my_square_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::mul(dy, &ops::mul(x, &Tensor::scalar(2.0f32))?)
+}

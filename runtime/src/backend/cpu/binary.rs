@@ -79,7 +79,8 @@ pub(crate) fn binary<T: Element, U: Element>(
         let x = av[0];
         return CpuTensor::from_vec(&out.shape, map(bv, |y| f(x, y)));
     }
-    let (dims, sa, sb) = collapse(&out.shape, &broadcast_strides(a.shape(), &out.shape), &broadcast_strides(b.shape(), &out.shape));
+    let (dims, sa, sb) =
+        collapse(&out.shape, &broadcast_strides(a.shape(), &out.shape), &broadcast_strides(b.shape(), &out.shape));
     let inner = dims[dims.len() - 1];
     let (ia, ib) = (sa[sa.len() - 1], sb[sb.len() - 1]);
     let mut data = vec![U::default(); n];

@@ -1,8 +1,8 @@
 //! Kernels that move or reinterpret data: `Reshape`, `Transpose`, `Cast`.
 
 use super::{for_rows, unsupported, CpuTensor};
-use crate::shape::{rules::permutation, strides};
 use crate::kernels::{Cast, Reshape, Transpose};
+use crate::shape::{rules::permutation, strides};
 use crate::{kernel, DType, Element, Result, TensorMeta};
 
 #[kernel(Reshape, cpu)]

@@ -5,7 +5,7 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use super::CpuTensor;
-use crate::kernels::{BatchMatMul};
+use crate::kernels::BatchMatMul;
 use crate::{kernel, shape, Result, TensorMeta};
 
 /// Below this many multiply-adds per matrix, one thread does the whole product.
@@ -55,11 +55,25 @@ fn batch_matmul(
         // so its zeroed contents are not read.
         unsafe {
             gemm::gemm(
-                m, n, k,
-                dst.as_mut_ptr(), 1, n as isize, false,
-                lhs.as_ptr(), a_cs as isize, a_rs as isize,
-                rhs.as_ptr(), b_cs as isize, b_rs as isize,
-                0.0, 1.0, false, false, false, par,
+                m,
+                n,
+                k,
+                dst.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                lhs.as_ptr(),
+                a_cs as isize,
+                a_rs as isize,
+                rhs.as_ptr(),
+                b_cs as isize,
+                b_rs as isize,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                par,
             );
         }
     };

@@ -210,11 +210,7 @@ impl CpuTensor {
 /// Error for a dtype a kernel was not written for; the engine checks dtypes
 /// against the spec first, so this means the spec and kernel disagree.
 pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> Error {
-    Error::Backend {
-        kernel,
-        backend: BackendId::Cpu,
-        message: format!("no cpu implementation for dtype {dtype}"),
-    }
+    Error::Backend { kernel, backend: BackendId::Cpu, message: format!("no cpu implementation for dtype {dtype}") }
 }
 
 /// `f` over every element: inline below [`PAR_THRESHOLD`], on rayon above.

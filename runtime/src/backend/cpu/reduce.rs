@@ -8,8 +8,8 @@
 use rayon::prelude::*;
 
 use super::{for_rows, layout::permute, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
-use crate::shape::rules::reduction_axes;
 use crate::kernels::{Max, Mean, Sum};
+use crate::shape::rules::reduction_axes;
 use crate::{kernel, DType, Element, Result, TensorMeta};
 
 const LANES: usize = 16;

@@ -1,8 +1,8 @@
 //! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`.
 
 use super::{for_rows, CpuTensor};
+use crate::kernels::Softmax;
 use crate::shape::normalize_axis;
-use crate::kernels::{Softmax};
 use crate::{kernel, Result, TensorMeta};
 
 #[kernel(Softmax, cpu)]

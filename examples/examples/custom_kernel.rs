@@ -1,0 +1,36 @@
+//! The out-of-tree path: a crate that is not `opforge` binds its own spec
+//! (`MySquare`), registers a `cpu` kernel and a gradient for it, and this
+//! program calls the generated op.
+//!
+//! `cargo run --release --example custom_kernel`
+
+use opforge::{registry, BackendId, Tensor};
+use opforge_example_square::{my_square, MySquare};
+use opforge_examples::check;
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.0, 0.5], &[2, 2])?;
+    let y = my_square(&x)?;
+    println!("x = {x}\nmy_square(x) = {y}");
+    check(y.to_vec::<f32>()? == vec![1.0, 4.0, 9.0, 0.25], "my_square squares every element")?;
+
+    let xi = Tensor::from_vec(vec![3i32, -4], &[2])?;
+    check(my_square(&xi)?.to_vec::<i32>()? == vec![9, 16], "the i32 variant runs too")?;
+
+    let entry = registry::kernel_for("MySquare", BackendId::Cpu)?;
+    println!("kernel MySquare on cpu: `{}` registered at {}", entry.function, entry.location);
+    let grad = registry::gradient_for("MySquare")?;
+    println!("gradient of MySquare: `{}` registered at {}", grad.function, grad.location);
+    let spec = registry::spec("MySquare").ok_or("MySquare is bound")?;
+    println!("spec: {} (inputs {:?}, dtypes {:?}) from {}", spec.doc, spec.inputs, spec.dtypes, spec.spec_file);
+    check(
+        <MySquare as opforge::KernelSpec>::NAME == "MySquare" && registry::check().is_empty(),
+        "the registry holds one MySquare kernel and no conflicts",
+    )?;
+
+    let bad = Tensor::from_vec(vec![true], &[1])?;
+    let err = my_square(&bad).expect_err("bool is not in the spec's dtypes");
+    println!("bad input -> {err}");
+    check(err.to_string().contains("kernel `MySquare`"), "bad input is a clean error naming the kernel")?;
+    Ok(())
+}

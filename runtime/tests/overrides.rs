@@ -1,0 +1,26 @@
+//! A deliberate replacement of a built-in kernel with `override`: dispatch
+//! uses it, and the registry reports no conflict. (Its own test binary: an
+//! override applies to the whole program it is linked into.)
+
+use opforge::backend::cpu::CpuTensor;
+use opforge::kernels::Relu;
+use opforge::{kernel, ops, registry, BackendId, Result, Tensor, TensorMeta};
+
+/// A leaky relu standing in for the built-in one.
+#[kernel(Relu, cpu, override)]
+fn leaky_relu(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let v = x.as_slice::<f32>()?.iter().map(|&v| if v > 0.0 { v } else { 0.1 * v }).collect();
+    CpuTensor::from_vec(&out.shape, v)
+}
+
+#[test]
+fn override_replaces_the_builtin_kernel() {
+    let x = Tensor::from_vec(vec![-1.0f32, 2.0], &[2]).unwrap();
+    assert_eq!(ops::relu(&x).unwrap().to_vec::<f32>().unwrap(), vec![-0.1, 2.0]);
+    let entry = registry::kernel_for("Relu", BackendId::Cpu).unwrap();
+    assert_eq!(entry.function, "leaky_relu");
+    assert!(entry.replaces);
+    // Both registrations are listed; the override is no conflict.
+    assert_eq!(registry::kernels().iter().filter(|k| k.kernel == "Relu").count(), 2);
+    assert_eq!(registry::check(), vec![]);
+}

@@ -1,0 +1,24 @@
+use opforge::backend::cpu::CpuTensor;
+use opforge::{kernel, Result};
+
+opforge::spec!(inline = r#"
+[Cube]
+op = "cube"
+doc = "Cubes each element."
+inputs = ["x"]
+dtypes = ["f32"]
+shape = "same(x)"
+grad = ["x"]
+"#);
+
+#[kernel(Cube, cpu)]
+fn cube(x: &CpuTensor) -> Result<CpuTensor> {
+    Ok(x.clone())
+}
+
+#[kernel(Cube, cpu)]
+fn cube_again(x: &CpuTensor) -> Result<CpuTensor> {
+    Ok(x.clone())
+}
+
+fn main() {}

@@ -1,0 +1,7 @@
+use opforge::kernels::Sqrt;
+use opforge::kernel;
+
+#[kernel(Sqrt, cpu)]
+struct SqrtKernel;
+
+fn main() {}

@@ -1,0 +1,8 @@
+use opforge::op;
+
+#[op]
+struct MovingAverage {
+    decay: f32,
+}
+
+fn main() {}

@@ -1,0 +1,11 @@
+opforge::spec!(inline = r#"
+[Cube]
+op = "cube"
+doc = "Cubes each element."
+inputs = ["x"]
+dtypes = ["f64"]
+shape = "same(x)"
+grad = ["x"]
+"#);
+
+fn main() {}
