@@ -53,7 +53,8 @@ impl fmt::Display for Tensor {
         }
         let last = shape[shape.len() - 1];
         // Pad per column of the last dim, like TF.js.
-        let mut widths = vec![0usize; last];
+        // Capped by the element count: an empty tensor may have a huge last dim.
+        let mut widths = vec![0usize; last.min(values.len())];
         for (i, v) in values.iter().enumerate() {
             let w = &mut widths[i % last.max(1)];
             *w = (*w).max(v.chars().count());

@@ -19,9 +19,19 @@ pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
-/// Number of elements, or `None` if it overflows `usize`.
+/// Number of elements, or `None` if the shape is too large: the product of
+/// its nonzero dims overflows `usize`. A 0 dim does not make such a shape
+/// valid (NumPy refuses it too): its strides and sub-shape sizes would still
+/// overflow.
+///
+/// ```
+/// use opforge::shape::checked_numel;
+/// assert_eq!(checked_numel(&[2, 0, 3]), Some(0));
+/// assert_eq!(checked_numel(&[0, usize::MAX, 2]), None);
+/// ```
 pub fn checked_numel(shape: &[usize]) -> Option<usize> {
-    shape.iter().try_fold(1usize, |acc, &d| acc.checked_mul(d))
+    let nonzero = shape.iter().filter(|&&d| d != 0).try_fold(1usize, |acc, &d| acc.checked_mul(d))?;
+    Some(if shape.contains(&0) { 0 } else { nonzero })
 }
 
 /// Row-major strides of a contiguous tensor of this shape.
@@ -50,6 +60,8 @@ pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize, String> {
     let a = if axis < 0 { axis + r } else { axis };
     if (0..r).contains(&a) {
         Ok(a as usize)
+    } else if rank == 0 {
+        Err(format!("axis {axis} is out of range: a rank-0 tensor has no axes"))
     } else {
         Err(format!("axis {axis} is out of range for rank {rank}, expected {}..{}", -r, r.max(1) - 1))
     }
@@ -78,7 +90,15 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Shape, String> {
             }
         };
     }
-    Ok(out)
+    too_large(out)
+}
+
+/// `shape`, unless its nonzero dims multiply past `usize` (see [`checked_numel`]).
+fn too_large(shape: Shape) -> Result<Shape, String> {
+    match checked_numel(&shape) {
+        Some(_) => Ok(shape),
+        None => Err(format!("the result shape {:?} is too large", shape.as_slice())),
+    }
 }
 
 /// The shape rules the spec's `shape = "..."` names. Each takes the input
@@ -93,7 +113,12 @@ pub mod rules {
 
     /// `broadcast(a, b, ...)`: NumPy broadcasting of all inputs.
     pub fn broadcast(shapes: &[&[usize]]) -> Result<Shape, String> {
-        let mut out = Shape::from_slice(shapes.first().copied().unwrap_or(&[]));
+        let first = shapes.first().copied().unwrap_or(&[]);
+        // Equal shapes are the common case: no per-dim work.
+        if shapes.iter().all(|s| *s == first) {
+            return Ok(Shape::from_slice(first));
+        }
+        let mut out = Shape::from_slice(first);
         for s in &shapes[1.min(shapes.len())..] {
             out = broadcast_shapes(&out, s)?;
         }
@@ -150,7 +175,7 @@ pub mod rules {
         let mut out = broadcast_shapes(&a[..ra - 2], &b[..rb - 2]).map_err(|e| format!("batch dims: {e}"))?;
         out.push(m);
         out.push(n);
-        Ok(out)
+        too_large(out)
     }
 
     /// `reshape(x, shape)`: same number of elements; one `-1` is inferred.

@@ -231,7 +231,6 @@ pub fn matmul_shape(a: &[usize], b: &[usize], ta: bool, tb: bool) -> Option<Vec<
 pub fn matmul(a: &Arr<f64>, b: &Arr<f64>, ta: bool, tb: bool) -> Option<(Arr<f64>, Vec<f64>)> {
     let shape = matmul_shape(&a.shape, &b.shape, ta, tb)?;
     let (ra, rb, ro) = (a.shape.len(), b.shape.len(), shape.len());
-    let (m, n) = (shape[ro - 2], shape[ro - 1]);
     let k = if ta { a.shape[ra - 2] } else { a.shape[ra - 1] };
     let total = shape.iter().product();
     let (mut data, mut scale) = (vec![0.0; total], vec![0.0; total]);
@@ -253,7 +252,6 @@ pub fn matmul(a: &Arr<f64>, b: &Arr<f64>, ta: bool, tb: bool) -> Option<(Arr<f64
             *s += (x * y).abs();
         }
     }
-    let _ = (m, n);
     Some((Arr { shape, data }, scale))
 }
 
@@ -270,7 +268,7 @@ pub fn reshape_shape(shape: &[usize], target: &[i64]) -> Option<Vec<usize>> {
     }
     let known: usize = if target.contains(&0) { 0 } else { product };
     let out: Vec<usize> = if target.contains(&-1) {
-        if known == 0 || total % known != 0 {
+        if known == 0 || !total.is_multiple_of(known) {
             return None;
         }
         target.iter().map(|&d| if d == -1 { total / known } else { d as usize }).collect()
@@ -335,7 +333,12 @@ pub fn assert_close_with(what: &str, got: &Tensor, want: &Arr<f64>, tol: impl Fn
     assert_eq!(got.shape(), want.shape.as_slice(), "{what}: shape");
     let g = f64s(got);
     for (i, (&x, &y)) in g.data.iter().zip(&want.data).enumerate() {
-        assert!(close(x, y, 0.0, tol(i)), "{what}: element {i} of {:?}: got {x}, want {y} (tolerance {})", want.shape, tol(i));
+        assert!(
+            close(x, y, 0.0, tol(i)),
+            "{what}: element {i} of {:?}: got {x}, want {y} (tolerance {})",
+            want.shape,
+            tol(i)
+        );
     }
 }
 

@@ -25,7 +25,8 @@ fn batch_matmul(
     let (m, n) = (so[ro - 2], so[ro - 1]);
     let k = if transpose_a { sa[ra - 2] } else { sa[ra - 1] };
     let mut data = vec![0.0f32; out.numel()];
-    if m == 0 || n == 0 || k == 0 {
+    // Also when a batch dim is 0: then `m * n * k` need not even fit in usize.
+    if m == 0 || n == 0 || k == 0 || data.is_empty() {
         return CpuTensor::from_vec(&out.shape, data);
     }
     // Element (i, p) of op(a) and (p, j) of op(b), as row and column strides.

@@ -7,7 +7,6 @@ mod reduce;
 mod softmax;
 mod unary;
 
-use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::Arc;
 
 use super::{Backend, BackendId};
@@ -43,12 +42,56 @@ pub(crate) const PAR_THRESHOLD: usize = 1 << 15;
 /// Elements per parallel task.
 pub(crate) const PAR_CHUNK: usize = 1 << 14;
 
-static LIVE_BUFFERS: AtomicUsize = AtomicUsize::new(0);
-static LIVE_BYTES: AtomicUsize = AtomicUsize::new(0);
+/// Live-buffer accounting for [`crate::memory`]. Each thread owns a counter
+/// that only it writes, with plain loads and stores rather than locked
+/// read-modify-writes (those cost more than the rest of a tiny op's
+/// bookkeeping); `memory()` sums them. A buffer freed on another thread than
+/// the one that made it leaves +1 on one counter and -1 on the other, which
+/// the sum cancels.
+mod accounting {
+    use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
+    use std::sync::{Arc, Mutex, PoisonError};
+
+    #[derive(Default)]
+    struct Counter {
+        buffers: AtomicIsize,
+        bytes: AtomicIsize,
+    }
+
+    static ALL: Mutex<Vec<Arc<Counter>>> = Mutex::new(Vec::new());
+    /// For threads whose own counter is already destroyed (thread exit).
+    static SHARED: Counter = Counter { buffers: AtomicIsize::new(0), bytes: AtomicIsize::new(0) };
+
+    thread_local! {
+        static LOCAL: Arc<Counter> = {
+            let c = Arc::new(Counter::default());
+            ALL.lock().unwrap_or_else(PoisonError::into_inner).push(c.clone());
+            c
+        };
+    }
+
+    pub(crate) fn record(buffers: isize, bytes: isize) {
+        let owned = LOCAL.try_with(|c| {
+            c.buffers.store(c.buffers.load(Relaxed) + buffers, Relaxed);
+            c.bytes.store(c.bytes.load(Relaxed) + bytes, Relaxed);
+        });
+        if owned.is_err() {
+            SHARED.buffers.fetch_add(buffers, Relaxed);
+            SHARED.bytes.fetch_add(bytes, Relaxed);
+        }
+    }
+
+    pub(crate) fn totals() -> (usize, usize) {
+        let all = ALL.lock().unwrap_or_else(PoisonError::into_inner);
+        let sum = |f: fn(&Counter) -> isize| all.iter().map(|c| f(c)).sum::<isize>() + f(&SHARED);
+        let (buffers, bytes) = (sum(|c| c.buffers.load(Relaxed)), sum(|c| c.bytes.load(Relaxed)));
+        (buffers.max(0) as usize, bytes.max(0) as usize)
+    }
+}
 
 /// Live cpu buffers and their bytes.
 pub(crate) fn memory() -> (usize, usize) {
-    (LIVE_BUFFERS.load(Relaxed), LIVE_BYTES.load(Relaxed))
+    accounting::totals()
 }
 
 #[derive(Debug)]
@@ -66,8 +109,7 @@ pub struct CpuBuffer(Data);
 impl CpuBuffer {
     fn new(data: Data) -> Self {
         let b = CpuBuffer(data);
-        LIVE_BUFFERS.fetch_add(1, Relaxed);
-        LIVE_BYTES.fetch_add(b.bytes(), Relaxed);
+        accounting::record(1, b.bytes() as isize);
         b
     }
 
@@ -101,8 +143,7 @@ impl CpuBuffer {
 
 impl Drop for CpuBuffer {
     fn drop(&mut self) {
-        LIVE_BUFFERS.fetch_sub(1, Relaxed);
-        LIVE_BYTES.fetch_sub(self.bytes(), Relaxed);
+        accounting::record(-1, -(self.bytes() as isize));
     }
 }
 

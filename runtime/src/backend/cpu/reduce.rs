@@ -133,7 +133,9 @@ fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: &[i64], out: &TensorMeta)
         }
     } else {
         // Split output columns across tasks; each walks all `r` rows of its columns.
-        let cols = if outer * r * inner < PAR_THRESHOLD { inner } else { (PAR_CHUNK / r.max(1)).clamp(64, inner) };
+        // At least 64 columns per task, but never more than there are (`clamp`
+        // would panic for `inner < 64`).
+        let cols = if outer * r * inner < PAR_THRESHOLD { inner } else { (PAR_CHUNK / r.max(1)).max(64).min(inner) };
         let columns = |o: usize, j0: usize, dst: &mut [T]| {
             let base = o * r * inner + j0;
             for t in 0..r {

@@ -28,13 +28,14 @@ fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
             for j in 0..inner {
                 let at = |t: usize| base + t * inner + j;
                 let max = (0..len).map(|t| src[at(t)]).fold(f32::NEG_INFINITY, f32::max);
-                let mut sum = 0.0f32;
+                // Summed in f64, like `Sum`: an f32 running sum drifts by ~1e-4 over 10^5 terms.
+                let mut sum = 0.0f64;
                 for t in 0..len {
                     let e = (src[at(t)] - max).exp();
                     dst[t * inner + j] = e;
-                    sum += e;
+                    sum += e as f64;
                 }
-                let scale = 1.0 / sum;
+                let scale = (1.0 / sum) as f32;
                 for t in 0..len {
                     dst[t * inner + j] *= scale;
                 }
