@@ -651,3 +651,19 @@ fn moving_average_composes_mul_and_add() {
     let want = broadcast(&f64s(&v), &f64s(&x), |v, x| v * 0.9f32 as f64 + x * (1.0f32 - 0.9f32) as f64).unwrap();
     assert_elementwise("moving_average", &ops::moving_average(&v, &x, 0.9).unwrap(), &want);
 }
+
+#[test]
+fn nan_propagates_through_max_and_min() {
+    let a = Tensor::from_vec(vec![f32::NAN, 1.0, 2.0], &[3]).unwrap();
+    let b = Tensor::from_vec(vec![0.0f32, f32::NAN, 1.0], &[3]).unwrap();
+    for y in [ops::maximum(&a, &b).unwrap(), ops::minimum(&a, &b).unwrap()] {
+        let v = y.to_vec::<f32>().unwrap();
+        assert!(v[0].is_nan() && v[1].is_nan() && !v[2].is_nan(), "{v:?}");
+    }
+    let big: Vec<f32> = (0..100_000).map(|i| if i == 77_777 { f32::NAN } else { i as f32 }).collect();
+    let x = Tensor::from_vec(big, &[100_000]).unwrap();
+    assert!(ops::max(&x, &[], false).unwrap().to_scalar::<f32>().unwrap().is_nan());
+    let rows = ops::reshape(&x, &[1000, 100]).unwrap();
+    let per_row = ops::max(&rows, &[1], false).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(per_row.iter().filter(|v| v.is_nan()).count(), 1);
+}

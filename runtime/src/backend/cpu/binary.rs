@@ -138,8 +138,26 @@ numeric_binary! {
     Add => add: |x, y| x + y, i32::wrapping_add;
     Sub => sub: |x, y| x - y, i32::wrapping_sub;
     Mul => mul: |x, y| x * y, i32::wrapping_mul;
-    Maximum => maximum: f32::max, i32::max;
-    Minimum => minimum: f32::min, i32::min;
+    Maximum => maximum: nan_max, i32::max;
+    Minimum => minimum: nan_min, i32::min;
+}
+
+/// `max` that propagates NaN, as TF.js and NumPy do (`f32::max` drops it).
+pub(crate) fn nan_max(x: f32, y: f32) -> f32 {
+    if x > y || x.is_nan() {
+        x
+    } else {
+        y
+    }
+}
+
+/// `min` that propagates NaN.
+fn nan_min(x: f32, y: f32) -> f32 {
+    if x < y || x.is_nan() {
+        x
+    } else {
+        y
+    }
 }
 
 #[kernel(RealDiv, cpu)]

@@ -76,7 +76,7 @@ struct MaxF32;
 impl Fold<f32> for MaxF32 {
     const INIT: f32 = f32::NEG_INFINITY;
     fn fold(a: f32, b: f32) -> f32 {
-        a.max(b)
+        super::binary::nan_max(a, b)
     }
 }
 
