@@ -1,49 +1,74 @@
 //! `#[gradient(Name[, override])]`: parse -> validate -> expand.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::spanned::Spanned;
-use syn::ItemFn;
+use syn::{GenericArgument, Ident, ItemFn, PathArguments, ReturnType, Type};
 
-use crate::signature::{self, Errors, GradientArgs};
+use crate::signature::{self, Errors, GradientArgs, Param};
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    match try_expand(attr, item.clone()) {
+    match try_expand(attr.clone(), item.clone()) {
         Ok(out) => out,
-        Err(err) => signature::with_errors(err, item),
+        Err(err) => signature::with_errors(err, item, &attr),
     }
 }
 
 fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
+    // Parse and validate.
     let mut errors = Errors::default();
     let args = syn::parse2::<GradientArgs>(attr).map_err(|e| errors.push(e)).ok();
-    let func = syn::parse2::<ItemFn>(item.clone())
-        .map_err(|_| errors.spanned(&item, "#[gradient] can only be applied to a function"))
-        .ok();
+    let func =
+        syn::parse2::<ItemFn>(item.clone()).map_err(|_| errors.push(signature::not_a_function(&item, "gradient"))).ok();
     let params = func.as_ref().map(|f| signature::params(f, "gradient", &mut errors)).unwrap_or_default();
     errors.into_result()?;
     let (Some(GradientArgs(args)), Some(func)) = (args, func) else {
         return Err(syn::Error::new(proc_macro2::Span::call_site(), "#[gradient] could not be expanded"));
     };
 
+    // Expand. Gradients may take any of the inputs, attributes, the output
+    // and `dy`; a name that is none of them is an error at the user's token.
+    // The kernel is named once, by an alias, so that a wrong name is reported once.
     let kernel = &args.kernel;
+    let k = Ident::new("__OpforgeKernel", kernel.span());
     let fn_ident = &func.sig.ident;
-    let fields = params.iter().map(|p| &p.ident);
-    let bindings = signature::typed_bindings(&params);
+    let args_alias = Ident::new("__OpforgeGradArgs", Span::call_site());
+    let args_value = Ident::new("__opforge_args", Span::call_site());
+    let params: Vec<&Param> = params.iter().collect();
+    let check_alias = signature::check_alias(&func, &params);
+    let (spec_names, names) = signature::spec_names(&k);
+    let name_checks =
+        signature::name_checks(&params, &quote!(::opforge::__private::ParamCheck::gradient_param), &names, &args_alias);
+    // The kernel, or an error type once it is found non-differentiable
+    // (reported on the kernel name) or the return type reads as the wrong
+    // number of tensors (reported on it); named after the function.
+    let mut checked_kernel = quote!(#k);
+    if let (Some(count), ReturnType::Type(_, ty)) = (grads_count(&func), &func.sig.output) {
+        checked_kernel = signature::checked(
+            signature::span_range(ty),
+            quote!(::opforge::__private::ParamCheck::arity(#names, #count)),
+            checked_kernel,
+        );
+    }
+    let checked_kernel = signature::checked(
+        signature::span_range(kernel),
+        quote!(::opforge::__private::ParamCheck::differentiable(#names)),
+        checked_kernel,
+    );
+    let spec_args = signature::spec_item(&k, quote!(GradArgs<'a>));
+    let read_args = signature::spec_item(&k, quote!(grad_args));
+    let call_arg = Ident::new("__call", Span::call_site());
+    let read_args = quote_spanned! {k.span()=> let #args_value = #read_args(#call_arg)?; };
+    let spec_name = signature::spec_item(&k, quote!(NAME));
+    let bindings = signature::field_bindings(&params, &args_value, &k);
     let call_args = params.iter().map(|p| &p.ident);
-    let ret_span = signature::return_span(&func);
-    let args_span = func.sig.inputs.span();
-    // Gradients may ignore inputs, the output or attributes, hence `..`;
-    // a name that is none of them is still an error at the user's token.
-    let destructure = quote_spanned! {args_span=>
-        let __OpforgeGradArgs { #(#fields,)* .. } =
-            <#kernel as ::opforge::__private::KernelSpec>::grad_args(__call)?;
-    };
-    let differentiable = quote_spanned! {kernel.span()=>
-        ::opforge::__private::assert_differentiable::<#kernel>();
-    };
-    let into_grads = quote_spanned! {ret_span=>
-        ::opforge::__private::into_grads::<#kernel, _>(__opforge_grads)
+    // Taken before the parameters are bound, which may shadow its name.
+    let function = Ident::new("__opforge_function", Span::call_site());
+    let ret = signature::return_type(&func);
+    let call = quote! {
+        let __opforge_grads = <#ret as ::opforge::__private::GradientReturn<#check_alias>>::grads(
+            #function(#(#call_args),*),
+        )?;
     };
     let replaces = args.replaces;
     let marker = signature::duplicate_marker(
@@ -59,22 +84,27 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         #func
 
         const _: () = {
-            type __OpforgeGradArgs<'a> = <#kernel as ::opforge::__private::KernelSpec>::GradArgs<'a>;
+            type #k = #kernel;
+            #spec_names
+            type #args_alias<'a> = #spec_args;
+            #name_checks
+            #[allow(non_camel_case_types)]
+            type #check_alias = #checked_kernel;
 
             fn __opforge_gradient(
                 __call: &::opforge::__private::GradCall<'_>,
             ) -> ::opforge::Result<::std::vec::Vec<::opforge::Tensor>> {
-                #differentiable
-                #destructure
+                let #function = #fn_ident;
+                #read_args
                 #bindings
-                let __opforge_grads = #fn_ident(#(#call_args),*)?;
-                ::core::result::Result::Ok(#into_grads)
+                #call
+                ::core::result::Result::Ok(__opforge_grads)
             }
 
             #[::opforge::__private::linkme::distributed_slice(::opforge::__private::GRADIENTS)]
             #[linkme(crate = ::opforge::__private::linkme)]
             static __OPFORGE_GRADIENT: ::opforge::__private::GradientEntry = ::opforge::__private::GradientEntry {
-                kernel: <#kernel as ::opforge::__private::KernelSpec>::NAME,
+                kernel: #spec_name,
                 func: &__opforge_gradient,
                 replaces: #replaces,
                 location: ::opforge::__private::Location { file: ::core::file!(), line: ::core::line!() },
@@ -84,6 +114,25 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
 
         #marker
     })
+}
+
+/// How many tensors the return type reads as, when it says so plainly:
+/// `Result<Tensor>` is one, `Result<(Tensor, Tensor)>` two. Anything else
+/// (the kernel's `Grads` struct, an alias) is left to the `IntoGrads` bound.
+fn grads_count(func: &ItemFn) -> Option<usize> {
+    let ReturnType::Type(_, ty) = &func.sig.output else { return None };
+    let Type::Path(path) = &**ty else { return None };
+    let last = path.path.segments.last()?;
+    let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
+    let Some(GenericArgument::Type(ok)) = args.args.first() else { return None };
+    let is_tensor =
+        |t: &Type| matches!(t, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Tensor"));
+    match ok {
+        Type::Tuple(t) if t.elems.iter().all(is_tensor) => Some(t.elems.len()),
+        Type::Paren(p) if is_tensor(&p.elem) => Some(1),
+        t if is_tensor(t) => Some(1),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -97,6 +146,18 @@ mod tests {
             quote! { fn mul_grad(a: &Tensor, b: &Tensor, dy: &Tensor) -> Result<MulGrads> { todo!() } },
         );
         insta::assert_snapshot!(prettyplease::unparse(&syn::parse2(out).expect("a file")));
+    }
+
+    #[test]
+    fn counts_the_tensors_a_return_type_reads_as() {
+        let count =
+            |ret: proc_macro2::TokenStream| super::grads_count(&syn::parse_quote! { fn g() -> #ret { todo!() } });
+        assert_eq!(count(quote!(Result<Tensor>)), Some(1));
+        assert_eq!(count(quote!(opforge::Result<(opforge::Tensor, Tensor)>)), Some(2));
+        assert_eq!(count(quote!(Result<()>)), Some(0));
+        assert_eq!(count(quote!(Result<MulGrads>)), None);
+        assert_eq!(count(quote!(Result<(Tensor, Vec<Tensor>)>)), None);
+        assert_eq!(count(quote!(Tensor)), None);
     }
 
     #[test]

@@ -1,52 +1,44 @@
 //! `#[kernel(Name, backend[, override])]`: parse -> validate -> expand.
 
-use proc_macro2::TokenStream;
+use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::ItemFn;
+use syn::{Ident, ItemFn};
 
-use crate::signature::{self, Errors, KernelArgs};
+use crate::signature::{self, Errors, KernelArgs, Param};
 
 /// Backends a kernel may name, with the type that implements `Backend`.
 pub(crate) const BACKENDS: &[(&str, &str)] = &[("cpu", "Cpu")];
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    match try_expand(attr, item.clone()) {
+    match try_expand(attr.clone(), item.clone()) {
         Ok(out) => out,
-        Err(err) => signature::with_errors(err, item),
+        Err(err) => signature::with_errors(err, item, &attr),
     }
 }
 
 fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> {
     // Parse.
-    let args: Result<KernelArgs, _> = syn::parse2(attr);
-    let func: Result<ItemFn, _> = syn::parse2(item.clone());
     let mut errors = Errors::default();
-    let func = match func {
-        Ok(f) => Some(f),
-        Err(_) => {
-            errors.spanned(&item, "#[kernel] can only be applied to a function");
-            None
-        }
-    };
-    let args = match args {
-        Ok(KernelArgs(a)) => Some(a),
-        Err(e) => {
-            errors.push(e);
-            None
-        }
-    };
+    let args = syn::parse2::<KernelArgs>(attr).map_err(|e| errors.push(e)).ok().map(|KernelArgs(a)| a);
+    let func =
+        syn::parse2::<ItemFn>(item.clone()).map_err(|_| errors.push(signature::not_a_function(&item, "kernel"))).ok();
+
     // Validate.
     let backend = args.as_ref().and_then(|a| a.backend.as_ref()).and_then(|b| {
         let name = b.to_string();
         let found = BACKENDS.iter().find(|(n, _)| *n == name);
         if found.is_none() {
             let known: Vec<String> = BACKENDS.iter().map(|(n, _)| format!("`{n}`")).collect();
+            let expected = match known.as_slice() {
+                [one] => one.clone(),
+                many => format!("one of {}", many.join(", ")),
+            };
             errors.spanned(
                 b,
                 format!(
-                    "unknown backend `{name}`, expected one of {}{}",
-                    known.join(", "),
+                    "unknown backend `{name}`, expected {expected}{}",
                     crate::suggest::did_you_mean(&name, BACKENDS.iter().map(|(n, _)| *n))
                 ),
             );
@@ -59,33 +51,51 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         return Err(syn::Error::new(proc_macro2::Span::call_site(), "#[kernel] could not be expanded"));
     };
 
-    // Expand.
+    // Expand. The kernel is named once, by an alias, so that a wrong name is
+    // reported once.
     let kernel = &args.kernel;
-    let backend_name = backend.to_string().to_lowercase();
+    let k = Ident::new("__OpforgeKernel", kernel.span());
+    let backend_ty = quote!(::opforge::__private::#backend);
+    let backend_tensor = quote!(<#backend_ty as ::opforge::__private::Backend>::Tensor);
     let fn_ident = &func.sig.ident;
-    let (out_param, inputs): (Vec<_>, Vec<_>) = params.iter().partition(|p| p.ident == "out");
-    let fields = inputs.iter().map(|p| &p.ident);
-    let bindings = signature::typed_bindings(&params.iter().filter(|p| p.ident != "out").cloned().collect::<Vec<_>>());
-    let out_binding = out_param.first().map(|p| {
-        let (ident, ty) = (&p.ident, &p.ty);
-        quote_spanned! {ty.span()=> let #ident: #ty = __call.out; }
-    });
+    let (out_param, named): (Vec<&Param>, Vec<&Param>) = params.iter().partition(|p| p.ident == "out");
+    let check_alias = signature::check_alias(&func, &named);
+    let args_alias = Ident::new("__OpforgeArgs", Span::call_site());
+    let args_value = Ident::new("__opforge_args", Span::call_site());
+    let (spec_names, names) = signature::spec_names(&k);
+    let name_checks =
+        signature::name_checks(&named, &quote!(::opforge::__private::ParamCheck::kernel_param), &names, &args_alias);
+    // Every input and attribute is taken; checked once all names are known,
+    // reported on the parameter list and named after the function.
+    let given: Vec<String> = named.iter().map(|p| p.ident.unraw().to_string()).collect();
+    let parens = func.sig.paren_token.span.join();
+    let complete = signature::checked(
+        (parens, parens),
+        quote!(::opforge::__private::ParamCheck::kernel_missing(#names, &[#(#given),*])),
+        quote!(()),
+    );
+    let spec_args = signature::spec_item(&k, quote!(Args<'a, #backend_ty>));
+    let read_args = signature::spec_item(&k, quote!(args::<#backend_ty>));
+    let call_arg = Ident::new("__call", Span::call_site());
+    let read_args = quote_spanned! {k.span()=> let #args_value = #read_args(#call_arg)?; };
+    let spec_name = signature::spec_item(&k, quote!(NAME));
+    let bindings = signature::field_bindings(&named, &args_value, &k);
+    let out_binding = out_param.first().map(|p| signature::from_spec(&p.ident, &p.ty, quote!(__call.out)));
     let call_args = params.iter().map(|p| &p.ident);
-    let ret_span = signature::return_span(&func);
-    let call = quote_spanned! {ret_span=>
-        let __opforge_out: ::opforge::Result<<::opforge::__private::#backend as ::opforge::__private::Backend>::Tensor>
-            = #fn_ident(#(#call_args),*);
-    };
-    let args_span = proc_macro2::Span::call_site().located_at(fn_ident.span());
-    let destructure = quote_spanned! {args_span=>
-        let __OpforgeArgs { #(#fields),* } =
-            <#kernel as ::opforge::__private::KernelSpec>::args::<::opforge::__private::#backend>(__call)?;
+    // Taken before the parameters are bound, which may shadow its name.
+    let function = Ident::new("__opforge_function", Span::call_site());
+    let ret = signature::return_type(&func);
+    let call = quote! {
+        let __opforge_out = <#ret as ::opforge::__private::KernelReturn<::opforge::Result<#backend_tensor>>>::output(
+            #function(#(#call_args),*),
+        );
     };
     let replaces = args.replaces;
     let marker = signature::duplicate_marker(
         format!(
-            "opforge_kernel_{}_{backend_name}{}_registered_twice_in_this_crate",
+            "opforge_kernel_{}_{}{}_registered_twice_in_this_crate",
             signature::kernel_ident(kernel),
+            backend.to_string().to_lowercase(),
             if replaces { "_override" } else { "" }
         ),
         kernel.span(),
@@ -95,26 +105,30 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         #func
 
         const _: () = {
-            type __OpforgeArgs<'a> =
-                <#kernel as ::opforge::__private::KernelSpec>::Args<'a, ::opforge::__private::#backend>;
+            type #k = #kernel;
+            #spec_names
+            type #args_alias<'a> = #spec_args;
+            #name_checks
+            #[allow(non_camel_case_types)]
+            type #check_alias = #complete;
 
             fn __opforge_kernel(
                 __call: &::opforge::__private::KernelCall<'_>,
             ) -> ::opforge::Result<::opforge::Tensor> {
-                #destructure
+                let _: #check_alias = ();
+                let #function = #fn_ident;
+                #read_args
                 #bindings
                 #out_binding
                 #call
-                ::core::result::Result::Ok(
-                    <::opforge::__private::#backend as ::opforge::__private::Backend>::wrap(__opforge_out?),
-                )
+                ::core::result::Result::Ok(<#backend_ty as ::opforge::__private::Backend>::wrap(__opforge_out?))
             }
 
             #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
             #[linkme(crate = ::opforge::__private::linkme)]
             static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-                kernel: <#kernel as ::opforge::__private::KernelSpec>::NAME,
-                backend: <::opforge::__private::#backend as ::opforge::__private::Backend>::ID,
+                kernel: #spec_name,
+                backend: <#backend_ty as ::opforge::__private::Backend>::ID,
                 func: &__opforge_kernel,
                 replaces: #replaces,
                 location: ::opforge::__private::Location { file: ::core::file!(), line: ::core::line!() },

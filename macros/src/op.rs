@@ -4,24 +4,20 @@ use proc_macro2::TokenStream;
 use quote::quote;
 use syn::ItemFn;
 
+use crate::signature;
+
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
-    let mut errors = crate::signature::Errors::default();
+    let mut errors = signature::Errors::default();
     if !attr.is_empty() {
         errors.spanned(&attr, "#[op] takes no arguments; the op is named after its function");
     }
-    let func = match syn::parse2::<ItemFn>(item.clone()) {
-        Ok(f) => Some(f),
-        Err(_) => {
-            let found = syn::parse2::<syn::Item>(item.clone()).map(|i| describe(&i)).unwrap_or("this item");
-            errors.spanned(&item, format!("#[op] can only be applied to a function, not to {found}"));
-            None
-        }
-    };
+    let func =
+        syn::parse2::<ItemFn>(item.clone()).map_err(|_| errors.push(signature::not_a_function(&item, "op"))).ok();
     if let Some(a) = func.as_ref().and_then(|f| f.sig.asyncness.as_ref()) {
         errors.spanned(a, "an op cannot be async; ops run synchronously");
     }
     if let Err(e) = errors.into_result() {
-        return crate::signature::with_errors(e, item);
+        return signature::with_errors(e, item, &TokenStream::new());
     }
     let Some(mut func) = func else { return item };
     let name = func.sig.ident.to_string();
@@ -41,20 +37,6 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
                 location: ::opforge::__private::Location { file: ::core::file!(), line: ::core::line!() },
             };
         };
-    }
-}
-
-fn describe(item: &syn::Item) -> &'static str {
-    match item {
-        syn::Item::Struct(_) => "a struct",
-        syn::Item::Enum(_) => "an enum",
-        syn::Item::Const(_) => "a const",
-        syn::Item::Static(_) => "a static",
-        syn::Item::Impl(_) => "an impl block",
-        syn::Item::Mod(_) => "a module",
-        syn::Item::Trait(_) => "a trait",
-        syn::Item::Type(_) => "a type alias",
-        _ => "this item",
     }
 }
 

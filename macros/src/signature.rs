@@ -1,8 +1,9 @@
 //! Checks shared by `#[kernel]` and `#[gradient]`: the function's shape, its
 //! parameters, and the options after the kernel name.
 
-use proc_macro2::{Span, TokenStream};
+use proc_macro2::{Delimiter, Group, Span, TokenStream, TokenTree};
 use quote::{quote, quote_spanned};
+use syn::ext::IdentExt;
 use syn::parse::{Parse, ParseStream};
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ItemFn, Pat, Path, ReturnType, Token, Type};
@@ -47,6 +48,12 @@ pub(crate) fn params(func: &ItemFn, what: &str, errors: &mut Errors) -> Vec<Para
     if let Some(p) = sig.generics.const_params().next() {
         errors.spanned(p, format!("a {what} cannot be generic; the registry stores one function per registration"));
     }
+    if let Some(p) = sig.generics.lifetimes().next() {
+        errors.spanned(
+            &p.lifetime,
+            format!("a {what} cannot have lifetime parameters; leave the lifetimes of its references elided"),
+        );
+    }
     if let Some(v) = &sig.variadic {
         errors.spanned(v, format!("a {what} cannot be variadic"));
     }
@@ -70,17 +77,144 @@ pub(crate) fn params(func: &ItemFn, what: &str, errors: &mut Errors) -> Vec<Para
     out
 }
 
-/// `let x: T = x;` for each parameter, spanned on the user's type so that a
-/// wrong type is reported there.
-pub(crate) fn typed_bindings(params: &[Param]) -> TokenStream {
-    params.iter().map(|Param { ident, ty }| quote_spanned! {ty.span()=> let #ident: #ty = #ident; }).collect()
+/// `Checked<{ check passes }>` projected onto `passed`: `passed` itself, or an
+/// error type after rustc reports the check's message on the tokens from
+/// `span.0` to `span.1`. An error type keeps rustc quiet about everything
+/// typed through it, so one mistake gives one error.
+pub(crate) fn checked(span: (Span, Span), check: TokenStream, passed: TokenStream) -> TokenStream {
+    let (first, last) = span;
+    let message = Ident::new("__opforge_message", Span::call_site());
+    // The panic is reported on the macro call, which runs from its path to
+    // its parentheses: spanning those on the first and last user token
+    // underlines all of them.
+    let mut args = Group::new(Delimiter::Parenthesis, quote!("{}", #message));
+    args.set_span(last);
+    quote_spanned! {first=>
+        <::opforge::__private::Checked<{
+            match #check.message() {
+                ::core::option::Option::Some(#message) => ::core::panic! #args,
+                ::core::option::Option::None => true,
+            }
+        }> as ::opforge::__private::Pass<#passed>>::Out
+    }
 }
 
-/// The span of the return type, or of the function name when there is none.
-pub(crate) fn return_span(func: &ItemFn) -> Span {
+/// The spans of the first and last token of `tokens`, for [`checked`].
+pub(crate) fn span_range(tokens: &impl quote::ToTokens) -> (Span, Span) {
+    let tokens = tokens.to_token_stream();
+    let first = tokens.clone().into_iter().next().map_or_else(Span::call_site, |t| t.span());
+    let last = tokens.into_iter().last().map_or(first, |t| t.span());
+    (first, last)
+}
+
+/// `<K as KernelSpec>::ITEM`, spanned on the kernel name: every use of the
+/// descriptor reads the same there, so a type that is no descriptor is
+/// reported once.
+pub(crate) fn spec_item(k: &Ident, item: TokenStream) -> TokenStream {
+    respan(quote!(<#k as ::opforge::__private::KernelSpec>::#item), k.span())
+}
+
+/// `tokens`, all spanned on `span`, groups included. Only for tokens that
+/// name no locals: a span from a `macro_rules!` macro also carries its
+/// hygiene, under which the expansion's locals are not found.
+pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut token| {
+            if let TokenTree::Group(g) = &token {
+                let mut group = Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                token = group.into();
+            } else {
+                token.set_span(span);
+            }
+            token
+        })
+        .collect()
+}
+
+/// `const __OPFORGE_SPEC: SpecNames`, the names of descriptor `k` that the
+/// compile-time checks read, and the path naming it.
+pub(crate) fn spec_names(k: &Ident) -> (TokenStream, TokenStream) {
+    let [name, inputs, attrs, output, differentiable] =
+        [quote!(NAME), quote!(INPUTS), quote!(ATTRS), quote!(OUTPUT), quote!(DIFFERENTIABLE)].map(|i| spec_item(k, i));
+    let names = respan(
+        quote! {
+            ::opforge::__private::SpecNames {
+                name: #name,
+                inputs: #inputs,
+                attrs: #attrs,
+                output: #output,
+                differentiable: #differentiable,
+            }
+        },
+        k.span(),
+    );
+    (quote!(const __OPFORGE_SPEC: ::opforge::__private::SpecNames = #names;), quote!(__OPFORGE_SPEC))
+}
+
+/// Per distinct parameter name, a type alias named after it: the argument
+/// struct `args` when `check(names, name, all names)` accepts the name, an
+/// error type reported on the user's name otherwise.
+pub(crate) fn name_checks(params: &[&Param], check: &TokenStream, names: &TokenStream, args: &Ident) -> TokenStream {
+    let given: Vec<String> = params.iter().map(|p| p.ident.unraw().to_string()).collect();
+    let mut seen = Vec::new();
+    let mut out = TokenStream::new();
+    for Param { ident, .. } in params.iter().copied() {
+        if seen.contains(&ident) {
+            continue; // rustc reports the repeated parameter itself
+        }
+        seen.push(ident);
+        let name = ident.unraw().to_string();
+        let alias =
+            checked((ident.span(), ident.span()), quote!(#check(#names, #name, &[#(#given),*])), quote!(#args<'a>));
+        out.extend(quote_spanned! {ident.span()=>
+            #[allow(non_camel_case_types)]
+            type #ident<'a> = #alias;
+        });
+    }
+    out
+}
+
+/// The name of the alias carrying the function-wide check: the function's
+/// own, which rustc's message then names, unless a parameter's alias has it.
+pub(crate) fn check_alias(func: &ItemFn, params: &[&Param]) -> Ident {
+    let ident = &func.sig.ident;
+    if params.iter().any(|p| p.ident == *ident) {
+        Ident::new("__opforge_checks", ident.span())
+    } else {
+        ident.clone()
+    }
+}
+
+/// `let x: T = T::from_spec(args.x);` for each parameter: the field is read
+/// through the parameter's alias from [`name_checks`] (named on the kernel's
+/// span `k`, where a type that is no descriptor is already reported), and
+/// `FromSpec` names the type the spec gives when `T` differs, on the user's
+/// whole type.
+pub(crate) fn field_bindings(params: &[&Param], args: &Ident, k: &Ident) -> TokenStream {
+    params
+        .iter()
+        .map(|Param { ident, ty }| {
+            let alias = respan(quote!(&#ident<'_>), k.span());
+            let field = quote_spanned! {ident.span()=> { let __v: #alias = &#args; __v.#ident } };
+            from_spec(ident, ty, field)
+        })
+        .collect()
+}
+
+/// `let x: T = <T as FromSpec<_>>::from_spec(value);`
+pub(crate) fn from_spec(ident: &Ident, ty: &Type, value: TokenStream) -> TokenStream {
+    quote_spanned! {ty.span()=>
+        let #ident: #ty = <#ty as ::opforge::__private::FromSpec<_>>::from_spec(#value);
+    }
+}
+
+/// The user's return type, or `()` spanned on the function name.
+pub(crate) fn return_type(func: &ItemFn) -> TokenStream {
     match &func.sig.output {
-        ReturnType::Type(_, ty) => ty.span(),
-        ReturnType::Default => func.sig.ident.span(),
+        ReturnType::Type(_, ty) => quote!(#ty),
+        ReturnType::Default => quote_spanned!(func.sig.ident.span()=> ()),
     }
 }
 
@@ -164,8 +298,50 @@ pub(crate) fn duplicate_marker(name: String, span: Span) -> TokenStream {
     }
 }
 
-/// The user's item, allowed to be unused, after the errors that stopped its expansion.
-pub(crate) fn with_errors(err: syn::Error, item: TokenStream) -> TokenStream {
+/// The user's item, allowed to be unused, after the errors that stopped its
+/// expansion. A kernel path that parsed is still named, so that its import is
+/// not reported unused on top of the error.
+pub(crate) fn with_errors(err: syn::Error, item: TokenStream, attr: &TokenStream) -> TokenStream {
     let err = err.to_compile_error();
-    quote! { #err #[allow(dead_code)] #item }
+    // Not for methods: `const _` is no associated item.
+    let is_method = syn::parse2::<ItemFn>(item.clone()).is_ok_and(|f| f.sig.receiver().is_some());
+    let kernel = leading_path(attr).filter(|_| !is_method).map(|path| {
+        quote_spanned! {path.span()=> const _: ::core::marker::PhantomData<#path> = ::core::marker::PhantomData; }
+    });
+    quote! { #err #[allow(dead_code)] #item #kernel }
+}
+
+/// The kernel path an attribute starts with, if any.
+fn leading_path(attr: &TokenStream) -> Option<Path> {
+    let parser = |input: ParseStream| {
+        let path = input.parse::<Path>()?;
+        input.parse::<TokenStream>()?;
+        Ok(path)
+    };
+    syn::parse::Parser::parse2(parser, attr.clone()).ok()
+}
+
+/// Where an item that is not a function says so: its name, or the whole item.
+pub(crate) fn not_a_function(item: &TokenStream, attr: &str) -> syn::Error {
+    let Ok(parsed) = syn::parse2::<syn::Item>(item.clone()) else {
+        return syn::Error::new_spanned(item, format!("#[{attr}] can only be applied to a function"));
+    };
+    let (what, name): (&str, Option<&Ident>) = match &parsed {
+        syn::Item::Struct(i) => ("a struct", Some(&i.ident)),
+        syn::Item::Enum(i) => ("an enum", Some(&i.ident)),
+        syn::Item::Union(i) => ("a union", Some(&i.ident)),
+        syn::Item::Const(i) => ("a const", Some(&i.ident)),
+        syn::Item::Static(i) => ("a static", Some(&i.ident)),
+        syn::Item::Mod(i) => ("a module", Some(&i.ident)),
+        syn::Item::Trait(i) => ("a trait", Some(&i.ident)),
+        syn::Item::Type(i) => ("a type alias", Some(&i.ident)),
+        syn::Item::Impl(_) => ("an impl block", None),
+        syn::Item::Use(_) => ("a use declaration", None),
+        _ => ("this item", None),
+    };
+    let message = format!("#[{attr}] can only be applied to a function, not to {what}");
+    match name {
+        Some(name) => syn::Error::new_spanned(name, message),
+        None => syn::Error::new_spanned(item, message),
+    }
 }

@@ -268,6 +268,8 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
         k.output
     );
     let spec_ident = format_ident!("__OPFORGE_SPEC_{}", k.name);
+    let attr_names = k.attrs.iter().map(|a| &a.name);
+    let output_name = &k.output;
     quote! {
         #[doc = #desc_doc]
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -303,6 +305,9 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
             const NAME: &'static str = #kernel_name;
             const OP: &'static str = #op_name;
             const INPUTS: &'static [&'static str] = &[#(#input_names),*];
+            const ATTRS: &'static [&'static str] = &[#(#attr_names),*];
+            const OUTPUT: &'static str = #output_name;
+            const DIFFERENTIABLE: &'static [&'static str] = &[#(#diff_names),*];
             type Attrs = #attrs_ty;
             type Args<'a, B: ::opforge::__private::Backend> = #args_ty<'a, B>;
             type GradArgs<'a> = #grad_args_ty<'a>;

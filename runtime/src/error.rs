@@ -189,7 +189,7 @@ impl fmt::Display for Error {
                 "kernel `{kernel}` on backend `{backend}` returned {found}, but its spec's shape rule gives {expected}"
             ),
             Error::InvalidTensor { what, message } => write!(f, "{what}: {message}"),
-            Error::Backend { kernel, backend, message } if kernel.is_empty() => {
+            Error::Backend { kernel: "", backend, message } => {
                 write!(f, "backend `{backend}`: {message}")
             }
             Error::Backend { kernel, backend, message } => {

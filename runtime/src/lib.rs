@@ -85,7 +85,10 @@ pub mod __private {
         DispatchSlot, GradientEntry, KernelEntry, OpEntry, SpecEntry, GRADIENTS, KERNELS, OPS, SPECS,
     };
     pub use crate::shape::rules;
-    pub use crate::spec::{Differentiable, GradCall, IntoGrads, KernelCall, KernelSpec};
+    pub use crate::spec::{
+        Checked, Differentiable, FromSpec, GradCall, GradientReturn, IntoGrads, KernelCall, KernelReturn, KernelSpec,
+        ParamCheck, Pass, SpecNames,
+    };
     pub use crate::{BackendId, Location};
     pub use linkme;
 
@@ -147,13 +150,5 @@ pub mod __private {
             backend: crate::BackendId::Cpu,
             message: format!("gradient call is missing input {i}"),
         })
-    }
-
-    /// Fails to compile, with the trait's message, for a non-differentiable kernel.
-    pub fn assert_differentiable<K: Differentiable>() {}
-
-    /// Fails to compile, with the trait's message, for a gradient of the wrong arity.
-    pub fn into_grads<K: KernelSpec, G: IntoGrads<K>>(grads: G) -> Vec<Tensor> {
-        grads.into_grads()
     }
 }

@@ -196,7 +196,7 @@ pub mod rules {
         }
         let known = checked_numel(&out).ok_or_else(|| format!("shape {shape:?} overflows"))?;
         if let Some(i) = infer {
-            if known == 0 || total % known != 0 {
+            if known == 0 || !total.is_multiple_of(known) {
                 return Err(format!("cannot reshape {x:?} ({total} elements) to {shape:?}"));
             }
             out[i] = total / known;

@@ -1,4 +1,4 @@
-use opforge::kernels::*;
+use opforge::kernels::Relu;
 use opforge::{gradient, Result, Tensor};
 
 #[gradient(Reluu)]

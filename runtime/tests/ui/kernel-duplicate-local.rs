@@ -1,7 +1,8 @@
 use opforge::backend::cpu::CpuTensor;
 use opforge::{kernel, Result};
 
-opforge::spec!(inline = r#"
+opforge::spec!(
+    inline = r#"
 [Cube]
 op = "cube"
 doc = "Cubes each element."
@@ -9,15 +10,16 @@ inputs = ["x"]
 dtypes = ["f32"]
 shape = "same(x)"
 grad = ["x"]
-"#);
+"#
+);
 
 #[kernel(Cube, cpu)]
-fn cube(x: &CpuTensor) -> Result<CpuTensor> {
+fn cube_cpu(x: &CpuTensor) -> Result<CpuTensor> {
     Ok(x.clone())
 }
 
 #[kernel(Cube, cpu)]
-fn cube_again(x: &CpuTensor) -> Result<CpuTensor> {
+fn cube_cpu_again(x: &CpuTensor) -> Result<CpuTensor> {
     Ok(x.clone())
 }
 

@@ -1,6 +1,6 @@
 use opforge::backend::cpu::CpuTensor;
-use opforge::kernels::Sqrt;
 use opforge::kernel;
+use opforge::kernels::Sqrt;
 
 #[kernel(Sqrt, cpu)]
 fn sqrt(x: &CpuTensor) {

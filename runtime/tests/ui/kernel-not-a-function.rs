@@ -1,5 +1,5 @@
-use opforge::kernels::Sqrt;
 use opforge::kernel;
+use opforge::kernels::Sqrt;
 
 #[kernel(Sqrt, cpu)]
 struct SqrtKernel;

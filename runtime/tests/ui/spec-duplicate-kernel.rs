@@ -1,4 +1,5 @@
-opforge::spec!(inline = r#"
+opforge::spec!(
+    inline = r#"
 [Cube]
 op = "cube"
 doc = "Cubes each element."
@@ -14,6 +15,7 @@ inputs = ["x"]
 dtypes = ["f32"]
 shape = "same(x)"
 grad = ["x"]
-"#);
+"#
+);
 
 fn main() {}

@@ -1,4 +1,5 @@
-opforge::spec!(inline = r#"
+opforge::spec!(
+    inline = r#"
 [Hypot]
 op = "hypot"
 doc = "Takes sqrt(a^2 + b^2) elementwise."
@@ -6,6 +7,7 @@ inputs = ["a", "b"]
 dtypes = ["f32"]
 shape = "broadcast(a, c)"
 grad = ["a", "b"]
-"#);
+"#
+);
 
 fn main() {}

@@ -1,4 +1,5 @@
-opforge::spec!(inline = r#"
+opforge::spec!(
+    inline = r#"
 [Cube]
 op = "cube"
 doc = "Cubes each element."
@@ -6,6 +7,7 @@ inputs = ["x"]
 dtypes = ["f64"]
 shape = "same(x)"
 grad = ["x"]
-"#);
+"#
+);
 
 fn main() {}
