@@ -445,6 +445,7 @@ fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
     }
     quote! {
         #[doc = #doc]
+        #[inline]
         pub fn #op(#(#inputs: &::opforge::Tensor,)* #(#params),*) -> ::opforge::Result<::opforge::Tensor> {
             ::opforge::Engine::run::<#prefix #name>(&[#(#inputs),*], &#prefix #attrs_ty { #(#values),* })
         }
