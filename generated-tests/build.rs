@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use opforge_spec::{AttrType, AttrValue, DType, KernelDef, OutputDType, ShapeRule};
+use opforge_spec::{AttrType, AttrValue, DType, Differentiable, KernelDef, OutputDType, ShapeRule};
 
 fn main() {
     let path = "../ops-spec/ops.toml";
@@ -104,6 +104,17 @@ fn valid_case(k: &KernelDef) -> Case {
             attrs: attrs(k, &[(perm, "vec![2, 0, 1]".into())]),
             expect: vec![4, 2, 3],
         },
+        ShapeRule::ArgReduce { axis, .. } => {
+            Case { shapes: same(vec![2, 3, 4]), attrs: attrs(k, &[(axis, "-2i64".into())]), expect: vec![2, 4] }
+        }
+        ShapeRule::OneHot { depth, .. } => {
+            Case { shapes: same(vec![2, 3]), attrs: attrs(k, &[(depth, "4i64".into())]), expect: vec![2, 3, 4] }
+        }
+        ShapeRule::BroadcastTo { shape, .. } => Case {
+            shapes: same(vec![3, 1]),
+            attrs: attrs(k, &[(shape, "vec![2, 3, 4]".into())]),
+            expect: vec![2, 3, 4],
+        },
     }
 }
 
@@ -128,6 +139,15 @@ fn invalid_case(k: &KernelDef) -> Option<(Case, &'static str)> {
             (case(same(vec![2, 3]), attrs(k, &[(shape, "vec![4]".into())])), "cannot reshape")
         }
         ShapeRule::Transpose { perm, .. } => (case(same(vec![2, 3]), attrs(k, &[(perm, "vec![0]".into())])), "perm"),
+        ShapeRule::ArgReduce { axis, .. } => {
+            (case(same(vec![2, 3]), attrs(k, &[(axis, "2i64".into())])), "out of range")
+        }
+        ShapeRule::OneHot { depth, .. } => {
+            (case(same(vec![2, 3]), attrs(k, &[(depth, "-1i64".into())])), "depth -1 is negative")
+        }
+        ShapeRule::BroadcastTo { shape, .. } => {
+            (case(same(vec![2, 3]), attrs(k, &[(shape, "vec![4, 3]".into())])), "cannot broadcast")
+        }
     })
 }
 
@@ -246,6 +266,32 @@ fn kernel_tests(k: &KernelDef) -> String {
     )
     .unwrap();
 
+    // The registered gradient against central finite differences (f32 only).
+    if let (Differentiable::Inputs(diff), true) = (&k.differentiable, k.dtypes.contains(&DType::F32)) {
+        let positive = POSITIVE_DOMAIN.contains(&name.as_str());
+        let inputs: String =
+            case.shapes.iter().enumerate().map(|(i, s)| format!("sample(&{s:?}, {positive}, {i}), ")).collect();
+        let which: Vec<usize> = diff.iter().filter_map(|d| k.inputs.iter().position(|i| i == d)).collect();
+        let refs: String = (0..n).map(|i| format!("&xs[{i}], ")).collect();
+        let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        writeln!(
+            t,
+            r#"
+    #[test]
+    fn gradient_matches_finite_differences() {{
+        let inputs = vec![{inputs}];
+        let attrs = kernels::{name}Attrs {{ {fields} }};
+        check_gradient(inputs, &{which:?}, |xs| Engine::run::<kernels::{name}>(&[{refs}], &attrs));
+    }}"#,
+            fields = fields.join(", ")
+        )
+        .unwrap();
+    }
+
     t.push_str("}\n");
     t
 }
+
+/// Kernels defined only for positive inputs (`log`, `sqrt`, ...): their
+/// gradient checks sample from (0.5, 2) instead of +-(0.5, 2).
+const POSITIVE_DOMAIN: &[&str] = &["Log", "Sqrt", "Rsqrt", "Pow"];

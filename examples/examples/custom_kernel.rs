@@ -1,11 +1,12 @@
 //! The out-of-tree path: a crate that is not `opforge` binds its own spec
 //! (`MySquare`), registers a `cpu` kernel and a gradient for it, and this
-//! program calls the generated op.
+//! program calls the kernel through its generated op, through the engine by
+//! kernel name (TF.js `engine().runKernel`), and differentiates it.
 //!
 //! `cargo run --release --example custom_kernel`
 
-use opforge::{registry, BackendId, Tensor};
-use opforge_example_square::{my_square, MySquare};
+use opforge::{grad, registry, BackendId, Engine, Tensor};
+use opforge_example_square::{my_square, MySquare, MySquareAttrs};
 use opforge_examples::check;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -13,6 +14,14 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let y = my_square(&x)?;
     println!("x = {x}\nmy_square(x) = {y}");
     check(y.to_vec::<f32>()? == vec![1.0, 4.0, 9.0, 0.25], "my_square squares every element")?;
+
+    let by_name = Engine::run_by_name("MySquare", &[&x], &MySquareAttrs {})?;
+    println!("Engine::run_by_name(\"MySquare\") = {by_name}");
+    check(by_name.to_vec::<f32>()? == y.to_vec::<f32>()?, "the engine runs the kernel by its name")?;
+
+    let dx = grad(my_square)(&x)?;
+    println!("grad(my_square)(x) = {dx}");
+    check(dx.to_vec::<f32>()? == vec![2.0, -4.0, 6.0, 1.0], "the registered gradient gives 2x")?;
 
     let xi = Tensor::from_vec(vec![3i32, -4], &[2])?;
     check(my_square(&xi)?.to_vec::<i32>()? == vec![9, 16], "the i32 variant runs too")?;

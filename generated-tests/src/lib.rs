@@ -1,6 +1,8 @@
 //! Tests generated from `ops-spec/ops.toml` (see `build.rs`): for every
 //! kernel, its registration, its shape rule on valid input, and the clean
-//! errors for a dtype, shape, attribute or input count the spec forbids.
+//! errors for a dtype, shape, attribute or input count the spec forbids,
+//! and, for every differentiable kernel, its registered gradient against
+//! finite differences on random inputs (broadcasting shapes included).
 //! Adding a kernel to the spec adds its tests.
 
 #[cfg(test)]
@@ -19,6 +21,49 @@ mod generated {
         let text = err.to_string();
         assert!(text.contains(&format!("(kernel `{kernel}`, backend `cpu`)")), "{text}");
         assert!(text.contains(what), "expected {what:?} in: {text}");
+    }
+
+    /// f32 values in +-(0.5, 2) (or (0.5, 2) when `positive`): away from the
+    /// kinks of abs, relu and max at 0, and from ties, seeded per input.
+    fn sample(shape: &[usize], positive: bool, seed: u64) -> Tensor {
+        let v = Tensor::random_uniform(shape, 0.5, 2.0, 100 + seed).expect("a valid shape").to_vec::<f32>().unwrap();
+        let signed = v.iter().enumerate().map(|(i, &x)| if positive || (i + seed as usize) % 2 == 0 { x } else { -x });
+        Tensor::from_vec(signed.collect(), shape).unwrap()
+    }
+
+    /// Compares the registered gradient of `sum(f(xs) * w)`, for a fixed
+    /// random `w`, with central differences, for each input in `which`.
+    fn check_gradient(inputs: Vec<Tensor>, which: &[usize], f: impl Fn(&[Tensor]) -> opforge::Result<Tensor>) {
+        use opforge::ops;
+        let out = f(&inputs).expect("valid input");
+        let w = Tensor::random_uniform(out.shape(), -1.0, 1.0, 7).unwrap();
+        let loss = |xs: &[Tensor]| -> f64 {
+            let y = f(xs).expect("valid input");
+            ops::sum(&ops::mul(&y, &w).unwrap(), &[], false).unwrap().to_scalar::<f32>().unwrap() as f64
+        };
+        let analytic =
+            opforge::grads(|xs: &[Tensor]| ops::sum(&ops::mul(&f(xs)?, &w)?, &[], false))(&inputs).expect("gradient");
+        for &i in which {
+            let base = inputs[i].to_vec::<f32>().unwrap();
+            let got = analytic[i].to_vec::<f32>().unwrap();
+            assert_eq!(analytic[i].shape(), inputs[i].shape());
+            for j in 0..base.len() {
+                let h = 1e-3 * base[j].abs().max(1.0);
+                let nudged = |d: f32| {
+                    let mut xs = inputs.clone();
+                    let mut v = base.clone();
+                    v[j] += d;
+                    xs[i] = Tensor::from_vec(v, inputs[i].shape()).unwrap();
+                    loss(&xs)
+                };
+                let numeric = (nudged(h) - nudged(-h)) / (2.0 * h as f64);
+                let a = got[j] as f64;
+                assert!(
+                    (numeric - a).abs() <= 1e-2 * (1.0 + a.abs()),
+                    "input {i}, element {j}: registered gradient {a}, finite differences {numeric}"
+                );
+            }
+        }
     }
 
     include!(concat!(env!("OUT_DIR"), "/generated.rs"));

@@ -194,6 +194,18 @@ fn shape_rule(k: &KernelDef) -> TokenStream {
             let (x, a) = (shape(input), attr(axis));
             quote!(#rules::along(#x, #a))
         }
+        ShapeRule::ArgReduce { input, axis } => {
+            let (x, axis) = (shape(input), attr(axis));
+            quote!(#rules::arg_reduce(#x, #axis))
+        }
+        ShapeRule::OneHot { input, depth } => {
+            let (x, depth) = (shape(input), attr(depth));
+            quote!(#rules::one_hot(#x, #depth))
+        }
+        ShapeRule::BroadcastTo { input, shape: s } => {
+            let (x, s) = (shape(input), attr(s));
+            quote!(#rules::broadcast_to(#x, #s))
+        }
     }
 }
 
@@ -362,6 +374,13 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
             differentiable: &[#(#diff_names),*],
             spec_file: #spec_file,
             crate_name: ::core::env!("CARGO_CRATE_NAME"),
+            run: |__inputs, __attrs| match __attrs.downcast_ref::<#attrs_ty>() {
+                ::core::option::Option::Some(__attrs) => ::opforge::Engine::run::<#name>(__inputs, __attrs),
+                ::core::option::Option::None => ::core::result::Result::Err(::opforge::Error::InvalidTensor {
+                    what: "Engine::run_by_name",
+                    message: ::std::format!("kernel `{}` takes `{}` attributes", #kernel_name, ::core::stringify!(#attrs_ty)),
+                }),
+            },
         };
     }
 }

@@ -41,6 +41,9 @@
 //! | `reshape(x, shape)` | the `ints` attr `shape`, one `-1` inferred from `x`'s size |
 //! | `transpose(x, perm)` | `x`'s axes permuted by the `ints` attr (empty = reversed) |
 //! | `along(x, axis)` | `x`'s shape; the `int` attr `axis` must be in range |
+//! | `arg_reduce(x, axis)` | `x` without the axis named by the `int` attr (in range, negative from the end, nonempty, with indices that fit an `i32`); `x` has rank >= 1 |
+//! | `one_hot(indices, depth)` | `indices`' shape followed by the `int` attr `depth` (>= 0) |
+//! | `broadcast_to(x, shape)` | the `ints` attr `shape`, which `x` must broadcast to (NumPy rules, no negative dims) |
 //!
 //! # Errors
 //!

@@ -233,11 +233,39 @@ pub enum ShapeRule {
         /// The `int` attr naming the axis worked along.
         axis: String,
     },
+    /// `arg_reduce(x, axis)`: `x`'s shape without the axis named by the `int`
+    /// attr (negative counts from the end), which must be in range; `x` must
+    /// have rank >= 1, and the axis must not be empty (there is no index to
+    /// give) nor longer than an `i32` index reaches.
+    ArgReduce {
+        /// The input searched along `axis`.
+        input: String,
+        /// The `int` attr naming the axis reduced to an index.
+        axis: String,
+    },
+    /// `one_hot(indices, depth)`: `indices`' shape with one more dim of size
+    /// `depth` (an `int` attr, which must be >= 0).
+    OneHot {
+        /// The input of indices.
+        input: String,
+        /// The `int` attr giving the size of the new innermost dim.
+        depth: String,
+    },
+    /// `broadcast_to(x, shape)`: the shape given by the `ints` attr, which `x`
+    /// must broadcast to exactly (NumPy rules: dims aligned from the right,
+    /// each equal or 1 in `x`; no negative dims; rank may only grow).
+    BroadcastTo {
+        /// The broadcast input.
+        input: String,
+        /// The `ints` attr giving the target shape.
+        shape: String,
+    },
 }
 
 impl ShapeRule {
     /// The rule's name as written in the spec: `"same"`, `"broadcast"`,
-    /// `"reduce"`, `"matmul"`, `"reshape"`, `"transpose"` or `"along"`.
+    /// `"reduce"`, `"matmul"`, `"reshape"`, `"transpose"`, `"along"`,
+    /// `"arg_reduce"`, `"one_hot"` or `"broadcast_to"`.
     pub fn name(&self) -> &'static str {
         match self {
             ShapeRule::Same { .. } => "same",
@@ -247,6 +275,9 @@ impl ShapeRule {
             ShapeRule::Reshape { .. } => "reshape",
             ShapeRule::Transpose { .. } => "transpose",
             ShapeRule::Along { .. } => "along",
+            ShapeRule::ArgReduce { .. } => "arg_reduce",
+            ShapeRule::OneHot { .. } => "one_hot",
+            ShapeRule::BroadcastTo { .. } => "broadcast_to",
         }
     }
 }

@@ -51,6 +51,24 @@ const SIGNATURES: &[Signature] = &[
         slots: &[Slot::Input, Slot::Attr(AttrType::Int)],
         variadic_min: None,
     },
+    Signature {
+        name: "arg_reduce",
+        usage: "arg_reduce(x, axis)",
+        slots: &[Slot::Input, Slot::Attr(AttrType::Int)],
+        variadic_min: None,
+    },
+    Signature {
+        name: "one_hot",
+        usage: "one_hot(indices, depth)",
+        slots: &[Slot::Input, Slot::Attr(AttrType::Int)],
+        variadic_min: None,
+    },
+    Signature {
+        name: "broadcast_to",
+        usage: "broadcast_to(x, shape)",
+        slots: &[Slot::Input, Slot::Attr(AttrType::Ints)],
+        variadic_min: None,
+    },
 ];
 
 /// A syntactically valid rule: names with their byte offsets in the rule text.
@@ -209,6 +227,9 @@ pub(crate) fn check(d: &mut Diag, text: &str, at: impl Fn(usize) -> usize, scope
         "reshape" => ShapeRule::Reshape { input: a(0), shape: a(1) },
         "transpose" => ShapeRule::Transpose { input: a(0), perm: a(1) },
         "along" => ShapeRule::Along { input: a(0), axis: a(1) },
+        "arg_reduce" => ShapeRule::ArgReduce { input: a(0), axis: a(1) },
+        "one_hot" => ShapeRule::OneHot { input: a(0), depth: a(1) },
+        "broadcast_to" => ShapeRule::BroadcastTo { input: a(0), shape: a(1) },
         _ => unreachable!("every signature is built above"),
     })
 }

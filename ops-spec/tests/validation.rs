@@ -1,6 +1,6 @@
 //! One test per validation rule, each pinning the exact position and message.
 
-use opforge_spec::{parse, AttrValue, DType, Differentiable, Error, Errors, OutputDType};
+use opforge_spec::{parse, AttrType, AttrValue, DType, Differentiable, Error, Errors, OutputDType, ShapeRule};
 
 /// A valid kernel; tests break one line of it at a time.
 const ADD: &str = r#"[Add]
@@ -462,7 +462,8 @@ fn unknown_shape_rule() {
     assert_errors(
         &edit(ADD, "shape =", "shape = \"brodcast(a, b)\""),
         &["ops.toml:6:10: unknown shape rule `brodcast`, expected one of `same`, `broadcast`, `reduce`, \
-           `matmul`, `reshape`, `transpose`, `along`; did you mean `broadcast`?"],
+           `matmul`, `reshape`, `transpose`, `along`, `arg_reduce`, `one_hot`, `broadcast_to`; did you mean \
+           `broadcast`?"],
     );
 }
 
@@ -589,4 +590,109 @@ fn all_errors_are_collected_in_position_order() {
     let e = &errors.0[1];
     assert_eq!((e.file.as_str(), e.line, e.col), ("my_ops.toml", 7, 9));
     let _: &dyn std::error::Error = &errors;
+}
+
+/// A valid index kernel with an `int`, an `ints` and a `float` attr; its
+/// shape rule is on line 6, its attr table starts on line 8.
+const INDEX: &str = r#"[Index]
+op = "index"
+doc = "indexes"
+inputs = ["x"]
+dtypes = ["i32"]
+shape = "arg_reduce(x, axis)"
+non_differentiable = "the result is an index"
+[Index.attrs]
+axis = { type = "int", default = 0 }
+depth = { type = "int" }
+shape = { type = "ints" }
+scale = { type = "float", default = 1.0 }
+"#;
+
+#[test]
+fn index_rules_parse() {
+    let cases = [
+        ("arg_reduce(x, axis)", ShapeRule::ArgReduce { input: "x".into(), axis: "axis".into() }),
+        ("one_hot(x, depth)", ShapeRule::OneHot { input: "x".into(), depth: "depth".into() }),
+        ("broadcast_to(x, shape)", ShapeRule::BroadcastTo { input: "x".into(), shape: "shape".into() }),
+    ];
+    for (rule, expected) in cases {
+        let src = edit(INDEX, "shape =", &format!("shape = \"{rule}\""));
+        let spec = parse(&src, "ops.toml").unwrap_or_else(|e| panic!("{rule}: {e}"));
+        let k = &spec.kernels[0];
+        assert_eq!(k.shape.name(), rule.split('(').next().unwrap());
+        assert_eq!(k.shape, expected);
+        assert_eq!(k.attr("shape").map(|a| a.ty), Some(AttrType::Ints));
+    }
+}
+
+#[test]
+fn index_rules_take_two_arguments() {
+    let cases = [
+        ("arg_reduce(x)", "shape rule `arg_reduce` takes 2 arguments, like `arg_reduce(x, axis)`, found 1"),
+        ("one_hot(x, depth, axis)", "shape rule `one_hot` takes 2 arguments, like `one_hot(indices, depth)`, found 3"),
+        ("broadcast_to(x)", "shape rule `broadcast_to` takes 2 arguments, like `broadcast_to(x, shape)`, found 1"),
+    ];
+    for (rule, expected) in cases {
+        let src = edit(INDEX, "shape =", &format!("shape = \"{rule}\""));
+        assert_errors(&src, &[&format!("ops.toml:6:10: {expected}")]);
+    }
+}
+
+#[test]
+fn index_rule_attrs_of_the_wrong_type() {
+    let cases = [
+        (
+            "arg_reduce(x, shape)",
+            "6:24: attr `shape` has type `ints`, but argument 2 of shape rule `arg_reduce` must be an attr of \
+             type `int`",
+        ),
+        (
+            "arg_reduce(x, scale)",
+            "6:24: attr `scale` has type `float`, but argument 2 of shape rule `arg_reduce` must be an attr of \
+             type `int`",
+        ),
+        (
+            "one_hot(x, shape)",
+            "6:21: attr `shape` has type `ints`, but argument 2 of shape rule `one_hot` must be an attr of type \
+             `int`",
+        ),
+        (
+            "broadcast_to(x, axis)",
+            "6:26: attr `axis` has type `int`, but argument 2 of shape rule `broadcast_to` must be an attr of \
+             type `ints`",
+        ),
+    ];
+    for (rule, expected) in cases {
+        let src = edit(INDEX, "shape =", &format!("shape = \"{rule}\""));
+        assert_errors(&src, &[&format!("ops.toml:{expected}")]);
+    }
+}
+
+#[test]
+fn index_rule_arguments_of_the_wrong_kind() {
+    assert_errors(
+        &edit(INDEX, "shape =", "shape = \"one_hot(depth, x)\""),
+        &[
+            "ops.toml:6:18: `depth` is an attr, but argument 1 of shape rule `one_hot` must be an input",
+            "ops.toml:6:25: `x` is an input, but argument 2 of shape rule `one_hot` must be an attr of type `int`",
+        ],
+    );
+    assert_errors(
+        &edit(INDEX, "shape =", "shape = \"broadcast_to(x, shap)\""),
+        &["ops.toml:6:26: unknown attr `shap` in shape rule, expected an attr of type `ints`; did you mean \
+           `shape`?"],
+    );
+    assert_errors(
+        &edit(INDEX, "shape =", "shape = \"arg_reduce(y, axis)\""),
+        &["ops.toml:6:21: unknown input `y` in shape rule, expected one of `x`"],
+    );
+}
+
+#[test]
+fn misspelled_index_rules_get_suggestions() {
+    assert_errors(
+        &edit(INDEX, "shape =", "shape = \"onehot(x, depth)\""),
+        &["ops.toml:6:10: unknown shape rule `onehot`, expected one of `same`, `broadcast`, `reduce`, `matmul`, \
+           `reshape`, `transpose`, `along`, `arg_reduce`, `one_hot`, `broadcast_to`; did you mean `one_hot`?"],
+    );
 }

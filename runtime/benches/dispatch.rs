@@ -3,9 +3,13 @@
 //! one-element Vec and add), so the figure separates opforge's overhead
 //! from the allocation every call needs.
 //!
+//! With `_taped`, the same add while a gradient is being taken (issue 4's
+//! tape-overhead target: at most 2x the untaped call).
+//!
 //! `cargo bench -p opforge --bench dispatch`
 
 use std::hint::black_box;
+use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
 use opforge::kernels::{Add, AddAttrs};
@@ -18,6 +22,24 @@ fn dispatch(c: &mut Criterion) {
     g.bench_function("opforge_ops_add", |bench| bench.iter(|| ops::add(black_box(&a), black_box(&b)).unwrap()));
     g.bench_function("opforge_engine_run", |bench| {
         bench.iter(|| Engine::run::<Add>(&[black_box(&a), black_box(&b)], &AddAttrs {}).unwrap())
+    });
+    // The same calls while a gradient is being taken: each is also recorded
+    // on the tape. Only the forward calls are timed, not the backward pass.
+    g.bench_function("opforge_ops_add_taped", |bench| {
+        bench.iter_custom(|iters| {
+            let elapsed = std::cell::Cell::new(Duration::ZERO);
+            let f = |x: &Tensor| {
+                let start = Instant::now();
+                let mut y = ops::add(x, &b)?;
+                for _ in 1..iters {
+                    y = ops::add(black_box(x), black_box(&b))?;
+                }
+                elapsed.set(start.elapsed());
+                Ok(y)
+            };
+            opforge::grad(f)(&a).unwrap();
+            elapsed.get()
+        })
     });
     let (x, y) = (vec![1.0f32], vec![2.0f32]);
     g.bench_function("bare_vec_add", |bench| {

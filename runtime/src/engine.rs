@@ -38,7 +38,35 @@ impl Engine {
                 found: y.meta().to_string(),
             });
         }
+        if crate::autodiff::recording() {
+            crate::autodiff::record::<K>(inputs, attrs, &y);
+        }
         Ok(y)
+    }
+}
+
+impl Engine {
+    /// Runs a kernel by name, as TF.js `engine().runKernel(name, inputs,
+    /// attrs)` does: for code that holds a kernel's name rather than its
+    /// descriptor. `attrs` must be the kernel's `Attrs` struct.
+    ///
+    /// ```
+    /// use opforge::{kernels::SumAttrs, Engine, Tensor};
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?;
+    /// let y = Engine::run_by_name("Sum", &[&x], &SumAttrs { axes: vec![], keep_dims: false })?;
+    /// assert_eq!(y.to_scalar::<f32>()?, 6.0);
+    /// let err = Engine::run_by_name("Summ", &[&x], &SumAttrs::default()).unwrap_err();
+    /// assert_eq!(err.to_string(), "no bound spec declares a kernel `Summ`; did you mean `Sum`?");
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn run_by_name(kernel: &str, inputs: &[&Tensor], attrs: &(dyn std::any::Any + Send + Sync)) -> Result<Tensor> {
+        match crate::registry::spec(kernel) {
+            Some(entry) => (entry.run)(inputs, attrs),
+            None => Err(Error::UnknownKernel {
+                kernel: kernel.to_owned(),
+                suggestion: crate::registry::closest_kernel(kernel),
+            }),
+        }
     }
 }
 

@@ -98,10 +98,22 @@ pub enum Error {
         /// Where the second was registered.
         second: Location,
     },
-    /// No gradient is registered for a kernel.
+    /// No gradient is registered for a differentiable kernel on a gradient's path.
     GradientNotFound {
         /// The kernel.
         kernel: String,
+        /// The inputs that needed a gradient (empty outside a backward pass).
+        input: String,
+    },
+    /// A gradient whose shape or dtype differs from its input's, or a custom
+    /// gradient of the wrong arity.
+    GradientMismatch {
+        /// The kernel, or `custom_grad`.
+        kernel: String,
+        /// The input concerned (empty when the arity is wrong).
+        input: String,
+        /// What differs.
+        message: String,
     },
     /// A name that no bound spec declares.
     UnknownKernel {
@@ -174,8 +186,18 @@ impl fmt::Display for Error {
                 "kernel `{kernel}` has two gradients, at {first} and at {second}; \
                  mark the replacement `#[gradient({kernel}, override)]` or remove one"
             ),
-            Error::GradientNotFound { kernel } => {
-                write!(f, "kernel `{kernel}` has no registered gradient; declare one with `#[gradient({kernel})]`")
+            Error::GradientNotFound { kernel, input } => {
+                write!(f, "kernel `{kernel}` has no registered gradient")?;
+                if !input.is_empty() {
+                    write!(f, ", needed for its input `{input}`")?;
+                }
+                write!(f, "; declare one with `#[gradient({kernel})]`")
+            }
+            Error::GradientMismatch { kernel, input, message } if input.is_empty() => {
+                write!(f, "gradient of `{kernel}`: {message}")
+            }
+            Error::GradientMismatch { kernel, input, message } => {
+                write!(f, "gradient of `{kernel}` for input `{input}`: {message}")
             }
             Error::UnknownKernel { kernel, suggestion } => {
                 write!(f, "no bound spec declares a kernel `{kernel}`")?;

@@ -52,11 +52,13 @@
 
 extern crate self as opforge;
 
+pub mod autodiff;
 pub mod backend;
 mod display;
 pub mod dtype;
 pub mod engine;
 pub mod error;
+mod gradients;
 pub mod kernels;
 pub mod ops;
 mod random;
@@ -64,7 +66,9 @@ pub mod registry;
 pub mod shape;
 pub mod spec;
 pub mod tensor;
+mod variable;
 
+pub use autodiff::{custom_grad, grad, grads, no_grad, value_and_grad, value_and_grads, variable_grads};
 pub use backend::BackendId;
 pub use dtype::{DType, Element};
 pub use engine::{memory, Engine};
@@ -72,7 +76,8 @@ pub use error::{Error, InputDesc, Location, Result};
 pub use opforge_macros::{gradient, kernel, op, spec};
 pub use shape::Shape;
 pub use spec::{Differentiable, IntoGrads, KernelSpec};
-pub use tensor::{Tensor, TensorMeta};
+pub use tensor::{Tensor, TensorId, TensorMeta};
+pub use variable::Variable;
 
 /// What generated code names. Not public API: it changes without notice.
 #[doc(hidden)]

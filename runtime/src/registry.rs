@@ -21,7 +21,7 @@ use std::sync::{Mutex, PoisonError, RwLock};
 use linkme::distributed_slice;
 
 use crate::backend::Backend;
-use crate::spec::{GradCall, KernelCall, KernelSpec};
+use crate::spec::{Differentiable, GradCall, IntoGrads, KernelCall, KernelSpec};
 use crate::{BackendId, DType, Error, Location, Result, Tensor, TensorMeta};
 
 /// A type-erased kernel: what [`KernelEntry::func`] points to.
@@ -69,7 +69,6 @@ pub struct OpEntry {
 }
 
 /// One kernel of a bound spec, as `spec!` records it.
-#[derive(Debug)]
 pub struct SpecEntry {
     /// Kernel name.
     pub name: &'static str,
@@ -89,6 +88,36 @@ pub struct SpecEntry {
     pub spec_file: &'static str,
     /// The crate whose `spec!` bound it.
     pub crate_name: &'static str,
+    /// Runs the kernel with type-erased attributes (its `Attrs` struct).
+    pub run: fn(&[&Tensor], &(dyn std::any::Any + Send + Sync)) -> Result<Tensor>,
+}
+
+impl std::fmt::Debug for SpecEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpecEntry").field("name", &self.name).field("op", &self.op).finish_non_exhaustive()
+    }
+}
+
+/// The bound kernel name closest to `name`, for "did you mean".
+pub(crate) fn closest_kernel(name: &str) -> Option<&'static str> {
+    let distance = |a: &str, b: &str| {
+        let b: Vec<char> = b.chars().collect();
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut cur = vec![i + 1; b.len() + 1];
+            for (j, &cb) in b.iter().enumerate() {
+                cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+            }
+            prev = cur;
+        }
+        prev[b.len()]
+    };
+    SPECS
+        .iter()
+        .map(|s| (distance(&name.to_lowercase(), &s.name.to_lowercase()), s.name))
+        .filter(|&(d, _)| d <= 2)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, n)| n)
 }
 
 #[doc(hidden)]
@@ -175,14 +204,18 @@ pub fn kernel_for(kernel: &str, backend: BackendId) -> Result<&'static KernelEnt
 /// ```
 pub fn gradient_for(kernel: &str) -> Result<&'static GradientEntry> {
     let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
-    if let Some(found) = overlay.gradients.get(kernel) {
-        return found.ok_or_else(|| no_gradient(kernel));
+    current_gradient(&overlay, kernel)?.ok_or_else(|| no_gradient(kernel))
+}
+
+fn current_gradient(overlay: &Overlay, kernel: &str) -> Result<Option<&'static GradientEntry>> {
+    match overlay.gradients.get(kernel) {
+        Some(found) => Ok(*found),
+        None => pick_gradient(kernel),
     }
-    pick_gradient(kernel)?.ok_or_else(|| no_gradient(kernel))
 }
 
 fn no_gradient(kernel: &str) -> Error {
-    Error::GradientNotFound { kernel: kernel.to_owned() }
+    Error::GradientNotFound { kernel: kernel.to_owned(), input: String::new() }
 }
 
 /// Every registry problem: duplicate kernels or gradients without `override`.
@@ -430,6 +463,89 @@ pub fn restore_kernel(kernel: &str, backend: BackendId) {
     overlay.kernels.remove(&(kernel.to_owned(), backend));
     drop(overlay);
     invalidate_slots();
+}
+
+fn leak_gradient<K: Differentiable, G: IntoGrads<K>>(
+    f: impl Fn(K::GradArgs<'_>) -> Result<G> + Send + Sync + 'static,
+    replaces: bool,
+    location: Location,
+) -> &'static GradientEntry {
+    let func: Box<GradientFn> = Box::new(move |call: &GradCall<'_>| Ok(f(K::grad_args(call)?)?.into_grads()));
+    Box::leak(Box::new(GradientEntry {
+        kernel: K::NAME,
+        func: Box::leak(func),
+        replaces,
+        location,
+        function: "<runtime>",
+    }))
+}
+
+/// Registers a gradient at run time (TF.js `registerGradient`). Fails if
+/// `K` already has one; use [`override_gradient`] to replace it.
+///
+/// ```
+/// use opforge::{kernels::Sqrt, registry, Tensor};
+/// let again = registry::register_gradient::<Sqrt, Tensor>(|a| Ok(a.dy.clone()));
+/// assert!(again.is_err(), "Sqrt has a built-in gradient");
+/// ```
+#[track_caller]
+pub fn register_gradient<K: Differentiable, G: IntoGrads<K>>(
+    f: impl Fn(K::GradArgs<'_>) -> Result<G> + Send + Sync + 'static,
+) -> Result<()> {
+    let location = caller();
+    let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);
+    if let Some(existing) = current_gradient(&overlay, K::NAME)? {
+        return Err(Error::DuplicateGradient { kernel: K::NAME, first: existing.location, second: location });
+    }
+    overlay.gradients.insert(K::NAME.to_owned(), Some(leak_gradient::<K, G>(f, false, location)));
+    Ok(())
+}
+
+/// Replaces the gradient of `K` at run time, whatever was registered.
+///
+/// ```
+/// use opforge::{grad, kernels::Exp, ops, registry, Tensor};
+/// registry::override_gradient::<Exp, Tensor>(|a| Ok(a.dy.clone())); // pretend d exp = 1
+/// let x = Tensor::scalar(2.0f32);
+/// assert_eq!(grad(ops::exp)(&x)?.to_scalar::<f32>()?, 1.0);
+/// registry::restore_gradient("Exp");
+/// assert_eq!(grad(ops::exp)(&x)?.to_scalar::<f32>()?, 2f32.exp());
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[track_caller]
+pub fn override_gradient<K: Differentiable, G: IntoGrads<K>>(
+    f: impl Fn(K::GradArgs<'_>) -> Result<G> + Send + Sync + 'static,
+) {
+    let entry = leak_gradient::<K, G>(f, true, caller());
+    OVERLAY.write().unwrap_or_else(PoisonError::into_inner).gradients.insert(K::NAME.to_owned(), Some(entry));
+}
+
+/// Removes the gradient of `kernel` (TF.js `unregisterGradient`); errors if
+/// it has none.
+///
+/// ```
+/// use opforge::{grad, ops, registry, Tensor};
+/// registry::unregister_gradient("Sin")?;
+/// assert!(grad(ops::sin)(&Tensor::scalar(1.0f32)).is_err());
+/// registry::restore_gradient("Sin");
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn unregister_gradient(kernel: &str) -> Result<()> {
+    let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);
+    if current_gradient(&overlay, kernel)?.is_none() {
+        return Err(no_gradient(kernel));
+    }
+    overlay.gradients.insert(kernel.to_owned(), None);
+    Ok(())
+}
+
+/// Drops every runtime change to the gradient of `kernel`.
+///
+/// ```
+/// opforge::registry::restore_gradient("Relu");
+/// ```
+pub fn restore_gradient(kernel: &str) {
+    OVERLAY.write().unwrap_or_else(PoisonError::into_inner).gradients.remove(kernel);
 }
 
 #[track_caller]

@@ -101,6 +101,17 @@ fn too_large(shape: Shape) -> Result<Shape, String> {
     }
 }
 
+/// `shape`, unless no buffer of it can exist: more elements than
+/// `isize::MAX / 8`, the cap the tensor constructors apply. Rules whose output
+/// size comes from attributes rather than from existing inputs use it, so an
+/// absurd attribute is an error rather than a capacity-overflow panic.
+fn allocatable(shape: Shape) -> Result<Shape, String> {
+    match checked_numel(&shape) {
+        Some(n) if n <= isize::MAX as usize / 8 => Ok(shape),
+        _ => Err(format!("the result shape {:?} is too large", shape.as_slice())),
+    }
+}
+
 /// The shape rules the spec's `shape = "..."` names. Each takes the input
 /// shapes and attributes and returns the output shape or what is wrong.
 pub mod rules {
@@ -235,5 +246,101 @@ pub mod rules {
     pub fn along(x: &[usize], axis: i64) -> Result<Shape, String> {
         normalize_axis(axis, x.len())?;
         Ok(Shape::from_slice(x))
+    }
+
+    /// `arg_reduce(x, axis)`: the input's shape without `axis`, for ops that
+    /// give the i32 index of a value along it (`argmax`). The axis must exist
+    /// (negative counts from the end), must not be empty, since an empty axis
+    /// has no index to give (NumPy refuses it too), and its indices must fit
+    /// an i32.
+    ///
+    /// ```
+    /// use opforge::shape::rules::arg_reduce;
+    /// assert_eq!(arg_reduce(&[2, 3, 4], -1).unwrap().as_slice(), &[2, 3]);
+    /// assert_eq!(arg_reduce(&[5], 0).unwrap().as_slice(), &[] as &[usize]);
+    /// assert!(arg_reduce(&[2, 3], 2).unwrap_err().contains("out of range"));
+    /// assert!(arg_reduce(&[], 0).unwrap_err().contains("rank 1 or more"));
+    /// assert!(arg_reduce(&[2, 0], 1).unwrap_err().contains("size 0"));
+    /// assert!(arg_reduce(&[1 << 31], 0).unwrap_err().contains("i32"));
+    /// ```
+    pub fn arg_reduce(x: &[usize], axis: i64) -> Result<Shape, String> {
+        if x.is_empty() {
+            return Err(format!(
+                "cannot take an index along axis {axis} of a rank-0 tensor, expected an input of rank 1 or more"
+            ));
+        }
+        let a = normalize_axis(axis, x.len())?;
+        if x[a] == 0 {
+            return Err(format!(
+                "axis {axis} of shape {x:?} has size 0, so there is no index to give; expected a nonempty axis"
+            ));
+        }
+        if x[a] > i32::MAX as usize {
+            return Err(format!(
+                "axis {axis} of shape {x:?} is longer than an i32 index can reach, expected at most {} entries",
+                i32::MAX
+            ));
+        }
+        Ok(x.iter().enumerate().filter_map(|(i, &d)| (i != a).then_some(d)).collect())
+    }
+
+    /// `one_hot(indices, depth)`: the shape of `indices` followed by `depth`,
+    /// which must not be negative.
+    ///
+    /// ```
+    /// use opforge::shape::rules::one_hot;
+    /// assert_eq!(one_hot(&[2, 3], 4).unwrap().as_slice(), &[2, 3, 4]);
+    /// assert_eq!(one_hot(&[], 5).unwrap().as_slice(), &[5]);
+    /// assert_eq!(one_hot(&[3], 0).unwrap().as_slice(), &[3, 0]);
+    /// assert!(one_hot(&[3], -1).unwrap_err().contains("depth -1"));
+    /// assert!(one_hot(&[usize::MAX], 2).unwrap_err().contains("too large"));
+    /// ```
+    pub fn one_hot(indices: &[usize], depth: i64) -> Result<Shape, String> {
+        if depth < 0 {
+            return Err(format!("depth {depth} is negative, expected a depth of 0 or more"));
+        }
+        let mut out = Shape::from_slice(indices);
+        out.push(usize::try_from(depth).map_err(|_| format!("depth {depth} is too large"))?);
+        allocatable(out)
+    }
+
+    /// `broadcast_to(x, shape)`: `shape`, when `x` broadcasts to exactly it
+    /// under NumPy's rules: `shape` has at least `x`'s rank, and each dim of
+    /// `x`, aligned from the right, equals the target's or is 1.
+    ///
+    /// ```
+    /// use opforge::shape::rules::broadcast_to;
+    /// assert_eq!(broadcast_to(&[3, 1], &[2, 3, 4]).unwrap().as_slice(), &[2, 3, 4]);
+    /// assert_eq!(broadcast_to(&[1], &[0]).unwrap().as_slice(), &[0]);
+    /// assert!(broadcast_to(&[3], &[4]).unwrap_err().contains("cannot broadcast"));
+    /// assert!(broadcast_to(&[2, 3], &[3]).unwrap_err().contains("rank"));
+    /// assert!(broadcast_to(&[1], &[-2]).unwrap_err().contains("negative"));
+    /// ```
+    pub fn broadcast_to(x: &[usize], shape: &[i64]) -> Result<Shape, String> {
+        let mut out = Shape::with_capacity(shape.len());
+        for &d in shape {
+            if d < 0 {
+                return Err(format!("shape {shape:?} has a negative dim {d}, expected sizes of 0 or more"));
+            }
+            out.push(usize::try_from(d).map_err(|_| format!("the result shape {shape:?} is too large"))?);
+        }
+        if out.len() < x.len() {
+            return Err(format!(
+                "cannot broadcast {x:?} to {shape:?}: the target has rank {}, expected rank {} or more",
+                out.len(),
+                x.len()
+            ));
+        }
+        let lead = out.len() - x.len();
+        for (i, &d) in x.iter().enumerate() {
+            let t = out[lead + i];
+            if d != t && d != 1 {
+                let or_1 = if t == 1 { "" } else { " or 1" };
+                return Err(format!(
+                    "cannot broadcast {x:?} to {shape:?}: dim {i} of the input has size {d}, expected {t}{or_1}"
+                ));
+            }
+        }
+        allocatable(out)
     }
 }

@@ -59,6 +59,36 @@ enum Repr {
 #[derive(Clone)]
 pub struct Tensor {
     repr: Repr,
+    id: TensorId,
+}
+
+/// Identifies a tensor (and its clones) for autodiff. Unique within the
+/// process; outputs that share a buffer with an input (a reshape) still get
+/// an id of their own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct TensorId(u64);
+
+impl TensorId {
+    /// A fresh id. Each thread takes blocks of ids from a global counter, so
+    /// the common path is a thread-local increment, not an atomic.
+    fn next() -> TensorId {
+        use std::cell::Cell;
+        use std::sync::atomic::{AtomicU64, Ordering};
+        const BLOCK: u64 = 1 << 16;
+        static BLOCKS: AtomicU64 = AtomicU64::new(0);
+        thread_local! {
+            static NEXT: Cell<(u64, u64)> = const { Cell::new((0, 0)) };
+        }
+        NEXT.with(|c| {
+            let (mut next, mut end) = c.get();
+            if next == end {
+                next = BLOCKS.fetch_add(1, Ordering::Relaxed) * BLOCK;
+                end = next + BLOCK;
+            }
+            c.set((next + 1, end));
+            TensorId(next)
+        })
+    }
 }
 
 impl Tensor {
@@ -292,7 +322,25 @@ impl Tensor {
 
     #[inline]
     pub(crate) fn from_cpu(t: CpuTensor) -> Tensor {
-        Tensor { repr: Repr::Cpu(t) }
+        Tensor { repr: Repr::Cpu(t), id: TensorId::next() }
+    }
+
+    /// This tensor's identity: clones share it, new tensors never do.
+    ///
+    /// ```
+    /// let a = opforge::Tensor::scalar(1.0f32);
+    /// assert_eq!(a.id(), a.clone().id());
+    /// assert_ne!(a.id(), opforge::ops::neg(&a)?.id());
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    #[inline]
+    pub fn id(&self) -> TensorId {
+        self.id
+    }
+
+    /// The same data under a new identity: autodiff treats it as a new tensor.
+    pub(crate) fn fresh(&self) -> Tensor {
+        Tensor { repr: self.repr.clone(), id: TensorId::next() }
     }
 }
 

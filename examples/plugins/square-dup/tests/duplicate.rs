@@ -20,6 +20,14 @@ fn duplicate_registration_is_reported_with_both_locations() {
     assert!(message.contains("registered twice for backend `cpu`"), "{message}");
     assert!(message.contains("#[kernel(MySquare, cpu, override)]"), "{message}");
 
+    // The backward pass asks the registry for the gradient just so.
+    let grad_err = registry::gradient_for("MySquare").err().expect("two gradients");
+    let Error::DuplicateGradient { kernel: "MySquare", first, second } = &grad_err else {
+        panic!("expected a duplicate-gradient error, got {grad_err}");
+    };
+    assert_ne!(first.file, second.file);
+    assert!(grad_err.to_string().contains("#[gradient(MySquare, override)]"), "{grad_err}");
+
     let problems = registry::check();
-    assert_eq!(problems, vec![err], "check() lists exactly this problem");
+    assert_eq!(problems, vec![err, grad_err], "check() lists exactly these problems");
 }

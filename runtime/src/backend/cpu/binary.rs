@@ -8,20 +8,22 @@
 use smallvec::SmallVec;
 
 use super::{for_rows, map, unsupported, CpuTensor};
-use crate::kernels::{Add, Maximum, Minimum, Mul, Pow, RealDiv, Sub};
+use crate::kernels::{
+    Add, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow, RealDiv, Sub,
+};
 use crate::{kernel, shape, DType, Element, Result, TensorMeta};
 
 type Dims = SmallVec<[usize; 6]>;
 
 /// Strides of `shape` seen as broadcast to `out` (rank-aligned from the right).
-fn broadcast_strides(shape: &[usize], out: &[usize]) -> Dims {
+pub(super) fn broadcast_strides(shape: &[usize], out: &[usize]) -> Dims {
     let own = shape::strides(shape);
     let lead = out.len() - shape.len();
     (0..out.len()).map(|i| if i < lead || shape[i - lead] == 1 { 0 } else { own[i - lead] }).collect()
 }
 
 /// Merges adjacent dims along which both operands advance as one dim would.
-fn collapse(out: &[usize], sa: &[usize], sb: &[usize]) -> (Dims, Dims, Dims) {
+pub(super) fn collapse(out: &[usize], sa: &[usize], sb: &[usize]) -> (Dims, Dims, Dims) {
     let (mut d, mut a, mut b) = (Dims::new(), Dims::new(), Dims::new());
     for i in 0..out.len() {
         if out[i] == 1 {
@@ -168,6 +170,29 @@ fn real_div(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor>
 #[kernel(Pow, cpu)]
 fn pow(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
     binary::<f32, f32>(a, b, out, f32::powf)
+}
+
+/// Comparisons of f32 or i32 inputs, producing bool.
+macro_rules! comparison {
+    ($($kernel:ident => $name:ident: $op:tt;)*) => {$(
+        #[kernel($kernel, cpu)]
+        fn $name(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+            match a.dtype() {
+                DType::F32 => binary::<f32, bool>(a, b, out, |x, y| x $op y),
+                DType::I32 => binary::<i32, bool>(a, b, out, |x, y| x $op y),
+                d => Err(unsupported(stringify!($kernel), d)),
+            }
+        }
+    )*};
+}
+
+comparison! {
+    Greater => greater: >;
+    GreaterEqual => greater_equal: >=;
+    Less => less: <;
+    LessEqual => less_equal: <=;
+    Equal => equal: ==;
+    NotEqual => not_equal: !=;
 }
 
 #[cfg(test)]

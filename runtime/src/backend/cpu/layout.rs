@@ -76,3 +76,51 @@ fn cast(x: &CpuTensor, dtype: crate::DType, out: &TensorMeta) -> Result<CpuTenso
         (from, _) => Err(unsupported("Cast", from)),
     }
 }
+
+// `BroadcastTo`, walking output rows with binary.rs's broadcast strides.
+use super::binary::{broadcast_strides, collapse};
+use crate::kernels::BroadcastTo;
+
+/// `x` repeated to `out`'s shape, which it broadcasts to: after merging the
+/// dims that advance together, each output row is a copy of an input row or
+/// one input value repeated.
+fn broadcast<T: Element>(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let src = x.as_slice::<T>()?;
+    let n = out.numel();
+    let from = broadcast_strides(x.shape(), &out.shape);
+    let (dims, from, _) = collapse(&out.shape, &from, &from);
+    let (inner, step) = (dims[dims.len() - 1], from[from.len() - 1]);
+    let mut data = vec![T::default(); n];
+    for_rows(&mut data, inner, n, |start, chunk| {
+        for (r, row) in chunk.chunks_mut(inner).enumerate() {
+            let mut rest = start / inner + r;
+            let mut offset = 0;
+            for d in (0..dims.len() - 1).rev() {
+                offset += (rest % dims[d]) * from[d];
+                rest /= dims[d];
+            }
+            // The last merged dim either repeats one value or is contiguous.
+            if step == 0 {
+                row.fill(src[offset]);
+            } else {
+                row.copy_from_slice(&src[offset..offset + inner]);
+            }
+        }
+    });
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+#[kernel(BroadcastTo, cpu)]
+fn broadcast_to(x: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = shape; // Checked by the spec's rule, and `out`'s shape.
+
+    // Only new dims of size 1 (or no elements at all): the same buffer will do.
+    if x.numel() == out.numel() {
+        return x.reshaped(&out.shape);
+    }
+    match x.dtype() {
+        DType::F32 => broadcast::<f32>(x, out),
+        DType::I32 => broadcast::<i32>(x, out),
+        DType::Bool => broadcast::<bool>(x, out),
+    }
+}

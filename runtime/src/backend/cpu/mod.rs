@@ -1,6 +1,7 @@
 //! The `cpu` backend: host memory, rayon above a size threshold.
 
 mod binary;
+mod index;
 mod layout;
 mod matmul;
 mod reduce;

@@ -1,0 +1,54 @@
+//! Gradients of the binary kernels; each undoes broadcasting.
+
+use super::{mask, scalar, unbroadcast};
+use crate::kernels::{Add, Maximum, Minimum, Mul, Pow, RealDiv, Sub};
+use crate::{gradient, ops, Result, Tensor};
+
+#[gradient(Add)]
+fn add_grad(a: &Tensor, b: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
+    Ok((unbroadcast(dy, a.shape())?, unbroadcast(dy, b.shape())?))
+}
+
+#[gradient(Sub)]
+fn sub_grad(a: &Tensor, b: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
+    Ok((unbroadcast(dy, a.shape())?, unbroadcast(&ops::neg(dy)?, b.shape())?))
+}
+
+#[gradient(Mul)]
+fn mul_grad(a: &Tensor, b: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
+    Ok((unbroadcast(&ops::mul(dy, b)?, a.shape())?, unbroadcast(&ops::mul(dy, a)?, b.shape())?))
+}
+
+/// `d(a/b) = da/b - a db/b^2`, with `a/b` taken from the output.
+#[gradient(RealDiv)]
+fn real_div_grad(a: &Tensor, b: &Tensor, y: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
+    let da = ops::div(dy, b)?;
+    let db = ops::neg(&ops::div(&ops::mul(dy, y)?, b)?)?;
+    Ok((unbroadcast(&da, a.shape())?, unbroadcast(&db, b.shape())?))
+}
+
+/// Ties send the gradient to `a`, as TF.js does.
+#[gradient(Maximum)]
+fn maximum_grad(a: &Tensor, b: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
+    let to_a = mask(&ops::greater_equal(a, b)?, dy)?;
+    let to_b = mask(&ops::less(a, b)?, dy)?;
+    Ok((unbroadcast(&ops::mul(dy, &to_a)?, a.shape())?, unbroadcast(&ops::mul(dy, &to_b)?, b.shape())?))
+}
+
+#[gradient(Minimum)]
+fn minimum_grad(a: &Tensor, b: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
+    let to_a = mask(&ops::less_equal(a, b)?, dy)?;
+    let to_b = mask(&ops::greater(a, b)?, dy)?;
+    Ok((unbroadcast(&ops::mul(dy, &to_a)?, a.shape())?, unbroadcast(&ops::mul(dy, &to_b)?, b.shape())?))
+}
+
+/// `d(a^b) = b a^(b-1) da + a^b ln(a) db`; the `db` term is 0 where `a <= 0`,
+/// where `ln` is undefined (TF.js does the same).
+#[gradient(Pow)]
+fn pow_grad(a: &Tensor, b: &Tensor, y: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
+    let da = ops::mul(dy, &ops::mul(b, &ops::pow(a, &ops::sub(b, &scalar(1.0, b))?)?)?)?;
+    let positive = mask(&ops::greater(a, &scalar(0.0, a))?, a)?;
+    let ln_a = ops::mul(&ops::log(&ops::maximum(a, &scalar(f64::from(f32::MIN_POSITIVE), a))?)?, &positive)?;
+    let db = ops::mul(dy, &ops::mul(y, &ln_a)?)?;
+    Ok((unbroadcast(&da, a.shape())?, unbroadcast(&db, b.shape())?))
+}
