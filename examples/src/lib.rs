@@ -15,3 +15,179 @@ pub fn check(ok: bool, what: &str) -> Result<(), String> {
         Err(format!("check failed: {what}"))
     }
 }
+
+pub mod digits {
+    //! The 8x8 handwritten digits of `examples/data/digits.csv.gz` (1,797
+    //! images, CC BY 4.0, see `examples/data/README.md`): loading, scaling
+    //! to [0, 1], a seeded shuffle split and minibatches as tensors.
+
+    use std::io::Read;
+
+    use opforge::Tensor;
+
+    /// Pixels per image (8 x 8).
+    pub const PIXELS: usize = 64;
+    /// Digit classes, 0 to 9.
+    pub const CLASSES: usize = 10;
+
+    /// Where the data set lives in the source tree.
+    pub const PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/data/digits.csv.gz");
+
+    /// Images and their labels, row `i` of `images` (64 values in [0, 1]) showing digit `labels[i]`.
+    #[derive(Debug, Clone, Default)]
+    pub struct Digits {
+        /// Row-major, `PIXELS` values per image, scaled from 0..=16 to [0, 1].
+        pub images: Vec<f32>,
+        /// One label (0..=9) per image.
+        pub labels: Vec<u8>,
+    }
+
+    /// Reads and parses [`PATH`].
+    ///
+    /// ```
+    /// let d = opforge_examples::digits::load()?;
+    /// assert_eq!(d.len(), 1797);
+    /// assert!(d.images.iter().all(|v| (0.0..=1.0).contains(v)));
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn load() -> Result<Digits, String> {
+        let file = std::fs::File::open(PATH).map_err(|e| format!("cannot open {PATH}: {e}"))?;
+        let mut csv = String::new();
+        flate2::read::GzDecoder::new(file).read_to_string(&mut csv).map_err(|e| format!("cannot read {PATH}: {e}"))?;
+        parse(&csv)
+    }
+
+    /// Parses the CSV: per line 64 pixel values (0 to 16) and the label.
+    ///
+    /// ```
+    /// let row = format!("{},16,3\n", vec!["0"; 63].join(","));
+    /// let d = opforge_examples::digits::parse(&row)?;
+    /// assert_eq!((d.len(), d.labels[0], d.images[63]), (1, 3, 1.0));
+    /// assert!(opforge_examples::digits::parse("1,2,3\n").is_err());
+    /// # Ok::<(), String>(())
+    /// ```
+    pub fn parse(csv: &str) -> Result<Digits, String> {
+        let mut out = Digits::default();
+        for (n, line) in csv.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+            let fields: Vec<&str> = line.trim().split(',').collect();
+            if fields.len() != PIXELS + 1 {
+                return Err(format!("line {}: {} fields, expected {}", n + 1, fields.len(), PIXELS + 1));
+            }
+            let num = |s: &str| s.trim().parse::<f32>().map_err(|e| format!("line {}: `{s}`: {e}", n + 1));
+            for f in &fields[..PIXELS] {
+                let v = num(f)?;
+                if !(0.0..=16.0).contains(&v) {
+                    return Err(format!("line {}: pixel {v} is outside 0..=16", n + 1));
+                }
+                out.images.push(v / 16.0);
+            }
+            let label = num(fields[PIXELS])?;
+            if label.fract() != 0.0 || !(0.0..CLASSES as f32).contains(&label) {
+                return Err(format!("line {}: label {label} is not a digit", n + 1));
+            }
+            out.labels.push(label as u8);
+        }
+        Ok(out)
+    }
+
+    impl Digits {
+        /// Number of images.
+        pub fn len(&self) -> usize {
+            self.labels.len()
+        }
+
+        /// Whether there are no images.
+        pub fn is_empty(&self) -> bool {
+            self.labels.is_empty()
+        }
+
+        /// The images at `indices`, in that order.
+        ///
+        /// ```
+        /// use opforge_examples::digits::{parse, PIXELS};
+        /// let csv: String = (0..3).map(|i| format!("{},{i}\n", vec!["0"; PIXELS].join(","))).collect();
+        /// let d = parse(&csv)?;
+        /// assert_eq!(d.select(&[2, 0]).labels, vec![2, 0]);
+        /// assert!(!d.is_empty() && d.select(&[]).is_empty());
+        /// # Ok::<(), String>(())
+        /// ```
+        pub fn select(&self, indices: &[usize]) -> Digits {
+            let mut out = Digits::default();
+            for &i in indices {
+                out.images.extend_from_slice(&self.images[i * PIXELS..(i + 1) * PIXELS]);
+                out.labels.push(self.labels[i]);
+            }
+            out
+        }
+
+        /// Shuffles with `seed` and splits off the last `test_fraction` as a
+        /// held-out set: `(train, test)`.
+        ///
+        /// ```
+        /// use opforge_examples::digits::{parse, PIXELS};
+        /// let csv: String = (0..10).map(|i| format!("{},{i}\n", vec!["1"; PIXELS].join(","))).collect();
+        /// let (train, test) = parse(&csv)?.split(0.2, 7);
+        /// assert_eq!((train.len(), test.len()), (8, 2));
+        /// let mut all: Vec<u8> = train.labels.iter().chain(&test.labels).copied().collect();
+        /// all.sort();
+        /// assert_eq!(all, (0..10).collect::<Vec<u8>>());
+        /// # Ok::<(), String>(())
+        /// ```
+        pub fn split(&self, test_fraction: f64, seed: u64) -> (Digits, Digits) {
+            let order = shuffled(self.len(), seed);
+            let n_test = ((self.len() as f64) * test_fraction).round() as usize;
+            let (train, test) = order.split_at(self.len() - n_test.min(self.len()));
+            (self.select(train), self.select(test))
+        }
+
+        /// The images as an `f32[n, 64]` tensor.
+        pub fn images_tensor(&self) -> opforge::Result<Tensor> {
+            Tensor::from_slice(&self.images, &[self.len(), PIXELS])
+        }
+
+        /// The labels one-hot, as an `f32[n, 10]` tensor.
+        ///
+        /// ```
+        /// use opforge_examples::digits::{parse, PIXELS};
+        /// let d = parse(&format!("{},3\n", vec!["8"; PIXELS].join(",")))?;
+        /// assert_eq!(d.images_tensor().unwrap().to_vec::<f32>().unwrap(), vec![0.5; PIXELS]);
+        /// let y = d.labels_one_hot().unwrap().to_vec::<f32>().unwrap();
+        /// assert_eq!((y[3], y.iter().sum::<f32>()), (1.0, 1.0));
+        /// # Ok::<(), String>(())
+        /// ```
+        pub fn labels_one_hot(&self) -> opforge::Result<Tensor> {
+            let mut v = vec![0.0f32; self.len() * CLASSES];
+            for (i, &l) in self.labels.iter().enumerate() {
+                v[i * CLASSES + l as usize] = 1.0;
+            }
+            Tensor::from_vec(v, &[self.len(), CLASSES])
+        }
+    }
+
+    /// `0..n` in a seeded random order (Fisher-Yates with SplitMix64), the same on every platform.
+    ///
+    /// ```
+    /// let a = opforge_examples::digits::shuffled(100, 1);
+    /// assert_eq!(a, opforge_examples::digits::shuffled(100, 1));
+    /// assert_ne!(a, opforge_examples::digits::shuffled(100, 2));
+    /// let mut s = a.clone();
+    /// s.sort();
+    /// assert_eq!(s, (0..100).collect::<Vec<_>>());
+    /// ```
+    pub fn shuffled(n: usize, seed: u64) -> Vec<usize> {
+        let mut state = seed;
+        let mut next = move || {
+            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = state;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        let mut order: Vec<usize> = (0..n).collect();
+        for i in (1..n).rev() {
+            let j = (next() % (i as u64 + 1)) as usize;
+            order.swap(i, j);
+        }
+        order
+    }
+}

@@ -27,7 +27,8 @@ mod generated {
     /// kinks of abs, relu and max at 0, and from ties, seeded per input.
     fn sample(shape: &[usize], positive: bool, seed: u64) -> Tensor {
         let v = Tensor::random_uniform(shape, 0.5, 2.0, 100 + seed).expect("a valid shape").to_vec::<f32>().unwrap();
-        let signed = v.iter().enumerate().map(|(i, &x)| if positive || (i + seed as usize) % 2 == 0 { x } else { -x });
+        let signed =
+            v.iter().enumerate().map(|(i, &x)| if positive || (i + seed as usize).is_multiple_of(2) { x } else { -x });
         Tensor::from_vec(signed.collect(), shape).unwrap()
     }
 

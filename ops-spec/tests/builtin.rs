@@ -27,6 +27,12 @@ fn has_every_kernel_in_order() {
         ("Maximum", "maximum"),
         ("Minimum", "minimum"),
         ("Pow", "pow"),
+        ("Greater", "greater"),
+        ("GreaterEqual", "greater_equal"),
+        ("Less", "less"),
+        ("LessEqual", "less_equal"),
+        ("Equal", "equal"),
+        ("NotEqual", "not_equal"),
         ("Neg", "neg"),
         ("Abs", "abs"),
         ("Sqrt", "sqrt"),
@@ -47,6 +53,9 @@ fn has_every_kernel_in_order() {
         ("Transpose", "transpose"),
         ("Cast", "cast"),
         ("Softmax", "softmax"),
+        ("ArgMax", "argmax"),
+        ("OneHot", "one_hot"),
+        ("BroadcastTo", "broadcast_to"),
     ];
     let expected: Vec<_> = expected.iter().map(|(n, o)| (n.to_string(), o.to_string())).collect();
     assert_eq!(names, expected);

@@ -60,12 +60,14 @@ pub mod engine;
 pub mod error;
 mod gradients;
 pub mod kernels;
+pub mod losses;
 pub mod ops;
 mod random;
 pub mod registry;
 pub mod shape;
 pub mod spec;
 pub mod tensor;
+pub mod train;
 mod variable;
 
 pub use autodiff::{custom_grad, grad, grads, no_grad, value_and_grad, value_and_grads, variable_grads};

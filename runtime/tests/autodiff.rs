@@ -27,11 +27,13 @@ fn each(f: impl Fn(f32) -> f32) -> Vec<f32> {
     XS.iter().map(|&x| f(x)).collect()
 }
 
+type Op = fn(&Tensor) -> Result<Tensor>;
+
 #[test]
 fn unary_gradients_match_their_derivatives() {
     let x = t(&XS, &[4]);
     let pos = t(&[0.3, 0.9, 1.6, 2.5], &[4]);
-    let cases: Vec<(&str, fn(&Tensor) -> Result<Tensor>, Vec<f32>)> = vec![
+    let cases: Vec<(&str, Op, Vec<f32>)> = vec![
         ("neg", ops::neg, each(|_| -1.0)),
         ("abs", ops::abs, each(f32::signum)),
         ("square", ops::square, each(|x| 2.0 * x)),
@@ -131,7 +133,7 @@ fn softmax_gradient_matches_its_jacobian() {
 #[test]
 fn second_derivatives_match_analytic_ones() {
     let x = t(&XS, &[4]);
-    let gg = |f: fn(&Tensor) -> Result<Tensor>| grad(grad(f))(&x).unwrap();
+    let gg = |f: Op| grad(grad(f))(&x).unwrap();
     close(&gg(ops::tanh), &each(|x| -2.0 * x.tanh() * (1.0 - x.tanh().powi(2))));
     let sig = |x: f32| 1.0 / (1.0 + (-x).exp());
     close(&gg(ops::sigmoid), &each(|x| sig(x) * (1.0 - sig(x)) * (1.0 - 2.0 * sig(x))));

@@ -125,6 +125,54 @@ fn argmax_ties_give_the_first_index() {
 }
 
 #[test]
+fn argmax_first_index_wherever_the_maxima_fall() {
+    // Every pair of positions in rows short and long enough for every
+    // strategy of the kernel (plain loop, lanes, lanes plus tail).
+    for len in [1, 2, 7, 8, 9, 31, 32, 33, 47, 70] {
+        for p in 0..len {
+            for q in p..len {
+                for (top, base) in [(5.0, -1.0), (f32::NAN, 3.0), (0.0, -0.0), (-0.0, f32::NEG_INFINITY)] {
+                    let mut v = vec![base; len];
+                    v[q] = top;
+                    v[p] = top;
+                    let y = ops::argmax(&f32_tensor(&v, &[len]), 0).unwrap().to_vec::<i32>().unwrap();
+                    let want = if base == top { 0 } else { p as i32 };
+                    assert_eq!(y, vec![want], "{v:?}");
+                }
+                let mut v = vec![-7i32; len];
+                v[q] = 7;
+                v[p] = 7;
+                assert_eq!(ops::argmax(&i32_tensor(&v, &[len]), 0).unwrap().to_vec::<i32>().unwrap(), vec![p as i32]);
+            }
+        }
+    }
+}
+
+#[test]
+fn argmax_zeros_of_either_sign_tie_and_every_nan_is_largest() {
+    let neg_nan = f32::from_bits(0xffc0_0000);
+    let cases: [(&[f32], i32); 5] = [
+        (&[-0.0, 0.0], 0),
+        (&[0.0, -0.0], 0),
+        (&[-1.0, -0.0, 0.0], 1),
+        (&[f32::INFINITY, neg_nan, f32::NAN], 1),
+        (&[f32::MAX, f32::MIN_POSITIVE, -f32::MIN_POSITIVE, 1e-45], 0),
+    ];
+    for (data, want) in cases {
+        let y = ops::argmax(&f32_tensor(data, &[data.len()]), 0).unwrap();
+        assert_eq!(y.to_vec::<i32>().unwrap(), vec![want], "{data:?}");
+    }
+    // Ordering across the float range: argmax agrees with a sort by value.
+    let v = [3.5f32, -2.0, 1e-40, -1e-40, 1e30, -1e30, 0.0, f32::NEG_INFINITY, 7.25, -0.5];
+    for i in 0..v.len() {
+        let mut w = v.to_vec();
+        w[i] = f32::INFINITY;
+        assert_eq!(ops::argmax(&f32_tensor(&w, &[w.len()]), 0).unwrap().to_vec::<i32>().unwrap(), vec![i as i32]);
+    }
+    assert_eq!(ops::argmax(&f32_tensor(&v, &[v.len()]), 0).unwrap().to_vec::<i32>().unwrap(), vec![4]);
+}
+
+#[test]
 fn argmax_default_axis_is_zero_and_negative_axes_count_from_the_end() {
     let x = Tensor::random_uniform(&[3, 4, 5], -1.0, 1.0, 7).unwrap();
     for (neg, pos) in [(-1, 2), (-2, 1), (-3, 0)] {

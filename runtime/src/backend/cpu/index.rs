@@ -1,10 +1,14 @@
 //! Kernels that produce or consume indices: `ArgMax`, `OneHot`.
 //!
-//! `ArgMax` sees its input as `[outer, len, inner]` around the searched axis,
-//! as the reductions do. A run of outputs in one outer slab is searched
-//! together, one row of `inner` values per step along the axis, so the inner
-//! loop reads memory in order. Few outputs over a long axis split the axis
-//! across tasks instead, and keep the earliest of the parts' winners.
+//! `ArgMax` ranks elements by an `i32` key whose integer order is the
+//! ranking (NaN on top for floats), so every comparison is an integer one
+//! that compiles to conditional moves or vector blends: on unordered data a
+//! branch would mispredict about every other element. It sees its input as
+//! `[outer, len, inner]` around the searched axis, as the reductions do. A
+//! run of outputs in one outer slab is searched together, one row of `inner`
+//! keys per step along the axis, so the inner loop reads memory in order. Few
+//! outputs over a long axis split the axis across tasks instead, and keep the
+//! earliest of the parts' winners.
 
 use std::hint::select_unpredictable;
 use std::ops::Range;
@@ -16,26 +20,30 @@ use crate::kernels::{ArgMax, OneHot};
 use crate::shape::normalize_axis;
 use crate::{kernel, DType, Element, Result, TensorMeta};
 
-/// An element `ArgMax` can rank.
+/// An element `ArgMax` can rank. A later element displaces the best so far
+/// only with a strictly greater key, so ties keep the first index (TF.js).
 trait Candidate: Element {
-    /// Whether `self` displaces `best`, found at an earlier index. Strictly
-    /// greater, so ties keep the first index (TF.js); for floats NaN beats
-    /// every number and nothing beats NaN, so the first NaN wins (NumPy).
-    fn beats(self, best: Self) -> bool;
-}
-
-impl Candidate for f32 {
-    #[inline]
-    fn beats(self, best: f32) -> bool {
-        // `|` and `&`, not `||` and `&&`: no branches, so loops can use selects.
-        (self > best) | (self.is_nan() & !best.is_nan())
-    }
+    /// The element's rank as an integer.
+    fn key(self) -> i32;
 }
 
 impl Candidate for i32 {
     #[inline]
-    fn beats(self, best: i32) -> bool {
-        self > best
+    fn key(self) -> i32 {
+        self
+    }
+}
+
+impl Candidate for f32 {
+    /// The bits as a sign-magnitude integer turned two's complement (the
+    /// order of `f32::total_cmp`), after `+ 0.0` makes -0 into +0 so that
+    /// the two tie; every NaN maps to the top, so NaN counts as the largest
+    /// value and the first NaN wins (NumPy).
+    #[inline]
+    fn key(self) -> i32 {
+        let x = self + 0.0;
+        let bits = x.to_bits() as i32;
+        select_unpredictable(x.is_nan(), i32::MAX, bits ^ ((bits >> 31) & i32::MAX))
     }
 }
 
@@ -54,72 +62,74 @@ impl Layout {
     }
 }
 
-/// Lanes of [`row_argmax`]: eight f32 or i32 values and their u32 indices
-/// fill one AVX2 register each.
+/// Lanes of [`row_argmax`]: independent running maxima, with their u32
+/// indices, that the compiler keeps in vector registers.
 const LANES: usize = 8;
 
-/// Index of the first maximum of a nonempty row. Each lane keeps the first
-/// maximum of every `LANES`-th element, with selects rather than branches so
-/// the loop vectorizes; the lanes' winners then compete, ties going to the
-/// lower index, and the tail, all later, must beat the winner outright.
-fn row_argmax<T: Candidate>(row: &[T]) -> usize {
-    if row.len() < 2 * LANES {
+/// Index and key of the first maximum of a nonempty row. Each lane keeps
+/// the first maximum of every `LANES`-th element; the lanes' winners then
+/// compete, ties going to the lower index, and the tail, all later, must
+/// beat the winner outright.
+fn row_argmax<T: Candidate>(row: &[T]) -> (usize, i32) {
+    let first = row[0].key();
+    if row.len() < 4 * LANES {
         // Too short for lanes to pay for setting them up.
-        return scan(&row[1..], 1, row[0], 0);
+        return scan(&row[1..], 1, (0, first));
     }
     let chunks = row.chunks_exact(LANES);
     let tail = chunks.remainder();
-    // Every lane starts from element 0: a lane's own equal value comes later.
-    let (mut best, mut at) = ([row[0]; LANES], [0u32; LANES]);
+    // Every lane starts from element 0: a lane's own equal key comes later.
+    let (mut best, mut at) = ([first; LANES], [0u32; LANES]);
     for (c, chunk) in chunks.enumerate() {
         for k in 0..LANES {
-            let take = chunk[k].beats(best[k]);
-            best[k] = if take { chunk[k] } else { best[k] };
+            let key = chunk[k].key();
+            let take = key > best[k];
+            best[k] = if take { key } else { best[k] };
             at[k] = if take { (c * LANES + k) as u32 } else { at[k] };
         }
     }
-    let (mut b, mut i) = (best[0], at[0] as usize);
+    let (mut win, mut key) = (at[0], best[0]);
     for k in 1..LANES {
-        let tie = !best[k].beats(b) && !b.beats(best[k]);
-        if best[k].beats(b) || (tie && (at[k] as usize) < i) {
-            (b, i) = (best[k], at[k] as usize);
-        }
+        let take = (best[k] > key) | ((best[k] == key) & (at[k] < win));
+        key = select_unpredictable(take, best[k], key);
+        win = select_unpredictable(take, at[k], win);
     }
-    scan(tail, row.len() - tail.len(), b, i)
+    scan(tail, row.len() - tail.len(), (win as usize, key))
 }
 
-/// The index of the best of `best` (found at `at`) and `part`, whose first
-/// element has index `offset`: one lane, for short rows and tails. Selects,
-/// not branches (which LLVM would otherwise turn them back into): on
-/// unordered data a branch mispredicts about every other element.
-fn scan<T: Candidate>(part: &[T], offset: usize, mut best: T, mut at: usize) -> usize {
+/// The best of `best` (index and key) and `part`, whose first element has
+/// index `offset`: one lane, for short rows and tails.
+fn scan<T: Candidate>(part: &[T], offset: usize, best: (usize, i32)) -> (usize, i32) {
+    let (mut at, mut best) = best;
     for (t, &v) in part.iter().enumerate() {
-        let take = v.beats(best);
-        best = select_unpredictable(take, v, best);
+        let key = v.key();
+        let take = key > best;
+        best = select_unpredictable(take, key, best);
         at = select_unpredictable(take, offset + t, at);
     }
-    at
+    (at, best)
 }
 
 /// Searches `steps` (nonempty) for the `idx.len()` columns starting at
-/// offset `base` (see [`Layout::at`]), leaving each column's best value in
+/// offset `base` (see [`Layout::at`]), leaving each column's best key in
 /// `best` and its step in `idx`.
-fn search<T: Candidate>(src: &[T], l: Layout, base: usize, steps: Range<usize>, best: &mut Vec<T>, idx: &mut [i32]) {
+fn search<T: Candidate>(src: &[T], l: Layout, base: usize, steps: Range<usize>, best: &mut Vec<i32>, idx: &mut [i32]) {
     best.clear();
     if l.inner == 1 {
-        let t = steps.start + row_argmax(&src[base + steps.start..base + steps.end]);
-        best.push(src[base + t]);
-        idx[0] = t as i32;
+        let (t, key) = row_argmax(&src[base + steps.start..base + steps.end]);
+        best.push(key);
+        idx[0] = (steps.start + t) as i32;
         return;
     }
     let w = idx.len();
-    best.extend_from_slice(&src[base + steps.start * l.inner..][..w]);
+    best.extend(src[base + steps.start * l.inner..][..w].iter().map(|v| v.key()));
     idx.fill(steps.start as i32);
     for t in steps.start + 1..steps.end {
         let row = &src[base + t * l.inner..][..w];
         for ((b, i), &v) in best.iter_mut().zip(idx.iter_mut()).zip(row) {
-            let take = v.beats(*b);
-            *b = if take { v } else { *b };
+            let key = v.key();
+            let take = key > *b;
+            *b = if take { key } else { *b };
             *i = if take { t as i32 } else { *i };
         }
     }
@@ -129,7 +139,7 @@ fn search<T: Candidate>(src: &[T], l: Layout, base: usize, steps: Range<usize>, 
 fn outputs<T: Candidate>(src: &[T], l: Layout, start: usize, dst: &mut [i32]) {
     if l.inner == 1 {
         for (d, row) in dst.iter_mut().zip(src[start * l.len..].chunks_exact(l.len)) {
-            *d = row_argmax(row) as i32;
+            *d = row_argmax(row).0 as i32;
         }
         return;
     }
@@ -171,11 +181,11 @@ fn argmax_of<T: Candidate>(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result
     }
     // Too few outputs to keep the pool busy: split the axis into parts, each
     // searched as a task, then let a later part's winner replace an earlier
-    // one only if it beats it, which keeps the first index on ties.
+    // one only if its key is greater, which keeps the first index on ties.
     let steps = (PAR_CHUNK / l.inner).max(1);
     let outer = n / l.inner;
     let jobs: Vec<(usize, usize)> = (0..outer).flat_map(|o| (0..l.len).step_by(steps).map(move |t| (o, t))).collect();
-    let parts: Vec<(Vec<T>, Vec<i32>)> = jobs
+    let parts: Vec<(Vec<i32>, Vec<i32>)> = jobs
         .into_par_iter()
         .map(|(o, t0)| {
             let (mut best, mut idx) = (Vec::new(), vec![0i32; l.inner]);
@@ -187,10 +197,10 @@ fn argmax_of<T: Candidate>(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result
         let (first, rest) = parts.split_first().expect("every slab has a part");
         let mut best = first.0.clone();
         dst.copy_from_slice(&first.1);
-        for (values, idx) in rest {
+        for (keys, idx) in rest {
             for j in 0..l.inner {
-                if values[j].beats(best[j]) {
-                    best[j] = values[j];
+                if keys[j] > best[j] {
+                    best[j] = keys[j];
                     dst[j] = idx[j];
                 }
             }

@@ -1,4 +1,4 @@
-//! Kernels that move or reinterpret data: `Reshape`, `Transpose`, `Cast`.
+//! Kernels that move or reinterpret data: `Reshape`, `Transpose`, `Cast`, `BroadcastTo`.
 
 use super::{for_rows, unsupported, CpuTensor};
 use crate::kernels::{Cast, Reshape, Transpose};

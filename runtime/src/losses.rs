@@ -1,0 +1,140 @@
+//! Loss functions (TF.js `tf.losses`), reduced to a scalar mean.
+//!
+//! [`softmax_cross_entropy`] carries its own gradient through
+//! [`custom_grad`], as TF.js's does; [`mean_squared_error`] is plain ops, so
+//! the registry's gradients apply.
+
+use crate::{custom_grad, op, ops, Error, Result, Tensor};
+
+fn invalid(what: &'static str, message: String) -> Error {
+    Error::InvalidTensor { what, message }
+}
+
+/// Softmax cross-entropy between one-hot (or any probability) `labels` and
+/// unnormalized `logits`, the last axis holding the classes, averaged over
+/// the batch (every other axis):
+/// `mean(-sum(labels * log_softmax(logits), -1))`.
+///
+/// Its gradient is given with [`custom_grad`], as in TF.js
+/// (`tf.losses.softmaxCrossEntropy`): with the batch size `n`, the gradient
+/// with respect to the logits is `dy * (softmax(logits) - labels) / n` and
+/// with respect to the labels `-dy * log_softmax(logits) / n`, cheaper and
+/// steadier than differentiating through `exp`, `sum` and `log`.
+///
+/// ```
+/// use opforge::{grads, losses, Tensor};
+/// let labels = Tensor::from_vec(vec![0.0f32, 1.0, 1.0, 0.0], &[2, 2])?;
+/// let logits = Tensor::from_vec(vec![0.0f32, 0.0, 2.0, 0.0], &[2, 2])?;
+/// let loss = losses::softmax_cross_entropy(&labels, &logits)?.to_scalar::<f32>()?;
+/// let want = (2f32.ln() + (1.0 + (-2f32).exp()).ln()) / 2.0;
+/// assert!((loss - want).abs() < 1e-6);
+///
+/// let g = grads(|xs| losses::softmax_cross_entropy(&xs[0], &xs[1]))(&[labels, logits])?;
+/// let dlogits = g[1].to_vec::<f32>()?;
+/// assert!((dlogits[0] - 0.25).abs() < 1e-6 && (dlogits[1] + 0.25).abs() < 1e-6); // (0.5 - label) / 2
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn softmax_cross_entropy(labels: &Tensor, logits: &Tensor) -> Result<Tensor> {
+    const WHAT: &str = "softmax_cross_entropy";
+    if labels.shape() != logits.shape() || labels.dtype() != logits.dtype() {
+        return Err(invalid(
+            WHAT,
+            format!("labels are {} but logits are {}; they must match", labels.meta(), logits.meta()),
+        ));
+    }
+    let Some((&classes, batch_axes)) = logits.shape().split_last() else {
+        return Err(invalid(WHAT, "logits must have at least one axis, the classes".into()));
+    };
+    if classes == 0 {
+        return Err(invalid(WHAT, format!("logits are {}: there are no classes", logits.meta())));
+    }
+    let batch = batch_axes.iter().product::<usize>().max(1);
+    custom_grad(&[labels, logits], move |xs| {
+        let (labels, logits) = (xs[0].clone(), xs[1].clone());
+        let log_probs = ops::log_softmax(&logits, -1)?;
+        let per_example = ops::neg(&ops::sum(&ops::mul(&labels, &log_probs)?, &[-1], false)?)?;
+        let value = ops::mean(&per_example, &[], false)?;
+        let gradient = move |dy: &Tensor| {
+            let scale = ops::div(dy, &Tensor::scalar(batch as f32))?;
+            let dlogits = ops::mul(&scale, &ops::sub(&ops::softmax(&logits, -1)?, &labels)?)?;
+            let dlabels = ops::mul(&ops::neg(&scale)?, &log_probs)?;
+            Ok(vec![dlabels, dlogits])
+        };
+        Ok((value, gradient))
+    })
+}
+
+/// Mean of the squared differences between `labels` and `predictions`
+/// (TF.js `tf.losses.meanSquaredError`), from ops, so its gradient comes
+/// from the registry.
+///
+/// ```
+/// use opforge::{grad, losses, Tensor};
+/// let labels = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2])?;
+/// let predictions = Tensor::from_vec(vec![1.0f32, 3.0, 5.0, 4.0], &[2, 2])?;
+/// let loss = losses::mean_squared_error(&labels, &predictions)?;
+/// assert_eq!(loss.to_scalar::<f32>()?, (0.0 + 1.0 + 4.0 + 0.0) / 4.0);
+/// let d = grad(|p| losses::mean_squared_error(&labels, p))(&predictions)?;
+/// assert_eq!(d.to_vec::<f32>()?, vec![0.0, 0.5, 1.0, 0.0]); // 2 (p - y) / 4
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn mean_squared_error(labels: &Tensor, predictions: &Tensor) -> Result<Tensor> {
+    if labels.shape() != predictions.shape() {
+        return Err(invalid(
+            "mean_squared_error",
+            format!("labels are {} but predictions are {}; they must match", labels.meta(), predictions.meta()),
+        ));
+    }
+    ops::mean(&ops::square(&ops::sub(labels, predictions)?)?, &[], false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::grads;
+
+    fn t(v: &[f32], shape: &[usize]) -> Tensor {
+        Tensor::from_vec(v.to_vec(), shape).unwrap()
+    }
+
+    /// The same loss from plain ops, differentiated through the registry.
+    fn by_ops(labels: &Tensor, logits: &Tensor) -> Result<Tensor> {
+        let per = ops::sum(&ops::mul(labels, &ops::log_softmax(logits, -1)?)?, &[-1], false)?;
+        ops::neg(&ops::mean(&per, &[], false)?)
+    }
+
+    #[test]
+    fn cross_entropy_gradient_matches_the_registry() {
+        let labels = t(&[0.2, 0.3, 0.5, 1.0, 0.0, 0.0, 0.0, 0.0, 1.0], &[3, 3]);
+        let logits = t(&[1.0, -2.0, 0.5, 3.0, 3.0, -1.0, 0.0, 10.0, -4.0], &[3, 3]);
+        let custom = grads(|xs| softmax_cross_entropy(&xs[0], &xs[1]))(&[labels.clone(), logits.clone()]).unwrap();
+        let plain = grads(|xs| by_ops(&xs[0], &xs[1]))(&[labels.clone(), logits.clone()]).unwrap();
+        for (c, p) in custom.iter().zip(&plain) {
+            for (a, b) in c.to_vec::<f32>().unwrap().iter().zip(p.to_vec::<f32>().unwrap()) {
+                assert!((a - b).abs() < 1e-5, "{c:?} vs {p:?}");
+            }
+        }
+        let value = softmax_cross_entropy(&labels, &logits).unwrap().to_scalar::<f32>().unwrap();
+        let want = by_ops(&labels, &logits).unwrap().to_scalar::<f32>().unwrap();
+        assert!((value - want).abs() < 1e-6);
+    }
+
+    #[test]
+    fn cross_entropy_is_stable_for_large_logits() {
+        let labels = t(&[1.0, 0.0], &[1, 2]);
+        let logits = t(&[1000.0, 0.0], &[1, 2]);
+        assert_eq!(softmax_cross_entropy(&labels, &logits).unwrap().to_scalar::<f32>().unwrap(), 0.0);
+        let g = grads(|xs| softmax_cross_entropy(&xs[0], &xs[1]))(&[labels, logits]).unwrap();
+        assert!(g.iter().all(|g| g.to_vec::<f32>().unwrap().iter().all(|v| v.is_finite())));
+    }
+
+    #[test]
+    fn cross_entropy_rejects_mismatched_shapes() {
+        let e = softmax_cross_entropy(&t(&[1.0, 0.0], &[2]), &t(&[1.0, 0.0, 0.0], &[3])).unwrap_err();
+        assert!(e.to_string().contains("f32[2]") && e.to_string().contains("f32[3]"), "{e}");
+        let e = softmax_cross_entropy(&Tensor::scalar(1.0f32), &Tensor::scalar(1.0f32)).unwrap_err();
+        assert!(e.to_string().contains("at least one axis"), "{e}");
+    }
+}

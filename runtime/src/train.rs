@@ -1,0 +1,562 @@
+//! Optimizers that update [`Variable`]s from gradients, with the update rules
+//! of TF.js `tf.train`: [`Sgd`], [`Momentum`] and [`Adam`].
+//!
+//! Updates are written with ops and run under [`no_grad`], so they run on
+//! the backend the variables live on and never end up on a gradient tape.
+//! Per-variable state (momentum accumulators, Adam moments) is kept by the
+//! optimizer, keyed by [`Variable::id`], and created as zeros on a variable's
+//! first update.
+//!
+//! ```
+//! use opforge::{ops, train::{Adam, Optimizer}, Tensor, Variable};
+//! // Fit w so that w * 3 = 6.
+//! let w = Variable::new(Tensor::scalar(0.0f32));
+//! let mut opt = Adam::new(0.1);
+//! for _ in 0..200 {
+//!     opt.minimize(|| ops::square(&ops::sub(&ops::mul(&w.value(), &Tensor::scalar(3.0f32))?, &Tensor::scalar(6.0f32))?), &[&w])?;
+//! }
+//! assert!((w.value().to_scalar::<f32>()? - 2.0).abs() < 1e-2);
+//! # Ok::<(), opforge::Error>(())
+//! ```
+
+use std::collections::HashMap;
+
+use crate::{no_grad, ops, variable_grads, Error, Result, Tensor, Variable};
+
+/// Something that updates variables from their gradients (TF.js `tf.train.Optimizer`).
+///
+/// Implement [`Optimizer::apply_gradients`]; [`Optimizer::minimize`] comes with it.
+///
+/// ```
+/// use opforge::{ops, train::{Optimizer, Sgd}, Tensor, Variable};
+/// let w = Variable::new(Tensor::from_vec(vec![1.0f32, -2.0], &[2])?);
+/// let mut opt: Box<dyn Optimizer> = Box::new(Sgd::new(0.5));
+/// opt.apply_gradients(&[&w], &[Tensor::from_vec(vec![2.0f32, 2.0], &[2])?])?;
+/// assert_eq!(w.value().to_vec::<f32>()?, vec![0.0, -3.0]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub trait Optimizer {
+    /// Updates each variable with the gradient at the same position.
+    ///
+    /// Errors, changing nothing, if the lengths differ or a gradient's shape
+    /// or dtype is not its variable's.
+    fn apply_gradients(&mut self, vars: &[&Variable], grads: &[Tensor]) -> Result<()>;
+
+    /// Computes `loss()` and its gradient with respect to `vars` (with
+    /// [`variable_grads`]), applies the gradients, and returns the loss as it
+    /// was before the update (TF.js `optimizer.minimize(f, true, varList)`).
+    ///
+    /// ```
+    /// use opforge::{ops, train::{Optimizer, Sgd}, Tensor, Variable};
+    /// let w = Variable::new(Tensor::scalar(3.0f32));
+    /// let loss = Sgd::new(0.25).minimize(|| ops::square(&w.value()), &[&w])?;
+    /// assert_eq!(loss.to_scalar::<f32>()?, 9.0);
+    /// assert_eq!(w.value().to_scalar::<f32>()?, 3.0 - 0.25 * 6.0);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    fn minimize(&mut self, loss: impl FnOnce() -> Result<Tensor>, vars: &[&Variable]) -> Result<Tensor>
+    where
+        Self: Sized,
+    {
+        let (value, grads) = variable_grads(loss, vars)?;
+        self.apply_gradients(vars, &grads)?;
+        Ok(value)
+    }
+}
+
+/// Checks that `grads` pair up with `vars`, before anything is updated.
+fn check_pairs(optimizer: &str, vars: &[&Variable], grads: &[Tensor]) -> Result<Vec<Tensor>> {
+    let invalid = |message: String| Error::InvalidTensor { what: "Optimizer::apply_gradients", message };
+    if vars.len() != grads.len() {
+        return Err(invalid(format!(
+            "{optimizer} got {} variables but {} gradients; pass one gradient per variable",
+            vars.len(),
+            grads.len()
+        )));
+    }
+    vars.iter()
+        .zip(grads)
+        .map(|(v, g)| {
+            let value = v.value();
+            if value.shape() != g.shape() || value.dtype() != g.dtype() {
+                return Err(invalid(format!(
+                    "{optimizer}: the gradient of variable `{}` is {} but the variable is {}",
+                    v.name(),
+                    g.meta(),
+                    value.meta()
+                )));
+            }
+            Ok(value)
+        })
+        .collect()
+}
+
+fn scalar(v: f64) -> Tensor {
+    Tensor::scalar(v as f32)
+}
+
+/// Plain gradient descent: `w -= learning_rate * g` (TF.js `tf.train.sgd`).
+///
+/// ```
+/// use opforge::{train::{Optimizer, Sgd}, Tensor, Variable};
+/// let w = Variable::new(Tensor::scalar(1.0f32));
+/// let mut sgd = Sgd::new(0.1);
+/// sgd.apply_gradients(&[&w], &[Tensor::scalar(2.0f32)])?;
+/// assert!((w.value().to_scalar::<f32>()? - 0.8).abs() < 1e-7);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Sgd {
+    learning_rate: f64,
+}
+
+impl Sgd {
+    /// Gradient descent with this step size.
+    ///
+    /// ```
+    /// let sgd = opforge::train::Sgd::new(0.1);
+    /// assert_eq!(sgd.learning_rate(), 0.1);
+    /// ```
+    pub fn new(learning_rate: f64) -> Sgd {
+        Sgd { learning_rate }
+    }
+
+    /// The step size.
+    ///
+    /// ```
+    /// assert_eq!(opforge::train::Sgd::new(0.1).learning_rate(), 0.1);
+    /// ```
+    pub fn learning_rate(&self) -> f64 {
+        self.learning_rate
+    }
+
+    /// Changes the step size for later updates (TF.js `optimizer.setLearningRate`).
+    ///
+    /// ```
+    /// let mut sgd = opforge::train::Sgd::new(0.1);
+    /// sgd.set_learning_rate(0.01);
+    /// assert_eq!(sgd.learning_rate(), 0.01);
+    /// ```
+    pub fn set_learning_rate(&mut self, learning_rate: f64) {
+        self.learning_rate = learning_rate;
+    }
+}
+
+impl Optimizer for Sgd {
+    fn apply_gradients(&mut self, vars: &[&Variable], grads: &[Tensor]) -> Result<()> {
+        let values = check_pairs("Sgd", vars, grads)?;
+        no_grad(|| {
+            let step = scalar(-self.learning_rate);
+            for ((var, value), g) in vars.iter().zip(&values).zip(grads) {
+                var.assign(ops::add(&ops::mul(&step, g)?, value)?)?;
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Gradient descent with momentum (TF.js `tf.train.momentum`):
+/// `a = momentum * a + g`, then `w -= learning_rate * a`, or with Nesterov
+/// momentum `w -= learning_rate * (g + momentum * a)`. The accumulator `a`
+/// starts at zero.
+///
+/// ```
+/// use opforge::{train::{Momentum, Optimizer}, Tensor, Variable};
+/// let w = Variable::new(Tensor::scalar(0.0f32));
+/// let mut opt = Momentum::new(0.1, 0.9);
+/// let g = Tensor::scalar(1.0f32);
+/// opt.apply_gradients(&[&w], &[g.clone()])?; // a = 1,   w = -0.1
+/// opt.apply_gradients(&[&w], &[g])?;         // a = 1.9, w = -0.29
+/// assert!((w.value().to_scalar::<f32>()? + 0.29).abs() < 1e-6);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Momentum {
+    learning_rate: f64,
+    momentum: f64,
+    nesterov: bool,
+    accumulators: HashMap<u64, Tensor>,
+}
+
+impl Momentum {
+    /// Momentum descent with this step size and momentum (usually 0.9).
+    ///
+    /// ```
+    /// let opt = opforge::train::Momentum::new(0.1, 0.9);
+    /// assert_eq!(opt.learning_rate(), 0.1);
+    /// ```
+    pub fn new(learning_rate: f64, momentum: f64) -> Momentum {
+        Momentum { learning_rate, momentum, nesterov: false, accumulators: HashMap::new() }
+    }
+
+    /// Uses Nesterov momentum (TF.js `useNesterov`).
+    ///
+    /// ```
+    /// use opforge::{train::{Momentum, Optimizer}, Tensor, Variable};
+    /// let w = Variable::new(Tensor::scalar(0.0f32));
+    /// let mut opt = Momentum::new(0.1, 0.9).nesterov(true);
+    /// opt.apply_gradients(&[&w], &[Tensor::scalar(1.0f32)])?; // a = 1, w = -0.1 * (1 + 0.9)
+    /// assert!((w.value().to_scalar::<f32>()? + 0.19).abs() < 1e-6);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn nesterov(mut self, nesterov: bool) -> Momentum {
+        self.nesterov = nesterov;
+        self
+    }
+
+    /// The step size.
+    ///
+    /// ```
+    /// assert_eq!(opforge::train::Momentum::new(0.1, 0.9).learning_rate(), 0.1);
+    /// ```
+    pub fn learning_rate(&self) -> f64 {
+        self.learning_rate
+    }
+
+    /// Changes the step size for later updates.
+    ///
+    /// ```
+    /// let mut opt = opforge::train::Momentum::new(0.1, 0.9);
+    /// opt.set_learning_rate(0.01);
+    /// assert_eq!(opt.learning_rate(), 0.01);
+    /// ```
+    pub fn set_learning_rate(&mut self, learning_rate: f64) {
+        self.learning_rate = learning_rate;
+    }
+}
+
+impl Optimizer for Momentum {
+    fn apply_gradients(&mut self, vars: &[&Variable], grads: &[Tensor]) -> Result<()> {
+        let values = check_pairs("Momentum", vars, grads)?;
+        no_grad(|| {
+            let step = scalar(-self.learning_rate);
+            let m = scalar(self.momentum);
+            for ((var, value), g) in vars.iter().zip(&values).zip(grads) {
+                let acc = match self.accumulators.get(&var.id()) {
+                    Some(a) => ops::add(&ops::mul(&m, a)?, g)?,
+                    None => g.clone(), // momentum * 0 + g
+                };
+                let direction = if self.nesterov { ops::add(g, &ops::mul(&acc, &m)?)? } else { acc.clone() };
+                var.assign(ops::add(&ops::mul(&step, &direction)?, value)?)?;
+                self.accumulators.insert(var.id(), acc);
+            }
+            Ok(())
+        })
+    }
+}
+
+/// Adam (TF.js `tf.train.adam`), with TF.js's defaults `beta1 = 0.9`,
+/// `beta2 = 0.999`, `epsilon = 1e-7` and its bias correction: at update
+/// `t` (from 1),
+///
+/// ```text
+/// m = beta1 * m + (1 - beta1) * g
+/// v = beta2 * v + (1 - beta2) * g^2
+/// w -= learning_rate * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon)
+/// ```
+///
+/// `t` counts calls of [`Optimizer::apply_gradients`] on this optimizer, as
+/// TF.js's accumulated `beta^t` does, whichever variables each call updates.
+///
+/// ```
+/// use opforge::{train::{Adam, Optimizer}, Tensor, Variable};
+/// let w = Variable::new(Tensor::scalar(1.0f32));
+/// let mut adam = Adam::new(0.1);
+/// adam.apply_gradients(&[&w], &[Tensor::scalar(4.0f32)])?;
+/// // The first step moves by about learning_rate whatever the gradient's size.
+/// assert!((w.value().to_scalar::<f32>()? - 0.9).abs() < 1e-6);
+/// assert_eq!(adam.iterations(), 1);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct Adam {
+    learning_rate: f64,
+    beta1: f64,
+    beta2: f64,
+    epsilon: f64,
+    iterations: u64,
+    moments: HashMap<u64, (Tensor, Tensor)>,
+}
+
+impl Adam {
+    /// Adam with this step size and TF.js's defaults for the rest.
+    ///
+    /// ```
+    /// let adam = opforge::train::Adam::new(0.001);
+    /// assert_eq!((adam.learning_rate(), adam.get_beta1(), adam.get_beta2()), (0.001, 0.9, 0.999));
+    /// ```
+    pub fn new(learning_rate: f64) -> Adam {
+        Adam { learning_rate, beta1: 0.9, beta2: 0.999, epsilon: 1e-7, iterations: 0, moments: HashMap::new() }
+    }
+
+    /// Decay of the first moment (default 0.9).
+    ///
+    /// ```
+    /// let adam = opforge::train::Adam::new(0.01).beta1(0.8).beta2(0.99).epsilon(1e-8);
+    /// assert_eq!((adam.get_beta1(), adam.get_beta2(), adam.get_epsilon()), (0.8, 0.99, 1e-8));
+    /// ```
+    pub fn beta1(mut self, beta1: f64) -> Adam {
+        self.beta1 = beta1;
+        self
+    }
+
+    /// Decay of the second moment (default 0.999).
+    ///
+    /// ```
+    /// assert_eq!(opforge::train::Adam::new(0.01).beta2(0.99).get_beta2(), 0.99);
+    /// ```
+    pub fn beta2(mut self, beta2: f64) -> Adam {
+        self.beta2 = beta2;
+        self
+    }
+
+    /// Added to the denominator against division by zero (default 1e-7).
+    ///
+    /// ```
+    /// assert_eq!(opforge::train::Adam::new(0.01).epsilon(1e-3).get_epsilon(), 1e-3);
+    /// ```
+    pub fn epsilon(mut self, epsilon: f64) -> Adam {
+        self.epsilon = epsilon;
+        self
+    }
+
+    /// The first moment's decay.
+    ///
+    /// ```
+    /// assert_eq!(opforge::train::Adam::new(0.01).get_beta1(), 0.9);
+    /// ```
+    pub fn get_beta1(&self) -> f64 {
+        self.beta1
+    }
+
+    /// The second moment's decay.
+    ///
+    /// ```
+    /// assert_eq!(opforge::train::Adam::new(0.01).get_beta2(), 0.999);
+    /// ```
+    pub fn get_beta2(&self) -> f64 {
+        self.beta2
+    }
+
+    /// The denominator's epsilon.
+    ///
+    /// ```
+    /// assert_eq!(opforge::train::Adam::new(0.01).get_epsilon(), 1e-7);
+    /// ```
+    pub fn get_epsilon(&self) -> f64 {
+        self.epsilon
+    }
+
+    /// The step size.
+    ///
+    /// ```
+    /// assert_eq!(opforge::train::Adam::new(0.01).learning_rate(), 0.01);
+    /// ```
+    pub fn learning_rate(&self) -> f64 {
+        self.learning_rate
+    }
+
+    /// Changes the step size for later updates.
+    ///
+    /// ```
+    /// let mut adam = opforge::train::Adam::new(0.01);
+    /// adam.set_learning_rate(0.001);
+    /// assert_eq!(adam.learning_rate(), 0.001);
+    /// ```
+    pub fn set_learning_rate(&mut self, learning_rate: f64) {
+        self.learning_rate = learning_rate;
+    }
+
+    /// Updates applied so far: `t` of the bias correction (TF.js `optimizer.iterations`).
+    ///
+    /// ```
+    /// assert_eq!(opforge::train::Adam::new(0.01).iterations(), 0);
+    /// ```
+    pub fn iterations(&self) -> u64 {
+        self.iterations
+    }
+}
+
+impl Optimizer for Adam {
+    fn apply_gradients(&mut self, vars: &[&Variable], grads: &[Tensor]) -> Result<()> {
+        let values = check_pairs("Adam", vars, grads)?;
+        let t = self.iterations.saturating_add(1).min(i32::MAX as u64) as i32;
+        no_grad(|| {
+            let (b1, b2) = (scalar(self.beta1), scalar(self.beta2));
+            let (one_minus_b1, one_minus_b2) = (scalar(1.0 - self.beta1), scalar(1.0 - self.beta2));
+            // beta^t in f64 from t, where TF.js multiplies an f32 scalar each step.
+            let c1 = scalar(1.0 - self.beta1.powi(t));
+            let c2 = scalar(1.0 - self.beta2.powi(t));
+            let step = scalar(-self.learning_rate);
+            let eps = scalar(self.epsilon);
+            for ((var, value), g) in vars.iter().zip(&values).zip(grads) {
+                let (m, v) = match self.moments.get(&var.id()) {
+                    Some((m, v)) => (
+                        ops::add(&ops::mul(&b1, m)?, &ops::mul(g, &one_minus_b1)?)?,
+                        ops::add(&ops::mul(&b2, v)?, &ops::mul(&ops::square(g)?, &one_minus_b2)?)?,
+                    ),
+                    None => (ops::mul(g, &one_minus_b1)?, ops::mul(&ops::square(g)?, &one_minus_b2)?),
+                };
+                let m_hat = ops::div(&m, &c1)?;
+                let v_hat = ops::div(&v, &c2)?;
+                let update = ops::div(&m_hat, &ops::add(&ops::sqrt(&v_hat)?, &eps)?)?;
+                var.assign(ops::add(&ops::mul(&step, &update)?, value)?)?;
+                self.moments.insert(var.id(), (m, v));
+            }
+            Ok::<(), Error>(())
+        })?;
+        self.iterations += 1;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn var(v: &[f32]) -> Variable {
+        Variable::new(Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap())
+    }
+
+    fn t(v: &[f32]) -> Tensor {
+        Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap()
+    }
+
+    fn close(a: &[f32], b: &[f64], tol: f64) {
+        assert_eq!(a.len(), b.len());
+        for (x, y) in a.iter().zip(b) {
+            assert!((*x as f64 - y).abs() <= tol * (1.0 + y.abs()), "{a:?} vs {b:?}");
+        }
+    }
+
+    /// Gradients for three steps, for two variables.
+    const G: [[[f32; 2]; 2]; 3] = [[[0.5, -1.0], [2.0, 0.0]], [[0.25, 3.0], [-1.0, 0.5]], [[-0.75, 0.1], [1.5, -2.0]]];
+    const W0: [[f32; 2]; 2] = [[1.0, -1.0], [0.5, 2.0]];
+
+    fn run(opt: &mut dyn Optimizer) -> Vec<Vec<f32>> {
+        let vars: Vec<Variable> = W0.iter().map(|w| var(w)).collect();
+        let refs: Vec<&Variable> = vars.iter().collect();
+        for step in G {
+            let grads: Vec<Tensor> = step.iter().map(|g| t(g)).collect();
+            opt.apply_gradients(&refs, &grads).unwrap();
+        }
+        vars.iter().map(|v| v.value().to_vec::<f32>().unwrap()).collect()
+    }
+
+    /// Applies `rule(state, w, g)` elementwise in f64, as the TF.js formulas read.
+    fn reference<S: Default + Clone>(mut rule: impl FnMut(usize, &mut S, &mut f64, f64)) -> Vec<Vec<f64>> {
+        let mut w: Vec<Vec<f64>> = W0.iter().map(|w| w.iter().map(|&x| x as f64).collect()).collect();
+        let mut s = vec![vec![S::default(); 2]; 2];
+        for (t, step) in G.iter().enumerate() {
+            for i in 0..2 {
+                for j in 0..2 {
+                    rule(t + 1, &mut s[i][j], &mut w[i][j], step[i][j] as f64);
+                }
+            }
+        }
+        w
+    }
+
+    #[test]
+    fn sgd_matches_tfjs() {
+        let got = run(&mut Sgd::new(0.1));
+        let want = reference::<()>(|_, _, w, g| *w -= 0.1 * g);
+        for (a, b) in got.iter().zip(&want) {
+            close(a, b, 1e-6);
+        }
+    }
+
+    #[test]
+    fn momentum_matches_tfjs() {
+        for nesterov in [false, true] {
+            let got = run(&mut Momentum::new(0.1, 0.9).nesterov(nesterov));
+            let want = reference::<f64>(|_, a, w, g| {
+                *a = 0.9 * *a + g;
+                *w -= 0.1 * if nesterov { g + 0.9 * *a } else { *a };
+            });
+            for (a, b) in got.iter().zip(&want) {
+                close(a, b, 1e-6);
+            }
+        }
+    }
+
+    #[test]
+    fn adam_matches_tfjs() {
+        let (lr, b1, b2, eps) = (0.01, 0.8, 0.95, 1e-3);
+        let got = run(&mut Adam::new(lr).beta1(b1).beta2(b2).epsilon(eps));
+        let want = reference::<(f64, f64)>(|t, (m, v), w, g| {
+            *m = b1 * *m + (1.0 - b1) * g;
+            *v = b2 * *v + (1.0 - b2) * g * g;
+            let m_hat = *m / (1.0 - b1.powi(t as i32));
+            let v_hat = *v / (1.0 - b2.powi(t as i32));
+            *w -= lr * m_hat / (v_hat.sqrt() + eps);
+        });
+        for (a, b) in got.iter().zip(&want) {
+            close(a, b, 1e-6);
+        }
+    }
+
+    #[test]
+    fn adam_defaults_are_tfjs_defaults() {
+        let adam = Adam::new(0.001);
+        assert_eq!((adam.get_beta1(), adam.get_beta2(), adam.get_epsilon()), (0.9, 0.999, 1e-7));
+        let got = run(&mut Adam::new(0.001));
+        let want = reference::<(f64, f64)>(|t, (m, v), w, g| {
+            *m = 0.9 * *m + 0.1 * g;
+            *v = 0.999 * *v + 0.001 * g * g;
+            *w -= 0.001 * (*m / (1.0 - 0.9f64.powi(t as i32))) / ((*v / (1.0 - 0.999f64.powi(t as i32))).sqrt() + 1e-7);
+        });
+        for (a, b) in got.iter().zip(&want) {
+            close(a, b, 1e-5);
+        }
+    }
+
+    #[test]
+    fn state_is_per_variable() {
+        // Updating `a` alone must not move `b`'s accumulator.
+        let (a, b) = (var(&[0.0]), var(&[0.0]));
+        let mut opt = Momentum::new(1.0, 0.5);
+        opt.apply_gradients(&[&a], &[t(&[1.0])]).unwrap();
+        opt.apply_gradients(&[&b], &[t(&[1.0])]).unwrap();
+        assert_eq!(a.value().to_vec::<f32>().unwrap(), vec![-1.0]);
+        assert_eq!(b.value().to_vec::<f32>().unwrap(), vec![-1.0]);
+        // A clone is the same variable and shares the state.
+        opt.apply_gradients(&[&a.clone()], &[t(&[1.0])]).unwrap();
+        assert_eq!(a.value().to_vec::<f32>().unwrap(), vec![-1.0 - 1.5]);
+    }
+
+    #[test]
+    fn mismatches_are_errors_and_change_nothing() {
+        let (a, b) = (var(&[1.0, 2.0]), var(&[3.0]));
+        let mut adam = Adam::new(0.1);
+        let e = adam.apply_gradients(&[&a, &b], &[t(&[1.0, 1.0])]).unwrap_err().to_string();
+        assert!(e.contains("2 variables but 1 gradients"), "{e}");
+        let e = adam.apply_gradients(&[&a, &b], &[t(&[1.0, 1.0]), t(&[1.0, 1.0])]).unwrap_err().to_string();
+        assert!(e.contains(&format!("variable `{}`", b.name())) && e.contains("f32[2]"), "{e}");
+        let e = Sgd::new(0.1).apply_gradients(&[&a], &[Tensor::from_vec(vec![1i32, 1], &[2]).unwrap()]).unwrap_err();
+        assert!(e.to_string().contains("i32[2]"), "{e}");
+        assert_eq!(a.value().to_vec::<f32>().unwrap(), vec![1.0, 2.0], "nothing was updated");
+        assert_eq!(adam.iterations(), 0);
+    }
+
+    #[test]
+    fn minimize_returns_the_loss_and_steps() {
+        let w = Variable::named("w", t(&[3.0, -1.0]));
+        let mut sgd = Sgd::new(0.1);
+        let loss = sgd.minimize(|| ops::sum(&ops::square(&w.value())?, &[], false), &[&w]).unwrap();
+        assert_eq!(loss.to_scalar::<f32>().unwrap(), 10.0);
+        close(&w.value().to_vec::<f32>().unwrap(), &[3.0 - 0.1 * 6.0, -1.0 + 0.1 * 2.0], 1e-6);
+    }
+
+    #[test]
+    fn updates_are_not_recorded() {
+        // An optimizer step inside a gradient computation adds nothing to it.
+        let w = Variable::new(Tensor::scalar(2.0f32));
+        let dx = crate::grad(|x| {
+            Sgd::new(0.1).apply_gradients(&[&w], &[Tensor::scalar(1.0f32)])?;
+            ops::mul(x, &w.value())
+        })(&Tensor::scalar(1.0f32))
+        .unwrap();
+        assert!((dx.to_scalar::<f32>().unwrap() - 1.9).abs() < 1e-6);
+    }
+}
