@@ -39,7 +39,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 b,
                 format!(
                     "unknown backend `{name}`, expected {expected}{}",
-                    crate::suggest::did_you_mean(&name, BACKENDS.iter().map(|(n, _)| *n))
+                    opforge_spec::did_you_mean(&name, BACKENDS.iter().map(|(n, _)| *n))
                 ),
             );
         }

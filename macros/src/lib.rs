@@ -11,7 +11,6 @@ mod kernel;
 mod op;
 mod signature;
 mod spec;
-mod suggest;
 
 use proc_macro::TokenStream;
 

@@ -251,7 +251,7 @@ impl RegistrationArgs {
                     &opt,
                     format!(
                         "unknown option `{opt}`, expected `override`{}",
-                        crate::suggest::did_you_mean(&opt.to_string(), ["override"])
+                        opforge_spec::did_you_mean(&opt.to_string(), ["override"])
                     ),
                 ));
             }

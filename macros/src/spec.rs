@@ -43,7 +43,7 @@ impl Parse for Args {
                     &key,
                     format!(
                         "unknown option `{key}`, expected `ops = module_name`{}",
-                        crate::suggest::did_you_mean(&key.to_string(), ["ops"])
+                        opforge_spec::did_you_mean(&key.to_string(), ["ops"])
                     ),
                 ));
             }

@@ -48,7 +48,14 @@ pub(crate) fn quoted<S: AsRef<str>>(names: impl IntoIterator<Item = S>) -> Strin
 
 /// "; did you mean `x`?" when a candidate is within edit distance 2 of
 /// `name`, else "". A candidate needing every character changed is no hint.
-pub(crate) fn did_you_mean<S: AsRef<str>>(name: &str, candidates: impl IntoIterator<Item = S>) -> String {
+///
+/// Shared with `opforge-macros`, so the spec and the macros suggest alike.
+///
+/// ```
+/// assert_eq!(opforge_spec::did_you_mean("cpy", ["cpu", "wgpu"]), "; did you mean `cpu`?");
+/// assert_eq!(opforge_spec::did_you_mean("cuda", ["cpu"]), "");
+/// ```
+pub fn did_you_mean<S: AsRef<str>>(name: &str, candidates: impl IntoIterator<Item = S>) -> String {
     let best = candidates
         .into_iter()
         .map(|c| {

@@ -89,6 +89,7 @@ mod rule;
 mod tree;
 mod validate;
 
+pub use diag::did_you_mean;
 pub use model::{
     AttrDef, AttrType, AttrValue, DType, Differentiable, Error, Errors, KernelDef, OutputDType, ShapeRule, Spec,
 };
