@@ -14,7 +14,7 @@
 
 use std::hint::black_box;
 
-use candle_core::{DType as CDType, Device, Tensor as CTensor, Var};
+use candle_core::{Device, Tensor as CTensor, Var};
 use candle_nn::{Optimizer as _, SGD};
 use criterion::Criterion;
 use opforge::train::{Optimizer as _, Sgd};
@@ -115,7 +115,8 @@ impl OpforgeMlp {
         let vars = [&self.w1, &self.b1, &self.w2, &self.b2];
         let (loss, grads) = variable_grads(
             || {
-                let h = ops::relu(&ops::add(&ops::matmul(&self.x, &self.w1.value(), false, false)?, &self.b1.value())?)?;
+                let h =
+                    ops::relu(&ops::add(&ops::matmul(&self.x, &self.w1.value(), false, false)?, &self.b1.value())?)?;
                 let logits = ops::add(&ops::matmul(&h, &self.w2.value(), false, false)?, &self.b2.value())?;
                 losses::softmax_cross_entropy(&self.labels, &logits)
             },
