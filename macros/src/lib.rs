@@ -6,6 +6,8 @@
 //! spanned on the smallest offending token, collected, and emitted together
 //! with the user's item so that one mistake gives one error.
 
+#![warn(missing_docs)]
+
 mod gradient;
 mod kernel;
 mod op;

@@ -50,6 +50,8 @@
 //! # Ok::<(), opforge::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 extern crate self as opforge;
 
 pub mod autodiff;
