@@ -4,20 +4,8 @@
 
 mod common;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-use common::Rng;
+use common::{error_of, Rng};
 use opforge::{ops, DType, Error, Tensor};
-
-/// The error `f` returns; fails the test if it succeeds or panics.
-#[track_caller]
-fn error_of<T: std::fmt::Debug>(f: impl FnOnce() -> opforge::Result<T>) -> Error {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(v)) => panic!("expected an error, got {v:?}"),
-        Ok(Err(e)) => e,
-        Err(_) => panic!("expected an error, got a panic"),
-    }
-}
 
 /// Asserts the error's message contains every part.
 #[track_caller]

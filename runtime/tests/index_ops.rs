@@ -4,9 +4,7 @@
 
 mod common;
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
-use common::{broadcast_offset, f64s, ints, norm_axis, unravel, Arr, Rng};
+use common::{broadcast_offset, error_of, f64s, ints, norm_axis, unravel, Arr, Rng};
 use opforge::{ops, DType, Error, Tensor};
 
 /// NumPy's `argmax` along `axis`: the first maximum, NaN counting as the
@@ -81,16 +79,6 @@ fn tied_f32s(n: usize, nan_every: u64, seed: u64) -> Vec<f32> {
             }
         })
         .collect()
-}
-
-/// The error `f` returns; fails the test if it succeeds or panics.
-#[track_caller]
-fn error_of<T: std::fmt::Debug>(f: impl FnOnce() -> opforge::Result<T>) -> Error {
-    match catch_unwind(AssertUnwindSafe(f)) {
-        Ok(Ok(v)) => panic!("expected an error, got {v:?}"),
-        Ok(Err(e)) => e,
-        Err(_) => panic!("expected an error, got a panic"),
-    }
 }
 
 #[track_caller]

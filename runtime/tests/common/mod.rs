@@ -7,6 +7,16 @@
 
 use opforge::{DType, Tensor};
 
+/// The error `f` returns; fails the test if it succeeds or panics.
+#[track_caller]
+pub fn error_of<T: std::fmt::Debug>(f: impl FnOnce() -> opforge::Result<T>) -> opforge::Error {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(Ok(v)) => panic!("expected an error, got {v:?}"),
+        Ok(Err(e)) => e,
+        Err(_) => panic!("expected an error, got a panic"),
+    }
+}
+
 /// SplitMix64: deterministic test data independent of opforge's own generator.
 pub struct Rng(u64);
 
