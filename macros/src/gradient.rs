@@ -93,7 +93,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
 
             fn __opforge_gradient(
                 __call: &::opforge::__private::GradCall<'_>,
-            ) -> ::opforge::Result<::std::vec::Vec<::opforge::Tensor>> {
+            ) -> ::opforge::Result<::std::vec::Vec<::core::option::Option<::opforge::Tensor>>> {
                 let #function = #fn_ident;
                 #read_args
                 #bindings
@@ -125,8 +125,19 @@ fn grads_count(func: &ItemFn) -> Option<usize> {
     let last = path.path.segments.last()?;
     let PathArguments::AngleBracketed(args) = &last.arguments else { return None };
     let Some(GenericArgument::Type(ok)) = args.args.first() else { return None };
-    let is_tensor =
-        |t: &Type| matches!(t, Type::Path(p) if p.path.segments.last().is_some_and(|s| s.ident == "Tensor"));
+    let is_tensor = |t: &Type| {
+        let Type::Path(p) = t else { return false };
+        let Some(last) = p.path.segments.last() else { return false };
+        match &last.arguments {
+            PathArguments::None => last.ident == "Tensor",
+            // `Option<Tensor>`: a gradient that may be skipped.
+            PathArguments::AngleBracketed(a) if last.ident == "Option" && a.args.len() == 1 => {
+                matches!(a.args.first(), Some(GenericArgument::Type(Type::Path(p)))
+                    if p.path.segments.last().is_some_and(|s| s.ident == "Tensor" && s.arguments.is_none()))
+            }
+            _ => false,
+        }
+    };
     match ok {
         Type::Tuple(t) if t.elems.iter().all(is_tensor) => Some(t.elems.len()),
         Type::Paren(p) if is_tensor(&p.elem) => Some(1),
@@ -154,6 +165,8 @@ mod tests {
             |ret: proc_macro2::TokenStream| super::grads_count(&syn::parse_quote! { fn g() -> #ret { todo!() } });
         assert_eq!(count(quote!(Result<Tensor>)), Some(1));
         assert_eq!(count(quote!(opforge::Result<(opforge::Tensor, Tensor)>)), Some(2));
+        assert_eq!(count(quote!(Result<(Option<Tensor>, Tensor)>)), Some(2));
+        assert_eq!(count(quote!(Result<Option<Tensor>>)), Some(1));
         assert_eq!(count(quote!(Result<()>)), Some(0));
         assert_eq!(count(quote!(Result<MulGrads>)), None);
         assert_eq!(count(quote!(Result<(Tensor, Vec<Tensor>)>)), None);

@@ -38,8 +38,10 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Registers a function as the gradient of kernel `Name`:
 /// `#[gradient(Relu)]` or `#[gradient(Relu, override)]`. Parameters are
-/// named after the kernel's inputs, attributes, output and `dy`; it returns
-/// one tensor per differentiable input.
+/// named after the kernel's inputs, attributes, output, `dy` and `needs`
+/// (the kernel's `NameNeeds`: which inputs want a gradient); it returns one
+/// tensor per differentiable input, or an `Option<Tensor>` that is `None`
+/// where `needs` says the gradient is not wanted.
 #[proc_macro_attribute]
 pub fn gradient(attr: TokenStream, item: TokenStream) -> TokenStream {
     gradient::expand(attr.into(), item.into()).into()

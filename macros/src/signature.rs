@@ -292,7 +292,10 @@ pub(crate) fn kernel_ident(path: &Path) -> Ident {
 pub(crate) fn duplicate_marker(name: String, span: Span) -> TokenStream {
     let marker = Ident::new(&name, span);
     quote_spanned! {span=>
+        // `#[macro_export]` puts the marker at the crate root wherever the
+        // registration is, a function body included.
         #[doc(hidden)]
+        #[allow(non_local_definitions)]
         #[macro_export]
         macro_rules! #marker { () => {}; }
     }

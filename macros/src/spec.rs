@@ -268,6 +268,25 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
         Differentiable::Inputs(names) => (names.iter().collect(), grads(k, names)),
         Differentiable::No { .. } => (Vec::new(), quote!()),
     };
+    // `needs`, for a differentiable kernel: which inputs want a gradient.
+    let (needs_field, needs_value) = if diff_names.is_empty() {
+        (quote!(), quote!())
+    } else {
+        let needs_ty = format_ident!("{}Needs", k.name);
+        let fields = diff_names.iter().map(|n| ident(n));
+        let positions = diff_names.iter().map(|n| k.inputs.iter().position(|i| i == *n).unwrap_or(usize::MAX));
+        (
+            quote! {
+                /// Which differentiable inputs want a gradient.
+                pub needs: #needs_ty,
+            },
+            quote! {
+                needs: #needs_ty {
+                    #( #fields: __call.needs.get(#positions).copied().unwrap_or(true), )*
+                },
+            },
+        )
+    };
     let no_grad_doc = match &k.differentiable {
         Differentiable::No { reason } => format!("Not differentiable: {reason}."),
         Differentiable::Inputs(names) => format!("Differentiable with respect to `{}`.", names.join("`, `")),
@@ -309,6 +328,7 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
             pub #output: &'a ::opforge::Tensor,
             /// The cotangent of the output.
             pub dy: &'a ::opforge::Tensor,
+            #needs_field
         }
 
         #grads
@@ -352,6 +372,7 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
                     #( #attr_idents: #attr_reads, )*
                     #output: __call.output,
                     dy: __call.dy,
+                    #needs_value
                 })
             }
 
@@ -389,14 +410,26 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
 fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
     let name = ident(&k.name);
     let grads_ty = format_ident!("{}Grads", k.name);
+    let needs_ty = format_ident!("{}Needs", k.name);
     let fields: Vec<Ident> = names.iter().map(|n| ident(n)).collect();
     let doc = format!("The gradients of kernel `{}`: one per differentiable input.", k.name);
-    let tensors = names.iter().map(|_| quote!(::opforge::Tensor));
+    let needs_doc = format!(
+        "Which differentiable inputs of kernel `{}` want a gradient. A gradient that takes `needs` may \
+         return `None` for the others (in a tuple of `Option<Tensor>`) and skip computing them.",
+        k.name
+    );
+    let slots: Vec<Ident> = (0..names.len()).map(|i| format_ident!("G{i}")).collect();
     let idx = (0..names.len()).map(syn::Index::from);
     let single = if names.len() == 1 {
         quote! {
             impl ::opforge::__private::IntoGrads<#name> for ::opforge::Tensor {
-                fn into_grads(self) -> ::std::vec::Vec<::opforge::Tensor> {
+                fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> {
+                    ::std::vec![::core::option::Option::Some(self)]
+                }
+            }
+
+            impl ::opforge::__private::IntoGrads<#name> for ::core::option::Option<::opforge::Tensor> {
+                fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> {
                     ::std::vec![self]
                 }
             }
@@ -411,19 +444,25 @@ fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
             #( #[doc = concat!("Gradient with respect to `", stringify!(#fields), "`.")] pub #fields: ::opforge::Tensor, )*
         }
 
+        #[doc = #needs_doc]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub struct #needs_ty {
+            #( #[doc = concat!("Whether `", stringify!(#fields), "` wants a gradient.")] pub #fields: bool, )*
+        }
+
         impl ::opforge::__private::Differentiable for #name {
             type Grads = #grads_ty;
         }
 
         impl ::opforge::__private::IntoGrads<#name> for #grads_ty {
-            fn into_grads(self) -> ::std::vec::Vec<::opforge::Tensor> {
-                ::std::vec![#(self.#fields),*]
+            fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> {
+                ::std::vec![#(::core::option::Option::Some(self.#fields)),*]
             }
         }
 
-        impl ::opforge::__private::IntoGrads<#name> for (#(#tensors,)*) {
-            fn into_grads(self) -> ::std::vec::Vec<::opforge::Tensor> {
-                ::std::vec![#(self.#idx),*]
+        impl<#(#slots: ::opforge::__private::GradSlot),*> ::opforge::__private::IntoGrads<#name> for (#(#slots,)*) {
+            fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> {
+                ::std::vec![#(::opforge::__private::GradSlot::into_slot(self.#idx)),*]
             }
         }
 

@@ -1,6 +1,6 @@
 //! The `attrs` table of a kernel.
 
-use crate::diag::{did_you_mean, quoted, snake_case_problem, Diag};
+use crate::diag::{did_you_mean, quoted, reserved_problem, snake_case_problem, Diag};
 use crate::model::{AttrDef, AttrType, AttrValue, DType};
 use crate::tree::{Entry, Node, Value};
 use crate::validate::{string, unknown_dtype};
@@ -29,6 +29,8 @@ pub(crate) fn attrs(d: &mut Diag, entry: Option<&Entry>, inputs: Option<&[String
     for item in items {
         let name = &item.key;
         if let Some(problem) = snake_case_problem(name) {
+            d.error(item.at, format!("attr name `{name}` {problem}"));
+        } else if let Some(problem) = reserved_problem(name) {
             d.error(item.at, format!("attr name `{name}` {problem}"));
         }
         if inputs.is_some_and(|i| i.contains(name)) {

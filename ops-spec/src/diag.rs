@@ -98,6 +98,20 @@ pub(crate) fn snake_case_problem(name: &str) -> Option<&'static str> {
     }
 }
 
+/// Names a gradient receives besides the kernel's own: its cotangent `dy`
+/// and `needs`, which inputs want a gradient. Inputs, attrs and the output
+/// must not take them.
+pub const RESERVED: [&str; 2] = ["dy", "needs"];
+
+/// Why `name` may not name an input, attr or output, if it may not.
+pub(crate) fn reserved_problem(name: &str) -> Option<String> {
+    RESERVED.contains(&name).then(|| {
+        "is reserved: a gradient receives `dy` (the output's cotangent) and `needs` (which inputs want a gradient) \
+         beside the kernel's inputs, attrs and output; expected another name"
+            .to_owned()
+    })
+}
+
 /// Why `name` is not an UpperCamelCase Rust identifier, if it is not one.
 pub(crate) fn camel_case_problem(name: &str) -> Option<&'static str> {
     let mut chars = name.chars();

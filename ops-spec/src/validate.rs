@@ -5,7 +5,7 @@
 //! only suppresses the checks that refer to it, to avoid follow-on noise.
 
 use crate::attrs::{attrs, Attrs};
-use crate::diag::{camel_case_problem, did_you_mean, quoted, snake_case_problem, Diag};
+use crate::diag::{camel_case_problem, did_you_mean, quoted, reserved_problem, snake_case_problem, Diag};
 use crate::model::{AttrType, DType, Differentiable, KernelDef, OutputDType};
 use crate::rule::{self, Scope};
 use crate::tree::{Entry, Value};
@@ -52,7 +52,19 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
     let attrs = attrs(d, field("attrs"), inputs.as_deref());
     let output = match field("output") {
         None => Some("y".to_owned()),
-        Some(f) => string(d, f).and_then(|s| ident(d, f, s, "output name")),
+        Some(f) => string(d, f).and_then(|s| ident(d, f, s, "output name")).and_then(|s| {
+            if let Some(problem) = reserved_problem(&s) {
+                d.error(at(f), format!("output name `{s}` {problem}"));
+                return None;
+            }
+            let attr = attrs.as_ref().is_some_and(|a| a.scope.iter().any(|(n, _)| *n == s));
+            if attr || inputs.as_ref().is_some_and(|i| i.contains(&s)) {
+                let what = if attr { "an attr" } else { "an input" };
+                d.error(at(f), format!("output `{s}` has the same name as {what}, expected distinct names"));
+                return None;
+            }
+            Some(s)
+        }),
     };
     let dtypes = field("dtypes").and_then(|f| dtypes(d, f));
     let output_dtype = match field("output_dtype") {
@@ -107,6 +119,8 @@ fn inputs(d: &mut Diag, f: &Entry) -> Option<Vec<String>> {
     let mut names: Vec<String> = Vec::new();
     for (name, at) in items {
         if let Some(problem) = snake_case_problem(name) {
+            d.error(at, format!("input name `{name}` {problem}"));
+        } else if let Some(problem) = reserved_problem(name) {
             d.error(at, format!("input name `{name}` {problem}"));
         }
         if names.iter().any(|n| n == name) {

@@ -696,3 +696,30 @@ fn misspelled_index_rules_get_suggestions() {
            `reshape`, `transpose`, `along`, `arg_reduce`, `one_hot`, `broadcast_to`; did you mean `one_hot`?"],
     );
 }
+
+#[test]
+fn names_a_gradient_reserves() {
+    let reserved = "is reserved: a gradient receives `dy` (the output's cotangent) and `needs` (which inputs want a \
+                    gradient) beside the kernel's inputs, attrs and output; expected another name";
+    assert_errors(
+        &edit(ADD, "inputs =", "inputs = [\"a\", \"b\", \"dy\"]"),
+        &[&format!("ops.toml:4:21: input name `dy` {reserved}")],
+    );
+    assert_errors(
+        &edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\" }\nneeds = { type = \"bool\" }"),
+        &[&format!("ops.toml:11:1: attr name `needs` {reserved}")],
+    );
+    assert_errors(&edit(ADD, "doc =", "doc = \"adds\"\noutput = \"dy\""), &[&format!("ops.toml:4:10: output name `dy` {reserved}")]);
+}
+
+#[test]
+fn output_named_like_an_input_or_attr() {
+    assert_errors(
+        &edit(ADD, "doc =", "doc = \"adds\"\noutput = \"b\""),
+        &["ops.toml:4:10: output `b` has the same name as an input, expected distinct names"],
+    );
+    assert_errors(
+        &edit(SUM, "doc =", "doc = \"sums\"\noutput = \"axes\""),
+        &["ops.toml:4:10: output `axes` has the same name as an attr, expected distinct names"],
+    );
+}

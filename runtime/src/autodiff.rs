@@ -181,11 +181,21 @@ fn backward(nodes: &[Node], y: &Tensor, dy: Tensor, sources: &[Tensor]) -> Resul
             continue;
         }
         let Some(dy) = grads.get(&node.output.id()).cloned() else { continue };
-        for (input, g) in input_grads(node, &dy)? {
-            let x = &node.inputs[input];
-            if !reached.contains(&x.id()) {
+        // Only inputs that depend on a source want a gradient; a rule may
+        // skip the others (the data input of a first layer's matmul).
+        let needs: SmallVec<[bool; 4]> = node.inputs.iter().map(|t| reached.contains(&t.id())).collect();
+        for (input, g) in input_grads(node, &dy, &needs)? {
+            if !needs[input] {
                 continue;
             }
+            let x = &node.inputs[input];
+            let Some(g) = g else {
+                return Err(Error::GradientMismatch {
+                    kernel: node.kernel.into(),
+                    input: input_name(node, input),
+                    message: "the gradient returned `None` for an input whose gradient is needed".into(),
+                });
+            };
             check_grad(node, input, x, &g)?;
             let total = match grads.remove(&x.id()) {
                 Some(prev) => ops::add(&prev, &g)?,
@@ -197,8 +207,9 @@ fn backward(nodes: &[Node], y: &Tensor, dy: Tensor, sources: &[Tensor]) -> Resul
     Ok(sources.iter().map(|s| grads.get(&s.id()).cloned()).collect())
 }
 
-/// The gradient of each differentiable input of `node`, by input index.
-fn input_grads(node: &Node, dy: &Tensor) -> Result<Vec<(usize, Tensor)>> {
+/// The gradient of each differentiable input of `node`, by input index;
+/// `None` where the rule skipped an input that `needs` said is not wanted.
+fn input_grads(node: &Node, dy: &Tensor, needs: &[bool]) -> Result<Vec<(usize, Option<Tensor>)>> {
     match &node.backward {
         Backward::Custom(f) => {
             let gs = f(dy)?;
@@ -213,7 +224,7 @@ fn input_grads(node: &Node, dy: &Tensor) -> Result<Vec<(usize, Tensor)>> {
                     ),
                 });
             }
-            Ok(gs.into_iter().enumerate().collect())
+            Ok(gs.into_iter().map(Some).enumerate().collect())
         }
         Backward::Registry { inputs, differentiable } => {
             if differentiable.is_empty() {
@@ -225,8 +236,14 @@ fn input_grads(node: &Node, dy: &Tensor) -> Result<Vec<(usize, Tensor)>> {
                 }
                 other => other,
             })?;
-            let call =
-                GradCall { kernel: node.kernel, inputs: &node.inputs, attrs: &*node.attrs, output: &node.output, dy };
+            let call = GradCall {
+                kernel: node.kernel,
+                inputs: &node.inputs,
+                attrs: &*node.attrs,
+                output: &node.output,
+                dy,
+                needs,
+            };
             let gs = (entry.func)(&call)?;
             Ok(differentiable
                 .iter()
@@ -241,15 +258,19 @@ fn check_grad(node: &Node, input: usize, x: &Tensor, g: &Tensor) -> Result<()> {
     if g.shape() == x.shape() && g.dtype() == x.dtype() {
         return Ok(());
     }
-    let name = match &node.backward {
-        Backward::Registry { inputs, .. } => inputs.get(input).copied().unwrap_or("?").to_owned(),
-        Backward::Custom(_) => format!("#{input}"),
-    };
     Err(Error::GradientMismatch {
         kernel: node.kernel.into(),
-        input: name,
+        input: input_name(node, input),
         message: format!("the gradient is {} but the input is {}", g.meta(), x.meta()),
     })
+}
+
+/// Input `input` of `node` as errors name it.
+fn input_name(node: &Node, input: usize) -> String {
+    match &node.backward {
+        Backward::Registry { inputs, .. } => inputs.get(input).copied().unwrap_or("?").to_owned(),
+        Backward::Custom(_) => format!("#{input}"),
+    }
 }
 
 fn disconnected(what: &str) -> Error {

@@ -79,7 +79,7 @@ pub use engine::{memory, Engine};
 pub use error::{Error, InputDesc, Location, Result};
 pub use opforge_macros::{gradient, kernel, op, spec};
 pub use shape::Shape;
-pub use spec::{Differentiable, IntoGrads, KernelSpec};
+pub use spec::{Differentiable, GradSlot, IntoGrads, KernelSpec};
 pub use tensor::{Tensor, TensorId, TensorMeta};
 pub use variable::Variable;
 
@@ -95,8 +95,8 @@ pub mod __private {
     };
     pub use crate::shape::rules;
     pub use crate::spec::{
-        Checked, Differentiable, FromSpec, GradCall, GradientReturn, IntoGrads, KernelCall, KernelReturn, KernelSpec,
-        ParamCheck, Pass, SpecNames,
+        Checked, Differentiable, FromSpec, GradCall, GradSlot, GradientReturn, IntoGrads, KernelCall, KernelReturn,
+        KernelSpec, ParamCheck, Pass, SpecNames,
     };
     pub use crate::{BackendId, Location};
     pub use linkme;

@@ -27,7 +27,7 @@ use crate::{BackendId, DType, Error, Location, Result, Tensor, TensorMeta};
 /// A type-erased kernel: what [`KernelEntry::func`] points to.
 pub type KernelFn = dyn Fn(&KernelCall<'_>) -> Result<Tensor> + Send + Sync;
 /// A type-erased gradient: returns one tensor per differentiable input.
-pub type GradientFn = dyn Fn(&GradCall<'_>) -> Result<Vec<Tensor>> + Send + Sync;
+pub type GradientFn = dyn Fn(&GradCall<'_>) -> Result<Vec<Option<Tensor>>> + Send + Sync;
 
 /// One registered kernel.
 pub struct KernelEntry {

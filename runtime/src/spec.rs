@@ -70,16 +70,42 @@ pub trait Differentiable: KernelSpec {
 }
 
 /// What a `#[gradient]` function may return: the kernel's `Grads` struct, or a
-/// tuple (a bare `Tensor` for one input) with one tensor per differentiable
-/// input, in spec order.
+/// tuple (a bare `Tensor` for one input) with one entry per differentiable
+/// input, in spec order. An entry may be an `Option<Tensor>`: `None` for an
+/// input whose gradient nobody asked for (see the gradient's `needs`).
 #[diagnostic::on_unimplemented(
     message = "wrong gradient arity: `{Self}` does not give one tensor per differentiable input of kernel `{K}`",
     label = "expected one tensor per differentiable input of `{K}`",
     note = "return `{K}Grads`, or a tuple with one `Tensor` per differentiable input in spec order"
 )]
 pub trait IntoGrads<K: KernelSpec> {
-    /// The gradients in spec order.
-    fn into_grads(self) -> Vec<Tensor>;
+    /// The gradients in spec order; `None` where one was skipped.
+    fn into_grads(self) -> Vec<Option<Tensor>>;
+}
+
+/// One entry of a gradient tuple: a `Tensor`, or an `Option<Tensor>` that is
+/// `None` for an input whose gradient is not needed.
+#[diagnostic::on_unimplemented(
+    message = "a gradient gives a `Tensor` or an `Option<Tensor>` per differentiable input, not `{Self}`",
+    label = "expected `Tensor` or `Option<Tensor>`"
+)]
+pub trait GradSlot {
+    /// The gradient, if one was computed.
+    fn into_slot(self) -> Option<Tensor>;
+}
+
+impl GradSlot for Tensor {
+    #[inline]
+    fn into_slot(self) -> Option<Tensor> {
+        Some(self)
+    }
+}
+
+impl GradSlot for Option<Tensor> {
+    #[inline]
+    fn into_slot(self) -> Option<Tensor> {
+        self
+    }
 }
 
 /// A kernel invocation with its types erased, as stored kernels receive it.
@@ -110,6 +136,9 @@ pub struct GradCall<'a> {
     pub output: &'a Tensor,
     /// The cotangent of the output.
     pub dy: &'a Tensor,
+    /// Per input, in spec order: whether its gradient is needed. A
+    /// gradient may skip the others.
+    pub needs: &'a [bool],
 }
 
 // Compile-time checks emitted by `#[kernel]` and `#[gradient]`. rustc
@@ -202,15 +231,20 @@ impl ParamCheck {
     /// A gradient parameter must name an input, an attribute, the output or `dy`.
     pub const fn gradient_param(k: SpecNames, name: &str, given: &[&str]) -> Self {
         let mut m = Self::new();
-        let known = contains(k.inputs, name) || contains(k.attrs, name) || eq(k.output, name) || eq("dy", name);
+        let known = contains(k.inputs, name)
+            || contains(k.attrs, name)
+            || eq(k.output, name)
+            || eq("dy", name)
+            || eq("needs", name);
         if !known {
             m.push("unknown parameter `").push(name).push("`: the gradient of `").push(k.name).push("` may take its ");
             m.names(k.inputs, "input", "inputs").push(", ");
             if !k.attrs.is_empty() {
                 m.names(k.attrs, "attribute", "attributes").push(", ");
             }
-            m.push("its output `").push(k.output).push("` and `dy`, the cotangent of the output");
-            m.suggest(name, &[k.inputs, k.attrs, &[k.output, "dy"]], given);
+            m.push("its output `").push(k.output).push("`, `dy`, the cotangent of the output, and `needs`, ");
+            m.push("which inputs want a gradient");
+            m.suggest(name, &[k.inputs, k.attrs, &[k.output, "dy", "needs"]], given);
         }
         m
     }
@@ -481,12 +515,12 @@ impl<T> KernelReturn<T> for T {
     label = "wrong return type for a gradient of `{K}`"
 )]
 pub trait GradientReturn<K> {
-    fn grads(self) -> Result<Vec<Tensor>>;
+    fn grads(self) -> Result<Vec<Option<Tensor>>>;
 }
 
 #[diagnostic::do_not_recommend]
 impl<K: KernelSpec, G: IntoGrads<K>> GradientReturn<K> for Result<G> {
-    fn grads(self) -> Result<Vec<Tensor>> {
+    fn grads(self) -> Result<Vec<Option<Tensor>>> {
         self.map(G::into_grads)
     }
 }
@@ -532,14 +566,15 @@ mod tests {
 
     #[test]
     fn gradient_parameters() {
-        for name in ["a", "transpose_b", "y", "dy"] {
+        for name in ["a", "transpose_b", "y", "dy", "needs"] {
             assert_eq!(message(ParamCheck::gradient_param(MATMUL, name, &[name])), None, "{name}");
         }
         assert_eq!(
             message(ParamCheck::gradient_param(CAST, "dz", &["dz"])).as_deref(),
             Some(
                 "unknown parameter `dz`: the gradient of `Cast` may take its input `x`, attribute `dtype`, \
-                 its output `y` and `dy`, the cotangent of the output; did you mean `dy`?"
+                 its output `y`, `dy`, the cotangent of the output, and `needs`, which inputs want a gradient; \
+                 did you mean `dy`?"
             )
         );
     }
