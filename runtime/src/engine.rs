@@ -147,7 +147,7 @@ impl Drop for OpScope {
     }
 }
 
-/// Live tensors' memory on one backend.
+/// Live tensors' memory on one backend, and what its buffer pool holds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BackendMemory {
     /// The backend.
@@ -156,9 +156,14 @@ pub struct BackendMemory {
     pub buffers: usize,
     /// Bytes those buffers hold.
     pub bytes: usize,
+    /// Freed buffers the backend keeps for reuse (see [`trim_pool`]).
+    pub pooled_buffers: usize,
+    /// Bytes those pooled buffers hold.
+    pub pooled_bytes: usize,
 }
 
-/// Memory held by live tensors, per backend (TF.js `tf.memory()`).
+/// Memory held by live tensors, per backend (TF.js `tf.memory()`), and by
+/// each backend's pool of freed buffers.
 ///
 /// ```
 /// let before = opforge::memory()[0];
@@ -170,5 +175,34 @@ pub struct BackendMemory {
 /// ```
 pub fn memory() -> Vec<BackendMemory> {
     let (buffers, bytes) = crate::backend::cpu::memory();
-    vec![BackendMemory { backend: BackendId::Cpu, buffers, bytes }]
+    let (pooled_buffers, pooled_bytes) = crate::backend::cpu::pool::pooled();
+    vec![BackendMemory { backend: BackendId::Cpu, buffers, bytes, pooled_buffers, pooled_bytes }]
+}
+
+/// Frees every buffer the backends keep for reuse. Large outputs come from
+/// a bounded pool (see [`set_pool_limit`]); this returns its memory to the
+/// system, for instance after a phase that used unusually large tensors.
+///
+/// ```
+/// let big = opforge::Tensor::zeros(&[1 << 20], opforge::DType::F32)?; // 4 MiB
+/// drop(big); // pooled for the next output of that size
+/// opforge::trim_pool();
+/// assert_eq!(opforge::memory()[0].pooled_bytes, 0);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn trim_pool() {
+    crate::backend::cpu::pool::trim_to(0);
+}
+
+/// Bounds the bytes each backend's pool keeps (256 MiB by default), frees
+/// what is over the new bound, and returns the previous bound. `0` turns
+/// pooling off.
+///
+/// ```
+/// let previous = opforge::set_pool_limit(64 << 20);
+/// assert!(opforge::memory()[0].pooled_bytes <= 64 << 20);
+/// opforge::set_pool_limit(previous);
+/// ```
+pub fn set_pool_limit(bytes: usize) -> usize {
+    crate::backend::cpu::pool::set_limit(bytes)
 }

@@ -75,7 +75,7 @@ mod variable;
 pub use autodiff::{custom_grad, grad, grads, no_grad, value_and_grad, value_and_grads, variable_grads};
 pub use backend::BackendId;
 pub use dtype::{DType, Element};
-pub use engine::{memory, Engine};
+pub use engine::{memory, set_pool_limit, trim_pool, BackendMemory, Engine};
 pub use error::{Error, InputDesc, Location, Result};
 pub use opforge_macros::{gradient, kernel, op, spec};
 pub use shape::Shape;

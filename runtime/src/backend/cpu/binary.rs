@@ -7,7 +7,7 @@
 
 use smallvec::SmallVec;
 
-use super::{for_rows, map, unsupported, CpuTensor};
+use super::{for_rows, map, output, unsupported, CpuTensor};
 use crate::kernels::{
     Add, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow, RealDiv, Sub,
 };
@@ -62,7 +62,7 @@ pub(crate) fn binary<T: Element, U: Element>(
         let data = if n < super::PAR_THRESHOLD {
             av.iter().zip(bv).map(|(&x, &y)| f(x, y)).collect()
         } else {
-            let mut o = vec![U::default(); n];
+            let mut o = output::<U>(n);
             for_rows(&mut o, 1, n, |start, chunk| {
                 let end = start + chunk.len();
                 for ((o, &x), &y) in chunk.iter_mut().zip(&av[start..end]).zip(&bv[start..end]) {
@@ -85,7 +85,7 @@ pub(crate) fn binary<T: Element, U: Element>(
         collapse(&out.shape, &broadcast_strides(a.shape(), &out.shape), &broadcast_strides(b.shape(), &out.shape));
     let inner = dims[dims.len() - 1];
     let (ia, ib) = (sa[sa.len() - 1], sb[sb.len() - 1]);
-    let mut data = vec![U::default(); n];
+    let mut data = output::<U>(n);
     for_rows(&mut data, inner, n, |start, chunk| {
         for (r, row) in chunk.chunks_mut(inner).enumerate() {
             // Offsets of this output row in each input.

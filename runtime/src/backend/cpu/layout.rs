@@ -1,6 +1,6 @@
 //! Kernels that move or reinterpret data: `Reshape`, `Transpose`, `Cast`, `BroadcastTo`.
 
-use super::{for_rows, unsupported, CpuTensor};
+use super::{for_rows, output, unsupported, CpuTensor};
 use crate::kernels::{Cast, Reshape, Transpose};
 use crate::shape::{rules::permutation, strides};
 use crate::{kernel, DType, Element, Result, TensorMeta};
@@ -19,7 +19,7 @@ pub(crate) fn permute<T: Element>(x: &CpuTensor, perm: &[usize]) -> Result<Vec<T
     let dims: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
     let from: Vec<usize> = perm.iter().map(|&p| own[p]).collect();
     let n = src.len();
-    let mut out = vec![T::default(); n];
+    let mut out = output::<T>(n);
     let Some(&inner) = dims.last() else {
         out.copy_from_slice(src);
         return Ok(out);
@@ -90,7 +90,7 @@ fn broadcast<T: Element>(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
     let from = broadcast_strides(x.shape(), &out.shape);
     let (dims, from, _) = collapse(&out.shape, &from, &from);
     let (inner, step) = (dims[dims.len() - 1], from[from.len() - 1]);
-    let mut data = vec![T::default(); n];
+    let mut data = output::<T>(n);
     for_rows(&mut data, inner, n, |start, chunk| {
         for (r, row) in chunk.chunks_mut(inner).enumerate() {
             let mut rest = start / inner + r;

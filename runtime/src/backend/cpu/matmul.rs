@@ -24,9 +24,10 @@ fn batch_matmul(
     let (ra, rb, ro) = (sa.len(), sb.len(), so.len());
     let (m, n) = (so[ro - 2], so[ro - 1]);
     let k = if transpose_a { sa[ra - 2] } else { sa[ra - 1] };
-    let mut data = vec![0.0f32; out.numel()];
+    let mut data = super::output::<f32>(out.numel());
     // Also when a batch dim is 0: then `m * n * k` need not even fit in usize.
     if m == 0 || n == 0 || k == 0 || data.is_empty() {
+        data.fill(0.0); // An empty sum: k == 0 leaves an m x n output of zeros.
         return CpuTensor::from_vec(&out.shape, data);
     }
     // Element (i, p) of op(a) and (p, j) of op(b), as row and column strides.
@@ -53,7 +54,7 @@ fn batch_matmul(
         // `rhs` op(b) as k x n with (b_rs, b_cs): the largest index reached is
         // (m-1)*a_rs + (k-1)*a_cs = m*k - 1 (and k*n - 1), inside the slices.
         // `dst` is m x n, row-major, exclusively borrowed. `read_dst` is false,
-        // so its zeroed contents are not read.
+        // so its old contents are not read.
         unsafe {
             gemm::gemm(
                 m,

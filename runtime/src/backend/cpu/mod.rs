@@ -4,6 +4,7 @@ mod binary;
 mod index;
 mod layout;
 mod matmul;
+pub(crate) mod pool;
 mod reduce;
 mod softmax;
 mod unary;
@@ -95,6 +96,8 @@ pub(crate) fn memory() -> (usize, usize) {
     accounting::totals()
 }
 
+pub(crate) use pool::output;
+
 #[derive(Debug)]
 enum Data {
     F32(Vec<f32>),
@@ -145,14 +148,20 @@ impl CpuBuffer {
 impl Drop for CpuBuffer {
     fn drop(&mut self) {
         accounting::record(-1, -(self.bytes() as isize));
+        match &mut self.0 {
+            Data::F32(v) => pool::give_back(std::mem::take(v)),
+            Data::I32(v) => pool::give_back(std::mem::take(v)),
+            Data::Bool(v) => pool::give_back(std::mem::take(v)),
+        }
     }
 }
 
 /// Moves typed vectors in and out of [`CpuBuffer`]s; a supertrait of every [`Element`].
 #[doc(hidden)]
-pub trait CpuElement: Sized {
+pub trait CpuElement: Sized + 'static {
     fn into_buffer(v: Vec<Self>) -> CpuBuffer;
     fn slice(b: &CpuBuffer) -> Option<&[Self]>;
+    fn free_list() -> &'static pool::FreeList<Self>;
 }
 
 macro_rules! cpu_element {
@@ -166,6 +175,10 @@ macro_rules! cpu_element {
                     Data::$v(v) => Some(v),
                     _ => None,
                 }
+            }
+            fn free_list() -> &'static pool::FreeList<Self> {
+                static FREE: pool::FreeList<$t> = pool::FreeList::new();
+                &FREE
             }
         }
     )*};
@@ -261,7 +274,7 @@ pub(crate) fn map<T: Element, U: Element>(x: &[T], f: impl Fn(T) -> U + Sync) ->
         return x.iter().map(|&v| f(v)).collect();
     }
     use rayon::prelude::*;
-    let mut out = vec![U::default(); x.len()];
+    let mut out = output::<U>(x.len());
     out.par_chunks_mut(PAR_CHUNK).zip(x.par_chunks(PAR_CHUNK)).for_each(|(o, x)| {
         for (o, &x) in o.iter_mut().zip(x) {
             *o = f(x);

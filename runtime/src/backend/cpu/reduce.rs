@@ -115,7 +115,8 @@ fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: &[i64], out: &TensorMeta)
         data = &moved;
     }
     let n = out.numel();
-    let mut result = vec![F::INIT; n];
+    let mut result = super::output::<T>(n);
+    result.fill(F::INIT);
     if r == 0 || n == 0 {
         return Ok((result, r));
     }

@@ -16,7 +16,7 @@ fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     })?;
     let len = shape[axis];
     let inner: usize = shape[axis + 1..].iter().product();
-    let mut data = vec![0.0f32; src.len()];
+    let mut data = super::output::<f32>(src.len());
     if len == 0 || src.is_empty() {
         return CpuTensor::from_vec(&out.shape, data);
     }
