@@ -8,6 +8,7 @@ pub(crate) mod pool;
 mod reduce;
 mod softmax;
 mod unary;
+mod vmath;
 
 use std::sync::Arc;
 

@@ -40,11 +40,39 @@ f32_unary! {
     Sqrt => sqrt: f32::sqrt;
     Rsqrt => rsqrt: |v| 1.0 / v.sqrt();
     Square => square: |v| v * v;
-    Exp => exp: f32::exp;
-    Log => log: f32::ln;
     Sin => sin: f32::sin;
     Cos => cos: f32::cos;
-    Tanh => tanh: f32::tanh;
-    Sigmoid => sigmoid: |v| 1.0 / (1.0 + (-v).exp());
     Relu => relu: |v| if v > 0.0 { v } else { 0.0 };
+}
+
+/// f32 kernels backed by a [`super::vmath`] slice function, applied to whole
+/// chunks: on the calling thread below [`super::PAR_THRESHOLD`] elements, in
+/// [`super::PAR_CHUNK`] pieces on rayon above.
+macro_rules! vmath_unary {
+    ($($kernel:ident => $name:ident: $f:path;)*) => {$(
+        #[kernel($kernel, cpu)]
+        fn $name(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+            CpuTensor::from_vec(&out.shape, vmath_map(x.as_slice::<f32>()?, $f))
+        }
+    )*};
+}
+
+vmath_unary! {
+    Exp => exp: super::vmath::exp;
+    Log => log: super::vmath::ln;
+    Tanh => tanh: super::vmath::tanh;
+    Sigmoid => sigmoid: super::vmath::sigmoid;
+}
+
+/// `f(x, out)` into a new vector, split across rayon above the threshold.
+fn vmath_map(x: &[f32], f: fn(&[f32], &mut [f32])) -> Vec<f32> {
+    // Initialised memory (pooled or zeroed), which `f`'s `&mut [f32]` needs.
+    let mut out = super::output::<f32>(x.len());
+    if x.len() < super::PAR_THRESHOLD {
+        f(x, &mut out);
+    } else {
+        use rayon::prelude::*;
+        out.par_chunks_mut(super::PAR_CHUNK).zip(x.par_chunks(super::PAR_CHUNK)).for_each(|(o, x)| f(x, o));
+    }
+    out
 }

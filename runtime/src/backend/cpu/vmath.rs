@@ -1,0 +1,583 @@
+//! Vectorizable f32 `exp`, `ln`, `tanh` and `sigmoid` over slices.
+//!
+//! Each function is branch-free: a range reduction, a Cephes-style polynomial,
+//! exponent arithmetic through `to_bits`/`from_bits`, and selects rather than
+//! branches for the special values, so LLVM vectorizes the loop over a slice.
+//! Every slice function is compiled twice: a portable copy (SSE2 on x86_64)
+//! and, on x86_64 CPUs that have AVX2 and FMA, a copy that evaluates with
+//! fused multiply-adds on 8 lanes. The copy is chosen once per process.
+//!
+//! Special values follow `f32::exp`, `f32::ln` and `f32::tanh`: NaN gives NaN,
+//! `exp(+inf) = inf`, `exp(-inf) = 0`, overflow gives `inf`, results below
+//! `f32::MIN_POSITIVE` are subnormal (scaled exactly, rounded once) and round
+//! to 0 below 2^-150 (no flush to zero); `ln(±0) = -inf`, `ln(x < 0) = NaN`,
+//! `ln(inf) = inf`, subnormal inputs to `ln` are rescaled and as accurate as
+//! normal ones; `tanh(±inf) = ±1`, `tanh(-0) = -0`, and `tanh` of small `|x|`
+//! is `x + x^3 P(x^2)`, accurate relative to `x` down to subnormals.
+//!
+//! # Accuracy
+//!
+//! Maximum error against the f64 function rounded to f32, in ULPs of f32
+//! (distance between bit patterns in value order, ±0 equal). Measured over
+//! all 2^32 inputs, for both copies, by the ignored test `exhaustive_all`
+//! below (minutes in release); the unit tests and `tests/vmath_accuracy.rs`
+//! (every 257th bit pattern, through the public ops) assert the same bounds.
+//!
+//! | function  | portable | AVX2+FMA | where it holds |
+//! |-----------|----------|----------|----------------|
+//! | `exp`     | 1 ULP    | 1 ULP    | all inputs, subnormal results included |
+//! | `ln`      | 1 ULP    | 1 ULP    | all inputs, subnormal inputs included |
+//! | `tanh`    | 1 ULP    | 1 ULP    | all inputs |
+//! | `sigmoid` | 2 ULP    | 2 ULP    | `x >= -87.33`, where the result is at least `f32::MIN_POSITIVE` |
+//!
+//! Below `x = -87.33`, `sigmoid` computes `1 / (1 + exp(-x))` like the scalar
+//! formula: the result is subnormal, then 0 once `exp(-x)` overflows
+//! (`x < -88.72`); the absolute error there is at most 2^-128, below
+//! `f32::MIN_POSITIVE` (2^-126), which is what the tests assert.
+
+#[cfg(target_arch = "x86_64")]
+use std::sync::OnceLock;
+
+/// `a * b + c`: fused (one rounding) in the FMA copy; two roundings in the
+/// portable one, where `f32::mul_add` would call the slow software `fmaf`.
+#[inline(always)]
+fn fma<const FMA: bool>(a: f32, b: f32, c: f32) -> f32 {
+    if FMA {
+        a.mul_add(b, c)
+    } else {
+        a * b + c
+    }
+}
+
+/// The polynomial `c[0] x^(n-1) + ... + c[n-1]` by Horner's rule.
+#[inline(always)]
+fn horner<const FMA: bool, const N: usize>(x: f32, c: [f32; N]) -> f32 {
+    let mut acc = c[0];
+    for &k in &c[1..] {
+        acc = fma::<FMA>(acc, x, k);
+    }
+    acc
+}
+
+/// `2^n` for `n` in `-126..=127` (other `n` give garbage, never a panic).
+#[inline(always)]
+fn pow2i(n: i32) -> f32 {
+    f32::from_bits((n.wrapping_add(127) as u32) << 23)
+}
+
+/// High part of ln 2: 9 significant bits, so `n * LN2_HI` is exact for `|n| < 2^15`.
+const LN2_HI: f32 = 0.693_359_4;
+/// `ln 2 - LN2_HI`.
+const LN2_LO: f32 = -2.121_944_4e-4;
+/// 1.5 * 2^23: adding it to `|v| < 2^22` leaves `round(v)` in the low mantissa bits.
+const ROUND_MAGIC: f32 = 12_582_912.0;
+/// Below this, `e^x < 2^-150` rounds to 0.
+const EXP_MIN: f32 = -104.0;
+/// Above this, `e^x` overflows (`ln(f32::MAX)` is 88.72).
+const EXP_MAX: f32 = 89.0;
+/// Cephes `expf`: `e^r = 1 + r + r^2 P(r)` for `|r| <= ln(2) / 2`.
+const EXP_P: [f32; 6] = [1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 1.666_666_6e-1, 0.5];
+
+/// `e^x` for one value.
+#[inline(always)]
+fn exp_one<const FMA: bool>(x: f32) -> f32 {
+    // Clamp by comparisons so that NaN passes through (`f32::max` would drop it).
+    let x = if x < EXP_MIN { EXP_MIN } else { x };
+    let x = if x > EXP_MAX { EXP_MAX } else { x };
+    // x = n ln 2 + r with n = round(x / ln 2), |r| <= ln(2) / 2.
+    let t = fma::<FMA>(x, std::f32::consts::LOG2_E, ROUND_MAGIC);
+    let n = t.to_bits().wrapping_sub(ROUND_MAGIC.to_bits()) as i32;
+    let nf = t - ROUND_MAGIC;
+    let r = fma::<FMA>(nf, -LN2_HI, x);
+    let r = fma::<FMA>(nf, -LN2_LO, r);
+    let p = fma::<FMA>(horner::<FMA, 6>(r, EXP_P), r * r, r) + 1.0;
+    // n is in -150..=128, beyond one exponent field: scale in two exact-range
+    // steps; the first is exact, the second rounds a subnormal result once and
+    // overflows to infinity when it should.
+    let n1 = n >> 1;
+    p * pow2i(n1) * pow2i(n.wrapping_sub(n1))
+}
+
+/// Bits of `sqrt(1/2)` rounded to f32: `ln` splits `x = 2^k m` with `m` from here to `sqrt(2)`.
+const SQRT_HALF_BITS: u32 = 0x3f35_04f3;
+/// Cephes `logf`: `ln(1 + f) = f - f^2 / 2 + f^3 P(f)` for `sqrt(1/2) - 1 <= f < sqrt(2) - 1`.
+const LN_P: [f32; 9] = [
+    7.037_683_6e-2,
+    -1.151_461e-1,
+    1.167_699_84e-1,
+    -1.242_014_1e-1,
+    1.424_932_3e-1,
+    -1.666_805_7e-1,
+    2.000_071_4e-1,
+    -2.499_999_4e-1,
+    3.333_333e-1,
+];
+
+/// Natural logarithm of one value.
+#[inline(always)]
+fn ln_one<const FMA: bool>(x: f32) -> f32 {
+    // Subnormals: scale into the normal range and take 23 off the exponent.
+    let subnormal = x < f32::MIN_POSITIVE;
+    let xs = if subnormal { x * 8_388_608.0 } else { x };
+    // Offsetting the bits by those of sqrt(1/2) moves the exponent step there:
+    // xs = 2^k m with m in [sqrt(1/2), sqrt(2)), and f = m - 1 exactly.
+    let ix = xs.to_bits().wrapping_sub(SQRT_HALF_BITS);
+    let k = ((ix as i32) >> 23) - if subnormal { 23 } else { 0 };
+    let m = f32::from_bits((ix & 0x007f_ffff) + SQRT_HALF_BITS);
+    let f = m - 1.0;
+    let kf = k as f32;
+    let z = f * f;
+    let y = horner::<FMA, 9>(f, LN_P) * f * z;
+    let y = fma::<FMA>(kf, LN2_LO, y);
+    let y = fma::<FMA>(z, -0.5, y);
+    let r = fma::<FMA>(kf, LN2_HI, f + y);
+    // Special values, last to first priority.
+    let r = if x == f32::INFINITY { x } else { r };
+    let r = if x == 0.0 { f32::NEG_INFINITY } else { r };
+    let r = if x < 0.0 { f32::NAN } else { r };
+    if x.is_nan() {
+        x
+    } else {
+        r
+    }
+}
+
+/// Below this `|x|`, `tanh` uses its odd polynomial; above, `1 - 2 / (e^2|x| + 1)`.
+const TANH_SMALL: f32 = 0.625;
+/// Above this `|x|`, `tanh(x)` rounds to ±1.
+const TANH_ONE: f32 = 10.0;
+/// Cephes `tanhf`: `tanh(x) = x + x^3 P(x^2)` for `|x| < 0.625`.
+const TANH_P: [f32; 5] = [-5.704_988_7e-3, 2.063_908_8e-2, -5.373_971_5e-2, 1.333_144_2e-1, -3.333_328e-1];
+
+/// Hyperbolic tangent of one value.
+#[inline(always)]
+fn tanh_one<const FMA: bool>(x: f32) -> f32 {
+    let a = x.abs();
+    let a = if a > TANH_ONE { TANH_ONE } else { a };
+    let z = a * a;
+    let small = fma::<FMA>(horner::<FMA, 5>(z, TANH_P) * z, a, a);
+    let large = 1.0 - 2.0 / (exp_one::<FMA>(a + a) + 1.0);
+    // tanh is odd: the sign of x also makes tanh(-0) = -0.
+    (if a < TANH_SMALL { small } else { large }).copysign(x)
+}
+
+/// Logistic sigmoid `1 / (1 + e^-x)` of one value.
+#[inline(always)]
+fn sigmoid_one<const FMA: bool>(x: f32) -> f32 {
+    1.0 / (1.0 + exp_one::<FMA>(-x))
+}
+
+/// A function of this module on one value, in its FMA or portable copy.
+trait Func {
+    /// The function at `x`; `FMA` only where the CPU has fused multiply-adds.
+    fn eval<const FMA: bool>(x: f32) -> f32;
+}
+
+/// A unit struct per function, implementing [`Func`] with its `*_one`.
+macro_rules! funcs {
+    ($($(#[$doc:meta])* $ty:ident => $one:ident;)*) => {$(
+        $(#[$doc])*
+        struct $ty;
+        impl Func for $ty {
+            #[inline(always)]
+            fn eval<const FMA: bool>(x: f32) -> f32 {
+                $one::<FMA>(x)
+            }
+        }
+    )*};
+}
+
+funcs! {
+    /// [`exp`]'s element function.
+    Exp => exp_one;
+    /// [`ln`]'s element function.
+    Ln => ln_one;
+    /// [`tanh`]'s element function.
+    Tanh => tanh_one;
+    /// [`sigmoid`]'s element function.
+    Sigmoid => sigmoid_one;
+}
+
+/// `dst[i] = F(src[i])`: the loop LLVM vectorizes, inlined into each copy.
+#[inline(always)]
+fn run<F: Func, const FMA: bool>(src: &[f32], dst: &mut [f32]) {
+    for (d, &s) in dst.iter_mut().zip(src) {
+        *d = F::eval::<FMA>(s);
+    }
+}
+
+/// [`run`] compiled for AVX2 and FMA, with fused multiply-adds.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn run_avx2_fma<F: Func>(src: &[f32], dst: &mut [f32]) {
+    run::<F, true>(src, dst);
+}
+
+/// Whether this CPU has AVX2 and FMA, detected once.
+#[cfg(target_arch = "x86_64")]
+fn has_avx2_fma() -> bool {
+    /// The detection result, set on first use.
+    static HAS: OnceLock<bool> = OnceLock::new();
+    *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
+}
+
+/// [`run`] in the best copy this CPU can execute.
+fn dispatch<F: Func>(src: &[f32], dst: &mut [f32]) {
+    assert_eq!(src.len(), dst.len(), "vmath: source and destination lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: `has_avx2_fma` checked at run time that this CPU supports
+        // every feature `run_avx2_fma` is compiled with (avx2, fma).
+        return unsafe { run_avx2_fma::<F>(src, dst) };
+    }
+    run::<F, false>(src, dst);
+}
+
+/// `dst[i] = e^src[i]`, within 1 ULP. Panics if the lengths differ.
+pub(crate) fn exp(src: &[f32], dst: &mut [f32]) {
+    dispatch::<Exp>(src, dst);
+}
+
+/// `dst[i] = ln(src[i])`, within 1 ULP. Panics if the lengths differ.
+pub(crate) fn ln(src: &[f32], dst: &mut [f32]) {
+    dispatch::<Ln>(src, dst);
+}
+
+/// `dst[i] = tanh(src[i])`, within 1 ULP. Panics if the lengths differ.
+pub(crate) fn tanh(src: &[f32], dst: &mut [f32]) {
+    dispatch::<Tanh>(src, dst);
+}
+
+/// `dst[i] = 1 / (1 + e^-src[i])`, within 2 ULP for results of at least
+/// `f32::MIN_POSITIVE`. Panics if the lengths differ.
+pub(crate) fn sigmoid(src: &[f32], dst: &mut [f32]) {
+    dispatch::<Sigmoid>(src, dst);
+}
+
+#[cfg(test)]
+/// Both copies against f64 references, special values, and ignored measurements.
+mod tests {
+    use super::*;
+
+    /// A slice function of one copy.
+    type SliceFn = fn(&[f32], &mut [f32]);
+    /// A reference function in f64.
+    type Ref = fn(f64) -> f64;
+    /// A scalar f32 function.
+    type Scalar = fn(f32) -> f32;
+
+    /// The copies of `F` this CPU can run, by name.
+    fn copies<F: Func>() -> Vec<(&'static str, SliceFn)> {
+        let mut v: Vec<(&'static str, SliceFn)> = vec![("portable", run::<F, false>)];
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2_fma() {
+            // SAFETY: this CPU has avx2 and fma, checked just above.
+            v.push(("avx2+fma", |s, d| unsafe { run_avx2_fma::<F>(s, d) }));
+        } else {
+            eprintln!("vmath: no avx2+fma on this CPU, testing the portable copy only");
+        }
+        v
+    }
+
+    /// Position of `x` among f32 values in order, ±0 both at 0.
+    fn ordinal(x: f32) -> i64 {
+        let b = x.to_bits();
+        let mag = i64::from(b & 0x7fff_ffff);
+        if b >> 31 == 1 {
+            -mag
+        } else {
+            mag
+        }
+    }
+
+    /// ULPs between `got` and `want`: 0 for two NaNs, `u64::MAX` for one.
+    fn ulps(got: f32, want: f32) -> u64 {
+        match (got.is_nan(), want.is_nan()) {
+            (true, true) => 0,
+            (false, false) => ordinal(got).abs_diff(ordinal(want)),
+            _ => u64::MAX,
+        }
+    }
+
+    /// `f` at `x`, rounded once from f64 (the correctly rounded result, barring ties).
+    fn reference(f: Ref, x: f32) -> f32 {
+        f(f64::from(x)) as f32
+    }
+
+    /// The sigmoid reference in f64.
+    fn sigmoid64(x: f64) -> f64 {
+        1.0 / (1.0 + (-x).exp())
+    }
+
+    /// Every 4099th bit pattern (about a million, every exponent, both signs)
+    /// and a dense run of each binade between 2^-3 and 2^7.
+    fn sweep() -> Vec<f32> {
+        let mut v: Vec<f32> = (0..=u32::MAX).step_by(4099).map(f32::from_bits).collect();
+        for e in -3..7 {
+            let lo = 2f32.powi(e).to_bits();
+            v.extend((lo..lo + (1 << 23)).step_by(61).flat_map(|b| [f32::from_bits(b), -f32::from_bits(b)]));
+        }
+        v
+    }
+
+    /// Max ULP error of `F` against `f` over `xs` where `|want| >= floor`,
+    /// per copy; and asserts absolute error `<= MIN_POSITIVE` below `floor`.
+    fn max_ulps<F: Func>(f: Ref, xs: &[f32], floor: f32) -> Vec<(&'static str, u64, f32)> {
+        copies::<F>()
+            .into_iter()
+            .map(|(name, run)| {
+                let mut got = vec![0.0; xs.len()];
+                run(xs, &mut got);
+                let (mut worst, mut at) = (0, 0.0);
+                for (&x, &g) in xs.iter().zip(&got) {
+                    let want = reference(f, x);
+                    if want.abs() < floor {
+                        assert!((g - want).abs() <= f32::MIN_POSITIVE, "{name}({x:e}) = {g:e}, want {want:e}");
+                        continue;
+                    }
+                    let u = ulps(g, want);
+                    if u > worst {
+                        (worst, at) = (u, x);
+                    }
+                }
+                (name, worst, at)
+            })
+            .collect()
+    }
+
+    /// Prints and asserts `F`'s max ULP error per copy over [`sweep`].
+    fn check_accuracy<F: Func>(what: &str, f: Ref, floor: f32, bound: u64) {
+        for (name, worst, at) in max_ulps::<F>(f, &sweep(), floor) {
+            eprintln!("vmath {what} [{name}]: max {worst} ULP (at x = {at:e})");
+            assert!(worst <= bound, "{what} [{name}]: {worst} ULP at x = {at:e}, bound {bound}");
+        }
+    }
+
+    /// `exp` within its documented bound, each copy.
+    #[test]
+    fn exp_accuracy() {
+        check_accuracy::<Exp>("exp", f64::exp, 0.0, 1);
+    }
+
+    /// `ln` within its documented bound, each copy.
+    #[test]
+    fn ln_accuracy() {
+        check_accuracy::<Ln>("ln", f64::ln, 0.0, 1);
+    }
+
+    /// `tanh` within its documented bound, each copy.
+    #[test]
+    fn tanh_accuracy() {
+        check_accuracy::<Tanh>("tanh", f64::tanh, 0.0, 1);
+    }
+
+    /// `sigmoid` within its documented bound, each copy; absolute error below `MIN_POSITIVE`.
+    #[test]
+    fn sigmoid_accuracy() {
+        check_accuracy::<Sigmoid>("sigmoid", sigmoid64, f32::MIN_POSITIVE, 2);
+    }
+
+    /// Max error of `F` over all 2^32 inputs per copy, printed: the table in
+    /// the module doc. Minutes in release
+    /// (`cargo test --release --lib vmath::tests::exhaustive -- --ignored --nocapture`).
+    fn exhaustive<F: Func>(what: &str, f: Ref, floor: f32) {
+        use rayon::prelude::*;
+        for (name, run) in copies::<F>() {
+            let (worst, at, abs) = (0u32..1 << 12)
+                .into_par_iter()
+                .map(|hi| {
+                    let xs: Vec<f32> = (hi << 20..(hi << 20) + (1 << 20)).map(f32::from_bits).collect();
+                    let mut got = vec![0.0; xs.len()];
+                    run(&xs, &mut got);
+                    let (mut worst, mut at, mut abs) = (0, 0.0f32, 0.0f32);
+                    for (&x, &g) in xs.iter().zip(&got) {
+                        let want = reference(f, x);
+                        if want.abs() < floor {
+                            abs = abs.max((g - want).abs());
+                        } else if ulps(g, want) > worst {
+                            (worst, at) = (ulps(g, want), x);
+                        }
+                    }
+                    (worst, at, abs)
+                })
+                .reduce(|| (0, 0.0, 0.0), |a, b| (a.0.max(b.0), if b.0 > a.0 { b.1 } else { a.1 }, a.2.max(b.2)));
+            eprintln!("vmath {what} [{name}] exhaustive: max {worst} ULP (at x = {at:e}), max abs error {abs:e} below {floor:e}");
+        }
+    }
+
+    /// Every function over every input: the measurement behind the module doc's table.
+    #[test]
+    #[ignore]
+    fn exhaustive_all() {
+        exhaustive::<Exp>("exp", f64::exp, 0.0);
+        exhaustive::<Ln>("ln", f64::ln, 0.0);
+        exhaustive::<Tanh>("tanh", f64::tanh, 0.0);
+        exhaustive::<Sigmoid>("sigmoid", sigmoid64, f32::MIN_POSITIVE);
+    }
+
+    /// `F` over `xs` in each copy equals `want` exactly (NaN matching NaN, sign of zero included).
+    fn exactly<F: Func>(what: &str, xs: &[f32], want: &[f32]) {
+        for (name, run) in copies::<F>() {
+            let mut got = vec![0.0; xs.len()];
+            run(xs, &mut got);
+            for ((&x, &g), &w) in xs.iter().zip(&got).zip(want) {
+                let same = (g.is_nan() && w.is_nan()) || g.to_bits() == w.to_bits();
+                assert!(same, "{what} [{name}]({x:e}) = {g:e}, want {w:e}");
+            }
+        }
+    }
+
+    /// Shorthand.
+    const INF: f32 = f32::INFINITY;
+    /// Shorthand.
+    const NAN: f32 = f32::NAN;
+
+    /// Infinities, NaN, overflow and underflow edges, and subnormal results of `exp`.
+    #[test]
+    fn exp_special_values() {
+        let r = |x| reference(f64::exp, x);
+        exactly::<Exp>(
+            "exp",
+            &[
+                NAN,
+                -NAN,
+                INF,
+                -INF,
+                0.0,
+                -0.0,
+                88.72283,
+                88.72284,
+                89.0,
+                1e10,
+                -103.0,
+                -103.97,
+                -104.0,
+                -1e10,
+                f32::MIN,
+            ],
+            &[NAN, NAN, INF, 0.0, 1.0, 1.0, r(88.72283), INF, INF, INF, r(-103.0), f32::from_bits(1), 0.0, 0.0, 0.0],
+        );
+        // Subnormal results, against the reference.
+        for (name, run) in copies::<Exp>() {
+            let xs: Vec<f32> = (0..2000).map(|i| -87.0 - i as f32 * 0.0085).collect();
+            let mut got = vec![0.0; xs.len()];
+            run(&xs, &mut got);
+            for (&x, &g) in xs.iter().zip(&got) {
+                assert!(ulps(g, reference(f64::exp, x)) <= 1, "exp [{name}]({x:e}) = {g:e}");
+            }
+        }
+    }
+
+    /// Zeros, negatives, infinities, NaN, and every subnormal exponent for `ln`.
+    #[test]
+    fn ln_special_values() {
+        let min_sub = f32::from_bits(1);
+        exactly::<Ln>(
+            "ln",
+            &[NAN, -NAN, INF, -INF, 0.0, -0.0, -1.0, -min_sub, 1.0, min_sub, f32::MIN_POSITIVE, f32::MAX],
+            &[
+                NAN,
+                NAN,
+                INF,
+                NAN,
+                -INF,
+                -INF,
+                NAN,
+                NAN,
+                0.0,
+                reference(f64::ln, min_sub),
+                reference(f64::ln, f32::MIN_POSITIVE),
+                reference(f64::ln, f32::MAX),
+            ],
+        );
+        // Every subnormal exponent, several mantissas each.
+        for (name, run) in copies::<Ln>() {
+            let xs: Vec<f32> =
+                (0..23).flat_map(|s| [1u32 << s, (1 << s) | 1, (2 << s) - 1]).map(f32::from_bits).collect();
+            let mut got = vec![0.0; xs.len()];
+            run(&xs, &mut got);
+            for (&x, &g) in xs.iter().zip(&got) {
+                assert!(ulps(g, reference(f64::ln, x)) <= 1, "ln [{name}]({x:e}) = {g:e}");
+            }
+        }
+    }
+
+    /// Infinities, NaN, ±0 with its sign, saturation, and tiny inputs of `tanh`.
+    #[test]
+    fn tanh_special_values() {
+        let tiny = [1e-30f32, f32::MIN_POSITIVE, f32::from_bits(1), 1e-10, 3e-4];
+        let mut xs = vec![NAN, INF, -INF, 0.0, -0.0, 9.0, 10.0, 11.0, 1e30, f32::MAX, -f32::MAX];
+        let mut want = vec![NAN, 1.0, -1.0, 0.0, -0.0, reference(f64::tanh, 9.0), 1.0, 1.0, 1.0, 1.0, -1.0];
+        for t in tiny {
+            // tanh(x) = x (1 - x^2 / 3 + ...): x itself to f32 precision for these.
+            xs.extend([t, -t]);
+            want.extend([reference(f64::tanh, t), reference(f64::tanh, -t)]);
+        }
+        exactly::<Tanh>("tanh", &xs, &want);
+    }
+
+    /// Infinities, NaN, zeros and saturation of `sigmoid`.
+    #[test]
+    fn sigmoid_special_values() {
+        exactly::<Sigmoid>(
+            "sigmoid",
+            &[NAN, INF, -INF, 0.0, -0.0, 200.0, -200.0, 17.0, 1e-20, -1e-20],
+            &[NAN, 1.0, 0.0, 0.5, 0.5, 1.0, 0.0, 1.0, 0.5, 0.5],
+        );
+    }
+
+    /// The slice functions run the dispatched copy.
+    #[test]
+    fn slice_entry_points() {
+        let xs = [-2.0f32, -0.5, 0.0, 0.5, 2.0, 7.0, 30.0];
+        let mut got = [0.0; 7];
+        let fns: [(SliceFn, Ref); 4] = [(exp, f64::exp), (ln, f64::ln), (tanh, f64::tanh), (sigmoid, sigmoid64)];
+        for (f, r) in fns {
+            f(&xs, &mut got);
+            for (&x, &g) in xs.iter().zip(&got) {
+                assert!(ulps(g, reference(r, x)) <= 2, "{x}: {g}");
+            }
+        }
+    }
+
+    /// Mismatched slice lengths panic rather than truncate.
+    #[test]
+    #[should_panic(expected = "lengths differ")]
+    fn slice_lengths_must_match() {
+        exp(&[1.0], &mut [0.0; 2]);
+    }
+
+    /// Throughput of `exp`, `ln` and `tanh` against `f32`'s over 2^24 elements,
+    /// one thread: meaningful in release
+    /// (`cargo test --release --lib vmath -- --ignored --nocapture`).
+    #[test]
+    #[ignore]
+    fn throughput() {
+        let n = 1 << 24;
+        let xs: Vec<f32> = (0..n).map(|i| (i as f32 / n as f32) * 160.0 - 80.0).collect();
+        let pos: Vec<f32> = xs.iter().map(|x| x.abs() + 0.1).collect();
+        let mut out = vec![0.0f32; n];
+        let mut rate = |f: &dyn Fn(&mut [f32])| {
+            f(&mut out);
+            let t = std::time::Instant::now();
+            for _ in 0..5 {
+                f(&mut out);
+            }
+            std::hint::black_box(&out);
+            5.0 * n as f64 / t.elapsed().as_secs_f64() / 1e9
+        };
+        let cases: [(&str, &[f32], Scalar, SliceFn, SliceFn); 3] = [
+            ("exp", &xs, f32::exp, run::<Exp, false>, exp),
+            ("ln", &pos, f32::ln, run::<Ln, false>, ln),
+            ("tanh", &xs, f32::tanh, run::<Tanh, false>, tanh),
+        ];
+        for (what, xs, scalar, portable, dispatched) in cases {
+            let lib = rate(&|o| o.iter_mut().zip(xs).for_each(|(o, &x)| *o = scalar(x)));
+            let port = rate(&|o| portable(xs, o));
+            let best = rate(&|o| dispatched(xs, o));
+            eprintln!(
+                "{what} over 2^24: f32::{what} {lib:.2}, vmath portable {port:.2}, vmath dispatched {best:.2} Gelem/s"
+            );
+        }
+    }
+}
