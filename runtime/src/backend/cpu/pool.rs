@@ -107,7 +107,6 @@ pub(crate) fn pooled() -> (usize, usize) {
     (POOLED_BUFFERS.load(Relaxed), POOLED_BYTES.load(Relaxed))
 }
 
-
 /// Sets the bound, frees what exceeds it, and returns the previous bound.
 pub(crate) fn set_limit(bytes: usize) -> usize {
     let previous = LIMIT.swap(bytes, Relaxed);

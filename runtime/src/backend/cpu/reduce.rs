@@ -7,7 +7,7 @@
 
 use rayon::prelude::*;
 
-use super::{for_rows, layout::permute, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use super::{layout::permute, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::kernels::{Max, Mean, Sum};
 use crate::shape::rules::reduction_axes;
 use crate::{kernel, DType, Element, Result, TensorMeta};
@@ -125,12 +125,20 @@ fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: &[i64], out: &TensorMeta)
             let parts: Vec<T> = data.par_chunks(PAR_CHUNK * 4).map(F::fold_slice).collect();
             result[0] = F::fold_slice(&parts);
         } else {
-            for_rows(&mut result, 1, outer * r, |start, chunk| {
+            // Tasks of about PAR_CHUNK * 4 inputs: each output costs `r` reads,
+            // so splitting by outputs alone would leave one task for few long rows.
+            let rows = |start: usize, chunk: &mut [T]| {
                 for (i, o) in chunk.iter_mut().enumerate() {
                     let row = start + i;
                     *o = F::fold_slice(&data[row * r..(row + 1) * r]);
                 }
-            });
+            };
+            if outer * r < PAR_THRESHOLD {
+                rows(0, &mut result);
+            } else {
+                let per_task = (PAR_CHUNK * 4 / r).max(1);
+                result.par_chunks_mut(per_task).enumerate().for_each(|(t, chunk)| rows(t * per_task, chunk));
+            }
         }
     } else {
         // Split output columns across tasks; each walks all `r` rows of its columns.
