@@ -709,7 +709,10 @@ fn names_a_gradient_reserves() {
         &edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\" }\nneeds = { type = \"bool\" }"),
         &[&format!("ops.toml:11:1: attr name `needs` {reserved}")],
     );
-    assert_errors(&edit(ADD, "doc =", "doc = \"adds\"\noutput = \"dy\""), &[&format!("ops.toml:4:10: output name `dy` {reserved}")]);
+    assert_errors(
+        &edit(ADD, "doc =", "doc = \"adds\"\noutput = \"dy\""),
+        &[&format!("ops.toml:4:10: output name `dy` {reserved}")],
+    );
 }
 
 #[test]

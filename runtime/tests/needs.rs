@@ -14,7 +14,13 @@ thread_local! {
 
 /// The usual rule for `a^b`, computing only what is needed.
 #[gradient(Pow, override)]
-fn pow_grad(a: &Tensor, b: &Tensor, y: &Tensor, dy: &Tensor, needs: PowNeeds) -> Result<(Option<Tensor>, Option<Tensor>)> {
+fn pow_grad(
+    a: &Tensor,
+    b: &Tensor,
+    y: &Tensor,
+    dy: &Tensor,
+    needs: PowNeeds,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
     SEEN.with(|s| s.borrow_mut().push(needs));
     let da = needs
         .a
