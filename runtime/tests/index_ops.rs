@@ -229,13 +229,13 @@ fn argmax_above_the_parallel_threshold() {
     // Many outputs, one output over a long axis, and a few of each: every
     // way the kernel splits work.
     let shapes: &[(&[usize], &[i64])] = &[
-        (&[1 << 16], &[0]),
-        (&[3, 40_000], &[1, 0]),
-        (&[300, 200], &[0, 1]),
-        (&[64, 1024], &[0, -1]),
-        (&[2, 1 << 14, 3], &[1, 0, 2]),
-        (&[(1 << 15) + 7, 2], &[0, 1]),
-        (&[5, 7000, 1], &[1]),
+        (&[1 << 19], &[0]),
+        (&[3, 100_000], &[1, 0]),
+        (&[600, 500], &[0, 1]),
+        (&[256, 1024], &[0, -1]),
+        (&[2, 1 << 16, 3], &[1, 0, 2]),
+        (&[(1 << 18) + 7, 2], &[0, 1]),
+        (&[5, 60_000, 1], &[1]),
     ];
     for (seed, &(shape, axes)) in shapes.iter().enumerate() {
         let n = shape.iter().product();

@@ -161,14 +161,14 @@ fn i32_overflow_wraps() {
 #[test]
 fn binary_large_parallel() {
     let cases: &[(&[usize], &[usize])] = &[
-        (&[100_000], &[100_000]),
-        (&[300, 400], &[400]),
-        (&[300, 1], &[1, 400]),
-        (&[300, 400], &[300, 1]),
-        (&[100_000], &[]),
-        (&[], &[100_000]),
-        (&[2, 200, 100], &[2, 1, 100]),
-        (&[1, 3], &[40_000, 1]),
+        (&[400_000], &[400_000]),
+        (&[600, 700], &[700]),
+        (&[600, 1], &[1, 700]),
+        (&[600, 700], &[600, 1]),
+        (&[400_000], &[]),
+        (&[], &[400_000]),
+        (&[2, 400, 400], &[2, 1, 400]),
+        (&[1, 3], &[100_000, 1]),
     ];
     for (name, op, reference, ra, rb) in f32_binaries() {
         for (k, &(sa, sb)) in cases.iter().enumerate() {
@@ -339,20 +339,21 @@ fn reductions_over_empty() {
 #[test]
 fn reductions_large() {
     let f32_cases: &[(&[usize], &[i64])] = &[
-        (&[512, 300], &[0]),
-        (&[512, 300], &[1]),
-        (&[512, 300], &[]),
-        (&[100_000], &[]),
-        (&[100_000], &[0]),
-        // Column reductions with few, narrow columns (inner < 64) above the threshold.
-        (&[2000, 20], &[0]),
-        (&[20_000, 2], &[0]),
-        (&[4, 10_000, 3], &[1]),
-        (&[20, 2000], &[1]),
-        (&[40, 30, 50], &[0, 2]),
-        (&[40, 30, 50], &[1]),
-        (&[40, 30, 50], &[-1, 0]),
-        (&[3, 40_000], &[0]),
+        (&[2048, 600], &[0]),
+        (&[2048, 600], &[1]),
+        (&[2048, 600], &[]),
+        (&[1_200_000], &[]),
+        (&[1_200_000], &[0]),
+        // Column reductions with few, narrow columns (inner < 64) above the
+        // threshold (reductions go parallel from 2^20 inputs).
+        (&[60_000, 20], &[0]),
+        (&[600_000, 2], &[0]),
+        (&[4, 100_000, 3], &[1]),
+        (&[20, 60_000], &[1]),
+        (&[120, 100, 100], &[0, 2]),
+        (&[120, 100, 100], &[1]),
+        (&[120, 100, 100], &[-1, 0]),
+        (&[3, 400_000], &[0]),
     ];
     for (k, &(shape, axes)) in f32_cases.iter().enumerate() {
         let x = uniform(shape, (-1.0, 2.0), 50 + k as u64);
@@ -360,8 +361,13 @@ fn reductions_large() {
             check_f32_reductions(&x, axes, keep);
         }
     }
-    let i32_cases: &[(&[usize], &[i64])] =
-        &[(&[512, 300], &[0]), (&[512, 300], &[1]), (&[100_000], &[]), (&[2000, 20], &[0]), (&[40, 30, 50], &[0, 2])];
+    let i32_cases: &[(&[usize], &[i64])] = &[
+        (&[2048, 600], &[0]),
+        (&[2048, 600], &[1]),
+        (&[1_200_000], &[]),
+        (&[60_000, 20], &[0]),
+        (&[120, 100, 100], &[0, 2]),
+    ];
     for (k, &(shape, axes)) in i32_cases.iter().enumerate() {
         check_i32_reductions(&int_tensor(shape, i32::MIN, i32::MAX, 70 + k as u64), axes, false);
     }
@@ -458,13 +464,13 @@ fn matmul_large() {
     // batches), and a broadcast batch, with every transpose combination.
     for ta in [false, true] {
         for tb in [false, true] {
-            let (sa, sb) = mat_shapes(&[], &[], 96, 160, 80, ta, tb);
+            let (sa, sb) = mat_shapes(&[], &[], 128, 160, 112, ta, tb);
             check_matmul(&sa, &sb, ta, tb, 10);
         }
     }
     let (sa, sb) = mat_shapes(&[12], &[12], 64, 64, 64, false, true);
     check_matmul(&sa, &sb, false, true, 20);
-    let (sa, sb) = mat_shapes(&[6, 1], &[1], 24, 48, 40, true, false);
+    let (sa, sb) = mat_shapes(&[6, 1], &[1], 64, 96, 64, true, false);
     check_matmul(&sa, &sb, true, false, 30);
 }
 
@@ -637,11 +643,11 @@ fn softmax_along_each_axis() {
 
 #[test]
 fn softmax_large() {
-    let x = uniform(&[300, 400], (-8.0, 8.0), 4);
+    let x = uniform(&[600, 500], (-8.0, 8.0), 4);
     check_softmax(&x, 1);
     check_softmax(&x, 0);
-    check_softmax(&uniform(&[40, 30, 50], (-8.0, 8.0), 5), 1);
-    check_softmax(&uniform(&[100_000], (-8.0, 8.0), 6), 0);
+    check_softmax(&uniform(&[80, 60, 60], (-8.0, 8.0), 5), 1);
+    check_softmax(&uniform(&[300_000], (-8.0, 8.0), 6), 0);
 }
 
 #[test]

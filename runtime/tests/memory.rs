@@ -32,8 +32,8 @@ fn memory_returns_to_its_previous_count() {
     // Results of every kind of kernel, including the parallel paths, and
     // the intermediates of a composite op, all go away with their tensors.
     {
-        let x = Tensor::random_uniform(&[300, 400], -1.0, 1.0, 1).unwrap();
-        let row = Tensor::random_uniform(&[400], -1.0, 1.0, 2).unwrap();
+        let x = Tensor::random_uniform(&[600, 500], -1.0, 1.0, 1).unwrap();
+        let row = Tensor::random_uniform(&[500], -1.0, 1.0, 2).unwrap();
         let results = [
             ops::add(&x, &row).unwrap(),
             ops::exp(&x).unwrap(),

@@ -59,7 +59,7 @@ pub(crate) fn binary<T: Element, U: Element>(
     let (av, bv) = (a.as_slice::<T>()?, b.as_slice::<T>()?);
     let n = out.numel();
     if av.len() == n && bv.len() == n && a.shape() == b.shape() {
-        let data = if n < super::PAR_THRESHOLD {
+        let data = if !super::pool::pooled_size::<U>(n) {
             av.iter().zip(bv).map(|(&x, &y)| f(x, y)).collect()
         } else {
             let mut o = output::<U>(n);

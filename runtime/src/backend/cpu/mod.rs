@@ -39,9 +39,12 @@ impl Backend for Cpu {
     }
 }
 
-/// Elements below which a kernel runs on the calling thread: waking the pool
-/// costs microseconds, more than a few thousand elements take.
-pub(crate) const PAR_THRESHOLD: usize = 1 << 15;
+/// Elements below which a kernel runs on the calling thread. Measured by
+/// `benches/threshold.rs` on the project's 2-core machine kind: handing an
+/// op to rayon's pool costs about 20-25 us (its workers sleep between ops),
+/// so a parallel `add` only matches the calling thread's 10 Gelem/s from
+/// about 2^18-2^19 elements, and `exp` (2.5 Gelem/s) from about 2^17.
+pub(crate) const PAR_THRESHOLD: usize = 1 << 18;
 /// Elements per parallel task.
 pub(crate) const PAR_CHUNK: usize = 1 << 14;
 
@@ -271,16 +274,21 @@ pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> Error {
 
 /// `f` over every element: inline below [`PAR_THRESHOLD`], on rayon above.
 pub(crate) fn map<T: Element, U: Element>(x: &[T], f: impl Fn(T) -> U + Sync) -> Vec<U> {
-    if x.len() < PAR_THRESHOLD {
+    if !pool::pooled_size::<U>(x.len()) {
         return x.iter().map(|&v| f(v)).collect();
     }
-    use rayon::prelude::*;
     let mut out = output::<U>(x.len());
-    out.par_chunks_mut(PAR_CHUNK).zip(x.par_chunks(PAR_CHUNK)).for_each(|(o, x)| {
+    let fill = |o: &mut [U], x: &[T]| {
         for (o, &x) in o.iter_mut().zip(x) {
             *o = f(x);
         }
-    });
+    };
+    if x.len() < PAR_THRESHOLD {
+        fill(&mut out, x);
+    } else {
+        use rayon::prelude::*;
+        out.par_chunks_mut(PAR_CHUNK).zip(x.par_chunks(PAR_CHUNK)).for_each(|(o, x)| fill(o, x));
+    }
     out
 }
 

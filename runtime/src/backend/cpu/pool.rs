@@ -48,10 +48,17 @@ static LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_LIMIT);
 static POOLED_BYTES: AtomicUsize = AtomicUsize::new(0);
 static POOLED_BUFFERS: AtomicUsize = AtomicUsize::new(0);
 
+/// Whether an output of `n` elements comes from the pool. Smaller ones are
+/// best built directly (`collect`): `malloc` serves them from warm memory.
+#[inline]
+pub(crate) fn pooled_size<T>(n: usize) -> bool {
+    n * size_of::<T>() >= MIN_POOLED_BYTES
+}
+
 /// A vector of exactly `n` elements whose contents are unspecified (zeros,
 /// or a pooled buffer's old values): the caller overwrites every element.
 pub(crate) fn output<T: Element>(n: usize) -> Vec<T> {
-    if n * size_of::<T>() >= MIN_POOLED_BYTES {
+    if pooled_size::<T>(n) {
         if let Some(mut v) = take(T::free_list(), n) {
             // Shorter: drops nothing (elements are plain data). Longer, up
             // to the capacity: writes the tail once, in memory already mapped.

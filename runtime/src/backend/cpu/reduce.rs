@@ -13,6 +13,11 @@ use crate::shape::rules::reduction_axes;
 use crate::{kernel, DType, Element, Result, TensorMeta};
 
 const LANES: usize = 16;
+/// Inputs below which a reduction runs on the calling thread: it only reads,
+/// at about 20 Gelem/s, so the pool's 20-25 us hand-off pays later than for
+/// an elementwise op (`benches/threshold.rs`: a parallel full `sum` of 2^18
+/// elements ran at 8.5 Gelem/s, 2^20 at 19).
+const REDUCE_PAR: usize = PAR_THRESHOLD * 4;
 
 /// A reduction: its identity and how it combines two values.
 trait Fold<T>: Sync {
@@ -121,7 +126,7 @@ fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: &[i64], out: &TensorMeta)
         return Ok((result, r));
     }
     if inner == 1 {
-        if outer == 1 && r >= PAR_THRESHOLD {
+        if outer == 1 && r >= REDUCE_PAR {
             let parts: Vec<T> = data.par_chunks(PAR_CHUNK * 4).map(F::fold_slice).collect();
             result[0] = F::fold_slice(&parts);
         } else {
@@ -133,7 +138,7 @@ fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: &[i64], out: &TensorMeta)
                     *o = F::fold_slice(&data[row * r..(row + 1) * r]);
                 }
             };
-            if outer * r < PAR_THRESHOLD {
+            if outer * r < REDUCE_PAR {
                 rows(0, &mut result);
             } else {
                 let per_task = (PAR_CHUNK * 4 / r).max(1);
@@ -144,7 +149,7 @@ fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: &[i64], out: &TensorMeta)
         // Split output columns across tasks; each walks all `r` rows of its columns.
         // At least 64 columns per task, but never more than there are (`clamp`
         // would panic for `inner < 64`).
-        let cols = if outer * r * inner < PAR_THRESHOLD { inner } else { (PAR_CHUNK / r.max(1)).max(64).min(inner) };
+        let cols = if outer * r * inner < REDUCE_PAR { inner } else { (PAR_CHUNK / r.max(1)).max(64).min(inner) };
         let columns = |o: usize, j0: usize, dst: &mut [T]| {
             let base = o * r * inner + j0;
             for t in 0..r {
@@ -154,7 +159,7 @@ fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: &[i64], out: &TensorMeta)
                 }
             }
         };
-        if outer * r * inner < PAR_THRESHOLD {
+        if outer * r * inner < REDUCE_PAR {
             for (o, dst) in result.chunks_mut(inner).enumerate() {
                 columns(o, 0, dst);
             }
