@@ -36,7 +36,6 @@ struct Node {
     backward: Backward,
 }
 
-#[derive(Default)]
 struct Tape {
     nodes: RefCell<Vec<Node>>,
     /// Gradients being taken on this thread (nested for higher order).
@@ -46,7 +45,9 @@ struct Tape {
 }
 
 thread_local! {
-    static TAPE: Tape = Tape::default();
+    // `const`: every op asks whether to record, and a lazily initialised
+    // thread-local would add a state check to each ask.
+    static TAPE: Tape = const { Tape { nodes: RefCell::new(Vec::new()), depth: Cell::new(0), paused: Cell::new(0) } };
 }
 
 /// Whether the engine must record the kernel it just ran.

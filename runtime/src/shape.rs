@@ -93,6 +93,14 @@ pub fn broadcast_shapes(a: &[usize], b: &[usize]) -> Result<Shape, String> {
     too_large(out)
 }
 
+/// Whether two shapes are equal. Slice `==` on `usize` calls `memcmp`, which
+/// costs more than the comparison for the few dims a shape has; this loop
+/// inlines.
+#[inline]
+pub(crate) fn same_dims(a: &[usize], b: &[usize]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
 /// `shape`, unless its nonzero dims multiply past `usize` (see [`checked_numel`]).
 fn too_large(shape: Shape) -> Result<Shape, String> {
     match checked_numel(&shape) {
@@ -126,7 +134,7 @@ pub mod rules {
     pub fn broadcast(shapes: &[&[usize]]) -> Result<Shape, String> {
         let first = shapes.first().copied().unwrap_or(&[]);
         // Equal shapes are the common case: no per-dim work.
-        if shapes.iter().all(|s| *s == first) {
+        if shapes.iter().all(|s| same_dims(s, first)) {
             return Ok(Shape::from_slice(first));
         }
         let mut out = Shape::from_slice(first);

@@ -7,7 +7,7 @@
 
 use smallvec::SmallVec;
 
-use super::{for_rows, map, output, unsupported, CpuTensor};
+use super::{for_rows, map, output, unsupported, CpuTensor, Storage};
 use crate::kernels::{
     Add, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow, RealDiv, Sub,
 };
@@ -58,9 +58,14 @@ pub(crate) fn binary<T: Element, U: Element>(
 ) -> Result<CpuTensor> {
     let (av, bv) = (a.as_slice::<T>()?, b.as_slice::<T>()?);
     let n = out.numel();
-    if av.len() == n && bv.len() == n && a.shape() == b.shape() {
-        let data = if !super::pool::pooled_size::<U>(n) {
-            av.iter().zip(bv).map(|(&x, &y)| f(x, y)).collect()
+    if av.len() == n && bv.len() == n && shape::same_dims(a.shape(), b.shape()) {
+        let data: Storage<U> = if !super::pool::pooled_size::<U>(n) {
+            // Sized up front: `collect` into a SmallVec grows step by step.
+            let mut o = Storage::from_elem(U::default(), n);
+            for ((o, &x), &y) in o.iter_mut().zip(av).zip(bv) {
+                *o = f(x, y);
+            }
+            o
         } else {
             let mut o = output::<U>(n);
             for_rows(&mut o, 1, n, |start, chunk| {
@@ -69,17 +74,17 @@ pub(crate) fn binary<T: Element, U: Element>(
                     *o = f(x, y);
                 }
             });
-            o
+            Storage::from_vec(o)
         };
-        return CpuTensor::from_vec(&out.shape, data);
+        return CpuTensor::from_storage(&out.shape, data);
     }
     if bv.len() == 1 && av.len() == n {
         let y = bv[0];
-        return CpuTensor::from_vec(&out.shape, map(av, |x| f(x, y)));
+        return CpuTensor::from_storage(&out.shape, map(av, |x| f(x, y)));
     }
     if av.len() == 1 && bv.len() == n {
         let x = av[0];
-        return CpuTensor::from_vec(&out.shape, map(bv, |y| f(x, y)));
+        return CpuTensor::from_storage(&out.shape, map(bv, |y| f(x, y)));
     }
     let (dims, sa, sb) =
         collapse(&out.shape, &broadcast_strides(a.shape(), &out.shape), &broadcast_strides(b.shape(), &out.shape));

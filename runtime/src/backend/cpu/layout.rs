@@ -59,7 +59,7 @@ fn transpose(x: &CpuTensor, perm: &[i64], out: &TensorMeta) -> Result<CpuTensor>
 }
 
 fn convert<T: Element, U: Element>(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    CpuTensor::from_vec(&out.shape, super::map(x.as_slice::<T>()?, |v| U::from_f64(v.to_f64())))
+    CpuTensor::from_storage(&out.shape, super::map(x.as_slice::<T>()?, |v| U::from_f64(v.to_f64())))
 }
 
 #[kernel(Cast, cpu)]

@@ -12,6 +12,8 @@ mod vmath;
 
 use std::sync::Arc;
 
+use smallvec::SmallVec;
+
 use super::{Backend, BackendId};
 use crate::{DType, Element, Error, Result, Shape, Tensor};
 
@@ -55,8 +57,9 @@ pub(crate) const PAR_CHUNK: usize = 1 << 14;
 /// the one that made it leaves +1 on one counter and -1 on the other, which
 /// the sum cancels.
 mod accounting {
+    use std::cell::Cell;
     use std::sync::atomic::{AtomicIsize, Ordering::Relaxed};
-    use std::sync::{Arc, Mutex, PoisonError};
+    use std::sync::{Mutex, PoisonError};
 
     #[derive(Default)]
     struct Counter {
@@ -64,32 +67,35 @@ mod accounting {
         bytes: AtomicIsize,
     }
 
-    static ALL: Mutex<Vec<Arc<Counter>>> = Mutex::new(Vec::new());
-    /// For threads whose own counter is already destroyed (thread exit).
-    static SHARED: Counter = Counter { buffers: AtomicIsize::new(0), bytes: AtomicIsize::new(0) };
+    /// Every thread's counter. A counter outlives its thread (its counts
+    /// may be another thread's frees): 16 bytes per thread that ever made
+    /// or dropped a tensor.
+    static ALL: Mutex<Vec<&'static Counter>> = Mutex::new(Vec::new());
 
     thread_local! {
-        static LOCAL: Arc<Counter> = {
-            let c = Arc::new(Counter::default());
-            ALL.lock().unwrap_or_else(PoisonError::into_inner).push(c.clone());
-            c
-        };
+        // `const` and without a destructor: each access is one load, with
+        // no lazy-initialisation state to check and no teardown to race.
+        static LOCAL: Cell<Option<&'static Counter>> = const { Cell::new(None) };
     }
 
+    #[cold]
+    fn register() -> &'static Counter {
+        let c: &'static Counter = Box::leak(Box::default());
+        ALL.lock().unwrap_or_else(PoisonError::into_inner).push(c);
+        LOCAL.set(Some(c));
+        c
+    }
+
+    #[inline]
     pub(crate) fn record(buffers: isize, bytes: isize) {
-        let owned = LOCAL.try_with(|c| {
-            c.buffers.store(c.buffers.load(Relaxed) + buffers, Relaxed);
-            c.bytes.store(c.bytes.load(Relaxed) + bytes, Relaxed);
-        });
-        if owned.is_err() {
-            SHARED.buffers.fetch_add(buffers, Relaxed);
-            SHARED.bytes.fetch_add(bytes, Relaxed);
-        }
+        let c = LOCAL.get().unwrap_or_else(register);
+        c.buffers.store(c.buffers.load(Relaxed) + buffers, Relaxed);
+        c.bytes.store(c.bytes.load(Relaxed) + bytes, Relaxed);
     }
 
     pub(crate) fn totals() -> (usize, usize) {
         let all = ALL.lock().unwrap_or_else(PoisonError::into_inner);
-        let sum = |f: fn(&Counter) -> isize| all.iter().map(|c| f(c)).sum::<isize>() + f(&SHARED);
+        let sum = |f: fn(&Counter) -> isize| all.iter().map(|c| f(c)).sum::<isize>();
         let (buffers, bytes) = (sum(|c| c.buffers.load(Relaxed)), sum(|c| c.bytes.load(Relaxed)));
         (buffers.max(0) as usize, bytes.max(0) as usize)
     }
@@ -102,11 +108,19 @@ pub(crate) fn memory() -> (usize, usize) {
 
 pub(crate) use pool::output;
 
+/// Elements a buffer holds inline, inside its `Arc`: a small output then
+/// costs one allocation instead of two, which is a visible share of an op on
+/// a few elements (W1 in `BENCHMARKS.md`).
+pub(crate) const INLINE: usize = 4;
+
+/// A buffer's elements: inline up to [`INLINE`], on the heap beyond.
+pub(crate) type Storage<T> = SmallVec<[T; INLINE]>;
+
 #[derive(Debug)]
 enum Data {
-    F32(Vec<f32>),
-    I32(Vec<i32>),
-    Bool(Vec<bool>),
+    F32(Storage<f32>),
+    I32(Storage<i32>),
+    Bool(Storage<bool>),
 }
 
 /// Host memory of one tensor: a typed, immutable vector, counted by
@@ -152,10 +166,12 @@ impl CpuBuffer {
 impl Drop for CpuBuffer {
     fn drop(&mut self) {
         accounting::record(-1, -(self.bytes() as isize));
+        // Only heap storage can be pooled; `into_vec` does not copy it.
         match &mut self.0 {
-            Data::F32(v) => pool::give_back(std::mem::take(v)),
-            Data::I32(v) => pool::give_back(std::mem::take(v)),
-            Data::Bool(v) => pool::give_back(std::mem::take(v)),
+            Data::F32(v) if v.spilled() => pool::give_back(std::mem::take(v).into_vec()),
+            Data::I32(v) if v.spilled() => pool::give_back(std::mem::take(v).into_vec()),
+            Data::Bool(v) if v.spilled() => pool::give_back(std::mem::take(v).into_vec()),
+            _ => {}
         }
     }
 }
@@ -163,7 +179,7 @@ impl Drop for CpuBuffer {
 /// Moves typed vectors in and out of [`CpuBuffer`]s; a supertrait of every [`Element`].
 #[doc(hidden)]
 pub trait CpuElement: Sized + 'static {
-    fn into_buffer(v: Vec<Self>) -> CpuBuffer;
+    fn into_buffer(v: Storage<Self>) -> CpuBuffer;
     fn slice(b: &CpuBuffer) -> Option<&[Self]>;
     fn free_list() -> &'static pool::FreeList<Self>;
 }
@@ -171,7 +187,7 @@ pub trait CpuElement: Sized + 'static {
 macro_rules! cpu_element {
     ($($t:ty => $v:ident),*) => {$(
         impl CpuElement for $t {
-            fn into_buffer(v: Vec<Self>) -> CpuBuffer {
+            fn into_buffer(v: Storage<Self>) -> CpuBuffer {
                 CpuBuffer::new(Data::$v(v))
             }
             fn slice(b: &CpuBuffer) -> Option<&[Self]> {
@@ -211,6 +227,11 @@ pub struct CpuTensor {
 impl CpuTensor {
     /// A tensor of `shape` owning `data`; errors if the lengths differ.
     pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Result<Self> {
+        Self::from_storage(shape, Storage::from_vec(data))
+    }
+
+    /// [`CpuTensor::from_vec`] for kernels that build small outputs inline.
+    pub(crate) fn from_storage<T: Element>(shape: &[usize], data: Storage<T>) -> Result<Self> {
         let n = crate::shape::checked_numel(shape);
         if n != Some(data.len()) {
             return Err(Error::InvalidTensor {
@@ -273,9 +294,14 @@ pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> Error {
 }
 
 /// `f` over every element: inline below [`PAR_THRESHOLD`], on rayon above.
-pub(crate) fn map<T: Element, U: Element>(x: &[T], f: impl Fn(T) -> U + Sync) -> Vec<U> {
+pub(crate) fn map<T: Element, U: Element>(x: &[T], f: impl Fn(T) -> U + Sync) -> Storage<U> {
     if !pool::pooled_size::<U>(x.len()) {
-        return x.iter().map(|&v| f(v)).collect();
+        // Sized up front: `collect` into a SmallVec grows step by step.
+        let mut out = Storage::from_elem(U::default(), x.len());
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = f(v);
+        }
+        return out;
     }
     let mut out = output::<U>(x.len());
     let fill = |o: &mut [U], x: &[T]| {
@@ -289,7 +315,7 @@ pub(crate) fn map<T: Element, U: Element>(x: &[T], f: impl Fn(T) -> U + Sync) ->
         use rayon::prelude::*;
         out.par_chunks_mut(PAR_CHUNK).zip(x.par_chunks(PAR_CHUNK)).for_each(|(o, x)| fill(o, x));
     }
-    out
+    Storage::from_vec(out)
 }
 
 /// Runs `f(start, chunk)` over `out` split in row-aligned chunks, in parallel

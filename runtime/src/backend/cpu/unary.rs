@@ -5,7 +5,7 @@ use crate::kernels::{Abs, Cos, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, S
 use crate::{kernel, DType, Element, Result, TensorMeta};
 
 fn unary<T: Element>(x: &CpuTensor, out: &TensorMeta, f: impl Fn(T) -> T + Sync) -> Result<CpuTensor> {
-    CpuTensor::from_vec(&out.shape, map(x.as_slice::<T>()?, f))
+    CpuTensor::from_storage(&out.shape, map(x.as_slice::<T>()?, f))
 }
 
 #[kernel(Neg, cpu)]
