@@ -19,6 +19,7 @@ use candle_nn::{Optimizer as _, SGD};
 use criterion::Criterion;
 use opforge::train::{Optimizer as _, Sgd};
 use opforge::{losses, ops, variable_grads, Tensor, Variable};
+use opforge_peers::Rng;
 
 const BATCH: usize = 256;
 const INPUTS: usize = 784;
@@ -27,28 +28,6 @@ const CLASSES: usize = 10;
 const LEARNING_RATE: f64 = 0.01;
 const SEED: u64 = 0x5EED_0006;
 const THREADS: &str = "2";
-
-/// SplitMix64: enough for test data, and independent of both libraries.
-struct Rng(u64);
-
-impl Rng {
-    fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in [0, 1) with 24 random bits.
-    fn unit(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
-    }
-
-    fn uniform(&mut self, n: usize, low: f32, high: f32) -> Vec<f32> {
-        (0..n).map(|_| low + (high - low) * self.unit()).collect()
-    }
-}
 
 /// The data and the initial weights, shared by both libraries.
 struct Data {

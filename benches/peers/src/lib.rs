@@ -1,1 +1,110 @@
-//! Empty: this crate exists for its benches.
+//! Shared pieces of the peer benchmarks: a seeded generator, so every
+//! library reads the same data, and the hardware-side bounds (STREAM-style
+//! loops, the `gemm` crate called directly).
+
+/// SplitMix64: enough for benchmark data, and independent of every library.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in [0, 1) with 24 random bits.
+    pub fn unit(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
+    }
+
+    /// `n` values uniform in [low, high).
+    pub fn uniform(&mut self, n: usize, low: f32, high: f32) -> Vec<f32> {
+        (0..n).map(|_| low + (high - low) * self.unit()).collect()
+    }
+}
+
+/// Memory-bandwidth and compute bounds, on rayon's pool.
+pub mod stream {
+    use rayon::prelude::*;
+
+    /// Elements per task (64 KiB of each array): large enough that
+    /// scheduling is noise, small enough that both cores stay busy to the end.
+    const CHUNK: usize = 1 << 14;
+
+    /// STREAM copy: `dst[i] = src[i]`.
+    pub fn copy(src: &[f32], dst: &mut [f32]) {
+        dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| d.copy_from_slice(s));
+    }
+
+    /// A read-only pass: the sum of `src`, in 32 independent lanes per task
+    /// so that the loop vectorizes and only memory limits it.
+    pub fn read(src: &[f32]) -> f32 {
+        src.par_chunks(CHUNK)
+            .map(|c| {
+                let mut acc = [0.0f32; 32];
+                for block in c.chunks_exact(32) {
+                    for (a, &v) in acc.iter_mut().zip(block) {
+                        *a += v;
+                    }
+                }
+                acc.iter().sum::<f32>() + c.chunks_exact(32).remainder().iter().sum::<f32>()
+            })
+            .sum()
+    }
+
+    /// STREAM add: `dst[i] = a[i] + b[i]`.
+    pub fn add(a: &[f32], b: &[f32], dst: &mut [f32]) {
+        dst.par_chunks_mut(CHUNK).zip(a.par_chunks(CHUNK).zip(b.par_chunks(CHUNK))).for_each(|(d, (a, b))| {
+            for ((d, &a), &b) in d.iter_mut().zip(a).zip(b) {
+                *d = a + b;
+            }
+        });
+    }
+
+    /// STREAM triad: `dst[i] = a[i] + s * b[i]`.
+    pub fn triad(a: &[f32], b: &[f32], s: f32, dst: &mut [f32]) {
+        dst.par_chunks_mut(CHUNK).enumerate().for_each(|(i, d)| {
+            let start = i * CHUNK;
+            let (a, b) = (&a[start..start + d.len()], &b[start..start + d.len()]);
+            for j in 0..d.len() {
+                d[j] = a[j] + s * b[j];
+            }
+        });
+    }
+
+    /// `dst = a @ b` for row-major `n x n` matrices through the `gemm` crate,
+    /// as a user calling it directly would, on `threads` rayon threads.
+    pub fn gemm(n: usize, a: &[f32], b: &[f32], dst: &mut [f32], threads: usize) {
+        assert!(a.len() == n * n && b.len() == n * n && dst.len() == n * n);
+        let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
+        // SAFETY: all three are n x n, row-major (row stride n, column
+        // stride 1), and the asserts above prove their lengths; `dst` is
+        // borrowed exclusively and not read (`read_dst` is false).
+        unsafe {
+            gemm::gemm(
+                n,
+                n,
+                n,
+                dst.as_mut_ptr(),
+                1,
+                n as isize,
+                false,
+                a.as_ptr(),
+                1,
+                n as isize,
+                b.as_ptr(),
+                1,
+                n as isize,
+                0.0,
+                1.0,
+                false,
+                false,
+                false,
+                par,
+            );
+        }
+    }
+}
