@@ -13,13 +13,14 @@
 //! `RAYON_NUM_THREADS`; it is set to 2 here unless already set.
 
 use std::hint::black_box;
+use std::time::Duration;
 
 use candle_core::{Device, Tensor as CTensor, Var};
 use candle_nn::{Optimizer as _, SGD};
 use criterion::Criterion;
 use opforge::train::{Optimizer as _, Sgd};
 use opforge::{losses, ops, variable_grads, Tensor, Variable};
-use opforge_peers::Rng;
+use opforge_peers::{interleaved, Job, Rng};
 
 const BATCH: usize = 256;
 const INPUTS: usize = 784;
@@ -191,6 +192,29 @@ fn w6_mlp_step(c: &mut Criterion, d: &Data) {
     group.finish();
 }
 
+/// The two steps timed in turn, round after round (see `interleaved`): the
+/// ratio the target is about, free of the machine's drift between runs.
+fn w6_interleaved(d: &Data) {
+    const ROUNDS: usize = 21;
+    let mut of = OpforgeMlp::new(d).expect("opforge model");
+    let mut cd = CandleMlp::new(d).expect("candle model");
+    let mut jobs: Vec<(&'static str, Job)> = vec![
+        ("opforge", Box::new(move || drop(black_box(of.step().expect("opforge step"))))),
+        ("candle", Box::new(move || drop(black_box(cd.step().expect("candle step"))))),
+    ];
+    let r = interleaved(&mut jobs, ROUNDS, Duration::from_millis(100));
+    println!("\nInterleaved: {ROUNDS} rounds of about 100 ms per library.");
+    println!("\n| W6 step | opforge | candle | opforge / candle | target | met |");
+    println!("|---|---|---|---|---|---|");
+    println!(
+        "| batch 256, 784-512-10 | {:.2} ms | {:.2} ms | {:.2}x | <= 0.35x | {} |",
+        r[0].0 * 1e3,
+        r[1].0 * 1e3,
+        r[1].1,
+        if r[1].1 <= 0.35 { "yes" } else { "no" }
+    );
+}
+
 fn main() {
     // Before either library starts its thread pool.
     if std::env::var_os("RAYON_NUM_THREADS").is_none() {
@@ -202,4 +226,5 @@ fn main() {
     println!("threads: rayon {}, candle {}", rayon::current_num_threads(), candle_core::utils::get_num_threads());
     w6_mlp_step(&mut c, &data);
     c.final_summary();
+    w6_interleaved(&data);
 }

@@ -1,288 +1,232 @@
 //! W1-W5: opforge's CPU hot path and kernels beside candle, the `gemm` crate
-//! called directly, and STREAM-style copy and triad loops, in one criterion
-//! run that ends with a table of ratios (see `../../BENCHMARKS.md`).
+//! called directly, and STREAM-style memory loops, in one run that ends with
+//! a table of ratios (see `../../BENCHMARKS.md`).
 //!
-//! `cargo bench --bench workloads -- --warm-up-time 1 --measurement-time 4`
+//! `cargo bench --bench workloads -- --warm-up-time 1 --measurement-time 3`
 //!
 //! Every library reads the same input data, f32, with 2 threads
-//! (`RAYON_NUM_THREADS=2` unless set). Each workload's implementations run
-//! one after the other within its criterion group, so that their ratio
-//! compares runs minutes apart at most. Outputs are allocated by every call,
+//! (`RAYON_NUM_THREADS=2` unless set). Outputs are allocated by every call,
 //! as a user's op call does; only the STREAM loops and the direct `gemm`
-//! call write into preallocated memory, which is what makes them the bounds.
+//! call write into preallocated memory, which is what makes them bounds.
+//!
+//! Criterion measures each implementation first (its usual report). The
+//! machine is noisy (the same binary moves 30-50% between runs), so the
+//! closing table does not compare those figures, taken seconds or minutes
+//! apart: it comes from a second, interleaved pass that times every
+//! implementation of a workload in turn, round after round, and reports the
+//! median over rounds of each time and of each round's ratio.
 
 use std::hint::black_box;
-use std::path::Path;
+use std::time::Duration;
 
 use candle_core::{Device, Tensor as CTensor};
-use criterion::{BenchmarkId, Criterion, Throughput};
+use criterion::{Criterion, Throughput};
 use opforge::{ops, Tensor};
-use opforge_peers::{stream, Rng};
+use opforge_peers::{interleaved, stream, Job, Rng};
 
 const THREADS: &str = "2";
-/// Criterion writes its estimates here (relative to this crate), and the
-/// closing table reads them back.
-const OUT: &str = "target/criterion";
 const N2: usize = 1 << 24;
 const SIDE: usize = 4096;
+/// Rounds of the interleaved pass, and the time each implementation gets per round.
+const ROUNDS: usize = 15;
+const BATCH: Duration = Duration::from_millis(40);
+
+/// One workload: opforge, candle and a bound, measured side by side.
+struct Workload {
+    group: &'static str,
+    title: &'static str,
+    /// `opforge`, `candle`, then the bound (a STREAM loop, gemm called
+    /// directly, or a bare `Vec` add).
+    jobs: Vec<(&'static str, Job)>,
+    /// Bytes moved (GB/s) or flops (GFLOP/s) per call, for the rate column.
+    work: Option<(f64, &'static str)>,
+    /// The target: opforge's time over candle's must be at most this.
+    max_vs_candle: Option<f64>,
+}
 
 fn data(n: usize, low: f32, high: f32, seed: u64) -> Vec<f32> {
     Rng(seed).uniform(n, low, high)
 }
 
-fn cpu_tensor(v: &[f32], shape: &[usize]) -> CTensor {
+fn candle(v: &[f32], shape: &[usize]) -> CTensor {
     CTensor::from_slice(v, shape, &Device::Cpu).expect("candle tensor")
 }
 
-fn of_tensor(v: &[f32], shape: &[usize]) -> Tensor {
+fn opforge(v: &[f32], shape: &[usize]) -> Tensor {
     Tensor::from_slice(v, shape).expect("opforge tensor")
 }
 
-/// W1: `add` of two 1-element tensors, the output allocated by each call.
-fn w1(c: &mut Criterion) {
-    let mut g = c.benchmark_group("w1_add_1elem");
-    let (a, b) = (of_tensor(&[1.5], &[1]), of_tensor(&[2.5], &[1]));
-    g.bench_function("opforge", |bch| bch.iter(|| ops::add(black_box(&a), black_box(&b)).expect("add")));
-    let (ca, cb) = (cpu_tensor(&[1.5], &[1]), cpu_tensor(&[2.5], &[1]));
-    g.bench_function("candle", |bch| bch.iter(|| black_box(&ca).add(black_box(&cb)).expect("add")));
-    let (va, vb) = (vec![1.5f32], vec![2.5f32]);
-    g.bench_function("bare_vec", |bch| {
-        bch.iter(|| black_box(&va).iter().zip(black_box(&vb)).map(|(x, y)| x + y).collect::<Vec<f32>>())
-    });
-    g.finish();
+/// A job that runs `f` and drops its result, as a caller of an op would.
+fn job<T>(mut f: impl FnMut() -> T + 'static) -> Job {
+    Box::new(move || drop(black_box(f())))
 }
 
-/// W2: `sqrt`, `exp` (unary) and `add` (binary) over 2^24 elements, beside
-/// STREAM copy and triad over arrays of the same length.
-fn w2(c: &mut Criterion) {
+fn workloads() -> Vec<Workload> {
+    let n2 = N2 as f64;
+    let mut all = Vec::new();
+
+    // W1: `add` of two 1-element tensors, the output allocated by each call.
+    let (a, b) = (opforge(&[1.5], &[1]), opforge(&[2.5], &[1]));
+    let (ca, cb) = (candle(&[1.5], &[1]), candle(&[2.5], &[1]));
+    let (va, vb) = (vec![1.5f32], vec![2.5f32]);
+    all.push(Workload {
+        group: "w1_add_1elem",
+        title: "W1 add, 1 element",
+        jobs: vec![
+            ("opforge", job(move || ops::add(black_box(&a), black_box(&b)).expect("add"))),
+            ("candle", job(move || black_box(&ca).add(black_box(&cb)).expect("add"))),
+            (
+                "bare Vec",
+                job(move || black_box(&va).iter().zip(black_box(&vb)).map(|(x, y)| x + y).collect::<Vec<f32>>()),
+            ),
+        ],
+        work: None,
+        max_vs_candle: Some(0.4),
+    });
+
+    // W2: `sqrt` and `exp` (unary, bound: copy) and `add` (binary, bound:
+    // triad) over 2^24 elements.
     let x = data(N2, 0.0, 4.0, 1);
     let y = data(N2, -4.0, 4.0, 2);
-    let (ox, oy) = (of_tensor(&x, &[N2]), of_tensor(&y, &[N2]));
-    let (cx, cy) = (cpu_tensor(&x, &[N2]), cpu_tensor(&y, &[N2]));
-
-    let mut g = c.benchmark_group("w2_stream");
-    g.throughput(Throughput::Bytes((2 * N2 * 4) as u64));
-    let mut dst = vec![0.0f32; N2];
-    g.bench_function("copy", |b| b.iter(|| stream::copy(black_box(&x), &mut dst)));
-    g.throughput(Throughput::Bytes((3 * N2 * 4) as u64));
-    g.bench_function("triad", |b| b.iter(|| stream::triad(black_box(&x), black_box(&y), 3.0, &mut dst)));
-    g.bench_function("add", |b| b.iter(|| stream::add(black_box(&x), black_box(&y), &mut dst)));
-    g.finish();
-    drop(dst);
-
-    let mut g = c.benchmark_group("w2_sqrt");
-    g.throughput(Throughput::Bytes((2 * N2 * 4) as u64));
-    g.bench_function("opforge", |b| b.iter(|| ops::sqrt(black_box(&ox)).expect("sqrt")));
-    g.bench_function("candle", |b| b.iter(|| black_box(&cx).sqrt().expect("sqrt")));
-    g.finish();
-
-    let mut g = c.benchmark_group("w2_exp");
-    g.throughput(Throughput::Bytes((2 * N2 * 4) as u64));
-    g.bench_function("opforge", |b| b.iter(|| ops::exp(black_box(&oy)).expect("exp")));
-    g.bench_function("candle", |b| b.iter(|| black_box(&cy).exp().expect("exp")));
-    g.finish();
-
-    let mut g = c.benchmark_group("w2_add");
-    g.throughput(Throughput::Bytes((3 * N2 * 4) as u64));
-    g.bench_function("opforge", |b| b.iter(|| ops::add(black_box(&ox), black_box(&oy)).expect("add")));
-    g.bench_function("candle", |b| b.iter(|| black_box(&cx).add(black_box(&cy)).expect("add")));
-    g.finish();
-}
-
-/// W3: `[4096, 4096] + [4096]`, the row broadcast down the matrix.
-fn w3(c: &mut Criterion) {
-    let m = data(SIDE * SIDE, -1.0, 1.0, 3);
-    let row = data(SIDE, -1.0, 1.0, 4);
-    let (om, orow) = (of_tensor(&m, &[SIDE, SIDE]), of_tensor(&row, &[SIDE]));
-    let (cm, crow) = (cpu_tensor(&m, &[SIDE, SIDE]), cpu_tensor(&row, &[SIDE]));
-    let mut g = c.benchmark_group("w3_broadcast_add");
-    // The row stays in cache: the matrix is read once and the output written once.
-    g.throughput(Throughput::Bytes((2 * SIDE * SIDE * 4) as u64));
-    g.bench_function("opforge", |b| b.iter(|| ops::add(black_box(&om), black_box(&orow)).expect("add")));
-    g.bench_function("candle", |b| b.iter(|| black_box(&cm).broadcast_add(black_box(&crow)).expect("add")));
-    g.finish();
-}
-
-/// W4: `sum` of 2^24 elements, and over axis 1 of `[4096, 4096]`.
-fn w4(c: &mut Criterion) {
-    let x = data(N2, -1.0, 1.0, 5);
-    let (ox, cx) = (of_tensor(&x, &[N2]), cpu_tensor(&x, &[N2]));
-    let mut g = c.benchmark_group("w4_sum_all");
-    g.throughput(Throughput::Bytes((N2 * 4) as u64));
-    g.bench_function("stream_read", |b| b.iter(|| stream::read(black_box(&x))));
-    g.bench_function("opforge", |b| b.iter(|| ops::sum(black_box(&ox), &[], false).expect("sum")));
-    g.bench_function("candle", |b| b.iter(|| black_box(&cx).sum_all().expect("sum")));
-    g.finish();
-
-    let (om, cm) = (of_tensor(&x, &[SIDE, SIDE]), cpu_tensor(&x, &[SIDE, SIDE]));
-    let mut g = c.benchmark_group("w4_sum_axis1");
-    g.throughput(Throughput::Bytes((N2 * 4) as u64));
-    g.bench_function("opforge", |b| b.iter(|| ops::sum(black_box(&om), &[1], false).expect("sum")));
-    g.bench_function("candle", |b| b.iter(|| black_box(&cm).sum(1).expect("sum")));
-    g.finish();
-}
-
-/// W5: square matmuls of 1024^3 and 2048^3.
-fn w5(c: &mut Criterion) {
-    let threads = rayon::current_num_threads();
-    for n in [1024usize, 2048] {
-        let (a, b) = (data(n * n, -1.0, 1.0, 6), data(n * n, -1.0, 1.0, 7));
-        let (oa, ob) = (of_tensor(&a, &[n, n]), of_tensor(&b, &[n, n]));
-        let (ca, cb) = (cpu_tensor(&a, &[n, n]), cpu_tensor(&b, &[n, n]));
-        let mut g = c.benchmark_group(format!("w5_matmul_{n}"));
-        g.throughput(Throughput::Elements((2 * n * n * n) as u64));
-        g.sample_size(10);
-        g.bench_function("opforge", |bch| bch.iter(|| ops::matmul(&oa, &ob, false, false).expect("matmul")));
-        g.bench_function("candle", |bch| bch.iter(|| ca.matmul(&cb).expect("matmul")));
-        let mut dst = vec![0.0f32; n * n];
-        g.bench_function(BenchmarkId::new("gemm_direct", threads), |bch| {
-            bch.iter(|| stream::gemm(n, &a, &b, &mut dst, threads))
+    let (ox, oy) = (opforge(&x, &[N2]), opforge(&y, &[N2]));
+    let (cx, cy) = (candle(&x, &[N2]), candle(&y, &[N2]));
+    let copy_job = |src: Vec<f32>| {
+        let mut dst = vec![0.0f32; src.len()];
+        job(move || stream::copy(black_box(&src), &mut dst))
+    };
+    let triad_job = |a: Vec<f32>, b: Vec<f32>| {
+        let mut dst = vec![0.0f32; a.len()];
+        job(move || stream::triad(black_box(&a), black_box(&b), 3.0, &mut dst))
+    };
+    for (group, title, unary) in [("w2_sqrt", "W2 sqrt 2^24", true), ("w2_exp", "W2 exp 2^24", false)] {
+        let (o, c) = if unary { (ox.clone(), cx.clone()) } else { (oy.clone(), cy.clone()) };
+        let (of, cf): (fn(&Tensor) -> opforge::Result<Tensor>, fn(&CTensor) -> candle_core::Result<CTensor>) =
+            if unary { (ops::sqrt, CTensor::sqrt) } else { (ops::exp, CTensor::exp) };
+        all.push(Workload {
+            group,
+            title,
+            jobs: vec![
+                ("opforge", job(move || of(black_box(&o)).expect("opforge"))),
+                ("candle", job(move || cf(black_box(&c)).expect("candle"))),
+                ("copy", copy_job(x.clone())),
+            ],
+            work: Some((8.0 * n2, "GB/s")),
+            max_vs_candle: Some(if unary { 1.0 / 3.0 } else { 0.25 }),
         });
-        g.finish();
     }
-}
+    let (ox2, oy2, cx2, cy2) = (ox.clone(), oy.clone(), cx.clone(), cy.clone());
+    all.push(Workload {
+        group: "w2_add",
+        title: "W2 add 2^24",
+        jobs: vec![
+            ("opforge", job(move || ops::add(black_box(&ox2), black_box(&oy2)).expect("add"))),
+            ("candle", job(move || black_box(&cx2).add(black_box(&cy2)).expect("add"))),
+            ("triad", triad_job(x.clone(), y.clone())),
+        ],
+        work: Some((12.0 * n2, "GB/s")),
+        max_vs_candle: Some(1.0 / 3.0),
+    });
 
-/// The median of one benchmark, in seconds, from criterion's saved estimates.
-fn median(group: &str, id: &str) -> Option<f64> {
-    let path = Path::new(OUT).join(group).join(id).join("new/estimates.json");
-    let text = std::fs::read_to_string(path).ok()?;
-    let json: serde_json::Value = serde_json::from_str(&text).ok()?;
-    json["median"]["point_estimate"].as_f64().map(|ns| ns * 1e-9)
-}
+    // W3: `[4096, 4096] + [4096]`. The row stays in cache: the matrix is
+    // read once and the output written once, as in a copy.
+    let row = data(SIDE, -1.0, 1.0, 4);
+    let (om, orow) = (ox.clone().reshape_to(&[SIDE, SIDE]), opforge(&row, &[SIDE]));
+    let (cm, crow) = (candle(&x, &[SIDE, SIDE]), candle(&row, &[SIDE]));
+    all.push(Workload {
+        group: "w3_broadcast_add",
+        title: "W3 [4096,4096]+[4096]",
+        jobs: vec![
+            ("opforge", job(move || ops::add(black_box(&om), black_box(&orow)).expect("add"))),
+            ("candle", job(move || black_box(&cm).broadcast_add(black_box(&crow)).expect("add"))),
+            ("copy", copy_job(x.clone())),
+        ],
+        work: Some((8.0 * n2, "GB/s")),
+        max_vs_candle: Some(1.0 / 3.0),
+    });
 
-/// One row of the closing table.
-struct Row {
-    workload: &'static str,
-    group: &'static str,
-    /// The peer the target compares against, and the target's bound as a
-    /// ratio of opforge's time to the peer's (`None` where the target is
-    /// not a time ratio).
-    peer: &'static str,
-    bound: Option<f64>,
-    /// Bytes moved (for GB/s) or flops (for GFLOP/s), and which.
-    work: f64,
-    unit: &'static str,
-}
-
-fn table() {
-    let gib = 1e9;
-    let n2 = N2 as f64;
-    let rows = [
-        Row {
-            workload: "W1 add, 1 element",
-            group: "w1_add_1elem",
-            peer: "candle",
-            bound: Some(0.4),
-            work: 0.0,
-            unit: "",
-        },
-        Row {
-            workload: "W2 sqrt 2^24",
-            group: "w2_sqrt",
-            peer: "candle",
-            bound: Some(1.0 / 3.0),
-            work: 8.0 * n2,
-            unit: "GB/s",
-        },
-        Row {
-            workload: "W2 exp 2^24",
-            group: "w2_exp",
-            peer: "candle",
-            bound: Some(0.25),
-            work: 8.0 * n2,
-            unit: "GB/s",
-        },
-        Row {
-            workload: "W2 add 2^24",
-            group: "w2_add",
-            peer: "candle",
-            bound: Some(1.0 / 3.0),
-            work: 12.0 * n2,
-            unit: "GB/s",
-        },
-        Row {
-            workload: "W3 [4096,4096]+[4096]",
-            group: "w3_broadcast_add",
-            peer: "candle",
-            bound: Some(1.0 / 3.0),
-            work: 8.0 * n2,
-            unit: "GB/s",
-        },
-        Row {
-            workload: "W4 sum 2^24",
-            group: "w4_sum_all",
-            peer: "candle",
-            bound: Some(1.0 / 1.3),
-            work: 4.0 * n2,
-            unit: "GB/s",
-        },
-        Row {
-            workload: "W4 sum axis 1",
-            group: "w4_sum_axis1",
-            peer: "candle",
-            bound: Some(1.0 / 1.3),
-            work: 4.0 * n2,
-            unit: "GB/s",
-        },
-        Row {
-            workload: "W5 matmul 1024^3",
-            group: "w5_matmul_1024",
-            peer: "candle",
-            bound: None,
-            work: 2.0 * 1024f64.powi(3),
-            unit: "GFLOP/s",
-        },
-        Row {
-            workload: "W5 matmul 2048^3",
-            group: "w5_matmul_2048",
-            peer: "candle",
-            bound: None,
-            work: 2.0 * 2048f64.powi(3),
-            unit: "GFLOP/s",
-        },
-    ];
-    let threads = rayon::current_num_threads().to_string();
-    let copy = median("w2_stream", "copy").map(|t| 8.0 * n2 / t / gib);
-    let triad = median("w2_stream", "triad").map(|t| 12.0 * n2 / t / gib);
-    println!("\n| workload | opforge | {} | opforge / peer | target | met | rate | vs bound |", "peer");
-    println!("|---|---|---|---|---|---|---|---|");
-    for r in rows {
-        let Some(ours) = median(r.group, "opforge") else { continue };
-        let theirs = median(r.group, r.peer);
-        let ratio = theirs.map(|t| ours / t);
-        let (target, met) = match (r.bound, ratio) {
-            (Some(b), Some(x)) => (format!("<= {b:.2}x"), if x <= b { "yes" } else { "no" }.to_owned()),
-            _ => ("-".to_owned(), "-".to_owned()),
+    // W4: `sum` of 2^24 elements, and over axis 1 of `[4096, 4096]`; bound:
+    // a read-only pass.
+    for (group, title, axis1) in [("w4_sum_all", "W4 sum 2^24", false), ("w4_sum_axis1", "W4 sum axis 1", true)] {
+        let (o, c) = if axis1 {
+            (ox.clone().reshape_to(&[SIDE, SIDE]), candle(&x, &[SIDE, SIDE]))
+        } else {
+            (ox.clone(), cx.clone())
         };
-        let rate = if r.work > 0.0 { format!("{:.1} {}", r.work / ours / gib, r.unit) } else { "-".to_owned() };
-        // The hardware-side bound: copy for unary, triad for binary, the gemm crate for matmul.
-        let vs_bound = match r.group {
-            "w2_sqrt" | "w2_exp" => copy.map(|c| format!("{:.0}% of copy", 100.0 * r.work / ours / gib / c)),
-            "w2_add" | "w3_broadcast_add" => triad.map(|t| format!("{:.0}% of triad", 100.0 * r.work / ours / gib / t)),
-            "w5_matmul_1024" | "w5_matmul_2048" => median(r.group, &format!("gemm_direct/{threads}"))
-                .map(|g| format!("{:.2}x gemm's speed (target >= 0.95x)", g / ours)),
-            "w4_sum_all" | "w4_sum_axis1" => {
-                median("w4_sum_all", "stream_read").map(|t| format!("{:.0}% of read", 100.0 * t / ours))
-            }
-            "w1_add_1elem" => median(r.group, "bare_vec").map(|b| format!("{:.1}x bare Vec", ours / b)),
-            _ => None,
-        }
-        .unwrap_or_else(|| "-".to_owned());
-        let fmt = |t: f64| if t < 1e-6 { format!("{:.0} ns", t * 1e9) } else { format!("{:.2} ms", t * 1e3) };
-        println!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} |",
-            r.workload,
-            fmt(ours),
-            theirs.map(fmt).unwrap_or_else(|| "-".to_owned()),
-            ratio.map(|x| format!("{x:.2}x")).unwrap_or_else(|| "-".to_owned()),
-            target,
-            met,
-            rate,
-            vs_bound
-        );
+        let src = x.clone();
+        all.push(Workload {
+            group,
+            title,
+            jobs: vec![
+                ("opforge", job(move || ops::sum(black_box(&o), if axis1 { &[1] } else { &[] }, false).expect("sum"))),
+                (
+                    "candle",
+                    job(move || if axis1 { black_box(&c).sum(1) } else { black_box(&c).sum_all() }.expect("sum")),
+                ),
+                ("read", job(move || stream::read(black_box(&src)))),
+            ],
+            work: Some((4.0 * n2, "GB/s")),
+            max_vs_candle: Some(1.0 / 1.3),
+        });
     }
-    if let (Some(c), Some(t)) = (copy, triad) {
-        println!("\nSTREAM-style bounds in this run: copy {c:.1} GB/s, triad {t:.1} GB/s ({threads} threads).");
+
+    // W5: square matmuls; bound: the gemm crate called directly.
+    let threads = rayon::current_num_threads();
+    for (group, title, n) in
+        [("w5_matmul_1024", "W5 matmul 1024^3", 1024usize), ("w5_matmul_2048", "W5 matmul 2048^3", 2048)]
+    {
+        let (a, b) = (data(n * n, -1.0, 1.0, 6), data(n * n, -1.0, 1.0, 7));
+        let (oa, ob) = (opforge(&a, &[n, n]), opforge(&b, &[n, n]));
+        let (ca, cb) = (candle(&a, &[n, n]), candle(&b, &[n, n]));
+        let mut dst = vec![0.0f32; n * n];
+        all.push(Workload {
+            group,
+            title,
+            jobs: vec![
+                ("opforge", job(move || ops::matmul(&oa, &ob, false, false).expect("matmul"))),
+                ("candle", job(move || ca.matmul(&cb).expect("matmul"))),
+                ("gemm", job(move || stream::gemm(n, &a, &b, &mut dst, threads))),
+            ],
+            work: Some((2.0 * (n as f64).powi(3), "GFLOP/s")),
+            max_vs_candle: None,
+        });
+    }
+    all
+}
+
+/// A reshape that cannot fail for the shapes used here.
+trait ReshapeTo {
+    fn reshape_to(self, shape: &[usize]) -> Tensor;
+}
+
+impl ReshapeTo for Tensor {
+    fn reshape_to(self, shape: &[usize]) -> Tensor {
+        let dims: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
+        ops::reshape(&self, &dims).expect("reshape")
+    }
+}
+
+/// The benchmark-name filters among the arguments (criterion's own
+/// filtering covers the criterion pass; this applies them to the table).
+fn name_filters() -> Vec<String> {
+    const SWITCHES: &[&str] =
+        &["--bench", "--test", "--list", "--noplot", "--verbose", "--quiet", "--exact", "--nocapture"];
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let mut filters = Vec::new();
+    for (i, a) in args.iter().enumerate() {
+        let after_option = i > 0 && args[i - 1].starts_with("--") && !SWITCHES.contains(&args[i - 1].as_str());
+        if !a.starts_with('-') && !after_option {
+            // Criterion takes one regex; `a|b` is the usual way to pick several.
+            filters.extend(a.split('|').map(str::to_owned));
+        }
+    }
+    filters
+}
+
+fn fmt_time(t: f64) -> String {
+    if t < 1e-6 {
+        format!("{:.0} ns", t * 1e9)
+    } else {
+        format!("{:.2} ms", t * 1e3)
     }
 }
 
@@ -291,12 +235,60 @@ fn main() {
     if std::env::var_os("RAYON_NUM_THREADS").is_none() {
         std::env::set_var("RAYON_NUM_THREADS", THREADS);
     }
-    let mut c = Criterion::default().output_directory(Path::new(OUT)).configure_from_args();
-    w1(&mut c);
-    w2(&mut c);
-    w3(&mut c);
-    w4(&mut c);
-    w5(&mut c);
+    let mut all = workloads();
+    let mut c = Criterion::default().configure_from_args();
+    for w in &mut all {
+        let mut g = c.benchmark_group(w.group);
+        if let Some((work, unit)) = w.work {
+            g.throughput(if unit == "GB/s" {
+                Throughput::Bytes(work as u64)
+            } else {
+                Throughput::Elements(work as u64)
+            });
+        }
+        if w.group.starts_with("w5") {
+            g.sample_size(10);
+        }
+        for (name, f) in &mut w.jobs {
+            g.bench_function(name.replace(' ', "_"), |b| b.iter(&mut *f));
+        }
+        g.finish();
+    }
     c.final_summary();
-    table();
+
+    println!(
+        "\nInterleaved: {ROUNDS} rounds of about {} ms per implementation, {} threads.",
+        BATCH.as_millis(),
+        rayon::current_num_threads()
+    );
+    println!(
+        "\n| workload | opforge | candle | opforge / candle | target | met | opforge rate | bound | opforge / bound |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|");
+    let filter = name_filters();
+    for w in &mut all {
+        if !filter.is_empty() && !filter.iter().any(|f| w.group.contains(f.as_str())) {
+            continue;
+        }
+        let r = interleaved(&mut w.jobs, ROUNDS, BATCH);
+        let (ours, (theirs, vs_candle), (bound, vs_bound)) = (r[0].0, r[1], r[2]);
+        let (target, met) = match w.max_vs_candle {
+            Some(b) => (format!("<= {b:.2}x"), if vs_candle <= b { "yes" } else { "no" }),
+            None => ("-".to_owned(), "-"),
+        };
+        let rate = w.work.map(|(work, unit)| format!("{:.1} {unit}", work / ours / 1e9)).unwrap_or_else(|| "-".into());
+        // For the bounds, the rate relative to the bound's: its speed over ours.
+        let bound_col = match w.work {
+            Some(_) => format!("{:.0}% of {}", 100.0 / vs_bound, w.jobs[2].0),
+            None => format!("{:.1}x {}", vs_bound, w.jobs[2].0),
+        };
+        println!(
+            "| {} | {} | {} | {vs_candle:.2}x | {target} | {met} | {rate} | {} {} | {bound_col} |",
+            w.title,
+            fmt_time(ours),
+            fmt_time(theirs),
+            w.jobs[2].0,
+            fmt_time(bound),
+        );
+    }
 }

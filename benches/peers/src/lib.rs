@@ -26,6 +26,50 @@ impl Rng {
     }
 }
 
+/// A benchmark job: one call of one implementation, its result dropped.
+pub type Job = Box<dyn FnMut()>;
+
+/// The median of `v` (sorted in place).
+pub fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Times `jobs` in turn, `rounds` times, each for about `batch` per round,
+/// so that a drift of the machine's speed hits them all alike. Returns, per
+/// job, the median time per call and the median over rounds of the first
+/// job's time over this job's.
+pub fn interleaved(jobs: &mut [(&'static str, Job)], rounds: usize, batch: std::time::Duration) -> Vec<(f64, f64)> {
+    use std::time::{Duration, Instant};
+    let iters: Vec<u32> = jobs
+        .iter_mut()
+        .map(|(_, f)| {
+            let start = Instant::now();
+            f();
+            let once = start.elapsed().max(Duration::from_nanos(1));
+            (batch.as_secs_f64() / once.as_secs_f64()).clamp(1.0, 1e7) as u32
+        })
+        .collect();
+    let mut times = vec![Vec::with_capacity(rounds); jobs.len()];
+    for _ in 0..rounds {
+        for (j, (_, f)) in jobs.iter_mut().enumerate() {
+            let start = Instant::now();
+            for _ in 0..iters[j] {
+                f();
+            }
+            times[j].push(start.elapsed().as_secs_f64() / f64::from(iters[j]));
+        }
+    }
+    let first = times[0].clone();
+    times
+        .iter_mut()
+        .map(|t| {
+            let mut ratios: Vec<f64> = first.iter().zip(t.iter()).map(|(a, b)| a / b).collect();
+            (median(t), median(&mut ratios))
+        })
+        .collect()
+}
+
 /// Memory-bandwidth and compute bounds, on rayon's pool.
 pub mod stream {
     use rayon::prelude::*;
@@ -39,18 +83,19 @@ pub mod stream {
         dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| d.copy_from_slice(s));
     }
 
-    /// A read-only pass: the sum of `src`, in 32 independent lanes per task
-    /// so that the loop vectorizes and only memory limits it.
+    /// A read-only pass: the sum of `src`, in 16 independent lanes so that
+    /// the loop vectorizes and only memory limits it, in tasks of 256 KiB
+    /// (larger than the writing loops': a read-only task is quick).
     pub fn read(src: &[f32]) -> f32 {
-        src.par_chunks(CHUNK)
+        src.par_chunks(CHUNK * 4)
             .map(|c| {
-                let mut acc = [0.0f32; 32];
-                for block in c.chunks_exact(32) {
+                let mut acc = [0.0f32; 16];
+                for block in c.chunks_exact(16) {
                     for (a, &v) in acc.iter_mut().zip(block) {
                         *a += v;
                     }
                 }
-                acc.iter().sum::<f32>() + c.chunks_exact(32).remainder().iter().sum::<f32>()
+                acc.iter().sum::<f32>() + c.chunks_exact(16).remainder().iter().sum::<f32>()
             })
             .sum()
     }
