@@ -11,31 +11,15 @@
 
 use opforge::{ops, Result, Tensor};
 
+#[path = "common/ulp.rs"]
+mod ulp;
+use ulp::ulps;
+
 /// A public f32 op of one tensor.
 type Unary = fn(&Tensor) -> Result<Tensor>;
 
 /// Elements per op call: several parallel chunks each, so rayon runs too.
 const BATCH: usize = 1 << 20;
-
-/// Position of `x` among f32 values in order, ±0 both at 0.
-fn ordinal(x: f32) -> i64 {
-    let b = x.to_bits();
-    let mag = i64::from(b & 0x7fff_ffff);
-    if b >> 31 == 1 {
-        -mag
-    } else {
-        mag
-    }
-}
-
-/// ULPs between `got` and `want`: 0 for two NaNs, `u64::MAX` for one.
-fn ulps(got: f32, want: f32) -> u64 {
-    match (got.is_nan(), want.is_nan()) {
-        (true, true) => 0,
-        (false, false) => ordinal(got).abs_diff(ordinal(want)),
-        _ => u64::MAX,
-    }
-}
 
 /// The strided sweep, then edge cases and their 4 neighbours each side.
 fn inputs() -> Vec<f32> {

@@ -254,9 +254,15 @@ pub(crate) fn sigmoid(src: &[f32], dst: &mut [f32]) {
     dispatch::<Sigmoid>(src, dst);
 }
 
+/// The ULP distance the accuracy tests use, shared with `tests/vmath_accuracy.rs`.
+#[cfg(test)]
+#[path = "../../../tests/common/ulp.rs"]
+mod ulp;
+
 #[cfg(test)]
 /// Both copies against f64 references, special values, and ignored measurements.
 mod tests {
+    use super::ulp::ulps;
     use super::*;
 
     /// A slice function of one copy.
@@ -277,26 +283,6 @@ mod tests {
             eprintln!("vmath: no avx2+fma on this CPU, testing the portable copy only");
         }
         v
-    }
-
-    /// Position of `x` among f32 values in order, ±0 both at 0.
-    fn ordinal(x: f32) -> i64 {
-        let b = x.to_bits();
-        let mag = i64::from(b & 0x7fff_ffff);
-        if b >> 31 == 1 {
-            -mag
-        } else {
-            mag
-        }
-    }
-
-    /// ULPs between `got` and `want`: 0 for two NaNs, `u64::MAX` for one.
-    fn ulps(got: f32, want: f32) -> u64 {
-        match (got.is_nan(), want.is_nan()) {
-            (true, true) => 0,
-            (false, false) => ordinal(got).abs_diff(ordinal(want)),
-            _ => u64::MAX,
-        }
     }
 
     /// `f` at `x`, rounded once from f64 (the correctly rounded result, barring ties).
