@@ -9,7 +9,7 @@ use syn::{Ident, ItemFn};
 use crate::signature::{self, Errors, KernelArgs, Param};
 
 /// Backends a kernel may name, with the type that implements `Backend`.
-pub(crate) const BACKENDS: &[(&str, &str)] = &[("cpu", "Cpu")];
+pub(crate) const BACKENDS: &[(&str, &str)] = &[("cpu", "Cpu"), ("wgpu", "Wgpu")];
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     match try_expand(attr.clone(), item.clone()) {

@@ -1,9 +1,12 @@
 //! The engine: validate, resolve, execute.
 
 use std::cell::RefCell;
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use crate::spec::{KernelCall, KernelSpec};
-use crate::{BackendId, Error, InputDesc, Result, Tensor};
+use crate::{BackendId, Error, InputDesc, Result, Tensor, TensorMeta};
 
 /// Runs kernels. Generated op functions call [`Engine::run`]; so can anyone
 /// holding a descriptor.
@@ -27,9 +30,10 @@ impl Engine {
     pub fn run<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs) -> Result<Tensor> {
         let backend = common_backend::<K>(inputs)?;
         let meta = K::infer(inputs, attrs).map_err(|m| invalid::<K>(backend, inputs, m))?;
-        let entry = K::slot().get(backend)?;
-        let call = KernelCall { kernel: K::NAME, backend, inputs, attrs, out: &meta };
-        let y = (entry.func)(&call)?;
+        let y = match K::slot().get(backend) {
+            Ok(entry) => (entry.func)(&KernelCall { kernel: K::NAME, backend, inputs, attrs, out: &meta })?,
+            Err(missing) => fallback::<K>(inputs, attrs, backend, &meta, missing)?,
+        };
         if cfg!(debug_assertions) && (y.shape() != meta.shape.as_slice() || y.dtype() != meta.dtype) {
             return Err(Error::KernelContract {
                 kernel: K::NAME,
@@ -68,6 +72,53 @@ impl Engine {
             }),
         }
     }
+}
+
+static FALLBACK: AtomicBool = AtomicBool::new(true);
+
+/// Turns the cpu fallback on or off and returns the previous setting.
+///
+/// With it on (the default), a kernel that has no implementation on its
+/// inputs' backend runs on the cpu: the inputs are copied there, the cpu
+/// kernel runs, and the result is copied back, with a warning on stderr the
+/// first time each kernel does so. With it off, such a call fails with
+/// [`Error::KernelNotFound`], naming the backends that have the kernel.
+///
+/// ```
+/// let previous = opforge::set_fallback(false);
+/// assert!(previous, "on by default");
+/// opforge::set_fallback(previous);
+/// ```
+pub fn set_fallback(enabled: bool) -> bool {
+    FALLBACK.swap(enabled, Ordering::Relaxed)
+}
+
+/// Runs `K` on the cpu for inputs on `backend`, which lacks it; `missing` is
+/// the error when the fallback is off or the cpu lacks it too.
+#[cold]
+fn fallback<K: KernelSpec>(
+    inputs: &[&Tensor],
+    attrs: &K::Attrs,
+    backend: BackendId,
+    meta: &TensorMeta,
+    missing: Error,
+) -> Result<Tensor> {
+    if backend == BackendId::Cpu || !FALLBACK.load(Ordering::Relaxed) {
+        return Err(missing);
+    }
+    let Ok(entry) = K::slot().get(BackendId::Cpu) else { return Err(missing) };
+    static WARNED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    if WARNED.lock().unwrap_or_else(PoisonError::into_inner).insert(K::NAME) {
+        eprintln!(
+            "opforge: kernel `{}` has no `{backend}` implementation; running it on the cpu \
+             (copies its inputs and output; opforge::set_fallback(false) makes this an error)",
+            K::NAME
+        );
+    }
+    let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(BackendId::Cpu)).collect::<Result<_>>()?;
+    let moved: Vec<&Tensor> = moved.iter().collect();
+    let call = KernelCall { kernel: K::NAME, backend: BackendId::Cpu, inputs: &moved, attrs, out: meta };
+    (entry.func)(&call)?.to_backend(backend)
 }
 
 fn common_backend<K: KernelSpec>(inputs: &[&Tensor]) -> Result<BackendId> {
@@ -163,7 +214,8 @@ pub struct BackendMemory {
 }
 
 /// Memory held by live tensors, per backend (TF.js `tf.memory()`), and by
-/// each backend's pool of freed buffers.
+/// each backend's pool of freed buffers: one entry per backend, in
+/// [`BackendId::ALL`] order. Counting `wgpu` buffers does not open the device.
 ///
 /// ```
 /// let before = opforge::memory()[0];
@@ -176,7 +228,10 @@ pub struct BackendMemory {
 pub fn memory() -> Vec<BackendMemory> {
     let (buffers, bytes) = crate::backend::cpu::memory();
     let (pooled_buffers, pooled_bytes) = crate::backend::cpu::pool::pooled();
-    vec![BackendMemory { backend: BackendId::Cpu, buffers, bytes, pooled_buffers, pooled_bytes }]
+    let cpu = BackendMemory { backend: BackendId::Cpu, buffers, bytes, pooled_buffers, pooled_bytes };
+    let (buffers, bytes) = crate::backend::wgpu::memory();
+    let (pooled_buffers, pooled_bytes) = crate::backend::wgpu::pooled();
+    vec![cpu, BackendMemory { backend: BackendId::Wgpu, buffers, bytes, pooled_buffers, pooled_bytes }]
 }
 
 /// Frees every buffer the backends keep for reuse. Large outputs come from
@@ -192,6 +247,7 @@ pub fn memory() -> Vec<BackendMemory> {
 /// ```
 pub fn trim_pool() {
     crate::backend::cpu::pool::trim_to(0);
+    crate::backend::wgpu::trim_to(0);
 }
 
 /// Bounds the bytes each backend's pool keeps (256 MiB by default), frees
@@ -204,5 +260,6 @@ pub fn trim_pool() {
 /// opforge::set_pool_limit(previous);
 /// ```
 pub fn set_pool_limit(bytes: usize) -> usize {
+    crate::backend::wgpu::set_limit(bytes);
     crate::backend::cpu::pool::set_limit(bytes)
 }

@@ -73,9 +73,10 @@ pub mod train;
 mod variable;
 
 pub use autodiff::{custom_grad, grad, grads, no_grad, value_and_grad, value_and_grads, variable_grads};
+pub use backend::wgpu::{backends, BackendInfo};
 pub use backend::BackendId;
 pub use dtype::{DType, Element};
-pub use engine::{memory, set_pool_limit, trim_pool, BackendMemory, Engine};
+pub use engine::{memory, set_fallback, set_pool_limit, trim_pool, BackendMemory, Engine};
 pub use error::{Error, InputDesc, Location, Result};
 pub use opforge_macros::{gradient, kernel, op, spec};
 pub use shape::Shape;
@@ -88,7 +89,7 @@ pub use variable::Variable;
 pub mod __private {
     use std::any::Any;
 
-    pub use crate::backend::{Backend, Cpu};
+    pub use crate::backend::{Backend, Cpu, Wgpu};
     pub use crate::engine::OpScope;
     pub use crate::registry::{
         DispatchSlot, GradientEntry, KernelEntry, OpEntry, SpecEntry, GRADIENTS, KERNELS, OPS, SPECS,

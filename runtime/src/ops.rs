@@ -20,8 +20,8 @@ use crate::{op, Result, Tensor};
 /// ```
 #[op]
 pub fn moving_average(v: &Tensor, x: &Tensor, decay: f32) -> Result<Tensor> {
-    let kept = mul(v, &Tensor::scalar(decay))?;
-    let added = mul(x, &Tensor::scalar(1.0 - decay))?;
+    let kept = mul(v, &Tensor::scalar(decay).to_backend(v.backend())?)?;
+    let added = mul(x, &Tensor::scalar(1.0 - decay).to_backend(x.backend())?)?;
     add(&kept, &added)
 }
 

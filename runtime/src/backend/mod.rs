@@ -6,6 +6,7 @@
 //! [`BackendId::ALL`].
 
 pub mod cpu;
+pub mod wgpu;
 
 use std::fmt;
 
@@ -23,11 +24,13 @@ use crate::Tensor;
 pub enum BackendId {
     /// Host memory, kernels parallelized with rayon.
     Cpu,
+    /// GPU memory through `wgpu` (Vulkan); see [`crate::backends`].
+    Wgpu,
 }
 
 impl BackendId {
     /// Every backend this build knows, in slot order.
-    pub const ALL: [BackendId; 1] = [BackendId::Cpu];
+    pub const ALL: [BackendId; 2] = [BackendId::Cpu, BackendId::Wgpu];
     /// Number of backends: the length of every dispatch slot.
     pub const COUNT: usize = Self::ALL.len();
 
@@ -35,6 +38,7 @@ impl BackendId {
     pub const fn name(self) -> &'static str {
         match self {
             BackendId::Cpu => "cpu",
+            BackendId::Wgpu => "wgpu",
         }
     }
 
@@ -76,4 +80,5 @@ pub trait Backend: Sized + Send + Sync + 'static {
     fn wrap(t: Self::Tensor) -> Tensor;
 }
 
+pub use self::wgpu::Wgpu;
 pub use cpu::Cpu;

@@ -46,9 +46,9 @@ fn minimum_grad(a: &Tensor, b: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)>
 /// where `ln` is undefined (TF.js does the same).
 #[gradient(Pow)]
 fn pow_grad(a: &Tensor, b: &Tensor, y: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
-    let da = ops::mul(dy, &ops::mul(b, &ops::pow(a, &ops::sub(b, &scalar(1.0, b))?)?)?)?;
-    let positive = mask(&ops::greater(a, &scalar(0.0, a))?, a)?;
-    let ln_a = ops::mul(&ops::log(&ops::maximum(a, &scalar(f64::from(f32::MIN_POSITIVE), a))?)?, &positive)?;
+    let da = ops::mul(dy, &ops::mul(b, &ops::pow(a, &ops::sub(b, &scalar(1.0, b)?)?)?)?)?;
+    let positive = mask(&ops::greater(a, &scalar(0.0, a)?)?, a)?;
+    let ln_a = ops::mul(&ops::log(&ops::maximum(a, &scalar(f64::from(f32::MIN_POSITIVE), a)?)?)?, &positive)?;
     let db = ops::mul(dy, &ops::mul(y, &ln_a)?)?;
     Ok((unbroadcast(&da, a.shape())?, unbroadcast(&db, b.shape())?))
 }

@@ -33,13 +33,14 @@ pub fn unbroadcast(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
     ops::reshape(&summed, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
 }
 
-/// A scalar of `like`'s dtype.
-fn scalar(v: f64, like: &Tensor) -> Tensor {
-    match like.dtype() {
+/// A scalar of `like`'s dtype, on `like`'s backend (ops refuse mixed ones).
+fn scalar(v: f64, like: &Tensor) -> Result<Tensor> {
+    let s = match like.dtype() {
         crate::DType::F32 => Tensor::scalar(f32::from_f64(v)),
         crate::DType::I32 => Tensor::scalar(i32::from_f64(v)),
         crate::DType::Bool => Tensor::scalar(bool::from_f64(v)),
-    }
+    };
+    s.to_backend(like.backend())
 }
 
 /// A boolean mask as 0/1 of `like`'s dtype.

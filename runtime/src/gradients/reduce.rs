@@ -24,7 +24,7 @@ fn sum_grad(x: &Tensor, axes: &[i64], dy: &Tensor) -> Result<Tensor> {
 #[gradient(Mean)]
 fn mean_grad(x: &Tensor, axes: &[i64], y: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let count = (x.numel() / y.numel().max(1)) as f64;
-    ops::div(&spread(dy, x, axes)?, &scalar(count, x))
+    ops::div(&spread(dy, x, axes)?, &scalar(count, x)?)
 }
 
 /// Every element equal to its maximum receives the cotangent (TF.js does not split ties).

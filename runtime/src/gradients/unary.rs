@@ -14,25 +14,25 @@ fn neg_grad(dy: &Tensor) -> Result<Tensor> {
 /// `sign(x)`, with 0 at 0.
 #[gradient(Abs)]
 fn abs_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    let zero = scalar(0.0, x);
+    let zero = scalar(0.0, x)?;
     let sign = ops::sub(&mask(&ops::greater(x, &zero)?, x)?, &mask(&ops::less(x, &zero)?, x)?)?;
     ops::mul(dy, &sign)
 }
 
 #[gradient(Sqrt)]
 fn sqrt_grad(y: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    ops::div(dy, &ops::mul(y, &scalar(2.0, y))?)
+    ops::div(dy, &ops::mul(y, &scalar(2.0, y)?)?)
 }
 
 /// `d(x^-1/2) = -1/2 x^-3/2 = -1/2 y^3`.
 #[gradient(Rsqrt)]
 fn rsqrt_grad(y: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    ops::mul(dy, &ops::mul(&ops::mul(&ops::square(y)?, y)?, &scalar(-0.5, y))?)
+    ops::mul(dy, &ops::mul(&ops::mul(&ops::square(y)?, y)?, &scalar(-0.5, y)?)?)
 }
 
 #[gradient(Square)]
 fn square_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    ops::mul(dy, &ops::mul(x, &scalar(2.0, x))?)
+    ops::mul(dy, &ops::mul(x, &scalar(2.0, x)?)?)
 }
 
 #[gradient(Exp)]
@@ -57,15 +57,15 @@ fn cos_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
 
 #[gradient(Tanh)]
 fn tanh_grad(y: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    ops::mul(dy, &ops::sub(&scalar(1.0, y), &ops::square(y)?)?)
+    ops::mul(dy, &ops::sub(&scalar(1.0, y)?, &ops::square(y)?)?)
 }
 
 #[gradient(Sigmoid)]
 fn sigmoid_grad(y: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    ops::mul(dy, &ops::mul(y, &ops::sub(&scalar(1.0, y), y)?)?)
+    ops::mul(dy, &ops::mul(y, &ops::sub(&scalar(1.0, y)?, y)?)?)
 }
 
 #[gradient(Relu)]
 fn relu_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    ops::mul(dy, &mask(&ops::greater(x, &scalar(0.0, x))?, dy)?)
+    ops::mul(dy, &mask(&ops::greater(x, &scalar(0.0, x)?)?, dy)?)
 }

@@ -16,14 +16,14 @@ use crate::{kernel, shape, DType, Element, Result, TensorMeta};
 type Dims = SmallVec<[usize; 6]>;
 
 /// Strides of `shape` seen as broadcast to `out` (rank-aligned from the right).
-pub(super) fn broadcast_strides(shape: &[usize], out: &[usize]) -> Dims {
+pub(crate) fn broadcast_strides(shape: &[usize], out: &[usize]) -> Dims {
     let own = shape::strides(shape);
     let lead = out.len() - shape.len();
     (0..out.len()).map(|i| if i < lead || shape[i - lead] == 1 { 0 } else { own[i - lead] }).collect()
 }
 
 /// Merges adjacent dims along which both operands advance as one dim would.
-pub(super) fn collapse(out: &[usize], sa: &[usize], sb: &[usize]) -> (Dims, Dims, Dims) {
+pub(crate) fn collapse(out: &[usize], sa: &[usize], sb: &[usize]) -> (Dims, Dims, Dims) {
     let (mut d, mut a, mut b) = (Dims::new(), Dims::new(), Dims::new());
     for i in 0..out.len() {
         if out[i] == 1 {

@@ -1,0 +1,227 @@
+//! The `wgpu` backend: tensors in GPU buffers, kernels as WGSL compute
+//! shaders, on one lazily opened device.
+//!
+//! - The adapter comes from the backends `WGPU_BACKEND` names (default:
+//!   Vulkan), a real GPU preferred over a CPU rasterizer such as lavapipe;
+//!   [`backends`] reports which one was chosen, or why there is none.
+//! - Elements are 32-bit words: f32 and i32 as they are, bool as a u32 0 or 1.
+//! - One storage binding spans at most 128 MiB on every adapter (lavapipe's
+//!   limit); a kernel on a larger tensor fails with an error naming it.
+//! - Kernels queue their commands; the queue is submitted before any
+//!   readback and before an upload may overwrite a reused buffer.
+//! - A kernel with no `wgpu` implementation runs on the cpu instead (see
+//!   [`crate::set_fallback`]).
+
+mod binary;
+mod device;
+mod pool;
+mod unary;
+
+use std::sync::Arc;
+
+use super::{Backend, BackendId};
+use crate::backend::cpu::CpuTensor;
+use crate::{DType, Error, Result, Shape, Tensor, TensorMeta};
+pub(crate) use device::{gpu, Shader};
+pub(crate) use pool::{memory, pooled, set_limit, trim_to};
+
+/// The `wgpu` backend marker.
+///
+/// ```
+/// use opforge::backend::{Backend, Wgpu};
+/// assert_eq!(Wgpu::ID.name(), "wgpu");
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Wgpu;
+
+impl Backend for Wgpu {
+    const ID: BackendId = BackendId::Wgpu;
+    type Tensor = WgpuTensor;
+
+    #[inline]
+    fn view(t: &Tensor) -> Option<&WgpuTensor> {
+        t.wgpu()
+    }
+
+    #[inline]
+    fn wrap(t: WgpuTensor) -> Tensor {
+        Tensor::from_wgpu(t)
+    }
+}
+
+/// A tensor as the `wgpu` backend sees it: shape, dtype and a shared GPU
+/// buffer, returned to the backend's pool when the last clone drops.
+///
+/// ```
+/// use opforge::{BackendId, Tensor};
+/// if opforge::backends().iter().any(|b| b.backend == BackendId::Wgpu && b.available) {
+///     let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?.to_backend(BackendId::Wgpu)?;
+///     let view = opforge::backend::Wgpu::view_of(&t).expect("a wgpu tensor");
+///     assert_eq!(view.shape(), &[2]);
+///     assert_eq!(view.numel(), 2);
+/// }
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct WgpuTensor {
+    shape: Shape,
+    dtype: DType,
+    buf: Arc<pool::GpuBuffer>,
+}
+
+impl Wgpu {
+    /// [`Backend::view`] under a name that needs no trait import.
+    ///
+    /// ```
+    /// let t = opforge::Tensor::scalar(1.0f32);
+    /// assert!(opforge::backend::Wgpu::view_of(&t).is_none());
+    /// ```
+    pub fn view_of(t: &Tensor) -> Option<&WgpuTensor> {
+        t.wgpu()
+    }
+}
+
+impl WgpuTensor {
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The dtype.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        crate::shape::numel(&self.shape)
+    }
+
+    pub(crate) fn same_buffer(&self, other: &WgpuTensor) -> bool {
+        Arc::ptr_eq(&self.buf, &other.buf)
+    }
+
+    fn bytes(&self) -> u64 {
+        self.numel() as u64 * 4
+    }
+
+    /// Copies a cpu tensor to the device.
+    pub(crate) fn upload(t: &CpuTensor) -> Result<WgpuTensor> {
+        let words: Vec<u32> = match t.dtype() {
+            DType::F32 => t.as_slice::<f32>()?.iter().map(|v| v.to_bits()).collect(),
+            DType::I32 => t.as_slice::<i32>()?.iter().map(|&v| v as u32).collect(),
+            DType::Bool => t.as_slice::<bool>()?.iter().map(|&v| u32::from(v)).collect(),
+        };
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let buf = pool::GpuBuffer::upload("", &bytes)?;
+        Ok(WgpuTensor { shape: Shape::from_slice(t.shape()), dtype: t.dtype(), buf: Arc::new(buf) })
+    }
+
+    /// Copies the tensor to host memory, blocking until queued kernels ran.
+    pub(crate) fn download(&self) -> Result<CpuTensor> {
+        let bytes = match self.numel() {
+            0 => Vec::new(),
+            _ => gpu("")?.read(self.buf.raw(), self.bytes())?,
+        };
+        self.decode(&bytes)
+    }
+
+    /// [`WgpuTensor::download`] as a future.
+    pub(crate) async fn download_async(&self) -> Result<CpuTensor> {
+        let bytes = match self.numel() {
+            0 => Vec::new(),
+            _ => gpu("")?.read_async(self.buf.raw(), self.bytes()).await?,
+        };
+        self.decode(&bytes)
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<CpuTensor> {
+        let words = bytes.chunks_exact(4).map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]));
+        match self.dtype {
+            DType::F32 => CpuTensor::from_vec(&self.shape, words.map(f32::from_bits).collect()),
+            DType::I32 => CpuTensor::from_vec(&self.shape, words.map(|w| w as i32).collect()),
+            DType::Bool => CpuTensor::from_vec(&self.shape, words.map(|w| w != 0).collect()),
+        }
+    }
+}
+
+/// Error for a dtype a kernel was not written for (the spec allows fewer).
+pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> Error {
+    device::backend_error(kernel, format!("no wgpu implementation for dtype {dtype}"))
+}
+
+/// Runs `entry` of `shader` (specialized with `op`) over `out`'s elements:
+/// binds `inputs`, a fresh output buffer and `params`, in that order.
+pub(crate) fn launch(
+    kernel: &'static str,
+    shader: &Shader,
+    entry: &'static str,
+    op: u32,
+    inputs: &[&WgpuTensor],
+    out: &TensorMeta,
+    params: &[u32],
+) -> Result<WgpuTensor> {
+    let n = out.numel();
+    for bytes in inputs.iter().map(|t| t.bytes()).chain([n as u64 * 4]) {
+        if bytes > device::MAX_BINDING {
+            return Err(device::backend_error(
+                kernel,
+                format!(
+                    "a {bytes}-byte buffer exceeds the {} MiB storage binding limit; split the tensor",
+                    device::MAX_BINDING >> 20
+                ),
+            ));
+        }
+    }
+    let y = pool::GpuBuffer::output(kernel, n as u64 * 4)?;
+    if n > 0 {
+        let g = gpu(kernel)?;
+        let dtype = inputs.first().map_or(out.dtype, |t| t.dtype);
+        let pipeline = g.pipeline(kernel, shader, entry, dtype, op)?;
+        let params = pool::params(g, params);
+        let mut bound: Vec<&wgpu::Buffer> = inputs.iter().map(|t| t.buf.raw()).collect();
+        bound.push(y.raw());
+        bound.push(&params);
+        g.dispatch(kernel, &pipeline, &bound, n)?;
+    }
+    Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
+}
+
+/// What [`backends`] reports about one backend.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BackendInfo {
+    /// The backend.
+    pub backend: BackendId,
+    /// Whether tensors can move there and kernels run there.
+    pub available: bool,
+    /// The device (for `wgpu`: adapter, API, kind, driver), or why the
+    /// backend is unavailable.
+    pub description: String,
+}
+
+/// Every backend with whether it works on this machine. Opens the `wgpu`
+/// device on first call.
+///
+/// ```
+/// let all = opforge::backends();
+/// assert_eq!(all.len(), opforge::BackendId::ALL.len());
+/// assert!(all[0].available, "the cpu always is");
+/// for b in &all {
+///     println!("{}: {} ({})", b.backend, b.available, b.description);
+/// }
+/// ```
+pub fn backends() -> Vec<BackendInfo> {
+    let threads = rayon::current_num_threads();
+    let (available, description) = match device::describe() {
+        Ok(d) => (true, d),
+        Err(e) => (false, e),
+    };
+    vec![
+        BackendInfo {
+            backend: BackendId::Cpu,
+            available: true,
+            description: format!("host memory, {threads} rayon threads"),
+        },
+        BackendInfo { backend: BackendId::Wgpu, available, description },
+    ]
+}

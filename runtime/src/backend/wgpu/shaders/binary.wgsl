@@ -1,0 +1,98 @@
+// Elementwise kernels of two inputs with NumPy broadcasting. The pipeline
+// constant OP picks the function (codes in binary.rs); shapes and strides
+// come in `params`, so one pipeline per (dtype, op) serves every shape.
+//
+// Elements are raw 32-bit words, bitcast per dtype (see unary.wgsl).
+
+override OP: u32 = 0u;
+
+@group(0) @binding(0) var<storage, read> a: array<u32>;
+@group(0) @binding(1) var<storage, read> b: array<u32>;
+@group(0) @binding(2) var<storage, read_write> y: array<u32>;
+// [n, rank, out_shape[rank], a_strides[rank], b_strides[rank]]; a stride is 0
+// along a broadcast dim.
+@group(0) @binding(3) var<storage, read> params: array<u32>;
+
+fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return gid.y * groups.x * 256u + gid.x;
+}
+
+// Offsets into a and b of output element i.
+fn offsets(i: u32) -> vec2<u32> {
+    let rank = params[1];
+    var rest = i;
+    var oa = 0u;
+    var ob = 0u;
+    for (var d = rank; d > 0u; d--) {
+        let dim = params[1u + d];
+        let k = rest % dim;
+        rest = rest / dim;
+        oa += k * params[1u + rank + d];
+        ob += k * params[1u + 2u * rank + d];
+    }
+    return vec2<u32>(oa, ob);
+}
+
+// WGSL's pow is undefined for a negative base; the cpu's powf gives a
+// negative base with an integral exponent its sign, and pow(x, 0) = 1.
+fn power(x: f32, e: f32) -> f32 {
+    if e == 0.0 {
+        return 1.0;
+    }
+    let r = pow(abs(x), e);
+    if x >= 0.0 {
+        return r;
+    }
+    if fract(e) != 0.0 {
+        return bitcast<f32>(0x7fc00000u);
+    }
+    if fract(e * 0.5) != 0.0 {
+        return -r;
+    }
+    return r;
+}
+
+fn apply_f32(x: f32, z: f32) -> f32 {
+    switch OP {
+        case 0u: { return x + z; }
+        case 1u: { return x - z; }
+        case 2u: { return x * z; }
+        case 3u: { return x / z; }
+        case 4u: { return max(x, z); }
+        case 5u: { return min(x, z); }
+        case 6u: { return power(x, z); }
+        default: { return x; }
+    }
+}
+
+// i32 arithmetic wraps on overflow in WGSL, as the cpu kernels' does.
+fn apply_i32(x: i32, z: i32) -> i32 {
+    switch OP {
+        case 0u: { return x + z; }
+        case 1u: { return x - z; }
+        case 2u: { return x * z; }
+        case 4u: { return max(x, z); }
+        case 5u: { return min(x, z); }
+        default: { return x; }
+    }
+}
+
+@compute @workgroup_size(256)
+fn binary_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= params[0] {
+        return;
+    }
+    let o = offsets(i);
+    y[i] = bitcast<u32>(apply_f32(bitcast<f32>(a[o.x]), bitcast<f32>(b[o.y])));
+}
+
+@compute @workgroup_size(256)
+fn binary_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= params[0] {
+        return;
+    }
+    let o = offsets(i);
+    y[i] = bitcast<u32>(apply_i32(bitcast<i32>(a[o.x]), bitcast<i32>(b[o.y])));
+}

@@ -1,0 +1,69 @@
+// Elementwise kernels of one input. The pipeline constant OP picks the
+// function (codes in unary.rs), so one module serves every unary kernel and
+// pipelines are specialized per op, never per shape.
+//
+// Elements are stored as raw 32-bit words and bitcast per dtype: one set of
+// bindings then serves both the f32 and the i32 entry point.
+
+override OP: u32 = 0u;
+
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+// [element count]
+@group(0) @binding(2) var<storage, read> params: array<u32>;
+
+// Workgroups are laid out in 2D once a 1D grid would pass the 65535 limit.
+fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return gid.y * groups.x * 256u + gid.x;
+}
+
+// tanh written through exp(-2|v|): the textbook (e^2v - 1) / (e^2v + 1)
+// overflows to inf / inf = NaN for large |v| on some drivers.
+fn stable_tanh(v: f32) -> f32 {
+    let t = exp(-2.0 * abs(v));
+    return sign(v) * (1.0 - t) / (1.0 + t);
+}
+
+fn apply_f32(v: f32) -> f32 {
+    switch OP {
+        case 0u: { return -v; }
+        case 1u: { return abs(v); }
+        case 2u: { return sqrt(v); }
+        case 3u: { return inverseSqrt(v); }
+        case 4u: { return v * v; }
+        case 5u: { return exp(v); }
+        case 6u: { return log(v); }
+        case 7u: { return sin(v); }
+        case 8u: { return cos(v); }
+        case 9u: { return stable_tanh(v); }
+        case 10u: { return 1.0 / (1.0 + exp(-v)); }
+        case 11u: { return max(v, 0.0); }
+        default: { return v; }
+    }
+}
+
+fn apply_i32(v: i32) -> i32 {
+    switch OP {
+        case 0u: { return -v; }
+        case 1u: { return abs(v); }
+        default: { return v; }
+    }
+}
+
+@compute @workgroup_size(256)
+fn unary_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= params[0] {
+        return;
+    }
+    y[i] = bitcast<u32>(apply_f32(bitcast<f32>(x[i])));
+}
+
+@compute @workgroup_size(256)
+fn unary_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= params[0] {
+        return;
+    }
+    y[i] = bitcast<u32>(apply_i32(bitcast<i32>(x[i])));
+}

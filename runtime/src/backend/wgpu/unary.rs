@@ -1,0 +1,42 @@
+//! Elementwise kernels of one input: one shader, the op a pipeline constant.
+
+use super::{launch, unsupported, Shader, WgpuTensor};
+use crate::kernels::{Abs, Cos, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
+use crate::{kernel, DType, Result, TensorMeta};
+
+const SHADER: Shader = Shader { name: "unary", source: include_str!("shaders/unary.wgsl") };
+
+/// Runs op `op` (its code in `apply_f32` / `apply_i32` of unary.wgsl).
+fn unary(kernel: &'static str, op: u32, x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    let entry = match x.dtype() {
+        DType::F32 => "unary_f32",
+        // Only Neg and Abs (codes 0 and 1) have i32 versions in the shader.
+        DType::I32 if op <= 1 => "unary_i32",
+        d => return Err(unsupported(kernel, d)),
+    };
+    launch(kernel, &SHADER, entry, op, &[x], out, &[out.numel() as u32])
+}
+
+macro_rules! unary_kernels {
+    ($($kernel:ident => $name:ident: $op:literal;)*) => {$(
+        #[kernel($kernel, wgpu)]
+        fn $name(x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+            unary(stringify!($kernel), $op, x, out)
+        }
+    )*};
+}
+
+unary_kernels! {
+    Neg => neg: 0;
+    Abs => abs: 1;
+    Sqrt => sqrt: 2;
+    Rsqrt => rsqrt: 3;
+    Square => square: 4;
+    Exp => exp: 5;
+    Log => log: 6;
+    Sin => sin: 7;
+    Cos => cos: 8;
+    Tanh => tanh: 9;
+    Sigmoid => sigmoid: 10;
+    Relu => relu: 11;
+}

@@ -1,0 +1,23 @@
+//! Every WGSL shader parses and validates with naga: a broken shader fails
+//! here, on any machine, before a GPU ever sees it.
+
+#[test]
+fn every_shader_validates() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/backend/wgpu/shaders");
+    let mut checked = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "wgsl") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).unwrap();
+        let module = naga::front::wgsl::parse_str(&source)
+            .unwrap_or_else(|e| panic!("{}", e.emit_to_string_with_path(&source, &path.display().to_string())));
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&source)));
+        checked.push(path.file_name().unwrap().to_string_lossy().into_owned());
+    }
+    checked.sort();
+    assert_eq!(checked, ["binary.wgsl", "unary.wgsl"]);
+}

@@ -1,0 +1,264 @@
+//! The `wgpu` backend against the cpu: every wgpu kernel on random inputs
+//! of awkward sizes and broadcast shapes, transfers, the cpu fallback and
+//! the errors. Skips (loudly) without an adapter unless
+//! `OPFORGE_REQUIRE_GPU=1`, which CI sets.
+
+use opforge::{ops, BackendId, DType, Error, Result, Tensor};
+
+/// Whether a wgpu adapter exists; see the module doc.
+fn gpu() -> Option<()> {
+    let info = opforge::backends().into_iter().find(|b| b.backend == BackendId::Wgpu).expect("wgpu is listed");
+    if info.available {
+        return Some(());
+    }
+    if std::env::var("OPFORGE_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("OPFORGE_REQUIRE_GPU=1 but no wgpu adapter: {}", info.description);
+    }
+    eprintln!("SKIP: no wgpu adapter ({})", info.description);
+    None
+}
+
+fn on_gpu(t: &Tensor) -> Tensor {
+    let g = t.to_backend(BackendId::Wgpu).unwrap();
+    assert_eq!(g.backend(), BackendId::Wgpu);
+    g
+}
+
+/// Each element within `tol` (relative above 1) of the cpu's, NaN matching NaN.
+#[track_caller]
+fn assert_close(what: &str, cpu: &Tensor, gpu: &Tensor, tol: f32) {
+    assert_eq!(gpu.backend(), BackendId::Wgpu, "{what}: the result stays on wgpu");
+    assert_eq!(cpu.shape(), gpu.shape(), "{what}");
+    let (c, g) = (cpu.to_vec::<f32>().unwrap(), gpu.to_vec::<f32>().unwrap());
+    for (i, (c, g)) in c.iter().zip(&g).enumerate() {
+        let ok = (c.is_nan() && g.is_nan()) || c == g || (c - g).abs() <= tol * c.abs().max(1.0);
+        assert!(ok, "{what}: element {i}: cpu {c}, wgpu {g}");
+    }
+}
+
+const SIZES: [usize; 4] = [1, 7, 1023, 65537];
+
+type Unary = fn(&Tensor) -> Result<Tensor>;
+
+/// Every f32 unary kernel with wgpu code, and inputs inside its domain.
+const UNARY: [(&str, Unary, f32, f32); 12] = [
+    ("neg", ops::neg, -3.0, 3.0),
+    ("abs", ops::abs, -3.0, 3.0),
+    ("sqrt", ops::sqrt, 0.0, 9.0),
+    ("rsqrt", ops::rsqrt, 0.1, 9.0),
+    ("square", ops::square, -3.0, 3.0),
+    ("exp", ops::exp, -10.0, 10.0),
+    ("log", ops::log, 0.01, 100.0),
+    ("sin", ops::sin, -3.0, 3.0),
+    ("cos", ops::cos, -3.0, 3.0),
+    ("tanh", ops::tanh, -20.0, 20.0),
+    ("sigmoid", ops::sigmoid, -20.0, 20.0),
+    ("relu", ops::relu, -3.0, 3.0),
+];
+
+#[test]
+fn unary_f32_parity() {
+    let Some(()) = gpu() else { return };
+    for (name, op, low, high) in UNARY {
+        for n in SIZES {
+            let x = Tensor::random_uniform(&[n], low, high, n as u64).unwrap();
+            // Shader math may differ from the cpu's in the last bits.
+            assert_close(&format!("{name}[{n}]"), &op(&x).unwrap(), &op(&on_gpu(&x)).unwrap(), 2e-5);
+        }
+    }
+}
+
+type Binary = fn(&Tensor, &Tensor) -> Result<Tensor>;
+
+const BINARY: [(&str, Binary); 7] = [
+    ("add", ops::add),
+    ("sub", ops::sub),
+    ("mul", ops::mul),
+    ("div", ops::div),
+    ("maximum", ops::maximum),
+    ("minimum", ops::minimum),
+    ("pow", ops::pow),
+];
+
+/// Pairs of shapes that broadcast, from equal to scalar against rank 4.
+const SHAPES: [(&[usize], &[usize]); 7] = [
+    (&[1023], &[1023]),
+    (&[65537], &[1]),
+    (&[], &[7]),
+    (&[3, 1, 5], &[4, 1]),
+    (&[2, 3, 4, 5], &[3, 1, 5]),
+    (&[6, 1], &[1, 7]),
+    (&[1], &[1]),
+];
+
+#[test]
+fn binary_f32_parity_with_broadcasting() {
+    let Some(()) = gpu() else { return };
+    for (name, op) in BINARY {
+        for (i, (sa, sb)) in SHAPES.into_iter().enumerate() {
+            // Positive bases keep pow real; divisors stay away from zero.
+            let a = Tensor::random_uniform(sa, 0.1, 3.0, i as u64).unwrap();
+            let b = Tensor::random_uniform(sb, 0.5, 2.0, 100 + i as u64).unwrap();
+            let what = format!("{name}({sa:?}, {sb:?})");
+            assert_close(&what, &op(&a, &b).unwrap(), &op(&on_gpu(&a), &on_gpu(&b)).unwrap(), 2e-5);
+            assert_close(
+                &format!("{what} swapped"),
+                &op(&b, &a).unwrap(),
+                &op(&on_gpu(&b), &on_gpu(&a)).unwrap(),
+                2e-5,
+            );
+        }
+    }
+}
+
+#[test]
+fn pow_of_negative_bases_matches_the_cpu() {
+    let Some(()) = gpu() else { return };
+    let a = Tensor::from_vec(vec![-2.0f32, -2.0, -2.0, 0.0, 0.0, 3.0], &[6]).unwrap();
+    let b = Tensor::from_vec(vec![2.0f32, 3.0, 0.5, 0.0, 2.0, -1.0], &[6]).unwrap();
+    assert_close("pow", &ops::pow(&a, &b).unwrap(), &ops::pow(&on_gpu(&a), &on_gpu(&b)).unwrap(), 1e-6);
+}
+
+#[test]
+fn i32_parity() {
+    let Some(()) = gpu() else { return };
+    let ints = |shape: &[usize], seed: i32| {
+        let n: usize = shape.iter().product();
+        // Includes i32::MIN and products that overflow: both wrap alike.
+        let v = (0..n as i32).map(|i| i.wrapping_mul(2_654_435_761u32 as i32).wrapping_add(seed)).collect();
+        Tensor::from_vec(v, shape).unwrap()
+    };
+    for (sa, sb) in SHAPES {
+        let (a, b) = (ints(sa, 1), ints(sb, i32::MIN));
+        let (ga, gb) = (on_gpu(&a), on_gpu(&b));
+        for (name, op) in BINARY.into_iter().filter(|(n, _)| !matches!(*n, "div" | "pow")) {
+            let g = op(&ga, &gb).unwrap();
+            assert_eq!(g.backend(), BackendId::Wgpu);
+            assert_eq!(op(&a, &b).unwrap().to_vec::<i32>().unwrap(), g.to_vec::<i32>().unwrap(), "{name}");
+        }
+    }
+    for n in SIZES {
+        let x = ints(&[n], i32::MIN);
+        for (name, op) in [("neg", ops::neg as Unary), ("abs", ops::abs)] {
+            assert_eq!(
+                op(&x).unwrap().to_vec::<i32>().unwrap(),
+                op(&on_gpu(&x)).unwrap().to_vec::<i32>().unwrap(),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn round_trips_keep_every_dtype() {
+    let Some(()) = gpu() else { return };
+    let f = Tensor::from_vec(vec![1.5f32, -0.0, f32::INFINITY, f32::MIN_POSITIVE], &[2, 2]).unwrap();
+    let i = Tensor::from_vec(vec![i32::MIN, -1, 0, i32::MAX], &[4]).unwrap();
+    let b = Tensor::from_vec(vec![true, false, true], &[3, 1]).unwrap();
+    let back = |t: &Tensor| on_gpu(t).to_backend(BackendId::Cpu).unwrap();
+    assert_eq!(
+        back(&f).to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        f.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    assert_eq!(back(&i).to_vec::<i32>().unwrap(), i.to_vec::<i32>().unwrap());
+    assert_eq!(back(&b).to_vec::<bool>().unwrap(), vec![true, false, true]);
+    assert_eq!(back(&b).shape(), &[3, 1]);
+    assert_eq!(
+        on_gpu(&i).to_scalar::<i32>().unwrap_err().to_string(),
+        "to_scalar: tensor i32[4] has 4 elements, not 1"
+    );
+    assert!(on_gpu(&i).to_vec::<f32>().is_err(), "the dtype is checked before any readback");
+    let empty = Tensor::zeros(&[0, 3], DType::F32).unwrap();
+    assert_eq!(ops::exp(&on_gpu(&empty)).unwrap().to_vec::<f32>().unwrap(), Vec::<f32>::new());
+    let g = on_gpu(&f);
+    assert!(g.to_backend(BackendId::Wgpu).unwrap().same_data(&g), "same backend: a clone");
+}
+
+#[test]
+fn async_readback_gives_the_data() {
+    let Some(()) = gpu() else { return };
+    let x = on_gpu(&Tensor::from_vec(vec![1.0f32, 4.0, 9.0], &[3]).unwrap());
+    let y = ops::sqrt(&x).unwrap();
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    let mut f = std::pin::pin!(y.to_vec_async::<f32>());
+    let v = loop {
+        if let std::task::Poll::Ready(v) = std::future::Future::poll(f.as_mut(), &mut cx) {
+            break v.unwrap();
+        }
+    };
+    assert_eq!(v, vec![1.0, 2.0, 3.0]);
+}
+
+#[test]
+fn kernels_without_wgpu_code_fall_back_to_the_cpu() {
+    let Some(()) = gpu() else { return };
+    let x = Tensor::random_uniform(&[33, 65], -1.0, 1.0, 5).unwrap();
+    let gx = on_gpu(&x);
+    let y = ops::sum(&gx, &[1], false).unwrap();
+    assert_eq!(y.backend(), BackendId::Wgpu);
+    assert_eq!(y.to_vec::<f32>().unwrap(), ops::sum(&x, &[1], false).unwrap().to_vec::<f32>().unwrap());
+    // A chain mixing wgpu kernels and fallbacks stays on wgpu.
+    let z = ops::matmul(&ops::exp(&gx).unwrap(), &gx, false, true).unwrap();
+    assert_eq!(z.backend(), BackendId::Wgpu);
+    let want = ops::matmul(&ops::exp(&x).unwrap(), &x, false, true).unwrap();
+    assert_close("matmul(exp(x), x^T)", &want, &z, 1e-4);
+}
+
+#[test]
+fn gradients_run_on_wgpu_tensors() {
+    let Some(()) = gpu() else { return };
+    let x = Tensor::from_vec(vec![0.5f32, 1.0, 2.0], &[3]).unwrap();
+    let f = |x: &Tensor| ops::sum(&ops::mul(&ops::sin(x)?, x)?, &[], false);
+    let want = opforge::grad(f)(&x).unwrap();
+    let got = opforge::grad(f)(&on_gpu(&x)).unwrap();
+    assert_close("grad(sum(sin(x) * x))", &want, &got, 1e-5);
+}
+
+/// Touches the process-wide fallback setting: its own test binary would be
+/// cleaner, but only this test reads the setting off its default.
+#[test]
+fn fallback_off_is_the_kernel_not_found_error() {
+    let Some(()) = gpu() else { return };
+    let x = on_gpu(&Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap());
+    let previous = opforge::set_fallback(false);
+    let err = ops::sum(&x, &[], false).unwrap_err();
+    // Kernels with wgpu code are unaffected.
+    let neg = ops::neg(&x);
+    opforge::set_fallback(previous);
+    assert!(matches!(err, Error::KernelNotFound { .. }), "{err:?}");
+    assert_eq!(err.to_string(), "kernel `Sum` is not registered for backend `wgpu`; it is registered for `cpu`");
+    assert_eq!(neg.unwrap().to_vec::<f32>().unwrap(), vec![-1.0, -2.0]);
+}
+
+#[test]
+fn mixing_backends_in_one_op_is_an_error_naming_both() {
+    let Some(()) = gpu() else { return };
+    let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let err = ops::add(&on_gpu(&a), &a).unwrap_err().to_string();
+    assert!(err.contains("inputs live on backends `wgpu` and `cpu`"), "{err}");
+}
+
+#[test]
+fn tensors_over_the_binding_limit_are_refused_by_name() {
+    let Some(()) = gpu() else { return };
+    // One element past 128 MiB of f32.
+    let x = on_gpu(&Tensor::zeros(&[(1 << 25) + 1], DType::F32).unwrap());
+    let err = ops::neg(&x).unwrap_err().to_string();
+    assert!(err.starts_with("kernel `Neg` on backend `wgpu`: a 134217732-byte buffer exceeds the 128 MiB"), "{err}");
+    // Exactly at the limit works, through a 2D grid of workgroups.
+    let x = on_gpu(&Tensor::full(&[1 << 25], 2.0f32).unwrap());
+    let y = ops::square(&x).unwrap().to_vec::<f32>().unwrap();
+    assert!(y.iter().all(|&v| v == 4.0), "every one of 2^25 elements, past 65535 workgroups of 256");
+}
+
+#[test]
+fn backends_reports_the_adapter() {
+    let all = opforge::backends();
+    assert_eq!(all.iter().map(|b| b.backend).collect::<Vec<_>>(), BackendId::ALL);
+    let w = &all[1];
+    assert!(!w.description.is_empty());
+    if std::env::var("OPFORGE_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        assert!(w.available, "{}", w.description);
+    }
+}

@@ -1,0 +1,57 @@
+//! `opforge::memory()`'s wgpu entry returns to its previous counts once wgpu
+//! tensors drop, and the pool stays within its bound. Its own binary: the
+//! counters are global.
+
+use opforge::{ops, BackendId, DType, Tensor};
+
+fn wgpu() -> opforge::BackendMemory {
+    let m = opforge::memory()[1];
+    assert_eq!(m.backend, BackendId::Wgpu);
+    m
+}
+
+#[test]
+fn wgpu_memory_returns_to_its_previous_count() {
+    let info = &opforge::backends()[1];
+    if !info.available {
+        assert!(std::env::var("OPFORGE_REQUIRE_GPU").map_or(true, |v| v != "1"), "no adapter: {}", info.description);
+        eprintln!("SKIP: no wgpu adapter ({})", info.description);
+        return;
+    }
+    let before = wgpu();
+    let x = Tensor::random_uniform(&[1000], -1.0, 1.0, 1).unwrap().to_backend(BackendId::Wgpu).unwrap();
+    assert_eq!((wgpu().buffers, wgpu().bytes), (before.buffers + 1, before.bytes + 4000));
+    {
+        let results = [
+            ops::exp(&x).unwrap(),
+            ops::add(&x, &x).unwrap(),
+            ops::sum(&x, &[], false).unwrap(), // through the cpu fallback
+            ops::cast(&x, DType::I32).unwrap(),
+        ];
+        assert_eq!(wgpu().buffers, before.buffers + 1 + results.len());
+        for r in &results {
+            assert_eq!(r.backend(), BackendId::Wgpu);
+        }
+    }
+    drop(x);
+    assert_eq!((wgpu().buffers, wgpu().bytes), (before.buffers, before.bytes));
+    assert!(wgpu().pooled_buffers > 0, "freed buffers are kept for reuse");
+
+    // Reuse: the same work again takes buffers from the pool, not new ones.
+    let pooled = wgpu().pooled_buffers;
+    let x = Tensor::random_uniform(&[1000], -1.0, 1.0, 1).unwrap().to_backend(BackendId::Wgpu).unwrap();
+    let y = ops::exp(&x).unwrap();
+    assert_eq!(wgpu().pooled_buffers, pooled - 2);
+    drop((x, y));
+
+    // Bounded: a pool limit below what is freed keeps the pool under it.
+    let previous = opforge::set_pool_limit(8 << 10);
+    let many: Vec<Tensor> =
+        (0..8).map(|i| Tensor::full(&[1024], i as f32).unwrap().to_backend(BackendId::Wgpu).unwrap()).collect();
+    drop(many);
+    assert!(wgpu().pooled_bytes <= 8 << 10, "{:?}", wgpu());
+    opforge::trim_pool();
+    assert_eq!(wgpu().pooled_bytes, 0);
+    opforge::set_pool_limit(previous);
+    assert_eq!((wgpu().buffers, wgpu().bytes), (before.buffers, before.bytes));
+}
