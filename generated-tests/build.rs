@@ -234,6 +234,26 @@ fn kernel_tests(k: &KernelDef) -> String {
         .unwrap();
     }
 
+    // The same call on wgpu tensors gives the cpu's result, on wgpu: through
+    // wgpu code where the kernel has it, through the cpu fallback otherwise.
+    for &d in &k.dtypes {
+        let refs: String = (0..n).map(|i| format!("&t{i}, ")).collect();
+        let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        writeln!(
+            t,
+            r#"
+    #[test]
+    fn parity_cpu_vs_wgpu_{d}() {{
+        {tensors}        let attrs = kernels::{name}Attrs {{ {fields} }};
+        check_parity(&[{refs}], |xs| Engine::run::<kernels::{name}>(xs, &attrs));
+    }}"#,
+            d = d.name(),
+            tensors = tensors(&case.shapes, d),
+            fields = fields.join(", ")
+        )
+        .unwrap();
+    }
+
     // Shapes or attributes the rule forbids.
     if let Some((bad, what)) = invalid_case(k) {
         writeln!(

@@ -2,7 +2,8 @@
 //! kernel, its registration, its shape rule on valid input, and the clean
 //! errors for a dtype, shape, attribute or input count the spec forbids,
 //! and, for every differentiable kernel, its registered gradient against
-//! finite differences on random inputs (broadcasting shapes included).
+//! finite differences on random inputs (broadcasting shapes included), and
+//! cpu vs wgpu parity of every kernel for every dtype.
 //! Adding a kernel to the spec adds its tests.
 
 #[cfg(test)]
@@ -64,6 +65,37 @@ mod generated {
                     "input {i}, element {j}: registered gradient {a}, finite differences {numeric}"
                 );
             }
+        }
+    }
+
+    /// Runs `f` on `inputs` and on copies of them on wgpu: the results agree
+    /// (f32 within shader rounding) and the second lives on wgpu. Without an
+    /// adapter it prints a SKIP line, or fails under `OPFORGE_REQUIRE_GPU=1`.
+    fn check_parity(inputs: &[&Tensor], f: impl Fn(&[&Tensor]) -> opforge::Result<Tensor>) {
+        let info = &opforge::backends()[1];
+        if !info.available {
+            assert!(
+                std::env::var("OPFORGE_REQUIRE_GPU").map_or(true, |v| v != "1"),
+                "no adapter: {}",
+                info.description
+            );
+            eprintln!("SKIP: no wgpu adapter ({})", info.description);
+            return;
+        }
+        let want = f(inputs).expect("valid input");
+        let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(BackendId::Wgpu).unwrap()).collect();
+        let got = f(&moved.iter().collect::<Vec<_>>()).expect("valid input on wgpu");
+        assert_eq!(got.backend(), BackendId::Wgpu);
+        assert_eq!(got.meta(), want.meta());
+        match want.dtype() {
+            DType::F32 => {
+                let (w, g) = (want.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
+                for (i, (w, g)) in w.iter().zip(&g).enumerate() {
+                    assert!((w - g).abs() <= 2e-5 * w.abs().max(1.0), "element {i}: cpu {w}, wgpu {g}");
+                }
+            }
+            DType::I32 => assert_eq!(want.to_vec::<i32>().unwrap(), got.to_vec::<i32>().unwrap()),
+            DType::Bool => assert_eq!(want.to_vec::<bool>().unwrap(), got.to_vec::<bool>().unwrap()),
         }
     }
 
