@@ -56,6 +56,7 @@ fn has_every_kernel_in_order() {
         ("ArgMax", "argmax"),
         ("OneHot", "one_hot"),
         ("BroadcastTo", "broadcast_to"),
+        ("ApplyGradientDescent", "apply_gradient_descent"),
     ];
     let expected: Vec<_> = expected.iter().map(|(n, o)| (n.to_string(), o.to_string())).collect();
     assert_eq!(names, expected);

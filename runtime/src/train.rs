@@ -146,9 +146,9 @@ impl Optimizer for Sgd {
     fn apply_gradients(&mut self, vars: &[&Variable], grads: &[Tensor]) -> Result<()> {
         let values = check_pairs("Sgd", vars, grads)?;
         no_grad(|| {
-            let step = scalar(-self.learning_rate);
+            // One fused kernel per variable: `value - learning_rate * g`.
             for ((var, value), g) in vars.iter().zip(&values).zip(grads) {
-                var.assign(ops::add(&ops::mul(&step, g)?, value)?)?;
+                var.assign(ops::apply_gradient_descent(value, g, self.learning_rate)?)?;
             }
             Ok(())
         })

@@ -673,3 +673,18 @@ fn nan_propagates_through_max_and_min() {
     let per_row = ops::max(&rows, &[1], false).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(per_row.iter().filter(|v| v.is_nan()).count(), 1);
 }
+
+#[test]
+fn apply_gradient_descent_is_one_sgd_step() {
+    // f32 arithmetic, as the kernel's: `var - alpha * delta` rounded per step.
+    let alpha = 0.125f32;
+    for (k, (sv, sd)) in
+        [(&[3usize, 4][..], &[3usize, 4][..]), (&[300, 1000], &[300, 1000]), (&[3, 4], &[4])].into_iter().enumerate()
+    {
+        let var = uniform(sv, (-2.0, 2.0), 70 + 2 * k as u64);
+        let delta = uniform(sd, (-2.0, 2.0), 71 + 2 * k as u64);
+        let want = broadcast(&f64s(&var), &f64s(&delta), |v, d| f64::from(v as f32 - alpha * d as f32)).unwrap();
+        let got = ops::apply_gradient_descent(&var, &delta, f64::from(alpha)).unwrap();
+        assert_elementwise(&format!("apply_gradient_descent({sv:?}, {sd:?})"), &got, &want);
+    }
+}

@@ -9,7 +9,8 @@ use smallvec::SmallVec;
 
 use super::{for_rows, map, output, unsupported, CpuTensor, Storage};
 use crate::kernels::{
-    Add, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow, RealDiv, Sub,
+    Add, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow,
+    RealDiv, Sub,
 };
 use crate::{kernel, shape, DType, Element, Result, TensorMeta};
 
@@ -165,6 +166,15 @@ fn nan_min(x: f32, y: f32) -> f32 {
     } else {
         y
     }
+}
+
+/// The SGD update in one pass: one read of each operand and one write,
+/// where `var + (-alpha) * delta` as two ops would write and reread a
+/// temporary as large as the weights.
+#[kernel(ApplyGradientDescent, cpu)]
+fn apply_gradient_descent(var: &CpuTensor, delta: &CpuTensor, alpha: f64, out: &TensorMeta) -> Result<CpuTensor> {
+    let alpha = alpha as f32;
+    binary::<f32, f32>(var, delta, out, move |v, d| v - alpha * d)
 }
 
 #[kernel(RealDiv, cpu)]
