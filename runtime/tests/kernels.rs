@@ -9,7 +9,6 @@ mod common;
 use common::*;
 use opforge::{ops, DType, Result, Tensor};
 
-type Binary = fn(&Tensor, &Tensor) -> Result<Tensor>;
 type Unary = fn(&Tensor) -> Result<Tensor>;
 /// An f32 op's reference in f64, an i32 op's in i64, and an input range.
 type Ref2 = fn(f64, f64) -> f64;

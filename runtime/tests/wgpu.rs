@@ -3,6 +3,9 @@
 //! the errors. Skips (loudly) without an adapter unless
 //! `OPFORGE_REQUIRE_GPU=1`, which CI sets.
 
+mod common;
+
+use common::BINARY_OPS;
 use opforge::{ops, BackendId, DType, Error, Result, Tensor};
 
 /// Whether a wgpu adapter exists; see the module doc.
@@ -68,18 +71,6 @@ fn unary_f32_parity() {
     }
 }
 
-type Binary = fn(&Tensor, &Tensor) -> Result<Tensor>;
-
-const BINARY: [(&str, Binary); 7] = [
-    ("add", ops::add),
-    ("sub", ops::sub),
-    ("mul", ops::mul),
-    ("div", ops::div),
-    ("maximum", ops::maximum),
-    ("minimum", ops::minimum),
-    ("pow", ops::pow),
-];
-
 /// Pairs of shapes that broadcast, from equal to scalar against rank 4.
 const SHAPES: [(&[usize], &[usize]); 7] = [
     (&[1023], &[1023]),
@@ -94,7 +85,7 @@ const SHAPES: [(&[usize], &[usize]); 7] = [
 #[test]
 fn binary_f32_parity_with_broadcasting() {
     let Some(()) = gpu() else { return };
-    for (name, op) in BINARY {
+    for (name, op) in BINARY_OPS {
         for (i, (sa, sb)) in SHAPES.into_iter().enumerate() {
             // Positive bases keep pow real; divisors stay away from zero.
             let a = Tensor::random_uniform(sa, 0.1, 3.0, i as u64).unwrap();
@@ -131,7 +122,7 @@ fn i32_parity() {
     for (sa, sb) in SHAPES {
         let (a, b) = (ints(sa, 1), ints(sb, i32::MIN));
         let (ga, gb) = (on_gpu(&a), on_gpu(&b));
-        for (name, op) in BINARY.into_iter().filter(|(n, _)| !matches!(*n, "div" | "pow")) {
+        for (name, op) in BINARY_OPS.into_iter().filter(|(n, _)| !matches!(*n, "div" | "pow")) {
             let g = op(&ga, &gb).unwrap();
             assert_eq!(g.backend(), BackendId::Wgpu);
             assert_eq!(op(&a, &b).unwrap().to_vec::<i32>().unwrap(), g.to_vec::<i32>().unwrap(), "{name}");

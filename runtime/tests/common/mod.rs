@@ -7,6 +7,20 @@
 
 use opforge::{DType, Tensor};
 
+/// A binary op, as the generated op functions are.
+pub type Binary = fn(&Tensor, &Tensor) -> opforge::Result<Tensor>;
+
+/// The arithmetic binary ops, by name.
+pub const BINARY_OPS: [(&str, Binary); 7] = [
+    ("add", opforge::ops::add),
+    ("sub", opforge::ops::sub),
+    ("mul", opforge::ops::mul),
+    ("div", opforge::ops::div),
+    ("maximum", opforge::ops::maximum),
+    ("minimum", opforge::ops::minimum),
+    ("pow", opforge::ops::pow),
+];
+
 /// The error `f` returns; fails the test if it succeeds or panics.
 #[track_caller]
 pub fn error_of<T: std::fmt::Debug>(f: impl FnOnce() -> opforge::Result<T>) -> opforge::Error {
