@@ -64,7 +64,7 @@ fn attrs(k: &KernelDef, chosen: &[(&str, String)]) -> Vec<(String, String)> {
                 .unwrap_or_else(|| match a.ty {
                     AttrType::Bool => "false".into(),
                     AttrType::Int => "0i64".into(),
-                    AttrType::Float => "0.0f64".into(),
+                    AttrType::Float => "0.5f64".into(),
                     AttrType::Ints => "vec![]".into(),
                     AttrType::DType => "DType::F32".into(),
                 });
@@ -116,6 +116,113 @@ fn valid_case(k: &KernelDef) -> Case {
             expect: vec![2, 3, 4],
         },
     }
+}
+
+/// Cases for the cpu-vs-wgpu parity tests: sizes 1, 7, 1023 and 65537,
+/// broadcasting, axes that are not innermost (strided access), and matrix
+/// sizes that are not multiples of the wgpu tile. A kernel with a dtype
+/// attribute gets every case for every dtype.
+fn parity_cases(k: &KernelDef) -> Vec<Case> {
+    let n = k.inputs.len();
+    let case = |shapes: Vec<Vec<usize>>, chosen: &[(&str, &str)]| {
+        let chosen: Vec<(&str, String)> = chosen.iter().map(|(a, v)| (*a, (*v).to_owned())).collect();
+        Case { shapes, attrs: attrs(k, &chosen), expect: vec![] }
+    };
+    let same = |shape: &[usize]| vec![shape.to_vec(); n];
+    let cases: Vec<Case> = match &k.shape {
+        ShapeRule::Same { .. } => {
+            [&[1][..], &[7], &[1023], &[65537], &[2, 3]].iter().map(|s| case(same(s), &[])).collect()
+        }
+        ShapeRule::Along { axis, .. } => {
+            [(&[2, 3][..], "1i64"), (&[1], "0i64"), (&[7, 1023], "-1i64"), (&[1023, 7], "0i64"), (&[3, 65, 7], "1i64")]
+                .iter()
+                .map(|(s, a)| case(same(s), &[(axis, a)]))
+                .collect()
+        }
+        ShapeRule::Broadcast { .. } => [
+            vec![vec![2, 3], vec![3]],
+            vec![vec![1], vec![1]],
+            vec![vec![7, 1], vec![1, 1023]],
+            vec![vec![65537], vec![1]],
+            vec![vec![1023], vec![1023]],
+        ]
+        .into_iter()
+        .map(|shapes| case(shapes, &[]))
+        .collect(),
+        ShapeRule::Reduce { axes, keep_dims, .. } => [
+            (&[2, 3, 4][..], "vec![-1, 0]", "false"),
+            (&[1], "vec![]", "false"),
+            (&[1023, 7], "vec![0]", "false"),
+            (&[7, 1023], "vec![1]", "true"),
+            (&[4, 65, 6], "vec![0, 2]", "false"),
+            (&[65537], "vec![]", "false"),
+            (&[1 << 20], "vec![]", "false"),
+            (&[1 << 22], "vec![]", "false"),
+            (&[64, 1 << 16], "vec![1]", "false"),
+        ]
+        .iter()
+        .map(|(s, a, kd)| case(same(s), &[(axes, a), (keep_dims, kd)]))
+        .collect(),
+        ShapeRule::MatMul { transpose_a, transpose_b, .. } => [
+            (vec![vec![2, 3], vec![4, 3]], "false", "true"),
+            (vec![vec![1, 1], vec![1, 1]], "false", "false"),
+            (vec![vec![7, 33], vec![33, 65]], "false", "false"),
+            (vec![vec![130, 65], vec![67, 130]], "true", "true"),
+            (vec![vec![3, 1, 7, 5], vec![2, 6, 7]], "true", "true"),
+            (vec![vec![2, 65, 17], vec![17, 70]], "false", "false"),
+        ]
+        .into_iter()
+        .map(|(shapes, ta, tb)| case(shapes, &[(transpose_a, ta), (transpose_b, tb)]))
+        .collect(),
+        ShapeRule::Reshape { shape, .. } => {
+            [(&[2, 3][..], "vec![3, -1]"), (&[65537], "vec![1, -1]"), (&[7, 1023], "vec![-1]")]
+                .iter()
+                .map(|(s, a)| case(same(s), &[(shape, a)]))
+                .collect()
+        }
+        ShapeRule::Transpose { perm, .. } => [
+            (&[2, 3, 4][..], "vec![2, 0, 1]"),
+            (&[7, 1023], "vec![]"),
+            (&[3, 1, 5], "vec![1, 2, 0]"),
+            (&[2, 3], "vec![0, 1]"),
+        ]
+        .iter()
+        .map(|(s, a)| case(same(s), &[(perm, a)]))
+        .collect(),
+        ShapeRule::ArgReduce { axis, .. } => {
+            [(&[2, 3, 4][..], "-2i64"), (&[1], "0i64"), (&[7, 1023], "1i64"), (&[1023, 7], "0i64"), (&[65537], "0i64")]
+                .iter()
+                .map(|(s, a)| case(same(s), &[(axis, a)]))
+                .collect()
+        }
+        ShapeRule::OneHot { depth, .. } => [(&[2, 3][..], "4i64"), (&[1023], "7i64"), (&[7], "1i64")]
+            .iter()
+            .map(|(s, a)| case(same(s), &[(depth, a)]))
+            .collect(),
+        ShapeRule::BroadcastTo { shape, .. } => {
+            [(&[3, 1][..], "vec![2, 3, 4]"), (&[1], "vec![65537]"), (&[7, 1], "vec![7, 1023]"), (&[2, 3], "vec![2, 3]")]
+                .iter()
+                .map(|(s, a)| case(same(s), &[(shape, a)]))
+                .collect()
+        }
+    };
+    // Every value of each dtype attribute.
+    let mut out = cases;
+    for a in k.attrs.iter().filter(|a| a.ty == AttrType::DType) {
+        out = out
+            .iter()
+            .flat_map(|c| {
+                DType::ALL.iter().map(move |&d| {
+                    let attrs = c
+                        .attrs
+                        .iter()
+                        .map(|(n, v)| (n.clone(), if *n == a.name { dtype_expr(d).into() } else { v.clone() }));
+                    Case { shapes: c.shapes.clone(), attrs: attrs.collect(), expect: vec![] }
+                })
+            })
+            .collect();
+    }
+    out
 }
 
 /// Inputs or attributes the rule must reject, and what is wrong with them.
@@ -234,22 +341,40 @@ fn kernel_tests(k: &KernelDef) -> String {
         .unwrap();
     }
 
-    // The same call on wgpu tensors gives the cpu's result, on wgpu: through
-    // wgpu code where the kernel has it, through the cpu fallback otherwise.
+    // The same calls on wgpu tensors give the cpu's results, on wgpu, through
+    // the kernel's wgpu implementation (the cpu fallback is off): odd sizes,
+    // broadcasting, strided axes, and for reductions 2^20 and 2^22 elements.
+    let positive = POSITIVE_DOMAIN.contains(&name.as_str()) || matches!(k.shape, ShapeRule::Reduce { .. });
     for &d in &k.dtypes {
-        let refs: String = (0..n).map(|i| format!("&t{i}, ")).collect();
-        let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        let mut body = String::new();
+        for case in parity_cases(k) {
+            let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+            let inputs: String = case
+                .shapes
+                .iter()
+                .enumerate()
+                .map(|(i, s)| format!("parity_input(&{s:?}, {}, {positive}, {i}), ", dtype_expr(d)))
+                .collect();
+            let refs: String = (0..n).map(|i| format!("&xs[{i}], ")).collect();
+            writeln!(
+                body,
+                r#"        {{
+            let xs = [{inputs}];
+            let attrs = kernels::{name}Attrs {{ {fields} }};
+            check_parity({label:?}, &[{refs}], |xs| Engine::run::<kernels::{name}>(xs, &attrs));
+        }}"#,
+                fields = fields.join(", "),
+                label = format!("{:?} {}", case.shapes, fields.join(", ")),
+            )
+            .unwrap();
+        }
         writeln!(
             t,
             r#"
     #[test]
     fn parity_cpu_vs_wgpu_{d}() {{
-        {tensors}        let attrs = kernels::{name}Attrs {{ {fields} }};
-        check_parity(&[{refs}], |xs| Engine::run::<kernels::{name}>(xs, &attrs));
-    }}"#,
+{body}    }}"#,
             d = d.name(),
-            tensors = tensors(&case.shapes, d),
-            fields = fields.join(", ")
         )
         .unwrap();
     }

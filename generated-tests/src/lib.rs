@@ -68,10 +68,19 @@ mod generated {
         }
     }
 
+    /// A random input of `dtype` for the parity tests: f32 values in
+    /// +-(0.5, 2) (only positive when `positive`), and their truncations for
+    /// i32 (0, +-1) and bool, so that ties and negative indices occur.
+    fn parity_input(shape: &[usize], dtype: DType, positive: bool, seed: u64) -> Tensor {
+        opforge::ops::cast(&sample(shape, positive, seed), dtype).expect("cast is total")
+    }
+
     /// Runs `f` on `inputs` and on copies of them on wgpu: the results agree
-    /// (f32 within shader rounding) and the second lives on wgpu. Without an
-    /// adapter it prints a SKIP line, or fails under `OPFORGE_REQUIRE_GPU=1`.
-    fn check_parity(inputs: &[&Tensor], f: impl Fn(&[&Tensor]) -> opforge::Result<Tensor>) {
+    /// (f32 within shader rounding, NaN where the cpu has NaN) and the second
+    /// lives on wgpu. The cpu fallback is off, so the kernel's own wgpu
+    /// implementation ran. Without an adapter it prints a SKIP line, or
+    /// fails under `OPFORGE_REQUIRE_GPU=1`.
+    fn check_parity(case: &str, inputs: &[&Tensor], f: impl Fn(&[&Tensor]) -> opforge::Result<Tensor>) {
         let info = &opforge::backends()[1];
         if !info.available {
             assert!(
@@ -82,20 +91,23 @@ mod generated {
             eprintln!("SKIP: no wgpu adapter ({})", info.description);
             return;
         }
-        let want = f(inputs).expect("valid input");
+        // Every test here wants it off, so concurrent tests agree.
+        opforge::set_fallback(false);
+        let want = f(inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
         let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(BackendId::Wgpu).unwrap()).collect();
-        let got = f(&moved.iter().collect::<Vec<_>>()).expect("valid input on wgpu");
-        assert_eq!(got.backend(), BackendId::Wgpu);
-        assert_eq!(got.meta(), want.meta());
+        let got = f(&moved.iter().collect::<Vec<_>>()).unwrap_or_else(|e| panic!("{case} on wgpu: {e}"));
+        assert_eq!(got.backend(), BackendId::Wgpu, "{case}");
+        assert_eq!(got.meta(), want.meta(), "{case}");
         match want.dtype() {
             DType::F32 => {
                 let (w, g) = (want.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
                 for (i, (w, g)) in w.iter().zip(&g).enumerate() {
-                    assert!((w - g).abs() <= 2e-5 * w.abs().max(1.0), "element {i}: cpu {w}, wgpu {g}");
+                    let close = (w - g).abs() <= 2e-5 * w.abs().max(1.0) || (w.is_nan() && g.is_nan()) || w == g;
+                    assert!(close, "{case}, element {i}: cpu {w}, wgpu {g}");
                 }
             }
-            DType::I32 => assert_eq!(want.to_vec::<i32>().unwrap(), got.to_vec::<i32>().unwrap()),
-            DType::Bool => assert_eq!(want.to_vec::<bool>().unwrap(), got.to_vec::<bool>().unwrap()),
+            DType::I32 => assert_eq!(want.to_vec::<i32>().unwrap(), got.to_vec::<i32>().unwrap(), "{case}"),
+            DType::Bool => assert_eq!(want.to_vec::<bool>().unwrap(), got.to_vec::<bool>().unwrap(), "{case}"),
         }
     }
 

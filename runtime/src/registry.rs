@@ -136,9 +136,12 @@ pub static SPECS: [SpecEntry];
 /// Every kernel registration (static and runtime), in link order.
 ///
 /// ```
-/// let sqrt = opforge::registry::kernels().into_iter().find(|k| k.kernel == "Sqrt").unwrap();
-/// assert_eq!(sqrt.backend, opforge::BackendId::Cpu);
-/// assert!(sqrt.location.file.ends_with(".rs"));
+/// use opforge::BackendId;
+/// let sqrt: Vec<_> = opforge::registry::kernels().into_iter().filter(|k| k.kernel == "Sqrt").collect();
+/// let mut backends: Vec<BackendId> = sqrt.iter().map(|k| k.backend).collect();
+/// backends.sort();
+/// assert_eq!(backends, [BackendId::Cpu, BackendId::Wgpu]);
+/// assert!(sqrt[0].location.file.ends_with(".rs"));
 /// ```
 pub fn kernels() -> Vec<&'static KernelEntry> {
     let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);

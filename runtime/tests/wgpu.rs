@@ -181,19 +181,42 @@ fn async_readback_gives_the_data() {
     assert_eq!(v, vec![1.0, 2.0, 3.0]);
 }
 
+// Every built-in kernel has wgpu code, so the fallback is shown on a kernel
+// of this test's own spec, registered for the cpu only.
+opforge::spec!(
+    inline = r#"
+[CubeCpuOnly]
+op = "cube_cpu_only"
+doc = "Cubes `x` elementwise; a kernel exists for the cpu only."
+inputs = ["x"]
+dtypes = ["f32"]
+shape = "same(x)"
+non_differentiable = "only dispatch is under test"
+"#
+);
+
+#[opforge::kernel(CubeCpuOnly, cpu)]
+fn cube_cpu_only_cpu(
+    x: &opforge::backend::cpu::CpuTensor,
+    out: &opforge::TensorMeta,
+) -> Result<opforge::backend::cpu::CpuTensor> {
+    let v: Vec<f32> = x.as_slice::<f32>()?.iter().map(|v| v * v * v).collect();
+    opforge::backend::cpu::CpuTensor::from_vec(&out.shape, v)
+}
+
 #[test]
 fn kernels_without_wgpu_code_fall_back_to_the_cpu() {
     let Some(()) = gpu() else { return };
     let x = Tensor::random_uniform(&[33, 65], -1.0, 1.0, 5).unwrap();
     let gx = on_gpu(&x);
-    let y = ops::sum(&gx, &[1], false).unwrap();
+    let y = cube_cpu_only(&gx).unwrap();
     assert_eq!(y.backend(), BackendId::Wgpu);
-    assert_eq!(y.to_vec::<f32>().unwrap(), ops::sum(&x, &[1], false).unwrap().to_vec::<f32>().unwrap());
+    assert_eq!(y.to_vec::<f32>().unwrap(), cube_cpu_only(&x).unwrap().to_vec::<f32>().unwrap());
     // A chain mixing wgpu kernels and fallbacks stays on wgpu.
-    let z = ops::matmul(&ops::exp(&gx).unwrap(), &gx, false, true).unwrap();
+    let z = ops::matmul(&cube_cpu_only(&ops::exp(&gx).unwrap()).unwrap(), &gx, false, true).unwrap();
     assert_eq!(z.backend(), BackendId::Wgpu);
-    let want = ops::matmul(&ops::exp(&x).unwrap(), &x, false, true).unwrap();
-    assert_close("matmul(exp(x), x^T)", &want, &z, 1e-4);
+    let want = ops::matmul(&cube_cpu_only(&ops::exp(&x).unwrap()).unwrap(), &x, false, true).unwrap();
+    assert_close("matmul(cube(exp(x)), x^T)", &want, &z, 1e-4);
 }
 
 #[test]
@@ -213,12 +236,15 @@ fn fallback_off_is_the_kernel_not_found_error() {
     let Some(()) = gpu() else { return };
     let x = on_gpu(&Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap());
     let previous = opforge::set_fallback(false);
-    let err = ops::sum(&x, &[], false).unwrap_err();
+    let err = cube_cpu_only(&x).unwrap_err();
     // Kernels with wgpu code are unaffected.
     let neg = ops::neg(&x);
     opforge::set_fallback(previous);
     assert!(matches!(err, Error::KernelNotFound { .. }), "{err:?}");
-    assert_eq!(err.to_string(), "kernel `Sum` is not registered for backend `wgpu`; it is registered for `cpu`");
+    assert_eq!(
+        err.to_string(),
+        "kernel `CubeCpuOnly` is not registered for backend `wgpu`; it is registered for `cpu`"
+    );
     assert_eq!(neg.unwrap().to_vec::<f32>().unwrap(), vec![-1.0, -2.0]);
 }
 

@@ -1,39 +1,75 @@
 //! Elementwise kernels of two inputs with NumPy broadcasting: one shader,
 //! the op a pipeline constant, shapes and strides a parameter buffer.
 
-use super::{launch, unsupported, Shader, WgpuTensor};
+use super::{unsupported, Program, Shader, WgpuTensor};
 use crate::backend::cpu::{broadcast_strides, collapse};
-use crate::kernels::{Add, Maximum, Minimum, Mul, Pow, RealDiv, Sub};
+use crate::kernels::{
+    Add, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow,
+    RealDiv, Sub,
+};
 use crate::{kernel, DType, Result, TensorMeta};
 
 const SHADER: Shader = Shader { name: "binary", source: include_str!("shaders/binary.wgsl") };
 
-/// Runs op `op` (its code in `apply_f32` / `apply_i32` of binary.wgsl).
-fn binary(kernel: &'static str, op: u32, a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
-    let entry = match a.dtype() {
-        DType::F32 => "binary_f32",
-        // Division (3) and pow (6) are f32 only in the spec and the shader.
-        DType::I32 if op != 3 && op != 6 => "binary_i32",
-        d => return Err(unsupported(kernel, d)),
-    };
-    // Merging dims keeps the shader's index loop short.
+/// Op codes of `apply_f32` in binary.wgsl that have no i32 version.
+const F32_ONLY: [u32; 3] = [3, 6, 7];
+
+/// `[n, rank, dims, a strides, b strides]` after merging the dims along
+/// which both inputs advance together, which keeps the shader's index loop
+/// short.
+fn layout(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Vec<u32> {
     let (dims, sa, sb) =
         collapse(&out.shape, &broadcast_strides(a.shape(), &out.shape), &broadcast_strides(b.shape(), &out.shape));
     let mut params = vec![out.numel() as u32, dims.len() as u32];
     params.extend(dims.iter().chain(&sa).chain(&sb).map(|&v| v as u32));
-    launch(kernel, &SHADER, entry, op, &[a, b], out, &params)
+    params
+}
+
+/// Runs arithmetic op `op` (its code in `apply_f32` / `apply_i32` of
+/// binary.wgsl); `extra` words follow the layout in the parameters.
+fn binary(
+    kernel: &'static str,
+    op: u32,
+    a: &WgpuTensor,
+    b: &WgpuTensor,
+    out: &TensorMeta,
+    extra: &[u32],
+) -> Result<WgpuTensor> {
+    let entry = match a.dtype() {
+        DType::F32 => "binary_f32",
+        DType::I32 if !F32_ONLY.contains(&op) => "binary_i32",
+        d => return Err(unsupported(kernel, d)),
+    };
+    let mut params = layout(a, b, out);
+    params.extend_from_slice(extra);
+    Program { kernel, shader: &SHADER, entry, op }.run(&[a, b], out, &params)
+}
+
+/// Runs comparison `op` (its code in `test_f32` / `test_i32`): bool words out.
+fn compare(kernel: &'static str, op: u32, a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    let entry = match a.dtype() {
+        DType::F32 => "compare_f32",
+        DType::I32 => "compare_i32",
+        d => return Err(unsupported(kernel, d)),
+    };
+    Program { kernel, shader: &SHADER, entry, op }.run(&[a, b], out, &layout(a, b, out))
+}
+
+/// [`binary`] with no extra parameters.
+fn arithmetic(kernel: &'static str, op: u32, a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    binary(kernel, op, a, b, out, &[])
 }
 
 macro_rules! binary_kernels {
-    ($($kernel:ident => $name:ident: $op:literal;)*) => {$(
+    ($run:ident: $($kernel:ident => $name:ident: $op:literal;)*) => {$(
         #[kernel($kernel, wgpu)]
         fn $name(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
-            binary(stringify!($kernel), $op, a, b, out)
+            $run(stringify!($kernel), $op, a, b, out)
         }
     )*};
 }
 
-binary_kernels! {
+binary_kernels! { arithmetic:
     Add => add: 0;
     Sub => sub: 1;
     Mul => mul: 2;
@@ -41,4 +77,19 @@ binary_kernels! {
     Maximum => maximum: 4;
     Minimum => minimum: 5;
     Pow => pow: 6;
+}
+
+binary_kernels! { compare:
+    Greater => greater: 0;
+    GreaterEqual => greater_equal: 1;
+    Less => less: 2;
+    LessEqual => less_equal: 3;
+    Equal => equal: 4;
+    NotEqual => not_equal: 5;
+}
+
+/// `var - alpha * delta`: op 7, with `alpha` after the layout.
+#[kernel(ApplyGradientDescent, wgpu)]
+fn apply_gradient_descent(var: &WgpuTensor, delta: &WgpuTensor, alpha: f64, out: &TensorMeta) -> Result<WgpuTensor> {
+    binary("ApplyGradientDescent", 7, var, delta, out, &[(alpha as f32).to_bits()])
 }

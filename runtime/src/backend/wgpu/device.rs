@@ -171,19 +171,22 @@ impl Gpu {
         Ok(value)
     }
 
-    /// Dispatches `pipeline` over `n` elements (256 per workgroup) with
-    /// `buffers` bound in order. The command is queued, not submitted.
+    /// Dispatches `pipeline` over `grid` with `buffers` bound in order. The
+    /// command is queued, not submitted.
     pub(crate) fn dispatch(
         &self,
         kernel: &'static str,
         pipeline: &wgpu::ComputePipeline,
         buffers: &[&wgpu::Buffer],
-        n: usize,
+        grid: Grid,
     ) -> Result<()> {
-        let (x, y) = grid(n);
+        let [x, y, z] = match grid {
+            Grid::Elements(n) => groups(n.div_ceil(256)),
+            Grid::Groups(g) => g,
+        };
         let limit = self.device.limits().max_compute_workgroups_per_dimension;
-        if y > limit {
-            return Err(backend_error(kernel, format!("{n} elements need more than {limit}x{limit} workgroups")));
+        if x.max(y).max(z) > limit {
+            return Err(backend_error(kernel, format!("{grid:?} needs more than {limit} workgroups in one dimension")));
         }
         let commands = self.scoped(kernel, || {
             let layout = pipeline.get_bind_group_layout(0);
@@ -204,7 +207,7 @@ impl Gpu {
                     .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(kernel), timestamp_writes: None });
                 pass.set_pipeline(pipeline);
                 pass.set_bind_group(0, &group, &[]);
-                pass.dispatch_workgroups(x, y, 1);
+                pass.dispatch_workgroups(x, y, z);
             }
             encoder.finish()
         })?;
@@ -315,12 +318,23 @@ impl Gpu {
     }
 }
 
-/// Workgroups of 256 for `n` elements: a row of up to 65535, more rows when
-/// that is not enough (65535 workgroups per dimension is WebGPU's minimum).
-pub(crate) fn grid(n: usize) -> (u32, u32) {
-    let groups = n.div_ceil(256).max(1);
-    let x = groups.min(65535);
-    (x as u32, groups.div_ceil(x) as u32)
+/// How many invocations a kernel runs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Grid {
+    /// One invocation per element, in workgroups of 256 (see [`groups`]);
+    /// shaders find their element with `element()`.
+    Elements(usize),
+    /// Exactly these workgroups.
+    Groups([u32; 3]),
+}
+
+/// `count` workgroups as a row of up to 65535, more rows when that is not
+/// enough (65535 per dimension is WebGPU's minimum limit). Shaders number
+/// them `wid.y * groups.x + wid.x` and skip those past `count`.
+pub(crate) fn groups(count: usize) -> [u32; 3] {
+    let count = count.max(1);
+    let x = count.min(65535);
+    [x as u32, count.div_ceil(x).min(u32::MAX as usize) as u32, 1]
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -373,9 +387,9 @@ mod tests {
 
     #[test]
     fn grids_stay_within_65535_workgroups_per_dimension() {
-        assert_eq!(grid(0), (1, 1));
-        assert_eq!(grid(256 * 65535), (65535, 1));
-        assert_eq!(grid(256 * 65535 + 1), (65535, 2));
-        assert_eq!(grid(1 << 25), (65535, 3));
+        assert_eq!(groups(0), [1, 1, 1]);
+        assert_eq!(groups(65535), [65535, 1, 1]);
+        assert_eq!(groups(65536), [65535, 2, 1]);
+        assert_eq!(groups((1 << 25) / 256), [65535, 3, 1]);
     }
 }

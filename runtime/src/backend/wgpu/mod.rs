@@ -9,12 +9,23 @@
 //!   limit); a kernel on a larger tensor fails with an error naming it.
 //! - Kernels queue their commands; the queue is submitted before any
 //!   readback and before an upload may overwrite a reused buffer.
-//! - A kernel with no `wgpu` implementation runs on the cpu instead (see
-//!   [`crate::set_fallback`]).
+//! - Every kernel of the built-in spec has a `wgpu` implementation: the
+//!   elementwise ones, comparisons and casts; reductions over any axes
+//!   (tree-reduced in workgroup memory, split into chunks when long);
+//!   a tiled matmul; a numerically stable softmax; transpose and
+//!   broadcast_to as one strided gather; reshape without a copy.
+//!   Tensors are always contiguous: a layout kernel writes a new buffer.
+//! - A kernel with no `wgpu` implementation (a user's, say) runs on the cpu
+//!   instead (see [`crate::set_fallback`]).
 
 mod binary;
 mod device;
+mod index;
+mod layout;
+mod matmul;
 mod pool;
+mod reduce;
+mod softmax;
 mod unary;
 
 use std::sync::Arc;
@@ -22,7 +33,7 @@ use std::sync::Arc;
 use super::{Backend, BackendId};
 use crate::backend::cpu::CpuTensor;
 use crate::{DType, Error, Result, Shape, Tensor, TensorMeta};
-pub(crate) use device::{gpu, Shader};
+pub(crate) use device::{gpu, groups, Grid, Shader};
 pub(crate) use pool::{memory, pooled, set_limit, trim_to};
 
 /// The `wgpu` backend marker.
@@ -150,41 +161,71 @@ pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> Error {
     device::backend_error(kernel, format!("no wgpu implementation for dtype {dtype}"))
 }
 
-/// Runs `entry` of `shader` (specialized with `op`) over `out`'s elements:
-/// binds `inputs`, a fresh output buffer and `params`, in that order.
-pub(crate) fn launch(
-    kernel: &'static str,
-    shader: &Shader,
-    entry: &'static str,
-    op: u32,
-    inputs: &[&WgpuTensor],
-    out: &TensorMeta,
-    params: &[u32],
-) -> Result<WgpuTensor> {
-    let n = out.numel();
-    for bytes in inputs.iter().map(|t| t.bytes()).chain([n as u64 * 4]) {
-        if bytes > device::MAX_BINDING {
-            return Err(device::backend_error(
-                kernel,
-                format!(
-                    "a {bytes}-byte buffer exceeds the {} MiB storage binding limit; split the tensor",
-                    device::MAX_BINDING >> 20
-                ),
-            ));
+/// One entry point of a shader, specialized with the pipeline constant
+/// `OP`, run for `kernel` (which errors name).
+#[derive(Clone, Copy)]
+pub(crate) struct Program {
+    pub(crate) kernel: &'static str,
+    pub(crate) shader: &'static Shader,
+    pub(crate) entry: &'static str,
+    pub(crate) op: u32,
+}
+
+impl Program {
+    /// Runs one invocation per element of `out`; see [`Program::run_grid`].
+    pub(crate) fn run(&self, inputs: &[&WgpuTensor], out: &TensorMeta, params: &[u32]) -> Result<WgpuTensor> {
+        self.run_grid(inputs, out, params, Grid::Elements(out.numel()))
+    }
+
+    /// Runs the program over `grid`: binds `inputs`, a fresh buffer for
+    /// `out` and `params`, in that order. Nothing is dispatched for an empty
+    /// output.
+    pub(crate) fn run_grid(
+        &self,
+        inputs: &[&WgpuTensor],
+        out: &TensorMeta,
+        params: &[u32],
+        grid: Grid,
+    ) -> Result<WgpuTensor> {
+        let n = out.numel();
+        for bytes in inputs.iter().map(|t| t.bytes()).chain([n as u64 * 4]) {
+            if bytes > device::MAX_BINDING {
+                return Err(device::backend_error(
+                    self.kernel,
+                    format!(
+                        "a {bytes}-byte buffer exceeds the {} MiB storage binding limit; split the tensor",
+                        device::MAX_BINDING >> 20
+                    ),
+                ));
+            }
         }
+        let y = pool::GpuBuffer::output(self.kernel, n as u64 * 4)?;
+        if n > 0 {
+            let g = gpu(self.kernel)?;
+            let dtype = inputs.first().map_or(out.dtype, |t| t.dtype);
+            let pipeline = g.pipeline(self.kernel, self.shader, self.entry, dtype, self.op)?;
+            let params = pool::params(g, params);
+            let mut bound: Vec<&wgpu::Buffer> = inputs.iter().map(|t| t.buf.raw()).collect();
+            bound.push(y.raw());
+            bound.push(&params);
+            g.dispatch(self.kernel, &pipeline, &bound, grid)?;
+        }
+        Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
     }
-    let y = pool::GpuBuffer::output(kernel, n as u64 * 4)?;
-    if n > 0 {
-        let g = gpu(kernel)?;
-        let dtype = inputs.first().map_or(out.dtype, |t| t.dtype);
-        let pipeline = g.pipeline(kernel, shader, entry, dtype, op)?;
-        let params = pool::params(g, params);
-        let mut bound: Vec<&wgpu::Buffer> = inputs.iter().map(|t| t.buf.raw()).collect();
-        bound.push(y.raw());
-        bound.push(&params);
-        g.dispatch(kernel, &pipeline, &bound, n)?;
+}
+
+impl WgpuTensor {
+    /// The same buffer under another shape of as many elements: no copy.
+    pub(crate) fn reshaped(&self, shape: &[usize]) -> WgpuTensor {
+        debug_assert_eq!(crate::shape::numel(shape), self.numel());
+        WgpuTensor { shape: Shape::from_slice(shape), dtype: self.dtype, buf: self.buf.clone() }
     }
-    Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
+}
+
+/// Maps a shape rule's message (which validation already ruled out) to a
+/// backend error naming `kernel`.
+pub(crate) fn rule_error(kernel: &'static str) -> impl FnOnce(String) -> Error {
+    move |m| device::backend_error(kernel, m)
 }
 
 /// What [`backends`] reports about one backend.

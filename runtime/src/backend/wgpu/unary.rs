@@ -1,6 +1,6 @@
 //! Elementwise kernels of one input: one shader, the op a pipeline constant.
 
-use super::{launch, unsupported, Shader, WgpuTensor};
+use super::{unsupported, Program, Shader, WgpuTensor};
 use crate::kernels::{Abs, Cos, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
 use crate::{kernel, DType, Result, TensorMeta};
 
@@ -14,7 +14,7 @@ fn unary(kernel: &'static str, op: u32, x: &WgpuTensor, out: &TensorMeta) -> Res
         DType::I32 if op <= 1 => "unary_i32",
         d => return Err(unsupported(kernel, d)),
     };
-    launch(kernel, &SHADER, entry, op, &[x], out, &[out.numel() as u32])
+    Program { kernel, shader: &SHADER, entry, op }.run(&[x], out, &[out.numel() as u32])
 }
 
 macro_rules! unary_kernels {

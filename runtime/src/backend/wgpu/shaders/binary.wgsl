@@ -9,8 +9,9 @@ override OP: u32 = 0u;
 @group(0) @binding(0) var<storage, read> a: array<u32>;
 @group(0) @binding(1) var<storage, read> b: array<u32>;
 @group(0) @binding(2) var<storage, read_write> y: array<u32>;
-// [n, rank, out_shape[rank], a_strides[rank], b_strides[rank]]; a stride is 0
-// along a broadcast dim.
+// [n, rank, out_shape[rank], a_strides[rank], b_strides[rank], extra...]; a
+// stride is 0 along a broadcast dim. ApplyGradientDescent's alpha is the
+// one extra word.
 @group(0) @binding(3) var<storage, read> params: array<u32>;
 
 fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
@@ -52,15 +53,27 @@ fn power(x: f32, e: f32) -> f32 {
     return r;
 }
 
+// NaN by its bits: a driver may fold `v != v` away.
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// The first word after the layout.
+fn extra() -> u32 {
+    return params[2u + 3u * params[1]];
+}
+
 fn apply_f32(x: f32, z: f32) -> f32 {
     switch OP {
         case 0u: { return x + z; }
         case 1u: { return x - z; }
         case 2u: { return x * z; }
         case 3u: { return x / z; }
-        case 4u: { return max(x, z); }
-        case 5u: { return min(x, z); }
+        // NaN propagates through maximum and minimum, as on the cpu.
+        case 4u: { return select(z, x, x > z || is_nan(x)); }
+        case 5u: { return select(z, x, x < z || is_nan(x)); }
         case 6u: { return power(x, z); }
+        case 7u: { return x - bitcast<f32>(extra()) * z; }
         default: { return x; }
     }
 }
@@ -74,6 +87,28 @@ fn apply_i32(x: i32, z: i32) -> i32 {
         case 4u: { return max(x, z); }
         case 5u: { return min(x, z); }
         default: { return x; }
+    }
+}
+
+fn test_f32(x: f32, z: f32) -> bool {
+    switch OP {
+        case 0u: { return x > z; }
+        case 1u: { return x >= z; }
+        case 2u: { return x < z; }
+        case 3u: { return x <= z; }
+        case 4u: { return x == z; }
+        default: { return x != z; }
+    }
+}
+
+fn test_i32(x: i32, z: i32) -> bool {
+    switch OP {
+        case 0u: { return x > z; }
+        case 1u: { return x >= z; }
+        case 2u: { return x < z; }
+        case 3u: { return x <= z; }
+        case 4u: { return x == z; }
+        default: { return x != z; }
     }
 }
 
@@ -95,4 +130,24 @@ fn binary_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     }
     let o = offsets(i);
     y[i] = bitcast<u32>(apply_i32(bitcast<i32>(a[o.x]), bitcast<i32>(b[o.y])));
+}
+
+@compute @workgroup_size(256)
+fn compare_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= params[0] {
+        return;
+    }
+    let o = offsets(i);
+    y[i] = select(0u, 1u, test_f32(bitcast<f32>(a[o.x]), bitcast<f32>(b[o.y])));
+}
+
+@compute @workgroup_size(256)
+fn compare_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= params[0] {
+        return;
+    }
+    let o = offsets(i);
+    y[i] = select(0u, 1u, test_i32(bitcast<i32>(a[o.x]), bitcast<i32>(b[o.y])));
 }

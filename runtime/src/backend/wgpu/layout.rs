@@ -1,0 +1,63 @@
+//! Kernels that move or reinterpret data: `Reshape` (no copy), `Transpose`
+//! and `BroadcastTo` (one strided gather), and `Cast`.
+
+use super::{rule_error, Program, Shader, WgpuTensor};
+use crate::backend::cpu::{broadcast_strides, collapse};
+use crate::kernels::{BroadcastTo, Cast, Reshape, Transpose};
+use crate::shape::{rules::permutation, strides};
+use crate::{kernel, DType, Result, TensorMeta};
+
+const SHADER: Shader = Shader { name: "layout", source: include_str!("shaders/layout.wgsl") };
+
+#[kernel(Reshape, wgpu)]
+fn reshape(x: &WgpuTensor, shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = shape; // Resolved (including any -1) by the spec's rule into `out`.
+    Ok(x.reshaped(&out.shape))
+}
+
+/// Output element `i` of `out` is element `sum(index[d] * from[d])` of `x`.
+fn gather(kernel: &'static str, x: &WgpuTensor, from: &[usize], out: &TensorMeta) -> Result<WgpuTensor> {
+    let (dims, from, _) = collapse(&out.shape, from, from);
+    let mut params = vec![out.numel() as u32, dims.len() as u32];
+    params.extend(dims.iter().chain(&from).map(|&v| v as u32));
+    Program { kernel, shader: &SHADER, entry: "gather", op: 0 }.run(&[x], out, &params)
+}
+
+#[kernel(Transpose, wgpu)]
+fn transpose(x: &WgpuTensor, perm: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
+    let perm = permutation(x.shape().len(), perm).map_err(rule_error("Transpose"))?;
+    if perm.iter().enumerate().all(|(i, &p)| i == p) {
+        return Ok(x.reshaped(&out.shape));
+    }
+    let own = strides(x.shape());
+    let from: Vec<usize> = perm.iter().map(|&p| own[p]).collect();
+    gather("Transpose", x, &from, out)
+}
+
+#[kernel(BroadcastTo, wgpu)]
+fn broadcast_to(x: &WgpuTensor, shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = shape; // Checked by the spec's rule, and `out`'s shape.
+                   // Only new dims of size 1 (or no elements at all): the same buffer will do.
+    if x.numel() == out.numel() {
+        return Ok(x.reshaped(&out.shape));
+    }
+    gather("BroadcastTo", x, &broadcast_strides(x.shape(), &out.shape), out)
+}
+
+/// The dtype's code in layout.wgsl's `convert`.
+fn code(d: DType) -> u32 {
+    match d {
+        DType::F32 => 0,
+        DType::I32 => 1,
+        DType::Bool => 2,
+    }
+}
+
+#[kernel(Cast, wgpu)]
+fn cast(x: &WgpuTensor, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
+    if x.dtype() == dtype {
+        return Ok(x.clone());
+    }
+    let op = code(x.dtype()) * 3 + code(dtype);
+    Program { kernel: "Cast", shader: &SHADER, entry: "convert_words", op }.run(&[x], out, &[out.numel() as u32])
+}

@@ -1,0 +1,162 @@
+//! `Sum`, `Max` and `Mean` over any axes.
+//!
+//! The kept and the reduced axes each merge where they advance together, so
+//! a reduction over contiguous trailing axes is one strided loop per output
+//! whatever the rank. Short reductions give each output an invocation; long
+//! ones give each (output, chunk) a workgroup, and reduce the chunks'
+//! results again until one value per output is left. A full `sum` of 2^22
+//! elements is two passes: 1024 workgroups of 4096 elements, then one.
+
+use super::{groups, rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
+use crate::kernels::{Max, Mean, Sum};
+use crate::shape::{rules::reduction_axes, strides};
+use crate::{kernel, DType, Result, TensorMeta};
+
+const SHADER: Shader = Shader { name: "reduce", source: include_str!("shaders/reduce.wgsl") };
+
+/// Elements a workgroup folds when an output is split into chunks.
+const CHUNK: usize = 4096;
+/// Workgroups worth filling the device with: below this many outputs, long
+/// reductions are split into chunks.
+const BUSY: usize = 1024;
+/// Reductions up to this long run one invocation per output.
+const SHORT: usize = 64;
+
+/// Dims and strides of some axes of a tensor, merged where an outer dim's
+/// stride spans the inner one.
+fn merged(shape: &[usize], strides: &[usize], axes: impl Iterator<Item = usize>) -> (Vec<usize>, Vec<usize>) {
+    let (mut dims, mut step): (Vec<usize>, Vec<usize>) = (Vec::new(), Vec::new());
+    for a in axes.filter(|&a| shape[a] != 1) {
+        match (dims.last_mut(), step.last_mut()) {
+            (Some(d), Some(s)) if *s == strides[a] * shape[a] => {
+                *d *= shape[a];
+                *s = strides[a];
+            }
+            _ => {
+                dims.push(shape[a]);
+                step.push(strides[a]);
+            }
+        }
+    }
+    (dims, step)
+}
+
+/// One pass: `n_out` outputs of `r` elements each, in `chunks` chunks.
+struct Pass<'a> {
+    kernel: &'static str,
+    op: u32,
+    kept: (Vec<usize>, Vec<usize>),
+    reduced: (Vec<usize>, Vec<usize>),
+    scale: f32,
+    out: &'a TensorMeta,
+}
+
+impl Pass<'_> {
+    fn run(&self, x: &WgpuTensor) -> Result<WgpuTensor> {
+        let n_out = self.out.numel();
+        let r: usize = self.reduced.0.iter().product();
+        let chunks = if r <= SHORT || n_out >= BUSY { 1 } else { r.div_ceil(CHUNK).min(BUSY.div_ceil(n_out)) };
+        let chunk = r.div_ceil(chunks);
+        let wide = |ints: &[usize]| ints.iter().map(|&v| v as u32).collect::<Vec<_>>();
+        let mut params = vec![
+            n_out as u32,
+            r as u32,
+            chunk as u32,
+            chunks as u32,
+            self.kept.0.len() as u32,
+            self.reduced.0.len().max(1) as u32,
+        ];
+        params.extend(wide(&self.kept.0).iter().chain(&wide(&self.kept.1)));
+        match self.reduced.0.len() {
+            // Nothing to reduce, or only size-1 dims: one element per output.
+            0 => params.extend([1, 0]),
+            _ => params.extend(wide(&self.reduced.0).iter().chain(&wide(&self.reduced.1))),
+        }
+        let (entry, scale) = match (x.dtype(), r <= SHORT) {
+            (DType::F32, true) => ("reduce_threads_f32", self.scale),
+            (DType::I32, true) => ("reduce_threads_i32", 1.0),
+            (DType::F32, false) => ("reduce_groups_f32", if chunks == 1 { self.scale } else { 1.0 }),
+            (DType::I32, false) => ("reduce_groups_i32", 1.0),
+            (d, _) => return Err(unsupported(self.kernel, d)),
+        };
+        params.push(scale.to_bits());
+        let program = Program { kernel: self.kernel, shader: &SHADER, entry, op: self.op };
+        if r <= SHORT {
+            return program.run(&[x], self.out, &params);
+        }
+        if chunks == 1 {
+            return program.run_grid(&[x], self.out, &params, Grid::Groups(groups(n_out)));
+        }
+        // Partial results as [n_out, chunks], then reduced along their rows.
+        let partial = TensorMeta { shape: [n_out, chunks].into_iter().collect(), dtype: x.dtype() };
+        let partials = program.run_grid(&[x], &partial, &params, Grid::Groups(groups(n_out * chunks)))?;
+        let rows = Pass {
+            kept: (vec![n_out], vec![chunks]),
+            reduced: (vec![chunks], vec![1]),
+            kernel: self.kernel,
+            op: self.op,
+            scale: self.scale,
+            out: self.out,
+        };
+        rows.run(&partials)
+    }
+}
+
+/// Reduces `x` over `axes` with op `op` (0 sum, 1 max), scaling f32 results
+/// by `1 / r` when `mean`.
+fn reduce(
+    kernel: &'static str,
+    op: u32,
+    x: &WgpuTensor,
+    axes: &[i64],
+    mean: bool,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let shape = x.shape();
+    let axes = reduction_axes(shape.len(), axes).map_err(rule_error(kernel))?;
+    let own = strides(shape);
+    let r: usize = axes.iter().map(|&a| shape[a]).product();
+    let pass = Pass {
+        kernel,
+        op,
+        kept: merged(shape, &own, (0..shape.len()).filter(|a| !axes.contains(a))),
+        reduced: merged(shape, &own, axes.iter().copied()),
+        // As on the cpu: the sum times 1 / r, NaN for an empty mean.
+        scale: if mean { 1.0 / r as f32 } else { 1.0 },
+        out,
+    };
+    pass.run(x)
+}
+
+#[kernel(Sum, wgpu)]
+fn sum(x: &WgpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = keep_dims; // The output shape, from the spec's rule, already says it.
+    reduce("Sum", 0, x, axes, false, out)
+}
+
+#[kernel(Max, wgpu)]
+fn max(x: &WgpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = keep_dims;
+    reduce("Max", 1, x, axes, false, out)
+}
+
+#[kernel(Mean, wgpu)]
+fn mean(x: &WgpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = keep_dims;
+    reduce("Mean", 0, x, axes, true, out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merged;
+
+    #[test]
+    fn axes_merge_where_they_advance_together() {
+        // [2, 3, 4] reduced over its last two axes: one dim of 12, stride 1.
+        assert_eq!(merged(&[2, 3, 4], &[12, 4, 1], [1, 2].into_iter()), (vec![12], vec![1]));
+        // Axes 0 and 2 do not merge; size-1 dims vanish.
+        assert_eq!(merged(&[2, 1, 4], &[4, 4, 1], [0, 1, 2].into_iter()), (vec![8], vec![1]));
+        assert_eq!(merged(&[2, 3, 4], &[12, 4, 1], [0, 2].into_iter()), (vec![2, 4], vec![12, 1]));
+        assert_eq!(merged(&[5], &[1], std::iter::empty()), (vec![], vec![]));
+    }
+}

@@ -1,0 +1,83 @@
+// Index kernels: ArgMax along one axis and OneHot. Elements are raw 32-bit
+// words (see unary.wgsl).
+
+// Unused: every shader takes the constant, so one pipeline cache serves all.
+override OP: u32 = 0u;
+
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+// argmax: [n, len, inner] for x seen as [outer, len, inner]
+// one_hot: [n, depth, on_value bits, off_value bits]
+@group(0) @binding(2) var<storage, read> params: array<u32>;
+
+fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return gid.y * groups.x * 256u + gid.x;
+}
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// Whether v beats best: NaN is the largest, and a tie keeps the earlier.
+fn beats_f32(v: f32, best: f32) -> bool {
+    if is_nan(best) {
+        return false;
+    }
+    return is_nan(v) || v > best;
+}
+
+// One invocation per output walks its axis.
+@compute @workgroup_size(256)
+fn argmax_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let o = element(gid, groups);
+    if o >= params[0] {
+        return;
+    }
+    let len = params[1];
+    let inner = params[2];
+    let base = (o / inner) * len * inner + o % inner;
+    var best = bitcast<f32>(x[base]);
+    var index = 0u;
+    for (var t = 1u; t < len; t++) {
+        let v = bitcast<f32>(x[base + t * inner]);
+        if beats_f32(v, best) {
+            best = v;
+            index = t;
+        }
+    }
+    y[o] = index;
+}
+
+@compute @workgroup_size(256)
+fn argmax_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let o = element(gid, groups);
+    if o >= params[0] {
+        return;
+    }
+    let len = params[1];
+    let inner = params[2];
+    let base = (o / inner) * len * inner + o % inner;
+    var best = bitcast<i32>(x[base]);
+    var index = 0u;
+    for (var t = 1u; t < len; t++) {
+        let v = bitcast<i32>(x[base + t * inner]);
+        if v > best {
+            best = v;
+            index = t;
+        }
+    }
+    y[o] = index;
+}
+
+// An index outside 0..depth gives a row of off_value, as in TF.js.
+@compute @workgroup_size(256)
+fn one_hot(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= params[0] {
+        return;
+    }
+    let depth = params[1];
+    let index = bitcast<i32>(x[i / depth]);
+    let hot = index >= 0i && u32(index) == i % depth;
+    y[i] = select(params[3], params[2], hot);
+}

@@ -1,0 +1,84 @@
+// Kernels that move or convert words: a strided gather (Transpose and
+// BroadcastTo) and Cast. Elements are raw 32-bit words (see unary.wgsl).
+
+// For `convert_words`: the source dtype times 3 plus the target dtype, with f32 = 0,
+// i32 = 1 and bool = 2 (see layout.rs). Unused by `gather`.
+override OP: u32 = 0u;
+
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+// gather: [n, rank, out_shape[rank], x_strides[rank]]; convert_words: [n]
+@group(0) @binding(2) var<storage, read> params: array<u32>;
+
+fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return gid.y * groups.x * 256u + gid.x;
+}
+
+// Output element i is input element sum(index[d] * x_strides[d]): a
+// permutation of the strides transposes, a zero stride repeats.
+@compute @workgroup_size(256)
+fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= params[0] {
+        return;
+    }
+    let rank = params[1];
+    var rest = i;
+    var offset = 0u;
+    for (var d = rank; d > 0u; d--) {
+        let dim = params[1u + d];
+        offset += (rest % dim) * params[1u + rank + d];
+        rest = rest / dim;
+    }
+    y[i] = x[offset];
+}
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// Rust's `as`: toward zero, saturating, NaN to 0.
+fn f32_to_i32(v: f32) -> i32 {
+    if is_nan(v) {
+        return 0i;
+    }
+    if v >= 2147483648.0 {
+        return 2147483647i;
+    }
+    if v <= -2147483648.0 {
+        return bitcast<i32>(0x80000000u);
+    }
+    return i32(v);
+}
+
+fn convert(w: u32) -> u32 {
+    let src = OP / 3u;
+    let dest = OP % 3u;
+    if src == 0u {
+        if dest == 1u {
+            return bitcast<u32>(f32_to_i32(bitcast<f32>(w)));
+        }
+        // Nonzero, NaN included, is true; -0.0 is false.
+        return select(0u, 1u, (w & 0x7fffffffu) != 0u);
+    }
+    if src == 1u {
+        if dest == 0u {
+            return bitcast<u32>(f32(bitcast<i32>(w)));
+        }
+        return select(0u, 1u, w != 0u);
+    }
+    // From bool: 0 or 1 in either type.
+    if dest == 0u {
+        return bitcast<u32>(f32(w));
+    }
+    return w;
+}
+
+@compute @workgroup_size(256)
+fn convert_words(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= params[0] {
+        return;
+    }
+    y[i] = convert(x[i]);
+}

@@ -1,0 +1,181 @@
+// Sum and Max over any axes, Mean as a scaled Sum. The host splits x's
+// axes into kept and reduced ones, each merged where they advance together:
+// output o starts at the offset of its kept index, and reduced element j of
+// it lies at that plus the offset of j over the reduced dims.
+//
+// `reduce_threads` gives each output one invocation, for short reductions.
+// `reduce_groups` gives each (output, chunk) a workgroup that folds the
+// chunk and combines its 256 partial values as a tree; with several chunks
+// per output the host reduces the partial results again.
+
+// 0: sum, 1: max
+override OP: u32 = 0u;
+
+@group(0) @binding(0) var<storage, read> x: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+// [n_out, r, chunk, chunks, kept_rank, red_rank, kept_dims, kept_strides,
+//  red_dims, red_strides, scale]
+@group(0) @binding(2) var<storage, read> params: array<u32>;
+
+var<workgroup> scratch: array<u32, 256>;
+
+fn is_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+fn kept_offset(o: u32) -> u32 {
+    let rank = params[4];
+    var rest = o;
+    var offset = 0u;
+    for (var d = rank; d > 0u; d--) {
+        let dim = params[5u + d];
+        offset += (rest % dim) * params[5u + rank + d];
+        rest = rest / dim;
+    }
+    return offset;
+}
+
+fn reduced_offset(j: u32) -> u32 {
+    let at = 6u + 2u * params[4];
+    let rank = params[5];
+    if rank == 1u {
+        return j * params[at + 1u];
+    }
+    var rest = j;
+    var offset = 0u;
+    for (var d = rank; d > 0u; d--) {
+        let dim = params[at + d - 1u];
+        offset += (rest % dim) * params[at + rank + d - 1u];
+        rest = rest / dim;
+    }
+    return offset;
+}
+
+fn scale() -> f32 {
+    return bitcast<f32>(params[6u + 2u * params[4] + 2u * params[5]]);
+}
+
+fn init_f32() -> f32 {
+    if OP == 0u {
+        return 0.0;
+    }
+    return bitcast<f32>(0xff800000u); // -inf
+}
+
+// max propagates NaN, as on the cpu.
+fn fold_f32(a: f32, b: f32) -> f32 {
+    if OP == 0u {
+        return a + b;
+    }
+    return select(b, a, a > b || is_nan(a));
+}
+
+fn init_i32() -> i32 {
+    if OP == 0u {
+        return 0i;
+    }
+    return bitcast<i32>(0x80000000u); // i32::MIN
+}
+
+// i32 addition wraps in WGSL, as the cpu kernel's does.
+fn fold_i32(a: i32, b: i32) -> i32 {
+    if OP == 0u {
+        return a + b;
+    }
+    return max(a, b);
+}
+
+fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
+    return gid.y * groups.x * 256u + gid.x;
+}
+
+@compute @workgroup_size(256)
+fn reduce_threads_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let o = element(gid, groups);
+    if o >= params[0] {
+        return;
+    }
+    let base = kept_offset(o);
+    var acc = init_f32();
+    for (var j = 0u; j < params[1]; j++) {
+        acc = fold_f32(acc, bitcast<f32>(x[base + reduced_offset(j)]));
+    }
+    y[o] = bitcast<u32>(acc * scale());
+}
+
+@compute @workgroup_size(256)
+fn reduce_threads_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let o = element(gid, groups);
+    if o >= params[0] {
+        return;
+    }
+    let base = kept_offset(o);
+    var acc = init_i32();
+    for (var j = 0u; j < params[1]; j++) {
+        acc = fold_i32(acc, bitcast<i32>(x[base + reduced_offset(j)]));
+    }
+    y[o] = bitcast<u32>(acc);
+}
+
+@compute @workgroup_size(256)
+fn reduce_groups_f32(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    // Uniform per workgroup, so returning keeps the barriers uniform.
+    let w = wid.y * groups.x + wid.x;
+    let chunks = params[3];
+    if w >= params[0] * chunks {
+        return;
+    }
+    let base = kept_offset(w / chunks);
+    let start = (w % chunks) * params[2];
+    let end = min(start + params[2], params[1]);
+    var acc = init_f32();
+    for (var j = start + t; j < end; j += 256u) {
+        acc = fold_f32(acc, bitcast<f32>(x[base + reduced_offset(j)]));
+    }
+    scratch[t] = bitcast<u32>(acc);
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s >>= 1u) {
+        if t < s {
+            scratch[t] = bitcast<u32>(fold_f32(bitcast<f32>(scratch[t]), bitcast<f32>(scratch[t + s])));
+        }
+        workgroupBarrier();
+    }
+    if t == 0u {
+        y[w] = bitcast<u32>(bitcast<f32>(scratch[0]) * scale());
+    }
+}
+
+@compute @workgroup_size(256)
+fn reduce_groups_i32(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    let w = wid.y * groups.x + wid.x;
+    let chunks = params[3];
+    if w >= params[0] * chunks {
+        return;
+    }
+    let base = kept_offset(w / chunks);
+    let start = (w % chunks) * params[2];
+    let end = min(start + params[2], params[1]);
+    var acc = init_i32();
+    for (var j = start + t; j < end; j += 256u) {
+        acc = fold_i32(acc, bitcast<i32>(x[base + reduced_offset(j)]));
+    }
+    scratch[t] = bitcast<u32>(acc);
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s >>= 1u) {
+        if t < s {
+            scratch[t] = bitcast<u32>(fold_i32(bitcast<i32>(scratch[t]), bitcast<i32>(scratch[t + s])));
+        }
+        workgroupBarrier();
+    }
+    if t == 0u {
+        y[w] = scratch[0];
+    }
+}

@@ -1,0 +1,29 @@
+//! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`.
+
+use super::{groups, rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
+use crate::kernels::Softmax;
+use crate::shape::normalize_axis;
+use crate::{kernel, DType, Result, TensorMeta};
+
+const SHADER: Shader = Shader { name: "softmax", source: include_str!("shaders/softmax.wgsl") };
+
+/// Rows up to this long get one invocation each; longer ones a workgroup.
+const SHORT: usize = 64;
+
+#[kernel(Softmax, wgpu)]
+fn softmax(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    if x.dtype() != DType::F32 {
+        return Err(unsupported("Softmax", x.dtype()));
+    }
+    let shape = x.shape();
+    let axis = normalize_axis(axis, shape.len()).map_err(rule_error("Softmax"))?;
+    let (len, inner) = (shape[axis], shape[axis + 1..].iter().product::<usize>());
+    let rows = out.numel().checked_div(len).unwrap_or(0);
+    let params = [rows as u32, len as u32, inner.max(1) as u32];
+    let program = |entry| Program { kernel: "Softmax", shader: &SHADER, entry, op: 0 };
+    if len <= SHORT {
+        // One invocation per row: `run` would launch one per element.
+        return program("softmax_threads").run_grid(&[x], out, &params, Grid::Elements(rows));
+    }
+    program("softmax_groups").run_grid(&[x], out, &params, Grid::Groups(groups(rows)))
+}
