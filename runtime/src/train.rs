@@ -21,7 +21,7 @@
 
 use std::collections::HashMap;
 
-use crate::{no_grad, ops, variable_grads, Error, Result, Tensor, Variable};
+use crate::{no_grad, ops, variable_grads, BackendId, Error, Result, Tensor, Variable};
 
 /// Something that updates variables from their gradients (TF.js `tf.train.Optimizer`).
 ///
@@ -93,6 +93,33 @@ fn check_pairs(optimizer: &str, vars: &[&Variable], grads: &[Tensor]) -> Result<
 
 fn scalar(v: f64) -> Tensor {
     Tensor::scalar(v as f32)
+}
+
+/// An update's `N` scalar constants, made on each backend its variables
+/// live on, once per update rather than once per variable.
+struct Constants<const N: usize> {
+    values: [f64; N],
+    made: Vec<(BackendId, [Tensor; N])>,
+}
+
+impl<const N: usize> Constants<N> {
+    fn new(values: [f64; N]) -> Self {
+        Constants { values, made: Vec::new() }
+    }
+
+    /// The constants, in the order given, as f32 scalars on `backend`.
+    fn on(&mut self, backend: BackendId) -> Result<&[Tensor; N]> {
+        let at = match self.made.iter().position(|(b, _)| *b == backend) {
+            Some(at) => at,
+            None => {
+                let made: Vec<Tensor> =
+                    self.values.iter().map(|&v| scalar(v).to_backend(backend)).collect::<Result<_>>()?;
+                self.made.push((backend, std::array::from_fn(|i| made[i].clone())));
+                self.made.len() - 1
+            }
+        };
+        Ok(&self.made[at].1)
+    }
 }
 
 /// Plain gradient descent: `w -= learning_rate * g` (TF.js `tf.train.sgd`).
@@ -229,15 +256,15 @@ impl Optimizer for Momentum {
     fn apply_gradients(&mut self, vars: &[&Variable], grads: &[Tensor]) -> Result<()> {
         let values = check_pairs("Momentum", vars, grads)?;
         no_grad(|| {
-            let step = scalar(-self.learning_rate);
-            let m = scalar(self.momentum);
+            let mut constants = Constants::new([-self.learning_rate, self.momentum]);
             for ((var, value), g) in vars.iter().zip(&values).zip(grads) {
+                let [step, m] = constants.on(value.backend())?;
                 let acc = match self.accumulators.get(&var.id()) {
-                    Some(a) => ops::add(&ops::mul(&m, a)?, g)?,
+                    Some(a) => ops::add(&ops::mul(m, a)?, g)?,
                     None => g.clone(), // momentum * 0 + g
                 };
-                let direction = if self.nesterov { ops::add(g, &ops::mul(&acc, &m)?)? } else { acc.clone() };
-                var.assign(ops::add(&ops::mul(&step, &direction)?, value)?)?;
+                let direction = if self.nesterov { ops::add(g, &ops::mul(&acc, m)?)? } else { acc.clone() };
+                var.assign(ops::add(&ops::mul(step, &direction)?, value)?)?;
                 self.accumulators.insert(var.id(), acc);
             }
             Ok(())
@@ -382,25 +409,30 @@ impl Optimizer for Adam {
         let values = check_pairs("Adam", vars, grads)?;
         let t = self.iterations.saturating_add(1).min(i32::MAX as u64) as i32;
         no_grad(|| {
-            let (b1, b2) = (scalar(self.beta1), scalar(self.beta2));
-            let (one_minus_b1, one_minus_b2) = (scalar(1.0 - self.beta1), scalar(1.0 - self.beta2));
-            // beta^t in f64 from t, where TF.js multiplies an f32 scalar each step.
-            let c1 = scalar(1.0 - self.beta1.powi(t));
-            let c2 = scalar(1.0 - self.beta2.powi(t));
-            let step = scalar(-self.learning_rate);
-            let eps = scalar(self.epsilon);
+            let mut constants = Constants::new([
+                self.beta1,
+                self.beta2,
+                1.0 - self.beta1,
+                1.0 - self.beta2,
+                // beta^t in f64 from t, where TF.js multiplies an f32 scalar each step.
+                1.0 - self.beta1.powi(t),
+                1.0 - self.beta2.powi(t),
+                -self.learning_rate,
+                self.epsilon,
+            ]);
             for ((var, value), g) in vars.iter().zip(&values).zip(grads) {
+                let [b1, b2, one_minus_b1, one_minus_b2, c1, c2, step, eps] = constants.on(value.backend())?;
                 let (m, v) = match self.moments.get(&var.id()) {
                     Some((m, v)) => (
-                        ops::add(&ops::mul(&b1, m)?, &ops::mul(g, &one_minus_b1)?)?,
-                        ops::add(&ops::mul(&b2, v)?, &ops::mul(&ops::square(g)?, &one_minus_b2)?)?,
+                        ops::add(&ops::mul(b1, m)?, &ops::mul(g, one_minus_b1)?)?,
+                        ops::add(&ops::mul(b2, v)?, &ops::mul(&ops::square(g)?, one_minus_b2)?)?,
                     ),
-                    None => (ops::mul(g, &one_minus_b1)?, ops::mul(&ops::square(g)?, &one_minus_b2)?),
+                    None => (ops::mul(g, one_minus_b1)?, ops::mul(&ops::square(g)?, one_minus_b2)?),
                 };
-                let m_hat = ops::div(&m, &c1)?;
-                let v_hat = ops::div(&v, &c2)?;
-                let update = ops::div(&m_hat, &ops::add(&ops::sqrt(&v_hat)?, &eps)?)?;
-                var.assign(ops::add(&ops::mul(&step, &update)?, value)?)?;
+                let m_hat = ops::div(&m, c1)?;
+                let v_hat = ops::div(&v, c2)?;
+                let update = ops::div(&m_hat, &ops::add(&ops::sqrt(&v_hat)?, eps)?)?;
+                var.assign(ops::add(&ops::mul(step, &update)?, value)?)?;
                 self.moments.insert(var.id(), (m, v));
             }
             Ok::<(), Error>(())

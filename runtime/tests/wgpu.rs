@@ -279,3 +279,27 @@ fn backends_reports_the_adapter() {
         assert!(w.available, "{}", w.description);
     }
 }
+
+#[test]
+fn optimizers_update_wgpu_variables_as_on_the_cpu() {
+    use opforge::train::{Adam, Momentum, Optimizer, Sgd};
+    use opforge::Variable;
+    let Some(()) = gpu() else { return };
+    let w0 = Tensor::random_uniform(&[7, 33], -1.0, 1.0, 11).unwrap();
+    let g = Tensor::random_uniform(&[7, 33], -1.0, 1.0, 12).unwrap();
+    let optimizers: [(&str, fn() -> Box<dyn Optimizer>); 3] = [
+        ("sgd", || Box::new(Sgd::new(0.1))),
+        ("momentum", || Box::new(Momentum::new(0.1, 0.9))),
+        ("adam", || Box::new(Adam::new(0.01))),
+    ];
+    for (name, make) in optimizers {
+        let (cpu, gpu) = (Variable::new(w0.clone()), Variable::new(on_gpu(&w0)));
+        let (mut on_cpu, mut on_wgpu) = (make(), make());
+        // Twice, so that moments made on the first step are used on the second.
+        for _ in 0..2 {
+            on_cpu.apply_gradients(&[&cpu], std::slice::from_ref(&g)).unwrap();
+            on_wgpu.apply_gradients(&[&gpu], &[on_gpu(&g)]).unwrap();
+        }
+        assert_close(name, &cpu.value(), &gpu.value(), 1e-5);
+    }
+}
