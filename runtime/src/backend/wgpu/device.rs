@@ -22,13 +22,40 @@ pub(crate) const MAX_BINDING: u64 = 128 << 20;
 /// submits them: bounds the work a readback waits for at once.
 const MAX_PENDING: usize = 64;
 
-/// A WGSL module: its name keys the pipeline cache.
-pub(crate) struct Shader {
-    pub(crate) name: &'static str,
-    pub(crate) source: &'static str,
+/// A WGSL compute module, compiled once on first use. Its source (by
+/// address) keys the module and pipeline caches; its name labels it in
+/// errors and driver tools.
+///
+/// ```
+/// use opforge::backend::wgpu::Shader;
+/// static HALVE: Shader = Shader::new("halve", "@compute @workgroup_size(1) fn main() {}");
+/// assert_eq!(HALVE.name(), "halve");
+/// ```
+#[derive(Debug)]
+pub struct Shader {
+    name: &'static str,
+    source: &'static str,
 }
 
-type PipelineKey = (&'static str, &'static str, DType, u32);
+impl Shader {
+    /// A shader named `name` with WGSL `source`, typically
+    /// `include_str!("my_kernel.wgsl")`.
+    pub const fn new(name: &'static str, source: &'static str) -> Shader {
+        Shader { name, source }
+    }
+
+    /// The name given to [`Shader::new`].
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The cache key: two shaders are one module only if they are one source.
+    fn key(&self) -> usize {
+        self.source.as_ptr() as usize
+    }
+}
+
+type PipelineKey = (usize, &'static str, DType, u32);
 
 /// Where a `map_async` callback leaves its outcome for the waiting thread.
 type MapResult = Arc<Mutex<Option<std::result::Result<(), String>>>>;
@@ -38,7 +65,7 @@ pub(crate) struct Gpu {
     pub(crate) queue: wgpu::Queue,
     pub(crate) info: wgpu::AdapterInfo,
     pub(crate) max_buffer: u64,
-    modules: Mutex<HashMap<&'static str, wgpu::ShaderModule>>,
+    modules: Mutex<HashMap<usize, wgpu::ShaderModule>>,
     pipelines: Mutex<HashMap<PipelineKey, wgpu::ComputePipeline>>,
     pending: Mutex<Vec<wgpu::CommandBuffer>>,
     /// Errors no error scope caught (wgpu's default handler panics).
@@ -115,7 +142,9 @@ fn open() -> std::result::Result<Gpu, String> {
 
 impl Gpu {
     /// The pipeline of `entry` in `shader` with `OP = op`, cached by
-    /// (shader, entry, dtype, op): never by shape.
+    /// (shader, entry, dtype, op): never by shape. The dtype is part of the
+    /// key for the benefit of tools that list pipelines; one entry point
+    /// serves one dtype.
     pub(crate) fn pipeline(
         &self,
         kernel: &'static str,
@@ -124,13 +153,14 @@ impl Gpu {
         dtype: DType,
         op: u32,
     ) -> Result<wgpu::ComputePipeline> {
-        let key = (shader.name, entry, dtype, op);
+        let key = (shader.key(), entry, dtype, op);
         if let Some(p) = lock(&self.pipelines).get(&key) {
             return Ok(p.clone());
         }
+        let constants = [("OP", f64::from(op))];
         let pipeline = self.scoped(kernel, || {
             let module = lock(&self.modules)
-                .entry(shader.name)
+                .entry(shader.key())
                 .or_insert_with(|| {
                     self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
                         label: Some(shader.name),
@@ -143,8 +173,9 @@ impl Gpu {
                 layout: None,
                 module: &module,
                 entry_point: Some(entry),
+                // A shader without an `OP` override runs with op 0.
                 compilation_options: wgpu::PipelineCompilationOptions {
-                    constants: &[("OP", f64::from(op))],
+                    constants: &constants[..usize::from(op != 0)],
                     ..Default::default()
                 },
                 cache: None,
@@ -318,9 +349,17 @@ impl Gpu {
     }
 }
 
-/// How many invocations a kernel runs.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Grid {
+/// How many invocations a [`Program`](super::Program) runs.
+///
+/// ```
+/// use opforge::backend::wgpu::{groups, Grid};
+/// let per_element = Grid::Elements(1000); // 4 workgroups of 256
+/// let per_row = Grid::Groups(groups(70_000)); // 65535 x 2 workgroups
+/// assert!(matches!(per_row, Grid::Groups([65535, 2, 1])));
+/// # let _ = per_element;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grid {
     /// One invocation per element, in workgroups of 256 (see [`groups`]);
     /// shaders find their element with `element()`.
     Elements(usize),
@@ -331,7 +370,11 @@ pub(crate) enum Grid {
 /// `count` workgroups as a row of up to 65535, more rows when that is not
 /// enough (65535 per dimension is WebGPU's minimum limit). Shaders number
 /// them `wid.y * groups.x + wid.x` and skip those past `count`.
-pub(crate) fn groups(count: usize) -> [u32; 3] {
+///
+/// ```
+/// assert_eq!(opforge::backend::wgpu::groups(10), [10, 1, 1]);
+/// ```
+pub fn groups(count: usize) -> [u32; 3] {
     let count = count.max(1);
     let x = count.min(65535);
     [x as u32, count.div_ceil(x).min(u32::MAX as usize) as u32, 1]
@@ -377,8 +420,7 @@ mod tests {
             Err(e) if std::env::var("OPFORGE_REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("{e}"),
             Err(e) => return eprintln!("SKIP: no wgpu adapter ({e})"),
         };
-        const BROKEN: Shader =
-            Shader { name: "broken", source: "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }" };
+        static BROKEN: Shader = Shader::new("broken", "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }");
         let err = g.pipeline("Broken", &BROKEN, "main", DType::F32, 0).unwrap_err().to_string();
         assert!(err.starts_with("kernel `Broken` on backend `wgpu`: "), "{err}");
         // Nothing leaked to the uncaptured handler, so later readbacks are clean.

@@ -33,7 +33,8 @@ use std::sync::Arc;
 use super::{Backend, BackendId};
 use crate::backend::cpu::CpuTensor;
 use crate::{DType, Error, Result, Shape, Tensor, TensorMeta};
-pub(crate) use device::{gpu, groups, Grid, Shader};
+pub(crate) use device::gpu;
+pub use device::{groups, Grid, Shader};
 pub(crate) use pool::{memory, pooled, set_limit, trim_to};
 
 /// The `wgpu` backend marker.
@@ -161,32 +162,71 @@ pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> Error {
     device::backend_error(kernel, format!("no wgpu implementation for dtype {dtype}"))
 }
 
-/// One entry point of a shader, specialized with the pipeline constant
-/// `OP`, run for `kernel` (which errors name).
-#[derive(Clone, Copy)]
-pub(crate) struct Program {
-    pub(crate) kernel: &'static str,
-    pub(crate) shader: &'static Shader,
-    pub(crate) entry: &'static str,
-    pub(crate) op: u32,
+/// One entry point of a WGSL shader: how a `#[kernel(Name, wgpu)]`
+/// function runs its shader.
+///
+/// [`Program::run`] binds, in order: each input tensor's buffer as
+/// `var<storage, read> array<u32>` (elements are 32-bit words: bitcast
+/// them to `f32` or `i32`; a bool is 0 or 1), then the output's as
+/// `var<storage, read_write> array<u32>`, then `params` as
+/// `var<storage, read> array<u32>`. A buffer may be longer than its
+/// tensor, so pass the element count in `params`. With [`Grid::Elements`],
+/// write the entry point as `@workgroup_size(256)` and number invocations
+/// `gid.y * num_workgroups.x * 256u + gid.x`. A nonzero `op` sets the
+/// shader's `override OP: u32`, so that one shader serves several kernels.
+/// Pipelines are cached by (shader, entry, dtype, op), never by shape.
+///
+/// ```
+/// use opforge::backend::wgpu::{Program, Shader};
+/// use opforge::backend::{Backend, Wgpu};
+/// use opforge::{BackendId, Tensor};
+///
+/// static TWICE: Shader = Shader::new("twice", r#"
+///     @group(0) @binding(0) var<storage, read> x: array<u32>;
+///     @group(0) @binding(1) var<storage, read_write> y: array<u32>;
+///     @group(0) @binding(2) var<storage, read> params: array<u32>;
+///     @compute @workgroup_size(256)
+///     fn twice(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+///         let i = gid.y * n.x * 256u + gid.x;
+///         if i < params[0] { y[i] = bitcast<u32>(2.0 * bitcast<f32>(x[i])); }
+///     }
+/// "#);
+///
+/// if opforge::backends()[1].available {
+///     let x = Tensor::from_vec(vec![1.0f32, -3.0], &[2])?.to_backend(BackendId::Wgpu)?;
+///     let view = Wgpu::view(&x).expect("on wgpu");
+///     let program = Program { kernel: "Twice", shader: &TWICE, entry: "twice", op: 0 };
+///     let y = Wgpu::wrap(program.run(&[view], &x.meta(), &[2])?);
+///     assert_eq!(y.to_vec::<f32>()?, vec![2.0, -6.0]);
+/// }
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub struct Program {
+    /// The kernel this runs for, named in errors.
+    pub kernel: &'static str,
+    /// The WGSL module.
+    pub shader: &'static Shader,
+    /// The entry point's name.
+    pub entry: &'static str,
+    /// The value of the shader's `override OP: u32`; 0 leaves it unset.
+    pub op: u32,
 }
 
 impl Program {
-    /// Runs one invocation per element of `out`; see [`Program::run_grid`].
-    pub(crate) fn run(&self, inputs: &[&WgpuTensor], out: &TensorMeta, params: &[u32]) -> Result<WgpuTensor> {
+    /// Runs one invocation per element of `out` (see [`Program::run_grid`]),
+    /// returning the output tensor. The work is queued; reading the result
+    /// waits for it.
+    pub fn run(&self, inputs: &[&WgpuTensor], out: &TensorMeta, params: &[u32]) -> Result<WgpuTensor> {
         self.run_grid(inputs, out, params, Grid::Elements(out.numel()))
     }
 
     /// Runs the program over `grid`: binds `inputs`, a fresh buffer for
     /// `out` and `params`, in that order. Nothing is dispatched for an empty
-    /// output.
-    pub(crate) fn run_grid(
-        &self,
-        inputs: &[&WgpuTensor],
-        out: &TensorMeta,
-        params: &[u32],
-        grid: Grid,
-    ) -> Result<WgpuTensor> {
+    /// output. Any buffer over the 128 MiB binding limit, a shader that
+    /// fails validation, or a grid over the device's limits is an error
+    /// naming the kernel.
+    pub fn run_grid(&self, inputs: &[&WgpuTensor], out: &TensorMeta, params: &[u32], grid: Grid) -> Result<WgpuTensor> {
         let n = out.numel();
         for bytes in inputs.iter().map(|t| t.bytes()).chain([n as u64 * 4]) {
             if bytes > device::MAX_BINDING {
