@@ -1,7 +1,9 @@
 //! The out-of-tree path: a crate that is not `opforge` binds its own spec
-//! (`MySquare`), registers a `cpu` kernel and a gradient for it, and this
-//! program calls the kernel through its generated op, through the engine by
-//! kernel name (TF.js `engine().runKernel`), and differentiates it.
+//! (`MySquare`), registers a `cpu` kernel in Rust, a `wgpu` kernel in WGSL
+//! and a gradient for it, and this program calls the kernel through its
+//! generated op, through the engine by kernel name (TF.js
+//! `engine().runKernel`), on the GPU when there is one, and differentiates
+//! it.
 //!
 //! `cargo run --release --example custom_kernel`
 
@@ -26,8 +28,27 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let xi = Tensor::from_vec(vec![3i32, -4], &[2])?;
     check(my_square(&xi)?.to_vec::<i32>()? == vec![9, 16], "the i32 variant runs too")?;
 
-    let entry = registry::kernel_for("MySquare", BackendId::Cpu)?;
-    println!("kernel MySquare on cpu: `{}` registered at {}", entry.function, entry.location);
+    let wgpu = opforge::backends().into_iter().find(|b| b.backend == BackendId::Wgpu).ok_or("wgpu is listed")?;
+    if wgpu.available {
+        println!("wgpu adapter: {}", wgpu.description);
+        // The WGSL kernel runs: the fallback, which would quietly use the
+        // cpu kernel, is off.
+        opforge::set_fallback(false);
+        let gx = x.to_backend(BackendId::Wgpu)?;
+        let gy = my_square(&gx)?;
+        println!("my_square(x) on wgpu = {gy}");
+        check(gy.backend() == BackendId::Wgpu && gy.to_vec::<f32>()? == y.to_vec::<f32>()?, "the WGSL kernel agrees")?;
+        let gdx = grad(my_square)(&gx)?;
+        check(gdx.to_vec::<f32>()? == dx.to_vec::<f32>()?, "the gradient runs on wgpu too")?;
+        opforge::set_fallback(true);
+    } else {
+        println!("SKIP: no wgpu adapter, so the WGSL kernel is not run ({})", wgpu.description);
+    }
+
+    for backend in [BackendId::Cpu, BackendId::Wgpu] {
+        let entry = registry::kernel_for("MySquare", backend)?;
+        println!("kernel MySquare on {backend}: `{}` registered at {}", entry.function, entry.location);
+    }
     let grad = registry::gradient_for("MySquare")?;
     println!("gradient of MySquare: `{}` registered at {}", grad.function, grad.location);
     let spec = registry::spec("MySquare").ok_or("MySquare is bound")?;

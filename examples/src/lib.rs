@@ -191,3 +191,153 @@ pub mod digits {
         order
     }
 }
+
+pub mod mlp {
+    //! The model `train_mlp` trains: 64 -> 128 relu -> 10 on the digits,
+    //! softmax cross-entropy, Adam, minibatches, on any backend. The
+    //! example and the tests share it, so that what the tests train on each
+    //! backend is what the example runs.
+
+    use opforge::losses::softmax_cross_entropy;
+    use opforge::train::{Adam, Optimizer};
+    use opforge::{ops, BackendId, DType, Tensor, Variable};
+
+    use crate::digits::{self, Digits, CLASSES, PIXELS};
+
+    /// Units of the hidden layer.
+    pub const HIDDEN: usize = 128;
+    /// Images per training step.
+    pub const BATCH: usize = 32;
+    /// Adam's learning rate.
+    pub const LEARNING_RATE: f64 = 0.003;
+
+    /// The model's parameters, two dense layers, on one backend.
+    pub struct Mlp {
+        /// `f32[64, 128]`
+        pub w1: Variable,
+        /// `f32[128]`
+        pub b1: Variable,
+        /// `f32[128, 10]`
+        pub w2: Variable,
+        /// `f32[10]`
+        pub b2: Variable,
+    }
+
+    impl Mlp {
+        /// Fresh weights from `seed`, made on the cpu and moved to `backend`,
+        /// so every backend starts from the same ones.
+        ///
+        /// ```
+        /// let m = opforge_examples::mlp::Mlp::new(7, opforge::BackendId::Cpu)?;
+        /// assert_eq!(m.w1.value().shape(), &[64, 128]);
+        /// # Ok::<(), opforge::Error>(())
+        /// ```
+        pub fn new(seed: u64, backend: BackendId) -> opforge::Result<Mlp> {
+            // He initialization for the relu layer, Glorot-like for the output.
+            let he = (2.0 / PIXELS as f32).sqrt();
+            let glorot = (2.0 / (HIDDEN + CLASSES) as f32).sqrt();
+            let var = |name: &str, t: Tensor| Ok::<_, opforge::Error>(Variable::named(name, t.to_backend(backend)?));
+            Ok(Mlp {
+                w1: var("dense1/kernel", Tensor::random_normal(&[PIXELS, HIDDEN], 0.0, he, seed)?)?,
+                b1: var("dense1/bias", Tensor::zeros(&[HIDDEN], DType::F32)?)?,
+                w2: var(
+                    "dense2/kernel",
+                    Tensor::random_normal(&[HIDDEN, CLASSES], 0.0, glorot, seed.wrapping_add(1))?,
+                )?,
+                b2: var("dense2/bias", Tensor::zeros(&[CLASSES], DType::F32)?)?,
+            })
+        }
+
+        /// The backend the parameters live on.
+        ///
+        /// ```
+        /// let m = opforge_examples::mlp::Mlp::new(7, opforge::BackendId::Cpu)?;
+        /// assert_eq!(m.backend(), opforge::BackendId::Cpu);
+        /// # Ok::<(), opforge::Error>(())
+        /// ```
+        pub fn backend(&self) -> BackendId {
+            self.w1.value().backend()
+        }
+
+        /// The trainable variables.
+        ///
+        /// ```
+        /// let m = opforge_examples::mlp::Mlp::new(7, opforge::BackendId::Cpu)?;
+        /// assert_eq!(m.variables().map(|v| v.name().to_owned())[3], "dense2/bias");
+        /// # Ok::<(), opforge::Error>(())
+        /// ```
+        pub fn variables(&self) -> [&Variable; 4] {
+            [&self.w1, &self.b1, &self.w2, &self.b2]
+        }
+
+        /// Logits, `f32[n, 10]`, for images `f32[n, 64]` on the model's backend.
+        ///
+        /// ```
+        /// use opforge::{BackendId, Tensor};
+        /// let m = opforge_examples::mlp::Mlp::new(7, BackendId::Cpu)?;
+        /// let logits = m.forward(&Tensor::zeros(&[3, 64], opforge::DType::F32)?)?;
+        /// assert_eq!(logits.shape(), &[3, 10]);
+        /// # Ok::<(), opforge::Error>(())
+        /// ```
+        pub fn forward(&self, x: &Tensor) -> opforge::Result<Tensor> {
+            let h = ops::relu(&ops::add(&ops::matmul(x, &self.w1.value(), false, false)?, &self.b1.value())?)?;
+            ops::add(&ops::matmul(&h, &self.w2.value(), false, false)?, &self.b2.value())
+        }
+
+        /// Share of `data` whose most likely class is its label.
+        ///
+        /// ```
+        /// let m = opforge_examples::mlp::Mlp::new(7, opforge::BackendId::Cpu)?;
+        /// let data = opforge_examples::digits::load()?;
+        /// let accuracy = m.accuracy(&data)?;
+        /// assert!((0.0..=1.0).contains(&accuracy));
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn accuracy(&self, data: &Digits) -> opforge::Result<f32> {
+            let backend = self.backend();
+            let logits = opforge::no_grad(|| self.forward(&data.images_tensor()?.to_backend(backend)?))?;
+            let predicted = ops::argmax(&logits, -1)?;
+            let labels = Tensor::from_vec(data.labels.iter().map(|&l| l as i32).collect(), &[data.len()])?;
+            let right = ops::equal(&predicted, &labels.to_backend(backend)?)?;
+            ops::mean(&ops::cast(&right, DType::F32)?, &[], false)?.to_scalar::<f32>()
+        }
+
+        /// Trains one epoch on `train`, in minibatches of [`BATCH`] in an
+        /// order drawn from `seed`; returns the mean loss.
+        ///
+        /// ```
+        /// use opforge_examples::{digits, mlp::Mlp};
+        /// let (train, _) = digits::load()?.split(0.9, 1);
+        /// let m = Mlp::new(7, opforge::BackendId::Cpu)?;
+        /// let mut adam = opforge::train::Adam::new(0.003);
+        /// let first = m.train_epoch(&train, &mut adam, 1)?;
+        /// let second = m.train_epoch(&train, &mut adam, 2)?;
+        /// assert!(second < first, "{second} after {first}");
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn train_epoch(&self, train: &Digits, adam: &mut Adam, seed: u64) -> opforge::Result<f64> {
+            let backend = self.backend();
+            let vars = self.variables();
+            let (mut total, mut seen) = (0.0f64, 0usize);
+            for batch in digits::shuffled(train.len(), seed).chunks(BATCH) {
+                let batch = train.select(batch);
+                let x = batch.images_tensor()?.to_backend(backend)?;
+                let y = batch.labels_one_hot()?.to_backend(backend)?;
+                let loss = adam.minimize(|| softmax_cross_entropy(&y, &self.forward(&x)?), &vars)?;
+                total += loss.to_scalar::<f32>()? as f64 * batch.len() as f64;
+                seen += batch.len();
+            }
+            Ok(total / seen.max(1) as f64)
+        }
+    }
+
+    /// The shuffle seed of `epoch` (from 1) of a run seeded `seed`.
+    ///
+    /// ```
+    /// use opforge_examples::mlp::epoch_seed;
+    /// assert_ne!(epoch_seed(42, 1), epoch_seed(42, 2));
+    /// ```
+    pub fn epoch_seed(seed: u64, epoch: usize) -> u64 {
+        seed ^ (epoch as u64) << 32
+    }
+}

@@ -1,6 +1,7 @@
 //! An opforge plugin living outside the `opforge` crate: it binds a spec of
-//! its own (`my_ops.toml`), implements the kernel for `cpu` and registers its
-//! gradient, exactly as a user crate would.
+//! its own (`my_ops.toml`), implements the kernel for `cpu` (in Rust) and
+//! for `wgpu` (in WGSL, `square.wgsl`), and registers its gradient, exactly
+//! as a user crate would.
 //!
 //! ```
 //! use opforge::Tensor;
@@ -11,6 +12,7 @@
 //! ```
 
 use opforge::backend::cpu::CpuTensor;
+use opforge::backend::wgpu::{Program, Shader, WgpuTensor};
 use opforge::{gradient, kernel, ops, DType, Result, Tensor, TensorMeta};
 
 opforge::spec!("my_ops.toml");
@@ -27,8 +29,33 @@ pub fn my_square_cpu(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
     }
 }
 
+static SQUARE: Shader = Shader::new("square", include_str!("square.wgsl"));
+
+/// The `wgpu` kernel of `MySquare`: a WGSL entry point per dtype, one
+/// invocation per element, the element count as its parameter.
+///
+/// ```
+/// use opforge::{BackendId, Tensor};
+/// if opforge::backends()[1].available {
+///     let x = Tensor::from_vec(vec![3i32, -4], &[2])?.to_backend(BackendId::Wgpu)?;
+///     let y = opforge_example_square::my_square(&x)?;
+///     assert_eq!(y.backend(), BackendId::Wgpu);
+///     assert_eq!(y.to_vec::<i32>()?, vec![9, 16]);
+/// }
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[kernel(MySquare, wgpu)]
+pub fn my_square_wgpu(x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    let entry = match x.dtype() {
+        DType::I32 => "square_i32",
+        _ => "square_f32",
+    };
+    Program { kernel: "MySquare", shader: &SQUARE, entry, op: 0 }.run(&[x], out, &[out.numel() as u32])
+}
+
 /// d(x^2)/dx = 2x, written with ops so it runs on any backend.
 #[gradient(MySquare)]
 pub fn my_square_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    ops::mul(dy, &ops::mul(x, &Tensor::scalar(2.0f32))?)
+    let two = Tensor::scalar(2.0f32).to_backend(x.backend())?;
+    ops::mul(dy, &ops::mul(x, &two)?)
 }
