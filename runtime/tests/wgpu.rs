@@ -287,7 +287,8 @@ fn optimizers_update_wgpu_variables_as_on_the_cpu() {
     let Some(()) = gpu() else { return };
     let w0 = Tensor::random_uniform(&[7, 33], -1.0, 1.0, 11).unwrap();
     let g = Tensor::random_uniform(&[7, 33], -1.0, 1.0, 12).unwrap();
-    let optimizers: [(&str, fn() -> Box<dyn Optimizer>); 3] = [
+    type Make = fn() -> Box<dyn Optimizer>;
+    let optimizers: [(&str, Make); 3] = [
         ("sgd", || Box::new(Sgd::new(0.1))),
         ("momentum", || Box::new(Momentum::new(0.1, 0.9))),
         ("adam", || Box::new(Adam::new(0.01))),
