@@ -21,6 +21,10 @@ fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
 // Offsets into a and b of output element i.
 fn offsets(i: u32) -> vec2<u32> {
     let rank = params[1];
+    // Same shapes, or a scalar operand, merge into one dim: no division.
+    if rank == 1u {
+        return vec2<u32>(i * params[3], i * params[4]);
+    }
     var rest = i;
     var oa = 0u;
     var ob = 0u;
