@@ -263,6 +263,15 @@ impl Gpu {
         self.queue.submit(pending.drain(..))
     }
 
+    /// Submits everything queued and waits until it has run.
+    pub(crate) fn wait(&self) -> Result<()> {
+        let index = self.flush();
+        self.device
+            .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: Some(TIMEOUT) })
+            .map_err(|e| backend_error("", format!("waiting for the device: {e}")))?;
+        self.check_uncaptured()
+    }
+
     /// Queues a copy of `bytes` bytes of `buffer` into a mappable buffer and
     /// submits everything queued. Poll the device until `done` is set.
     fn start_read(&self, buffer: &wgpu::Buffer, bytes: u64) -> (wgpu::Buffer, wgpu::SubmissionIndex, MapResult) {

@@ -268,6 +268,26 @@ pub(crate) fn rule_error(kernel: &'static str) -> impl FnOnce(String) -> Error {
     move |m| device::backend_error(kernel, m)
 }
 
+/// Waits until every kernel queued on the `wgpu` device so far has run, as
+/// `torch.cuda.synchronize` does: kernels only queue work, and reading a
+/// tensor waits for it, so this is for timing and for surfacing device
+/// errors at a chosen point. An error if there is no adapter, the device
+/// was lost, or the wait passes 30 seconds.
+///
+/// ```
+/// use opforge::{ops, BackendId, Tensor};
+/// if opforge::backends()[1].available {
+///     let x = Tensor::full(&[1 << 20], 2.0f32)?.to_backend(BackendId::Wgpu)?;
+///     let y = ops::exp(&x)?; // queued
+///     opforge::backend::wgpu::synchronize()?; // run
+///     # let _ = y;
+/// }
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn synchronize() -> Result<()> {
+    gpu("")?.wait()
+}
+
 /// What [`backends`] reports about one backend.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BackendInfo {
