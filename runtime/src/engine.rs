@@ -30,9 +30,9 @@ impl Engine {
     pub fn run<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs) -> Result<Tensor> {
         let backend = common_backend::<K>(inputs)?;
         let meta = K::infer(inputs, attrs).map_err(|m| invalid::<K>(backend, inputs, m))?;
-        let y = match K::slot().get(backend) {
-            Ok(entry) => (entry.func)(&KernelCall { kernel: K::NAME, backend, inputs, attrs, out: &meta })?,
-            Err(missing) => fallback::<K>(inputs, attrs, backend, &meta, missing)?,
+        let y = match K::slot().find(backend) {
+            Some(entry) => (entry.func)(&KernelCall { kernel: K::NAME, backend, inputs, attrs, out: &meta })?,
+            None => fallback::<K>(inputs, attrs, backend, &meta)?,
         };
         if cfg!(debug_assertions) && (y.shape() != meta.shape.as_slice() || y.dtype() != meta.dtype) {
             return Err(Error::KernelContract {
@@ -93,20 +93,27 @@ pub fn set_fallback(enabled: bool) -> bool {
     FALLBACK.swap(enabled, Ordering::Relaxed)
 }
 
-/// Runs `K` on the cpu for inputs on `backend`, which lacks it; `missing` is
-/// the error when the fallback is off or the cpu lacks it too.
+/// Runs `K` on the cpu for inputs on `backend`, which lacks it. Without a
+/// fallback (it is off, the inputs are on the cpu already, or the lookup
+/// failed for another reason, such as a duplicate registration), the
+/// lookup's error.
 #[cold]
 fn fallback<K: KernelSpec>(
     inputs: &[&Tensor],
     attrs: &K::Attrs,
     backend: BackendId,
     meta: &TensorMeta,
-    missing: Error,
 ) -> Result<Tensor> {
-    if backend == BackendId::Cpu || !FALLBACK.load(Ordering::Relaxed) {
-        return Err(missing);
-    }
-    let Ok(entry) = K::slot().get(BackendId::Cpu) else { return Err(missing) };
+    let slot = K::slot();
+    let cpu = match slot.known_absent(backend) && backend != BackendId::Cpu && FALLBACK.load(Ordering::Relaxed) {
+        true => slot.find(BackendId::Cpu),
+        false => None,
+    };
+    let Some(entry) = cpu else {
+        // Usually the error; a kernel registered since the lookup runs.
+        let entry = slot.get(backend)?;
+        return (entry.func)(&KernelCall { kernel: K::NAME, backend, inputs, attrs, out: meta });
+    };
     static WARNED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
     if WARNED.lock().unwrap_or_else(PoisonError::into_inner).insert(K::NAME) {
         eprintln!(

@@ -337,16 +337,45 @@ impl DispatchSlot {
         }
     }
 
-    /// The kernel for `backend`: one atomic load once resolved.
+    /// The kernel for `backend`: one atomic load once resolved, including
+    /// when the answer is that there is none.
     #[inline]
     pub fn get(&'static self, backend: BackendId) -> Result<&'static KernelEntry> {
+        match self.find(backend) {
+            Some(entry) => Ok(entry),
+            None => self.missing(backend),
+        }
+    }
+
+    /// [`DispatchSlot::get`] without the error: `None` where it would fail.
+    #[inline]
+    pub fn find(&'static self, backend: BackendId) -> Option<&'static KernelEntry> {
         let p = self.entries[backend.index()].load(Ordering::Acquire);
         if p.is_null() {
-            return self.resolve(backend);
+            return self.resolve(backend).ok();
         }
-        // SAFETY: only `resolve` stores here, and it stores pointers made from
-        // `&'static KernelEntry`: valid, immutable and alive for the program.
-        Ok(unsafe { &*p })
+        if p == absent() {
+            return None;
+        }
+        // SAFETY: only `resolve` stores here, and apart from the `absent()`
+        // marker it stores pointers made from `&'static KernelEntry`: valid,
+        // immutable and alive for the program.
+        Some(unsafe { &*p })
+    }
+
+    /// Whether the slot has resolved that `backend` has no kernel (as
+    /// opposed to not having looked, or a lookup that failed otherwise,
+    /// which is not cached).
+    #[inline]
+    pub fn known_absent(&self, backend: BackendId) -> bool {
+        self.entries[backend.index()].load(Ordering::Acquire) == absent()
+    }
+
+    /// The error of a lookup that finds nothing, built afresh.
+    #[cold]
+    fn missing(&'static self, backend: BackendId) -> Result<&'static KernelEntry> {
+        let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
+        resolve_kernel(&overlay, self.kernel, backend)
     }
 
     #[cold]
@@ -354,13 +383,27 @@ impl DispatchSlot {
         // Hold the overlay's read lock while storing, so a concurrent
         // registration (write lock, then invalidation) cannot be missed.
         let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
-        let entry = resolve_kernel(&overlay, self.kernel, backend)?;
+        let found = resolve_kernel(&overlay, self.kernel, backend);
+        let cached = match &found {
+            Ok(entry) => ptr::from_ref(*entry).cast_mut(),
+            // No kernel for this backend: remembered, so that a fallback to
+            // another backend does not search the registry every call.
+            Err(Error::KernelNotFound { .. }) => absent(),
+            // A duplicate registration: reported on every call.
+            Err(_) => return found,
+        };
         if !self.listed.swap(true, Ordering::AcqRel) {
             RESOLVED.lock().unwrap_or_else(PoisonError::into_inner).push(self);
         }
-        self.entries[backend.index()].store(ptr::from_ref(entry).cast_mut(), Ordering::Release);
-        Ok(entry)
+        self.entries[backend.index()].store(cached, Ordering::Release);
+        found
     }
+}
+
+/// The marker a [`DispatchSlot`] stores for "no kernel": never the address
+/// of a real entry, which is a properly aligned allocation or static.
+fn absent() -> *mut KernelEntry {
+    ptr::dangling_mut()
 }
 
 fn leak_kernel<K: KernelSpec, B: Backend>(
