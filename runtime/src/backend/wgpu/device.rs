@@ -70,6 +70,8 @@ pub(crate) struct Gpu {
     pending: Mutex<Vec<wgpu::CommandBuffer>>,
     /// Errors no error scope caught (wgpu's default handler panics).
     uncaptured: Arc<Mutex<Vec<String>>>,
+    /// Why the device was lost, once it has been.
+    lost: Arc<Mutex<Option<String>>>,
 }
 
 static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
@@ -77,7 +79,9 @@ static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
 /// The device, created on first use; an error naming the backend (and
 /// `kernel`, if any) when no adapter exists.
 pub(crate) fn gpu(kernel: &'static str) -> Result<&'static Gpu> {
-    GPU.get_or_init(open).as_ref().map_err(|reason| backend_error(kernel, format!("no adapter: {reason}")))
+    let g = GPU.get_or_init(open).as_ref().map_err(|reason| backend_error(kernel, format!("no adapter: {reason}")))?;
+    g.alive(kernel)?;
+    Ok(g)
 }
 
 /// The adapter's description, or why there is none.
@@ -128,6 +132,12 @@ fn open() -> std::result::Result<Gpu, String> {
             errors.push(e.to_string());
         }
     }));
+    // A lost device (driver reset, GPU removed) fails every later call.
+    let lost = Arc::new(Mutex::new(None));
+    let sink = lost.clone();
+    device.set_device_lost_callback(move |reason, message| {
+        *sink.lock().unwrap_or_else(PoisonError::into_inner) = Some(format!("{reason:?}: {message}"));
+    });
     Ok(Gpu {
         device,
         queue,
@@ -137,10 +147,19 @@ fn open() -> std::result::Result<Gpu, String> {
         pipelines: Mutex::default(),
         pending: Mutex::default(),
         uncaptured,
+        lost,
     })
 }
 
 impl Gpu {
+    /// An error naming `kernel` once the device is lost.
+    fn alive(&self, kernel: &'static str) -> Result<()> {
+        match lock(&self.lost).as_ref() {
+            None => Ok(()),
+            Some(reason) => Err(backend_error(kernel, format!("the device was lost: {reason}"))),
+        }
+    }
+
     /// The pipeline of `entry` in `shader` with `OP = op`, cached by
     /// (shader, entry, dtype, op): never by shape. The dtype is part of the
     /// key for the benefit of tools that list pipelines; one entry point
@@ -434,6 +453,22 @@ mod tests {
         assert!(err.starts_with("kernel `Broken` on backend `wgpu`: "), "{err}");
         // Nothing leaked to the uncaptured handler, so later readbacks are clean.
         assert!(g.check_uncaptured().is_ok());
+    }
+
+    #[test]
+    fn a_lost_device_is_an_error_naming_the_kernel() {
+        // A device of its own: the shared one must outlive this test.
+        let g = match open() {
+            Ok(g) => g,
+            Err(e) if std::env::var("OPFORGE_REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("{e}"),
+            Err(e) => return eprintln!("SKIP: no wgpu adapter ({e})"),
+        };
+        assert!(g.alive("Add").is_ok());
+        g.device.destroy();
+        // wgpu reports the loss from the next poll.
+        let _ = g.device.poll(wgpu::PollType::Poll);
+        let err = g.alive("Add").unwrap_err().to_string();
+        assert!(err.starts_with("kernel `Add` on backend `wgpu`: the device was lost: Destroyed"), "{err}");
     }
 
     #[test]
