@@ -257,13 +257,28 @@ fn mixing_backends_in_one_op_is_an_error_naming_both() {
 }
 
 #[test]
-fn tensors_over_the_binding_limit_are_refused_by_name() {
+fn elementwise_ops_past_the_binding_limit_run_in_slices() {
     let Some(()) = gpu() else { return };
-    // One element past 128 MiB of f32.
-    let x = on_gpu(&Tensor::zeros(&[(1 << 25) + 1], DType::F32).unwrap());
-    let err = ops::neg(&x).unwrap_err().to_string();
-    assert!(err.starts_with("kernel `Neg` on backend `wgpu`: a 134217732-byte buffer exceeds the 128 MiB"), "{err}");
-    // Exactly at the limit works, through a 2D grid of workgroups.
+    // Past 128 MiB of f32 by a partial slice, with values that differ
+    // across the slices' seams.
+    let n = (1 << 25) + 1000;
+    let x = Tensor::arange(0.0, n as f64, 1.0, DType::F32).unwrap();
+    let gx = on_gpu(&x);
+    let y = ops::neg(&gx).unwrap().to_vec::<f32>().unwrap();
+    assert!(y.iter().enumerate().all(|(i, &v)| v == -(i as f32)), "unary, sliced");
+    // A same-shape operand is sliced alike; a one-element one is bound whole.
+    let sum = ops::add(&gx, &gx).unwrap().to_vec::<f32>().unwrap();
+    assert!(sum.iter().enumerate().all(|(i, &v)| v == 2.0 * i as f32), "binary, same shapes");
+    let one = on_gpu(&Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
+    let shifted = ops::greater(&ops::sub(&gx, &one).unwrap(), &one).unwrap().to_vec::<bool>().unwrap();
+    assert!(shifted.iter().enumerate().all(|(i, &v)| v == (i >= 3)), "comparison, with a scalar");
+    let cast = ops::cast(&gx, DType::I32).unwrap().to_vec::<i32>().unwrap();
+    assert!(cast.iter().enumerate().all(|(i, &v)| v == i as f32 as i32), "cast");
+    drop((y, sum, shifted, cast));
+    // Kernels that cannot be sliced refuse, naming themselves.
+    let err = ops::sum(&gx, &[], false).unwrap_err().to_string();
+    assert!(err.starts_with("kernel `Sum` on backend `wgpu`: a 134221728-byte buffer exceeds the 128 MiB"), "{err}");
+    // Exactly at the limit works in one dispatch, through a 2D grid of workgroups.
     let x = on_gpu(&Tensor::full(&[1 << 25], 2.0f32).unwrap());
     let y = ops::square(&x).unwrap().to_vec::<f32>().unwrap();
     assert!(y.iter().all(|&v| v == 4.0), "every one of 2^25 elements, past 65535 workgroups of 256");

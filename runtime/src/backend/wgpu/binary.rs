@@ -14,15 +14,25 @@ static SHADER: Shader = Shader::new("binary", include_str!("shaders/binary.wgsl"
 /// Op codes of `apply_f32` in binary.wgsl that have no i32 version.
 const F32_ONLY: [u32; 3] = [3, 6, 7];
 
-/// `[n, rank, dims, a strides, b strides]` after merging the dims along
-/// which both inputs advance together, which keeps the shader's index loop
-/// short.
-fn layout(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Vec<u32> {
+/// The parameters of a slice of `len` output elements, `[len, rank, dims,
+/// a strides, b strides, extra]`, after merging the dims along which both
+/// inputs advance together (which keeps the shader's index loop short).
+/// Only a rank-1 layout (same shapes, or a one-element operand) is ever
+/// sliced, and then the one dim is the slice's length.
+fn layout(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta, extra: &[u32]) -> impl Fn(usize) -> Vec<u32> {
     let (dims, sa, sb) =
         collapse(&out.shape, &broadcast_strides(a.shape(), &out.shape), &broadcast_strides(b.shape(), &out.shape));
-    let mut params = vec![out.numel() as u32, dims.len() as u32];
-    params.extend(dims.iter().chain(&sa).chain(&sb).map(|&v| v as u32));
-    params
+    let extra = extra.to_vec();
+    move |len| {
+        let mut params = vec![len as u32, dims.len() as u32];
+        match dims.len() {
+            1 => params.push(len as u32),
+            _ => params.extend(dims.iter().map(|&v| v as u32)),
+        }
+        params.extend(sa.iter().chain(&sb).map(|&v| v as u32));
+        params.extend_from_slice(&extra);
+        params
+    }
 }
 
 /// Runs arithmetic op `op` (its code in `apply_f32` / `apply_i32` of
@@ -40,9 +50,7 @@ fn binary(
         DType::I32 if !F32_ONLY.contains(&op) => "binary_i32",
         d => return Err(unsupported(kernel, d)),
     };
-    let mut params = layout(a, b, out);
-    params.extend_from_slice(extra);
-    Program { kernel, shader: &SHADER, entry, op }.run(&[a, b], out, &params)
+    Program { kernel, shader: &SHADER, entry, op }.run_sliced(&[a, b], out, layout(a, b, out, extra))
 }
 
 /// Runs comparison `op` (its code in `test_f32` / `test_i32`): bool words out.
@@ -52,7 +60,7 @@ fn compare(kernel: &'static str, op: u32, a: &WgpuTensor, b: &WgpuTensor, out: &
         DType::I32 => "compare_i32",
         d => return Err(unsupported(kernel, d)),
     };
-    Program { kernel, shader: &SHADER, entry, op }.run(&[a, b], out, &layout(a, b, out))
+    Program { kernel, shader: &SHADER, entry, op }.run_sliced(&[a, b], out, layout(a, b, out, &[]))
 }
 
 /// [`binary`] with no extra parameters.

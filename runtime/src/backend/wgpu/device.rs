@@ -221,13 +221,13 @@ impl Gpu {
         Ok(value)
     }
 
-    /// Dispatches `pipeline` over `grid` with `buffers` bound in order. The
-    /// command is queued, not submitted.
+    /// Dispatches `pipeline` over `grid` with `bindings` bound in order.
+    /// The command is queued, not submitted.
     pub(crate) fn dispatch(
         &self,
         kernel: &'static str,
         pipeline: &wgpu::ComputePipeline,
-        buffers: &[&wgpu::Buffer],
+        bindings: &[wgpu::BindingResource<'_>],
         grid: Grid,
     ) -> Result<()> {
         let [x, y, z] = match grid {
@@ -240,10 +240,10 @@ impl Gpu {
         }
         let commands = self.scoped(kernel, || {
             let layout = pipeline.get_bind_group_layout(0);
-            let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
+            let entries: Vec<wgpu::BindGroupEntry<'_>> = bindings
                 .iter()
                 .enumerate()
-                .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.as_entire_binding() })
+                .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.clone() })
                 .collect();
             let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
                 label: Some(kernel),

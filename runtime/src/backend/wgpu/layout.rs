@@ -59,5 +59,6 @@ fn cast(x: &WgpuTensor, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
         return Ok(x.clone());
     }
     let op = code(x.dtype()) * 3 + code(dtype);
-    Program { kernel: "Cast", shader: &SHADER, entry: "convert_words", op }.run(&[x], out, &[out.numel() as u32])
+    Program { kernel: "Cast", shader: &SHADER, entry: "convert_words", op }
+        .run_sliced(&[x], out, |len| vec![len as u32])
 }

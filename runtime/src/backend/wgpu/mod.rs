@@ -6,7 +6,8 @@
 //!   [`backends`] reports which one was chosen, or why there is none.
 //! - Elements are 32-bit words: f32 and i32 as they are, bool as a u32 0 or 1.
 //! - One storage binding spans at most 128 MiB on every adapter (lavapipe's
-//!   limit); a kernel on a larger tensor fails with an error naming it.
+//!   limit). Elementwise kernels and casts on larger tensors run in slices
+//!   of at most that; the other kernels fail with an error naming them.
 //! - Kernels queue their commands; the queue is submitted before any
 //!   readback and before an upload may overwrite a reused buffer.
 //! - Every kernel of the built-in spec has a `wgpu` implementation: the
@@ -33,7 +34,7 @@ use std::sync::Arc;
 use super::{Backend, BackendId};
 use crate::backend::cpu::CpuTensor;
 use crate::{DType, Error, Result, Shape, Tensor, TensorMeta};
-pub(crate) use device::gpu;
+pub(crate) use device::{gpu, Gpu};
 pub use device::{groups, Grid, Shader};
 pub(crate) use pool::{memory, pooled, set_limit, trim_to};
 
@@ -242,13 +243,64 @@ impl Program {
         let y = pool::GpuBuffer::output(self.kernel, n as u64 * 4)?;
         if n > 0 {
             let g = gpu(self.kernel)?;
-            let dtype = inputs.first().map_or(out.dtype, |t| t.dtype);
-            let pipeline = g.pipeline(self.kernel, self.shader, self.entry, dtype, self.op)?;
+            let pipeline = self.pipeline(g, inputs, out)?;
             let params = pool::params(g, params);
-            let mut bound: Vec<&wgpu::Buffer> = inputs.iter().map(|t| t.buf.raw()).collect();
-            bound.push(y.raw());
-            bound.push(&params);
+            let mut bound: Vec<wgpu::BindingResource<'_>> =
+                inputs.iter().map(|t| t.buf.raw().as_entire_binding()).collect();
+            bound.push(y.raw().as_entire_binding());
+            bound.push(params.as_entire_binding());
             g.dispatch(self.kernel, &pipeline, &bound, grid)?;
+        }
+        Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
+    }
+
+    fn pipeline(&self, g: &Gpu, inputs: &[&WgpuTensor], out: &TensorMeta) -> Result<wgpu::ComputePipeline> {
+        let dtype = inputs.first().map_or(out.dtype, |t| t.dtype);
+        g.pipeline(self.kernel, self.shader, self.entry, dtype, self.op)
+    }
+
+    /// [`Program::run`] for an elementwise program on outputs of any size:
+    /// past the binding limit it runs on slices of at most 128 MiB, each
+    /// input bound at the same slice, or whole where it has one element.
+    /// `params(len)` gives the parameters of a slice of `len` elements.
+    /// Inputs of other sizes past the limit are an error naming the kernel.
+    pub(crate) fn run_sliced(
+        &self,
+        inputs: &[&WgpuTensor],
+        out: &TensorMeta,
+        params: impl Fn(usize) -> Vec<u32>,
+    ) -> Result<WgpuTensor> {
+        let n = out.numel();
+        let whole = |t: &WgpuTensor| t.numel() == 1;
+        if n as u64 * 4 <= device::MAX_BINDING || inputs.iter().any(|t| t.numel() != n && !whole(t)) {
+            return self.run(inputs, out, &params(n));
+        }
+        let g = gpu(self.kernel)?;
+        let y = pool::GpuBuffer::output(self.kernel, n as u64 * 4)?;
+        let pipeline = self.pipeline(g, inputs, out)?;
+        // Slices start at multiples of the offset alignment (in elements).
+        let align = (g.device.limits().min_storage_buffer_offset_alignment as usize / 4).max(1);
+        let step = device::MAX_BINDING as usize / 4 / align * align;
+        for start in (0..n).step_by(step) {
+            let len = step.min(n - start);
+            fn slice(b: &wgpu::Buffer, start: usize, len: usize) -> wgpu::BindingResource<'_> {
+                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: b,
+                    offset: start as u64 * 4,
+                    size: std::num::NonZeroU64::new(len as u64 * 4),
+                })
+            }
+            let p = pool::params(g, &params(len));
+            let mut bound: Vec<wgpu::BindingResource<'_>> = inputs
+                .iter()
+                .map(|t| match whole(t) {
+                    true => t.buf.raw().as_entire_binding(),
+                    false => slice(t.buf.raw(), start, len),
+                })
+                .collect();
+            bound.push(slice(y.raw(), start, len));
+            bound.push(p.as_entire_binding());
+            g.dispatch(self.kernel, &pipeline, &bound, Grid::Elements(len))?;
         }
         Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
     }

@@ -14,7 +14,7 @@ fn unary(kernel: &'static str, op: u32, x: &WgpuTensor, out: &TensorMeta) -> Res
         DType::I32 if op <= 1 => "unary_i32",
         d => return Err(unsupported(kernel, d)),
     };
-    Program { kernel, shader: &SHADER, entry, op }.run(&[x], out, &[out.numel() as u32])
+    Program { kernel, shader: &SHADER, entry, op }.run_sliced(&[x], out, |len| vec![len as u32])
 }
 
 macro_rules! unary_kernels {
