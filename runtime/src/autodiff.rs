@@ -158,7 +158,7 @@ fn value_and_source_grads(
     let nodes = level.close();
     let dy = match dy {
         Some(d) => d.clone(),
-        None => Tensor::ones(y.shape(), y.dtype())?.to_backend(y.backend())?,
+        None => Tensor::ones_like(&y)?,
     };
     let grads = backward(&nodes, &y, dy, sources);
     level.restore(nodes);
@@ -385,7 +385,7 @@ pub fn variable_grads(f: impl FnOnce() -> Result<Tensor>, vars: &[&crate::Variab
         .zip(&sources)
         .map(|(g, s)| match g {
             Some(g) => Ok(g),
-            None => Tensor::zeros(s.shape(), s.dtype())?.to_backend(s.backend()),
+            None => Tensor::zeros_like(s),
         })
         .collect::<Result<_>>()?;
     Ok((y, g))

@@ -2,7 +2,7 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use crate::spec::{KernelCall, KernelSpec};
@@ -72,6 +72,48 @@ impl Engine {
             }),
         }
     }
+}
+
+/// Where new tensors go: an index into [`BackendId::ALL`].
+static DEFAULT_BACKEND: AtomicU8 = AtomicU8::new(0);
+
+/// Makes `backend` the one new tensors are created on (TF.js
+/// `tf.setBackend`) and returns the previous one. Tensors that exist stay
+/// where they are; kernels run on their inputs' backend, so computations on
+/// new tensors follow. An error if `backend` is not available here (for
+/// `wgpu`: no adapter), leaving the default as it was.
+///
+/// ```
+/// use opforge::{BackendId, Tensor};
+/// if opforge::backends()[1].available {
+///     let previous = opforge::set_default_backend(BackendId::Wgpu)?;
+///     let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+///     assert_eq!(t.backend(), BackendId::Wgpu);
+///     opforge::set_default_backend(previous)?;
+/// }
+/// assert_eq!(opforge::default_backend(), BackendId::Cpu);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn set_default_backend(backend: BackendId) -> Result<BackendId> {
+    let info = crate::backends().into_iter().find(|b| b.backend == backend);
+    if let Some(info) = info.filter(|b| !b.available) {
+        return Err(Error::InvalidTensor {
+            what: "set_default_backend",
+            message: format!("backend `{backend}` is not available: {}", info.description),
+        });
+    }
+    let previous = DEFAULT_BACKEND.swap(backend.index() as u8, Ordering::Relaxed);
+    Ok(BackendId::ALL[usize::from(previous)])
+}
+
+/// The backend new tensors are created on; see [`set_default_backend`].
+///
+/// ```
+/// assert_eq!(opforge::default_backend(), opforge::BackendId::Cpu);
+/// ```
+#[inline]
+pub fn default_backend() -> BackendId {
+    BackendId::ALL[usize::from(DEFAULT_BACKEND.load(Ordering::Relaxed))]
 }
 
 static FALLBACK: AtomicBool = AtomicBool::new(true);

@@ -76,7 +76,9 @@ pub use autodiff::{custom_grad, grad, grads, no_grad, value_and_grad, value_and_
 pub use backend::wgpu::{backends, BackendInfo};
 pub use backend::BackendId;
 pub use dtype::{DType, Element};
-pub use engine::{memory, set_fallback, set_pool_limit, trim_pool, BackendMemory, Engine};
+pub use engine::{
+    default_backend, memory, set_default_backend, set_fallback, set_pool_limit, trim_pool, BackendMemory, Engine,
+};
 pub use error::{Error, InputDesc, Location, Result};
 pub use opforge_macros::{gradient, kernel, op, spec};
 pub use shape::Shape;

@@ -97,7 +97,9 @@ impl TensorId {
 }
 
 impl Tensor {
-    /// A tensor of `shape` holding `data` in row-major order, on the cpu backend.
+    /// A tensor of `shape` holding `data` in row-major order, on the
+    /// [default backend](crate::set_default_backend) (the cpu unless set).
+    /// Every constructor below goes through it, except where it says not.
     ///
     /// ```
     /// let t = opforge::Tensor::from_vec(vec![1i32, 2, 3, 4, 5, 6], &[2, 3])?;
@@ -106,7 +108,11 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
-        Ok(Tensor::from_cpu(CpuTensor::from_vec(shape, data)?))
+        let t = Tensor::from_cpu(CpuTensor::from_vec(shape, data)?);
+        match crate::engine::default_backend() {
+            BackendId::Cpu => Ok(t),
+            other => t.to_backend(other),
+        }
     }
 
     /// Like [`Tensor::from_vec`], copying from a slice.
@@ -120,7 +126,9 @@ impl Tensor {
         Tensor::from_vec(data.to_vec(), shape)
     }
 
-    /// A rank-0 tensor.
+    /// A rank-0 tensor, on the default backend. It cannot fail: where the
+    /// default backend cannot take it (its device was lost), it stays on
+    /// the cpu, and an op mixing it with tensors elsewhere says so.
     ///
     /// ```
     /// let s = opforge::Tensor::scalar(2.5f32);
@@ -129,7 +137,44 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn scalar<T: Element>(value: T) -> Tensor {
-        Tensor::from_cpu(CpuTensor::from_vec(&[], vec![value]).expect("one value fills a scalar"))
+        let t = Tensor::from_cpu(CpuTensor::from_vec(&[], vec![value]).expect("one value fills a scalar"));
+        match crate::engine::default_backend() {
+            BackendId::Cpu => t,
+            other => t.to_backend(other).unwrap_or(t),
+        }
+    }
+
+    /// Zeros shaped and typed like `t`, on `t`'s backend (TF.js `zerosLike`),
+    /// whatever the default backend.
+    ///
+    /// ```
+    /// let t = opforge::Tensor::from_vec(vec![1i32, 2], &[2])?;
+    /// assert_eq!(opforge::Tensor::zeros_like(&t)?.to_vec::<i32>()?, vec![0, 0]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn zeros_like(t: &Tensor) -> Result<Tensor> {
+        Tensor::filled_like(t, 0.0, "zeros_like")
+    }
+
+    /// Ones shaped and typed like `t`, on `t`'s backend (TF.js `onesLike`).
+    ///
+    /// ```
+    /// let t = opforge::Tensor::from_vec(vec![1.5f32, 2.0], &[2])?;
+    /// assert_eq!(opforge::Tensor::ones_like(&t)?.to_vec::<f32>()?, vec![1.0, 1.0]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn ones_like(t: &Tensor) -> Result<Tensor> {
+        Tensor::filled_like(t, 1.0, "ones_like")
+    }
+
+    fn filled_like(t: &Tensor, v: f64, what: &'static str) -> Result<Tensor> {
+        let n = checked(t.shape(), what)?;
+        let cpu = match t.dtype() {
+            DType::F32 => CpuTensor::from_vec(t.shape(), vec![f32::from_f64(v); n])?,
+            DType::I32 => CpuTensor::from_vec(t.shape(), vec![i32::from_f64(v); n])?,
+            DType::Bool => CpuTensor::from_vec(t.shape(), vec![bool::from_f64(v); n])?,
+        };
+        Tensor::from_cpu(cpu).to_backend(t.backend())
     }
 
     /// A tensor of `shape` with every element `value`.
