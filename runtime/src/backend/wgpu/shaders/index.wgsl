@@ -26,9 +26,16 @@ fn beats_f32(v: f32, best: f32) -> bool {
     return is_nan(v) || v > best;
 }
 
-// One invocation per output walks its axis.
-@compute @workgroup_size(256)
-fn argmax_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+fn beats(v: u32, best: u32, float: bool) -> bool {
+    if float {
+        return beats_f32(bitcast<f32>(v), bitcast<f32>(best));
+    }
+    return bitcast<i32>(v) > bitcast<i32>(best);
+}
+
+// One invocation per output walks its axis; `float` is a constant in each
+// entry point, so each pipeline keeps only its own dtype's comparison.
+fn argmax(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
     let o = element(gid, groups);
     if o >= params[0] {
         return;
@@ -36,11 +43,11 @@ fn argmax_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     let len = params[1];
     let inner = params[2];
     let base = (o / inner) * len * inner + o % inner;
-    var best = bitcast<f32>(x[base]);
+    var best = x[base];
     var index = 0u;
     for (var t = 1u; t < len; t++) {
-        let v = bitcast<f32>(x[base + t * inner]);
-        if beats_f32(v, best) {
+        let v = x[base + t * inner];
+        if beats(v, best, float) {
             best = v;
             index = t;
         }
@@ -49,24 +56,13 @@ fn argmax_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 }
 
 @compute @workgroup_size(256)
+fn argmax_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    argmax(gid, groups, true);
+}
+
+@compute @workgroup_size(256)
 fn argmax_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let o = element(gid, groups);
-    if o >= params[0] {
-        return;
-    }
-    let len = params[1];
-    let inner = params[2];
-    let base = (o / inner) * len * inner + o % inner;
-    var best = bitcast<i32>(x[base]);
-    var index = 0u;
-    for (var t = 1u; t < len; t++) {
-        let v = bitcast<i32>(x[base + t * inner]);
-        if v > best {
-            best = v;
-            index = t;
-        }
-    }
-    y[o] = index;
+    argmax(gid, groups, false);
 }
 
 // An index outside 0..depth gives a row of off_value, as in TF.js.

@@ -85,44 +85,47 @@ fn fold_i32(a: i32, b: i32) -> i32 {
     return max(a, b);
 }
 
-fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
-    return gid.y * groups.x * 256u + gid.x;
+// The entry points below are one per dtype; `float` is a constant in each,
+// so each pipeline keeps only its own dtype's arithmetic.
+fn init(float: bool) -> u32 {
+    if float {
+        return bitcast<u32>(init_f32());
+    }
+    return bitcast<u32>(init_i32());
 }
 
-@compute @workgroup_size(256)
-fn reduce_threads_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let o = element(gid, groups);
+fn fold(a: u32, b: u32, float: bool) -> u32 {
+    if float {
+        return bitcast<u32>(fold_f32(bitcast<f32>(a), bitcast<f32>(b)));
+    }
+    return bitcast<u32>(fold_i32(bitcast<i32>(a), bitcast<i32>(b)));
+}
+
+// The result scaled (a mean), for f32.
+fn finish(v: u32, float: bool) -> u32 {
+    if float {
+        return bitcast<u32>(bitcast<f32>(v) * scale());
+    }
+    return v;
+}
+
+// One invocation folds all of output o.
+fn reduce_thread(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
+    let o = gid.y * groups.x * 256u + gid.x;
     if o >= params[0] {
         return;
     }
     let base = kept_offset(o);
-    var acc = init_f32();
+    var acc = init(float);
     for (var j = 0u; j < params[1]; j++) {
-        acc = fold_f32(acc, bitcast<f32>(x[base + reduced_offset(j)]));
+        acc = fold(acc, x[base + reduced_offset(j)], float);
     }
-    y[o] = bitcast<u32>(acc * scale());
+    y[o] = finish(acc, float);
 }
 
-@compute @workgroup_size(256)
-fn reduce_threads_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let o = element(gid, groups);
-    if o >= params[0] {
-        return;
-    }
-    let base = kept_offset(o);
-    var acc = init_i32();
-    for (var j = 0u; j < params[1]; j++) {
-        acc = fold_i32(acc, bitcast<i32>(x[base + reduced_offset(j)]));
-    }
-    y[o] = bitcast<u32>(acc);
-}
-
-@compute @workgroup_size(256)
-fn reduce_groups_f32(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) t: u32,
-) {
+// Workgroup w folds one chunk of one output: strided partial values, then
+// a tree in workgroup memory.
+fn reduce_group(wid: vec3<u32>, groups: vec3<u32>, t: u32, float: bool) {
     // Uniform per workgroup, so returning keeps the barriers uniform.
     let w = wid.y * groups.x + wid.x;
     let chunks = params[3];
@@ -132,21 +135,40 @@ fn reduce_groups_f32(
     let base = kept_offset(w / chunks);
     let start = (w % chunks) * params[2];
     let end = min(start + params[2], params[1]);
-    var acc = init_f32();
+    var acc = init(float);
     for (var j = start + t; j < end; j += 256u) {
-        acc = fold_f32(acc, bitcast<f32>(x[base + reduced_offset(j)]));
+        acc = fold(acc, x[base + reduced_offset(j)], float);
     }
-    scratch[t] = bitcast<u32>(acc);
+    scratch[t] = acc;
     workgroupBarrier();
     for (var s = 128u; s > 0u; s >>= 1u) {
         if t < s {
-            scratch[t] = bitcast<u32>(fold_f32(bitcast<f32>(scratch[t]), bitcast<f32>(scratch[t + s])));
+            scratch[t] = fold(scratch[t], scratch[t + s], float);
         }
         workgroupBarrier();
     }
     if t == 0u {
-        y[w] = bitcast<u32>(bitcast<f32>(scratch[0]) * scale());
+        y[w] = finish(scratch[0], float);
     }
+}
+
+@compute @workgroup_size(256)
+fn reduce_threads_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    reduce_thread(gid, groups, true);
+}
+
+@compute @workgroup_size(256)
+fn reduce_threads_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    reduce_thread(gid, groups, false);
+}
+
+@compute @workgroup_size(256)
+fn reduce_groups_f32(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    reduce_group(wid, groups, t, true);
 }
 
 @compute @workgroup_size(256)
@@ -155,27 +177,5 @@ fn reduce_groups_i32(
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) t: u32,
 ) {
-    let w = wid.y * groups.x + wid.x;
-    let chunks = params[3];
-    if w >= params[0] * chunks {
-        return;
-    }
-    let base = kept_offset(w / chunks);
-    let start = (w % chunks) * params[2];
-    let end = min(start + params[2], params[1]);
-    var acc = init_i32();
-    for (var j = start + t; j < end; j += 256u) {
-        acc = fold_i32(acc, bitcast<i32>(x[base + reduced_offset(j)]));
-    }
-    scratch[t] = bitcast<u32>(acc);
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {
-        if t < s {
-            scratch[t] = bitcast<u32>(fold_i32(bitcast<i32>(scratch[t]), bitcast<i32>(scratch[t + s])));
-        }
-        workgroupBarrier();
-    }
-    if t == 0u {
-        y[w] = scratch[0];
-    }
+    reduce_group(wid, groups, t, false);
 }
