@@ -33,11 +33,11 @@ static COPY: Shader = Shader::new(
     r#"
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
-@group(0) @binding(2) var<storage, read> params: array<u32>;
+@group(0) @binding(2) var<uniform> params: vec4<u32>;
 @compute @workgroup_size(256)
 fn copy(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
     let i = gid.y * n.x * 256u + gid.x;
-    if i < params[0] { y[i] = x[i]; }
+    if i < params.x { y[i] = x[i]; }
 }
 "#,
 );

@@ -4,8 +4,8 @@
 
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
-// [element count]
-@group(0) @binding(2) var<storage, read> params: array<u32>;
+// [element count, unused, unused, unused]
+@group(0) @binding(2) var<uniform> params: vec4<u32>;
 
 fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
     return gid.y * groups.x * 256u + gid.x;
@@ -14,7 +14,7 @@ fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
 @compute @workgroup_size(256)
 fn square_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
-    if i < params[0] {
+    if i < params.x {
         let v = bitcast<f32>(x[i]);
         y[i] = bitcast<u32>(v * v);
     }
@@ -24,7 +24,7 @@ fn square_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 @compute @workgroup_size(256)
 fn square_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
-    if i < params[0] {
+    if i < params.x {
         let v = bitcast<i32>(x[i]);
         y[i] = bitcast<u32>(v * v);
     }

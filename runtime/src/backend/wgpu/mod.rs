@@ -169,8 +169,9 @@ pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> Error {
 /// [`Program::run`] binds, in order: each input tensor's buffer as
 /// `var<storage, read> array<u32>` (elements are 32-bit words: bitcast
 /// them to `f32` or `i32`; a bool is 0 or 1), then the output's as
-/// `var<storage, read_write> array<u32>`, then `params` as
-/// `var<storage, read> array<u32>`. A buffer may be longer than its
+/// `var<storage, read_write> array<u32>`, then `params` (at most 128
+/// words) as a uniform of up to 512 bytes: `array<vec4<u32>, 32>`, or
+/// `vec4<u32>` for four words or fewer. A buffer may be longer than its
 /// tensor, so pass the element count in `params`. With [`Grid::Elements`],
 /// write the entry point as `@workgroup_size(256)` and number invocations
 /// `gid.y * num_workgroups.x * 256u + gid.x`. A nonzero `op` sets the
@@ -185,11 +186,11 @@ pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> Error {
 /// static TWICE: Shader = Shader::new("twice", r#"
 ///     @group(0) @binding(0) var<storage, read> x: array<u32>;
 ///     @group(0) @binding(1) var<storage, read_write> y: array<u32>;
-///     @group(0) @binding(2) var<storage, read> params: array<u32>;
+///     @group(0) @binding(2) var<uniform> params: vec4<u32>; // [element count, unused...]
 ///     @compute @workgroup_size(256)
 ///     fn twice(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
 ///         let i = gid.y * n.x * 256u + gid.x;
-///         if i < params[0] { y[i] = bitcast<u32>(2.0 * bitcast<f32>(x[i])); }
+///         if i < params.x { y[i] = bitcast<u32>(2.0 * bitcast<f32>(x[i])); }
 ///     }
 /// "#);
 ///
@@ -244,7 +245,7 @@ impl Program {
         if n > 0 {
             let g = gpu(self.kernel)?;
             let pipeline = self.pipeline(g, inputs, out)?;
-            let params = pool::params(g, params);
+            let params = pool::params(g, self.kernel, params)?;
             let mut bound: Vec<wgpu::BindingResource<'_>> =
                 inputs.iter().map(|t| t.buf.raw().as_entire_binding()).collect();
             bound.push(y.raw().as_entire_binding());
@@ -290,7 +291,7 @@ impl Program {
                     size: std::num::NonZeroU64::new(len as u64 * 4),
                 })
             }
-            let p = pool::params(g, &params(len));
+            let p = pool::params(g, self.kernel, &params(len))?;
             let mut bound: Vec<wgpu::BindingResource<'_>> = inputs
                 .iter()
                 .map(|t| match whole(t) {

@@ -117,22 +117,35 @@ impl Drop for GpuBuffer {
     }
 }
 
-/// A small read-only storage buffer of kernel parameters (sizes, shapes,
-/// strides): created per dispatch, mapped at creation so that it needs no
-/// ordering against queued commands.
-pub(crate) fn params(g: &Gpu, words: &[u32]) -> wgpu::Buffer {
-    let size = (words.len().max(1) * 4) as u64;
+/// Words in a kernel's parameter block: WGSL sees it as
+/// `var<uniform> params: array<vec4<u32>, 32>` (or any smaller type).
+pub(crate) const PARAM_WORDS: usize = 128;
+
+/// The uniform buffer of a kernel's parameters (sizes, shapes, strides),
+/// always [`PARAM_WORDS`] words: created per dispatch, mapped at creation
+/// so that it needs no ordering against queued commands. More words than
+/// that (a tensor of some 40 unmergeable dims) are an error naming `kernel`.
+pub(crate) fn params(g: &Gpu, kernel: &'static str, words: &[u32]) -> Result<wgpu::Buffer> {
+    if words.len() > PARAM_WORDS {
+        return Err(backend_error(
+            kernel,
+            format!(
+                "{} parameter words exceed the {PARAM_WORDS}-word block; the tensors have too many dims",
+                words.len()
+            ),
+        ));
+    }
     let b = g.device.create_buffer(&wgpu::BufferDescriptor {
         label: Some("opforge params"),
-        size,
-        usage: wgpu::BufferUsages::STORAGE,
+        size: (PARAM_WORDS * 4) as u64,
+        usage: wgpu::BufferUsages::UNIFORM,
         mapped_at_creation: true,
     });
     let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
-    bytes.resize(size as usize, 0);
+    bytes.resize(PARAM_WORDS * 4, 0);
     b.get_mapped_range_mut(..).expect("a buffer mapped at creation is mappable").copy_from_slice(&bytes);
     b.unmap();
-    b
+    Ok(b)
 }
 
 /// Live wgpu buffers and their bytes.

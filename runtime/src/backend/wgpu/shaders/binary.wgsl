@@ -12,7 +12,12 @@ override OP: u32 = 0u;
 // [n, rank, out_shape[rank], a_strides[rank], b_strides[rank], extra...]; a
 // stride is 0 along a broadcast dim. ApplyGradientDescent's alpha is the
 // one extra word.
-@group(0) @binding(3) var<storage, read> params: array<u32>;
+@group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
+
+// Word i of the parameters (a uniform array's elements are 16 bytes).
+fn param(i: u32) -> u32 {
+    return params[i >> 2u][i & 3u];
+}
 
 fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
     return gid.y * groups.x * 256u + gid.x;
@@ -20,20 +25,20 @@ fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
 
 // Offsets into a and b of output element i.
 fn offsets(i: u32) -> vec2<u32> {
-    let rank = params[1];
+    let rank = param(1);
     // Same shapes, or a scalar operand, merge into one dim: no division.
     if rank == 1u {
-        return vec2<u32>(i * params[3], i * params[4]);
+        return vec2<u32>(i * param(3), i * param(4));
     }
     var rest = i;
     var oa = 0u;
     var ob = 0u;
     for (var d = rank; d > 0u; d--) {
-        let dim = params[1u + d];
+        let dim = param(1u + d);
         let k = rest % dim;
         rest = rest / dim;
-        oa += k * params[1u + rank + d];
-        ob += k * params[1u + 2u * rank + d];
+        oa += k * param(1u + rank + d);
+        ob += k * param(1u + 2u * rank + d);
     }
     return vec2<u32>(oa, ob);
 }
@@ -64,7 +69,7 @@ fn is_nan(v: f32) -> bool {
 
 // The first word after the layout.
 fn extra() -> u32 {
-    return params[2u + 3u * params[1]];
+    return param(2u + 3u * param(1));
 }
 
 fn apply_f32(x: f32, z: f32) -> f32 {
@@ -119,7 +124,7 @@ fn test_i32(x: i32, z: i32) -> bool {
 @compute @workgroup_size(256)
 fn binary_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
-    if i >= params[0] {
+    if i >= param(0) {
         return;
     }
     let o = offsets(i);
@@ -129,7 +134,7 @@ fn binary_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 @compute @workgroup_size(256)
 fn binary_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
-    if i >= params[0] {
+    if i >= param(0) {
         return;
     }
     let o = offsets(i);
@@ -139,7 +144,7 @@ fn binary_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 @compute @workgroup_size(256)
 fn compare_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
-    if i >= params[0] {
+    if i >= param(0) {
         return;
     }
     let o = offsets(i);
@@ -149,7 +154,7 @@ fn compare_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
 @compute @workgroup_size(256)
 fn compare_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
-    if i >= params[0] {
+    if i >= param(0) {
         return;
     }
     let o = offsets(i);

@@ -8,7 +8,12 @@ override OP: u32 = 0u;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
 // argmax: [n, len, inner] for x seen as [outer, len, inner]
 // one_hot: [n, depth, on_value bits, off_value bits]
-@group(0) @binding(2) var<storage, read> params: array<u32>;
+@group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
+
+// Word i of the parameters (a uniform array's elements are 16 bytes).
+fn param(i: u32) -> u32 {
+    return params[i >> 2u][i & 3u];
+}
 
 fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
     return gid.y * groups.x * 256u + gid.x;
@@ -37,11 +42,11 @@ fn beats(v: u32, best: u32, float: bool) -> bool {
 // entry point, so each pipeline keeps only its own dtype's comparison.
 fn argmax(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
     let o = element(gid, groups);
-    if o >= params[0] {
+    if o >= param(0) {
         return;
     }
-    let len = params[1];
-    let inner = params[2];
+    let len = param(1);
+    let inner = param(2);
     let base = (o / inner) * len * inner + o % inner;
     var best = x[base];
     var index = 0u;
@@ -69,11 +74,11 @@ fn argmax_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 @compute @workgroup_size(256)
 fn one_hot(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
-    if i >= params[0] {
+    if i >= param(0) {
         return;
     }
-    let depth = params[1];
+    let depth = param(1);
     let index = bitcast<i32>(x[i / depth]);
     let hot = index >= 0i && u32(index) == i % depth;
-    y[i] = select(params[3], params[2], hot);
+    y[i] = select(param(3), param(2), hot);
 }

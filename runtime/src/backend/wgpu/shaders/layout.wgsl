@@ -8,7 +8,12 @@ override OP: u32 = 0u;
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
 // gather: [n, rank, out_shape[rank], x_strides[rank]]; convert_words: [n]
-@group(0) @binding(2) var<storage, read> params: array<u32>;
+@group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
+
+// Word i of the parameters (a uniform array's elements are 16 bytes).
+fn param(i: u32) -> u32 {
+    return params[i >> 2u][i & 3u];
+}
 
 fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
     return gid.y * groups.x * 256u + gid.x;
@@ -19,15 +24,15 @@ fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
 @compute @workgroup_size(256)
 fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
-    if i >= params[0] {
+    if i >= param(0) {
         return;
     }
-    let rank = params[1];
+    let rank = param(1);
     var rest = i;
     var offset = 0u;
     for (var d = rank; d > 0u; d--) {
-        let dim = params[1u + d];
-        offset += (rest % dim) * params[1u + rank + d];
+        let dim = param(1u + d);
+        offset += (rest % dim) * param(1u + rank + d);
         rest = rest / dim;
     }
     y[i] = x[offset];
@@ -77,7 +82,7 @@ fn convert(w: u32) -> u32 {
 @compute @workgroup_size(256)
 fn convert_words(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
-    if i >= params[0] {
+    if i >= param(0) {
         return;
     }
     y[i] = convert(x[i]);

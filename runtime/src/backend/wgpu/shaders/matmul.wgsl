@@ -17,7 +17,12 @@ const DEPTH: u32 = 16u;
 // [m, n, k, a_row, a_col, b_row, b_col, batch_rank, batch_dims,
 //  a_batch_strides, b_batch_strides]: element (i, p) of op(a) is at
 // i * a_row + p * a_col, element (p, j) of op(b) at p * b_row + j * b_col.
-@group(0) @binding(3) var<storage, read> params: array<u32>;
+@group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
+
+// Word i of the parameters (a uniform array's elements are 16 bytes).
+fn param(i: u32) -> u32 {
+    return params[i >> 2u][i & 3u];
+}
 
 // op(a) tile as [DEPTH][TILE] (p, i) and op(b) tile as [DEPTH][TILE] (p, j).
 var<workgroup> ta: array<f32, 1024>;
@@ -25,16 +30,16 @@ var<workgroup> tb: array<f32, 1024>;
 
 // Offsets of batch `z`'s matrices in a and b.
 fn batch_offsets(z: u32) -> vec2<u32> {
-    let rank = params[7];
+    let rank = param(7);
     var rest = z;
     var oa = 0u;
     var ob = 0u;
     for (var d = rank; d > 0u; d--) {
-        let dim = params[7u + d];
+        let dim = param(7u + d);
         let i = rest % dim;
         rest = rest / dim;
-        oa += i * params[7u + rank + d];
-        ob += i * params[7u + 2u * rank + d];
+        oa += i * param(7u + rank + d);
+        ob += i * param(7u + 2u * rank + d);
     }
     return vec2<u32>(oa, ob);
 }
@@ -45,13 +50,13 @@ fn matmul(
     @builtin(local_invocation_id) lid: vec3<u32>,
     @builtin(local_invocation_index) t: u32,
 ) {
-    let m = params[0];
-    let n = params[1];
-    let k = params[2];
-    let a_row = params[3];
-    let a_col = params[4];
-    let b_row = params[5];
-    let b_col = params[6];
+    let m = param(0);
+    let n = param(1);
+    let k = param(2);
+    let a_row = param(3);
+    let a_col = param(4);
+    let b_row = param(5);
+    let b_col = param(6);
     let base = batch_offsets(wid.z);
     let row0 = wid.y * TILE;
     let col0 = wid.x * TILE;

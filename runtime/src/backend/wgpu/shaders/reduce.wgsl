@@ -15,7 +15,12 @@ override OP: u32 = 0u;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
 // [n_out, r, chunk, chunks, kept_rank, red_rank, kept_dims, kept_strides,
 //  red_dims, red_strides, scale]
-@group(0) @binding(2) var<storage, read> params: array<u32>;
+@group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
+
+// Word i of the parameters (a uniform array's elements are 16 bytes).
+fn param(i: u32) -> u32 {
+    return params[i >> 2u][i & 3u];
+}
 
 var<workgroup> scratch: array<u32, 256>;
 
@@ -24,35 +29,35 @@ fn is_nan(v: f32) -> bool {
 }
 
 fn kept_offset(o: u32) -> u32 {
-    let rank = params[4];
+    let rank = param(4);
     var rest = o;
     var offset = 0u;
     for (var d = rank; d > 0u; d--) {
-        let dim = params[5u + d];
-        offset += (rest % dim) * params[5u + rank + d];
+        let dim = param(5u + d);
+        offset += (rest % dim) * param(5u + rank + d);
         rest = rest / dim;
     }
     return offset;
 }
 
 fn reduced_offset(j: u32) -> u32 {
-    let at = 6u + 2u * params[4];
-    let rank = params[5];
+    let at = 6u + 2u * param(4);
+    let rank = param(5);
     if rank == 1u {
-        return j * params[at + 1u];
+        return j * param(at + 1u);
     }
     var rest = j;
     var offset = 0u;
     for (var d = rank; d > 0u; d--) {
-        let dim = params[at + d - 1u];
-        offset += (rest % dim) * params[at + rank + d - 1u];
+        let dim = param(at + d - 1u);
+        offset += (rest % dim) * param(at + rank + d - 1u);
         rest = rest / dim;
     }
     return offset;
 }
 
 fn scale() -> f32 {
-    return bitcast<f32>(params[6u + 2u * params[4] + 2u * params[5]]);
+    return bitcast<f32>(param(6u + 2u * param(4) + 2u * param(5)));
 }
 
 fn init_f32() -> f32 {
@@ -112,12 +117,12 @@ fn finish(v: u32, float: bool) -> u32 {
 // One invocation folds all of output o.
 fn reduce_thread(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
     let o = gid.y * groups.x * 256u + gid.x;
-    if o >= params[0] {
+    if o >= param(0) {
         return;
     }
     let base = kept_offset(o);
     var acc = init(float);
-    for (var j = 0u; j < params[1]; j++) {
+    for (var j = 0u; j < param(1); j++) {
         acc = fold(acc, x[base + reduced_offset(j)], float);
     }
     y[o] = finish(acc, float);
@@ -128,13 +133,13 @@ fn reduce_thread(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
 fn reduce_group(wid: vec3<u32>, groups: vec3<u32>, t: u32, float: bool) {
     // Uniform per workgroup, so returning keeps the barriers uniform.
     let w = wid.y * groups.x + wid.x;
-    let chunks = params[3];
-    if w >= params[0] * chunks {
+    let chunks = param(3);
+    if w >= param(0) * chunks {
         return;
     }
     let base = kept_offset(w / chunks);
-    let start = (w % chunks) * params[2];
-    let end = min(start + params[2], params[1]);
+    let start = (w % chunks) * param(2);
+    let end = min(start + param(2), param(1));
     var acc = init(float);
     for (var j = start + t; j < end; j += 256u) {
         acc = fold(acc, x[base + reduced_offset(j)], float);

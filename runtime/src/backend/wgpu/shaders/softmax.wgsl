@@ -12,23 +12,28 @@ override OP: u32 = 0u;
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> y: array<f32>;
 // [rows, len, inner]
-@group(0) @binding(2) var<storage, read> params: array<u32>;
+@group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
+
+// Word i of the parameters (a uniform array's elements are 16 bytes).
+fn param(i: u32) -> u32 {
+    return params[i >> 2u][i & 3u];
+}
 
 var<workgroup> scratch: array<f32, 256>;
 
 fn row_start(o: u32) -> u32 {
-    let inner = params[2];
-    return (o / inner) * params[1] * inner + o % inner;
+    let inner = param(2);
+    return (o / inner) * param(1) * inner + o % inner;
 }
 
 @compute @workgroup_size(256)
 fn softmax_threads(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let o = gid.y * groups.x * 256u + gid.x;
-    if o >= params[0] {
+    if o >= param(0) {
         return;
     }
-    let len = params[1];
-    let step = params[2];
+    let len = param(1);
+    let step = param(2);
     let base = row_start(o);
     var top = bitcast<f32>(0xff800000u); // -inf
     for (var t = 0u; t < len; t++) {
@@ -54,11 +59,11 @@ fn softmax_groups(
 ) {
     // Uniform per workgroup, so returning keeps the barriers uniform.
     let o = wid.y * groups.x + wid.x;
-    if o >= params[0] {
+    if o >= param(0) {
         return;
     }
-    let len = params[1];
-    let step = params[2];
+    let len = param(1);
+    let step = param(2);
     let base = row_start(o);
     var top = bitcast<f32>(0xff800000u);
     for (var i = t; i < len; i += 256u) {

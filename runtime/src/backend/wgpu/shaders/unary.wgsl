@@ -10,7 +10,12 @@ override OP: u32 = 0u;
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
 // [element count]
-@group(0) @binding(2) var<storage, read> params: array<u32>;
+@group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
+
+// Word i of the parameters (a uniform array's elements are 16 bytes).
+fn param(i: u32) -> u32 {
+    return params[i >> 2u][i & 3u];
+}
 
 // Workgroups are laid out in 2D once a 1D grid would pass the 65535 limit.
 fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
@@ -53,7 +58,7 @@ fn apply_i32(v: i32) -> i32 {
 @compute @workgroup_size(256)
 fn unary_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
-    if i >= params[0] {
+    if i >= param(0) {
         return;
     }
     y[i] = bitcast<u32>(apply_f32(bitcast<f32>(x[i])));
@@ -62,7 +67,7 @@ fn unary_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
 @compute @workgroup_size(256)
 fn unary_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
-    if i >= params[0] {
+    if i >= param(0) {
         return;
     }
     y[i] = bitcast<u32>(apply_i32(bitcast<i32>(x[i])));
