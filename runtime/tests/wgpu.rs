@@ -353,3 +353,25 @@ fn a_users_wgsl_program_runs_and_its_mistakes_are_errors() {
     let err = Program { entry: "nope", ..half }.run(&[view], &x.meta(), &[3]).unwrap_err().to_string();
     assert!(err.starts_with("kernel `Half` on backend `wgpu`: "), "{err}");
 }
+
+#[test]
+fn threads_share_the_device_without_mixing_results() {
+    let Some(()) = gpu() else { return };
+    // Each thread chains kernels on its own data and reads the result back,
+    // while the others queue, submit and reuse pooled buffers.
+    std::thread::scope(|s| {
+        for seed in 0..4u64 {
+            s.spawn(move || {
+                let x = Tensor::random_uniform(&[257, 33], -1.0, 1.0, 20 + seed).unwrap();
+                let f = |x: &Tensor| -> Result<Tensor> {
+                    let h = ops::tanh(&ops::matmul(x, x, false, true)?)?;
+                    ops::sum(&ops::softmax(&h, -1)?, &[0], false)
+                };
+                let want = f(&x).unwrap();
+                for _ in 0..5 {
+                    assert_close(&format!("thread {seed}"), &want, &f(&on_gpu(&x)).unwrap(), 1e-4);
+                }
+            });
+        }
+    });
+}
