@@ -19,7 +19,44 @@ const REQUIRED: [&str; 5] = ["op", "doc", "inputs", "dtypes", "shape"];
 pub(crate) fn kernels(d: &mut Diag, root: &[Entry]) -> Vec<KernelDef> {
     // op name -> kernel that claimed it first
     let mut ops: Vec<(String, String)> = Vec::new();
-    root.iter().filter_map(|e| kernel(d, e, &mut ops)).collect()
+    let defs: Vec<(usize, KernelDef)> = root.iter().filter_map(|e| Some((e.at, kernel(d, e, &mut ops)?))).collect();
+    generated_names(d, &defs);
+    defs.into_iter().map(|(_, k)| k).collect()
+}
+
+/// The Rust types `spec!` generates for a kernel, and what each is.
+fn generated_types(k: &KernelDef) -> Vec<(String, &'static str)> {
+    let mut names = vec![
+        (k.name.clone(), "descriptor"),
+        (format!("{}Attrs", k.name), "attributes"),
+        (format!("{}Args", k.name), "kernel arguments"),
+        (format!("{}GradArgs", k.name), "gradient arguments"),
+    ];
+    if let Differentiable::Inputs(_) = k.differentiable {
+        names.push((format!("{}Grads", k.name), "gradients"));
+        names.push((format!("{}Needs", k.name), "gradient mask"));
+    }
+    names
+}
+
+/// Two kernels whose generated types share a name (`ReluGrad`'s arguments
+/// and `Relu`'s gradient arguments are both `ReluGradArgs`) would not
+/// compile; reported at the later kernel.
+fn generated_names(d: &mut Diag, defs: &[(usize, KernelDef)]) {
+    let mut seen: Vec<(String, &str, &str)> = Vec::new();
+    for (at, k) in defs {
+        for (ty, what) in generated_types(k) {
+            if let Some((_, other, other_what)) = seen.iter().find(|(t, _, _)| *t == ty) {
+                let msg = format!(
+                    "kernel `{}` generates the type `{ty}` (its {what}), which kernel `{other}` generates too (its \
+                     {other_what}); rename one of them",
+                    k.name
+                );
+                d.error(*at, msg);
+            }
+        }
+        seen.extend(generated_types(k).into_iter().map(|(ty, what)| (ty, k.name.as_str(), what)));
+    }
 }
 
 fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<KernelDef> {

@@ -726,3 +726,18 @@ fn output_named_like_an_input_or_attr() {
         &["ops.toml:4:10: output `axes` has the same name as an attr, expected distinct names"],
     );
 }
+
+#[test]
+fn kernels_whose_generated_types_collide() {
+    // `AddGrad`'s arguments and `Add`'s gradient arguments would both be `AddGradArgs`.
+    let add_grad = ADD.replace("[Add]", "[AddGrad]").replace("op = \"add\"", "op = \"add_grad\"");
+    assert_errors(
+        &format!("{ADD}\n{add_grad}"),
+        &["ops.toml:9:2: kernel `AddGrad` generates the type `AddGradArgs` (its kernel arguments), which kernel \
+           `Add` generates too (its gradient arguments); rename one of them"],
+    );
+    // A non-differentiable kernel generates no `Needs`, so `AddNeeds` is free then.
+    let no_grad = edit(ADD, "grad =", "non_differentiable = \"a test\"");
+    let needs = ADD.replace("[Add]", "[AddNeeds]").replace("op = \"add\"", "op = \"add_needs\"");
+    assert!(parse(&format!("{no_grad}\n{needs}"), "ops.toml").is_ok());
+}
