@@ -45,6 +45,7 @@ fn has_every_kernel_in_order() {
         ("Tanh", "tanh"),
         ("Sigmoid", "sigmoid"),
         ("Relu", "relu"),
+        ("ReluBackward", "relu_backward"),
         ("Sum", "sum"),
         ("Max", "max"),
         ("Mean", "mean"),

@@ -3,7 +3,7 @@
 //! as TF.js does, which saves recomputing it.
 
 use super::{mask, scalar};
-use crate::kernels::{Abs, Cos, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
+use crate::kernels::{Abs, Cos, Exp, Log, Neg, Relu, ReluBackward, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
 use crate::{gradient, ops, Result, Tensor};
 
 #[gradient(Neg)]
@@ -65,7 +65,15 @@ fn sigmoid_grad(y: &Tensor, dy: &Tensor) -> Result<Tensor> {
     ops::mul(dy, &ops::mul(y, &ops::sub(&scalar(1.0, y)?, y)?)?)
 }
 
+/// One kernel, `ReluBackward`, rather than a comparison, a cast and a product.
 #[gradient(Relu)]
 fn relu_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    ops::mul(dy, &mask(&ops::greater(x, &scalar(0.0, x)?)?, dy)?)
+    ops::relu_backward(dy, x)
+}
+
+/// Linear in `gradients`, with the same mask; `features` only select, so
+/// they have no gradient (TensorFlow's too).
+#[gradient(ReluBackward)]
+fn relu_backward_grad(features: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::relu_backward(dy, features)
 }

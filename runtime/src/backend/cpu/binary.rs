@@ -10,7 +10,7 @@ use smallvec::SmallVec;
 use super::{for_rows, map, output, unsupported, CpuTensor, Storage};
 use crate::kernels::{
     Add, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow,
-    RealDiv, Sub,
+    RealDiv, ReluBackward, Sub,
 };
 use crate::{kernel, shape, DType, Element, Result, TensorMeta};
 
@@ -175,6 +175,14 @@ fn nan_min(x: f32, y: f32) -> f32 {
 fn apply_gradient_descent(var: &CpuTensor, delta: &CpuTensor, alpha: f64, out: &TensorMeta) -> Result<CpuTensor> {
     let alpha = alpha as f32;
     binary::<f32, f32>(var, delta, out, move |v, d| v - alpha * d)
+}
+
+/// Relu's backward pass in one pass: where `dy * (x > 0)` as ops would be
+/// a comparison, a cast and a product, each a pass over the activations.
+#[kernel(ReluBackward, cpu)]
+fn relu_backward(gradients: &CpuTensor, features: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    // A product, not a select, as TensorFlow's: NaN in `gradients` stays NaN.
+    binary::<f32, f32>(gradients, features, out, |g, f| g * if f > 0.0 { 1.0 } else { 0.0 })
 }
 
 #[kernel(RealDiv, cpu)]

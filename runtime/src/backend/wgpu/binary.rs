@@ -5,14 +5,14 @@ use super::{unsupported, Program, Shader, WgpuTensor};
 use crate::backend::cpu::{broadcast_strides, collapse};
 use crate::kernels::{
     Add, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow,
-    RealDiv, Sub,
+    RealDiv, ReluBackward, Sub,
 };
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = Shader::new("binary", include_str!("shaders/binary.wgsl"));
 
 /// Op codes of `apply_f32` in binary.wgsl that have no i32 version.
-const F32_ONLY: [u32; 3] = [3, 6, 7];
+const F32_ONLY: [u32; 4] = [3, 6, 7, 8];
 
 /// The parameters of a slice of `len` output elements, `[len, rank, dims,
 /// a strides, b strides, extra]`, after merging the dims along which both
@@ -100,4 +100,10 @@ binary_kernels! { compare:
 #[kernel(ApplyGradientDescent, wgpu)]
 fn apply_gradient_descent(var: &WgpuTensor, delta: &WgpuTensor, alpha: f64, out: &TensorMeta) -> Result<WgpuTensor> {
     binary("ApplyGradientDescent", 7, var, delta, out, &[(alpha as f32).to_bits()])
+}
+
+/// `gradients * (features > 0)`: op 8.
+#[kernel(ReluBackward, wgpu)]
+fn relu_backward(gradients: &WgpuTensor, features: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    arithmetic("ReluBackward", 8, gradients, features, out)
 }

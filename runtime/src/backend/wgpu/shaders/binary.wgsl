@@ -83,6 +83,8 @@ fn apply_f32(x: f32, z: f32) -> f32 {
         case 5u: { return select(z, x, x < z || is_nan(x)); }
         case 6u: { return power(x, z); }
         case 7u: { return x - bitcast<f32>(extra()) * z; }
+        // ReluBackward: gradients x where features z > 0, as a product (NaN stays).
+        case 8u: { return x * select(0.0, 1.0, z > 0.0); }
         default: { return x; }
     }
 }
