@@ -1,16 +1,18 @@
 //! Every WGSL shader parses and validates with naga: a broken shader fails
-//! here, on any machine, before a GPU ever sees it.
+//! here, on any machine, before a GPU ever sees it. Each is checked as the
+//! backend compiles it, after `common.wgsl`, the helpers they share.
 
 #[test]
 fn every_shader_validates() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/backend/wgpu/shaders");
+    let common = std::fs::read_to_string(format!("{dir}/common.wgsl")).unwrap();
     let mut checked = Vec::new();
     for entry in std::fs::read_dir(dir).unwrap() {
         let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "wgsl") {
+        if path.extension().is_none_or(|e| e != "wgsl") || path.ends_with("common.wgsl") {
             continue;
         }
-        let source = std::fs::read_to_string(&path).unwrap();
+        let source = common.clone() + &std::fs::read_to_string(&path).unwrap();
         let module = naga::front::wgsl::parse_str(&source)
             .unwrap_or_else(|e| panic!("{}", e.emit_to_string_with_path(&source, &path.display().to_string())));
         naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())

@@ -9,7 +9,7 @@ use crate::kernels::{
 };
 use crate::{kernel, DType, Result, TensorMeta};
 
-static SHADER: Shader = Shader::new("binary", include_str!("shaders/binary.wgsl"));
+static SHADER: Shader = shader!("binary");
 
 /// Op codes of `apply_f32` in binary.wgsl that have no i32 version.
 const F32_ONLY: [u32; 4] = [3, 6, 7, 8];

@@ -5,7 +5,7 @@ use crate::kernels::{ArgMax, OneHot};
 use crate::shape::normalize_axis;
 use crate::{kernel, DType, Result, TensorMeta};
 
-static SHADER: Shader = Shader::new("index", include_str!("shaders/index.wgsl"));
+static SHADER: Shader = shader!("index");
 
 #[kernel(ArgMax, wgpu)]
 fn argmax(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {

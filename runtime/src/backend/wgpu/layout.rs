@@ -7,7 +7,7 @@ use crate::kernels::{BroadcastTo, Cast, Reshape, Transpose};
 use crate::shape::{rules::permutation, strides};
 use crate::{kernel, DType, Result, TensorMeta};
 
-static SHADER: Shader = Shader::new("layout", include_str!("shaders/layout.wgsl"));
+static SHADER: Shader = shader!("layout");
 
 #[kernel(Reshape, wgpu)]
 fn reshape(x: &WgpuTensor, shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {

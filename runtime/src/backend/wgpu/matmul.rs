@@ -6,7 +6,7 @@ use crate::backend::cpu::{broadcast_strides, collapse};
 use crate::kernels::BatchMatMul;
 use crate::{kernel, DType, Result, TensorMeta};
 
-static SHADER: Shader = Shader::new("matmul", include_str!("shaders/matmul.wgsl"));
+static SHADER: Shader = shader!("matmul");
 
 /// Output rows and columns per workgroup (`TILE` in matmul.wgsl).
 const TILE: usize = 64;

@@ -19,6 +19,17 @@
 //! - A kernel with no `wgpu` implementation (a user's, say) runs on the cpu
 //!   instead (see [`crate::set_fallback`]).
 
+/// A built-in shader: `shaders/common.wgsl` (the helpers every shader
+/// shares; WGSL has no includes) followed by `shaders/<name>.wgsl`.
+macro_rules! shader {
+    ($name:literal) => {
+        $crate::backend::wgpu::Shader::new(
+            $name,
+            concat!(include_str!("shaders/common.wgsl"), include_str!(concat!("shaders/", $name, ".wgsl"))),
+        )
+    };
+}
+
 mod binary;
 mod device;
 mod index;

@@ -12,7 +12,7 @@ use crate::kernels::{Max, Mean, Sum};
 use crate::shape::{rules::reduction_axes, strides};
 use crate::{kernel, DType, Result, TensorMeta};
 
-static SHADER: Shader = Shader::new("reduce", include_str!("shaders/reduce.wgsl"));
+static SHADER: Shader = shader!("reduce");
 
 /// Elements a workgroup folds when an output is split into chunks.
 const CHUNK: usize = 4096;

@@ -5,7 +5,7 @@ use crate::kernels::Softmax;
 use crate::shape::normalize_axis;
 use crate::{kernel, DType, Result, TensorMeta};
 
-static SHADER: Shader = Shader::new("softmax", include_str!("shaders/softmax.wgsl"));
+static SHADER: Shader = shader!("softmax");
 
 /// Rows up to this long get one invocation each; longer ones a workgroup.
 const SHORT: usize = 64;

@@ -4,7 +4,7 @@ use super::{unsupported, Program, Shader, WgpuTensor};
 use crate::kernels::{Abs, Cos, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
 use crate::{kernel, DType, Result, TensorMeta};
 
-static SHADER: Shader = Shader::new("unary", include_str!("shaders/unary.wgsl"));
+static SHADER: Shader = shader!("unary");
 
 /// Runs op `op` (its code in `apply_f32` / `apply_i32` of unary.wgsl).
 fn unary(kernel: &'static str, op: u32, x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {

@@ -14,15 +14,6 @@ override OP: u32 = 0u;
 // one extra word.
 @group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
 
-// Word i of the parameters (a uniform array's elements are 16 bytes).
-fn param(i: u32) -> u32 {
-    return params[i >> 2u][i & 3u];
-}
-
-fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
-    return gid.y * groups.x * 256u + gid.x;
-}
-
 // Offsets into a and b of output element i.
 fn offsets(i: u32) -> vec2<u32> {
     let rank = param(1);
@@ -60,11 +51,6 @@ fn power(x: f32, e: f32) -> f32 {
         return -r;
     }
     return r;
-}
-
-// NaN by its bits: a driver may fold `v != v` away.
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
 
 // The first word after the layout.
@@ -123,42 +109,47 @@ fn test_i32(x: i32, z: i32) -> bool {
     }
 }
 
-@compute @workgroup_size(256)
-fn binary_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+// The word of output element i: kind 0 is arithmetic, 1 a comparison
+// (a bool word); `float` picks the dtype. Both are constants in each entry
+// point, so each pipeline keeps only its own code.
+fn word(x: u32, z: u32, kind: u32, float: bool) -> u32 {
+    if kind == 1u {
+        if float {
+            return select(0u, 1u, test_f32(bitcast<f32>(x), bitcast<f32>(z)));
+        }
+        return select(0u, 1u, test_i32(bitcast<i32>(x), bitcast<i32>(z)));
+    }
+    if float {
+        return bitcast<u32>(apply_f32(bitcast<f32>(x), bitcast<f32>(z)));
+    }
+    return bitcast<u32>(apply_i32(bitcast<i32>(x), bitcast<i32>(z)));
+}
+
+fn run(gid: vec3<u32>, groups: vec3<u32>, kind: u32, float: bool) {
     let i = element(gid, groups);
     if i >= param(0) {
         return;
     }
     let o = offsets(i);
-    y[i] = bitcast<u32>(apply_f32(bitcast<f32>(a[o.x]), bitcast<f32>(b[o.y])));
+    y[i] = word(a[o.x], b[o.y], kind, float);
+}
+
+@compute @workgroup_size(256)
+fn binary_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    run(gid, groups, 0u, true);
 }
 
 @compute @workgroup_size(256)
 fn binary_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
-    let o = offsets(i);
-    y[i] = bitcast<u32>(apply_i32(bitcast<i32>(a[o.x]), bitcast<i32>(b[o.y])));
+    run(gid, groups, 0u, false);
 }
 
 @compute @workgroup_size(256)
 fn compare_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
-    let o = offsets(i);
-    y[i] = select(0u, 1u, test_f32(bitcast<f32>(a[o.x]), bitcast<f32>(b[o.y])));
+    run(gid, groups, 1u, true);
 }
 
 @compute @workgroup_size(256)
 fn compare_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
-    let o = offsets(i);
-    y[i] = select(0u, 1u, test_i32(bitcast<i32>(a[o.x]), bitcast<i32>(b[o.y])));
+    run(gid, groups, 1u, false);
 }

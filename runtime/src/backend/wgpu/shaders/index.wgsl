@@ -1,27 +1,11 @@
 // Index kernels: ArgMax along one axis and OneHot. Elements are raw 32-bit
 // words (see unary.wgsl).
 
-// Unused: every shader takes the constant, so one pipeline cache serves all.
-override OP: u32 = 0u;
-
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
 // argmax: [n, len, inner] for x seen as [outer, len, inner]
 // one_hot: [n, depth, on_value bits, off_value bits]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
-
-// Word i of the parameters (a uniform array's elements are 16 bytes).
-fn param(i: u32) -> u32 {
-    return params[i >> 2u][i & 3u];
-}
-
-fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
-    return gid.y * groups.x * 256u + gid.x;
-}
-
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
 
 // Whether v beats best: NaN is the largest, and a tie keeps the earlier.
 fn beats_f32(v: f32, best: f32) -> bool {

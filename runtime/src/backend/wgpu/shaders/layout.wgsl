@@ -10,15 +10,6 @@ override OP: u32 = 0u;
 // gather: [n, rank, out_shape[rank], x_strides[rank]]; convert_words: [n]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
-// Word i of the parameters (a uniform array's elements are 16 bytes).
-fn param(i: u32) -> u32 {
-    return params[i >> 2u][i & 3u];
-}
-
-fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
-    return gid.y * groups.x * 256u + gid.x;
-}
-
 // Output element i is input element sum(index[d] * x_strides[d]): a
 // permutation of the strides transposes, a zero stride repeats.
 @compute @workgroup_size(256)
@@ -36,10 +27,6 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         rest = rest / dim;
     }
     y[i] = x[offset];
-}
-
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
 
 // Rust's `as`: toward zero, saturating, NaN to 0.

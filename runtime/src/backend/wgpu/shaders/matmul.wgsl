@@ -5,9 +5,6 @@
 // op(b) are read in place; loads pick the thread order along whichever
 // axis is contiguous, so both layouts read memory in runs.
 
-// Unused: every shader takes the constant, so one pipeline cache serves all.
-override OP: u32 = 0u;
-
 const TILE: u32 = 64u;
 const DEPTH: u32 = 16u;
 
@@ -18,11 +15,6 @@ const DEPTH: u32 = 16u;
 //  a_batch_strides, b_batch_strides]: element (i, p) of op(a) is at
 // i * a_row + p * a_col, element (p, j) of op(b) at p * b_row + j * b_col.
 @group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
-
-// Word i of the parameters (a uniform array's elements are 16 bytes).
-fn param(i: u32) -> u32 {
-    return params[i >> 2u][i & 3u];
-}
 
 // op(a) tile as [DEPTH][TILE] (p, i) and op(b) tile as [DEPTH][TILE] (p, j).
 var<workgroup> ta: array<f32, 1024>;

@@ -17,16 +17,7 @@ override OP: u32 = 0u;
 //  red_dims, red_strides, scale]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
-// Word i of the parameters (a uniform array's elements are 16 bytes).
-fn param(i: u32) -> u32 {
-    return params[i >> 2u][i & 3u];
-}
-
 var<workgroup> scratch: array<u32, 256>;
-
-fn is_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
 
 fn kept_offset(o: u32) -> u32 {
     let rank = param(4);

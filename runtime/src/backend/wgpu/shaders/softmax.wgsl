@@ -6,18 +6,10 @@
 // ones `softmax_groups` gives each row a workgroup, whose max and sum are
 // trees over 256 partial values (which also keeps the f32 sum accurate).
 
-// Unused: every shader takes the constant, so one pipeline cache serves all.
-override OP: u32 = 0u;
-
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> y: array<f32>;
 // [rows, len, inner]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
-
-// Word i of the parameters (a uniform array's elements are 16 bytes).
-fn param(i: u32) -> u32 {
-    return params[i >> 2u][i & 3u];
-}
 
 var<workgroup> scratch: array<f32, 256>;
 

@@ -12,16 +12,6 @@ override OP: u32 = 0u;
 // [element count]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
-// Word i of the parameters (a uniform array's elements are 16 bytes).
-fn param(i: u32) -> u32 {
-    return params[i >> 2u][i & 3u];
-}
-
-// Workgroups are laid out in 2D once a 1D grid would pass the 65535 limit.
-fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
-    return gid.y * groups.x * 256u + gid.x;
-}
-
 // tanh written through exp(-2|v|): the textbook (e^2v - 1) / (e^2v + 1)
 // overflows to inf / inf = NaN for large |v| on some drivers.
 fn stable_tanh(v: f32) -> f32 {
