@@ -7,6 +7,9 @@
 
 const TILE: u32 = 64u;
 const DEPTH: u32 = 16u;
+// Row stride of the staged tiles: one word of padding, so that invocations
+// storing down a column (p varying fastest) hit different memory banks.
+const ROW: u32 = 65u;
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
@@ -16,9 +19,9 @@ const DEPTH: u32 = 16u;
 // i * a_row + p * a_col, element (p, j) of op(b) at p * b_row + j * b_col.
 @group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
 
-// op(a) tile as [DEPTH][TILE] (p, i) and op(b) tile as [DEPTH][TILE] (p, j).
-var<workgroup> ta: array<f32, 1024>;
-var<workgroup> tb: array<f32, 1024>;
+// op(a) tile as [DEPTH][ROW] (p, i) and op(b) tile as [DEPTH][ROW] (p, j).
+var<workgroup> ta: array<f32, 1040>;
+var<workgroup> tb: array<f32, 1040>;
 
 // Offsets of batch `z`'s matrices in a and b.
 fn batch_offsets(z: u32) -> vec2<u32> {
@@ -69,7 +72,7 @@ fn matmul(
             if row0 + i < m && p0 + p < k {
                 v = a[base.x + (row0 + i) * a_row + (p0 + p) * a_col];
             }
-            ta[p * TILE + i] = v;
+            ta[p * ROW + i] = v;
 
             var j = e % TILE;
             var q = e / TILE;
@@ -81,15 +84,15 @@ fn matmul(
             if col0 + j < n && p0 + q < k {
                 w = b[base.y + (p0 + q) * b_row + (col0 + j) * b_col];
             }
-            tb[q * TILE + j] = w;
+            tb[q * ROW + j] = w;
         }
         workgroupBarrier();
         for (var p = 0u; p < DEPTH; p++) {
             var ra: array<f32, 4>;
             var rb: array<f32, 4>;
             for (var r = 0u; r < 4u; r++) {
-                ra[r] = ta[p * TILE + lid.y + 16u * r];
-                rb[r] = tb[p * TILE + lid.x + 16u * r];
+                ra[r] = ta[p * ROW + lid.y + 16u * r];
+                rb[r] = tb[p * ROW + lid.x + 16u * r];
             }
             for (var r = 0u; r < 4u; r++) {
                 for (var c = 0u; c < 4u; c++) {
