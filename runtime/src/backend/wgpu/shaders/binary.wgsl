@@ -17,21 +17,7 @@ override OP: u32 = 0u;
 // Offsets into a and b of output element i.
 fn offsets(i: u32) -> vec2<u32> {
     let rank = param(1);
-    // Same shapes, or a scalar operand, merge into one dim: no division.
-    if rank == 1u {
-        return vec2<u32>(i * param(3), i * param(4));
-    }
-    var rest = i;
-    var oa = 0u;
-    var ob = 0u;
-    for (var d = rank; d > 0u; d--) {
-        let dim = param(1u + d);
-        let k = rest % dim;
-        rest = rest / dim;
-        oa += k * param(1u + rank + d);
-        ob += k * param(1u + 2u * rank + d);
-    }
-    return vec2<u32>(oa, ob);
+    return strided2(i, rank, 2u, 2u + rank, 2u + 2u * rank);
 }
 
 // WGSL's pow is undefined for a negative base; the cpu's powf gives a

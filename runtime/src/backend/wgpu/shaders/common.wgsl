@@ -18,3 +18,36 @@ fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
 fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
+
+// The offset of element i of a row-major index space of `rank` dims: the
+// dims are parameter words dims.., the strides words strides... One dim
+// (same shapes, a scalar operand) needs no division, as i is below it.
+fn strided(i: u32, rank: u32, dims: u32, strides: u32) -> u32 {
+    if rank == 1u {
+        return i * param(strides);
+    }
+    var rest = i;
+    var offset = 0u;
+    for (var d = rank; d > 0u; d--) {
+        let dim = param(dims + d - 1u);
+        offset += (rest % dim) * param(strides + d - 1u);
+        rest = rest / dim;
+    }
+    return offset;
+}
+
+// `strided` for two operands at once: strides a.. and b.. over the same dims.
+fn strided2(i: u32, rank: u32, dims: u32, a: u32, b: u32) -> vec2<u32> {
+    if rank == 1u {
+        return i * vec2<u32>(param(a), param(b));
+    }
+    var rest = i;
+    var offsets = vec2<u32>(0u, 0u);
+    for (var d = rank; d > 0u; d--) {
+        let dim = param(dims + d - 1u);
+        let k = rest % dim;
+        rest = rest / dim;
+        offsets += k * vec2<u32>(param(a + d - 1u), param(b + d - 1u));
+    }
+    return offsets;
+}

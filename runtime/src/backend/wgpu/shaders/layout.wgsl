@@ -19,14 +19,7 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         return;
     }
     let rank = param(1);
-    var rest = i;
-    var offset = 0u;
-    for (var d = rank; d > 0u; d--) {
-        let dim = param(1u + d);
-        offset += (rest % dim) * param(1u + rank + d);
-        rest = rest / dim;
-    }
-    y[i] = x[offset];
+    y[i] = x[strided(i, rank, 2u, 2u + rank)];
 }
 
 // Rust's `as`: toward zero, saturating, NaN to 0.

@@ -26,17 +26,7 @@ var<workgroup> tb: array<f32, 1040>;
 // Offsets of batch `z`'s matrices in a and b.
 fn batch_offsets(z: u32) -> vec2<u32> {
     let rank = param(7);
-    var rest = z;
-    var oa = 0u;
-    var ob = 0u;
-    for (var d = rank; d > 0u; d--) {
-        let dim = param(7u + d);
-        let i = rest % dim;
-        rest = rest / dim;
-        oa += i * param(7u + rank + d);
-        ob += i * param(7u + 2u * rank + d);
-    }
-    return vec2<u32>(oa, ob);
+    return strided2(z, rank, 8u, 8u + rank, 8u + 2u * rank);
 }
 
 @compute @workgroup_size(16, 16)

@@ -21,30 +21,13 @@ var<workgroup> scratch: array<u32, 256>;
 
 fn kept_offset(o: u32) -> u32 {
     let rank = param(4);
-    var rest = o;
-    var offset = 0u;
-    for (var d = rank; d > 0u; d--) {
-        let dim = param(5u + d);
-        offset += (rest % dim) * param(5u + rank + d);
-        rest = rest / dim;
-    }
-    return offset;
+    return strided(o, rank, 6u, 6u + rank);
 }
 
 fn reduced_offset(j: u32) -> u32 {
     let at = 6u + 2u * param(4);
     let rank = param(5);
-    if rank == 1u {
-        return j * param(at + 1u);
-    }
-    var rest = j;
-    var offset = 0u;
-    for (var d = rank; d > 0u; d--) {
-        let dim = param(at + d - 1u);
-        offset += (rest % dim) * param(at + rank + d - 1u);
-        rest = rest / dim;
-    }
-    return offset;
+    return strided(j, rank, at, at + rank);
 }
 
 fn scale() -> f32 {
