@@ -56,7 +56,7 @@ pub fn softmax_cross_entropy(labels: &Tensor, logits: &Tensor) -> Result<Tensor>
         let per_example = ops::neg(&ops::sum(&ops::mul(&labels, &log_probs)?, &[-1], false)?)?;
         let value = ops::mean(&per_example, &[], false)?;
         let gradient = move |dy: &Tensor| {
-            let scale = ops::div(dy, &Tensor::scalar(batch as f32).to_backend(dy.backend())?)?;
+            let scale = ops::div(dy, &Tensor::scalar_on(batch as f32, dy.backend())?)?;
             let dlogits = ops::mul(&scale, &ops::sub(&ops::softmax(&logits, -1)?, &labels)?)?;
             let dlabels = ops::mul(&ops::neg(&scale)?, &log_probs)?;
             Ok(vec![dlabels, dlogits])

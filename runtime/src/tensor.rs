@@ -144,6 +144,12 @@ impl Tensor {
         }
     }
 
+    /// A rank-0 tensor on `backend`, made there directly rather than on the
+    /// default backend first.
+    pub(crate) fn scalar_on<T: Element>(value: T, backend: BackendId) -> Result<Tensor> {
+        Tensor::from_cpu(CpuTensor::from_vec(&[], vec![value])?).to_backend(backend)
+    }
+
     /// Zeros shaped and typed like `t`, on `t`'s backend (TF.js `zerosLike`),
     /// whatever the default backend.
     ///

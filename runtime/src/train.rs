@@ -91,10 +91,6 @@ fn check_pairs(optimizer: &str, vars: &[&Variable], grads: &[Tensor]) -> Result<
         .collect()
 }
 
-fn scalar(v: f64) -> Tensor {
-    Tensor::scalar(v as f32)
-}
-
 /// An update's `N` scalar constants, made on each backend its variables
 /// live on, once per update rather than once per variable.
 struct Constants<const N: usize> {
@@ -113,7 +109,7 @@ impl<const N: usize> Constants<N> {
             Some(at) => at,
             None => {
                 let made: Vec<Tensor> =
-                    self.values.iter().map(|&v| scalar(v).to_backend(backend)).collect::<Result<_>>()?;
+                    self.values.iter().map(|&v| Tensor::scalar_on(v as f32, backend)).collect::<Result<_>>()?;
                 self.made.push((backend, std::array::from_fn(|i| made[i].clone())));
                 self.made.len() - 1
             }

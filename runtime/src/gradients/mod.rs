@@ -35,12 +35,11 @@ pub fn unbroadcast(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
 
 /// A scalar of `like`'s dtype, on `like`'s backend (ops refuse mixed ones).
 fn scalar(v: f64, like: &Tensor) -> Result<Tensor> {
-    let s = match like.dtype() {
-        crate::DType::F32 => Tensor::scalar(f32::from_f64(v)),
-        crate::DType::I32 => Tensor::scalar(i32::from_f64(v)),
-        crate::DType::Bool => Tensor::scalar(bool::from_f64(v)),
-    };
-    s.to_backend(like.backend())
+    match like.dtype() {
+        crate::DType::F32 => Tensor::scalar_on(f32::from_f64(v), like.backend()),
+        crate::DType::I32 => Tensor::scalar_on(i32::from_f64(v), like.backend()),
+        crate::DType::Bool => Tensor::scalar_on(bool::from_f64(v), like.backend()),
+    }
 }
 
 /// A boolean mask as 0/1 of `like`'s dtype.
