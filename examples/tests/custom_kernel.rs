@@ -5,19 +5,6 @@
 use opforge::{grad, registry, BackendId, Tensor};
 use opforge_example_square::my_square;
 
-fn gpu() -> bool {
-    let info = opforge::backends().into_iter().find(|b| b.backend == BackendId::Wgpu).expect("wgpu is listed");
-    if !info.available {
-        assert!(
-            std::env::var("OPFORGE_REQUIRE_GPU").map_or(true, |v| v != "1"),
-            "OPFORGE_REQUIRE_GPU=1 but no wgpu adapter: {}",
-            info.description
-        );
-        eprintln!("SKIP: no wgpu adapter ({})", info.description);
-    }
-    info.available
-}
-
 #[test]
 fn the_plugin_registers_a_wgpu_kernel() {
     let entry = registry::kernel_for("MySquare", BackendId::Wgpu).expect("registered by the plugin");
@@ -26,7 +13,7 @@ fn the_plugin_registers_a_wgpu_kernel() {
 
 #[test]
 fn the_wgsl_kernel_agrees_with_the_cpu_kernel() {
-    if !gpu() {
+    if !opforge_examples::wgpu_or_skip() {
         return;
     }
     opforge::set_fallback(false);

@@ -24,14 +24,7 @@ fn train_on(backend: BackendId) -> (Vec<f64>, f32) {
 
 #[test]
 fn wgpu_trains_to_the_accuracy_of_the_cpu() {
-    let info = opforge::backends().into_iter().find(|b| b.backend == BackendId::Wgpu).expect("wgpu is listed");
-    if !info.available {
-        assert!(
-            std::env::var("OPFORGE_REQUIRE_GPU").map_or(true, |v| v != "1"),
-            "OPFORGE_REQUIRE_GPU=1 but no wgpu adapter: {}",
-            info.description
-        );
-        eprintln!("SKIP: no wgpu adapter ({})", info.description);
+    if !opforge_examples::wgpu_or_skip() {
         return;
     }
     // Kernels missing on wgpu would make this a cpu run in disguise.
