@@ -1,11 +1,17 @@
 //! The one device and queue, chosen lazily; pipelines, submits and readback.
 
+use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::future::Future;
+use std::num::NonZeroU64;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Wake};
 use std::time::{Duration, Instant};
 
+use smallvec::SmallVec;
+
+use super::pool::Slab;
 use crate::{BackendId, DType, Error, Result};
 
 /// The longest any wait on the device may take. Lavapipe runs the largest
@@ -18,9 +24,30 @@ const TIMEOUT: Duration = Duration::from_secs(30);
 /// on all of them.
 pub(crate) const MAX_BINDING: u64 = 128 << 20;
 
-/// Command buffers recorded but not yet submitted, above which a kernel
-/// submits them: bounds the work a readback waits for at once.
-const MAX_PENDING: usize = 64;
+/// Bytes of one dispatch's parameters in the arena: [`PARAM_WORDS`] words,
+/// a multiple of every adapter's uniform offset alignment (at most 256).
+const SLOT: u64 = (PARAM_WORDS * 4) as u64;
+
+/// Dispatches one batch holds at most: the slots of the parameter arena.
+const SLOTS: usize = 128;
+
+/// Invocations queued in a batch above which it is submitted at once, so
+/// that the GPU starts on large kernels while the host records the next:
+/// about four elementwise kernels on 2^24 elements, enough GPU work to
+/// cover recording and submitting the next batch.
+fn eager() -> u64 {
+    static EAGER: OnceLock<u64> = OnceLock::new();
+    *EAGER.get_or_init(|| {
+        std::env::var("OPFORGE_WGPU_EAGER").ok().and_then(|v| v.parse().ok()).map_or(1 << 26, |bits: u32| 1 << bits)
+    })
+}
+
+/// Cached bind groups above which the cache starts again empty.
+const MAX_BIND_GROUPS: usize = 4096;
+
+/// Words in a kernel's parameter block: WGSL sees it as
+/// `var<uniform> params: array<vec4<u32>, 32>` (or any smaller type).
+pub(crate) const PARAM_WORDS: usize = 128;
 
 /// A WGSL compute module, compiled once on first use. Its source (by
 /// address) keys the module and pipeline caches; its name labels it in
@@ -55,23 +82,92 @@ impl Shader {
     }
 }
 
-type PipelineKey = (usize, &'static str, DType, u32);
+type PipelineKey = (usize, &'static str, DType, u32, usize);
 
 /// Where a `map_async` callback leaves its outcome for the waiting thread.
 type MapResult = Arc<Mutex<Option<std::result::Result<(), String>>>>;
+
+/// A compiled entry point and the number of input tensors its layout binds.
+#[derive(Debug, Clone)]
+pub(crate) struct Pipeline {
+    pipeline: wgpu::ComputePipeline,
+    inputs: usize,
+}
+
+/// The bind group and pipeline layout of programs with some number of
+/// inputs: each input read-only storage, the output read-write storage,
+/// then the parameters as a uniform at a dynamic offset into the arena.
+struct Layout {
+    group: wgpu::BindGroupLayout,
+    pipeline: wgpu::PipelineLayout,
+}
+
+/// One buffer binding of a dispatch: a range of a slab.
+#[derive(Clone, Copy)]
+pub(crate) struct Bound<'a> {
+    pub(crate) slab: &'a Slab,
+    pub(crate) offset: u64,
+    /// `None` binds the rest of the buffer.
+    pub(crate) size: Option<NonZeroU64>,
+}
+
+impl<'a> Bound<'a> {
+    /// The whole of `slab`.
+    pub(crate) fn whole(slab: &'a Slab) -> Bound<'a> {
+        Bound { slab, offset: 0, size: None }
+    }
+}
+
+/// What a bind group binds: its slabs by id, with their ranges (the arena
+/// is the same for all). Ids are never reused, so a hit is the same buffers.
+#[derive(PartialEq, Eq, Hash)]
+struct BindKey {
+    inputs: usize,
+    ranges: SmallVec<[(u64, u64, u64); 4]>,
+}
+
+/// Commands recorded since the last submit: one encoder and one compute
+/// pass for all the kernels of a batch, and the parameters they read.
+struct Batch {
+    /// Counts submits; a slab bound in this batch has `used_in == serial`.
+    serial: u64,
+    encoder: Option<wgpu::CommandEncoder>,
+    pass: Option<wgpu::ComputePass<'static>>,
+    /// The batch's parameter arena, written to the GPU's just before submit.
+    params: Vec<u8>,
+    slots: usize,
+    /// Invocations queued, roughly: what [`eager`] bounds.
+    work: u64,
+    bind_groups: HashMap<BindKey, wgpu::BindGroup>,
+}
+
+impl Batch {
+    /// The open encoder, with no pass open on it (for copies).
+    fn encoder(&mut self, device: &wgpu::Device) -> &mut wgpu::CommandEncoder {
+        self.pass = None;
+        self.encoder.get_or_insert_with(|| {
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("opforge") })
+        })
+    }
+}
 
 pub(crate) struct Gpu {
     pub(crate) device: wgpu::Device,
     pub(crate) queue: wgpu::Queue,
     pub(crate) info: wgpu::AdapterInfo,
     pub(crate) max_buffer: u64,
+    max_groups: u32,
     modules: Mutex<HashMap<usize, wgpu::ShaderModule>>,
-    pipelines: Mutex<HashMap<PipelineKey, wgpu::ComputePipeline>>,
-    pending: Mutex<Vec<wgpu::CommandBuffer>>,
+    pipelines: Mutex<HashMap<PipelineKey, Pipeline>>,
+    layouts: Mutex<HashMap<usize, Arc<Layout>>>,
+    /// The GPU side of the parameter arena: [`SLOTS`] slots of [`SLOT`] bytes.
+    arena: wgpu::Buffer,
+    batch: Mutex<Batch>,
     /// Errors no error scope caught (wgpu's default handler panics).
     uncaptured: Arc<Mutex<Vec<String>>>,
-    /// Why the device was lost, once it has been.
+    /// Why the device was lost, once it has been; `is_lost` says so without a lock.
     lost: Arc<Mutex<Option<String>>>,
+    is_lost: Arc<AtomicBool>,
 }
 
 static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
@@ -134,36 +230,97 @@ fn open() -> std::result::Result<Gpu, String> {
     }));
     // A lost device (driver reset, GPU removed) fails every later call.
     let lost = Arc::new(Mutex::new(None));
-    let sink = lost.clone();
+    let is_lost = Arc::new(AtomicBool::new(false));
+    let (sink, flag) = (lost.clone(), is_lost.clone());
     device.set_device_lost_callback(move |reason, message| {
         *sink.lock().unwrap_or_else(PoisonError::into_inner) = Some(format!("{reason:?}: {message}"));
+        flag.store(true, Ordering::Release);
+    });
+    let arena = device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("opforge params"),
+        size: SLOTS as u64 * SLOT,
+        usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
     });
     Ok(Gpu {
         device,
         queue,
         info: adapter.get_info(),
         max_buffer: limits.max_buffer_size,
+        max_groups: limits.max_compute_workgroups_per_dimension,
         modules: Mutex::default(),
         pipelines: Mutex::default(),
-        pending: Mutex::default(),
+        layouts: Mutex::default(),
+        arena,
+        batch: Mutex::new(Batch {
+            serial: 1,
+            encoder: None,
+            pass: None,
+            params: vec![0; SLOTS * SLOT as usize],
+            slots: 0,
+            work: 0,
+            bind_groups: HashMap::new(),
+        }),
         uncaptured,
         lost,
+        is_lost,
     })
 }
 
 impl Gpu {
     /// An error naming `kernel` once the device is lost.
+    #[inline]
     fn alive(&self, kernel: &'static str) -> Result<()> {
-        match lock(&self.lost).as_ref() {
-            None => Ok(()),
-            Some(reason) => Err(backend_error(kernel, format!("the device was lost: {reason}"))),
+        if !self.is_lost.load(Ordering::Acquire) {
+            return Ok(());
         }
+        let reason = lock(&self.lost).clone().unwrap_or_default();
+        Err(backend_error(kernel, format!("the device was lost: {reason}")))
     }
 
-    /// The pipeline of `entry` in `shader` with `OP = op`, cached by
-    /// (shader, entry, dtype, op): never by shape. The dtype is part of the
-    /// key for the benefit of tools that list pipelines; one entry point
-    /// serves one dtype.
+    /// The layouts of programs with `inputs` input tensors, made once.
+    fn layout(&self, inputs: usize) -> Arc<Layout> {
+        lock(&self.layouts)
+            .entry(inputs)
+            .or_insert_with(|| {
+                let storage = |read_only| wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage { read_only },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                };
+                let params = wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: true,
+                    min_binding_size: NonZeroU64::new(SLOT),
+                };
+                let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..inputs)
+                    .map(|_| storage(true))
+                    .chain([storage(false), params])
+                    .enumerate()
+                    .map(|(i, ty)| wgpu::BindGroupLayoutEntry {
+                        binding: i as u32,
+                        visibility: wgpu::ShaderStages::COMPUTE,
+                        ty,
+                        count: None,
+                    })
+                    .collect();
+                let group = self
+                    .device
+                    .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &entries });
+                let pipeline = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: None,
+                    bind_group_layouts: &[Some(&group)],
+                    immediate_size: 0,
+                });
+                Arc::new(Layout { group, pipeline })
+            })
+            .clone()
+    }
+
+    /// The pipeline of `entry` in `shader` with `OP = op`, binding `inputs`
+    /// input tensors, cached by (shader, entry, dtype, op, inputs): never by
+    /// shape. The dtype is part of the key for the benefit of tools that
+    /// list pipelines; one entry point serves one dtype.
     pub(crate) fn pipeline(
         &self,
         kernel: &'static str,
@@ -171,11 +328,13 @@ impl Gpu {
         entry: &'static str,
         dtype: DType,
         op: u32,
-    ) -> Result<wgpu::ComputePipeline> {
-        let key = (shader.key(), entry, dtype, op);
+        inputs: usize,
+    ) -> Result<Pipeline> {
+        let key = (shader.key(), entry, dtype, op, inputs);
         if let Some(p) = lock(&self.pipelines).get(&key) {
             return Ok(p.clone());
         }
+        let layout = self.layout(inputs);
         let constants = [("OP", f64::from(op))];
         let pipeline = self.scoped(kernel, || {
             let module = lock(&self.modules)
@@ -189,7 +348,7 @@ impl Gpu {
                 .clone();
             self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
                 label: Some(entry),
-                layout: None,
+                layout: Some(&layout.pipeline),
                 module: &module,
                 entry_point: Some(entry),
                 // A shader without an `OP` override runs with op 0.
@@ -200,12 +359,15 @@ impl Gpu {
                 cache: None,
             })
         })?;
+        let pipeline = Pipeline { pipeline, inputs };
         lock(&self.pipelines).insert(key, pipeline.clone());
         Ok(pipeline)
     }
 
     /// Runs `f` inside validation and out-of-memory error scopes, turning
-    /// what they catch into an error naming `kernel`.
+    /// what they catch into an error naming `kernel`. For what is made
+    /// once (pipelines, buffers, bind groups): a dispatch checks its
+    /// arguments on the host instead.
     pub(crate) fn scoped<T>(&self, kernel: &'static str, f: impl FnOnce() -> T) -> Result<T> {
         let oom = self.device.push_error_scope(wgpu::ErrorFilter::OutOfMemory);
         let validation = self.device.push_error_scope(wgpu::ErrorFilter::Validation);
@@ -221,65 +383,165 @@ impl Gpu {
         Ok(value)
     }
 
-    /// Dispatches `pipeline` over `grid` with `bindings` bound in order.
-    /// The command is queued, not submitted.
+    /// Records `pipeline` over `grid` with `buffers` (the inputs, then the
+    /// output) and `params` bound in order, into the open batch. Nothing is
+    /// created per call that can be made once: the parameters take a slot
+    /// of the batch's arena, bind groups are cached by the buffers they
+    /// bind, and one compute pass holds the batch's kernels. The batch is
+    /// submitted when its arena is full, when it holds much work, or when
+    /// a readback or an upload needs it.
     pub(crate) fn dispatch(
         &self,
         kernel: &'static str,
-        pipeline: &wgpu::ComputePipeline,
-        bindings: &[wgpu::BindingResource<'_>],
+        pipeline: &Pipeline,
+        buffers: &[Bound<'_>],
+        params: &[u32],
         grid: Grid,
     ) -> Result<()> {
         let [x, y, z] = match grid {
             Grid::Elements(n) => groups(n.div_ceil(256)),
             Grid::Groups(g) => g,
         };
-        let limit = self.device.limits().max_compute_workgroups_per_dimension;
-        if x.max(y).max(z) > limit {
-            return Err(backend_error(kernel, format!("{grid:?} needs more than {limit} workgroups in one dimension")));
+        if x.max(y).max(z) > self.max_groups {
+            return Err(backend_error(
+                kernel,
+                format!("{grid:?} needs more than {} workgroups in one dimension", self.max_groups),
+            ));
         }
-        let commands = self.scoped(kernel, || {
-            let layout = pipeline.get_bind_group_layout(0);
-            let entries: Vec<wgpu::BindGroupEntry<'_>> = bindings
-                .iter()
-                .enumerate()
-                .map(|(i, b)| wgpu::BindGroupEntry { binding: i as u32, resource: b.clone() })
-                .collect();
-            let group = self.device.create_bind_group(&wgpu::BindGroupDescriptor {
-                label: Some(kernel),
-                layout: &layout,
-                entries: &entries,
-            });
-            let mut encoder =
-                self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some(kernel) });
-            {
-                let mut pass = encoder
-                    .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some(kernel), timestamp_writes: None });
-                pass.set_pipeline(pipeline);
-                pass.set_bind_group(0, &group, &[]);
-                pass.dispatch_workgroups(x, y, z);
-            }
-            encoder.finish()
-        })?;
-        let full = {
-            let mut pending = lock(&self.pending);
-            pending.push(commands);
-            pending.len() >= MAX_PENDING
+        if params.len() > PARAM_WORDS {
+            return Err(backend_error(
+                kernel,
+                format!(
+                    "{} parameter words exceed the {PARAM_WORDS}-word block; the tensors have too many dims",
+                    params.len()
+                ),
+            ));
+        }
+        if buffers.len() != pipeline.inputs + 1 {
+            return Err(backend_error(
+                kernel,
+                format!("{} buffers bound to a program of {} inputs", buffers.len(), pipeline.inputs),
+            ));
+        }
+        let mut b = lock(&self.batch);
+        let b = &mut *b;
+        let slot = b.slots;
+        b.slots += 1;
+        let bytes = &mut b.params[slot * SLOT as usize..][..SLOT as usize];
+        for (chunk, word) in bytes.chunks_exact_mut(4).zip(params.iter().chain(std::iter::repeat(&0))) {
+            chunk.copy_from_slice(&word.to_ne_bytes());
+        }
+        for bound in buffers {
+            bound.slab.used_in.store(b.serial, Ordering::Relaxed);
+        }
+        let key = BindKey {
+            inputs: pipeline.inputs,
+            ranges: buffers.iter().map(|r| (r.slab.id, r.offset, r.size.map_or(0, NonZeroU64::get))).collect(),
         };
-        if full {
-            self.flush();
+        if b.bind_groups.len() >= MAX_BIND_GROUPS && !b.bind_groups.contains_key(&key) {
+            b.bind_groups.clear();
+        }
+        let group = match b.bind_groups.entry(key) {
+            Entry::Occupied(e) => e.into_mut(),
+            Entry::Vacant(e) => e.insert(self.bind_group(kernel, pipeline.inputs, buffers)?),
+        };
+        let device = &self.device;
+        let encoder = b.encoder.get_or_insert_with(|| {
+            device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("opforge") })
+        });
+        let pass = b.pass.get_or_insert_with(|| {
+            encoder
+                .begin_compute_pass(&wgpu::ComputePassDescriptor { label: Some("opforge"), timestamp_writes: None })
+                .forget_lifetime()
+        });
+        pass.set_pipeline(&pipeline.pipeline);
+        pass.set_bind_group(0, &*group, &[(slot as u64 * SLOT) as u32]);
+        pass.dispatch_workgroups(x, y, z);
+        b.work += u64::from(x) * u64::from(y) * u64::from(z) * 256;
+        if b.slots == SLOTS || b.work >= eager() {
+            self.submit(b);
         }
         Ok(())
     }
 
+    fn bind_group(&self, kernel: &'static str, inputs: usize, buffers: &[Bound<'_>]) -> Result<wgpu::BindGroup> {
+        let layout = self.layout(inputs);
+        let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
+            .iter()
+            .map(|r| {
+                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                    buffer: &r.slab.buffer,
+                    offset: r.offset,
+                    size: r.size,
+                })
+            })
+            .chain([wgpu::BindingResource::Buffer(wgpu::BufferBinding {
+                buffer: &self.arena,
+                offset: 0,
+                size: NonZeroU64::new(SLOT),
+            })])
+            .enumerate()
+            .map(|(i, resource)| wgpu::BindGroupEntry { binding: i as u32, resource })
+            .collect();
+        self.scoped(kernel, || {
+            self.device.create_bind_group(&wgpu::BindGroupDescriptor {
+                label: Some(kernel),
+                layout: &layout.group,
+                entries: &entries,
+            })
+        })
+    }
+
+    /// Drops the bind groups of a slab that is being freed.
+    pub(crate) fn forget(&self, id: u64) {
+        lock(&self.batch).bind_groups.retain(|k, _| k.ranges.iter().all(|r| r.0 != id));
+    }
+
+    /// Ends the batch: its parameters to the arena, its commands to the
+    /// queue, in the order they were recorded.
+    fn submit(&self, b: &mut Batch) -> wgpu::SubmissionIndex {
+        b.pass = None;
+        let commands = b.encoder.take().map(wgpu::CommandEncoder::finish);
+        if b.slots > 0 {
+            // Runs before this submit's commands and after every earlier
+            // submit's, which read the previous contents.
+            self.queue.write_buffer(&self.arena, 0, &b.params[..b.slots * SLOT as usize]);
+        }
+        b.slots = 0;
+        b.work = 0;
+        b.serial += 1;
+        self.queue.submit(commands)
+    }
+
     /// Submits every queued command; returns the submission's index.
     ///
-    /// Submits while holding the queue lock: commands must reach the GPU in
+    /// Submits while holding the batch lock: commands must reach the GPU in
     /// the order they were queued, since a pooled buffer that one command
     /// reads may be the output of a later one.
     pub(crate) fn flush(&self) -> wgpu::SubmissionIndex {
-        let mut pending = lock(&self.pending);
-        self.queue.submit(pending.drain(..))
+        self.submit(&mut lock(&self.batch))
+    }
+
+    /// Writes `data` to the start of `slab`, after every kernel queued so
+    /// far that binds it. When the open batch binds it, a write of a few
+    /// words is itself a kernel (`upload` copies it from the parameters),
+    /// so small uploads cost no submit; a larger one submits the batch.
+    pub(crate) fn write(&self, slab: &Slab, data: &[u8]) -> Result<()> {
+        let words = data.len() / 4;
+        if slab.used_in.load(Ordering::Relaxed) == lock(&self.batch).serial && words < PARAM_WORDS {
+            let mut params = vec![words as u32];
+            params.extend(data.chunks_exact(4).map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]])));
+            let pipeline = self.pipeline("upload", &super::UPLOAD, "upload", DType::F32, 0, 0)?;
+            return self.dispatch("upload", &pipeline, &[Bound::whole(slab)], &params, Grid::Elements(words));
+        }
+        let mut b = lock(&self.batch);
+        if slab.used_in.load(Ordering::Relaxed) == b.serial {
+            // `write_buffer` runs before the commands of the next submit,
+            // which must not see the new contents.
+            self.submit(&mut b);
+        }
+        self.queue.write_buffer(&slab.buffer, 0, data);
+        Ok(())
     }
 
     /// Submits everything queued and waits until it has run.
@@ -300,11 +562,11 @@ impl Gpu {
             usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
             mapped_at_creation: false,
         });
-        let mut encoder =
-            self.device.create_command_encoder(&wgpu::CommandEncoderDescriptor { label: Some("readback") });
-        encoder.copy_buffer_to_buffer(buffer, 0, &staging, 0, bytes);
-        lock(&self.pending).push(encoder.finish());
-        let index = self.flush();
+        let index = {
+            let mut b = lock(&self.batch);
+            b.encoder(&self.device).copy_buffer_to_buffer(buffer, 0, &staging, 0, bytes);
+            self.submit(&mut b)
+        };
         let done = Arc::new(Mutex::new(None));
         let sink = done.clone();
         staging.map_async(wgpu::MapMode::Read, .., move |r| {
@@ -382,8 +644,8 @@ impl Gpu {
 /// ```
 /// use opforge::backend::wgpu::{groups, Grid};
 /// let per_element = Grid::Elements(1000); // 4 workgroups of 256
-/// let per_row = Grid::Groups(groups(70_000)); // 65535 x 2 workgroups
-/// assert!(matches!(per_row, Grid::Groups([65535, 2, 1])));
+/// let per_row = Grid::Groups(groups(70_000)); // 35000 x 2 workgroups
+/// assert!(matches!(per_row, Grid::Groups([35000, 2, 1])));
 /// # let _ = per_element;
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -395,17 +657,20 @@ pub enum Grid {
     Groups([u32; 3]),
 }
 
-/// `count` workgroups as a row of up to 65535, more rows when that is not
-/// enough (65535 per dimension is WebGPU's minimum limit). Shaders number
-/// them `wid.y * groups.x + wid.x` and skip those past `count`.
+/// `count` workgroups as one row of up to 65535, or as the fewest rows of
+/// equal length when that is not enough (65535 per dimension is WebGPU's
+/// minimum limit), so that fewer than one row's worth are idle. Shaders
+/// number them `wid.y * groups.x + wid.x` and skip those past `count`.
 ///
 /// ```
-/// assert_eq!(opforge::backend::wgpu::groups(10), [10, 1, 1]);
+/// use opforge::backend::wgpu::groups;
+/// assert_eq!(groups(10), [10, 1, 1]);
+/// assert_eq!(groups(65536), [32768, 2, 1]);
 /// ```
 pub fn groups(count: usize) -> [u32; 3] {
     let count = count.max(1);
-    let x = count.min(65535);
-    [x as u32, count.div_ceil(x).min(u32::MAX as usize) as u32, 1]
+    let rows = count.div_ceil(65535);
+    [count.div_ceil(rows) as u32, rows.min(u32::MAX as usize) as u32, 1]
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -443,13 +708,12 @@ mod tests {
 
     #[test]
     fn a_broken_shader_is_an_error_naming_the_kernel() {
-        let g = match gpu("Broken") {
-            Ok(g) => g,
-            Err(e) if std::env::var("OPFORGE_REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("{e}"),
-            Err(e) => return eprintln!("SKIP: no wgpu adapter ({e})"),
-        };
+        if !super::super::adapter_or_skip("a_broken_shader_is_an_error_naming_the_kernel") {
+            return;
+        }
+        let g = gpu("Broken").unwrap();
         static BROKEN: Shader = Shader::new("broken", "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }");
-        let err = g.pipeline("Broken", &BROKEN, "main", DType::F32, 0).unwrap_err().to_string();
+        let err = g.pipeline("Broken", &BROKEN, "main", DType::F32, 0, 0).unwrap_err().to_string();
         assert!(err.starts_with("kernel `Broken` on backend `wgpu`: "), "{err}");
         // Nothing leaked to the uncaptured handler, so later readbacks are clean.
         assert!(g.check_uncaptured().is_ok());
@@ -458,11 +722,10 @@ mod tests {
     #[test]
     fn a_lost_device_is_an_error_naming_the_kernel() {
         // A device of its own: the shared one must outlive this test.
-        let g = match open() {
-            Ok(g) => g,
-            Err(e) if std::env::var("OPFORGE_REQUIRE_GPU").is_ok_and(|v| v == "1") => panic!("{e}"),
-            Err(e) => return eprintln!("SKIP: no wgpu adapter ({e})"),
-        };
+        if !super::super::adapter_or_skip("a_lost_device_is_an_error_naming_the_kernel") {
+            return;
+        }
+        let g = open().unwrap();
         assert!(g.alive("Add").is_ok());
         g.device.destroy();
         // wgpu reports the loss from the next poll.
@@ -475,7 +738,12 @@ mod tests {
     fn grids_stay_within_65535_workgroups_per_dimension() {
         assert_eq!(groups(0), [1, 1, 1]);
         assert_eq!(groups(65535), [65535, 1, 1]);
-        assert_eq!(groups(65536), [65535, 2, 1]);
-        assert_eq!(groups((1 << 25) / 256), [65535, 3, 1]);
+        assert_eq!(groups(65536), [32768, 2, 1]);
+        assert_eq!(groups((1 << 25) / 256), [43691, 3, 1]);
+        for count in [1, 65535, 65536, 131071, 1 << 20, 1 << 24] {
+            let [x, y, _] = groups(count);
+            let launched = x as usize * y as usize;
+            assert!(x <= 65535 && launched >= count && launched - count < y as usize, "{count}");
+        }
     }
 }

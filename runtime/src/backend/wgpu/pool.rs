@@ -4,23 +4,37 @@
 //! Reusing it as a kernel output is safe: the queue runs commands in order,
 //! so the new writes come after the old reads. An upload is different
 //! (`Queue::write_buffer` runs before the commands of the next submit), so
-//! [`GpuBuffer::upload`] submits the queue first.
+//! [`GpuBuffer::upload`] submits the batch first when the buffer was bound
+//! in it.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
-use super::device::{backend_error, gpu, Gpu};
+use super::device::{backend_error, gpu};
 use crate::Result;
 
 static LIVE_BUFFERS: AtomicIsize = AtomicIsize::new(0);
 static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
 /// Bytes the pool may hold; shared with the cpu pool's default.
 static LIMIT: AtomicUsize = AtomicUsize::new(256 << 20);
+/// Ids of wgpu buffers, never reused: they key cached bind groups.
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// One wgpu storage buffer, alive for as long as the pool or a tensor
+/// holds it.
+#[derive(Debug)]
+pub(crate) struct Slab {
+    /// Unique for the life of the process; bind groups are cached by it.
+    pub(crate) id: u64,
+    pub(crate) buffer: wgpu::Buffer,
+    /// The serial of the last batch that bound it (see `Gpu::dispatch`).
+    pub(crate) used_in: AtomicU64,
+}
 
 #[derive(Default)]
 struct Pool {
-    free: BTreeMap<u64, Vec<wgpu::Buffer>>,
+    free: BTreeMap<u64, Vec<Slab>>,
     bytes: u64,
     buffers: usize,
 }
@@ -40,7 +54,7 @@ fn class(bytes: u64) -> u64 {
 /// A storage buffer of one tensor, counted by [`crate::memory`] while alive.
 #[derive(Debug)]
 pub(crate) struct GpuBuffer {
-    buffer: Option<wgpu::Buffer>,
+    slab: Option<Slab>,
     bytes: u64,
 }
 
@@ -50,8 +64,9 @@ impl GpuBuffer {
         let g = gpu(kernel)?;
         let mut class = class(bytes);
         if class > g.max_buffer {
-            // Too big to round up: an exact size, reused only at that size.
-            class = bytes.next_multiple_of(4);
+            // Too big to round up: an exact size (whole 16-byte vectors, for
+            // shaders that read vec4s), reused only at that size.
+            class = bytes.next_multiple_of(16);
         }
         if class > g.max_buffer {
             return Err(backend_error(
@@ -68,36 +83,43 @@ impl GpuBuffer {
             }
             found
         };
-        let buffer = match reused {
-            Some(b) => b,
-            None => g.scoped(kernel, || {
-                g.device.create_buffer(&wgpu::BufferDescriptor {
-                    label: Some("opforge tensor"),
-                    size: class,
-                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
-                    mapped_at_creation: false,
-                })
-            })?,
+        let slab = match reused {
+            Some(s) => s,
+            None => Slab {
+                id: NEXT_ID.fetch_add(1, Relaxed),
+                buffer: g.scoped(kernel, || {
+                    g.device.create_buffer(&wgpu::BufferDescriptor {
+                        label: Some("opforge tensor"),
+                        size: class,
+                        usage: wgpu::BufferUsages::STORAGE
+                            | wgpu::BufferUsages::COPY_SRC
+                            | wgpu::BufferUsages::COPY_DST,
+                        mapped_at_creation: false,
+                    })
+                })?,
+                used_in: AtomicU64::new(0),
+            },
         };
         LIVE_BUFFERS.fetch_add(1, Relaxed);
         LIVE_BYTES.fetch_add(bytes as isize, Relaxed);
-        Ok(GpuBuffer { buffer: Some(buffer), bytes })
+        Ok(GpuBuffer { slab: Some(slab), bytes })
     }
 
     /// A buffer holding `data` (a multiple of 4 bytes).
     pub(crate) fn upload(kernel: &'static str, data: &[u8]) -> Result<GpuBuffer> {
         let b = GpuBuffer::output(kernel, data.len() as u64)?;
         if !data.is_empty() {
-            let g = gpu(kernel)?;
-            // The buffer may be a pooled one that queued commands still read.
-            g.flush();
-            g.queue.write_buffer(b.raw(), 0, data);
+            gpu(kernel)?.write(b.slab(), data)?;
         }
         Ok(b)
     }
 
+    pub(crate) fn slab(&self) -> &Slab {
+        self.slab.as_ref().expect("a live buffer holds its slab")
+    }
+
     pub(crate) fn raw(&self) -> &wgpu::Buffer {
-        self.buffer.as_ref().expect("a live buffer holds its wgpu buffer")
+        &self.slab().buffer
     }
 }
 
@@ -105,47 +127,26 @@ impl Drop for GpuBuffer {
     fn drop(&mut self) {
         LIVE_BUFFERS.fetch_sub(1, Relaxed);
         LIVE_BYTES.fetch_sub(self.bytes as isize, Relaxed);
-        let Some(buffer) = self.buffer.take() else { return };
-        let size = buffer.size();
+        let Some(slab) = self.slab.take() else { return };
+        let size = slab.buffer.size();
         let mut p = pool();
         if p.bytes + size <= LIMIT.load(Relaxed) as u64 {
-            p.free.entry(size).or_default().push(buffer);
+            p.free.entry(size).or_default().push(slab);
             p.bytes += size;
             p.buffers += 1;
+            return;
         }
-        // Otherwise dropping `buffer` frees it once queued work is done.
+        drop(p);
+        release(slab);
     }
 }
 
-/// Words in a kernel's parameter block: WGSL sees it as
-/// `var<uniform> params: array<vec4<u32>, 32>` (or any smaller type).
-pub(crate) const PARAM_WORDS: usize = 128;
-
-/// The uniform buffer of a kernel's parameters (sizes, shapes, strides),
-/// always [`PARAM_WORDS`] words: created per dispatch, mapped at creation
-/// so that it needs no ordering against queued commands. More words than
-/// that (a tensor of some 40 unmergeable dims) are an error naming `kernel`.
-pub(crate) fn params(g: &Gpu, kernel: &'static str, words: &[u32]) -> Result<wgpu::Buffer> {
-    if words.len() > PARAM_WORDS {
-        return Err(backend_error(
-            kernel,
-            format!(
-                "{} parameter words exceed the {PARAM_WORDS}-word block; the tensors have too many dims",
-                words.len()
-            ),
-        ));
+/// Frees a buffer for good: its cached bind groups go with it, and wgpu
+/// frees the memory once queued work is done.
+fn release(slab: Slab) {
+    if let Ok(g) = gpu("") {
+        g.forget(slab.id);
     }
-    let b = g.device.create_buffer(&wgpu::BufferDescriptor {
-        label: Some("opforge params"),
-        size: (PARAM_WORDS * 4) as u64,
-        usage: wgpu::BufferUsages::UNIFORM,
-        mapped_at_creation: true,
-    });
-    let mut bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
-    bytes.resize(PARAM_WORDS * 4, 0);
-    b.get_mapped_range_mut(..).expect("a buffer mapped at creation is mappable").copy_from_slice(&bytes);
-    b.unmap();
-    Ok(b)
 }
 
 /// Live wgpu buffers and their bytes.
@@ -161,17 +162,21 @@ pub(crate) fn pooled() -> (usize, usize) {
 
 /// Frees pooled buffers until the pool holds at most `bytes`.
 pub(crate) fn trim_to(bytes: usize) {
-    let mut p = pool();
-    while p.bytes > bytes as u64 {
-        let Some(mut last) = p.free.last_entry() else { break };
-        let class = *last.key();
-        last.get_mut().pop();
-        if last.get().is_empty() {
-            last.remove();
+    let mut freed = Vec::new();
+    {
+        let mut p = pool();
+        while p.bytes > bytes as u64 {
+            let Some(mut last) = p.free.last_entry() else { break };
+            let class = *last.key();
+            freed.extend(last.get_mut().pop());
+            if last.get().is_empty() {
+                last.remove();
+            }
+            p.bytes -= class;
+            p.buffers -= 1;
         }
-        p.bytes -= class;
-        p.buffers -= 1;
     }
+    freed.into_iter().for_each(release);
 }
 
 /// Sets the pool's bound, trims to it, and returns the previous bound.
