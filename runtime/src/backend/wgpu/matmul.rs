@@ -1,5 +1,5 @@
-//! `BatchMatMul`: a tiled WGSL kernel, transposes as strides (no copies),
-//! batch dims broadcast.
+//! `BatchMatMul`: register-blocked WGSL kernels, transposes as strides (no
+//! copies), batch dims broadcast.
 
 use super::{unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::{broadcast_strides, collapse};
@@ -8,8 +8,19 @@ use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("matmul");
 
-/// Output rows and columns per workgroup (`TILE` in matmul.wgsl).
-const TILE: usize = 64;
+/// Output blocks of 128x128 (`matmul_wide`) above which a product has
+/// enough of them to keep a large GPU busy (an H100 runs 264 at once);
+/// smaller products take 64x64 blocks (`matmul`), four times as many.
+const WIDE_BLOCKS: usize = 256;
+
+/// The entry point of matmul.wgsl for an `m` x `n` product, `count` times,
+/// and its block's side.
+fn tiling(m: usize, n: usize, count: usize) -> (&'static str, usize) {
+    match m.div_ceil(128) * n.div_ceil(128) * count >= WIDE_BLOCKS {
+        true => ("matmul_wide", 128),
+        false => ("matmul", 64),
+    }
+}
 
 #[kernel(BatchMatMul, wgpu)]
 fn batch_matmul(
@@ -41,11 +52,20 @@ fn batch_matmul(
     let count: usize = batch.iter().product();
     let mut params: Vec<u32> = [m, n, k, a_row, a_col, b_row, b_col, dims.len()].iter().map(|&v| v as u32).collect();
     params.extend(dims.iter().chain(&a_strides).chain(&b_strides).map(|&v| v as u32));
-    let grid = [n.div_ceil(TILE), m.div_ceil(TILE), count].map(|g| g.min(u32::MAX as usize) as u32);
-    Program { kernel: "BatchMatMul", shader: &SHADER, entry: "matmul", op: 0 }.run_grid(
-        &[a, b],
-        out,
-        &params,
-        Grid::Groups(grid),
-    )
+    let (entry, tile) = tiling(m, n, count);
+    let grid = [n.div_ceil(tile), m.div_ceil(tile), count].map(|g| g.min(u32::MAX as usize) as u32);
+    Program { kernel: "BatchMatMul", shader: &SHADER, entry, op: 0 }.run_grid(&[a, b], out, &params, Grid::Groups(grid))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tiling;
+
+    #[test]
+    fn large_products_take_wide_blocks() {
+        assert_eq!(tiling(2048, 2048, 1), ("matmul_wide", 128));
+        assert_eq!(tiling(256, 512, 1), ("matmul", 64));
+        // Many small matrices fill the device as well as one large one.
+        assert_eq!(tiling(129, 129, 64), ("matmul_wide", 128));
+    }
 }

@@ -1,15 +1,20 @@
-// Batched matrix product, tiled: each workgroup of 16x16 invocations
-// computes a 64x64 block of one output matrix, stepping through k in
-// slices of 16 staged in workgroup memory; each invocation accumulates a
-// 4x4 set of outputs in registers. Transposes are strides, so op(a) and
-// op(b) are read in place; loads pick the thread order along whichever
-// axis is contiguous, so both layouts read memory in runs.
-
-const TILE: u32 = 64u;
-const DEPTH: u32 = 16u;
-// Row stride of the staged tiles: one word of padding, so that invocations
-// storing down a column (p varying fastest) hit different memory banks.
-const ROW: u32 = 65u;
+// Batched matrix product, register-blocked. A workgroup of 16x16
+// invocations computes one output block; k advances in slices staged in
+// workgroup memory, two stages deep, so that one barrier per slice
+// suffices and the next slice's global reads are in flight while the
+// current one is multiplied.
+//
+// - `matmul_wide`: a 128x128 block, slices of depth 8; each invocation
+//   accumulates 8x8 outputs, rows ty*4.. and 64+ty*4.., columns tx*4..
+//   and 64+tx*4.., so that its workgroup reads are whole vec4s that
+//   neighbouring invocations take from neighbouring banks.
+// - `matmul`: a 64x64 block, slices of depth 16, 4x4 outputs each; for
+//   products too small to fill a GPU with 128x128 blocks.
+//
+// Accumulators are named vec4s, never arrays indexed in loops: NVIDIA's
+// compiler keeps the former in registers and spills the latter. Transposes
+// are strides, so op(a) and op(b) are read in place, each along whichever
+// axis is contiguous.
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
@@ -19,14 +24,219 @@ const ROW: u32 = 65u;
 // i * a_row + p * a_col, element (p, j) of op(b) at p * b_row + j * b_col.
 @group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
 
-// op(a) tile as [DEPTH][ROW] (p, i) and op(b) tile as [DEPTH][ROW] (p, j).
-var<workgroup> ta: array<f32, 1040>;
-var<workgroup> tb: array<f32, 1040>;
+// Two stages of op(a)'s slice, then two of op(b)'s, each 1024 floats laid
+// out [depth][rows]: a block's rows (op(b)'s are its columns) contiguous.
+var<workgroup> tiles: array<vec4<f32>, 1024>;
 
-// Offsets of batch `z`'s matrices in a and b.
-fn batch_offsets(z: u32) -> vec2<u32> {
+// Where invocation t's l-th element of a rows x depth slice lies, as
+// (row, depth): four consecutive elements along depth when the operand is
+// contiguous along depth, else along rows.
+fn place(t: u32, l: u32, along_depth: bool, rows: u32, depth: u32) -> vec2<u32> {
+    if along_depth {
+        let q = depth / 4u;
+        return vec2<u32>(t / q, (t % q) * 4u + l);
+    }
+    let q = rows / 4u;
+    return vec2<u32>((t % q) * 4u + l, t / q);
+}
+
+// One operand of the product, as rows by depth.
+struct Operand {
+    base: u32,
+    // Stride along rows and along depth; extent of rows.
+    row: u32,
+    depth: u32,
+    rows: u32,
+    // The block's first row.
+    row0: u32,
+}
+
+fn read_a(o: Operand, k: u32, d0: u32, at: vec2<u32>) -> f32 {
+    let i = o.row0 + at.x;
+    let p = d0 + at.y;
+    if i < o.rows && p < k {
+        return a[o.base + i * o.row + p * o.depth];
+    }
+    return 0.0;
+}
+
+fn read_b(o: Operand, k: u32, d0: u32, at: vec2<u32>) -> f32 {
+    let j = o.row0 + at.x;
+    let p = d0 + at.y;
+    if j < o.rows && p < k {
+        return b[o.base + j * o.row + p * o.depth];
+    }
+    return 0.0;
+}
+
+// Invocation t's four elements of op(a)'s slice at depth d0.
+fn fetch_a(o: Operand, k: u32, d0: u32, t: u32, rows: u32, depth: u32) -> vec4<f32> {
+    let along = o.depth == 1u;
+    return vec4<f32>(
+        read_a(o, k, d0, place(t, 0u, along, rows, depth)),
+        read_a(o, k, d0, place(t, 1u, along, rows, depth)),
+        read_a(o, k, d0, place(t, 2u, along, rows, depth)),
+        read_a(o, k, d0, place(t, 3u, along, rows, depth)),
+    );
+}
+
+fn fetch_b(o: Operand, k: u32, d0: u32, t: u32, rows: u32, depth: u32) -> vec4<f32> {
+    let along = o.depth == 1u;
+    return vec4<f32>(
+        read_b(o, k, d0, place(t, 0u, along, rows, depth)),
+        read_b(o, k, d0, place(t, 1u, along, rows, depth)),
+        read_b(o, k, d0, place(t, 2u, along, rows, depth)),
+        read_b(o, k, d0, place(t, 3u, along, rows, depth)),
+    );
+}
+
+// Stores invocation t's four elements `v` (from `fetch_*`) at vec4 `at` of
+// `tiles`, where a stage of one operand starts.
+fn stash(at: u32, v: vec4<f32>, along_depth: bool, t: u32, rows: u32, depth: u32) {
+    if along_depth {
+        // Four depths of one row: a column of the [depth][rows] layout.
+        let row = t / (depth / 4u);
+        let p = (t % (depth / 4u)) * 4u;
+        let c = row % 4u;
+        tiles[at + (p * rows + row) / 4u][c] = v.x;
+        tiles[at + ((p + 1u) * rows + row) / 4u][c] = v.y;
+        tiles[at + ((p + 2u) * rows + row) / 4u][c] = v.z;
+        tiles[at + ((p + 3u) * rows + row) / 4u][c] = v.w;
+        return;
+    }
+    let row = (t % (rows / 4u)) * 4u;
+    let p = t / (rows / 4u);
+    tiles[at + (p * rows + row) / 4u] = v;
+}
+
+// Output row i, columns j..j+4, where they exist.
+fn put(out: u32, i: u32, j: u32, v: vec4<f32>) {
+    let m = param(0);
+    let n = param(1);
+    if i >= m {
+        return;
+    }
+    let at = out + i * n + j;
+    if j + 3u < n {
+        y[at] = v.x;
+        y[at + 1u] = v.y;
+        y[at + 2u] = v.z;
+        y[at + 3u] = v.w;
+        return;
+    }
+    if j < n {
+        y[at] = v.x;
+    }
+    if j + 1u < n {
+        y[at + 1u] = v.y;
+    }
+    if j + 2u < n {
+        y[at + 2u] = v.z;
+    }
+}
+
+// op(a) and op(b) of batch z, for a block at (row0, col0).
+fn operands(z: u32, row0: u32, col0: u32) -> array<Operand, 2> {
     let rank = param(7);
-    return strided2(z, rank, 8u, 8u + rank, 8u + 2u * rank);
+    let base = strided2(z, rank, 8u, 8u + rank, 8u + 2u * rank);
+    return array<Operand, 2>(
+        Operand(base.x, param(3), param(4), param(0), row0),
+        Operand(base.y, param(6), param(5), param(1), col0),
+    );
+}
+
+@compute @workgroup_size(16, 16)
+fn matmul_wide(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(local_invocation_id) lid: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    let k = param(2);
+    let row0 = wid.y * 128u;
+    let col0 = wid.x * 128u;
+    let ops = operands(wid.z, row0, col0);
+    let oa = ops[0];
+    let ob = ops[1];
+    let tx = lid.x;
+    let ty = lid.y;
+    var c00 = vec4<f32>();
+    var c01 = vec4<f32>();
+    var c10 = vec4<f32>();
+    var c11 = vec4<f32>();
+    var c20 = vec4<f32>();
+    var c21 = vec4<f32>();
+    var c30 = vec4<f32>();
+    var c31 = vec4<f32>();
+    var c40 = vec4<f32>();
+    var c41 = vec4<f32>();
+    var c50 = vec4<f32>();
+    var c51 = vec4<f32>();
+    var c60 = vec4<f32>();
+    var c61 = vec4<f32>();
+    var c70 = vec4<f32>();
+    var c71 = vec4<f32>();
+    let slices = (k + 7u) / 8u;
+    if slices > 0u {
+        stash(0u, fetch_a(oa, k, 0u, t, 128u, 8u), oa.depth == 1u, t, 128u, 8u);
+        stash(512u, fetch_b(ob, k, 0u, t, 128u, 8u), ob.depth == 1u, t, 128u, 8u);
+    }
+    workgroupBarrier();
+    for (var s = 0u; s < slices; s++) {
+        let stage = (s % 2u) * 256u;
+        let next = s + 1u < slices;
+        var pa = vec4<f32>();
+        var pb = vec4<f32>();
+        if next {
+            pa = fetch_a(oa, k, (s + 1u) * 8u, t, 128u, 8u);
+            pb = fetch_b(ob, k, (s + 1u) * 8u, t, 128u, 8u);
+        }
+        for (var p = 0u; p < 8u; p++) {
+            let at = stage + p * 32u;
+            let a0 = tiles[at + ty];
+            let a1 = tiles[at + 16u + ty];
+            let b0 = tiles[512u + at + tx];
+            let b1 = tiles[512u + at + 16u + tx];
+        c00 = fma(vec4<f32>(a0.x), b0, c00);
+        c01 = fma(vec4<f32>(a0.x), b1, c01);
+        c10 = fma(vec4<f32>(a0.y), b0, c10);
+        c11 = fma(vec4<f32>(a0.y), b1, c11);
+        c20 = fma(vec4<f32>(a0.z), b0, c20);
+        c21 = fma(vec4<f32>(a0.z), b1, c21);
+        c30 = fma(vec4<f32>(a0.w), b0, c30);
+        c31 = fma(vec4<f32>(a0.w), b1, c31);
+        c40 = fma(vec4<f32>(a1.x), b0, c40);
+        c41 = fma(vec4<f32>(a1.x), b1, c41);
+        c50 = fma(vec4<f32>(a1.y), b0, c50);
+        c51 = fma(vec4<f32>(a1.y), b1, c51);
+        c60 = fma(vec4<f32>(a1.z), b0, c60);
+        c61 = fma(vec4<f32>(a1.z), b1, c61);
+        c70 = fma(vec4<f32>(a1.w), b0, c70);
+        c71 = fma(vec4<f32>(a1.w), b1, c71);
+        }
+        if next {
+            let other = 256u - stage;
+            stash(other, pa, oa.depth == 1u, t, 128u, 8u);
+            stash(512u + other, pb, ob.depth == 1u, t, 128u, 8u);
+        }
+        workgroupBarrier();
+    }
+    let out = wid.z * param(0) * param(1);
+    put(out, row0 + ty * 4u + 0u, col0 + tx * 4u, c00);
+    put(out, row0 + ty * 4u + 0u, col0 + 64u + tx * 4u, c01);
+    put(out, row0 + ty * 4u + 1u, col0 + tx * 4u, c10);
+    put(out, row0 + ty * 4u + 1u, col0 + 64u + tx * 4u, c11);
+    put(out, row0 + ty * 4u + 2u, col0 + tx * 4u, c20);
+    put(out, row0 + ty * 4u + 2u, col0 + 64u + tx * 4u, c21);
+    put(out, row0 + ty * 4u + 3u, col0 + tx * 4u, c30);
+    put(out, row0 + ty * 4u + 3u, col0 + 64u + tx * 4u, c31);
+    put(out, row0 + 64u + ty * 4u + 0u, col0 + tx * 4u, c40);
+    put(out, row0 + 64u + ty * 4u + 0u, col0 + 64u + tx * 4u, c41);
+    put(out, row0 + 64u + ty * 4u + 1u, col0 + tx * 4u, c50);
+    put(out, row0 + 64u + ty * 4u + 1u, col0 + 64u + tx * 4u, c51);
+    put(out, row0 + 64u + ty * 4u + 2u, col0 + tx * 4u, c60);
+    put(out, row0 + 64u + ty * 4u + 2u, col0 + 64u + tx * 4u, c61);
+    put(out, row0 + 64u + ty * 4u + 3u, col0 + tx * 4u, c70);
+    put(out, row0 + 64u + ty * 4u + 3u, col0 + 64u + tx * 4u, c71);
 }
 
 @compute @workgroup_size(16, 16)
@@ -35,71 +245,52 @@ fn matmul(
     @builtin(local_invocation_id) lid: vec3<u32>,
     @builtin(local_invocation_index) t: u32,
 ) {
-    let m = param(0);
-    let n = param(1);
     let k = param(2);
-    let a_row = param(3);
-    let a_col = param(4);
-    let b_row = param(5);
-    let b_col = param(6);
-    let base = batch_offsets(wid.z);
-    let row0 = wid.y * TILE;
-    let col0 = wid.x * TILE;
-
-    var acc: array<f32, 16>;
-    for (var p0 = 0u; p0 < k; p0 += DEPTH) {
-        // 1024 elements of each tile, four per invocation.
-        for (var l = 0u; l < 4u; l++) {
-            let e = t + l * 256u;
-            // Along p when a's rows are contiguous, else along i.
-            var i = e / DEPTH;
-            var p = e % DEPTH;
-            if a_col != 1u {
-                i = e % TILE;
-                p = e / TILE;
-            }
-            var v = 0.0;
-            if row0 + i < m && p0 + p < k {
-                v = a[base.x + (row0 + i) * a_row + (p0 + p) * a_col];
-            }
-            ta[p * ROW + i] = v;
-
-            var j = e % TILE;
-            var q = e / TILE;
-            if b_col != 1u {
-                j = e / DEPTH;
-                q = e % DEPTH;
-            }
-            var w = 0.0;
-            if col0 + j < n && p0 + q < k {
-                w = b[base.y + (p0 + q) * b_row + (col0 + j) * b_col];
-            }
-            tb[q * ROW + j] = w;
+    let row0 = wid.y * 64u;
+    let col0 = wid.x * 64u;
+    let ops = operands(wid.z, row0, col0);
+    let oa = ops[0];
+    let ob = ops[1];
+    let tx = lid.x;
+    let ty = lid.y;
+    var c0 = vec4<f32>();
+    var c1 = vec4<f32>();
+    var c2 = vec4<f32>();
+    var c3 = vec4<f32>();
+    let slices = (k + 15u) / 16u;
+    if slices > 0u {
+        stash(0u, fetch_a(oa, k, 0u, t, 64u, 16u), oa.depth == 1u, t, 64u, 16u);
+        stash(512u, fetch_b(ob, k, 0u, t, 64u, 16u), ob.depth == 1u, t, 64u, 16u);
+    }
+    workgroupBarrier();
+    for (var s = 0u; s < slices; s++) {
+        let stage = (s % 2u) * 256u;
+        let next = s + 1u < slices;
+        var pa = vec4<f32>();
+        var pb = vec4<f32>();
+        if next {
+            pa = fetch_a(oa, k, (s + 1u) * 16u, t, 64u, 16u);
+            pb = fetch_b(ob, k, (s + 1u) * 16u, t, 64u, 16u);
         }
-        workgroupBarrier();
-        for (var p = 0u; p < DEPTH; p++) {
-            var ra: array<f32, 4>;
-            var rb: array<f32, 4>;
-            for (var r = 0u; r < 4u; r++) {
-                ra[r] = ta[p * ROW + lid.y + 16u * r];
-                rb[r] = tb[p * ROW + lid.x + 16u * r];
-            }
-            for (var r = 0u; r < 4u; r++) {
-                for (var c = 0u; c < 4u; c++) {
-                    acc[r * 4u + c] = fma(ra[r], rb[c], acc[r * 4u + c]);
-                }
-            }
+        for (var p = 0u; p < 16u; p++) {
+            let at = stage + p * 16u;
+            let a = tiles[at + ty];
+            let b = tiles[512u + at + tx];
+        c0 = fma(vec4<f32>(a.x), b, c0);
+        c1 = fma(vec4<f32>(a.y), b, c1);
+        c2 = fma(vec4<f32>(a.z), b, c2);
+        c3 = fma(vec4<f32>(a.w), b, c3);
+        }
+        if next {
+            let other = 256u - stage;
+            stash(other, pa, oa.depth == 1u, t, 64u, 16u);
+            stash(512u + other, pb, ob.depth == 1u, t, 64u, 16u);
         }
         workgroupBarrier();
     }
-    let out = wid.z * m * n;
-    for (var r = 0u; r < 4u; r++) {
-        let i = row0 + lid.y + 16u * r;
-        for (var c = 0u; c < 4u; c++) {
-            let j = col0 + lid.x + 16u * c;
-            if i < m && j < n {
-                y[out + i * n + j] = acc[r * 4u + c];
-            }
-        }
-    }
+    let out = wid.z * param(0) * param(1);
+    put(out, row0 + ty * 4u + 0u, col0 + tx * 4u, c0);
+    put(out, row0 + ty * 4u + 1u, col0 + tx * 4u, c1);
+    put(out, row0 + ty * 4u + 2u, col0 + tx * 4u, c2);
+    put(out, row0 + ty * 4u + 3u, col0 + tx * 4u, c3);
 }
