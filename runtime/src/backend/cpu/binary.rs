@@ -14,7 +14,7 @@ use crate::kernels::{
 };
 use crate::{kernel, shape, DType, Element, Result, TensorMeta};
 
-type Dims = SmallVec<[usize; 6]>;
+pub(crate) type Dims = SmallVec<[usize; 6]>;
 
 /// Strides of `shape` seen as broadcast to `out` (rank-aligned from the right).
 pub(crate) fn broadcast_strides(shape: &[usize], out: &[usize]) -> Dims {

@@ -1,7 +1,7 @@
 //! The `cpu` backend: host memory, rayon above a size threshold.
 
 mod binary;
-pub(crate) use binary::{broadcast_strides, collapse};
+pub(crate) use binary::{broadcast_strides, collapse, Dims};
 mod index;
 mod layout;
 mod matmul;

@@ -2,7 +2,7 @@
 //! the op a pipeline constant, shapes and strides a parameter buffer.
 
 use super::{unsupported, Program, Shader, WgpuTensor};
-use crate::backend::cpu::{broadcast_strides, collapse};
+use crate::backend::cpu::{broadcast_strides, collapse, Dims};
 use crate::kernels::{
     Add, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow,
     RealDiv, ReluBackward, Sub,
@@ -14,25 +14,74 @@ static SHADER: Shader = shader!("binary");
 /// Op codes of `apply_f32` in binary.wgsl that have no i32 version.
 const F32_ONLY: [u32; 4] = [3, 6, 7, 8];
 
-/// The parameters of a slice of `len` output elements, `[len, rank, dims,
-/// a strides, b strides, extra]`, after merging the dims along which both
+/// The output's dims and each input's strides over them, merged where both
 /// inputs advance together (which keeps the shader's index loop short).
-/// Only a rank-1 layout (same shapes, or a one-element operand) is ever
-/// sliced, and then the one dim is the slice's length.
-fn layout(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta, extra: &[u32]) -> impl Fn(usize) -> Vec<u32> {
-    let (dims, sa, sb) =
-        collapse(&out.shape, &broadcast_strides(a.shape(), &out.shape), &broadcast_strides(b.shape(), &out.shape));
-    let extra = extra.to_vec();
-    move |len| {
-        let mut params = vec![len as u32, dims.len() as u32];
-        match dims.len() {
-            1 => params.push(len as u32),
-            _ => params.extend(dims.iter().map(|&v| v as u32)),
+struct Layout {
+    dims: Dims,
+    a: Dims,
+    b: Dims,
+}
+
+impl Layout {
+    fn of(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Layout {
+        let (dims, a, b) =
+            collapse(&out.shape, &broadcast_strides(a.shape(), &out.shape), &broadcast_strides(b.shape(), &out.shape));
+        Layout { dims, a, b }
+    }
+
+    /// Whether invocations can take four elements: one dim (same shapes,
+    /// or a one-element input; the last vector runs into the buffers'
+    /// slack), or an innermost dim of a multiple of four along which each
+    /// input runs or is broadcast.
+    fn vectors(&self) -> bool {
+        let inner = |s: &[usize]| s.last().is_some_and(|&s| s <= 1);
+        match self.dims.len() {
+            0 => false,
+            1 => true,
+            _ => self.dims.last().is_some_and(|d| d % 4 == 0) && inner(&self.a) && inner(&self.b),
         }
-        params.extend(sa.iter().chain(&sb).map(|&v| v as u32));
-        params.extend_from_slice(&extra);
+    }
+
+    /// `[rank, dims, a strides, b strides, extra]`, with the one dim of a
+    /// rank-1 layout given as `len` (the slice's length when sliced).
+    fn params(&self, len: usize, extra: &[u32]) -> Vec<u32> {
+        let mut params = vec![self.dims.len() as u32];
+        match self.dims.len() {
+            1 => params.push(len as u32),
+            _ => params.extend(self.dims.iter().map(|&v| v as u32)),
+        }
+        params.extend(self.a.iter().chain(&self.b).map(|&v| v as u32));
+        params.extend_from_slice(extra);
         params
     }
+}
+
+/// Runs `entry` (its `_x4` form where the layout allows) with op `op`;
+/// `extra` words follow the layout in the parameters. Only a rank-1
+/// layout (same shapes, or a one-element operand) is ever sliced, and then
+/// the one dim is the slice's length.
+fn run(
+    kernel: &'static str,
+    entries: (&'static str, &'static str),
+    op: u32,
+    a: &WgpuTensor,
+    b: &WgpuTensor,
+    out: &TensorMeta,
+    extra: &[u32],
+) -> Result<WgpuTensor> {
+    let layout = Layout::of(a, b, out);
+    let (vectors, single) = entries;
+    if layout.vectors() {
+        let program = Program { kernel, shader: &SHADER, entry: vectors, op };
+        if let Some(y) = program.run_x4(&[a, b], out, &layout.params(out.numel(), extra))? {
+            return Ok(y);
+        }
+    }
+    Program { kernel, shader: &SHADER, entry: single, op }.run_sliced(&[a, b], out, |len| {
+        let mut params = vec![len as u32];
+        params.extend(layout.params(len, extra));
+        params
+    })
 }
 
 /// Runs arithmetic op `op` (its code in `apply_f32` / `apply_i32` of
@@ -45,22 +94,22 @@ fn binary(
     out: &TensorMeta,
     extra: &[u32],
 ) -> Result<WgpuTensor> {
-    let entry = match a.dtype() {
-        DType::F32 => "binary_f32",
-        DType::I32 if !F32_ONLY.contains(&op) => "binary_i32",
+    let entries = match a.dtype() {
+        DType::F32 => ("binary_f32_x4", "binary_f32"),
+        DType::I32 if !F32_ONLY.contains(&op) => ("binary_i32_x4", "binary_i32"),
         d => return Err(unsupported(kernel, d)),
     };
-    Program { kernel, shader: &SHADER, entry, op }.run_sliced(&[a, b], out, layout(a, b, out, extra))
+    run(kernel, entries, op, a, b, out, extra)
 }
 
 /// Runs comparison `op` (its code in `test_f32` / `test_i32`): bool words out.
 fn compare(kernel: &'static str, op: u32, a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
-    let entry = match a.dtype() {
-        DType::F32 => "compare_f32",
-        DType::I32 => "compare_i32",
+    let entries = match a.dtype() {
+        DType::F32 => ("compare_f32_x4", "compare_f32"),
+        DType::I32 => ("compare_i32_x4", "compare_i32"),
         d => return Err(unsupported(kernel, d)),
     };
-    Program { kernel, shader: &SHADER, entry, op }.run_sliced(&[a, b], out, layout(a, b, out, &[]))
+    run(kernel, entries, op, a, b, out, &[])
 }
 
 /// [`binary`] with no extra parameters.

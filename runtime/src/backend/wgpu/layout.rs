@@ -59,6 +59,10 @@ fn cast(x: &WgpuTensor, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
         return Ok(x.clone());
     }
     let op = code(x.dtype()) * 3 + code(dtype);
+    let vectors = Program { kernel: "Cast", shader: &SHADER, entry: "convert_words_x4", op };
+    if let Some(y) = vectors.run_x4(&[x], out, &[])? {
+        return Ok(y);
+    }
     Program { kernel: "Cast", shader: &SHADER, entry: "convert_words", op }
         .run_sliced(&[x], out, |len| vec![len as u32])
 }

@@ -40,11 +40,18 @@ mod reduce;
 mod softmax;
 mod unary;
 
+/// The kernel behind small uploads to buffers that queued kernels bind.
+static UPLOAD: Shader = shader!("upload");
+
+use std::num::NonZeroU64;
 use std::sync::Arc;
+
+use smallvec::SmallVec;
 
 use super::{Backend, BackendId};
 use crate::backend::cpu::CpuTensor;
 use crate::{DType, Error, Result, Shape, Tensor, TensorMeta};
+use device::Bound;
 pub(crate) use device::{gpu, Gpu};
 pub use device::{groups, Grid, Shader};
 pub(crate) use pool::{memory, pooled, set_limit, trim_to};
@@ -256,19 +263,32 @@ impl Program {
         if n > 0 {
             let g = gpu(self.kernel)?;
             let pipeline = self.pipeline(g, inputs, out)?;
-            let params = pool::params(g, self.kernel, params)?;
-            let mut bound: Vec<wgpu::BindingResource<'_>> =
-                inputs.iter().map(|t| t.buf.raw().as_entire_binding()).collect();
-            bound.push(y.raw().as_entire_binding());
-            bound.push(params.as_entire_binding());
-            g.dispatch(self.kernel, &pipeline, &bound, grid)?;
+            let bound: SmallVec<[Bound<'_>; 4]> =
+                inputs.iter().map(|t| t.buf.slab()).chain([y.slab()]).map(Bound::whole).collect();
+            g.dispatch(self.kernel, &pipeline, &bound, params, grid)?;
         }
         Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
     }
 
-    fn pipeline(&self, g: &Gpu, inputs: &[&WgpuTensor], out: &TensorMeta) -> Result<wgpu::ComputePipeline> {
+    fn pipeline(&self, g: &Gpu, inputs: &[&WgpuTensor], out: &TensorMeta) -> Result<device::Pipeline> {
         let dtype = inputs.first().map_or(out.dtype, |t| t.dtype);
-        g.pipeline(self.kernel, self.shader, self.entry, dtype, self.op)
+        g.pipeline(self.kernel, self.shader, self.entry, dtype, self.op, inputs.len())
+    }
+
+    /// Runs an elementwise program whose invocations take four elements
+    /// each, as `vec4`s (the `_x4` entry points of the built-in shaders),
+    /// with parameters `[vector count, rest...]`. `None` when the output
+    /// passes the binding limit: the caller runs its one-element program
+    /// in slices instead.
+    pub(crate) fn run_x4(&self, inputs: &[&WgpuTensor], out: &TensorMeta, rest: &[u32]) -> Result<Option<WgpuTensor>> {
+        let n = out.numel();
+        if n as u64 * 4 > device::MAX_BINDING || inputs.iter().any(|t| t.bytes() > device::MAX_BINDING) {
+            return Ok(None);
+        }
+        let vectors = n.div_ceil(4);
+        let mut params = vec![vectors as u32];
+        params.extend_from_slice(rest);
+        self.run_grid(inputs, out, &params, Grid::Elements(vectors)).map(Some)
     }
 
     /// [`Program::run`] for an elementwise program on outputs of any size:
@@ -295,24 +315,16 @@ impl Program {
         let step = device::MAX_BINDING as usize / 4 / align * align;
         for start in (0..n).step_by(step) {
             let len = step.min(n - start);
-            fn slice(b: &wgpu::Buffer, start: usize, len: usize) -> wgpu::BindingResource<'_> {
-                wgpu::BindingResource::Buffer(wgpu::BufferBinding {
-                    buffer: b,
-                    offset: start as u64 * 4,
-                    size: std::num::NonZeroU64::new(len as u64 * 4),
-                })
-            }
-            let p = pool::params(g, self.kernel, &params(len))?;
-            let mut bound: Vec<wgpu::BindingResource<'_>> = inputs
+            let slice = |slab| Bound { slab, offset: start as u64 * 4, size: NonZeroU64::new(len as u64 * 4) };
+            let bound: SmallVec<[Bound<'_>; 4]> = inputs
                 .iter()
                 .map(|t| match whole(t) {
-                    true => t.buf.raw().as_entire_binding(),
-                    false => slice(t.buf.raw(), start, len),
+                    true => Bound::whole(t.buf.slab()),
+                    false => slice(t.buf.slab()),
                 })
+                .chain([slice(y.slab())])
                 .collect();
-            bound.push(slice(y.raw(), start, len));
-            bound.push(p.as_entire_binding());
-            g.dispatch(self.kernel, &pipeline, &bound, Grid::Elements(len))?;
+            g.dispatch(self.kernel, &pipeline, &bound, &params(len), Grid::Elements(len))?;
         }
         Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
     }
@@ -350,6 +362,31 @@ pub(crate) fn rule_error(kernel: &'static str) -> impl FnOnce(String) -> Error {
 /// ```
 pub fn synchronize() -> Result<()> {
     gpu("")?.wait()
+}
+
+/// For tests that need the `wgpu` backend: whether it has an adapter.
+/// Without one it writes `SKIP (no wgpu adapter): <what>` straight to the
+/// process's stderr, past the test harness's output capture, so that the
+/// skip shows in `cargo test`'s normal output rather than passing quietly;
+/// and under `OPFORGE_REQUIRE_GPU=1` (as CI sets) it panics instead.
+///
+/// ```
+/// if opforge::backend::wgpu::adapter_or_skip("my_gpu_test") {
+///     // ... the part that runs on the GPU
+/// }
+/// ```
+pub fn adapter_or_skip(what: &str) -> bool {
+    let reason = match device::describe() {
+        Ok(_) => return true,
+        Err(reason) => reason,
+    };
+    if std::env::var("OPFORGE_REQUIRE_GPU").is_ok_and(|v| v == "1") {
+        panic!("OPFORGE_REQUIRE_GPU=1 but no wgpu adapter for {what}: {reason}");
+    }
+    use std::io::Write as _;
+    // `eprintln!` would be captured, and shown only if the test failed.
+    let _ = writeln!(std::io::stderr(), "SKIP (no wgpu adapter): {what}: {reason}");
+    false
 }
 
 /// What [`backends`] reports about one backend.

@@ -55,8 +55,16 @@ impl Pass<'_> {
     fn run(&self, x: &WgpuTensor) -> Result<WgpuTensor> {
         let n_out = self.out.numel();
         let r: usize = self.reduced.0.iter().product();
-        let chunks = if r <= SHORT || n_out >= BUSY { 1 } else { r.div_ceil(CHUNK).min(BUSY.div_ceil(n_out)) };
-        let chunk = r.div_ceil(chunks);
+        let mut chunks = if r <= SHORT || n_out >= BUSY { 1 } else { r.div_ceil(CHUNK).min(BUSY.div_ceil(n_out)) };
+        let mut chunk = r.div_ceil(chunks);
+        // Each output's elements contiguous, starting on a whole vector:
+        // read as vectors, in chunks of whole vectors.
+        let vectors =
+            r > SHORT && r % 4 == 0 && self.reduced.1.as_slice() == [1] && self.kept.1.iter().all(|s| s % 4 == 0);
+        if vectors {
+            chunk = chunk.next_multiple_of(4);
+            chunks = r.div_ceil(chunk);
+        }
         let wide = |ints: &[usize]| ints.iter().map(|&v| v as u32).collect::<Vec<_>>();
         let mut params = vec![
             n_out as u32,
@@ -75,8 +83,11 @@ impl Pass<'_> {
         let (entry, scale) = match (x.dtype(), r <= SHORT) {
             (DType::F32, true) => ("reduce_threads_f32", self.scale),
             (DType::I32, true) => ("reduce_threads_i32", 1.0),
-            (DType::F32, false) => ("reduce_groups_f32", if chunks == 1 { self.scale } else { 1.0 }),
-            (DType::I32, false) => ("reduce_groups_i32", 1.0),
+            (DType::F32, false) => (
+                if vectors { "reduce_groups_f32_x4" } else { "reduce_groups_f32" },
+                if chunks == 1 { self.scale } else { 1.0 },
+            ),
+            (DType::I32, false) => (if vectors { "reduce_groups_i32_x4" } else { "reduce_groups_i32" }, 1.0),
             (d, _) => return Err(unsupported(self.kernel, d)),
         };
         params.push(scale.to_bits());

@@ -6,15 +6,22 @@ use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("unary");
 
-/// Runs op `op` (its code in `apply_f32` / `apply_i32` of unary.wgsl).
+/// Runs op `op` (its code in `apply_f32` / `apply_i32` of unary.wgsl):
+/// four elements per invocation, or one past the binding limit, where the
+/// tensor runs in slices.
 fn unary(kernel: &'static str, op: u32, x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
-    let entry = match x.dtype() {
-        DType::F32 => "unary_f32",
+    let entries = match x.dtype() {
+        DType::F32 => ("unary_f32_x4", "unary_f32"),
         // Only Neg and Abs (codes 0 and 1) have i32 versions in the shader.
-        DType::I32 if op <= 1 => "unary_i32",
+        DType::I32 if op <= 1 => ("unary_i32_x4", "unary_i32"),
         d => return Err(unsupported(kernel, d)),
     };
-    Program { kernel, shader: &SHADER, entry, op }.run_sliced(&[x], out, |len| vec![len as u32])
+    let (vectors, single) = entries;
+    let program = Program { kernel, shader: &SHADER, entry: vectors, op };
+    if let Some(y) = program.run_x4(&[x], out, &[])? {
+        return Ok(y);
+    }
+    Program { kernel, shader: &SHADER, entry: single, op }.run_sliced(&[x], out, |len| vec![len as u32])
 }
 
 macro_rules! unary_kernels {

@@ -9,8 +9,15 @@ override OP: u32 = 0u;
 @group(0) @binding(0) var<storage, read> a: array<u32>;
 @group(0) @binding(1) var<storage, read> b: array<u32>;
 @group(0) @binding(2) var<storage, read_write> y: array<u32>;
+// The same bindings as vectors, for the `_x4` entry points: four output
+// elements per invocation, where the innermost dim is a multiple of four
+// and each input either runs along it (a vector load) or is broadcast
+// across it (one word, splat).
+@group(0) @binding(0) var<storage, read> a4: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read> b4: array<vec4<u32>>;
+@group(0) @binding(2) var<storage, read_write> y4: array<vec4<u32>>;
 // [n, rank, out_shape[rank], a_strides[rank], b_strides[rank], extra...]; a
-// stride is 0 along a broadcast dim. ApplyGradientDescent's alpha is the
+// stride is 0 along a broadcast dim. For `_x4`, n counts vectors. ApplyGradientDescent's alpha is the
 // one extra word.
 @group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
 
@@ -138,4 +145,58 @@ fn compare_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workg
 @compute @workgroup_size(256)
 fn compare_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     run(gid, groups, 1u, false);
+}
+
+// Four words of an input at element offset `o`: a vector where the input
+// runs along the innermost dim (stride 1, so `o` is a multiple of four),
+// else its one word, splat.
+fn quad_a(o: u32, inner: u32) -> vec4<u32> {
+    if inner == 1u {
+        return a4[o >> 2u];
+    }
+    return vec4<u32>(a4[o >> 2u][o & 3u]);
+}
+
+fn quad_b(o: u32, inner: u32) -> vec4<u32> {
+    if inner == 1u {
+        return b4[o >> 2u];
+    }
+    return vec4<u32>(b4[o >> 2u][o & 3u]);
+}
+
+fn run_x4(gid: vec3<u32>, groups: vec3<u32>, kind: u32, float: bool) {
+    let v = element(gid, groups);
+    if v >= param(0) {
+        return;
+    }
+    let rank = param(1);
+    let o = offsets(v * 4u);
+    let x = quad_a(o.x, param(1u + 2u * rank));
+    let z = quad_b(o.y, param(1u + 3u * rank));
+    y4[v] = vec4<u32>(
+        word(x.x, z.x, kind, float),
+        word(x.y, z.y, kind, float),
+        word(x.z, z.z, kind, float),
+        word(x.w, z.w, kind, float),
+    );
+}
+
+@compute @workgroup_size(256)
+fn binary_f32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    run_x4(gid, groups, 0u, true);
+}
+
+@compute @workgroup_size(256)
+fn binary_i32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    run_x4(gid, groups, 0u, false);
+}
+
+@compute @workgroup_size(256)
+fn compare_f32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    run_x4(gid, groups, 1u, true);
+}
+
+@compute @workgroup_size(256)
+fn compare_i32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    run_x4(gid, groups, 1u, false);
 }

@@ -7,7 +7,11 @@ override OP: u32 = 0u;
 
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
-// gather: [n, rank, out_shape[rank], x_strides[rank]]; convert_words: [n]
+// As vectors, for `convert_words_x4` (see unary.wgsl).
+@group(0) @binding(0) var<storage, read> x4: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> y4: array<vec4<u32>>;
+// gather: [n, rank, out_shape[rank], x_strides[rank]]; convert_words: [n];
+// convert_words_x4: [vector count]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
 // Output element i is input element sum(index[d] * x_strides[d]): a
@@ -66,4 +70,14 @@ fn convert_words(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_wor
         return;
     }
     y[i] = convert(x[i]);
+}
+
+@compute @workgroup_size(256)
+fn convert_words_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let v = x4[i];
+    y4[i] = vec4<u32>(convert(v.x), convert(v.y), convert(v.z), convert(v.w));
 }

@@ -13,6 +13,9 @@ override OP: u32 = 0u;
 
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
+// x as vectors, for `reduce_groups_*_x4`: where the reduced elements of
+// each output are contiguous and every chunk starts on a whole vector.
+@group(0) @binding(0) var<storage, read> x4: array<vec4<u32>>;
 // [n_out, r, chunk, chunks, kept_rank, red_rank, kept_dims, kept_strides,
 //  red_dims, red_strides, scale]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
@@ -102,22 +105,16 @@ fn reduce_thread(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
     y[o] = finish(acc, float);
 }
 
-// Workgroup w folds one chunk of one output: strided partial values, then
-// a tree in workgroup memory.
-fn reduce_group(wid: vec3<u32>, groups: vec3<u32>, t: u32, float: bool) {
-    // Uniform per workgroup, so returning keeps the barriers uniform.
-    let w = wid.y * groups.x + wid.x;
+// Workgroup w's output and the range [start, end) of its chunk.
+fn chunk_of(w: u32) -> vec3<u32> {
     let chunks = param(3);
-    if w >= param(0) * chunks {
-        return;
-    }
-    let base = kept_offset(w / chunks);
     let start = (w % chunks) * param(2);
-    let end = min(start + param(2), param(1));
-    var acc = init(float);
-    for (var j = start + t; j < end; j += 256u) {
-        acc = fold(acc, x[base + reduced_offset(j)], float);
-    }
+    return vec3<u32>(kept_offset(w / chunks), start, min(start + param(2), param(1)));
+}
+
+// Combines the workgroup's 256 partial values as a tree; invocation 0
+// writes the result.
+fn finish_group(w: u32, t: u32, acc: u32, float: bool) {
     scratch[t] = acc;
     workgroupBarrier();
     for (var s = 128u; s > 0u; s >>= 1u) {
@@ -129,6 +126,37 @@ fn reduce_group(wid: vec3<u32>, groups: vec3<u32>, t: u32, float: bool) {
     if t == 0u {
         y[w] = finish(scratch[0], float);
     }
+}
+
+// Workgroup w folds one chunk of one output: strided partial values, then
+// a tree in workgroup memory.
+fn reduce_group(wid: vec3<u32>, groups: vec3<u32>, t: u32, float: bool) {
+    // Uniform per workgroup, so returning keeps the barriers uniform.
+    let w = wid.y * groups.x + wid.x;
+    if w >= param(0) * param(3) {
+        return;
+    }
+    let c = chunk_of(w);
+    var acc = init(float);
+    for (var j = c.y + t; j < c.z; j += 256u) {
+        acc = fold(acc, x[c.x + reduced_offset(j)], float);
+    }
+    finish_group(w, t, acc, float);
+}
+
+// `reduce_group` reading four contiguous elements at a time.
+fn reduce_group_x4(wid: vec3<u32>, groups: vec3<u32>, t: u32, float: bool) {
+    let w = wid.y * groups.x + wid.x;
+    if w >= param(0) * param(3) {
+        return;
+    }
+    let c = chunk_of(w);
+    var acc = init(float);
+    for (var j = c.y + 4u * t; j < c.z; j += 1024u) {
+        let v = x4[(c.x + j) >> 2u];
+        acc = fold(fold(fold(fold(acc, v.x, float), v.y, float), v.z, float), v.w, float);
+    }
+    finish_group(w, t, acc, float);
 }
 
 @compute @workgroup_size(256)
@@ -157,4 +185,22 @@ fn reduce_groups_i32(
     @builtin(local_invocation_index) t: u32,
 ) {
     reduce_group(wid, groups, t, false);
+}
+
+@compute @workgroup_size(256)
+fn reduce_groups_f32_x4(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    reduce_group_x4(wid, groups, t, true);
+}
+
+@compute @workgroup_size(256)
+fn reduce_groups_i32_x4(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    reduce_group_x4(wid, groups, t, false);
 }

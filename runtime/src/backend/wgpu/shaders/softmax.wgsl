@@ -3,11 +3,16 @@
 // (o / inner) * len * inner + o % inner and steps by inner.
 //
 // `softmax_threads` gives each row an invocation, for short rows; for long
-// ones `softmax_groups` gives each row a workgroup, whose max and sum are
-// trees over 256 partial values (which also keeps the f32 sum accurate).
+// ones `softmax_groups` gives each row a workgroup. Each invocation keeps a
+// running max and sum of exponentials over its share of the row (one read
+// of x finds both), the workgroup combines the 256 pairs as a tree (which
+// also keeps the f32 sum accurate), and a second read writes the row.
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read_write> y: array<f32>;
+// As vectors, for `softmax_groups_x4`.
+@group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read_write> y4: array<vec4<f32>>;
 // [rows, len, inner]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
@@ -43,6 +48,48 @@ fn softmax_threads(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
     }
 }
 
+// A running (max, sum of exp(x - max)) over values seen so far, with v
+// added: one pass over a row finds both. An -inf value adds nothing, and
+// NaN makes the sum NaN, as on the cpu.
+fn add_value(acc: vec2<f32>, v: f32) -> vec2<f32> {
+    if v > acc.x {
+        return vec2<f32>(v, acc.y * exp(acc.x - v) + 1.0);
+    }
+    if v == acc.x && v == neg_inf() {
+        return acc;
+    }
+    return vec2<f32>(acc.x, acc.y + exp(v - acc.x));
+}
+
+// Two running (max, sum) pairs as one.
+fn combine(p: vec2<f32>, q: vec2<f32>) -> vec2<f32> {
+    let top = max(p.x, q.x);
+    if top == neg_inf() {
+        return vec2<f32>(top, p.y + q.y);
+    }
+    return vec2<f32>(top, p.y * exp(p.x - top) + q.y * exp(q.x - top));
+}
+
+fn neg_inf() -> f32 {
+    return bitcast<f32>(0xff800000u);
+}
+
+var<workgroup> pairs: array<vec2<f32>, 256>;
+
+// Row o's (max, sum) in every invocation of the workgroup, from each
+// invocation's own pair, as a tree in workgroup memory.
+fn row_total(t: u32, own: vec2<f32>) -> vec2<f32> {
+    pairs[t] = own;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s >>= 1u) {
+        if t < s {
+            pairs[t] = combine(pairs[t], pairs[t + s]);
+        }
+        workgroupBarrier();
+    }
+    return pairs[0];
+}
+
 @compute @workgroup_size(256)
 fn softmax_groups(
     @builtin(workgroup_id) wid: vec3<u32>,
@@ -57,36 +104,39 @@ fn softmax_groups(
     let len = param(1);
     let step = param(2);
     let base = row_start(o);
-    var top = bitcast<f32>(0xff800000u);
+    var own = vec2<f32>(neg_inf(), 0.0);
     for (var i = t; i < len; i += 256u) {
-        top = max(top, x[base + i * step]);
+        own = add_value(own, x[base + i * step]);
     }
-    scratch[t] = top;
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {
-        if t < s {
-            scratch[t] = max(scratch[t], scratch[t + s]);
-        }
-        workgroupBarrier();
-    }
-    top = scratch[0];
-    workgroupBarrier();
-    var sum = 0.0;
+    let total = row_total(t, own);
+    let scale = 1.0 / total.y;
     for (var i = t; i < len; i += 256u) {
-        let e = exp(x[base + i * step] - top);
-        y[base + i * step] = e;
-        sum += e;
+        y[base + i * step] = exp(x[base + i * step] - total.x) * scale;
     }
-    scratch[t] = sum;
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {
-        if t < s {
-            scratch[t] += scratch[t + s];
-        }
-        workgroupBarrier();
+}
+
+// `softmax_groups` for contiguous rows (inner 1) of a multiple of four:
+// 16-byte loads and stores.
+@compute @workgroup_size(256)
+fn softmax_groups_x4(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    let o = wid.y * groups.x + wid.x;
+    if o >= param(0) {
+        return;
     }
-    let scale = 1.0 / scratch[0];
-    for (var i = t; i < len; i += 256u) {
-        y[base + i * step] *= scale;
+    let quads = param(1) / 4u;
+    let base = o * quads;
+    var own = vec2<f32>(neg_inf(), 0.0);
+    for (var i = t; i < quads; i += 256u) {
+        let v = x4[base + i];
+        own = add_value(add_value(add_value(add_value(own, v.x), v.y), v.z), v.w);
+    }
+    let total = row_total(t, own);
+    let scale = 1.0 / total.y;
+    for (var i = t; i < quads; i += 256u) {
+        y4[base + i] = exp(x4[base + i] - vec4<f32>(total.x)) * scale;
     }
 }

@@ -9,7 +9,13 @@ override OP: u32 = 0u;
 
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
-// [element count]
+// The same bindings as vectors, for the `_x4` entry points: each
+// invocation takes four elements with one 16-byte load and store. The last
+// vector may run past the tensor into its buffer's slack (buffers are whole
+// vectors long), where nothing reads the result.
+@group(0) @binding(0) var<storage, read> x4: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> y4: array<vec4<u32>>;
+// [element count, or vector count for `_x4`]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
 // tanh written through exp(-2|v|): the textbook (e^2v - 1) / (e^2v + 1)
@@ -61,4 +67,24 @@ fn unary_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
         return;
     }
     y[i] = bitcast<u32>(apply_i32(bitcast<i32>(x[i])));
+}
+
+@compute @workgroup_size(256)
+fn unary_f32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let v = bitcast<vec4<f32>>(x4[i]);
+    y4[i] = bitcast<vec4<u32>>(vec4<f32>(apply_f32(v.x), apply_f32(v.y), apply_f32(v.z), apply_f32(v.w)));
+}
+
+@compute @workgroup_size(256)
+fn unary_i32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let v = bitcast<vec4<i32>>(x4[i]);
+    y4[i] = bitcast<vec4<u32>>(vec4<i32>(apply_i32(v.x), apply_i32(v.y), apply_i32(v.z), apply_i32(v.w)));
 }
