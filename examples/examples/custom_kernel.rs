@@ -33,14 +33,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!("wgpu adapter: {}", wgpu.description);
         // The WGSL kernel runs: the fallback, which would quietly use the
         // cpu kernel, is off.
-        opforge::set_fallback(false);
         let gx = x.to_backend(BackendId::Wgpu)?;
-        let gy = my_square(&gx)?;
+        let (gy, gdx) =
+            opforge::with_fallback(false, || Ok::<_, opforge::Error>((my_square(&gx)?, grad(my_square)(&gx)?)))?;
         println!("my_square(x) on wgpu = {gy}");
         check(gy.backend() == BackendId::Wgpu && gy.to_vec::<f32>()? == y.to_vec::<f32>()?, "the WGSL kernel agrees")?;
-        let gdx = grad(my_square)(&gx)?;
         check(gdx.to_vec::<f32>()? == dx.to_vec::<f32>()?, "the gradient runs on wgpu too")?;
-        opforge::set_fallback(true);
     } else {
         println!("SKIP: no wgpu adapter, so the WGSL kernel is not run ({})", wgpu.description);
     }

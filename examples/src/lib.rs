@@ -17,25 +17,17 @@ pub fn check(ok: bool, what: &str) -> Result<(), String> {
 }
 
 /// Whether the `wgpu` backend has an adapter, for tests that need one:
-/// prints a loud SKIP line when it has none, and panics instead when
+/// [`opforge::backend::wgpu::adapter_or_skip`], which prints a SKIP line
+/// that `cargo test` shows when it has none, and panics instead when
 /// `OPFORGE_REQUIRE_GPU=1` (as CI sets), so that no GPU test passes silently.
 ///
 /// ```
-/// if opforge_examples::wgpu_or_skip() {
+/// if opforge_examples::wgpu_or_skip("my_test") {
 ///     // ... run the GPU part
 /// }
 /// ```
-pub fn wgpu_or_skip() -> bool {
-    let info = opforge::backends().into_iter().find(|b| b.backend == opforge::BackendId::Wgpu);
-    let (available, description) = info.map_or((false, "not in this build".into()), |b| (b.available, b.description));
-    if !available {
-        assert!(
-            std::env::var("OPFORGE_REQUIRE_GPU").map_or(true, |v| v != "1"),
-            "OPFORGE_REQUIRE_GPU=1 but no wgpu adapter: {description}"
-        );
-        eprintln!("SKIP: no wgpu adapter ({description})");
-    }
-    available
+pub fn wgpu_or_skip(what: &str) -> bool {
+    opforge::backend::wgpu::adapter_or_skip(what)
 }
 
 pub mod digits {

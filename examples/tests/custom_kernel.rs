@@ -13,10 +13,14 @@ fn the_plugin_registers_a_wgpu_kernel() {
 
 #[test]
 fn the_wgsl_kernel_agrees_with_the_cpu_kernel() {
-    if !opforge_examples::wgpu_or_skip() {
+    if !opforge_examples::wgpu_or_skip("the_wgsl_kernel_agrees_with_the_cpu_kernel") {
         return;
     }
-    opforge::set_fallback(false);
+    // The fallback would quietly run the cpu kernel: off, on this thread.
+    opforge::with_fallback(false, wgsl_agrees_with_cpu);
+}
+
+fn wgsl_agrees_with_cpu() {
     // Odd sizes, past one workgroup and past one row of workgroups.
     for n in [1usize, 7, 1023, 65537, 256 * 65535 + 1] {
         let x = Tensor::random_uniform(&[n], -3.0, 3.0, n as u64).unwrap();

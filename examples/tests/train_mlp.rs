@@ -24,13 +24,12 @@ fn train_on(backend: BackendId) -> (Vec<f64>, f32) {
 
 #[test]
 fn wgpu_trains_to_the_accuracy_of_the_cpu() {
-    if !opforge_examples::wgpu_or_skip() {
+    if !opforge_examples::wgpu_or_skip("wgpu_trains_to_the_accuracy_of_the_cpu") {
         return;
     }
-    // Kernels missing on wgpu would make this a cpu run in disguise.
-    opforge::set_fallback(false);
     let (cpu_losses, cpu_accuracy) = train_on(BackendId::Cpu);
-    let (gpu_losses, gpu_accuracy) = train_on(BackendId::Wgpu);
+    // Kernels missing on wgpu would make this a cpu run in disguise.
+    let (gpu_losses, gpu_accuracy) = opforge::with_fallback(false, || train_on(BackendId::Wgpu));
     for (epoch, (c, g)) in cpu_losses.iter().zip(&gpu_losses).enumerate() {
         assert!((c - g).abs() <= 1e-3 * c.abs().max(1e-2), "epoch {}: cpu loss {c}, wgpu loss {g}", epoch + 1);
     }

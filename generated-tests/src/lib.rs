@@ -91,21 +91,13 @@ mod generated {
     /// implementation ran. Without an adapter it prints a SKIP line, or
     /// fails under `OPFORGE_REQUIRE_GPU=1`.
     fn check_parity(case: &str, inputs: &[&Tensor], f: impl Fn(&[&Tensor]) -> opforge::Result<Tensor>) {
-        let info = &opforge::backends()[1];
-        if !info.available {
-            assert!(
-                std::env::var("OPFORGE_REQUIRE_GPU").map_or(true, |v| v != "1"),
-                "no adapter: {}",
-                info.description
-            );
-            eprintln!("SKIP: no wgpu adapter ({})", info.description);
+        if !opforge::backend::wgpu::adapter_or_skip(case) {
             return;
         }
-        // Every test here wants it off, so concurrent tests agree.
-        opforge::set_fallback(false);
         let want = f(inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
         let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(BackendId::Wgpu).unwrap()).collect();
-        let got = f(&moved.iter().collect::<Vec<_>>()).unwrap_or_else(|e| panic!("{case} on wgpu: {e}"));
+        let got = opforge::with_fallback(false, || f(&moved.iter().collect::<Vec<_>>()))
+            .unwrap_or_else(|e| panic!("{case} on wgpu: {e}"));
         assert_eq!(got.backend(), BackendId::Wgpu, "{case}");
         assert_eq!(got.meta(), want.meta(), "{case}");
         match want.dtype() {

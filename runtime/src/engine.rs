@@ -1,6 +1,6 @@
 //! The engine: validate, resolve, execute.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -118,7 +118,14 @@ pub fn default_backend() -> BackendId {
 
 static FALLBACK: AtomicBool = AtomicBool::new(true);
 
-/// Turns the cpu fallback on or off and returns the previous setting.
+thread_local! {
+    /// This thread's override of [`FALLBACK`], set by [`with_fallback`].
+    static FALLBACK_HERE: Cell<Option<bool>> = const { Cell::new(None) };
+}
+
+/// Turns the cpu fallback on or off for the whole process and returns the
+/// previous setting. Code that wants it changed only for a while, such as
+/// a test beside others, uses [`with_fallback`], which no other thread sees.
 ///
 /// With it on (the default), a kernel that has no implementation on its
 /// inputs' backend runs on the cpu: the inputs are copied there, the cpu
@@ -135,6 +142,46 @@ pub fn set_fallback(enabled: bool) -> bool {
     FALLBACK.swap(enabled, Ordering::Relaxed)
 }
 
+/// Runs `f` with the cpu fallback (see [`set_fallback`]) on or off on this
+/// thread only, whatever the process-wide setting, and restores this
+/// thread's previous setting afterwards, also when `f` panics. Kernels that
+/// `f` runs on other threads (rayon's) are not affected, but they never
+/// dispatch ops: the fallback is decided where the op is called.
+///
+/// ```
+/// use opforge::{kernels::Sqrt, Tensor};
+/// let x = Tensor::from_vec(vec![4.0f32], &[1])?;
+/// // Every built-in kernel has a cpu implementation, so nothing falls back
+/// // here; on a backend without one, `f` would get `KernelNotFound`.
+/// let y = opforge::with_fallback(false, || opforge::ops::sqrt(&x))?;
+/// assert_eq!(y.to_vec::<f32>()?, vec![2.0]);
+/// assert!(opforge::fallback_enabled(), "only inside the closure");
+/// # let _ = Sqrt;
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn with_fallback<T>(enabled: bool, f: impl FnOnce() -> T) -> T {
+    struct Restore(Option<bool>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            FALLBACK_HERE.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(FALLBACK_HERE.with(|c| c.replace(Some(enabled))));
+    f()
+}
+
+/// Whether a kernel missing on a backend runs on the cpu here: this
+/// thread's [`with_fallback`] setting if inside one, else the process-wide
+/// [`set_fallback`] one.
+///
+/// ```
+/// assert!(opforge::fallback_enabled());
+/// assert!(!opforge::with_fallback(false, opforge::fallback_enabled));
+/// ```
+pub fn fallback_enabled() -> bool {
+    FALLBACK_HERE.with(Cell::get).unwrap_or_else(|| FALLBACK.load(Ordering::Relaxed))
+}
+
 /// Runs `K` on the cpu for inputs on `backend`, which lacks it. Without a
 /// fallback (it is off, the inputs are on the cpu already, or the lookup
 /// failed for another reason, such as a duplicate registration), the
@@ -147,7 +194,7 @@ fn fallback<K: KernelSpec>(
     meta: &TensorMeta,
 ) -> Result<Tensor> {
     let slot = K::slot();
-    let cpu = match slot.known_absent(backend) && backend != BackendId::Cpu && FALLBACK.load(Ordering::Relaxed) {
+    let cpu = match slot.known_absent(backend) && backend != BackendId::Cpu && fallback_enabled() {
         true => slot.find(BackendId::Cpu),
         false => None,
     };
@@ -160,7 +207,7 @@ fn fallback<K: KernelSpec>(
     if WARNED.lock().unwrap_or_else(PoisonError::into_inner).insert(K::NAME) {
         eprintln!(
             "opforge: kernel `{}` has no `{backend}` implementation; running it on the cpu \
-             (copies its inputs and output; opforge::set_fallback(false) makes this an error)",
+             (copies its inputs and output; opforge::set_fallback(false) or with_fallback(false, ..) makes this an error)",
             K::NAME
         );
     }

@@ -77,7 +77,8 @@ pub use backend::wgpu::{backends, BackendInfo};
 pub use backend::BackendId;
 pub use dtype::{DType, Element};
 pub use engine::{
-    default_backend, memory, set_default_backend, set_fallback, set_pool_limit, trim_pool, BackendMemory, Engine,
+    default_backend, fallback_enabled, memory, set_default_backend, set_fallback, set_pool_limit, trim_pool,
+    with_fallback, BackendMemory, Engine,
 };
 pub use error::{Error, InputDesc, Location, Result};
 pub use opforge_macros::{gradient, kernel, op, spec};

@@ -9,10 +9,7 @@ use opforge::{ops, BackendId, DType, Tensor, Variable};
 #[test]
 fn new_tensors_follow_the_default_backend() {
     assert_eq!(opforge::default_backend(), BackendId::Cpu);
-    let info = opforge::backends().into_iter().find(|b| b.backend == BackendId::Wgpu).expect("wgpu is listed");
-    if !info.available {
-        assert!(std::env::var("OPFORGE_REQUIRE_GPU").map_or(true, |v| v != "1"), "no adapter: {}", info.description);
-        eprintln!("SKIP: no wgpu adapter ({})", info.description);
+    if !opforge::backend::wgpu::adapter_or_skip("new_tensors_follow_the_default_backend") {
         let err = opforge::set_default_backend(BackendId::Wgpu).unwrap_err().to_string();
         assert!(err.contains("backend `wgpu` is not available"), "{err}");
         assert_eq!(opforge::default_backend(), BackendId::Cpu, "unchanged by the refusal");

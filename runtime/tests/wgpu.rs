@@ -9,16 +9,10 @@ use common::BINARY_OPS;
 use opforge::{ops, BackendId, DType, Error, Result, Tensor};
 
 /// Whether a wgpu adapter exists; see the module doc.
+#[track_caller]
 fn gpu() -> Option<()> {
-    let info = opforge::backends().into_iter().find(|b| b.backend == BackendId::Wgpu).expect("wgpu is listed");
-    if info.available {
-        return Some(());
-    }
-    if std::env::var("OPFORGE_REQUIRE_GPU").is_ok_and(|v| v == "1") {
-        panic!("OPFORGE_REQUIRE_GPU=1 but no wgpu adapter: {}", info.description);
-    }
-    eprintln!("SKIP: no wgpu adapter ({})", info.description);
-    None
+    let caller = std::panic::Location::caller();
+    opforge::backend::wgpu::adapter_or_skip(&format!("tests/wgpu.rs:{}", caller.line())).then_some(())
 }
 
 fn on_gpu(t: &Tensor) -> Tensor {
@@ -72,7 +66,10 @@ fn unary_f32_parity() {
 }
 
 /// Pairs of shapes that broadcast, from equal to scalar against rank 4.
-const SHAPES: [(&[usize], &[usize]); 7] = [
+/// Same shapes, a one-element operand, broadcasts of every kind; the last
+/// three run four elements per invocation along an innermost dim of a
+/// multiple of four, an operand broadcast along it or across it.
+const SHAPES: [(&[usize], &[usize]); 10] = [
     (&[1023], &[1023]),
     (&[65537], &[1]),
     (&[], &[7]),
@@ -80,6 +77,9 @@ const SHAPES: [(&[usize], &[usize]); 7] = [
     (&[2, 3, 4, 5], &[3, 1, 5]),
     (&[6, 1], &[1, 7]),
     (&[1], &[1]),
+    (&[5, 8], &[8]),
+    (&[5, 8], &[5, 1]),
+    (&[2, 3, 12], &[2, 1, 12]),
 ];
 
 #[test]
@@ -229,17 +229,17 @@ fn gradients_run_on_wgpu_tensors() {
     assert_close("grad(sum(sin(x) * x))", &want, &got, 1e-5);
 }
 
-/// Touches the process-wide fallback setting: its own test binary would be
-/// cleaner, but only this test reads the setting off its default.
+/// Turns the fallback off on this thread only: the fallback test beside it
+/// keeps the process-wide default.
 #[test]
 fn fallback_off_is_the_kernel_not_found_error() {
     let Some(()) = gpu() else { return };
     let x = on_gpu(&Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap());
-    let previous = opforge::set_fallback(false);
-    let err = cube_cpu_only(&x).unwrap_err();
-    // Kernels with wgpu code are unaffected.
-    let neg = ops::neg(&x);
-    opforge::set_fallback(previous);
+    let (err, neg) = opforge::with_fallback(false, || {
+        // Kernels with wgpu code are unaffected.
+        (cube_cpu_only(&x).unwrap_err(), ops::neg(&x))
+    });
+    assert!(opforge::fallback_enabled(), "restored");
     assert!(matches!(err, Error::KernelNotFound { .. }), "{err:?}");
     assert_eq!(
         err.to_string(),
@@ -374,4 +374,76 @@ fn threads_share_the_device_without_mixing_results() {
             });
         }
     });
+}
+
+#[test]
+fn both_matmul_tilings_agree_with_the_cpu_for_every_transpose() {
+    let Some(()) = gpu() else { return };
+    // (batch, m, k, n): 64x64 blocks for the small products, 128x128 ones
+    // once there are 256 of them; sizes off every tile and slice multiple.
+    let cases = [(1, 130, 37, 67), (3, 1, 5, 200), (64, 129, 19, 131), (1, 2050, 9, 2100), (2, 17, 0, 3)];
+    for (batch, m, k, n) in cases {
+        for (ta, tb) in [(false, false), (false, true), (true, false), (true, true)] {
+            let a_shape = if ta { [batch, k, m] } else { [batch, m, k] };
+            let b_shape = if tb { [batch, n, k] } else { [batch, k, n] };
+            let a = Tensor::random_uniform(&a_shape, -1.0, 1.0, (m * n + k) as u64).unwrap();
+            let b = Tensor::random_uniform(&b_shape, -1.0, 1.0, (m + n * k) as u64).unwrap();
+            let want = ops::matmul(&a, &b, ta, tb).unwrap();
+            let got = ops::matmul(&on_gpu(&a), &on_gpu(&b), ta, tb).unwrap();
+            assert_close(&format!("{batch}x{m}x{k}x{n}, transposes {ta} {tb}"), &want, &got, 1e-4);
+        }
+    }
+}
+
+#[test]
+fn vectorized_reductions_and_softmax_agree_with_the_cpu() {
+    let Some(()) = gpu() else { return };
+    // Rows of a multiple of four: read as vectors, in one workgroup per
+    // row or in chunks of whole vectors; the odd sizes take the scalar path.
+    for shape in [[3usize, 4100], [2, 65536], [1, (1 << 20) + 4], [3, 4099]] {
+        let x = Tensor::random_uniform(&shape, -1.0, 1.0, shape[1] as u64).unwrap();
+        let g = on_gpu(&x);
+        for axes in [&[1i64][..], &[0, 1]] {
+            let what = format!("{shape:?} over {axes:?}");
+            let rel = 1e-6 * shape[1] as f32;
+            assert_close(
+                &format!("sum {what}"),
+                &ops::sum(&x, axes, false).unwrap(),
+                &ops::sum(&g, axes, false).unwrap(),
+                rel,
+            );
+            assert_close(
+                &format!("max {what}"),
+                &ops::max(&x, axes, false).unwrap(),
+                &ops::max(&g, axes, false).unwrap(),
+                0.0,
+            );
+            assert_close(
+                &format!("mean {what}"),
+                &ops::mean(&x, axes, false).unwrap(),
+                &ops::mean(&g, axes, false).unwrap(),
+                1e-5,
+            );
+        }
+        assert_close(
+            &format!("softmax {shape:?}"),
+            &ops::softmax(&x, -1).unwrap(),
+            &ops::softmax(&g, -1).unwrap(),
+            1e-5,
+        );
+    }
+    // Softmax rows with -inf (no weight), all -inf (NaN, as on the cpu), a NaN.
+    let inf = f32::INFINITY;
+    let mut rows = vec![0.5f32; 4 * 128];
+    rows[3] = -inf;
+    rows[128..256].fill(-inf);
+    rows[300] = f32::NAN;
+    rows[400] = 80.0;
+    let x = Tensor::from_vec(rows, &[4, 128]).unwrap();
+    assert_close(
+        "softmax with -inf and NaN",
+        &ops::softmax(&x, 1).unwrap(),
+        &ops::softmax(&on_gpu(&x), 1).unwrap(),
+        1e-5,
+    );
 }

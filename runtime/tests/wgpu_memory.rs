@@ -12,10 +12,7 @@ fn wgpu() -> opforge::BackendMemory {
 
 #[test]
 fn wgpu_memory_returns_to_its_previous_count() {
-    let info = &opforge::backends()[1];
-    if !info.available {
-        assert!(std::env::var("OPFORGE_REQUIRE_GPU").map_or(true, |v| v != "1"), "no adapter: {}", info.description);
-        eprintln!("SKIP: no wgpu adapter ({})", info.description);
+    if !opforge::backend::wgpu::adapter_or_skip("wgpu_memory_returns_to_its_previous_count") {
         return;
     }
     let before = wgpu();
