@@ -5,7 +5,8 @@
 //! `cargo run --release --example train_mlp [-- --backend cpu|wgpu] [--epochs N] [--seed N]`
 //!
 //! On `wgpu` the weights, every batch and every kernel of the step live on
-//! the GPU; the loss is read back once per step for the progress line.
+//! the GPU; the losses add up there and are read back once per epoch, for
+//! the progress line, so that no step waits for the GPU.
 //!
 //! Everything a training step needs comes from opforge: ops for the forward
 //! pass, the gradient registry (and one `custom_grad`) for the backward pass,

@@ -332,16 +332,19 @@ pub mod mlp {
         pub fn train_epoch(&self, train: &Digits, adam: &mut Adam, seed: u64) -> opforge::Result<f64> {
             let backend = self.backend();
             let vars = self.variables();
-            let (mut total, mut seen) = (0.0f64, 0usize);
+            // The losses add up where they are, read back once an epoch: a
+            // read per step would make each step wait for the GPU.
+            let mut total = Tensor::scalar(0.0f32).to_backend(backend)?;
+            let mut seen = 0usize;
             for batch in digits::shuffled(train.len(), seed).chunks(BATCH) {
                 let batch = train.select(batch);
                 let x = batch.images_tensor()?.to_backend(backend)?;
                 let y = batch.labels_one_hot()?.to_backend(backend)?;
                 let loss = adam.minimize(|| softmax_cross_entropy(&y, &self.forward(&x)?), &vars)?;
-                total += loss.to_scalar::<f32>()? as f64 * batch.len() as f64;
+                total = ops::add(&total, &ops::mul(&loss, &Tensor::scalar(batch.len() as f32).to_backend(backend)?)?)?;
                 seen += batch.len();
             }
-            Ok(total / seen.max(1) as f64)
+            Ok(f64::from(total.to_scalar::<f32>()?) / seen.max(1) as f64)
         }
     }
 

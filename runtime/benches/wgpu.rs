@@ -1,31 +1,40 @@
 //! The wgpu backend on whatever adapter `WGPU_BACKEND` finds (a real GPU
-//! before lavapipe), beside bounds measured in the same run:
+//! before lavapipe), beside bounds measured in the same run, and beside
+//! PyTorch on CUDA when `benches/gpu/peers.py` ran first on the same GPU:
 //!
-//! - W2: `exp` and `add` on 2^24 f32 elements, against a plain WGSL copy
-//!   kernel (one word per invocation, written with opforge's public
-//!   `Program` API): the bandwidth an elementwise shader can reach here.
-//! - W5: a square f32 matmul, 4096^3 on a GPU (512^3 on a CPU adapter such
-//!   as lavapipe, which manages about 1 GFLOP/s).
-//! - W1 on wgpu: one `add` of 1-element tensors, queued, then waited for.
+//! - W1: one `add` of 1-element tensors: the host cost of a kernel.
+//! - W2: elementwise kernels on 2^24 f32 elements (unary, binary, binary
+//!   broadcasting a row, a cast, the fused SGD update) against plain WGSL
+//!   copy kernels written with opforge's public `Program` API, one word and
+//!   one vec4 per invocation: the bandwidth a shader can reach here.
+//! - W5: f32 matmul at 4096^3 and 2048^3 (512^3 on a CPU adapter such as
+//!   lavapipe), every transpose combination, and a batched product.
+//! - R: `sum` of 2^24, `sum` over axis 1 of [4096, 4096], `softmax` of
+//!   [4096, 4096].
 //! - W6: one MLP training step (batch 256, 784 -> 512 relu -> 10, softmax
 //!   cross-entropy, SGD), on wgpu and on the cpu.
 //!
-//! Each timed iteration queues `REPEAT` kernels and then waits for the
-//! device once, so that the submit-and-wait latency is spread over them;
-//! the figures are per kernel.
+//! Each sample queues `repeat` kernels and then waits for the device once,
+//! so that the submit-and-wait latency is spread over them; figures are the
+//! median per kernel. GPU clocks drift far less than this machine's CPU,
+//! so the workloads run in turn rather than interleaved.
 //!
-//! `WGPU_BACKEND=vulkan cargo bench -p opforge --bench wgpu`
+//! ```sh
+//! WGPU_BACKEND=vulkan cargo bench -p opforge --bench wgpu [-- FILTER]
+//! # on the GPU machine, PyTorch first, then the table with ratios:
+//! python3 benches/gpu/peers.py > peers.txt
+//! OPFORGE_PEERS=peers.txt bench_wgpu
+//! ```
 
+use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use criterion::{Criterion, Throughput};
 use opforge::backend::wgpu::{synchronize, Program, Shader};
 use opforge::backend::{Backend, Wgpu};
 use opforge::train::{Optimizer as _, Sgd};
-use opforge::{losses, ops, variable_grads, BackendId, Tensor, Variable};
+use opforge::{losses, ops, variable_grads, BackendId, DType, Tensor, Variable};
 
-const REPEAT: u32 = 16;
 const W2_ELEMENTS: usize = 1 << 24;
 
 static COPY: Shader = Shader::new(
@@ -42,61 +51,176 @@ fn copy(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 "#,
 );
 
+static COPY4: Shader = Shader::new(
+    "bench_copy_vec4",
+    r#"
+@group(0) @binding(0) var<storage, read> x: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> y: array<vec4<u32>>;
+@group(0) @binding(2) var<uniform> params: vec4<u32>;
+@compute @workgroup_size(256)
+fn copy4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+    let i = gid.y * n.x * 256u + gid.x;
+    if i < params.x { y[i] = x[i]; }
+}
+"#,
+);
+
 fn on_gpu(t: Tensor) -> Tensor {
     t.to_backend(BackendId::Wgpu).expect("a wgpu adapter")
 }
 
-/// Times `REPEAT` calls of `f` followed by one wait, per call.
-fn per_call(iters: u64, mut f: impl FnMut() -> Tensor) -> Duration {
-    let start = Instant::now();
-    for _ in 0..iters {
-        for _ in 0..REPEAT {
-            black_box(f());
+/// What one call of a workload moves or computes, for its rate.
+#[derive(Clone, Copy)]
+enum Work {
+    Bytes(f64),
+    Flops(f64),
+    Step,
+}
+
+struct Bench {
+    filter: Option<String>,
+    budget: Duration,
+    peers: HashMap<String, f64>,
+    rows: Vec<(String, f64, Work)>,
+}
+
+impl Bench {
+    /// Times `f` (which queues one kernel or step) as the median over
+    /// samples of `repeat` calls and one wait, per call.
+    fn run(&mut self, name: &str, work: Work, repeat: u32, mut f: impl FnMut()) {
+        if self.filter.as_ref().is_some_and(|p| !name.contains(p.as_str())) {
+            return;
         }
-        synchronize().unwrap();
+        let sample = |f: &mut dyn FnMut()| {
+            let start = Instant::now();
+            for _ in 0..repeat {
+                f();
+            }
+            synchronize().unwrap();
+            start.elapsed().as_secs_f64() / f64::from(repeat)
+        };
+        sample(&mut f); // warm-up: pipelines, pooled buffers, bind groups
+        let mut times = Vec::new();
+        let start = Instant::now();
+        while times.len() < 3 || (start.elapsed() < self.budget && times.len() < 2000) {
+            times.push(sample(&mut f));
+        }
+        times.sort_by(f64::total_cmp);
+        let median = times[times.len() / 2];
+        println!("{name:<28} {:>10}  {}", micros(median), rate(work, median));
+        self.rows.push((name.to_owned(), median, work));
     }
-    start.elapsed() / REPEAT
+
+    /// The table of ratios against the peers' figures, if any.
+    fn table(&self) {
+        if self.peers.is_empty() {
+            println!("\n(no OPFORGE_PEERS file: run benches/gpu/peers.py on this GPU for the ratios)");
+            return;
+        }
+        let copy = self.peers.get("w2_copy").copied();
+        println!("\n| workload | opforge wgpu | PyTorch CUDA | speed vs PyTorch | vs PyTorch's copy |");
+        println!("|---|---|---|---|---|");
+        for (name, t, work) in &self.rows {
+            let peer = self.peers.get(name.as_str());
+            let versus = peer.map_or("-".into(), |p| format!("{:.2}x", p / t));
+            let bound = match (work, copy) {
+                (Work::Bytes(b), Some(c)) => format!("{:.0}%", 100.0 * (b / t) / (8.0 * W2_ELEMENTS as f64 / c)),
+                _ => "-".into(),
+            };
+            let peer = peer.map_or("-".into(), |&p| format!("{} ({})", micros(p), rate(*work, p)));
+            println!("| {name} | {} ({}) | {peer} | {versus} | {bound} |", micros(*t), rate(*work, *t));
+        }
+    }
 }
 
-fn w2(c: &mut Criterion) {
-    let x = on_gpu(Tensor::random_uniform(&[W2_ELEMENTS], -1.0, 1.0, 1).unwrap());
-    let z = on_gpu(Tensor::random_uniform(&[W2_ELEMENTS], -1.0, 1.0, 2).unwrap());
-    let copy = Program { kernel: "BenchCopy", shader: &COPY, entry: "copy", op: 0 };
+fn micros(seconds: f64) -> String {
+    format!("{:.1} us", seconds * 1e6)
+}
+
+fn rate(work: Work, seconds: f64) -> String {
+    match work {
+        Work::Bytes(b) => format!("{:.0} GB/s", b / seconds / 1e9),
+        Work::Flops(f) => format!("{:.2} TFLOP/s", f / seconds / 1e12),
+        Work::Step => format!("{:.3} ms", seconds * 1e3),
+    }
+}
+
+/// `name seconds` per line, as `benches/gpu/peers.py` prints them.
+fn peers() -> HashMap<String, f64> {
+    let Ok(path) = std::env::var("OPFORGE_PEERS") else { return HashMap::new() };
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("OPFORGE_PEERS={path}: {e}"));
+    text.lines()
+        .filter_map(|l| {
+            let (name, seconds) = l.split_once(' ')?;
+            Some((name.to_owned(), seconds.trim().parse().ok()?))
+        })
+        .collect()
+}
+
+fn w1(b: &mut Bench) {
+    let x = on_gpu(Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
+    let z = on_gpu(Tensor::from_vec(vec![2.0f32], &[1]).unwrap());
+    b.run("w1_add_1", Work::Step, 16, || drop(black_box(ops::add(&x, &z).unwrap())));
+    // The same with one wait per 256 kernels: the host's cost alone, nearly.
+    b.run("w1_add_1_x256", Work::Step, 256, || drop(black_box(ops::add(&x, &z).unwrap())));
+}
+
+fn w2(b: &mut Bench) {
+    let n = W2_ELEMENTS;
+    let x = on_gpu(Tensor::random_uniform(&[n], -1.0, 1.0, 1).unwrap());
+    let z = on_gpu(Tensor::random_uniform(&[n], -1.0, 1.0, 2).unwrap());
+    let row = on_gpu(Tensor::random_uniform(&[4096], -1.0, 1.0, 3).unwrap());
+    let square = ops::reshape(&x, &[4096, 4096]).unwrap();
     let view = Wgpu::view(&x).unwrap();
-    let mut g = c.benchmark_group("wgpu_w2");
-    // Bytes read plus bytes written, per call.
-    let bytes = |operands: u64| Throughput::Bytes(operands * 4 * W2_ELEMENTS as u64);
-    g.throughput(bytes(2));
-    g.bench_function("copy_bound", |b| {
-        b.iter_custom(|n| per_call(n, || Wgpu::wrap(copy.run(&[view], &x.meta(), &[W2_ELEMENTS as u32]).unwrap())))
+    let bytes = |operands: usize| Work::Bytes((operands * 4 * n) as f64);
+    let copy = Program { kernel: "BenchCopy", shader: &COPY, entry: "copy", op: 0 };
+    b.run("w2_copy", bytes(2), 16, || {
+        drop(black_box(copy.run(&[view], &x.meta(), &[n as u32]).unwrap()));
     });
-    g.bench_function("exp", |b| b.iter_custom(|n| per_call(n, || ops::exp(&x).unwrap())));
-    g.throughput(bytes(3));
-    g.bench_function("add", |b| b.iter_custom(|n| per_call(n, || ops::add(&x, &z).unwrap())));
-    g.finish();
+    let copy4 = Program { kernel: "BenchCopy4", shader: &COPY4, entry: "copy4", op: 0 };
+    b.run("w2_copy_vec4", bytes(2), 16, || {
+        let grid = opforge::backend::wgpu::Grid::Elements(n / 4);
+        drop(black_box(copy4.run_grid(&[view], &x.meta(), &[n as u32 / 4], grid).unwrap()));
+    });
+    b.run("w2_exp", bytes(2), 16, || drop(black_box(ops::exp(&x).unwrap())));
+    b.run("w2_add", bytes(3), 16, || drop(black_box(ops::add(&x, &z).unwrap())));
+    // The row is read from cache: the traffic is x and the output.
+    b.run("w2_add_row", bytes(2), 16, || drop(black_box(ops::add(&square, &row).unwrap())));
+    b.run("w2_cast", bytes(2), 16, || drop(black_box(ops::cast(&x, DType::I32).unwrap())));
+    b.run("w2_sgd", bytes(3), 16, || drop(black_box(ops::apply_gradient_descent(&x, &z, 0.01).unwrap())));
 }
 
-fn w5(c: &mut Criterion) {
+fn w5(b: &mut Bench) {
     let cpu_adapter = opforge::backends()[1].description.contains("Cpu");
-    let n = if cpu_adapter { 512 } else { 4096 };
-    let a = on_gpu(Tensor::random_uniform(&[n, n], -1.0, 1.0, 3).unwrap());
-    let b = on_gpu(Tensor::random_uniform(&[n, n], -1.0, 1.0, 4).unwrap());
-    let mut g = c.benchmark_group("wgpu_w5");
-    g.sample_size(10);
-    // Elements per second here are FLOP/s: 2 n^3 per product.
-    g.throughput(Throughput::Elements(2 * (n as u64).pow(3)));
-    g.bench_function(format!("matmul_{n}"), |bench| {
-        bench.iter_custom(|iters| per_call(iters, || ops::matmul(&a, &b, false, false).unwrap()))
-    });
-    g.finish();
+    let sizes: &[usize] = if cpu_adapter { &[512] } else { &[4096, 2048] };
+    for &n in sizes {
+        let x = on_gpu(Tensor::random_uniform(&[n, n], -1.0, 1.0, 3).unwrap());
+        let y = on_gpu(Tensor::random_uniform(&[n, n], -1.0, 1.0, 4).unwrap());
+        let flops = Work::Flops(2.0 * (n as f64).powi(3));
+        for (ta, tb, suffix) in [(false, false, ""), (false, true, "_nt"), (true, false, "_tn"), (true, true, "_tt")] {
+            if n != sizes[0] && !suffix.is_empty() {
+                continue;
+            }
+            b.run(&format!("w5_matmul_{n}{suffix}"), flops, 4, || {
+                drop(black_box(ops::matmul(&x, &y, ta, tb).unwrap()));
+            });
+        }
+    }
+    let (batch, n) = if cpu_adapter { (4, 128) } else { (64, 512) };
+    let x = on_gpu(Tensor::random_uniform(&[batch, n, n], -1.0, 1.0, 5).unwrap());
+    let y = on_gpu(Tensor::random_uniform(&[batch, n, n], -1.0, 1.0, 6).unwrap());
+    let flops = Work::Flops(2.0 * batch as f64 * (n as f64).powi(3));
+    b.run(&format!("w5_bmm_{batch}x{n}"), flops, 4, || drop(black_box(ops::matmul(&x, &y, false, false).unwrap())));
 }
 
-fn w1(c: &mut Criterion) {
-    let a = on_gpu(Tensor::from_vec(vec![1.0f32], &[1]).unwrap());
-    let b = on_gpu(Tensor::from_vec(vec![2.0f32], &[1]).unwrap());
-    let mut g = c.benchmark_group("wgpu_w1");
-    g.bench_function("add_1_element", |bench| bench.iter_custom(|n| per_call(n, || ops::add(&a, &b).unwrap())));
-    g.finish();
+fn reductions(b: &mut Bench) {
+    let x = on_gpu(Tensor::random_uniform(&[W2_ELEMENTS], -1.0, 1.0, 7).unwrap());
+    let square = ops::reshape(&x, &[4096, 4096]).unwrap();
+    let read = Work::Bytes((4 * W2_ELEMENTS) as f64);
+    b.run("r_sum_all", read, 16, || drop(black_box(ops::sum(&x, &[], false).unwrap())));
+    b.run("r_sum_rows", read, 16, || drop(black_box(ops::sum(&square, &[1], false).unwrap())));
+    let both = Work::Bytes((8 * W2_ELEMENTS) as f64);
+    b.run("r_softmax", both, 16, || drop(black_box(ops::softmax(&square, -1).unwrap())));
 }
 
 /// The W6 step of `benches/peers` on one backend.
@@ -142,25 +266,12 @@ impl Step {
     }
 }
 
-fn w6(c: &mut Criterion) {
-    let mut g = c.benchmark_group("wgpu_w6");
+fn w6(b: &mut Bench) {
     for backend in [BackendId::Wgpu, BackendId::Cpu] {
         let step = Step::new(backend);
         let mut sgd = Sgd::new(0.01);
-        g.bench_function(format!("mlp_step_{backend}"), |b| {
-            b.iter_custom(|iters| {
-                let start = Instant::now();
-                for _ in 0..iters {
-                    black_box(step.run(&mut sgd));
-                }
-                if backend == BackendId::Wgpu {
-                    synchronize().unwrap();
-                }
-                start.elapsed()
-            })
-        });
+        b.run(&format!("w6_mlp_step_{backend}"), Work::Step, 8, || drop(black_box(step.run(&mut sgd))));
     }
-    g.finish();
 }
 
 fn main() {
@@ -170,11 +281,17 @@ fn main() {
         return;
     }
     println!("adapter: {}", info.description);
-    opforge::set_fallback(false);
-    let mut c = Criterion::default().configure_from_args();
-    w2(&mut c);
-    w5(&mut c);
-    w1(&mut c);
-    w6(&mut c);
-    c.final_summary();
+    // Arguments cargo and the pack script pass (`--bench`, criterion's)
+    // are not filters.
+    let filter = std::env::args().skip(1).find(|a| !a.starts_with('-') && a.parse::<f64>().is_err());
+    let seconds = std::env::var("OPFORGE_BENCH_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(0.5);
+    let mut b = Bench { filter, budget: Duration::from_secs_f64(seconds), peers: peers(), rows: Vec::new() };
+    opforge::with_fallback(false, || {
+        w1(&mut b);
+        w2(&mut b);
+        w5(&mut b);
+        reductions(&mut b);
+        w6(&mut b);
+    });
+    b.table();
 }

@@ -38,7 +38,7 @@ impl Layout {
         match self.dims.len() {
             0 => false,
             1 => true,
-            _ => self.dims.last().is_some_and(|d| d % 4 == 0) && inner(&self.a) && inner(&self.b),
+            _ => self.dims.last().is_some_and(|d| d.is_multiple_of(4)) && inner(&self.a) && inner(&self.b),
         }
     }
 

@@ -34,13 +34,10 @@ const SLOTS: usize = 128;
 /// Invocations queued in a batch above which it is submitted at once, so
 /// that the GPU starts on large kernels while the host records the next:
 /// about four elementwise kernels on 2^24 elements, enough GPU work to
-/// cover recording and submitting the next batch.
-fn eager() -> u64 {
-    static EAGER: OnceLock<u64> = OnceLock::new();
-    *EAGER.get_or_init(|| {
-        std::env::var("OPFORGE_WGPU_EAGER").ok().and_then(|v| v.parse().ok()).map_or(1 << 26, |bits: u32| 1 << bits)
-    })
-}
+/// cover recording and submitting the next batch. On an H100, 2^22 (a
+/// submit per such kernel) cost W2 20-30% of its bandwidth in submits;
+/// 2^26 ran as fast as one submit per 16 kernels.
+const EAGER: u64 = 1 << 26;
 
 /// Cached bind groups above which the cache starts again empty.
 const MAX_BIND_GROUPS: usize = 4096;
@@ -136,7 +133,7 @@ struct Batch {
     /// The batch's parameter arena, written to the GPU's just before submit.
     params: Vec<u8>,
     slots: usize,
-    /// Invocations queued, roughly: what [`eager`] bounds.
+    /// Invocations queued, roughly: what [`EAGER`] bounds.
     work: u64,
     bind_groups: HashMap<BindKey, wgpu::BindGroup>,
 }
@@ -458,7 +455,7 @@ impl Gpu {
         pass.set_bind_group(0, &*group, &[(slot as u64 * SLOT) as u32]);
         pass.dispatch_workgroups(x, y, z);
         b.work += u64::from(x) * u64::from(y) * u64::from(z) * 256;
-        if b.slots == SLOTS || b.work >= eager() {
+        if b.slots == SLOTS || b.work >= EAGER {
             self.submit(b);
         }
         Ok(())

@@ -59,8 +59,10 @@ impl Pass<'_> {
         let mut chunk = r.div_ceil(chunks);
         // Each output's elements contiguous, starting on a whole vector:
         // read as vectors, in chunks of whole vectors.
-        let vectors =
-            r > SHORT && r % 4 == 0 && self.reduced.1.as_slice() == [1] && self.kept.1.iter().all(|s| s % 4 == 0);
+        let vectors = r > SHORT
+            && r.is_multiple_of(4)
+            && self.reduced.1.as_slice() == [1]
+            && self.kept.1.iter().all(|s| s.is_multiple_of(4));
         if vectors {
             chunk = chunk.next_multiple_of(4);
             chunks = r.div_ceil(chunk);

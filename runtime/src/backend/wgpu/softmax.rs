@@ -26,6 +26,6 @@ fn softmax(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
         return program("softmax_threads").run_grid(&[x], out, &params, Grid::Elements(rows));
     }
     // Contiguous rows of whole vectors read and write 16 bytes at a time.
-    let entry = if inner == 1 && len % 4 == 0 { "softmax_groups_x4" } else { "softmax_groups" };
+    let entry = if inner == 1 && len.is_multiple_of(4) { "softmax_groups_x4" } else { "softmax_groups" };
     program(entry).run_grid(&[x], out, &params, Grid::Groups(groups(rows)))
 }

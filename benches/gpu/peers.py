@@ -1,0 +1,91 @@
+"""PyTorch on CUDA, on the workloads of opforge's wgpu bench.
+
+Prints `name seconds` per line (the median time of one call), the format
+`OPFORGE_PEERS` gives `runtime/benches/wgpu.rs`, which prints the ratios.
+Each sample queues `repeat` calls and synchronizes once, as that bench does.
+Matmuls run in full f32 (TF32 off), as opforge's do.
+
+    python3 benches/gpu/peers.py > peers.txt
+"""
+
+import statistics
+import sys
+import time
+
+import torch
+
+torch.backends.cuda.matmul.allow_tf32 = False
+torch.backends.cudnn.allow_tf32 = False
+dev = torch.device("cuda")
+N = 1 << 24
+BUDGET = float(sys.argv[1]) if len(sys.argv) > 1 else 0.5
+
+
+def bench(name, repeat, f):
+    def sample():
+        start = time.perf_counter()
+        for _ in range(repeat):
+            f()
+        torch.cuda.synchronize()
+        return (time.perf_counter() - start) / repeat
+
+    sample()
+    times = []
+    start = time.perf_counter()
+    while len(times) < 3 or (time.perf_counter() - start < BUDGET and len(times) < 2000):
+        times.append(sample())
+    print(f"{name} {statistics.median(times):.9g}", flush=True)
+
+
+def main():
+    print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}, CUDA {torch.version.cuda}", file=sys.stderr)
+    g = torch.Generator(device=dev).manual_seed(1)
+    u = lambda *s: torch.rand(*s, device=dev, generator=g) * 2 - 1
+
+    a1, b1 = torch.ones(1, device=dev), torch.full((1,), 2.0, device=dev)
+    bench("w1_add_1", 16, lambda: a1 + b1)
+
+    x, z, row = u(N), u(N), u(4096)
+    square = x.view(4096, 4096)
+    bench("w2_copy", 16, lambda: x.clone())
+    bench("w2_exp", 16, lambda: torch.exp(x))
+    bench("w2_add", 16, lambda: x + z)
+    bench("w2_add_row", 16, lambda: square + row)
+    bench("w2_cast", 16, lambda: x.to(torch.int32))
+    bench("w2_sgd", 16, lambda: torch.add(x, z, alpha=-0.01))
+
+    for n in (4096, 2048):
+        p, q = u(n, n), u(n, n)
+        for suffix, ta, tb in (("", False, False), ("_nt", False, True), ("_tn", True, False), ("_tt", True, True)):
+            if n != 4096 and suffix:
+                continue
+            pa, qb = (p.t() if ta else p), (q.t() if tb else q)
+            bench(f"w5_matmul_{n}{suffix}", 4, lambda pa=pa, qb=qb: pa @ qb)
+    p, q = u(64, 512, 512), u(64, 512, 512)
+    bench("w5_bmm_64x512", 4, lambda: torch.bmm(p, q))
+
+    bench("r_sum_all", 16, lambda: x.sum())
+    bench("r_sum_rows", 16, lambda: square.sum(dim=1))
+    bench("r_softmax", 16, lambda: torch.softmax(square, dim=-1))
+
+    # W6: 784 -> 512 relu -> 10, softmax cross-entropy, SGD, batch 256.
+    xs = torch.rand(256, 784, device=dev, generator=g)
+    labels = torch.tensor([i * 7 % 10 for i in range(256)], device=dev)
+    w1 = ((torch.rand(784, 512, device=dev, generator=g) * 2 - 1) / 28).requires_grad_()
+    bb1 = torch.zeros(512, device=dev, requires_grad=True)
+    w2 = ((torch.rand(512, 10, device=dev, generator=g) * 2 - 1) / 512**0.5).requires_grad_()
+    bb2 = torch.zeros(10, device=dev, requires_grad=True)
+    opt = torch.optim.SGD([w1, bb1, w2, bb2], lr=0.01)
+
+    def step():
+        opt.zero_grad(set_to_none=True)
+        h = torch.relu(xs @ w1 + bb1)
+        loss = torch.nn.functional.cross_entropy(h @ w2 + bb2, labels)
+        loss.backward()
+        opt.step()
+
+    bench("w6_mlp_step_wgpu", 8, step)
+
+
+if __name__ == "__main__":
+    main()
