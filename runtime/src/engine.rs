@@ -30,8 +30,11 @@ impl Engine {
     pub fn run<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs) -> Result<Tensor> {
         let backend = common_backend::<K>(inputs)?;
         let meta = K::infer(inputs, attrs).map_err(|m| invalid::<K>(backend, inputs, m))?;
+        if let Some(bytes) = too_large(&meta) {
+            return Err(out_of_memory::<K>(backend, &meta, bytes));
+        }
         let y = match K::slot().find(backend) {
-            Some(entry) => (entry.func)(&KernelCall { kernel: K::NAME, backend, inputs, attrs, out: &meta })?,
+            Some(entry) => execute::<K>(entry, &KernelCall { kernel: K::NAME, backend, inputs, attrs, out: &meta })?,
             None => fallback::<K>(inputs, attrs, backend, &meta)?,
         };
         if cfg!(debug_assertions) && (y.shape() != meta.shape.as_slice() || y.dtype() != meta.dtype) {
@@ -201,7 +204,7 @@ fn fallback<K: KernelSpec>(
     let Some(entry) = cpu else {
         // Usually the error; a kernel registered since the lookup runs.
         let entry = slot.get(backend)?;
-        return (entry.func)(&KernelCall { kernel: K::NAME, backend, inputs, attrs, out: meta });
+        return execute::<K>(entry, &KernelCall { kernel: K::NAME, backend, inputs, attrs, out: meta });
     };
     static WARNED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
     if WARNED.lock().unwrap_or_else(PoisonError::into_inner).insert(K::NAME) {
@@ -214,7 +217,7 @@ fn fallback<K: KernelSpec>(
     let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(BackendId::Cpu)).collect::<Result<_>>()?;
     let moved: Vec<&Tensor> = moved.iter().collect();
     let call = KernelCall { kernel: K::NAME, backend: BackendId::Cpu, inputs: &moved, attrs, out: meta };
-    (entry.func)(&call)?.to_backend(backend)
+    execute::<K>(entry, &call)?.to_backend(backend)
 }
 
 fn common_backend<K: KernelSpec>(inputs: &[&Tensor]) -> Result<BackendId> {
@@ -232,23 +235,71 @@ fn common_backend<K: KernelSpec>(inputs: &[&Tensor]) -> Result<BackendId> {
     Ok(backend)
 }
 
+/// Runs a kernel; a panic inside it (a user's kernel calling
+/// `f32::clamp(min > max)`, say) is caught at this boundary and returned as
+/// [`Error::KernelPanicked`], so that one bad kernel does not take the
+/// program down. Kernels hold no state across calls that a panic could
+/// leave half-updated: their inputs are immutable and their output is
+/// dropped.
+#[inline]
+fn execute<K: KernelSpec>(entry: &crate::registry::KernelEntry, call: &KernelCall<'_>) -> Result<Tensor> {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (entry.func)(call))) {
+        Ok(result) => result,
+        Err(payload) => Err(panicked::<K>(entry, call, payload)),
+    }
+}
+
 #[cold]
-fn invalid<K: KernelSpec>(backend: BackendId, inputs: &[&Tensor], message: String) -> Error {
-    Error::InvalidArgument {
+fn panicked<K: KernelSpec>(
+    entry: &crate::registry::KernelEntry,
+    call: &KernelCall<'_>,
+    payload: Box<dyn std::any::Any + Send>,
+) -> Error {
+    let message = match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(s), _) => (*s).to_owned(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic with no message".to_owned(),
+    };
+    Error::KernelPanicked {
         op: op_path(K::OP),
         kernel: K::NAME,
-        backend,
-        inputs: inputs
-            .iter()
-            .enumerate()
-            .map(|(i, t)| InputDesc {
-                name: K::INPUTS.get(i).copied().unwrap_or("extra"),
-                dtype: t.dtype(),
-                shape: t.meta().shape,
-            })
-            .collect(),
+        backend: call.backend,
+        function: entry.function,
+        inputs: describe::<K>(call.inputs),
         message,
     }
+}
+
+/// The bytes `meta` needs, if that is more than this machine can give
+/// (see [`crate::alloc`]).
+#[inline]
+fn too_large(meta: &TensorMeta) -> Option<u128> {
+    match crate::shape::checked_numel(&meta.shape) {
+        Some(n) => crate::alloc::refuse(n, meta.dtype.size_in_bytes()),
+        None => Some(meta.shape.iter().fold(meta.dtype.size_in_bytes() as u128, |b, &d| b.saturating_mul(d as u128))),
+    }
+}
+
+#[cold]
+fn out_of_memory<K: KernelSpec>(backend: BackendId, meta: &TensorMeta, bytes: u128) -> Error {
+    Error::OutOfMemory { op: op_path(K::OP), kernel: K::NAME, backend, tensor: meta.to_string(), bytes }
+}
+
+#[cold]
+fn invalid<K: KernelSpec>(backend: BackendId, inputs: &[&Tensor], message: String) -> Error {
+    Error::InvalidArgument { op: op_path(K::OP), kernel: K::NAME, backend, inputs: describe::<K>(inputs), message }
+}
+
+fn describe<K: KernelSpec>(inputs: &[&Tensor]) -> Vec<InputDesc> {
+    inputs
+        .iter()
+        .enumerate()
+        .map(|(i, t)| InputDesc {
+            name: K::INPUTS.get(i).copied().unwrap_or("extra"),
+            dtype: t.dtype(),
+            shape: t.meta().shape,
+        })
+        .collect()
 }
 
 thread_local! {

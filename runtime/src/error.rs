@@ -140,6 +140,39 @@ pub enum Error {
         /// What is wrong.
         message: String,
     },
+    /// A tensor too large for this machine: its size overflows, or passes
+    /// the memory the machine has, or the allocator refuses it. Returned
+    /// before anything is allocated, instead of the abort a failed
+    /// allocation would be.
+    OutOfMemory {
+        /// The op that was called (with its composite ops), or the
+        /// constructor (`zeros`, `random_uniform`).
+        op: String,
+        /// The kernel, or `""` for a constructor.
+        kernel: &'static str,
+        /// The backend the tensor was for.
+        backend: BackendId,
+        /// The tensor, as `dtype[shape]`.
+        tensor: String,
+        /// Bytes it needs (never wrapped: a product past `usize` is exact here).
+        bytes: u128,
+    },
+    /// A kernel panicked. The engine caught the panic at the kernel's
+    /// boundary; nothing it computed is kept.
+    KernelPanicked {
+        /// The op that was called, with its composite ops.
+        op: String,
+        /// The kernel.
+        kernel: &'static str,
+        /// The backend it ran on.
+        backend: BackendId,
+        /// The function implementing it (from its registration).
+        function: &'static str,
+        /// Its inputs.
+        inputs: Vec<InputDesc>,
+        /// The panic's message.
+        message: String,
+    },
     /// An error from a kernel or backend, with the kernel and backend it came from.
     Backend {
         /// The kernel, or `""` outside a kernel.
@@ -211,6 +244,21 @@ impl fmt::Display for Error {
                 "kernel `{kernel}` on backend `{backend}` returned {found}, but its spec's shape rule gives {expected}"
             ),
             Error::InvalidTensor { what, message } => write!(f, "{what}: {message}"),
+            Error::KernelPanicked { op, kernel, backend, function, inputs, message } => {
+                write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`): `{function}` panicked: {message}")?;
+                let inputs: Vec<String> = inputs.iter().map(ToString::to_string).collect();
+                if !inputs.is_empty() {
+                    write!(f, "; inputs: {}", inputs.join(", "))?;
+                }
+                Ok(())
+            }
+            Error::OutOfMemory { op, kernel: "", backend, tensor, bytes } => {
+                write!(f, "{op} on backend `{backend}`: out of memory: {tensor} needs {bytes} bytes")
+            }
+            Error::OutOfMemory { op, kernel, backend, tensor, bytes } => write!(
+                f,
+                "op `{op}` (kernel `{kernel}`, backend `{backend}`): out of memory: its output {tensor} needs {bytes} bytes"
+            ),
             Error::Backend { kernel: "", backend, message } => {
                 write!(f, "backend `{backend}`: {message}")
             }

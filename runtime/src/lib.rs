@@ -54,6 +54,7 @@
 
 extern crate self as opforge;
 
+mod alloc;
 pub mod autodiff;
 pub mod backend;
 mod display;

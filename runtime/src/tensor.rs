@@ -174,7 +174,7 @@ impl Tensor {
     }
 
     fn filled_like(t: &Tensor, v: f64, what: &'static str) -> Result<Tensor> {
-        let n = checked(t.shape(), what)?;
+        let n = checked(t.shape(), t.dtype(), what)?;
         let cpu = match t.dtype() {
             DType::F32 => CpuTensor::from_vec(t.shape(), vec![f32::from_f64(v); n])?,
             DType::I32 => CpuTensor::from_vec(t.shape(), vec![i32::from_f64(v); n])?,
@@ -191,7 +191,12 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn full<T: Element>(shape: &[usize], value: T) -> Result<Tensor> {
-        let n = checked(shape, "full")?;
+        Tensor::full_as(shape, value, "full")
+    }
+
+    /// [`Tensor::full`], named `what` in errors.
+    fn full_as<T: Element>(shape: &[usize], value: T, what: &'static str) -> Result<Tensor> {
+        let n = checked(shape, T::DTYPE, what)?;
         Tensor::from_vec(vec![value; n], shape)
     }
 
@@ -203,7 +208,7 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn zeros(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Tensor::filled(shape, dtype, 0.0)
+        Tensor::filled(shape, dtype, 0.0, "zeros")
     }
 
     /// Ones of `dtype` (`true` for bool).
@@ -214,14 +219,14 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn ones(shape: &[usize], dtype: DType) -> Result<Tensor> {
-        Tensor::filled(shape, dtype, 1.0)
+        Tensor::filled(shape, dtype, 1.0, "ones")
     }
 
-    fn filled(shape: &[usize], dtype: DType, v: f64) -> Result<Tensor> {
+    fn filled(shape: &[usize], dtype: DType, v: f64, what: &'static str) -> Result<Tensor> {
         match dtype {
-            DType::F32 => Tensor::full(shape, f32::from_f64(v)),
-            DType::I32 => Tensor::full(shape, i32::from_f64(v)),
-            DType::Bool => Tensor::full(shape, bool::from_f64(v)),
+            DType::F32 => Tensor::full_as(shape, f32::from_f64(v), what),
+            DType::I32 => Tensor::full_as(shape, i32::from_f64(v), what),
+            DType::Bool => Tensor::full_as(shape, bool::from_f64(v), what),
         }
     }
 
@@ -243,7 +248,7 @@ impl Tensor {
                 message: format!("cannot step from {start} to {end} by {step}"),
             });
         }
-        let n = count.ceil().max(0.0) as usize;
+        let n = checked(&[count.ceil().max(0.0) as usize], dtype, "arange")?;
         let values = (0..n).map(|i| start + i as f64 * step);
         match dtype {
             DType::F32 => Tensor::from_vec(values.map(f32::from_f64).collect(), &[n]),
@@ -262,7 +267,7 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn random_uniform(shape: &[usize], low: f32, high: f32, seed: u64) -> Result<Tensor> {
-        let n = checked(shape, "random_uniform")?;
+        let n = checked(shape, DType::F32, "random_uniform")?;
         let mut rng = crate::random::Rng::new(seed);
         Tensor::from_vec((0..n).map(|_| rng.uniform(low, high)).collect(), shape)
     }
@@ -277,7 +282,7 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn random_normal(shape: &[usize], mean: f32, std_dev: f32, seed: u64) -> Result<Tensor> {
-        let n = checked(shape, "random_normal")?;
+        let n = checked(shape, DType::F32, "random_normal")?;
         let mut rng = crate::random::Rng::new(seed);
         Tensor::from_vec((0..n).map(|_| mean + std_dev * rng.normal()).collect(), shape)
     }
@@ -475,10 +480,22 @@ impl Tensor {
     }
 }
 
-fn checked(shape: &[usize], what: &'static str) -> Result<usize> {
-    shape::checked_numel(shape)
-        .filter(|&n| n <= isize::MAX as usize / 8)
-        .ok_or_else(|| Error::InvalidTensor { what, message: format!("shape {shape:?} is too large") })
+/// The element count of a new tensor of `shape` and `dtype` made by `what`,
+/// or why it cannot be made: a shape too large to count, or more memory
+/// than this machine has (see [`crate::alloc`]).
+fn checked(shape: &[usize], dtype: DType, what: &'static str) -> Result<usize> {
+    let n = shape::checked_numel(shape)
+        .ok_or_else(|| Error::InvalidTensor { what, message: format!("shape {shape:?} is too large") })?;
+    match crate::alloc::refuse(n, dtype.size_in_bytes()) {
+        None => Ok(n),
+        Some(bytes) => Err(Error::OutOfMemory {
+            op: what.to_owned(),
+            kernel: "",
+            backend: crate::default_backend(),
+            tensor: TensorMeta { shape: Shape::from_slice(shape), dtype }.to_string(),
+            bytes,
+        }),
+    }
 }
 
 impl std::fmt::Debug for Tensor {
