@@ -38,6 +38,17 @@ impl DType {
         DType::ALL.into_iter().find(|d| d.name() == name)
     }
 
+    /// Whether values of this dtype carry gradients (f32 does; integers
+    /// and booleans do not).
+    ///
+    /// ```
+    /// use opforge::DType;
+    /// assert!(DType::F32.is_float() && !DType::I32.is_float() && !DType::Bool.is_float());
+    /// ```
+    pub const fn is_float(self) -> bool {
+        matches!(self, DType::F32)
+    }
+
     /// Bytes one element takes.
     pub const fn size_in_bytes(self) -> usize {
         match self {

@@ -1,9 +1,9 @@
 //! Gradients of the layout kernels: the inverse rearrangement.
 
 use super::unbroadcast;
-use crate::kernels::{BroadcastTo, Reshape, Transpose};
+use crate::kernels::{BroadcastTo, Cast, Reshape, Transpose};
 use crate::shape::rules::permutation;
-use crate::{gradient, ops, Error, Result, Tensor};
+use crate::{gradient, ops, DType, Error, Result, Tensor};
 
 #[gradient(Reshape)]
 fn reshape_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
@@ -24,4 +24,15 @@ fn transpose_grad(x: &Tensor, perm: &[i64], dy: &Tensor) -> Result<Tensor> {
 #[gradient(BroadcastTo)]
 fn broadcast_to_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
     unbroadcast(dy, x.shape())
+}
+
+/// Between float dtypes the cotangent passes through, in `x`'s dtype (as
+/// TF.js does); a cast to or from an integer or boolean is a step function
+/// of `x`, whose derivative is zero.
+#[gradient(Cast)]
+fn cast_grad(x: &Tensor, dtype: DType, dy: &Tensor) -> Result<Tensor> {
+    match x.dtype().is_float() && dtype.is_float() {
+        true => ops::cast(dy, x.dtype()),
+        false => Tensor::zeros_like(x),
+    }
 }

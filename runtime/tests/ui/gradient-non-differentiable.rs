@@ -1,8 +1,8 @@
-use opforge::kernels::Cast;
+use opforge::kernels::ArgMax;
 use opforge::{gradient, Result, Tensor};
 
-#[gradient(Cast)]
-fn cast_grad(dy: &Tensor) -> Result<Tensor> {
+#[gradient(ArgMax)]
+fn argmax_grad(dy: &Tensor) -> Result<Tensor> {
     Ok(dy.clone())
 }
 
