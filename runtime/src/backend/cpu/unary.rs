@@ -42,7 +42,8 @@ f32_unary! {
     Square => square: |v| v * v;
     Sin => sin: f32::sin;
     Cos => cos: f32::cos;
-    Relu => relu: |v| if v > 0.0 { v } else { 0.0 };
+    // NaN stays NaN, as in `maximum(x, 0)`, TF.js and PyTorch.
+    Relu => relu: |v| if v < 0.0 { 0.0 } else { v };
 }
 
 /// f32 kernels backed by a [`super::vmath`] slice function, applied to whole

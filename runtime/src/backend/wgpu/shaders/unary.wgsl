@@ -38,7 +38,8 @@ fn apply_f32(v: f32) -> f32 {
         case 8u: { return cos(v); }
         case 9u: { return stable_tanh(v); }
         case 10u: { return 1.0 / (1.0 + exp(-v)); }
-        case 11u: { return max(v, 0.0); }
+        // NaN stays NaN (WGSL's max may drop it).
+        case 11u: { return select(v, 0.0, v < 0.0); }
         default: { return v; }
     }
 }
