@@ -17,9 +17,11 @@ fn invalid(what: &'static str, message: String) -> Error {
 ///
 /// Its gradient is given with [`custom_grad`], as in TF.js
 /// (`tf.losses.softmaxCrossEntropy`): with the batch size `n`, the gradient
-/// with respect to the logits is `dy * (softmax(logits) - labels) / n` and
+/// with respect to the logits is `dy * (softmax(logits) * sum(labels) -
+/// labels) / n` (the sum over each row's classes: 1 for one-hot labels) and
 /// with respect to the labels `-dy * log_softmax(logits) / n`, cheaper and
-/// steadier than differentiating through `exp`, `sum` and `log`.
+/// steadier than differentiating through `exp`, `sum` and `log`. Both are
+/// written with ops, so second derivatives follow.
 ///
 /// ```
 /// use opforge::{grads, losses, Tensor};
@@ -57,7 +59,9 @@ pub fn softmax_cross_entropy(labels: &Tensor, logits: &Tensor) -> Result<Tensor>
         let value = ops::mean(&per_example, &[], false)?;
         let gradient = move |dy: &Tensor| {
             let scale = ops::div(dy, &Tensor::scalar_on(batch as f32, dy.backend())?)?;
-            let dlogits = ops::mul(&scale, &ops::sub(&ops::softmax(&logits, -1)?, &labels)?)?;
+            // Labels whose rows do not sum to 1 weigh the softmax by their sum.
+            let mass = ops::sum(&labels, &[-1], true)?;
+            let dlogits = ops::mul(&scale, &ops::sub(&ops::mul(&ops::softmax(&logits, -1)?, &mass)?, &labels)?)?;
             let dlabels = ops::mul(&ops::neg(&scale)?, &log_probs)?;
             Ok(vec![dlabels, dlogits])
         };
@@ -119,6 +123,34 @@ mod tests {
         let value = softmax_cross_entropy(&labels, &logits).unwrap().to_scalar::<f32>().unwrap();
         let want = by_ops(&labels, &logits).unwrap().to_scalar::<f32>().unwrap();
         assert!((value - want).abs() < 1e-6);
+    }
+
+    /// Labels whose rows do not sum to 1, first and second derivatives,
+    /// against plain ops through the registry.
+    #[test]
+    fn cross_entropy_gradients_hold_for_unnormalized_labels() {
+        let labels = t(&[0.5, 1.5, 1.0, 2.0, 0.0, 1.0], &[2, 3]);
+        let logits = t(&[0.3, -1.0, 2.0, 1.0, 0.5, -0.5], &[2, 3]);
+        let close = |a: &[Tensor], b: &[Tensor], what: &str| {
+            for (c, p) in a.iter().zip(b) {
+                for (x, y) in c.to_vec::<f32>().unwrap().iter().zip(p.to_vec::<f32>().unwrap()) {
+                    assert!((x - y).abs() < 1e-5, "{what}: {c:?} vs {p:?}");
+                }
+            }
+        };
+        let xs = [labels.clone(), logits.clone()];
+        let custom = grads(|xs| softmax_cross_entropy(&xs[0], &xs[1]))(&xs).unwrap();
+        let plain = grads(|xs| by_ops(&xs[0], &xs[1]))(&xs).unwrap();
+        close(&custom, &plain, "first derivatives");
+        // d/d(labels, logits) of sum(d loss / d logits).
+        let second = |f: fn(&Tensor, &Tensor) -> Result<Tensor>| {
+            grads(move |xs| {
+                let g = grads(|ys| f(&ys[0], &ys[1]))(&[xs[0].clone(), xs[1].clone()])?;
+                ops::sum(&g[1], &[], false)
+            })(&xs)
+            .unwrap()
+        };
+        close(&second(softmax_cross_entropy), &second(by_ops), "second derivatives");
     }
 
     #[test]
