@@ -2,21 +2,56 @@
 //! nested brackets, columns padded to a common width, and large dims
 //! summarized as `first 3, ..., last 3`.
 
+use std::borrow::Cow;
+use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 
-use crate::{DType, Tensor};
+use crate::{DType, Element, Tensor};
 
 /// A dim longer than this prints summarized, whatever the tensor's size
 /// (TF.js's `FORMAT_LIMIT_NUM_VALS`: `zeros([100])` prints `[0, 0, 0, ..., 0, 0, 0]`).
 const SUMMARIZE_ABOVE: usize = 20;
 const EDGE: usize = 3;
 
-fn value_strings(t: &Tensor) -> Vec<String> {
-    // `to_vec` of the tensor's own dtype cannot fail.
-    match t.dtype() {
-        DType::F32 => t.to_vec::<f32>().unwrap_or_default().into_iter().map(float).collect(),
-        DType::I32 => t.to_vec::<i32>().unwrap_or_default().iter().map(i32::to_string).collect(),
-        DType::Bool => t.to_vec::<bool>().unwrap_or_default().iter().map(bool::to_string).collect(),
+/// A tensor's elements, borrowed where they live on the cpu.
+enum Values<'a> {
+    F32(Cow<'a, [f32]>),
+    I32(Cow<'a, [i32]>),
+    Bool(Cow<'a, [bool]>),
+}
+
+impl Values<'_> {
+    fn of(t: &Tensor) -> Values<'_> {
+        fn get<'a, T: Element>(t: &'a Tensor) -> Cow<'a, [T]> {
+            // Reading a tensor as its own dtype cannot fail; a failed
+            // download prints as empty rather than failing `Display`.
+            match t.cpu().and_then(|c| c.as_slice::<T>().ok()) {
+                Some(slice) => Cow::Borrowed(slice),
+                None => Cow::Owned(t.to_vec::<T>().unwrap_or_default()),
+            }
+        }
+        match t.dtype() {
+            DType::F32 => Values::F32(get(t)),
+            DType::I32 => Values::I32(get(t)),
+            DType::Bool => Values::Bool(get(t)),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Values::F32(v) => v.len(),
+            Values::I32(v) => v.len(),
+            Values::Bool(v) => v.len(),
+        }
+    }
+
+    /// Element `i` as printed; empty past the end (a failed download).
+    fn format(&self, i: usize) -> String {
+        match self {
+            Values::F32(v) => v.get(i).map_or_else(String::new, |&v| float(v)),
+            Values::I32(v) => v.get(i).map_or_else(String::new, i32::to_string),
+            Values::Bool(v) => v.get(i).map_or_else(String::new, bool::to_string),
+        }
     }
 }
 
@@ -45,23 +80,131 @@ impl fmt::Display for Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let values = value_strings(self);
+        let values = Values::of(self);
         let shape = self.shape();
         f.write_str("Tensor\n    ")?;
         if shape.is_empty() {
-            return f.write_str(values.first().map_or("", String::as_str));
+            return f.write_str(&values.format(0));
         }
-        let last = shape[shape.len() - 1];
-        // Pad per column of the last dim, like TF.js.
-        // Capped by the element count: an empty tensor may have a huge last dim.
-        let mut widths = vec![0usize; last.min(values.len())];
-        for (i, v) in values.iter().enumerate() {
-            let w = &mut widths[i % last.max(1)];
-            *w = (*w).max(v.chars().count());
-        }
+        let layout = Layout::new(shape);
+        let widths = layout.widths(&values);
         let mut out = String::new();
-        write_dim(&mut out, &values, &widths, shape, 0, 0);
+        layout.walk(|event| match event {
+            Event::Open => out.push('['),
+            Event::Close => out.push(']'),
+            Event::Gap { depth, after_ellipsis } => layout.gap(&mut out, depth, after_ellipsis),
+            Event::Ellipsis => out.push_str("..."),
+            Event::Value { index, column } => {
+                let _ = write!(out, "{:<w$}", values.format(index), w = widths.get(&column).copied().unwrap_or(0));
+            }
+        });
         f.write_str(&out)
+    }
+}
+
+/// Tensors up to this many elements pad each column to its widest value,
+/// shown or not, as TF.js does; larger ones to their widest shown value,
+/// so that printing formats only what it shows.
+const EXACT_PADDING_UP_TO: usize = 4096;
+
+/// What [`Layout::walk`] visits, in printing order.
+enum Event {
+    Open,
+    Close,
+    /// Between two items of a dim at `depth`.
+    Gap {
+        depth: usize,
+        after_ellipsis: bool,
+    },
+    Ellipsis,
+    Value {
+        index: usize,
+        column: usize,
+    },
+}
+
+/// The items each dim shows (an index, or `None` for `...`) and the
+/// strides that turn them into element indices.
+struct Layout {
+    items: Vec<Vec<Option<usize>>>,
+    strides: Vec<usize>,
+}
+
+impl Layout {
+    fn new(shape: &[usize]) -> Layout {
+        Layout { items: shape.iter().map(|&n| shown(n)).collect(), strides: crate::shape::strides(shape).to_vec() }
+    }
+
+    fn rank(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Visits the printed structure depth first, with a stack rather than
+    /// recursion: a tensor of any rank prints without exhausting the stack.
+    fn walk(&self, mut visit: impl FnMut(Event)) {
+        // (depth, first element index, next item)
+        let mut stack = vec![(0usize, 0usize, 0usize)];
+        visit(Event::Open);
+        while let Some(top) = stack.last_mut() {
+            let (depth, offset, k) = *top;
+            let items = &self.items[depth];
+            if k == items.len() {
+                visit(Event::Close);
+                stack.pop();
+                continue;
+            }
+            top.2 += 1;
+            if k > 0 {
+                visit(Event::Gap { depth, after_ellipsis: items[k - 1].is_none() });
+            }
+            match items[k] {
+                None => visit(Event::Ellipsis),
+                Some(i) if depth + 1 == self.rank() => visit(Event::Value { index: offset + i, column: i }),
+                Some(i) => {
+                    visit(Event::Open);
+                    stack.push((depth + 1, offset + i * self.strides[depth], 0));
+                }
+            }
+        }
+    }
+
+    /// The width of each column of the last dim that is shown.
+    fn widths(&self, values: &Values<'_>) -> BTreeMap<usize, usize> {
+        let mut widths = BTreeMap::new();
+        let mut widen = |index: usize, column: usize| {
+            let w = widths.entry(column).or_insert(0);
+            *w = (*w).max(values.format(index).chars().count());
+        };
+        if values.len() <= EXACT_PADDING_UP_TO {
+            let columns = self.strides.len().checked_sub(2).map_or(values.len(), |d| self.strides[d]).max(1);
+            (0..values.len()).for_each(|i| widen(i, i % columns));
+        } else {
+            self.walk(|event| {
+                if let Event::Value { index, column } = event {
+                    widen(index, column);
+                }
+            });
+        }
+        widths
+    }
+
+    /// What separates two items of a dim at `depth`, as TF.js prints it.
+    fn gap(&self, out: &mut String, depth: usize, after_ellipsis: bool) {
+        let rank = self.rank();
+        if depth + 1 == rank {
+            out.push_str(", ");
+            return;
+        }
+        if after_ellipsis && rank - depth > 2 {
+            // TF.js ends a `...` row above rank 2 with neither comma nor blank line.
+            out.push('\n');
+        } else {
+            out.push(',');
+            // Blank lines between higher dims, as TF.js prints them.
+            out.extend(std::iter::repeat_n('\n', rank - depth - 1));
+        }
+        out.push_str("    ");
+        out.extend(std::iter::repeat_n(' ', depth + 1));
     }
 }
 
@@ -71,40 +214,4 @@ fn shown(n: usize) -> Vec<Option<usize>> {
     } else {
         (0..n).map(Some).collect()
     }
-}
-
-fn write_dim(out: &mut String, values: &[String], widths: &[usize], shape: &[usize], depth: usize, offset: usize) {
-    let n = shape[depth];
-    let stride: usize = shape[depth + 1..].iter().product();
-    out.push('[');
-    let items = shown(n);
-    for (k, item) in items.iter().enumerate() {
-        if k > 0 {
-            if depth + 1 == shape.len() {
-                out.push_str(", ");
-            } else if items[k - 1].is_none() && shape.len() - depth > 2 {
-                // TF.js ends a `...` row above rank 2 with neither comma nor blank line.
-                out.push('\n');
-                out.push_str("    ");
-                out.extend(std::iter::repeat_n(' ', depth + 1));
-            } else {
-                out.push(',');
-                // Blank lines between higher dims, as TF.js prints them.
-                for _ in 0..shape.len() - depth - 1 {
-                    out.push('\n');
-                }
-                out.push_str("    ");
-                out.extend(std::iter::repeat_n(' ', depth + 1));
-            }
-        }
-        match item {
-            None => out.push_str("..."),
-            Some(i) if depth + 1 == shape.len() => {
-                let v = &values[offset + i];
-                let _ = write!(out, "{v:<w$}", w = widths[*i]);
-            }
-            Some(i) => write_dim(out, values, widths, shape, depth + 1, offset + i * stride),
-        }
-    }
-    out.push(']');
 }
