@@ -133,6 +133,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 replaces: #replaces,
                 location: ::opforge::__private::Location { file: ::core::file!(), line: ::core::line!() },
                 function: #fn_name,
+                crate_name: ::core::env!("CARGO_CRATE_NAME"),
             };
         };
 

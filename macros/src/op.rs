@@ -35,6 +35,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
             static __OPFORGE_OP: ::opforge::__private::OpEntry = ::opforge::__private::OpEntry {
                 name: #name,
                 location: ::opforge::__private::Location { file: ::core::file!(), line: ::core::line!() },
+                crate_name: ::core::env!("CARGO_CRATE_NAME"),
             };
         };
     }

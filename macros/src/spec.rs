@@ -93,16 +93,41 @@ pub(crate) fn expand_source(text: &str, label: &str, span: Span, ops_module: Opt
             return errors.0.iter().map(|e| syn::Error::new(span, e.to_string()).to_compile_error()).collect()
         }
     };
+    // A user's kernel named like a built-in one would break the built-in
+    // for the whole program: names are unique across every bound spec.
+    // Collisions between two user crates are reported by
+    // `registry::check()`, which sees every spec linked in.
+    let mut taken = TokenStream::new();
+    if std::env::var("CARGO_CRATE_NAME").is_ok_and(|c| c != "opforge") {
+        if let Ok(builtin) = opforge_spec::parse(opforge_spec::BUILTIN, opforge_spec::BUILTIN_FILE) {
+            taken = spec
+                .kernels
+                .iter()
+                .filter(|k| builtin.kernels.iter().any(|b| b.name == k.name))
+                .map(|k| {
+                    let message = format!(
+                        "{label}:{}:{}: kernel `{}` is already declared by opforge's built-in spec; kernel \
+                         names are unique across specs, so choose another name (`override` replaces a \
+                         kernel's implementation, never its declaration)",
+                        k.line, k.col, k.name
+                    );
+                    syn::Error::new(span, message).to_compile_error()
+                })
+                .collect();
+        }
+    }
     let prefix = if ops_module.is_some() { quote!(super::) } else { quote!() };
     let descriptors: TokenStream = spec.kernels.iter().map(|k| descriptor(k, label)).collect();
     let ops: TokenStream = spec.kernels.iter().map(|k| op_fn(k, &prefix)).collect();
+    // The items are emitted with the errors, so that one mistake gives one error.
     match ops_module {
         Some(m) => quote! {
+            #taken
             #descriptors
             /// The typed op functions of this spec.
             pub mod #m { #ops }
         },
-        None => quote! { #descriptors #ops },
+        None => quote! { #taken #descriptors #ops },
     }
 }
 

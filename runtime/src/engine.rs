@@ -63,7 +63,7 @@ impl Engine {
     /// let y = Engine::run_by_name("Sum", &[&x], &SumAttrs { axes: vec![], keep_dims: false })?;
     /// assert_eq!(y.to_scalar::<f32>()?, 6.0);
     /// let err = Engine::run_by_name("Summ", &[&x], &SumAttrs::default()).unwrap_err();
-    /// assert_eq!(err.to_string(), "no bound spec declares a kernel `Summ`; did you mean `Sum`?");
+    /// assert!(err.to_string().starts_with("no bound spec declares a kernel `Summ`; did you mean `Sum`?"));
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn run_by_name(kernel: &str, inputs: &[&Tensor], attrs: &(dyn std::any::Any + Send + Sync)) -> Result<Tensor> {

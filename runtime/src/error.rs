@@ -89,6 +89,17 @@ pub enum Error {
         /// Where the second was registered.
         second: Location,
     },
+    /// Two bound specs declare one kernel name. Names are unique across
+    /// specs: `override` replaces a kernel's implementation, never its
+    /// declaration.
+    DuplicateSpec {
+        /// The kernel name.
+        kernel: &'static str,
+        /// The first spec, as `` `file` of crate `name` ``.
+        first: String,
+        /// The second spec.
+        second: String,
+    },
     /// Two gradients for one kernel, neither marked `override`.
     DuplicateGradient {
         /// The kernel.
@@ -121,6 +132,12 @@ pub enum Error {
         kernel: String,
         /// A close known name, if there is one.
         suggestion: Option<&'static str>,
+    },
+    /// A crate that [`crate::registry::require`] asked for registered
+    /// nothing in this program: the linker dropped it.
+    NotLinked {
+        /// The crate, with `_` for `-`.
+        crate_name: String,
     },
     /// A kernel broke its contract: its output differs from what the spec's shape rule says.
     KernelContract {
@@ -214,6 +231,11 @@ impl fmt::Display for Error {
                 "kernel `{kernel}` is registered twice for backend `{backend}`, at {first} and at {second}; \
                  mark the replacement `#[kernel({kernel}, {backend}, override)]` or remove one"
             ),
+            Error::DuplicateSpec { kernel, first, second } => write!(
+                f,
+                "kernel `{kernel}` is declared by two specs, {first} and {second}; kernel names are unique \
+                 across specs, so rename one (`override` replaces a kernel's implementation, not its declaration)"
+            ),
             Error::DuplicateGradient { kernel, first, second } => write!(
                 f,
                 "kernel `{kernel}` has two gradients, at {first} and at {second}; \
@@ -237,8 +259,17 @@ impl fmt::Display for Error {
                 if let Some(s) = suggestion {
                     write!(f, "; did you mean `{s}`?")?;
                 }
-                Ok(())
+                f.write_str(
+                    " If a plugin crate declares it, reference that crate (`use the_plugin as _;`): \
+                     the linker drops crates that nothing references, with their registrations",
+                )
             }
+            Error::NotLinked { crate_name } => write!(
+                f,
+                "crate `{crate_name}` registered nothing in this program: the linker drops a crate that \
+                 nothing references, with its kernels, gradients and specs; add `use {crate_name} as _;` \
+                 to the binary or test that depends on it"
+            ),
             Error::KernelContract { kernel, backend, expected, found } => write!(
                 f,
                 "kernel `{kernel}` on backend `{backend}` returned {found}, but its spec's shape rule gives {expected}"

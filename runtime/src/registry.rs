@@ -43,6 +43,8 @@ pub struct KernelEntry {
     pub location: Location,
     /// The implementing function's name.
     pub function: &'static str,
+    /// The crate that registered it (`<runtime>` for runtime registrations).
+    pub crate_name: &'static str,
 }
 
 /// One registered gradient.
@@ -57,6 +59,8 @@ pub struct GradientEntry {
     pub location: Location,
     /// The implementing function's name.
     pub function: &'static str,
+    /// The crate that registered it (`<runtime>` for runtime registrations).
+    pub crate_name: &'static str,
 }
 
 /// One composite op declared with `#[op]`.
@@ -66,6 +70,8 @@ pub struct OpEntry {
     pub name: &'static str,
     /// Where it was declared.
     pub location: Location,
+    /// The crate that declared it.
+    pub crate_name: &'static str,
 }
 
 /// One kernel of a bound spec, as `spec!` records it.
@@ -177,6 +183,31 @@ pub fn specs() -> &'static [SpecEntry] {
     &SPECS
 }
 
+/// Fails unless crate `crate_name` (as in `Cargo.toml`; `-` and `_` alike)
+/// registered something in this program: a spec, a kernel, a gradient or
+/// an op. The linker drops a crate that nothing references, with its
+/// registrations and without a warning, so a binary that depends on a crate
+/// only for its kernels writes `use that_crate as _;`. Call this at start-up
+/// (or in a test) to be told loudly when that line is missing.
+///
+/// ```
+/// opforge::registry::require("opforge")?;
+/// let e = opforge::registry::require("my_missing_plugin").unwrap_err();
+/// assert!(e.to_string().contains("use my_missing_plugin as _;"));
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn require(crate_name: &str) -> Result<()> {
+    let wanted = crate_name.replace('-', "_");
+    let linked = SPECS.iter().any(|s| s.crate_name == wanted)
+        || KERNELS.iter().any(|k| k.crate_name == wanted)
+        || GRADIENTS.iter().any(|g| g.crate_name == wanted)
+        || OPS.iter().any(|o| o.crate_name == wanted);
+    match linked {
+        true => Ok(()),
+        false => Err(Error::NotLinked { crate_name: wanted }),
+    }
+}
+
 /// The spec entry of a kernel name.
 ///
 /// ```
@@ -221,17 +252,23 @@ fn no_gradient(kernel: &str) -> Error {
     Error::GradientNotFound { kernel: kernel.to_owned(), input: String::new() }
 }
 
-/// Every registry problem: duplicate kernels or gradients without `override`.
-/// Dispatch reports the same problem for the kernel concerned; this lists
-/// them all at once, for a test or at start-up.
+/// Every registry problem: a kernel name declared by two specs, duplicate
+/// kernels or gradients without `override`. Dispatch reports the same
+/// problem for the kernel concerned; this lists them all at once, for a
+/// test or at start-up.
 ///
 /// ```
 /// assert_eq!(opforge::registry::check(), vec![]);
 /// ```
 pub fn check() -> Vec<Error> {
     let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
-    let mut seen = Vec::new();
     let mut problems = Vec::new();
+    for (i, a) in SPECS.iter().enumerate() {
+        if SPECS.iter().position(|b| b.name == a.name) == Some(i) {
+            problems.extend(duplicate_spec(a.name));
+        }
+    }
+    let mut seen = Vec::new();
     for e in KERNELS.iter() {
         if !seen.contains(&(e.kernel, e.backend)) {
             seen.push((e.kernel, e.backend));
@@ -276,7 +313,20 @@ fn pick<'a, T>(
     }
 }
 
+/// The error for a kernel name that two bound specs declare, if it is one.
+fn duplicate_spec(kernel: &str) -> Option<Error> {
+    let mut declared = SPECS.iter().filter(|s| s.name == kernel);
+    let (a, b) = (declared.next()?, declared.next()?);
+    let named = |s: &SpecEntry| format!("`{}` of crate `{}`", s.spec_file, s.crate_name);
+    Some(Error::DuplicateSpec { kernel: a.name, first: named(a), second: named(b) })
+}
+
 fn resolve_kernel(overlay: &Overlay, kernel: &str, backend: BackendId) -> Result<&'static KernelEntry> {
+    // Two specs declaring the name: each one's kernels would run with the
+    // other's attributes, and `override` cannot reconcile declarations.
+    if let Some(e) = duplicate_spec(kernel) {
+        return Err(e);
+    }
     if let Some(found) = overlay.kernels.get(&(kernel.to_owned(), backend)) {
         if let Some(e) = found {
             return Ok(e);
@@ -419,6 +469,7 @@ fn leak_kernel<K: KernelSpec, B: Backend>(
         replaces,
         location,
         function: "<runtime>",
+        crate_name: "<runtime>",
     }))
 }
 
@@ -523,6 +574,7 @@ fn leak_gradient<K: Differentiable, G: IntoGrads<K>>(
         replaces,
         location,
         function: "<runtime>",
+        crate_name: "<runtime>",
     }))
 }
 
