@@ -166,3 +166,9 @@ pub mod __private {
         })
     }
 }
+
+/// README's Rust snippets that are not marked `ignore` compile and run as
+/// they are written there.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+struct ReadmeSnippets;
