@@ -447,3 +447,20 @@ fn vectorized_reductions_and_softmax_agree_with_the_cpu() {
         1e-5,
     );
 }
+
+#[test]
+fn nan_and_infinities_behave_alike_on_both_backends() {
+    let Some(()) = gpu() else { return };
+    let (nan, inf) = (f32::NAN, f32::INFINITY);
+    let x = Tensor::from_vec(vec![nan, inf, -inf, 0.0, -0.0, 1.5, -2.5, 3.0], &[8]).unwrap();
+    let g = on_gpu(&x);
+    for (name, op, ..) in UNARY {
+        // NaN stays NaN, infinities saturate alike; sqrt and log of negatives are NaN alike.
+        assert_close(&format!("{name} of NaN and infinities"), &op(&x).unwrap(), &op(&g).unwrap(), 1e-6);
+    }
+    let y = Tensor::from_vec(vec![1.0f32, nan, inf, nan, 2.0, -inf, 0.0, nan], &[8]).unwrap();
+    for (name, op) in BINARY_OPS.into_iter().filter(|(n, _)| *n != "pow") {
+        let want = op(&x, &y).unwrap();
+        assert_close(&format!("{name} with NaN and infinities"), &want, &op(&g, &on_gpu(&y)).unwrap(), 1e-6);
+    }
+}
