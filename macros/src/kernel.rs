@@ -93,7 +93,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let replaces = args.replaces;
     let marker = signature::duplicate_marker(
         format!(
-            "opforge_kernel_{}_{}{}_registered_twice_in_this_crate",
+            "opforge_kernel_{}_{}{}_registered_twice_in_this_crate__remove_one_or_mark_the_replacement_override",
             signature::kernel_ident(kernel),
             backend.to_string().to_lowercase(),
             if replaces { "_override" } else { "" }
