@@ -244,8 +244,33 @@ fn common_backend<K: KernelSpec>(inputs: &[&Tensor]) -> Result<BackendId> {
 #[inline]
 fn execute<K: KernelSpec>(entry: &crate::registry::KernelEntry, call: &KernelCall<'_>) -> Result<Tensor> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (entry.func)(call))) {
-        Ok(result) => result,
+        Ok(Ok(y)) => Ok(y),
+        Ok(Err(e)) => Err(with_context::<K>(e, call)),
         Err(payload) => Err(panicked::<K>(entry, call, payload)),
+    }
+}
+
+/// A kernel's own error with what the engine knows added: the op, kernel,
+/// backend and inputs of [`Error::kernel_failed`], and the op and output of
+/// an out-of-memory error from a backend's allocator.
+#[cold]
+fn with_context<K: KernelSpec>(e: Error, call: &KernelCall<'_>) -> Error {
+    match e {
+        Error::KernelFailed { kernel: "", message, .. } => Error::KernelFailed {
+            op: op_path(K::OP),
+            kernel: K::NAME,
+            backend: call.backend,
+            inputs: describe::<K>(call.inputs),
+            message,
+        },
+        Error::OutOfMemory { op, kernel, backend, tensor, bytes } if op.is_empty() => Error::OutOfMemory {
+            op: op_path(K::OP),
+            kernel: if kernel.is_empty() { K::NAME } else { kernel },
+            backend,
+            tensor: if tensor.is_empty() { call.out.to_string() } else { tensor },
+            bytes,
+        },
+        e => e,
     }
 }
 

@@ -174,6 +174,22 @@ pub enum Error {
         /// Bytes it needs (never wrapped: a product past `usize` is exact here).
         bytes: u128,
     },
+    /// A kernel refused its inputs for a reason its spec's rules cannot
+    /// see (an index out of range, say). Kernels make it with
+    /// [`Error::kernel_failed`]; the engine fills in the op, kernel,
+    /// backend and inputs.
+    KernelFailed {
+        /// The op that was called, with its composite ops.
+        op: String,
+        /// The kernel.
+        kernel: &'static str,
+        /// The backend it ran on.
+        backend: BackendId,
+        /// Its inputs.
+        inputs: Vec<InputDesc>,
+        /// What is wrong, lowercase.
+        message: String,
+    },
     /// A kernel panicked. The engine caught the panic at the kernel's
     /// boundary; nothing it computed is kept.
     KernelPanicked {
@@ -199,6 +215,26 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+}
+
+impl Error {
+    /// The error a kernel returns when its inputs are wrong in a way the
+    /// spec's rules cannot check: the engine adds the op, kernel, backend
+    /// and inputs, so the message says only what is wrong.
+    ///
+    /// ```
+    /// let e = opforge::Error::kernel_failed("index 7 is out of range for 3 rows");
+    /// assert!(matches!(e, opforge::Error::KernelFailed { .. }));
+    /// ```
+    pub fn kernel_failed(message: impl Into<String>) -> Error {
+        Error::KernelFailed {
+            op: String::new(),
+            kernel: "",
+            backend: BackendId::Cpu,
+            inputs: Vec::new(),
+            message: message.into(),
+        }
+    }
 }
 
 impl fmt::Display for Error {
@@ -275,6 +311,14 @@ impl fmt::Display for Error {
                 "kernel `{kernel}` on backend `{backend}` returned {found}, but its spec's shape rule gives {expected}"
             ),
             Error::InvalidTensor { what, message } => write!(f, "{what}: {message}"),
+            Error::KernelFailed { op, kernel, backend, inputs, message } => {
+                write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`): {message}")?;
+                let inputs: Vec<String> = inputs.iter().map(ToString::to_string).collect();
+                if !inputs.is_empty() {
+                    write!(f, "; inputs: {}", inputs.join(", "))?;
+                }
+                Ok(())
+            }
             Error::KernelPanicked { op, kernel, backend, function, inputs, message } => {
                 write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`): `{function}` panicked: {message}")?;
                 let inputs: Vec<String> = inputs.iter().map(ToString::to_string).collect();

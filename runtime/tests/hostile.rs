@@ -80,6 +80,10 @@ hi = { type = "float", doc = "the upper bound" }
 
 #[kernel(Clamped, cpu)]
 fn clamped_cpu(x: &CpuTensor, lo: f64, hi: f64, out: &TensorMeta) -> Result<CpuTensor> {
+    if lo.is_nan() || hi.is_nan() {
+        // The engine adds the op, kernel, backend and inputs.
+        return Err(Error::kernel_failed(format!("bounds {lo} and {hi} must be numbers")));
+    }
     let v = x.as_slice::<f32>()?.iter().map(|v| v.clamp(lo as f32, hi as f32)).collect();
     CpuTensor::from_vec(&out.shape, v)
 }
@@ -93,6 +97,12 @@ fn a_panicking_kernel_is_an_error_naming_it() {
     let text = e.to_string();
     assert!(text.starts_with("op `clamped` (kernel `Clamped`, backend `cpu`): `clamped_cpu` panicked: "), "{text}");
     assert!(text.contains("min > max") && text.ends_with("inputs: x: f32[2]"), "{text}");
+    // A kernel's own error gets the op's context.
+    let e = clamped(&x, f64::NAN, 1.0).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "op `clamped` (kernel `Clamped`, backend `cpu`): bounds NaN and 1 must be numbers; inputs: x: f32[2]"
+    );
     // The engine is still usable afterwards.
     assert_eq!(clamped(&x, -1.0, 1.0).unwrap().to_vec::<f32>().unwrap(), vec![0.5, 1.0]);
 }

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
-use super::device::{backend_error, gpu};
+use super::device::gpu;
 use crate::Result;
 
 static LIVE_BUFFERS: AtomicIsize = AtomicIsize::new(0);
@@ -69,10 +69,14 @@ impl GpuBuffer {
             class = bytes.next_multiple_of(16);
         }
         if class > g.max_buffer {
-            return Err(backend_error(
+            // The engine adds the op and the tensor.
+            return Err(crate::Error::OutOfMemory {
+                op: String::new(),
                 kernel,
-                format!("a {bytes}-byte buffer exceeds the device's {}-byte limit", g.max_buffer),
-            ));
+                backend: crate::BackendId::Wgpu,
+                tensor: String::new(),
+                bytes: u128::from(bytes),
+            });
         }
         let reused = {
             let mut p = pool();
