@@ -213,7 +213,7 @@ fn backward(nodes: &[Node], y: &Tensor, dy: Tensor, sources: &[Tensor]) -> Resul
 fn input_grads(node: &Node, dy: &Tensor, needs: &[bool]) -> Result<Vec<(usize, Option<Tensor>)>> {
     match &node.backward {
         Backward::Custom(f) => {
-            let gs = f(dy)?;
+            let gs = crate::profile::in_gradient_of(node.kernel, || f(dy))?;
             if gs.len() != node.inputs.len() {
                 return Err(Error::GradientMismatch {
                     kernel: node.kernel.into(),
@@ -245,7 +245,7 @@ fn input_grads(node: &Node, dy: &Tensor, needs: &[bool]) -> Result<Vec<(usize, O
                 dy,
                 needs,
             };
-            let gs = (entry.func)(&call)?;
+            let gs = crate::profile::in_gradient_of(node.kernel, || (entry.func)(&call))?;
             Ok(differentiable
                 .iter()
                 .zip(gs)

@@ -33,9 +33,26 @@ impl Engine {
         if let Some(bytes) = too_large(&meta) {
             return Err(out_of_memory::<K>(backend, &meta, bytes));
         }
-        let y = match K::slot().find(backend) {
-            Some(entry) => execute::<K>(entry, &KernelCall { kernel: K::NAME, backend, inputs, attrs, out: &meta })?,
-            None => fallback::<K>(inputs, attrs, backend, &meta)?,
+        if crate::profile::watching() {
+            return crate::profile::watch::<K>(inputs, attrs, backend, meta, || op_path(K::OP));
+        }
+        Engine::execute::<K>(inputs, attrs, backend, &meta).map(|(y, _)| y)
+    }
+
+    /// Steps 2-4 of [`Engine::run`] for validated inputs: the tensor, and
+    /// whether the cpu fallback ran it.
+    #[inline]
+    pub(crate) fn execute<K: KernelSpec>(
+        inputs: &[&Tensor],
+        attrs: &K::Attrs,
+        backend: BackendId,
+        meta: &TensorMeta,
+    ) -> Result<(Tensor, bool)> {
+        let (y, fell_back) = match K::slot().find(backend) {
+            Some(entry) => {
+                (execute::<K>(entry, &KernelCall { kernel: K::NAME, backend, inputs, attrs, out: meta })?, false)
+            }
+            None => (fallback::<K>(inputs, attrs, backend, meta)?, true),
         };
         if cfg!(debug_assertions) && (y.shape() != meta.shape.as_slice() || y.dtype() != meta.dtype) {
             return Err(Error::KernelContract {
@@ -48,7 +65,7 @@ impl Engine {
         if crate::autodiff::recording() {
             crate::autodiff::record::<K>(inputs, attrs, &y);
         }
-        Ok(y)
+        Ok((y, fell_back))
     }
 }
 
@@ -360,12 +377,14 @@ impl OpScope {
     /// Pushes `name` on this thread's op stack.
     pub fn enter(name: &'static str) -> OpScope {
         OP_STACK.with_borrow_mut(|s| s.push(name));
+        crate::profile::op_started(name);
         OpScope { _not_send: std::marker::PhantomData }
     }
 }
 
 impl Drop for OpScope {
     fn drop(&mut self) {
+        crate::profile::op_ended();
         OP_STACK.with_borrow_mut(|s| s.pop());
     }
 }
@@ -383,6 +402,11 @@ pub struct BackendMemory {
     pub pooled_buffers: usize,
     /// Bytes those pooled buffers hold.
     pub pooled_bytes: usize,
+    /// The most bytes live tensors held at once since the start or the
+    /// last [`reset_peak`]. On the cpu it is kept per thread, without
+    /// locks: exact when tensors are made and dropped on one thread, and an
+    /// upper bound (the sum of each thread's highest) otherwise.
+    pub peak_bytes: usize,
 }
 
 /// Memory held by live tensors, per backend (TF.js `tf.memory()`), and by
@@ -400,10 +424,29 @@ pub struct BackendMemory {
 pub fn memory() -> Vec<BackendMemory> {
     let (buffers, bytes) = crate::backend::cpu::memory();
     let (pooled_buffers, pooled_bytes) = crate::backend::cpu::pool::pooled();
-    let cpu = BackendMemory { backend: BackendId::Cpu, buffers, bytes, pooled_buffers, pooled_bytes };
+    let peak_bytes = crate::backend::cpu::peak().max(bytes);
+    let cpu = BackendMemory { backend: BackendId::Cpu, buffers, bytes, pooled_buffers, pooled_bytes, peak_bytes };
     let (buffers, bytes) = crate::backend::wgpu::memory();
     let (pooled_buffers, pooled_bytes) = crate::backend::wgpu::pooled();
-    vec![cpu, BackendMemory { backend: BackendId::Wgpu, buffers, bytes, pooled_buffers, pooled_bytes }]
+    let peak_bytes = crate::backend::wgpu::peak().max(bytes);
+    vec![cpu, BackendMemory { backend: BackendId::Wgpu, buffers, bytes, pooled_buffers, pooled_bytes, peak_bytes }]
+}
+
+/// Starts every backend's [`BackendMemory::peak_bytes`] again from the
+/// bytes live now, to measure the peak of a phase of a program.
+///
+/// ```
+/// opforge::reset_peak();
+/// let before = opforge::memory()[0].peak_bytes;
+/// drop(opforge::Tensor::zeros(&[1 << 16], opforge::DType::F32)?); // 256 KiB, freed at once
+/// assert!(opforge::memory()[0].peak_bytes >= before + (1 << 18));
+/// opforge::reset_peak();
+/// assert!(opforge::memory()[0].peak_bytes < before + (1 << 18));
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn reset_peak() {
+    crate::backend::cpu::reset_peak();
+    crate::backend::wgpu::reset_peak();
 }
 
 /// Frees every buffer the backends keep for reuse. Large outputs come from

@@ -190,6 +190,26 @@ pub enum Error {
         /// What is wrong, lowercase.
         message: String,
     },
+    /// Debug mode (`opforge::set_debug`) found NaN or infinity in a
+    /// kernel's output.
+    NonFinite {
+        /// The op that was called, with its composite ops.
+        op: String,
+        /// The kernel whose output it is.
+        kernel: &'static str,
+        /// The backend it ran on.
+        backend: BackendId,
+        /// In a backward pass: the kernel whose gradient ran this one.
+        gradient_of: Option<&'static str>,
+        /// Its inputs.
+        inputs: Vec<InputDesc>,
+        /// Its output, as `dtype[shape]`.
+        output: String,
+        /// The first bad element's index, row-major.
+        index: usize,
+        /// Its value.
+        value: f32,
+    },
     /// A kernel panicked. The engine caught the panic at the kernel's
     /// boundary; nothing it computed is kept.
     KernelPanicked {
@@ -311,6 +331,18 @@ impl fmt::Display for Error {
                 "kernel `{kernel}` on backend `{backend}` returned {found}, but its spec's shape rule gives {expected}"
             ),
             Error::InvalidTensor { what, message } => write!(f, "{what}: {message}"),
+            Error::NonFinite { op, kernel, backend, gradient_of, inputs, output, index, value } => {
+                write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`")?;
+                if let Some(g) = gradient_of {
+                    write!(f, ", in the gradient of `{g}`")?;
+                }
+                write!(f, "): output {output} has {value} at element {index}")?;
+                let inputs: Vec<String> = inputs.iter().map(ToString::to_string).collect();
+                if !inputs.is_empty() {
+                    write!(f, "; inputs: {}", inputs.join(", "))?;
+                }
+                Ok(())
+            }
             Error::KernelFailed { op, kernel, backend, inputs, message } => {
                 write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`): {message}")?;
                 let inputs: Vec<String> = inputs.iter().map(ToString::to_string).collect();

@@ -65,6 +65,7 @@ mod gradients;
 pub mod kernels;
 pub mod losses;
 pub mod ops;
+pub mod profile;
 mod random;
 pub mod registry;
 pub mod shape;
@@ -78,11 +79,12 @@ pub use backend::wgpu::{backends, BackendInfo};
 pub use backend::BackendId;
 pub use dtype::{DType, Element};
 pub use engine::{
-    default_backend, fallback_enabled, memory, set_default_backend, set_fallback, set_pool_limit, trim_pool,
-    with_fallback, BackendMemory, Engine,
+    default_backend, fallback_enabled, memory, reset_peak, set_default_backend, set_fallback, set_pool_limit,
+    trim_pool, with_fallback, BackendMemory, Engine,
 };
 pub use error::{Error, InputDesc, Location, Result};
 pub use opforge_macros::{gradient, kernel, op, spec};
+pub use profile::{debug_enabled, profile, set_debug, with_debug, Profile};
 pub use shape::Shape;
 pub use spec::{Differentiable, GradSlot, IntoGrads, KernelSpec};
 pub use tensor::{Tensor, TensorId, TensorMeta};

@@ -66,6 +66,8 @@ mod accounting {
     struct Counter {
         buffers: AtomicIsize,
         bytes: AtomicIsize,
+        /// The highest `bytes` since the last reset.
+        peak: AtomicIsize,
     }
 
     /// Every thread's counter. A counter outlives its thread (its counts
@@ -91,7 +93,27 @@ mod accounting {
     pub(crate) fn record(buffers: isize, bytes: isize) {
         let c = LOCAL.get().unwrap_or_else(register);
         c.buffers.store(c.buffers.load(Relaxed) + buffers, Relaxed);
-        c.bytes.store(c.bytes.load(Relaxed) + bytes, Relaxed);
+        let now = c.bytes.load(Relaxed) + bytes;
+        c.bytes.store(now, Relaxed);
+        if now > c.peak.load(Relaxed) {
+            c.peak.store(now, Relaxed);
+        }
+    }
+
+    /// The sum of each thread's highest live bytes since the last reset:
+    /// the process's peak when tensors are made and dropped on one thread,
+    /// an upper bound of it otherwise (exact tracking would need a shared
+    /// counter, which costs every tiny op more than its bookkeeping).
+    pub(crate) fn peak() -> usize {
+        let all = ALL.lock().unwrap_or_else(PoisonError::into_inner);
+        all.iter().map(|c| c.peak.load(Relaxed)).sum::<isize>().max(0) as usize
+    }
+
+    /// Starts the peak again from what is live now.
+    pub(crate) fn reset_peak() {
+        for c in ALL.lock().unwrap_or_else(PoisonError::into_inner).iter() {
+            c.peak.store(c.bytes.load(Relaxed).max(0), Relaxed);
+        }
     }
 
     pub(crate) fn totals() -> (usize, usize) {
@@ -106,6 +128,8 @@ mod accounting {
 pub(crate) fn memory() -> (usize, usize) {
     accounting::totals()
 }
+
+pub(crate) use accounting::{peak, reset_peak};
 
 pub(crate) use pool::output;
 

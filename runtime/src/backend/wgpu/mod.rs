@@ -54,7 +54,7 @@ use crate::{DType, Error, Result, Shape, Tensor, TensorMeta};
 use device::Bound;
 pub(crate) use device::{gpu, Gpu};
 pub use device::{groups, Grid, Shader};
-pub(crate) use pool::{memory, pooled, set_limit, trim_to};
+pub(crate) use pool::{memory, peak, pooled, reset_peak, set_limit, trim_to};
 
 /// The `wgpu` backend marker.
 ///

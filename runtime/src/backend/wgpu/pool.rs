@@ -16,6 +16,8 @@ use crate::Result;
 
 static LIVE_BUFFERS: AtomicIsize = AtomicIsize::new(0);
 static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
+/// The highest `LIVE_BYTES` since the last reset.
+static PEAK_BYTES: AtomicIsize = AtomicIsize::new(0);
 /// Bytes the pool may hold; shared with the cpu pool's default.
 static LIMIT: AtomicUsize = AtomicUsize::new(256 << 20);
 /// Ids of wgpu buffers, never reused: they key cached bind groups.
@@ -105,7 +107,8 @@ impl GpuBuffer {
             },
         };
         LIVE_BUFFERS.fetch_add(1, Relaxed);
-        LIVE_BYTES.fetch_add(bytes as isize, Relaxed);
+        let live = LIVE_BYTES.fetch_add(bytes as isize, Relaxed) + bytes as isize;
+        PEAK_BYTES.fetch_max(live, Relaxed);
         Ok(GpuBuffer { slab: Some(slab), bytes })
     }
 
@@ -156,6 +159,16 @@ fn release(slab: Slab) {
 /// Live wgpu buffers and their bytes.
 pub(crate) fn memory() -> (usize, usize) {
     (LIVE_BUFFERS.load(Relaxed).max(0) as usize, LIVE_BYTES.load(Relaxed).max(0) as usize)
+}
+
+/// The highest live bytes since the last [`reset_peak`].
+pub(crate) fn peak() -> usize {
+    PEAK_BYTES.load(Relaxed).max(0) as usize
+}
+
+/// Starts the peak again from what is live now.
+pub(crate) fn reset_peak() {
+    PEAK_BYTES.store(LIVE_BYTES.load(Relaxed), Relaxed);
 }
 
 /// Buffers and bytes the pool holds.
