@@ -29,12 +29,15 @@ struct Args {
     epochs: usize,
     /// Seeds the split, the initial weights and the batch order.
     seed: u64,
+    /// Where to write a Chrome trace of the first epoch (and its SVG
+    /// timeline beside it), if anywhere.
+    profile: Option<std::path::PathBuf>,
 }
 
-const USAGE: &str = "usage: train_mlp [--backend NAME] [--epochs N] [--seed N]";
+const USAGE: &str = "usage: train_mlp [--backend NAME] [--epochs N] [--seed N] [--profile TRACE.json]";
 
 fn parse_args() -> Result<Args, String> {
-    let mut args = Args { backend: BackendId::Cpu, epochs: DEFAULT_EPOCHS, seed: DEFAULT_SEED };
+    let mut args = Args { backend: BackendId::Cpu, epochs: DEFAULT_EPOCHS, seed: DEFAULT_SEED, profile: None };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
         let (flag, inline) = match arg.split_once('=') {
@@ -55,6 +58,7 @@ fn parse_args() -> Result<Args, String> {
                 args.epochs =
                     v.parse().ok().filter(|&n| n > 0).ok_or(format!("--epochs takes a positive number, not `{v}`"))?;
             }
+            "--profile" => args.profile = Some(value()?.into()),
             "--seed" => {
                 let v = value()?;
                 args.seed = v.parse().map_err(|_| format!("--seed takes a number, not `{v}`"))?;
@@ -101,7 +105,23 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut adam = Adam::new(LEARNING_RATE);
     let start = Instant::now();
     for epoch in 1..=args.epochs {
-        let loss = model.train_epoch(&train, &mut adam, epoch_seed(args.seed, epoch))?;
+        let mut run = || model.train_epoch(&train, &mut adam, epoch_seed(args.seed, epoch));
+        let loss = match (&args.profile, epoch) {
+            (Some(path), 1) => {
+                let (loss, profile) = opforge::profile(run);
+                profile.write_chrome_trace(path)?;
+                let svg = path.with_extension("svg");
+                profile.write_timeline_svg(&svg)?;
+                println!("{profile}");
+                println!(
+                    "profile of epoch 1: {} (open it in ui.perfetto.dev or chrome://tracing) and {}",
+                    path.display(),
+                    svg.display()
+                );
+                loss?
+            }
+            _ => run()?,
+        };
         println!(
             "epoch {epoch:>2}/{} {} loss {loss:.4}  ({:.2} s)",
             args.epochs,
