@@ -30,8 +30,12 @@ impl<'s> Diag<'s> {
     }
 
     pub fn error(&mut self, at: usize, message: impl Into<String>) {
+        let message = message.into();
+        // An error must say what is wrong: a blank one is a bug here, as when
+        // toml's empty messages were passed through.
+        debug_assert!(!message.trim().is_empty(), "blank error message at byte {at}");
         let (line, col) = self.line_col(at);
-        self.errors.push(Error { file: self.file.to_owned(), line, col, message: message.into() });
+        self.errors.push(Error { file: self.file.to_owned(), line, col, message });
     }
 
     /// The errors ordered by position (stable, so one spot keeps its order).

@@ -7,15 +7,16 @@
 //! the op's "meta" function, giving output shape and dtype before any kernel
 //! runs. [`BUILTIN`] is the spec of opforge's own kernels.
 //!
-//! # Format
+//! The format, every key, attribute type and shape rule, is specified with
+//! tested examples in [`docs`]. In short:
 //!
 //! ```toml
 //! [Sum]                                # TF.js kernel name, UpperCamelCase
 //! op = "sum"                           # generated op function, snake_case, unique
-//! doc = "Sums over `axes`."            # required, non-empty
+//! doc = "Sums over `axes`."            # required, not blank
 //! inputs = ["x"]                       # one or more tensor inputs, snake_case
 //! dtypes = ["f32", "i32"]              # dtypes the inputs may have (all share one)
-//! shape = "reduce(x, axes, keep_dims)" # shape rule, see below
+//! shape = "reduce(x, axes, keep_dims)" # shape rule
 //! grad = ["x"]                         # inputs that get gradients...
 //! # non_differentiable = "why"         # ...or why there is no gradient (exactly one)
 //! # output = "y"                       # name of the single output (default `y`)
@@ -25,25 +26,6 @@
 //! axes = { type = "ints", default = [], doc = "axes to reduce" }
 //! keep_dims = { type = "bool", default = false }  # no `default`: required attr
 //! ```
-//!
-//! Dtypes are `f32`, `i32` and `bool`; attr types are `bool`, `int`, `float`,
-//! `ints` (list of integers) and `dtype`. A default must have the attr's type
-//! (an integer is accepted for a `float`).
-//!
-//! # Shape rules
-//!
-//! | rule | output shape |
-//! |------|--------------|
-//! | `same(x)` | `x`'s shape |
-//! | `broadcast(a, b, ...)` | NumPy broadcast of two or more inputs |
-//! | `reduce(x, axes, keep_dims)` | `x` without `axes` (an `ints` attr; empty = all, negative from the end), or with them as size 1 when the `bool` attr `keep_dims` is set |
-//! | `matmul(a, b, transpose_a, transpose_b)` | batched matrix product (rank >= 2, batch dims broadcast); the `bool` attrs transpose the last two axes first |
-//! | `reshape(x, shape)` | the `ints` attr `shape`, one `-1` inferred from `x`'s size |
-//! | `transpose(x, perm)` | `x`'s axes permuted by the `ints` attr (empty = reversed) |
-//! | `along(x, axis)` | `x`'s shape; the `int` attr `axis` must be in range |
-//! | `arg_reduce(x, axis)` | `x` without the axis named by the `int` attr (in range, negative from the end, nonempty, with indices that fit an `i32`); `x` has rank >= 1 |
-//! | `one_hot(indices, depth)` | `indices`' shape followed by the `int` attr `depth` (>= 0) |
-//! | `broadcast_to(x, shape)` | the `ints` attr `shape`, which `x` must broadcast to (NumPy rules, no negative dims) |
 //!
 //! # Errors
 //!
@@ -84,6 +66,7 @@
 
 mod attrs;
 mod diag;
+pub mod docs;
 mod model;
 mod rule;
 mod tree;

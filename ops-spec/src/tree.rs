@@ -76,10 +76,79 @@ pub(crate) fn read(source: &str) -> Result<Vec<Entry>, SyntaxError> {
         Ok(other) => {
             Err(SyntaxError { at: 0, message: format!("expected a table at the top level, found {}", other.kind()) })
         }
-        Err(e) => {
-            Err(SyntaxError { at: e.span().map_or(0, |s| s.start), message: e.message().trim().replace('\n', "; ") })
-        }
+        Err(e) => Err(explain(source, e.span().map_or(0, |s| s.start), e.message())),
     }
+}
+
+/// toml's error at byte `at`, made to say what is wrong and what was expected.
+///
+/// toml labels only some failures of its grammar: a missing value, or a
+/// character no rule accepts (a `\r` without `\n`, a control character in
+/// a comment), comes back with an empty message. And where it has a message,
+/// it never names what it stopped at, which may be invisible or the end of
+/// a line or of the file. So what stands at `at` is described here: in place
+/// of an empty message, or after toml's own.
+fn explain(source: &str, at: usize, toml_message: &str) -> SyntaxError {
+    let mut at = at.min(source.len());
+    while !source.is_char_boundary(at) {
+        at -= 1;
+    }
+    let toml_message = toml_message.trim().replace('\n', "; ");
+    let blank = toml_message.is_empty();
+    let (at, message) = match culprit(source, at) {
+        Culprit::Invisible { at, what, expected } if blank => (at, format!("unexpected {what}, expected {expected}")),
+        Culprit::Invisible { at, what, .. } => (at, format!("{toml_message}, found a {what}")),
+        Culprit::End(_) if blank && source[..at].trim_end_matches([' ', '\t']).ends_with('=') => {
+            (at, "missing value after `=`, expected a string, integer, float, boolean, array or inline table".into())
+        }
+        Culprit::End(end) if blank => {
+            (at, format!("unexpected end of {end}, expected the rest of the unfinished value"))
+        }
+        Culprit::End(end) => (at, format!("{toml_message}, found the end of the {end}")),
+        Culprit::Visible(c) if blank => (at, format!("unexpected `{}`, expected valid TOML", c.escape_debug())),
+        Culprit::Visible(_) => (at, toml_message),
+    };
+    SyntaxError { at, message }
+}
+
+/// What a syntax error stopped at.
+enum Culprit {
+    /// A character a reader cannot see, at byte `at`, and what belongs there.
+    Invisible {
+        at: usize,
+        what: String,
+        expected: &'static str,
+    },
+    /// The end of the `"line"` or of the `"file"`.
+    End(&'static str),
+    Visible(char),
+}
+
+const STRAY_CR: &str = "carriage return `\\r` without a following `\\n`";
+const LINE_BREAK: &str = "a line break (`\\n` or `\\r\\n`)";
+
+/// What stands at byte `at`, a char boundary of `source`.
+fn culprit(source: &str, at: usize) -> Culprit {
+    let (before, rest) = source.split_at(at);
+    // Where toml skips whitespace (inside arrays) it stops just after a
+    // stray `\r` rather than at it.
+    let after_stray_cr = before.ends_with('\r') && !rest.starts_with('\n');
+    match rest.chars().next() {
+        Some('\r') if !rest.starts_with("\r\n") => stray_cr(at),
+        _ if after_stray_cr => stray_cr(at - 1),
+        None => Culprit::End("file"),
+        Some('\n' | '\r') => Culprit::End("line"),
+        Some(c) if c.is_ascii_control() && c != '\t' => Culprit::Invisible {
+            at,
+            what: format!("control character U+{:04X}", u32::from(c)),
+            expected: "printable text or a tab",
+        },
+        Some(c) => Culprit::Visible(c),
+    }
+}
+
+fn stray_cr(at: usize) -> Culprit {
+    Culprit::Invisible { at, what: STRAY_CR.to_owned(), expected: LINE_BREAK }
 }
 
 /// The struct name and field names `toml` recognises as a request for a span.
@@ -336,6 +405,31 @@ mod tests {
         let root = table("a = 1979-05-27\nb = 2\n");
         assert_eq!(root[0].node.value, Value::Datetime);
         assert_eq!(root[1].node.value, Value::Int(2));
+    }
+
+    fn explained(source: &str, at: usize, toml_message: &str) -> (usize, String) {
+        let e = explain(source, at, toml_message);
+        (e.at, e.message)
+    }
+
+    #[test]
+    fn toml_messages_are_kept_and_joined_on_one_line() {
+        let msg = explained("[a b]", 3, "invalid table header\nexpected `.`, `]`");
+        assert_eq!(msg, (3, "invalid table header; expected `.`, `]`".into()));
+    }
+
+    #[test]
+    fn an_empty_message_at_a_visible_character_still_says_something() {
+        assert_eq!(explained("a = 1", 4, ""), (4, "unexpected `1`, expected valid TOML".into()));
+        assert_eq!(
+            explained("a\n", 1, " "),
+            (1, "unexpected end of line, expected the rest of the unfinished value".into())
+        );
+    }
+
+    #[test]
+    fn positions_inside_a_character_move_to_its_start() {
+        assert_eq!(explained("a = \"é", 6, "invalid basic string").0, 5);
     }
 
     #[test]

@@ -176,8 +176,9 @@ fn cast() {
     assert_eq!(k.attrs[0].default, None);
     assert_eq!(k.output_dtype, OutputDType::Attr("dtype".into()));
     assert_eq!(k.shape, ShapeRule::Same { input: "x".into() });
-    let reason = "the result may be integer or boolean, which carries no gradient".into();
-    assert_eq!(k.differentiable, Differentiable::No { reason });
+    // Float-to-float casts pass the gradient; the kernel's gradient stops it
+    // where an integer or boolean is involved.
+    assert_eq!(k.differentiable, Differentiable::Inputs(vec!["x".into()]));
 }
 
 #[test]

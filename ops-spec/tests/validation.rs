@@ -124,7 +124,65 @@ fn float_defaults_accept_integers() {
 
 #[test]
 fn toml_syntax_error() {
-    assert_errors(&edit(ADD, "op =", "op = \"add"), &["ops.toml:2:10: invalid basic string"]);
+    assert_errors(
+        &edit(ADD, "op =", "op = \"add"),
+        &["ops.toml:2:10: invalid basic string, found the end of the line"],
+    );
+}
+
+const MISSING_VALUE: &str =
+    "missing value after `=`, expected a string, integer, float, boolean, array or inline table";
+
+const STRAY_CR: &str =
+    "unexpected carriage return `\\r` without a following `\\n`, expected a line break (`\\n` or `\\r\\n`)";
+
+#[test]
+fn missing_value() {
+    assert_errors("x =", &[&format!("ops.toml:1:4: {MISSING_VALUE}")]);
+    assert_errors("x = \t", &[&format!("ops.toml:1:6: {MISSING_VALUE}")]);
+}
+
+#[test]
+fn file_cut_off_after_a_key() {
+    let cut = &ADD[..ADD.find("op =").unwrap() + "op =".len()];
+    assert_errors(cut, &[&format!("ops.toml:2:5: {MISSING_VALUE}")]);
+}
+
+#[test]
+fn stray_carriage_returns_are_named() {
+    assert_errors(&edit(ADD, "inputs =", "\rinputs = [\"a\", \"b\"]"), &[&format!("ops.toml:4:1: {STRAY_CR}")]);
+    assert_errors(&edit(ADD, "doc =", "doc = \"adds\"\n# sums\r up"), &[&format!("ops.toml:4:7: {STRAY_CR}")]);
+    // Inside an array toml stops after the `\r`; the error is still at it.
+    assert_errors(&edit(ADD, "inputs =", "inputs = [\"a\",\r \"b\"]"), &[&format!("ops.toml:4:15: {STRAY_CR}")]);
+    // Where toml has a message of its own, the `\r` is named after it.
+    assert_errors(
+        &edit(ADD, "op =", "op = \"add\"\r "),
+        &["ops.toml:2:11: expected newline, `#`, found a carriage return `\\r` without a following `\\n`"],
+    );
+}
+
+#[test]
+fn crlf_line_breaks_are_fine() {
+    let spec = parse(&SUM.replace('\n', "\r\n"), "ops.toml").unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(spec.kernels[0].attrs.len(), 2);
+}
+
+#[test]
+fn control_characters_are_named() {
+    assert_errors(
+        &format!("# \u{1}\n{ADD}"),
+        &["ops.toml:1:3: unexpected control character U+0001, expected printable text or a tab"],
+    );
+    assert_errors(
+        &edit(ADD, "doc =", "doc = \"a\u{7f}\""),
+        &["ops.toml:3:9: invalid basic string, found a control character U+007F"],
+    );
+}
+
+#[test]
+fn truncated_strings_and_headers_name_the_end() {
+    assert_errors("[Add", &["ops.toml:1:5: invalid table header; expected `.`, `]`, found the end of the file"]);
+    assert_errors("[Add]\nop = \"ad", &["ops.toml:2:9: invalid basic string, found the end of the file"]);
 }
 
 #[test]

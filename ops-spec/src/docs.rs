@@ -1,0 +1,413 @@
+//! The reference of the spec format: every key, attribute type and shape
+//! rule, what each means, and what `opforge::spec!` generates from it.
+//!
+//! Every example below is a test: it parses a small spec with
+//! [`parse`](crate::parse) and checks the result, or the error a mistake
+//! gets.
+//!
+//! # Kernels
+//!
+//! A spec is a TOML document whose top-level tables are kernels, one table
+//! each, in file order. A kernel's key is its TF.js kernel name, an
+//! UpperCamelCase Rust identifier (ASCII letters and digits, starting with an
+//! uppercase letter, not a keyword) unique in the file.
+//!
+//! ```toml
+//! [Add]                                 # the kernel name
+//! op = "add"                            # the generated op function
+//! doc = "Adds `a` and `b` elementwise." # what it computes
+//! inputs = ["a", "b"]                   # its tensor inputs
+//! dtypes = ["f32", "i32"]               # the dtypes they may have
+//! shape = "broadcast(a, b)"             # the shape rule
+//! grad = ["a", "b"]                     # the inputs with a gradient
+//! ```
+//!
+//! Any TOML spelling of the tables works: a `[Kernel]` header, dotted keys
+//! before the first header (`Add.op = "add"`), or `[Kernel.attrs]` without a
+//! `[Kernel]` header.
+//!
+//! ```
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! Abs.op = "abs"
+//! Abs.doc = "Takes the absolute value of `x` elementwise."
+//! Abs.inputs = ["x"]
+//! Abs.dtypes = ["f32"]
+//! Abs.shape = "same(x)"
+//! Abs.grad = ["x"]
+//!
+//! [Neg]
+//! op = "neg"
+//! doc = "Negates `x` elementwise."
+//! inputs = ["x"]
+//! dtypes = ["f32", "i32"]
+//! shape = "same(x)"
+//! grad = ["x"]
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let names: Vec<&str> = spec.kernels.iter().map(|k| k.name.as_str()).collect();
+//! assert_eq!(names, ["Abs", "Neg"]);
+//! // Kernels remember where their key is, for messages about them.
+//! let neg = spec.kernel("Neg").unwrap();
+//! assert_eq!((neg.line, neg.col), (9, 2));
+//! ```
+//!
+//! A kernel name that is not UpperCamelCase, or a kernel declared twice, is
+//! an error:
+//!
+//! ```
+//! let err = opforge_spec::parse("[add]\n", "ops.toml").unwrap_err();
+//! assert!(err.to_string().starts_with("ops.toml:1:2: kernel name `add` is not UpperCamelCase"));
+//!
+//! let twice = "[Neg]\nop = \"neg\"\n[Neg]\nop = \"negate\"\n";
+//! let err = opforge_spec::parse(twice, "ops.toml").unwrap_err();
+//! assert_eq!(err.to_string(), "ops.toml:3:2: duplicate kernel `Neg`");
+//! ```
+//!
+//! # Keys of a kernel
+//!
+//! | key | required | value |
+//! |-----|----------|-------|
+//! | `op` | yes | the name of the generated op function: a snake_case Rust identifier (lowercase ASCII letters, digits and `_`, starting with a letter, not a keyword), unique in the spec |
+//! | `doc` | yes | what the kernel computes, a short description, not blank; it documents the generated op and descriptor |
+//! | `inputs` | yes | the tensor inputs: an array of one or more distinct snake_case names, in the order the op takes them |
+//! | `dtypes` | yes | the dtypes the inputs may have: an array of one or more distinct dtypes. All inputs of a call share one dtype, which must be in the list |
+//! | `shape` | yes | the [shape rule](#shape-rules) giving the output's shape |
+//! | `grad` | one of the two | the inputs that receive a gradient: an array of one or more distinct input names. See [gradients](#gradients-and-needs) |
+//! | `non_differentiable` | one of the two | why the kernel has no gradient: a string, not blank |
+//! | `output` | no | the name of the single output, snake_case; default `y`. It names the output among a gradient's arguments, so it must differ from the inputs and attrs |
+//! | `output_dtype` | no | the output's dtype: the name of an attr of type `dtype` (the output takes the dtype the call passes), or a dtype such as `"bool"` (always that dtype). Absent: the inputs' dtype. An attr is looked up first, so an attr called `bool` would win over the dtype |
+//! | `attrs` | no | the kernel's attributes, its non-tensor parameters: a table, see [attributes](#attributes) |
+//!
+//! The dtypes are `f32`, `i32` and `bool` ([`DType`](crate::DType)). No
+//! other key is accepted; a misspelt one gets a suggestion.
+//!
+//! ```
+//! use opforge_spec::{DType, Differentiable, OutputDType};
+//!
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [IsNan]
+//! op = "is_nan"
+//! doc = "Tests `x` elementwise for NaN."
+//! inputs = ["x"]
+//! output = "mask"
+//! dtypes = ["f32"]
+//! output_dtype = "bool"
+//! shape = "same(x)"
+//! non_differentiable = "the result is boolean"
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let k = spec.kernel("IsNan").unwrap();
+//! assert_eq!((k.op.as_str(), k.doc.as_str()), ("is_nan", "Tests `x` elementwise for NaN."));
+//! assert_eq!((k.inputs.as_slice(), k.output.as_str()), (&["x".to_owned()][..], "mask"));
+//! assert_eq!(k.dtypes, [DType::F32]);
+//! assert_eq!(k.output_dtype, OutputDType::Fixed(DType::Bool));
+//! assert_eq!(k.differentiable, Differentiable::No { reason: "the result is boolean".into() });
+//! assert!(k.attrs.is_empty());
+//! ```
+//!
+//! ```
+//! let spec = "[Neg]\nop = \"neg\"\ndoc = \"-x\"\ninputs = [\"x\"]\ndtype = [\"f32\"]\n\
+//!             shape = \"same(x)\"\ngrad = [\"x\"]\n";
+//! let err = opforge_spec::parse(spec, "ops.toml").unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     "ops.toml:1:2: kernel `Neg` is missing required key `dtypes`\n\
+//!      ops.toml:5:1: unknown key `dtype` in kernel `Neg`, expected one of `op`, `doc`, `inputs`, `attrs`, \
+//!      `output`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`; did you mean `dtypes`?"
+//! );
+//! ```
+//!
+//! # Attributes
+//!
+//! The `attrs` table maps each attr name (snake_case, distinct from the
+//! inputs and the output) to a table of:
+//!
+//! | key | required | value |
+//! |-----|----------|-------|
+//! | `type` | yes | one of the types below |
+//! | `default` | no | a value of that type; without one the attr is required |
+//! | `doc` | no | what the attr means; default empty |
+//!
+//! Attrs keep their declaration order, which is the order the op function
+//! takes them in, after the inputs. Write them as inline tables under a
+//! `[Kernel.attrs]` header, as sub-tables (`[Kernel.attrs.axes]`), or as
+//! dotted keys (`attrs.axes.type = "ints"`).
+//!
+//! | `type` | `default` in TOML | field of `KernelAttrs` | parameter of the op, kernel and gradient |
+//! |--------|-------------------|------------------------|------------------------------------------|
+//! | `bool` | `true` or `false` | `bool` | `bool` |
+//! | `int` | an integer | `i64` | `i64` |
+//! | `float` | a float, or an integer | `f64` | `f64` |
+//! | `ints` | an array of integers | `Vec<i64>` | `&[i64]` |
+//! | `dtype` | `"f32"`, `"i32"` or `"bool"` | `opforge::DType` | `opforge::DType` |
+//!
+//! **The generated op takes every attribute**, defaults or not: a default
+//! makes no parameter optional. Defaults only fill `KernelAttrs::default()`,
+//! which exists when every attr of the kernel has one, and are shown in the
+//! op's documentation. So for the kernel below `spec!` generates
+//! `pub fn sum(x: &Tensor, axes: &[i64], keep_dims: bool) -> opforge::Result<Tensor>`,
+//! and `SumAttrs { axes: Vec<i64>, keep_dims: bool }` with
+//! `SumAttrs::default()` giving `axes: vec![]` and `keep_dims: false`.
+//!
+//! ```
+//! use opforge_spec::{AttrType, AttrValue};
+//!
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [Sum]
+//! op = "sum"
+//! doc = "Sums `x` over `axes`."
+//! inputs = ["x"]
+//! dtypes = ["f32", "i32"]
+//! shape = "reduce(x, axes, keep_dims)"
+//! grad = ["x"]
+//! [Sum.attrs]
+//! axes = { type = "ints", default = [], doc = "the axes to sum over; empty means all" }
+//! keep_dims = { type = "bool", default = false }
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let sum = spec.kernel("Sum").unwrap();
+//! let names: Vec<&str> = sum.attrs.iter().map(|a| a.name.as_str()).collect();
+//! assert_eq!(names, ["axes", "keep_dims"]);
+//! let axes = sum.attr("axes").unwrap();
+//! assert_eq!((axes.ty, &axes.default), (AttrType::Ints, &Some(AttrValue::Ints(vec![]))));
+//! assert_eq!(axes.doc, "the axes to sum over; empty means all");
+//! let keep_dims = sum.attr("keep_dims").unwrap();
+//! assert_eq!((keep_dims.ty, &keep_dims.default), (AttrType::Bool, &Some(AttrValue::Bool(false))));
+//! assert_eq!(keep_dims.doc, "");
+//! ```
+//!
+//! Every type, a required attr, an integer default for a `float`, and the
+//! sub-table and dotted spellings:
+//!
+//! ```
+//! use opforge_spec::{AttrType, AttrValue, DType};
+//!
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [Fill]
+//! op = "fill"
+//! doc = "A tensor of `x`'s shape filled with `value`."
+//! inputs = ["x"]
+//! dtypes = ["f32"]
+//! output_dtype = "dtype"
+//! shape = "same(x)"
+//! non_differentiable = "the result does not depend on `x`'s values"
+//! attrs.value.type = "float"
+//! attrs.value.default = 1
+//! [Fill.attrs.dtype]
+//! type = "dtype"
+//! default = "i32"
+//! [Fill.attrs.seed]
+//! type = "int"
+//! [Fill.attrs.strict]
+//! type = "bool"
+//! default = true
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let fill = spec.kernel("Fill").unwrap();
+//! let attrs: Vec<(&str, AttrType, Option<AttrValue>)> =
+//!     fill.attrs.iter().map(|a| (a.name.as_str(), a.ty, a.default.clone())).collect();
+//! assert_eq!(
+//!     attrs,
+//!     [
+//!         ("value", AttrType::Float, Some(AttrValue::Float(1.0))),
+//!         ("dtype", AttrType::DType, Some(AttrValue::DType(DType::I32))),
+//!         ("seed", AttrType::Int, None),
+//!         ("strict", AttrType::Bool, Some(AttrValue::Bool(true))),
+//!     ]
+//! );
+//! ```
+//!
+//! A default must have the attr's type:
+//!
+//! ```
+//! let spec = "[Sum]\nop = \"sum\"\ndoc = \"sums\"\ninputs = [\"x\"]\ndtypes = [\"f32\"]\n\
+//!             shape = \"reduce(x, axes, keep_dims)\"\ngrad = [\"x\"]\n[Sum.attrs]\n\
+//!             axes = { type = \"ints\", default = 0 }\nkeep_dims = { type = \"bool\" }\n";
+//! let err = opforge_spec::parse(spec, "ops.toml").unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     "ops.toml:9:35: default of attr `axes` of type `ints` must be an array of integers, found an integer"
+//! );
+//! ```
+//!
+//! # Shape rules
+//!
+//! `shape` is a call `rule(arg, ...)` naming inputs and attrs of the kernel.
+//! The spec checks that each argument is an input or an attr of the type the
+//! rule wants; the rule itself runs when the op is called, before any kernel
+//! (it is the op's "meta" function, in `opforge::shape::rules`), and rejects
+//! the call with a message when the shapes or attr values do not fit.
+//! Negative axes count from the end (`-1` is the last axis).
+//!
+//! | rule | arguments | output shape |
+//! |------|-----------|--------------|
+//! | `same(x)` | an input | `x`'s shape |
+//! | `broadcast(a, b, ...)` | two or more inputs | the NumPy broadcast of all of them: shapes aligned from the right, each pair of dims equal or one of them 1 |
+//! | `reduce(x, axes, keep_dims)` | an input, an `ints` attr, a `bool` attr | `x` without the axes in `axes` (empty means all; each in range, none twice), or with them as size 1 when `keep_dims` is true |
+//! | `matmul(a, b, transpose_a, transpose_b)` | two inputs, two `bool` attrs | the batched matrix product of `[..., m, k]` and `[..., k, n]`, `[..., m, n]`: both inputs have rank 2 or more, each `transpose_*` swaps its input's last two axes first, the inner dims must agree, and the batch dims broadcast |
+//! | `reshape(x, shape)` | an input, an `ints` attr | `shape`, with as many elements as `x`; one `-1` in it is inferred from `x`'s size, no other entry is negative |
+//! | `transpose(x, perm)` | an input, an `ints` attr | `x`'s dims permuted: output dim `i` is `x`'s dim `perm[i]`; `perm` lists each axis of `x` once, and empty means reversed |
+//! | `along(x, axis)` | an input, an `int` attr | `x`'s shape, for kernels working along one axis (softmax); `axis` must be an axis of `x` |
+//! | `arg_reduce(x, axis)` | an input, an `int` attr | `x` without `axis`, for kernels giving an `i32` index along it (argmax): `x` has rank 1 or more, and `axis` is one of its axes, not empty and short enough for an `i32` index |
+//! | `one_hot(indices, depth)` | an input, an `int` attr | `indices`' shape followed by `depth`, which is 0 or more |
+//! | `broadcast_to(x, shape)` | an input, an `ints` attr | `shape`, which `x` must broadcast to: no negative entry, at least `x`'s rank, and each dim of `x`, aligned from the right, equal to the target's or 1 |
+//!
+//! ```
+//! use opforge_spec::ShapeRule;
+//!
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [BatchMatMul]
+//! op = "matmul"
+//! doc = "Multiplies batches of matrices."
+//! inputs = ["a", "b"]
+//! dtypes = ["f32"]
+//! shape = "matmul(a, b, transpose_a, transpose_b)"
+//! grad = ["a", "b"]
+//! [BatchMatMul.attrs]
+//! transpose_a = { type = "bool", default = false }
+//! transpose_b = { type = "bool", default = false }
+//!
+//! [OneHot]
+//! op = "one_hot"
+//! doc = "One-hot encodes `indices`."
+//! inputs = ["indices"]
+//! dtypes = ["i32"]
+//! output_dtype = "f32"
+//! shape = "one_hot(indices, depth)"
+//! non_differentiable = "the indices are integers"
+//! [OneHot.attrs]
+//! depth = { type = "int" }
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let matmul = &spec.kernel("BatchMatMul").unwrap().shape;
+//! let (a, b) = ("a".to_owned(), "b".to_owned());
+//! let (transpose_a, transpose_b) = ("transpose_a".to_owned(), "transpose_b".to_owned());
+//! assert_eq!(*matmul, ShapeRule::MatMul { a, b, transpose_a, transpose_b });
+//! let one_hot = &spec.kernel("OneHot").unwrap().shape;
+//! assert_eq!(*one_hot, ShapeRule::OneHot { input: "indices".into(), depth: "depth".into() });
+//! assert_eq!(one_hot.name(), "one_hot");
+//! ```
+//!
+//! An argument of the wrong kind or type, a wrong number of arguments, or
+//! an unknown rule is an error:
+//!
+//! ```
+//! let kernel = |shape: &str| {
+//!     format!(
+//!         "[Sum]\nop = \"sum\"\ndoc = \"sums\"\ninputs = [\"x\"]\ndtypes = [\"f32\"]\nshape = \"{shape}\"\n\
+//!          grad = [\"x\"]\n[Sum.attrs]\naxes = {{ type = \"ints\" }}\nkeep_dims = {{ type = \"bool\" }}\n"
+//!     )
+//! };
+//! let err = |shape: &str| opforge_spec::parse(&kernel(shape), "ops.toml").unwrap_err().to_string();
+//! assert!(opforge_spec::parse(&kernel("reduce(x, axes, keep_dims)"), "ops.toml").is_ok());
+//! assert_eq!(
+//!     err("reduce(x, keep_dims, axes)"),
+//!     "ops.toml:6:20: attr `keep_dims` has type `bool`, but argument 2 of shape rule `reduce` must be \
+//!      an attr of type `ints`\n\
+//!      ops.toml:6:31: attr `axes` has type `ints`, but argument 3 of shape rule `reduce` must be an attr \
+//!      of type `bool`"
+//! );
+//! assert_eq!(
+//!     err("reduce(x, axes)"),
+//!     "ops.toml:6:10: shape rule `reduce` takes 3 arguments, like `reduce(x, axes, keep_dims)`, found 2"
+//! );
+//! assert!(err("sum(x, axes, keep_dims)").starts_with("ops.toml:6:10: unknown shape rule `sum`, expected one of"));
+//! ```
+//!
+//! # Gradients and `needs`
+//!
+//! A kernel declares exactly one of `grad` and `non_differentiable`.
+//! `grad` lists the inputs gradients flow to, which need not be all of
+//! them; the kernel's `#[gradient]` function returns one tensor for each, in
+//! that order. It may take any of the kernel's inputs and attrs by name, the
+//! output (by its `output` name), `dy` (the output's cotangent), and
+//! `needs`: a `KernelNeeds` struct with one `bool` field per `grad` input,
+//! saying which inputs want a gradient in this call. A gradient that takes
+//! `needs` may return `Option<Tensor>`s and give `None` for the others,
+//! skipping their computation. So `dy` and `needs` are reserved: no input,
+//! attr or output may be called that.
+//!
+//! ```
+//! use opforge_spec::Differentiable;
+//!
+//! // `features` only selects where `gradients` passes: no gradient flows to it.
+//! let relu_backward = |inputs: &str, extra: &str| {
+//!     format!(
+//!         "[ReluBackward]\nop = \"relu_backward\"\ndoc = \"relu's gradient\"\ninputs = {inputs}\n\
+//!          dtypes = [\"f32\"]\nshape = \"same(gradients)\"\ngrad = [\"gradients\"]\n{extra}"
+//!     )
+//! };
+//! let spec = opforge_spec::parse(&relu_backward(r#"["gradients", "features"]"#, ""), "ops.toml").unwrap();
+//! let k = spec.kernel("ReluBackward").unwrap();
+//! assert_eq!(k.differentiable, Differentiable::Inputs(vec!["gradients".into()]));
+//!
+//! let reserved = relu_backward(r#"["gradients", "needs"]"#, "");
+//! let err = opforge_spec::parse(&reserved, "ops.toml").unwrap_err().to_string();
+//! assert!(err.starts_with("ops.toml:4:24: input name `needs` is reserved"), "{err}");
+//!
+//! let both = relu_backward(r#"["gradients"]"#, "non_differentiable = \"no reason\"\n");
+//! let err = opforge_spec::parse(&both, "ops.toml").unwrap_err().to_string();
+//! assert_eq!(
+//!     err,
+//!     "ops.toml:8:1: kernel `ReluBackward` has both `grad` and `non_differentiable`, expected exactly one"
+//! );
+//! ```
+//!
+//! # What `spec!` generates
+//!
+//! For a kernel `Name`, `opforge::spec!` generates the descriptor `Name`,
+//! `NameAttrs` (one field per attr), `NameArgs` (what a `#[kernel]`
+//! function receives: the inputs and attrs), `NameGradArgs` (what a
+//! `#[gradient]` function receives), and, for a kernel with `grad`,
+//! `NameGrads` (one tensor per `grad` input) and `NameNeeds`; and the op
+//! function named by `op`, taking the inputs as `&Tensor` and then every
+//! attr. Two kernels whose generated types would share a name are
+//! rejected:
+//!
+//! ```
+//! let relu = |name: &str, op: &str| {
+//!     format!(
+//!         "[{name}]\nop = \"{op}\"\ndoc = \"d\"\ninputs = [\"x\"]\ndtypes = [\"f32\"]\n\
+//!          shape = \"same(x)\"\ngrad = [\"x\"]\n"
+//!     )
+//! };
+//! let spec = relu("Relu", "relu") + &relu("ReluGrad", "relu_grad");
+//! let err = opforge_spec::parse(&spec, "ops.toml").unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     "ops.toml:8:2: kernel `ReluGrad` generates the type `ReluGradArgs` (its kernel arguments), which \
+//!      kernel `Relu` generates too (its gradient arguments); rename one of them"
+//! );
+//! ```
+//!
+//! # Errors
+//!
+//! [`parse`](crate::parse) reports every problem it finds, ordered by
+//! position, each as `file:line:col: message`: the 1-based line and column
+//! (in characters) of the offending value, or of the kernel's key when a key
+//! is missing. The message says what is wrong and what was expected. TOML
+//! syntax errors are reported the same way:
+//!
+//! ```
+//! let err = opforge_spec::parse("[Neg]\nop =", "ops.toml").unwrap_err();
+//! assert_eq!(
+//!     err.to_string(),
+//!     "ops.toml:2:5: missing value after `=`, expected a string, integer, float, boolean, array or \
+//!      inline table"
+//! );
+//! ```
