@@ -204,7 +204,7 @@ pub enum Error {
         /// Its inputs.
         inputs: Vec<InputDesc>,
         /// Its output, as `dtype[shape]`.
-        output: String,
+        output: Box<str>,
         /// The first bad element's index, row-major.
         index: usize,
         /// Its value.

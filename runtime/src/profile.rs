@@ -301,7 +301,7 @@ fn check_finite<K: KernelSpec>(
                 shape: t.meta().shape,
             })
             .collect(),
-        output: y.meta().to_string(),
+        output: y.meta().to_string().into(),
         index,
         value: *v,
     })
