@@ -38,8 +38,9 @@ fn apply_f32(v: f32) -> f32 {
         case 8u: { return cos(v); }
         case 9u: { return stable_tanh(v); }
         case 10u: { return 1.0 / (1.0 + exp(-v)); }
-        // NaN stays NaN (WGSL's max may drop it).
-        case 11u: { return select(v, 0.0, v < 0.0); }
+        // NaN stays NaN: told by its bits, since NVIDIA's compiler turns
+        // `select(v, 0.0, v < 0.0)` into a max that drops it.
+        case 11u: { return select(select(v, 0.0, v < 0.0), v, is_nan(v)); }
         default: { return v; }
     }
 }
