@@ -37,8 +37,10 @@ pub struct KernelRecord {
     /// Wall time on the host: the whole run on the cpu; on `wgpu` the time
     /// to queue the kernel, which runs later.
     pub host: Duration,
-    /// Time on the device. `None`: opforge does not read GPU timestamps
-    /// yet, and the cpu backend has no separate device.
+    /// Time on the device, from GPU timestamps around its dispatches, where
+    /// the adapter writes them inside compute passes (see
+    /// [`crate::backend::wgpu::device_timing`]); `None` elsewhere, and on
+    /// the cpu, which has no separate device.
     pub device: Option<Duration>,
     /// Bytes of the output it allocated.
     pub bytes: usize,
@@ -48,6 +50,8 @@ pub struct KernelRecord {
     pub gradient_of: Option<&'static str>,
     /// Composite ops open around it: its depth in the trace.
     pub depth: usize,
+    /// Names its dispatches' timestamps; 0 for none.
+    tag: u64,
 }
 
 impl KernelRecord {
@@ -96,6 +100,17 @@ thread_local! {
     static GRADIENT_OF: Cell<Option<&'static str>> = const { Cell::new(None) };
     static DEBUG_HERE: Cell<Option<bool>> = const { Cell::new(None) };
     static THREAD: Cell<u64> = const { Cell::new(0) };
+    /// The tag of the kernel being profiled here, for its GPU timestamps.
+    static TAG: Cell<u64> = const { Cell::new(0) };
+}
+
+static NEXT_TAG: AtomicU64 = AtomicU64::new(1);
+
+/// The profile tag of the kernel running on this thread; 0 when none is
+/// profiled. The wgpu backend times tagged dispatches.
+#[inline]
+pub(crate) fn current_tag() -> u64 {
+    TAG.get()
 }
 
 static DEBUG: AtomicBool = AtomicBool::new(false);
@@ -158,8 +173,19 @@ pub fn profile<T>(f: impl FnOnce() -> T) -> (T, Profile) {
         PROFILING.set(!r.is_empty());
         recorder
     });
+    let mut kernels = recorder.kernels;
+    // Reading timestamps waits for the device: only when there are some.
+    let tags: std::collections::HashSet<u64> =
+        kernels.iter().filter(|k| k.backend == BackendId::Wgpu && k.tag != 0).map(|k| k.tag).collect();
+    if !tags.is_empty() {
+        if let Ok(times) = crate::backend::wgpu::device_times(&tags) {
+            for k in &mut kernels {
+                k.device = times.get(&k.tag).copied();
+            }
+        }
+    }
     let profile = Profile {
-        kernels: recorder.kernels,
+        kernels,
         ops: recorder.ops,
         peak_bytes: BackendId::ALL.into_iter().zip(recorder.peak).collect(),
         wall: start.elapsed(),
@@ -238,8 +264,12 @@ pub(crate) fn watch<K: KernelSpec>(
     meta: TensorMeta,
     op: impl Fn() -> String,
 ) -> Result<Tensor> {
+    let tag = if PROFILING.get() { NEXT_TAG.fetch_add(1, Ordering::Relaxed) } else { 0 };
     let started = Instant::now();
-    let (y, fallback) = Engine::execute::<K>(inputs, attrs, backend, &meta)?;
+    let previous = TAG.replace(tag);
+    let result = Engine::execute::<K>(inputs, attrs, backend, &meta);
+    TAG.set(previous);
+    let (y, fallback) = result?;
     let host = started.elapsed();
     if debug_enabled() {
         check_finite::<K>(&y, inputs, backend, &op)?;
@@ -260,6 +290,7 @@ pub(crate) fn watch<K: KernelSpec>(
             fallback,
             gradient_of: GRADIENT_OF.get(),
             depth: 0,
+            tag,
         };
         RECORDING.with_borrow_mut(|r| {
             if let Some(rec) = r.last_mut() {
@@ -402,8 +433,9 @@ impl Profile {
 
     /// Writes the profile as Chrome's trace-event JSON, which Perfetto
     /// (ui.perfetto.dev) and `chrome://tracing` open: one track per thread
-    /// with the composite ops as spans around their kernels, and one per
-    /// backend with the kernels that ran there.
+    /// with the composite ops as spans around their kernels, one per
+    /// backend with the kernels that ran there, and, where GPU timestamps
+    /// were read, one with each kernel's device time.
     ///
     /// ```
     /// use opforge::{ops, Tensor};
@@ -430,7 +462,10 @@ impl Profile {
         for (i, b) in BackendId::ALL.into_iter().enumerate() {
             events.push(name(2, i as u64, "thread_name", &format!("backend {b}")));
         }
-        events.push(name(2, 0, "process_name", "backends"));
+        events.push(name(2, 0, "process_name", "backends (host time)"));
+        if self.kernels.iter().any(|k| k.device.is_some()) {
+            events.push(name(3, 0, "process_name", "device (GPU timestamps)"));
+        }
         for op in &self.ops {
             events.push(format!(
                 r#"{{"ph":"X","cat":"op","name":"{}","pid":1,"tid":{},"ts":{:.3},"dur":{:.3}}}"#,
@@ -459,6 +494,17 @@ impl Profile {
                     k.kernel,
                     us(k.start),
                     us(k.host)
+                ));
+            }
+            // GPU time has no common clock with the host's: drawn from
+            // where the kernel was queued, for its length.
+            if let Some(device) = k.device {
+                events.push(format!(
+                    r#"{{"ph":"X","cat":"device","name":"{}","pid":3,"tid":{},"ts":{:.3},"dur":{:.3},"args":{args}}}"#,
+                    k.kernel,
+                    k.backend.index(),
+                    us(k.start),
+                    us(device)
                 ));
             }
         }

@@ -464,3 +464,23 @@ fn nan_and_infinities_behave_alike_on_both_backends() {
         assert_close(&format!("{name} with NaN and infinities"), &want, &op(&g, &on_gpu(&y)).unwrap(), 1e-6);
     }
 }
+
+#[test]
+fn profiles_time_wgpu_kernels_on_the_device_where_the_adapter_can() {
+    let Some(()) = gpu() else { return };
+    let x = on_gpu(&Tensor::random_uniform(&[256, 256], -1.0, 1.0, 5).unwrap());
+    let (y, p) = opforge::profile(|| ops::sum(&ops::matmul(&x, &x, false, false)?, &[], false));
+    y.unwrap();
+    assert_eq!(p.kernels.iter().map(|k| k.kernel).collect::<Vec<_>>(), ["BatchMatMul", "Sum"]);
+    let timed = opforge::backend::wgpu::device_timing();
+    for k in &p.kernels {
+        assert_eq!(k.backend, BackendId::Wgpu);
+        match (timed, k.device) {
+            (true, Some(d)) => assert!(d > std::time::Duration::ZERO && d <= p.wall, "{}: {d:?}", k.kernel),
+            (false, None) => {}
+            other => panic!("{}: device timing {other:?}", k.kernel),
+        }
+    }
+    let device_events = p.chrome_trace().matches(r#""cat":"device""#).count();
+    assert_eq!(device_events, if timed { 2 } else { 0 });
+}

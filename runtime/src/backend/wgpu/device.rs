@@ -123,6 +123,23 @@ struct BindKey {
     ranges: SmallVec<[(u64, u64, u64); 4]>,
 }
 
+/// GPU timestamps around the kernels a profile watches, where the adapter
+/// can write them inside a compute pass.
+struct Timing {
+    set: wgpu::QuerySet,
+    /// Where a batch's timestamps are resolved before they are copied out.
+    resolve: wgpu::Buffer,
+    /// Nanoseconds per timestamp tick.
+    period: f64,
+    /// Submitted batches' timestamps, in mappable buffers, with the tags of
+    /// the kernels they time (see `crate::profile`), oldest first.
+    pending: Mutex<Vec<(wgpu::Buffer, Vec<u64>)>>,
+}
+
+/// Submitted batches whose timestamps nobody collected, above which the
+/// oldest are dropped (a profile that ended by a panic collects none).
+const MAX_PENDING_TIMINGS: usize = 256;
+
 /// Commands recorded since the last submit: one encoder and one compute
 /// pass for all the kernels of a batch, and the parameters they read.
 struct Batch {
@@ -135,6 +152,9 @@ struct Batch {
     slots: usize,
     /// Invocations queued, roughly: what [`EAGER`] bounds.
     work: u64,
+    /// The profile tag of each timed dispatch; dispatch `i` wrote
+    /// timestamps `2i` and `2i + 1`.
+    stamps: Vec<u64>,
     bind_groups: HashMap<BindKey, wgpu::BindGroup>,
 }
 
@@ -159,6 +179,7 @@ pub(crate) struct Gpu {
     layouts: Mutex<HashMap<usize, Arc<Layout>>>,
     /// The GPU side of the parameter arena: [`SLOTS`] slots of [`SLOT`] bytes.
     arena: wgpu::Buffer,
+    timing: Option<Timing>,
     batch: Mutex<Batch>,
     /// Errors no error scope caught (wgpu's default handler panics).
     uncaptured: Arc<Mutex<Vec<String>>>,
@@ -211,9 +232,12 @@ fn open() -> std::result::Result<Gpu, String> {
     })?;
     let mut limits = adapter.limits();
     limits.max_storage_buffer_binding_size = limits.max_storage_buffer_binding_size.min(MAX_BINDING);
+    let timestamps = wgpu::Features::TIMESTAMP_QUERY | wgpu::Features::TIMESTAMP_QUERY_INSIDE_PASSES;
+    let timed = adapter.features().contains(timestamps);
     let (device, queue) = block_on(adapter.request_device(&wgpu::DeviceDescriptor {
         label: Some("opforge"),
         required_limits: limits.clone(),
+        required_features: if timed { timestamps } else { wgpu::Features::empty() },
         ..Default::default()
     }))?
     .map_err(|e| format!("requesting a device failed: {e}"))?;
@@ -239,7 +263,24 @@ fn open() -> std::result::Result<Gpu, String> {
         usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
+    let queries = 2 * SLOTS as u32;
+    let timing = timed.then(|| Timing {
+        set: device.create_query_set(&wgpu::QuerySetDescriptor {
+            label: Some("opforge timestamps"),
+            ty: wgpu::QueryType::Timestamp,
+            count: queries,
+        }),
+        resolve: device.create_buffer(&wgpu::BufferDescriptor {
+            label: Some("opforge timestamps"),
+            size: u64::from(queries) * 8,
+            usage: wgpu::BufferUsages::QUERY_RESOLVE | wgpu::BufferUsages::COPY_SRC,
+            mapped_at_creation: false,
+        }),
+        period: f64::from(queue.get_timestamp_period()),
+        pending: Mutex::default(),
+    });
     Ok(Gpu {
+        timing,
         device,
         queue,
         info: adapter.get_info(),
@@ -256,6 +297,7 @@ fn open() -> std::result::Result<Gpu, String> {
             params: vec![0; SLOTS * SLOT as usize],
             slots: 0,
             work: 0,
+            stamps: Vec::new(),
             bind_groups: HashMap::new(),
         }),
         uncaptured,
@@ -453,7 +495,17 @@ impl Gpu {
         });
         pass.set_pipeline(&pipeline.pipeline);
         pass.set_bind_group(0, &*group, &[(slot as u64 * SLOT) as u32]);
-        pass.dispatch_workgroups(x, y, z);
+        let tag = crate::profile::current_tag();
+        match &self.timing {
+            Some(t) if tag != 0 => {
+                let first = 2 * b.stamps.len() as u32;
+                pass.write_timestamp(&t.set, first);
+                pass.dispatch_workgroups(x, y, z);
+                pass.write_timestamp(&t.set, first + 1);
+                b.stamps.push(tag);
+            }
+            _ => pass.dispatch_workgroups(x, y, z),
+        }
         b.work += u64::from(x) * u64::from(y) * u64::from(z) * 256;
         if b.slots == SLOTS || b.work >= EAGER {
             self.submit(b);
@@ -498,6 +550,23 @@ impl Gpu {
     /// queue, in the order they were recorded.
     fn submit(&self, b: &mut Batch) -> wgpu::SubmissionIndex {
         b.pass = None;
+        let timed = match (&self.timing, b.stamps.is_empty()) {
+            (Some(t), false) => {
+                let queries = 2 * b.stamps.len() as u32;
+                let bytes = u64::from(queries) * 8;
+                let out = self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("opforge timestamps readback"),
+                    size: bytes,
+                    usage: wgpu::BufferUsages::MAP_READ | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                });
+                let encoder = b.encoder(&self.device);
+                encoder.resolve_query_set(&t.set, 0..queries, &t.resolve, 0);
+                encoder.copy_buffer_to_buffer(&t.resolve, 0, &out, 0, bytes);
+                Some((out, std::mem::take(&mut b.stamps)))
+            }
+            _ => None,
+        };
         let commands = b.encoder.take().map(wgpu::CommandEncoder::finish);
         if b.slots > 0 {
             // Runs before this submit's commands and after every earlier
@@ -507,7 +576,61 @@ impl Gpu {
         b.slots = 0;
         b.work = 0;
         b.serial += 1;
-        self.queue.submit(commands)
+        let index = self.queue.submit(commands);
+        if let (Some(t), Some(timed)) = (&self.timing, timed) {
+            let mut pending = lock(&t.pending);
+            if pending.len() >= MAX_PENDING_TIMINGS {
+                pending.remove(0);
+            }
+            pending.push(timed);
+        }
+        index
+    }
+
+    /// Whether kernels can be timed on the device.
+    pub(crate) fn timed(&self) -> bool {
+        self.timing.is_some()
+    }
+
+    /// The device time of each kernel tagged with one of `tags`, the sum
+    /// over its dispatches, after waiting for them. Timings of other tags
+    /// (another thread's profile) stay for their owner.
+    pub(crate) fn device_times(&self, tags: &std::collections::HashSet<u64>) -> Result<HashMap<u64, Duration>> {
+        let mut times = HashMap::new();
+        let Some(t) = &self.timing else { return Ok(times) };
+        self.wait()?;
+        let mine: Vec<(wgpu::Buffer, Vec<u64>)> = {
+            let mut pending = lock(&t.pending);
+            let (mine, others) =
+                std::mem::take(&mut *pending).into_iter().partition(|(_, s)| s.iter().any(|tag| tags.contains(tag)));
+            *pending = others;
+            mine
+        };
+        for (buffer, stamps) in mine {
+            let done = Arc::new(Mutex::new(None));
+            let sink = done.clone();
+            buffer.map_async(wgpu::MapMode::Read, .., move |r| *lock(&sink) = Some(r.map_err(|e| e.to_string())));
+            let deadline = Instant::now() + TIMEOUT;
+            let mapped = loop {
+                if let Some(m) = lock(&done).take() {
+                    break m;
+                }
+                if Instant::now() > deadline {
+                    return Err(backend_error("", format!("timestamps not mapped within {TIMEOUT:?}")));
+                }
+                self.device
+                    .poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(TIMEOUT) })
+                    .map_err(|e| backend_error("", format!("waiting for the device: {e}")))?;
+            };
+            let data = self.finish_read(buffer, mapped)?;
+            let ticks: Vec<u64> =
+                data.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
+            for (i, tag) in stamps.iter().enumerate() {
+                let ns = ticks[2 * i + 1].saturating_sub(ticks[2 * i]) as f64 * t.period;
+                *times.entry(*tag).or_insert(Duration::ZERO) += Duration::from_nanos(ns as u64);
+            }
+        }
+        Ok(times)
     }
 
     /// Submits every queued command; returns the submission's index.

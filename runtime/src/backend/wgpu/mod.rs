@@ -364,6 +364,28 @@ pub fn synchronize() -> Result<()> {
     gpu("")?.wait()
 }
 
+/// Whether [`crate::profile`] can time kernels on the device: the adapter
+/// writes timestamps inside compute passes (Vulkan on most discrete GPUs;
+/// often not a CPU rasterizer such as lavapipe). Opens the device.
+///
+/// ```
+/// let timed = opforge::backend::wgpu::device_timing();
+/// # let _ = timed;
+/// ```
+pub fn device_timing() -> bool {
+    gpu("").is_ok_and(Gpu::timed)
+}
+
+/// The device times of profiled kernels on `wgpu`, by profile tag.
+pub(crate) fn device_times(
+    tags: &std::collections::HashSet<u64>,
+) -> Result<std::collections::HashMap<u64, std::time::Duration>> {
+    match gpu("") {
+        Ok(g) if g.timed() => g.device_times(tags),
+        _ => Ok(Default::default()),
+    }
+}
+
 /// For tests that need the `wgpu` backend: whether it has an adapter.
 /// Without one it writes `SKIP (no wgpu adapter): <what>` straight to the
 /// process's stderr, past the test harness's output capture, so that the
