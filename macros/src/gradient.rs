@@ -71,6 +71,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         )?;
     };
     let replaces = args.replaces;
+    let spelled = signature::spelled(kernel, &names);
     let marker = signature::duplicate_marker(
         format!(
             "opforge_gradient_{}{}_registered_twice_in_this_crate__remove_one_or_mark_the_replacement_override",
@@ -86,6 +87,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         const _: () = {
             type #k = #kernel;
             #spec_names
+            #spelled
             type #args_alias<'a> = #spec_args;
             #name_checks
             #[allow(non_camel_case_types)]

@@ -285,6 +285,15 @@ pub(crate) fn kernel_ident(path: &Path) -> Ident {
     path.segments.last().map_or_else(|| Ident::new("Kernel", Span::call_site()), |s| s.ident.clone())
 }
 
+/// A check that `kernel` is written as the kernel's own name, on which
+/// [`duplicate_marker`] is keyed: an alias is an error, not a way past it.
+pub(crate) fn spelled(kernel: &Path, names: &TokenStream) -> TokenStream {
+    let written = kernel_ident(kernel).to_string();
+    let ty =
+        checked(span_range(kernel), quote!(::opforge::__private::ParamCheck::spelled(#names, #written)), quote!(()));
+    quote! { const _: #ty = (); }
+}
+
 /// A crate-level marker whose second definition is rustc's E0428, turning a
 /// same-crate duplicate registration into a compile error at the user's
 /// kernel name, whatever crate owns the descriptor (a trait impl would trip

@@ -249,6 +249,21 @@ impl ParamCheck {
         m
     }
 
+    /// A registration names its kernel as the spec does, not through an
+    /// alias: the compile-time check for a second registration in one crate
+    /// goes by the name written, so an alias would slip past it.
+    pub const fn spelled(k: SpecNames, written: &str) -> Self {
+        let mut m = Self::new();
+        if !same(k.name, written) {
+            m.push("kernel `").push(k.name).push("` is written here as `").push(written).push("`; name it `");
+            m.push(k.name).push(
+                "`, as its spec does: the check that catches a second registration in this crate goes by \
+                 the name written, so an alias would slip past it",
+            );
+        }
+        m
+    }
+
     /// Only a kernel with differentiable inputs may have a gradient.
     pub const fn differentiable(k: SpecNames) -> Self {
         let mut m = Self::new();
@@ -601,4 +616,20 @@ mod tests {
         assert_eq!(distance("", "abc"), 3);
         assert_eq!(distance(&"x".repeat(64), "x"), usize::MAX);
     }
+}
+
+/// `a == b`, in a const context.
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
 }
