@@ -540,6 +540,22 @@ impl<K: KernelSpec, G: IntoGrads<K>> GradientReturn<K> for Result<G> {
     }
 }
 
+/// `a == b`, in a const context.
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     use super::{distance, ParamCheck, SpecNames};
@@ -616,20 +632,4 @@ mod tests {
         assert_eq!(distance("", "abc"), 3);
         assert_eq!(distance(&"x".repeat(64), "x"), usize::MAX);
     }
-}
-
-/// `a == b`, in a const context.
-const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
