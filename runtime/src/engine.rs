@@ -180,13 +180,24 @@ pub fn set_fallback(enabled: bool) -> bool {
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn with_fallback<T>(enabled: bool, f: impl FnOnce() -> T) -> T {
-    struct Restore(Option<bool>);
-    impl Drop for Restore {
+    scoped(&FALLBACK_HERE, Some(enabled), f)
+}
+
+/// Runs `f` with this thread's `cell` set to `value`, and puts the previous
+/// value back afterwards, also when `f` panics: the one way opforge's
+/// thread-scoped settings are changed.
+pub(crate) fn scoped<C: Copy + 'static, T>(
+    cell: &'static std::thread::LocalKey<Cell<C>>,
+    value: C,
+    f: impl FnOnce() -> T,
+) -> T {
+    struct Restore<C: Copy + 'static>(&'static std::thread::LocalKey<Cell<C>>, C);
+    impl<C: Copy + 'static> Drop for Restore<C> {
         fn drop(&mut self) {
-            FALLBACK_HERE.with(|c| c.set(self.0));
+            self.0.set(self.1);
         }
     }
-    let _restore = Restore(FALLBACK_HERE.with(|c| c.replace(Some(enabled))));
+    let _restore = Restore(cell, cell.replace(value));
     f()
 }
 
@@ -332,7 +343,8 @@ fn invalid<K: KernelSpec>(backend: BackendId, inputs: &[&Tensor], message: Strin
     Error::InvalidArgument { op: op_path(K::OP), kernel: K::NAME, backend, inputs: describe::<K>(inputs), message }
 }
 
-fn describe<K: KernelSpec>(inputs: &[&Tensor]) -> Vec<InputDesc> {
+/// `inputs` as errors name them: by the spec's input names.
+pub(crate) fn describe<K: KernelSpec>(inputs: &[&Tensor]) -> Vec<InputDesc> {
     inputs
         .iter()
         .enumerate()

@@ -262,16 +262,7 @@ impl fmt::Display for Error {
         match self {
             Error::InvalidArgument { op, kernel, backend, inputs, message } => {
                 write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`): {message}")?;
-                if !inputs.is_empty() {
-                    f.write_str("; inputs: ")?;
-                    for (i, input) in inputs.iter().enumerate() {
-                        if i > 0 {
-                            f.write_str(", ")?;
-                        }
-                        write!(f, "{input}")?;
-                    }
-                }
-                Ok(())
+                write_inputs(f, inputs)
             }
             Error::KernelNotFound { kernel, backend, available } => {
                 write!(f, "kernel `{kernel}` is not registered for backend `{backend}`")?;
@@ -337,27 +328,15 @@ impl fmt::Display for Error {
                     write!(f, ", in the gradient of `{g}`")?;
                 }
                 write!(f, "): output {output} has {value} at element {index}")?;
-                let inputs: Vec<String> = inputs.iter().map(ToString::to_string).collect();
-                if !inputs.is_empty() {
-                    write!(f, "; inputs: {}", inputs.join(", "))?;
-                }
-                Ok(())
+                write_inputs(f, inputs)
             }
             Error::KernelFailed { op, kernel, backend, inputs, message } => {
                 write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`): {message}")?;
-                let inputs: Vec<String> = inputs.iter().map(ToString::to_string).collect();
-                if !inputs.is_empty() {
-                    write!(f, "; inputs: {}", inputs.join(", "))?;
-                }
-                Ok(())
+                write_inputs(f, inputs)
             }
             Error::KernelPanicked { op, kernel, backend, function, inputs, message } => {
                 write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`): `{function}` panicked: {message}")?;
-                let inputs: Vec<String> = inputs.iter().map(ToString::to_string).collect();
-                if !inputs.is_empty() {
-                    write!(f, "; inputs: {}", inputs.join(", "))?;
-                }
-                Ok(())
+                write_inputs(f, inputs)
             }
             Error::OutOfMemory { op, kernel: "", backend, tensor, bytes } => {
                 write!(f, "{op} on backend `{backend}`: out of memory: {tensor} needs {bytes} bytes")
@@ -377,3 +356,12 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+/// `; inputs: a: f32[2], b: f32[3]`, or nothing for no inputs.
+fn write_inputs(f: &mut fmt::Formatter<'_>, inputs: &[InputDesc]) -> fmt::Result {
+    for (i, input) in inputs.iter().enumerate() {
+        f.write_str(if i == 0 { "; inputs: " } else { ", " })?;
+        write!(f, "{input}")?;
+    }
+    Ok(())
+}

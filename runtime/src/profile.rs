@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use crate::engine::Engine;
 use crate::spec::KernelSpec;
-use crate::{BackendId, DType, Error, InputDesc, Result, Tensor, TensorMeta};
+use crate::{BackendId, DType, Error, Result, Tensor, TensorMeta};
 
 /// One kernel run seen by [`profile`].
 #[derive(Debug, Clone)]
@@ -227,14 +227,7 @@ pub fn set_debug(enabled: bool) -> bool {
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn with_debug<T>(enabled: bool, f: impl FnOnce() -> T) -> T {
-    struct Restore(Option<bool>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            DEBUG_HERE.set(self.0);
-        }
-    }
-    let _restore = Restore(DEBUG_HERE.replace(Some(enabled)));
-    f()
+    crate::engine::scoped(&DEBUG_HERE, Some(enabled), f)
 }
 
 /// Whether debug mode is on for this thread.
@@ -266,10 +259,7 @@ pub(crate) fn watch<K: KernelSpec>(
 ) -> Result<Tensor> {
     let tag = if PROFILING.get() { NEXT_TAG.fetch_add(1, Ordering::Relaxed) } else { 0 };
     let started = Instant::now();
-    let previous = TAG.replace(tag);
-    let result = Engine::execute::<K>(inputs, attrs, backend, &meta);
-    TAG.set(previous);
-    let (y, fallback) = result?;
+    let (y, fallback) = crate::engine::scoped(&TAG, tag, || Engine::execute::<K>(inputs, attrs, backend, &meta))?;
     let host = started.elapsed();
     if debug_enabled() {
         check_finite::<K>(&y, inputs, backend, &op)?;
@@ -323,15 +313,7 @@ fn check_finite<K: KernelSpec>(
         kernel: K::NAME,
         backend,
         gradient_of: GRADIENT_OF.get(),
-        inputs: inputs
-            .iter()
-            .enumerate()
-            .map(|(i, t)| InputDesc {
-                name: K::INPUTS.get(i).copied().unwrap_or("extra"),
-                dtype: t.dtype(),
-                shape: t.meta().shape,
-            })
-            .collect(),
+        inputs: crate::engine::describe::<K>(inputs),
         output: y.meta().to_string().into(),
         index,
         value: *v,
@@ -341,14 +323,7 @@ fn check_finite<K: KernelSpec>(
 /// Runs a gradient function, marking the kernels it runs as the backward
 /// pass of `kernel`.
 pub(crate) fn in_gradient_of<T>(kernel: &'static str, f: impl FnOnce() -> T) -> T {
-    struct Restore(Option<&'static str>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            GRADIENT_OF.set(self.0);
-        }
-    }
-    let _restore = Restore(GRADIENT_OF.replace(Some(kernel)));
-    f()
+    crate::engine::scoped(&GRADIENT_OF, Some(kernel), f)
 }
 
 /// A composite op starts, if this thread is profiling.

@@ -254,7 +254,7 @@ impl ParamCheck {
     /// goes by the name written, so an alias would slip past it.
     pub const fn spelled(k: SpecNames, written: &str) -> Self {
         let mut m = Self::new();
-        if !same(k.name, written) {
+        if !eq(k.name, written) {
             m.push("kernel `").push(k.name).push("` is written here as `").push(written).push("`; name it `");
             m.push(k.name).push(
                 "`, as its spec does: the check that catches a second registration in this crate goes by \
@@ -538,22 +538,6 @@ impl<K: KernelSpec, G: IntoGrads<K>> GradientReturn<K> for Result<G> {
     fn grads(self) -> Result<Vec<Option<Tensor>>> {
         self.map(G::into_grads)
     }
-}
-
-/// `a == b`, in a const context.
-const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 #[cfg(test)]

@@ -607,22 +607,8 @@ impl Gpu {
             mine
         };
         for (buffer, stamps) in mine {
-            let done = Arc::new(Mutex::new(None));
-            let sink = done.clone();
-            buffer.map_async(wgpu::MapMode::Read, .., move |r| *lock(&sink) = Some(r.map_err(|e| e.to_string())));
-            let deadline = Instant::now() + TIMEOUT;
-            let mapped = loop {
-                if let Some(m) = lock(&done).take() {
-                    break m;
-                }
-                if Instant::now() > deadline {
-                    return Err(backend_error("", format!("timestamps not mapped within {TIMEOUT:?}")));
-                }
-                self.device
-                    .poll(wgpu::PollType::Wait { submission_index: None, timeout: Some(TIMEOUT) })
-                    .map_err(|e| backend_error("", format!("waiting for the device: {e}")))?;
-            };
-            let data = self.finish_read(buffer, mapped)?;
+            let done = start_map(&buffer);
+            let data = self.wait_mapped(buffer, None, done)?;
             let ticks: Vec<u64> =
                 data.chunks_exact(8).map(|c| u64::from_le_bytes(c.try_into().unwrap_or([0; 8]))).collect();
             for (i, tag) in stamps.iter().enumerate() {
@@ -687,12 +673,34 @@ impl Gpu {
             b.encoder(&self.device).copy_buffer_to_buffer(buffer, 0, &staging, 0, bytes);
             self.submit(&mut b)
         };
-        let done = Arc::new(Mutex::new(None));
-        let sink = done.clone();
-        staging.map_async(wgpu::MapMode::Read, .., move |r| {
-            *lock(&sink) = Some(r.map_err(|e| e.to_string()));
-        });
+        let done = start_map(&staging);
         (staging, index, done)
+    }
+
+    /// `staging`'s contents once `done` says it is mapped, polling the
+    /// device until then (for submission `index`, or all of them).
+    fn wait_mapped(
+        &self,
+        staging: wgpu::Buffer,
+        index: Option<wgpu::SubmissionIndex>,
+        done: MapResult,
+    ) -> Result<Vec<u8>> {
+        let deadline = Instant::now() + TIMEOUT;
+        let mapped = loop {
+            if let Some(m) = lock(&done).take() {
+                break m;
+            }
+            if Instant::now() > deadline {
+                return Err(backend_error("", format!("readback not mapped within {TIMEOUT:?}")));
+            }
+            self.device
+                .poll(wgpu::PollType::Wait { submission_index: index.clone(), timeout: Some(TIMEOUT) })
+                .map_err(|e| backend_error("", format!("waiting for the device: {e}")))?;
+            // The submission is done, but another thread's poll may be the
+            // one running our callback, a moment later.
+            std::thread::yield_now();
+        };
+        self.finish_read(staging, mapped)
     }
 
     fn finish_read(&self, staging: wgpu::Buffer, mapped: std::result::Result<(), String>) -> Result<Vec<u8>> {
@@ -709,22 +717,7 @@ impl Gpu {
     /// The first `bytes` bytes of `buffer`, after every queued command ran.
     pub(crate) fn read(&self, buffer: &wgpu::Buffer, bytes: u64) -> Result<Vec<u8>> {
         let (staging, index, done) = self.start_read(buffer, bytes);
-        let deadline = Instant::now() + TIMEOUT;
-        let mapped = loop {
-            if let Some(m) = lock(&done).take() {
-                break m;
-            }
-            if Instant::now() > deadline {
-                return Err(backend_error("", format!("readback not mapped within {TIMEOUT:?}")));
-            }
-            self.device
-                .poll(wgpu::PollType::Wait { submission_index: Some(index.clone()), timeout: Some(TIMEOUT) })
-                .map_err(|e| backend_error("", format!("waiting for the device: {e}")))?;
-            // The submission is done, but another thread's poll may be the
-            // one running our callback, a moment later.
-            std::thread::yield_now();
-        };
-        self.finish_read(staging, mapped)
+        self.wait_mapped(staging, Some(index), done)
     }
 
     /// [`Gpu::read`] without blocking: each poll of the future checks the
@@ -757,6 +750,17 @@ impl Gpu {
             false => Err(backend_error("", format!("device errors outside any kernel: {}", errors.join("; ")))),
         }
     }
+}
+
+/// Asks for `buffer` to be mapped for reading; the returned slot holds the
+/// outcome once a poll of the device has run the callback.
+fn start_map(buffer: &wgpu::Buffer) -> MapResult {
+    let done = Arc::new(Mutex::new(None));
+    let sink = done.clone();
+    buffer.map_async(wgpu::MapMode::Read, .., move |r| {
+        *lock(&sink) = Some(r.map_err(|e| e.to_string()));
+    });
+    done
 }
 
 /// How many invocations a [`Program`](super::Program) runs.
