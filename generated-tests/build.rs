@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use opforge_spec::{AttrType, AttrValue, DType, Differentiable, KernelDef, OutputDType, ShapeRule};
+use opforge_spec::{AttrType, AttrValue, DType, Differentiable, InputType, KernelDef, OutputDType, ShapeRule};
 
 fn main() {
     let path = "../ops-spec/ops.toml";
@@ -31,6 +31,47 @@ struct Case {
     shapes: Vec<Vec<usize>>,
     attrs: Vec<(String, String)>,
     expect: Vec<usize>,
+    /// Per input: `Some(n)` for an input of indices, whose values must lie
+    /// in `0..n` (the rule says which inputs index and into what).
+    bounds: Vec<Option<usize>>,
+}
+
+impl Case {
+    fn new(shapes: Vec<Vec<usize>>, attrs: Vec<(String, String)>, expect: Vec<usize>) -> Case {
+        let bounds = vec![None; shapes.len()];
+        Case { shapes, attrs, expect, bounds }
+    }
+
+    /// Input `input` of kernel `k` indexes into `0..n`.
+    fn bound(mut self, k: &KernelDef, input: &str, n: usize) -> Case {
+        if let Some(i) = k.inputs.iter().position(|x| x == input) {
+            self.bounds[i] = Some(n);
+        }
+        self
+    }
+}
+
+/// The dtype of input `i` in the tests of dtype `d`: `d` for inputs of the
+/// first type variable, the first allowed dtype for the others.
+fn input_dtype(k: &KernelDef, i: usize, d: DType) -> DType {
+    match &k.input_types[i] {
+        InputType::Var(v) if k.type_vars.first().is_some_and(|f| &f.name == v) => d,
+        InputType::Var(_) | InputType::Fixed(_) => k.input_dtypes(i)[0],
+    }
+}
+
+/// The expression of a test input: indices in range, a mixed mask for
+/// bool, else `make(shape, dtype)`.
+fn input_expr(case: &Case, i: usize, dtype: DType, seed: usize, make: &str) -> String {
+    let shape = &case.shapes[i];
+    match (case.bounds.get(i).copied().flatten(), dtype) {
+        (Some(n), DType::I32) => format!("index_input(&{shape:?}, {n}, {seed})"),
+        (Some(n), d) => {
+            format!("opforge::ops::cast(&index_input(&{shape:?}, {n}, {seed}), {}).unwrap()", dtype_expr(d))
+        }
+        (None, DType::Bool) => format!("mask_input(&{shape:?}, {seed})"),
+        (None, d) => make.replace("SHAPE", &format!("&{shape:?}")).replace("DTYPE", dtype_expr(d)),
+    }
 }
 
 fn dtype_expr(d: DType) -> &'static str {
@@ -77,45 +118,58 @@ fn valid_case(k: &KernelDef) -> Case {
     let n = k.inputs.len();
     let same = |shape: Vec<usize>| vec![shape; n];
     match &k.shape {
-        ShapeRule::Same { .. } => Case { shapes: same(vec![2, 3]), attrs: attrs(k, &[]), expect: vec![2, 3] },
-        ShapeRule::Along { axis, .. } => {
-            Case { shapes: same(vec![2, 3]), attrs: attrs(k, &[(axis, "1i64".into())]), expect: vec![2, 3] }
-        }
+        ShapeRule::Same { .. } => Case::new(same(vec![2, 3]), attrs(k, &[]), vec![2, 3]),
+        ShapeRule::Along { axis, .. } => Case::new(same(vec![2, 3]), attrs(k, &[(axis, "1i64".into())]), vec![2, 3]),
         ShapeRule::Broadcast { .. } => {
             let mut shapes = same(vec![3]);
             shapes[0] = vec![2, 3];
-            Case { shapes, attrs: attrs(k, &[]), expect: vec![2, 3] }
+            Case::new(shapes, attrs(k, &[]), vec![2, 3])
         }
-        ShapeRule::Reduce { axes, keep_dims, .. } => Case {
-            shapes: same(vec![2, 3, 4]),
-            attrs: attrs(k, &[(axes, "vec![-1, 0]".into()), (keep_dims, "false".into())]),
-            expect: vec![3],
-        },
-        ShapeRule::MatMul { transpose_a, transpose_b, .. } => Case {
-            shapes: vec![vec![2, 3], vec![4, 3]],
-            attrs: attrs(k, &[(transpose_a, "false".into()), (transpose_b, "true".into())]),
-            expect: vec![2, 4],
-        },
+        ShapeRule::Reduce { axes, keep_dims, .. } => Case::new(
+            same(vec![2, 3, 4]),
+            attrs(k, &[(axes, "vec![-1, 0]".into()), (keep_dims, "false".into())]),
+            vec![3],
+        ),
+        ShapeRule::MatMul { transpose_a, transpose_b, .. } => Case::new(
+            vec![vec![2, 3], vec![4, 3]],
+            attrs(k, &[(transpose_a, "false".into()), (transpose_b, "true".into())]),
+            vec![2, 4],
+        ),
         ShapeRule::Reshape { shape, .. } => {
-            Case { shapes: same(vec![2, 3]), attrs: attrs(k, &[(shape, "vec![3, -1]".into())]), expect: vec![3, 2] }
+            Case::new(same(vec![2, 3]), attrs(k, &[(shape, "vec![3, -1]".into())]), vec![3, 2])
         }
-        ShapeRule::Transpose { perm, .. } => Case {
-            shapes: same(vec![2, 3, 4]),
-            attrs: attrs(k, &[(perm, "vec![2, 0, 1]".into())]),
-            expect: vec![4, 2, 3],
-        },
+        ShapeRule::Transpose { perm, .. } => {
+            Case::new(same(vec![2, 3, 4]), attrs(k, &[(perm, "vec![2, 0, 1]".into())]), vec![4, 2, 3])
+        }
         ShapeRule::ArgReduce { axis, .. } => {
-            Case { shapes: same(vec![2, 3, 4]), attrs: attrs(k, &[(axis, "-2i64".into())]), expect: vec![2, 4] }
+            Case::new(same(vec![2, 3, 4]), attrs(k, &[(axis, "-2i64".into())]), vec![2, 4])
         }
         ShapeRule::OneHot { depth, .. } => {
-            Case { shapes: same(vec![2, 3]), attrs: attrs(k, &[(depth, "4i64".into())]), expect: vec![2, 3, 4] }
+            Case::new(same(vec![2, 3]), attrs(k, &[(depth, "4i64".into())]), vec![2, 3, 4])
         }
-        ShapeRule::BroadcastTo { shape, .. } => Case {
-            shapes: same(vec![3, 1]),
-            attrs: attrs(k, &[(shape, "vec![2, 3, 4]".into())]),
-            expect: vec![2, 3, 4],
-        },
+        ShapeRule::BroadcastTo { shape, .. } => {
+            Case::new(same(vec![3, 1]), attrs(k, &[(shape, "vec![2, 3, 4]".into())]), vec![2, 3, 4])
+        }
+        // x [2, 5, 3] gathered along 1 by [2, 4] indices into 0..5.
+        ShapeRule::Gather { input, indices, axis, batch_dims } => Case::new(
+            rule_shapes(k, &[(input, vec![2, 5, 3]), (indices, vec![2, 4])]),
+            attrs(k, &[(axis, "1i64".into()), (batch_dims, "0i64".into())]),
+            vec![2, 2, 4, 3],
+        )
+        .bound(k, indices, 5),
+        ShapeRule::Segment { input, segment_ids, num_segments } => Case::new(
+            rule_shapes(k, &[(input, vec![6, 3]), (segment_ids, vec![6])]),
+            attrs(k, &[(num_segments, "4i64".into())]),
+            vec![4, 3],
+        )
+        .bound(k, segment_ids, 4),
     }
+}
+
+/// Input shapes for a rule that names its inputs: each named one's shape,
+/// `[2, 3]` for any other.
+fn rule_shapes(k: &KernelDef, named: &[(&String, Vec<usize>)]) -> Vec<Vec<usize>> {
+    k.inputs.iter().map(|i| named.iter().find(|(n, _)| *n == i).map_or(vec![2, 3], |(_, s)| s.clone())).collect()
 }
 
 /// Cases for the cpu-vs-wgpu parity tests: sizes 1, 7, 1023 and 65537,
@@ -126,7 +180,7 @@ fn parity_cases(k: &KernelDef) -> Vec<Case> {
     let n = k.inputs.len();
     let case = |shapes: Vec<Vec<usize>>, chosen: &[(&str, &str)]| {
         let chosen: Vec<(&str, String)> = chosen.iter().map(|(a, v)| (*a, (*v).to_owned())).collect();
-        Case { shapes, attrs: attrs(k, &chosen), expect: vec![] }
+        Case::new(shapes, attrs(k, &chosen), vec![])
     };
     let same = |shape: &[usize]| vec![shape.to_vec(); n];
     let cases: Vec<Case> = match &k.shape {
@@ -147,7 +201,13 @@ fn parity_cases(k: &KernelDef) -> Vec<Case> {
             vec![vec![1023], vec![1023]],
         ]
         .into_iter()
-        .map(|shapes| case(shapes, &[]))
+        .map(|mut shapes| {
+            // A third input and on take the second's shape.
+            while shapes.len() < n {
+                shapes.push(shapes[1].clone());
+            }
+            case(shapes, &[])
+        })
         .collect(),
         ShapeRule::Reduce { axes, keep_dims, .. } => [
             (&[2, 3, 4][..], "vec![-1, 0]", "false"),
@@ -205,6 +265,35 @@ fn parity_cases(k: &KernelDef) -> Vec<Case> {
                 .map(|(s, a)| case(same(s), &[(shape, a)]))
                 .collect()
         }
+        // (x, indices, axis, batch_dims, axis length): rows, columns, a
+        // middle axis, batches, and a gather of 65537 rows.
+        ShapeRule::Gather { input, indices, axis, batch_dims } => [
+            (vec![5, 3], vec![4], "0", "0", 5),
+            (vec![2, 5, 3], vec![2, 4], "1", "0", 5),
+            (vec![7, 1023], vec![3, 2], "-1", "0", 1023),
+            (vec![3, 6, 4], vec![3, 5], "1", "1", 6),
+            (vec![65537, 2], vec![65537], "0", "0", 65537),
+            (vec![4], vec![], "0", "0", 4),
+        ]
+        .into_iter()
+        .map(|(x, i, a, b, len)| {
+            let (a, b) = (format!("{a}i64"), format!("{b}i64"));
+            case(rule_shapes(k, &[(input, x), (indices, i)]), &[(axis, &a), (batch_dims, &b)]).bound(k, indices, len)
+        })
+        .collect(),
+        ShapeRule::Segment { input, segment_ids, num_segments } => [
+            (vec![6, 3], vec![6], 4),
+            (vec![1023], vec![1023], 7),
+            (vec![2, 3, 5], vec![2, 3], 2),
+            (vec![65537], vec![65537], 3),
+            (vec![5, 2], vec![5], 9),
+        ]
+        .into_iter()
+        .map(|(x, ids, n)| {
+            let n_attr = format!("{n}i64");
+            case(rule_shapes(k, &[(input, x), (segment_ids, ids)]), &[(num_segments, &n_attr)]).bound(k, segment_ids, n)
+        })
+        .collect(),
     };
     // Every value of each dtype attribute.
     let mut out = cases;
@@ -217,7 +306,7 @@ fn parity_cases(k: &KernelDef) -> Vec<Case> {
                         .attrs
                         .iter()
                         .map(|(n, v)| (n.clone(), if *n == a.name { dtype_expr(d).into() } else { v.clone() }));
-                    Case { shapes: c.shapes.clone(), attrs: attrs.collect(), expect: vec![] }
+                    Case { shapes: c.shapes.clone(), attrs: attrs.collect(), expect: vec![], bounds: c.bounds.clone() }
                 })
             })
             .collect();
@@ -229,7 +318,7 @@ fn parity_cases(k: &KernelDef) -> Vec<Case> {
 fn invalid_case(k: &KernelDef) -> Option<(Case, &'static str)> {
     let n = k.inputs.len();
     let same = |shape: Vec<usize>| vec![shape; n];
-    let case = |shapes, attrs| Case { shapes, attrs, expect: vec![] };
+    let case = |shapes, attrs| Case::new(shapes, attrs, vec![]);
     Some(match &k.shape {
         ShapeRule::Same { .. } => return None,
         ShapeRule::Along { axis, .. } => (case(same(vec![2, 3]), attrs(k, &[(axis, "2i64".into())])), "out of range"),
@@ -255,11 +344,58 @@ fn invalid_case(k: &KernelDef) -> Option<(Case, &'static str)> {
         ShapeRule::BroadcastTo { shape, .. } => {
             (case(same(vec![2, 3]), attrs(k, &[(shape, "vec![4, 3]".into())])), "cannot broadcast")
         }
+        ShapeRule::Gather { input, indices, axis, .. } => (
+            case(rule_shapes(k, &[(input, vec![5, 3]), (indices, vec![4])]), attrs(k, &[(axis, "2i64".into())]))
+                .bound(k, indices, 5),
+            "out of range",
+        ),
+        ShapeRule::Segment { input, segment_ids, num_segments } => (
+            case(
+                rule_shapes(k, &[(input, vec![6, 3]), (segment_ids, vec![5])]),
+                attrs(k, &[(num_segments, "4i64".into())]),
+            )
+            .bound(k, segment_ids, 4),
+            "not a prefix",
+        ),
     })
 }
 
-fn tensors(shapes: &[Vec<usize>], dtype: DType) -> String {
-    shapes.iter().enumerate().map(|(i, s)| format!("let t{i} = input(&{s:?}, {});\n", dtype_expr(dtype))).collect()
+/// `let t{i} = ...;` for each input of `case`, of the dtypes the tests of `d` give them.
+fn tensors(k: &KernelDef, case: &Case, d: DType) -> String {
+    let dtypes: Vec<DType> =
+        (0..case.shapes.len()).map(|i| if i < k.inputs.len() { input_dtype(k, i, d) } else { d }).collect();
+    tensors_of(case, &dtypes)
+}
+
+fn tensors_of(case: &Case, dtypes: &[DType]) -> String {
+    (0..case.shapes.len())
+        .map(|i| format!("let t{i} = {};\n", input_expr(case, i, dtypes[i], i, "input(SHAPE, DTYPE)")))
+        .collect()
+}
+
+/// The dtypes the tests iterate over: the first type variable's, or the
+/// first input's when every input has a fixed dtype.
+fn test_dtypes(k: &KernelDef) -> Vec<DType> {
+    if k.dtypes.is_empty() {
+        vec![k.input_dtypes(0)[0]]
+    } else {
+        k.dtypes.clone()
+    }
+}
+
+/// Inputs whose dtype the spec forbids: per input dtypes where every input
+/// of one type (a variable's, or one fixed input) has a dtype outside it.
+fn bad_dtypes(k: &KernelDef) -> Option<(Vec<DType>, DType)> {
+    let d = test_dtypes(k)[0];
+    let good: Vec<DType> = (0..k.inputs.len()).map(|i| input_dtype(k, i, d)).collect();
+    (0..k.inputs.len()).find_map(|i| {
+        let bad = *DType::ALL.iter().find(|b| !k.input_dtypes(i).contains(b))?;
+        let same_type = |j: usize| match &k.input_types[i] {
+            InputType::Var(_) => k.input_types[j] == k.input_types[i],
+            InputType::Fixed(_) => j == i,
+        };
+        Some(((0..k.inputs.len()).map(|j| if same_type(j) { bad } else { good[j] }).collect(), bad))
+    })
 }
 
 fn run_expr(k: &KernelDef, n_inputs: usize, attrs: &[(String, String)]) -> String {
@@ -276,7 +412,7 @@ fn run_expr(k: &KernelDef, n_inputs: usize, attrs: &[(String, String)]) -> Strin
 fn kernel_tests(k: &KernelDef) -> String {
     let mut t = String::new();
     let name = &k.name;
-    let dtype = k.dtypes[0];
+    let dtype = test_dtypes(k)[0];
     let n = k.inputs.len();
     writeln!(
         t,
@@ -301,9 +437,14 @@ fn kernel_tests(k: &KernelDef) -> String {
 
     // A valid call's output has the meta the shape rule promises, for every allowed dtype.
     let case = valid_case(k);
-    for &d in &k.dtypes {
+    for d in test_dtypes(k) {
         let out_dtype = match &k.output_dtype {
             OutputDType::SameAsInputs => dtype_expr(d).to_owned(),
+            OutputDType::Var(v) => {
+                let first = k.type_vars.first().is_some_and(|f| &f.name == v);
+                let var = k.type_var(v).map_or(d, |v| v.dtypes[0]);
+                dtype_expr(if first { d } else { var }).to_owned()
+            }
             OutputDType::Fixed(f) => dtype_expr(*f).to_owned(),
             OutputDType::Attr(a) => case.attrs.iter().find(|(n, _)| n == a).map(|(_, v)| v.clone()).unwrap_or_default(),
         };
@@ -317,7 +458,7 @@ fn kernel_tests(k: &KernelDef) -> String {
         assert_eq!(y.dtype(), {out_dtype});
     }}"#,
             d = d.name(),
-            tensors = tensors(&case.shapes, d),
+            tensors = tensors(k, &case, d),
             run = run_expr(k, n, &case.attrs),
             expect = case.expect
         )
@@ -325,7 +466,7 @@ fn kernel_tests(k: &KernelDef) -> String {
     }
 
     // A dtype outside the spec's list is rejected before any kernel runs.
-    if let Some(&bad) = DType::ALL.iter().find(|d| !k.dtypes.contains(d)) {
+    if let Some((dtypes, bad)) = bad_dtypes(k) {
         writeln!(
             t,
             r#"
@@ -335,7 +476,7 @@ fn kernel_tests(k: &KernelDef) -> String {
         assert_invalid(&err, {name:?}, "is not supported");
     }}"#,
             bad = bad.name(),
-            tensors = tensors(&case.shapes, bad),
+            tensors = tensors_of(&case, &dtypes),
             run = run_expr(k, n, &case.attrs)
         )
         .unwrap();
@@ -345,15 +486,18 @@ fn kernel_tests(k: &KernelDef) -> String {
     // the kernel's wgpu implementation (the cpu fallback is off): odd sizes,
     // broadcasting, strided axes, and for reductions 2^20 and 2^22 elements.
     let positive = POSITIVE_DOMAIN.contains(&name.as_str()) || matches!(k.shape, ShapeRule::Reduce { .. });
-    for &d in &k.dtypes {
+    for d in test_dtypes(k) {
         let mut body = String::new();
         for case in parity_cases(k) {
             let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
-            let inputs: String = case
-                .shapes
-                .iter()
-                .enumerate()
-                .map(|(i, s)| format!("parity_input(&{s:?}, {}, {positive}, {i}), ", dtype_expr(d)))
+            let make = format!("parity_input(SHAPE, DTYPE, {positive}, SEED)");
+            let inputs: String = (0..n)
+                .map(|i| {
+                    format!(
+                        "{}, ",
+                        input_expr(&case, i, input_dtype(k, i, d), i, &make.replace("SEED", &i.to_string()))
+                    )
+                })
                 .collect();
             let refs: String = (0..n).map(|i| format!("&xs[{i}], ")).collect();
             writeln!(
@@ -389,15 +533,17 @@ fn kernel_tests(k: &KernelDef) -> String {
         {tensors}        let err = {run}.expect_err("the shape rule rejects this");
         assert_invalid(&err, {name:?}, {what:?});
     }}"#,
-            tensors = tensors(&bad.shapes, dtype),
+            tensors = tensors(k, &bad, dtype),
             run = run_expr(k, n, &bad.attrs)
         )
         .unwrap();
     }
 
     // One input too many.
-    let mut extra = case.shapes.clone();
-    extra.push(case.shapes[0].clone());
+    let mut extra = Case::new(case.shapes.clone(), case.attrs.clone(), vec![]);
+    extra.bounds.clone_from(&case.bounds);
+    extra.shapes.push(case.shapes[0].clone());
+    extra.bounds.push(case.bounds[0]);
     writeln!(
         t,
         r#"
@@ -406,7 +552,7 @@ fn kernel_tests(k: &KernelDef) -> String {
         {tensors}        let err = {run}.expect_err("one input too many");
         assert_invalid(&err, {name:?}, "inputs");
     }}"#,
-        tensors = tensors(&extra, dtype),
+        tensors = tensors(k, &extra, dtype),
         run = run_expr(k, n + 1, &case.attrs)
     )
     .unwrap();
@@ -414,9 +560,14 @@ fn kernel_tests(k: &KernelDef) -> String {
     // The registered gradient against central finite differences (f32 only).
     if let (Differentiable::Inputs(diff), true) = (&k.differentiable, k.dtypes.contains(&DType::F32)) {
         let positive = POSITIVE_DOMAIN.contains(&name.as_str());
-        let inputs: String =
-            case.shapes.iter().enumerate().map(|(i, s)| format!("sample(&{s:?}, {positive}, {i}), ")).collect();
         let which: Vec<usize> = diff.iter().filter_map(|d| k.inputs.iter().position(|i| i == d)).collect();
+        let inputs: String = (0..n)
+            .map(|i| {
+                let make = format!("sample(SHAPE, {positive}, {i})");
+                let dtype = if which.contains(&i) { DType::F32 } else { input_dtype(k, i, DType::F32) };
+                format!("{}, ", input_expr(&case, i, dtype, i, &make))
+            })
+            .collect();
         let refs: String = (0..n).map(|i| format!("&xs[{i}], ")).collect();
         let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
         writeln!(

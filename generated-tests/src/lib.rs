@@ -85,6 +85,20 @@ mod generated {
         opforge::ops::cast(&sample(shape, positive, seed), dtype).expect("cast is total")
     }
 
+    /// Indices in `0..bound`, seeded, with repeats where the shape has more
+    /// elements than `bound` (so gradients add up, and ties occur).
+    fn index_input(shape: &[usize], bound: usize, seed: u64) -> Tensor {
+        let u = Tensor::random_uniform(shape, 0.0, bound as f32, 200 + seed).expect("a valid shape");
+        let v: Vec<i32> = u.to_vec::<f32>().unwrap().iter().map(|&x| (x as i32).min(bound as i32 - 1)).collect();
+        Tensor::from_vec(v, shape).unwrap()
+    }
+
+    /// A bool mask with both values, seeded.
+    fn mask_input(shape: &[usize], seed: u64) -> Tensor {
+        let u = Tensor::random_uniform(shape, 0.0, 1.0, 300 + seed).expect("a valid shape");
+        Tensor::from_vec(u.to_vec::<f32>().unwrap().iter().map(|&x| x < 0.5).collect::<Vec<bool>>(), shape).unwrap()
+    }
+
     /// Runs `f` on `inputs` and on copies of them on wgpu: the results agree
     /// (f32 within shader rounding, NaN where the cpu has NaN) and the second
     /// lives on wgpu. The cpu fallback is off, so the kernel's own wgpu

@@ -1,7 +1,7 @@
 //! `spec!`: binds a spec file. Parse the arguments, load and validate the
 //! TOML with `opforge-spec`, expand one set of items per kernel.
 
-use opforge_spec::{AttrType, AttrValue, DType, Differentiable, KernelDef, OutputDType, ShapeRule, Spec};
+use opforge_spec::{AttrType, AttrValue, DType, Differentiable, InputType, KernelDef, OutputDType, ShapeRule, Spec};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote};
 use syn::parse::{Parse, ParseStream};
@@ -231,6 +231,14 @@ fn shape_rule(k: &KernelDef) -> TokenStream {
             let (x, s) = (shape(input), attr(s));
             quote!(#rules::broadcast_to(#x, #s))
         }
+        ShapeRule::Gather { input, indices, axis, batch_dims } => {
+            let (x, i, a, b) = (shape(input), shape(indices), attr(axis), attr(batch_dims));
+            quote!(#rules::gather(#x, #i, #a, #b))
+        }
+        ShapeRule::Segment { input, segment_ids, num_segments } => {
+            let (x, ids, n) = (shape(input), shape(segment_ids), attr(num_segments));
+            quote!(#rules::segment(#x, #ids, #n))
+        }
     }
 }
 
@@ -269,23 +277,7 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
     } else {
         quote!()
     };
-    let out_dtype = match &k.output_dtype {
-        OutputDType::SameAsInputs => quote!(__dtype),
-        OutputDType::Attr(a) => {
-            let a = ident(a);
-            quote!({
-                let _ = __dtype;
-                __attrs.#a
-            })
-        }
-        OutputDType::Fixed(d) => {
-            let d = dtype_tokens(*d);
-            quote!({
-                let _ = __dtype;
-                #d
-            })
-        }
-    };
+    let check = dtype_check(k);
     let rule = shape_rule(k);
     let output = ident(&k.output);
     let input_idx: Vec<usize> = (0..n_inputs).collect();
@@ -373,9 +365,9 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
                 __inputs: &[&::opforge::Tensor],
                 __attrs: &#attrs_ty,
             ) -> ::core::result::Result<::opforge::TensorMeta, ::std::string::String> {
-                let __dtype = ::opforge::__private::check_inputs(__inputs, Self::INPUTS, &[#(#dtypes),*])?;
+                let __dtype = #check;
                 let __shape = #rule?;
-                ::core::result::Result::Ok(::opforge::TensorMeta { shape: __shape, dtype: #out_dtype })
+                ::core::result::Result::Ok(::opforge::TensorMeta { shape: __shape, dtype: __dtype })
             }
 
             fn args<'a, B: ::opforge::__private::Backend>(
@@ -429,6 +421,70 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
             },
         };
     }
+}
+
+/// The input checks of `infer`, evaluating to the output's dtype: one
+/// shared dtype in the one-set form, else each input against its own type.
+fn dtype_check(k: &KernelDef) -> TokenStream {
+    let private = quote!(::opforge::__private);
+    if k.shares_one_dtype() {
+        let dtypes = k.dtypes.iter().map(|d| dtype_tokens(*d));
+        let check = quote!(#private::check_inputs(__inputs, Self::INPUTS, &[#(#dtypes),*])?);
+        return match &k.output_dtype {
+            OutputDType::Attr(a) => {
+                let a = ident(a);
+                quote!({ let _ = #check; __attrs.#a })
+            }
+            OutputDType::Fixed(d) => {
+                let d = dtype_tokens(*d);
+                quote!({ let _ = #check; #d })
+            }
+            OutputDType::SameAsInputs | OutputDType::Var(_) => check,
+        };
+    }
+    let var = |name: &str| k.type_vars.iter().position(|v| v.name == name).unwrap_or(0);
+    let types = k.input_types.iter().map(|t| match t {
+        InputType::Var(v) => {
+            let v = var(v);
+            quote!(#private::InputDType::Var(#v))
+        }
+        InputType::Fixed(d) => {
+            let d = dtype_tokens(*d);
+            quote!(#private::InputDType::Fixed(#d))
+        }
+    });
+    let vars = k.type_vars.iter().map(|v| {
+        let (name, dtypes) = (&v.name, v.dtypes.iter().map(|d| dtype_tokens(*d)));
+        quote!((#name, &[#(#dtypes),*][..]))
+    });
+    let check = quote!(#private::check_typed(__inputs, Self::INPUTS, &[#(#types),*], [#(#vars),*])?);
+    match &k.output_dtype {
+        OutputDType::Var(v) => {
+            let v = var(v);
+            quote!(#check[#v])
+        }
+        OutputDType::Attr(a) => {
+            let a = ident(a);
+            quote!({ let _ = #check; __attrs.#a })
+        }
+        OutputDType::Fixed(d) => {
+            let d = dtype_tokens(*d);
+            quote!({ let _ = #check; #d })
+        }
+        // Only the one-set form leaves the output's dtype to the inputs.
+        OutputDType::SameAsInputs => quote!({ let _ = #check; ::opforge::DType::F32 }),
+    }
+}
+
+/// What the generated op's docs say of dtypes: the shared ones, or each input's.
+fn dtypes_doc(k: &KernelDef) -> String {
+    let names = |ds: &[DType]| ds.iter().map(|d| d.name()).collect::<Vec<_>>().join(" or ");
+    if k.shares_one_dtype() {
+        return format!("dtypes: {}", names(&k.dtypes).replace(" or ", ", "));
+    }
+    let each: Vec<String> =
+        (0..k.inputs.len()).map(|i| format!("`{}` {}", k.inputs[i], names(k.input_dtypes(i)))).collect();
+    format!("inputs: {}", each.join("; "))
 }
 
 /// `NameGrads`, the `Differentiable` impl, and the tuple forms a gradient may return.
@@ -517,8 +573,7 @@ fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
             _ => quote!(#id),
         }
     });
-    let dtypes: Vec<&str> = k.dtypes.iter().map(|d| d.name()).collect();
-    let mut doc = format!("{}\n\nRuns kernel `{}`; dtypes: {}.", k.doc, k.name, dtypes.join(", "));
+    let mut doc = format!("{}\n\nRuns kernel `{}`; {}.", k.doc, k.name, dtypes_doc(k));
     for a in &k.attrs {
         let default = match &a.default {
             Some(v) => format!(" (spec default: `{}`)", render(v)),

@@ -72,13 +72,13 @@
 //! |-----|----------|-------|
 //! | `op` | yes | the name of the generated op function: a snake_case Rust identifier (lowercase ASCII letters, digits and `_`, starting with a letter, not a keyword), unique in the spec |
 //! | `doc` | yes | what the kernel computes, a short description, not blank; it documents the generated op and descriptor |
-//! | `inputs` | yes | the tensor inputs: an array of one or more distinct snake_case names, in the order the op takes them |
-//! | `dtypes` | yes | the dtypes the inputs may have: an array of one or more distinct dtypes. All inputs of a call share one dtype, which must be in the list |
+//! | `inputs` | yes | the tensor inputs: an array of one or more distinct snake_case names, in the order the op takes them, each optionally typed as `"name: T"` (a type variable) or `"name: i32"` (a fixed dtype); see [type variables](#type-variables) |
+//! | `dtypes` | yes | the dtypes the inputs may have: an array of one or more distinct dtypes, which all unannotated inputs of a call share; or a table of [type variables](#type-variables), each an array of dtypes |
 //! | `shape` | yes | the [shape rule](#shape-rules) giving the output's shape |
 //! | `grad` | one of the two | the inputs that receive a gradient: an array of one or more distinct input names. See [gradients](#gradients-and-needs) |
 //! | `non_differentiable` | one of the two | why the kernel has no gradient: a string, not blank |
 //! | `output` | no | the name of the single output, snake_case; default `y`. It names the output among a gradient's arguments, so it must differ from the inputs and attrs |
-//! | `output_dtype` | no | the output's dtype: the name of an attr of type `dtype` (the output takes the dtype the call passes), or a dtype such as `"bool"` (always that dtype). Absent: the inputs' dtype. An attr is looked up first, so an attr called `bool` would win over the dtype |
+//! | `output_dtype` | no | the output's dtype: the name of an attr of type `dtype` (the output takes the dtype the call passes), a type variable of a `dtypes` table, or a dtype such as `"bool"` (always that dtype). Absent: the inputs' dtype, or the one type variable's; a kernel with several must say. An attr is looked up first, so an attr called `bool` would win over the dtype |
 //! | `attrs` | no | the kernel's attributes, its non-tensor parameters: a table, see [attributes](#attributes) |
 //!
 //! The dtypes are `f32`, `i32` and `bool` ([`DType`](crate::DType)). No
@@ -121,6 +121,76 @@
 //!      ops.toml:5:1: unknown key `dtype` in kernel `Neg`, expected one of `op`, `doc`, `inputs`, `attrs`, \
 //!      `output`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`; did you mean `dtypes`?"
 //! );
+//! ```
+//!
+//! # Type variables
+//!
+//! Inputs of different dtypes are declared after TensorFlow's op registry:
+//! `dtypes` becomes a table of type variables (UpperCamelCase names such as
+//! `T` and `Tidx`, not dtype names), each with the dtypes it may take, and
+//! each input names its variable, or a fixed dtype, after a colon. Inputs of
+//! one variable share a dtype in a call; the engine checks each input against
+//! its own type and names the input, its dtype and what was allowed. An input
+//! left unannotated has the kernel's only variable, so the list form
+//! `dtypes = ["f32"]` is the one variable `T` that every unannotated input
+//! has, and may sit beside inputs of fixed dtypes (`"condition: bool"`).
+//!
+//! ```
+//! use opforge_spec::{DType, InputType, OutputDType};
+//!
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [GatherV2]
+//! op = "gather"
+//! doc = "Slices of `x` along `axis` picked by `indices`."
+//! inputs = ["x: T", "indices: Tindices"]
+//! dtypes = { T = ["f32", "i32", "bool"], Tindices = ["i32"] }
+//! output_dtype = "T"
+//! shape = "gather(x, indices, axis, batch_dims)"
+//! grad = ["x"]
+//! [GatherV2.attrs]
+//! axis = { type = "int", default = 0 }
+//! batch_dims = { type = "int", default = 0 }
+//!
+//! [Select]
+//! op = "select"
+//! doc = "`t` where `condition` holds, else `e`."
+//! inputs = ["condition: bool", "t", "e"]
+//! dtypes = ["f32", "i32"]
+//! shape = "broadcast(condition, t, e)"
+//! grad = ["t", "e"]
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let gather = spec.kernel("GatherV2").unwrap();
+//! assert_eq!(gather.input_types[1], InputType::Var("Tindices".into()));
+//! assert_eq!(gather.input_dtypes(1), [DType::I32]);
+//! assert_eq!(gather.output_dtype, OutputDType::Var("T".into()));
+//! let select = spec.kernel("Select").unwrap();
+//! assert_eq!(select.input_types[0], InputType::Fixed(DType::Bool));
+//! assert_eq!(select.output_dtype, OutputDType::Var("T".into()));
+//! ```
+//!
+//! A type no input has, an input without a type beside several variables,
+//! an unknown type and a missing `output_dtype` are errors:
+//!
+//! ```
+//! let kernel = |inputs: &str, output: &str| {
+//!     format!(
+//!         "[Gather]\nop = \"gather\"\ndoc = \"gathers\"\ninputs = {inputs}\n\
+//!          dtypes = {{ T = [\"f32\"], Tidx = [\"i32\"] }}\n{output}shape = \"same(x)\"\ngrad = [\"x\"]\n"
+//!     )
+//! };
+//! let err = |i: &str, o: &str| opforge_spec::parse(&kernel(i, o), "ops.toml").unwrap_err().to_string();
+//! assert!(opforge_spec::parse(&kernel(r#"["x: T", "i: Tidx"]"#, "output_dtype = \"T\"\n"), "ops.toml").is_ok());
+//! assert_eq!(
+//!     err(r#"["x: T", "i: i32"]"#, "output_dtype = \"T\"\n"),
+//!     "ops.toml:5:25: type variable `Tidx` is the type of no input, expected an input typed `\"name: Tidx\"`"
+//! );
+//! assert!(err(r#"["x", "i: Tidx"]"#, "output_dtype = \"T\"\n").contains("input `x` has no dtype"));
+//! assert!(err(r#"["x: T", "i: Tix"]"#, "output_dtype = \"T\"\n").contains("did you mean `Tidx`?"));
+//! assert!(err(r#"["x: T", "i: Tidx"]"#, "").contains("must say which the output has"));
 //! ```
 //!
 //! # Attributes
@@ -263,6 +333,8 @@
 //! | `arg_reduce(x, axis)` | an input, an `int` attr | `x` without `axis`, for kernels giving an `i32` index along it (argmax): `x` has rank 1 or more, and `axis` is one of its axes, not empty and short enough for an `i32` index |
 //! | `one_hot(indices, depth)` | an input, an `int` attr | `indices`' shape followed by `depth`, which is 0 or more |
 //! | `broadcast_to(x, shape)` | an input, an `ints` attr | `shape`, which `x` must broadcast to: no negative entry, at least `x`'s rank, and each dim of `x`, aligned from the right, equal to the target's or 1 |
+//! | `gather(x, indices, axis, batch_dims)` | two inputs, two `int` attrs | `x.shape[..axis] ++ indices.shape[batch_dims..] ++ x.shape[axis + 1..]`: `axis` is an axis of `x`, `batch_dims` (negative counts from the end of `indices`) is at most `axis` and `indices`' rank, and the first `batch_dims` dims of both agree |
+//! | `segment(x, segment_ids, num_segments)` | two inputs, an `int` attr | `[num_segments] ++ x.shape[segment_ids.rank..]`: `segment_ids`' shape is a prefix of `x`'s, and `num_segments` is 0 or more |
 //!
 //! ```
 //! use opforge_spec::ShapeRule;

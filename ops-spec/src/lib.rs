@@ -15,7 +15,9 @@
 //! op = "sum"                           # generated op function, snake_case, unique
 //! doc = "Sums over `axes`."            # required, not blank
 //! inputs = ["x"]                       # one or more tensor inputs, snake_case
-//! dtypes = ["f32", "i32"]              # dtypes the inputs may have (all share one)
+//! dtypes = ["f32", "i32"]              # dtypes the inputs may have (all share one); or
+//!                                      # type variables, { T = ["f32"], Tidx = ["i32"] },
+//!                                      # that inputs name: inputs = ["x: T", "i: Tidx"]
 //! shape = "reduce(x, axes, keep_dims)" # shape rule
 //! grad = ["x"]                         # inputs that get gradients...
 //! # non_differentiable = "why"         # ...or why there is no gradient (exactly one)
@@ -74,7 +76,8 @@ mod validate;
 
 pub use diag::did_you_mean;
 pub use model::{
-    AttrDef, AttrType, AttrValue, DType, Differentiable, Error, Errors, KernelDef, OutputDType, ShapeRule, Spec,
+    AttrDef, AttrType, AttrValue, DType, Differentiable, Error, Errors, InputType, KernelDef, OutputDType, ShapeRule,
+    Spec, TypeVar,
 };
 
 /// The text of the built-in spec, opforge's own kernels.

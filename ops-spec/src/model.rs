@@ -27,11 +27,20 @@ pub struct KernelDef {
     pub doc: String,
     /// Names of the tensor inputs (at least one, snake_case, unique).
     pub inputs: Vec<String>,
+    /// The dtype of each input, in the order of `inputs`: a type variable
+    /// or a fixed dtype (`"indices: Tidx"`, `"condition: bool"`).
+    pub input_types: Vec<InputType>,
+    /// The type variables, in declaration order: `dtypes = ["f32"]` declares
+    /// one, `T`, that every unannotated input has; `dtypes = { T = [...],
+    /// Tidx = [...] }` declares several. Each is used by at least one input.
+    pub type_vars: Vec<TypeVar>,
     /// Attributes, in file order; their names differ from each other and from the inputs.
     pub attrs: Vec<AttrDef>,
     /// Name of the single output (`y` unless the spec says otherwise).
     pub output: String,
-    /// Dtypes the inputs may have; all inputs share one dtype. Non-empty, no duplicates.
+    /// The dtypes of the first type variable: in the one-set form
+    /// (`dtypes = [...]`), those the inputs may have. Empty when every input
+    /// has a fixed dtype.
     pub dtypes: Vec<DType>,
     /// How the output dtype follows from the inputs and attrs.
     pub output_dtype: OutputDType,
@@ -50,6 +59,44 @@ impl KernelDef {
     pub fn attr(&self, name: &str) -> Option<&AttrDef> {
         self.attrs.iter().find(|a| a.name == name)
     }
+
+    /// Whether every input has the one type variable: the one-set form,
+    /// where all inputs share one dtype.
+    pub fn shares_one_dtype(&self) -> bool {
+        self.type_vars.len() == 1 && self.input_types.iter().all(|t| matches!(t, InputType::Var(_)))
+    }
+
+    /// The type variable called `name`, if any.
+    pub fn type_var(&self, name: &str) -> Option<&TypeVar> {
+        self.type_vars.iter().find(|v| v.name == name)
+    }
+
+    /// The dtypes input `i` may have.
+    pub fn input_dtypes(&self, i: usize) -> &[DType] {
+        match &self.input_types[i] {
+            InputType::Var(v) => self.type_var(v).map_or(&[], |v| &v.dtypes),
+            InputType::Fixed(d) => std::slice::from_ref(d),
+        }
+    }
+}
+
+/// A type variable, after TensorFlow's op registry (`T`, `Tidx`): the
+/// inputs that name it share one dtype, taken from `dtypes`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TypeVar {
+    /// Its name, UpperCamelCase (`T`, `Tindices`).
+    pub name: String,
+    /// The dtypes it may take; non-empty, no duplicates.
+    pub dtypes: Vec<DType>,
+}
+
+/// The dtype an input may have.
+#[derive(Debug, Clone, PartialEq)]
+pub enum InputType {
+    /// The dtype of the named type variable.
+    Var(String),
+    /// Always this dtype.
+    Fixed(DType),
 }
 
 /// Element type of a tensor.
@@ -167,6 +214,8 @@ pub enum OutputDType {
     Attr(String),
     /// The output always has this dtype.
     Fixed(DType),
+    /// The output has the dtype of this type variable.
+    Var(String),
 }
 
 /// A kernel's shape rule: its output shape as a function of inputs and attrs.
@@ -260,12 +309,38 @@ pub enum ShapeRule {
         /// The `ints` attr giving the target shape.
         shape: String,
     },
+    /// `gather(x, indices, axis, batch_dims)`: slices of `x` along `axis`
+    /// picked by `indices`: `x.shape[..axis] ++ indices.shape[batch_dims..]
+    /// ++ x.shape[axis + 1..]`. The `int` attrs count from the end when
+    /// negative (`axis` in `x`, `batch_dims` in `indices`); the first
+    /// `batch_dims` dims of `x` and `indices` agree, and `batch_dims <= axis`.
+    Gather {
+        /// The input gathered from.
+        input: String,
+        /// The input of indices into `axis`.
+        indices: String,
+        /// The `int` attr naming the gathered axis of `input`.
+        axis: String,
+        /// The `int` attr counting leading dims that index in step.
+        batch_dims: String,
+    },
+    /// `segment(x, segment_ids, num_segments)`: `x` with the leading dims
+    /// that `segment_ids` covers (its shape is a prefix of `x`'s) replaced by
+    /// one of size `num_segments` (an `int` attr, which must be >= 0).
+    Segment {
+        /// The input summed into segments.
+        input: String,
+        /// The input naming each leading element's segment.
+        segment_ids: String,
+        /// The `int` attr giving the number of segments.
+        num_segments: String,
+    },
 }
 
 impl ShapeRule {
     /// The rule's name as written in the spec: `"same"`, `"broadcast"`,
     /// `"reduce"`, `"matmul"`, `"reshape"`, `"transpose"`, `"along"`,
-    /// `"arg_reduce"`, `"one_hot"` or `"broadcast_to"`.
+    /// `"arg_reduce"`, `"one_hot"`, `"broadcast_to"`, `"gather"` or `"segment"`.
     pub fn name(&self) -> &'static str {
         match self {
             ShapeRule::Same { .. } => "same",
@@ -278,6 +353,8 @@ impl ShapeRule {
             ShapeRule::ArgReduce { .. } => "arg_reduce",
             ShapeRule::OneHot { .. } => "one_hot",
             ShapeRule::BroadcastTo { .. } => "broadcast_to",
+            ShapeRule::Gather { .. } => "gather",
+            ShapeRule::Segment { .. } => "segment",
         }
     }
 }

@@ -69,6 +69,18 @@ const SIGNATURES: &[Signature] = &[
         slots: &[Slot::Input, Slot::Attr(AttrType::Ints)],
         variadic_min: None,
     },
+    Signature {
+        name: "gather",
+        usage: "gather(x, indices, axis, batch_dims)",
+        slots: &[Slot::Input, Slot::Input, Slot::Attr(AttrType::Int), Slot::Attr(AttrType::Int)],
+        variadic_min: None,
+    },
+    Signature {
+        name: "segment",
+        usage: "segment(x, segment_ids, num_segments)",
+        slots: &[Slot::Input, Slot::Input, Slot::Attr(AttrType::Int)],
+        variadic_min: None,
+    },
 ];
 
 /// A syntactically valid rule: names with their byte offsets in the rule text.
@@ -230,6 +242,8 @@ pub(crate) fn check(d: &mut Diag, text: &str, at: impl Fn(usize) -> usize, scope
         "arg_reduce" => ShapeRule::ArgReduce { input: a(0), axis: a(1) },
         "one_hot" => ShapeRule::OneHot { input: a(0), depth: a(1) },
         "broadcast_to" => ShapeRule::BroadcastTo { input: a(0), shape: a(1) },
+        "gather" => ShapeRule::Gather { input: a(0), indices: a(1), axis: a(2), batch_dims: a(3) },
+        "segment" => ShapeRule::Segment { input: a(0), segment_ids: a(1), num_segments: a(2) },
         _ => unreachable!("every signature is built above"),
     })
 }

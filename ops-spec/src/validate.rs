@@ -6,7 +6,7 @@
 
 use crate::attrs::{attrs, Attrs};
 use crate::diag::{camel_case_problem, did_you_mean, quoted, reserved_problem, snake_case_problem, Diag};
-use crate::model::{AttrType, DType, Differentiable, KernelDef, OutputDType};
+use crate::model::{AttrType, DType, Differentiable, InputType, KernelDef, OutputDType, TypeVar};
 use crate::rule::{self, Scope};
 use crate::tree::{Entry, Value};
 
@@ -85,7 +85,8 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
 
     let op = field("op").and_then(|f| op_name(d, f, name, ops));
     let doc = field("doc").and_then(|f| non_empty(d, f, "a one-line description"));
-    let inputs = field("inputs").and_then(|f| inputs(d, f));
+    let declared = field("inputs").and_then(|f| inputs(d, f));
+    let inputs: Option<Vec<String>> = declared.as_ref().map(|i| i.iter().map(|i| i.name.clone()).collect());
     let attrs = attrs(d, field("attrs"), inputs.as_deref());
     let output = match field("output") {
         None => Some("y".to_owned()),
@@ -103,10 +104,15 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
             Some(s)
         }),
     };
-    let dtypes = field("dtypes").and_then(|f| dtypes(d, f));
-    let output_dtype = match field("output_dtype") {
-        None => Some(OutputDType::SameAsInputs),
-        Some(f) => output_dtype(d, f, attrs.as_ref()),
+    let vars = field("dtypes").and_then(|f| type_vars(d, f));
+    let input_types = match (&declared, &vars) {
+        (Some(declared), Some(vars)) => input_types(d, name, declared, vars),
+        _ => None,
+    };
+    let output_dtype = match (field("output_dtype"), &vars, &input_types) {
+        (Some(f), _, _) => output_dtype(d, f, attrs.as_ref(), vars.as_ref()),
+        (None, Some(vars), Some(types)) => default_output_dtype(d, e, vars, types),
+        (None, _, _) => None,
     };
     let scope = Scope { inputs: inputs.as_deref(), attrs: attrs.as_ref().map(|a| a.scope.as_slice()) };
     let src = d.source();
@@ -122,9 +128,11 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         op: op?,
         doc: doc?,
         inputs: inputs?,
+        input_types: input_types?,
         attrs: attrs?.defs,
         output: output?,
-        dtypes: dtypes?,
+        dtypes: vars.as_ref()?.vars.first().map(|v| v.dtypes.clone()).unwrap_or_default(),
+        type_vars: vars?.vars,
         output_dtype: output_dtype?,
         shape: shape?,
         differentiable: differentiable?,
@@ -146,33 +154,185 @@ fn op_name(d: &mut Diag, f: &Entry, kernel: &str, ops: &mut Vec<(String, String)
     Some(op)
 }
 
-/// `inputs`: one or more distinct snake_case names.
-fn inputs(d: &mut Diag, f: &Entry) -> Option<Vec<String>> {
+/// An entry of `inputs`: `"name"` or `"name: Type"`.
+struct Declared {
+    name: String,
+    /// The type after the colon, with its byte offset.
+    ty: Option<(String, usize)>,
+    at: usize,
+}
+
+/// `inputs`: one or more distinct snake_case names, each optionally typed.
+fn inputs(d: &mut Diag, f: &Entry) -> Option<Vec<Declared>> {
     let items = strings(d, f)?;
     if items.is_empty() {
         d.error(at(f), "`inputs` must list at least one input");
         return None;
     }
-    let mut names: Vec<String> = Vec::new();
-    for (name, at) in items {
+    let mut declared: Vec<Declared> = Vec::new();
+    for (text, at) in items {
+        let (name, ty) = match text.split_once(':') {
+            None => (text.trim(), None),
+            Some((name, ty)) => {
+                let offset = text.len() - ty.trim_start().len();
+                (name.trim(), Some((ty.trim().to_owned(), at + 1 + offset)))
+            }
+        };
         if let Some(problem) = snake_case_problem(name) {
             d.error(at, format!("input name `{name}` {problem}"));
         } else if let Some(problem) = reserved_problem(name) {
             d.error(at, format!("input name `{name}` {problem}"));
         }
-        if names.iter().any(|n| n == name) {
+        if declared.iter().any(|n| n.name == name) {
             d.error(at, format!("duplicate input `{name}`, expected distinct input names"));
         }
-        names.push(name.to_owned());
+        declared.push(Declared { name: name.to_owned(), ty, at });
     }
-    Some(names)
+    Some(declared)
 }
 
-/// `dtypes`: one or more distinct dtype names.
-fn dtypes(d: &mut Diag, f: &Entry) -> Option<Vec<DType>> {
+/// The type variables of `dtypes`, and whether they were given as a list.
+struct Vars {
+    vars: Vec<TypeVar>,
+    /// `dtypes = [...]`: one variable, `T`, which inputs cannot name.
+    list: bool,
+    /// Byte offset of each variable's name (of the list, for `T`).
+    at: Vec<usize>,
+}
+
+/// `dtypes`: a list of dtypes (one implicit type variable `T`), or a
+/// table of type variables, each a list of dtypes.
+fn type_vars(d: &mut Diag, f: &Entry) -> Option<Vars> {
+    let Value::Table(entries) = &f.node.value else {
+        let dtypes = dtypes(d, f, "`dtypes`")?;
+        return Some(Vars { vars: vec![TypeVar { name: "T".into(), dtypes }], list: true, at: vec![at(f)] });
+    };
+    if entries.is_empty() {
+        d.error(at(f), "`dtypes` must declare at least one type variable, like `dtypes = { T = [\"f32\"] }`");
+        return None;
+    }
+    let mut vars = Vars { vars: Vec::new(), list: false, at: Vec::new() };
+    let mut ok = true;
+    for e in entries {
+        let name = &e.key;
+        if DType::from_name(name).is_some() {
+            d.error(e.at, format!("type variable `{name}` is named like a dtype, expected a name like `T` or `Tidx`"));
+            ok = false;
+        } else if let Some(problem) = camel_case_problem(name) {
+            d.error(e.at, format!("type variable `{name}` {problem}"));
+            ok = false;
+        }
+        match dtypes(d, e, &format!("type variable `{name}`")) {
+            Some(dtypes) => {
+                vars.vars.push(TypeVar { name: name.clone(), dtypes });
+                vars.at.push(e.at);
+            }
+            None => ok = false,
+        }
+    }
+    ok.then_some(vars)
+}
+
+/// Each input's type: its annotation, else the only type variable. Every
+/// type variable must be some input's.
+fn input_types(d: &mut Diag, kernel: &str, declared: &[Declared], vars: &Vars) -> Option<Vec<InputType>> {
+    let names: Vec<&str> = vars.vars.iter().map(|v| v.name.as_str()).collect();
+    let mut ok = true;
+    let mut types = Vec::new();
+    for input in declared {
+        let ty = match &input.ty {
+            None if vars.vars.len() == 1 => Some(InputType::Var(vars.vars[0].name.clone())),
+            None => {
+                let msg = format!(
+                    "input `{}` has no dtype, and kernel `{kernel}` has several type variables, expected \
+                     `\"{}: T\"` with one of {} or a dtype",
+                    input.name,
+                    input.name,
+                    quoted(&names)
+                );
+                d.error(input.at, msg);
+                None
+            }
+            Some((ty, at)) => {
+                if let Some(dt) = DType::from_name(ty) {
+                    Some(InputType::Fixed(dt))
+                } else if vars.list {
+                    let msg = format!(
+                        "input `{}` names type `{ty}`, but `dtypes` is a list, whose one variable inputs leave \
+                         unnamed; declare type variables as `dtypes = {{ {ty} = [...] }}`, or give a dtype",
+                        input.name
+                    );
+                    d.error(*at, msg);
+                    None
+                } else if names.contains(&ty.as_str()) {
+                    Some(InputType::Var(ty.clone()))
+                } else {
+                    let candidates: Vec<&str> = names.iter().copied().chain(DType::ALL.map(DType::name)).collect();
+                    let msg = format!(
+                        "unknown type `{ty}` of input `{}`, expected a type variable of `dtypes` ({}) or a \
+                         dtype{}",
+                        input.name,
+                        quoted(&names),
+                        did_you_mean(ty, &candidates)
+                    );
+                    d.error(*at, msg);
+                    None
+                }
+            }
+        };
+        match ty {
+            Some(ty) => types.push(ty),
+            None => ok = false,
+        }
+    }
+    if !ok {
+        return None;
+    }
+    for (var, &at) in vars.vars.iter().zip(&vars.at) {
+        if !types.contains(&InputType::Var(var.name.clone())) {
+            let msg = if vars.list {
+                "`dtypes` lists the dtypes of unannotated inputs, but every input has a dtype of its own; remove \
+                 `dtypes`' list or an input's dtype"
+                    .to_owned()
+            } else {
+                format!(
+                    "type variable `{}` is the type of no input, expected an input typed `\"name: {}\"`",
+                    var.name, var.name
+                )
+            };
+            d.error(at, msg);
+            ok = false;
+        }
+    }
+    ok.then_some(types)
+}
+
+/// The output's dtype when `output_dtype` is absent: the inputs' shared
+/// one, or the one type variable; with several, the spec must say.
+fn default_output_dtype(d: &mut Diag, kernel: &Entry, vars: &Vars, types: &[InputType]) -> Option<OutputDType> {
+    if vars.vars.len() == 1 && types.iter().all(|t| matches!(t, InputType::Var(_))) {
+        return Some(OutputDType::SameAsInputs);
+    }
+    if vars.vars.len() == 1 {
+        return Some(OutputDType::Var(vars.vars[0].name.clone()));
+    }
+    let names: Vec<&str> = vars.vars.iter().map(|v| v.name.as_str()).collect();
+    let msg = format!(
+        "kernel `{}` has several type variables ({}), so it must say which the output has, expected \
+         `output_dtype = \"{}\"` or another of them, a dtype, or an attr of type `dtype`",
+        kernel.key,
+        quoted(&names),
+        names[0]
+    );
+    d.error(kernel.at, msg);
+    None
+}
+
+/// One or more distinct dtype names (`what` names the list in errors).
+fn dtypes(d: &mut Diag, f: &Entry, what: &str) -> Option<Vec<DType>> {
     let items = strings(d, f)?;
     if items.is_empty() {
-        let msg = format!("`dtypes` must list at least one dtype of {}", quoted(DType::ALL.map(DType::name)));
+        let msg = format!("{what} must list at least one dtype of {}", quoted(DType::ALL.map(DType::name)));
         d.error(at(f), msg);
         return None;
     }
@@ -195,10 +355,14 @@ fn dtypes(d: &mut Diag, f: &Entry) -> Option<Vec<DType>> {
 }
 
 /// `output_dtype`: an attr of type `dtype` (checked first, since an attr may
-/// shadow a dtype name), or a dtype literal.
-fn output_dtype(d: &mut Diag, f: &Entry, attrs: Option<&Attrs>) -> Option<OutputDType> {
+/// shadow a dtype name), a type variable of a `dtypes` table, or a dtype literal.
+fn output_dtype(d: &mut Diag, f: &Entry, attrs: Option<&Attrs>, vars: Option<&Vars>) -> Option<OutputDType> {
     let name = string(d, f)?;
     let attrs = &attrs?.scope;
+    let vars = vars?;
+    if !vars.list && vars.vars.iter().any(|v| v.name == name) {
+        return Some(OutputDType::Var(name.to_owned()));
+    }
     match attrs.iter().find(|(a, _)| a == name) {
         Some((_, Some(AttrType::DType))) => return Some(OutputDType::Attr(name.to_owned())),
         Some((_, Some(ty))) => {
@@ -215,9 +379,10 @@ fn output_dtype(d: &mut Diag, f: &Entry, attrs: Option<&Attrs>) -> Option<Output
         return Some(OutputDType::Fixed(dt));
     }
     let dtype_attrs = attrs.iter().filter(|(_, ty)| *ty == Some(AttrType::DType)).map(|(a, _)| a.as_str());
-    let candidates: Vec<&str> = dtype_attrs.chain(DType::ALL.map(DType::name)).collect();
+    let var_names = vars.vars.iter().filter(|_| !vars.list).map(|v| v.name.as_str());
+    let candidates: Vec<&str> = dtype_attrs.chain(var_names).chain(DType::ALL.map(DType::name)).collect();
     let msg = format!(
-        "unknown output dtype `{name}`, expected an attr of type `dtype` or one of {}{}",
+        "unknown output dtype `{name}`, expected an attr of type `dtype`, a type variable, or one of {}{}",
         quoted(DType::ALL.map(DType::name)),
         did_you_mean(name, &candidates)
     );

@@ -520,8 +520,8 @@ fn unknown_shape_rule() {
     assert_errors(
         &edit(ADD, "shape =", "shape = \"brodcast(a, b)\""),
         &["ops.toml:6:10: unknown shape rule `brodcast`, expected one of `same`, `broadcast`, `reduce`, \
-           `matmul`, `reshape`, `transpose`, `along`, `arg_reduce`, `one_hot`, `broadcast_to`; did you mean \
-           `broadcast`?"],
+           `matmul`, `reshape`, `transpose`, `along`, `arg_reduce`, `one_hot`, `broadcast_to`, `gather`, \
+           `segment`; did you mean `broadcast`?"],
     );
 }
 
@@ -623,12 +623,12 @@ dtype = { type = "dtype" }
     );
     assert_errors(
         &edit(cast, "output_dtype =", "output_dtype = \"dtpye\""),
-        &["ops.toml:6:16: unknown output dtype `dtpye`, expected an attr of type `dtype` or one of `f32`, \
-           `i32`, `bool`; did you mean `dtype`?"],
+        &["ops.toml:6:16: unknown output dtype `dtpye`, expected an attr of type `dtype`, a type variable, or \
+           one of `f32`, `i32`, `bool`; did you mean `dtype`?"],
     );
     assert_errors(
         &edit(cast, "output_dtype =", "output_dtype = \"bol\""),
-        &["ops.toml:6:16: unknown output dtype `bol`, expected an attr of type `dtype` or one of `f32`, \
+        &["ops.toml:6:16: unknown output dtype `bol`, expected an attr of type `dtype`, a type variable, or one of `f32`, \
            `i32`, `bool`; did you mean `bool`?"],
     );
 }
@@ -751,7 +751,8 @@ fn misspelled_index_rules_get_suggestions() {
     assert_errors(
         &edit(INDEX, "shape =", "shape = \"onehot(x, depth)\""),
         &["ops.toml:6:10: unknown shape rule `onehot`, expected one of `same`, `broadcast`, `reduce`, `matmul`, \
-           `reshape`, `transpose`, `along`, `arg_reduce`, `one_hot`, `broadcast_to`; did you mean `one_hot`?"],
+           `reshape`, `transpose`, `along`, `arg_reduce`, `one_hot`, `broadcast_to`, `gather`, `segment`; did you \
+           mean `one_hot`?"],
     );
 }
 

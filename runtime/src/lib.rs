@@ -132,6 +132,60 @@ pub mod __private {
         Ok(dtype)
     }
 
+    /// The dtype an input may have, as `spec!` writes a kernel with type variables.
+    #[derive(Clone, Copy)]
+    pub enum InputDType {
+        /// The dtype of type variable number `.0`.
+        Var(usize),
+        /// Always this dtype.
+        Fixed(DType),
+    }
+
+    /// The spec's input checks for a kernel with type variables: the count,
+    /// each input's dtype against its own type, and inputs of one variable
+    /// sharing a dtype. Returns each variable's dtype.
+    pub fn check_typed<const V: usize>(
+        inputs: &[&Tensor],
+        names: &[&str],
+        types: &[InputDType],
+        vars: [(&str, &[DType]); V],
+    ) -> std::result::Result<[DType; V], String> {
+        if inputs.len() != names.len() {
+            return Err(format!("expected {} inputs ({}), got {}", names.len(), names.join(", "), inputs.len()));
+        }
+        let mut found: [Option<(DType, usize)>; V] = [None; V];
+        for (i, (t, ty)) in inputs.iter().zip(types).enumerate() {
+            let dtype = t.dtype();
+            match *ty {
+                InputDType::Fixed(want) if dtype != want => {
+                    return Err(format!("input `{}` is {dtype}, which is not supported: expected {want}", names[i]));
+                }
+                InputDType::Fixed(_) => {}
+                InputDType::Var(v) => match found[v] {
+                    Some((first, j)) if first != dtype => {
+                        return Err(format!(
+                            "input `{}` is {dtype} but `{}` is {first}; inputs of type `{}` share one dtype",
+                            names[i], names[j], vars[v].0
+                        ));
+                    }
+                    Some(_) => {}
+                    None if !vars[v].1.contains(&dtype) => {
+                        let allowed: Vec<&str> = vars[v].1.iter().map(|d| d.name()).collect();
+                        return Err(format!(
+                            "input `{}` is {dtype}, which is not supported: expected {} (type `{}`)",
+                            names[i],
+                            allowed.join(" or "),
+                            vars[v].0
+                        ));
+                    }
+                    None => found[v] = Some((dtype, i)),
+                },
+            }
+        }
+        // The spec's validator makes every variable some input's.
+        Ok(found.map(|f| f.map_or(DType::F32, |(d, _)| d)))
+    }
+
     /// The typed attributes of an erased call.
     pub fn attrs<'a, K: KernelSpec>(
         kernel: &'static str,

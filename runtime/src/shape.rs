@@ -351,4 +351,105 @@ pub mod rules {
         }
         allocatable(out)
     }
+
+    /// The dims `gather` works over: `x` as `[batch, outer, axis, inner]`
+    /// and `indices` as `[batch, n]`, the output being `[batch, outer, n, inner]`.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct GatherDims {
+        /// Product of the first `batch_dims` dims.
+        pub batch: usize,
+        /// Product of the dims between the batch dims and the axis.
+        pub outer: usize,
+        /// Length of the gathered axis.
+        pub axis: usize,
+        /// Product of the dims after the axis.
+        pub inner: usize,
+        /// Indices per batch.
+        pub n: usize,
+    }
+
+    /// `axis` and `batch_dims` of `gather` in range: `(axis, batch_dims)`
+    /// counted from the front, and the dims the kernels work over.
+    ///
+    /// ```
+    /// use opforge::shape::rules::gather_dims;
+    /// let (axis, batch_dims, d) = gather_dims(&[2, 3, 5, 7], &[2, 4], -2, 1).unwrap();
+    /// assert_eq!((axis, batch_dims), (2, 1));
+    /// assert_eq!((d.batch, d.outer, d.axis, d.inner, d.n), (2, 3, 5, 7, 4));
+    /// ```
+    pub fn gather_dims(
+        x: &[usize],
+        indices: &[usize],
+        axis: i64,
+        batch_dims: i64,
+    ) -> Result<(usize, usize, GatherDims), String> {
+        let axis = normalize_axis(axis, x.len()).map_err(|e| format!("axis: {e}"))?;
+        let rank = indices.len() as i64;
+        let b = if batch_dims < 0 { batch_dims + rank } else { batch_dims };
+        if !(0..=rank).contains(&b) {
+            return Err(format!(
+                "batch_dims {batch_dims} is out of range for indices of rank {rank}, expected {} to {rank}",
+                -rank
+            ));
+        }
+        let b = b as usize;
+        if b > axis {
+            return Err(format!("batch_dims {batch_dims} is past axis {axis}, expected batch_dims <= axis"));
+        }
+        if x[..b] != indices[..b] {
+            return Err(format!(
+                "the first {b} dims of x {x:?} and indices {indices:?} differ, expected equal batch dims"
+            ));
+        }
+        let dims = GatherDims {
+            batch: x[..b].iter().product(),
+            outer: x[b..axis].iter().product(),
+            axis: x[axis],
+            inner: x[axis + 1..].iter().product(),
+            n: indices[b..].iter().product(),
+        };
+        Ok((axis, b, dims))
+    }
+
+    /// `gather(x, indices, axis, batch_dims)`: `x.shape[..axis] ++
+    /// indices.shape[batch_dims..] ++ x.shape[axis + 1..]`.
+    ///
+    /// ```
+    /// use opforge::shape::rules::gather;
+    /// assert_eq!(gather(&[5, 3], &[2, 4], 0, 0).unwrap().as_slice(), &[2, 4, 3]);
+    /// assert_eq!(gather(&[2, 5, 3], &[2, 4], 1, 1).unwrap().as_slice(), &[2, 4, 3]);
+    /// assert!(gather(&[5, 3], &[4], 2, 0).unwrap_err().contains("axis"));
+    /// assert!(gather(&[2, 5], &[3, 4], 1, 1).unwrap_err().contains("batch dims"));
+    /// ```
+    pub fn gather(x: &[usize], indices: &[usize], axis: i64, batch_dims: i64) -> Result<Shape, String> {
+        let (axis, b, _) = gather_dims(x, indices, axis, batch_dims)?;
+        let out: Shape = x[..axis].iter().chain(&indices[b..]).chain(&x[axis + 1..]).copied().collect();
+        allocatable(out)
+    }
+
+    /// `segment(x, segment_ids, num_segments)`: `[num_segments] ++
+    /// x.shape[segment_ids.rank..]`, where `segment_ids`' shape is a prefix
+    /// of `x`'s.
+    ///
+    /// ```
+    /// use opforge::shape::rules::segment;
+    /// assert_eq!(segment(&[6, 3], &[6], 4).unwrap().as_slice(), &[4, 3]);
+    /// assert_eq!(segment(&[2, 3, 5], &[2, 3], 2).unwrap().as_slice(), &[2, 5]);
+    /// assert!(segment(&[6, 3], &[5], 4).unwrap_err().contains("prefix"));
+    /// assert!(segment(&[6], &[6], -1).unwrap_err().contains("negative"));
+    /// ```
+    pub fn segment(x: &[usize], segment_ids: &[usize], num_segments: i64) -> Result<Shape, String> {
+        if num_segments < 0 {
+            return Err(format!("num_segments {num_segments} is negative, expected 0 or more"));
+        }
+        if !x.starts_with(segment_ids) {
+            return Err(format!(
+                "segment_ids' shape {segment_ids:?} is not a prefix of x's shape {x:?}, expected one id per \
+                 leading element"
+            ));
+        }
+        let s = usize::try_from(num_segments).map_err(|_| format!("num_segments {num_segments} is too large"))?;
+        let out: Shape = std::iter::once(s).chain(x[segment_ids.len()..].iter().copied()).collect();
+        allocatable(out)
+    }
 }
