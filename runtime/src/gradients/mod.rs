@@ -3,6 +3,7 @@
 //! backend and can be differentiated again.
 
 mod binary;
+mod index;
 mod layout;
 mod matmul;
 mod reduce;

@@ -1,4 +1,8 @@
-//! Kernels that produce or consume indices: `ArgMax`, `OneHot`.
+//! Kernels that produce or consume indices: `ArgMax`, `OneHot`,
+//! `GatherV2`, `UnsortedSegmentSum`, and `Select`, which picks by a mask.
+//!
+//! `GatherV2` and `UnsortedSegmentSum` check every index before writing
+//! anything, so an index out of range is an error and never a wrong result.
 //!
 //! `ArgMax` ranks elements by an `i32` key whose integer order is the
 //! ranking (NaN on top for floats), so every comparison is an integer one
@@ -15,9 +19,11 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{for_rows, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
-use crate::kernels::{ArgMax, OneHot};
+use super::{broadcast_strides, for_rows, unsupported, CpuTensor, Dims, PAR_CHUNK, PAR_THRESHOLD};
+use crate::kernels::{ArgMax, GatherV2, OneHot, Select, UnsortedSegmentSum};
 use crate::shape::normalize_axis;
+use crate::shape::rules::{gather_dims, GatherDims};
+use crate::Error;
 use crate::{kernel, DType, Element, Result, TensorMeta};
 
 /// An element `ArgMax` can rank. A later element displaces the best so far
@@ -238,4 +244,162 @@ fn one_hot(indices: &CpuTensor, depth: i64, on_value: f64, off_value: f64, out: 
         }
     });
     CpuTensor::from_vec(&out.shape, data)
+}
+
+/// The first index outside `0..len`, as the error naming it.
+pub(crate) fn check_indices(what: &str, idx: &[i32], len: usize) -> Result<()> {
+    match idx.iter().position(|&i| usize::try_from(i).map_or(true, |i| i >= len)) {
+        None => Ok(()),
+        Some(j) => Err(Error::kernel_failed(format!(
+            "{what}[{j}] = {} is out of range, expected 0 to {}",
+            idx[j],
+            len as i64 - 1
+        ))),
+    }
+}
+
+/// `out[b, o, n, i] = x[b, o, idx[b, n], i]`, one `[n, inner]` slab of the
+/// output per `(b, o)`.
+fn gather_of<T: Element>(x: &[T], idx: &[i32], d: GatherDims, out: &mut [T]) {
+    let slab = d.n * d.inner;
+    if slab == 0 {
+        return;
+    }
+    for_rows(out, slab, out.len(), |start, chunk| {
+        for (k, dst) in chunk.chunks_mut(slab).enumerate() {
+            let bo = start / slab + k;
+            let b = bo / d.outer.max(1);
+            let src = &x[bo * d.axis * d.inner..][..d.axis * d.inner];
+            for (row, &i) in dst.chunks_mut(d.inner.max(1)).zip(&idx[b * d.n..][..d.n]) {
+                row.copy_from_slice(&src[i as usize * d.inner..][..d.inner]);
+            }
+        }
+    });
+}
+
+#[kernel(GatherV2, cpu)]
+fn gather(x: &CpuTensor, indices: &CpuTensor, axis: i64, batch_dims: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    let (_, _, d) = gather_dims(x.shape(), indices.shape(), axis, batch_dims).map_err(Error::kernel_failed)?;
+    let idx = indices.as_slice::<i32>()?;
+    check_indices("indices", idx, d.axis)?;
+    fn run<T: Element>(x: &CpuTensor, idx: &[i32], d: GatherDims, out: &TensorMeta) -> Result<CpuTensor> {
+        let mut data = vec![T::default(); out.numel()];
+        gather_of(x.as_slice::<T>()?, idx, d, &mut data);
+        CpuTensor::from_vec(&out.shape, data)
+    }
+    match x.dtype() {
+        DType::F32 => run::<f32>(x, idx, d, out),
+        DType::I32 => run::<i32>(x, idx, d, out),
+        DType::Bool => run::<bool>(x, idx, d, out),
+    }
+}
+
+/// `out[s] = sum of x[j] for each j with ids[j] == s`, rows of `inner`
+/// elements. Each task owns a block of segments and scans all ids, so no
+/// two tasks write one row and the sums are in order (deterministic).
+fn segment_sum_of<T: Element + std::ops::AddAssign>(x: &[T], ids: &[i32], inner: usize, out: &mut [T]) {
+    if inner == 0 || out.is_empty() {
+        return;
+    }
+    let segments = out.len() / inner;
+    let work = x.len() + out.len();
+    let per_task = if work < PAR_THRESHOLD { segments } else { segments.div_ceil(rayon::current_num_threads() * 4) };
+    let block = |first: usize, dst: &mut [T]| {
+        let owned = first..first + dst.len() / inner;
+        for (j, &s) in ids.iter().enumerate() {
+            let s = s as usize;
+            if owned.contains(&s) {
+                let row = &mut dst[(s - first) * inner..][..inner];
+                for (o, &v) in row.iter_mut().zip(&x[j * inner..][..inner]) {
+                    *o += v;
+                }
+            }
+        }
+    };
+    if per_task >= segments {
+        block(0, out);
+    } else {
+        out.par_chunks_mut(per_task.max(1) * inner).enumerate().for_each(|(t, dst)| block(t * per_task.max(1), dst));
+    }
+}
+
+#[kernel(UnsortedSegmentSum, cpu)]
+fn unsorted_segment_sum(
+    x: &CpuTensor,
+    segment_ids: &CpuTensor,
+    num_segments: i64,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let ids = segment_ids.as_slice::<i32>()?;
+    let segments = out.shape.first().copied().unwrap_or(0);
+    let _ = num_segments; // Checked by the spec's rule, and the first dim of `out`.
+    check_indices("segment_ids", ids, segments)?;
+    let inner = out.shape[1..].iter().product::<usize>();
+    match x.dtype() {
+        DType::F32 => {
+            let mut data = vec![0.0f32; out.numel()];
+            segment_sum_of(x.as_slice::<f32>()?, ids, inner, &mut data);
+            CpuTensor::from_vec(&out.shape, data)
+        }
+        DType::I32 => {
+            let mut data = vec![0i32; out.numel()];
+            segment_sum_of(x.as_slice::<i32>()?, ids, inner, &mut data);
+            CpuTensor::from_vec(&out.shape, data)
+        }
+        d => Err(unsupported("UnsortedSegmentSum", d)),
+    }
+}
+
+/// Offsets into an input of element `i` of the output: its strides over
+/// the output's dims (0 where it is broadcast).
+fn offset(mut i: usize, dims: &[usize], strides: &Dims) -> usize {
+    let mut at = 0;
+    for d in (0..dims.len()).rev() {
+        at += (i % dims[d]) * strides[d];
+        i /= dims[d];
+    }
+    at
+}
+
+#[kernel(Select, cpu)]
+fn select(condition: &CpuTensor, t: &CpuTensor, e: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let dims = &out.shape;
+    let [sc, st, se] = [condition, t, e].map(|x| broadcast_strides(x.shape(), dims));
+    let c = condition.as_slice::<bool>()?;
+    fn run<T: Element>(
+        c: &[bool],
+        t: &CpuTensor,
+        e: &CpuTensor,
+        dims: &[usize],
+        strides: [&Dims; 3],
+        out: &TensorMeta,
+    ) -> Result<CpuTensor> {
+        let (t, e) = (t.as_slice::<T>()?, e.as_slice::<T>()?);
+        let [sc, st, se] = strides;
+        let same = |x: usize| x == out.numel();
+        let mut data = vec![T::default(); out.numel()];
+        if same(c.len()) && same(t.len()) && same(e.len()) {
+            for_rows(&mut data, 1, out.numel(), |start, chunk| {
+                for (k, o) in chunk.iter_mut().enumerate() {
+                    let i = start + k;
+                    *o = if c[i] { t[i] } else { e[i] };
+                }
+            });
+        } else {
+            for_rows(&mut data, 1, out.numel(), |start, chunk| {
+                for (k, o) in chunk.iter_mut().enumerate() {
+                    let i = start + k;
+                    let pick = c[offset(i, dims, sc)];
+                    *o = if pick { t[offset(i, dims, st)] } else { e[offset(i, dims, se)] };
+                }
+            });
+        }
+        CpuTensor::from_vec(&out.shape, data)
+    }
+    let strides = [&sc, &st, &se];
+    match t.dtype() {
+        DType::F32 => run::<f32>(c, t, e, dims, strides, out),
+        DType::I32 => run::<i32>(c, t, e, dims, strides, out),
+        DType::Bool => run::<bool>(c, t, e, dims, strides, out),
+    }
 }

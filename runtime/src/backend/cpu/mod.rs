@@ -2,6 +2,7 @@
 
 mod binary;
 pub(crate) use binary::{broadcast_strides, collapse, Dims};
+pub(crate) use index::check_indices;
 mod index;
 mod layout;
 mod matmul;

@@ -1,11 +1,21 @@
-//! `ArgMax` along one axis and `OneHot`.
+//! `ArgMax` along one axis, `OneHot`, `GatherV2`, `UnsortedSegmentSum` and
+//! `Select`.
+//!
+//! The gathers and segment sums read their indices back and check them
+//! before queuing anything, as the cpu does, so an index out of range is an
+//! error rather than a read or write out of bounds; that readback waits for
+//! the work that makes the indices.
 
-use super::{rule_error, unsupported, Program, Shader, WgpuTensor};
-use crate::kernels::{ArgMax, OneHot};
+use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
+use crate::backend::cpu::{broadcast_strides, check_indices};
+use crate::kernels::{ArgMax, GatherV2, OneHot, Select, UnsortedSegmentSum};
 use crate::shape::normalize_axis;
-use crate::{kernel, DType, Result, TensorMeta};
+use crate::shape::rules::gather_dims;
+use crate::{kernel, DType, Error, Result, TensorMeta};
 
 static SHADER: Shader = shader!("index");
+static GATHER: Shader = shader!("gather");
+static SELECT: Shader = shader!("select");
 
 #[kernel(ArgMax, wgpu)]
 fn argmax(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
@@ -28,4 +38,54 @@ fn one_hot(indices: &WgpuTensor, depth: i64, on_value: f64, off_value: f64, out:
     let depth = out.shape.last().copied().unwrap_or(0);
     let params = [out.numel() as u32, depth as u32, (on_value as f32).to_bits(), (off_value as f32).to_bits()];
     Program { kernel: "OneHot", shader: &SHADER, entry: "one_hot", op: 0 }.run(&[indices], out, &params)
+}
+
+/// Checks every index of `indices` against `0..len` on the host.
+fn checked(what: &str, indices: &WgpuTensor, len: usize) -> Result<()> {
+    let host = indices.download()?;
+    check_indices(what, host.as_slice::<i32>()?, len)
+}
+
+#[kernel(GatherV2, wgpu)]
+fn gather(x: &WgpuTensor, indices: &WgpuTensor, axis: i64, batch_dims: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    let (_, _, d) = gather_dims(x.shape(), indices.shape(), axis, batch_dims).map_err(Error::kernel_failed)?;
+    checked("indices", indices, d.axis)?;
+    let params = [out.numel() as u32, d.inner.max(1) as u32, d.n.max(1) as u32, d.outer.max(1) as u32, d.axis as u32];
+    Program { kernel: "GatherV2", shader: &GATHER, entry: "gather", op: 0 }.run(&[x, indices], out, &params)
+}
+
+#[kernel(UnsortedSegmentSum, wgpu)]
+fn unsorted_segment_sum(
+    x: &WgpuTensor,
+    segment_ids: &WgpuTensor,
+    num_segments: i64,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let _ = num_segments; // Checked by the spec's rule, and the first dim of `out`.
+    checked("segment_ids", segment_ids, out.shape.first().copied().unwrap_or(0))?;
+    let entry = match x.dtype() {
+        DType::F32 => "segment_f32",
+        DType::I32 => "segment_i32",
+        d => return Err(unsupported("UnsortedSegmentSum", d)),
+    };
+    let inner = out.shape[1..].iter().product::<usize>();
+    let program = |entry| Program { kernel: "UnsortedSegmentSum", shader: &GATHER, entry, op: 0 };
+    let zero = [out.numel() as u32];
+    let add = [x.numel() as u32, inner.max(1) as u32];
+    let passes = [
+        (program("zero"), &zero[..], Grid::Elements(out.numel())),
+        (program(entry), &add[..], Grid::Elements(if inner == 0 { 0 } else { x.numel() })),
+    ];
+    Program::run_passes(&passes, &[x, segment_ids], out)
+}
+
+#[kernel(Select, wgpu)]
+fn select(condition: &WgpuTensor, t: &WgpuTensor, e: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    let dims = &out.shape;
+    let mut params = vec![out.numel() as u32, dims.len() as u32];
+    params.extend(dims.iter().map(|&d| d as u32));
+    for x in [condition, t, e] {
+        params.extend(broadcast_strides(x.shape(), dims).iter().map(|&s| s as u32));
+    }
+    Program { kernel: "Select", shader: &SELECT, entry: "select_words", op: 0 }.run(&[condition, t, e], out, &params)
 }

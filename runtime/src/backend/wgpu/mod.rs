@@ -247,11 +247,24 @@ impl Program {
     /// fails validation, or a grid over the device's limits is an error
     /// naming the kernel.
     pub fn run_grid(&self, inputs: &[&WgpuTensor], out: &TensorMeta, params: &[u32], grid: Grid) -> Result<WgpuTensor> {
+        Program::run_passes(&[(*self, params, grid)], inputs, out)
+    }
+
+    /// Runs `passes` in order, each a program with its parameters and grid,
+    /// all binding `inputs` and one fresh buffer for `out`: a pass may read
+    /// what an earlier one wrote (a zeroing pass before an accumulation).
+    /// Errors as [`Program::run_grid`], naming the first pass's kernel.
+    pub(crate) fn run_passes(
+        passes: &[(Program, &[u32], Grid)],
+        inputs: &[&WgpuTensor],
+        out: &TensorMeta,
+    ) -> Result<WgpuTensor> {
+        let kernel = passes.first().map_or("", |p| p.0.kernel);
         let n = out.numel();
         for bytes in inputs.iter().map(|t| t.bytes()).chain([n as u64 * 4]) {
             if bytes > device::MAX_BINDING {
                 return Err(device::backend_error(
-                    self.kernel,
+                    kernel,
                     format!(
                         "a {bytes}-byte buffer exceeds the {} MiB storage binding limit; split the tensor",
                         device::MAX_BINDING >> 20
@@ -259,13 +272,15 @@ impl Program {
                 ));
             }
         }
-        let y = pool::GpuBuffer::output(self.kernel, n as u64 * 4)?;
+        let y = pool::GpuBuffer::output(kernel, n as u64 * 4)?;
         if n > 0 {
-            let g = gpu(self.kernel)?;
-            let pipeline = self.pipeline(g, inputs, out)?;
+            let g = gpu(kernel)?;
             let bound: SmallVec<[Bound<'_>; 4]> =
                 inputs.iter().map(|t| t.buf.slab()).chain([y.slab()]).map(Bound::whole).collect();
-            g.dispatch(self.kernel, &pipeline, &bound, params, grid)?;
+            for (program, params, grid) in passes {
+                let pipeline = program.pipeline(g, inputs, out)?;
+                g.dispatch(program.kernel, &pipeline, &bound, params, *grid)?;
+            }
         }
         Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
     }

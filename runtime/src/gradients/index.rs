@@ -1,0 +1,50 @@
+//! Gradients of the indexing kernels: selection, gathers and segment sums,
+//! each the other's adjoint.
+
+use super::{scalar, unbroadcast};
+use crate::kernels::{GatherV2, Select, UnsortedSegmentSum};
+use crate::shape::rules::gather_dims;
+use crate::{gradient, ops, Error, Result, Tensor};
+
+/// `dy` goes to `t` where the condition holds and to `e` elsewhere.
+#[gradient(Select)]
+fn select_grad(condition: &Tensor, t: &Tensor, e: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
+    let zero = scalar(0.0, dy)?;
+    let dt = ops::select(condition, dy, &zero)?;
+    let de = ops::select(condition, &zero, dy)?;
+    Ok((unbroadcast(&dt, t.shape())?, unbroadcast(&de, e.shape())?))
+}
+
+/// Each gathered slice's cotangent is added back where it came from: a
+/// segment sum over the gathered axis, batches offset into segments of
+/// their own. With `x` as `[batch, outer, len, inner]`, `dy` is `[batch,
+/// outer, n, inner]`; both move `outer` inside so that the segments are rows.
+#[gradient(GatherV2)]
+fn gather_grad(x: &Tensor, indices: &Tensor, axis: i64, batch_dims: i64, dy: &Tensor) -> Result<Tensor> {
+    let (_, _, d) = gather_dims(x.shape(), indices.shape(), axis, batch_dims)
+        .map_err(|m| Error::InvalidTensor { what: "gather gradient", message: m })?;
+    let [b, o, n, i, len] = [d.batch, d.outer, d.n, d.inner, d.axis].map(|v| v as i64);
+    let mut g = ops::reshape(dy, &[b, o, n, i])?;
+    if o > 1 {
+        g = ops::transpose(&g, &[0, 2, 1, 3])?;
+    }
+    let g = ops::reshape(&g, &[b * n, o * i])?;
+    let mut ids = ops::reshape(indices, &[b, n])?;
+    if b > 1 {
+        let offsets: Vec<i32> = (0..b).map(|k| (k * len) as i32).collect();
+        let offsets = Tensor::from_vec(offsets, &[d.batch, 1])?.to_backend(indices.backend())?;
+        ids = ops::add(&ids, &offsets)?;
+    }
+    let ids = ops::reshape(&ids, &[b * n])?;
+    let mut s = ops::reshape(&ops::unsorted_segment_sum(&g, &ids, b * len)?, &[b, len, o, i])?;
+    if o > 1 {
+        s = ops::transpose(&s, &[0, 2, 1, 3])?;
+    }
+    ops::reshape(&s, &x.shape().iter().map(|&v| v as i64).collect::<Vec<_>>())
+}
+
+/// Each element's cotangent is its segment's: a gather of `dy` by the ids.
+#[gradient(UnsortedSegmentSum)]
+fn unsorted_segment_sum_grad(segment_ids: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::gather(dy, segment_ids, 0, 0)
+}

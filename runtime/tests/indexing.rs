@@ -1,0 +1,142 @@
+//! The kernels whose inputs have dtypes of their own (`Select`, `GatherV2`,
+//! `UnsortedSegmentSum`): their values, the errors for indices out of range
+//! and for inputs of the wrong dtype, and their gradients, on the cpu and on
+//! wgpu.
+
+use opforge::{ops, BackendId, Error, Tensor};
+
+fn f32s(v: &[f32], shape: &[usize]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), shape).unwrap()
+}
+
+fn i32s(v: &[i32], shape: &[usize]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), shape).unwrap()
+}
+
+/// The backends to run on: the cpu, and wgpu where an adapter is (a SKIP
+/// line says so where none is).
+fn backends(test: &str) -> Vec<BackendId> {
+    let mut b = vec![BackendId::Cpu];
+    if opforge::backend::wgpu::adapter_or_skip(test) {
+        b.push(BackendId::Wgpu);
+    }
+    b
+}
+
+fn on(t: &Tensor, b: BackendId) -> Tensor {
+    t.to_backend(b).unwrap()
+}
+
+#[test]
+fn gather_picks_rows_columns_and_batches() {
+    for b in backends("gather_picks_rows_columns_and_batches") {
+        let x = on(&f32s(&[0., 1., 2., 10., 11., 12., 20., 21., 22.], &[3, 3]), b);
+        let rows = ops::gather(&x, &on(&i32s(&[2, 0, 2], &[3]), b), 0, 0).unwrap();
+        assert_eq!(rows.backend(), b);
+        assert_eq!(rows.shape(), &[3, 3]);
+        assert_eq!(rows.to_vec::<f32>().unwrap(), [20., 21., 22., 0., 1., 2., 20., 21., 22.]);
+        let cols = ops::gather(&x, &on(&i32s(&[1, 1, 0, 2], &[2, 2]), b), -1, 0).unwrap();
+        assert_eq!(cols.shape(), &[3, 2, 2]);
+        assert_eq!(cols.to_vec::<f32>().unwrap(), [1., 1., 0., 2., 11., 11., 10., 12., 21., 21., 20., 22.]);
+        // Each row of x picks with its own row of indices.
+        let batched = ops::gather(&x, &on(&i32s(&[0, 2, 1, 1, 2, 0], &[3, 2]), b), 1, 1).unwrap();
+        assert_eq!(batched.shape(), &[3, 2]);
+        assert_eq!(batched.to_vec::<f32>().unwrap(), [0., 2., 11., 11., 22., 20.]);
+        let words = on(&Tensor::from_vec(vec![true, false, true], &[3]).unwrap(), b);
+        let picked = ops::gather(&words, &on(&i32s(&[1, 0], &[2]), b), 0, 0).unwrap();
+        assert_eq!(picked.to_vec::<bool>().unwrap(), [false, true]);
+    }
+}
+
+#[test]
+fn segment_sums_add_each_row_into_its_segment() {
+    for b in backends("segment_sums_add_each_row_into_its_segment") {
+        let x = on(&f32s(&[1., 2., 3., 4., 5., 6., 7., 8.], &[4, 2]), b);
+        let ids = on(&i32s(&[2, 0, 2, 2], &[4]), b);
+        let s = ops::unsorted_segment_sum(&x, &ids, 3).unwrap();
+        assert_eq!(s.shape(), &[3, 2]);
+        assert_eq!(s.to_vec::<f32>().unwrap(), [3., 4., 0., 0., 13., 16.]);
+        let xi = on(&i32s(&[1, 2, 3, 4], &[4]), b);
+        let si = ops::unsorted_segment_sum(&xi, &ids, 4).unwrap();
+        assert_eq!(si.to_vec::<i32>().unwrap(), [2, 0, 8, 0]);
+    }
+}
+
+#[test]
+fn select_broadcasts_its_condition_and_branches() {
+    for b in backends("select_broadcasts_its_condition_and_branches") {
+        let c = on(&Tensor::from_vec(vec![true, false, true], &[3, 1]).unwrap(), b);
+        let t = on(&f32s(&[1., 2.], &[2]), b);
+        let e = on(&Tensor::scalar(-1.0f32), b);
+        let y = ops::select(&c, &t, &e).unwrap();
+        assert_eq!(y.shape(), &[3, 2]);
+        assert_eq!(y.to_vec::<f32>().unwrap(), [1., 2., -1., -1., 1., 2.]);
+    }
+}
+
+#[test]
+fn indices_out_of_range_are_errors_naming_the_op_and_index() {
+    for b in backends("indices_out_of_range_are_errors_naming_the_op_and_index") {
+        let x = on(&f32s(&[1., 2., 3.], &[3]), b);
+        for bad in [3, -1] {
+            let err = ops::gather(&x, &on(&i32s(&[0, bad], &[2]), b), 0, 0).unwrap_err();
+            assert!(matches!(err, Error::KernelFailed { kernel: "GatherV2", backend, .. } if backend == b), "{err}");
+            let text = err.to_string();
+            assert!(text.contains("op `gather`") && text.contains(&format!("backend `{b}`")), "{text}");
+            assert!(text.contains(&format!("indices[1] = {bad} is out of range, expected 0 to 2")), "{text}");
+            assert!(text.contains("x: f32[3]") && text.contains("indices: i32[2]"), "{text}");
+        }
+        let err = ops::unsorted_segment_sum(&x, &on(&i32s(&[0, 1, 5], &[3]), b), 2).unwrap_err();
+        let text = err.to_string();
+        assert!(text.contains("segment_ids[2] = 5 is out of range, expected 0 to 1"), "{text}");
+    }
+}
+
+#[test]
+fn inputs_of_the_wrong_dtype_name_the_input_and_its_type() {
+    let x = f32s(&[1., 2., 3.], &[3]);
+    let err = ops::gather(&x, &f32s(&[0., 1.], &[2]), 0, 0).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { kernel: "GatherV2", .. }), "{err}");
+    let text = err.to_string();
+    assert!(text.contains("input `indices` is f32, which is not supported: expected i32 (type `Tindices`)"), "{text}");
+
+    let c = Tensor::from_vec(vec![true, false, true], &[3]).unwrap();
+    let err = ops::select(&c, &x, &i32s(&[1, 2, 3], &[3])).unwrap_err();
+    assert!(err.to_string().contains("input `e` is i32 but `t` is f32; inputs of type `T` share one dtype"), "{err}");
+    let err = ops::select(&x, &x, &x).unwrap_err();
+    assert!(err.to_string().contains("input `condition` is f32, which is not supported: expected bool"), "{err}");
+}
+
+#[test]
+fn gradients_flow_back_through_gathers_and_segment_sums() {
+    // An embedding lookup: rows picked twice get twice the gradient.
+    let table = f32s(&[1., 2., 3., 4., 5., 6.], &[3, 2]);
+    let ids = i32s(&[0, 2, 0], &[3]);
+    let g = opforge::grad(|t: &Tensor| ops::sum(&ops::gather(t, &ids, 0, 0)?, &[], false))(&table).unwrap();
+    assert_eq!(g.to_vec::<f32>().unwrap(), [2., 2., 0., 0., 1., 1.]);
+    // Batched along a middle axis, weighted so that every position differs.
+    let x = Tensor::random_uniform(&[2, 3, 4, 2], -1.0, 1.0, 5).unwrap();
+    let idx = i32s(&[3, 3, 0, 1, 2, 1], &[2, 3]);
+    let w = Tensor::random_uniform(&[2, 3, 3, 2], -1.0, 1.0, 6).unwrap();
+    let f = |x: &Tensor| ops::sum(&ops::mul(&ops::gather(x, &idx, 2, 1)?, &w)?, &[], false);
+    let g = opforge::grad(f)(&x).unwrap().to_vec::<f32>().unwrap();
+    let w = w.to_vec::<f32>().unwrap();
+    let mut want = vec![0.0f32; 48];
+    for b in 0..2 {
+        for o in 0..3 {
+            for n in 0..3 {
+                for i in 0..2 {
+                    let k = [3, 3, 0, 1, 2, 1][b * 3 + n];
+                    want[((b * 3 + o) * 4 + k) * 2 + i] += w[((b * 3 + o) * 3 + n) * 2 + i];
+                }
+            }
+        }
+    }
+    for (a, e) in g.iter().zip(&want) {
+        assert!((a - e).abs() < 1e-6, "{g:?} vs {want:?}");
+    }
+    // The segment sum's gradient is a gather, and a gather's a segment sum.
+    let seg = |x: &Tensor| ops::sum(&ops::mul(&ops::unsorted_segment_sum(x, &ids, 3)?, &table)?, &[], false);
+    let g = opforge::grad(seg)(&f32s(&[0.; 6], &[3, 2])).unwrap();
+    assert_eq!(g.to_vec::<f32>().unwrap(), [1., 2., 5., 6., 1., 2.]);
+}
