@@ -1,5 +1,5 @@
 //! The out-of-tree path: a crate that is not `opforge` binds its own spec
-//! (`MySquare`), registers a `cpu` kernel in Rust, a `wgpu` kernel in WGSL
+//! (`MySquare`, and `MyMaskedFill`, whose inputs have two dtypes), registers a `cpu` kernel in Rust, a `wgpu` kernel in WGSL
 //! and a gradient for it, and this program calls the kernel through its
 //! generated op, through the engine by kernel name (TF.js
 //! `engine().runKernel`), on the GPU when there is one, and differentiates
@@ -8,7 +8,7 @@
 //! `cargo run --release --example custom_kernel`
 
 use opforge::{grad, registry, BackendId, Engine, Tensor};
-use opforge_example_square::{my_square, MySquare, MySquareAttrs};
+use opforge_example_square::{my_masked_fill, my_square, MySquare, MySquareAttrs};
 use opforge_examples::check;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -27,6 +27,12 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     let xi = Tensor::from_vec(vec![3i32, -4], &[2])?;
     check(my_square(&xi)?.to_vec::<i32>()? == vec![9, 16], "the i32 variant runs too")?;
+
+    // A kernel whose inputs have two dtypes: f32 values and a bool mask.
+    let mask = Tensor::from_vec(vec![true, false], &[2])?;
+    let filled = my_masked_fill(&x, &mask, 0.0)?;
+    println!("my_masked_fill(x, [true, false], 0) = {filled}");
+    check(filled.to_vec::<f32>()? == vec![0.0, -2.0, 0.0, 0.5], "the mask broadcasts over x's rows")?;
 
     let wgpu = opforge::backends().into_iter().find(|b| b.backend == BackendId::Wgpu).ok_or("wgpu is listed")?;
     if wgpu.available {

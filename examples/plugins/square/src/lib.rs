@@ -1,7 +1,8 @@
 //! An opforge plugin living outside the `opforge` crate: it binds a spec of
-//! its own (`my_ops.toml`), implements the kernel for `cpu` (in Rust) and
-//! for `wgpu` (in WGSL, `square.wgsl`), and registers its gradient, exactly
-//! as a user crate would.
+//! its own (`my_ops.toml`), implements `MySquare` for `cpu` (in Rust) and
+//! for `wgpu` (in WGSL, `square.wgsl`), and `MyMaskedFill`, whose inputs
+//! have two dtypes (`f32` values, a `bool` mask), for `cpu`, and registers
+//! their gradients, exactly as a user crate would.
 //!
 //! ```
 //! use opforge::Tensor;
@@ -13,7 +14,7 @@
 
 use opforge::backend::cpu::CpuTensor;
 use opforge::backend::wgpu::{Program, Shader, WgpuTensor};
-use opforge::{gradient, kernel, ops, DType, Result, Tensor, TensorMeta};
+use opforge::{autodiff::unbroadcast, gradient, kernel, ops, DType, Result, Tensor, TensorMeta};
 
 opforge::spec!("my_ops.toml");
 
@@ -58,4 +59,54 @@ pub fn my_square_wgpu(x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
 pub fn my_square_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let two = Tensor::scalar(2.0f32).to_backend(x.backend())?;
     ops::mul(dy, &ops::mul(x, &two)?)
+}
+
+/// The `cpu` kernel of `MyMaskedFill`: each input arrives as its own dtype,
+/// checked by the engine against the spec's types before this runs.
+///
+/// ```
+/// use opforge::Tensor;
+/// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?;
+/// let mask = Tensor::from_vec(vec![false, true, false], &[3])?;
+/// let y = opforge_example_square::my_masked_fill(&x, &mask, -1.0)?;
+/// assert_eq!(y.to_vec::<f32>()?, vec![1.0, -1.0, 3.0]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[kernel(MyMaskedFill, cpu)]
+pub fn my_masked_fill_cpu(x: &CpuTensor, mask: &CpuTensor, value: f64, out: &TensorMeta) -> Result<CpuTensor> {
+    let (xs, ms) = (x.as_slice::<f32>()?, mask.as_slice::<bool>()?);
+    let (sx, sm) = (strides(x.shape(), &out.shape), strides(mask.shape(), &out.shape));
+    let v = value as f32;
+    let y = (0..out.numel()).map(|i| if ms[offset(i, &out.shape, &sm)] { v } else { xs[offset(i, &out.shape, &sx)] });
+    CpuTensor::from_vec(&out.shape, y.collect())
+}
+
+/// The strides of `shape` broadcast to `out`: 0 along the dims it repeats.
+fn strides(shape: &[usize], out: &[usize]) -> Vec<usize> {
+    let lead = out.len() - shape.len();
+    let mut strides = vec![0; out.len()];
+    let mut step = 1;
+    for d in (0..shape.len()).rev() {
+        strides[lead + d] = if shape[d] == 1 { 0 } else { step };
+        step *= shape[d];
+    }
+    strides
+}
+
+/// The offset of output element `i` in an input with `strides`.
+fn offset(mut i: usize, dims: &[usize], strides: &[usize]) -> usize {
+    let mut at = 0;
+    for d in (0..dims.len()).rev() {
+        at += (i % dims[d]) * strides[d];
+        i /= dims[d];
+    }
+    at
+}
+
+/// The gradient flows to `x` where it was kept, and is summed back over
+/// the dims broadcasting added.
+#[gradient(MyMaskedFill)]
+pub fn my_masked_fill_grad(x: &Tensor, mask: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    let zero = Tensor::scalar(0.0f32).to_backend(dy.backend())?;
+    unbroadcast(&ops::select(mask, &zero, dy)?, x.shape())
 }
