@@ -89,7 +89,25 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
     let inputs: Option<Vec<String>> = declared.as_ref().map(|i| i.iter().map(|i| i.name.clone()).collect());
     let attrs = attrs(d, field("attrs"), inputs.as_deref());
     let output = match field("output") {
-        None => Some("y".to_owned()),
+        // The default name must not be taken (TF.js's `EluGrad` has an input `y`).
+        None => {
+            let taken = declared.as_ref().and_then(|i| i.iter().find(|i| i.name == "y")).map(|i| ("input", i.at));
+            let taken = taken.or_else(|| {
+                let attr = attrs.as_ref()?.scope.iter().any(|(n, _)| n == "y");
+                attr.then_some(("attr", e.at))
+            });
+            match taken {
+                None => Some("y".to_owned()),
+                Some((what, at)) => {
+                    let msg = format!(
+                        "{what} `y` takes the output's default name, expected `output = \"...\"` naming the \
+                         output otherwise, or another name for the {what}"
+                    );
+                    d.error(at, msg);
+                    None
+                }
+            }
+        }
         Some(f) => string(d, f).and_then(|s| ident(d, f, s, "output name")).and_then(|s| {
             if let Some(problem) = reserved_problem(&s) {
                 d.error(at(f), format!("output name `{s}` {problem}"));

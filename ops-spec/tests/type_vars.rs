@@ -124,3 +124,22 @@ fn type_variables_are_named_apart_from_dtypes() {
         &["ops.toml:5:32: type variable `Tidx` must list at least one dtype of `f32`, `i32`, `bool`"],
     );
 }
+
+#[test]
+fn an_input_named_like_the_default_output_is_an_error_unless_the_output_is_named() {
+    let elu_grad = r#"[EluGrad]
+op = "elu_grad"
+doc = "the gradient of elu"
+inputs = ["dy_in", "y"]
+dtypes = ["f32"]
+shape = "same(y)"
+non_differentiable = "a gradient"
+"#;
+    assert_errors(
+        elu_grad,
+        &["ops.toml:4:20: input `y` takes the output's default name, expected `output = \"...\"` naming the \
+           output otherwise, or another name for the input"],
+    );
+    let named = elu_grad.replace("shape =", "output = \"dx\"\nshape =");
+    assert_eq!(parse(&named, "ops.toml").unwrap().kernels[0].output, "dx");
+}
