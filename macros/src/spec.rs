@@ -246,7 +246,7 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
     let name = ident(&k.name);
     let attrs_ty = format_ident!("{}Attrs", k.name);
     let args_ty = format_ident!("{}Args", k.name);
-    let grad_args_ty = format_ident!("{}GradArgs", k.name);
+    let grad_args_ty = format_ident!("{}GradientArgs", k.name);
     let (kernel_name, op_name, doc) = (&k.name, &k.op, &k.doc);
     let inputs: Vec<Ident> = k.inputs.iter().map(|i| ident(i)).collect();
     let input_names = &k.inputs;

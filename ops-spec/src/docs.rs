@@ -444,12 +444,13 @@
 //!
 //! For a kernel `Name`, `opforge::spec!` generates the descriptor `Name`,
 //! `NameAttrs` (one field per attr), `NameArgs` (what a `#[kernel]`
-//! function receives: the inputs and attrs), `NameGradArgs` (what a
+//! function receives: the inputs and attrs), `NameGradientArgs` (what a
 //! `#[gradient]` function receives), and, for a kernel with `grad`,
 //! `NameGrads` (one tensor per `grad` input) and `NameNeeds`; and the op
 //! function named by `op`, taking the inputs as `&Tensor` and then every
-//! attr. Two kernels whose generated types would share a name are
-//! rejected:
+//! attr. The names are chosen so that TF.js's kernel names never collide
+//! (`Relu` and `ReluGrad` coexist); two kernels whose generated types would
+//! still share a name are rejected:
 //!
 //! ```
 //! let relu = |name: &str, op: &str| {
@@ -458,12 +459,13 @@
 //!          shape = \"same(x)\"\ngrad = [\"x\"]\n"
 //!     )
 //! };
-//! let spec = relu("Relu", "relu") + &relu("ReluGrad", "relu_grad");
+//! assert!(opforge_spec::parse(&(relu("Relu", "relu") + &relu("ReluGrad", "relu_grad")), "ops.toml").is_ok());
+//! let spec = relu("Relu", "relu") + &relu("ReluGradient", "relu_gradient");
 //! let err = opforge_spec::parse(&spec, "ops.toml").unwrap_err();
 //! assert_eq!(
 //!     err.to_string(),
-//!     "ops.toml:8:2: kernel `ReluGrad` generates the type `ReluGradArgs` (its kernel arguments), which \
-//!      kernel `Relu` generates too (its gradient arguments); rename one of them"
+//!     "ops.toml:8:2: kernel `ReluGradient` generates the type `ReluGradientArgs` (its kernel arguments), \
+//!      which kernel `Relu` generates too (its gradient arguments); rename one of them"
 //! );
 //! ```
 //!

@@ -30,7 +30,7 @@ fn generated_types(k: &KernelDef) -> Vec<(String, &'static str)> {
         (k.name.clone(), "descriptor"),
         (format!("{}Attrs", k.name), "attributes"),
         (format!("{}Args", k.name), "kernel arguments"),
-        (format!("{}GradArgs", k.name), "gradient arguments"),
+        (format!("{}GradientArgs", k.name), "gradient arguments"),
     ];
     if let Differentiable::Inputs(_) = k.differentiable {
         names.push((format!("{}Grads", k.name), "gradients"));
@@ -39,9 +39,11 @@ fn generated_types(k: &KernelDef) -> Vec<(String, &'static str)> {
     names
 }
 
-/// Two kernels whose generated types share a name (`ReluGrad`'s arguments
-/// and `Relu`'s gradient arguments are both `ReluGradArgs`) would not
-/// compile; reported at the later kernel.
+/// Two kernels whose generated types share a name (`AddGradient`'s
+/// arguments and `Add`'s gradient arguments are both `AddGradientArgs`)
+/// would not compile; reported at the later kernel. The suffixes are
+/// chosen so that no two TF.js kernel names collide (`MaxPool` and
+/// `MaxPoolGrad` do not).
 fn generated_names(d: &mut Diag, defs: &[(usize, KernelDef)]) {
     let mut seen: Vec<(String, &str, &str)> = Vec::new();
     for (at, k) in defs {

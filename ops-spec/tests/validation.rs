@@ -788,12 +788,15 @@ fn output_named_like_an_input_or_attr() {
 
 #[test]
 fn kernels_whose_generated_types_collide() {
-    // `AddGrad`'s arguments and `Add`'s gradient arguments would both be `AddGradArgs`.
+    // TF.js's pairs such as `MaxPool` and `MaxPoolGrad` generate no type twice.
     let add_grad = ADD.replace("[Add]", "[AddGrad]").replace("op = \"add\"", "op = \"add_grad\"");
+    assert!(parse(&format!("{ADD}\n{add_grad}"), "ops.toml").is_ok());
+    // `AddGradient`'s arguments and `Add`'s gradient arguments would both be `AddGradientArgs`.
+    let add_gradient = ADD.replace("[Add]", "[AddGradient]").replace("op = \"add\"", "op = \"add_gradient\"");
     assert_errors(
-        &format!("{ADD}\n{add_grad}"),
-        &["ops.toml:9:2: kernel `AddGrad` generates the type `AddGradArgs` (its kernel arguments), which kernel \
-           `Add` generates too (its gradient arguments); rename one of them"],
+        &format!("{ADD}\n{add_gradient}"),
+        &["ops.toml:9:2: kernel `AddGradient` generates the type `AddGradientArgs` (its kernel arguments), which \
+           kernel `Add` generates too (its gradient arguments); rename one of them"],
     );
     // A non-differentiable kernel generates no `Needs`, so `AddNeeds` is free then.
     let no_grad = edit(ADD, "grad =", "non_differentiable = \"a test\"");

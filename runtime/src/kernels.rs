@@ -2,7 +2,7 @@
 //!
 //! Each kernel `K` has a unit struct `K` implementing [`crate::KernelSpec`],
 //! `KAttrs` (its attributes), `KArgs` (what a kernel function receives),
-//! `KGradArgs` (what a gradient receives) and, when differentiable, `KGrads`.
+//! `KGradientArgs` (what a gradient receives) and, when differentiable, `KGrads`.
 //! The op functions are in [`crate::ops`].
 
 crate::spec!("../ops-spec/ops.toml", ops = generated);
