@@ -427,42 +427,38 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
 /// shared dtype in the one-set form, else each input against its own type.
 fn dtype_check(k: &KernelDef) -> TokenStream {
     let private = quote!(::opforge::__private);
-    if k.shares_one_dtype() {
+    let var = |name: &str| k.type_vars.iter().position(|v| v.name == name).unwrap_or(0);
+    // The check, and the output's dtype where the inputs give it: the one
+    // shared dtype, or the dtype of the output's type variable.
+    let (check, from_inputs) = if k.shares_one_dtype() {
         let dtypes = k.dtypes.iter().map(|d| dtype_tokens(*d));
         let check = quote!(#private::check_inputs(__inputs, Self::INPUTS, &[#(#dtypes),*])?);
-        return match &k.output_dtype {
-            OutputDType::Attr(a) => {
-                let a = ident(a);
-                quote!({ let _ = #check; __attrs.#a })
+        (check.clone(), check)
+    } else {
+        let types = k.input_types.iter().map(|t| match t {
+            InputType::Var(v) => {
+                let v = var(v);
+                quote!(#private::InputDType::Var(#v))
             }
-            OutputDType::Fixed(d) => {
+            InputType::Fixed(d) => {
                 let d = dtype_tokens(*d);
-                quote!({ let _ = #check; #d })
+                quote!(#private::InputDType::Fixed(#d))
             }
-            OutputDType::SameAsInputs | OutputDType::Var(_) => check,
+        });
+        let vars = k.type_vars.iter().map(|v| {
+            let (name, dtypes) = (&v.name, v.dtypes.iter().map(|d| dtype_tokens(*d)));
+            quote!((#name, &[#(#dtypes),*][..]))
+        });
+        let check = quote!(#private::check_typed(__inputs, Self::INPUTS, &[#(#types),*], [#(#vars),*])?);
+        // The validator gives a kernel with type variables an output of one
+        // of them, an attr or a dtype, never `SameAsInputs`.
+        let v = match &k.output_dtype {
+            OutputDType::Var(v) => var(v),
+            _ => 0,
         };
-    }
-    let var = |name: &str| k.type_vars.iter().position(|v| v.name == name).unwrap_or(0);
-    let types = k.input_types.iter().map(|t| match t {
-        InputType::Var(v) => {
-            let v = var(v);
-            quote!(#private::InputDType::Var(#v))
-        }
-        InputType::Fixed(d) => {
-            let d = dtype_tokens(*d);
-            quote!(#private::InputDType::Fixed(#d))
-        }
-    });
-    let vars = k.type_vars.iter().map(|v| {
-        let (name, dtypes) = (&v.name, v.dtypes.iter().map(|d| dtype_tokens(*d)));
-        quote!((#name, &[#(#dtypes),*][..]))
-    });
-    let check = quote!(#private::check_typed(__inputs, Self::INPUTS, &[#(#types),*], [#(#vars),*])?);
+        (check.clone(), quote!(#check[#v]))
+    };
     match &k.output_dtype {
-        OutputDType::Var(v) => {
-            let v = var(v);
-            quote!(#check[#v])
-        }
         OutputDType::Attr(a) => {
             let a = ident(a);
             quote!({ let _ = #check; __attrs.#a })
@@ -471,8 +467,7 @@ fn dtype_check(k: &KernelDef) -> TokenStream {
             let d = dtype_tokens(*d);
             quote!({ let _ = #check; #d })
         }
-        // Only the one-set form leaves the output's dtype to the inputs.
-        OutputDType::SameAsInputs => quote!({ let _ = #check; ::opforge::DType::F32 }),
+        OutputDType::SameAsInputs | OutputDType::Var(_) => from_inputs,
     }
 }
 

@@ -19,7 +19,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{broadcast_strides, for_rows, unsupported, CpuTensor, Dims, PAR_CHUNK, PAR_THRESHOLD};
+use super::{broadcast_strides, for_rows, offset, unsupported, CpuTensor, Dims, PAR_CHUNK, PAR_THRESHOLD};
 use crate::kernels::{ArgMax, GatherV2, OneHot, Select, UnsortedSegmentSum};
 use crate::shape::normalize_axis;
 use crate::shape::rules::{gather_dims, GatherDims};
@@ -348,17 +348,6 @@ fn unsorted_segment_sum(
         }
         d => Err(unsupported("UnsortedSegmentSum", d)),
     }
-}
-
-/// Offsets into an input of element `i` of the output: its strides over
-/// the output's dims (0 where it is broadcast).
-fn offset(mut i: usize, dims: &[usize], strides: &Dims) -> usize {
-    let mut at = 0;
-    for d in (0..dims.len()).rev() {
-        at += (i % dims[d]) * strides[d];
-        i /= dims[d];
-    }
-    at
 }
 
 #[kernel(Select, cpu)]

@@ -1,6 +1,6 @@
 //! Kernels that move or reinterpret data: `Reshape`, `Transpose`, `Cast`, `BroadcastTo`.
 
-use super::{for_rows, output, unsupported, CpuTensor};
+use super::{for_rows, offset, output, unsupported, CpuTensor};
 use crate::kernels::{Cast, Reshape, Transpose};
 use crate::shape::{rules::permutation, strides};
 use crate::{kernel, DType, Element, Result, TensorMeta};
@@ -27,12 +27,7 @@ pub(crate) fn permute<T: Element>(x: &CpuTensor, perm: &[usize]) -> Result<Vec<T
     let step = from[from.len() - 1];
     for_rows(&mut out, inner, n, |start, chunk| {
         for (r, row) in chunk.chunks_mut(inner.max(1)).enumerate() {
-            let mut rest = start / inner.max(1) + r;
-            let mut offset = 0;
-            for d in (0..dims.len() - 1).rev() {
-                offset += (rest % dims[d]) * from[d];
-                rest /= dims[d];
-            }
+            let offset = offset(start / inner.max(1) + r, &dims[..dims.len() - 1], &from[..dims.len() - 1]);
             for (j, o) in row.iter_mut().enumerate() {
                 *o = src[offset + j * step];
             }
@@ -93,12 +88,7 @@ fn broadcast<T: Element>(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
     let mut data = output::<T>(n);
     for_rows(&mut data, inner, n, |start, chunk| {
         for (r, row) in chunk.chunks_mut(inner).enumerate() {
-            let mut rest = start / inner + r;
-            let mut offset = 0;
-            for d in (0..dims.len() - 1).rev() {
-                offset += (rest % dims[d]) * from[d];
-                rest /= dims[d];
-            }
+            let offset = offset(start / inner + r, &dims[..dims.len() - 1], &from[..dims.len() - 1]);
             // The last merged dim either repeats one value or is contiguous.
             if step == 0 {
                 row.fill(src[offset]);

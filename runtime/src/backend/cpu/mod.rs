@@ -344,6 +344,18 @@ pub(crate) fn map<T: Element, U: Element>(x: &[T], f: impl Fn(T) -> U + Sync) ->
     Storage::from_vec(out)
 }
 
+/// The offset of element `i` of a row-major index space of `dims` in a
+/// tensor laid over it with `strides` (0 along a broadcast dim).
+#[inline]
+pub(crate) fn offset(mut i: usize, dims: &[usize], strides: &[usize]) -> usize {
+    let mut at = 0;
+    for d in (0..dims.len()).rev() {
+        at += (i % dims[d]) * strides[d];
+        i /= dims[d];
+    }
+    at
+}
+
 /// Runs `f(start, chunk)` over `out` split in row-aligned chunks, in parallel
 /// when the work is large enough to pay for the pool.
 pub(crate) fn for_rows<T: Send>(out: &mut [T], row: usize, work: usize, f: impl Fn(usize, &mut [T]) + Sync) {
