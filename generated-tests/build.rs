@@ -4,7 +4,9 @@
 
 use std::fmt::Write;
 
-use opforge_spec::{AttrType, AttrValue, DType, Differentiable, InputType, KernelDef, OutputDType, ShapeRule};
+use opforge_spec::{
+    AttrDef, AttrType, AttrValue, DType, Differentiable, EnumType, InputType, KernelDef, OutputDType, ShapeRule,
+};
 
 fn main() {
     let path = "../ops-spec/ops.toml";
@@ -82,14 +84,39 @@ fn dtype_expr(d: DType) -> &'static str {
     }
 }
 
-fn value_expr(v: &AttrValue) -> String {
-    match v {
+/// A value of attr `a` as the expression of its `KernelAttrs` field.
+fn value_expr(a: &AttrDef, v: &AttrValue) -> String {
+    let expr = match v {
         AttrValue::Bool(b) => b.to_string(),
         AttrValue::Int(i) => format!("{i}i64"),
         AttrValue::Float(f) => format!("{f:?}f64"),
         AttrValue::Ints(v) => format!("vec!{v:?}"),
+        AttrValue::Floats(v) => format!("vec!{v:?}"),
+        AttrValue::IntLists(v) => {
+            format!("vec![{}]", v.iter().map(|r| format!("vec!{r:?}")).collect::<Vec<_>>().join(", "))
+        }
         AttrValue::DType(d) => dtype_expr(*d).into(),
+        AttrValue::Enum(v) => {
+            format!("kernels::{}::{}", a.enum_type.as_ref().map_or("", |e| &e.name), EnumType::variant(v))
+        }
+    };
+    if a.optional {
+        format!("Some({expr})")
+    } else {
+        expr
     }
+}
+
+/// The cases the spec's `examples` give, with their output shapes.
+fn example_cases(k: &KernelDef) -> Vec<Case> {
+    k.examples
+        .iter()
+        .map(|e| {
+            let chosen: Vec<(&str, String)> =
+                (e.attrs.iter()).filter_map(|(n, v)| Some((n.as_str(), value_expr(k.attr(n)?, v)))).collect();
+            Case::new(e.shapes.clone(), attrs(k, &chosen), e.output.clone())
+        })
+        .collect()
 }
 
 /// Attribute values: the rule's own choices, else the spec default, else a neutral value.
@@ -101,13 +128,20 @@ fn attrs(k: &KernelDef, chosen: &[(&str, String)]) -> Vec<(String, String)> {
                 .iter()
                 .find(|(n, _)| *n == a.name)
                 .map(|(_, v)| v.clone())
-                .or_else(|| a.default.as_ref().map(value_expr))
+                .or_else(|| a.default.as_ref().map(|v| value_expr(a, v)))
                 .unwrap_or_else(|| match a.ty {
+                    _ if a.optional => "None".into(),
                     AttrType::Bool => "false".into(),
                     AttrType::Int => "0i64".into(),
                     AttrType::Float => "0.5f64".into(),
-                    AttrType::Ints => "vec![]".into(),
+                    AttrType::Ints | AttrType::Floats | AttrType::IntLists => "vec![]".into(),
                     AttrType::DType => "DType::F32".into(),
+                    AttrType::Enum => {
+                        let e = a.enum_type.as_ref().map_or((String::new(), String::new()), |e| {
+                            (e.name.clone(), EnumType::variant(&e.values[0]))
+                        });
+                        format!("kernels::{}::{}", e.0, e.1)
+                    }
                 });
             (a.name.clone(), v)
         })
@@ -163,6 +197,8 @@ fn valid_case(k: &KernelDef) -> Case {
             vec![4, 3],
         )
         .bound(k, segment_ids, 4),
+        // The validator makes such a kernel give at least one example.
+        ShapeRule::Fn { .. } => example_cases(k).swap_remove(0),
     }
 }
 
@@ -294,7 +330,9 @@ fn parity_cases(k: &KernelDef) -> Vec<Case> {
             case(rule_shapes(k, &[(input, x), (segment_ids, ids)]), &[(num_segments, &n_attr)]).bound(k, segment_ids, n)
         })
         .collect(),
+        ShapeRule::Fn { .. } => Vec::new(),
     };
+    let cases: Vec<Case> = cases.into_iter().chain(example_cases(k)).collect();
     // Every value of each dtype attribute.
     let mut out = cases;
     for a in k.attrs.iter().filter(|a| a.ty == AttrType::DType) {
@@ -357,6 +395,8 @@ fn invalid_case(k: &KernelDef) -> Option<(Case, &'static str)> {
             .bound(k, segment_ids, 4),
             "not a prefix",
         ),
+        // A function's invalid inputs are the function's to know.
+        ShapeRule::Fn { .. } => return None,
     })
 }
 

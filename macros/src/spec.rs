@@ -1,9 +1,11 @@
 //! `spec!`: binds a spec file. Parse the arguments, load and validate the
 //! TOML with `opforge-spec`, expand one set of items per kernel.
 
-use opforge_spec::{AttrType, AttrValue, DType, Differentiable, InputType, KernelDef, OutputDType, ShapeRule, Spec};
+use opforge_spec::{
+    AttrDef, AttrType, AttrValue, DType, Differentiable, EnumType, InputType, KernelDef, OutputDType, ShapeRule, Spec,
+};
 use proc_macro2::{Span, TokenStream};
-use quote::{format_ident, quote};
+use quote::{format_ident, quote, quote_spanned};
 use syn::parse::{Parse, ParseStream};
 use syn::{Ident, LitStr, Token};
 
@@ -117,43 +119,82 @@ pub(crate) fn expand_source(text: &str, label: &str, span: Span, ops_module: Opt
         }
     }
     let prefix = if ops_module.is_some() { quote!(super::) } else { quote!() };
-    let descriptors: TokenStream = spec.kernels.iter().map(|k| descriptor(k, label)).collect();
+    let descriptors: TokenStream = spec.kernels.iter().map(|k| descriptor(k, label, span)).collect();
+    let enums = enums(&spec);
     let ops: TokenStream = spec.kernels.iter().map(|k| op_fn(k, &prefix)).collect();
     // The items are emitted with the errors, so that one mistake gives one error.
     match ops_module {
         Some(m) => quote! {
             #taken
+            #enums
             #descriptors
             /// The typed op functions of this spec.
             pub mod #m { #ops }
         },
-        None => quote! { #taken #descriptors #ops },
+        None => quote! { #taken #enums #descriptors #ops },
     }
 }
 
-fn attr_value_ty(t: AttrType) -> TokenStream {
-    match t {
+/// The field type of an attr in `KernelAttrs`.
+fn attr_value_ty(a: &AttrDef) -> TokenStream {
+    attr_value_ty_in(a, &quote!())
+}
+
+/// [`attr_value_ty`], for code in a module `prefix` (`super::`) away.
+fn attr_value_ty_in(a: &AttrDef, prefix: &TokenStream) -> TokenStream {
+    let ty = match a.ty {
         AttrType::Bool => quote!(bool),
         AttrType::Int => quote!(i64),
         AttrType::Float => quote!(f64),
         AttrType::Ints => quote!(::std::vec::Vec<i64>),
+        AttrType::Floats => quote!(::std::vec::Vec<f64>),
+        AttrType::IntLists => quote!(::std::vec::Vec<::std::vec::Vec<i64>>),
         AttrType::DType => quote!(::opforge::DType),
+        AttrType::Enum => {
+            let e = enum_ident(a);
+            quote!(#prefix #e)
+        }
+    };
+    if a.optional {
+        quote!(::core::option::Option<#ty>)
+    } else {
+        ty
     }
 }
 
-/// How kernels, gradients and op functions receive an attribute.
-fn attr_arg_ty(t: AttrType) -> TokenStream {
+/// The element type of a list attr, `None` for the others.
+fn list_elem(t: AttrType) -> Option<TokenStream> {
     match t {
-        AttrType::Ints => quote!(&'a [i64]),
-        other => attr_value_ty(other),
+        AttrType::Ints => Some(quote!(i64)),
+        AttrType::Floats => Some(quote!(f64)),
+        AttrType::IntLists => Some(quote!(::std::vec::Vec<i64>)),
+        _ => None,
     }
 }
 
-fn attr_read(name: &Ident, t: AttrType) -> TokenStream {
-    match t {
-        AttrType::Ints => quote!(&__attrs.#name),
-        _ => quote!(__attrs.#name),
+/// How kernels, gradients and op functions receive an attribute: lists
+/// as slices (borrowing `'a`, when given), the others by value.
+fn attr_arg_ty(a: &AttrDef, lifetime: TokenStream, prefix: &TokenStream) -> TokenStream {
+    match (list_elem(a.ty), a.optional) {
+        (Some(elem), false) => quote!(&#lifetime [#elem]),
+        (Some(elem), true) => quote!(::core::option::Option<&#lifetime [#elem]>),
+        (None, _) => attr_value_ty_in(a, prefix),
     }
+}
+
+/// Reads attr `a` from `__attrs` as [`attr_arg_ty`] gives it.
+fn attr_read(a: &AttrDef) -> TokenStream {
+    let name = ident(&a.name);
+    match (list_elem(a.ty), a.optional) {
+        (Some(_), false) => quote!(&__attrs.#name),
+        (Some(_), true) => quote!(__attrs.#name.as_deref()),
+        (None, _) => quote!(__attrs.#name),
+    }
+}
+
+fn enum_ident(a: &AttrDef) -> TokenStream {
+    let name = ident(a.enum_type.as_ref().map_or("Enum", |e| &e.name));
+    quote!(#name)
 }
 
 fn dtype_tokens(d: DType) -> TokenStream {
@@ -164,14 +205,90 @@ fn dtype_tokens(d: DType) -> TokenStream {
     }
 }
 
-fn default_tokens(v: &AttrValue) -> TokenStream {
-    match v {
+/// A default as a value of the attr's field type.
+fn default_tokens(a: &AttrDef) -> TokenStream {
+    let value = match &a.default {
+        None => return quote!(::core::option::Option::None),
+        Some(v) => v,
+    };
+    match value {
         AttrValue::Bool(b) => quote!(#b),
         AttrValue::Int(i) => quote!(#i),
         AttrValue::Float(f) => quote!(#f),
         AttrValue::Ints(v) => quote!(::std::vec![#(#v),*]),
+        AttrValue::Floats(v) => quote!(::std::vec![#(#v),*]),
+        AttrValue::IntLists(v) => {
+            let rows = v.iter().map(|r| quote!(::std::vec![#(#r),*]));
+            quote!(::std::vec![#(#rows),*])
+        }
         AttrValue::DType(d) => dtype_tokens(*d),
+        AttrValue::Enum(v) => {
+            let (ty, variant) = (enum_ident(a), ident(&EnumType::variant(v)));
+            quote!(#ty::#variant)
+        }
     }
+}
+
+/// The enums of a spec's enum attrs, each once.
+fn enums(spec: &Spec) -> TokenStream {
+    let mut seen: Vec<&str> = Vec::new();
+    let mut out = TokenStream::new();
+    for (k, e) in spec.kernels.iter().flat_map(|k| k.attrs.iter().filter_map(move |a| Some((k, a.enum_type.as_ref()?))))
+    {
+        if seen.contains(&e.name.as_str()) {
+            continue;
+        }
+        seen.push(&e.name);
+        let name = ident(&e.name);
+        let values = &e.values;
+        let variants: Vec<Ident> = e.values.iter().map(|v| ident(&EnumType::variant(v))).collect();
+        let doc = format!(
+            "The values of an enum attr of kernel `{}`{}: {}.",
+            k.name,
+            if spec.kernels.iter().filter(|o| o.attrs.iter().any(|a| a.enum_type.as_ref() == Some(e))).count() > 1 {
+                " and others"
+            } else {
+                ""
+            },
+            e.values.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")
+        );
+        out.extend(quote! {
+            #[doc = #doc]
+            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+            pub enum #name {
+                #( #[doc = concat!("`", #values, "`")] #variants, )*
+            }
+
+            impl #name {
+                /// Every value, in the spec's order.
+                pub const ALL: &'static [#name] = &[#(#name::#variants),*];
+
+                /// The value as the spec spells it.
+                pub const fn name(self) -> &'static str {
+                    match self { #( #name::#variants => #values, )* }
+                }
+            }
+
+            impl ::core::fmt::Display for #name {
+                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
+                    f.write_str(self.name())
+                }
+            }
+
+            impl ::core::str::FromStr for #name {
+                type Err = ::std::string::String;
+                fn from_str(s: &str) -> ::core::result::Result<Self, Self::Err> {
+                    match s {
+                        #( #values => ::core::result::Result::Ok(#name::#variants), )*
+                        _ => ::core::result::Result::Err(::std::format!(
+                            "`{s}` is not a `{}`, expected one of {}", ::core::stringify!(#name), [#(::std::format!("`{}`", #values)),*].join(", ")
+                        )),
+                    }
+                }
+            }
+        });
+    }
+    out
 }
 
 fn ident(s: &str) -> Ident {
@@ -179,15 +296,14 @@ fn ident(s: &str) -> Ident {
 }
 
 /// The code computing the output shape, as a call to a rule of `opforge::shape::rules`.
-fn shape_rule(k: &KernelDef) -> TokenStream {
+fn shape_rule(k: &KernelDef, span: Span) -> TokenStream {
     let shape = |name: &str| {
         let i = k.inputs.iter().position(|n| n == name).unwrap_or(0);
         quote!(__inputs[#i].shape())
     };
-    let attr = |name: &str| {
-        let id = ident(name);
-        let ty = k.attrs.iter().find(|a| a.name == name).map_or(AttrType::Bool, |a| a.ty);
-        attr_read(&id, ty)
+    let attr = |name: &str| match k.attr(name) {
+        Some(a) => attr_read(a),
+        None => quote!(__attrs),
     };
     let rules = quote!(::opforge::__private::rules);
     match &k.shape {
@@ -239,10 +355,68 @@ fn shape_rule(k: &KernelDef) -> TokenStream {
             let (x, ids, n) = (shape(input), shape(segment_ids), attr(num_segments));
             quote!(#rules::segment(#x, #ids, #n))
         }
+        ShapeRule::Fn { path } => {
+            // Typed through `NameShapeFn`, so that a missing function or
+            // one of another signature is rustc's error, at the spec.
+            let path = respan(path_tokens(path, span), span);
+            let ty = format_ident!("{}ShapeFn", k.name);
+            let shapes = (0..k.inputs.len()).map(|i| quote!(__inputs[#i].shape()));
+            quote_spanned!(span=> {
+                let __shape_fn: #ty = #path;
+                __shape_fn(#(#shapes,)* __attrs)
+            })
+        }
     }
 }
 
-fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
+/// The tokens of a Rust path written in a spec, or a `compile_error!` at `span`.
+fn path_tokens(path: &str, span: Span) -> TokenStream {
+    match syn::parse_str::<syn::Path>(path) {
+        Ok(p) => quote!(#p),
+        Err(e) => syn::Error::new(span, format!("shape function `{path}` is not a Rust path: {e}")).to_compile_error(),
+    }
+}
+
+/// `tokens` with every span set to `span`, so rustc reports them at the spec.
+fn respan(tokens: TokenStream, span: Span) -> TokenStream {
+    tokens
+        .into_iter()
+        .map(|mut t| {
+            if let proc_macro2::TokenTree::Group(g) = &t {
+                let mut group = proc_macro2::Group::new(g.delimiter(), respan(g.stream(), span));
+                group.set_span(span);
+                t = proc_macro2::TokenTree::Group(group);
+            }
+            t.set_span(span);
+            t
+        })
+        .collect()
+}
+
+/// `pub type NameShapeFn = fn(...)`, for a kernel whose shape is a function.
+fn shape_fn_type(k: &KernelDef) -> TokenStream {
+    let ShapeRule::Fn { path } = &k.shape else {
+        return quote!();
+    };
+    let ty = format_ident!("{}ShapeFn", k.name);
+    let attrs_ty = format_ident!("{}Attrs", k.name);
+    let params = k.inputs.iter().map(|_| quote!(&[usize]));
+    let signature = format!(
+        "fn({}attrs: &{attrs_ty}) -> Result<opforge::shape::Shape, String>",
+        k.inputs.iter().map(|i| format!("{i}: &[usize], ")).collect::<String>()
+    );
+    let doc = format!(
+        "The signature of kernel `{}`'s shape function, `{path}`: `{signature}`. It gets each input's shape \
+         and the attrs, and returns the output's shape, or what is wrong in words the error completes.",
+        k.name
+    );
+    quote! {
+        #[doc = #doc]
+        pub type #ty = fn(#(#params,)* &#attrs_ty) -> ::core::result::Result<::opforge::shape::Shape, ::std::string::String>;
+    }
+}
+
+fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
     let name = ident(&k.name);
     let attrs_ty = format_ident!("{}Attrs", k.name);
     let args_ty = format_ident!("{}Args", k.name);
@@ -252,21 +426,22 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
     let input_names = &k.inputs;
     let n_inputs = k.inputs.len();
     let attr_idents: Vec<Ident> = k.attrs.iter().map(|a| ident(&a.name)).collect();
-    let attr_value_tys: Vec<TokenStream> = k.attrs.iter().map(|a| attr_value_ty(a.ty)).collect();
-    let attr_arg_tys: Vec<TokenStream> = k.attrs.iter().map(|a| attr_arg_ty(a.ty)).collect();
-    let attr_reads: Vec<TokenStream> = k.attrs.iter().map(|a| attr_read(&ident(&a.name), a.ty)).collect();
+    let attr_value_tys: Vec<TokenStream> = k.attrs.iter().map(attr_value_ty).collect();
+    let attr_arg_tys: Vec<TokenStream> = k.attrs.iter().map(|a| attr_arg_ty(a, quote!('a), &quote!())).collect();
+    let attr_reads: Vec<TokenStream> = k.attrs.iter().map(attr_read).collect();
     let attr_docs: Vec<String> = k
         .attrs
         .iter()
         .map(|a| if a.doc.is_empty() { format!("`{}` attribute.", a.name) } else { a.doc.clone() })
         .collect();
     let attr_entries = k.attrs.iter().map(|a| {
-        let (n, t) = (&a.name, a.ty.name());
+        let n = &a.name;
+        let t = a.enum_type.as_ref().map_or(a.ty.name(), |e| &e.name);
         quote!((#n, #t))
     });
     let dtypes: Vec<TokenStream> = k.dtypes.iter().map(|d| dtype_tokens(*d)).collect();
-    let default_impl = if k.attrs.iter().all(|a| a.default.is_some()) {
-        let values = k.attrs.iter().filter_map(|a| a.default.as_ref()).map(default_tokens);
+    let default_impl = if k.attrs.iter().all(AttrDef::has_default) {
+        let values = k.attrs.iter().map(default_tokens);
         quote! {
             impl ::core::default::Default for #attrs_ty {
                 fn default() -> Self {
@@ -278,7 +453,8 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
         quote!()
     };
     let check = dtype_check(k);
-    let rule = shape_rule(k);
+    let rule = shape_rule(k, span);
+    let shape_fn = shape_fn_type(k);
     let output = ident(&k.output);
     let input_idx: Vec<usize> = (0..n_inputs).collect();
     let (diff_names, grads): (Vec<&String>, TokenStream) = match &k.differentiable {
@@ -349,6 +525,8 @@ fn descriptor(k: &KernelDef, spec_file: &str) -> TokenStream {
         }
 
         #grads
+
+        #shape_fn
 
         impl ::opforge::__private::KernelSpec for #name {
             const NAME: &'static str = #kernel_name;
@@ -552,26 +730,22 @@ fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
     let op = ident(&k.op);
     let inputs: Vec<Ident> = k.inputs.iter().map(|i| ident(i)).collect();
     let params = k.attrs.iter().map(|a| {
-        let id = ident(&a.name);
-        match a.ty {
-            AttrType::Ints => quote!(#id: &[i64]),
-            t => {
-                let ty = attr_value_ty(t);
-                quote!(#id: #ty)
-            }
-        }
+        let (id, ty) = (ident(&a.name), attr_arg_ty(a, quote!(), prefix));
+        quote!(#id: #ty)
     });
     let values = k.attrs.iter().map(|a| {
         let id = ident(&a.name);
-        match a.ty {
-            AttrType::Ints => quote!(#id: #id.to_vec()),
-            _ => quote!(#id),
+        match (list_elem(a.ty), a.optional) {
+            (Some(_), false) => quote!(#id: #id.to_vec()),
+            (Some(_), true) => quote!(#id: #id.map(<[_]>::to_vec)),
+            (None, _) => quote!(#id),
         }
     });
     let mut doc = format!("{}\n\nRuns kernel `{}`; {}.", k.doc, k.name, dtypes_doc(k));
     for a in &k.attrs {
         let default = match &a.default {
             Some(v) => format!(" (spec default: `{}`)", render(v)),
+            None if a.optional => " (optional)".to_owned(),
             None => String::new(),
         };
         doc.push_str(&format!("\n- `{}`: {}{default}", a.name, a.doc));
@@ -591,7 +765,10 @@ fn render(v: &AttrValue) -> String {
         AttrValue::Int(i) => i.to_string(),
         AttrValue::Float(f) => f.to_string(),
         AttrValue::Ints(v) => format!("{v:?}"),
+        AttrValue::Floats(v) => format!("{v:?}"),
+        AttrValue::IntLists(v) => format!("{v:?}"),
         AttrValue::DType(d) => d.name().to_owned(),
+        AttrValue::Enum(v) => format!("{v:?}"),
     }
 }
 

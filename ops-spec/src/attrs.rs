@@ -1,7 +1,7 @@
 //! The `attrs` table of a kernel.
 
-use crate::diag::{did_you_mean, quoted, reserved_problem, snake_case_problem, Diag};
-use crate::model::{AttrDef, AttrType, AttrValue, DType};
+use crate::diag::{camel_case_problem, did_you_mean, quoted, reserved_problem, snake_case_problem, Diag};
+use crate::model::{AttrDef, AttrType, AttrValue, DType, EnumType};
 use crate::tree::{Entry, Node, Value};
 use crate::validate::{string, unknown_dtype};
 
@@ -10,14 +10,16 @@ use crate::validate::{string, unknown_dtype};
 pub(crate) struct Attrs {
     pub defs: Vec<AttrDef>,
     pub scope: Vec<(String, Option<AttrType>)>,
+    /// The attrs declared `optional = true`, which shape rules cannot read.
+    pub optional: Vec<String>,
 }
 
-const KEYS: [&str; 3] = ["type", "default", "doc"];
+const KEYS: [&str; 5] = ["type", "default", "doc", "optional", "values"];
 
 /// Checks the `attrs` entry (absent means no attrs); `None` when it is not
 /// a table at all.
 pub(crate) fn attrs(d: &mut Diag, entry: Option<&Entry>, inputs: Option<&[String]>) -> Option<Attrs> {
-    let mut out = Attrs { defs: Vec::new(), scope: Vec::new() };
+    let mut out = Attrs { defs: Vec::new(), scope: Vec::new(), optional: Vec::new() };
     let Some(entry) = entry else {
         return Some(out);
     };
@@ -38,6 +40,9 @@ pub(crate) fn attrs(d: &mut Diag, entry: Option<&Entry>, inputs: Option<&[String
         }
         let (ty, def) = attr(d, item);
         out.scope.push((name.clone(), ty));
+        if def.as_ref().is_some_and(|a| a.optional) {
+            out.optional.push(name.clone());
+        }
         out.defs.extend(def);
     }
     Some(out)
@@ -64,40 +69,156 @@ fn attr(d: &mut Diag, item: &Entry) -> (Option<AttrType>, Option<AttrDef>) {
         d.error(f.at, msg);
     }
     let field = |k: &str| fields.iter().find(|f| f.key == k);
-    let ty = match field("type") {
+    // The type, and for an enum its name with the type's position.
+    let (ty, enum_name) = match field("type") {
         None => {
             d.error(item.at, format!("attr `{name}` is missing required key `type`"));
+            (None, None)
+        }
+        Some(t) => match string(d, t) {
+            None => (None, None),
+            Some(s) if s.starts_with(|c: char| c.is_ascii_uppercase()) => {
+                if let Some(problem) = camel_case_problem(s) {
+                    d.error(t.node.at_or(t.at), format!("enum type `{s}` {problem}"));
+                    (None, None)
+                } else {
+                    (Some(AttrType::Enum), Some((s.to_owned(), t.node.at_or(t.at))))
+                }
+            }
+            Some(s) => {
+                let ty = AttrType::from_name(s);
+                if ty.is_none() {
+                    let names = AttrType::ALL.map(AttrType::name);
+                    let msg = format!(
+                        "unknown attr type `{s}`, expected one of {}, or an enum's UpperCamelCase name with its \
+                         `values`{}",
+                        quoted(names),
+                        did_you_mean(s, names)
+                    );
+                    d.error(t.node.at_or(t.at), msg);
+                }
+                (ty, None)
+            }
+        },
+    };
+    let mut misplaced_values = false;
+    let enum_type = match (&enum_name, field("values")) {
+        (Some((enum_name, at)), None) => {
+            let msg = format!(
+                "enum type `{enum_name}` of attr `{name}` must list its `values`, like `values = [\"same\", \"valid\"]`"
+            );
+            d.error(*at, msg);
             None
         }
-        Some(t) => string(d, t).and_then(|s| {
-            let ty = AttrType::from_name(s);
-            if ty.is_none() {
-                let names = AttrType::ALL.map(AttrType::name);
-                let msg =
-                    format!("unknown attr type `{s}`, expected one of {}{}", quoted(names), did_you_mean(s, names));
-                d.error(t.node.at_or(t.at), msg);
+        (Some((enum_name, _)), Some(v)) => values(d, v).map(|values| EnumType { name: enum_name.clone(), values }),
+        (None, Some(v)) => {
+            misplaced_values = true;
+            if ty.is_some() {
+                let msg = format!(
+                    "`values` belongs to an enum attr, but attr `{name}` has type `{}`; give an UpperCamelCase \
+                     enum name as its type, like `type = \"Padding\"`",
+                    ty.map_or("", AttrType::name)
+                );
+                d.error(v.at, msg);
             }
-            ty
-        }),
+            None
+        }
+        (None, None) => None,
     };
     let doc = match field("doc") {
         Some(doc) => string(d, doc).map(str::to_owned),
         None => Some(String::new()),
     };
+    let optional = match field("optional") {
+        None => Some(false),
+        Some(f) => match f.node.value {
+            Value::Bool(b) => Some(b),
+            ref other => {
+                d.error(f.node.at_or(f.at), format!("`optional` must be a boolean, found {}", other.kind()));
+                None
+            }
+        },
+    };
+    if let (Some(true), Some(def)) = (optional, field("default")) {
+        let msg = format!(
+            "attr `{name}` is optional, so its default is `None`; remove `default`, or `optional` to make it \
+             a value"
+        );
+        d.error(def.at, msg);
+    }
     let default = match (ty, field("default")) {
         (_, None) => Some(None),
-        (Some(ty), Some(def)) => default(d, name, ty, &def.node, def.at).map(Some),
-        (None, Some(_)) => None,
+        (Some(ty), Some(def)) if ty != AttrType::Enum || enum_type.is_some() => {
+            let what = format!("default of attr `{name}`");
+            value(d, &what, ty, enum_type.as_ref(), &def.node, def.at).map(Some)
+        }
+        (_, Some(_)) => None,
     };
-    let def = match (ty, default, doc) {
-        (Some(ty), Some(default), Some(doc)) => Some(AttrDef { name: name.clone(), ty, default, doc }),
+    let def = match (ty, default, doc, optional) {
+        (Some(ty), Some(default), Some(doc), Some(optional))
+            if (ty != AttrType::Enum || enum_type.is_some()) && !misplaced_values =>
+        {
+            Some(AttrDef { name: name.clone(), ty, enum_type, optional, default, doc })
+        }
         _ => None,
     };
     (ty, def)
 }
 
-/// Converts a default to the attr's type; an integer is a fine float.
-fn default(d: &mut Diag, name: &str, ty: AttrType, node: &Node, key_at: usize) -> Option<AttrValue> {
+/// An enum's `values`: one or more distinct identifiers whose variants differ.
+fn values(d: &mut Diag, f: &Entry) -> Option<Vec<String>> {
+    let Value::Array(items) = &f.node.value else {
+        d.error(f.node.at_or(f.at), format!("`values` must be an array of strings, found {}", f.node.value.kind()));
+        return None;
+    };
+    if items.is_empty() {
+        d.error(f.node.at_or(f.at), "`values` must list at least one value");
+        return None;
+    }
+    let mut out: Vec<String> = Vec::new();
+    let mut ok = true;
+    for item in items {
+        let at = item.at_or(f.at);
+        let Value::Str(v) = &item.value else {
+            d.error(at, format!("`values` must contain only strings, found {}", item.value.kind()));
+            ok = false;
+            continue;
+        };
+        let word = |c: char| c.is_ascii_alphanumeric() || c == '_';
+        if !v.starts_with(|c: char| c.is_ascii_alphabetic()) || !v.chars().all(word) || v.ends_with('_') {
+            let msg = format!(
+                "enum value `{v}` is not a word, expected ASCII letters, digits and single `_`s, starting with a \
+                 letter (it becomes a Rust variant)"
+            );
+            d.error(at, msg);
+            ok = false;
+        } else if v.contains("__") {
+            d.error(at, format!("enum value `{v}` has `__`, expected single `_`s between words"));
+            ok = false;
+        } else if let Some(other) = out.iter().find(|o| EnumType::variant(o) == EnumType::variant(v)) {
+            let msg = format!(
+                "enum value `{v}` gives the variant `{}`, as `{other}` does, expected values that differ in more than case",
+                EnumType::variant(v)
+            );
+            d.error(at, msg);
+            ok = false;
+        } else {
+            out.push(v.clone());
+        }
+    }
+    ok.then_some(out)
+}
+
+/// Converts a value written in the spec (`what` names it in errors, as in
+/// "default of attr `x`") to an attr of type `ty`; an integer is a fine float.
+pub(crate) fn value(
+    d: &mut Diag,
+    what: &str,
+    ty: AttrType,
+    enum_type: Option<&EnumType>,
+    node: &Node,
+    key_at: usize,
+) -> Option<AttrValue> {
     let at = node.at_or(key_at);
     match (ty, &node.value) {
         (AttrType::Bool, Value::Bool(b)) => Some(AttrValue::Bool(*b)),
@@ -111,19 +232,47 @@ fn default(d: &mut Diag, name: &str, ty: AttrType, node: &Node, key_at: usize) -
                 None
             }
         },
-        (AttrType::Ints, Value::Array(items)) => {
-            let mut ints = Vec::new();
+        (AttrType::Enum, Value::Str(s)) => {
+            let values = enum_type.map_or(&[][..], |e| &e.values[..]);
+            if values.contains(s) {
+                return Some(AttrValue::Enum(s.clone()));
+            }
+            let msg = format!(
+                "{what} is `{s}`, which is not a value of enum `{}`, expected one of {}{}",
+                enum_type.map_or("", |e| &e.name),
+                quoted(values),
+                did_you_mean(s, values)
+            );
+            d.error(at, msg);
+            None
+        }
+        (AttrType::Ints, Value::Array(items)) => ints(d, what, items, at).map(AttrValue::Ints),
+        (AttrType::Floats, Value::Array(items)) => {
+            let mut floats = Vec::new();
             for item in items {
                 match item.value {
-                    Value::Int(i) => ints.push(i),
+                    Value::Float(f) => floats.push(f),
+                    Value::Int(i) => floats.push(i as f64),
                     ref other => {
-                        let msg =
-                            format!("default of attr `{name}` must contain only integers, found {}", other.kind());
+                        let msg = format!("{what} must contain only numbers, found {}", other.kind());
                         d.error(item.at_or(at), msg);
                     }
                 }
             }
-            (ints.len() == items.len()).then_some(AttrValue::Ints(ints))
+            (floats.len() == items.len()).then_some(AttrValue::Floats(floats))
+        }
+        (AttrType::IntLists, Value::Array(items)) => {
+            let mut lists = Vec::new();
+            for item in items {
+                match &item.value {
+                    Value::Array(inner) => lists.extend(ints(d, what, inner, item.at_or(at))),
+                    other => {
+                        let msg = format!("{what} must contain only arrays of integers, found {}", other.kind());
+                        d.error(item.at_or(at), msg);
+                    }
+                }
+            }
+            (lists.len() == items.len()).then_some(AttrValue::IntLists(lists))
         }
         (ty, other) => {
             let expected = match ty {
@@ -131,11 +280,27 @@ fn default(d: &mut Diag, name: &str, ty: AttrType, node: &Node, key_at: usize) -
                 AttrType::Int => "an integer",
                 AttrType::Float => "a float or an integer",
                 AttrType::Ints => "an array of integers",
+                AttrType::Floats => "an array of numbers",
+                AttrType::IntLists => "an array of arrays of integers",
                 AttrType::DType => "a dtype name string",
+                AttrType::Enum => "one of the enum's values, as a string",
             };
-            let msg = format!("default of attr `{name}` of type `{ty}` must be {expected}, found {}", other.kind());
-            d.error(at, msg);
+            let ty = enum_type.map_or(ty.name(), |e| &e.name);
+            d.error(at, format!("{what} of type `{ty}` must be {expected}, found {}", other.kind()));
             None
         }
     }
+}
+
+fn ints(d: &mut Diag, what: &str, items: &[Node], at: usize) -> Option<Vec<i64>> {
+    let mut ints = Vec::new();
+    for item in items {
+        match item.value {
+            Value::Int(i) => ints.push(i),
+            ref other => {
+                d.error(item.at_or(at), format!("{what} must contain only integers, found {}", other.kind()));
+            }
+        }
+    }
+    (ints.len() == items.len()).then_some(ints)
 }

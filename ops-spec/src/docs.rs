@@ -78,6 +78,7 @@
 //! | `grad` | one of the two | the inputs that receive a gradient: an array of one or more distinct input names. See [gradients](#gradients-and-needs) |
 //! | `non_differentiable` | one of the two | why the kernel has no gradient: a string, not blank |
 //! | `output` | no | the name of the single output, snake_case; default `y`. It names the output among a gradient's arguments, so it must differ from the inputs and attrs |
+//! | `examples` | with `shape = "fn(...)"` | calls with the output shapes they give: an array of `{ shapes = [[...], ...], attrs = { ... }, output = [...] }`, one shape per input, every attr without a default given; the generated tests run them. See [shape functions](#shape-functions) |
 //! | `output_dtype` | no | the output's dtype: the name of an attr of type `dtype` (the output takes the dtype the call passes), a type variable of a `dtypes` table, or a dtype such as `"bool"` (always that dtype). Absent: the inputs' dtype, or the one type variable's; a kernel with several must say. An attr is looked up first, so an attr called `bool` would win over the dtype |
 //! | `attrs` | no | the kernel's attributes, its non-tensor parameters: a table, see [attributes](#attributes) |
 //!
@@ -119,7 +120,8 @@
 //!     err.to_string(),
 //!     "ops.toml:1:2: kernel `Neg` is missing required key `dtypes`\n\
 //!      ops.toml:5:1: unknown key `dtype` in kernel `Neg`, expected one of `op`, `doc`, `inputs`, `attrs`, \
-//!      `output`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`; did you mean `dtypes`?"
+//!      `output`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, `examples`; did you mean \
+//!      `dtypes`?"
 //! );
 //! ```
 //!
@@ -202,6 +204,8 @@
 //! |-----|----------|-------|
 //! | `type` | yes | one of the types below |
 //! | `default` | no | a value of that type; without one the attr is required |
+//! | `optional` | no | `true` makes the attr an `Option`, `None` when not given; an optional attr has no `default`, and shape rules cannot read it (a [shape function](#shape-functions) can) |
+//! | `values` | for an enum | the values of an enum type: distinct words, each a variant of the generated Rust enum |
 //! | `doc` | no | what the attr means; default empty |
 //!
 //! Attrs keep their declaration order, which is the order the op function
@@ -215,7 +219,50 @@
 //! | `int` | an integer | `i64` | `i64` |
 //! | `float` | a float, or an integer | `f64` | `f64` |
 //! | `ints` | an array of integers | `Vec<i64>` | `&[i64]` |
+//! | `floats` | an array of numbers | `Vec<f64>` | `&[f64]` |
+//! | `int_lists` | an array of arrays of integers (`[[1, 1], [0, 2]]`) | `Vec<Vec<i64>>` | `&[Vec<i64>]` |
 //! | `dtype` | `"f32"`, `"i32"` or `"bool"` | `opforge::DType` | `opforge::DType` |
+//! | an enum's name, with `values` | one of the values, as a string | the enum | the enum |
+//! | any of these, with `optional = true` | none | `Option<T>` | `Option<T>`, and `Option<&[T]>` for lists |
+//!
+//! **Enums** replace TF.js's string unions (`padding: 'same' | 'valid'`):
+//! `padding = { type = "Padding", values = ["same", "valid"] }` makes
+//! `spec!` generate `pub enum Padding { Same, Valid }` beside the kernels,
+//! with `ALL`, `name()` (the spec's spelling), `Display` and `FromStr`.
+//! Variants are the values in UpperCamelCase (`"half_pixel"` is
+//! `HalfPixel`, `"NHWC"` `Nhwc`). Kernels of one spec that name the same
+//! enum share it, and must give it the same values.
+//!
+//! ```
+//! use opforge_spec::{AttrType, AttrValue, EnumType};
+//!
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [MaxPool]
+//! op = "max_pool"
+//! doc = "Max-pools windows of `x`."
+//! inputs = ["x"]
+//! dtypes = ["f32"]
+//! shape = "fn(shapes::pool)"
+//! grad = ["x"]
+//! examples = [{ shapes = [[1, 4, 4, 1]], attrs = { size = [2, 2] }, output = [1, 2, 2, 1] }]
+//! [MaxPool.attrs]
+//! size = { type = "ints" }
+//! padding = { type = "Padding", values = ["same", "valid"], default = "valid" }
+//! explicit = { type = "int_lists", optional = true, doc = "`[before, after]` per spatial axis" }
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let pool = spec.kernel("MaxPool").unwrap();
+//! let padding = pool.attr("padding").unwrap();
+//! assert_eq!(padding.ty, AttrType::Enum);
+//! assert_eq!(padding.enum_type.as_ref().map(|e| e.name.as_str()), Some("Padding"));
+//! assert_eq!(padding.default, Some(AttrValue::Enum("valid".into())));
+//! assert_eq!(EnumType::variant("valid"), "Valid");
+//! let explicit = pool.attr("explicit").unwrap();
+//! assert_eq!((explicit.ty, explicit.optional, &explicit.default), (AttrType::IntLists, true, &None));
+//! ```
 //!
 //! **The generated op takes every attribute**, defaults or not: a default
 //! makes no parameter optional. Defaults only fill `KernelAttrs::default()`,
@@ -399,6 +446,37 @@
 //!     "ops.toml:6:10: shape rule `reduce` takes 3 arguments, like `reduce(x, axes, keep_dims)`, found 2"
 //! );
 //! assert!(err("sum(x, axes, keep_dims)").starts_with("ops.toml:6:10: unknown shape rule `sum`, expected one of"));
+//! ```
+//!
+//! ## Shape functions
+//!
+//! A shape the rules above cannot say (a convolution's, a slice's) is
+//! computed by a Rust function: `shape = "fn(shapes::conv2d)"` names it by
+//! its path from the module where `spec!` is invoked. `spec!` generates its
+//! signature as `pub type NameShapeFn`: one `&[usize]` per input, in order,
+//! then `&NameAttrs`, returning `Result<opforge::shape::Shape, String>`, and
+//! calls it through that type, so a missing function or one of another
+//! signature is rustc's error at the `spec!` call. An `Err` becomes the
+//! op's `Error::InvalidArgument`, which adds the op, kernel, backend and
+//! inputs. Since tests cannot derive inputs from a function, such a kernel
+//! gives `examples`, and its generated value, gradient and parity tests run
+//! them (examples of any kernel join its parity tests).
+//!
+//! ```
+//! let kernel = |extra: &str| {
+//!     format!(
+//!         "[Widen]\nop = \"widen\"\ndoc = \"pads\"\ninputs = [\"x\"]\ndtypes = [\"f32\"]\n\
+//!          shape = \"fn(shapes::widen)\"\ngrad = [\"x\"]\n{extra}"
+//!     )
+//! };
+//! let example = "examples = [{ shapes = [[2, 3]], output = [2, 5] }]\n";
+//! let spec = opforge_spec::parse(&kernel(example), "ops.toml").unwrap();
+//! assert_eq!(spec.kernels[0].examples[0].output, [2, 5]);
+//! let err = opforge_spec::parse(&kernel(""), "ops.toml").unwrap_err();
+//! assert!(err.to_string().starts_with(
+//!     "ops.toml:6:9: kernel `Widen` computes its shape with the Rust function `shapes::widen`, so its \
+//!      generated tests need `examples`"
+//! ));
 //! ```
 //!
 //! # Gradients and `needs`

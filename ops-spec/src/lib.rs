@@ -69,6 +69,7 @@
 mod attrs;
 mod diag;
 pub mod docs;
+mod examples;
 mod model;
 mod rule;
 mod tree;
@@ -76,8 +77,8 @@ mod validate;
 
 pub use diag::did_you_mean;
 pub use model::{
-    AttrDef, AttrType, AttrValue, DType, Differentiable, Error, Errors, InputType, KernelDef, OutputDType, ShapeRule,
-    Spec, TypeVar,
+    AttrDef, AttrType, AttrValue, DType, Differentiable, EnumType, Error, Errors, Example, InputType, KernelDef,
+    OutputDType, ShapeRule, Spec, TypeVar,
 };
 
 /// The text of the built-in spec, opforge's own kernels.

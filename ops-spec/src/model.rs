@@ -48,6 +48,8 @@ pub struct KernelDef {
     pub shape: ShapeRule,
     /// Which inputs receive gradients, or why none do.
     pub differentiable: Differentiable,
+    /// Example calls with their output shapes, in file order (see [`Example`]).
+    pub examples: Vec<Example>,
     /// 1-based line of the table key in the spec file.
     pub line: usize,
     /// 1-based column (in characters) of the table key in the spec file.
@@ -142,10 +144,59 @@ pub struct AttrDef {
     pub name: String,
     /// Attribute type.
     pub ty: AttrType,
-    /// Default value, of type `ty`; `None` makes the attribute required.
+    /// For an attribute of type [`AttrType::Enum`], its enum: the Rust type
+    /// `spec!` generates and the values it may take. `None` otherwise.
+    pub enum_type: Option<EnumType>,
+    /// Whether the attribute may be absent (`optional = true`): an `Option`
+    /// in the generated code, `None` by default. An optional attribute has
+    /// no `default`.
+    pub optional: bool,
+    /// Default value, of type `ty`; `None` makes the attribute required
+    /// (unless it is optional).
     pub default: Option<AttrValue>,
     /// Documentation; may be empty.
     pub doc: String,
+}
+
+impl AttrDef {
+    /// Whether a caller may leave the attribute out: it is optional or has a default.
+    pub fn has_default(&self) -> bool {
+        self.optional || self.default.is_some()
+    }
+}
+
+/// An enum attribute's type, after TF.js's string unions (`'same' | 'valid'`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct EnumType {
+    /// The generated Rust enum's name, UpperCamelCase (`Padding`). Kernels
+    /// of one spec that name the same enum give it the same values, and it
+    /// is generated once.
+    pub name: String,
+    /// The values as the spec spells them (`"same"`, `"valid"`), in order;
+    /// each becomes the variant [`EnumType::variant`] names.
+    pub values: Vec<String>,
+}
+
+impl EnumType {
+    /// The Rust variant of a value: UpperCamelCase of its `_`-separated
+    /// words (`"same"` is `Same`, `"half_pixel"` `HalfPixel`, `"NHWC"` `Nhwc`).
+    pub fn variant(value: &str) -> String {
+        value
+            .split('_')
+            .map(|w| {
+                let mut chars = w.chars();
+                match chars.next() {
+                    Some(c) => {
+                        let rest: String = chars.collect();
+                        let rest =
+                            if rest.chars().all(|c| !c.is_ascii_lowercase()) { rest.to_lowercase() } else { rest };
+                        format!("{}{rest}", c.to_ascii_uppercase())
+                    }
+                    None => String::new(),
+                }
+            })
+            .collect()
+    }
 }
 
 /// Type of an attribute.
@@ -159,23 +210,44 @@ pub enum AttrType {
     Float,
     /// `ints`: a list of 64-bit signed integers (axes, shapes, permutations).
     Ints,
+    /// `floats`: a list of 64-bit floats.
+    Floats,
+    /// `int_lists`: a list of lists of 64-bit signed integers (paddings as
+    /// `[[before, after], ...]`).
+    IntLists,
     /// `dtype`: one of the [`DType`]s.
     DType,
+    /// An enum: written as its UpperCamelCase name with its `values`
+    /// listed (`type = "Padding", values = ["same", "valid"]`); see
+    /// [`AttrDef::enum_type`].
+    Enum,
 }
 
 impl AttrType {
-    /// Every attribute type, in the order error messages list them.
-    pub(crate) const ALL: [AttrType; 5] =
-        [AttrType::Bool, AttrType::Int, AttrType::Float, AttrType::Ints, AttrType::DType];
+    /// Every attribute type spelled by a keyword, in the order error
+    /// messages list them (an enum is spelled by its own name).
+    pub(crate) const ALL: [AttrType; 7] = [
+        AttrType::Bool,
+        AttrType::Int,
+        AttrType::Float,
+        AttrType::Ints,
+        AttrType::Floats,
+        AttrType::IntLists,
+        AttrType::DType,
+    ];
 
-    /// The spec spelling: `"bool"`, `"int"`, `"float"`, `"ints"` or `"dtype"`.
+    /// The spec spelling: `"bool"`, `"int"`, `"float"`, `"ints"`,
+    /// `"floats"`, `"int_lists"` or `"dtype"`; `"enum"` for an enum.
     pub fn name(self) -> &'static str {
         match self {
             AttrType::Bool => "bool",
             AttrType::Int => "int",
             AttrType::Float => "float",
             AttrType::Ints => "ints",
+            AttrType::Floats => "floats",
+            AttrType::IntLists => "int_lists",
             AttrType::DType => "dtype",
+            AttrType::Enum => "enum",
         }
     }
 
@@ -190,7 +262,7 @@ impl fmt::Display for AttrType {
     }
 }
 
-/// A value of an attribute (its default in the spec).
+/// A value of an attribute (its default in the spec, or in an example).
 #[derive(Debug, Clone, PartialEq)]
 pub enum AttrValue {
     /// Value of a `bool` attribute.
@@ -201,8 +273,30 @@ pub enum AttrValue {
     Float(f64),
     /// Value of an `ints` attribute.
     Ints(Vec<i64>),
+    /// Value of a `floats` attribute.
+    Floats(Vec<f64>),
+    /// Value of an `int_lists` attribute.
+    IntLists(Vec<Vec<i64>>),
     /// Value of a `dtype` attribute.
     DType(DType),
+    /// Value of an enum attribute: one of its values, as the spec spells it.
+    Enum(String),
+}
+
+/// A call of a kernel the spec gives as an example: input shapes, attrs,
+/// and the output shape they give. A kernel whose shape is a Rust function
+/// (`fn(...)`) needs at least one, since its generated tests cannot derive
+/// inputs from a rule; any kernel may give some, and they become test cases.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Example {
+    /// One shape per input, in input order.
+    pub shapes: Vec<Vec<usize>>,
+    /// The attrs given, by name; the others take their defaults.
+    pub attrs: Vec<(String, AttrValue)>,
+    /// The output shape the kernel gives for them.
+    pub output: Vec<usize>,
+    /// 1-based line of the example in the spec file.
+    pub line: usize,
 }
 
 /// How a kernel's output dtype is determined.
@@ -335,12 +429,23 @@ pub enum ShapeRule {
         /// The `int` attr giving the number of segments.
         num_segments: String,
     },
+    /// `fn(path::to::function)`: a Rust function of the binding crate,
+    /// resolved where `spec!` is invoked, computes the output shape. `spec!`
+    /// generates its signature as the type `NameShapeFn`: one `&[usize]`
+    /// per input, in order, then `&NameAttrs`, returning
+    /// `Result<opforge::shape::Shape, String>`. Such a kernel gives
+    /// [`examples`](KernelDef::examples), which its generated tests use.
+    Fn {
+        /// The function's path as written (`shapes::conv2d`).
+        path: String,
+    },
 }
 
 impl ShapeRule {
     /// The rule's name as written in the spec: `"same"`, `"broadcast"`,
     /// `"reduce"`, `"matmul"`, `"reshape"`, `"transpose"`, `"along"`,
-    /// `"arg_reduce"`, `"one_hot"`, `"broadcast_to"`, `"gather"` or `"segment"`.
+    /// `"arg_reduce"`, `"one_hot"`, `"broadcast_to"`, `"gather"`, `"segment"`
+    /// or `"fn"`.
     pub fn name(&self) -> &'static str {
         match self {
             ShapeRule::Same { .. } => "same",
@@ -355,6 +460,7 @@ impl ShapeRule {
             ShapeRule::BroadcastTo { .. } => "broadcast_to",
             ShapeRule::Gather { .. } => "gather",
             ShapeRule::Segment { .. } => "segment",
+            ShapeRule::Fn { .. } => "fn",
         }
     }
 }

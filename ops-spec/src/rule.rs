@@ -108,7 +108,7 @@ pub(crate) fn parse_call(text: &str) -> Result<Call<'_>, (usize, String)> {
     if !p.eat(')') {
         loop {
             p.skip_ws();
-            let arg = p.ident();
+            let arg = p.path();
             if arg.0.is_empty() {
                 let msg = format!("expected an argument name in shape rule, found {}", p.found());
                 return Err((p.at, msg));
@@ -163,6 +163,22 @@ impl<'a> Cursor<'a> {
         self.at += len;
         (&self.text[start..self.at], start)
     }
+    /// `ident` or `ident::ident::...`: an argument name, or for `fn(...)`
+    /// the path of a Rust function.
+    fn path(&mut self) -> (&'a str, usize) {
+        let start = self.at;
+        loop {
+            if self.ident().0.is_empty() {
+                break;
+            }
+            let at = self.at;
+            if !(self.eat(':') && self.eat(':')) {
+                self.at = at;
+                break;
+            }
+        }
+        (&self.text[start..self.at], start)
+    }
     fn found(&self) -> String {
         match self.rest().chars().next() {
             Some(c) => format!("`{c}`"),
@@ -176,6 +192,8 @@ impl<'a> Cursor<'a> {
 pub(crate) struct Scope<'a> {
     pub inputs: Option<&'a [String]>,
     pub attrs: Option<&'a [(String, Option<AttrType>)]>,
+    /// The optional attrs, which a rule cannot read: it needs a value.
+    pub optional: &'a [String],
 }
 
 /// Parses and checks the rule `text`; `at` maps a byte offset in `text` to
@@ -189,8 +207,11 @@ pub(crate) fn check(d: &mut Diag, text: &str, at: impl Fn(usize) -> usize, scope
         }
     };
     let (name, name_at) = call.name;
+    if name == "fn" {
+        return function(d, &call, &at);
+    }
     let Some(sig) = SIGNATURES.iter().find(|s| s.name == name) else {
-        let names = SIGNATURES.iter().map(|s| s.name);
+        let names = SIGNATURES.iter().map(|s| s.name).chain(["fn"]);
         let msg = format!(
             "unknown shape rule `{name}`, expected one of {}{}",
             quoted(names.clone()),
@@ -225,6 +246,13 @@ pub(crate) fn check(d: &mut Diag, text: &str, at: impl Fn(usize) -> usize, scope
         let slot = sig.slots[i.min(sig.slots.len() - 1)];
         if let Some(msg) = arg_problem(name, i + 1, arg, slot, inputs, attrs) {
             d.error(at(arg_at), msg);
+        } else if scope.optional.iter().any(|o| o == arg) {
+            let msg = format!(
+                "attr `{arg}` is optional, but argument {} of shape rule `{name}` needs a value; give the attr a \
+                 default instead, or compute the shape with `fn(...)`",
+                i + 1
+            );
+            d.error(at(arg_at), msg);
         }
     }
     if d.errors.len() > before {
@@ -246,6 +274,23 @@ pub(crate) fn check(d: &mut Diag, text: &str, at: impl Fn(usize) -> usize, scope
         "segment" => ShapeRule::Segment { input: a(0), segment_ids: a(1), num_segments: a(2) },
         _ => unreachable!("every signature is built above"),
     })
+}
+
+/// `fn(path)`: a Rust function of the binding crate computes the shape.
+fn function(d: &mut Diag, call: &Call, at: &impl Fn(usize) -> usize) -> Option<ShapeRule> {
+    let [(path, path_at)] = call.args[..] else {
+        let msg = format!(
+            "shape rule `fn` takes the path of one Rust function, like `fn(shapes::conv2d)`, found {} arguments",
+            call.args.len()
+        );
+        d.error(at(call.name.1), msg);
+        return None;
+    };
+    if path.ends_with(':') || path.split("::").any(|s| s.is_empty()) {
+        d.error(at(path_at), format!("`{path}` is not a Rust path, expected one like `shapes::conv2d`"));
+        return None;
+    }
+    Some(ShapeRule::Fn { path: path.to_owned() })
 }
 
 /// What is wrong with argument number `pos` (1-based), if anything.
@@ -296,6 +341,8 @@ mod tests {
         assert_eq!(call.name, ("reduce", 1));
         assert_eq!(call.args, vec![("x", 9), ("axes", 11), ("keep_dims", 19)]);
         assert_eq!(parse_call("f()").unwrap().args, vec![]);
+        assert_eq!(parse_call("fn(crate::shapes::conv)").unwrap().args, vec![("crate::shapes::conv", 3)]);
+        assert_eq!(parse_call("fn(a::b:)").unwrap_err().0, 7, "a lone `:` is no path separator");
     }
 
     #[test]

@@ -6,12 +6,24 @@
 
 use crate::attrs::{attrs, Attrs};
 use crate::diag::{camel_case_problem, did_you_mean, quoted, reserved_problem, snake_case_problem, Diag};
-use crate::model::{AttrType, DType, Differentiable, InputType, KernelDef, OutputDType, TypeVar};
+use crate::examples::{examples, Against};
+use crate::model::{AttrType, DType, Differentiable, InputType, KernelDef, OutputDType, ShapeRule, TypeVar};
 use crate::rule::{self, Scope};
 use crate::tree::{Entry, Value};
 
-const KEYS: [&str; 10] =
-    ["op", "doc", "inputs", "attrs", "output", "dtypes", "output_dtype", "shape", "grad", "non_differentiable"];
+const KEYS: [&str; 11] = [
+    "op",
+    "doc",
+    "inputs",
+    "attrs",
+    "output",
+    "dtypes",
+    "output_dtype",
+    "shape",
+    "grad",
+    "non_differentiable",
+    "examples",
+];
 
 const REQUIRED: [&str; 5] = ["op", "doc", "inputs", "dtypes", "shape"];
 
@@ -21,6 +33,7 @@ pub(crate) fn kernels(d: &mut Diag, root: &[Entry]) -> Vec<KernelDef> {
     let mut ops: Vec<(String, String)> = Vec::new();
     let defs: Vec<(usize, KernelDef)> = root.iter().filter_map(|e| Some((e.at, kernel(d, e, &mut ops)?))).collect();
     generated_names(d, &defs);
+    enums(d, &defs);
     defs.into_iter().map(|(_, k)| k).collect()
 }
 
@@ -36,7 +49,50 @@ fn generated_types(k: &KernelDef) -> Vec<(String, &'static str)> {
         names.push((format!("{}Grads", k.name), "gradients"));
         names.push((format!("{}Needs", k.name), "gradient mask"));
     }
+    if let ShapeRule::Fn { .. } = k.shape {
+        names.push((format!("{}ShapeFn", k.name), "shape function signature"));
+    }
     names
+}
+
+/// Enums named alike in several kernels are one enum, generated once: their
+/// values must agree. Reported at the later kernel.
+fn enums(d: &mut Diag, defs: &[(usize, KernelDef)]) {
+    let mut seen: Vec<(&crate::EnumType, &str)> = Vec::new();
+    for (at, k) in defs {
+        for e in k.attrs.iter().filter_map(|a| a.enum_type.as_ref()) {
+            match seen.iter().find(|(s, _)| s.name == e.name) {
+                Some((s, other)) if s.values != e.values => {
+                    let msg = format!(
+                        "enum `{}` of kernel `{}` has the values {}, but kernel `{other}` gives it {}; an enum \
+                         is generated once per spec, so give it the same values or another name",
+                        e.name,
+                        k.name,
+                        quoted(&e.values),
+                        quoted(&s.values)
+                    );
+                    d.error(*at, msg);
+                }
+                Some(_) => {}
+                None => seen.push((e, &k.name)),
+            }
+        }
+    }
+    // An enum named like a generated type would not compile either.
+    for (at, k) in defs {
+        for e in k.attrs.iter().filter_map(|a| a.enum_type.as_ref()) {
+            let clash = defs.iter().find_map(|(_, o)| {
+                generated_types(o).into_iter().find(|(t, _)| *t == e.name).map(|(_, what)| (o.name.as_str(), what))
+            });
+            if let Some((other, what)) = clash {
+                let msg = format!(
+                    "enum `{}` of kernel `{}` is named like the {what} type of kernel `{other}`; rename the enum",
+                    e.name, k.name
+                );
+                d.error(*at, msg);
+            }
+        }
+    }
 }
 
 /// Two kernels whose generated types share a name (`AddGradient`'s
@@ -134,12 +190,32 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         (None, Some(vars), Some(types)) => default_output_dtype(d, e, vars, types),
         (None, _, _) => None,
     };
-    let scope = Scope { inputs: inputs.as_deref(), attrs: attrs.as_ref().map(|a| a.scope.as_slice()) };
+    let scope = Scope {
+        inputs: inputs.as_deref(),
+        attrs: attrs.as_ref().map(|a| a.scope.as_slice()),
+        optional: attrs.as_ref().map_or(&[], |a| a.optional.as_slice()),
+    };
     let src = d.source();
     let shape = field("shape").and_then(|f| {
         let text = string(d, f)?;
         rule::check(d, text, |offset| inner_at(src, f, text, offset), &scope)
     });
+    let against = Against {
+        kernel: name,
+        inputs: inputs.as_deref(),
+        attrs: attrs.as_ref().map(|a| a.defs.as_slice()),
+        attr_names: attrs.as_ref().map(|a| a.scope.iter().map(|(n, _)| n.as_str()).collect()),
+    };
+    let examples = examples(d, field("examples"), &against);
+    if let (Some(ShapeRule::Fn { path }), Some(ex)) = (&shape, &examples) {
+        if ex.is_empty() {
+            let msg = format!(
+                "kernel `{name}` computes its shape with the Rust function `{path}`, so its generated tests need \
+                 `examples`, like `examples = [{{ shapes = [[2, 3]], output = [2, 3] }}]`"
+            );
+            d.error(field("shape").map_or(e.at, at), msg);
+        }
+    }
     let differentiable = differentiable(d, e, field("grad"), field("non_differentiable"), &scope);
 
     let (line, col) = d.line_col(e.at);
@@ -156,6 +232,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         output_dtype: output_dtype?,
         shape: shape?,
         differentiable: differentiable?,
+        examples: examples?,
         line,
         col,
     })

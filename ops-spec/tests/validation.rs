@@ -205,8 +205,8 @@ fn unknown_key_in_kernel() {
         &[
             "ops.toml:1:2: kernel `Add` is missing required key `dtypes`",
             "ops.toml:5:1: unknown key `dtype` in kernel `Add`, expected one of `op`, `doc`, `inputs`, \
-             `attrs`, `output`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`; \
-             did you mean `dtypes`?",
+             `attrs`, `output`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, \
+             `examples`; did you mean `dtypes`?",
         ],
     );
 }
@@ -216,7 +216,7 @@ fn unknown_key_in_attr() {
     assert_errors(
         &edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\", defualt = false }"),
         &["ops.toml:10:30: unknown key `defualt` in attr `keep_dims`, expected one of `type`, `default`, \
-           `doc`; did you mean `default`?"],
+           `doc`, `optional`, `values`; did you mean `default`?"],
     );
 }
 
@@ -448,17 +448,19 @@ fn unknown_attr_type() {
     assert_errors(
         &edit(SUM, "keep_dims =", "keep_dims = { type = \"boolean\" }"),
         &["ops.toml:10:22: unknown attr type `boolean`, expected one of `bool`, `int`, `float`, `ints`, \
-           `dtype`"],
+           `floats`, `int_lists`, `dtype`, or an enum's UpperCamelCase name with its `values`"],
     );
     assert_errors(
         &edit(SUM, "axes =", "axes = { type = \"int_list\" }"),
         &["ops.toml:9:17: unknown attr type `int_list`, expected one of `bool`, `int`, `float`, `ints`, \
-           `dtype`"],
+           `floats`, `int_lists`, `dtype`, or an enum's UpperCamelCase name with its `values`; did you mean \
+           `int_lists`?"],
     );
     assert_errors(
         &edit(SUM, "axes =", "axes = { type = \"intz\" }"),
         &["ops.toml:9:17: unknown attr type `intz`, expected one of `bool`, `int`, `float`, `ints`, \
-           `dtype`; did you mean `int`?"],
+           `floats`, `int_lists`, `dtype`, or an enum's UpperCamelCase name with its `values`; did you mean \
+           `int`?"],
     );
 }
 
@@ -521,7 +523,7 @@ fn unknown_shape_rule() {
         &edit(ADD, "shape =", "shape = \"brodcast(a, b)\""),
         &["ops.toml:6:10: unknown shape rule `brodcast`, expected one of `same`, `broadcast`, `reduce`, \
            `matmul`, `reshape`, `transpose`, `along`, `arg_reduce`, `one_hot`, `broadcast_to`, `gather`, \
-           `segment`; did you mean `broadcast`?"],
+           `segment`, `fn`; did you mean `broadcast`?"],
     );
 }
 
@@ -751,8 +753,8 @@ fn misspelled_index_rules_get_suggestions() {
     assert_errors(
         &edit(INDEX, "shape =", "shape = \"onehot(x, depth)\""),
         &["ops.toml:6:10: unknown shape rule `onehot`, expected one of `same`, `broadcast`, `reduce`, `matmul`, \
-           `reshape`, `transpose`, `along`, `arg_reduce`, `one_hot`, `broadcast_to`, `gather`, `segment`; did you \
-           mean `one_hot`?"],
+           `reshape`, `transpose`, `along`, `arg_reduce`, `one_hot`, `broadcast_to`, `gather`, `segment`, `fn`; \
+           did you mean `one_hot`?"],
     );
 }
 

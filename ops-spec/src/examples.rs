@@ -1,0 +1,172 @@
+//! The `examples` of a kernel: calls with the output shapes they give.
+
+use crate::attrs::value;
+use crate::diag::{did_you_mean, quoted, Diag};
+use crate::model::{AttrDef, Example};
+use crate::tree::{Entry, Node, Value};
+
+const KEYS: [&str; 3] = ["shapes", "attrs", "output"];
+
+/// What `examples` is checked against; `None` parts are themselves broken,
+/// and the checks that need them are skipped.
+pub(crate) struct Against<'a> {
+    pub kernel: &'a str,
+    pub inputs: Option<&'a [String]>,
+    pub attrs: Option<&'a [AttrDef]>,
+    /// Every attr name, also those whose definition is broken.
+    pub attr_names: Option<Vec<&'a str>>,
+}
+
+/// Checks the `examples` entry (absent means none).
+pub(crate) fn examples(d: &mut Diag, entry: Option<&Entry>, k: &Against) -> Option<Vec<Example>> {
+    let Some(entry) = entry else {
+        return Some(Vec::new());
+    };
+    let Value::Array(items) = &entry.node.value else {
+        let msg = format!(
+            "`examples` must be an array of tables like `{{ shapes = [[2, 3]], output = [2, 3] }}`, found {}",
+            entry.node.value.kind()
+        );
+        d.error(entry.node.at_or(entry.at), msg);
+        return None;
+    };
+    let mut out = Vec::new();
+    let mut ok = true;
+    for (i, item) in items.iter().enumerate() {
+        match example(d, item, i + 1, entry.at, k) {
+            Some(e) => out.push(e),
+            None => ok = false,
+        }
+    }
+    ok.then_some(out)
+}
+
+fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> Option<Example> {
+    let at = node.at_or(key_at);
+    let Value::Table(fields) = &node.value else {
+        d.error(at, format!("example {n} of kernel `{}` must be a table, found {}", k.kernel, node.value.kind()));
+        return None;
+    };
+    let mut ok = true;
+    for f in fields.iter().filter(|f| !KEYS.contains(&f.key.as_str())) {
+        let msg = format!(
+            "unknown key `{}` in example {n}, expected one of {}{}",
+            f.key,
+            quoted(KEYS),
+            did_you_mean(&f.key, KEYS)
+        );
+        d.error(f.at, msg);
+        ok = false;
+    }
+    let field = |key: &str| fields.iter().find(|f| f.key == key);
+    let mut required = |key: &str| {
+        let f = field(key);
+        if f.is_none() {
+            d.error(at, format!("example {n} of kernel `{}` is missing required key `{key}`", k.kernel));
+        }
+        f
+    };
+    let (shapes_entry, output_entry) = (required("shapes"), required("output"));
+    let shapes = shapes_entry.and_then(|f| {
+        let what = format!("`shapes` of example {n}");
+        let Value::Array(items) = &f.node.value else {
+            d.error(f.node.at_or(f.at), format!("{what} must be an array of shapes, found {}", f.node.value.kind()));
+            return None;
+        };
+        if let Some(inputs) = k.inputs.filter(|i| i.len() != items.len()) {
+            let msg = format!(
+                "{what} gives {} shapes, but kernel `{}` has {} inputs ({}), expected one shape per input",
+                items.len(),
+                k.kernel,
+                inputs.len(),
+                quoted(inputs)
+            );
+            d.error(f.node.at_or(f.at), msg);
+            return None;
+        }
+        let shapes: Vec<Vec<usize>> = (items.iter().enumerate())
+            .filter_map(|(j, s)| shape(d, &format!("shape {} of example {n}", j + 1), s, f.node.at_or(f.at)))
+            .collect();
+        (shapes.len() == items.len()).then_some(shapes)
+    });
+    let output = output_entry.and_then(|f| shape(d, &format!("`output` of example {n}"), &f.node, f.at));
+    let attrs = attrs(d, field("attrs"), n, at, k);
+    if !ok {
+        return None;
+    }
+    let (line, _) = d.line_col(at);
+    Some(Example { shapes: shapes?, attrs: attrs?, output: output?, line })
+}
+
+/// The example's attrs: known names, values of the attr's type, and every
+/// attr without a default given.
+fn attrs(
+    d: &mut Diag,
+    entry: Option<&Entry>,
+    n: usize,
+    at: usize,
+    k: &Against,
+) -> Option<Vec<(String, crate::AttrValue)>> {
+    let (Some(defs), Some(names)) = (k.attrs, k.attr_names.as_ref()) else {
+        return None;
+    };
+    let fields: &[Entry] = match entry.map(|e| &e.node.value) {
+        None => &[],
+        Some(Value::Table(fields)) => fields,
+        Some(other) => {
+            let e = entry.map_or(at, |e| e.node.at_or(e.at));
+            d.error(e, format!("`attrs` of example {n} must be a table of attr values, found {}", other.kind()));
+            return None;
+        }
+    };
+    let mut out = Vec::new();
+    let mut ok = true;
+    for f in fields {
+        let Some(def) = defs.iter().find(|a| a.name == f.key) else {
+            if !names.contains(&f.key.as_str()) {
+                let msg = format!(
+                    "unknown attr `{}` in example {n}, expected one of {}{}",
+                    f.key,
+                    quoted(names),
+                    did_you_mean(&f.key, names)
+                );
+                d.error(f.at, msg);
+            }
+            ok = false;
+            continue;
+        };
+        let what = format!("attr `{}` of example {n}", f.key);
+        match value(d, &what, def.ty, def.enum_type.as_ref(), &f.node, f.at) {
+            Some(v) => out.push((f.key.clone(), v)),
+            None => ok = false,
+        }
+    }
+    for def in defs.iter().filter(|a| !a.has_default() && !fields.iter().any(|f| f.key == a.name)) {
+        let msg = format!(
+            "example {n} of kernel `{}` does not give attr `{}`, which has no default, expected it in the \
+             example's `attrs`",
+            k.kernel, def.name
+        );
+        d.error(entry.map_or(at, |e| e.at), msg);
+        ok = false;
+    }
+    ok.then_some(out)
+}
+
+/// An array of non-negative integers.
+fn shape(d: &mut Diag, what: &str, node: &Node, key_at: usize) -> Option<Vec<usize>> {
+    let at = node.at_or(key_at);
+    let Value::Array(items) = &node.value else {
+        d.error(at, format!("{what} must be an array of dims like `[2, 3]`, found {}", node.value.kind()));
+        return None;
+    };
+    let mut dims = Vec::new();
+    for item in items {
+        match item.value {
+            Value::Int(i) if i >= 0 => dims.push(i as usize),
+            Value::Int(i) => d.error(item.at_or(at), format!("{what} has the dim {i}, expected dims >= 0")),
+            ref other => d.error(item.at_or(at), format!("{what} must hold dims as integers, found {}", other.kind())),
+        }
+    }
+    (dims.len() == items.len()).then_some(dims)
+}

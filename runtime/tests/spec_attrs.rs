@@ -1,0 +1,141 @@
+//! Spec v2 attrs and shape functions, through a spec bound here as a user
+//! crate binds its own: an enum, nested int lists, float lists, an optional
+//! attr, and a shape computed by a Rust function of this crate.
+
+use opforge::backend::cpu::CpuTensor;
+use opforge::{kernel, Error, Result, Tensor, TensorMeta};
+
+opforge::spec!(
+    inline = r#"
+[MyPad]
+op = "my_pad"
+doc = "Pads `x` by `paddings`, with a constant or a reflection of `x`, then scales each axis."
+inputs = ["x"]
+dtypes = ["f32"]
+shape = "fn(shapes::padded)"
+non_differentiable = "a test of attrs"
+examples = [
+    { shapes = [[2, 3]], attrs = { paddings = [[1, 0], [2, 2]] }, output = [3, 7] },
+    { shapes = [[4]], attrs = { paddings = [[1, 1]], mode = "reflect" }, output = [6] },
+]
+[MyPad.attrs]
+paddings = { type = "int_lists", doc = "`[before, after]` per axis" }
+mode = { type = "PadMode", values = ["constant", "reflect"], default = "constant" }
+value = { type = "float", optional = true, doc = "the constant; 0 when absent" }
+weights = { type = "floats", default = [], doc = "a factor per axis; none means 1" }
+"#
+);
+
+mod shapes {
+    use opforge::shape::Shape;
+
+    /// `x` grown by `paddings`; a reflection needs padding shorter than the axis.
+    pub fn padded(x: &[usize], attrs: &super::MyPadAttrs) -> Result<Shape, String> {
+        if attrs.paddings.len() != x.len() {
+            return Err(format!("`paddings` has {} pairs for rank {}", attrs.paddings.len(), x.len()));
+        }
+        x.iter()
+            .zip(&attrs.paddings)
+            .map(|(&d, p)| match p[..] {
+                [b, a] if b >= 0 && a >= 0 => {
+                    if attrs.mode == super::PadMode::Reflect && (b as usize >= d || a as usize >= d) {
+                        return Err(format!("reflect padding {p:?} must be shorter than the axis ({d})"));
+                    }
+                    Ok(d + b as usize + a as usize)
+                }
+                _ => Err(format!("each padding is `[before, after]` >= 0, found {p:?}")),
+            })
+            .collect()
+    }
+}
+
+#[kernel(MyPad, cpu)]
+fn my_pad_cpu(
+    x: &CpuTensor,
+    paddings: &[Vec<i64>],
+    mode: PadMode,
+    value: Option<f64>,
+    weights: &[f64],
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let xs = x.as_slice::<f32>()?;
+    let (dims, out_dims) = (x.shape(), &out.shape);
+    let mut y = vec![value.unwrap_or(0.0) as f32; out_dims.iter().product()];
+    for (o, slot) in y.iter_mut().enumerate() {
+        // The source index along each axis, if inside `x` after reflecting.
+        let (mut rest, mut src, mut stride, mut inside, mut scale) = (o, 0, 1, true, 1.0);
+        for axis in (0..dims.len()).rev() {
+            let i = (rest % out_dims[axis]) as i64 - paddings[axis][0];
+            rest /= out_dims[axis];
+            let n = dims[axis] as i64;
+            let i = match mode {
+                PadMode::Constant => i,
+                PadMode::Reflect if i < 0 => -i,
+                PadMode::Reflect if i >= n => 2 * (n - 1) - i,
+                PadMode::Reflect => i,
+            };
+            inside &= (0..n).contains(&i);
+            src += i.clamp(0, n - 1) as usize * stride;
+            stride *= dims[axis];
+            scale *= weights.get(axis).copied().unwrap_or(1.0) as f32;
+        }
+        *slot = if inside { xs[src] * scale } else { *slot };
+    }
+    CpuTensor::from_vec(out_dims, y)
+}
+
+#[test]
+fn enums_nested_lists_float_lists_and_optional_attrs_reach_the_kernel() {
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]).unwrap();
+    let y = my_pad(&x, &[vec![1, 0], vec![2, 2]], PadMode::Constant, Some(9.0), &[]).unwrap();
+    assert_eq!(y.shape(), &[3, 7]);
+    let row = |r: usize| y.to_vec::<f32>().unwrap()[r * 7..(r + 1) * 7].to_vec();
+    assert_eq!(row(0), [9.0; 7]);
+    assert_eq!(row(1), [9.0, 9.0, 1.0, 2.0, 3.0, 9.0, 9.0]);
+    // Absent, the optional attr is `None`: the kernel pads with 0.
+    let y = my_pad(&x, &[vec![0, 0], vec![1, 0]], PadMode::Constant, None, &[1.0, 10.0]).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), [0.0, 10.0, 20.0, 30.0, 0.0, 40.0, 50.0, 60.0]);
+    let v = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
+    let y = my_pad(&v, &[vec![2, 1]], PadMode::Reflect, None, &[]).unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), [3.0, 2.0, 1.0, 2.0, 3.0, 4.0, 3.0]);
+}
+
+#[test]
+fn the_generated_enum_spells_its_values_as_the_spec_does() {
+    assert_eq!(PadMode::ALL, [PadMode::Constant, PadMode::Reflect]);
+    assert_eq!(PadMode::Reflect.to_string(), "reflect");
+    assert_eq!("constant".parse::<PadMode>(), Ok(PadMode::Constant));
+    assert_eq!(
+        "mirror".parse::<PadMode>().unwrap_err(),
+        "`mirror` is not a `PadMode`, expected one of `constant`, `reflect`"
+    );
+    // Defaults: the enum's, the list's, and `None` for the optional attr;
+    // `paddings` has none, so there is no `Default`, only the fields.
+    let attrs = MyPadAttrs { paddings: vec![vec![0, 0]], mode: PadMode::Constant, value: None, weights: vec![] };
+    assert_eq!(attrs.clone(), attrs);
+}
+
+#[test]
+fn the_shape_function_rules_and_its_errors_name_the_op() {
+    let x = Tensor::from_vec(vec![1.0f32; 6], &[2, 3]).unwrap();
+    let e = my_pad(&x, &[vec![1, 1]], PadMode::Constant, None, &[]).unwrap_err();
+    assert!(matches!(e, Error::InvalidArgument { kernel: "MyPad", .. }), "{e}");
+    let text = e.to_string();
+    assert!(text.contains("`paddings` has 1 pairs for rank 2") && text.contains("my_pad"), "{text}");
+    assert!(text.contains("[2, 3]") && text.contains("cpu"), "{text}");
+    let e = my_pad(&x, &[vec![0, 0], vec![3, 0]], PadMode::Reflect, None, &[]).unwrap_err();
+    assert!(e.to_string().contains("reflect padding [3, 0] must be shorter than the axis (3)"), "{e}");
+    // The function is what `infer` runs, typed as the generated signature.
+    let f: MyPadShapeFn = shapes::padded;
+    let attrs = MyPadAttrs { paddings: vec![vec![1, 2]], mode: PadMode::Constant, value: None, weights: vec![] };
+    assert_eq!(f(&[3], &attrs).unwrap().as_slice(), &[6]);
+}
+
+#[test]
+fn the_registry_names_each_attr_type() {
+    let spec = opforge::registry::spec("MyPad").unwrap();
+    assert_eq!(
+        spec.attrs,
+        &[("paddings", "int_lists"), ("mode", "PadMode"), ("value", "float"), ("weights", "floats")]
+    );
+}
