@@ -452,4 +452,71 @@ pub mod rules {
         let out: Shape = std::iter::once(s).chain(x[segment_ids.len()..].iter().copied()).collect();
         allocatable(out)
     }
+
+    /// The shape function of kernel `Slice`: `size` along each axis, with
+    /// `-1` taking the rest of the axis from `begin`. `begin` and `size`
+    /// give one entry per axis of `x`, and the block lies inside `x`.
+    ///
+    /// ```
+    /// use opforge::kernels::SliceAttrs;
+    /// use opforge::shape::rules::slice;
+    /// let attrs = SliceAttrs { begin: vec![1, 2], size: vec![2, -1] };
+    /// assert_eq!(slice(&[4, 5], &attrs).unwrap().as_slice(), &[2, 3]);
+    /// let past = SliceAttrs { begin: vec![3], size: vec![2] };
+    /// assert!(slice(&[4], &past).unwrap_err().contains("past the end"));
+    /// ```
+    pub fn slice(x: &[usize], attrs: &crate::kernels::SliceAttrs) -> Result<Shape, String> {
+        let (begin, size) = (&attrs.begin, &attrs.size);
+        if begin.len() != x.len() || size.len() != x.len() {
+            return Err(format!(
+                "begin {begin:?} and size {size:?} must give one entry per axis of x, whose shape is {x:?}"
+            ));
+        }
+        (0..x.len())
+            .map(|i| {
+                let (dim, b, s) = (x[i] as i64, begin[i], size[i]);
+                let s = if s == -1 { dim - b } else { s };
+                if b < 0 || b > dim || s < 0 || s > dim - b {
+                    return Err(format!(
+                        "the slice of axis {i} starts at {b} and spans {} elements, past the end of its {dim}; \
+                         expected 0 <= begin <= dim and 0 <= size <= dim - begin (or -1 for the rest)",
+                        size[i]
+                    ));
+                }
+                Ok(s as usize)
+            })
+            .collect()
+    }
+
+    /// The shape function of kernel `PadV2`: each axis grown by its
+    /// `[before, after]` pair; one pair per axis of `x`, none negative.
+    ///
+    /// ```
+    /// use opforge::kernels::PadV2Attrs;
+    /// use opforge::shape::rules::pad;
+    /// let attrs = PadV2Attrs { paddings: vec![vec![1, 0], vec![2, 2]], constant_value: 0.0 };
+    /// assert_eq!(pad(&[2, 3], &attrs).unwrap().as_slice(), &[3, 7]);
+    /// let negative = PadV2Attrs { paddings: vec![vec![-1, 0]], constant_value: 0.0 };
+    /// assert!(pad(&[2], &negative).unwrap_err().contains("[-1, 0]"));
+    /// ```
+    pub fn pad(x: &[usize], attrs: &crate::kernels::PadV2Attrs) -> Result<Shape, String> {
+        let paddings = &attrs.paddings;
+        if paddings.len() != x.len() {
+            return Err(format!(
+                "paddings {paddings:?} must give one `[before, after]` pair per axis of x, whose shape is {x:?}"
+            ));
+        }
+        let out = x
+            .iter()
+            .zip(paddings)
+            .map(|(&d, p)| match p[..] {
+                [b, a] if b >= 0 && a >= 0 => (d as u64)
+                    .checked_add(b as u64 + a as u64)
+                    .and_then(|n| usize::try_from(n).ok())
+                    .ok_or_else(|| format!("padding {p:?} makes an axis of {d} too long")),
+                _ => Err(format!("padding {p:?} is not a `[before, after]` pair of sizes 0 or more")),
+            })
+            .collect::<Result<Shape, String>>()?;
+        allocatable(out)
+    }
 }

@@ -1,7 +1,7 @@
 //! Gradients of the layout kernels: the inverse rearrangement.
 
 use super::unbroadcast;
-use crate::kernels::{BroadcastTo, Cast, Reshape, Transpose};
+use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::rules::permutation;
 use crate::{gradient, ops, DType, Error, Result, Tensor};
 
@@ -35,4 +35,21 @@ fn cast_grad(x: &Tensor, dtype: DType, dy: &Tensor) -> Result<Tensor> {
         true => ops::cast(dy, x.dtype()),
         false => Tensor::zeros_like(x),
     }
+}
+
+/// A slice's cotangent sits where the block was, zeros around it.
+#[gradient(Slice)]
+fn slice_grad(x: &Tensor, begin: &[i64], dy: &Tensor) -> Result<Tensor> {
+    let paddings: Vec<Vec<i64>> = (x.shape().iter().zip(begin).zip(dy.shape()))
+        .map(|((&dim, &b), &size)| vec![b, (dim - size) as i64 - b])
+        .collect();
+    ops::pad(dy, &paddings, 0.0)
+}
+
+/// A padding's cotangent is the block of `dy` where `x` was.
+#[gradient(PadV2)]
+fn pad_grad(x: &Tensor, paddings: &[Vec<i64>], dy: &Tensor) -> Result<Tensor> {
+    let begin: Vec<i64> = paddings.iter().map(|p| p[0]).collect();
+    let size: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+    ops::slice(dy, &begin, &size)
 }

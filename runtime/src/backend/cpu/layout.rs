@@ -114,3 +114,77 @@ fn broadcast_to(x: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTen
         DType::Bool => broadcast::<bool>(x, out),
     }
 }
+
+// `Slice` and `PadV2`, adjoint to each other: row by row over the output.
+use crate::kernels::{PadV2, Slice};
+
+/// The block of `x` of `out`'s shape starting at `begin`: each output row
+/// is a contiguous run of an input row.
+fn block<T: Element>(x: &CpuTensor, begin: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    let src = x.as_slice::<T>()?;
+    let own = strides(x.shape());
+    let base: usize = begin.iter().zip(&own).map(|(&b, &s)| b as usize * s).sum();
+    let (dims, n) = (&out.shape, out.numel());
+    let inner = dims.last().copied().unwrap_or(1);
+    let mut data = output::<T>(n);
+    let rank = dims.len().max(1);
+    let (outer_dims, outer_strides) = (&dims[..rank - 1], &own[..rank - 1]);
+    for_rows(&mut data, inner, n, |start, chunk| {
+        for (r, row) in chunk.chunks_mut(inner.max(1)).enumerate() {
+            let at = base + offset(start / inner.max(1) + r, outer_dims, outer_strides);
+            row.copy_from_slice(&src[at..at + row.len()]);
+        }
+    });
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+#[kernel(Slice, cpu)]
+fn slice(x: &CpuTensor, begin: &[i64], size: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = size; // Resolved (including any -1) by the shape function into `out`.
+    match x.dtype() {
+        DType::F32 => block::<f32>(x, begin, out),
+        DType::I32 => block::<i32>(x, begin, out),
+        DType::Bool => block::<bool>(x, begin, out),
+    }
+}
+
+/// `x` placed at offset `before` in `out`'s shape, `value` around it: each
+/// output row is all `value`, or `value`, an input row, `value`.
+fn padded<T: Element>(x: &CpuTensor, paddings: &[Vec<i64>], value: T, out: &TensorMeta) -> Result<CpuTensor> {
+    let src = x.as_slice::<T>()?;
+    let (shape, dims, n) = (x.shape(), &out.shape, out.numel());
+    let rank = dims.len();
+    let inner = dims[rank - 1];
+    let (before, width) = (paddings[rank - 1][0] as usize, shape[rank - 1]);
+    let own = strides(shape);
+    let mut data = output::<T>(n);
+    for_rows(&mut data, inner, n, |start, chunk| {
+        for (r, row) in chunk.chunks_mut(inner.max(1)).enumerate() {
+            // The input row this output row shows, if any: walk the outer axes.
+            let (mut rest, mut at, mut inside) = (start / inner.max(1) + r, 0, true);
+            for d in (0..rank - 1).rev() {
+                let i = (rest % dims[d]) as i64 - paddings[d][0];
+                rest /= dims[d];
+                inside &= (0..shape[d] as i64).contains(&i);
+                at += i.max(0) as usize * own[d];
+            }
+            row.fill(value);
+            if inside && width > 0 {
+                row[before..before + width].copy_from_slice(&src[at..at + width]);
+            }
+        }
+    });
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+#[kernel(PadV2, cpu)]
+fn pad(x: &CpuTensor, paddings: &[Vec<i64>], constant_value: f64, out: &TensorMeta) -> Result<CpuTensor> {
+    if x.shape().is_empty() {
+        return Ok(x.clone()); // A scalar has no axis to pad.
+    }
+    match x.dtype() {
+        DType::F32 => padded(x, paddings, constant_value as f32, out),
+        DType::I32 => padded(x, paddings, constant_value as i32, out),
+        other => Err(unsupported("PadV2", other)),
+    }
+}

@@ -10,12 +10,14 @@ override OP: u32 = 0u;
 // As vectors, for `convert_words_x4` (see unary.wgsl).
 @group(0) @binding(0) var<storage, read> x4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> y4: array<vec4<u32>>;
-// gather: [n, rank, out_shape[rank], x_strides[rank]]; convert_words: [n];
-// convert_words_x4: [vector count]
+// gather: [n, rank, base, out_shape[rank], x_strides[rank]]; pad: [n, rank,
+// value, out_shape[rank], x_shape[rank], before[rank], x_strides[rank]];
+// convert_words: [n]; convert_words_x4: [vector count]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
-// Output element i is input element sum(index[d] * x_strides[d]): a
-// permutation of the strides transposes, a zero stride repeats.
+// Output element i is input element base + sum(index[d] * x_strides[d]): a
+// permutation of the strides transposes, a zero stride repeats, a base
+// and the block's shape slice.
 @compute @workgroup_size(256)
 fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
@@ -23,7 +25,34 @@ fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
         return;
     }
     let rank = param(1);
-    y[i] = x[strided(i, rank, 2u, 2u + rank)];
+    y[i] = x[param(2) + strided(i, rank, 3u, 3u + rank)];
+}
+
+// Output element i is the input element `before` earlier along each axis,
+// or the word `value` where that lies outside the input.
+@compute @workgroup_size(256)
+fn pad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let rank = param(1);
+    var rest = i;
+    var at = 0u;
+    var inside = true;
+    for (var d = rank; d > 0u; d--) {
+        let k = d - 1u;
+        let index = rest % param(3u + k);
+        rest = rest / param(3u + k);
+        let before = param(3u + 2u * rank + k);
+        inside = inside && index >= before && index - before < param(3u + rank + k);
+        at += (index - before) * param(3u + 3u * rank + k);
+    }
+    if inside {
+        y[i] = x[at];
+    } else {
+        y[i] = param(2);
+    }
 }
 
 // Rust's `as`: toward zero, saturating, NaN to 0.
