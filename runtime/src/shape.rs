@@ -519,4 +519,309 @@ pub mod rules {
             .collect::<Result<Shape, String>>()?;
         allocatable(out)
     }
+
+    /// Where the windows of a 2-D convolution or pooling fall on an
+    /// image's height and width: the kernels on every backend and the
+    /// shape functions below read one geometry.
+    ///
+    /// ```
+    /// use opforge::kernels::Padding;
+    /// use opforge::shape::rules::Window;
+    /// // A 3x3 window over 5x5, stride 2, `same`: 3x3 outputs, 1 row and column of padding before.
+    /// let w = Window::new([5, 5], [3, 3], &[2, 2], Padding::Same, None, &[1, 1]).unwrap();
+    /// assert_eq!((w.output, w.pad), ([3, 3], [1, 1]));
+    /// let w = Window::new([5, 5], [3, 3], &[1, 1], Padding::Valid, None, &[2, 2]).unwrap();
+    /// assert_eq!((w.output, w.pad), ([1, 1], [0, 0]), "dilated, the window spans 5");
+    /// assert!(Window::new([2, 2], [3, 3], &[1, 1], Padding::Valid, None, &[1, 1]).is_err());
+    /// ```
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    pub struct Window {
+        /// The image's `[height, width]`.
+        pub input: [usize; 2],
+        /// The window's taps along height and width.
+        pub size: [usize; 2],
+        /// The step between windows.
+        pub stride: [usize; 2],
+        /// The step between a window's taps.
+        pub dilation: [usize; 2],
+        /// Rows and columns of padding before the image: window `o` starts
+        /// at `o * stride - pad`.
+        pub pad: [usize; 2],
+        /// The number of windows along height and width.
+        pub output: [usize; 2],
+    }
+
+    impl Window {
+        /// The windows of `size` taps over an `input` image, after TF's rules.
+        pub fn new(
+            input: [usize; 2],
+            size: [usize; 2],
+            strides: &[i64],
+            padding: crate::kernels::Padding,
+            explicit: Option<&[Vec<i64>]>,
+            dilations: &[i64],
+        ) -> Result<Window, String> {
+            use crate::kernels::Padding;
+            let pair = |name: &str, v: &[i64]| match v {
+                &[a, b] if a >= 1 && b >= 1 => Ok([a as usize, b as usize]),
+                _ => Err(format!("{name} {v:?} must be two numbers (height, width), each 1 or more")),
+            };
+            let (stride, dilation) = (pair("strides", strides)?, pair("dilations", dilations)?);
+            if size.contains(&0) {
+                return Err(format!("the window {size:?} is empty, expected a height and width of 1 or more"));
+            }
+            let explicit = match (padding, explicit) {
+                (Padding::Explicit, Some(p)) => match p {
+                    [a, b] if a.len() == 2 && b.len() == 2 && a.iter().chain(b).all(|&v| v >= 0) => {
+                        Some([[a[0] as usize, a[1] as usize], [b[0] as usize, b[1] as usize]])
+                    }
+                    _ => {
+                        return Err(format!(
+                            "explicit_paddings {p:?} must be `[[top, bottom], [left, right]]`, each 0 or more"
+                        ))
+                    }
+                },
+                (Padding::Explicit, None) => {
+                    return Err("padding is `explicit`, but explicit_paddings is not given".to_owned())
+                }
+                (other, Some(_)) => {
+                    return Err(format!("explicit_paddings is given, but padding is `{other}`, not `explicit`"))
+                }
+                (_, None) => None,
+            };
+            let mut w = Window { input, size, stride, dilation, pad: [0; 2], output: [0; 2] };
+            for a in 0..2 {
+                let span = (size[a] - 1).checked_mul(dilation[a]).and_then(|s| s.checked_add(1));
+                let span = span.ok_or_else(|| format!("the window {size:?} dilated by {dilation:?} is too large"))?;
+                let (padded, before) = match (padding, explicit) {
+                    (Padding::Same, _) => {
+                        let out = input[a].div_ceil(stride[a]);
+                        let total = ((out.max(1) - 1) * stride[a] + span).saturating_sub(input[a]);
+                        w.output[a] = out;
+                        w.pad[a] = total / 2;
+                        continue;
+                    }
+                    (Padding::Explicit, Some(p)) => (input[a] + p[a][0] + p[a][1], p[a][0]),
+                    _ => (input[a], 0),
+                };
+                if padded < span {
+                    return Err(format!(
+                        "the window {size:?} (spanning {span} with dilations {dilation:?}) is larger than the \
+                         padded image's {} {padded}",
+                        ["height", "width"][a]
+                    ));
+                }
+                w.output[a] = (padded - span) / stride[a] + 1;
+                w.pad[a] = before;
+            }
+            Ok(w)
+        }
+
+        /// The span of the window along axis `a`, dilation included.
+        pub fn span(&self, a: usize) -> usize {
+            (self.size[a] - 1) * self.dilation[a] + 1
+        }
+    }
+
+    fn rank4<'a>(what: &str, shape: &'a [usize]) -> Result<&'a [usize], String> {
+        match shape.len() {
+            4 => Ok(shape),
+            r => Err(format!("{what} has shape {shape:?} of rank {r}, expected rank 4")),
+        }
+    }
+
+    fn dims4(what: &str, shape: &[i64]) -> Result<[usize; 4], String> {
+        match shape {
+            &[a, b, c, d] if shape.iter().all(|&v| v >= 0) => Ok([a as usize, b as usize, c as usize, d as usize]),
+            _ => Err(format!("{what} {shape:?} must be 4 dims, each 0 or more")),
+        }
+    }
+
+    /// The windows of a convolution of `x` (NHWC) by `filter` (HWIO).
+    fn conv_window(
+        x: &[usize],
+        filter: &[usize],
+        strides: &[i64],
+        padding: crate::kernels::Padding,
+        explicit: Option<&[Vec<i64>]>,
+        dilations: &[i64],
+    ) -> Result<Window, String> {
+        let (x, f) = (rank4("x", x)?, rank4("filter", filter)?);
+        if x[3] != f[2] {
+            return Err(format!("x has {} channels, but filter {f:?} expects {} (its third dim)", x[3], f[2]));
+        }
+        Window::new([x[1], x[2]], [f[0], f[1]], strides, padding, explicit, dilations)
+    }
+
+    /// The shape function of `Conv2D`: `[batch, out height, out width, out
+    /// channels]` for NHWC `x` and an HWIO `filter`.
+    ///
+    /// ```
+    /// use opforge::kernels::{Conv2DAttrs, Padding};
+    /// use opforge::shape::rules::conv2d;
+    /// let attrs = Conv2DAttrs { padding: Padding::Same, ..Conv2DAttrs::default() };
+    /// assert_eq!(conv2d(&[2, 5, 4, 3], &[3, 3, 3, 8], &attrs).unwrap().as_slice(), &[2, 5, 4, 8]);
+    /// assert!(conv2d(&[2, 5, 4, 3], &[3, 3, 2, 8], &attrs).unwrap_err().contains("3 channels"));
+    /// ```
+    pub fn conv2d(x: &[usize], filter: &[usize], attrs: &crate::kernels::Conv2DAttrs) -> Result<Shape, String> {
+        let a = attrs;
+        let w = conv_window(x, filter, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
+        allocatable(Shape::from_slice(&[x[0], w.output[0], w.output[1], filter[3]]))
+    }
+
+    /// The shape function of `Conv2DBackpropInput`: `input_shape`, whose
+    /// convolution by `filter` has `out_backprop`'s shape.
+    ///
+    /// ```
+    /// use opforge::kernels::{Conv2DBackpropInputAttrs, Padding};
+    /// use opforge::shape::rules::conv2d_backprop_input;
+    /// let attrs = Conv2DBackpropInputAttrs {
+    ///     input_shape: vec![1, 7, 7, 1],
+    ///     strides: vec![2, 2],
+    ///     padding: Padding::Valid,
+    ///     explicit_paddings: None,
+    ///     dilations: vec![1, 1],
+    /// };
+    /// assert_eq!(conv2d_backprop_input(&[1, 3, 3, 4], &[3, 3, 1, 4], &attrs).unwrap().as_slice(), &[1, 7, 7, 1]);
+    /// assert!(conv2d_backprop_input(&[1, 4, 3, 4], &[3, 3, 1, 4], &attrs).is_err());
+    /// ```
+    pub fn conv2d_backprop_input(
+        out_backprop: &[usize],
+        filter: &[usize],
+        attrs: &crate::kernels::Conv2DBackpropInputAttrs,
+    ) -> Result<Shape, String> {
+        let a = attrs;
+        let x = dims4("input_shape", &a.input_shape)?;
+        let w = conv_window(&x, filter, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
+        let want = [x[0], w.output[0], w.output[1], filter[3]];
+        if out_backprop != want {
+            return Err(format!(
+                "out_backprop has shape {out_backprop:?}, but the convolution of {x:?} by filter {filter:?} gives {want:?}"
+            ));
+        }
+        allocatable(Shape::from_slice(&x))
+    }
+
+    /// The shape function of `Conv2DBackpropFilter`: `filter_shape`, by
+    /// which the convolution of `x` has `out_backprop`'s shape.
+    ///
+    /// ```
+    /// use opforge::kernels::{Conv2DBackpropFilterAttrs, Padding};
+    /// use opforge::shape::rules::conv2d_backprop_filter;
+    /// let attrs = Conv2DBackpropFilterAttrs {
+    ///     filter_shape: vec![3, 3, 1, 4],
+    ///     strides: vec![2, 2],
+    ///     padding: Padding::Valid,
+    ///     explicit_paddings: None,
+    ///     dilations: vec![1, 1],
+    /// };
+    /// assert_eq!(conv2d_backprop_filter(&[1, 7, 7, 1], &[1, 3, 3, 4], &attrs).unwrap().as_slice(), &[3, 3, 1, 4]);
+    /// ```
+    pub fn conv2d_backprop_filter(
+        x: &[usize],
+        out_backprop: &[usize],
+        attrs: &crate::kernels::Conv2DBackpropFilterAttrs,
+    ) -> Result<Shape, String> {
+        let a = attrs;
+        let f = dims4("filter_shape", &a.filter_shape)?;
+        let w = conv_window(x, &f, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
+        let want = [x[0], w.output[0], w.output[1], f[3]];
+        if out_backprop != want {
+            return Err(format!(
+                "out_backprop has shape {out_backprop:?}, but the convolution of x {x:?} by a filter {f:?} gives {want:?}"
+            ));
+        }
+        allocatable(Shape::from_slice(&f))
+    }
+
+    /// The attrs of a pooling kernel, which its shape functions read.
+    pub trait PoolAttrs {
+        /// The window's `[height, width]`.
+        fn filter_size(&self) -> &[i64];
+        /// The windows of such a pooling of an `[height, width]` image.
+        fn window(&self, input: [usize; 2]) -> Result<Window, String>;
+    }
+
+    macro_rules! pool_attrs {
+        ($($t:ident),*) => {$(
+            impl PoolAttrs for crate::kernels::$t {
+                fn filter_size(&self) -> &[i64] {
+                    &self.filter_size
+                }
+                fn window(&self, input: [usize; 2]) -> Result<Window, String> {
+                    pool_window(input, &self.filter_size, &self.strides, self.padding, self.explicit_paddings.as_deref())
+                }
+            }
+        )*};
+    }
+    pool_attrs!(MaxPoolAttrs, AvgPoolAttrs, MaxPoolGradAttrs, AvgPoolGradAttrs);
+
+    /// The windows of a pooling: no dilation, and explicit padding smaller
+    /// than the window, so that every window holds an element of the image.
+    pub fn pool_window(
+        input: [usize; 2],
+        filter_size: &[i64],
+        strides: &[i64],
+        padding: crate::kernels::Padding,
+        explicit: Option<&[Vec<i64>]>,
+    ) -> Result<Window, String> {
+        let size = match filter_size {
+            &[h, w] if h >= 1 && w >= 1 => [h as usize, w as usize],
+            _ => {
+                return Err(format!("filter_size {filter_size:?} must be two numbers (height, width), each 1 or more"))
+            }
+        };
+        let w = Window::new(input, size, strides, padding, explicit, &[1, 1])?;
+        if let Some(p) = explicit.filter(|p| p.iter().zip(size).any(|(p, s)| p.iter().any(|&v| v as usize >= s))) {
+            return Err(format!("explicit_paddings {p:?} must each be smaller than the window {size:?}"));
+        }
+        Ok(w)
+    }
+
+    /// The shape function of `MaxPool` and `AvgPool`: `[batch, out height,
+    /// out width, channels]` for NHWC `x`.
+    ///
+    /// ```
+    /// use opforge::kernels::{MaxPoolAttrs, Padding};
+    /// use opforge::shape::rules::pool;
+    /// let attrs = MaxPoolAttrs {
+    ///     filter_size: vec![2, 2],
+    ///     strides: vec![2, 2],
+    ///     padding: Padding::Valid,
+    ///     explicit_paddings: None,
+    /// };
+    /// assert_eq!(pool(&[2, 4, 6, 3], &attrs).unwrap().as_slice(), &[2, 2, 3, 3]);
+    /// ```
+    pub fn pool<A: PoolAttrs>(x: &[usize], attrs: &A) -> Result<Shape, String> {
+        let x = rank4("x", x)?;
+        let w = attrs.window([x[1], x[2]])?;
+        allocatable(Shape::from_slice(&[x[0], w.output[0], w.output[1], x[3]]))
+    }
+
+    /// The shape function of `MaxPoolGrad` and `AvgPoolGrad`: `x`'s shape,
+    /// whose pooling has `out_backprop`'s shape.
+    ///
+    /// ```
+    /// use opforge::kernels::{AvgPoolGradAttrs, Padding};
+    /// use opforge::shape::rules::pool_grad;
+    /// let attrs = AvgPoolGradAttrs {
+    ///     filter_size: vec![2, 2],
+    ///     strides: vec![2, 2],
+    ///     padding: Padding::Valid,
+    ///     explicit_paddings: None,
+    /// };
+    /// assert_eq!(pool_grad(&[2, 2, 3, 3], &[2, 4, 6, 3], &attrs).unwrap().as_slice(), &[2, 4, 6, 3]);
+    /// assert!(pool_grad(&[2, 2, 2, 3], &[2, 4, 6, 3], &attrs).is_err());
+    /// ```
+    pub fn pool_grad<A: PoolAttrs>(out_backprop: &[usize], x: &[usize], attrs: &A) -> Result<Shape, String> {
+        let want = pool(x, attrs)?;
+        if out_backprop != want.as_slice() {
+            return Err(format!(
+                "out_backprop has shape {out_backprop:?}, but pooling x {x:?} with windows {:?} gives {:?}",
+                attrs.filter_size(),
+                want.as_slice()
+            ));
+        }
+        Ok(Shape::from_slice(x))
+    }
 }

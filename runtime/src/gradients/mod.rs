@@ -3,6 +3,7 @@
 //! backend and can be differentiated again.
 
 mod binary;
+mod conv;
 mod index;
 mod layout;
 mod matmul;

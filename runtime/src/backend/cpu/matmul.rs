@@ -97,6 +97,61 @@ fn batch_matmul(
     CpuTensor::from_vec(&out.shape, data)
 }
 
+/// One operand of [`gemm_into`]: its elements, and the strides of a row
+/// and of a column (a transpose swaps them).
+pub(crate) struct Operand<'a> {
+    pub data: &'a [f32],
+    pub row: usize,
+    pub col: usize,
+}
+
+/// `dst` (m x n, row-major) = `lhs` (m x k) times `rhs` (k x n), on rayon
+/// when the product is large enough to pay for it.
+pub(crate) fn gemm_into(dst: &mut [f32], m: usize, n: usize, k: usize, lhs: Operand<'_>, rhs: Operand<'_>) {
+    assert_eq!(dst.len(), m * n, "gemm destination");
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        dst.fill(0.0);
+        return;
+    }
+    let last = |o: &Operand<'_>, rows: usize, cols: usize| (rows - 1) * o.row + (cols - 1) * o.col;
+    // The soundness of the call below rests on these: every index gemm
+    // reads lies inside its slice.
+    assert!(last(&lhs, m, k) < lhs.data.len() && last(&rhs, k, n) < rhs.data.len(), "gemm operand bounds");
+    let par = match m * n * k >= PAR_FLOPS {
+        true => Parallelism::Rayon(rayon::current_num_threads()),
+        false => Parallelism::None,
+    };
+    // SAFETY: `dst` is m x n row-major and exclusively borrowed; `lhs` and
+    // `rhs` reach at most the indices checked above; `read_dst` is false,
+    // so `dst`'s old contents are not read.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            dst.as_mut_ptr(),
+            1,
+            n as isize,
+            false,
+            lhs.data.as_ptr(),
+            lhs.col as isize,
+            lhs.row as isize,
+            rhs.data.as_ptr(),
+            rhs.col as isize,
+            rhs.row as isize,
+            0.0,
+            1.0,
+            false,
+            false,
+            false,
+            par,
+        );
+    }
+}
+
 /// Strides between matrices of an operand whose batch dims broadcast to `out`.
 fn batch_strides(dims: &[usize], out: &[usize], matrix: usize) -> Vec<usize> {
     let lead = out.len() - dims.len();

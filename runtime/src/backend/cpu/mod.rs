@@ -1,11 +1,13 @@
 //! The `cpu` backend: host memory, rayon above a size threshold.
 
 mod binary;
+mod conv;
 pub(crate) use binary::{broadcast_strides, collapse, Dims};
 pub(crate) use index::check_indices;
 mod index;
 mod layout;
 mod matmul;
+pub(crate) use matmul::{gemm_into, Operand};
 pub(crate) mod pool;
 mod reduce;
 mod softmax;

@@ -31,6 +31,7 @@ macro_rules! shader {
 }
 
 mod binary;
+mod conv;
 mod device;
 mod index;
 mod layout;

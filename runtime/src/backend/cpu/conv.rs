@@ -1,0 +1,349 @@
+//! Convolution and pooling over NHWC images. A convolution is one GEMM
+//! over the image's patches (im2col): `[batch * out pixels, taps * in
+//! channels]` times the HWIO filter, whose layout is already that matrix;
+//! its backprops are the two other products of the same three matrices.
+//! Pooling walks each output pixel's window with channels innermost.
+
+use rayon::prelude::*;
+
+use super::{for_rows, gemm_into, output, CpuTensor, Operand, PAR_THRESHOLD};
+use crate::kernels::{
+    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, MaxPool, MaxPoolGrad, Padding,
+};
+use crate::shape::rules::{pool_window, Window};
+use crate::{kernel, BackendId, Error, Result, TensorMeta};
+
+/// The image rows and columns of a window's taps: `(h, w)` of tap `(kh,
+/// kw)` for output pixel `(oh, ow)`, `None` outside the image.
+#[inline]
+fn tap(w: &Window, oh: usize, ow: usize, kh: usize, kw: usize) -> Option<(usize, usize)> {
+    let h = (oh * w.stride[0] + kh * w.dilation[0]).checked_sub(w.pad[0])?;
+    let x = (ow * w.stride[1] + kw * w.dilation[1]).checked_sub(w.pad[1])?;
+    (h < w.input[0] && x < w.input[1]).then_some((h, x))
+}
+
+fn rule_error(kernel: &'static str) -> impl Fn(String) -> Error {
+    move |message| Error::Backend { kernel, backend: BackendId::Cpu, message }
+}
+
+/// The patch matrix of NHWC `x`: one row per output pixel, `taps * c` wide,
+/// zeros where a tap falls in the padding.
+fn im2col(x: &[f32], batch: usize, c: usize, w: &Window) -> Vec<f32> {
+    let [oh_n, ow_n] = w.output;
+    let row = w.size[0] * w.size[1] * c;
+    let n = batch * oh_n * ow_n * row;
+    let mut cols = output::<f32>(n);
+    for_rows(&mut cols, row, n, |start, chunk| {
+        for (r, dst) in chunk.chunks_mut(row).enumerate() {
+            let pixel = start / row + r;
+            let (b, oh, ow) = (pixel / (oh_n * ow_n), pixel / ow_n % oh_n, pixel % ow_n);
+            for kh in 0..w.size[0] {
+                for kw in 0..w.size[1] {
+                    let d = &mut dst[(kh * w.size[1] + kw) * c..][..c];
+                    match tap(w, oh, ow, kh, kw) {
+                        Some((h, x_)) => d.copy_from_slice(&x[((b * w.input[0] + h) * w.input[1] + x_) * c..][..c]),
+                        None => d.fill(0.0),
+                    }
+                }
+            }
+        }
+    });
+    cols
+}
+
+/// Whether the patches of `x` are `x` itself: a 1x1 window, stride 1, no padding.
+fn is_pointwise(w: &Window) -> bool {
+    w.size == [1, 1] && w.stride == [1, 1] && w.pad == [0, 0]
+}
+
+#[allow(clippy::too_many_arguments)]
+fn window(
+    kernel: &'static str,
+    image: &[usize],
+    filter: &[usize],
+    strides: &[i64],
+    padding: Padding,
+    explicit: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+) -> Result<Window> {
+    Window::new([image[1], image[2]], [filter[0], filter[1]], strides, padding, explicit, dilations)
+        .map_err(rule_error(kernel))
+}
+
+#[kernel(Conv2D, cpu)]
+fn conv2d(
+    x: &CpuTensor,
+    filter: &CpuTensor,
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let (xs, fs) = (x.shape(), filter.shape());
+    let w = window("Conv2D", xs, fs, strides, padding, explicit_paddings, dilations)?;
+    let (c, k) = (xs[3], fs[3]);
+    let (taps, pixels) = (fs[0] * fs[1] * c, out.numel() / k.max(1));
+    let cols;
+    let lhs = if is_pointwise(&w) {
+        x.as_slice::<f32>()?
+    } else {
+        cols = im2col(x.as_slice::<f32>()?, xs[0], c, &w);
+        &cols
+    };
+    let mut y = output::<f32>(out.numel());
+    let rhs = Operand { data: filter.as_slice::<f32>()?, row: k, col: 1 };
+    gemm_into(&mut y, pixels, k, taps, Operand { data: lhs, row: taps, col: 1 }, rhs);
+    CpuTensor::from_vec(&out.shape, y)
+}
+
+#[kernel(Conv2DBackpropInput, cpu)]
+#[allow(clippy::too_many_arguments)]
+fn conv2d_backprop_input(
+    out_backprop: &CpuTensor,
+    filter: &CpuTensor,
+    input_shape: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let _ = input_shape; // Checked by the shape function, and `out`'s shape.
+    let (xs, fs) = (out.shape.as_slice(), filter.shape());
+    let w = window("Conv2DBackpropInput", xs, fs, strides, padding, explicit_paddings, dilations)?;
+    let (c, k) = (xs[3], fs[3]);
+    let taps = fs[0] * fs[1] * c;
+    let pixels = xs[0] * w.output[0] * w.output[1];
+    // The patches' cotangents: dy times the filter, transposed.
+    let mut dcols = output::<f32>(pixels * taps);
+    let lhs = Operand { data: out_backprop.as_slice::<f32>()?, row: k, col: 1 };
+    gemm_into(&mut dcols, pixels, taps, k, lhs, Operand { data: filter.as_slice::<f32>()?, row: 1, col: k });
+    if is_pointwise(&w) {
+        return CpuTensor::from_vec(&out.shape, dcols);
+    }
+    // col2im: each image adds its patches' cotangents back where they came from.
+    let mut dx = vec![0.0f32; out.numel()];
+    let image = xs[1] * xs[2] * c;
+    let per_image = w.output[0] * w.output[1] * taps;
+    let add = |b: usize, dst: &mut [f32]| {
+        let src = &dcols[b * per_image..][..per_image];
+        for (p, patch) in src.chunks(taps).enumerate() {
+            let (oh, ow) = (p / w.output[1], p % w.output[1]);
+            for kh in 0..fs[0] {
+                for kw in 0..fs[1] {
+                    if let Some((h, x_)) = tap(&w, oh, ow, kh, kw) {
+                        let d = &mut dst[(h * xs[2] + x_) * c..][..c];
+                        for (d, s) in d.iter_mut().zip(&patch[(kh * fs[1] + kw) * c..][..c]) {
+                            *d += s;
+                        }
+                    }
+                }
+            }
+        }
+    };
+    if dcols.len() >= PAR_THRESHOLD && image > 0 {
+        dx.par_chunks_mut(image).enumerate().for_each(|(b, dst)| add(b, dst));
+    } else if image > 0 {
+        dx.chunks_mut(image).enumerate().for_each(|(b, dst)| add(b, dst));
+    }
+    CpuTensor::from_vec(&out.shape, dx)
+}
+
+#[kernel(Conv2DBackpropFilter, cpu)]
+#[allow(clippy::too_many_arguments)]
+fn conv2d_backprop_filter(
+    x: &CpuTensor,
+    out_backprop: &CpuTensor,
+    filter_shape: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let _ = filter_shape; // Checked by the shape function, and `out`'s shape.
+    let (xs, fs) = (x.shape(), out.shape.as_slice());
+    let w = window("Conv2DBackpropFilter", xs, fs, strides, padding, explicit_paddings, dilations)?;
+    let (c, k) = (xs[3], fs[3]);
+    let taps = fs[0] * fs[1] * c;
+    let pixels = xs[0] * w.output[0] * w.output[1];
+    let cols;
+    let patches = if is_pointwise(&w) {
+        x.as_slice::<f32>()?
+    } else {
+        cols = im2col(x.as_slice::<f32>()?, xs[0], c, &w);
+        &cols
+    };
+    // The patches, transposed, times dy.
+    let mut dw = output::<f32>(out.numel());
+    let rhs = Operand { data: out_backprop.as_slice::<f32>()?, row: k, col: 1 };
+    gemm_into(&mut dw, taps, k, pixels, Operand { data: patches, row: 1, col: taps }, rhs);
+    CpuTensor::from_vec(&out.shape, dw)
+}
+
+/// The windows of a pooling kernel over NHWC `x`.
+fn pool_of(
+    kernel: &'static str,
+    x: &[usize],
+    filter_size: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit: Option<&[Vec<i64>]>,
+) -> Result<Window> {
+    pool_window([x[1], x[2]], filter_size, strides, padding, explicit).map_err(rule_error(kernel))
+}
+
+/// Each output pixel's `c` channels from its window's in-image taps:
+/// `start` seeds them, `take` folds in one tap, `finish` gets the tap count.
+fn pool_forward(
+    x: &[f32],
+    xs: &[usize],
+    w: &Window,
+    out: &TensorMeta,
+    start: f32,
+    take: impl Fn(f32, f32) -> f32 + Sync,
+    finish: impl Fn(f32, usize) -> f32 + Sync,
+) -> Result<CpuTensor> {
+    let c = xs[3];
+    let n = out.numel();
+    let mut y = output::<f32>(n);
+    let [oh_n, ow_n] = w.output;
+    for_rows(&mut y, c, n * w.size[0] * w.size[1], |first, chunk| {
+        for (r, dst) in chunk.chunks_mut(c.max(1)).enumerate() {
+            let pixel = first / c.max(1) + r;
+            let (b, oh, ow) = (pixel / (oh_n * ow_n), pixel / ow_n % oh_n, pixel % ow_n);
+            dst.fill(start);
+            let mut count = 0;
+            for kh in 0..w.size[0] {
+                for kw in 0..w.size[1] {
+                    if let Some((h, x_)) = tap(w, oh, ow, kh, kw) {
+                        count += 1;
+                        let src = &x[((b * xs[1] + h) * xs[2] + x_) * c..][..c];
+                        for (d, &v) in dst.iter_mut().zip(src) {
+                            *d = take(*d, v);
+                        }
+                    }
+                }
+            }
+            dst.iter_mut().for_each(|d| *d = finish(*d, count));
+        }
+    });
+    CpuTensor::from_vec(&out.shape, y)
+}
+
+#[kernel(MaxPool, cpu)]
+fn max_pool(
+    x: &CpuTensor,
+    filter_size: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let w = pool_of("MaxPool", x.shape(), filter_size, strides, padding, explicit_paddings)?;
+    let take = |best: f32, v: f32| if v > best { v } else { best };
+    pool_forward(x.as_slice::<f32>()?, x.shape(), &w, out, f32::NEG_INFINITY, take, |v, _| v)
+}
+
+#[kernel(AvgPool, cpu)]
+fn avg_pool(
+    x: &CpuTensor,
+    filter_size: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let w = pool_of("AvgPool", x.shape(), filter_size, strides, padding, explicit_paddings)?;
+    let mean = |sum: f32, count: usize| sum / count.max(1) as f32;
+    pool_forward(x.as_slice::<f32>()?, x.shape(), &w, out, 0.0, |s, v| s + v, mean)
+}
+
+/// `dx` of a pooling, image by image (in parallel when large): `spread`
+/// gets an output pixel's in-image taps (offsets into the image), the
+/// image's offset in `x`, the pixel's cotangents and the image's `dx`.
+fn pool_backward(
+    dy: &[f32],
+    xs: &[usize],
+    w: &Window,
+    out: &TensorMeta,
+    spread: impl Fn(&[usize], usize, &[f32], &mut [f32]) + Sync,
+) -> Result<CpuTensor> {
+    let c = xs[3];
+    let image = xs[1] * xs[2] * c;
+    let mut dx = vec![0.0f32; out.numel()];
+    let [oh_n, ow_n] = w.output;
+    let per_image = oh_n * ow_n * c;
+    let add = |b: usize, dst: &mut [f32]| {
+        let mut taps = Vec::with_capacity(w.size[0] * w.size[1]);
+        for p in 0..oh_n * ow_n {
+            let (oh, ow) = (p / ow_n, p % ow_n);
+            taps.clear();
+            for kh in 0..w.size[0] {
+                for kw in 0..w.size[1] {
+                    taps.extend(tap(w, oh, ow, kh, kw).map(|(h, x_)| (h * xs[2] + x_) * c));
+                }
+            }
+            spread(&taps, b * image, &dy[b * per_image + p * c..][..c], dst);
+        }
+    };
+    if image > 0 && out.numel() >= PAR_THRESHOLD {
+        dx.par_chunks_mut(image).enumerate().for_each(|(b, dst)| add(b, dst));
+    } else if image > 0 {
+        dx.chunks_mut(image).enumerate().for_each(|(b, dst)| add(b, dst));
+    }
+    CpuTensor::from_vec(&out.shape, dx)
+}
+
+#[kernel(MaxPoolGrad, cpu)]
+fn max_pool_grad(
+    out_backprop: &CpuTensor,
+    x: &CpuTensor,
+    filter_size: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let w = pool_of("MaxPoolGrad", x.shape(), filter_size, strides, padding, explicit_paddings)?;
+    let xv = x.as_slice::<f32>()?;
+    // Each channel's cotangent goes to the first largest tap, as the forward pass found it.
+    let spread = |taps: &[usize], base: usize, dy: &[f32], dst: &mut [f32]| {
+        for (ch, &g) in dy.iter().enumerate() {
+            let mut best: Option<(usize, f32)> = None;
+            for &local in taps {
+                let v = xv[base + local + ch];
+                if best.is_none_or(|(_, b)| v > b) {
+                    best = Some((local, v));
+                }
+            }
+            if let Some((local, _)) = best {
+                dst[local + ch] += g;
+            }
+        }
+    };
+    pool_backward(out_backprop.as_slice::<f32>()?, x.shape(), &w, out, spread)
+}
+
+#[kernel(AvgPoolGrad, cpu)]
+fn avg_pool_grad(
+    out_backprop: &CpuTensor,
+    x: &CpuTensor,
+    filter_size: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let w = pool_of("AvgPoolGrad", x.shape(), filter_size, strides, padding, explicit_paddings)?;
+    let spread = |taps: &[usize], _: usize, dy: &[f32], dst: &mut [f32]| {
+        let share = 1.0 / taps.len().max(1) as f32;
+        for &local in taps {
+            for (d, &g) in dst[local..][..dy.len()].iter_mut().zip(dy) {
+                *d += g * share;
+            }
+        }
+    };
+    pool_backward(out_backprop.as_slice::<f32>()?, x.shape(), &w, out, spread)
+}

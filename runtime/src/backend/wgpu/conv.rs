@@ -1,0 +1,177 @@
+//! Convolution and pooling over NHWC images: one invocation per output
+//! element, each walking its window (conv.wgsl). The geometry is the one
+//! `shape::rules::Window` gives the cpu kernels and the shape functions.
+
+use super::{Program, Shader, WgpuTensor};
+use crate::backend::wgpu::device::backend_error;
+use crate::kernels::{
+    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, MaxPool, MaxPoolGrad, Padding,
+};
+use crate::shape::rules::{pool_window, Window};
+use crate::{kernel, Result, TensorMeta};
+
+static SHADER: Shader = shader!("conv");
+
+/// conv.wgsl's parameters: the element count, the image `[batch, h, w,
+/// c]`, `out_channels`, and the window.
+fn params(count: usize, image: &[usize], out_channels: usize, w: &Window) -> Vec<u32> {
+    let mut p = vec![count as u32];
+    p.extend(image.iter().map(|&d| d as u32));
+    p.extend([w.output[0], w.output[1], out_channels].map(|d| d as u32));
+    p.extend(w.size.iter().chain(&w.stride).chain(&w.dilation).chain(&w.pad).map(|&d| d as u32));
+    p
+}
+
+#[allow(clippy::too_many_arguments)]
+fn conv_window(
+    kernel: &'static str,
+    image: &[usize],
+    filter: &[usize],
+    strides: &[i64],
+    padding: Padding,
+    explicit: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+) -> Result<Window> {
+    Window::new([image[1], image[2]], [filter[0], filter[1]], strides, padding, explicit, dilations)
+        .map_err(|m| backend_error(kernel, m))
+}
+
+fn run(
+    kernel: &'static str,
+    entry: &'static str,
+    op: u32,
+    inputs: [&WgpuTensor; 2],
+    out: &TensorMeta,
+    p: &[u32],
+) -> Result<WgpuTensor> {
+    Program { kernel, shader: &SHADER, entry, op }.run(&inputs, out, p)
+}
+
+#[kernel(Conv2D, wgpu)]
+fn conv2d(
+    x: &WgpuTensor,
+    filter: &WgpuTensor,
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let (xs, fs) = (x.shape(), filter.shape());
+    let w = conv_window("Conv2D", xs, fs, strides, padding, explicit_paddings, dilations)?;
+    run("Conv2D", "conv2d", 0, [x, filter], out, &params(out.numel(), xs, fs[3], &w))
+}
+
+#[kernel(Conv2DBackpropInput, wgpu)]
+#[allow(clippy::too_many_arguments)]
+fn conv2d_backprop_input(
+    out_backprop: &WgpuTensor,
+    filter: &WgpuTensor,
+    input_shape: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let _ = input_shape; // Checked by the shape function, and `out`'s shape.
+    let (xs, fs) = (out.shape.as_slice(), filter.shape());
+    let w = conv_window("Conv2DBackpropInput", xs, fs, strides, padding, explicit_paddings, dilations)?;
+    let p = params(out.numel(), xs, fs[3], &w);
+    run("Conv2DBackpropInput", "conv2d_backprop_input", 0, [out_backprop, filter], out, &p)
+}
+
+#[kernel(Conv2DBackpropFilter, wgpu)]
+#[allow(clippy::too_many_arguments)]
+fn conv2d_backprop_filter(
+    x: &WgpuTensor,
+    out_backprop: &WgpuTensor,
+    filter_shape: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let _ = filter_shape; // Checked by the shape function, and `out`'s shape.
+    let (xs, fs) = (x.shape(), out.shape.as_slice());
+    let w = conv_window("Conv2DBackpropFilter", xs, fs, strides, padding, explicit_paddings, dilations)?;
+    let p = params(out.numel(), xs, fs[3], &w);
+    run("Conv2DBackpropFilter", "conv2d_backprop_filter", 0, [x, out_backprop], out, &p)
+}
+
+/// A pooling of `x` (`grad`: its gradient, given `out_backprop`); `op` 0
+/// takes the max, 1 the mean.
+#[allow(clippy::too_many_arguments)]
+fn pool(
+    kernel: &'static str,
+    op: u32,
+    out_backprop: Option<&WgpuTensor>,
+    x: &WgpuTensor,
+    filter_size: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit: Option<&[Vec<i64>]>,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let xs = x.shape();
+    let w =
+        pool_window([xs[1], xs[2]], filter_size, strides, padding, explicit).map_err(|m| backend_error(kernel, m))?;
+    let p = params(out.numel(), xs, xs[3], &w);
+    match out_backprop {
+        None => run(kernel, "pool", op, [x, x], out, &p),
+        Some(dy) => run(kernel, "pool_grad", op, [dy, x], out, &p),
+    }
+}
+
+#[kernel(MaxPool, wgpu)]
+fn max_pool(
+    x: &WgpuTensor,
+    filter_size: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    pool("MaxPool", 0, None, x, filter_size, strides, padding, explicit_paddings, out)
+}
+
+#[kernel(AvgPool, wgpu)]
+fn avg_pool(
+    x: &WgpuTensor,
+    filter_size: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    pool("AvgPool", 1, None, x, filter_size, strides, padding, explicit_paddings, out)
+}
+
+#[kernel(MaxPoolGrad, wgpu)]
+#[allow(clippy::too_many_arguments)]
+fn max_pool_grad(
+    out_backprop: &WgpuTensor,
+    x: &WgpuTensor,
+    filter_size: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    pool("MaxPoolGrad", 0, Some(out_backprop), x, filter_size, strides, padding, explicit_paddings, out)
+}
+
+#[kernel(AvgPoolGrad, wgpu)]
+#[allow(clippy::too_many_arguments)]
+fn avg_pool_grad(
+    out_backprop: &WgpuTensor,
+    x: &WgpuTensor,
+    filter_size: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    pool("AvgPoolGrad", 1, Some(out_backprop), x, filter_size, strides, padding, explicit_paddings, out)
+}

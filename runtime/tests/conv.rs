@@ -1,0 +1,170 @@
+//! Convolution and pooling against direct loops written here from the
+//! definitions (independent of the kernels' im2col and window walks), on
+//! the cpu and on wgpu; their errors; and a small CNN's gradients.
+
+use opforge::kernels::Padding;
+use opforge::{ops, BackendId, Error, Tensor};
+
+/// The backends to run on: the cpu, and wgpu where an adapter is (a SKIP
+/// line says so where none is).
+fn backends(test: &str) -> Vec<BackendId> {
+    let mut b = vec![BackendId::Cpu];
+    if opforge::backend::wgpu::adapter_or_skip(test) {
+        b.push(BackendId::Wgpu);
+    }
+    b
+}
+
+/// `y[n, oh, ow, k] = sum x[n, oh*s - pad + kh*d, ow*s - pad + kw*d, c] * f[kh, kw, c, k]`.
+#[allow(clippy::too_many_arguments)]
+fn reference_conv(
+    x: &[f32],
+    xs: [usize; 4],
+    f: &[f32],
+    fs: [usize; 4],
+    stride: [usize; 2],
+    dil: [usize; 2],
+    pad: [usize; 2],
+    out: [usize; 2],
+) -> Vec<f32> {
+    let [n, h, w, c] = xs;
+    let [fh, fw, _, k] = fs;
+    let mut y = vec![0.0f32; n * out[0] * out[1] * k];
+    for b in 0..n {
+        for oh in 0..out[0] {
+            for ow in 0..out[1] {
+                for ko in 0..k {
+                    let mut s = 0.0f64;
+                    for kh in 0..fh {
+                        for kw in 0..fw {
+                            let hh = (oh * stride[0] + kh * dil[0]) as i64 - pad[0] as i64;
+                            let ww = (ow * stride[1] + kw * dil[1]) as i64 - pad[1] as i64;
+                            if hh < 0 || ww < 0 || hh >= h as i64 || ww >= w as i64 {
+                                continue;
+                            }
+                            for ci in 0..c {
+                                let xv = x[((b * h + hh as usize) * w + ww as usize) * c + ci];
+                                s += f64::from(xv) * f64::from(f[((kh * fw + kw) * c + ci) * k + ko]);
+                            }
+                        }
+                    }
+                    y[((b * out[0] + oh) * out[1] + ow) * k + ko] = s as f32;
+                }
+            }
+        }
+    }
+    y
+}
+
+fn close(got: &[f32], want: &[f32], what: &str) {
+    assert_eq!(got.len(), want.len(), "{what}");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((g - w).abs() <= 1e-4 * w.abs().max(1.0), "{what}: element {i}: {g} vs {w}");
+    }
+}
+
+#[test]
+fn conv2d_matches_the_definition_with_stride_dilation_and_padding() {
+    for b in backends("conv2d_matches_the_definition_with_stride_dilation_and_padding") {
+        let (xs, fs) = ([2, 9, 7, 3], [3, 2, 3, 4]);
+        let x = Tensor::random_uniform(&xs, -1.0, 1.0, 1).unwrap();
+        let f = Tensor::random_uniform(&fs, -1.0, 1.0, 2).unwrap();
+        let (xv, fv) = (x.to_vec::<f32>().unwrap(), f.to_vec::<f32>().unwrap());
+        let (x, f) = (x.to_backend(b).unwrap(), f.to_backend(b).unwrap());
+        // `same`, stride 2 x 1, dilation 2 x 1: height 9 -> 5 with a span of
+        // 5 (2 rows of padding before), width 7 -> 7 with a span of 2 (none).
+        let y = ops::conv2d(&x, &f, &[2, 1], Padding::Same, None, &[2, 1]).unwrap();
+        assert_eq!((y.backend(), y.shape()), (b, &[2, 5, 7, 4][..]));
+        let want = reference_conv(&xv, xs, &fv, fs, [2, 1], [2, 1], [2, 0], [5, 7]);
+        close(&y.to_vec::<f32>().unwrap(), &want, &format!("same on {b}"));
+        let y = ops::conv2d(&x, &f, &[1, 2], Padding::Valid, None, &[1, 1]).unwrap();
+        assert_eq!(y.shape(), &[2, 7, 3, 4]);
+        close(&y.to_vec::<f32>().unwrap(), &reference_conv(&xv, xs, &fv, fs, [1, 2], [1, 1], [0, 0], [7, 3]), "valid");
+        let explicit = [vec![1, 0], vec![0, 2]];
+        let y = ops::conv2d(&x, &f, &[1, 1], Padding::Explicit, Some(&explicit), &[1, 1]).unwrap();
+        assert_eq!(y.shape(), &[2, 8, 8, 4]);
+        close(
+            &y.to_vec::<f32>().unwrap(),
+            &reference_conv(&xv, xs, &fv, fs, [1, 1], [1, 1], [1, 0], [8, 8]),
+            "explicit",
+        );
+    }
+}
+
+#[test]
+fn pools_take_the_max_and_the_mean_of_in_image_taps() {
+    for b in backends("pools_take_the_max_and_the_mean_of_in_image_taps") {
+        // One 3x3 image of one channel, 2x2 windows at stride 2, `same`:
+        // 2x2 windows, the last row and column overhanging.
+        let x = Tensor::from_vec((1..=9).map(|v| v as f32).collect::<Vec<_>>(), &[1, 3, 3, 1]).unwrap();
+        let x = x.to_backend(b).unwrap();
+        let max = ops::max_pool(&x, &[2, 2], &[2, 2], Padding::Same, None).unwrap();
+        assert_eq!(max.shape(), &[1, 2, 2, 1]);
+        assert_eq!(max.to_vec::<f32>().unwrap(), [5., 6., 8., 9.]);
+        let mean = ops::avg_pool(&x, &[2, 2], &[2, 2], Padding::Same, None).unwrap();
+        assert_eq!(mean.to_vec::<f32>().unwrap(), [3., 4.5, 7.5, 9.]);
+        // Their gradients: the max's goes to each window's largest element,
+        // the mean's is shared by the window's in-image elements.
+        let dy = Tensor::from_vec(vec![1.0f32, 2., 3., 4.], &[1, 2, 2, 1]).unwrap().to_backend(b).unwrap();
+        let dmax = ops::max_pool_grad(&dy, &x, &[2, 2], &[2, 2], Padding::Same, None).unwrap();
+        assert_eq!(dmax.to_vec::<f32>().unwrap(), [0., 0., 0., 0., 1., 2., 0., 3., 4.]);
+        let dmean = ops::avg_pool_grad(&dy, &x, &[2, 2], &[2, 2], Padding::Same, None).unwrap();
+        close(&dmean.to_vec::<f32>().unwrap(), &[0.25, 0.25, 1., 0.25, 0.25, 1., 1.5, 1.5, 4.], "avg_pool_grad");
+    }
+}
+
+#[test]
+fn bad_geometry_is_an_error_naming_the_op_and_shapes() {
+    for b in backends("bad_geometry_is_an_error_naming_the_op_and_shapes") {
+        let x = Tensor::zeros(&[1, 4, 4, 3], opforge::DType::F32).unwrap().to_backend(b).unwrap();
+        let f = Tensor::zeros(&[3, 3, 2, 5], opforge::DType::F32).unwrap().to_backend(b).unwrap();
+        let e = ops::conv2d(&x, &f, &[1, 1], Padding::Same, None, &[1, 1]).unwrap_err();
+        assert!(matches!(e, Error::InvalidArgument { kernel: "Conv2D", backend, .. } if backend == b), "{e}");
+        let text = e.to_string();
+        assert!(text.contains("x has 3 channels, but filter [3, 3, 2, 5] expects 2"), "{text}");
+        assert!(text.contains("op `conv2d`") && text.contains("[1, 4, 4, 3]"), "{text}");
+        let f = Tensor::zeros(&[5, 5, 3, 1], opforge::DType::F32).unwrap().to_backend(b).unwrap();
+        let e = ops::conv2d(&x, &f, &[1, 1], Padding::Valid, None, &[1, 1]).unwrap_err();
+        assert!(e.to_string().contains("larger than the padded image's height 4"), "{e}");
+        let e = ops::conv2d(&x, &f, &[0, 1], Padding::Same, None, &[1, 1]).unwrap_err();
+        assert!(e.to_string().contains("strides [0, 1] must be two numbers"), "{e}");
+        let e = ops::max_pool(&x, &[2, 2], &[1, 1], Padding::Same, Some(&[vec![0, 0], vec![0, 0]])).unwrap_err();
+        assert!(e.to_string().contains("explicit_paddings is given, but padding is `same`"), "{e}");
+        let e = ops::max_pool(&x, &[2, 2], &[1, 1], Padding::Explicit, Some(&[vec![2, 0], vec![0, 0]])).unwrap_err();
+        assert!(e.to_string().contains("smaller than the window"), "{e}");
+        let e = ops::avg_pool(
+            &Tensor::zeros(&[4, 4], opforge::DType::F32).unwrap(),
+            &[2, 2],
+            &[1, 1],
+            Padding::Valid,
+            None,
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("rank 2, expected rank 4"), "{e}");
+    }
+}
+
+#[test]
+fn a_small_cnn_gets_gradients_through_conv_and_pool() {
+    // The loss of conv -> relu -> max pool -> avg pool, against finite differences.
+    let x = Tensor::random_uniform(&[2, 6, 6, 2], -1.0, 1.0, 3).unwrap();
+    let f0 = Tensor::random_uniform(&[3, 3, 2, 3], -1.0, 1.0, 4).unwrap();
+    let loss = |f: &Tensor| -> opforge::Result<Tensor> {
+        let h = ops::relu(&ops::conv2d(&x, f, &[1, 1], Padding::Same, None, &[1, 1])?)?;
+        let p = ops::max_pool(&h, &[2, 2], &[2, 2], Padding::Valid, None)?;
+        let q = ops::avg_pool(&p, &[2, 2], &[1, 1], Padding::Valid, None)?;
+        ops::sum(&ops::square(&q)?, &[], false)
+    };
+    let g = opforge::grad(loss)(&f0).unwrap().to_vec::<f32>().unwrap();
+    let base = f0.to_vec::<f32>().unwrap();
+    let eps = 1e-2f32;
+    for i in [0, 7, 20, 53] {
+        let at = |d: f32| {
+            let mut v = base.clone();
+            v[i] += d;
+            loss(&Tensor::from_vec(v, &[3, 3, 2, 3]).unwrap()).unwrap().to_scalar::<f32>().unwrap()
+        };
+        let numeric = (at(eps) - at(-eps)) / (2.0 * eps);
+        assert!((g[i] - numeric).abs() <= 2e-2 * numeric.abs().max(1.0), "filter element {i}: {} vs {numeric}", g[i]);
+    }
+}
