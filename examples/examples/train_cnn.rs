@@ -1,5 +1,5 @@
 //! Trains a small convolutional network on the 8x8 handwritten digits:
-//! conv 3x3 (16) relu, max pool 2x2, conv 3x3 (32) relu, max pool 2x2,
+//! conv 3x3 (32) relu, max pool 2x2, conv 3x3 (64) relu, max pool 2x2,
 //! dense 10, with softmax cross-entropy and Adam, in minibatches, and
 //! checks its accuracy on a held-out fifth of the data.
 //!

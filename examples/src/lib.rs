@@ -441,7 +441,7 @@ pub mod cnn {
         ///
         /// ```
         /// let m = opforge_examples::cnn::Cnn::new(7, opforge::BackendId::Cpu)?;
-        /// assert_eq!(m.conv2.value().shape(), &[3, 3, 16, 32]);
+        /// assert_eq!(m.conv2.value().shape(), &[3, 3, 32, 64]);
         /// # Ok::<(), opforge::Error>(())
         /// ```
         pub fn new(seed: u64, backend: BackendId) -> opforge::Result<Cnn> {
