@@ -10,8 +10,8 @@ use opforge_examples::check;
 
 /// The loss from plain ops: every step of its gradient comes from the registry.
 fn cross_entropy_by_ops(labels: &Tensor, logits: &Tensor) -> Result<Tensor> {
-    let per_example = ops::sum(&ops::mul(labels, &ops::log_softmax(logits, -1)?)?, &[-1], false)?;
-    ops::neg(&ops::mean(&per_example, &[], false)?)
+    let per_example = ops::sum(&ops::mul(labels, &ops::log_softmax(logits, -1)?)?, Some(&[-1]), false)?;
+    ops::neg(&ops::mean(&per_example, None, false)?)
 }
 
 fn max_abs_diff(a: &Tensor, b: &Tensor) -> Result<f32> {

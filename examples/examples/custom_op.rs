@@ -18,7 +18,7 @@ fn smooth_l1(predictions: &Tensor, targets: &Tensor, beta: f32) -> Result<Tensor
     let q = ops::minimum(&a, &Tensor::scalar(beta))?;
     let quadratic = ops::mul(&ops::square(&q)?, &Tensor::scalar(0.5 / beta))?;
     let linear = ops::sub(&a, &q)?;
-    ops::mean(&ops::add(&quadratic, &linear)?, &[], false)
+    ops::mean(&ops::add(&quadratic, &linear)?, None, false)
 }
 
 /// The same loss in plain Rust, one element at a time.

@@ -313,7 +313,7 @@ pub mod mlp {
             let predicted = ops::argmax(&logits, -1)?;
             let labels = Tensor::from_vec(data.labels.iter().map(|&l| l as i32).collect(), &[data.len()])?;
             let right = ops::equal(&predicted, &labels.to_backend(backend)?)?;
-            ops::mean(&ops::cast(&right, DType::F32)?, &[], false)?.to_scalar::<f32>()
+            ops::mean(&ops::cast(&right, DType::F32)?, None, false)?.to_scalar::<f32>()
         }
 
         /// Trains one epoch on `train`, in minibatches of [`BATCH`] in an
@@ -516,7 +516,7 @@ pub mod cnn {
             let predicted = ops::argmax(&logits, -1)?;
             let labels = Tensor::from_vec(data.labels.iter().map(|&l| l as i32).collect(), &[data.len()])?;
             let right = ops::equal(&predicted, &labels.to_backend(backend)?)?;
-            ops::mean(&ops::cast(&right, DType::F32)?, &[], false)?.to_scalar::<f32>()
+            ops::mean(&ops::cast(&right, DType::F32)?, None, false)?.to_scalar::<f32>()
         }
 
         /// Trains one epoch on `train`, in minibatches of [`BATCH`] in an

@@ -41,7 +41,7 @@ mod generated {
         let w = Tensor::random_uniform(out.shape(), -1.0, 1.0, 7).unwrap();
         let loss = |xs: &[Tensor]| -> f64 {
             let y = f(xs).expect("valid input");
-            ops::sum(&ops::mul(&y, &w).unwrap(), &[], false).unwrap().to_scalar::<f32>().unwrap() as f64
+            ops::sum(&ops::mul(&y, &w).unwrap(), None, false).unwrap().to_scalar::<f32>().unwrap() as f64
         };
         // Differentiated with respect to the inputs in `which` only: the
         // others may be ones the kernel has no gradient for.
@@ -53,7 +53,7 @@ mod generated {
             xs
         };
         let sources: Vec<Tensor> = which.iter().map(|&i| inputs[i].clone()).collect();
-        let analytic = opforge::grads(|s: &[Tensor]| ops::sum(&ops::mul(&f(&with(s))?, &w)?, &[], false))(&sources)
+        let analytic = opforge::grads(|s: &[Tensor]| ops::sum(&ops::mul(&f(&with(s))?, &w)?, None, false))(&sources)
             .expect("gradient");
         for (k, &i) in which.iter().enumerate() {
             let base = inputs[i].to_vec::<f32>().unwrap();

@@ -316,7 +316,15 @@ fn shape_rule(k: &KernelDef, span: Span) -> TokenStream {
             quote!(#rules::broadcast(&[#(#xs),*]))
         }
         ShapeRule::Reduce { input, axes, keep_dims } => {
-            let (x, a, kd) = (shape(input), attr(axes), attr(keep_dims));
+            // The rule takes `Option<&[i64]>`: absent means every axis.
+            let a = match k.attr(axes) {
+                Some(def) if def.optional => attr(axes),
+                _ => {
+                    let name = ident(axes);
+                    quote!(::core::option::Option::Some(&__attrs.#name[..]))
+                }
+            };
+            let (x, kd) = (shape(input), attr(keep_dims));
             quote!(#rules::reduce(#x, #a, #kd))
         }
         ShapeRule::MatMul { a, b, transpose_a, transpose_b } => {

@@ -267,10 +267,11 @@
 //! **The generated op takes every attribute**, defaults or not: a default
 //! makes no parameter optional. Defaults only fill `KernelAttrs::default()`,
 //! which exists when every attr of the kernel has one, and are shown in the
-//! op's documentation. So for the kernel below `spec!` generates
-//! `pub fn sum(x: &Tensor, axes: &[i64], keep_dims: bool) -> opforge::Result<Tensor>`,
-//! and `SumAttrs { axes: Vec<i64>, keep_dims: bool }` with
-//! `SumAttrs::default()` giving `axes: vec![]` and `keep_dims: false`.
+//! op's documentation. An optional attr is a parameter too, an `Option`
+//! the caller may pass as `None`. So for the kernel below `spec!` generates
+//! `pub fn sum(x: &Tensor, axes: Option<&[i64]>, keep_dims: bool) -> opforge::Result<Tensor>`,
+//! and `SumAttrs { axes: Option<Vec<i64>>, keep_dims: bool }` with
+//! `SumAttrs::default()` giving `axes: None` and `keep_dims: false`.
 //!
 //! ```
 //! use opforge_spec::{AttrType, AttrValue};
@@ -285,7 +286,7 @@
 //! shape = "reduce(x, axes, keep_dims)"
 //! grad = ["x"]
 //! [Sum.attrs]
-//! axes = { type = "ints", default = [], doc = "the axes to sum over; empty means all" }
+//! axes = { type = "ints", optional = true, doc = "the axes to sum over; absent means all, empty none" }
 //! keep_dims = { type = "bool", default = false }
 //! "#,
 //!     "ops.toml",
@@ -295,8 +296,8 @@
 //! let names: Vec<&str> = sum.attrs.iter().map(|a| a.name.as_str()).collect();
 //! assert_eq!(names, ["axes", "keep_dims"]);
 //! let axes = sum.attr("axes").unwrap();
-//! assert_eq!((axes.ty, &axes.default), (AttrType::Ints, &Some(AttrValue::Ints(vec![]))));
-//! assert_eq!(axes.doc, "the axes to sum over; empty means all");
+//! assert_eq!((axes.ty, axes.optional, &axes.default), (AttrType::Ints, true, &None));
+//! assert_eq!(axes.doc, "the axes to sum over; absent means all, empty none");
 //! let keep_dims = sum.attr("keep_dims").unwrap();
 //! assert_eq!((keep_dims.ty, &keep_dims.default), (AttrType::Bool, &Some(AttrValue::Bool(false))));
 //! assert_eq!(keep_dims.doc, "");
@@ -372,7 +373,7 @@
 //! |------|-----------|--------------|
 //! | `same(x)` | an input | `x`'s shape |
 //! | `broadcast(a, b, ...)` | two or more inputs | the NumPy broadcast of all of them: shapes aligned from the right, each pair of dims equal or one of them 1 |
-//! | `reduce(x, axes, keep_dims)` | an input, an `ints` attr, a `bool` attr | `x` without the axes in `axes` (empty means all; each in range, none twice), or with them as size 1 when `keep_dims` is true |
+//! | `reduce(x, axes, keep_dims)` | an input, an `ints` attr (which may be optional), a `bool` attr | `x` without the axes in `axes` (each in range, none twice), or with them as size 1 when `keep_dims` is true. An absent optional `axes` means every axis; an empty list means none, as in NumPy, TF.js and PyTorch |
 //! | `matmul(a, b, transpose_a, transpose_b)` | two inputs, two `bool` attrs | the batched matrix product of `[..., m, k]` and `[..., k, n]`, `[..., m, n]`: both inputs have rank 2 or more, each `transpose_*` swaps its input's last two axes first, the inner dims must agree, and the batch dims broadcast |
 //! | `reshape(x, shape)` | an input, an `ints` attr | `shape`, with as many elements as `x`; one `-1` in it is inferred from `x`'s size, no other entry is negative |
 //! | `transpose(x, perm)` | an input, an `ints` attr | `x`'s dims permuted: output dim `i` is `x`'s dim `perm[i]`; `perm` lists each axis of `x` once, and empty means reversed |

@@ -328,9 +328,10 @@ pub enum ShapeRule {
         /// The broadcast inputs, at least two.
         inputs: Vec<String>,
     },
-    /// `reduce(x, axes, keep_dims)`: `x` with `axes` (an `ints` attr; empty
-    /// means all, negative counts from the end) removed, or kept with size 1
-    /// when the `bool` attr `keep_dims` is set.
+    /// `reduce(x, axes, keep_dims)`: `x` with `axes` (an `ints` attr,
+    /// negative counting from the end) removed, or kept with size 1 when the
+    /// `bool` attr `keep_dims` is set. An optional `axes` that is absent
+    /// means every axis; an empty list means none, as in NumPy.
     Reduce {
         /// The reduced input.
         input: String,

@@ -8,6 +8,9 @@ use crate::model::{AttrType, ShapeRule};
 enum Slot {
     Input,
     Attr(AttrType),
+    /// An attr of this type that may also be optional: the rule reads its
+    /// absence (`reduce`'s axes: absent means every axis).
+    MaybeAttr(AttrType),
 }
 
 struct Signature {
@@ -24,7 +27,7 @@ const SIGNATURES: &[Signature] = &[
     Signature {
         name: "reduce",
         usage: "reduce(x, axes, keep_dims)",
-        slots: &[Slot::Input, Slot::Attr(AttrType::Ints), Slot::Attr(AttrType::Bool)],
+        slots: &[Slot::Input, Slot::MaybeAttr(AttrType::Ints), Slot::Attr(AttrType::Bool)],
         variadic_min: None,
     },
     Signature {
@@ -246,7 +249,7 @@ pub(crate) fn check(d: &mut Diag, text: &str, at: impl Fn(usize) -> usize, scope
         let slot = sig.slots[i.min(sig.slots.len() - 1)];
         if let Some(msg) = arg_problem(name, i + 1, arg, slot, inputs, attrs) {
             d.error(at(arg_at), msg);
-        } else if scope.optional.iter().any(|o| o == arg) {
+        } else if matches!(slot, Slot::Attr(_)) && scope.optional.iter().any(|o| o == arg) {
             let msg = format!(
                 "attr `{arg}` is optional, but argument {} of shape rule `{name}` needs a value; give the attr a \
                  default instead, or compute the shape with `fn(...)`",
@@ -314,7 +317,7 @@ fn arg_problem(
             quoted(inputs),
             did_you_mean(arg, inputs)
         )),
-        Slot::Attr(want) => match attr {
+        Slot::Attr(want) | Slot::MaybeAttr(want) => match attr {
             Some((_, None)) => None,
             Some((_, Some(ty))) if *ty == want => None,
             Some((_, Some(ty))) => Some(format!(

@@ -81,13 +81,11 @@ fn reductions() {
     for (name, dtypes) in [("Sum", FI), ("Max", FI), ("Mean", F)] {
         let k = spec.kernel(name).unwrap();
         assert_eq!(k.dtypes, dtypes, "{name}");
-        let attrs: Vec<_> = k.attrs.iter().map(|a| (a.name.as_str(), a.ty, a.default.clone())).collect();
+        // Absent axes mean every axis; an empty list none (NumPy's reading).
+        let attrs: Vec<_> = k.attrs.iter().map(|a| (a.name.as_str(), a.ty, a.optional, a.default.clone())).collect();
         assert_eq!(
             attrs,
-            [
-                ("axes", AttrType::Ints, Some(AttrValue::Ints(vec![]))),
-                ("keep_dims", AttrType::Bool, Some(AttrValue::Bool(false))),
-            ],
+            [("axes", AttrType::Ints, true, None), ("keep_dims", AttrType::Bool, false, Some(AttrValue::Bool(false)))],
             "{name}"
         );
         let rule = ShapeRule::Reduce { input: "x".into(), axes: "axes".into(), keep_dims: "keep_dims".into() };

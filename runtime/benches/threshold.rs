@@ -21,7 +21,7 @@ fn threshold(c: &mut Criterion) {
             g.bench_with_input(BenchmarkId::from_parameter(format!("2^{log}")), &n, |bench, _| match op {
                 "add" => bench.iter(|| ops::add(black_box(&a), black_box(&b)).expect("add")),
                 "exp" => bench.iter(|| ops::exp(black_box(&a)).expect("exp")),
-                _ => bench.iter(|| ops::sum(black_box(&a), &[], false).expect("sum")),
+                _ => bench.iter(|| ops::sum(black_box(&a), None, false).expect("sum")),
             });
         }
         g.finish();

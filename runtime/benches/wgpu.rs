@@ -217,8 +217,8 @@ fn reductions(b: &mut Bench) {
     let x = on_gpu(Tensor::random_uniform(&[W2_ELEMENTS], -1.0, 1.0, 7).unwrap());
     let square = ops::reshape(&x, &[4096, 4096]).unwrap();
     let read = Work::Bytes((4 * W2_ELEMENTS) as f64);
-    b.run("r_sum_all", read, 16, || drop(black_box(ops::sum(&x, &[], false).unwrap())));
-    b.run("r_sum_rows", read, 16, || drop(black_box(ops::sum(&square, &[1], false).unwrap())));
+    b.run("r_sum_all", read, 16, || drop(black_box(ops::sum(&x, None, false).unwrap())));
+    b.run("r_sum_rows", read, 16, || drop(black_box(ops::sum(&square, Some(&[1]), false).unwrap())));
     let both = Work::Bytes((8 * W2_ELEMENTS) as f64);
     b.run("r_softmax", both, 16, || drop(black_box(ops::softmax(&square, -1).unwrap())));
 }

@@ -372,7 +372,7 @@ where
 /// ```
 /// use opforge::{autodiff::variable_grads, ops, Tensor, Variable};
 /// let w = Variable::new(Tensor::from_vec(vec![1.0f32, 2.0], &[2])?);
-/// let (loss, g) = variable_grads(|| ops::sum(&ops::square(&w.value())?, &[], false), &[&w])?;
+/// let (loss, g) = variable_grads(|| ops::sum(&ops::square(&w.value())?, None, false), &[&w])?;
 /// assert_eq!(loss.to_scalar::<f32>()?, 5.0);
 /// assert_eq!(g[0].to_vec::<f32>()?, vec![2.0, 4.0]);
 /// # Ok::<(), opforge::Error>(())

@@ -77,7 +77,7 @@ impl Engine {
     /// ```
     /// use opforge::{kernels::SumAttrs, Engine, Tensor};
     /// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?;
-    /// let y = Engine::run_by_name("Sum", &[&x], &SumAttrs { axes: vec![], keep_dims: false })?;
+    /// let y = Engine::run_by_name("Sum", &[&x], &SumAttrs { axes: None, keep_dims: false })?;
     /// assert_eq!(y.to_scalar::<f32>()?, 6.0);
     /// let err = Engine::run_by_name("Summ", &[&x], &SumAttrs::default()).unwrap_err();
     /// assert!(err.to_string().starts_with("no bound spec declares a kernel `Summ`; did you mean `Sum`?"));

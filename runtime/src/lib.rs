@@ -19,7 +19,7 @@
 //! let b = Tensor::from_vec(vec![10.0f32, 20.0], &[2])?;    // broadcast over rows
 //! let y = ops::matmul(&ops::add(&a, &b)?, &a, false, true)?;
 //! assert_eq!(y.shape(), &[2, 2]);
-//! assert_eq!(ops::sum(&y, &[], false)?.to_scalar::<f32>()?, 11.0 + 2.0 * 22.0 + 3.0 * 11.0 + 4.0 * 22.0
+//! assert_eq!(ops::sum(&y, None, false)?.to_scalar::<f32>()?, 11.0 + 2.0 * 22.0 + 3.0 * 11.0 + 4.0 * 22.0
 //!     + 13.0 + 2.0 * 24.0 + 3.0 * 13.0 + 4.0 * 24.0);
 //! # Ok::<(), opforge::Error>(())
 //! ```

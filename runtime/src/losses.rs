@@ -55,12 +55,12 @@ pub fn softmax_cross_entropy(labels: &Tensor, logits: &Tensor) -> Result<Tensor>
     custom_grad(&[labels, logits], move |xs| {
         let (labels, logits) = (xs[0].clone(), xs[1].clone());
         let log_probs = ops::log_softmax(&logits, -1)?;
-        let per_example = ops::neg(&ops::sum(&ops::mul(&labels, &log_probs)?, &[-1], false)?)?;
-        let value = ops::mean(&per_example, &[], false)?;
+        let per_example = ops::neg(&ops::sum(&ops::mul(&labels, &log_probs)?, Some(&[-1]), false)?)?;
+        let value = ops::mean(&per_example, None, false)?;
         let gradient = move |dy: &Tensor| {
             let scale = ops::div(dy, &Tensor::scalar_on(batch as f32, dy.backend())?)?;
             // Labels whose rows do not sum to 1 weigh the softmax by their sum.
-            let mass = ops::sum(&labels, &[-1], true)?;
+            let mass = ops::sum(&labels, Some(&[-1]), true)?;
             let dlogits = ops::mul(&scale, &ops::sub(&ops::mul(&ops::softmax(&logits, -1)?, &mass)?, &labels)?)?;
             let dlabels = ops::mul(&ops::neg(&scale)?, &log_probs)?;
             Ok(vec![dlabels, dlogits])
@@ -91,7 +91,7 @@ pub fn mean_squared_error(labels: &Tensor, predictions: &Tensor) -> Result<Tenso
             format!("labels are {} but predictions are {}; they must match", labels.meta(), predictions.meta()),
         ));
     }
-    ops::mean(&ops::square(&ops::sub(labels, predictions)?)?, &[], false)
+    ops::mean(&ops::square(&ops::sub(labels, predictions)?)?, None, false)
 }
 
 #[cfg(test)]
@@ -105,8 +105,8 @@ mod tests {
 
     /// The same loss from plain ops, differentiated through the registry.
     fn by_ops(labels: &Tensor, logits: &Tensor) -> Result<Tensor> {
-        let per = ops::sum(&ops::mul(labels, &ops::log_softmax(logits, -1)?)?, &[-1], false)?;
-        ops::neg(&ops::mean(&per, &[], false)?)
+        let per = ops::sum(&ops::mul(labels, &ops::log_softmax(logits, -1)?)?, Some(&[-1]), false)?;
+        ops::neg(&ops::mean(&per, None, false)?)
     }
 
     #[test]
@@ -146,7 +146,7 @@ mod tests {
         let second = |f: fn(&Tensor, &Tensor) -> Result<Tensor>| {
             grads(move |xs| {
                 let g = grads(|ys| f(&ys[0], &ys[1]))(&[xs[0].clone(), xs[1].clone()])?;
-                ops::sum(&g[1], &[], false)
+                ops::sum(&g[1], None, false)
             })(&xs)
             .unwrap()
         };

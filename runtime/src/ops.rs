@@ -41,8 +41,8 @@ pub fn moving_average(v: &Tensor, x: &Tensor, decay: f32) -> Result<Tensor> {
 #[op]
 pub fn log_softmax(x: &Tensor, axis: i64) -> Result<Tensor> {
     // The result does not depend on the shift, so no gradient needs to flow through it.
-    let shift = crate::autodiff::no_grad(|| max(x, &[axis], true))?;
+    let shift = crate::autodiff::no_grad(|| max(x, Some(&[axis]), true))?;
     let shifted = sub(x, &shift)?;
-    let log_sum = log(&sum(&exp(&shifted)?, &[axis], true)?)?;
+    let log_sum = log(&sum(&exp(&shifted)?, Some(&[axis]), true)?)?;
     sub(&shifted, &log_sum)
 }

@@ -144,12 +144,21 @@ pub mod rules {
         Ok(out)
     }
 
-    /// Normalizes reduction axes: empty means all, negatives count from the end,
-    /// duplicates are an error. Returns a sorted list.
-    pub fn reduction_axes(rank: usize, axes: &[i64]) -> Result<SmallVec<[usize; 4]>, String> {
-        if axes.is_empty() {
+    /// Normalizes reduction axes: `None` means every axis and an empty list
+    /// none (as in NumPy), negatives count from the end, duplicates are an
+    /// error. Returns a sorted list.
+    ///
+    /// ```
+    /// use opforge::shape::rules::reduction_axes;
+    /// assert_eq!(reduction_axes(3, None).unwrap().as_slice(), &[0, 1, 2]);
+    /// assert!(reduction_axes(3, Some(&[])).unwrap().is_empty());
+    /// assert_eq!(reduction_axes(3, Some(&[-1, 0])).unwrap().as_slice(), &[0, 2]);
+    /// assert!(reduction_axes(3, Some(&[1, -2])).unwrap_err().contains("repeated"));
+    /// ```
+    pub fn reduction_axes(rank: usize, axes: Option<&[i64]>) -> Result<SmallVec<[usize; 4]>, String> {
+        let Some(axes) = axes else {
             return Ok((0..rank).collect());
-        }
+        };
         let mut out = SmallVec::<[usize; 4]>::new();
         for &a in axes {
             let n = normalize_axis(a, rank)?;
@@ -163,7 +172,14 @@ pub mod rules {
     }
 
     /// `reduce(x, axes, keep_dims)`: removes (or sets to 1) the reduced axes.
-    pub fn reduce(x: &[usize], axes: &[i64], keep_dims: bool) -> Result<Shape, String> {
+    ///
+    /// ```
+    /// use opforge::shape::rules::reduce;
+    /// assert_eq!(reduce(&[2, 3, 4], None, false).unwrap().as_slice(), &[] as &[usize]);
+    /// assert_eq!(reduce(&[2, 3, 4], Some(&[1]), true).unwrap().as_slice(), &[2, 1, 4]);
+    /// assert_eq!(reduce(&[2, 3, 4], Some(&[]), false).unwrap().as_slice(), &[2, 3, 4]);
+    /// ```
+    pub fn reduce(x: &[usize], axes: Option<&[i64]>, keep_dims: bool) -> Result<Shape, String> {
         let axes = reduction_axes(x.len(), axes)?;
         Ok(x.iter()
             .enumerate()

@@ -571,7 +571,7 @@ mod tests {
     fn minimize_returns_the_loss_and_steps() {
         let w = Variable::named("w", t(&[3.0, -1.0]));
         let mut sgd = Sgd::new(0.1);
-        let loss = sgd.minimize(|| ops::sum(&ops::square(&w.value())?, &[], false), &[&w]).unwrap();
+        let loss = sgd.minimize(|| ops::sum(&ops::square(&w.value())?, None, false), &[&w]).unwrap();
         assert_eq!(loss.to_scalar::<f32>().unwrap(), 10.0);
         close(&w.value().to_vec::<f32>().unwrap(), &[3.0 - 0.1 * 6.0, -1.0 + 0.1 * 2.0], 1e-6);
     }

@@ -87,10 +87,10 @@ fn binary_gradients_undo_broadcasting() {
 #[test]
 fn reduction_matmul_and_layout_gradients() {
     let x = t(&[1.0, 7.0, 3.0, 7.0, 2.0, 0.0], &[2, 3]);
-    close(&grad(|x| ops::sum(x, &[1], false))(&x).unwrap(), &[1.0; 6]);
-    close(&grad(|x| ops::mean(x, &[0], true))(&x).unwrap(), &[0.5; 6]);
-    close(&grad(|x| ops::max(x, &[-1], false))(&x).unwrap(), &[0.0, 1.0, 0.0, 1.0, 0.0, 0.0]);
-    close(&grad(|x| ops::max(x, &[], false))(&x).unwrap(), &[0.0, 1.0, 0.0, 1.0, 0.0, 0.0]);
+    close(&grad(|x| ops::sum(x, Some(&[1]), false))(&x).unwrap(), &[1.0; 6]);
+    close(&grad(|x| ops::mean(x, Some(&[0]), true))(&x).unwrap(), &[0.5; 6]);
+    close(&grad(|x| ops::max(x, Some(&[-1]), false))(&x).unwrap(), &[0.0, 1.0, 0.0, 1.0, 0.0, 0.0]);
+    close(&grad(|x| ops::max(x, None, false))(&x).unwrap(), &[0.0, 1.0, 0.0, 1.0, 0.0, 0.0]);
 
     // d sum(A B) / dA = 1 B^T, / dB = A^T 1, for every transpose case.
     let a = t(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]);
@@ -119,7 +119,7 @@ fn reduction_matmul_and_layout_gradients() {
 fn softmax_gradient_matches_its_jacobian() {
     let x = t(&[0.1, 0.7, -0.4], &[3]);
     let w = t(&[1.0, -2.0, 0.5], &[3]);
-    let g = grad(|x| ops::sum(&ops::mul(&ops::softmax(x, -1)?, &w)?, &[], false))(&x).unwrap();
+    let g = grad(|x| ops::sum(&ops::mul(&ops::softmax(x, -1)?, &w)?, None, false))(&x).unwrap();
     let s: Vec<f32> = {
         let e: Vec<f32> = [0.1f32, 0.7, -0.4].iter().map(|v| v.exp()).collect();
         let z: f32 = e.iter().sum();
@@ -139,12 +139,12 @@ fn second_derivatives_match_analytic_ones() {
     close(&gg(ops::sigmoid), &each(|x| sig(x) * (1.0 - sig(x)) * (1.0 - 2.0 * sig(x))));
     close(&gg(ops::exp), &each(f32::exp));
     close(&gg(|x| ops::mul(&ops::mul(x, x)?, x)), &each(|x| 6.0 * x));
-    close(&gg(|x| ops::sum(&ops::square(x)?, &[], false)), &[2.0; 4]);
+    close(&gg(|x| ops::sum(&ops::square(x)?, None, false)), &[2.0; 4]);
     // d2/dx2 of sum(x^T A x) = A + A^T, per column of the gradient.
     let a = t(&[1.0, 2.0, 3.0, 4.0], &[2, 2]);
     let v = t(&[0.5, -1.0], &[2, 1]);
-    let quad = |x: &Tensor| ops::sum(&ops::matmul(&ops::matmul(x, &a, true, false)?, x, false, false)?, &[], false);
-    let hess_col = grad(|x: &Tensor| ops::sum(&ops::mul(&grad(quad)(x)?, &t(&[1.0, 0.0], &[2, 1]))?, &[], false));
+    let quad = |x: &Tensor| ops::sum(&ops::matmul(&ops::matmul(x, &a, true, false)?, x, false, false)?, None, false);
+    let hess_col = grad(|x: &Tensor| ops::sum(&ops::mul(&grad(quad)(x)?, &t(&[1.0, 0.0], &[2, 1]))?, None, false));
     close(&hess_col(&v).unwrap(), &[2.0, 5.0]);
     let third = grad(grad(grad(|x: &Tensor| ops::mul(&ops::square(x)?, &ops::square(x)?))));
     close(&third(&x).unwrap(), &each(|x| 24.0 * x));
@@ -152,13 +152,13 @@ fn second_derivatives_match_analytic_ones() {
 
 #[test]
 fn value_and_variable_gradients() {
-    let (y, g) = value_and_grad(|x| ops::sum(&ops::exp(x)?, &[], false))(&t(&[0.0, 1.0], &[2])).unwrap();
+    let (y, g) = value_and_grad(|x| ops::sum(&ops::exp(x)?, None, false))(&t(&[0.0, 1.0], &[2])).unwrap();
     close(&y, &[1.0 + 1f32.exp()]);
     close(&g, &[1.0, 1f32.exp()]);
 
     let w = Variable::new(t(&[1.0, -2.0], &[2]));
     let unused = Variable::new(t(&[5.0], &[1]));
-    let (loss, g) = variable_grads(|| ops::sum(&ops::square(&w.value())?, &[], false), &[&w, &unused]).unwrap();
+    let (loss, g) = variable_grads(|| ops::sum(&ops::square(&w.value())?, None, false), &[&w, &unused]).unwrap();
     close(&loss, &[5.0]);
     close(&g[0], &[2.0, -4.0]);
     close(&g[1], &[0.0]);
@@ -221,7 +221,7 @@ grad = ["x"]
 
 #[gradient(Twice)]
 fn twice_grad(dy: &Tensor) -> Result<Tensor> {
-    ops::sum(dy, &[], false)
+    ops::sum(dy, None, false)
 }
 
 fn scale(by: f32) -> impl Fn(TwiceArgs<'_, Cpu>, &opforge::TensorMeta) -> Result<CpuTensor> {

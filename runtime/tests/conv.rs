@@ -153,7 +153,7 @@ fn a_small_cnn_gets_gradients_through_conv_and_pool() {
         let h = ops::relu(&ops::conv2d(&x, f, &[1, 1], Padding::Same, None, &[1, 1])?)?;
         let p = ops::max_pool(&h, &[2, 2], &[2, 2], Padding::Valid, None)?;
         let q = ops::avg_pool(&p, &[2, 2], &[1, 1], Padding::Valid, None)?;
-        ops::sum(&ops::square(&q)?, &[], false)
+        ops::sum(&ops::square(&q)?, None, false)
     };
     let g = opforge::grad(loss)(&f0).unwrap().to_vec::<f32>().unwrap();
     let base = f0.to_vec::<f32>().unwrap();

@@ -39,7 +39,7 @@ fn new_tensors_follow_the_default_backend() {
 
     // A gradient with a scalar constant, written as on the cpu.
     let x = &made[0];
-    let f = |x: &Tensor| ops::sum(&ops::mul(&ops::square(x)?, &Tensor::scalar(3.0f32))?, &[], false);
+    let f = |x: &Tensor| ops::sum(&ops::mul(&ops::square(x)?, &Tensor::scalar(3.0f32))?, None, false);
     let dx = opforge::grad(f)(x).unwrap();
     assert_eq!(dx.backend(), BackendId::Wgpu);
     assert_eq!(dx.to_vec::<f32>().unwrap(), vec![6.0, 12.0, 18.0]);
@@ -49,7 +49,7 @@ fn new_tensors_follow_the_default_backend() {
     let target = Tensor::from_vec(vec![1.0f32, -2.0], &[2]).unwrap();
     let mut adam = Adam::new(0.1);
     for _ in 0..200 {
-        adam.minimize(|| ops::sum(&ops::square(&ops::sub(&w.value(), &target)?)?, &[], false), &[&w]).unwrap();
+        adam.minimize(|| ops::sum(&ops::square(&ops::sub(&w.value(), &target)?)?, None, false), &[&w]).unwrap();
     }
     assert_eq!(w.value().backend(), BackendId::Wgpu);
     let got = w.value().to_vec::<f32>().unwrap();

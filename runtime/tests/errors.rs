@@ -67,7 +67,7 @@ fn wrong_dtypes() {
     assert_says(&e, &["op `sqrt` (kernel `Sqrt`, backend `cpu`)", "dtype i32 is not supported", "f32", "x: i32[2, 3]"]);
     let e = error_of(|| ops::add(&f32s(&[2, 3]), &i32s(&[2, 3])));
     assert_says(&e, &["op `add` (kernel `Add`, backend `cpu`)", "i32", "f32", "a: f32[2, 3], b: i32[2, 3]"]);
-    let e = error_of(|| ops::sum(&bools(&[2, 3]), &[], false));
+    let e = error_of(|| ops::sum(&bools(&[2, 3]), None, false));
     assert_says(&e, &["op `sum` (kernel `Sum`, backend `cpu`)", "dtype bool is not supported", "x: bool[2, 3]"]);
     let e = error_of(|| ops::matmul(&i32s(&[2, 2]), &i32s(&[2, 2]), false, false));
     assert_says(&e, &["op `matmul` (kernel `BatchMatMul`, backend `cpu`)", "i32", "a: i32[2, 2]"]);
@@ -94,8 +94,8 @@ fn wrong_dtypes() {
     assert_says(&error_of(|| ops::abs(&bools(&[1]))), &["kernel `Abs`", "x: bool[1]"]);
     assert_says(&error_of(|| ops::div(&i32s(&[2]), &i32s(&[2]))), &["kernel `RealDiv`", "i32"]);
     assert_says(&error_of(|| ops::pow(&i32s(&[2]), &i32s(&[2]))), &["kernel `Pow`", "i32"]);
-    assert_says(&error_of(|| ops::max(&bools(&[2]), &[], false)), &["kernel `Max`", "bool"]);
-    assert_says(&error_of(|| ops::mean(&i32s(&[2]), &[], false)), &["kernel `Mean`", "i32"]);
+    assert_says(&error_of(|| ops::max(&bools(&[2]), None, false)), &["kernel `Max`", "bool"]);
+    assert_says(&error_of(|| ops::mean(&i32s(&[2]), None, false)), &["kernel `Mean`", "i32"]);
     assert_says(&error_of(|| ops::softmax(&i32s(&[2]), -1)), &["kernel `Softmax`", "i32"]);
     assert_says(&error_of(|| ops::mul(&i32s(&[2]), &bools(&[2]))), &["kernel `Mul`", "a: i32[2], b: bool[2]"]);
 }
@@ -103,27 +103,27 @@ fn wrong_dtypes() {
 #[test]
 fn axis_out_of_range() {
     let x = f32s(&[2, 3]);
-    let e = error_of(|| ops::sum(&x, &[2], false));
+    let e = error_of(|| ops::sum(&x, Some(&[2]), false));
     assert_says(&e, &["op `sum` (kernel `Sum`, backend `cpu`)", "axis 2 is out of range for rank 2", "x: f32[2, 3]"]);
-    assert_says(&error_of(|| ops::sum(&x, &[-3], true)), &["axis -3", "rank 2"]);
-    assert_says(&error_of(|| ops::max(&x, &[0, 7], false)), &["kernel `Max`", "axis 7"]);
-    assert_says(&error_of(|| ops::mean(&x, &[i64::MIN], false)), &["kernel `Mean`", "out of range"]);
+    assert_says(&error_of(|| ops::sum(&x, Some(&[-3]), true)), &["axis -3", "rank 2"]);
+    assert_says(&error_of(|| ops::max(&x, Some(&[0, 7]), false)), &["kernel `Max`", "axis 7"]);
+    assert_says(&error_of(|| ops::mean(&x, Some(&[i64::MIN]), false)), &["kernel `Mean`", "out of range"]);
     let e = error_of(|| ops::softmax(&x, 2));
     assert_says(&e, &["op `softmax` (kernel `Softmax`, backend `cpu`)", "axis 2 is out of range", "x: f32[2, 3]"]);
     assert_says(&error_of(|| ops::softmax(&x, -3)), &["axis -3"]);
     // A scalar has no axis at all.
     let e = error_of(|| ops::softmax(&Tensor::scalar(1.0f32), -1));
     assert_says(&e, &["kernel `Softmax`", "rank-0 tensor has no axes", "x: f32[]"]);
-    assert_says(&error_of(|| ops::sum(&Tensor::scalar(1i32), &[0], false)), &["kernel `Sum`", "x: i32[]"]);
+    assert_says(&error_of(|| ops::sum(&Tensor::scalar(1i32), Some(&[0]), false)), &["kernel `Sum`", "x: i32[]"]);
 }
 
 #[test]
 fn repeated_axis() {
     let x = f32s(&[2, 3, 4]);
-    let e = error_of(|| ops::sum(&x, &[0, -3], false));
+    let e = error_of(|| ops::sum(&x, Some(&[0, -3]), false));
     assert_says(&e, &["op `sum` (kernel `Sum`, backend `cpu`)", "repeated", "[0, -3]", "x: f32[2, 3, 4]"]);
-    assert_says(&error_of(|| ops::max(&x, &[1, 1], true)), &["kernel `Max`", "repeated"]);
-    assert_says(&error_of(|| ops::mean(&x, &[2, 0, -1], false)), &["kernel `Mean`", "repeated"]);
+    assert_says(&error_of(|| ops::max(&x, Some(&[1, 1]), true)), &["kernel `Max`", "repeated"]);
+    assert_says(&error_of(|| ops::mean(&x, Some(&[2, 0, -1]), false)), &["kernel `Mean`", "repeated"]);
 }
 
 #[test]

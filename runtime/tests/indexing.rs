@@ -112,13 +112,13 @@ fn gradients_flow_back_through_gathers_and_segment_sums() {
     // An embedding lookup: rows picked twice get twice the gradient.
     let table = f32s(&[1., 2., 3., 4., 5., 6.], &[3, 2]);
     let ids = i32s(&[0, 2, 0], &[3]);
-    let g = opforge::grad(|t: &Tensor| ops::sum(&ops::gather(t, &ids, 0, 0)?, &[], false))(&table).unwrap();
+    let g = opforge::grad(|t: &Tensor| ops::sum(&ops::gather(t, &ids, 0, 0)?, None, false))(&table).unwrap();
     assert_eq!(g.to_vec::<f32>().unwrap(), [2., 2., 0., 0., 1., 1.]);
     // Batched along a middle axis, weighted so that every position differs.
     let x = Tensor::random_uniform(&[2, 3, 4, 2], -1.0, 1.0, 5).unwrap();
     let idx = i32s(&[3, 3, 0, 1, 2, 1], &[2, 3]);
     let w = Tensor::random_uniform(&[2, 3, 3, 2], -1.0, 1.0, 6).unwrap();
-    let f = |x: &Tensor| ops::sum(&ops::mul(&ops::gather(x, &idx, 2, 1)?, &w)?, &[], false);
+    let f = |x: &Tensor| ops::sum(&ops::mul(&ops::gather(x, &idx, 2, 1)?, &w)?, None, false);
     let g = opforge::grad(f)(&x).unwrap().to_vec::<f32>().unwrap();
     let w = w.to_vec::<f32>().unwrap();
     let mut want = vec![0.0f32; 48];
@@ -136,7 +136,7 @@ fn gradients_flow_back_through_gathers_and_segment_sums() {
         assert!((a - e).abs() < 1e-6, "{g:?} vs {want:?}");
     }
     // The segment sum's gradient is a gather, and a gather's a segment sum.
-    let seg = |x: &Tensor| ops::sum(&ops::mul(&ops::unsorted_segment_sum(x, &ids, 3)?, &table)?, &[], false);
+    let seg = |x: &Tensor| ops::sum(&ops::mul(&ops::unsorted_segment_sum(x, &ids, 3)?, &table)?, None, false);
     let g = opforge::grad(seg)(&f32s(&[0.; 6], &[3, 2])).unwrap();
     assert_eq!(g.to_vec::<f32>().unwrap(), [1., 2., 5., 6., 1., 2.]);
 }

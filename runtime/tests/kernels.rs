@@ -119,7 +119,7 @@ fn i32_overflow_wraps() {
     assert_eq!(ops::neg(&min).unwrap().to_scalar::<i32>().unwrap(), i32::MIN);
     assert_eq!(ops::abs(&min).unwrap().to_scalar::<i32>().unwrap(), i32::MIN);
     let pair = Tensor::from_vec(vec![i32::MAX, 1], &[2]).unwrap();
-    assert_eq!(ops::sum(&pair, &[], false).unwrap().to_scalar::<i32>().unwrap(), i32::MIN);
+    assert_eq!(ops::sum(&pair, None, false).unwrap().to_scalar::<i32>().unwrap(), i32::MIN);
 
     // Every path of the binary kernel: equal shapes, scalar operand, general
     // broadcast, and each of those above the parallel threshold.
@@ -140,13 +140,13 @@ fn i32_overflow_wraps() {
     }
     let x = Tensor::full(&[100_000], 1i32 << 20).unwrap();
     let want = (100_000i64 << 20) as i32;
-    assert_eq!(ops::sum(&x, &[], false).unwrap().to_scalar::<i32>().unwrap(), want);
+    assert_eq!(ops::sum(&x, None, false).unwrap().to_scalar::<i32>().unwrap(), want);
     let x = Tensor::full(&[2, 50_000], 1i32 << 20).unwrap();
-    assert_eq!(ops::sum(&x, &[1], false).unwrap().to_vec::<i32>().unwrap(), vec![(50_000i64 << 20) as i32; 2]);
+    assert_eq!(ops::sum(&x, Some(&[1]), false).unwrap().to_vec::<i32>().unwrap(), vec![(50_000i64 << 20) as i32; 2]);
     let x = Tensor::full(&[50_000, 2], 1i32 << 20).unwrap();
-    assert_eq!(ops::sum(&x, &[0], false).unwrap().to_vec::<i32>().unwrap(), vec![(50_000i64 << 20) as i32; 2]);
+    assert_eq!(ops::sum(&x, Some(&[0]), false).unwrap().to_vec::<i32>().unwrap(), vec![(50_000i64 << 20) as i32; 2]);
     let extremes = Tensor::from_vec(vec![i32::MIN, i32::MAX, 0, -1], &[4]).unwrap();
-    assert_eq!(ops::max(&extremes, &[], false).unwrap().to_scalar::<i32>().unwrap(), i32::MAX);
+    assert_eq!(ops::max(&extremes, None, false).unwrap().to_scalar::<i32>().unwrap(), i32::MAX);
     assert_eq!(
         ops::maximum(&extremes, &Tensor::scalar(i32::MIN)).unwrap().to_vec::<i32>().unwrap(),
         vec![i32::MIN, i32::MAX, 0, -1]
@@ -256,8 +256,14 @@ fn unary_i32() {
 const AXES3: &[&[i64]] =
     &[&[], &[0], &[1], &[2], &[-1], &[-3], &[0, 1], &[1, 2], &[0, 2], &[2, 0], &[-1, 0], &[0, 1, 2], &[2, -2, 0]];
 
+/// `axes` as the reductions take them: these lists write all axes as `[]`.
+fn all_if_empty(axes: &[i64]) -> Option<&[i64]> {
+    (!axes.is_empty()).then_some(axes)
+}
+
 /// Checks `sum`, `max` and `mean` of an f32 tensor against the reference.
 fn check_f32_reductions(x: &Tensor, axes: &[i64], keep: bool) {
+    let axes = all_if_empty(axes);
     let xs = f64s(x);
     let what = |op: &str| format!("{op}({:?}, axes {axes:?}, keep_dims {keep})", x.shape());
     let (sum, count) = reduce(&xs, axes, keep, 0.0, |a, v| a + v).unwrap();
@@ -276,6 +282,7 @@ fn check_f32_reductions(x: &Tensor, axes: &[i64], keep: bool) {
 }
 
 fn check_i32_reductions(x: &Tensor, axes: &[i64], keep: bool) {
+    let axes = all_if_empty(axes);
     let xs = i64s(x);
     let what = |op: &str| format!("{op}({:?}, axes {axes:?}, keep_dims {keep}) i32", x.shape());
     let (sum, count) = reduce(&xs, axes, keep, 0i64, |a, v| a + v).unwrap();
@@ -312,27 +319,42 @@ fn reductions_small() {
 }
 
 #[test]
+fn reductions_over_no_axes_are_copies() {
+    // An empty list is no axis, as in NumPy: computed axes that end up
+    // empty reduce nothing rather than everything.
+    let x = uniform(&[2, 3], (-3.0, 3.0), 5);
+    for keep in [false, true] {
+        assert_eq!(ops::sum(&x, Some(&[]), keep).unwrap().to_vec::<f32>().unwrap(), x.to_vec::<f32>().unwrap());
+        assert_eq!(ops::max(&x, Some(&[]), keep).unwrap().shape(), &[2, 3]);
+        assert_eq!(ops::mean(&x, Some(&[]), keep).unwrap().to_vec::<f32>().unwrap(), x.to_vec::<f32>().unwrap());
+    }
+    let ints = int_tensor(&[4], -9, 9, 6);
+    assert_eq!(ops::sum(&ints, Some(&[]), false).unwrap().to_vec::<i32>().unwrap(), ints.to_vec::<i32>().unwrap());
+    assert_eq!(ops::sum(&ints, None, false).unwrap().shape(), &[] as &[usize]);
+}
+
+#[test]
 fn reductions_keep_dims_shapes() {
     let x = Tensor::zeros(&[2, 3, 4], DType::F32).unwrap();
-    assert_eq!(ops::sum(&x, &[0, 2], true).unwrap().shape(), &[1, 3, 1]);
-    assert_eq!(ops::sum(&x, &[0, 2], false).unwrap().shape(), &[3]);
-    assert_eq!(ops::max(&x, &[], true).unwrap().shape(), &[1, 1, 1]);
-    assert_eq!(ops::mean(&x, &[], false).unwrap().shape(), &[] as &[usize]);
-    assert_eq!(ops::sum(&x, &[-1], true).unwrap().shape(), &[2, 3, 1]);
+    assert_eq!(ops::sum(&x, Some(&[0, 2]), true).unwrap().shape(), &[1, 3, 1]);
+    assert_eq!(ops::sum(&x, Some(&[0, 2]), false).unwrap().shape(), &[3]);
+    assert_eq!(ops::max(&x, None, true).unwrap().shape(), &[1, 1, 1]);
+    assert_eq!(ops::mean(&x, None, false).unwrap().shape(), &[] as &[usize]);
+    assert_eq!(ops::sum(&x, Some(&[-1]), true).unwrap().shape(), &[2, 3, 1]);
 }
 
 #[test]
 fn reductions_over_empty() {
     // Reducing an empty set: sum is 0, mean is NaN (0 / 0, as NumPy gives).
     let x = Tensor::zeros(&[0, 3], DType::F32).unwrap();
-    assert_eq!(ops::sum(&x, &[0], false).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 3]);
-    assert!(ops::mean(&x, &[0], false).unwrap().to_vec::<f32>().unwrap().iter().all(|v| v.is_nan()));
-    assert_eq!(ops::sum(&x, &[1], false).unwrap().shape(), &[0]);
-    assert_eq!(ops::max(&x, &[1], true).unwrap().shape(), &[0, 1]);
-    assert_eq!(ops::sum(&x, &[], false).unwrap().to_scalar::<f32>().unwrap(), 0.0);
+    assert_eq!(ops::sum(&x, Some(&[0]), false).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 3]);
+    assert!(ops::mean(&x, Some(&[0]), false).unwrap().to_vec::<f32>().unwrap().iter().all(|v| v.is_nan()));
+    assert_eq!(ops::sum(&x, Some(&[1]), false).unwrap().shape(), &[0]);
+    assert_eq!(ops::max(&x, Some(&[1]), true).unwrap().shape(), &[0, 1]);
+    assert_eq!(ops::sum(&x, None, false).unwrap().to_scalar::<f32>().unwrap(), 0.0);
     let xi = Tensor::zeros(&[2, 0, 2], DType::I32).unwrap();
-    assert_eq!(ops::sum(&xi, &[1], false).unwrap().to_vec::<i32>().unwrap(), vec![0; 4]);
-    assert_eq!(ops::sum(&xi, &[0, 2], true).unwrap().shape(), &[1, 0, 1]);
+    assert_eq!(ops::sum(&xi, Some(&[1]), false).unwrap().to_vec::<i32>().unwrap(), vec![0; 4]);
+    assert_eq!(ops::sum(&xi, Some(&[0, 2]), true).unwrap().shape(), &[1, 0, 1]);
 }
 
 #[test]
@@ -604,7 +626,7 @@ fn check_softmax(x: &Tensor, axis: i64) {
     let want = softmax(&f64s(x), axis).unwrap();
     assert_close_with(&what, &got, &want, |i| 1e-6 + 1e-5 * want.data[i]);
     // Each slice along the axis sums to 1.
-    let (sums, count) = reduce(&f64s(&got), &[axis], false, 0.0, |a, v| a + v).unwrap();
+    let (sums, count) = reduce(&f64s(&got), Some(&[axis]), false, 0.0, |a, v| a + v).unwrap();
     if count > 0 {
         assert!(
             sums.data.iter().all(|s| (s - 1.0).abs() < 1e-5),
@@ -667,9 +689,9 @@ fn nan_propagates_through_max_and_min() {
     }
     let big: Vec<f32> = (0..100_000).map(|i| if i == 77_777 { f32::NAN } else { i as f32 }).collect();
     let x = Tensor::from_vec(big, &[100_000]).unwrap();
-    assert!(ops::max(&x, &[], false).unwrap().to_scalar::<f32>().unwrap().is_nan());
+    assert!(ops::max(&x, None, false).unwrap().to_scalar::<f32>().unwrap().is_nan());
     let rows = ops::reshape(&x, &[1000, 100]).unwrap();
-    let per_row = ops::max(&rows, &[1], false).unwrap().to_vec::<f32>().unwrap();
+    let per_row = ops::max(&rows, Some(&[1]), false).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(per_row.iter().filter(|v| v.is_nan()).count(), 1);
 }
 

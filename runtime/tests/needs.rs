@@ -83,7 +83,7 @@ fn matmul_computes_each_operands_gradient_alone() {
             if ta { ops::transpose(&a, &[1, 0]).unwrap() } else { a.clone() },
             if tb { ops::transpose(&b, &[1, 0]).unwrap() } else { b.clone() },
         );
-        let f = |x: &Tensor, y: &Tensor| ops::sum(&ops::square(&ops::matmul(x, y, ta, tb)?)?, &[], false);
+        let f = |x: &Tensor, y: &Tensor| ops::sum(&ops::square(&ops::matmul(x, y, ta, tb)?)?, None, false);
         let both = grads(|xs| f(&xs[0], &xs[1]))(&[a.clone(), b.clone()]).unwrap();
         let da = grad(|x| f(x, &b))(&a).unwrap();
         let db = grad(|y| f(&a, y))(&b).unwrap();

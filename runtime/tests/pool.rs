@@ -48,7 +48,7 @@ fn pool_reuses_bounds_and_trims() {
     .unwrap();
     assert!(empty.to_vec::<f32>().unwrap().iter().all(|&v| v == 0.0));
     // Nor through a reduction, whose output starts from its identity.
-    let rows = ops::sum(&Tensor::ones(&[256 * 1024, 2], DType::F32).unwrap(), &[1], false).unwrap();
+    let rows = ops::sum(&Tensor::ones(&[256 * 1024, 2], DType::F32).unwrap(), Some(&[1]), false).unwrap();
     assert!(rows.to_vec::<f32>().unwrap().iter().all(|&v| v == 2.0));
     drop((empty, rows));
 

@@ -16,7 +16,7 @@ fn inputs() -> (Tensor, Tensor) {
 #[test]
 fn a_profile_records_kernels_ops_and_gradients() {
     let (x, w) = inputs();
-    let (dw, p) = opforge::profile(|| grad(|w| ops::sum(&dense(&x, w)?, &[], false))(&w));
+    let (dw, p) = opforge::profile(|| grad(|w| ops::sum(&dense(&x, w)?, None, false))(&w));
     assert_eq!(dw.unwrap().shape(), &[3, 2]);
     let forward: Vec<&str> = p.kernels.iter().filter(|k| !k.backward()).map(|k| k.kernel).collect();
     assert_eq!(forward, ["BatchMatMul", "Relu", "Sum"]);
@@ -94,7 +94,7 @@ fn the_chrome_trace_parses_back_and_adds_up() {
 #[test]
 fn debug_mode_names_the_kernel_that_made_a_nan() {
     let x = Tensor::from_vec(vec![4.0f32, -1.0, 9.0], &[3]).unwrap();
-    let e = opforge::with_debug(true, || ops::sum(&ops::sqrt(&x)?, &[], false)).unwrap_err();
+    let e = opforge::with_debug(true, || ops::sum(&ops::sqrt(&x)?, None, false)).unwrap_err();
     match &e {
         Error::NonFinite { kernel: "Sqrt", index: 1, gradient_of: None, .. } => {}
         other => panic!("{other:?}"),
@@ -105,7 +105,7 @@ fn debug_mode_names_the_kernel_that_made_a_nan() {
     );
     // In a backward pass: the gradient of sqrt at 0 divides by zero.
     let zero = Tensor::from_vec(vec![1.0f32, 0.0], &[2]).unwrap();
-    let e = opforge::with_debug(true, || grad(|x| ops::sum(&ops::sqrt(x)?, &[], false))(&zero)).unwrap_err();
+    let e = opforge::with_debug(true, || grad(|x| ops::sum(&ops::sqrt(x)?, None, false))(&zero)).unwrap_err();
     assert!(matches!(e, Error::NonFinite { gradient_of: Some("Sqrt"), .. }), "{e}");
     assert!(e.to_string().contains(", in the gradient of `Sqrt`): output f32[2] has inf at element 1"), "{e}");
     // Off by default and outside the closure; integer outputs are not checked.

@@ -67,7 +67,7 @@ fn check_outcome(
             // Any result prints, and reduces, without panicking.
             no_panic(what, || Ok(y.to_string()))?.unwrap();
             if matches!(y.dtype(), DType::F32 | DType::I32) {
-                prop_assert!(no_panic(what, || ops::sum(y, &[], false))?.is_ok(), "{}: sum of the result", what);
+                prop_assert!(no_panic(what, || ops::sum(y, None, false))?.is_ok(), "{}: sum of the result", what);
             }
             Ok(Some(y.clone()))
         }
@@ -192,28 +192,31 @@ proptest! {
         s in shape(), op in 0usize..3, d in dtype(), keep in any::<bool>(),
         raw in prop::collection::vec(-6i64..6, 0..=5), mask in prop::collection::vec(any::<bool>(), 4),
         negative in any::<bool>(), reverse in any::<bool>(), use_raw in prop::bool::weighted(0.4), seed in any::<u64>(),
+        every in prop::bool::weighted(0.2),
     ) {
         let name = ["sum", "max", "mean"][op];
-        let axes = pick_axes(s.len(), &raw, &mask, negative, reverse, use_raw);
+        let picked = pick_axes(s.len(), &raw, &mask, negative, reverse, use_raw);
+        // `None` is every axis; a picked list may be empty, which is none.
+        let axes = (!every).then_some(picked.as_slice());
         let x = tensor_of(d, &s, seed);
         let what = format!("{name}({d}{s:?}, axes {axes:?}, keep_dims {keep})");
         let got = no_panic(&what, || match op {
-            0 => ops::sum(&x, &axes, keep),
-            1 => ops::max(&x, &axes, keep),
-            _ => ops::mean(&x, &axes, keep),
+            0 => ops::sum(&x, axes, keep),
+            1 => ops::max(&x, axes, keep),
+            _ => ops::mean(&x, axes, keep),
         })?;
-        let shape = reduce_shape(&s, &axes, keep).filter(|_| allowed(name).contains(&d));
+        let shape = reduce_shape(&s, axes, keep).filter(|_| allowed(name).contains(&d));
         if let Some(y) = check_outcome(&what, &got, shape.as_deref().map(|s| (s, d)))? {
             let xs = f64s(&x);
             let (want, count) = match op {
-                0 => reduce(&xs, &axes, keep, 0.0, |a, v| a + v).unwrap(),
-                1 => reduce(&xs, &axes, keep, f64::NEG_INFINITY, f64::max).unwrap(),
+                0 => reduce(&xs, axes, keep, 0.0, |a, v| a + v).unwrap(),
+                1 => reduce(&xs, axes, keep, f64::NEG_INFINITY, f64::max).unwrap(),
                 _ => {
-                    let (s, n) = reduce(&xs, &axes, keep, 0.0, |a, v| a + v).unwrap();
+                    let (s, n) = reduce(&xs, axes, keep, 0.0, |a, v| a + v).unwrap();
                     (s.map(|v| v / n as f64), n)
                 }
             };
-            let (scale, _) = reduce(&xs, &axes, keep, 0.0, |a, v| a + v.abs()).unwrap();
+            let (scale, _) = reduce(&xs, axes, keep, 0.0, |a, v| a + v.abs()).unwrap();
             // The max of nothing is not defined by NumPy; any value will do.
             if !(op == 1 && count == 0) {
                 values_close(&what, &y, &want, |i| 1e-6 + 1e-5 * scale.data[i])?;

@@ -76,21 +76,21 @@ fn slice_and_pad_gradients_are_each_others_adjoint() {
     // d/dx sum(w * slice(x)): w where the block was, zeros around it.
     let x = Tensor::random_uniform(&[3, 4], -1.0, 1.0, 1).unwrap();
     let w = f32s(&[1., 2., 3., 4., 5., 6.], &[2, 3]);
-    let g = opforge::grad(|x: &Tensor| ops::sum(&ops::mul(&ops::slice(x, &[1, 0], &[2, 3])?, &w)?, &[], false))(&x)
+    let g = opforge::grad(|x: &Tensor| ops::sum(&ops::mul(&ops::slice(x, &[1, 0], &[2, 3])?, &w)?, None, false))(&x)
         .unwrap();
     assert_eq!(g.to_vec::<f32>().unwrap(), [0., 0., 0., 0., 1., 2., 3., 0., 4., 5., 6., 0.]);
     // d/dx sum(w * pad(x)): the block of w where x sits.
     let x = f32s(&[1., 2.], &[1, 2]);
     let w = f32s(&(1..=12).map(|v| v as f32).collect::<Vec<_>>(), &[3, 4]);
     let g = opforge::grad(|x: &Tensor| {
-        ops::sum(&ops::mul(&ops::pad(x, &[vec![1, 1], vec![2, 0]], 7.0)?, &w)?, &[], false)
+        ops::sum(&ops::mul(&ops::pad(x, &[vec![1, 1], vec![2, 0]], 7.0)?, &w)?, None, false)
     })(&x)
     .unwrap();
     assert_eq!(g.to_vec::<f32>().unwrap(), [7., 8.]);
     // Second order: the gradient of the gradient goes through the other kernel.
     let h = opforge::grad(|x: &Tensor| {
-        let g = opforge::grad(|x: &Tensor| ops::sum(&ops::square(&ops::slice(x, &[0, 1], &[1, 1])?)?, &[], false))(x)?;
-        ops::sum(&g, &[], false)
+        let g = opforge::grad(|x: &Tensor| ops::sum(&ops::square(&ops::slice(x, &[0, 1], &[1, 1])?)?, None, false))(x)?;
+        ops::sum(&g, None, false)
     })(&f32s(&[3., 4.], &[1, 2]))
     .unwrap();
     assert_eq!(h.to_vec::<f32>().unwrap(), [0., 2.]);

@@ -23,8 +23,33 @@ paddings = { type = "int_lists", doc = "`[before, after]` per axis" }
 mode = { type = "PadMode", values = ["constant", "reflect"], default = "constant" }
 value = { type = "float", optional = true, doc = "the constant; 0 when absent" }
 weights = { type = "floats", default = [], doc = "a factor per axis; none means 1" }
+
+[MyTotal]
+op = "my_total"
+doc = "Sums `x` over `axes`, which are never optional here."
+inputs = ["x"]
+dtypes = ["f32"]
+shape = "reduce(x, axes, keep_dims)"
+non_differentiable = "a test of the reduce rule"
+[MyTotal.attrs]
+axes = { type = "ints", default = [] }
+keep_dims = { type = "bool", default = false }
 "#
 );
+
+#[kernel(MyTotal, cpu)]
+fn my_total_cpu(x: &CpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = (x, axes, keep_dims);
+    CpuTensor::from_vec(&out.shape, vec![0.0f32; out.numel()])
+}
+
+#[test]
+fn a_reduce_rule_reads_an_empty_list_of_axes_as_none() {
+    let x = Tensor::from_vec(vec![1.0f32; 6], &[2, 3]).unwrap();
+    assert_eq!(my_total(&x, &[], false).unwrap().shape(), &[2, 3]);
+    assert_eq!(my_total(&x, &[0, 1], false).unwrap().shape(), &[] as &[usize]);
+    assert_eq!(my_total(&x, &[-1], true).unwrap().shape(), &[2, 1]);
+}
 
 mod shapes {
     use opforge::shape::Shape;

@@ -223,7 +223,7 @@ fn kernels_without_wgpu_code_fall_back_to_the_cpu() {
 fn gradients_run_on_wgpu_tensors() {
     let Some(()) = gpu() else { return };
     let x = Tensor::from_vec(vec![0.5f32, 1.0, 2.0], &[3]).unwrap();
-    let f = |x: &Tensor| ops::sum(&ops::mul(&ops::sin(x)?, x)?, &[], false);
+    let f = |x: &Tensor| ops::sum(&ops::mul(&ops::sin(x)?, x)?, None, false);
     let want = opforge::grad(f)(&x).unwrap();
     let got = opforge::grad(f)(&on_gpu(&x)).unwrap();
     assert_close("grad(sum(sin(x) * x))", &want, &got, 1e-5);
@@ -276,7 +276,7 @@ fn elementwise_ops_past_the_binding_limit_run_in_slices() {
     assert!(cast.iter().enumerate().all(|(i, &v)| v == i as f32 as i32), "cast");
     drop((y, sum, shifted, cast));
     // Kernels that cannot be sliced refuse, naming themselves.
-    let err = ops::sum(&gx, &[], false).unwrap_err().to_string();
+    let err = ops::sum(&gx, None, false).unwrap_err().to_string();
     assert!(err.starts_with("kernel `Sum` on backend `wgpu`: a 134221728-byte buffer exceeds the 128 MiB"), "{err}");
     // Exactly at the limit works in one dispatch, through a 2D grid of workgroups.
     let x = on_gpu(&Tensor::full(&[1 << 25], 2.0f32).unwrap());
@@ -365,7 +365,7 @@ fn threads_share_the_device_without_mixing_results() {
                 let x = Tensor::random_uniform(&[257, 33], -1.0, 1.0, 20 + seed).unwrap();
                 let f = |x: &Tensor| -> Result<Tensor> {
                     let h = ops::tanh(&ops::matmul(x, x, false, true)?)?;
-                    ops::sum(&ops::softmax(&h, -1)?, &[0], false)
+                    ops::sum(&ops::softmax(&h, -1)?, Some(&[0]), false)
                 };
                 let want = f(&x).unwrap();
                 for _ in 0..5 {
@@ -403,7 +403,7 @@ fn vectorized_reductions_and_softmax_agree_with_the_cpu() {
     for shape in [[3usize, 4100], [2, 65536], [1, (1 << 20) + 4], [3, 4099]] {
         let x = Tensor::random_uniform(&shape, -1.0, 1.0, shape[1] as u64).unwrap();
         let g = on_gpu(&x);
-        for axes in [&[1i64][..], &[0, 1]] {
+        for axes in [Some(&[1i64][..]), None] {
             let what = format!("{shape:?} over {axes:?}");
             let rel = 1e-6 * shape[1] as f32;
             assert_close(
@@ -469,7 +469,7 @@ fn nan_and_infinities_behave_alike_on_both_backends() {
 fn profiles_time_wgpu_kernels_on_the_device_where_the_adapter_can() {
     let Some(()) = gpu() else { return };
     let x = on_gpu(&Tensor::random_uniform(&[256, 256], -1.0, 1.0, 5).unwrap());
-    let (y, p) = opforge::profile(|| ops::sum(&ops::matmul(&x, &x, false, false)?, &[], false));
+    let (y, p) = opforge::profile(|| ops::sum(&ops::matmul(&x, &x, false, false)?, None, false));
     y.unwrap();
     assert_eq!(p.kernels.iter().map(|k| k.kernel).collect::<Vec<_>>(), ["BatchMatMul", "Sum"]);
     let timed = opforge::backend::wgpu::device_timing();

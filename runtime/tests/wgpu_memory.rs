@@ -22,7 +22,7 @@ fn wgpu_memory_returns_to_its_previous_count() {
         let results = [
             ops::exp(&x).unwrap(),
             ops::add(&x, &x).unwrap(),
-            ops::sum(&x, &[], false).unwrap(), // through the cpu fallback
+            ops::sum(&x, None, false).unwrap(), // through the cpu fallback
             ops::cast(&x, DType::I32).unwrap(),
         ];
         assert_eq!(wgpu().buffers, before.buffers + 1 + results.len());

@@ -157,7 +157,7 @@ fn workloads() -> Vec<Workload> {
             group,
             title,
             jobs: vec![
-                ("opforge", job(move || ops::sum(black_box(&o), if axis1 { &[1] } else { &[] }, false).expect("sum"))),
+                ("opforge", job(move || ops::sum(black_box(&o), if axis1 { Some(&[1]) } else { None }, false).expect("sum"))),
                 (
                     "candle",
                     job(move || if axis1 { black_box(&c).sum(1) } else { black_box(&c).sum_all() }.expect("sum")),

@@ -31,7 +31,7 @@ pub fn unbroadcast(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let lead = g.rank().saturating_sub(shape.len());
     let axes: Vec<i64> =
         (0..g.rank()).filter(|&i| i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1)).map(|i| i as i64).collect();
-    let summed = if axes.is_empty() { g.clone() } else { ops::sum(g, &axes, false)? };
+    let summed = if axes.is_empty() { g.clone() } else { ops::sum(g, Some(&axes), false)? };
     ops::reshape(&summed, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
 }
 

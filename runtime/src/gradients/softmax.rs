@@ -5,6 +5,6 @@ use crate::{gradient, ops, Result, Tensor};
 
 #[gradient(Softmax)]
 fn softmax_grad(axis: i64, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    let dot = ops::sum(&ops::mul(dy, y)?, &[axis], true)?;
+    let dot = ops::sum(&ops::mul(dy, y)?, Some(&[axis]), true)?;
     ops::mul(y, &ops::sub(dy, &dot)?)
 }

@@ -173,12 +173,12 @@ pub fn norm_axis(axis: i64, rank: usize) -> Option<usize> {
     (0..rank as i64).contains(&a).then_some(a as usize)
 }
 
-/// The reduced axes as NumPy reads them: empty means all; out of range or
-/// repeated is an error.
-pub fn reduce_axes(rank: usize, axes: &[i64]) -> Option<Vec<usize>> {
-    if axes.is_empty() {
+/// The reduced axes as NumPy reads them: `None` means all, an empty list
+/// none; out of range or repeated is an error.
+pub fn reduce_axes(rank: usize, axes: Option<&[i64]>) -> Option<Vec<usize>> {
+    let Some(axes) = axes else {
         return Some((0..rank).collect());
-    }
+    };
     let mut out = Vec::new();
     for &a in axes {
         let n = norm_axis(a, rank)?;
@@ -190,7 +190,7 @@ pub fn reduce_axes(rank: usize, axes: &[i64]) -> Option<Vec<usize>> {
     Some(out)
 }
 
-pub fn reduce_shape(shape: &[usize], axes: &[i64], keep: bool) -> Option<Vec<usize>> {
+pub fn reduce_shape(shape: &[usize], axes: Option<&[i64]>, keep: bool) -> Option<Vec<usize>> {
     let axes = reduce_axes(shape.len(), axes)?;
     Some(
         shape
@@ -208,7 +208,7 @@ pub fn reduce_shape(shape: &[usize], axes: &[i64], keep: bool) -> Option<Vec<usi
 /// A fold over the reduced axes, and how many elements each output folded.
 pub fn reduce<T: Copy, A: Copy>(
     x: &Arr<T>,
-    axes: &[i64],
+    axes: Option<&[i64]>,
     keep: bool,
     init: A,
     f: impl Fn(A, T) -> A,
@@ -340,9 +340,9 @@ pub fn transpose<T: Copy>(x: &Arr<T>, perm: &[i64]) -> Option<Arr<T>> {
 /// `exp(x) / sum(exp(x))` along `axis`, in f64.
 pub fn softmax(x: &Arr<f64>, axis: i64) -> Option<Arr<f64>> {
     let axis = norm_axis(axis, x.shape.len())?;
-    let (max, _) = reduce(x, &[axis as i64], true, f64::NEG_INFINITY, f64::max)?;
+    let (max, _) = reduce(x, Some(&[axis as i64]), true, f64::NEG_INFINITY, f64::max)?;
     let e = broadcast(x, &max, |v, m| (v - m).exp())?;
-    let (sum, _) = reduce(&e, &[axis as i64], true, 0.0, |a, v| a + v)?;
+    let (sum, _) = reduce(&e, Some(&[axis as i64]), true, 0.0, |a, v| a + v)?;
     broadcast(&e, &sum, |v, s| v / s)
 }
 

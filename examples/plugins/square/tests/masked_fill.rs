@@ -32,7 +32,7 @@ fn each_input_is_checked_against_its_own_type() {
 fn the_gradient_reaches_only_the_kept_elements() {
     let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
     let mask = Tensor::from_vec(vec![false, true, false, true, true, false], &[2, 3]).unwrap();
-    let dx = grad(|x: &Tensor| ops::sum(&my_masked_fill(x, &mask, 9.0)?, &[], false))(&x).unwrap();
+    let dx = grad(|x: &Tensor| ops::sum(&my_masked_fill(x, &mask, 9.0)?, None, false))(&x).unwrap();
     // Column by column, the rows where the mask is false: one, none, both.
     assert_eq!(dx.to_vec::<f32>().unwrap(), [1.0, 0.0, 2.0]);
 }

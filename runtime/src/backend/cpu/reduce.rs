@@ -94,7 +94,7 @@ impl Fold<i32> for MaxI32 {
 }
 
 /// `[outer, r, inner]` reduced over `r`.
-fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: &[i64], out: &TensorMeta) -> Result<(Vec<T>, usize)> {
+fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: Option<&[i64]>, out: &TensorMeta) -> Result<(Vec<T>, usize)> {
     let shape = x.shape();
     let axes = reduction_axes(shape.len(), axes).map_err(|m| crate::Error::Backend {
         kernel: "reduce",
@@ -173,7 +173,7 @@ fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: &[i64], out: &TensorMeta)
 }
 
 #[kernel(Sum, cpu)]
-fn sum(x: &CpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
+fn sum(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
     let _ = keep_dims; // The output shape, from the spec's rule, already says it.
     match x.dtype() {
         DType::F32 => CpuTensor::from_vec(&out.shape, reduce::<f32, SumF32>(x, axes, out)?.0),
@@ -183,7 +183,7 @@ fn sum(x: &CpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result
 }
 
 #[kernel(Max, cpu)]
-fn max(x: &CpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
+fn max(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
     let _ = keep_dims;
     match x.dtype() {
         DType::F32 => CpuTensor::from_vec(&out.shape, reduce::<f32, MaxF32>(x, axes, out)?.0),
@@ -193,7 +193,7 @@ fn max(x: &CpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result
 }
 
 #[kernel(Mean, cpu)]
-fn mean(x: &CpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
+fn mean(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
     let _ = keep_dims;
     let (mut sums, r) = reduce::<f32, SumF32>(x, axes, out)?;
     let scale = 1.0 / r as f32;

@@ -121,7 +121,7 @@ fn reduce(
     kernel: &'static str,
     op: u32,
     x: &WgpuTensor,
-    axes: &[i64],
+    axes: Option<&[i64]>,
     mean: bool,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
@@ -142,19 +142,19 @@ fn reduce(
 }
 
 #[kernel(Sum, wgpu)]
-fn sum(x: &WgpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
+fn sum(x: &WgpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
     let _ = keep_dims; // The output shape, from the spec's rule, already says it.
     reduce("Sum", 0, x, axes, false, out)
 }
 
 #[kernel(Max, wgpu)]
-fn max(x: &WgpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
+fn max(x: &WgpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
     let _ = keep_dims;
     reduce("Max", 1, x, axes, false, out)
 }
 
 #[kernel(Mean, wgpu)]
-fn mean(x: &WgpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
+fn mean(x: &WgpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
     let _ = keep_dims;
     reduce("Mean", 0, x, axes, true, out)
 }
