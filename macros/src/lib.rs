@@ -38,7 +38,8 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Registers a function as the gradient of kernel `Name`:
 /// `#[gradient(Relu)]` or `#[gradient(Relu, override)]`. Parameters are
-/// named after the kernel's inputs, attributes, output, `dy` and `needs`
+/// named after the kernel's inputs, attributes, output, the output's
+/// cotangent (`d` and the output's name: `dy` for `y`) and `needs`
 /// (the kernel's `NameNeeds`: which inputs want a gradient); it returns one
 /// tensor per differentiable input, or an `Option<Tensor>` that is `None`
 /// where `needs` says the gradient is not wanted.

@@ -136,8 +136,9 @@ pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
 /// `const __OPFORGE_SPEC: SpecNames`, the names of descriptor `k` that the
 /// compile-time checks read, and the path naming it.
 pub(crate) fn spec_names(k: &Ident) -> (TokenStream, TokenStream) {
-    let [name, inputs, attrs, output, differentiable] =
-        [quote!(NAME), quote!(INPUTS), quote!(ATTRS), quote!(OUTPUT), quote!(DIFFERENTIABLE)].map(|i| spec_item(k, i));
+    let [name, inputs, attrs, output, cotangent, differentiable] =
+        [quote!(NAME), quote!(INPUTS), quote!(ATTRS), quote!(OUTPUT), quote!(COTANGENT), quote!(DIFFERENTIABLE)]
+            .map(|i| spec_item(k, i));
     let names = respan(
         quote! {
             ::opforge::__private::SpecNames {
@@ -145,6 +146,7 @@ pub(crate) fn spec_names(k: &Ident) -> (TokenStream, TokenStream) {
                 inputs: #inputs,
                 attrs: #attrs,
                 output: #output,
+                cotangent: #cotangent,
                 differentiable: #differentiable,
             }
         },

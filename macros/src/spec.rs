@@ -495,9 +495,11 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
     let desc_doc = format!("Descriptor of kernel `{kernel_name}`: {doc}\n\n{no_grad_doc}");
     let attrs_doc = format!("Attributes of kernel `{kernel_name}`.");
     let args_doc = format!("What a `{kernel_name}` kernel on backend `B` receives.");
+    let cotangent_name = k.cotangent();
+    let cotangent = ident(&cotangent_name);
     let grad_args_doc = format!(
-        "What the gradient of `{kernel_name}` receives: inputs, attributes, the output `{}` and its cotangent `dy`.",
-        k.output
+        "What the gradient of `{kernel_name}` receives: inputs, attributes, the output `{}` and its cotangent `{}`.",
+        k.output, cotangent_name
     );
     let spec_ident = format_ident!("__OPFORGE_SPEC_{}", k.name);
     let attr_names = k.attrs.iter().map(|a| &a.name);
@@ -528,7 +530,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
             /// The kernel's output.
             pub #output: &'a ::opforge::Tensor,
             /// The cotangent of the output.
-            pub dy: &'a ::opforge::Tensor,
+            pub #cotangent: &'a ::opforge::Tensor,
             #needs_field
         }
 
@@ -542,6 +544,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
             const INPUTS: &'static [&'static str] = &[#(#input_names),*];
             const ATTRS: &'static [&'static str] = &[#(#attr_names),*];
             const OUTPUT: &'static str = #output_name;
+            const COTANGENT: &'static str = #cotangent_name;
             const DIFFERENTIABLE: &'static [&'static str] = &[#(#diff_names),*];
             type Attrs = #attrs_ty;
             type Args<'a, B: ::opforge::__private::Backend> = #args_ty<'a, B>;
@@ -574,7 +577,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
                     #( #inputs: ::opforge::__private::grad_input(__call, #input_idx)?, )*
                     #( #attr_idents: #attr_reads, )*
                     #output: __call.output,
-                    dy: __call.dy,
+                    #cotangent: __call.dy,
                     #needs_value
                 })
             }

@@ -102,16 +102,18 @@ pub(crate) fn snake_case_problem(name: &str) -> Option<&'static str> {
     }
 }
 
-/// Names a gradient receives besides the kernel's own: its cotangent `dy`
-/// and `needs`, which inputs want a gradient. Inputs, attrs and the output
-/// must not take them.
-pub const RESERVED: [&str; 2] = ["dy", "needs"];
+/// A name a gradient receives besides the kernel's own: `needs`, which
+/// inputs want a gradient. Inputs, attrs and the output must not take it.
+/// (The output's cotangent is named after the output, `d` + its name, and
+/// checked against each kernel's names: `dy` is free where the output is
+/// not `y`, as in TF.js's backprop kernels.)
+pub const RESERVED: [&str; 1] = ["needs"];
 
 /// Why `name` may not name an input, attr or output, if it may not.
 pub(crate) fn reserved_problem(name: &str) -> Option<String> {
     RESERVED.contains(&name).then(|| {
-        "is reserved: a gradient receives `dy` (the output's cotangent) and `needs` (which inputs want a gradient) \
-         beside the kernel's inputs, attrs and output; expected another name"
+        "is reserved: a gradient receives `needs` (which inputs want a gradient) beside the kernel's inputs, attrs, \
+         output and the output's cotangent; expected another name"
             .to_owned()
     })
 }

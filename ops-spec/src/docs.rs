@@ -486,12 +486,14 @@
 //! `grad` lists the inputs gradients flow to, which need not be all of
 //! them; the kernel's `#[gradient]` function returns one tensor for each, in
 //! that order. It may take any of the kernel's inputs and attrs by name, the
-//! output (by its `output` name), `dy` (the output's cotangent), and
+//! output (by its `output` name), the output's cotangent, named `d` and
+//! the output's name (`dy` for `y`; TF.js's backprop kernels take an input
+//! `dy` and name their output `dx`, whose cotangent is `ddx`), and
 //! `needs`: a `KernelNeeds` struct with one `bool` field per `grad` input,
 //! saying which inputs want a gradient in this call. A gradient that takes
 //! `needs` may return `Option<Tensor>`s and give `None` for the others,
-//! skipping their computation. So `dy` and `needs` are reserved: no input,
-//! attr or output may be called that.
+//! skipping their computation. So `needs` is reserved, and no input or
+//! attr may take the cotangent's name.
 //!
 //! ```
 //! use opforge_spec::Differentiable;
@@ -510,6 +512,12 @@
 //! let reserved = relu_backward(r#"["gradients", "needs"]"#, "");
 //! let err = opforge_spec::parse(&reserved, "ops.toml").unwrap_err().to_string();
 //! assert!(err.starts_with("ops.toml:4:24: input name `needs` is reserved"), "{err}");
+//!
+//! let cotangent = relu_backward(r#"["gradients", "dy"]"#, "");
+//! let err = opforge_spec::parse(&cotangent, "ops.toml").unwrap_err().to_string();
+//! assert!(err.starts_with("ops.toml:4:24: input `dy` takes the name of the output's cotangent"), "{err}");
+//! let renamed = relu_backward(r#"["gradients", "dy"]"#, "output = \"dx\"\n");
+//! assert_eq!(opforge_spec::parse(&renamed, "ops.toml").unwrap().kernels[0].cotangent(), "ddx");
 //!
 //! let both = relu_backward(r#"["gradients"]"#, "non_differentiable = \"no reason\"\n");
 //! let err = opforge_spec::parse(&both, "ops.toml").unwrap_err().to_string();

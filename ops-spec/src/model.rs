@@ -68,6 +68,12 @@ impl KernelDef {
         self.type_vars.len() == 1 && self.input_types.iter().all(|t| matches!(t, InputType::Var(_)))
     }
 
+    /// The name a gradient receives the output's cotangent by: `d` and the
+    /// output's name (`dy` for `y`, `ddx` for `dx`).
+    pub fn cotangent(&self) -> String {
+        format!("d{}", self.output)
+    }
+
     /// The type variable called `name`, if any.
     pub fn type_var(&self, name: &str) -> Option<&TypeVar> {
         self.type_vars.iter().find(|v| v.name == name)

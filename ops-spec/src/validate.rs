@@ -180,6 +180,21 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
             Some(s)
         }),
     };
+    // The gradient receives the output's cotangent as `d` + the output's
+    // name, so no input or attr may be called that.
+    if let Some(out) = &output {
+        let cotangent = format!("d{out}");
+        let input = declared.as_ref().and_then(|i| i.iter().find(|i| i.name == cotangent)).map(|i| ("input", i.at));
+        let attr = attrs.as_ref().and_then(|a| a.scope.iter().any(|(n, _)| *n == cotangent).then_some(("attr", e.at)));
+        if let Some((what, at)) = input.or(attr) {
+            let msg = format!(
+                "{what} `{cotangent}` takes the name of the output's cotangent, which a gradient receives as \
+                 `{cotangent}` (`d` and the output's name `{out}`); name the output otherwise (`output = \"dx\"` \
+                 makes it `ddx`), or the {what}"
+            );
+            d.error(at, msg);
+        }
+    }
     let vars = field("dtypes").and_then(|f| type_vars(d, f));
     let input_types = match (&declared, &vars) {
         (Some(declared), Some(vars)) => input_types(d, name, declared, vars),

@@ -760,19 +760,36 @@ fn misspelled_index_rules_get_suggestions() {
 
 #[test]
 fn names_a_gradient_reserves() {
-    let reserved = "is reserved: a gradient receives `dy` (the output's cotangent) and `needs` (which inputs want a \
-                    gradient) beside the kernel's inputs, attrs and output; expected another name";
-    assert_errors(
-        &edit(ADD, "inputs =", "inputs = [\"a\", \"b\", \"dy\"]"),
-        &[&format!("ops.toml:4:21: input name `dy` {reserved}")],
-    );
+    let reserved = "is reserved: a gradient receives `needs` (which inputs want a gradient) beside the kernel's \
+                    inputs, attrs, output and the output's cotangent; expected another name";
     assert_errors(
         &edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\" }\nneeds = { type = \"bool\" }"),
         &[&format!("ops.toml:11:1: attr name `needs` {reserved}")],
     );
     assert_errors(
-        &edit(ADD, "doc =", "doc = \"adds\"\noutput = \"dy\""),
-        &[&format!("ops.toml:4:10: output name `dy` {reserved}")],
+        &edit(ADD, "doc =", "doc = \"adds\"\noutput = \"needs\""),
+        &[&format!("ops.toml:4:10: output name `needs` {reserved}")],
+    );
+}
+
+#[test]
+fn the_cotangent_is_named_after_the_output() {
+    // The gradient gets the output `y`'s cotangent as `dy`: an input may not take that name...
+    assert_errors(
+        &edit(ADD, "inputs =", "inputs = [\"a\", \"b\", \"dy\"]"),
+        &["ops.toml:4:21: input `dy` takes the name of the output's cotangent, which a gradient receives as `dy` \
+           (`d` and the output's name `y`); name the output otherwise (`output = \"dx\"` makes it `ddx`), or the \
+           input"],
+    );
+    // ... unless the output has another name, as in TF.js's backprop kernels.
+    let backprop = edit(ADD, "inputs =", "inputs = [\"a\", \"dy\"]\noutput = \"dx\"").replace("(a, b)", "(a, dy)");
+    let spec = parse(&backprop.replace("[\"a\", \"b\"]", "[\"a\", \"dy\"]"), "ops.toml").unwrap();
+    assert_eq!((spec.kernels[0].output.as_str(), spec.kernels[0].cotangent()), ("dx", "ddx".to_owned()));
+    assert_errors(
+        &edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\" }\ndy = { type = \"bool\" }"),
+        &["ops.toml:1:2: attr `dy` takes the name of the output's cotangent, which a gradient receives as `dy` \
+           (`d` and the output's name `y`); name the output otherwise (`output = \"dx\"` makes it `ddx`), or the \
+           attr"],
     );
 }
 

@@ -686,7 +686,7 @@ pub mod rules {
     }
 
     /// The shape function of `Conv2DBackpropInput`: `input_shape`, whose
-    /// convolution by `filter` has `out_backprop`'s shape.
+    /// convolution by `filter` has `dy`'s shape.
     ///
     /// ```
     /// use opforge::kernels::{Conv2DBackpropInputAttrs, Padding};
@@ -702,7 +702,7 @@ pub mod rules {
     /// assert!(conv2d_backprop_input(&[1, 4, 3, 4], &[3, 3, 1, 4], &attrs).is_err());
     /// ```
     pub fn conv2d_backprop_input(
-        out_backprop: &[usize],
+        dy: &[usize],
         filter: &[usize],
         attrs: &crate::kernels::Conv2DBackpropInputAttrs,
     ) -> Result<Shape, String> {
@@ -710,16 +710,16 @@ pub mod rules {
         let x = dims4("input_shape", &a.input_shape)?;
         let w = conv_window(&x, filter, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
         let want = [x[0], w.output[0], w.output[1], filter[3]];
-        if out_backprop != want {
+        if dy != want {
             return Err(format!(
-                "out_backprop has shape {out_backprop:?}, but the convolution of {x:?} by filter {filter:?} gives {want:?}"
+                "dy has shape {dy:?}, but the convolution of {x:?} by filter {filter:?} gives {want:?}"
             ));
         }
         allocatable(Shape::from_slice(&x))
     }
 
     /// The shape function of `Conv2DBackpropFilter`: `filter_shape`, by
-    /// which the convolution of `x` has `out_backprop`'s shape.
+    /// which the convolution of `x` has `dy`'s shape.
     ///
     /// ```
     /// use opforge::kernels::{Conv2DBackpropFilterAttrs, Padding};
@@ -735,16 +735,16 @@ pub mod rules {
     /// ```
     pub fn conv2d_backprop_filter(
         x: &[usize],
-        out_backprop: &[usize],
+        dy: &[usize],
         attrs: &crate::kernels::Conv2DBackpropFilterAttrs,
     ) -> Result<Shape, String> {
         let a = attrs;
         let f = dims4("filter_shape", &a.filter_shape)?;
         let w = conv_window(x, &f, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
         let want = [x[0], w.output[0], w.output[1], f[3]];
-        if out_backprop != want {
+        if dy != want {
             return Err(format!(
-                "out_backprop has shape {out_backprop:?}, but the convolution of x {x:?} by a filter {f:?} gives {want:?}"
+                "dy has shape {dy:?}, but the convolution of x {x:?} by a filter {f:?} gives {want:?}"
             ));
         }
         allocatable(Shape::from_slice(&f))
@@ -815,7 +815,7 @@ pub mod rules {
     }
 
     /// The shape function of `MaxPoolGrad` and `AvgPoolGrad`: `x`'s shape,
-    /// whose pooling has `out_backprop`'s shape.
+    /// whose pooling has `dy`'s shape.
     ///
     /// ```
     /// use opforge::kernels::{AvgPoolGradAttrs, Padding};
@@ -829,11 +829,11 @@ pub mod rules {
     /// assert_eq!(pool_grad(&[2, 2, 3, 3], &[2, 4, 6, 3], &attrs).unwrap().as_slice(), &[2, 4, 6, 3]);
     /// assert!(pool_grad(&[2, 2, 2, 3], &[2, 4, 6, 3], &attrs).is_err());
     /// ```
-    pub fn pool_grad<A: PoolAttrs>(out_backprop: &[usize], x: &[usize], attrs: &A) -> Result<Shape, String> {
+    pub fn pool_grad<A: PoolAttrs>(dy: &[usize], x: &[usize], attrs: &A) -> Result<Shape, String> {
         let want = pool(x, attrs)?;
-        if out_backprop != want.as_slice() {
+        if dy != want.as_slice() {
             return Err(format!(
-                "out_backprop has shape {out_backprop:?}, but pooling x {x:?} with windows {:?} gives {:?}",
+                "dy has shape {dy:?}, but pooling x {x:?} with windows {:?} gives {:?}",
                 attrs.filter_size(),
                 want.as_slice()
             ));

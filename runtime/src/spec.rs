@@ -39,6 +39,9 @@ pub trait KernelSpec: Sized + Send + Sync + 'static {
     const ATTRS: &'static [&'static str];
     /// The output's name, as a gradient parameter (`y` unless the spec says otherwise).
     const OUTPUT: &'static str;
+    /// The name a gradient receives the output's cotangent by: `d` and the
+    /// output's name (`dy` for `y`, `ddx` for `dx`).
+    const COTANGENT: &'static str;
     /// The differentiable inputs; empty for a `non_differentiable` kernel.
     const DIFFERENTIABLE: &'static [&'static str];
     /// The typed attributes (a struct with one field per spec attribute).
@@ -157,6 +160,7 @@ pub struct SpecNames {
     pub inputs: &'static [&'static str],
     pub attrs: &'static [&'static str],
     pub output: &'static str,
+    pub cotangent: &'static str,
     pub differentiable: &'static [&'static str],
 }
 
@@ -228,13 +232,14 @@ impl ParamCheck {
         m
     }
 
-    /// A gradient parameter must name an input, an attribute, the output or `dy`.
+    /// A gradient parameter must name an input, an attribute, the output,
+    /// its cotangent or `needs`.
     pub const fn gradient_param(k: SpecNames, name: &str, given: &[&str]) -> Self {
         let mut m = Self::new();
         let known = contains(k.inputs, name)
             || contains(k.attrs, name)
             || eq(k.output, name)
-            || eq("dy", name)
+            || eq(k.cotangent, name)
             || eq("needs", name);
         if !known {
             m.push("unknown parameter `").push(name).push("`: the gradient of `").push(k.name).push("` may take its ");
@@ -242,9 +247,14 @@ impl ParamCheck {
             if !k.attrs.is_empty() {
                 m.names(k.attrs, "attribute", "attributes").push(", ");
             }
-            m.push("its output `").push(k.output).push("`, `dy`, the cotangent of the output, and `needs`, ");
-            m.push("which inputs want a gradient");
-            m.suggest(name, &[k.inputs, k.attrs, &[k.output, "dy", "needs"]], given);
+            m.push("its output `").push(k.output).push("`, `").push(k.cotangent);
+            m.push("`, the cotangent of the output, and `needs`, which inputs want a gradient");
+            if eq(name, "dy") {
+                // The usual name, for another output: the cotangent is named after it.
+                m.push("; the cotangent is `").push(k.cotangent).push("` here, `d` and the output's name");
+            } else {
+                m.suggest(name, &[k.inputs, k.attrs, &[k.output, k.cotangent, "needs"]], given);
+            }
         }
         m
     }
@@ -549,10 +559,17 @@ mod tests {
         inputs: &["a", "b"],
         attrs: &["transpose_a", "transpose_b"],
         output: "y",
+        cotangent: "dy",
         differentiable: &["a", "b"],
     };
-    const CAST: SpecNames =
-        SpecNames { name: "Cast", inputs: &["x"], attrs: &["dtype"], output: "y", differentiable: &[] };
+    const CAST: SpecNames = SpecNames {
+        name: "Cast",
+        inputs: &["x"],
+        attrs: &["dtype"],
+        output: "y",
+        cotangent: "dy",
+        differentiable: &[],
+    };
 
     fn message(check: ParamCheck) -> Option<String> {
         check.message().map(str::to_owned)

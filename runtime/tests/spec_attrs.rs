@@ -3,7 +3,7 @@
 //! attr, and a shape computed by a Rust function of this crate.
 
 use opforge::backend::cpu::CpuTensor;
-use opforge::{kernel, Error, Result, Tensor, TensorMeta};
+use opforge::{gradient, kernel, ops, Error, Result, Tensor, TensorMeta};
 
 opforge::spec!(
     inline = r#"
@@ -23,6 +23,15 @@ paddings = { type = "int_lists", doc = "`[before, after]` per axis" }
 mode = { type = "PadMode", values = ["constant", "reflect"], default = "constant" }
 value = { type = "float", optional = true, doc = "the constant; 0 when absent" }
 weights = { type = "floats", default = [], doc = "a factor per axis; none means 1" }
+
+[MyScaleBack]
+op = "my_scale_back"
+doc = "A backprop kernel named the TF.js way: `dy` in, `dx` out."
+inputs = ["dy", "x"]
+output = "dx"
+dtypes = ["f32"]
+shape = "same(dy)"
+grad = ["dy"]
 
 [MyTotal]
 op = "my_total"
@@ -163,4 +172,28 @@ fn the_registry_names_each_attr_type() {
         spec.attrs,
         &[("paddings", "int_lists"), ("mode", "PadMode"), ("value", "float"), ("weights", "floats")]
     );
+}
+
+#[kernel(MyScaleBack, cpu)]
+fn my_scale_back_cpu(dy: &CpuTensor, x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let (g, v) = (dy.as_slice::<f32>()?, x.as_slice::<f32>()?);
+    CpuTensor::from_vec(&out.shape, g.iter().zip(v).map(|(g, v)| g * v).collect())
+}
+
+/// The output is `dx`, so the gradient gets its cotangent as `ddx`, and
+/// the input `dy` by its own name.
+#[gradient(MyScaleBack)]
+fn my_scale_back_grad(dy: &Tensor, x: &Tensor, dx: &Tensor, ddx: &Tensor) -> Result<Tensor> {
+    let _ = (dy, dx);
+    ops::mul(ddx, x)
+}
+
+#[test]
+fn a_kernel_may_take_dy_when_its_output_is_named_otherwise() {
+    let x = Tensor::from_vec(vec![2.0f32, -3.0], &[2]).unwrap();
+    let dy = Tensor::from_vec(vec![5.0f32, 7.0], &[2]).unwrap();
+    assert_eq!(my_scale_back(&dy, &x).unwrap().to_vec::<f32>().unwrap(), [10.0, -21.0]);
+    let g = opforge::grad(|dy: &Tensor| ops::sum(&my_scale_back(dy, &x)?, None, false))(&dy).unwrap();
+    assert_eq!(g.to_vec::<f32>().unwrap(), [2.0, -3.0]);
+    assert_eq!(<MyScaleBack as opforge::KernelSpec>::COTANGENT, "ddx");
 }

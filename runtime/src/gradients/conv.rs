@@ -1,7 +1,8 @@
 //! Gradients of convolution and pooling. A convolution `C(x, w)` is
-//! bilinear, and its two backprops are its adjoints: `B(g, w) = J_x^T g`
-//! and `F(x, g) = J_w^T g`. So every gradient here is one of the three,
-//! and each can be differentiated again.
+//! bilinear, and its two backprops are its adjoints: `B(dy, w) = J_x^T dy`
+//! and `F(x, dy) = J_w^T dy`. So every gradient here is one of the three,
+//! and each can be differentiated again. The backprop kernels take TF.js's
+//! `dy` as an input, so their own cotangents are `ddx` and `ddfilter`.
 
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropFilterNeeds, Conv2DBackpropInput,
@@ -37,55 +38,55 @@ fn conv2d_grad(
     Ok((dx, dfilter))
 }
 
-/// `B(g, w)` is linear in `g` with adjoint `C(., w)`, and `<B(g, w), v> =
-/// <g, C(v, w)>` makes its filter gradient `F(v, g)`.
+/// `B(dy, w)` is linear in `dy` with adjoint `C(., w)`, and `<B(dy, w), v>
+/// = <dy, C(v, w)>` makes its filter gradient `F(v, dy)`.
 #[gradient(Conv2DBackpropInput)]
 #[allow(clippy::too_many_arguments)]
 fn conv2d_backprop_input_grad(
-    out_backprop: &Tensor,
+    dy: &Tensor,
     filter: &Tensor,
     strides: &[i64],
     padding: Padding,
     explicit_paddings: Option<&[Vec<i64>]>,
     dilations: &[i64],
-    dy: &Tensor,
+    ddx: &Tensor,
     needs: Conv2DBackpropInputNeeds,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    let dg = match needs.out_backprop {
-        true => Some(ops::conv2d(dy, filter, s, p, e, d)?),
+    let d_dy = match needs.dy {
+        true => Some(ops::conv2d(ddx, filter, s, p, e, d)?),
         false => None,
     };
-    let dw = match needs.filter {
-        true => Some(ops::conv2d_backprop_filter(dy, out_backprop, &dims(filter), s, p, e, d)?),
+    let d_filter = match needs.filter {
+        true => Some(ops::conv2d_backprop_filter(ddx, dy, &dims(filter), s, p, e, d)?),
         false => None,
     };
-    Ok((dg, dw))
+    Ok((d_dy, d_filter))
 }
 
-/// `<F(x, g), v> = <g, C(x, v)>`: `C(x, v)` for `g`, and `B(g, v)` for `x`.
+/// `<F(x, dy), v> = <dy, C(x, v)>`: `C(x, v)` for `dy`, and `B(dy, v)` for `x`.
 #[gradient(Conv2DBackpropFilter)]
 #[allow(clippy::too_many_arguments)]
 fn conv2d_backprop_filter_grad(
     x: &Tensor,
-    out_backprop: &Tensor,
+    dy: &Tensor,
     strides: &[i64],
     padding: Padding,
     explicit_paddings: Option<&[Vec<i64>]>,
     dilations: &[i64],
-    dy: &Tensor,
+    ddfilter: &Tensor,
     needs: Conv2DBackpropFilterNeeds,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    let dx = match needs.x {
-        true => Some(ops::conv2d_backprop_input(out_backprop, dy, &dims(x), s, p, e, d)?),
+    let d_x = match needs.x {
+        true => Some(ops::conv2d_backprop_input(dy, ddfilter, &dims(x), s, p, e, d)?),
         false => None,
     };
-    let dg = match needs.out_backprop {
-        true => Some(ops::conv2d(x, dy, s, p, e, d)?),
+    let d_dy = match needs.dy {
+        true => Some(ops::conv2d(x, ddfilter, s, p, e, d)?),
         false => None,
     };
-    Ok((dx, dg))
+    Ok((d_x, d_dy))
 }
 
 #[gradient(MaxPool)]
@@ -112,15 +113,15 @@ fn avg_pool_grad(
     ops::avg_pool_grad(dy, x, filter_size, strides, padding, explicit_paddings)
 }
 
-/// `AvgPoolGrad` is `AvgPool`'s adjoint, a linear map of `out_backprop`,
-/// so its own adjoint is `AvgPool` again.
+/// `AvgPoolGrad` is `AvgPool`'s adjoint, a linear map of `dy`, so its own
+/// adjoint is `AvgPool` again.
 #[gradient(AvgPoolGrad)]
 fn avg_pool_grad_grad(
     filter_size: &[i64],
     strides: &[i64],
     padding: Padding,
     explicit_paddings: Option<&[Vec<i64>]>,
-    dy: &Tensor,
+    ddx: &Tensor,
 ) -> Result<Tensor> {
-    ops::avg_pool(dy, filter_size, strides, padding, explicit_paddings)
+    ops::avg_pool(ddx, filter_size, strides, padding, explicit_paddings)
 }

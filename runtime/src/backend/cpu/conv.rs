@@ -100,7 +100,7 @@ fn conv2d(
 #[kernel(Conv2DBackpropInput, cpu)]
 #[allow(clippy::too_many_arguments)]
 fn conv2d_backprop_input(
-    out_backprop: &CpuTensor,
+    dy: &CpuTensor,
     filter: &CpuTensor,
     input_shape: &[i64],
     strides: &[i64],
@@ -117,7 +117,7 @@ fn conv2d_backprop_input(
     let pixels = xs[0] * w.output[0] * w.output[1];
     // The patches' cotangents: dy times the filter, transposed.
     let mut dcols = output::<f32>(pixels * taps);
-    let lhs = Operand { data: out_backprop.as_slice::<f32>()?, row: k, col: 1 };
+    let lhs = Operand { data: dy.as_slice::<f32>()?, row: k, col: 1 };
     gemm_into(&mut dcols, pixels, taps, k, lhs, Operand { data: filter.as_slice::<f32>()?, row: 1, col: k });
     if is_pointwise(&w) {
         return CpuTensor::from_vec(&out.shape, dcols);
@@ -154,7 +154,7 @@ fn conv2d_backprop_input(
 #[allow(clippy::too_many_arguments)]
 fn conv2d_backprop_filter(
     x: &CpuTensor,
-    out_backprop: &CpuTensor,
+    dy: &CpuTensor,
     filter_shape: &[i64],
     strides: &[i64],
     padding: Padding,
@@ -177,7 +177,7 @@ fn conv2d_backprop_filter(
     };
     // The patches, transposed, times dy.
     let mut dw = output::<f32>(out.numel());
-    let rhs = Operand { data: out_backprop.as_slice::<f32>()?, row: k, col: 1 };
+    let rhs = Operand { data: dy.as_slice::<f32>()?, row: k, col: 1 };
     gemm_into(&mut dw, taps, k, pixels, Operand { data: patches, row: 1, col: taps }, rhs);
     CpuTensor::from_vec(&out.shape, dw)
 }
@@ -298,7 +298,7 @@ fn pool_backward(
 
 #[kernel(MaxPoolGrad, cpu)]
 fn max_pool_grad(
-    out_backprop: &CpuTensor,
+    dy: &CpuTensor,
     x: &CpuTensor,
     filter_size: &[i64],
     strides: &[i64],
@@ -323,12 +323,12 @@ fn max_pool_grad(
             }
         }
     };
-    pool_backward(out_backprop.as_slice::<f32>()?, x.shape(), &w, out, spread)
+    pool_backward(dy.as_slice::<f32>()?, x.shape(), &w, out, spread)
 }
 
 #[kernel(AvgPoolGrad, cpu)]
 fn avg_pool_grad(
-    out_backprop: &CpuTensor,
+    dy: &CpuTensor,
     x: &CpuTensor,
     filter_size: &[i64],
     strides: &[i64],
@@ -345,5 +345,5 @@ fn avg_pool_grad(
             }
         }
     };
-    pool_backward(out_backprop.as_slice::<f32>()?, x.shape(), &w, out, spread)
+    pool_backward(dy.as_slice::<f32>()?, x.shape(), &w, out, spread)
 }

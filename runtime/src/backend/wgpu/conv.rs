@@ -65,7 +65,7 @@ fn conv2d(
 #[kernel(Conv2DBackpropInput, wgpu)]
 #[allow(clippy::too_many_arguments)]
 fn conv2d_backprop_input(
-    out_backprop: &WgpuTensor,
+    dy: &WgpuTensor,
     filter: &WgpuTensor,
     input_shape: &[i64],
     strides: &[i64],
@@ -78,14 +78,14 @@ fn conv2d_backprop_input(
     let (xs, fs) = (out.shape.as_slice(), filter.shape());
     let w = conv_window("Conv2DBackpropInput", xs, fs, strides, padding, explicit_paddings, dilations)?;
     let p = params(out.numel(), xs, fs[3], &w);
-    run("Conv2DBackpropInput", "conv2d_backprop_input", 0, [out_backprop, filter], out, &p)
+    run("Conv2DBackpropInput", "conv2d_backprop_input", 0, [dy, filter], out, &p)
 }
 
 #[kernel(Conv2DBackpropFilter, wgpu)]
 #[allow(clippy::too_many_arguments)]
 fn conv2d_backprop_filter(
     x: &WgpuTensor,
-    out_backprop: &WgpuTensor,
+    dy: &WgpuTensor,
     filter_shape: &[i64],
     strides: &[i64],
     padding: Padding,
@@ -97,16 +97,16 @@ fn conv2d_backprop_filter(
     let (xs, fs) = (x.shape(), out.shape.as_slice());
     let w = conv_window("Conv2DBackpropFilter", xs, fs, strides, padding, explicit_paddings, dilations)?;
     let p = params(out.numel(), xs, fs[3], &w);
-    run("Conv2DBackpropFilter", "conv2d_backprop_filter", 0, [x, out_backprop], out, &p)
+    run("Conv2DBackpropFilter", "conv2d_backprop_filter", 0, [x, dy], out, &p)
 }
 
-/// A pooling of `x` (`grad`: its gradient, given `out_backprop`); `op` 0
+/// A pooling of `x` (`grad`: its gradient, given `dy`); `op` 0
 /// takes the max, 1 the mean.
 #[allow(clippy::too_many_arguments)]
 fn pool(
     kernel: &'static str,
     op: u32,
-    out_backprop: Option<&WgpuTensor>,
+    dy: Option<&WgpuTensor>,
     x: &WgpuTensor,
     filter_size: &[i64],
     strides: &[i64],
@@ -118,7 +118,7 @@ fn pool(
     let w =
         pool_window([xs[1], xs[2]], filter_size, strides, padding, explicit).map_err(|m| backend_error(kernel, m))?;
     let p = params(out.numel(), xs, xs[3], &w);
-    match out_backprop {
+    match dy {
         None => run(kernel, "pool", op, [x, x], out, &p),
         Some(dy) => run(kernel, "pool_grad", op, [dy, x], out, &p),
     }
@@ -151,7 +151,7 @@ fn avg_pool(
 #[kernel(MaxPoolGrad, wgpu)]
 #[allow(clippy::too_many_arguments)]
 fn max_pool_grad(
-    out_backprop: &WgpuTensor,
+    dy: &WgpuTensor,
     x: &WgpuTensor,
     filter_size: &[i64],
     strides: &[i64],
@@ -159,13 +159,13 @@ fn max_pool_grad(
     explicit_paddings: Option<&[Vec<i64>]>,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    pool("MaxPoolGrad", 0, Some(out_backprop), x, filter_size, strides, padding, explicit_paddings, out)
+    pool("MaxPoolGrad", 0, Some(dy), x, filter_size, strides, padding, explicit_paddings, out)
 }
 
 #[kernel(AvgPoolGrad, wgpu)]
 #[allow(clippy::too_many_arguments)]
 fn avg_pool_grad(
-    out_backprop: &WgpuTensor,
+    dy: &WgpuTensor,
     x: &WgpuTensor,
     filter_size: &[i64],
     strides: &[i64],
@@ -173,5 +173,5 @@ fn avg_pool_grad(
     explicit_paddings: Option<&[Vec<i64>]>,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    pool("AvgPoolGrad", 1, Some(out_backprop), x, filter_size, strides, padding, explicit_paddings, out)
+    pool("AvgPoolGrad", 1, Some(dy), x, filter_size, strides, padding, explicit_paddings, out)
 }

@@ -70,7 +70,7 @@ fn conv2d(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     y[i] = sum;
 }
 
-// a: out_backprop [batch, oh, ow, k]; b: filter; y: dx [batch, h, w, c].
+// a: dy [batch, oh, ow, k]; b: filter; y: dx [batch, h, w, c].
 @compute @workgroup_size(256)
 fn conv2d_backprop_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
@@ -103,7 +103,7 @@ fn conv2d_backprop_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
     y[i] = sum;
 }
 
-// a: x [batch, h, w, c]; b: out_backprop [batch, oh, ow, k]; y: dfilter.
+// a: x [batch, h, w, c]; b: dy [batch, oh, ow, k]; y: dfilter.
 @compute @workgroup_size(256)
 fn conv2d_backprop_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
@@ -210,7 +210,7 @@ fn pool(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     y[i] = acc;
 }
 
-// a: out_backprop [batch, oh, ow, c]; b: x; y: dx [batch, h, w, c]. Each
+// a: dy [batch, oh, ow, c]; b: x; y: dx [batch, h, w, c]. Each
 // window that holds this element gives it its cotangent: OP 0, when the
 // element is the window's first largest; OP 1, divided by its tap count.
 @compute @workgroup_size(256)
