@@ -343,9 +343,10 @@ fn parity_cases(k: &KernelDef) -> Vec<Case> {
         ShapeRule::Fn { .. } => Vec::new(),
     };
     let cases: Vec<Case> = cases.into_iter().chain(example_cases(k)).collect();
-    // Every value of each dtype attribute.
+    // Every value of each dtype attribute, where inputs have dtypes (a
+    // kernel without inputs takes its examples' dtypes, which it may limit).
     let mut out = cases;
-    for a in k.attrs.iter().filter(|a| a.ty == AttrType::DType) {
+    for a in k.attrs.iter().filter(|a| a.ty == AttrType::DType && !k.inputs.is_empty()) {
         out = out
             .iter()
             .flat_map(|c| {
@@ -426,7 +427,10 @@ fn tensors_of(case: &Case, dtypes: &[DType]) -> String {
 /// The dtypes the tests iterate over: the first type variable's, or the
 /// first input's when every input has a fixed dtype.
 fn test_dtypes(k: &KernelDef) -> Vec<DType> {
-    if k.dtypes.is_empty() {
+    if k.inputs.is_empty() {
+        // No input dtype to vary: the examples choose the output's.
+        vec![DType::F32]
+    } else if k.dtypes.is_empty() {
         vec![k.input_dtypes(0)[0]]
     } else {
         k.dtypes.clone()
@@ -479,7 +483,7 @@ fn kernel_tests(k: &KernelDef) -> String {
         let entry = registry::kernel_for({name:?}, BackendId::Cpu).expect("a cpu kernel");
         assert_eq!(entry.kernel, {name:?});
         let spec = registry::spec({name:?}).expect("bound from ops.toml");
-        assert_eq!(spec.inputs, &{inputs:?});
+        assert_eq!(spec.inputs, &{inputs:?} as &[&str]);
     }}"#,
         inputs = k.inputs
     )
@@ -549,13 +553,12 @@ fn kernel_tests(k: &KernelDef) -> String {
                     )
                 })
                 .collect();
-            let refs: String = (0..n).map(|i| format!("&xs[{i}], ")).collect();
             writeln!(
                 body,
                 r#"        {{
-            let xs = [{inputs}];
+            let xs: [Tensor; {n}] = [{inputs}];
             let attrs = kernels::{name}Attrs {{ {fields} }};
-            check_parity({label:?}, &[{refs}], |xs| Engine::run::<kernels::{name}>(xs, &attrs));
+            check_parity({label:?}, &xs.iter().collect::<Vec<&Tensor>>(), |xs| Engine::run::<kernels::{name}>(xs, &attrs));
         }}"#,
                 fields = fields.join(", "),
                 label = format!("{:?} {}", case.shapes, fields.join(", ")),
@@ -592,8 +595,8 @@ fn kernel_tests(k: &KernelDef) -> String {
     // One input too many.
     let mut extra = Case::new(case.shapes.clone(), case.attrs.clone(), vec![]);
     extra.bounds.clone_from(&case.bounds);
-    extra.shapes.push(case.shapes[0].clone());
-    extra.bounds.push(case.bounds[0]);
+    extra.shapes.push(case.shapes.first().cloned().unwrap_or(vec![2]));
+    extra.bounds.push(case.bounds.first().copied().flatten());
     writeln!(
         t,
         r#"

@@ -110,7 +110,10 @@ mod generated {
         }
         let want = f(inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
         let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(BackendId::Wgpu).unwrap()).collect();
-        let got = opforge::with_fallback(false, || f(&moved.iter().collect::<Vec<_>>()))
+        // A kernel without inputs runs on the default backend.
+        let on_wgpu = || opforge::with_fallback(false, || f(&moved.iter().collect::<Vec<_>>()));
+        let got = opforge::with_default_backend(BackendId::Wgpu, on_wgpu)
+            .and_then(|r| r)
             .unwrap_or_else(|e| panic!("{case} on wgpu: {e}"));
         assert_eq!(got.backend(), BackendId::Wgpu, "{case}");
         assert_eq!(got.meta(), want.meta(), "{case}");

@@ -521,6 +521,8 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
         pub struct #args_ty<'a, B: ::opforge::__private::Backend> {
             #( #[doc = concat!("Input `", #input_names, "`.")] pub #inputs: &'a B::Tensor, )*
             #( #[doc = #attr_docs] pub #attr_idents: #attr_arg_tys, )*
+            #[doc(hidden)]
+            pub __backend: ::core::marker::PhantomData<(&'a (), B)>,
         }
 
         #[doc = #grad_args_doc]
@@ -566,6 +568,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
                 ::core::result::Result::Ok(#args_ty {
                     #( #inputs: ::opforge::__private::input::<B>(__call, #input_idx)?, )*
                     #( #attr_idents: #attr_reads, )*
+                    __backend: ::core::marker::PhantomData,
                 })
             }
 

@@ -72,8 +72,8 @@
 //! |-----|----------|-------|
 //! | `op` | yes | the name of the generated op function: a snake_case Rust identifier (lowercase ASCII letters, digits and `_`, starting with a letter, not a keyword), unique in the spec |
 //! | `doc` | yes | what the kernel computes, a short description, not blank; it documents the generated op and descriptor |
-//! | `inputs` | yes | the tensor inputs: an array of one or more distinct snake_case names, in the order the op takes them, each optionally typed as `"name: T"` (a type variable) or `"name: i32"` (a fixed dtype); see [type variables](#type-variables) |
-//! | `dtypes` | yes | the dtypes the inputs may have: an array of one or more distinct dtypes, which all unannotated inputs of a call share; or a table of [type variables](#type-variables), each an array of dtypes |
+//! | `inputs` | yes | the tensor inputs: an array of distinct snake_case names, in the order the op takes them, each optionally typed as `"name: T"` (a type variable) or `"name: i32"` (a fixed dtype); see [type variables](#type-variables). `[]` declares a kernel that makes its output from its attrs (`Range`, `Fill`): it runs on the default backend, has no `dtypes`, and names its output's dtype with `output_dtype` |
+//! | `dtypes` | yes, with inputs | the dtypes the inputs may have: an array of one or more distinct dtypes, which all unannotated inputs of a call share; or a table of [type variables](#type-variables), each an array of dtypes |
 //! | `shape` | yes | the [shape rule](#shape-rules) giving the output's shape |
 //! | `grad` | one of the two | the inputs that receive a gradient: an array of one or more distinct input names. See [gradients](#gradients-and-needs) |
 //! | `non_differentiable` | one of the two | why the kernel has no gradient: a string, not blank |

@@ -312,6 +312,10 @@ fn arg_problem(
         Slot::Input if attr.is_some() => Some(format!(
             "`{arg}` is an attr, but argument {pos} of shape rule `{rule}` must be an input"
         )),
+        Slot::Input if inputs.is_empty() => Some(format!(
+            "unknown input `{arg}` in shape rule: the kernel has no inputs, so its shape comes from its attrs, \
+             through `fn(...)`"
+        )),
         Slot::Input => Some(format!(
             "unknown input `{arg}` in shape rule, expected one of {}{}",
             quoted(inputs),

@@ -137,7 +137,9 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         d.error(f.at, msg);
     }
     let field = |k: &str| fields.iter().find(|f| f.key == k);
-    for key in REQUIRED.into_iter().filter(|k| field(k).is_none()) {
+    // A kernel without tensor inputs has no input dtypes to declare.
+    let no_inputs = matches!(field("inputs").map(|f| &f.node.value), Some(Value::Array(items)) if items.is_empty());
+    for key in REQUIRED.into_iter().filter(|k| field(k).is_none() && !(no_inputs && *k == "dtypes")) {
         d.error(e.at, format!("kernel `{name}` is missing required key `{key}`"));
     }
 
@@ -195,7 +197,18 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
             d.error(at, msg);
         }
     }
-    let vars = field("dtypes").and_then(|f| type_vars(d, f));
+    let vars = match (no_inputs, field("dtypes")) {
+        (true, None) => Some(Vars { vars: Vec::new(), list: false, at: Vec::new() }),
+        (true, Some(f)) => {
+            let msg = format!(
+                "kernel `{name}` has no inputs, so `dtypes` (the inputs' dtypes) does not apply; remove it, and give \
+                 the output's dtype with `output_dtype`"
+            );
+            d.error(f.at, msg);
+            None
+        }
+        (false, f) => f.and_then(|f| type_vars(d, f)),
+    };
     let input_types = match (&declared, &vars) {
         (Some(declared), Some(vars)) => input_types(d, name, declared, vars),
         _ => None,
@@ -274,13 +287,10 @@ struct Declared {
     at: usize,
 }
 
-/// `inputs`: one or more distinct snake_case names, each optionally typed.
+/// `inputs`: distinct snake_case names, each optionally typed; none for a
+/// kernel that makes its output from attrs alone (`Range`, `Fill`).
 fn inputs(d: &mut Diag, f: &Entry) -> Option<Vec<Declared>> {
     let items = strings(d, f)?;
-    if items.is_empty() {
-        d.error(at(f), "`inputs` must list at least one input");
-        return None;
-    }
     let mut declared: Vec<Declared> = Vec::new();
     for (text, at) in items {
         let (name, ty) = match text.split_once(':') {
@@ -420,8 +430,18 @@ fn input_types(d: &mut Diag, kernel: &str, declared: &[Declared], vars: &Vars) -
 }
 
 /// The output's dtype when `output_dtype` is absent: the inputs' shared
-/// one, or the one type variable; with several, the spec must say.
+/// one, or the one type variable; with several, or without inputs, the
+/// spec must say.
 fn default_output_dtype(d: &mut Diag, kernel: &Entry, vars: &Vars, types: &[InputType]) -> Option<OutputDType> {
+    if types.is_empty() {
+        let msg = format!(
+            "kernel `{}` has no inputs, so it must say its output's dtype, expected `output_dtype = \"dtype\"` \
+             naming an attr of type `dtype`, or a dtype",
+            kernel.key
+        );
+        d.error(kernel.at, msg);
+        return None;
+    }
     if vars.vars.len() == 1 && types.iter().all(|t| matches!(t, InputType::Var(_))) {
         return Some(OutputDType::SameAsInputs);
     }

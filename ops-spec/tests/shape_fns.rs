@@ -201,3 +201,33 @@ fn example_mistakes() {
         &["ops.toml:8:69: unknown key `input` in example 1, expected one of `shapes`, `attrs`, `output`"],
     );
 }
+
+#[test]
+fn a_kernel_without_inputs_says_its_output_dtype() {
+    let range = r#"[Range]
+op = "range"
+doc = "counts"
+inputs = []
+output_dtype = "dtype"
+shape = "fn(shapes::range)"
+non_differentiable = "it has no tensor input"
+examples = [{ shapes = [], attrs = { stop = 3 }, output = [3] }]
+[Range.attrs]
+stop = { type = "float" }
+dtype = { type = "dtype", default = "f32" }
+"#;
+    let spec = parse(range, "ops.toml").unwrap();
+    let k = &spec.kernels[0];
+    assert!(k.inputs.is_empty() && k.type_vars.is_empty() && k.dtypes.is_empty());
+    assert_eq!(k.output_dtype, opforge_spec::OutputDType::Attr("dtype".into()));
+    assert_errors(
+        &edit(range, "output_dtype =", ""),
+        &["ops.toml:1:2: kernel `Range` has no inputs, so it must say its output's dtype, expected `output_dtype = \
+         \"dtype\"` naming an attr of type `dtype`, or a dtype"],
+    );
+    assert_errors(
+        &edit(range, "shape =", "shape = \"same(x)\""),
+        &["ops.toml:6:15: unknown input `x` in shape rule: the kernel has no inputs, so its shape comes from its \
+         attrs, through `fn(...)`"],
+    );
+}

@@ -411,8 +411,11 @@ grad = []
         src,
         &[
             "ops.toml:3:7: `doc` must not be empty, expected a one-line description",
-            "ops.toml:4:10: `inputs` must list at least one input",
-            "ops.toml:5:10: `dtypes` must list at least one dtype of `f32`, `i32`, `bool`",
+            // No inputs is a kernel such as `Range`, which has no input dtypes.
+            "ops.toml:5:1: kernel `Add` has no inputs, so `dtypes` (the inputs' dtypes) does not apply; remove it, \
+             and give the output's dtype with `output_dtype`",
+            "ops.toml:6:15: unknown input `a` in shape rule: the kernel has no inputs, so its shape comes from its \
+             attrs, through `fn(...)`",
             "ops.toml:7:8: `grad` must list at least one input, expected input names or \
              `non_differentiable = \"reason\"` instead",
         ],

@@ -115,25 +115,57 @@ static DEFAULT_BACKEND: AtomicU8 = AtomicU8::new(0);
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn set_default_backend(backend: BackendId) -> Result<BackendId> {
-    let info = crate::backends().into_iter().find(|b| b.backend == backend);
-    if let Some(info) = info.filter(|b| !b.available) {
-        return Err(Error::InvalidTensor {
-            what: "set_default_backend",
-            message: format!("backend `{backend}` is not available: {}", info.description),
-        });
-    }
+    available(backend, "set_default_backend")?;
     let previous = DEFAULT_BACKEND.swap(backend.index() as u8, Ordering::Relaxed);
     Ok(BackendId::ALL[usize::from(previous)])
 }
 
-/// The backend new tensors are created on; see [`set_default_backend`].
+thread_local! {
+    /// This thread's override of [`DEFAULT_BACKEND`], set by [`with_default_backend`].
+    static DEFAULT_HERE: Cell<Option<BackendId>> = const { Cell::new(None) };
+}
+
+/// The backend new tensors, and the outputs of kernels without inputs,
+/// are created on: this thread's [`with_default_backend`] choice inside
+/// one, else the process-wide [`set_default_backend`] one.
 ///
 /// ```
 /// assert_eq!(opforge::default_backend(), opforge::BackendId::Cpu);
 /// ```
 #[inline]
 pub fn default_backend() -> BackendId {
-    BackendId::ALL[usize::from(DEFAULT_BACKEND.load(Ordering::Relaxed))]
+    DEFAULT_HERE.with(Cell::get).unwrap_or_else(|| BackendId::ALL[usize::from(DEFAULT_BACKEND.load(Ordering::Relaxed))])
+}
+
+/// Runs `f` with `backend` as the default backend on this thread only
+/// (see [`set_default_backend`]), and restores this thread's previous
+/// choice afterwards, also when `f` panics: what a test or a library
+/// function wants, since no other thread sees it. An error, with `f` not
+/// run, if `backend` is not available here.
+///
+/// ```
+/// use opforge::{ops, BackendId, DType};
+/// let b = if opforge::backends()[1].available { BackendId::Wgpu } else { BackendId::Cpu };
+/// let r = opforge::with_default_backend(b, || ops::range(0.0, 3.0, 1.0, DType::F32))??;
+/// assert_eq!(r.backend(), b);
+/// assert_eq!(r.to_vec::<f32>()?, vec![0.0, 1.0, 2.0]);
+/// assert_eq!(opforge::default_backend(), BackendId::Cpu, "only inside the closure");
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn with_default_backend<T>(backend: BackendId, f: impl FnOnce() -> T) -> Result<T> {
+    available(backend, "with_default_backend")?;
+    Ok(scoped(&DEFAULT_HERE, Some(backend), f))
+}
+
+/// `Ok` if `backend` can hold tensors here, else why not, for `what`.
+fn available(backend: BackendId, what: &'static str) -> Result<()> {
+    match crate::backends().into_iter().find(|b| b.backend == backend) {
+        Some(info) if !info.available => Err(Error::InvalidTensor {
+            what,
+            message: format!("backend `{backend}` is not available: {}", info.description),
+        }),
+        _ => Ok(()),
+    }
 }
 
 static FALLBACK: AtomicBool = AtomicBool::new(true);
@@ -248,9 +280,14 @@ fn fallback<K: KernelSpec>(
     execute::<K>(entry, &call)?.to_backend(backend)
 }
 
+/// The backend a call runs on: its inputs', or for a kernel without inputs
+/// (`Range`, `Fill`) the default backend.
 fn common_backend<K: KernelSpec>(inputs: &[&Tensor]) -> Result<BackendId> {
     let Some(first) = inputs.first() else {
-        return Err(invalid::<K>(BackendId::Cpu, inputs, format!("expected {} inputs, got none", K::INPUTS.len())));
+        if K::INPUTS.is_empty() {
+            return Ok(default_backend());
+        }
+        return Err(invalid::<K>(default_backend(), inputs, format!("expected {} inputs, got none", K::INPUTS.len())));
     };
     let backend = first.backend();
     if let Some(other) = inputs.iter().find(|t| t.backend() != backend) {

@@ -80,7 +80,7 @@ pub use backend::BackendId;
 pub use dtype::{DType, Element};
 pub use engine::{
     default_backend, fallback_enabled, memory, reset_peak, set_default_backend, set_fallback, set_pool_limit,
-    trim_pool, with_fallback, BackendMemory, Engine,
+    trim_pool, with_default_backend, with_fallback, BackendMemory, Engine,
 };
 pub use error::{Error, InputDesc, Location, Result};
 pub use opforge_macros::{gradient, kernel, op, spec};
@@ -110,11 +110,18 @@ pub mod __private {
 
     use crate::{DType, Error, Result, Tensor};
 
+    /// As many inputs as the spec names.
+    fn check_count(inputs: &[&Tensor], names: &[&str]) -> std::result::Result<(), String> {
+        match (inputs.len(), names.len()) {
+            (got, want) if got == want => Ok(()),
+            (got, 0) => Err(format!("expected no inputs (it makes its output from its attrs), got {got}")),
+            (got, want) => Err(format!("expected {want} inputs ({}), got {got}", names.join(", "))),
+        }
+    }
+
     /// The spec's input checks: count, one shared dtype, and that dtype allowed.
     pub fn check_inputs(inputs: &[&Tensor], names: &[&str], dtypes: &[DType]) -> std::result::Result<DType, String> {
-        if inputs.len() != names.len() {
-            return Err(format!("expected {} inputs ({}), got {}", names.len(), names.join(", "), inputs.len()));
-        }
+        check_count(inputs, names)?;
         let dtype = inputs[0].dtype();
         if let Some((i, t)) = inputs.iter().enumerate().find(|(_, t)| t.dtype() != dtype) {
             return Err(format!(
@@ -150,9 +157,7 @@ pub mod __private {
         types: &[InputDType],
         vars: [(&str, &[DType]); V],
     ) -> std::result::Result<[DType; V], String> {
-        if inputs.len() != names.len() {
-            return Err(format!("expected {} inputs ({}), got {}", names.len(), names.join(", "), inputs.len()));
-        }
+        check_count(inputs, names)?;
         let mut found: [Option<(DType, usize)>; V] = [None; V];
         for (i, (t, ty)) in inputs.iter().zip(types).enumerate() {
             let dtype = t.dtype();

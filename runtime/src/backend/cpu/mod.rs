@@ -6,6 +6,7 @@ pub(crate) use binary::{broadcast_strides, collapse, Dims};
 pub(crate) use index::check_indices;
 mod index;
 mod layout;
+mod make;
 mod matmul;
 pub(crate) use matmul::{gemm_into, Operand};
 pub(crate) mod pool;

@@ -35,6 +35,7 @@ mod conv;
 mod device;
 mod index;
 mod layout;
+mod make;
 mod matmul;
 mod pool;
 mod reduce;

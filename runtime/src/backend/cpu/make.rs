@@ -1,0 +1,39 @@
+//! Kernels with no tensor input, which make their output from attrs:
+//! `Range` and `Fill`.
+
+use super::{output, CpuTensor};
+use crate::kernels::{Fill, Range};
+use crate::{kernel, DType, Element, Result, TensorMeta};
+
+/// `n` values `f(i)`, in parallel above the usual threshold.
+fn generate<T: Element>(out: &TensorMeta, f: impl Fn(usize) -> T + Sync) -> Result<CpuTensor> {
+    let n = out.numel();
+    let mut data = output::<T>(n);
+    super::for_rows(&mut data, 1, n, |start, chunk| {
+        for (i, v) in chunk.iter_mut().enumerate() {
+            *v = f(start + i);
+        }
+    });
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+#[kernel(Range, cpu)]
+fn range(start: f64, stop: f64, step: f64, dtype: DType, out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = stop; // Counted by the shape function into `out`.
+    match dtype {
+        // As the wgpu kernel computes it: f32 arithmetic on the f32 bounds.
+        DType::F32 => generate(out, |i| start as f32 + i as f32 * step as f32),
+        // Integral, checked by the shape function: exact in i32 arithmetic.
+        _ => generate(out, |i| (start as i32).wrapping_add((i as i32).wrapping_mul(step as i32))),
+    }
+}
+
+#[kernel(Fill, cpu)]
+fn fill(shape: &[i64], value: f64, dtype: DType, out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = shape; // Checked by the shape function, and `out`'s shape.
+    match dtype {
+        DType::F32 => generate(out, |_| value as f32),
+        DType::I32 => generate(out, |_| value as i32),
+        DType::Bool => generate(out, |_| value != 0.0),
+    }
+}

@@ -1,0 +1,31 @@
+//! Kernels with no tensor input, which make their output from attrs:
+//! `Range` and `Fill`, one word per invocation (make.wgsl).
+
+use super::{Program, Shader, WgpuTensor};
+use crate::kernels::{Fill, Range};
+use crate::{kernel, DType, Result, TensorMeta};
+
+static SHADER: Shader = shader!("make");
+
+#[kernel(Range, wgpu)]
+fn range(start: f64, stop: f64, step: f64, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = stop; // Counted by the shape function into `out`.
+    let n = out.numel() as u32;
+    let (entry, params) = match dtype {
+        DType::F32 => ("range_f32", [n, (start as f32).to_bits(), (step as f32).to_bits()]),
+        // Integral, checked by the shape function.
+        _ => ("range_i32", [n, start as i32 as u32, step as i32 as u32]),
+    };
+    Program { kernel: "Range", shader: &SHADER, entry, op: 0 }.run(&[], out, &params)
+}
+
+#[kernel(Fill, wgpu)]
+fn fill(shape: &[i64], value: f64, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = shape; // Checked by the shape function, and `out`'s shape.
+    let word = match dtype {
+        DType::F32 => (value as f32).to_bits(),
+        DType::I32 => value as i32 as u32,
+        DType::Bool => u32::from(value != 0.0),
+    };
+    Program { kernel: "Fill", shader: &SHADER, entry: "fill", op: 0 }.run(&[], out, &[out.numel() as u32, word])
+}

@@ -1,0 +1,34 @@
+// Kernels with no tensor input: Range and Fill. Elements are raw 32-bit
+// words (see unary.wgsl). With no inputs, the output is binding 0.
+
+@group(0) @binding(0) var<storage, read_write> y: array<u32>;
+// fill: [count, word]; range_f32 and range_i32: [count, start, step] as
+// f32 or i32 bits.
+@group(0) @binding(1) var<uniform> params: array<vec4<u32>, 32>;
+
+@compute @workgroup_size(256)
+fn fill(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    y[i] = param(1);
+}
+
+@compute @workgroup_size(256)
+fn range_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    y[i] = bitcast<u32>(bitcast<f32>(param(1)) + f32(i) * bitcast<f32>(param(2)));
+}
+
+@compute @workgroup_size(256)
+fn range_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    y[i] = bitcast<u32>(bitcast<i32>(param(1)) + i32(i) * bitcast<i32>(param(2)));
+}
