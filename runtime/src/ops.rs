@@ -46,3 +46,87 @@ pub fn log_softmax(x: &Tensor, axis: i64) -> Result<Tensor> {
     let log_sum = log(&sum(&exp(&shifted)?, Some(&[axis]), true)?)?;
     sub(&shifted, &log_sum)
 }
+
+/// A scalar `v` of `like`'s dtype on `like`'s backend, for composite ops.
+fn scalar_like(v: f32, like: &Tensor) -> Result<Tensor> {
+    Tensor::scalar(v).to_backend(like.backend())
+}
+
+/// The Gaussian error linear unit, exactly: `x * Phi(x) = 0.5 * x * (1 +
+/// erf(x / sqrt(2)))` (TF.js's and PyTorch's default, not the tanh
+/// approximation).
+///
+/// ```
+/// use opforge::{ops, Tensor};
+/// let x = Tensor::from_vec(vec![-1.0f32, 0.0, 2.0], &[3])?;
+/// let y = ops::gelu(&x)?.to_vec::<f32>()?;
+/// assert!((y[0] + 0.158_655_26).abs() < 1e-6 && y[1] == 0.0 && (y[2] - 1.954_499_7).abs() < 1e-6);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn gelu(x: &Tensor) -> Result<Tensor> {
+    let phi = erf(&mul(x, &scalar_like(std::f32::consts::FRAC_1_SQRT_2, x)?)?)?;
+    let half = mul(x, &scalar_like(0.5, x)?)?;
+    add(&half, &mul(&half, &phi)?)
+}
+
+/// The sigmoid linear unit (swish): `x * sigmoid(x)`.
+///
+/// ```
+/// use opforge::{ops, Tensor};
+/// let x = Tensor::from_vec(vec![-1.0f32, 0.0, 2.0], &[3])?;
+/// let y = ops::silu(&x)?.to_vec::<f32>()?;
+/// assert!((y[0] + 0.268_941_43).abs() < 1e-6 && y[1] == 0.0 && (y[2] - 1.761_594_2).abs() < 1e-6);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn silu(x: &Tensor) -> Result<Tensor> {
+    mul(x, &sigmoid(x)?)
+}
+
+/// `log(sum(exp(x)))` over `axes` (`None`: every axis), computed stably
+/// through the maximum (TF.js `tf.logSumExp`).
+///
+/// ```
+/// use opforge::{ops, Tensor};
+/// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 1000.0, 1000.0, 1000.0], &[2, 3])?;
+/// let y = ops::logsumexp(&x, Some(&[1]), false)?.to_vec::<f32>()?;
+/// let want = (1f32.exp() + 2f32.exp() + 3f32.exp()).ln();
+/// assert!((y[0] - want).abs() < 1e-5 && (y[1] - (1000.0 + 3f32.ln())).abs() < 1e-3);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn logsumexp(x: &Tensor, axes: Option<&[i64]>, keep_dims: bool) -> Result<Tensor> {
+    // The result does not depend on the shift, so no gradient needs to flow through it.
+    let shift = crate::autodiff::no_grad(|| max(x, axes, true))?;
+    let summed = log(&sum(&exp(&sub(x, &shift)?)?, axes, true)?)?;
+    let y = add(&summed, &shift)?;
+    if keep_dims {
+        return Ok(y);
+    }
+    let shape = crate::shape::rules::reduce(x.shape(), axes, false)
+        .map_err(|m| crate::Error::InvalidTensor { what: "logsumexp", message: m })?;
+    reshape(&y, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
+}
+
+/// Layer normalization over the last axis: `(x - mean) / sqrt(var +
+/// epsilon) * gamma + beta`, with `gamma` and `beta` the size of that axis
+/// (or broadcasting to it), as a transformer block uses it.
+///
+/// ```
+/// use opforge::{ops, Tensor};
+/// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 10.0, 10.0, 10.0], &[2, 3])?;
+/// let (gamma, beta) = (Tensor::from_vec(vec![1.0f32; 3], &[3])?, Tensor::from_vec(vec![0.5f32; 3], &[3])?);
+/// let y = ops::layer_norm(&x, &gamma, &beta, 1e-5)?.to_vec::<f32>()?;
+/// let s = 1.0 / (2.0f32 / 3.0 + 1e-5).sqrt();
+/// assert!((y[0] - (0.5 - s)).abs() < 1e-5 && (y[1] - 0.5).abs() < 1e-6 && (y[2] - (0.5 + s)).abs() < 1e-5);
+/// assert!(y[3..].iter().all(|v| (v - 0.5).abs() < 1e-6), "a constant row normalizes to beta");
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn layer_norm(x: &Tensor, gamma: &Tensor, beta: &Tensor, epsilon: f32) -> Result<Tensor> {
+    let centered = sub(x, &mean(x, Some(&[-1]), true)?)?;
+    let variance = mean(&square(&centered)?, Some(&[-1]), true)?;
+    let normalized = mul(&centered, &rsqrt(&add(&variance, &scalar_like(epsilon, x)?)?)?)?;
+    add(&mul(&normalized, gamma)?, beta)
+}

@@ -3,7 +3,7 @@
 //! as TF.js does, which saves recomputing it.
 
 use super::{mask, scalar};
-use crate::kernels::{Abs, Cos, Exp, Log, Neg, Relu, ReluBackward, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
+use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, ReluBackward, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
 use crate::{gradient, ops, Result, Tensor};
 
 #[gradient(Neg)]
@@ -58,6 +58,13 @@ fn cos_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
 #[gradient(Tanh)]
 fn tanh_grad(y: &Tensor, dy: &Tensor) -> Result<Tensor> {
     ops::mul(dy, &ops::sub(&scalar(1.0, y)?, &ops::square(y)?)?)
+}
+
+/// `d erf(x) / dx = 2 / sqrt(pi) * exp(-x^2)`.
+#[gradient(Erf)]
+fn erf_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    let slope = ops::exp(&ops::neg(&ops::square(x)?)?)?;
+    ops::mul(dy, &ops::mul(&slope, &scalar(std::f64::consts::FRAC_2_SQRT_PI, x)?)?)
 }
 
 #[gradient(Sigmoid)]

@@ -1,7 +1,7 @@
 //! Elementwise kernels of one input: one shader, the op a pipeline constant.
 
 use super::{unsupported, Program, Shader, WgpuTensor};
-use crate::kernels::{Abs, Cos, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
+use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("unary");
@@ -44,6 +44,7 @@ unary_kernels! {
     Sin => sin: 7;
     Cos => cos: 8;
     Tanh => tanh: 9;
+    Erf => erf: 12;
     Sigmoid => sigmoid: 10;
     Relu => relu: 11;
 }

@@ -25,6 +25,24 @@ fn stable_tanh(v: f32) -> f32 {
     return sign(v) * (1.0 - t) / (1.0 + t);
 }
 
+// The error function: its Maclaurin series below 0.5, where 1 - erfc
+// would cancel, and Numerical Recipes' Chebyshev fit of erfc (relative
+// error < 1.2e-7) above; as unary.rs's erf_f64 computes it, there in f64.
+fn erf(v: f32) -> f32 {
+    let z = abs(v);
+    if z < 0.5 {
+        let x2 = v * v;
+        let series = 1.0 + x2 * (-1.0 / 3.0 + x2 * (0.1 + x2 * (-1.0 / 42.0 + x2 * (1.0 / 216.0 - x2 / 1320.0))));
+        return 1.1283791670955126 * v * series;
+    }
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let poly = -1.26551223 + t * (1.00002368 + t * (0.37409196 + t * (0.09678418 + t * (-0.18628806
+        + t * (0.27886807 + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
+    let erfc = t * exp(-z * z + poly);
+    // NaN fails `z < 0.5` and reaches here; keep it NaN.
+    return select(select(1.0 - erfc, erfc - 1.0, v < 0.0), v, is_nan(v));
+}
+
 fn apply_f32(v: f32) -> f32 {
     switch OP {
         case 0u: { return -v; }
@@ -41,6 +59,7 @@ fn apply_f32(v: f32) -> f32 {
         // NaN stays NaN: told by its bits, since NVIDIA's compiler turns
         // `select(v, 0.0, v < 0.0)` into a max that drops it.
         case 11u: { return select(select(v, 0.0, v < 0.0), v, is_nan(v)); }
+        case 12u: { return erf(v); }
         default: { return v; }
     }
 }
