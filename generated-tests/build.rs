@@ -643,4 +643,4 @@ fn kernel_tests(k: &KernelDef) -> String {
 
 /// Kernels defined only for positive inputs (`log`, `sqrt`, ...): their
 /// gradient checks sample from (0.5, 2) instead of +-(0.5, 2).
-const POSITIVE_DOMAIN: &[&str] = &["Log", "Sqrt", "Rsqrt", "Pow"];
+const POSITIVE_DOMAIN: &[&str] = &["Log", "Log1p", "Sqrt", "Rsqrt", "Pow"];

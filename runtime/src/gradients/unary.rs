@@ -4,6 +4,7 @@
 
 use super::{mask, scalar};
 use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, ReluBackward, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
+use crate::kernels::{Atan, Ceil, Cosh, Elu, Expm1, Floor, Log1p, Reciprocal, Round, Selu, Sign, Sinh, Softplus};
 use crate::{gradient, ops, Result, Tensor};
 
 #[gradient(Neg)]
@@ -65,6 +66,82 @@ fn tanh_grad(y: &Tensor, dy: &Tensor) -> Result<Tensor> {
 fn erf_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let slope = ops::exp(&ops::neg(&ops::square(x)?)?)?;
     ops::mul(dy, &ops::mul(&slope, &scalar(std::f64::consts::FRAC_2_SQRT_PI, x)?)?)
+}
+
+#[gradient(Softplus)]
+fn softplus_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::mul(dy, &ops::sigmoid(x)?)
+}
+
+/// 1 where `x > 0`, else `elu(x) + 1 = exp(x)`.
+#[gradient(Elu)]
+fn elu_grad(x: &Tensor, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    let below = ops::mul(dy, &ops::add(y, &scalar(1.0, y)?)?)?;
+    ops::select(&ops::greater(x, &scalar(0.0, x)?)?, dy, &below)
+}
+
+/// `scale` where `x > 0`, else `selu(x) + scale * alpha`.
+#[gradient(Selu)]
+fn selu_grad(x: &Tensor, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    use crate::backend::cpu::{SELU_ALPHA, SELU_SCALE};
+    let above = ops::mul(dy, &scalar(f64::from(SELU_SCALE), dy)?)?;
+    let below = ops::mul(dy, &ops::add(y, &scalar(f64::from(SELU_SCALE * SELU_ALPHA), y)?)?)?;
+    ops::select(&ops::greater(x, &scalar(0.0, x)?)?, &above, &below)
+}
+
+#[gradient(Log1p)]
+fn log1p_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::div(dy, &ops::add(x, &scalar(1.0, x)?)?)
+}
+
+#[gradient(Expm1)]
+fn expm1_grad(y: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::mul(dy, &ops::add(y, &scalar(1.0, y)?)?)
+}
+
+/// Piecewise constant: zero wherever the derivative exists (as TF.js gives).
+fn zero_grad(x: &Tensor) -> Result<Tensor> {
+    Tensor::zeros_like(x)
+}
+
+#[gradient(Floor)]
+fn floor_grad(x: &Tensor) -> Result<Tensor> {
+    zero_grad(x)
+}
+
+#[gradient(Ceil)]
+fn ceil_grad(x: &Tensor) -> Result<Tensor> {
+    zero_grad(x)
+}
+
+#[gradient(Round)]
+fn round_grad(x: &Tensor) -> Result<Tensor> {
+    zero_grad(x)
+}
+
+#[gradient(Sign)]
+fn sign_grad(x: &Tensor) -> Result<Tensor> {
+    zero_grad(x)
+}
+
+#[gradient(Reciprocal)]
+fn reciprocal_grad(y: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::neg(&ops::mul(dy, &ops::square(y)?)?)
+}
+
+#[gradient(Atan)]
+fn atan_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::div(dy, &ops::add(&ops::square(x)?, &scalar(1.0, x)?)?)
+}
+
+#[gradient(Sinh)]
+fn sinh_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::mul(dy, &ops::cosh(x)?)
+}
+
+#[gradient(Cosh)]
+fn cosh_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::mul(dy, &ops::sinh(x)?)
 }
 
 #[gradient(Sigmoid)]

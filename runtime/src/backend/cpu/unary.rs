@@ -2,6 +2,7 @@
 
 use super::{map, unsupported, CpuTensor};
 use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
+use crate::kernels::{Atan, Ceil, Cosh, Elu, Expm1, Floor, Log1p, Reciprocal, Round, Selu, Sign, Sinh, Softplus};
 use crate::{kernel, DType, Element, Result, TensorMeta};
 
 fn unary<T: Element>(x: &CpuTensor, out: &TensorMeta, f: impl Fn(T) -> T + Sync) -> Result<CpuTensor> {
@@ -45,7 +46,26 @@ f32_unary! {
     // NaN stays NaN, as in `maximum(x, 0)`, TF.js and PyTorch.
     Relu => relu: |v| if v < 0.0 { 0.0 } else { v };
     Erf => erf: |v| erf_f64(f64::from(v)) as f32;
+    // max(x, 0) + log(1 + exp(-|x|)): no overflow for large x.
+    Softplus => softplus: |v| { let v = f64::from(v); (v.max(0.0) + (-v.abs()).exp().ln_1p()) as f32 };
+    Elu => elu: |v| if v > 0.0 { v } else { v.exp_m1() };
+    Selu => selu: |v| SELU_SCALE * if v > 0.0 { v } else { SELU_ALPHA * v.exp_m1() };
+    Log1p => log1p: f32::ln_1p;
+    Expm1 => expm1: f32::exp_m1;
+    Floor => floor: f32::floor;
+    Ceil => ceil: f32::ceil;
+    Round => round: f32::round_ties_even;
+    Sign => sign: |v| if v > 0.0 { 1.0 } else if v < 0.0 { -1.0 } else { v };
+    Reciprocal => reciprocal: |v| 1.0 / v;
+    Atan => atan: f32::atan;
+    Sinh => sinh: f32::sinh;
+    Cosh => cosh: f32::cosh;
 }
+
+/// SELU's constants (Klambauer et al. 2017), as TF.js has them.
+pub(crate) const SELU_ALPHA: f32 = 1.673_263_2;
+/// See [`SELU_ALPHA`].
+pub(crate) const SELU_SCALE: f32 = 1.050_701;
 
 /// The error function, as unary.wgsl computes it (there in f32): its
 /// Maclaurin series below 0.5, where `1 - erfc` would cancel, and

@@ -2,6 +2,7 @@
 
 use super::{unsupported, Program, Shader, WgpuTensor};
 use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
+use crate::kernels::{Atan, Ceil, Cosh, Elu, Expm1, Floor, Log1p, Reciprocal, Round, Selu, Sign, Sinh, Softplus};
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("unary");
@@ -45,6 +46,19 @@ unary_kernels! {
     Cos => cos: 8;
     Tanh => tanh: 9;
     Erf => erf: 12;
+    Softplus => softplus: 13;
+    Elu => elu: 14;
+    Selu => selu: 15;
+    Log1p => log1p: 16;
+    Expm1 => expm1: 17;
+    Floor => floor: 18;
+    Ceil => ceil: 19;
+    Round => round: 20;
+    Sign => sign: 21;
+    Reciprocal => reciprocal: 22;
+    Atan => atan: 23;
+    Sinh => sinh: 24;
+    Cosh => cosh: 25;
     Sigmoid => sigmoid: 10;
     Relu => relu: 11;
 }

@@ -43,6 +43,28 @@ fn erf(v: f32) -> f32 {
     return select(select(1.0 - erfc, erfc - 1.0, v < 0.0), v, is_nan(v));
 }
 
+// log(1 + v) and exp(v) - 1, accurate for small v: their Taylor series
+// below 0.05 (error under 1e-11), the plain forms above, where the rounding
+// of 1 + v or of exp(v) costs at most about eps / 0.05. (The textbook
+// corrections, log(u) * v / (u - 1) and (u - 1) * v / log(u), are undone by
+// compilers that simplify u - 1 to v or log(exp(v)) to v.)
+fn log1p(v: f32) -> f32 {
+    if abs(v) < 0.05 {
+        return v * (1.0 + v * (-0.5 + v * (1.0 / 3.0 + v * (-0.25 + v * (0.2 + v * (-1.0 / 6.0 + v / 7.0))))));
+    }
+    return log(1.0 + v);
+}
+
+fn expm1(v: f32) -> f32 {
+    if abs(v) < 0.05 {
+        return v * (1.0 + v * (0.5 + v * (1.0 / 6.0 + v * (1.0 / 24.0 + v * (1.0 / 120.0 + v / 720.0)))));
+    }
+    return exp(v) - 1.0;
+}
+
+const SELU_ALPHA: f32 = 1.6732632;
+const SELU_SCALE: f32 = 1.050701;
+
 fn apply_f32(v: f32) -> f32 {
     switch OP {
         case 0u: { return -v; }
@@ -60,6 +82,20 @@ fn apply_f32(v: f32) -> f32 {
         // `select(v, 0.0, v < 0.0)` into a max that drops it.
         case 11u: { return select(select(v, 0.0, v < 0.0), v, is_nan(v)); }
         case 12u: { return erf(v); }
+        case 13u: { return max(v, 0.0) + log1p(exp(-abs(v))); }
+        case 14u: { return select(expm1(v), v, v > 0.0); }
+        case 15u: { return SELU_SCALE * select(SELU_ALPHA * expm1(v), v, v > 0.0); }
+        case 16u: { return log1p(v); }
+        case 17u: { return expm1(v); }
+        case 18u: { return floor(v); }
+        case 19u: { return ceil(v); }
+        // WGSL's round takes halves to even, as TF.js does.
+        case 20u: { return round(v); }
+        case 21u: { return select(select(select(v, -1.0, v < 0.0), 1.0, v > 0.0), v, is_nan(v)); }
+        case 22u: { return 1.0 / v; }
+        case 23u: { return atan(v); }
+        case 24u: { return sinh(v); }
+        case 25u: { return cosh(v); }
         default: { return v; }
     }
 }
