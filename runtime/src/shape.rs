@@ -653,8 +653,17 @@ pub mod rules {
         }
     }
 
-    /// The windows of a convolution of `x` (NHWC) by `filter` (HWIO).
-    fn conv_window(
+    /// The windows of a convolution of `x` (NHWC) by `filter` (HWIO), which
+    /// the shape functions and the kernels on every backend read.
+    ///
+    /// ```
+    /// use opforge::kernels::Padding;
+    /// use opforge::shape::rules::conv_window;
+    /// let w = conv_window(&[1, 5, 5, 3], &[3, 3, 3, 8], &[1, 1], Padding::Same, None, &[1, 1]).unwrap();
+    /// assert_eq!((w.output, w.pad), ([5, 5], [1, 1]));
+    /// assert!(conv_window(&[1, 5, 5, 2], &[3, 3, 3, 8], &[1, 1], Padding::Same, None, &[1, 1]).is_err());
+    /// ```
+    pub fn conv_window(
         x: &[usize],
         filter: &[usize],
         strides: &[i64],

@@ -6,12 +6,14 @@
 
 use rayon::prelude::*;
 
-use super::{for_rows, gemm_into, output, CpuTensor, Operand, PAR_THRESHOLD};
+use std::borrow::Cow;
+
+use super::{for_rows, gemm_into, output, parallelism, rule_error, CpuTensor, Operand, PAR_THRESHOLD};
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, MaxPool, MaxPoolGrad, Padding,
 };
-use crate::shape::rules::{pool_window, Window};
-use crate::{kernel, BackendId, Error, Result, TensorMeta};
+use crate::shape::rules::{conv_window, pool_window, Window};
+use crate::{kernel, Result, TensorMeta};
 
 /// The image rows and columns of a window's taps: `(h, w)` of tap `(kh,
 /// kw)` for output pixel `(oh, ow)`, `None` outside the image.
@@ -20,10 +22,6 @@ fn tap(w: &Window, oh: usize, ow: usize, kh: usize, kw: usize) -> Option<(usize,
     let h = (oh * w.stride[0] + kh * w.dilation[0]).checked_sub(w.pad[0])?;
     let x = (ow * w.stride[1] + kw * w.dilation[1]).checked_sub(w.pad[1])?;
     (h < w.input[0] && x < w.input[1]).then_some((h, x))
-}
-
-fn rule_error(kernel: &'static str) -> impl Fn(String) -> Error {
-    move |message| Error::Backend { kernel, backend: BackendId::Cpu, message }
 }
 
 /// The patch matrix of NHWC `x`: one row per output pixel, `taps * c` wide,
@@ -56,18 +54,14 @@ fn is_pointwise(w: &Window) -> bool {
     w.size == [1, 1] && w.stride == [1, 1] && w.pad == [0, 0]
 }
 
-#[allow(clippy::too_many_arguments)]
-fn window(
-    kernel: &'static str,
-    image: &[usize],
-    filter: &[usize],
-    strides: &[i64],
-    padding: Padding,
-    explicit: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-) -> Result<Window> {
-    Window::new([image[1], image[2]], [filter[0], filter[1]], strides, padding, explicit, dilations)
-        .map_err(rule_error(kernel))
+/// The patch matrix of `x` for windows `w`: `x` itself for a pointwise
+/// convolution, else [`im2col`]'s copy.
+fn patches<'a>(x: &'a CpuTensor, w: &Window) -> Result<Cow<'a, [f32]>> {
+    let (xv, xs) = (x.as_slice::<f32>()?, x.shape());
+    Ok(match is_pointwise(w) {
+        true => Cow::Borrowed(xv),
+        false => Cow::Owned(im2col(xv, xs[0], xs[3], w)),
+    })
 }
 
 #[kernel(Conv2D, cpu)]
@@ -81,19 +75,13 @@ fn conv2d(
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
     let (xs, fs) = (x.shape(), filter.shape());
-    let w = window("Conv2D", xs, fs, strides, padding, explicit_paddings, dilations)?;
+    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations).map_err(rule_error("Conv2D"))?;
     let (c, k) = (xs[3], fs[3]);
     let (taps, pixels) = (fs[0] * fs[1] * c, out.numel() / k.max(1));
-    let cols;
-    let lhs = if is_pointwise(&w) {
-        x.as_slice::<f32>()?
-    } else {
-        cols = im2col(x.as_slice::<f32>()?, xs[0], c, &w);
-        &cols
-    };
+    let lhs = patches(x, &w)?;
     let mut y = output::<f32>(out.numel());
     let rhs = Operand { data: filter.as_slice::<f32>()?, row: k, col: 1 };
-    gemm_into(&mut y, pixels, k, taps, Operand { data: lhs, row: taps, col: 1 }, rhs);
+    gemm_into(&mut y, pixels, k, taps, Operand { data: &lhs, row: taps, col: 1 }, rhs, parallelism(pixels * k * taps));
     CpuTensor::from_vec(&out.shape, y)
 }
 
@@ -111,14 +99,16 @@ fn conv2d_backprop_input(
 ) -> Result<CpuTensor> {
     let _ = input_shape; // Checked by the shape function, and `out`'s shape.
     let (xs, fs) = (out.shape.as_slice(), filter.shape());
-    let w = window("Conv2DBackpropInput", xs, fs, strides, padding, explicit_paddings, dilations)?;
+    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
+        .map_err(rule_error("Conv2DBackpropInput"))?;
     let (c, k) = (xs[3], fs[3]);
     let taps = fs[0] * fs[1] * c;
     let pixels = xs[0] * w.output[0] * w.output[1];
     // The patches' cotangents: dy times the filter, transposed.
     let mut dcols = output::<f32>(pixels * taps);
     let lhs = Operand { data: dy.as_slice::<f32>()?, row: k, col: 1 };
-    gemm_into(&mut dcols, pixels, taps, k, lhs, Operand { data: filter.as_slice::<f32>()?, row: 1, col: k });
+    let rhs = Operand { data: filter.as_slice::<f32>()?, row: 1, col: k };
+    gemm_into(&mut dcols, pixels, taps, k, lhs, rhs, parallelism(pixels * taps * k));
     if is_pointwise(&w) {
         return CpuTensor::from_vec(&out.shape, dcols);
     }
@@ -164,21 +154,16 @@ fn conv2d_backprop_filter(
 ) -> Result<CpuTensor> {
     let _ = filter_shape; // Checked by the shape function, and `out`'s shape.
     let (xs, fs) = (x.shape(), out.shape.as_slice());
-    let w = window("Conv2DBackpropFilter", xs, fs, strides, padding, explicit_paddings, dilations)?;
+    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
+        .map_err(rule_error("Conv2DBackpropFilter"))?;
     let (c, k) = (xs[3], fs[3]);
     let taps = fs[0] * fs[1] * c;
     let pixels = xs[0] * w.output[0] * w.output[1];
-    let cols;
-    let patches = if is_pointwise(&w) {
-        x.as_slice::<f32>()?
-    } else {
-        cols = im2col(x.as_slice::<f32>()?, xs[0], c, &w);
-        &cols
-    };
+    let lhs = patches(x, &w)?;
     // The patches, transposed, times dy.
     let mut dw = output::<f32>(out.numel());
     let rhs = Operand { data: dy.as_slice::<f32>()?, row: k, col: 1 };
-    gemm_into(&mut dw, taps, k, pixels, Operand { data: patches, row: 1, col: taps }, rhs);
+    gemm_into(&mut dw, taps, k, pixels, Operand { data: &lhs, row: 1, col: taps }, rhs, parallelism(taps * k * pixels));
     CpuTensor::from_vec(&out.shape, dw)
 }
 

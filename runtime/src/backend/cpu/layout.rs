@@ -1,6 +1,6 @@
 //! Kernels that move or reinterpret data: `Reshape`, `Transpose`, `Cast`, `BroadcastTo`.
 
-use super::{for_rows, offset, output, unsupported, CpuTensor};
+use super::{for_rows, offset, output, rule_error, unsupported, CpuTensor};
 use crate::kernels::{Cast, Reshape, Transpose};
 use crate::shape::{rules::permutation, strides};
 use crate::{kernel, DType, Element, Result, TensorMeta};
@@ -38,11 +38,7 @@ pub(crate) fn permute<T: Element>(x: &CpuTensor, perm: &[usize]) -> Result<Vec<T
 
 #[kernel(Transpose, cpu)]
 fn transpose(x: &CpuTensor, perm: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
-    let perm = permutation(x.shape().len(), perm).map_err(|m| crate::Error::Backend {
-        kernel: "Transpose",
-        backend: crate::BackendId::Cpu,
-        message: m,
-    })?;
+    let perm = permutation(x.shape().len(), perm).map_err(rule_error("Transpose"))?;
     if perm.iter().enumerate().all(|(i, &p)| i == p) {
         return x.reshaped(&out.shape);
     }

@@ -50,42 +50,14 @@ fn batch_matmul(
     let flops = m * n * k;
     let gemm_one = |bi: usize, dst: &mut [f32], par: Parallelism| {
         let (oa, ob) = offsets(bi);
-        let (lhs, rhs) = (&av[oa..oa + m * k], &bv[ob..ob + k * n]);
-        debug_assert_eq!(dst.len(), m * n);
-        // SAFETY: `lhs` holds op(a) as m x k with strides (a_rs, a_cs) and
-        // `rhs` op(b) as k x n with (b_rs, b_cs): the largest index reached is
-        // (m-1)*a_rs + (k-1)*a_cs = m*k - 1 (and k*n - 1), inside the slices.
-        // `dst` is m x n, row-major, exclusively borrowed. `read_dst` is false,
-        // so its old contents are not read.
-        unsafe {
-            gemm::gemm(
-                m,
-                n,
-                k,
-                dst.as_mut_ptr(),
-                1,
-                n as isize,
-                false,
-                lhs.as_ptr(),
-                a_cs as isize,
-                a_rs as isize,
-                rhs.as_ptr(),
-                b_cs as isize,
-                b_rs as isize,
-                0.0,
-                1.0,
-                false,
-                false,
-                false,
-                par,
-            );
-        }
+        let lhs = Operand { data: &av[oa..oa + m * k], row: a_rs, col: a_cs };
+        let rhs = Operand { data: &bv[ob..ob + k * n], row: b_rs, col: b_cs };
+        gemm_into(dst, m, n, k, lhs, rhs, par);
     };
     let batches = shape::numel(batch);
     if flops >= PAR_FLOPS && batches < rayon::current_num_threads() * 2 {
-        let par = Parallelism::Rayon(rayon::current_num_threads());
         for (bi, dst) in data.chunks_mut(m * n).enumerate() {
-            gemm_one(bi, dst, par);
+            gemm_one(bi, dst, parallelism(flops));
         }
     } else if flops * batches >= PAR_FLOPS {
         data.par_chunks_mut(m * n).enumerate().for_each(|(bi, dst)| gemm_one(bi, dst, Parallelism::None));
@@ -105,9 +77,17 @@ pub(crate) struct Operand<'a> {
     pub col: usize,
 }
 
-/// `dst` (m x n, row-major) = `lhs` (m x k) times `rhs` (k x n), on rayon
-/// when the product is large enough to pay for it.
-pub(crate) fn gemm_into(dst: &mut [f32], m: usize, n: usize, k: usize, lhs: Operand<'_>, rhs: Operand<'_>) {
+/// `dst` (m x n, row-major) = `lhs` (m x k) times `rhs` (k x n), with the
+/// given parallelism ([`parallelism`] picks it by size for one product).
+pub(crate) fn gemm_into(
+    dst: &mut [f32],
+    m: usize,
+    n: usize,
+    k: usize,
+    lhs: Operand<'_>,
+    rhs: Operand<'_>,
+    par: Parallelism,
+) {
     assert_eq!(dst.len(), m * n, "gemm destination");
     if m == 0 || n == 0 {
         return;
@@ -120,10 +100,6 @@ pub(crate) fn gemm_into(dst: &mut [f32], m: usize, n: usize, k: usize, lhs: Oper
     // The soundness of the call below rests on these: every index gemm
     // reads lies inside its slice.
     assert!(last(&lhs, m, k) < lhs.data.len() && last(&rhs, k, n) < rhs.data.len(), "gemm operand bounds");
-    let par = match m * n * k >= PAR_FLOPS {
-        true => Parallelism::Rayon(rayon::current_num_threads()),
-        false => Parallelism::None,
-    };
     // SAFETY: `dst` is m x n row-major and exclusively borrowed; `lhs` and
     // `rhs` reach at most the indices checked above; `read_dst` is false,
     // so `dst`'s old contents are not read.
@@ -149,6 +125,14 @@ pub(crate) fn gemm_into(dst: &mut [f32], m: usize, n: usize, k: usize, lhs: Oper
             false,
             par,
         );
+    }
+}
+
+/// Rayon for one product of `flops` multiply-adds big enough to pay for it.
+pub(crate) fn parallelism(flops: usize) -> Parallelism {
+    match flops >= PAR_FLOPS {
+        true => Parallelism::Rayon(rayon::current_num_threads()),
+        false => Parallelism::None,
     }
 }
 

@@ -8,7 +8,7 @@ mod index;
 mod layout;
 mod make;
 mod matmul;
-pub(crate) use matmul::{gemm_into, Operand};
+pub(crate) use matmul::{gemm_into, parallelism, Operand};
 pub(crate) mod pool;
 mod reduce;
 mod softmax;
@@ -321,6 +321,12 @@ impl CpuTensor {
 /// against the spec first, so this means the spec and kernel disagree.
 pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> Error {
     Error::Backend { kernel, backend: BackendId::Cpu, message: format!("no cpu implementation for dtype {dtype}") }
+}
+
+/// A shape rule's complaint, found again inside kernel `kernel` (which the
+/// engine checked before it ran, so a kernel reaching it has a bug).
+pub(crate) fn rule_error(kernel: &'static str) -> impl Fn(String) -> Error {
+    move |message| Error::Backend { kernel, backend: BackendId::Cpu, message }
 }
 
 /// `f` over every element: inline below [`PAR_THRESHOLD`], on rayon above.

@@ -2,12 +2,11 @@
 //! element, each walking its window (conv.wgsl). The geometry is the one
 //! `shape::rules::Window` gives the cpu kernels and the shape functions.
 
-use super::{Program, Shader, WgpuTensor};
-use crate::backend::wgpu::device::backend_error;
+use super::{rule_error, Program, Shader, WgpuTensor};
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, MaxPool, MaxPoolGrad, Padding,
 };
-use crate::shape::rules::{pool_window, Window};
+use crate::shape::rules::{conv_window, pool_window, Window};
 use crate::{kernel, Result, TensorMeta};
 
 static SHADER: Shader = shader!("conv");
@@ -20,20 +19,6 @@ fn params(count: usize, image: &[usize], out_channels: usize, w: &Window) -> Vec
     p.extend([w.output[0], w.output[1], out_channels].map(|d| d as u32));
     p.extend(w.size.iter().chain(&w.stride).chain(&w.dilation).chain(&w.pad).map(|&d| d as u32));
     p
-}
-
-#[allow(clippy::too_many_arguments)]
-fn conv_window(
-    kernel: &'static str,
-    image: &[usize],
-    filter: &[usize],
-    strides: &[i64],
-    padding: Padding,
-    explicit: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-) -> Result<Window> {
-    Window::new([image[1], image[2]], [filter[0], filter[1]], strides, padding, explicit, dilations)
-        .map_err(|m| backend_error(kernel, m))
 }
 
 fn run(
@@ -58,7 +43,7 @@ fn conv2d(
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
     let (xs, fs) = (x.shape(), filter.shape());
-    let w = conv_window("Conv2D", xs, fs, strides, padding, explicit_paddings, dilations)?;
+    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations).map_err(rule_error("Conv2D"))?;
     run("Conv2D", "conv2d", 0, [x, filter], out, &params(out.numel(), xs, fs[3], &w))
 }
 
@@ -76,7 +61,8 @@ fn conv2d_backprop_input(
 ) -> Result<WgpuTensor> {
     let _ = input_shape; // Checked by the shape function, and `out`'s shape.
     let (xs, fs) = (out.shape.as_slice(), filter.shape());
-    let w = conv_window("Conv2DBackpropInput", xs, fs, strides, padding, explicit_paddings, dilations)?;
+    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
+        .map_err(rule_error("Conv2DBackpropInput"))?;
     let p = params(out.numel(), xs, fs[3], &w);
     run("Conv2DBackpropInput", "conv2d_backprop_input", 0, [dy, filter], out, &p)
 }
@@ -95,7 +81,8 @@ fn conv2d_backprop_filter(
 ) -> Result<WgpuTensor> {
     let _ = filter_shape; // Checked by the shape function, and `out`'s shape.
     let (xs, fs) = (x.shape(), out.shape.as_slice());
-    let w = conv_window("Conv2DBackpropFilter", xs, fs, strides, padding, explicit_paddings, dilations)?;
+    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
+        .map_err(rule_error("Conv2DBackpropFilter"))?;
     let p = params(out.numel(), xs, fs[3], &w);
     run("Conv2DBackpropFilter", "conv2d_backprop_filter", 0, [x, dy], out, &p)
 }
@@ -115,8 +102,7 @@ fn pool(
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
     let xs = x.shape();
-    let w =
-        pool_window([xs[1], xs[2]], filter_size, strides, padding, explicit).map_err(|m| backend_error(kernel, m))?;
+    let w = pool_window([xs[1], xs[2]], filter_size, strides, padding, explicit).map_err(rule_error(kernel))?;
     let p = params(out.numel(), xs, xs[3], &w);
     match dy {
         None => run(kernel, "pool", op, [x, x], out, &p),
