@@ -47,11 +47,6 @@ pub fn log_softmax(x: &Tensor, axis: i64) -> Result<Tensor> {
     sub(&shifted, &log_sum)
 }
 
-/// A scalar `v` of `like`'s dtype on `like`'s backend, for composite ops.
-fn scalar_like(v: f32, like: &Tensor) -> Result<Tensor> {
-    Tensor::scalar(v).to_backend(like.backend())
-}
-
 /// The Gaussian error linear unit, exactly: `x * Phi(x) = 0.5 * x * (1 +
 /// erf(x / sqrt(2)))` (TF.js's and PyTorch's default, not the tanh
 /// approximation).
@@ -65,8 +60,8 @@ fn scalar_like(v: f32, like: &Tensor) -> Result<Tensor> {
 /// ```
 #[op]
 pub fn gelu(x: &Tensor) -> Result<Tensor> {
-    let phi = erf(&mul(x, &scalar_like(std::f32::consts::FRAC_1_SQRT_2, x)?)?)?;
-    let half = mul(x, &scalar_like(0.5, x)?)?;
+    let phi = erf(&mul(x, &Tensor::scalar_on(std::f32::consts::FRAC_1_SQRT_2, x.backend())?)?)?;
+    let half = mul(x, &Tensor::scalar_on(0.5, x.backend())?)?;
     add(&half, &mul(&half, &phi)?)
 }
 
@@ -127,6 +122,6 @@ pub fn logsumexp(x: &Tensor, axes: Option<&[i64]>, keep_dims: bool) -> Result<Te
 pub fn layer_norm(x: &Tensor, gamma: &Tensor, beta: &Tensor, epsilon: f32) -> Result<Tensor> {
     let centered = sub(x, &mean(x, Some(&[-1]), true)?)?;
     let variance = mean(&square(&centered)?, Some(&[-1]), true)?;
-    let normalized = mul(&centered, &rsqrt(&add(&variance, &scalar_like(epsilon, x)?)?)?)?;
+    let normalized = mul(&centered, &rsqrt(&add(&variance, &Tensor::scalar_on(epsilon, x.backend())?)?)?)?;
     add(&mul(&normalized, gamma)?, beta)
 }

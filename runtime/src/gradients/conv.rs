@@ -4,15 +4,12 @@
 //! and each can be differentiated again. The backprop kernels take TF.js's
 //! `dy` as an input, so their own cotangents are `ddx` and `ddfilter`.
 
+use super::dims;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropFilterNeeds, Conv2DBackpropInput,
     Conv2DBackpropInputNeeds, Conv2DNeeds, MaxPool, Padding,
 };
 use crate::{gradient, ops, Result, Tensor};
-
-fn dims(t: &Tensor) -> Vec<i64> {
-    t.shape().iter().map(|&d| d as i64).collect()
-}
 
 #[gradient(Conv2D)]
 #[allow(clippy::too_many_arguments)]
@@ -27,14 +24,8 @@ fn conv2d_grad(
     needs: Conv2DNeeds,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    let dx = match needs.x {
-        true => Some(ops::conv2d_backprop_input(dy, filter, &dims(x), s, p, e, d)?),
-        false => None,
-    };
-    let dfilter = match needs.filter {
-        true => Some(ops::conv2d_backprop_filter(x, dy, &dims(filter), s, p, e, d)?),
-        false => None,
-    };
+    let dx = needs.x.then(|| ops::conv2d_backprop_input(dy, filter, &dims(x), s, p, e, d)).transpose()?;
+    let dfilter = needs.filter.then(|| ops::conv2d_backprop_filter(x, dy, &dims(filter), s, p, e, d)).transpose()?;
     Ok((dx, dfilter))
 }
 
@@ -53,14 +44,8 @@ fn conv2d_backprop_input_grad(
     needs: Conv2DBackpropInputNeeds,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    let d_dy = match needs.dy {
-        true => Some(ops::conv2d(ddx, filter, s, p, e, d)?),
-        false => None,
-    };
-    let d_filter = match needs.filter {
-        true => Some(ops::conv2d_backprop_filter(ddx, dy, &dims(filter), s, p, e, d)?),
-        false => None,
-    };
+    let d_dy = needs.dy.then(|| ops::conv2d(ddx, filter, s, p, e, d)).transpose()?;
+    let d_filter = needs.filter.then(|| ops::conv2d_backprop_filter(ddx, dy, &dims(filter), s, p, e, d)).transpose()?;
     Ok((d_dy, d_filter))
 }
 
@@ -78,14 +63,8 @@ fn conv2d_backprop_filter_grad(
     needs: Conv2DBackpropFilterNeeds,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    let d_x = match needs.x {
-        true => Some(ops::conv2d_backprop_input(dy, ddfilter, &dims(x), s, p, e, d)?),
-        false => None,
-    };
-    let d_dy = match needs.dy {
-        true => Some(ops::conv2d(x, ddfilter, s, p, e, d)?),
-        false => None,
-    };
+    let d_x = needs.x.then(|| ops::conv2d_backprop_input(dy, ddfilter, &dims(x), s, p, e, d)).transpose()?;
+    let d_dy = needs.dy.then(|| ops::conv2d(x, ddfilter, s, p, e, d)).transpose()?;
     Ok((d_x, d_dy))
 }
 

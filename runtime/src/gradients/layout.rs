@@ -1,13 +1,13 @@
 //! Gradients of the layout kernels: the inverse rearrangement.
 
-use super::unbroadcast;
+use super::{dims, unbroadcast};
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::rules::permutation;
 use crate::{gradient, ops, DType, Error, Result, Tensor};
 
 #[gradient(Reshape)]
 fn reshape_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    ops::reshape(dy, &x.shape().iter().map(|&d| d as i64).collect::<Vec<_>>())
+    ops::reshape(dy, &dims(x))
 }
 
 #[gradient(Transpose)]
@@ -50,6 +50,5 @@ fn slice_grad(x: &Tensor, begin: &[i64], dy: &Tensor) -> Result<Tensor> {
 #[gradient(PadV2)]
 fn pad_grad(x: &Tensor, paddings: &[Vec<i64>], dy: &Tensor) -> Result<Tensor> {
     let begin: Vec<i64> = paddings.iter().map(|p| p[0]).collect();
-    let size: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
-    ops::slice(dy, &begin, &size)
+    ops::slice(dy, &begin, &dims(x))
 }

@@ -35,6 +35,11 @@ pub fn unbroadcast(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
     ops::reshape(&summed, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
 }
 
+/// `t`'s shape as the `ints` attrs that take shapes want it.
+fn dims(t: &Tensor) -> Vec<i64> {
+    t.shape().iter().map(|&d| d as i64).collect()
+}
+
 /// A scalar of `like`'s dtype, on `like`'s backend (ops refuse mixed ones).
 fn scalar(v: f64, like: &Tensor) -> Result<Tensor> {
     match like.dtype() {
