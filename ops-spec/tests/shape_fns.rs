@@ -2,7 +2,10 @@
 //! computed by Rust functions with their `examples`, and each mistake in
 //! them, with its position.
 
-use opforge_spec::{parse, AttrType, AttrValue, EnumType, Error, Errors, Example, ShapeRule};
+mod common;
+
+use common::{assert_errors, edit};
+use opforge_spec::{parse, AttrType, AttrValue, EnumType, Example, ShapeRule};
 
 /// A valid kernel using every new attr type; tests break one line at a time.
 const POOL: &str = r#"[Pool]
@@ -20,20 +23,6 @@ explicit = { type = "int_lists", default = [[0, 0], [1, 1]] }
 weights = { type = "floats", default = [0.5, 1] }
 dilation = { type = "int", optional = true }
 "#;
-
-fn edit(base: &str, line_start: &str, new: &str) -> String {
-    let line = base.lines().find(|l| l.starts_with(line_start)).expect("a line to edit");
-    base.replacen(line, new, 1)
-}
-
-#[track_caller]
-fn assert_errors(source: &str, expected: &[&str]) {
-    let got: Vec<String> = match parse(source, "ops.toml") {
-        Ok(spec) => panic!("expected errors, parsed {spec:?}"),
-        Err(Errors(errors)) => errors.iter().map(Error::to_string).collect(),
-    };
-    assert_eq!(got, expected, "source:\n{source}");
-}
 
 #[test]
 fn every_new_attr_type_and_a_shape_function_parse() {

@@ -1,7 +1,10 @@
 //! Type variables: inputs of dtypes of their own (`"indices: Tidx"`,
 //! `"condition: bool"`), and each mistake in them, with its position.
 
-use opforge_spec::{parse, DType, Error, Errors, InputType, OutputDType, TypeVar};
+mod common;
+
+use common::{assert_errors, edit};
+use opforge_spec::{parse, DType, InputType, OutputDType, TypeVar};
 
 /// A valid kernel with two type variables; tests break one line at a time.
 const GATHER: &str = r#"[Gather]
@@ -16,20 +19,6 @@ grad = ["x"]
 axis = { type = "int", default = 0 }
 batch_dims = { type = "int", default = 0 }
 "#;
-
-fn edit(base: &str, line_start: &str, new: &str) -> String {
-    let line = base.lines().find(|l| l.starts_with(line_start)).expect("a line to edit");
-    base.replacen(line, new, 1)
-}
-
-#[track_caller]
-fn assert_errors(source: &str, expected: &[&str]) {
-    let got: Vec<String> = match parse(source, "ops.toml") {
-        Ok(spec) => panic!("expected errors, parsed {spec:?}"),
-        Err(Errors(errors)) => errors.iter().map(Error::to_string).collect(),
-    };
-    assert_eq!(got, expected, "source:\n{source}");
-}
 
 #[test]
 fn inputs_name_type_variables_or_dtypes() {

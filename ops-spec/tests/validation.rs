@@ -1,6 +1,9 @@
 //! One test per validation rule, each pinning the exact position and message.
 
-use opforge_spec::{parse, AttrType, AttrValue, DType, Differentiable, Error, Errors, OutputDType, ShapeRule};
+mod common;
+
+use common::{assert_errors, edit};
+use opforge_spec::{parse, AttrType, AttrValue, DType, Differentiable, OutputDType, ShapeRule};
 
 /// A valid kernel; tests break one line of it at a time.
 const ADD: &str = r#"[Add]
@@ -24,39 +27,6 @@ grad = ["x"]
 axes = { type = "ints", default = [] }
 keep_dims = { type = "bool", default = false }
 "#;
-
-/// `base` with its line starting `line_start` replaced by `new` (or removed when empty).
-fn edit(base: &str, line_start: &str, new: &str) -> String {
-    let mut found = false;
-    let mut out = String::new();
-    for line in base.lines() {
-        if !found && line.starts_with(line_start) {
-            found = true;
-            if !new.is_empty() {
-                out.push_str(new);
-                out.push('\n');
-            }
-        } else {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    assert!(found, "no line starts with {line_start:?}");
-    out
-}
-
-/// The errors of `source`, one `file:line:col: message` string each.
-fn errors(source: &str) -> Vec<String> {
-    match parse(source, "ops.toml") {
-        Ok(spec) => panic!("expected errors, parsed {spec:?}"),
-        Err(Errors(errors)) => errors.iter().map(Error::to_string).collect(),
-    }
-}
-
-#[track_caller]
-fn assert_errors(source: &str, expected: &[&str]) {
-    assert_eq!(errors(source), expected, "source:\n{source}");
-}
 
 #[test]
 fn valid_kernels_parse_with_defaults() {

@@ -3,17 +3,10 @@
 //! `layer_norm`): their gradients against finite differences, and their
 //! errors, named by the composite.
 
-use opforge::{ops, BackendId, Tensor};
+mod common;
 
-/// The backends to run on: the cpu, and wgpu where an adapter is (a SKIP
-/// line says so where none is).
-fn backends(test: &str) -> Vec<BackendId> {
-    let mut b = vec![BackendId::Cpu];
-    if opforge::backend::wgpu::adapter_or_skip(test) {
-        b.push(BackendId::Wgpu);
-    }
-    b
-}
+use common::backends;
+use opforge::{ops, Tensor};
 
 /// erf by its Maclaurin series in f64, exact to about 1e-12 for |x| <= 3.
 fn erf_series(x: f64) -> f64 {

@@ -2,18 +2,11 @@
 //! definitions (independent of the kernels' im2col and window walks), on
 //! the cpu and on wgpu; their errors; and a small CNN's gradients.
 
-use opforge::kernels::Padding;
-use opforge::{ops, BackendId, Error, Tensor};
+mod common;
 
-/// The backends to run on: the cpu, and wgpu where an adapter is (a SKIP
-/// line says so where none is).
-fn backends(test: &str) -> Vec<BackendId> {
-    let mut b = vec![BackendId::Cpu];
-    if opforge::backend::wgpu::adapter_or_skip(test) {
-        b.push(BackendId::Wgpu);
-    }
-    b
-}
+use common::backends;
+use opforge::kernels::Padding;
+use opforge::{ops, Error, Tensor};
 
 /// `y[n, oh, ow, k] = sum x[n, oh*s - pad + kh*d, ow*s - pad + kw*d, c] * f[kh, kw, c, k]`.
 #[allow(clippy::too_many_arguments)]

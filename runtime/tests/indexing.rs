@@ -3,6 +3,9 @@
 //! and for inputs of the wrong dtype, and their gradients, on the cpu and on
 //! wgpu.
 
+mod common;
+
+use common::backends;
 use opforge::{ops, BackendId, Error, Tensor};
 
 fn f32s(v: &[f32], shape: &[usize]) -> Tensor {
@@ -11,16 +14,6 @@ fn f32s(v: &[f32], shape: &[usize]) -> Tensor {
 
 fn i32s(v: &[i32], shape: &[usize]) -> Tensor {
     Tensor::from_vec(v.to_vec(), shape).unwrap()
-}
-
-/// The backends to run on: the cpu, and wgpu where an adapter is (a SKIP
-/// line says so where none is).
-fn backends(test: &str) -> Vec<BackendId> {
-    let mut b = vec![BackendId::Cpu];
-    if opforge::backend::wgpu::adapter_or_skip(test) {
-        b.push(BackendId::Wgpu);
-    }
-    b
 }
 
 fn on(t: &Tensor, b: BackendId) -> Tensor {

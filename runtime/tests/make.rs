@@ -2,17 +2,10 @@
 //! errors, and the backend they run on, the default one, which
 //! `with_default_backend` sets for one thread.
 
-use opforge::{ops, BackendId, DType, Error, Tensor};
+mod common;
 
-/// The backends to run on: the cpu, and wgpu where an adapter is (a SKIP
-/// line says so where none is).
-fn backends(test: &str) -> Vec<BackendId> {
-    let mut b = vec![BackendId::Cpu];
-    if opforge::backend::wgpu::adapter_or_skip(test) {
-        b.push(BackendId::Wgpu);
-    }
-    b
-}
+use common::backends;
+use opforge::{ops, BackendId, DType, Error, Tensor};
 
 #[test]
 fn ranges_and_fills_are_made_on_the_default_backend() {

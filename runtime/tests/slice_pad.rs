@@ -2,20 +2,13 @@
 //! Rust shape functions: their values, their errors, and their gradients,
 //! each the other's adjoint, on the cpu and on wgpu.
 
+mod common;
+
+use common::backends;
 use opforge::{ops, BackendId, Error, Tensor};
 
 fn f32s(v: &[f32], shape: &[usize]) -> Tensor {
     Tensor::from_vec(v.to_vec(), shape).unwrap()
-}
-
-/// The backends to run on: the cpu, and wgpu where an adapter is (a SKIP
-/// line says so where none is).
-fn backends(test: &str) -> Vec<BackendId> {
-    let mut b = vec![BackendId::Cpu];
-    if opforge::backend::wgpu::adapter_or_skip(test) {
-        b.push(BackendId::Wgpu);
-    }
-    b
 }
 
 /// `[[0, 1, 2, 3], [10, 11, 12, 13], [20, 21, 22, 23]]` on `b`.

@@ -1,17 +1,10 @@
 //! The unary kernels at the values their generated tests do not draw:
 //! halves, zeros, NaN, tiny and huge inputs, on the cpu and on wgpu.
 
-use opforge::{ops, BackendId, Tensor};
+mod common;
 
-/// The backends to run on: the cpu, and wgpu where an adapter is (a SKIP
-/// line says so where none is).
-fn backends(test: &str) -> Vec<BackendId> {
-    let mut b = vec![BackendId::Cpu];
-    if opforge::backend::wgpu::adapter_or_skip(test) {
-        b.push(BackendId::Wgpu);
-    }
-    b
-}
+use common::backends;
+use opforge::{ops, BackendId, Tensor};
 
 fn run(b: BackendId, v: &[f32], op: fn(&Tensor) -> opforge::Result<Tensor>) -> Vec<f32> {
     let x = Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap().to_backend(b).unwrap();

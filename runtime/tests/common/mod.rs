@@ -5,7 +5,17 @@
 // Each test file uses a different part of this module.
 #![allow(dead_code)]
 
-use opforge::{DType, Tensor};
+use opforge::{BackendId, DType, Tensor};
+
+/// The backends to run on: the cpu, and wgpu where an adapter is (a SKIP
+/// line says so where none is).
+pub fn backends(test: &str) -> Vec<BackendId> {
+    let mut b = vec![BackendId::Cpu];
+    if opforge::backend::wgpu::adapter_or_skip(test) {
+        b.push(BackendId::Wgpu);
+    }
+    b
+}
 
 /// A binary op, as the generated op functions are.
 pub type Binary = fn(&Tensor, &Tensor) -> opforge::Result<Tensor>;
