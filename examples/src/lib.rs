@@ -30,6 +30,163 @@ pub fn wgpu_or_skip(what: &str) -> bool {
     opforge::backend::wgpu::adapter_or_skip(what)
 }
 
+pub mod cli {
+    //! What the training examples share: their arguments, the held-out
+    //! split, and the epoch loop with its progress lines and profile.
+
+    use std::error::Error;
+    use std::path::PathBuf;
+    use std::time::Instant;
+
+    use opforge::train::Adam;
+    use opforge::BackendId;
+
+    use crate::digits::{self, Digits};
+
+    /// A training example's command line.
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct Args {
+        /// Where the model lives (`--backend`, default `cpu`).
+        pub backend: BackendId,
+        /// Epochs to train (`--epochs`).
+        pub epochs: usize,
+        /// Seeds the split, the initial weights and the batch order (`--seed`).
+        pub seed: u64,
+        /// Where to write a Chrome trace of the first epoch (and its SVG
+        /// timeline beside it), if anywhere (`--profile`).
+        pub profile: Option<PathBuf>,
+    }
+
+    impl Args {
+        /// Parses `args` (without the program name) for example `name`.
+        ///
+        /// ```
+        /// use opforge_examples::cli::Args;
+        /// let a = Args::parse("train_mlp", 30, ["--epochs", "3", "--seed=7"].map(String::from)).unwrap();
+        /// assert_eq!((a.epochs, a.seed, a.backend), (3, 7, opforge::BackendId::Cpu));
+        /// assert!(Args::parse("train_mlp", 30, ["--epochs", "0"].map(String::from)).is_err());
+        /// ```
+        pub fn parse(
+            name: &str,
+            default_epochs: usize,
+            args: impl IntoIterator<Item = String>,
+        ) -> Result<Args, String> {
+            let usage = format!("usage: {name} [--backend NAME] [--epochs N] [--seed N] [--profile TRACE.json]");
+            let mut parsed = Args { backend: BackendId::Cpu, epochs: default_epochs, seed: 42, profile: None };
+            let mut it = args.into_iter();
+            while let Some(arg) = it.next() {
+                let (flag, inline) = match arg.split_once('=') {
+                    Some((f, v)) => (f.to_owned(), Some(v.to_owned())),
+                    None => (arg.clone(), None),
+                };
+                let mut value = || inline.clone().or_else(|| it.next()).ok_or(format!("{flag} needs a value"));
+                match flag.as_str() {
+                    "--backend" => {
+                        let name = value()?;
+                        parsed.backend = BackendId::from_name(&name).ok_or_else(|| {
+                            let known: Vec<&str> = BackendId::ALL.iter().map(|b| b.name()).collect();
+                            format!("unknown backend `{name}`; this build has: {}", known.join(", "))
+                        })?;
+                    }
+                    "--epochs" => {
+                        let v = value()?;
+                        parsed.epochs = v
+                            .parse()
+                            .ok()
+                            .filter(|&n| n > 0)
+                            .ok_or(format!("--epochs takes a positive number, not `{v}`"))?;
+                    }
+                    "--profile" => parsed.profile = Some(value()?.into()),
+                    "--seed" => {
+                        let v = value()?;
+                        parsed.seed = v.parse().map_err(|_| format!("--seed takes a number, not `{v}`"))?;
+                    }
+                    "-h" | "--help" => {
+                        println!("{usage}");
+                        std::process::exit(0);
+                    }
+                    _ => return Err(format!("unknown argument `{arg}`; {usage}")),
+                }
+            }
+            Ok(parsed)
+        }
+
+        /// The process's arguments, for example `name`.
+        pub fn from_env(name: &str, default_epochs: usize) -> Result<Args, String> {
+            Args::parse(name, default_epochs, std::env::args().skip(1))
+        }
+    }
+
+    /// Checks that `args.backend` is available, says which adapter it is,
+    /// and splits the digits into a training set and a held-out fifth.
+    pub fn start(args: &Args) -> Result<(Digits, Digits), Box<dyn Error>> {
+        let info = opforge::backends().into_iter().find(|b| b.backend == args.backend).ok_or("a listed backend")?;
+        if !info.available {
+            return Err(format!("backend `{}` is not available: {}", args.backend, info.description).into());
+        }
+        println!("backend `{}`: {}", args.backend, info.description);
+        let data = digits::load()?;
+        let (train, test) = data.split(0.2, args.seed);
+        println!(
+            "digits: {} images, {} to train on, {} held out for testing (seed {})",
+            data.len(),
+            train.len(),
+            test.len(),
+            args.seed
+        );
+        Ok((train, test))
+    }
+
+    /// `[=====     ]`: `done` of `total` in `width` characters.
+    ///
+    /// ```
+    /// assert_eq!(opforge_examples::cli::progress_bar(1, 4, 8), "[==      ]");
+    /// ```
+    pub fn progress_bar(done: usize, total: usize, width: usize) -> String {
+        let filled = done * width / total.max(1);
+        format!("[{}{}]", "=".repeat(filled), " ".repeat(width - filled))
+    }
+
+    /// Runs `epoch(number, adam)` for each epoch, printing its loss and the
+    /// time so far, with epoch 1 profiled when `--profile` asks; then says
+    /// how long training took.
+    pub fn train(
+        args: &Args,
+        adam: &mut Adam,
+        mut epoch: impl FnMut(usize, &mut Adam) -> opforge::Result<f64>,
+    ) -> Result<(), Box<dyn Error>> {
+        let start = Instant::now();
+        for e in 1..=args.epochs {
+            let mut run = || epoch(e, adam);
+            let loss = match (&args.profile, e) {
+                (Some(path), 1) => {
+                    let (loss, profile) = opforge::profile(run);
+                    profile.write_chrome_trace(path)?;
+                    let svg = path.with_extension("svg");
+                    profile.write_timeline_svg(&svg)?;
+                    println!("{profile}");
+                    println!(
+                        "profile of epoch 1: {} (open it in ui.perfetto.dev or chrome://tracing) and {}",
+                        path.display(),
+                        svg.display()
+                    );
+                    loss?
+                }
+                _ => run()?,
+            };
+            println!(
+                "epoch {e:>2}/{} {} loss {loss:.4}  ({:.2} s)",
+                args.epochs,
+                progress_bar(e, args.epochs, 20),
+                start.elapsed().as_secs_f64()
+            );
+        }
+        let elapsed = start.elapsed().as_secs_f64();
+        println!("trained {} epochs ({} steps) in {elapsed:.2} s", args.epochs, adam.iterations());
+        Ok(())
+    }
+}
+
 pub mod digits {
     //! The 8x8 handwritten digits of `examples/data/digits.csv.gz` (1,797
     //! images, CC BY 4.0, see `examples/data/README.md`): loading, scaling
@@ -206,17 +363,100 @@ pub mod digits {
     }
 }
 
+pub mod fit {
+    //! What training a classifier of the digits takes, whatever the model:
+    //! an epoch of minibatches and the accuracy, shared by the MLP and the CNN.
+
+    use opforge::losses::softmax_cross_entropy;
+    use opforge::train::{Adam, Optimizer};
+    use opforge::{ops, BackendId, DType, Tensor, Variable};
+
+    use crate::digits::{self, Digits};
+
+    /// Share of `data` whose most likely class under `forward` (logits
+    /// `f32[n, 10]` for images `f32[n, 64]`) is its label.
+    ///
+    /// ```
+    /// use opforge::{BackendId, Tensor};
+    /// let data = opforge_examples::digits::load()?;
+    /// // Equal logits, whose first largest is class 0: right for the zeros, about a tenth.
+    /// let zero = |x: &Tensor| Tensor::zeros(&[x.shape()[0], 10], opforge::DType::F32);
+    /// let accuracy = opforge_examples::fit::accuracy(BackendId::Cpu, &data, zero)?;
+    /// assert!((0.05..0.15).contains(&accuracy));
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn accuracy(
+        backend: BackendId,
+        data: &Digits,
+        forward: impl Fn(&Tensor) -> opforge::Result<Tensor>,
+    ) -> opforge::Result<f32> {
+        let logits = opforge::no_grad(|| forward(&data.images_tensor()?.to_backend(backend)?))?;
+        let predicted = ops::argmax(&logits, -1)?;
+        let labels = Tensor::from_vec(data.labels.iter().map(|&l| l as i32).collect(), &[data.len()])?;
+        let right = ops::equal(&predicted, &labels.to_backend(backend)?)?;
+        ops::mean(&ops::cast(&right, DType::F32)?, None, false)?.to_scalar::<f32>()
+    }
+
+    /// How an epoch cuts its data: batches of `size` in an order drawn from
+    /// `seed`, each batch's images (`f32[n, 64]`, number `i` of the epoch)
+    /// passed through `prepare` (augmentation; identity for none).
+    pub struct Batches<P> {
+        /// Images per step.
+        pub size: usize,
+        /// Seeds the order.
+        pub seed: u64,
+        /// Maps a batch's images and its number to the model's input.
+        pub prepare: P,
+    }
+
+    /// Trains one epoch on `train` with softmax cross-entropy and `adam`,
+    /// updating `vars`; returns the mean loss. The losses add up on
+    /// `backend` and are read back once, at the end: a read per step would
+    /// make each step wait for the GPU.
+    ///
+    /// ```
+    /// use opforge_examples::{digits, fit, mlp::Mlp};
+    /// let (train, _) = digits::load()?.split(0.9, 1);
+    /// let m = Mlp::new(7, opforge::BackendId::Cpu)?;
+    /// let mut adam = opforge::train::Adam::new(0.003);
+    /// let batches = || fit::Batches { size: 32, seed: 1, prepare: |x, _| Ok(x) };
+    /// let first = fit::train_epoch(m.backend(), &train, &mut adam, &m.variables(), batches(), |x| m.forward(x))?;
+    /// let second = fit::train_epoch(m.backend(), &train, &mut adam, &m.variables(), batches(), |x| m.forward(x))?;
+    /// assert!(second < first, "{second} after {first}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn train_epoch<P: Fn(Tensor, usize) -> opforge::Result<Tensor>>(
+        backend: BackendId,
+        train: &Digits,
+        adam: &mut Adam,
+        vars: &[&Variable],
+        batches: Batches<P>,
+        forward: impl Fn(&Tensor) -> opforge::Result<Tensor>,
+    ) -> opforge::Result<f64> {
+        let mut total = Tensor::scalar(0.0f32).to_backend(backend)?;
+        let mut seen = 0usize;
+        for (i, batch) in digits::shuffled(train.len(), batches.seed).chunks(batches.size.max(1)).enumerate() {
+            let batch = train.select(batch);
+            let x = (batches.prepare)(batch.images_tensor()?.to_backend(backend)?, i)?;
+            let y = batch.labels_one_hot()?.to_backend(backend)?;
+            let loss = adam.minimize(|| softmax_cross_entropy(&y, &forward(&x)?), vars)?;
+            total = ops::add(&total, &ops::mul(&loss, &Tensor::scalar(batch.len() as f32).to_backend(backend)?)?)?;
+            seen += batch.len();
+        }
+        Ok(f64::from(total.to_scalar::<f32>()?) / seen.max(1) as f64)
+    }
+}
+
 pub mod mlp {
     //! The model `train_mlp` trains: 64 -> 128 relu -> 10 on the digits,
     //! softmax cross-entropy, Adam, minibatches, on any backend. The
     //! example and the tests share it, so that what the tests train on each
     //! backend is what the example runs.
 
-    use opforge::losses::softmax_cross_entropy;
-    use opforge::train::{Adam, Optimizer};
+    use opforge::train::Adam;
     use opforge::{ops, BackendId, DType, Tensor, Variable};
 
-    use crate::digits::{self, Digits, CLASSES, PIXELS};
+    use crate::digits::{Digits, CLASSES, PIXELS};
 
     /// Units of the hidden layer.
     pub const HIDDEN: usize = 128;
@@ -308,12 +548,7 @@ pub mod mlp {
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn accuracy(&self, data: &Digits) -> opforge::Result<f32> {
-            let backend = self.backend();
-            let logits = opforge::no_grad(|| self.forward(&data.images_tensor()?.to_backend(backend)?))?;
-            let predicted = ops::argmax(&logits, -1)?;
-            let labels = Tensor::from_vec(data.labels.iter().map(|&l| l as i32).collect(), &[data.len()])?;
-            let right = ops::equal(&predicted, &labels.to_backend(backend)?)?;
-            ops::mean(&ops::cast(&right, DType::F32)?, None, false)?.to_scalar::<f32>()
+            crate::fit::accuracy(self.backend(), data, |x| self.forward(x))
         }
 
         /// Trains one epoch on `train`, in minibatches of [`BATCH`] in an
@@ -330,21 +565,8 @@ pub mod mlp {
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn train_epoch(&self, train: &Digits, adam: &mut Adam, seed: u64) -> opforge::Result<f64> {
-            let backend = self.backend();
-            let vars = self.variables();
-            // The losses add up where they are, read back once an epoch: a
-            // read per step would make each step wait for the GPU.
-            let mut total = Tensor::scalar(0.0f32).to_backend(backend)?;
-            let mut seen = 0usize;
-            for batch in digits::shuffled(train.len(), seed).chunks(BATCH) {
-                let batch = train.select(batch);
-                let x = batch.images_tensor()?.to_backend(backend)?;
-                let y = batch.labels_one_hot()?.to_backend(backend)?;
-                let loss = adam.minimize(|| softmax_cross_entropy(&y, &self.forward(&x)?), &vars)?;
-                total = ops::add(&total, &ops::mul(&loss, &Tensor::scalar(batch.len() as f32).to_backend(backend)?)?)?;
-                seen += batch.len();
-            }
-            Ok(f64::from(total.to_scalar::<f32>()?) / seen.max(1) as f64)
+            let batches = crate::fit::Batches { size: BATCH, seed, prepare: |x, _| Ok(x) };
+            crate::fit::train_epoch(self.backend(), train, adam, &self.variables(), batches, |x| self.forward(x))
         }
     }
 
@@ -366,11 +588,10 @@ pub mod cnn {
     //! and the tests share it.
 
     use opforge::kernels::Padding;
-    use opforge::losses::softmax_cross_entropy;
-    use opforge::train::{Adam, Optimizer};
+    use opforge::train::Adam;
     use opforge::{ops, BackendId, DType, Tensor, Variable};
 
-    use crate::digits::{self, Digits, CLASSES};
+    use crate::digits::{Digits, CLASSES};
 
     /// Channels of the first and second convolutions.
     pub const CHANNELS: [usize; 2] = [32, 64];
@@ -511,12 +732,7 @@ pub mod cnn {
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn accuracy(&self, data: &Digits) -> opforge::Result<f32> {
-            let backend = self.backend();
-            let logits = opforge::no_grad(|| self.forward(&data.images_tensor()?.to_backend(backend)?))?;
-            let predicted = ops::argmax(&logits, -1)?;
-            let labels = Tensor::from_vec(data.labels.iter().map(|&l| l as i32).collect(), &[data.len()])?;
-            let right = ops::equal(&predicted, &labels.to_backend(backend)?)?;
-            ops::mean(&ops::cast(&right, DType::F32)?, None, false)?.to_scalar::<f32>()
+            crate::fit::accuracy(self.backend(), data, |x| self.forward(x))
         }
 
         /// Trains one epoch on `train`, in minibatches of [`BATCH`] in an
@@ -533,20 +749,10 @@ pub mod cnn {
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn train_epoch(&self, train: &Digits, adam: &mut Adam, seed: u64) -> opforge::Result<f64> {
-            let backend = self.backend();
-            let vars = self.variables();
-            // The losses add up where they are, read back once an epoch.
-            let mut total = Tensor::scalar(0.0f32).to_backend(backend)?;
-            let mut seen = 0usize;
-            for (i, batch) in digits::shuffled(train.len(), seed).chunks(BATCH).enumerate() {
-                let batch = train.select(batch);
-                let x = shifted(&batch.images_tensor()?.to_backend(backend)?, seed.wrapping_add(i as u64))?;
-                let y = batch.labels_one_hot()?.to_backend(backend)?;
-                let loss = adam.minimize(|| softmax_cross_entropy(&y, &self.forward(&x)?), &vars)?;
-                total = ops::add(&total, &ops::mul(&loss, &Tensor::scalar(batch.len() as f32).to_backend(backend)?)?)?;
-                seen += batch.len();
-            }
-            Ok(f64::from(total.to_scalar::<f32>()?) / seen.max(1) as f64)
+            // Each batch shifted its own way.
+            let prepare = |x: Tensor, i: usize| shifted(&x, seed.wrapping_add(i as u64));
+            let batches = crate::fit::Batches { size: BATCH, seed, prepare };
+            crate::fit::train_epoch(self.backend(), train, adam, &self.variables(), batches, |x| self.forward(x))
         }
     }
 }
