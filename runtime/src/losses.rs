@@ -69,6 +69,52 @@ pub fn softmax_cross_entropy(labels: &Tensor, logits: &Tensor) -> Result<Tensor>
     })
 }
 
+/// Softmax cross-entropy between integer class `labels` (`i32`, any
+/// shape) and `logits` of that shape plus a last axis of classes, averaged
+/// over every label (TF.js `tf.losses.sparseSoftmaxCrossEntropy`): the
+/// one-hot form of [`softmax_cross_entropy`] without building the one-hot
+/// labels by hand. A label outside `0..classes` is an error: the labels are
+/// read to check it, so keep them on the cpu (they move to the logits'
+/// backend after the check) and a GPU step does not wait for the read.
+///
+/// ```
+/// use opforge::{grad, losses, Tensor};
+/// let labels = Tensor::from_vec(vec![1i32, 0], &[2])?;
+/// let logits = Tensor::from_vec(vec![0.0f32, 0.0, 2.0, 0.0], &[2, 2])?;
+/// let loss = losses::sparse_softmax_cross_entropy(&labels, &logits)?.to_scalar::<f32>()?;
+/// let want = (2f32.ln() + (1.0 + (-2f32).exp()).ln()) / 2.0;
+/// assert!((loss - want).abs() < 1e-6);
+/// let dlogits = grad(|l| losses::sparse_softmax_cross_entropy(&labels, l))(&logits)?.to_vec::<f32>()?;
+/// assert!((dlogits[0] - 0.25).abs() < 1e-6 && (dlogits[1] + 0.25).abs() < 1e-6);
+/// assert!(losses::sparse_softmax_cross_entropy(&Tensor::from_vec(vec![2i32, 0], &[2])?, &logits).is_err());
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn sparse_softmax_cross_entropy(labels: &Tensor, logits: &Tensor) -> Result<Tensor> {
+    const WHAT: &str = "sparse_softmax_cross_entropy";
+    let classes = match logits.shape().split_last() {
+        Some((&classes, batch)) if batch == labels.shape() && labels.dtype() == crate::DType::I32 => classes,
+        _ => {
+            return Err(invalid(
+                WHAT,
+                format!(
+                    "labels are {} and logits {}; the labels must be i32 of the logits' shape without its last axis",
+                    labels.meta(),
+                    logits.meta()
+                ),
+            ))
+        }
+    };
+    let depth = i64::try_from(classes).map_err(|_| invalid(WHAT, format!("logits are {}", logits.meta())))?;
+    // OneHot turns a label outside the classes into a row of zeros, which
+    // would count as a loss of 0: read the labels and refuse it instead.
+    if let Some(bad) = labels.to_vec::<i32>()?.into_iter().find(|l| !(0..depth).contains(&i64::from(*l))) {
+        return Err(invalid(WHAT, format!("label {bad} is outside the {classes} classes of logits {}", logits.meta())));
+    }
+    let one_hot = ops::one_hot(&labels.to_backend(logits.backend())?, depth, 1.0, 0.0)?;
+    softmax_cross_entropy(&one_hot, logits)
+}
+
 /// Mean of the squared differences between `labels` and `predictions`
 /// (TF.js `tf.losses.meanSquaredError`), from ops, so its gradient comes
 /// from the registry.

@@ -125,3 +125,64 @@ pub fn layer_norm(x: &Tensor, gamma: &Tensor, beta: &Tensor, epsilon: f32) -> Re
     let normalized = mul(&centered, &rsqrt(&add(&variance, &Tensor::scalar_on(epsilon, x.backend())?)?)?)?;
     add(&mul(&normalized, gamma)?, beta)
 }
+
+/// Rows of the embedding `table` (`f32[vocabulary, width]`) picked by the
+/// `ids` (`i32`, any shape): `f32[..ids, width]` (TF.js's `tf.gather` on
+/// axis 0, as `tf.layers.embedding` uses it). Its gradient sums into the
+/// rows each id picked, through `UnsortedSegmentSum`.
+///
+/// ```
+/// use opforge::{grad, ops, Tensor};
+/// let table = Tensor::from_vec(vec![0.0f32, 1.0, 10.0, 11.0, 20.0, 21.0], &[3, 2])?;
+/// let ids = Tensor::from_vec(vec![2i32, 0, 2], &[3])?;
+/// assert_eq!(ops::embedding(&table, &ids)?.to_vec::<f32>()?, vec![20.0, 21.0, 0.0, 1.0, 20.0, 21.0]);
+/// let d = grad(|t| ops::sum(&ops::embedding(t, &ids)?, None, false))(&table)?;
+/// assert_eq!(d.to_vec::<f32>()?, vec![1.0, 1.0, 0.0, 0.0, 2.0, 2.0], "id 2 was picked twice");
+/// assert!(ops::embedding(&table, &Tensor::from_vec(vec![3i32], &[1])?).is_err());
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn embedding(table: &Tensor, ids: &Tensor) -> Result<Tensor> {
+    gather(table, ids, 0, 0)
+}
+
+/// Attention: `softmax(q k^T / sqrt(depth)) v` over the last two axes of
+/// `q` (`[..., queries, depth]`), `k` (`[..., keys, depth]`) and `v`
+/// (`[..., keys, value_depth]`), the leading axes (batch, heads)
+/// broadcasting as in [`matmul`]. With `causal`, query `i` sees keys `0..=i`
+/// only (PyTorch's `is_causal`: the mask aligned at the top left), as a
+/// decoder's self-attention needs.
+///
+/// ```
+/// use opforge::{ops, Tensor};
+/// // One head, three positions, depth 1: every key equal, so the output
+/// // averages the values each query may see.
+/// let q = Tensor::from_vec(vec![1.0f32; 3], &[1, 3, 1])?;
+/// let v = Tensor::from_vec(vec![3.0f32, 6.0, 9.0], &[1, 3, 1])?;
+/// let causal = ops::scaled_dot_product_attention(&q, &q, &v, true)?.to_vec::<f32>()?;
+/// assert_eq!(causal, vec![3.0, 4.5, 6.0]);
+/// let full = ops::scaled_dot_product_attention(&q, &q, &v, false)?.to_vec::<f32>()?;
+/// assert!(full.iter().all(|&y| (y - 6.0).abs() < 1e-6));
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, causal: bool) -> Result<Tensor> {
+    let (Some(&depth), [.., queries, _], [.., keys, _]) = (q.shape().last(), q.shape(), k.shape()) else {
+        return Err(crate::Error::InvalidTensor {
+            what: "scaled_dot_product_attention",
+            message: format!("q is {} and k {}; both need a rank of at least 2", q.meta(), k.meta()),
+        });
+    };
+    let scale = Tensor::scalar_on(1.0 / (depth.max(1) as f32).sqrt(), q.backend())?;
+    let scores = mul(&matmul(q, k, false, true)?, &scale)?;
+    let scores = if causal {
+        let (queries, keys) = (*queries, *keys);
+        let visible: Vec<bool> = (0..queries * keys).map(|i| i % keys <= i / keys).collect();
+        let visible = Tensor::from_vec(visible, &[queries, keys])?.to_backend(q.backend())?;
+        // A finite floor, not -inf: no row can turn into inf - inf.
+        select(&visible, &scores, &Tensor::scalar_on(f32::MIN, q.backend())?)?
+    } else {
+        scores
+    };
+    matmul(&softmax(&scores, -1)?, v, false, false)
+}

@@ -91,3 +91,81 @@ fn composites_agree_across_backends_and_name_themselves_in_errors() {
     let e = ops::layer_norm(&x, &short, &beta, 1e-5).unwrap_err();
     assert!(e.to_string().starts_with("op `layer_norm > mul`"), "{e}");
 }
+
+/// Attention of one head by loops in f64: `[queries, depth] x [keys, depth] x [keys, value_depth]`.
+fn attention_reference(
+    q: &[f32],
+    k: &[f32],
+    v: &[f32],
+    (tq, tk, d, dv): (usize, usize, usize, usize),
+    causal: bool,
+) -> Vec<f64> {
+    let mut out = vec![0.0; tq * dv];
+    for i in 0..tq {
+        let visible = if causal { (i + 1).min(tk) } else { tk };
+        let scores: Vec<f64> = (0..visible)
+            .map(|j| (0..d).map(|c| f64::from(q[i * d + c]) * f64::from(k[j * d + c])).sum::<f64>() / (d as f64).sqrt())
+            .collect();
+        let top = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        let weights: Vec<f64> = scores.iter().map(|s| (s - top).exp()).collect();
+        let total: f64 = weights.iter().sum();
+        for (j, w) in weights.iter().enumerate() {
+            for c in 0..dv {
+                out[i * dv + c] += w / total * f64::from(v[j * dv + c]);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn attention_matches_its_definition_on_every_backend() {
+    // batch 2, heads 3, 5 queries over 6 keys (the causal mask aligned at the top left), depth 4, value depth 2.
+    let (b, h, tq, tk, d, dv) = (2, 3, 5, 6, 4, 2);
+    let q = Tensor::random_uniform(&[b, h, tq, d], -2.0, 2.0, 11).unwrap();
+    let k = Tensor::random_uniform(&[b, h, tk, d], -2.0, 2.0, 12).unwrap();
+    let v = Tensor::random_uniform(&[b, h, tk, dv], -1.0, 1.0, 13).unwrap();
+    let (qs, ks, vs) = (q.to_vec::<f32>().unwrap(), k.to_vec::<f32>().unwrap(), v.to_vec::<f32>().unwrap());
+    for causal in [false, true] {
+        let want: Vec<f64> = (0..b * h)
+            .flat_map(|n| {
+                let (q, k, v) =
+                    (&qs[n * tq * d..][..tq * d], &ks[n * tk * d..][..tk * d], &vs[n * tk * dv..][..tk * dv]);
+                attention_reference(q, k, v, (tq, tk, d, dv), causal)
+            })
+            .collect();
+        for on in backends("attention_matches_its_definition_on_every_backend") {
+            let to = |t: &Tensor| t.to_backend(on).unwrap();
+            let y = ops::scaled_dot_product_attention(&to(&q), &to(&k), &to(&v), causal).unwrap();
+            assert_eq!((y.shape(), y.backend()), (&[b, h, tq, dv][..], on));
+            for (i, (a, w)) in y.to_vec::<f32>().unwrap().iter().zip(&want).enumerate() {
+                assert!((f64::from(*a) - w).abs() < 1e-5, "causal {causal} on {on}, element {i}: {a} vs {w}");
+            }
+        }
+    }
+    let w = Tensor::random_uniform(&[b, h, tq, dv], -1.0, 1.0, 14).unwrap();
+    check_gradient("attention q", &q, |q| ops::mul(&ops::scaled_dot_product_attention(q, &k, &v, true)?, &w));
+    check_gradient("attention k", &k, |k| ops::mul(&ops::scaled_dot_product_attention(&q, k, &v, true)?, &w));
+    check_gradient("attention v", &v, |v| ops::mul(&ops::scaled_dot_product_attention(&q, &k, v, true)?, &w));
+    // A masked key changes nothing before it: query 0 sees key 0 only.
+    let mut moved = ks.clone();
+    moved[d..2 * d].iter_mut().for_each(|x| *x += 5.0);
+    let moved = Tensor::from_vec(moved, k.shape()).unwrap();
+    let (a, c) = (
+        ops::scaled_dot_product_attention(&q, &k, &v, true).unwrap().to_vec::<f32>().unwrap(),
+        ops::scaled_dot_product_attention(&q, &moved, &v, true).unwrap().to_vec::<f32>().unwrap(),
+    );
+    assert_eq!(a[..dv], c[..dv], "query 0 of the first head does not see key 1");
+
+    let e = ops::scaled_dot_product_attention(
+        &q,
+        &Tensor::ones(&[b, h, tk, d + 1], opforge::DType::F32).unwrap(),
+        &v,
+        false,
+    )
+    .unwrap_err();
+    assert!(e.to_string().starts_with("op `scaled_dot_product_attention > matmul`"), "{e}");
+    let e = ops::scaled_dot_product_attention(&Tensor::ones(&[4], opforge::DType::F32).unwrap(), &k, &v, false)
+        .unwrap_err();
+    assert!(e.to_string().contains("scaled_dot_product_attention") && e.to_string().contains("rank"), "{e}");
+}
