@@ -30,6 +30,9 @@ pub fn wgpu_or_skip(what: &str) -> bool {
     opforge::backend::wgpu::adapter_or_skip(what)
 }
 
+pub mod text;
+pub mod transformer;
+
 pub mod cli {
     //! What the training examples share: their arguments, the held-out
     //! split, and the epoch loop with its progress lines and profile.
@@ -117,14 +120,20 @@ pub mod cli {
         }
     }
 
+    /// Checks that `backend` is available and says which adapter it is.
+    pub fn check_backend(backend: BackendId) -> Result<(), Box<dyn Error>> {
+        let info = opforge::backends().into_iter().find(|b| b.backend == backend).ok_or("a listed backend")?;
+        if !info.available {
+            return Err(format!("backend `{backend}` is not available: {}", info.description).into());
+        }
+        println!("backend `{backend}`: {}", info.description);
+        Ok(())
+    }
+
     /// Checks that `args.backend` is available, says which adapter it is,
     /// and splits the digits into a training set and a held-out fifth.
     pub fn start(args: &Args) -> Result<(Digits, Digits), Box<dyn Error>> {
-        let info = opforge::backends().into_iter().find(|b| b.backend == args.backend).ok_or("a listed backend")?;
-        if !info.available {
-            return Err(format!("backend `{}` is not available: {}", args.backend, info.description).into());
-        }
-        println!("backend `{}`: {}", args.backend, info.description);
+        check_backend(args.backend)?;
         let data = digits::load()?;
         let (train, test) = data.split(0.2, args.seed);
         println!(

@@ -1,0 +1,102 @@
+//! Trains a character-level decoder-only transformer on Herman Melville's
+//! *Moby-Dick*: token and position embeddings, two pre-norm blocks of causal
+//! multi-head self-attention and a GELU MLP, an untied output layer;
+//! softmax cross-entropy on the next character, Adam with warmup and cosine
+//! decay. It reports the held-out loss in bits per character and samples a
+//! passage from a prompt.
+//!
+//! `cargo run --release --example train_transformer [-- --backend cpu|wgpu] [--epochs N] [--seed N]`
+//!
+//! Everything comes from opforge: `embedding` (`GatherV2`, its gradient
+//! `UnsortedSegmentSum`), `layer_norm`, `scaled_dot_product_attention`
+//! (`BatchMatMul`, `Select` for the causal mask, `Softmax`), `gelu`
+//! (`Erf`), `sparse_softmax_cross_entropy`, and `opforge::train::Adam`.
+
+use std::io::{IsTerminal, Write};
+use std::time::Instant;
+
+use opforge::train::Adam;
+use opforge::{ops, Tensor};
+use opforge_examples::check;
+use opforge_examples::cli::{self, Args};
+use opforge_examples::mlp::epoch_seed;
+use opforge_examples::text::{self, window_starts, Vocabulary};
+use opforge_examples::transformer::{Config, Transformer};
+
+const DEFAULT_EPOCHS: usize = 3;
+/// Windows per step.
+const BATCH: usize = 32;
+/// Adam's peak learning rate.
+const LEARNING_RATE: f64 = 0.003;
+/// Steps of linear warmup before the cosine decay.
+const WARMUP: usize = 100;
+/// Share of the text held out, at its end.
+const HELD_OUT: f64 = 0.1;
+const TARGET_BITS: f64 = 2.5;
+const PROMPT: &str = "The whale";
+
+/// Linear warmup over [`WARMUP`] steps, then a half cosine to a tenth.
+fn learning_rate(step: usize, steps: usize) -> f64 {
+    if step < WARMUP {
+        return LEARNING_RATE * (step + 1) as f64 / WARMUP as f64;
+    }
+    let progress = (step - WARMUP) as f64 / (steps.saturating_sub(WARMUP)).max(1) as f64;
+    LEARNING_RATE * (0.1 + 0.9 * 0.5 * (1.0 + (std::f64::consts::PI * progress.min(1.0)).cos()))
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let args = Args::from_env("train_transformer", DEFAULT_EPOCHS)?;
+    cli::check_backend(args.backend)?;
+    let text = text::load()?;
+    let vocabulary = Vocabulary::of(&text);
+    let ids = vocabulary.encode(&text)?;
+    let (train, held_out) = ids.split_at(ids.len() - (ids.len() as f64 * HELD_OUT) as usize);
+    println!(
+        "text: Moby-Dick, {} characters ({} distinct), {} to train on, the last {} held out",
+        ids.len(),
+        vocabulary.len(),
+        train.len(),
+        held_out.len()
+    );
+    let config = Config::small(vocabulary.len());
+    let model = Transformer::new(config, args.seed, args.backend)?;
+    let Config { context, width, heads, layers, .. } = config;
+    println!(
+        "model: context {context}, width {width}, {heads} heads, {layers} blocks, {} parameters; \
+         Adam(learning_rate = {LEARNING_RATE}, warmup {WARMUP} steps, cosine decay), batch {BATCH} windows, backend `{}`",
+        model.parameters(),
+        model.backend()
+    );
+    let steps_per_epoch = window_starts(train.len(), context + 1, 0).len() / BATCH;
+    let steps = steps_per_epoch * args.epochs;
+    let mut adam = Adam::new(LEARNING_RATE);
+    let show_progress = std::io::stderr().is_terminal();
+    cli::train(&args, &mut adam, |epoch, adam| {
+        let started = Instant::now();
+        let starts = window_starts(train.len(), context + 1, epoch_seed(args.seed, epoch));
+        let mut total = Tensor::scalar(0.0f32).to_backend(model.backend())?;
+        for (i, batch) in starts.chunks_exact(BATCH).enumerate() {
+            adam.set_learning_rate(learning_rate(adam.iterations() as usize, steps));
+            total = ops::add(&total, &model.step(train, batch, adam)?)?;
+            if show_progress && (i + 1) % 10 == 0 {
+                let rate = (i + 1) as f64 / started.elapsed().as_secs_f64();
+                eprint!(
+                    "\r  step {:>4}/{steps_per_epoch} {} {rate:.1} steps/s ",
+                    i + 1,
+                    cli::progress_bar(i + 1, steps_per_epoch, 20)
+                );
+                std::io::stderr().flush().ok();
+            }
+        }
+        if show_progress {
+            eprint!("\r{}\r", " ".repeat(60));
+        }
+        Ok(f64::from(total.to_scalar::<f32>()?) / steps_per_epoch.max(1) as f64)
+    })?;
+    let bits = model.bits_per_character(held_out, 64)?;
+    println!("held-out loss: {bits:.3} bits per character");
+    let sample = model.generate(&vocabulary.encode(PROMPT)?, 400, 0.8, args.seed)?;
+    println!("sample (temperature 0.8):\n{PROMPT}{}\n", vocabulary.decode(&sample));
+    check(bits <= TARGET_BITS, &format!("held-out loss {bits:.3} <= {TARGET_BITS} bits per character"))?;
+    Ok(())
+}

@@ -1,0 +1,79 @@
+//! `train_transformer`'s model, smaller, trained on the start of the text:
+//! it learns (its loss falls below what the character frequencies alone
+//! give), and the cpu and wgpu train it alike, step by step, from the same
+//! seed. The wgpu test skips (loudly) without an adapter unless
+//! `OPFORGE_REQUIRE_GPU=1`, which CI sets.
+
+use opforge::train::Adam;
+use opforge::BackendId;
+use opforge_examples::text::{self, window_starts, Vocabulary};
+use opforge_examples::transformer::{Config, Transformer};
+
+const SEED: u64 = 42;
+
+/// The first `len` characters of the text as ids, with its vocabulary's size.
+fn text(len: usize) -> (Vec<i32>, usize) {
+    let full = text::load().unwrap();
+    let vocabulary = Vocabulary::of(&full);
+    let start: String = full.chars().take(len).collect();
+    (vocabulary.encode(&start).unwrap(), vocabulary.len())
+}
+
+/// Entropy of the characters' frequencies in `ids`, in nats: the loss of
+/// the best model that ignores the context.
+fn unigram_entropy(ids: &[i32], vocabulary: usize) -> f64 {
+    let mut counts = vec![0usize; vocabulary];
+    ids.iter().for_each(|&i| counts[i as usize] += 1);
+    let n = ids.len() as f64;
+    counts.iter().filter(|&&c| c > 0).map(|&c| -(c as f64 / n) * (c as f64 / n).ln()).sum()
+}
+
+/// Losses of `steps` steps of batch 8 on `ids`, the model made on `backend`.
+fn train_on(backend: BackendId, config: Config, ids: &[i32], steps: usize) -> (Vec<f32>, Transformer) {
+    let model = Transformer::new(config, SEED, backend).unwrap();
+    let mut adam = Adam::new(0.01);
+    let starts = window_starts(ids.len(), config.context + 1, SEED);
+    let losses = starts
+        .chunks_exact(8)
+        .cycle()
+        .take(steps)
+        .map(|batch| model.step(ids, batch, &mut adam).unwrap().to_scalar::<f32>().unwrap())
+        .collect();
+    assert_eq!(model.backend(), backend, "the weights stayed where they were put");
+    (losses, model)
+}
+
+#[test]
+fn the_transformer_learns_more_than_character_frequencies() {
+    let (ids, vocabulary) = text(20_000);
+    let config = Config { vocabulary, context: 32, width: 64, heads: 4, layers: 2 };
+    let (losses, model) = train_on(BackendId::Cpu, config, &ids, 200);
+    let entropy = unigram_entropy(&ids, vocabulary);
+    let last: f64 = losses[190..].iter().map(|&l| f64::from(l)).sum::<f64>() / 10.0;
+    assert!(f64::from(losses[0]) > (vocabulary as f64).ln() * 0.95, "starts near uniform: {}", losses[0]);
+    assert!(last < entropy - 0.2, "after 200 steps the loss {last} is well below the unigram entropy {entropy}");
+    let bits = model.bits_per_character(&ids, 16).unwrap();
+    assert!((bits * std::f64::consts::LN_2) < entropy, "{bits} bits per character");
+}
+
+#[test]
+fn wgpu_trains_the_transformer_as_the_cpu_does() {
+    if !opforge_examples::wgpu_or_skip("wgpu_trains_the_transformer_as_the_cpu_does") {
+        return;
+    }
+    let (ids, vocabulary) = text(4_000);
+    let config = Config { vocabulary, context: 16, width: 32, heads: 2, layers: 2 };
+    let (cpu_losses, cpu_model) = train_on(BackendId::Cpu, config, &ids, 12);
+    // Kernels missing on wgpu would make this a cpu run in disguise.
+    let (gpu_losses, gpu_model) = opforge::with_fallback(false, || train_on(BackendId::Wgpu, config, &ids, 12));
+    for (step, (c, g)) in cpu_losses.iter().zip(&gpu_losses).enumerate() {
+        assert!((c - g).abs() <= 2e-3 * c.abs(), "step {}: cpu loss {c}, wgpu loss {g}", step + 1);
+    }
+    assert!(cpu_losses[11] < cpu_losses[0] * 0.9, "it learns: {cpu_losses:?}");
+    let held_out = &ids[3_000..];
+    let (c, g) =
+        (cpu_model.bits_per_character(held_out, 16).unwrap(), gpu_model.bits_per_character(held_out, 16).unwrap());
+    assert!((c - g).abs() <= 2e-3 * c, "held-out bits per character: cpu {c}, wgpu {g}");
+    let sample = opforge::with_fallback(false, || gpu_model.generate(&ids[..5], 20, 0.8, SEED)).unwrap();
+    assert_eq!(sample.len(), 20);
+}
