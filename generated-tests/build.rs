@@ -539,12 +539,15 @@ fn kernel_tests(k: &KernelDef) -> String {
     // The same calls on wgpu tensors give the cpu's results, on wgpu, through
     // the kernel's wgpu implementation (the cpu fallback is off): odd sizes,
     // broadcasting, strided axes, and for reductions 2^20 and 2^22 elements.
-    let positive = POSITIVE_DOMAIN.contains(&name.as_str()) || matches!(k.shape, ShapeRule::Reduce { .. });
+    let within = match (k.domain, &k.shape) {
+        (None, ShapeRule::Reduce { .. }) => "Some((0.5, 2.0))".to_owned(),
+        _ => sample_range(k),
+    };
     for d in test_dtypes(k) {
         let mut body = String::new();
         for case in parity_cases(k) {
             let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
-            let make = format!("parity_input(SHAPE, DTYPE, {positive}, SEED)");
+            let make = format!("parity_input(SHAPE, DTYPE, {within}, SEED)");
             let inputs: String = (0..n)
                 .map(|i| {
                     format!(
@@ -612,11 +615,11 @@ fn kernel_tests(k: &KernelDef) -> String {
 
     // The registered gradient against central finite differences (f32 only).
     if let (Differentiable::Inputs(diff), true) = (&k.differentiable, k.dtypes.contains(&DType::F32)) {
-        let positive = POSITIVE_DOMAIN.contains(&name.as_str());
+        let within = sample_range(k);
         let which: Vec<usize> = diff.iter().filter_map(|d| k.inputs.iter().position(|i| i == d)).collect();
         let inputs: String = (0..n)
             .map(|i| {
-                let make = format!("sample(SHAPE, {positive}, {i})");
+                let make = format!("sample(SHAPE, {within}, {i})");
                 let dtype = if which.contains(&i) { DType::F32 } else { input_dtype(k, i, DType::F32) };
                 format!("{}, ", input_expr(&case, i, dtype, i, &make))
             })
@@ -641,6 +644,17 @@ fn kernel_tests(k: &KernelDef) -> String {
     t
 }
 
-/// Kernels defined only for positive inputs (`log`, `sqrt`, ...): their
-/// gradient checks sample from (0.5, 2) instead of +-(0.5, 2).
-const POSITIVE_DOMAIN: &[&str] = &["Log", "Log1p", "Sqrt", "Rsqrt", "Pow"];
+/// Where the generated tests draw a kernel's f32 inputs, as a Rust
+/// expression of type `Option<(f32, f32)>`: inside its `domain`, clipped to
+/// [-2, 2] and kept a sixth of its width from either end (so `(0, inf)`
+/// gives `(1/3, 5/3)`); `None` (+-(0.5, 2)) for a kernel without one.
+fn sample_range(k: &KernelDef) -> String {
+    match k.domain {
+        Some((low, high)) => {
+            let (low, high) = (low.max(-2.0), high.min(2.0));
+            let margin = (high - low) / 6.0;
+            format!("Some(({:?}f32, {:?}f32))", (low + margin) as f32, (high - margin) as f32)
+        }
+        None => "None".to_owned(),
+    }
+}

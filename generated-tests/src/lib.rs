@@ -24,12 +24,16 @@ mod generated {
         assert!(text.contains(what), "expected {what:?} in: {text}");
     }
 
-    /// f32 values in +-(0.5, 2) (or (0.5, 2) when `positive`): away from the
-    /// kinks of abs, relu and max at 0, and from ties, seeded per input.
-    fn sample(shape: &[usize], positive: bool, seed: u64) -> Tensor {
-        let v = Tensor::random_uniform(shape, 0.5, 2.0, 100 + seed).expect("a valid shape").to_vec::<f32>().unwrap();
+    /// f32 values in +-(0.5, 2): away from the kinks of abs, relu and max at
+    /// 0, and from ties, seeded per input; or uniform in `within`, for
+    /// kernels with a domain (and reductions, which sum positive values).
+    fn sample(shape: &[usize], within: Option<(f32, f32)>, seed: u64) -> Tensor {
+        let (low, high) = within.unwrap_or((0.5, 2.0));
+        let v = Tensor::random_uniform(shape, low, high, 100 + seed).expect("a valid shape").to_vec::<f32>().unwrap();
         let signed =
-            v.iter().enumerate().map(|(i, &x)| if positive || (i + seed as usize).is_multiple_of(2) { x } else { -x });
+            v.iter()
+                .enumerate()
+                .map(|(i, &x)| if within.is_some() || (i + seed as usize).is_multiple_of(2) { x } else { -x });
         Tensor::from_vec(signed.collect(), shape).unwrap()
     }
 
@@ -79,10 +83,10 @@ mod generated {
     }
 
     /// A random input of `dtype` for the parity tests: f32 values in
-    /// +-(0.5, 2) (only positive when `positive`), and their truncations for
-    /// i32 (0, +-1) and bool, so that ties and negative indices occur.
-    fn parity_input(shape: &[usize], dtype: DType, positive: bool, seed: u64) -> Tensor {
-        opforge::ops::cast(&sample(shape, positive, seed), dtype).expect("cast is total")
+    /// +-(0.5, 2) (or in `within`, see [`sample`]), and their truncations
+    /// for i32 (0, +-1) and bool, so that ties and negative indices occur.
+    fn parity_input(shape: &[usize], dtype: DType, within: Option<(f32, f32)>, seed: u64) -> Tensor {
+        opforge::ops::cast(&sample(shape, within, seed), dtype).expect("cast is total")
     }
 
     /// Indices in `0..bound`, seeded, with repeats where the shape has more

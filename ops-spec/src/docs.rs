@@ -81,6 +81,7 @@
 //! | `examples` | with `shape = "fn(...)"` | calls with the output shapes they give: an array of `{ shapes = [[...], ...], attrs = { ... }, output = [...] }`, one shape per input, every attr without a default given; the generated tests run them. See [shape functions](#shape-functions) |
 //! | `output_dtype` | no | the output's dtype: the name of an attr of type `dtype` (the output takes the dtype the call passes), a type variable of a `dtypes` table, or a dtype such as `"bool"` (always that dtype). Absent: the inputs' dtype, or the one type variable's; a kernel with several must say. An attr is looked up first, so an attr called `bool` would win over the dtype |
 //! | `attrs` | no | the kernel's attributes, its non-tensor parameters: a table, see [attributes](#attributes) |
+//! | `domain` | no | `[low, high]`, the open interval of input values the kernel is defined and smooth on (`[0.0, inf]` for `Log`, `[-1.0, 1.0]` for `Asin`); the generated tests draw their inputs inside it. Absent: any value, drawn from +-(0.5, 2), away from the kinks at 0 |
 //!
 //! The dtypes are `f32`, `i32` and `bool` ([`DType`](crate::DType)). No
 //! other key is accepted; a misspelt one gets a suggestion.
@@ -120,8 +121,8 @@
 //!     err.to_string(),
 //!     "ops.toml:1:2: kernel `Neg` is missing required key `dtypes`\n\
 //!      ops.toml:5:1: unknown key `dtype` in kernel `Neg`, expected one of `op`, `doc`, `inputs`, `attrs`, \
-//!      `output`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, `examples`; did you mean \
-//!      `dtypes`?"
+//!      `output`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, `examples`, `domain`; did \
+//!      you mean `dtypes`?"
 //! );
 //! ```
 //!

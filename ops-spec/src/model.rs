@@ -50,6 +50,10 @@ pub struct KernelDef {
     pub differentiable: Differentiable,
     /// Example calls with their output shapes, in file order (see [`Example`]).
     pub examples: Vec<Example>,
+    /// The open interval `(low, high)` of input values the kernel is defined
+    /// and smooth on (`domain = [0.0, inf]` for `Log`), where generated
+    /// tests draw their inputs; `None`: every real value.
+    pub domain: Option<(f64, f64)>,
     /// 1-based line of the table key in the spec file.
     pub line: usize,
     /// 1-based column (in characters) of the table key in the spec file.

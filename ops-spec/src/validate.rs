@@ -11,7 +11,7 @@ use crate::model::{AttrType, DType, Differentiable, InputType, KernelDef, Output
 use crate::rule::{self, Scope};
 use crate::tree::{Entry, Value};
 
-const KEYS: [&str; 11] = [
+const KEYS: [&str; 12] = [
     "op",
     "doc",
     "inputs",
@@ -23,6 +23,7 @@ const KEYS: [&str; 11] = [
     "grad",
     "non_differentiable",
     "examples",
+    "domain",
 ];
 
 const REQUIRED: [&str; 5] = ["op", "doc", "inputs", "dtypes", "shape"];
@@ -245,6 +246,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         }
     }
     let differentiable = differentiable(d, e, field("grad"), field("non_differentiable"), &scope);
+    let domain = field("domain").map(|f| domain(d, f));
 
     let (line, col) = d.line_col(e.at);
     Some(KernelDef {
@@ -261,9 +263,36 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         shape: shape?,
         differentiable: differentiable?,
         examples: examples?,
+        domain: domain.unwrap_or(Some(None))?,
         line,
         col,
     })
+}
+
+/// `domain = [low, high]`: two numbers, `low < high` (either may be infinite).
+fn domain(d: &mut Diag, f: &Entry) -> Option<Option<(f64, f64)>> {
+    let number = |v: &Value| match v {
+        Value::Int(i) => Some(*i as f64),
+        Value::Float(x) if !x.is_nan() => Some(*x),
+        _ => None,
+    };
+    let bounds = match &f.node.value {
+        Value::Array(items) if items.len() == 2 => number(&items[0].value).zip(number(&items[1].value)),
+        _ => None,
+    };
+    match bounds {
+        Some((low, high)) if low < high => Some(Some((low, high))),
+        Some((low, high)) => {
+            d.error(at(f), format!("`domain` is [{low}, {high}], but its low end must be below its high end"));
+            None
+        }
+        None => {
+            let msg = "`domain` must be two numbers, the low and high ends of the inputs the kernel is defined and \
+                       smooth on, expected `domain = [-1.0, 1.0]` or `domain = [0.0, inf]`";
+            d.error(at(f), msg.to_owned());
+            None
+        }
+    }
 }
 
 /// `op`: a snake_case identifier no other kernel uses.

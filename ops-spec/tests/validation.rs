@@ -176,9 +176,27 @@ fn unknown_key_in_kernel() {
             "ops.toml:1:2: kernel `Add` is missing required key `dtypes`",
             "ops.toml:5:1: unknown key `dtype` in kernel `Add`, expected one of `op`, `doc`, `inputs`, \
              `attrs`, `output`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, \
-             `examples`; did you mean `dtypes`?",
+             `examples`, `domain`; did you mean `dtypes`?",
         ],
     );
+}
+
+#[test]
+fn domain_is_two_increasing_numbers() {
+    let with = |d: &str| edit(ADD, "grad =", &format!("grad = [\"a\", \"b\"]\ndomain = {d}"));
+    let k = |d: &str| parse(&with(d), "ops.toml").unwrap().kernels.remove(0).domain;
+    assert_eq!(k("[-1.0, 1]"), Some((-1.0, 1.0)));
+    assert_eq!(k("[0, inf]"), Some((0.0, f64::INFINITY)));
+    assert_eq!(parse(ADD, "ops.toml").unwrap().kernels[0].domain, None);
+    assert_errors(
+        &with("[1.0, 1.0]"),
+        &["ops.toml:8:10: `domain` is [1, 1], but its low end must be below its high end"],
+    );
+    let shape = "ops.toml:8:10: `domain` must be two numbers, the low and high ends of the inputs the kernel is \
+                 defined and smooth on, expected `domain = [-1.0, 1.0]` or `domain = [0.0, inf]`";
+    for bad in ["[0.0]", "\"positive\"", "[0.0, nan]", "[0, 1, 2]"] {
+        assert_errors(&with(bad), &[shape]);
+    }
 }
 
 #[test]

@@ -45,3 +45,72 @@ fn unary_kernels_at_their_edges() {
         assert!(run(b, &[f32::NAN], ops::elu)[0].is_nan() && run(b, &[f32::NAN], ops::softplus)[0].is_nan());
     }
 }
+
+#[test]
+fn trigonometry_steps_and_clips_at_their_edges() {
+    use std::f32::consts::{FRAC_PI_2, FRAC_PI_3, FRAC_PI_4, FRAC_PI_6, PI};
+    for b in backends("trigonometry_steps_and_clips_at_their_edges") {
+        close(&run(b, &[1.0, -0.5, 0.0], ops::asin), &[FRAC_PI_2, -FRAC_PI_6, 0.0], 1e-5);
+        close(&run(b, &[1.0, -1.0, 0.5], ops::acos), &[0.0, PI, FRAC_PI_3], 1e-5);
+        assert!(
+            run(b, &[1.5], ops::asin)[0].is_nan() && run(b, &[-2.0], ops::acos)[0].is_nan(),
+            "outside [-1, 1] on {b}"
+        );
+        close(&run(b, &[FRAC_PI_4, -1.0], ops::tan), &[1.0, -1.557_407_7], 1e-5);
+        let leaky = |x: &Tensor| ops::leaky_relu(x, 0.1);
+        close(&run(b, &[-2.0, 0.0, 3.0], leaky), &[-0.2, 0.0, 3.0], 1e-6);
+        let step = run(b, &[-1.0, 0.0, 2.0, f32::NAN], |x| ops::step(x, 0.25));
+        assert!(step[..3] == [0.25, 0.25, 1.0] && step[3].is_nan(), "{step:?} on {b}");
+        let clip = run(b, &[-5.0, 0.5, 5.0, f32::NAN], |x| ops::clip_by_value(x, -1.0, 2.0));
+        assert!(clip[..3] == [-1.0, 0.5, 2.0] && clip[3].is_nan(), "{clip:?} on {b}");
+        let x = Tensor::from_vec(vec![1.0f32], &[1]).unwrap().to_backend(b).unwrap();
+        let e = ops::clip_by_value(&x, 2.0, 1.0).unwrap_err().to_string();
+        assert!(e.contains("ClipByValue") && e.contains(b.name()) && e.contains("must not exceed"), "{e}");
+
+        let tests = Tensor::from_vec(vec![f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1.0, f32::MAX], &[5]).unwrap();
+        let tests = tests.to_backend(b).unwrap();
+        assert_eq!(ops::is_nan(&tests).unwrap().to_vec::<bool>().unwrap(), [true, false, false, false, false]);
+        assert_eq!(ops::is_inf(&tests).unwrap().to_vec::<bool>().unwrap(), [false, true, true, false, false]);
+    }
+}
+
+#[test]
+fn logic_and_integer_division_at_their_edges() {
+    for b in backends("logic_and_integer_division_at_their_edges") {
+        let bools = |v: Vec<bool>, shape: &[usize]| Tensor::from_vec(v, shape).unwrap().to_backend(b).unwrap();
+        let (p, q) = (bools(vec![true, true, false, false], &[4]), bools(vec![true, false, true, false], &[4]));
+        assert_eq!(ops::logical_and(&p, &q).unwrap().to_vec::<bool>().unwrap(), [true, false, false, false]);
+        assert_eq!(ops::logical_or(&p, &q).unwrap().to_vec::<bool>().unwrap(), [true, true, true, false]);
+        assert_eq!(ops::logical_not(&p).unwrap().to_vec::<bool>().unwrap(), [false, false, true, true]);
+        let column = bools(vec![true, false], &[2, 1]);
+        assert_eq!(
+            ops::logical_and(&column, &q).unwrap().to_vec::<bool>().unwrap(),
+            [true, false, true, false, false, false, false, false],
+            "broadcast on {b}"
+        );
+
+        // Floor division and the modulo that goes with it: a == b * floor_div(a, b) + mod(a, b).
+        let ints = |v: &[i32]| Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap().to_backend(b).unwrap();
+        let (a, d) = (ints(&[7, -7, 7, -7, 5, i32::MIN, 3]), ints(&[2, 2, -2, -2, 0, -1, 0]));
+        assert_eq!(ops::floor_div(&a, &d).unwrap().to_vec::<i32>().unwrap(), [3, -4, -4, 3, 0, i32::MIN, 0], "on {b}");
+        assert_eq!(ops::modulo(&a, &d).unwrap().to_vec::<i32>().unwrap(), [1, 1, -1, -1, 0, 0, 0], "on {b}");
+        let floats = |v: &[f32]| Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap().to_backend(b).unwrap();
+        let (a, d) = (floats(&[7.5, -7.5, 7.5, -7.5]), floats(&[2.0, 2.0, -2.0, -2.0]));
+        assert_eq!(ops::floor_div(&a, &d).unwrap().to_vec::<f32>().unwrap(), [3.0, -4.0, -4.0, 3.0], "on {b}");
+        assert_eq!(ops::modulo(&a, &d).unwrap().to_vec::<f32>().unwrap(), [1.5, 0.5, -0.5, -1.5], "on {b}");
+
+        // atan2 in all four quadrants (lavapipe is 4e-6 off at 1, as for atan); squared differences;
+        // prelu's slope per channel.
+        let (y, x) = (floats(&[1.0, 1.0, -1.0, -1.0]), floats(&[1.0, -1.0, -1.0, 1.0]));
+        let quarter = std::f32::consts::FRAC_PI_4;
+        close(
+            &ops::atan2(&y, &x).unwrap().to_vec::<f32>().unwrap(),
+            &[quarter, 3.0 * quarter, -3.0 * quarter, -quarter],
+            1e-5,
+        );
+        assert_eq!(ops::squared_difference(&y, &x).unwrap().to_vec::<f32>().unwrap(), [0.0, 4.0, 0.0, 4.0]);
+        let features = Tensor::from_vec(vec![-1.0f32, -2.0, 3.0, -4.0], &[2, 2]).unwrap().to_backend(b).unwrap();
+        let slope = floats(&[0.5, 0.25]);
+        assert_eq!(ops::prelu(&features, &slope).unwrap().to_vec::<f32>().unwrap(), [-0.5, -0.5, 3.0, -1.0]);
+    }
+}

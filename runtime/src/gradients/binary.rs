@@ -1,7 +1,7 @@
 //! Gradients of the binary kernels; each undoes broadcasting.
 
 use super::{mask, scalar, unbroadcast};
-use crate::kernels::{Add, Maximum, Minimum, Mul, Pow, RealDiv, Sub};
+use crate::kernels::{Add, Atan2, FloorDiv, Maximum, Minimum, Mod, Mul, Pow, Prelu, RealDiv, SquaredDifference, Sub};
 use crate::{gradient, ops, Result, Tensor};
 
 #[gradient(Add)]
@@ -51,4 +51,42 @@ fn pow_grad(a: &Tensor, b: &Tensor, y: &Tensor, dy: &Tensor) -> Result<(Tensor, 
     let ln_a = ops::mul(&ops::log(&ops::maximum(a, &scalar(f64::from(f32::MIN_POSITIVE), a)?)?)?, &positive)?;
     let db = ops::mul(dy, &ops::mul(y, &ln_a)?)?;
     Ok((unbroadcast(&da, a.shape())?, unbroadcast(&db, b.shape())?))
+}
+
+/// `d atan2(a, b) = (b da - a db) / (a^2 + b^2)`.
+#[gradient(Atan2)]
+fn atan2_grad(a: &Tensor, b: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
+    let scale = ops::div(dy, &ops::add(&ops::square(a)?, &ops::square(b)?)?)?;
+    let da = ops::mul(&scale, b)?;
+    let db = ops::neg(&ops::mul(&scale, a)?)?;
+    Ok((unbroadcast(&da, a.shape())?, unbroadcast(&db, b.shape())?))
+}
+
+/// `2 (a - b)` for `a`, its negation for `b`.
+#[gradient(SquaredDifference)]
+fn squared_difference_grad(a: &Tensor, b: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
+    let da = ops::mul(dy, &ops::mul(&ops::sub(a, b)?, &scalar(2.0, a)?)?)?;
+    Ok((unbroadcast(&da, a.shape())?, unbroadcast(&ops::neg(&da)?, b.shape())?))
+}
+
+/// Piecewise constant: zero wherever the derivative exists.
+#[gradient(FloorDiv)]
+fn floor_div_grad(a: &Tensor, b: &Tensor) -> Result<(Tensor, Tensor)> {
+    Ok((Tensor::zeros_like(a)?, Tensor::zeros_like(b)?))
+}
+
+/// `d(a - b floor(a / b))`: `da`, and `-floor(a / b) db`.
+#[gradient(Mod)]
+fn mod_grad(a: &Tensor, b: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
+    let db = ops::neg(&ops::mul(dy, &ops::floor_div(a, b)?)?)?;
+    Ok((unbroadcast(dy, a.shape())?, unbroadcast(&db, b.shape())?))
+}
+
+/// `x`: 1 where positive, `alpha` elsewhere; `alpha`: `x` where it is not positive.
+#[gradient(Prelu)]
+fn prelu_grad(x: &Tensor, alpha: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
+    let positive = ops::greater(x, &scalar(0.0, x)?)?;
+    let dx = ops::select(&positive, dy, &ops::mul(dy, alpha)?)?;
+    let dalpha = ops::select(&positive, &Tensor::zeros_like(dy)?, &ops::mul(dy, x)?)?;
+    Ok((unbroadcast(&dx, x.shape())?, unbroadcast(&dalpha, alpha.shape())?))
 }

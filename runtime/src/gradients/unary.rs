@@ -4,6 +4,7 @@
 
 use super::{mask, scalar};
 use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, ReluBackward, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
+use crate::kernels::{Acos, Asin, ClipByValue, LeakyRelu, Step, Tan};
 use crate::kernels::{Atan, Ceil, Cosh, Elu, Expm1, Floor, Log1p, Reciprocal, Round, Selu, Sign, Sinh, Softplus};
 use crate::{gradient, ops, Result, Tensor};
 
@@ -160,4 +161,44 @@ fn relu_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
 #[gradient(ReluBackward)]
 fn relu_backward_grad(features: &Tensor, dy: &Tensor) -> Result<Tensor> {
     ops::relu_backward(dy, features)
+}
+
+/// `1 + tan(x)^2`, from the output.
+#[gradient(Tan)]
+fn tan_grad(y: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::mul(dy, &ops::add(&ops::square(y)?, &scalar(1.0, y)?)?)
+}
+
+/// `1 / sqrt(1 - x^2)`.
+#[gradient(Asin)]
+fn asin_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::mul(dy, &ops::rsqrt(&ops::sub(&scalar(1.0, x)?, &ops::square(x)?)?)?)
+}
+
+/// `-1 / sqrt(1 - x^2)`.
+#[gradient(Acos)]
+fn acos_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::neg(&ops::mul(dy, &ops::rsqrt(&ops::sub(&scalar(1.0, x)?, &ops::square(x)?)?)?)?)
+}
+
+/// 1 where `x > 0`, `alpha` elsewhere.
+#[gradient(LeakyRelu)]
+fn leaky_relu_grad(x: &Tensor, alpha: f64, dy: &Tensor) -> Result<Tensor> {
+    ops::select(&ops::greater(x, &scalar(0.0, x)?)?, dy, &ops::mul(dy, &scalar(alpha, dy)?)?)
+}
+
+#[gradient(Step)]
+fn step_grad(x: &Tensor) -> Result<Tensor> {
+    zero_grad(x)
+}
+
+/// The gradient passes where `x` was within the bounds (ends included, as
+/// TF.js has it) and stops where it was clipped.
+#[gradient(ClipByValue)]
+fn clip_by_value_grad(x: &Tensor, clip_value_min: f64, clip_value_max: f64, dy: &Tensor) -> Result<Tensor> {
+    let inside = ops::logical_and(
+        &ops::greater_equal(x, &scalar(clip_value_min, x)?)?,
+        &ops::less_equal(x, &scalar(clip_value_max, x)?)?,
+    )?;
+    ops::select(&inside, dy, &Tensor::zeros_like(dy)?)
 }

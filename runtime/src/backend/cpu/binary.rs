@@ -12,6 +12,7 @@ use crate::kernels::{
     Add, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow,
     RealDiv, ReluBackward, Sub,
 };
+use crate::kernels::{Atan2, FloorDiv, LogicalAnd, LogicalOr, Mod, Prelu, SquaredDifference};
 use crate::{kernel, shape, DType, Element, Result, TensorMeta};
 
 pub(crate) type Dims = SmallVec<[usize; 6]>;
@@ -148,6 +149,59 @@ numeric_binary! {
     Mul => mul: |x, y| x * y, i32::wrapping_mul;
     Maximum => maximum: nan_max, i32::max;
     Minimum => minimum: nan_min, i32::min;
+    SquaredDifference => squared_difference: |x, y| (x - y) * (x - y), |x, y| {
+        let d = x.wrapping_sub(y);
+        d.wrapping_mul(d)
+    };
+    FloorDiv => floor_div: |x, y| (x / y).floor(), floor_div_i32;
+    Mod => modulo: |x, y| x - y * (x / y).floor(), floor_mod_i32;
+}
+
+/// `x / y` rounded toward negative infinity; 0 for `y == 0` (as the wgpu
+/// kernel gives, where Rust would panic) and wrapping for `MIN / -1`.
+fn floor_div_i32(x: i32, y: i32) -> i32 {
+    if y == 0 {
+        return 0;
+    }
+    let q = x.wrapping_div(y);
+    if x.wrapping_rem(y) != 0 && ((x < 0) != (y < 0)) {
+        q - 1
+    } else {
+        q
+    }
+}
+
+/// The remainder with `y`'s sign; 0 for `y == 0`.
+fn floor_mod_i32(x: i32, y: i32) -> i32 {
+    if y == 0 {
+        return 0;
+    }
+    let r = x.wrapping_rem(y);
+    if r != 0 && ((r < 0) != (y < 0)) {
+        r + y
+    } else {
+        r
+    }
+}
+
+#[kernel(Atan2, cpu)]
+fn atan2(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    binary::<f32, f32>(a, b, out, f32::atan2)
+}
+
+#[kernel(Prelu, cpu)]
+fn prelu(x: &CpuTensor, alpha: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    binary::<f32, f32>(x, alpha, out, |v, a| if v < 0.0 { a * v } else { v })
+}
+
+#[kernel(LogicalAnd, cpu)]
+fn logical_and(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    binary::<bool, bool>(a, b, out, |x, y| x && y)
+}
+
+#[kernel(LogicalOr, cpu)]
+fn logical_or(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    binary::<bool, bool>(a, b, out, |x, y| x || y)
 }
 
 /// `max` that propagates NaN, as TF.js and NumPy do (`f32::max` drops it).

@@ -13,7 +13,7 @@ pub(crate) mod pool;
 mod reduce;
 mod softmax;
 mod unary;
-pub(crate) use unary::{SELU_ALPHA, SELU_SCALE};
+pub(crate) use unary::{clip_bounds, SELU_ALPHA, SELU_SCALE};
 mod vmath;
 
 use std::sync::Arc;

@@ -2,8 +2,9 @@
 
 use super::{map, unsupported, CpuTensor};
 use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
+use crate::kernels::{Acos, Asin, ClipByValue, IsInf, IsNan, LeakyRelu, LogicalNot, Step, Tan};
 use crate::kernels::{Atan, Ceil, Cosh, Elu, Expm1, Floor, Log1p, Reciprocal, Round, Selu, Sign, Sinh, Softplus};
-use crate::{kernel, DType, Element, Result, TensorMeta};
+use crate::{kernel, DType, Element, Error, Result, TensorMeta};
 
 fn unary<T: Element>(x: &CpuTensor, out: &TensorMeta, f: impl Fn(T) -> T + Sync) -> Result<CpuTensor> {
     CpuTensor::from_storage(&out.shape, map(x.as_slice::<T>()?, f))
@@ -60,6 +61,75 @@ f32_unary! {
     Atan => atan: f32::atan;
     Sinh => sinh: f32::sinh;
     Cosh => cosh: f32::cosh;
+    Tan => tan: f32::tan;
+    Asin => asin: f32::asin;
+    Acos => acos: f32::acos;
+}
+
+#[kernel(LeakyRelu, cpu)]
+fn leaky_relu(x: &CpuTensor, alpha: f64, out: &TensorMeta) -> Result<CpuTensor> {
+    let alpha = alpha as f32;
+    unary::<f32>(x, out, move |v| if v < 0.0 { alpha * v } else { v })
+}
+
+/// NaN stays NaN, as in TF.js.
+#[kernel(Step, cpu)]
+fn step(x: &CpuTensor, alpha: f64, out: &TensorMeta) -> Result<CpuTensor> {
+    let alpha = alpha as f32;
+    unary::<f32>(x, out, move |v| {
+        if v > 0.0 {
+            1.0
+        } else if v.is_nan() {
+            v
+        } else {
+            alpha
+        }
+    })
+}
+
+/// The bounds of a clip, checked: a minimum above the maximum (or a NaN
+/// bound) would clip to nonsense. Shared with the wgpu kernel.
+pub(crate) fn clip_bounds(min: f64, max: f64) -> Result<(f32, f32)> {
+    if min <= max {
+        Ok((min as f32, max as f32))
+    } else {
+        Err(Error::kernel_failed(format!("clip_value_min {min} must not exceed clip_value_max {max}")))
+    }
+}
+
+/// NaN stays NaN: `max` and `min` written as comparisons that NaN fails.
+#[kernel(ClipByValue, cpu)]
+fn clip_by_value(x: &CpuTensor, clip_value_min: f64, clip_value_max: f64, out: &TensorMeta) -> Result<CpuTensor> {
+    let (low, high) = clip_bounds(clip_value_min, clip_value_max)?;
+    unary::<f32>(x, out, move |v| {
+        if v < low {
+            low
+        } else if v > high {
+            high
+        } else {
+            v
+        }
+    })
+}
+
+/// Tests of f32 values, producing bool.
+macro_rules! f32_test {
+    ($($kernel:ident => $name:ident: $f:expr;)*) => {$(
+        #[kernel($kernel, cpu)]
+        fn $name(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+            CpuTensor::from_storage(&out.shape, map(x.as_slice::<f32>()?, $f))
+        }
+    )*};
+}
+
+f32_test! {
+    IsNan => is_nan: f32::is_nan;
+    IsInf => is_inf: f32::is_infinite;
+}
+
+#[kernel(LogicalNot, cpu)]
+fn logical_not(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    unary::<bool>(x, out, |v| !v)
 }
 
 /// SELU's constants (Klambauer et al. 2017), as TF.js has them.

@@ -7,12 +7,15 @@ use crate::kernels::{
     Add, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow,
     RealDiv, ReluBackward, Sub,
 };
+use crate::kernels::{Atan2, FloorDiv, LogicalAnd, LogicalOr, Mod, Prelu, SquaredDifference};
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("binary");
 
 /// Op codes of `apply_f32` in binary.wgsl that have no i32 version.
-const F32_ONLY: [u32; 4] = [3, 6, 7, 8];
+const F32_ONLY: [u32; 6] = [3, 6, 7, 8, 9, 13];
+/// Op codes of `apply_i32` that also serve bool words (LogicalAnd, LogicalOr).
+const BOOL: [u32; 2] = [14, 15];
 
 /// The output's dims and each input's strides over them, merged where both
 /// inputs advance together (which keeps the shader's index loop short).
@@ -96,7 +99,8 @@ fn binary(
 ) -> Result<WgpuTensor> {
     let entries = match a.dtype() {
         DType::F32 => ("binary_f32_x4", "binary_f32"),
-        DType::I32 if !F32_ONLY.contains(&op) => ("binary_i32_x4", "binary_i32"),
+        DType::I32 if !F32_ONLY.contains(&op) && !BOOL.contains(&op) => ("binary_i32_x4", "binary_i32"),
+        DType::Bool if BOOL.contains(&op) => ("binary_i32_x4", "binary_i32"),
         d => return Err(unsupported(kernel, d)),
     };
     run(kernel, entries, op, a, b, out, extra)
@@ -134,6 +138,12 @@ binary_kernels! { arithmetic:
     Maximum => maximum: 4;
     Minimum => minimum: 5;
     Pow => pow: 6;
+    Atan2 => atan2: 9;
+    SquaredDifference => squared_difference: 10;
+    FloorDiv => floor_div: 11;
+    Mod => modulo: 12;
+    LogicalAnd => logical_and: 14;
+    LogicalOr => logical_or: 15;
 }
 
 binary_kernels! { compare:
@@ -155,4 +165,10 @@ fn apply_gradient_descent(var: &WgpuTensor, delta: &WgpuTensor, alpha: f64, out:
 #[kernel(ReluBackward, wgpu)]
 fn relu_backward(gradients: &WgpuTensor, features: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
     arithmetic("ReluBackward", 8, gradients, features, out)
+}
+
+/// `x` below zero scaled by the slope `alpha`: op 13.
+#[kernel(Prelu, wgpu)]
+fn prelu(x: &WgpuTensor, alpha: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    arithmetic("Prelu", 13, x, alpha, out)
 }

@@ -64,6 +64,12 @@ fn apply_f32(x: f32, z: f32) -> f32 {
         case 7u: { return x - bitcast<f32>(extra()) * z; }
         // ReluBackward: gradients x where features z > 0, as a product (NaN stays).
         case 8u: { return x * select(0.0, 1.0, z > 0.0); }
+        case 9u: { return atan2(x, z); }
+        case 10u: { return (x - z) * (x - z); }
+        case 11u: { return floor(x / z); }
+        case 12u: { return x - z * floor(x / z); }
+        // Prelu: x below zero scaled by the slope z.
+        case 13u: { return select(x, z * x, x < 0.0); }
         default: { return x; }
     }
 }
@@ -76,6 +82,26 @@ fn apply_i32(x: i32, z: i32) -> i32 {
         case 2u: { return x * z; }
         case 4u: { return max(x, z); }
         case 5u: { return min(x, z); }
+        case 10u: { return (x - z) * (x - z); }
+        // Floor division and modulo; 0 for a zero divisor, as on the cpu
+        // (WGSL's own `x / 0` is x).
+        case 11u: {
+            if z == 0 {
+                return 0;
+            }
+            let q = x / z;
+            return select(q, q - 1, x % z != 0 && ((x < 0) != (z < 0)));
+        }
+        case 12u: {
+            if z == 0 {
+                return 0;
+            }
+            let r = x % z;
+            return select(r, r + z, r != 0 && ((r < 0) != (z < 0)));
+        }
+        // LogicalAnd and LogicalOr, on bool words.
+        case 14u: { return x & z; }
+        case 15u: { return x | z; }
         default: { return x; }
     }
 }

@@ -15,7 +15,8 @@ override OP: u32 = 0u;
 // vectors long), where nothing reads the result.
 @group(0) @binding(0) var<storage, read> x4: array<vec4<u32>>;
 @group(0) @binding(1) var<storage, read_write> y4: array<vec4<u32>>;
-// [element count, or vector count for `_x4`]
+// [element count, or vector count for `_x4`; then the kernel's attributes
+// as f32 bits (LeakyRelu's and Step's alpha, ClipByValue's bounds)]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
 // tanh written through exp(-2|v|): the textbook (e^2v - 1) / (e^2v + 1)
@@ -62,6 +63,12 @@ fn expm1(v: f32) -> f32 {
     return exp(v) - 1.0;
 }
 
+// An arcsine or arccosine of v: NaN outside [-1, 1] (and for NaN), where
+// WGSL leaves the square root of a negative number undefined.
+fn arc(v: f32, angle: f32) -> f32 {
+    return select(bitcast<f32>(0x7fc00000u), angle, abs(v) <= 1.0);
+}
+
 const SELU_ALPHA: f32 = 1.6732632;
 const SELU_SCALE: f32 = 1.050701;
 
@@ -96,7 +103,28 @@ fn apply_f32(v: f32) -> f32 {
         case 23u: { return atan(v); }
         case 24u: { return sinh(v); }
         case 25u: { return cosh(v); }
+        case 26u: { return tan(v); }
+        // Through atan2: lavapipe's own asin and acos are off by 4e-4.
+        case 27u: { return arc(v, atan2(v, sqrt((1.0 - v) * (1.0 + v)))); }
+        case 28u: { return arc(v, atan2(sqrt((1.0 - v) * (1.0 + v)), v)); }
+        case 29u: { return select(v, attr(0u) * v, v < 0.0); }
+        // NaN fails both comparisons, and so stays NaN in these two.
+        case 30u: { return select(select(attr(0u), 1.0, v > 0.0), v, is_nan(v)); }
+        case 31u: { return select(select(v, attr(1u), v > attr(1u)), attr(0u), v < attr(0u)); }
         default: { return v; }
+    }
+}
+
+// Attribute word i, after the count.
+fn attr(i: u32) -> f32 {
+    return bitcast<f32>(param(1u + i));
+}
+
+fn check_f32(v: f32) -> bool {
+    switch OP {
+        case 0u: { return is_nan(v); }
+        case 1u: { return (bitcast<u32>(v) & 0x7fffffffu) == 0x7f800000u; }
+        default: { return false; }
     }
 }
 
@@ -104,6 +132,8 @@ fn apply_i32(v: i32) -> i32 {
     switch OP {
         case 0u: { return -v; }
         case 1u: { return abs(v); }
+        // LogicalNot, on bool words.
+        case 2u: { return select(0, 1, v == 0); }
         default: { return v; }
     }
 }
@@ -144,4 +174,23 @@ fn unary_i32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_work
     }
     let v = bitcast<vec4<i32>>(x4[i]);
     y4[i] = bitcast<vec4<u32>>(vec4<i32>(apply_i32(v.x), apply_i32(v.y), apply_i32(v.z), apply_i32(v.w)));
+}
+
+@compute @workgroup_size(256)
+fn test_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    y[i] = select(0u, 1u, check_f32(bitcast<f32>(x[i])));
+}
+
+@compute @workgroup_size(256)
+fn test_f32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let v = bitcast<vec4<f32>>(x4[i]);
+    y4[i] = select(vec4<u32>(0u), vec4<u32>(1u), vec4<bool>(check_f32(v.x), check_f32(v.y), check_f32(v.z), check_f32(v.w)));
 }
