@@ -1,8 +1,9 @@
 //! Gradients of the reductions: the cotangent goes back to every reduced
-//! element (all of them for `Sum` and `Mean`, the maxima for `Max`).
+//! element (all of them for `Sum` and `Mean`, the maxima for `Max`, the
+//! minima for `Min`, and for `Prod` the product of the others).
 
 use super::{mask, scalar};
-use crate::kernels::{Max, Mean, Sum};
+use crate::kernels::{Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
 use crate::shape::rules::reduction_axes;
 use crate::{gradient, ops, Error, Result, Tensor};
 
@@ -32,4 +33,42 @@ fn mean_grad(x: &Tensor, axes: Option<&[i64]>, y: &Tensor, dy: &Tensor) -> Resul
 fn max_grad(x: &Tensor, axes: Option<&[i64]>, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let is_max = mask(&ops::equal(x, &spread(y, x, axes)?)?, x)?;
     ops::mul(&spread(dy, x, axes)?, &is_max)
+}
+
+/// Every element equal to its minimum receives the cotangent.
+#[gradient(Min)]
+fn min_grad(x: &Tensor, axes: Option<&[i64]>, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    let is_min = mask(&ops::equal(x, &spread(y, x, axes)?)?, x)?;
+    ops::mul(&spread(dy, x, axes)?, &is_min)
+}
+
+/// Each element receives the product of the others, without dividing by
+/// zero: where a group has no zero, `prod / x`; where it has one, the zero
+/// gets the product of the rest and the others 0; where it has more, all 0
+/// (TensorFlow's answer, which it reaches through exclusive cumprods).
+#[gradient(Prod)]
+fn prod_grad(x: &Tensor, axes: Option<&[i64]>, dy: &Tensor) -> Result<Tensor> {
+    let zero = ops::equal(x, &scalar(0.0, x)?)?;
+    let nonzero = ops::select(&zero, &scalar(1.0, x)?, x)?;
+    let others = spread(&ops::prod(&nonzero, axes, true)?, x, axes)?;
+    let zeros = spread(&ops::sum(&mask(&zero, x)?, axes, true)?, x, axes)?;
+    let none = Tensor::zeros_like(x)?;
+    let if_no_zero = ops::select(&ops::equal(&zeros, &scalar(0.0, x)?)?, &ops::div(&others, &nonzero)?, &none)?;
+    let if_one_zero = ops::select(&ops::equal(&zeros, &scalar(1.0, x)?)?, &others, &none)?;
+    ops::mul(&spread(dy, x, axes)?, &ops::select(&zero, &if_one_zero, &if_no_zero)?)
+}
+
+/// Each element reaches the sums that include it: the scan of `dy` the
+/// other way.
+#[gradient(Cumsum)]
+fn cumsum_grad(axis: i64, exclusive: bool, reverse: bool, dy: &Tensor) -> Result<Tensor> {
+    ops::cumsum(dy, axis, exclusive, !reverse)
+}
+
+/// `cumsum(y * dy)` the other way, over `x`: TensorFlow's rule, exact
+/// where `x` has no zeros (where it has, the division makes it inf or NaN,
+/// as in TensorFlow).
+#[gradient(Cumprod)]
+fn cumprod_grad(x: &Tensor, axis: i64, exclusive: bool, reverse: bool, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::div(&ops::cumsum(&ops::mul(y, dy)?, axis, exclusive, !reverse)?, x)
 }

@@ -214,7 +214,7 @@ pub(crate) fn nan_max(x: f32, y: f32) -> f32 {
 }
 
 /// `min` that propagates NaN.
-fn nan_min(x: f32, y: f32) -> f32 {
+pub(crate) fn nan_min(x: f32, y: f32) -> f32 {
     if x < y || x.is_nan() {
         x
     } else {

@@ -1,4 +1,4 @@
-//! Kernels that produce or consume indices: `ArgMax`, `OneHot`,
+//! Kernels that produce or consume indices: `ArgMax`, `ArgMin`, `OneHot`,
 //! `GatherV2`, `UnsortedSegmentSum`, and `Select`, which picks by a mask.
 //!
 //! `GatherV2` and `UnsortedSegmentSum` check every index before writing
@@ -20,7 +20,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::{broadcast_strides, for_rows, offset, unsupported, CpuTensor, Dims, PAR_CHUNK, PAR_THRESHOLD};
-use crate::kernels::{ArgMax, GatherV2, OneHot, Select, UnsortedSegmentSum};
+use crate::kernels::{ArgMax, ArgMin, GatherV2, OneHot, Select, UnsortedSegmentSum};
 use crate::shape::normalize_axis;
 use crate::shape::rules::{gather_dims, GatherDims};
 use crate::Error;
@@ -31,12 +31,32 @@ use crate::{kernel, DType, Element, Result, TensorMeta};
 trait Candidate: Element {
     /// The element's rank as an integer.
     fn key(self) -> i32;
+
+    /// Whether the element is NaN, which wins either search.
+    fn nan(self) -> bool;
+
+    /// The key `ArgMax` ranks by, or with `LOWEST` the one `ArgMin` ranks
+    /// by: the key reversed (`!k`, which cannot overflow), NaN still on top.
+    #[inline]
+    fn rank<const LOWEST: bool>(self) -> i32 {
+        let k = self.key();
+        if LOWEST {
+            select_unpredictable(self.nan(), k, !k)
+        } else {
+            k
+        }
+    }
 }
 
 impl Candidate for i32 {
     #[inline]
     fn key(self) -> i32 {
         self
+    }
+
+    #[inline]
+    fn nan(self) -> bool {
+        false
     }
 }
 
@@ -50,6 +70,11 @@ impl Candidate for f32 {
         let x = self + 0.0;
         let bits = x.to_bits() as i32;
         select_unpredictable(x.is_nan(), i32::MAX, bits ^ ((bits >> 31) & i32::MAX))
+    }
+
+    #[inline]
+    fn nan(self) -> bool {
+        self.is_nan()
     }
 }
 
@@ -76,11 +101,11 @@ const LANES: usize = 8;
 /// the first maximum of every `LANES`-th element; the lanes' winners then
 /// compete, ties going to the lower index, and the tail, all later, must
 /// beat the winner outright.
-fn row_argmax<T: Candidate>(row: &[T]) -> (usize, i32) {
-    let first = row[0].key();
+fn row_argmax<T: Candidate, const L: bool>(row: &[T]) -> (usize, i32) {
+    let first = row[0].rank::<L>();
     if row.len() < 4 * LANES {
         // Too short for lanes to pay for setting them up.
-        return scan(&row[1..], 1, (0, first));
+        return scan::<T, L>(&row[1..], 1, (0, first));
     }
     let chunks = row.chunks_exact(LANES);
     let tail = chunks.remainder();
@@ -88,7 +113,7 @@ fn row_argmax<T: Candidate>(row: &[T]) -> (usize, i32) {
     let (mut best, mut at) = ([first; LANES], [0u32; LANES]);
     for (c, chunk) in chunks.enumerate() {
         for k in 0..LANES {
-            let key = chunk[k].key();
+            let key = chunk[k].rank::<L>();
             let take = key > best[k];
             best[k] = if take { key } else { best[k] };
             at[k] = if take { (c * LANES + k) as u32 } else { at[k] };
@@ -100,15 +125,15 @@ fn row_argmax<T: Candidate>(row: &[T]) -> (usize, i32) {
         key = select_unpredictable(take, best[k], key);
         win = select_unpredictable(take, at[k], win);
     }
-    scan(tail, row.len() - tail.len(), (win as usize, key))
+    scan::<T, L>(tail, row.len() - tail.len(), (win as usize, key))
 }
 
 /// The best of `best` (index and key) and `part`, whose first element has
 /// index `offset`: one lane, for short rows and tails.
-fn scan<T: Candidate>(part: &[T], offset: usize, best: (usize, i32)) -> (usize, i32) {
+fn scan<T: Candidate, const L: bool>(part: &[T], offset: usize, best: (usize, i32)) -> (usize, i32) {
     let (mut at, mut best) = best;
     for (t, &v) in part.iter().enumerate() {
-        let key = v.key();
+        let key = v.rank::<L>();
         let take = key > best;
         best = select_unpredictable(take, key, best);
         at = select_unpredictable(take, offset + t, at);
@@ -119,21 +144,28 @@ fn scan<T: Candidate>(part: &[T], offset: usize, best: (usize, i32)) -> (usize, 
 /// Searches `steps` (nonempty) for the `idx.len()` columns starting at
 /// offset `base` (see [`Layout::at`]), leaving each column's best key in
 /// `best` and its step in `idx`.
-fn search<T: Candidate>(src: &[T], l: Layout, base: usize, steps: Range<usize>, best: &mut Vec<i32>, idx: &mut [i32]) {
+fn search<T: Candidate, const L: bool>(
+    src: &[T],
+    l: Layout,
+    base: usize,
+    steps: Range<usize>,
+    best: &mut Vec<i32>,
+    idx: &mut [i32],
+) {
     best.clear();
     if l.inner == 1 {
-        let (t, key) = row_argmax(&src[base + steps.start..base + steps.end]);
+        let (t, key) = row_argmax::<T, L>(&src[base + steps.start..base + steps.end]);
         best.push(key);
         idx[0] = (steps.start + t) as i32;
         return;
     }
     let w = idx.len();
-    best.extend(src[base + steps.start * l.inner..][..w].iter().map(|v| v.key()));
+    best.extend(src[base + steps.start * l.inner..][..w].iter().map(|v| v.rank::<L>()));
     idx.fill(steps.start as i32);
     for t in steps.start + 1..steps.end {
         let row = &src[base + t * l.inner..][..w];
         for ((b, i), &v) in best.iter_mut().zip(idx.iter_mut()).zip(row) {
-            let key = v.key();
+            let key = v.rank::<L>();
             let take = key > *b;
             *b = if take { key } else { *b };
             *i = if take { t as i32 } else { *i };
@@ -142,10 +174,10 @@ fn search<T: Candidate>(src: &[T], l: Layout, base: usize, steps: Range<usize>, 
 }
 
 /// Fills `dst`, the outputs from flat output index `start`, searching the whole axis.
-fn outputs<T: Candidate>(src: &[T], l: Layout, start: usize, dst: &mut [i32]) {
+fn outputs<T: Candidate, const L: bool>(src: &[T], l: Layout, start: usize, dst: &mut [i32]) {
     if l.inner == 1 {
         for (d, row) in dst.iter_mut().zip(src[start * l.len..].chunks_exact(l.len)) {
-            *d = row_argmax(row).0 as i32;
+            *d = row_argmax::<T, L>(row).0 as i32;
         }
         return;
     }
@@ -154,12 +186,12 @@ fn outputs<T: Candidate>(src: &[T], l: Layout, start: usize, dst: &mut [i32]) {
     while done < dst.len() {
         let (o, i0) = ((start + done) / l.inner, (start + done) % l.inner);
         let w = (l.inner - i0).min(dst.len() - done);
-        search(src, l, l.at(o, i0), 0..l.len, &mut best, &mut dst[done..done + w]);
+        search::<T, L>(src, l, l.at(o, i0), 0..l.len, &mut best, &mut dst[done..done + w]);
         done += w;
     }
 }
 
-fn argmax_of<T: Candidate>(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<Vec<i32>> {
+fn argmax_of<T: Candidate, const L: bool>(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<Vec<i32>> {
     let src = x.as_slice::<T>()?;
     let shape = x.shape();
     let axis = normalize_axis(axis, shape.len()).map_err(|m| crate::Error::Backend {
@@ -175,14 +207,14 @@ fn argmax_of<T: Candidate>(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result
         return Ok(result);
     }
     if src.len() < PAR_THRESHOLD {
-        outputs(src, l, 0, &mut result);
+        outputs::<T, L>(src, l, 0, &mut result);
         return Ok(result);
     }
     // About PAR_CHUNK input elements per task; at least a cache line of
     // columns where there are columns.
     let per_task = (PAR_CHUNK / l.len).max(l.inner.min(16)).max(1);
     if n.div_ceil(per_task) >= rayon::current_num_threads() {
-        result.par_chunks_mut(per_task).enumerate().for_each(|(c, dst)| outputs(src, l, c * per_task, dst));
+        result.par_chunks_mut(per_task).enumerate().for_each(|(c, dst)| outputs::<T, L>(src, l, c * per_task, dst));
         return Ok(result);
     }
     // Too few outputs to keep the pool busy: split the axis into parts, each
@@ -195,7 +227,7 @@ fn argmax_of<T: Candidate>(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result
         .into_par_iter()
         .map(|(o, t0)| {
             let (mut best, mut idx) = (Vec::new(), vec![0i32; l.inner]);
-            search(src, l, l.at(o, 0), t0..(t0 + steps).min(l.len), &mut best, &mut idx);
+            search::<T, L>(src, l, l.at(o, 0), t0..(t0 + steps).min(l.len), &mut best, &mut idx);
             (best, idx)
         })
         .collect();
@@ -218,9 +250,19 @@ fn argmax_of<T: Candidate>(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result
 #[kernel(ArgMax, cpu)]
 fn argmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     match x.dtype() {
-        DType::F32 => CpuTensor::from_vec(&out.shape, argmax_of::<f32>(x, axis, out)?),
-        DType::I32 => CpuTensor::from_vec(&out.shape, argmax_of::<i32>(x, axis, out)?),
+        DType::F32 => CpuTensor::from_vec(&out.shape, argmax_of::<f32, false>(x, axis, out)?),
+        DType::I32 => CpuTensor::from_vec(&out.shape, argmax_of::<i32, false>(x, axis, out)?),
         d => Err(unsupported("ArgMax", d)),
+    }
+}
+
+/// `ArgMax`'s search on reversed keys: the first minimum, NaN winning.
+#[kernel(ArgMin, cpu)]
+fn argmin(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    match x.dtype() {
+        DType::F32 => CpuTensor::from_vec(&out.shape, argmax_of::<f32, true>(x, axis, out)?),
+        DType::I32 => CpuTensor::from_vec(&out.shape, argmax_of::<i32, true>(x, axis, out)?),
+        d => Err(unsupported("ArgMin", d)),
     }
 }
 

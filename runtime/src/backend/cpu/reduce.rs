@@ -1,4 +1,5 @@
-//! Reductions over a set of axes: `Sum`, `Max`, `Mean`.
+//! Reductions over a set of axes: `Sum`, `Max`, `Min`, `Prod`, `Mean`, `All`, `Any`;
+//! and the scans along one axis, `Cumsum` and `Cumprod`.
 //!
 //! Reduced axes that form one contiguous block make the input an
 //! `[outer, r, inner]` view; any other set is first moved to the end by a
@@ -8,7 +9,8 @@
 use rayon::prelude::*;
 
 use super::{layout::permute, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
-use crate::kernels::{Max, Mean, Sum};
+use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
+use crate::shape::normalize_axis;
 use crate::shape::rules::reduction_axes;
 use crate::{kernel, DType, Element, Result, TensorMeta};
 
@@ -90,6 +92,54 @@ impl Fold<i32> for MaxI32 {
     const INIT: i32 = i32::MIN;
     fn fold(a: i32, b: i32) -> i32 {
         a.max(b)
+    }
+}
+
+struct MinF32;
+impl Fold<f32> for MinF32 {
+    const INIT: f32 = f32::INFINITY;
+    fn fold(a: f32, b: f32) -> f32 {
+        super::binary::nan_min(a, b)
+    }
+}
+
+struct MinI32;
+impl Fold<i32> for MinI32 {
+    const INIT: i32 = i32::MAX;
+    fn fold(a: i32, b: i32) -> i32 {
+        a.min(b)
+    }
+}
+
+struct ProdF32;
+impl Fold<f32> for ProdF32 {
+    const INIT: f32 = 1.0;
+    fn fold(a: f32, b: f32) -> f32 {
+        a * b
+    }
+}
+
+struct ProdI32;
+impl Fold<i32> for ProdI32 {
+    const INIT: i32 = 1;
+    fn fold(a: i32, b: i32) -> i32 {
+        a.wrapping_mul(b)
+    }
+}
+
+struct AllBool;
+impl Fold<bool> for AllBool {
+    const INIT: bool = true;
+    fn fold(a: bool, b: bool) -> bool {
+        a & b
+    }
+}
+
+struct AnyBool;
+impl Fold<bool> for AnyBool {
+    const INIT: bool = false;
+    fn fold(a: bool, b: bool) -> bool {
+        a | b
     }
 }
 
@@ -199,4 +249,82 @@ fn mean(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) 
     let scale = 1.0 / r as f32;
     sums.iter_mut().for_each(|v| *v *= scale);
     CpuTensor::from_vec(&out.shape, sums)
+}
+
+/// Reductions of f32 and i32 (or of bool) that differ only in their fold: one line each.
+macro_rules! folds {
+    ($($kernel:ident => $name:ident: $($dtype:ident => $ty:ty, $fold:ty),+;)*) => {$(
+        #[kernel($kernel, cpu)]
+        fn $name(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
+            let _ = keep_dims;
+            match x.dtype() {
+                $(DType::$dtype => CpuTensor::from_vec(&out.shape, reduce::<$ty, $fold>(x, axes, out)?.0),)+
+                d => Err(unsupported(stringify!($kernel), d)),
+            }
+        }
+    )*};
+}
+
+folds! {
+    Min => min: F32 => f32, MinF32, I32 => i32, MinI32;
+    Prod => prod: F32 => f32, ProdF32, I32 => i32, ProdI32;
+    All => all: Bool => bool, AllBool;
+    Any => any: Bool => bool, AnyBool;
+}
+
+/// A scan along `axis` with fold `F`: the input as `[outer, len, inner]`,
+/// each outer slab walked one row of `inner` running values at a time (so
+/// the loop reads memory in order), the slabs in parallel when large.
+fn scan<T: Element, F: Fold<T>>(
+    x: &CpuTensor,
+    axis: i64,
+    exclusive: bool,
+    reverse: bool,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let shape = x.shape();
+    let axis = normalize_axis(axis, shape.len()).map_err(crate::Error::kernel_failed)?;
+    let (len, inner) = (shape[axis], shape[axis + 1..].iter().product::<usize>());
+    let src = x.as_slice::<T>()?;
+    let mut dst = super::output::<T>(out.numel());
+    let slab = len * inner;
+    if slab > 0 {
+        let walk = |(s, d): (&[T], &mut [T])| {
+            let mut acc = vec![F::INIT; inner];
+            for step in 0..len {
+                let t = if reverse { len - 1 - step } else { step };
+                let (row, dst) = (&s[t * inner..(t + 1) * inner], &mut d[t * inner..(t + 1) * inner]);
+                for ((a, o), &v) in acc.iter_mut().zip(dst).zip(row) {
+                    let next = F::fold(*a, v);
+                    *o = if exclusive { *a } else { next };
+                    *a = next;
+                }
+            }
+        };
+        if src.len() < PAR_THRESHOLD {
+            src.chunks(slab).zip(dst.chunks_mut(slab)).for_each(walk);
+        } else {
+            src.par_chunks(slab).zip(dst.par_chunks_mut(slab)).for_each(walk);
+        }
+    }
+    CpuTensor::from_vec(&out.shape, dst)
+}
+
+/// Scans that differ only in their fold: one line each.
+macro_rules! scans {
+    ($($kernel:ident => $name:ident: $f32:ty, $i32:ty;)*) => {$(
+        #[kernel($kernel, cpu)]
+        fn $name(x: &CpuTensor, axis: i64, exclusive: bool, reverse: bool, out: &TensorMeta) -> Result<CpuTensor> {
+            match x.dtype() {
+                DType::F32 => scan::<f32, $f32>(x, axis, exclusive, reverse, out),
+                DType::I32 => scan::<i32, $i32>(x, axis, exclusive, reverse, out),
+                d => Err(unsupported(stringify!($kernel), d)),
+            }
+        }
+    )*};
+}
+
+scans! {
+    Cumsum => cumsum: SumF32, SumI32;
+    Cumprod => cumprod: ProdF32, ProdI32;
 }

@@ -1,4 +1,4 @@
-//! `ArgMax` along one axis, `OneHot`, `GatherV2`, `UnsortedSegmentSum` and
+//! `ArgMax` and `ArgMin` along one axis, `OneHot`, `GatherV2`, `UnsortedSegmentSum` and
 //! `Select`.
 //!
 //! The gathers and segment sums read their indices back and check them
@@ -8,7 +8,7 @@
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::{broadcast_strides, check_indices};
-use crate::kernels::{ArgMax, GatherV2, OneHot, Select, UnsortedSegmentSum};
+use crate::kernels::{ArgMax, ArgMin, GatherV2, OneHot, Select, UnsortedSegmentSum};
 use crate::shape::normalize_axis;
 use crate::shape::rules::gather_dims;
 use crate::{kernel, DType, Error, Result, TensorMeta};
@@ -17,19 +17,29 @@ static SHADER: Shader = shader!("index");
 static GATHER: Shader = shader!("gather");
 static SELECT: Shader = shader!("select");
 
-#[kernel(ArgMax, wgpu)]
-fn argmax(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+/// The first best index of `x` along `axis`: op 0 the largest, 1 the smallest.
+fn arg_search(kernel: &'static str, op: u32, x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     let entry = match x.dtype() {
         DType::F32 => "argmax_f32",
         DType::I32 => "argmax_i32",
-        d => return Err(unsupported("ArgMax", d)),
+        d => return Err(unsupported(kernel, d)),
     };
     let shape = x.shape();
-    let axis = normalize_axis(axis, shape.len()).map_err(rule_error("ArgMax"))?;
+    let axis = normalize_axis(axis, shape.len()).map_err(rule_error(kernel))?;
     let (len, inner) = (shape[axis], shape[axis + 1..].iter().product::<usize>());
     // The shape rule refuses an empty axis; an empty output dispatches nothing.
     let params = [out.numel() as u32, len as u32, inner.max(1) as u32];
-    Program { kernel: "ArgMax", shader: &SHADER, entry, op: 0 }.run(&[x], out, &params)
+    Program { kernel, shader: &SHADER, entry, op }.run(&[x], out, &params)
+}
+
+#[kernel(ArgMax, wgpu)]
+fn argmax(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    arg_search("ArgMax", 0, x, axis, out)
+}
+
+#[kernel(ArgMin, wgpu)]
+fn argmin(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    arg_search("ArgMin", 1, x, axis, out)
 }
 
 #[kernel(OneHot, wgpu)]

@@ -1,4 +1,5 @@
-//! `Sum`, `Max` and `Mean` over any axes.
+//! `Sum`, `Max`, `Min`, `Prod`, `Mean`, `All` and `Any` over any axes, and
+//! the scans `Cumsum` and `Cumprod` along one.
 //!
 //! The kept and the reduced axes each merge where they advance together, so
 //! a reduction over contiguous trailing axes is one strided loop per output
@@ -8,8 +9,8 @@
 //! elements is two passes: 1024 workgroups of 4096 elements, then one.
 
 use super::{groups, rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::kernels::{Max, Mean, Sum};
-use crate::shape::{rules::reduction_axes, strides};
+use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
+use crate::shape::{normalize_axis, rules::reduction_axes, strides};
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("reduce");
@@ -84,13 +85,15 @@ impl Pass<'_> {
         }
         let (entry, scale) = match (x.dtype(), r <= SHORT) {
             (DType::F32, true) => ("reduce_threads_f32", self.scale),
-            (DType::I32, true) => ("reduce_threads_i32", 1.0),
+            // Bool words fold as i32 (All and Any).
+            (DType::I32 | DType::Bool, true) => ("reduce_threads_i32", 1.0),
             (DType::F32, false) => (
                 if vectors { "reduce_groups_f32_x4" } else { "reduce_groups_f32" },
                 if chunks == 1 { self.scale } else { 1.0 },
             ),
-            (DType::I32, false) => (if vectors { "reduce_groups_i32_x4" } else { "reduce_groups_i32" }, 1.0),
-            (d, _) => return Err(unsupported(self.kernel, d)),
+            (DType::I32 | DType::Bool, false) => {
+                (if vectors { "reduce_groups_i32_x4" } else { "reduce_groups_i32" }, 1.0)
+            }
         };
         params.push(scale.to_bits());
         let program = Program { kernel: self.kernel, shader: &SHADER, entry, op: self.op };
@@ -115,7 +118,7 @@ impl Pass<'_> {
     }
 }
 
-/// Reduces `x` over `axes` with op `op` (0 sum, 1 max), scaling f32 results
+/// Reduces `x` over `axes` with op `op` (its code in reduce.wgsl), scaling f32 results
 /// by `1 / r` when `mean`.
 fn reduce(
     kernel: &'static str,
@@ -157,6 +160,64 @@ fn max(x: &WgpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) 
 fn mean(x: &WgpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
     let _ = keep_dims;
     reduce("Mean", 0, x, axes, true, out)
+}
+
+/// Reductions that differ only in their op code: one line each.
+macro_rules! folds {
+    ($($kernel:ident => $name:ident: $op:literal;)*) => {$(
+        #[kernel($kernel, wgpu)]
+        fn $name(x: &WgpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
+            let _ = keep_dims;
+            reduce(stringify!($kernel), $op, x, axes, false, out)
+        }
+    )*};
+}
+
+folds! {
+    Min => min: 2;
+    Prod => prod: 3;
+    All => all: 4;
+    Any => any: 5;
+}
+
+/// A scan along `axis` with op `op` (0 sum, 3 product): one invocation per
+/// line of the axis walks it in order.
+fn scan(
+    kernel: &'static str,
+    op: u32,
+    x: &WgpuTensor,
+    axis: i64,
+    exclusive: bool,
+    reverse: bool,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let entry = match x.dtype() {
+        DType::F32 => "scan_f32",
+        DType::I32 => "scan_i32",
+        d => return Err(unsupported(kernel, d)),
+    };
+    let shape = x.shape();
+    let axis = normalize_axis(axis, shape.len()).map_err(rule_error(kernel))?;
+    let (len, inner) = (shape[axis], shape[axis + 1..].iter().product::<usize>());
+    let lines = out.numel().checked_div(len).unwrap_or(0);
+    let params = [lines as u32, len as u32, inner.max(1) as u32, u32::from(exclusive) | u32::from(reverse) << 1];
+    let program = Program { kernel, shader: &SHADER, entry, op };
+    program.run_grid(&[x], out, &params, Grid::Elements(lines))
+}
+
+/// Scans that differ only in their op code: one line each.
+macro_rules! scans {
+    ($($kernel:ident => $name:ident: $op:literal;)*) => {$(
+        #[kernel($kernel, wgpu)]
+        fn $name(x: &WgpuTensor, axis: i64, exclusive: bool, reverse: bool, out: &TensorMeta) -> Result<WgpuTensor> {
+            scan(stringify!($kernel), $op, x, axis, exclusive, reverse, out)
+        }
+    )*};
+}
+
+scans! {
+    Cumsum => cumsum: 0;
+    Cumprod => cumprod: 3;
 }
 
 #[cfg(test)]

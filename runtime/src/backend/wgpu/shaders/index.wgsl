@@ -1,5 +1,8 @@
-// Index kernels: ArgMax along one axis and OneHot. Elements are raw 32-bit
-// words (see unary.wgsl).
+// Index kernels: ArgMax and ArgMin along one axis, and OneHot. Elements
+// are raw 32-bit words (see unary.wgsl).
+
+// 0: ArgMax, 1: ArgMin
+override OP: u32 = 0u;
 
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
@@ -7,19 +10,22 @@
 // one_hot: [n, depth, on_value bits, off_value bits]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
-// Whether v beats best: NaN is the largest, and a tie keeps the earlier.
+// Whether v beats best, the larger for OP 0 (ArgMax), the smaller for OP 1
+// (ArgMin): NaN beats every number either way, and a tie keeps the earlier.
 fn beats_f32(v: f32, best: f32) -> bool {
     if is_nan(best) {
         return false;
     }
-    return is_nan(v) || v > best;
+    return is_nan(v) || select(v > best, v < best, OP == 1u);
 }
 
 fn beats(v: u32, best: u32, float: bool) -> bool {
     if float {
         return beats_f32(bitcast<f32>(v), bitcast<f32>(best));
     }
-    return bitcast<i32>(v) > bitcast<i32>(best);
+    let a = bitcast<i32>(v);
+    let b = bitcast<i32>(best);
+    return select(a > b, a < b, OP == 1u);
 }
 
 // One invocation per output walks its axis; `float` is a constant in each

@@ -1,4 +1,6 @@
-// Sum and Max over any axes, Mean as a scaled Sum. The host splits x's
+// Sum, Max, Min and Prod over any axes, Mean as a scaled Sum, and All and
+// Any on bool words (through the i32 entry points); and the scans Cumsum
+// and Cumprod along one axis (`scan_*`, with parameters of their own). The host splits x's
 // axes into kept and reduced ones, each merged where they advance together:
 // output o starts at the offset of its kept index, and reduced element j of
 // it lies at that plus the offset of j over the reduced dims.
@@ -8,7 +10,7 @@
 // chunk and combines its 256 partial values as a tree; with several chunks
 // per output the host reduces the partial results again.
 
-// 0: sum, 1: max
+// 0: sum, 1: max, 2: min, 3: prod, 4: all, 5: any
 override OP: u32 = 0u;
 
 @group(0) @binding(0) var<storage, read> x: array<u32>;
@@ -38,33 +40,44 @@ fn scale() -> f32 {
 }
 
 fn init_f32() -> f32 {
-    if OP == 0u {
-        return 0.0;
+    switch OP {
+        case 1u: { return bitcast<f32>(0xff800000u); } // -inf
+        case 2u: { return bitcast<f32>(0x7f800000u); } // inf
+        case 3u: { return 1.0; }
+        default: { return 0.0; }
     }
-    return bitcast<f32>(0xff800000u); // -inf
 }
 
-// max propagates NaN, as on the cpu.
+// max and min propagate NaN, as on the cpu.
 fn fold_f32(a: f32, b: f32) -> f32 {
-    if OP == 0u {
-        return a + b;
+    switch OP {
+        case 1u: { return select(b, a, a > b || is_nan(a)); }
+        case 2u: { return select(b, a, a < b || is_nan(a)); }
+        case 3u: { return a * b; }
+        default: { return a + b; }
     }
-    return select(b, a, a > b || is_nan(a));
 }
 
 fn init_i32() -> i32 {
-    if OP == 0u {
-        return 0i;
+    switch OP {
+        case 1u: { return bitcast<i32>(0x80000000u); } // i32::MIN
+        case 2u: { return 0x7fffffffi; } // i32::MAX
+        case 3u, 4u: { return 1i; }
+        default: { return 0i; }
     }
-    return bitcast<i32>(0x80000000u); // i32::MIN
 }
 
-// i32 addition wraps in WGSL, as the cpu kernel's does.
+// i32 addition and multiplication wrap in WGSL, as the cpu kernels' do;
+// All and Any fold bool words.
 fn fold_i32(a: i32, b: i32) -> i32 {
-    if OP == 0u {
-        return a + b;
+    switch OP {
+        case 1u: { return max(a, b); }
+        case 2u: { return min(a, b); }
+        case 3u: { return a * b; }
+        case 4u: { return a & b; }
+        case 5u: { return a | b; }
+        default: { return a + b; }
     }
-    return max(a, b);
 }
 
 // The entry points below are one per dtype; `float` is a constant in each,
@@ -203,4 +216,36 @@ fn reduce_groups_i32_x4(
     @builtin(local_invocation_index) t: u32,
 ) {
     reduce_group_x4(wid, groups, t, false);
+}
+
+// Scans: [lines, len, inner, flags (1: exclusive, 2: reverse)] for x seen as
+// [outer, len, inner]. Invocation l walks line l of the axis in order.
+fn scan(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
+    let l = element(gid, groups);
+    if l >= param(0) {
+        return;
+    }
+    let len = param(1);
+    let inner = param(2);
+    let exclusive = (param(3) & 1u) != 0u;
+    let reverse = (param(3) & 2u) != 0u;
+    let base = (l / inner) * len * inner + l % inner;
+    var acc = init(float);
+    for (var step = 0u; step < len; step++) {
+        let t = select(step, len - 1u - step, reverse);
+        let at = base + t * inner;
+        let next = fold(acc, x[at], float);
+        y[at] = select(next, acc, exclusive);
+        acc = next;
+    }
+}
+
+@compute @workgroup_size(256)
+fn scan_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    scan(gid, groups, true);
+}
+
+@compute @workgroup_size(256)
+fn scan_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    scan(gid, groups, false);
 }
