@@ -56,6 +56,8 @@ impl Case {
 /// The dtype of input `i` in the tests of dtype `d`: `d` for inputs of the
 /// first type variable, the first allowed dtype for the others.
 fn input_dtype(k: &KernelDef, i: usize, d: DType) -> DType {
+    // Every tensor of a variadic last input has its type.
+    let i = i.min(k.inputs.len().saturating_sub(1));
     match &k.input_types[i] {
         InputType::Var(v) if k.type_vars.first().is_some_and(|f| &f.name == v) => d,
         InputType::Var(_) | InputType::Fixed(_) => k.input_dtypes(i)[0],
@@ -413,14 +415,19 @@ fn invalid_case(k: &KernelDef) -> Option<(Case, &'static str)> {
 
 /// `let t{i} = ...;` for each input of `case`, of the dtypes the tests of `d` give them.
 fn tensors(k: &KernelDef, case: &Case, d: DType) -> String {
-    let dtypes: Vec<DType> =
-        (0..case.shapes.len()).map(|i| if i < k.inputs.len() { input_dtype(k, i, d) } else { d }).collect();
+    let dtypes: Vec<DType> = (0..case.shapes.len())
+        .map(|i| if i < k.inputs.len() || k.variadic { input_dtype(k, i, d) } else { d })
+        .collect();
     tensors_of(case, &dtypes)
 }
 
 fn tensors_of(case: &Case, dtypes: &[DType]) -> String {
     (0..case.shapes.len())
-        .map(|i| format!("let t{i} = {};\n", input_expr(case, i, dtypes[i], i, "input(SHAPE, DTYPE)")))
+        .map(|i| {
+            // A variadic input's tensors take its dtype, the last.
+            let dtype = dtypes[i.min(dtypes.len() - 1)];
+            format!("let t{i} = {};\n", input_expr(case, i, dtype, i, "input(SHAPE, DTYPE)"))
+        })
         .collect()
 }
 
@@ -513,7 +520,7 @@ fn kernel_tests(k: &KernelDef) -> String {
     }}"#,
             d = d.name(),
             tensors = tensors(k, &case, d),
-            run = run_expr(k, n, &case.attrs),
+            run = run_expr(k, case.shapes.len(), &case.attrs),
             expect = case.expect
         )
         .unwrap();
@@ -531,7 +538,7 @@ fn kernel_tests(k: &KernelDef) -> String {
     }}"#,
             bad = bad.name(),
             tensors = tensors_of(&case, &dtypes),
-            run = run_expr(k, n, &case.attrs)
+            run = run_expr(k, case.shapes.len(), &case.attrs)
         )
         .unwrap();
     }
@@ -548,7 +555,8 @@ fn kernel_tests(k: &KernelDef) -> String {
         for case in parity_cases(k) {
             let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
             let make = format!("parity_input(SHAPE, DTYPE, {within}, SEED)");
-            let inputs: String = (0..n)
+            let count = case.shapes.len();
+            let inputs: String = (0..count)
                 .map(|i| {
                     format!(
                         "{}, ",
@@ -559,7 +567,7 @@ fn kernel_tests(k: &KernelDef) -> String {
             writeln!(
                 body,
                 r#"        {{
-            let xs: [Tensor; {n}] = [{inputs}];
+            let xs: [Tensor; {count}] = [{inputs}];
             let attrs = kernels::{name}Attrs {{ {fields} }};
             check_parity({label:?}, &xs.iter().collect::<Vec<&Tensor>>(), |xs| Engine::run::<kernels::{name}>(xs, &attrs));
         }}"#,
@@ -595,11 +603,17 @@ fn kernel_tests(k: &KernelDef) -> String {
         .unwrap();
     }
 
-    // One input too many.
+    // One input too many; for a variadic last input, which takes any
+    // number above none, none at all.
     let mut extra = Case::new(case.shapes.clone(), case.attrs.clone(), vec![]);
     extra.bounds.clone_from(&case.bounds);
-    extra.shapes.push(case.shapes.first().cloned().unwrap_or(vec![2]));
-    extra.bounds.push(case.bounds.first().copied().flatten());
+    if k.variadic {
+        extra.shapes.truncate(n - 1);
+        extra.bounds.truncate(n - 1);
+    } else {
+        extra.shapes.push(case.shapes.first().cloned().unwrap_or(vec![2]));
+        extra.bounds.push(case.bounds.first().copied().flatten());
+    }
     writeln!(
         t,
         r#"
@@ -609,22 +623,28 @@ fn kernel_tests(k: &KernelDef) -> String {
         assert_invalid(&err, {name:?}, "inputs");
     }}"#,
         tensors = tensors(k, &extra, dtype),
-        run = run_expr(k, n + 1, &case.attrs)
+        run = run_expr(k, extra.shapes.len(), &case.attrs)
     )
     .unwrap();
 
     // The registered gradient against central finite differences (f32 only).
     if let (Differentiable::Inputs(diff), true) = (&k.differentiable, k.dtypes.contains(&DType::F32)) {
         let within = sample_range(k);
-        let which: Vec<usize> = diff.iter().filter_map(|d| k.inputs.iter().position(|i| i == d)).collect();
-        let inputs: String = (0..n)
+        let count = case.shapes.len();
+        // A variadic last input's tensors each get a gradient.
+        let which: Vec<usize> = diff
+            .iter()
+            .filter_map(|d| k.inputs.iter().position(|i| i == d))
+            .flat_map(|i| if k.variadic && i + 1 == n { i..count } else { i..i + 1 })
+            .collect();
+        let inputs: String = (0..count)
             .map(|i| {
                 let make = format!("sample(SHAPE, {within}, {i})");
                 let dtype = if which.contains(&i) { DType::F32 } else { input_dtype(k, i, DType::F32) };
                 format!("{}, ", input_expr(&case, i, dtype, i, &make))
             })
             .collect();
-        let refs: String = (0..n).map(|i| format!("&xs[{i}], ")).collect();
+        let refs: String = (0..count).map(|i| format!("&xs[{i}], ")).collect();
         let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
         writeln!(
             t,

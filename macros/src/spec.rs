@@ -368,7 +368,13 @@ fn shape_rule(k: &KernelDef, span: Span) -> TokenStream {
             // one of another signature is rustc's error, at the spec.
             let path = respan(path_tokens(path, span), span);
             let ty = format_ident!("{}ShapeFn", k.name);
-            let shapes = (0..k.inputs.len()).map(|i| quote!(__inputs[#i].shape()));
+            let shapes = (0..k.inputs.len()).map(|i| {
+                if is_list(k, i) {
+                    quote!(&__inputs[#i..].iter().map(|__t| __t.shape()).collect::<::std::vec::Vec<&[usize]>>())
+                } else {
+                    quote!(__inputs[#i].shape())
+                }
+            });
             quote_spanned!(span=> {
                 let __shape_fn: #ty = #path;
                 __shape_fn(#(#shapes,)* __attrs)
@@ -401,6 +407,11 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
+/// Whether input `i` is `k`'s variadic one (`"*values"`, always the last).
+fn is_list(k: &KernelDef, i: usize) -> bool {
+    k.variadic && i + 1 == k.inputs.len()
+}
+
 /// `pub type NameShapeFn = fn(...)`, for a kernel whose shape is a function.
 fn shape_fn_type(k: &KernelDef) -> TokenStream {
     let ShapeRule::Fn { path } = &k.shape else {
@@ -408,10 +419,12 @@ fn shape_fn_type(k: &KernelDef) -> TokenStream {
     };
     let ty = format_ident!("{}ShapeFn", k.name);
     let attrs_ty = format_ident!("{}Attrs", k.name);
-    let params = k.inputs.iter().map(|_| quote!(&[usize]));
+    let params = (0..k.inputs.len()).map(|i| if is_list(k, i) { quote!(&[&[usize]]) } else { quote!(&[usize]) });
     let signature = format!(
         "fn({}attrs: &{attrs_ty}) -> Result<opforge::shape::Shape, String>",
-        k.inputs.iter().map(|i| format!("{i}: &[usize], ")).collect::<String>()
+        (0..k.inputs.len())
+            .map(|i| format!("{}: {}, ", k.inputs[i], if is_list(k, i) { "&[&[usize]]" } else { "&[usize]" }))
+            .collect::<String>()
     );
     let doc = format!(
         "The signature of kernel `{}`'s shape function, `{path}`: `{signature}`. It gets each input's shape \
@@ -464,7 +477,40 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
     let rule = shape_rule(k, span);
     let shape_fn = shape_fn_type(k);
     let output = ident(&k.output);
-    let input_idx: Vec<usize> = (0..n_inputs).collect();
+    let variadic = k.variadic;
+    let arg_tys: Vec<TokenStream> = (0..n_inputs)
+        .map(|i| if is_list(k, i) { quote!(::opforge::TensorList<'a, B::Tensor>) } else { quote!(&'a B::Tensor) })
+        .collect();
+    let grad_arg_tys: Vec<TokenStream> = (0..n_inputs)
+        .map(|i| if is_list(k, i) { quote!(&'a [::opforge::Tensor]) } else { quote!(&'a ::opforge::Tensor) })
+        .collect();
+    let arg_reads: Vec<TokenStream> = (0..n_inputs)
+        .map(|i| {
+            if is_list(k, i) {
+                quote!(::opforge::__private::input_list::<B>(__call, #i)?)
+            } else {
+                quote!(::opforge::__private::input::<B>(__call, #i)?)
+            }
+        })
+        .collect();
+    let grad_arg_reads: Vec<TokenStream> = (0..n_inputs)
+        .map(|i| {
+            if is_list(k, i) {
+                quote!(::opforge::__private::grad_input_list(__call, #i))
+            } else {
+                quote!(::opforge::__private::grad_input(__call, #i)?)
+            }
+        })
+        .collect();
+    let input_docs: Vec<String> = (0..n_inputs)
+        .map(|i| {
+            if is_list(k, i) {
+                format!("Input `{}`: one or more tensors.", k.inputs[i])
+            } else {
+                format!("Input `{}`.", k.inputs[i])
+            }
+        })
+        .collect();
     let (diff_names, grads): (Vec<&String>, TokenStream) = match &k.differentiable {
         Differentiable::Inputs(names) => (names.iter().collect(), grads(k, names)),
         Differentiable::No { .. } => (Vec::new(), quote!()),
@@ -475,7 +521,15 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
     } else {
         let needs_ty = format_ident!("{}Needs", k.name);
         let fields = diff_names.iter().map(|n| ident(n));
-        let positions = diff_names.iter().map(|n| k.inputs.iter().position(|i| i == *n).unwrap_or(usize::MAX));
+        let wanted = diff_names.iter().map(|n| {
+            let i = k.inputs.iter().position(|i| i == *n).unwrap_or(usize::MAX);
+            if is_list(k, i) {
+                // Any tensor of the list.
+                quote!(__call.needs.get(#i..).is_none_or(|__n| __n.iter().any(|&__b| __b)))
+            } else {
+                quote!(__call.needs.get(#i).copied().unwrap_or(true))
+            }
+        });
         (
             quote! {
                 /// Which differentiable inputs want a gradient.
@@ -483,7 +537,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
             },
             quote! {
                 needs: #needs_ty {
-                    #( #fields: __call.needs.get(#positions).copied().unwrap_or(true), )*
+                    #( #fields: #wanted, )*
                 },
             },
         )
@@ -519,7 +573,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
 
         #[doc = #args_doc]
         pub struct #args_ty<'a, B: ::opforge::__private::Backend> {
-            #( #[doc = concat!("Input `", #input_names, "`.")] pub #inputs: &'a B::Tensor, )*
+            #( #[doc = #input_docs] pub #inputs: #arg_tys, )*
             #( #[doc = #attr_docs] pub #attr_idents: #attr_arg_tys, )*
             #[doc(hidden)]
             pub __backend: ::core::marker::PhantomData<(&'a (), B)>,
@@ -527,7 +581,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
 
         #[doc = #grad_args_doc]
         pub struct #grad_args_ty<'a> {
-            #( #[doc = concat!("Input `", #input_names, "`.")] pub #inputs: &'a ::opforge::Tensor, )*
+            #( #[doc = #input_docs] pub #inputs: #grad_arg_tys, )*
             #( #[doc = #attr_docs] pub #attr_idents: #attr_arg_tys, )*
             /// The kernel's output.
             pub #output: &'a ::opforge::Tensor,
@@ -548,6 +602,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
             const OUTPUT: &'static str = #output_name;
             const COTANGENT: &'static str = #cotangent_name;
             const DIFFERENTIABLE: &'static [&'static str] = &[#(#diff_names),*];
+            const VARIADIC: bool = #variadic;
             type Attrs = #attrs_ty;
             type Args<'a, B: ::opforge::__private::Backend> = #args_ty<'a, B>;
             type GradArgs<'a> = #grad_args_ty<'a>;
@@ -566,7 +621,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
             ) -> ::opforge::Result<#args_ty<'a, B>> {
                 let __attrs: &'a #attrs_ty = ::opforge::__private::attrs::<Self>(__call.kernel, __call.backend, __call.attrs)?;
                 ::core::result::Result::Ok(#args_ty {
-                    #( #inputs: ::opforge::__private::input::<B>(__call, #input_idx)?, )*
+                    #( #inputs: #arg_reads, )*
                     #( #attr_idents: #attr_reads, )*
                     __backend: ::core::marker::PhantomData,
                 })
@@ -577,7 +632,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
             ) -> ::opforge::Result<#grad_args_ty<'a>> {
                 let __attrs: &'a #attrs_ty = ::opforge::__private::attrs::<Self>(__call.kernel, ::opforge::BackendId::Cpu, __call.attrs)?;
                 ::core::result::Result::Ok(#grad_args_ty {
-                    #( #inputs: ::opforge::__private::grad_input(__call, #input_idx)?, )*
+                    #( #inputs: #grad_arg_reads, )*
                     #( #attr_idents: #attr_reads, )*
                     #output: __call.output,
                     #cotangent: __call.dy,
@@ -624,7 +679,7 @@ fn dtype_check(k: &KernelDef) -> TokenStream {
     // shared dtype, or the dtype of the output's type variable.
     let (check, from_inputs) = if k.shares_one_dtype() {
         let dtypes = k.dtypes.iter().map(|d| dtype_tokens(*d));
-        let check = quote!(#private::check_inputs(__inputs, Self::INPUTS, &[#(#dtypes),*])?);
+        let check = quote!(#private::check_inputs(__inputs, Self::INPUTS, &[#(#dtypes),*], Self::VARIADIC)?);
         (check.clone(), check)
     } else {
         let types = k.input_types.iter().map(|t| match t {
@@ -641,7 +696,8 @@ fn dtype_check(k: &KernelDef) -> TokenStream {
             let (name, dtypes) = (&v.name, v.dtypes.iter().map(|d| dtype_tokens(*d)));
             quote!((#name, &[#(#dtypes),*][..]))
         });
-        let check = quote!(#private::check_typed(__inputs, Self::INPUTS, &[#(#types),*], [#(#vars),*])?);
+        let check =
+            quote!(#private::check_typed(__inputs, Self::INPUTS, &[#(#types),*], [#(#vars),*], Self::VARIADIC)?);
         // The validator gives a kernel with type variables an output of one
         // of them, an attr or a dtype, never `SameAsInputs`.
         let v = match &k.output_dtype {
@@ -680,6 +736,23 @@ fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
     let grads_ty = format_ident!("{}Grads", k.name);
     let needs_ty = format_ident!("{}Needs", k.name);
     let fields: Vec<Ident> = names.iter().map(|n| ident(n)).collect();
+    // The variadic input, if differentiable: a list of gradients.
+    let list = |n: &String| k.inputs.iter().position(|i| i == n).is_some_and(|i| is_list(k, i));
+    let field_tys: Vec<TokenStream> = names
+        .iter()
+        .map(|n| if list(n) { quote!(::std::vec::Vec<::opforge::Tensor>) } else { quote!(::opforge::Tensor) })
+        .collect();
+    let into_grads: Vec<TokenStream> = names
+        .iter()
+        .zip(&fields)
+        .map(|(n, f)| {
+            if list(n) {
+                quote!(__grads.extend(self.#f.into_iter().map(::core::option::Option::Some));)
+            } else {
+                quote!(__grads.push(::core::option::Option::Some(self.#f));)
+            }
+        })
+        .collect();
     let doc = format!("The gradients of kernel `{}`: one per differentiable input.", k.name);
     let needs_doc = format!(
         "Which differentiable inputs of kernel `{}` want a gradient. A gradient that takes `needs` may \
@@ -687,8 +760,31 @@ fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
         k.name
     );
     let slots: Vec<Ident> = (0..names.len()).map(|i| format_ident!("G{i}")).collect();
-    let idx = (0..names.len()).map(syn::Index::from);
-    let single = if names.len() == 1 {
+    let slot_bounds: Vec<TokenStream> = names
+        .iter()
+        .map(|n| if list(n) { quote!(::opforge::__private::GradSlots) } else { quote!(::opforge::__private::GradSlot) })
+        .collect();
+    let slot_reads: Vec<TokenStream> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let i = syn::Index::from(i);
+            if list(n) {
+                quote!(__grads.extend(::opforge::__private::GradSlots::into_slots(self.#i));)
+            } else {
+                quote!(__grads.push(::opforge::__private::GradSlot::into_slot(self.#i));)
+            }
+        })
+        .collect();
+    let single = if names.len() == 1 && list(&names[0]) {
+        quote! {
+            impl<G: ::opforge::__private::GradSlot> ::opforge::__private::IntoGrads<#name> for ::std::vec::Vec<G> {
+                fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> {
+                    ::opforge::__private::GradSlots::into_slots(self)
+                }
+            }
+        }
+    } else if names.len() == 1 {
         quote! {
             impl ::opforge::__private::IntoGrads<#name> for ::opforge::Tensor {
                 fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> {
@@ -709,7 +805,7 @@ fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
         #[doc = #doc]
         #[derive(Debug, Clone)]
         pub struct #grads_ty {
-            #( #[doc = concat!("Gradient with respect to `", stringify!(#fields), "`.")] pub #fields: ::opforge::Tensor, )*
+            #( #[doc = concat!("Gradient with respect to `", stringify!(#fields), "`.")] pub #fields: #field_tys, )*
         }
 
         #[doc = #needs_doc]
@@ -724,13 +820,17 @@ fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
 
         impl ::opforge::__private::IntoGrads<#name> for #grads_ty {
             fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> {
-                ::std::vec![#(::core::option::Option::Some(self.#fields)),*]
+                let mut __grads = ::std::vec::Vec::new();
+                #(#into_grads)*
+                __grads
             }
         }
 
-        impl<#(#slots: ::opforge::__private::GradSlot),*> ::opforge::__private::IntoGrads<#name> for (#(#slots,)*) {
+        impl<#(#slots: #slot_bounds),*> ::opforge::__private::IntoGrads<#name> for (#(#slots,)*) {
             fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> {
-                ::std::vec![#(::opforge::__private::GradSlot::into_slot(self.#idx)),*]
+                let mut __grads = ::std::vec::Vec::new();
+                #(#slot_reads)*
+                __grads
             }
         }
 
@@ -743,6 +843,19 @@ fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
     let attrs_ty = format_ident!("{}Attrs", k.name);
     let op = ident(&k.op);
     let inputs: Vec<Ident> = k.inputs.iter().map(|i| ident(i)).collect();
+    let input_tys =
+        (0..k.inputs.len())
+            .map(|i| if is_list(k, i) { quote!(&[::opforge::Tensor]) } else { quote!(&::opforge::Tensor) });
+    // Every tensor, the variadic input's spread out, as the engine takes them.
+    let gather = if k.variadic {
+        let (fixed, list) = inputs.split_at(inputs.len() - 1);
+        quote! {
+            let mut __inputs: ::std::vec::Vec<&::opforge::Tensor> = ::std::vec![#(#fixed),*];
+            __inputs.extend(#(#list)*.iter());
+        }
+    } else {
+        quote!(let __inputs = [#(#inputs),*];)
+    };
     let params = k.attrs.iter().map(|a| {
         let (id, ty) = (ident(&a.name), attr_arg_ty(a, quote!(), prefix));
         quote!(#id: #ty)
@@ -767,8 +880,9 @@ fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
     quote! {
         #[doc = #doc]
         #[inline]
-        pub fn #op(#(#inputs: &::opforge::Tensor,)* #(#params),*) -> ::opforge::Result<::opforge::Tensor> {
-            ::opforge::Engine::run::<#prefix #name>(&[#(#inputs),*], &#prefix #attrs_ty { #(#values),* })
+        pub fn #op(#(#inputs: #input_tys,)* #(#params),*) -> ::opforge::Result<::opforge::Tensor> {
+            #gather
+            ::opforge::Engine::run::<#prefix #name>(&__inputs, &#prefix #attrs_ty { #(#values),* })
         }
     }
 }

@@ -72,7 +72,7 @@
 //! |-----|----------|-------|
 //! | `op` | yes | the name of the generated op function: a snake_case Rust identifier (lowercase ASCII letters, digits and `_`, starting with a letter, not a keyword), unique in the spec |
 //! | `doc` | yes | what the kernel computes, a short description, not blank; it documents the generated op and descriptor |
-//! | `inputs` | yes | the tensor inputs: an array of distinct snake_case names, in the order the op takes them, each optionally typed as `"name: T"` (a type variable) or `"name: i32"` (a fixed dtype); see [type variables](#type-variables). `[]` declares a kernel that makes its output from its attrs (`Range`, `Fill`): it runs on the default backend, has no `dtypes`, and names its output's dtype with `output_dtype` |
+//! | `inputs` | yes | the tensor inputs: an array of distinct snake_case names, in the order the op takes them, each optionally typed as `"name: T"` (a type variable) or `"name: i32"` (a fixed dtype); see [type variables](#type-variables). `[]` declares a kernel that makes its output from its attrs (`Range`, `Fill`): it runs on the default backend, has no `dtypes`, and names its output's dtype with `output_dtype`. A last input written `"*values"` is [variadic](#variadic-inputs) |
 //! | `dtypes` | yes, with inputs | the dtypes the inputs may have: an array of one or more distinct dtypes, which all unannotated inputs of a call share; or a table of [type variables](#type-variables), each an array of dtypes |
 //! | `shape` | yes | the [shape rule](#shape-rules) giving the output's shape |
 //! | `grad` | one of the two | the inputs that receive a gradient: an array of one or more distinct input names. See [gradients](#gradients-and-needs) |
@@ -359,6 +359,48 @@
 //!     err.to_string(),
 //!     "ops.toml:9:35: default of attr `axes` of type `ints` must be an array of integers, found an integer"
 //! );
+//! ```
+//!
+//! # Variadic inputs
+//!
+//! The last input may take one or more tensors, written with a `*` as in
+//! `inputs = ["*values"]` (TF.js's `Concat`, `AddN`, `Pack`). Its tensors
+//! share its type. The generated op takes them as a slice
+//! (`ops::concat(&[a, b], 1)`), a kernel receives them as an
+//! `opforge::TensorList` of its backend's tensors, a gradient as
+//! `&[Tensor]`, and returns one gradient per tensor (`Vec<Tensor>`, or a
+//! `Vec` in its tuple). Such a kernel's shape is a [Rust
+//! function](#shape-functions), which gets the list's shapes as
+//! `&[&[usize]]`; an example gives one shape per tensor.
+//!
+//! ```
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [Concat]
+//! op = "concat"
+//! doc = "Joins `values` along `axis`."
+//! inputs = ["*values"]
+//! dtypes = ["f32", "i32"]
+//! shape = "fn(crate::rules::concat)"
+//! grad = ["values"]
+//! examples = [{ shapes = [[2, 3], [2, 5]], attrs = { axis = 1 }, output = [2, 8] }]
+//! [Concat.attrs]
+//! axis = { type = "int" }
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let k = spec.kernel("Concat").unwrap();
+//! assert!(k.variadic);
+//! assert_eq!((k.inputs[0].as_str(), k.examples[0].shapes.len()), ("values", 2));
+//!
+//! let first = "inputs = [\"*values\", \"axis\"]";
+//! let err = opforge_spec::parse(&spec_text().replace("inputs = [\"*values\"]", first), "ops.toml").unwrap_err();
+//! assert!(err.to_string().contains("input `*values` takes any number of tensors, so it must be the last input"));
+//! # fn spec_text() -> String {
+//! #     "[Concat]\nop = \"concat\"\ndoc = \"joins\"\ninputs = [\"*values\"]\ndtypes = [\"f32\"]\n\
+//! #      shape = \"fn(f)\"\ngrad = [\"values\"]\nexamples = [{ shapes = [[1]], output = [1] }]\n".into()
+//! # }
 //! ```
 //!
 //! # Shape rules

@@ -12,6 +12,8 @@ const KEYS: [&str; 3] = ["shapes", "attrs", "output"];
 pub(crate) struct Against<'a> {
     pub kernel: &'a str,
     pub inputs: Option<&'a [String]>,
+    /// Whether the last input takes one or more tensors (one shape each).
+    pub variadic: bool,
     pub attrs: Option<&'a [AttrDef]>,
     /// Every attr name, also those whose definition is broken.
     pub attr_names: Option<Vec<&'a str>>,
@@ -73,13 +75,16 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
             d.error(f.node.at_or(f.at), format!("{what} must be an array of shapes, found {}", f.node.value.kind()));
             return None;
         };
-        if let Some(inputs) = k.inputs.filter(|i| i.len() != items.len()) {
+        let fits = |n: usize| if k.variadic { items.len() >= n } else { items.len() == n };
+        if let Some(inputs) = k.inputs.filter(|i| !fits(i.len())) {
+            let each = if k.variadic { ", the last of which takes one or more" } else { "" };
             let msg = format!(
-                "{what} gives {} shapes, but kernel `{}` has {} inputs ({}), expected one shape per input",
+                "{what} gives {} shapes, but kernel `{}` has {} inputs ({}){each}, expected one shape per input{}",
                 items.len(),
                 k.kernel,
                 inputs.len(),
-                quoted(inputs)
+                quoted(inputs),
+                if k.variadic { " tensor" } else { "" }
             );
             d.error(f.node.at_or(f.at), msg);
             return None;

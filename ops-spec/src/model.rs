@@ -25,7 +25,8 @@ pub struct KernelDef {
     pub op: String,
     /// One-line documentation of what the kernel computes; never empty.
     pub doc: String,
-    /// Names of the tensor inputs (at least one, snake_case, unique).
+    /// Names of the tensor inputs (snake_case, unique; a variadic one
+    /// without its `*`).
     pub inputs: Vec<String>,
     /// The dtype of each input, in the order of `inputs`: a type variable
     /// or a fixed dtype (`"indices: Tidx"`, `"condition: bool"`).
@@ -50,6 +51,10 @@ pub struct KernelDef {
     pub differentiable: Differentiable,
     /// Example calls with their output shapes, in file order (see [`Example`]).
     pub examples: Vec<Example>,
+    /// Whether the last input is variadic (`"*values"`): a list of one or
+    /// more tensors, which the op takes as a slice and the kernel as a
+    /// `TensorList`. Its shape rule is then a Rust function.
+    pub variadic: bool,
     /// The open interval `(low, high)` of input values the kernel is defined
     /// and smooth on (`domain = [0.0, inf]` for `Log`), where generated
     /// tests draw their inputs; `None`: every real value.

@@ -229,9 +229,11 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         let text = string(d, f)?;
         rule::check(d, text, |offset| inner_at(src, f, text, offset), &scope)
     });
+    let variadic = declared.as_ref().is_some_and(|i| i.last().is_some_and(|i| i.variadic));
     let against = Against {
         kernel: name,
         inputs: inputs.as_deref(),
+        variadic,
         attrs: attrs.as_ref().map(|a| a.defs.as_slice()),
         attr_names: attrs.as_ref().map(|a| a.scope.iter().map(|(n, _)| n.as_str()).collect()),
     };
@@ -246,6 +248,15 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         }
     }
     let differentiable = differentiable(d, e, field("grad"), field("non_differentiable"), &scope);
+    if let (true, Some(rule), Some(f)) = (variadic, &shape, field("shape")) {
+        if !matches!(rule, ShapeRule::Fn { .. }) {
+            let msg = format!(
+                "kernel `{name}` takes any number of tensors, so its shape must be a Rust function that gets them \
+                 all, expected `shape = \"fn(path::to::function)\"`"
+            );
+            d.error(at(f), msg);
+        }
+    }
     let domain = field("domain").map(|f| domain(d, f));
 
     let (line, col) = d.line_col(e.at);
@@ -263,6 +274,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         shape: shape?,
         differentiable: differentiable?,
         examples: examples?,
+        variadic,
         domain: domain.unwrap_or(Some(None))?,
         line,
         col,
@@ -311,6 +323,8 @@ fn op_name(d: &mut Diag, f: &Entry, kernel: &str, ops: &mut Vec<(String, String)
 /// An entry of `inputs`: `"name"` or `"name: Type"`.
 struct Declared {
     name: String,
+    /// `"*name"`: a list of one or more tensors.
+    variadic: bool,
     /// The type after the colon, with its byte offset.
     ty: Option<(String, usize)>,
     at: usize,
@@ -329,6 +343,10 @@ fn inputs(d: &mut Diag, f: &Entry) -> Option<Vec<Declared>> {
                 (name.trim(), Some((ty.trim().to_owned(), at + 1 + offset)))
             }
         };
+        let (name, variadic) = match name.strip_prefix('*') {
+            Some(rest) => (rest.trim_start(), true),
+            None => (name, false),
+        };
         if let Some(problem) = snake_case_problem(name) {
             d.error(at, format!("input name `{name}` {problem}"));
         } else if let Some(problem) = reserved_problem(name) {
@@ -337,7 +355,15 @@ fn inputs(d: &mut Diag, f: &Entry) -> Option<Vec<Declared>> {
         if declared.iter().any(|n| n.name == name) {
             d.error(at, format!("duplicate input `{name}`, expected distinct input names"));
         }
-        declared.push(Declared { name: name.to_owned(), ty, at });
+        declared.push(Declared { name: name.to_owned(), variadic, ty, at });
+    }
+    if let Some(early) = declared.iter().rev().skip(1).find(|i| i.variadic) {
+        let msg = format!(
+            "input `*{}` takes any number of tensors, so it must be the last input, expected it after the others",
+            early.name
+        );
+        d.error(early.at, msg);
+        return None;
     }
     Some(declared)
 }

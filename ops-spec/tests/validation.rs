@@ -813,3 +813,40 @@ fn kernels_whose_generated_types_collide() {
     let needs = ADD.replace("[Add]", "[AddNeeds]").replace("op = \"add\"", "op = \"add_needs\"");
     assert!(parse(&format!("{no_grad}\n{needs}"), "ops.toml").is_ok());
 }
+
+/// A kernel of a variadic input, as `Concat` is declared.
+const CONCAT: &str = r#"[Concat]
+op = "concat"
+doc = "joins"
+inputs = ["*values"]
+dtypes = ["f32"]
+shape = "fn(rules::concat)"
+grad = ["values"]
+examples = [{ shapes = [[2, 3], [2, 5], [2, 1]], attrs = { axis = 1 }, output = [2, 9] }]
+[Concat.attrs]
+axis = { type = "int" }
+"#;
+
+#[test]
+fn a_variadic_input_is_last_and_has_a_shape_function() {
+    let k = parse(CONCAT, "ops.toml").unwrap().kernels.remove(0);
+    assert!(k.variadic);
+    assert_eq!((k.inputs, k.examples[0].shapes.len()), (vec!["values".to_owned()], 3));
+    assert!(!parse(ADD, "ops.toml").unwrap().kernels[0].variadic);
+
+    assert_errors(
+        &edit(ADD, "inputs =", "inputs = [\"*a\", \"b\"]"),
+        &["ops.toml:4:11: input `*a` takes any number of tensors, so it must be the last input, expected it after \
+           the others"],
+    );
+    assert_errors(
+        &edit(ADD, "inputs =", "inputs = [\"a\", \"*b\"]"),
+        &["ops.toml:6:9: kernel `Add` takes any number of tensors, so its shape must be a Rust function that gets \
+           them all, expected `shape = \"fn(path::to::function)\"`"],
+    );
+    assert_errors(
+        &edit(CONCAT, "examples =", "examples = [{ shapes = [], attrs = { axis = 1 }, output = [2] }]"),
+        &["ops.toml:8:24: `shapes` of example 1 gives 0 shapes, but kernel `Concat` has 1 inputs (`values`), the \
+           last of which takes one or more, expected one shape per input tensor"],
+    );
+}

@@ -23,7 +23,7 @@ type CustomGradFn = dyn Fn(&Tensor) -> Result<Vec<Tensor>>;
 
 enum Backward {
     /// The kernel's `#[gradient]`, looked up by name when needed.
-    Registry { inputs: &'static [&'static str], differentiable: &'static [&'static str] },
+    Registry { inputs: &'static [&'static str], differentiable: &'static [&'static str], variadic: bool },
     /// A `custom_grad` closure: one gradient per input.
     Custom(Rc<CustomGradFn>),
 }
@@ -63,7 +63,7 @@ pub(crate) fn record<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs, output
         inputs: inputs.iter().map(|t| (*t).clone()).collect(),
         attrs: Box::new(attrs.clone()),
         output: output.clone(),
-        backward: Backward::Registry { inputs: K::INPUTS, differentiable: K::DIFFERENTIABLE },
+        backward: Backward::Registry { inputs: K::INPUTS, differentiable: K::DIFFERENTIABLE, variadic: K::VARIADIC },
     };
     TAPE.with(|t| t.nodes.borrow_mut().push(node));
 }
@@ -227,7 +227,7 @@ fn input_grads(node: &Node, dy: &Tensor, needs: &[bool]) -> Result<Vec<(usize, O
             }
             Ok(gs.into_iter().map(Some).enumerate().collect())
         }
-        Backward::Registry { inputs, differentiable } => {
+        Backward::Registry { inputs, differentiable, variadic } => {
             if differentiable.is_empty() {
                 return Ok(Vec::new()); // Non-differentiable kernels stop the gradient.
             }
@@ -246,11 +246,26 @@ fn input_grads(node: &Node, dy: &Tensor, needs: &[bool]) -> Result<Vec<(usize, O
                 needs,
             };
             let gs = crate::profile::in_gradient_of(node.kernel, || (entry.func)(&call))?;
-            Ok(differentiable
+            // Each differentiable input's positions among the node's inputs:
+            // one, or for a variadic last input, one per tensor.
+            let last = inputs.len().saturating_sub(1);
+            let positions: Vec<usize> = differentiable
                 .iter()
-                .zip(gs)
-                .filter_map(|(name, g)| inputs.iter().position(|i| i == name).map(|i| (i, g)))
-                .collect())
+                .filter_map(|name| inputs.iter().position(|i| i == name))
+                .flat_map(|i| if *variadic && i == last { i..node.inputs.len() } else { i..i + 1 })
+                .collect();
+            if gs.len() != positions.len() {
+                return Err(Error::GradientMismatch {
+                    kernel: node.kernel.into(),
+                    input: differentiable.join(", "),
+                    message: format!(
+                        "the gradient returned {} tensors for {} differentiable input tensors",
+                        gs.len(),
+                        positions.len()
+                    ),
+                });
+            }
+            Ok(positions.into_iter().zip(gs).collect())
         }
     }
 }
@@ -269,7 +284,7 @@ fn check_grad(node: &Node, input: usize, x: &Tensor, g: &Tensor) -> Result<()> {
 /// Input `input` of `node` as errors name it.
 fn input_name(node: &Node, input: usize) -> String {
     match &node.backward {
-        Backward::Registry { inputs, .. } => inputs.get(input).copied().unwrap_or("?").to_owned(),
+        Backward::Registry { inputs, variadic, .. } => crate::__private::input_name(inputs, *variadic, input),
         Backward::Custom(_) => format!("#{input}"),
     }
 }

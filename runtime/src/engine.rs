@@ -287,7 +287,9 @@ fn common_backend<K: KernelSpec>(inputs: &[&Tensor]) -> Result<BackendId> {
         if K::INPUTS.is_empty() {
             return Ok(default_backend());
         }
-        return Err(invalid::<K>(default_backend(), inputs, format!("expected {} inputs, got none", K::INPUTS.len())));
+        let more = if K::VARIADIC { " or more" } else { "" };
+        let message = format!("expected {}{more} inputs ({}), got none", K::INPUTS.len(), K::INPUTS.join(", "));
+        return Err(invalid::<K>(default_backend(), inputs, message));
     };
     let backend = first.backend();
     if let Some(other) = inputs.iter().find(|t| t.backend() != backend) {

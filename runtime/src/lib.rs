@@ -86,7 +86,7 @@ pub use error::{Error, InputDesc, Location, Result};
 pub use opforge_macros::{gradient, kernel, op, spec};
 pub use profile::{debug_enabled, profile, set_debug, with_debug, Profile};
 pub use shape::Shape;
-pub use spec::{Differentiable, GradSlot, IntoGrads, KernelSpec};
+pub use spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec, TensorList};
 pub use tensor::{Tensor, TensorId, TensorMeta};
 pub use variable::Variable;
 
@@ -102,33 +102,52 @@ pub mod __private {
     };
     pub use crate::shape::rules;
     pub use crate::spec::{
-        Checked, Differentiable, FromSpec, GradCall, GradSlot, GradientReturn, IntoGrads, KernelCall, KernelReturn,
-        KernelSpec, ParamCheck, Pass, SpecNames,
+        Checked, Differentiable, FromSpec, GradCall, GradSlot, GradSlots, GradientReturn, IntoGrads, KernelCall,
+        KernelReturn, KernelSpec, ParamCheck, Pass, SpecNames,
     };
     pub use crate::{BackendId, Location};
     pub use linkme;
 
     use crate::{DType, Error, Result, Tensor};
 
-    /// As many inputs as the spec names.
-    fn check_count(inputs: &[&Tensor], names: &[&str]) -> std::result::Result<(), String> {
+    /// As many inputs as the spec names; with a variadic last input, at
+    /// least that many.
+    fn check_count(inputs: &[&Tensor], names: &[&str], variadic: bool) -> std::result::Result<(), String> {
         match (inputs.len(), names.len()) {
-            (got, want) if got == want => Ok(()),
+            (got, want) if got == want || (variadic && got > want) => Ok(()),
             (got, 0) => Err(format!("expected no inputs (it makes its output from its attrs), got {got}")),
+            (got, want) if variadic => Err(format!(
+                "expected {want} or more inputs ({}, the last one or more tensors), got {got}",
+                names.join(", ")
+            )),
             (got, want) => Err(format!("expected {want} inputs ({}), got {got}", names.join(", "))),
         }
     }
 
+    /// Input `i`'s name in errors: its spec name, or `values[2]` for the
+    /// third tensor of a variadic `values`.
+    pub fn input_name(names: &[&str], variadic: bool, i: usize) -> String {
+        match names.len().checked_sub(1) {
+            Some(last) if variadic && i >= last => format!("{}[{}]", names[last], i - last),
+            _ => names.get(i).copied().unwrap_or("?").to_owned(),
+        }
+    }
+
     /// The spec's input checks: count, one shared dtype, and that dtype allowed.
-    pub fn check_inputs(inputs: &[&Tensor], names: &[&str], dtypes: &[DType]) -> std::result::Result<DType, String> {
-        check_count(inputs, names)?;
+    pub fn check_inputs(
+        inputs: &[&Tensor],
+        names: &[&str],
+        dtypes: &[DType],
+        variadic: bool,
+    ) -> std::result::Result<DType, String> {
+        check_count(inputs, names, variadic)?;
         let dtype = inputs[0].dtype();
         if let Some((i, t)) = inputs.iter().enumerate().find(|(_, t)| t.dtype() != dtype) {
             return Err(format!(
                 "input `{}` is {} but `{}` is {}; the inputs must share one dtype",
-                names[i],
+                input_name(names, variadic, i),
                 t.dtype(),
-                names[0],
+                input_name(names, variadic, 0),
                 dtype
             ));
         }
@@ -156,21 +175,27 @@ pub mod __private {
         names: &[&str],
         types: &[InputDType],
         vars: [(&str, &[DType]); V],
+        variadic: bool,
     ) -> std::result::Result<[DType; V], String> {
-        check_count(inputs, names)?;
+        check_count(inputs, names, variadic)?;
         let mut found: [Option<(DType, usize)>; V] = [None; V];
-        for (i, (t, ty)) in inputs.iter().zip(types).enumerate() {
+        // A variadic input's tensors all have its type.
+        let type_of = |i: usize| types.get(i).or(types.last());
+        let name = |i: usize| input_name(names, variadic, i);
+        for (i, (t, ty)) in inputs.iter().enumerate().filter_map(|(i, t)| Some((i, (t, type_of(i)?)))) {
             let dtype = t.dtype();
             match *ty {
                 InputDType::Fixed(want) if dtype != want => {
-                    return Err(format!("input `{}` is {dtype}, which is not supported: expected {want}", names[i]));
+                    return Err(format!("input `{}` is {dtype}, which is not supported: expected {want}", name(i)));
                 }
                 InputDType::Fixed(_) => {}
                 InputDType::Var(v) => match found[v] {
                     Some((first, j)) if first != dtype => {
                         return Err(format!(
                             "input `{}` is {dtype} but `{}` is {first}; inputs of type `{}` share one dtype",
-                            names[i], names[j], vars[v].0
+                            name(i),
+                            name(j),
+                            vars[v].0
                         ));
                     }
                     Some(_) => {}
@@ -178,7 +203,7 @@ pub mod __private {
                         let allowed: Vec<&str> = vars[v].1.iter().map(|d| d.name()).collect();
                         return Err(format!(
                             "input `{}` is {dtype}, which is not supported: expected {} (type `{}`)",
-                            names[i],
+                            name(i),
                             allowed.join(" or "),
                             vars[v].0
                         ));
@@ -216,6 +241,21 @@ pub mod __private {
             backend: B::ID,
             message: format!("input {i} lives on backend `{}`", t.backend()),
         })
+    }
+
+    /// The variadic input, inputs `first..`, of an erased call, as backend `B` sees them.
+    pub fn input_list<'a, B: Backend>(call: &KernelCall<'a>, first: usize) -> Result<crate::TensorList<'a, B::Tensor>> {
+        let tensors = call.inputs.get(first..).unwrap_or_default();
+        crate::TensorList::of::<B>(tensors).ok_or_else(|| Error::Backend {
+            kernel: call.kernel,
+            backend: B::ID,
+            message: format!("an input from {first} on lives on another backend"),
+        })
+    }
+
+    /// The variadic input, inputs `first..`, of an erased gradient call.
+    pub fn grad_input_list<'a>(call: &GradCall<'a>, first: usize) -> &'a [Tensor] {
+        call.inputs.get(first..).unwrap_or_default()
     }
 
     /// Input `i` of an erased gradient call.

@@ -504,6 +504,67 @@ pub mod rules {
             .collect()
     }
 
+    /// The shape function of `Concat`: `values` joined along `axis`, every
+    /// other dim the same.
+    ///
+    /// ```
+    /// use opforge::{kernels::ConcatAttrs, shape::rules::concat};
+    /// assert_eq!(concat(&[&[2, 3], &[2, 5]], &ConcatAttrs { axis: -1 }).unwrap().as_slice(), &[2, 8]);
+    /// let e = concat(&[&[2, 3], &[3, 5]], &ConcatAttrs { axis: 1 }).unwrap_err();
+    /// assert!(e.contains("values[1]") && e.contains("[3, 5]"), "{e}");
+    /// assert!(concat(&[&[2], &[2, 1]], &ConcatAttrs { axis: 0 }).is_err());
+    /// ```
+    pub fn concat(values: &[&[usize]], attrs: &crate::kernels::ConcatAttrs) -> Result<Shape, String> {
+        let first = values.first().ok_or("values must hold at least one tensor")?;
+        let axis = normalize_axis(attrs.axis, first.len())?;
+        let mut out = Shape::from_slice(first);
+        for (i, v) in values.iter().enumerate().skip(1) {
+            let fits = v.len() == first.len() && (0..v.len()).all(|d| d == axis || v[d] == first[d]);
+            if !fits {
+                return Err(format!(
+                    "values[{i}] is {v:?} but values[0] is {first:?}; they must match on every axis but {axis}"
+                ));
+            }
+            out[axis] += v[axis];
+        }
+        allocatable(out)
+    }
+
+    /// The shape function of `AddN`: the one shape of all `values`.
+    ///
+    /// ```
+    /// use opforge::{kernels::AddNAttrs, shape::rules::add_n};
+    /// assert_eq!(add_n(&[&[2, 3], &[2, 3]], &AddNAttrs {}).unwrap().as_slice(), &[2, 3]);
+    /// assert!(add_n(&[&[2, 3], &[3]], &AddNAttrs {}).unwrap_err().contains("values[1]"));
+    /// ```
+    pub fn add_n(values: &[&[usize]], attrs: &crate::kernels::AddNAttrs) -> Result<Shape, String> {
+        let _ = attrs;
+        let first = values.first().ok_or("values must hold at least one tensor")?;
+        match values.iter().position(|v| v != first) {
+            Some(i) => Err(format!("values[{i}] is {:?} but values[0] is {first:?}; they must match", values[i])),
+            None => Ok(Shape::from_slice(first)),
+        }
+    }
+
+    /// The shape function of `Pack`: the one shape of all `values` with
+    /// their count inserted at `axis` (which may be the rank, for a new
+    /// last axis).
+    ///
+    /// ```
+    /// use opforge::{kernels::PackAttrs, shape::rules::pack};
+    /// let four: [&[usize]; 4] = [&[2, 3]; 4];
+    /// assert_eq!(pack(&four, &PackAttrs { axis: 1 }).unwrap().as_slice(), &[2, 4, 3]);
+    /// assert_eq!(pack(&four, &PackAttrs { axis: -1 }).unwrap().as_slice(), &[2, 3, 4]);
+    /// assert!(pack(&four, &PackAttrs { axis: 3 }).is_err());
+    /// ```
+    pub fn pack(values: &[&[usize]], attrs: &crate::kernels::PackAttrs) -> Result<Shape, String> {
+        let one = add_n(values, &crate::kernels::AddNAttrs {})?;
+        let axis = normalize_axis(attrs.axis, one.len() + 1)?;
+        let mut out = one;
+        out.insert(axis, values.len());
+        allocatable(out)
+    }
+
     /// The shape function of kernel `PadV2`: each axis grown by its
     /// `[before, after]` pair; one pair per axis of `x`, none negative.
     ///

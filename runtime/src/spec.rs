@@ -44,6 +44,9 @@ pub trait KernelSpec: Sized + Send + Sync + 'static {
     const COTANGENT: &'static str;
     /// The differentiable inputs; empty for a `non_differentiable` kernel.
     const DIFFERENTIABLE: &'static [&'static str];
+    /// Whether the last input is variadic (`"*values"` in the spec): one or
+    /// more tensors, which a kernel receives as a [`TensorList`].
+    const VARIADIC: bool = false;
     /// The typed attributes (a struct with one field per spec attribute).
     type Attrs: Clone + std::fmt::Debug + Send + Sync + 'static;
     /// What a kernel on backend `B` receives: inputs as `&B::Tensor`, attributes by value.
@@ -84,6 +87,85 @@ pub trait Differentiable: KernelSpec {
 pub trait IntoGrads<K: KernelSpec> {
     /// The gradients in spec order; `None` where one was skipped.
     fn into_grads(self) -> Vec<Option<Tensor>>;
+}
+
+/// The entry of a gradient tuple for a variadic input: one gradient per
+/// tensor of the list, each a `Tensor` or an `Option<Tensor>`.
+#[diagnostic::on_unimplemented(
+    message = "a gradient gives a `Vec<Tensor>` or a `Vec<Option<Tensor>>` for a variadic input, not `{Self}`",
+    label = "expected one gradient per tensor of the list"
+)]
+pub trait GradSlots {
+    /// The gradients, one per tensor of the list.
+    fn into_slots(self) -> Vec<Option<Tensor>>;
+}
+
+impl<G: GradSlot> GradSlots for Vec<G> {
+    fn into_slots(self) -> Vec<Option<Tensor>> {
+        self.into_iter().map(GradSlot::into_slot).collect()
+    }
+}
+
+/// The tensors of a variadic input (`"*values"` in the spec), as a kernel on
+/// a backend receives them: each viewed as that backend's tensor type `T`
+/// (`CpuTensor`, `WgpuTensor`). Cheap to copy; the views were checked when
+/// the list was made.
+///
+/// ```
+/// use opforge::{backend::Cpu, TensorList, Tensor};
+/// let (a, b) = (Tensor::from_vec(vec![1.0f32], &[1])?, Tensor::from_vec(vec![2.0f32, 3.0], &[2])?);
+/// let tensors = [&a, &b];
+/// let list = TensorList::of::<Cpu>(&tensors).expect("both live on the cpu");
+/// assert_eq!((list.len(), list.get(1).map(|t| t.shape().to_vec())), (2, Some(vec![2])));
+/// assert_eq!(list.iter().map(|t| t.numel()).sum::<usize>(), 3);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub struct TensorList<'a, T> {
+    tensors: &'a [&'a Tensor],
+    view: fn(&Tensor) -> Option<&T>,
+}
+
+impl<T> Clone for TensorList<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for TensorList<'_, T> {}
+
+impl<'a, T: 'a> TensorList<'a, T> {
+    /// The tensors as backend `B` sees them; `None` if one lives elsewhere.
+    pub fn of<B: Backend<Tensor = T>>(tensors: &'a [&'a Tensor]) -> Option<TensorList<'a, T>> {
+        tensors.iter().all(|t| B::view(t).is_some()).then_some(TensorList { tensors, view: B::view })
+    }
+
+    /// How many tensors the list holds (at least one in a kernel call).
+    pub fn len(&self) -> usize {
+        self.tensors.len()
+    }
+
+    /// Whether the list is empty (never, in a kernel call).
+    pub fn is_empty(&self) -> bool {
+        self.tensors.is_empty()
+    }
+
+    /// Tensor `i`, if there is one.
+    pub fn get(&self, i: usize) -> Option<&'a T> {
+        self.tensors.get(i).and_then(|t| (self.view)(t))
+    }
+
+    /// The tensors in order.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = &'a T> + 'a {
+        let view = self.view;
+        // Checked in `of`: every view exists, so none is skipped.
+        self.tensors.iter().map(move |t| view(t).expect("checked when the list was made"))
+    }
+}
+
+impl<T> std::fmt::Debug for TensorList<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.tensors.iter().map(|t| t.meta())).finish()
+    }
 }
 
 /// One entry of a gradient tuple: a `Tensor`, or an `Option<Tensor>` that is

@@ -1,6 +1,8 @@
-//! Gradients of the layout kernels: the inverse rearrangement.
+//! Gradients of the layout kernels: the inverse rearrangement; for the
+//! kernels of several tensors, `dy` cut back into one piece per tensor.
 
 use super::{dims, unbroadcast};
+use crate::kernels::{AddN, Concat, Pack};
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::rules::permutation;
 use crate::{gradient, ops, DType, Error, Result, Tensor};
@@ -51,4 +53,46 @@ fn slice_grad(x: &Tensor, begin: &[i64], dy: &Tensor) -> Result<Tensor> {
 fn pad_grad(x: &Tensor, paddings: &[Vec<i64>], dy: &Tensor) -> Result<Tensor> {
     let begin: Vec<i64> = paddings.iter().map(|p| p[0]).collect();
     ops::slice(dy, &begin, &dims(x))
+}
+
+fn axis_of(what: &'static str, axis: i64, rank: usize) -> Result<usize> {
+    crate::shape::normalize_axis(axis, rank).map_err(|m| Error::InvalidTensor { what, message: m })
+}
+
+/// Each value's block of `dy` along `axis`.
+#[gradient(Concat)]
+fn concat_grad(values: &[Tensor], axis: i64, dy: &Tensor) -> Result<Vec<Tensor>> {
+    let axis = axis_of("concat gradient", axis, dy.rank())?;
+    let mut begin = vec![0i64; dy.rank()];
+    values
+        .iter()
+        .map(|v| {
+            let mut size = vec![-1i64; dy.rank()];
+            size[axis] = v.shape()[axis] as i64;
+            let piece = ops::slice(dy, &begin, &size)?;
+            begin[axis] += size[axis];
+            Ok(piece)
+        })
+        .collect()
+}
+
+/// Each value's slice of `dy` along the new axis, without that axis.
+#[gradient(Pack)]
+fn pack_grad(values: &[Tensor], axis: i64, dy: &Tensor) -> Result<Vec<Tensor>> {
+    let axis = axis_of("stack gradient", axis, dy.rank())?;
+    let mut size = vec![-1i64; dy.rank()];
+    size[axis] = 1;
+    (0..values.len())
+        .map(|i| {
+            let mut begin = vec![0i64; dy.rank()];
+            begin[axis] = i as i64;
+            ops::reshape(&ops::slice(dy, &begin, &size)?, &dims(&values[i]))
+        })
+        .collect()
+}
+
+/// `dy` for every value.
+#[gradient(AddN)]
+fn add_n_grad(values: &[Tensor], dy: &Tensor) -> Result<Vec<Tensor>> {
+    Ok(vec![dy.clone(); values.len()])
 }

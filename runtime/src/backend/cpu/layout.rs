@@ -1,9 +1,11 @@
-//! Kernels that move or reinterpret data: `Reshape`, `Transpose`, `Cast`, `BroadcastTo`.
+//! Kernels that move or reinterpret data: `Reshape`, `Transpose`, `Cast`, `BroadcastTo`,
+//! `Slice`, `PadV2`, and those of several tensors: `Concat`, `Pack`, `AddN`.
 
 use super::{for_rows, offset, output, rule_error, unsupported, CpuTensor};
+use crate::kernels::{AddN, Concat, Pack};
 use crate::kernels::{Cast, Reshape, Transpose};
 use crate::shape::{rules::permutation, strides};
-use crate::{kernel, DType, Element, Result, TensorMeta};
+use crate::{kernel, DType, Element, Result, TensorList, TensorMeta};
 
 #[kernel(Reshape, cpu)]
 fn reshape(x: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
@@ -182,5 +184,75 @@ fn pad(x: &CpuTensor, paddings: &[Vec<i64>], constant_value: f64, out: &TensorMe
         DType::F32 => padded(x, paddings, constant_value as f32, out),
         DType::I32 => padded(x, paddings, constant_value as i32, out),
         other => Err(unsupported("PadV2", other)),
+    }
+}
+
+/// `values` joined row by row: the output is `[outer, sum of widths]` and
+/// input `i` is `[outer, widths[i]]`, so each output row is the inputs'
+/// rows end to end (`Concat` along an axis, `Pack` along a new one).
+fn join<T: Element>(values: TensorList<'_, CpuTensor>, widths: &[usize], out: &TensorMeta) -> Result<Vec<T>> {
+    let srcs: Vec<&[T]> = values.iter().map(|v| v.as_slice::<T>()).collect::<Result<_>>()?;
+    let row: usize = widths.iter().sum();
+    let mut dst = output::<T>(out.numel());
+    for_rows(&mut dst, row, out.numel(), |start, chunk| {
+        for (r, o) in chunk.chunks_mut(row.max(1)).enumerate() {
+            let outer = start / row.max(1) + r;
+            let mut at = 0;
+            for (src, &w) in srcs.iter().zip(widths) {
+                o[at..at + w].copy_from_slice(&src[outer * w..(outer + 1) * w]);
+                at += w;
+            }
+        }
+    });
+    Ok(dst)
+}
+
+/// [`join`] for any dtype.
+fn join_any(values: TensorList<'_, CpuTensor>, widths: &[usize], out: &TensorMeta) -> Result<CpuTensor> {
+    match out.dtype {
+        DType::F32 => CpuTensor::from_vec(&out.shape, join::<f32>(values, widths, out)?),
+        DType::I32 => CpuTensor::from_vec(&out.shape, join::<i32>(values, widths, out)?),
+        DType::Bool => CpuTensor::from_vec(&out.shape, join::<bool>(values, widths, out)?),
+    }
+}
+
+#[kernel(Concat, cpu)]
+fn concat(values: TensorList<'_, CpuTensor>, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    let axis = crate::shape::normalize_axis(axis, out.shape.len()).map_err(rule_error("Concat"))?;
+    let widths: Vec<usize> = values.iter().map(|v| v.shape()[axis..].iter().product()).collect();
+    join_any(values, &widths, out)
+}
+
+/// `Concat` of the values seen with a size-1 axis at `axis`: the same rows.
+#[kernel(Pack, cpu)]
+fn pack(values: TensorList<'_, CpuTensor>, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    let axis = crate::shape::normalize_axis(axis, out.shape.len()).map_err(rule_error("Pack"))?;
+    let width = out.shape[axis + 1..].iter().product();
+    join_any(values, &vec![width; values.len()], out)
+}
+
+/// One pass over the output: each element the sum of the values' elements,
+/// without a temporary per addition.
+fn add_n_of<T: Element>(values: TensorList<'_, CpuTensor>, out: &TensorMeta, add: fn(T, T) -> T) -> Result<Vec<T>> {
+    let srcs: Vec<&[T]> = values.iter().map(|v| v.as_slice::<T>()).collect::<Result<_>>()?;
+    let mut dst = output::<T>(out.numel());
+    for_rows(&mut dst, 1, out.numel() * srcs.len(), |start, chunk| {
+        let end = start + chunk.len();
+        chunk.copy_from_slice(&srcs[0][start..end]);
+        for src in &srcs[1..] {
+            for (o, &v) in chunk.iter_mut().zip(&src[start..end]) {
+                *o = add(*o, v);
+            }
+        }
+    });
+    Ok(dst)
+}
+
+#[kernel(AddN, cpu)]
+fn add_n(values: TensorList<'_, CpuTensor>, out: &TensorMeta) -> Result<CpuTensor> {
+    match out.dtype {
+        DType::F32 => CpuTensor::from_vec(&out.shape, add_n_of::<f32>(values, out, |a, b| a + b)?),
+        DType::I32 => CpuTensor::from_vec(&out.shape, add_n_of::<i32>(values, out, i32::wrapping_add)?),
+        d => Err(unsupported("AddN", d)),
     }
 }

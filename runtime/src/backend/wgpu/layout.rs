@@ -1,11 +1,14 @@
 //! Kernels that move or reinterpret data: `Reshape` (no copy), `Transpose`,
-//! `BroadcastTo` and `Slice` (one strided gather), `PadV2`, and `Cast`.
+//! `BroadcastTo` and `Slice` (one strided gather), `PadV2`, and `Cast`; and
+//! those of several tensors, a pass per tensor into one output: `Concat`
+//! and `Pack` (rows placed side by side), `AddN` (a running sum).
 
-use super::{rule_error, Program, Shader, WgpuTensor};
+use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::{broadcast_strides, collapse};
+use crate::kernels::{AddN, Concat, Pack};
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::{rules::permutation, strides};
-use crate::{kernel, DType, Result, TensorMeta};
+use crate::{kernel, DType, Result, TensorList, TensorMeta};
 
 static SHADER: Shader = shader!("layout");
 
@@ -90,4 +93,57 @@ fn pad(x: &WgpuTensor, paddings: &[Vec<i64>], constant_value: f64, out: &TensorM
     params.extend(paddings.iter().map(|p| p[0] as u32));
     params.extend(strides(x.shape()).iter().map(|&s| s as u32));
     Program { kernel: "PadV2", shader: &SHADER, entry: "pad", op: 0 }.run(&[x], out, &params)
+}
+
+/// Each value's rows, `widths[i]` long, side by side in rows of the output.
+fn join(
+    kernel: &'static str,
+    values: TensorList<'_, WgpuTensor>,
+    widths: &[usize],
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let program = Program { kernel, shader: &SHADER, entry: "join_rows", op: 0 };
+    let row: usize = widths.iter().sum();
+    let mut at = 0;
+    let passes = values
+        .iter()
+        .zip(widths)
+        .map(|(v, &w)| {
+            let params = vec![v.numel() as u32, w.max(1) as u32, row as u32, at as u32];
+            at += w;
+            (program, v, params, Grid::Elements(v.numel()))
+        })
+        .collect::<Vec<_>>();
+    Program::run_each(&passes, out)
+}
+
+#[kernel(Concat, wgpu)]
+fn concat(values: TensorList<'_, WgpuTensor>, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    let axis = crate::shape::normalize_axis(axis, out.shape.len()).map_err(rule_error("Concat"))?;
+    let widths: Vec<usize> = values.iter().map(|v| v.shape()[axis..].iter().product()).collect();
+    join("Concat", values, &widths, out)
+}
+
+/// `Concat` of the values seen with a size-1 axis at `axis`: the same rows.
+#[kernel(Pack, wgpu)]
+fn pack(values: TensorList<'_, WgpuTensor>, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    let axis = crate::shape::normalize_axis(axis, out.shape.len()).map_err(rule_error("Pack"))?;
+    let width = out.shape[axis + 1..].iter().product();
+    join("Pack", values, &vec![width; values.len()], out)
+}
+
+/// The first value copied into the output, then each other added to it.
+#[kernel(AddN, wgpu)]
+fn add_n(values: TensorList<'_, WgpuTensor>, out: &TensorMeta) -> Result<WgpuTensor> {
+    let add = match out.dtype {
+        DType::F32 => "add_f32",
+        DType::I32 => "add_i32",
+        d => return Err(unsupported("AddN", d)),
+    };
+    let n = out.numel();
+    let pass =
+        |entry, v| (Program { kernel: "AddN", shader: &SHADER, entry, op: 0 }, v, vec![n as u32], Grid::Elements(n));
+    let passes: Vec<_> =
+        values.iter().enumerate().map(|(i, v)| pass(if i == 0 { "copy_words" } else { add }, v)).collect();
+    Program::run_each(&passes, out)
 }

@@ -287,6 +287,37 @@ impl Program {
         Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
     }
 
+    /// Runs `passes` in order into one fresh buffer for `out`, each pass a
+    /// program binding one input of its own (skipped when that input is
+    /// empty): for the kernels of a variadic input (`Concat`, `AddN`), whose
+    /// tensors may be more than a pipeline can bind at once. Errors as
+    /// [`Program::run_grid`], naming the first pass's kernel.
+    pub(crate) fn run_each(passes: &[(Program, &WgpuTensor, Vec<u32>, Grid)], out: &TensorMeta) -> Result<WgpuTensor> {
+        let kernel = passes.first().map_or("", |p| p.0.kernel);
+        let n = out.numel();
+        for bytes in passes.iter().map(|p| p.1.bytes()).chain([n as u64 * 4]) {
+            if bytes > device::MAX_BINDING {
+                return Err(device::backend_error(
+                    kernel,
+                    format!(
+                        "a {bytes}-byte buffer exceeds the {} MiB storage binding limit; split the tensor",
+                        device::MAX_BINDING >> 20
+                    ),
+                ));
+            }
+        }
+        let y = pool::GpuBuffer::output(kernel, n as u64 * 4)?;
+        if n > 0 {
+            let g = gpu(kernel)?;
+            for (program, x, params, grid) in passes.iter().filter(|p| p.1.numel() > 0) {
+                let pipeline = program.pipeline(g, &[x], out)?;
+                let bound = [Bound::whole(x.buf.slab()), Bound::whole(y.slab())];
+                g.dispatch(program.kernel, &pipeline, &bound, params, *grid)?;
+            }
+        }
+        Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
+    }
+
     fn pipeline(&self, g: &Gpu, inputs: &[&WgpuTensor], out: &TensorMeta) -> Result<device::Pipeline> {
         let dtype = inputs.first().map_or(out.dtype, |t| t.dtype);
         g.pipeline(self.kernel, self.shader, self.entry, dtype, self.op, inputs.len())

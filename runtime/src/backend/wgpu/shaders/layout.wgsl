@@ -1,5 +1,7 @@
 // Kernels that move or convert words: a strided gather (Transpose and
-// BroadcastTo) and Cast. Elements are raw 32-bit words (see unary.wgsl).
+// BroadcastTo) and Cast; and, one pass per tensor into a shared output,
+// Concat and Pack (`join_rows`) and AddN (`copy_words`, then `add_*`).
+// Elements are raw 32-bit words (see unary.wgsl).
 
 // For `convert_words`: the source dtype times 3 plus the target dtype, with f32 = 0,
 // i32 = 1 and bool = 2 (see layout.rs). Unused by `gather`.
@@ -12,7 +14,8 @@ override OP: u32 = 0u;
 @group(0) @binding(1) var<storage, read_write> y4: array<vec4<u32>>;
 // gather: [n, rank, base, out_shape[rank], x_strides[rank]]; pad: [n, rank,
 // value, out_shape[rank], x_shape[rank], before[rank], x_strides[rank]];
-// convert_words: [n]; convert_words_x4: [vector count]
+// convert_words: [n]; convert_words_x4: [vector count]; join_rows: [n,
+// width, row, at]; copy_words, add_f32, add_i32: [n]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
 // Output element i is input element base + sum(index[d] * x_strides[d]): a
@@ -109,4 +112,44 @@ fn convert_words_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_
     }
     let v = x4[i];
     y4[i] = vec4<u32>(convert(v.x), convert(v.y), convert(v.z), convert(v.w));
+}
+
+// Element i of an input of rows `width` long goes to column at + i % width
+// of row i / width of an output of rows `row` long.
+@compute @workgroup_size(256)
+fn join_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let width = param(1);
+    y[(i / width) * param(2) + param(3) + i % width] = x[i];
+}
+
+@compute @workgroup_size(256)
+fn copy_words(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    y[i] = x[i];
+}
+
+// The output, already holding a sum, plus the input (i32 wraps).
+@compute @workgroup_size(256)
+fn add_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    y[i] = bitcast<u32>(bitcast<f32>(y[i]) + bitcast<f32>(x[i]));
+}
+
+@compute @workgroup_size(256)
+fn add_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    y[i] = bitcast<u32>(bitcast<i32>(y[i]) + bitcast<i32>(x[i]));
 }
