@@ -504,6 +504,92 @@ pub mod rules {
             .collect()
     }
 
+    /// The shape function of `Reverse`: `x`'s, once each axis of `dims` is
+    /// in range and named once.
+    ///
+    /// ```
+    /// use opforge::{kernels::ReverseAttrs, shape::rules::reverse};
+    /// assert_eq!(reverse(&[2, 3], &ReverseAttrs { dims: vec![-1, 0] }).unwrap().as_slice(), &[2, 3]);
+    /// assert!(reverse(&[2, 3], &ReverseAttrs { dims: vec![2] }).is_err());
+    /// assert!(reverse(&[2, 3], &ReverseAttrs { dims: vec![1, -1] }).unwrap_err().contains("twice"));
+    /// ```
+    pub fn reverse(x: &[usize], attrs: &crate::kernels::ReverseAttrs) -> Result<Shape, String> {
+        let mut seen = Vec::new();
+        for &d in &attrs.dims {
+            let axis = normalize_axis(d, x.len())?;
+            if seen.contains(&axis) {
+                return Err(format!("dims {:?} names axis {axis} twice", attrs.dims));
+            }
+            seen.push(axis);
+        }
+        Ok(Shape::from_slice(x))
+    }
+
+    /// The shape function of `Tile`: each dim times its repeats.
+    ///
+    /// ```
+    /// use opforge::{kernels::TileAttrs, shape::rules::tile};
+    /// assert_eq!(tile(&[2, 3], &TileAttrs { reps: vec![2, 0] }).unwrap().as_slice(), &[4, 0]);
+    /// assert!(tile(&[2, 3], &TileAttrs { reps: vec![2] }).is_err());
+    /// assert!(tile(&[2, 3], &TileAttrs { reps: vec![1, -1] }).is_err());
+    /// ```
+    pub fn tile(x: &[usize], attrs: &crate::kernels::TileAttrs) -> Result<Shape, String> {
+        let reps = &attrs.reps;
+        if reps.len() != x.len() {
+            return Err(format!("reps {reps:?} must give one count per axis of x, whose shape is {x:?}"));
+        }
+        let out = x
+            .iter()
+            .zip(reps)
+            .map(|(&d, &r)| match usize::try_from(r) {
+                Ok(r) => d.checked_mul(r).ok_or(format!("tiling {x:?} by {reps:?} overflows")),
+                Err(_) => Err(format!("reps {reps:?} holds a negative count")),
+            })
+            .collect::<Result<Shape, String>>()?;
+        allocatable(out)
+    }
+
+    /// `x` as NHWC `[n, h, w, c]`, and the block size, 2 or more.
+    fn blocks(x: &[usize], block_size: i64) -> Result<([usize; 4], usize), String> {
+        let nhwc: [usize; 4] = x.try_into().map_err(|_| format!("x must be NHWC, rank 4, but its shape is {x:?}"))?;
+        match usize::try_from(block_size) {
+            Ok(b) if b >= 2 => Ok((nhwc, b)),
+            _ => Err(format!("block_size {block_size} must be 2 or more")),
+        }
+    }
+
+    /// The shape function of `DepthToSpace`: `[n, h * b, w * b, c / b^2]`.
+    ///
+    /// ```
+    /// use opforge::{kernels::DepthToSpaceAttrs, shape::rules::depth_to_space};
+    /// let attrs = DepthToSpaceAttrs { block_size: 2 };
+    /// assert_eq!(depth_to_space(&[1, 2, 3, 8], &attrs).unwrap().as_slice(), &[1, 4, 6, 2]);
+    /// assert!(depth_to_space(&[1, 2, 3, 6], &attrs).unwrap_err().contains("divide"));
+    /// ```
+    pub fn depth_to_space(x: &[usize], attrs: &crate::kernels::DepthToSpaceAttrs) -> Result<Shape, String> {
+        let ([n, h, w, c], b) = blocks(x, attrs.block_size)?;
+        if !c.is_multiple_of(b * b) {
+            return Err(format!("block_size {b} squared must divide the {c} channels of x, whose shape is {x:?}"));
+        }
+        allocatable(Shape::from_slice(&[n, h * b, w * b, c / (b * b)]))
+    }
+
+    /// The shape function of `SpaceToDepth`: `[n, h / b, w / b, c * b^2]`.
+    ///
+    /// ```
+    /// use opforge::{kernels::SpaceToDepthAttrs, shape::rules::space_to_depth};
+    /// let attrs = SpaceToDepthAttrs { block_size: 2 };
+    /// assert_eq!(space_to_depth(&[1, 4, 6, 2], &attrs).unwrap().as_slice(), &[1, 2, 3, 8]);
+    /// assert!(space_to_depth(&[1, 3, 6, 2], &attrs).unwrap_err().contains("divide"));
+    /// ```
+    pub fn space_to_depth(x: &[usize], attrs: &crate::kernels::SpaceToDepthAttrs) -> Result<Shape, String> {
+        let ([n, h, w, c], b) = blocks(x, attrs.block_size)?;
+        if !h.is_multiple_of(b) || !w.is_multiple_of(b) {
+            return Err(format!("block_size {b} must divide the height and width of x, whose shape is {x:?}"));
+        }
+        allocatable(Shape::from_slice(&[n, h / b, w / b, c * b * b]))
+    }
+
     /// The shape function of `Concat`: `values` joined along `axis`, every
     /// other dim the same.
     ///

@@ -114,3 +114,18 @@ fn logic_and_integer_division_at_their_edges() {
         assert_eq!(ops::prelu(&features, &slope).unwrap().to_vec::<f32>().unwrap(), [-0.5, -0.5, 3.0, -1.0]);
     }
 }
+
+#[test]
+fn inverse_hyperbolic_functions_and_relu6_at_their_edges() {
+    for b in backends("inverse_hyperbolic_functions_and_relu6_at_their_edges") {
+        // Accurate near 0, where the textbook log(x + sqrt(x^2 + 1)) loses digits.
+        close(&run(b, &[1e-4, -2.0, 0.0], ops::asinh), &[1e-4, -1.443_635_5, 0.0], 1e-5);
+        close(&run(b, &[1.0, 2.0], ops::acosh), &[0.0, 1.316_958], 1e-5);
+        close(&run(b, &[0.5, -1e-4], ops::atanh), &[0.549_306_1, -1e-4], 1e-5);
+        assert!(run(b, &[0.5], ops::acosh)[0].is_nan() && run(b, &[1.5], ops::atanh)[0].is_nan(), "on {b}");
+        let r6 = run(b, &[-1.0, 3.0, 7.0, f32::NAN], ops::relu6);
+        assert!(r6[..3] == [0.0, 3.0, 6.0] && r6[3].is_nan(), "{r6:?} on {b}");
+        let x = Tensor::from_vec(vec![f32::NAN, f32::INFINITY, -1.0, f32::MAX], &[4]).unwrap().to_backend(b).unwrap();
+        assert_eq!(ops::is_finite(&x).unwrap().to_vec::<bool>().unwrap(), [false, false, true, true], "on {b}");
+    }
+}

@@ -2,7 +2,7 @@
 //! kernels of several tensors, `dy` cut back into one piece per tensor.
 
 use super::{dims, unbroadcast};
-use crate::kernels::{AddN, Concat, Pack};
+use crate::kernels::{AddN, Concat, DepthToSpace, Pack, Reverse, SpaceToDepth, Tile};
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::rules::permutation;
 use crate::{gradient, ops, DType, Error, Result, Tensor};
@@ -95,4 +95,29 @@ fn pack_grad(values: &[Tensor], axis: i64, dy: &Tensor) -> Result<Vec<Tensor>> {
 #[gradient(AddN)]
 fn add_n_grad(values: &[Tensor], dy: &Tensor) -> Result<Vec<Tensor>> {
     Ok(vec![dy.clone(); values.len()])
+}
+
+#[gradient(Reverse)]
+fn reverse_grad(dims: &[i64], dy: &Tensor) -> Result<Tensor> {
+    ops::reverse(dy, dims)
+}
+
+/// Each element receives the sum over its copies: `dy` seen as `[reps[0],
+/// x[0], reps[1], x[1], ...]`, summed over the repeat axes.
+#[gradient(Tile)]
+fn tile_grad(x: &Tensor, reps: &[i64], dy: &Tensor) -> Result<Tensor> {
+    let split: Vec<i64> = reps.iter().zip(x.shape()).flat_map(|(&r, &d)| [r, d as i64]).collect();
+    let repeats: Vec<i64> = (0..reps.len() as i64).map(|i| 2 * i).collect();
+    let summed = ops::sum(&ops::reshape(dy, &split)?, Some(&repeats), false)?;
+    ops::reshape(&summed, &dims(x))
+}
+
+#[gradient(DepthToSpace)]
+fn depth_to_space_grad(block_size: i64, dy: &Tensor) -> Result<Tensor> {
+    ops::space_to_depth(dy, block_size)
+}
+
+#[gradient(SpaceToDepth)]
+fn space_to_depth_grad(block_size: i64, dy: &Tensor) -> Result<Tensor> {
+    ops::depth_to_space(dy, block_size)
 }

@@ -4,7 +4,7 @@
 
 use super::{mask, scalar};
 use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, ReluBackward, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
-use crate::kernels::{Acos, Asin, ClipByValue, LeakyRelu, Step, Tan};
+use crate::kernels::{Acos, Acosh, Asin, Asinh, Atanh, ClipByValue, LeakyRelu, Relu6, Step, Tan};
 use crate::kernels::{Atan, Ceil, Cosh, Elu, Expm1, Floor, Log1p, Reciprocal, Round, Selu, Sign, Sinh, Softplus};
 use crate::{gradient, ops, Result, Tensor};
 
@@ -200,5 +200,30 @@ fn clip_by_value_grad(x: &Tensor, clip_value_min: f64, clip_value_max: f64, dy: 
         &ops::greater_equal(x, &scalar(clip_value_min, x)?)?,
         &ops::less_equal(x, &scalar(clip_value_max, x)?)?,
     )?;
+    ops::select(&inside, dy, &Tensor::zeros_like(dy)?)
+}
+
+/// `1 / sqrt(x^2 + 1)`.
+#[gradient(Asinh)]
+fn asinh_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::mul(dy, &ops::rsqrt(&ops::add(&ops::square(x)?, &scalar(1.0, x)?)?)?)
+}
+
+/// `1 / sqrt(x^2 - 1)`.
+#[gradient(Acosh)]
+fn acosh_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::mul(dy, &ops::rsqrt(&ops::sub(&ops::square(x)?, &scalar(1.0, x)?)?)?)
+}
+
+/// `1 / (1 - x^2)`.
+#[gradient(Atanh)]
+fn atanh_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::div(dy, &ops::sub(&scalar(1.0, x)?, &ops::square(x)?)?)
+}
+
+/// The gradient passes where `0 < x < 6`, as TF.js has it.
+#[gradient(Relu6)]
+fn relu6_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    let inside = ops::logical_and(&ops::greater(x, &scalar(0.0, x)?)?, &ops::less(x, &scalar(6.0, x)?)?)?;
     ops::select(&inside, dy, &Tensor::zeros_like(dy)?)
 }

@@ -2,7 +2,7 @@
 //! `Slice`, `PadV2`, and those of several tensors: `Concat`, `Pack`, `AddN`.
 
 use super::{for_rows, offset, output, rule_error, unsupported, CpuTensor};
-use crate::kernels::{AddN, Concat, Pack};
+use crate::kernels::{AddN, Concat, DepthToSpace, Pack, Reverse, SpaceToDepth, Tile};
 use crate::kernels::{Cast, Reshape, Transpose};
 use crate::shape::{rules::permutation, strides};
 use crate::{kernel, DType, Element, Result, TensorList, TensorMeta};
@@ -255,4 +255,109 @@ fn add_n(values: TensorList<'_, CpuTensor>, out: &TensorMeta) -> Result<CpuTenso
         DType::I32 => CpuTensor::from_vec(&out.shape, add_n_of::<i32>(values, out, i32::wrapping_add)?),
         d => Err(unsupported("AddN", d)),
     }
+}
+
+/// How an output coordinate along one axis picks the input's.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Remap {
+    /// The same coordinate.
+    Keep,
+    /// Counted from the end of the axis (`Reverse`).
+    Reverse,
+    /// Modulo the input's dim (`Tile`).
+    Tile,
+}
+
+impl Remap {
+    fn coord(self, k: usize, dim: usize) -> usize {
+        match self {
+            Remap::Keep => k,
+            Remap::Reverse => dim - 1 - k,
+            Remap::Tile => k % dim,
+        }
+    }
+}
+
+/// The output, each element read from `x` at its coordinates remapped per axis by `modes`.
+fn remap<T: Element>(x: &CpuTensor, modes: &[Remap], out: &TensorMeta) -> Result<Vec<T>> {
+    let (src, xs) = (x.as_slice::<T>()?, x.shape());
+    let own = strides(xs);
+    let n = out.numel();
+    let mut dst = output::<T>(n);
+    let Some((&inner, lead)) = out.shape.split_last() else {
+        dst.copy_from_slice(src);
+        return Ok(dst);
+    };
+    let last = lead.len();
+    for_rows(&mut dst, inner, n, |start, chunk| {
+        for (r, row) in chunk.chunks_mut(inner.max(1)).enumerate() {
+            let (mut rest, mut base) = (start / inner.max(1) + r, 0);
+            for d in (0..last).rev() {
+                base += modes[d].coord(rest % lead[d], xs[d]) * own[d];
+                rest /= lead[d];
+            }
+            for (j, o) in row.iter_mut().enumerate() {
+                *o = src[base + modes[last].coord(j, xs[last]) * own[last]];
+            }
+        }
+    });
+    Ok(dst)
+}
+
+fn remap_any(x: &CpuTensor, modes: &[Remap], out: &TensorMeta) -> Result<CpuTensor> {
+    match x.dtype() {
+        DType::F32 => CpuTensor::from_vec(&out.shape, remap::<f32>(x, modes, out)?),
+        DType::I32 => CpuTensor::from_vec(&out.shape, remap::<i32>(x, modes, out)?),
+        DType::Bool => CpuTensor::from_vec(&out.shape, remap::<bool>(x, modes, out)?),
+    }
+}
+
+/// Each axis of a tensor of rank `rank` reversed where `dims` names it.
+pub(crate) fn reversed_axes(rank: usize, dims: &[i64]) -> Result<Vec<Remap>> {
+    let mut modes = vec![Remap::Keep; rank];
+    for &d in dims {
+        modes[crate::shape::normalize_axis(d, rank).map_err(rule_error("Reverse"))?] = Remap::Reverse;
+    }
+    Ok(modes)
+}
+
+#[kernel(Reverse, cpu)]
+fn reverse(x: &CpuTensor, dims: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    remap_any(x, &reversed_axes(x.shape().len(), dims)?, out)
+}
+
+#[kernel(Tile, cpu)]
+fn tile(x: &CpuTensor, reps: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = reps; // Checked by the shape function, and `out`'s shape.
+    remap_any(x, &vec![Remap::Tile; x.shape().len()], out)
+}
+
+/// The 6-d view of `DepthToSpace`'s input (`depth`) or `SpaceToDepth`'s
+/// whose axes 2 and 3 swap to give the output's 6-d view: the same
+/// permutation serves both.
+pub(crate) fn block_view(x: &[usize], block: i64, depth: bool) -> Result<[usize; 6]> {
+    let (&[n, h, w, c], Ok(b)) = (x, usize::try_from(block)) else {
+        return Err(crate::Error::kernel_failed(format!("x {x:?} must be NHWC and block_size {block} positive")));
+    };
+    Ok(if depth { [n, h, w, b, b, c / (b * b)] } else { [n, h / b, b, w / b, b, c] })
+}
+
+fn blocks_moved(x: &CpuTensor, block: i64, depth: bool, out: &TensorMeta) -> Result<CpuTensor> {
+    let view = x.reshaped(&block_view(x.shape(), block, depth)?)?;
+    let perm = [0, 1, 3, 2, 4, 5];
+    match x.dtype() {
+        DType::F32 => CpuTensor::from_vec(&out.shape, permute::<f32>(&view, &perm)?),
+        DType::I32 => CpuTensor::from_vec(&out.shape, permute::<i32>(&view, &perm)?),
+        DType::Bool => CpuTensor::from_vec(&out.shape, permute::<bool>(&view, &perm)?),
+    }
+}
+
+#[kernel(DepthToSpace, cpu)]
+fn depth_to_space(x: &CpuTensor, block_size: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    blocks_moved(x, block_size, true, out)
+}
+
+#[kernel(SpaceToDepth, cpu)]
+fn space_to_depth(x: &CpuTensor, block_size: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    blocks_moved(x, block_size, false, out)
 }

@@ -2,8 +2,9 @@
 
 use super::{map, unsupported, CpuTensor};
 use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
-use crate::kernels::{Acos, Asin, ClipByValue, IsInf, IsNan, LeakyRelu, LogicalNot, Step, Tan};
+use crate::kernels::{Acos, Acosh, Asin, Asinh, Atanh, IsFinite, Relu6};
 use crate::kernels::{Atan, Ceil, Cosh, Elu, Expm1, Floor, Log1p, Reciprocal, Round, Selu, Sign, Sinh, Softplus};
+use crate::kernels::{ClipByValue, IsInf, IsNan, LeakyRelu, LogicalNot, Step, Tan};
 use crate::{kernel, DType, Element, Error, Result, TensorMeta};
 
 fn unary<T: Element>(x: &CpuTensor, out: &TensorMeta, f: impl Fn(T) -> T + Sync) -> Result<CpuTensor> {
@@ -64,6 +65,11 @@ f32_unary! {
     Tan => tan: f32::tan;
     Asin => asin: f32::asin;
     Acos => acos: f32::acos;
+    Asinh => asinh: f32::asinh;
+    Acosh => acosh: f32::acosh;
+    Atanh => atanh: f32::atanh;
+    // NaN stays NaN, as `clamp` keeps it.
+    Relu6 => relu6: |v| v.clamp(0.0, 6.0);
 }
 
 #[kernel(LeakyRelu, cpu)]
@@ -125,6 +131,7 @@ macro_rules! f32_test {
 f32_test! {
     IsNan => is_nan: f32::is_nan;
     IsInf => is_inf: f32::is_infinite;
+    IsFinite => is_finite: f32::is_finite;
 }
 
 #[kernel(LogicalNot, cpu)]

@@ -4,8 +4,8 @@
 //! and `Pack` (rows placed side by side), `AddN` (a running sum).
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::backend::cpu::{broadcast_strides, collapse};
-use crate::kernels::{AddN, Concat, Pack};
+use crate::backend::cpu::{block_view, broadcast_strides, collapse, reversed_axes, Remap};
+use crate::kernels::{AddN, Concat, DepthToSpace, Pack, Reverse, SpaceToDepth, Tile};
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::{rules::permutation, strides};
 use crate::{kernel, DType, Result, TensorList, TensorMeta};
@@ -146,4 +146,51 @@ fn add_n(values: TensorList<'_, WgpuTensor>, out: &TensorMeta) -> Result<WgpuTen
     let passes: Vec<_> =
         values.iter().enumerate().map(|(i, v)| pass(if i == 0 { "copy_words" } else { add }, v)).collect();
     Program::run_each(&passes, out)
+}
+
+/// Each output element read from `x` at its coordinates remapped per axis
+/// by `modes` (`remap` in layout.wgsl).
+fn remap(kernel: &'static str, x: &WgpuTensor, modes: &[Remap], out: &TensorMeta) -> Result<WgpuTensor> {
+    let rank = out.shape.len();
+    let code = |m: &Remap| match m {
+        Remap::Keep => 0,
+        Remap::Reverse => 1,
+        Remap::Tile => 2,
+    };
+    let mut params = vec![out.numel() as u32, rank as u32];
+    params.extend(modes.iter().map(code));
+    params.extend(out.shape.iter().chain(x.shape()).chain(&strides(x.shape())).map(|&v| v as u32));
+    Program { kernel, shader: &SHADER, entry: "remap", op: 0 }.run(&[x], out, &params)
+}
+
+#[kernel(Reverse, wgpu)]
+fn reverse(x: &WgpuTensor, dims: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
+    remap("Reverse", x, &reversed_axes(x.shape().len(), dims)?, out)
+}
+
+#[kernel(Tile, wgpu)]
+fn tile(x: &WgpuTensor, reps: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = reps; // Checked by the shape function, and `out`'s shape.
+    remap("Tile", x, &vec![Remap::Tile; x.shape().len()], out)
+}
+
+/// The 6-d view of `x` with axes 2 and 3 swapped (one strided gather), as
+/// the output's shape.
+fn blocks_moved(kernel: &'static str, x: &WgpuTensor, block: i64, depth: bool, out: &TensorMeta) -> Result<WgpuTensor> {
+    let view = block_view(x.shape(), block, depth)?;
+    let own = strides(&view);
+    let perm = [0, 1, 3, 2, 4, 5];
+    let moved = TensorMeta { shape: perm.iter().map(|&p| view[p]).collect(), dtype: out.dtype };
+    let from: Vec<usize> = perm.iter().map(|&p| own[p]).collect();
+    Ok(gather(kernel, x, 0, &from, &moved)?.reshaped(&out.shape))
+}
+
+#[kernel(DepthToSpace, wgpu)]
+fn depth_to_space(x: &WgpuTensor, block_size: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    blocks_moved("DepthToSpace", x, block_size, true, out)
+}
+
+#[kernel(SpaceToDepth, wgpu)]
+fn space_to_depth(x: &WgpuTensor, block_size: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    blocks_moved("SpaceToDepth", x, block_size, false, out)
 }

@@ -2,8 +2,9 @@
 
 use super::{unsupported, Program, Shader, WgpuTensor};
 use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
-use crate::kernels::{Acos, Asin, ClipByValue, IsInf, IsNan, LeakyRelu, LogicalNot, Step, Tan};
+use crate::kernels::{Acos, Acosh, Asin, Asinh, Atanh, IsFinite, Relu6};
 use crate::kernels::{Atan, Ceil, Cosh, Elu, Expm1, Floor, Log1p, Reciprocal, Round, Selu, Sign, Sinh, Softplus};
+use crate::kernels::{ClipByValue, IsInf, IsNan, LeakyRelu, LogicalNot, Step, Tan};
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("unary");
@@ -82,6 +83,10 @@ unary_kernels! {
     Tan => tan: 26;
     Asin => asin: 27;
     Acos => acos: 28;
+    Asinh => asinh: 32;
+    Acosh => acosh: 33;
+    Atanh => atanh: 34;
+    Relu6 => relu6: 35;
     Sigmoid => sigmoid: 10;
     Relu => relu: 11;
 }
@@ -121,6 +126,7 @@ macro_rules! test_kernels {
 test_kernels! {
     IsNan => is_nan: 0;
     IsInf => is_inf: 1;
+    IsFinite => is_finite: 2;
 }
 
 #[kernel(LogicalNot, wgpu)]

@@ -15,7 +15,8 @@ override OP: u32 = 0u;
 // gather: [n, rank, base, out_shape[rank], x_strides[rank]]; pad: [n, rank,
 // value, out_shape[rank], x_shape[rank], before[rank], x_strides[rank]];
 // convert_words: [n]; convert_words_x4: [vector count]; join_rows: [n,
-// width, row, at]; copy_words, add_f32, add_i32: [n]
+// width, row, at]; copy_words, add_f32, add_i32: [n]; remap: [n, rank,
+// modes[rank], out_shape[rank], x_shape[rank], x_strides[rank]]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
 // Output element i is input element base + sum(index[d] * x_strides[d]): a
@@ -152,4 +153,31 @@ fn add_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
         return;
     }
     y[i] = bitcast<u32>(bitcast<i32>(y[i]) + bitcast<i32>(x[i]));
+}
+
+// Output element i reads x at its coordinates, each remapped by its axis's
+// mode: 0 the same, 1 from the end (Reverse), 2 modulo x's dim (Tile).
+@compute @workgroup_size(256)
+fn remap(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let rank = param(1);
+    var rest = i;
+    var offset = 0u;
+    for (var d = rank; d > 0u; d--) {
+        let dim = param(1u + rank + d);
+        let k = rest % dim;
+        rest = rest / dim;
+        let size = param(1u + 2u * rank + d);
+        var c = k;
+        switch param(1u + d) {
+            case 1u: { c = size - 1u - k; }
+            case 2u: { c = k % size; }
+            default: {}
+        }
+        offset += c * param(1u + 3u * rank + d);
+    }
+    y[i] = x[offset];
 }

@@ -111,6 +111,14 @@ fn apply_f32(v: f32) -> f32 {
         // NaN fails both comparisons, and so stays NaN in these two.
         case 30u: { return select(select(attr(0u), 1.0, v > 0.0), v, is_nan(v)); }
         case 31u: { return select(select(v, attr(1u), v > attr(1u)), attr(0u), v < attr(0u)); }
+        // The inverse hyperbolic functions through log1p, accurate near 0
+        // (asinh(v) = log1p(|v| + v^2 / (1 + sqrt(1 + v^2))), odd);
+        // outside their domains sqrt and log1p of negatives are NaN, made so
+        // explicitly since WGSL leaves them undefined.
+        case 32u: { let a = abs(v); return sign(v) * log1p(a + a * a / (1.0 + sqrt(1.0 + a * a))); }
+        case 33u: { return select(bitcast<f32>(0x7fc00000u), log(v + sqrt((v - 1.0) * (v + 1.0))), v >= 1.0); }
+        case 34u: { return arc(v, 0.5 * log1p(2.0 * v / (1.0 - v))); }
+        case 35u: { return select(select(v, 6.0, v > 6.0), 0.0, v < 0.0); }
         default: { return v; }
     }
 }
@@ -124,6 +132,7 @@ fn check_f32(v: f32) -> bool {
     switch OP {
         case 0u: { return is_nan(v); }
         case 1u: { return (bitcast<u32>(v) & 0x7fffffffu) == 0x7f800000u; }
+        case 2u: { return (bitcast<u32>(v) & 0x7fffffffu) < 0x7f800000u; }
         default: { return false; }
     }
 }
