@@ -10,7 +10,8 @@
 //! Everything comes from opforge: `embedding` (`GatherV2`, its gradient
 //! `UnsortedSegmentSum`), `layer_norm`, `scaled_dot_product_attention`
 //! (`BatchMatMul`, `Select` for the causal mask, `Softmax`), `gelu`
-//! (`Erf`), `sparse_softmax_cross_entropy`, and `opforge::train::Adam`.
+//! (`Erf`), `sparse_softmax_cross_entropy`, `opforge::train::Adam`, and
+//! `Multinomial` to sample.
 
 use std::io::{IsTerminal, Write};
 use std::time::Instant;

@@ -308,8 +308,8 @@ impl Transformer {
     }
 
     /// `count` tokens sampled one by one after `prompt` (at least one
-    /// id), each from the softmax of the logits divided by `temperature`,
-    /// drawn with a generator seeded by `seed`.
+    /// id), each drawn by the `Multinomial` kernel from the logits divided
+    /// by `temperature`, on the model's backend, with seeds from `seed`.
     ///
     /// ```
     /// use opforge_examples::transformer::{Config, Transformer};
@@ -321,31 +321,19 @@ impl Transformer {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn generate(&self, prompt: &[i32], count: usize, temperature: f32, seed: u64) -> opforge::Result<Vec<i32>> {
-        let Config { context, vocabulary, .. } = self.config;
+        let context = self.config.context;
+        let scale = Tensor::scalar(1.0 / temperature.max(1e-3)).to_backend(self.backend())?;
         let mut ids = prompt.to_vec();
-        let draws = Tensor::random_uniform(&[count], 0.0, 1.0, seed)?.to_vec::<f32>()?;
-        let mut out = Vec::with_capacity(count);
-        for &u in &draws {
+        for step in 0..count {
             let seen = &ids[ids.len().saturating_sub(context)..];
             let input = Tensor::from_slice(seen, &[1, seen.len()])?.to_backend(self.backend())?;
             let logits = opforge::no_grad(|| self.forward(&input))?;
             let last = ops::slice(&logits, &[seen.len() as i64 - 1, 0], &[1, -1])?;
-            let scale = Tensor::scalar(1.0 / temperature.max(1e-3)).to_backend(self.backend())?;
-            let probabilities = ops::softmax(&ops::mul(&last, &scale)?, -1)?.to_vec::<f32>()?;
-            // The inverse of the cumulative distribution at a uniform draw.
-            let mut next = vocabulary - 1;
-            let mut cumulative = 0.0;
-            for (i, p) in probabilities.iter().enumerate() {
-                cumulative += p;
-                if u < cumulative {
-                    next = i;
-                    break;
-                }
-            }
-            ids.push(next as i32);
-            out.push(next as i32);
+            let draw_seed = seed.wrapping_add(step as u64) as i64;
+            let next = ops::multinomial(&ops::mul(&last, &scale)?, 1, draw_seed, false)?.to_vec::<i32>()?;
+            ids.extend(next);
         }
-        Ok(out)
+        Ok(ids.split_off(prompt.len()))
     }
 }
 

@@ -186,3 +186,35 @@ pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, causal: 
     };
     matmul(&softmax(&scores, -1)?, v, false, false)
 }
+
+/// Inverted dropout (TF.js `tf.dropout`): each element of `x` kept with
+/// probability `1 - rate` and scaled by `1 / (1 - rate)`, the others zeroed,
+/// so the expected value is `x`. The mask is `RandomUniform` drawn with
+/// `seed` on `x`'s backend: the same seed drops the same elements on every
+/// backend. Its gradient is the same mask and scale.
+///
+/// ```
+/// use opforge::{grad, ops, Tensor};
+/// let x = Tensor::ones(&[10_000], opforge::DType::F32)?;
+/// let y = ops::dropout(&x, 0.25, 7)?.to_vec::<f32>()?;
+/// let kept = y.iter().filter(|&&v| v != 0.0).count() as f32 / 10_000.0;
+/// assert!((kept - 0.75).abs() < 0.02 && y.iter().all(|&v| v == 0.0 || (v - 4.0 / 3.0).abs() < 1e-6));
+/// let g = grad(|x| ops::sum(&ops::dropout(x, 0.25, 7)?, None, false))(&x)?.to_vec::<f32>()?;
+/// assert_eq!(g, y, "the gradient of a sum is the mask, scaled");
+/// assert!(ops::dropout(&x, 1.0, 7).is_err());
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn dropout(x: &Tensor, rate: f32, seed: i64) -> Result<Tensor> {
+    if !(0.0..1.0).contains(&rate) {
+        return Err(crate::Error::InvalidTensor {
+            what: "dropout",
+            message: format!("rate {rate} must be in [0, 1) for x {}", x.meta()),
+        });
+    }
+    let shape: Vec<i64> = x.shape().iter().map(|&d| d as i64).collect();
+    let draws = crate::engine::with_default_backend(x.backend(), || random_uniform(&shape, 0.0, 1.0, seed))??;
+    let keep = greater_equal(&draws, &Tensor::scalar_on(rate, x.backend())?)?;
+    let scaled = mul(x, &Tensor::scalar_on(1.0 / (1.0 - rate), x.backend())?)?;
+    select(&keep, &scaled, &Tensor::zeros_like(x)?)
+}

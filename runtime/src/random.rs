@@ -1,5 +1,8 @@
 //! A small seeded generator (xoshiro256++ seeded by SplitMix64): reproducible
 //! across platforms and releases, which `rand`'s `StdRng` does not promise.
+//! And a counter-based one for the random kernels: value `i` of a seed is a
+//! hash of `i` and the seed, computed alike in Rust and in WGSL, so every
+//! backend draws the same numbers in any order, in parallel.
 
 pub(crate) struct Rng {
     s: [u64; 4],
@@ -52,4 +55,33 @@ impl Rng {
         let u2 = (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
         ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
     }
+}
+
+/// Chris Wellons' `lowbias32` integer hash: every input bit affects every
+/// output bit. common.wgsl has the same function.
+#[inline]
+pub(crate) fn hash32(mut x: u32) -> u32 {
+    x ^= x >> 16;
+    x = x.wrapping_mul(0x7feb_352d);
+    x ^= x >> 15;
+    x = x.wrapping_mul(0x846c_a68b);
+    x ^ (x >> 16)
+}
+
+/// The two 32-bit keys of a 64-bit seed, as the kernels take them.
+pub(crate) fn keys(seed: i64) -> [u32; 2] {
+    let seed = seed as u64;
+    [hash32(seed as u32), hash32((seed >> 32) as u32 ^ 0x85eb_ca6b)]
+}
+
+/// Word `i` of the stream of `keys`.
+#[inline]
+pub(crate) fn word(i: u32, [k0, k1]: [u32; 2]) -> u32 {
+    hash32(hash32(i ^ k0).wrapping_add(k1))
+}
+
+/// Word `i` as a uniform value in [0, 1) with 24 random bits (exact in f32).
+#[inline]
+pub(crate) fn unit(i: u32, keys: [u32; 2]) -> f32 {
+    (word(i, keys) >> 8) as f32 * (1.0 / (1u32 << 24) as f32)
 }

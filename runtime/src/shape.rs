@@ -1050,4 +1050,46 @@ pub mod rules {
         });
         allocatable(dims.collect::<Result<Shape, String>>()?)
     }
+
+    /// The shape function of `RandomUniform`: `shape`, once its dims are 0
+    /// or more and `minval <= maxval`.
+    ///
+    /// ```
+    /// use opforge::{kernels::RandomUniformAttrs, shape::rules::random_uniform};
+    /// let attrs = RandomUniformAttrs { shape: vec![2, 3], minval: 0.0, maxval: 1.0, seed: 7 };
+    /// assert_eq!(random_uniform(&attrs).unwrap().as_slice(), &[2, 3]);
+    /// assert!(random_uniform(&RandomUniformAttrs { minval: 2.0, ..attrs }).unwrap_err().contains("maxval"));
+    /// ```
+    pub fn random_uniform(attrs: &crate::kernels::RandomUniformAttrs) -> Result<Shape, String> {
+        // NaN bounds fail this test too.
+        if attrs.minval.partial_cmp(&attrs.maxval).is_none_or(|o| o.is_gt()) {
+            return Err(format!("minval {} must not exceed maxval {}", attrs.minval, attrs.maxval));
+        }
+        let dims = attrs.shape.iter().map(|&d| {
+            usize::try_from(d).map_err(|_| format!("shape {:?} has the dim {d}, expected dims >= 0", attrs.shape))
+        });
+        allocatable(dims.collect::<Result<Shape, String>>()?)
+    }
+
+    /// The shape function of `Multinomial`: `[batch, num_samples]` for
+    /// logits `[batch, classes]`, or `[num_samples]` for logits `[classes]`,
+    /// with at least one class.
+    ///
+    /// ```
+    /// use opforge::{kernels::MultinomialAttrs, shape::rules::multinomial};
+    /// let attrs = MultinomialAttrs { num_samples: 4, seed: 1, normalized: false };
+    /// assert_eq!(multinomial(&[2, 5], &attrs).unwrap().as_slice(), &[2, 4]);
+    /// assert_eq!(multinomial(&[5], &attrs).unwrap().as_slice(), &[4]);
+    /// assert!(multinomial(&[2, 0], &attrs).is_err());
+    /// ```
+    pub fn multinomial(logits: &[usize], attrs: &crate::kernels::MultinomialAttrs) -> Result<Shape, String> {
+        let samples = usize::try_from(attrs.num_samples)
+            .map_err(|_| format!("num_samples {} must be 0 or more", attrs.num_samples))?;
+        match logits {
+            [c] | [_, c] if *c == 0 => Err(format!("logits {logits:?} have no classes to draw from")),
+            [_] => allocatable(Shape::from_slice(&[samples])),
+            [b, _] => allocatable(Shape::from_slice(&[*b, samples])),
+            _ => Err(format!("logits must be [classes] or [batch, classes], but their shape is {logits:?}")),
+        }
+    }
 }

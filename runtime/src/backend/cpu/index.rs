@@ -1,4 +1,4 @@
-//! Kernels that produce or consume indices: `ArgMax`, `ArgMin`, `OneHot`,
+//! Kernels that produce or consume indices: `ArgMax`, `ArgMin`, `Multinomial`, `OneHot`,
 //! `GatherV2`, `UnsortedSegmentSum`, and `Select`, which picks by a mask.
 //!
 //! `GatherV2` and `UnsortedSegmentSum` check every index before writing
@@ -20,7 +20,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::{broadcast_strides, for_rows, offset, unsupported, CpuTensor, Dims, PAR_CHUNK, PAR_THRESHOLD};
-use crate::kernels::{ArgMax, ArgMin, GatherV2, OneHot, Select, UnsortedSegmentSum};
+use crate::kernels::{ArgMax, ArgMin, GatherV2, Multinomial, OneHot, Select, UnsortedSegmentSum};
 use crate::shape::normalize_axis;
 use crate::shape::rules::{gather_dims, GatherDims};
 use crate::Error;
@@ -433,4 +433,46 @@ fn select(condition: &CpuTensor, t: &CpuTensor, e: &CpuTensor, out: &TensorMeta)
         DType::I32 => run::<i32>(c, t, e, dims, strides, out),
         DType::Bool => run::<bool>(c, t, e, dims, strides, out),
     }
+}
+
+/// Draw `u` (in [0, 1)) from one row: the first class whose running weight
+/// passes `u` times the total, the weights `exp(l - max)` of the logits (or
+/// the probabilities, `normalized`), summed in order in f32 as the wgpu
+/// kernel sums them. A row without weight (NaN, or all zero) gives its last class.
+pub(crate) fn draw(row: &[f32], normalized: bool, u: f32) -> i32 {
+    let top = if normalized { 0.0 } else { row.iter().copied().fold(f32::NEG_INFINITY, f32::max) };
+    let weight = |l: f32| if normalized { l } else { (l - top).exp() };
+    let total: f32 = row.iter().map(|&l| weight(l)).sum();
+    let goal = u * total;
+    let mut running = 0.0f32;
+    for (k, &l) in row.iter().enumerate() {
+        running += weight(l);
+        if goal < running {
+            return k as i32;
+        }
+    }
+    row.len() as i32 - 1
+}
+
+#[kernel(Multinomial, cpu)]
+fn multinomial(
+    logits: &CpuTensor,
+    num_samples: i64,
+    seed: i64,
+    normalized: bool,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let src = logits.as_slice::<f32>()?;
+    let classes = logits.shape().last().copied().unwrap_or(1).max(1);
+    let samples = usize::try_from(num_samples).unwrap_or(0).max(1);
+    let keys = crate::random::keys(seed);
+    let mut dst = vec![0i32; out.numel()];
+    for_rows(&mut dst, 1, out.numel() * classes, |start, chunk| {
+        for (i, o) in chunk.iter_mut().enumerate() {
+            let at = start + i;
+            let row = &src[at / samples * classes..][..classes];
+            *o = draw(row, normalized, crate::random::unit(at as u32, keys));
+        }
+    });
+    CpuTensor::from_vec(&out.shape, dst)
 }

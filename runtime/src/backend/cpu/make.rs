@@ -1,8 +1,8 @@
 //! Kernels with no tensor input, which make their output from attrs:
-//! `Range` and `Fill`.
+//! `Range`, `Fill` and `RandomUniform`.
 
 use super::{output, CpuTensor};
-use crate::kernels::{Fill, Range};
+use crate::kernels::{Fill, RandomUniform, Range};
 use crate::{kernel, DType, Element, Result, TensorMeta};
 
 /// `n` values `f(i)`, in parallel above the usual threshold.
@@ -36,4 +36,21 @@ fn fill(shape: &[i64], value: f64, dtype: DType, out: &TensorMeta) -> Result<Cpu
         DType::I32 => generate(out, |_| value as i32),
         DType::Bool => generate(out, |_| value != 0.0),
     }
+}
+
+/// The counter-based draw of `crate::random`, as the wgpu kernel computes
+/// it: value `i` is `minval + (maxval - minval) * unit(i)`, kept below
+/// `maxval` where rounding would reach it.
+#[kernel(RandomUniform, cpu)]
+fn random_uniform(shape: &[i64], minval: f64, maxval: f64, seed: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = shape; // Checked by the shape function, and `out`'s shape.
+    let (low, high, keys) = (minval as f32, maxval as f32, crate::random::keys(seed));
+    generate(out, |i| {
+        let v = low + (high - low) * crate::random::unit(i as u32, keys);
+        if v >= high && high > low {
+            low.max(high - (high - low) * f32::EPSILON)
+        } else {
+            v
+        }
+    })
 }

@@ -1,4 +1,4 @@
-//! `ArgMax` and `ArgMin` along one axis, `OneHot`, `GatherV2`, `UnsortedSegmentSum` and
+//! `ArgMax` and `ArgMin` along one axis, `Multinomial`, `OneHot`, `GatherV2`, `UnsortedSegmentSum` and
 //! `Select`.
 //!
 //! The gathers and segment sums read their indices back and check them
@@ -8,7 +8,7 @@
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::{broadcast_strides, check_indices};
-use crate::kernels::{ArgMax, ArgMin, GatherV2, OneHot, Select, UnsortedSegmentSum};
+use crate::kernels::{ArgMax, ArgMin, GatherV2, Multinomial, OneHot, Select, UnsortedSegmentSum};
 use crate::shape::normalize_axis;
 use crate::shape::rules::gather_dims;
 use crate::{kernel, DType, Error, Result, TensorMeta};
@@ -98,4 +98,20 @@ fn select(condition: &WgpuTensor, t: &WgpuTensor, e: &WgpuTensor, out: &TensorMe
         params.extend(broadcast_strides(x.shape(), dims).iter().map(|&s| s as u32));
     }
     Program { kernel: "Select", shader: &SELECT, entry: "select_words", op: 0 }.run(&[condition, t, e], out, &params)
+}
+
+/// One invocation per draw walks its row, as the cpu kernel does.
+#[kernel(Multinomial, wgpu)]
+fn multinomial(
+    logits: &WgpuTensor,
+    num_samples: i64,
+    seed: i64,
+    normalized: bool,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let classes = logits.shape().last().copied().unwrap_or(1).max(1);
+    let samples = usize::try_from(num_samples).unwrap_or(0).max(1);
+    let [k0, k1] = crate::random::keys(seed);
+    let params = [out.numel() as u32, classes as u32, samples as u32, u32::from(normalized), k0, k1];
+    Program { kernel: "Multinomial", shader: &SHADER, entry: "multinomial", op: 0 }.run(&[logits], out, &params)
 }

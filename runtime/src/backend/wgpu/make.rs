@@ -1,8 +1,8 @@
 //! Kernels with no tensor input, which make their output from attrs:
-//! `Range` and `Fill`, one word per invocation (make.wgsl).
+//! `Range`, `Fill` and `RandomUniform`, one word per invocation (make.wgsl).
 
 use super::{Program, Shader, WgpuTensor};
-use crate::kernels::{Fill, Range};
+use crate::kernels::{Fill, RandomUniform, Range};
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("make");
@@ -28,4 +28,13 @@ fn fill(shape: &[i64], value: f64, dtype: DType, out: &TensorMeta) -> Result<Wgp
         DType::Bool => u32::from(value != 0.0),
     };
     Program { kernel: "Fill", shader: &SHADER, entry: "fill", op: 0 }.run(&[], out, &[out.numel() as u32, word])
+}
+
+/// `crate::random`'s counter-based draw, as the cpu kernel computes it.
+#[kernel(RandomUniform, wgpu)]
+fn random_uniform(shape: &[i64], minval: f64, maxval: f64, seed: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = shape; // Checked by the shape function, and `out`'s shape.
+    let [k0, k1] = crate::random::keys(seed);
+    let params = [out.numel() as u32, (minval as f32).to_bits(), (maxval as f32).to_bits(), k0, k1];
+    Program { kernel: "RandomUniform", shader: &SHADER, entry: "random_uniform", op: 0 }.run(&[], out, &params)
 }

@@ -51,3 +51,18 @@ fn strided2(i: u32, rank: u32, dims: u32, a: u32, b: u32) -> vec2<u32> {
     }
     return offsets;
 }
+
+// The counter-based generator of random.rs: word i of the stream of keys
+// k0, k1, and as a uniform value in [0, 1) with 24 random bits.
+fn hash32(v: u32) -> u32 {
+    var x = v;
+    x ^= x >> 16u;
+    x *= 0x7feb352du;
+    x ^= x >> 15u;
+    x *= 0x846ca68bu;
+    return x ^ (x >> 16u);
+}
+
+fn random_unit(i: u32, k0: u32, k1: u32) -> f32 {
+    return f32(hash32(hash32(i ^ k0) + k1) >> 8u) * (1.0 / 16777216.0);
+}

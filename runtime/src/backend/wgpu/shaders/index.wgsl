@@ -8,6 +8,7 @@ override OP: u32 = 0u;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
 // argmax: [n, len, inner] for x seen as [outer, len, inner]
 // one_hot: [n, depth, on_value bits, off_value bits]
+// multinomial: [n, classes, samples, normalized, key 0, key 1]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
 // Whether v beats best, the larger for OP 0 (ArgMax), the smaller for OP 1
@@ -71,4 +72,42 @@ fn one_hot(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
     let index = bitcast<i32>(x[i / depth]);
     let hot = index >= 0i && u32(index) == i % depth;
     y[i] = select(param(3), param(2), hot);
+}
+
+// Draw i: the first class of its row whose running weight passes u times
+// the row's total, the weights exp(l - max) (or the probabilities), summed
+// in order as the cpu kernel sums them; a row without weight gives its last.
+@compute @workgroup_size(256)
+fn multinomial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let classes = param(1);
+    let base = (i / param(2)) * classes;
+    let normalized = param(3) != 0u;
+    var top = 0.0;
+    if !normalized {
+        top = bitcast<f32>(0xff800000u);
+        for (var k = 0u; k < classes; k++) {
+            top = max(top, bitcast<f32>(x[base + k]));
+        }
+    }
+    var total = 0.0;
+    for (var k = 0u; k < classes; k++) {
+        let l = bitcast<f32>(x[base + k]);
+        total += select(exp(l - top), l, normalized);
+    }
+    let goal = random_unit(i, param(4), param(5)) * total;
+    var running = 0.0;
+    var pick = classes - 1u;
+    for (var k = 0u; k < classes; k++) {
+        let l = bitcast<f32>(x[base + k]);
+        running += select(exp(l - top), l, normalized);
+        if goal < running {
+            pick = k;
+            break;
+        }
+    }
+    y[i] = pick;
 }

@@ -1,9 +1,9 @@
-// Kernels with no tensor input: Range and Fill. Elements are raw 32-bit
+// Kernels with no tensor input: Range, Fill and RandomUniform. Elements are raw 32-bit
 // words (see unary.wgsl). With no inputs, the output is binding 0.
 
 @group(0) @binding(0) var<storage, read_write> y: array<u32>;
 // fill: [count, word]; range_f32 and range_i32: [count, start, step] as
-// f32 or i32 bits.
+// f32 or i32 bits; random_uniform: [count, low bits, high bits, key 0, key 1].
 @group(0) @binding(1) var<uniform> params: array<vec4<u32>, 32>;
 
 @compute @workgroup_size(256)
@@ -31,4 +31,18 @@ fn range_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
         return;
     }
     y[i] = bitcast<u32>(bitcast<i32>(param(1)) + i32(i) * bitcast<i32>(param(2)));
+}
+
+// low + (high - low) * u, kept below high where rounding would reach it, as
+// the cpu kernel computes it.
+@compute @workgroup_size(256)
+fn random_uniform(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let low = bitcast<f32>(param(1));
+    let high = bitcast<f32>(param(2));
+    let v = low + (high - low) * random_unit(i, param(3), param(4));
+    y[i] = bitcast<u32>(select(v, max(low, high - (high - low) * 1.1920929e-7), v >= high && high > low));
 }
