@@ -525,6 +525,47 @@ pub mod rules {
         Ok(Shape::from_slice(x))
     }
 
+    /// The shape function of `MirrorPad`: each dim plus its paddings, which
+    /// must fit in the mirror: below the dim for `reflect` (the edge is not
+    /// repeated), at most the dim for `symmetric`.
+    ///
+    /// ```
+    /// use opforge::kernels::{MirrorPadAttrs, MirrorPadMode};
+    /// use opforge::shape::rules::mirror_pad;
+    /// let attrs = |p: Vec<Vec<i64>>, mode| MirrorPadAttrs { paddings: p, mode };
+    /// let reflect = attrs(vec![vec![1, 2], vec![0, 0]], MirrorPadMode::Reflect);
+    /// assert_eq!(mirror_pad(&[3, 4], &reflect).unwrap().as_slice(), &[6, 4]);
+    /// let too_far = attrs(vec![vec![3, 0], vec![0, 0]], MirrorPadMode::Reflect);
+    /// assert!(mirror_pad(&[3, 4], &too_far).unwrap_err().contains("reflect"));
+    /// let symmetric = attrs(vec![vec![3, 0], vec![0, 0]], MirrorPadMode::Symmetric);
+    /// assert_eq!(mirror_pad(&[3, 4], &symmetric).unwrap().as_slice(), &[6, 4]);
+    /// ```
+    pub fn mirror_pad(x: &[usize], attrs: &crate::kernels::MirrorPadAttrs) -> Result<Shape, String> {
+        let paddings = &attrs.paddings;
+        if paddings.len() != x.len() {
+            return Err(format!(
+                "paddings {paddings:?} must give one `[before, after]` pair per axis of x, whose shape is {x:?}"
+            ));
+        }
+        let reflect = attrs.mode == crate::kernels::MirrorPadMode::Reflect;
+        let out = x
+            .iter()
+            .zip(paddings)
+            .map(|(&d, p)| {
+                let limit = if reflect { d.saturating_sub(1) } else { d } as i64;
+                match p[..] {
+                    [b, a] if (0..=limit).contains(&b) && (0..=limit).contains(&a) => Ok(d + b as usize + a as usize),
+                    _ => Err(format!(
+                        "paddings {paddings:?} hold {p:?} for an axis of {d}, but `{}` mirrors at most {limit} \
+                         elements each side there",
+                        attrs.mode
+                    )),
+                }
+            })
+            .collect::<Result<Shape, String>>()?;
+        allocatable(out)
+    }
+
     /// The shape function of `Tile`: each dim times its repeats.
     ///
     /// ```

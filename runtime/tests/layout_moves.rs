@@ -37,3 +37,26 @@ fn moves_match_their_definitions_on_every_backend() {
         assert!(ops::depth_to_space(&t, 2).unwrap_err().to_string().contains("NHWC"));
     }
 }
+
+#[test]
+fn mirror_pad_reflects_and_repeats_on_every_backend() {
+    use opforge::kernels::MirrorPadMode::{Reflect, Symmetric};
+    for b in backends("mirror_pad_reflects_and_repeats_on_every_backend") {
+        let x = Tensor::from_vec(vec![1i32, 2, 3], &[3]).unwrap().to_backend(b).unwrap();
+        let reflect = ops::mirror_pad(&x, &[vec![2, 2]], Reflect).unwrap().to_vec::<i32>().unwrap();
+        assert_eq!(reflect, [3, 2, 1, 2, 3, 2, 1], "on {b}");
+        let symmetric = ops::mirror_pad(&x, &[vec![2, 3]], Symmetric).unwrap().to_vec::<i32>().unwrap();
+        assert_eq!(symmetric, [2, 1, 1, 2, 3, 3, 2, 1], "on {b}");
+        let e = ops::mirror_pad(&x, &[vec![3, 0]], Reflect).unwrap_err().to_string();
+        assert!(e.contains("MirrorPad") && e.contains(b.name()) && e.contains("at most 2"), "{e}");
+
+        // The gradient adds each mirrored element's cotangent back to its source.
+        let xf = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap().to_backend(b).unwrap();
+        let w = Tensor::from_vec((1..=7).map(|v| v as f32).collect::<Vec<_>>(), &[7]).unwrap().to_backend(b).unwrap();
+        let g =
+            opforge::grad(|x| ops::sum(&ops::mul(&ops::mirror_pad(x, &[vec![2, 2]], Reflect)?, &w)?, None, false))(&xf)
+                .unwrap();
+        // Output positions 0..7 read x[2, 1, 0, 1, 2, 1, 0] with weights 1..7.
+        assert_eq!(g.to_vec::<f32>().unwrap(), [3.0 + 7.0, 2.0 + 4.0 + 6.0, 1.0 + 5.0], "on {b}");
+    }
+}

@@ -2,7 +2,7 @@
 //! kernels of several tensors, `dy` cut back into one piece per tensor.
 
 use super::{dims, unbroadcast};
-use crate::kernels::{AddN, Concat, DepthToSpace, Pack, Reverse, SpaceToDepth, Tile};
+use crate::kernels::{AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, Tile};
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::rules::permutation;
 use crate::{gradient, ops, DType, Error, Result, Tensor};
@@ -120,4 +120,35 @@ fn depth_to_space_grad(block_size: i64, dy: &Tensor) -> Result<Tensor> {
 #[gradient(SpaceToDepth)]
 fn space_to_depth_grad(block_size: i64, dy: &Tensor) -> Result<Tensor> {
     ops::depth_to_space(dy, block_size)
+}
+
+/// Axis by axis, `dy` folded back: the middle block, plus each side's block
+/// reversed and added where it was mirrored from (one further in for
+/// `reflect`, which leaves the edge out).
+#[gradient(MirrorPad)]
+fn mirror_pad_grad(x: &Tensor, paddings: &[Vec<i64>], mode: MirrorPadMode, dy: &Tensor) -> Result<Tensor> {
+    let s = i64::from(mode == MirrorPadMode::Symmetric);
+    let mut g = dy.clone();
+    for (d, p) in paddings.iter().enumerate() {
+        let (b, a, n) = (p[0], p[1], x.shape()[d] as i64);
+        let block = |g: &Tensor, start: i64, len: i64| {
+            let (mut begin, mut size) = (vec![0i64; g.rank()], vec![-1i64; g.rank()]);
+            (begin[d], size[d]) = (start, len);
+            ops::slice(g, &begin, &size)
+        };
+        let placed = |part: Tensor, before: i64, after: i64| {
+            let mut pads = vec![vec![0i64, 0]; part.rank()];
+            pads[d] = vec![before, after];
+            ops::pad(&ops::reverse(&part, &[d as i64])?, &pads, 0.0)
+        };
+        let mut folded = block(&g, b, n)?;
+        if b > 0 {
+            folded = ops::add(&folded, &placed(block(&g, 0, b)?, 1 - s, n - b - 1 + s)?)?;
+        }
+        if a > 0 {
+            folded = ops::add(&folded, &placed(block(&g, b + n, a)?, n - a - 1 + s, 1 - s)?)?;
+        }
+        g = folded;
+    }
+    Ok(g)
 }

@@ -2,7 +2,7 @@
 //! `Slice`, `PadV2`, and those of several tensors: `Concat`, `Pack`, `AddN`.
 
 use super::{for_rows, offset, output, rule_error, unsupported, CpuTensor};
-use crate::kernels::{AddN, Concat, DepthToSpace, Pack, Reverse, SpaceToDepth, Tile};
+use crate::kernels::{AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, Tile};
 use crate::kernels::{Cast, Reshape, Transpose};
 use crate::shape::{rules::permutation, strides};
 use crate::{kernel, DType, Element, Result, TensorList, TensorMeta};
@@ -266,6 +266,10 @@ pub(crate) enum Remap {
     Reverse,
     /// Modulo the input's dim (`Tile`).
     Tile,
+    /// Shifted back by `before` and mirrored in where it falls outside the
+    /// input (`MirrorPad`), about the edge element or, `symmetric`,
+    /// repeating it.
+    Mirror { before: usize, symmetric: bool },
 }
 
 impl Remap {
@@ -274,6 +278,16 @@ impl Remap {
             Remap::Keep => k,
             Remap::Reverse => dim - 1 - k,
             Remap::Tile => k % dim,
+            Remap::Mirror { before, symmetric } => {
+                let (j, n, s) = (k as isize - before as isize, dim as isize, isize::from(symmetric));
+                (if j < 0 {
+                    -j - s
+                } else if j >= n {
+                    2 * n - 2 + s - j
+                } else {
+                    j
+                }) as usize
+            }
         }
     }
 }
@@ -360,4 +374,15 @@ fn depth_to_space(x: &CpuTensor, block_size: i64, out: &TensorMeta) -> Result<Cp
 #[kernel(SpaceToDepth, cpu)]
 fn space_to_depth(x: &CpuTensor, block_size: i64, out: &TensorMeta) -> Result<CpuTensor> {
     blocks_moved(x, block_size, false, out)
+}
+
+#[kernel(MirrorPad, cpu)]
+fn mirror_pad(x: &CpuTensor, paddings: &[Vec<i64>], mode: MirrorPadMode, out: &TensorMeta) -> Result<CpuTensor> {
+    remap_any(x, &mirrors(paddings, mode), out)
+}
+
+/// `MirrorPad`'s remap of each axis.
+pub(crate) fn mirrors(paddings: &[Vec<i64>], mode: MirrorPadMode) -> Vec<Remap> {
+    let symmetric = mode == MirrorPadMode::Symmetric;
+    paddings.iter().map(|p| Remap::Mirror { before: p.first().map_or(0, |&b| b as usize), symmetric }).collect()
 }

@@ -4,7 +4,7 @@ mod binary;
 mod conv;
 pub(crate) use binary::{broadcast_strides, collapse, Dims};
 pub(crate) use index::check_indices;
-pub(crate) use layout::{block_view, reversed_axes, Remap};
+pub(crate) use layout::{block_view, mirrors, reversed_axes, Remap};
 mod index;
 mod layout;
 mod make;

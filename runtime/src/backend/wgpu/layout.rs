@@ -4,8 +4,8 @@
 //! and `Pack` (rows placed side by side), `AddN` (a running sum).
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::backend::cpu::{block_view, broadcast_strides, collapse, reversed_axes, Remap};
-use crate::kernels::{AddN, Concat, DepthToSpace, Pack, Reverse, SpaceToDepth, Tile};
+use crate::backend::cpu::{block_view, broadcast_strides, collapse, mirrors, reversed_axes, Remap};
+use crate::kernels::{AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, Tile};
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::{rules::permutation, strides};
 use crate::{kernel, DType, Result, TensorList, TensorMeta};
@@ -156,10 +156,17 @@ fn remap(kernel: &'static str, x: &WgpuTensor, modes: &[Remap], out: &TensorMeta
         Remap::Keep => 0,
         Remap::Reverse => 1,
         Remap::Tile => 2,
+        Remap::Mirror { symmetric: false, .. } => 3,
+        Remap::Mirror { symmetric: true, .. } => 4,
+    };
+    let before = |m: &Remap| match m {
+        Remap::Mirror { before, .. } => *before,
+        _ => 0,
     };
     let mut params = vec![out.numel() as u32, rank as u32];
     params.extend(modes.iter().map(code));
     params.extend(out.shape.iter().chain(x.shape()).chain(&strides(x.shape())).map(|&v| v as u32));
+    params.extend(modes.iter().map(|m| before(m) as u32));
     Program { kernel, shader: &SHADER, entry: "remap", op: 0 }.run(&[x], out, &params)
 }
 
@@ -193,4 +200,9 @@ fn depth_to_space(x: &WgpuTensor, block_size: i64, out: &TensorMeta) -> Result<W
 #[kernel(SpaceToDepth, wgpu)]
 fn space_to_depth(x: &WgpuTensor, block_size: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     blocks_moved("SpaceToDepth", x, block_size, false, out)
+}
+
+#[kernel(MirrorPad, wgpu)]
+fn mirror_pad(x: &WgpuTensor, paddings: &[Vec<i64>], mode: MirrorPadMode, out: &TensorMeta) -> Result<WgpuTensor> {
+    remap("MirrorPad", x, &mirrors(paddings, mode), out)
 }

@@ -16,7 +16,7 @@ override OP: u32 = 0u;
 // value, out_shape[rank], x_shape[rank], before[rank], x_strides[rank]];
 // convert_words: [n]; convert_words_x4: [vector count]; join_rows: [n,
 // width, row, at]; copy_words, add_f32, add_i32: [n]; remap: [n, rank,
-// modes[rank], out_shape[rank], x_shape[rank], x_strides[rank]]
+// modes[rank], out_shape[rank], x_shape[rank], x_strides[rank], before[rank]]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
 // Output element i is input element base + sum(index[d] * x_strides[d]): a
@@ -156,7 +156,9 @@ fn add_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
 }
 
 // Output element i reads x at its coordinates, each remapped by its axis's
-// mode: 0 the same, 1 from the end (Reverse), 2 modulo x's dim (Tile).
+// mode: 0 the same, 1 from the end (Reverse), 2 modulo x's dim (Tile), 3
+// and 4 shifted back by `before` and mirrored in about the edge (reflect)
+// or repeating it (symmetric) (MirrorPad).
 @compute @workgroup_size(256)
 fn remap(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
@@ -175,6 +177,12 @@ fn remap(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups)
         switch param(1u + d) {
             case 1u: { c = size - 1u - k; }
             case 2u: { c = k % size; }
+            case 3u, 4u: {
+                let s = select(0, 1, param(1u + d) == 4u);
+                let j = i32(k) - i32(param(1u + 4u * rank + d));
+                let n = i32(size);
+                c = u32(select(select(j, 2 * n - 2 + s - j, j >= n), -j - s, j < 0));
+            }
             default: {}
         }
         offset += c * param(1u + 3u * rank + d);
