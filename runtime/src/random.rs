@@ -40,13 +40,7 @@ impl Rng {
     }
 
     pub(crate) fn uniform(&mut self, low: f32, high: f32) -> f32 {
-        let v = low + (high - low) * self.unit();
-        // Rounding can land on `high`; keep the interval half-open.
-        if v >= high && high > low {
-            low.max(high - (high - low) * f32::EPSILON)
-        } else {
-            v
-        }
+        between(low, high, self.unit())
     }
 
     /// Box-Muller; one value per call keeps the sequence simple to reason about.
@@ -54,6 +48,18 @@ impl Rng {
         let u1 = 1.0 - ((self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64));
         let u2 = (self.next_u64() >> 11) as f64 * (1.0 / (1u64 << 53) as f64);
         ((-2.0 * u1.ln()).sqrt() * (std::f64::consts::TAU * u2).cos()) as f32
+    }
+}
+
+/// `u` in [0, 1) mapped onto [low, high): rounding can land on `high`, so
+/// the interval is kept half-open. make.wgsl's `random_uniform` does the same.
+#[inline]
+pub(crate) fn between(low: f32, high: f32, u: f32) -> f32 {
+    let v = low + (high - low) * u;
+    if v >= high && high > low {
+        low.max(high - (high - low) * f32::EPSILON)
+    } else {
+        v
     }
 }
 

@@ -39,18 +39,10 @@ fn fill(shape: &[i64], value: f64, dtype: DType, out: &TensorMeta) -> Result<Cpu
 }
 
 /// The counter-based draw of `crate::random`, as the wgpu kernel computes
-/// it: value `i` is `minval + (maxval - minval) * unit(i)`, kept below
-/// `maxval` where rounding would reach it.
+/// it: value `i` is `unit(i)` mapped onto `[minval, maxval)`.
 #[kernel(RandomUniform, cpu)]
 fn random_uniform(shape: &[i64], minval: f64, maxval: f64, seed: i64, out: &TensorMeta) -> Result<CpuTensor> {
     let _ = shape; // Checked by the shape function, and `out`'s shape.
     let (low, high, keys) = (minval as f32, maxval as f32, crate::random::keys(seed));
-    generate(out, |i| {
-        let v = low + (high - low) * crate::random::unit(i as u32, keys);
-        if v >= high && high > low {
-            low.max(high - (high - low) * f32::EPSILON)
-        } else {
-            v
-        }
-    })
+    generate(out, |i| crate::random::between(low, high, crate::random::unit(i as u32, keys)))
 }

@@ -252,6 +252,28 @@ impl Program {
         Program::run_passes(&[(*self, params, grid)], inputs, out)
     }
 
+    /// A fresh buffer for an output of `n` elements, once it and `inputs`
+    /// are each within the storage binding limit (an error naming `kernel`
+    /// otherwise).
+    fn output<'a>(
+        kernel: &'static str,
+        inputs: impl Iterator<Item = &'a WgpuTensor>,
+        n: usize,
+    ) -> Result<pool::GpuBuffer> {
+        for bytes in inputs.map(|t| t.bytes()).chain([n as u64 * 4]) {
+            if bytes > device::MAX_BINDING {
+                return Err(device::backend_error(
+                    kernel,
+                    format!(
+                        "a {bytes}-byte buffer exceeds the {} MiB storage binding limit; split the tensor",
+                        device::MAX_BINDING >> 20
+                    ),
+                ));
+            }
+        }
+        pool::GpuBuffer::output(kernel, n as u64 * 4)
+    }
+
     /// Runs `passes` in order, each a program with its parameters and grid,
     /// all binding `inputs` and one fresh buffer for `out`: a pass may read
     /// what an earlier one wrote (a zeroing pass before an accumulation).
@@ -263,18 +285,7 @@ impl Program {
     ) -> Result<WgpuTensor> {
         let kernel = passes.first().map_or("", |p| p.0.kernel);
         let n = out.numel();
-        for bytes in inputs.iter().map(|t| t.bytes()).chain([n as u64 * 4]) {
-            if bytes > device::MAX_BINDING {
-                return Err(device::backend_error(
-                    kernel,
-                    format!(
-                        "a {bytes}-byte buffer exceeds the {} MiB storage binding limit; split the tensor",
-                        device::MAX_BINDING >> 20
-                    ),
-                ));
-            }
-        }
-        let y = pool::GpuBuffer::output(kernel, n as u64 * 4)?;
+        let y = Program::output(kernel, inputs.iter().copied(), n)?;
         if n > 0 {
             let g = gpu(kernel)?;
             let bound: SmallVec<[Bound<'_>; 4]> =
@@ -295,18 +306,7 @@ impl Program {
     pub(crate) fn run_each(passes: &[(Program, &WgpuTensor, Vec<u32>, Grid)], out: &TensorMeta) -> Result<WgpuTensor> {
         let kernel = passes.first().map_or("", |p| p.0.kernel);
         let n = out.numel();
-        for bytes in passes.iter().map(|p| p.1.bytes()).chain([n as u64 * 4]) {
-            if bytes > device::MAX_BINDING {
-                return Err(device::backend_error(
-                    kernel,
-                    format!(
-                        "a {bytes}-byte buffer exceeds the {} MiB storage binding limit; split the tensor",
-                        device::MAX_BINDING >> 20
-                    ),
-                ));
-            }
-        }
-        let y = pool::GpuBuffer::output(kernel, n as u64 * 4)?;
+        let y = Program::output(kernel, passes.iter().map(|p| p.1), n)?;
         if n > 0 {
             let g = gpu(kernel)?;
             for (program, x, params, grid) in passes.iter().filter(|p| p.1.numel() > 0) {
