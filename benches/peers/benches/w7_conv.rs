@@ -18,7 +18,8 @@ use std::time::Duration;
 use candle_core::{Device, Tensor as CTensor, Var};
 use opforge::kernels::Padding;
 use opforge::{ops, Tensor};
-use opforge_peers::{interleaved, Job, Rng};
+use opforge_peers::stream::gemm_mkn;
+use opforge_peers::{interleaved, print_vs_candle, Job, Rng};
 
 const N: usize = 32;
 const SIDE: usize = 32;
@@ -82,57 +83,44 @@ fn candle_backward(x: &Var, w: &Var, g: &CTensor) -> candle_core::Result<(CTenso
     Ok((grads.get(x.as_tensor()).ok_or_else(missing)?.clone(), grads.get(w.as_tensor()).ok_or_else(missing)?.clone()))
 }
 
-/// `dst = a @ b` for row-major `m x k` and `k x n` through the `gemm` crate.
-fn gemm_mkn(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], dst: &mut [f32]) {
-    assert!(a.len() == m * k && b.len() == k * n && dst.len() == m * n);
-    // SAFETY: the asserts prove the three row-major matrices' lengths for
-    // the strides given; `dst` is borrowed exclusively and not read.
-    unsafe {
-        gemm::gemm(
-            m,
-            n,
-            k,
-            dst.as_mut_ptr(),
-            1,
-            n as isize,
-            false,
-            a.as_ptr(),
-            1,
-            k as isize,
-            b.as_ptr(),
-            1,
-            n as isize,
-            0.0,
-            1.0,
-            false,
-            false,
-            false,
-            gemm::Parallelism::Rayon(rayon::current_num_threads()),
-        );
-    }
-}
-
 fn close(what: &str, a: &[f32], b: &[f32]) {
     let scale = b.iter().map(|v| v.abs()).fold(0.0f32, f32::max).max(1.0);
     let worst = a.iter().zip(b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
     assert!(worst <= 1e-3 * scale, "{what}: opforge and candle differ by {worst} (scale {scale})");
 }
 
-fn sanity_check(d: &Data) {
-    let (x, w, g) = (
-        Tensor::from_slice(&d.x, &[N, SIDE, SIDE, CIN]).unwrap(),
-        Tensor::from_slice(&d.w, &[K, K, CIN, COUT]).unwrap(),
-        Tensor::from_slice(&d.g, &[N, SIDE, SIDE, COUT]).unwrap(),
-    );
-    let dev = Device::Cpu;
-    let cx = Var::from_slice(&to_nchw(&d.x, [N, SIDE, SIDE, CIN]), &[N, CIN, SIDE, SIDE], &dev).unwrap();
-    let cw = Var::from_slice(&to_oihw(&d.w), &[COUT, CIN, K, K], &dev).unwrap();
-    let cg = CTensor::from_slice(&to_nchw(&d.g, [N, SIDE, SIDE, COUT]), &[N, COUT, SIDE, SIDE], &dev).unwrap();
-    let y = opforge_forward(&x, &w).unwrap().to_vec::<f32>().unwrap();
-    let cy = candle_forward(cx.as_tensor(), cw.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
+/// The data as each library takes it: opforge's NHWC input, HWIO filter
+/// and cotangent; candle's NCHW and OIHW ones.
+struct Inputs {
+    x: Tensor,
+    w: Tensor,
+    g: Tensor,
+    cx: Var,
+    cw: Var,
+    cg: CTensor,
+}
+
+impl Inputs {
+    fn new(d: &Data) -> Inputs {
+        let dev = Device::Cpu;
+        Inputs {
+            x: Tensor::from_slice(&d.x, &[N, SIDE, SIDE, CIN]).unwrap(),
+            w: Tensor::from_slice(&d.w, &[K, K, CIN, COUT]).unwrap(),
+            g: Tensor::from_slice(&d.g, &[N, SIDE, SIDE, COUT]).unwrap(),
+            cx: Var::from_slice(&to_nchw(&d.x, [N, SIDE, SIDE, CIN]), &[N, CIN, SIDE, SIDE], &dev).unwrap(),
+            cw: Var::from_slice(&to_oihw(&d.w), &[COUT, CIN, K, K], &dev).unwrap(),
+            cg: CTensor::from_slice(&to_nchw(&d.g, [N, SIDE, SIDE, COUT]), &[N, COUT, SIDE, SIDE], &dev).unwrap(),
+        }
+    }
+}
+
+fn sanity_check(i: &Inputs) {
+    let y = opforge_forward(&i.x, &i.w).unwrap().to_vec::<f32>().unwrap();
+    let cy =
+        candle_forward(i.cx.as_tensor(), i.cw.as_tensor()).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap();
     close("forward", &to_nchw(&y, [N, SIDE, SIDE, COUT]), &cy);
-    let grads = opforge_backward(&x, &w, &g).unwrap();
-    let (_, cdw) = candle_backward(&cx, &cw, &cg).unwrap();
+    let grads = opforge_backward(&i.x, &i.w, &i.g).unwrap();
+    let (_, cdw) = candle_backward(&i.cx, &i.cw, &i.cg).unwrap();
     close(
         "filter gradient",
         &to_oihw(&grads[1].to_vec::<f32>().unwrap()),
@@ -151,18 +139,10 @@ fn main() {
         w: rng.uniform(K * K * CIN * COUT, -0.1, 0.1),
         g: rng.uniform(N * SIDE * SIDE * COUT, -1.0, 1.0),
     };
-    sanity_check(&d);
+    let inputs = Inputs::new(&d);
+    sanity_check(&inputs);
     println!("threads: rayon {}, candle {}", rayon::current_num_threads(), candle_core::utils::get_num_threads());
-
-    let (x, w, g) = (
-        Tensor::from_slice(&d.x, &[N, SIDE, SIDE, CIN]).unwrap(),
-        Tensor::from_slice(&d.w, &[K, K, CIN, COUT]).unwrap(),
-        Tensor::from_slice(&d.g, &[N, SIDE, SIDE, COUT]).unwrap(),
-    );
-    let dev = Device::Cpu;
-    let cx = Var::from_slice(&to_nchw(&d.x, [N, SIDE, SIDE, CIN]), &[N, CIN, SIDE, SIDE], &dev).unwrap();
-    let cw = Var::from_slice(&to_oihw(&d.w), &[COUT, CIN, K, K], &dev).unwrap();
-    let cg = CTensor::from_slice(&to_nchw(&d.g, [N, SIDE, SIDE, COUT]), &[N, COUT, SIDE, SIDE], &dev).unwrap();
+    let Inputs { x, w, g, cx, cw, cg } = inputs;
     // The bound: the forward's GEMM on its im2col matrix, buffers made once.
     let (m, k) = (N * SIDE * SIDE, K * K * CIN);
     let (a, b) = (rng.uniform(m * k, -1.0, 1.0), rng.uniform(k * COUT, -1.0, 1.0));
@@ -172,7 +152,7 @@ fn main() {
     let mut forward: Vec<(&'static str, Job)> = vec![
         ("opforge", Box::new(move || drop(black_box(opforge_forward(&x2, &w2).unwrap())))),
         ("candle", Box::new(move || drop(black_box(candle_forward(cx2.as_tensor(), cw2.as_tensor()).unwrap())))),
-        ("gemm", Box::new(move || gemm_mkn(m, k, COUT, &a, &b, black_box(&mut dst)))),
+        ("gemm", Box::new(move || gemm_mkn(m, k, COUT, &a, &b, black_box(&mut dst), rayon::current_num_threads()))),
     ];
     let f = interleaved(&mut forward, ROUNDS, Duration::from_millis(300));
     let mut backward: Vec<(&'static str, Job)> = vec![
@@ -183,17 +163,8 @@ fn main() {
 
     let rate = |t: f64| FLOPS / t / 1e9;
     println!("\nInterleaved: {ROUNDS} rounds of about 300 ms per implementation.");
-    println!("\n| W7 conv 3x3, 32x32x32x64 -> 64, same | opforge | candle | opforge / candle | target | met |");
-    println!("|---|---|---|---|---|---|");
-    for (name, r) in [("forward", &f), ("forward + backward", &b)] {
-        println!(
-            "| {name} | {:.1} ms | {:.1} ms | {:.2}x | <= 0.5x | {} |",
-            r[0].0 * 1e3,
-            r[1].0 * 1e3,
-            r[1].1,
-            if r[1].1 <= 0.5 { "yes" } else { "no" }
-        );
-    }
+    let rows: [(&str, &[(f64, f64)]); 2] = [("forward", &f), ("forward + backward", &b)];
+    print_vs_candle("W7 conv 3x3, 32x32x32x64 -> 64, same", &rows, 0.5);
     let share = rate(f[0].0) / rate(f[2].0);
     println!(
         "\nforward: opforge {:.1} GFLOP/s, gemm on the im2col matrix [{m}, {k}] x [{k}, {COUT}] {:.1} GFLOP/s: \

@@ -19,7 +19,7 @@ use std::time::Duration;
 use candle_core::{Device, Tensor as CTensor, Var, D};
 use candle_nn::ops::{layer_norm_slow, softmax};
 use opforge::{ops, Tensor};
-use opforge_peers::{interleaved, Job, Rng};
+use opforge_peers::{interleaved, print_vs_candle, Job, Rng};
 
 const B: usize = 16;
 const T: usize = 256;
@@ -134,16 +134,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let b = interleaved(&mut backward, ROUNDS, Duration::from_millis(400));
 
     println!("\nInterleaved: {ROUNDS} rounds of about 400 ms per library.");
-    println!("\n| W8 block, batch {B}, sequence {T}, width {W}, {H} heads | opforge | candle | opforge / candle | target | met |");
-    println!("|---|---|---|---|---|---|");
-    for (name, r) in [("forward", &f), ("forward + backward", &b)] {
-        println!(
-            "| {name} | {:.1} ms | {:.1} ms | {:.2}x | <= 0.5x | {} |",
-            r[0].0 * 1e3,
-            r[1].0 * 1e3,
-            r[1].1,
-            if r[1].1 <= 0.5 { "yes" } else { "no" }
-        );
-    }
+    let rows: [(&str, &[(f64, f64)]); 2] = [("forward", &f), ("forward + backward", &b)];
+    print_vs_candle(&format!("W8 block, batch {B}, sequence {T}, width {W}, {H} heads"), &rows, 0.5);
     Ok(())
 }

@@ -70,6 +70,22 @@ pub fn interleaved(jobs: &mut [(&'static str, Job)], rounds: usize, batch: std::
         .collect()
 }
 
+/// One row per measurement of an interleaved pass with opforge first and
+/// candle second: `| name | opforge | candle | opforge / candle | <= target | met |`.
+pub fn print_vs_candle(title: &str, rows: &[(&str, &[(f64, f64)])], target: f64) {
+    println!("\n| {title} | opforge | candle | opforge / candle | target | met |");
+    println!("|---|---|---|---|---|---|");
+    for (name, r) in rows {
+        println!(
+            "| {name} | {:.1} ms | {:.1} ms | {:.2}x | <= {target}x | {} |",
+            r[0].0 * 1e3,
+            r[1].0 * 1e3,
+            r[1].1,
+            if r[1].1 <= target { "yes" } else { "no" }
+        );
+    }
+}
+
 /// Memory-bandwidth and compute bounds, on rayon's pool.
 pub mod stream {
     use rayon::prelude::*;
@@ -123,23 +139,29 @@ pub mod stream {
     /// `dst = a @ b` for row-major `n x n` matrices through the `gemm` crate,
     /// as a user calling it directly would, on `threads` rayon threads.
     pub fn gemm(n: usize, a: &[f32], b: &[f32], dst: &mut [f32], threads: usize) {
-        assert!(a.len() == n * n && b.len() == n * n && dst.len() == n * n);
+        gemm_mkn(n, n, n, a, b, dst, threads);
+    }
+
+    /// `dst = a @ b` for row-major `m x k` and `k x n` matrices through the
+    /// `gemm` crate, on `threads` rayon threads.
+    pub fn gemm_mkn(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], dst: &mut [f32], threads: usize) {
+        assert!(a.len() == m * k && b.len() == k * n && dst.len() == m * n);
         let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
-        // SAFETY: all three are n x n, row-major (row stride n, column
-        // stride 1), and the asserts above prove their lengths; `dst` is
-        // borrowed exclusively and not read (`read_dst` is false).
+        // SAFETY: the asserts prove the three row-major matrices' lengths
+        // for the strides given (row stride = columns, column stride 1);
+        // `dst` is borrowed exclusively and not read (`read_dst` is false).
         unsafe {
             gemm::gemm(
+                m,
                 n,
-                n,
-                n,
+                k,
                 dst.as_mut_ptr(),
                 1,
                 n as isize,
                 false,
                 a.as_ptr(),
                 1,
-                n as isize,
+                k as isize,
                 b.as_ptr(),
                 1,
                 n as isize,
