@@ -78,7 +78,8 @@
 //! | `grad` | one of the two | the inputs that receive a gradient: an array of one or more distinct input names. See [gradients](#gradients-and-needs) |
 //! | `non_differentiable` | one of the two | why the kernel has no gradient: a string, not blank |
 //! | `output` | no | the name of the single output, snake_case; default `y`. It names the output among a gradient's arguments, so it must differ from the inputs and attrs |
-//! | `examples` | with `shape = "fn(...)"` | calls with the output shapes they give: an array of `{ shapes = [[...], ...], attrs = { ... }, output = [...] }`, one shape per input, every attr without a default given; the generated tests run them. See [shape functions](#shape-functions) |
+//! | `outputs` | no | instead of `output` and `output_dtype`: every output, each `"name"` (the inputs' dtype) or `"name: T"` / `"name: i32"` / `"name: dtype_attr"`, or one variadic `"*name"`; see [several outputs](#several-outputs) |
+//! | `examples` | with `shape = "fn(...)"` | calls with the output shapes they give: an array of `{ shapes = [[...], ...], attrs = { ... }, output = [...] }`, one shape per input, every attr without a default given (`outputs = [[...], ...]`, a shape per output, for a kernel of [several outputs](#several-outputs)); the generated tests run them. See [shape functions](#shape-functions) |
 //! | `output_dtype` | no | the output's dtype: the name of an attr of type `dtype` (the output takes the dtype the call passes), a type variable of a `dtypes` table, or a dtype such as `"bool"` (always that dtype). Absent: the inputs' dtype, or the one type variable's; a kernel with several must say. An attr is looked up first, so an attr called `bool` would win over the dtype |
 //! | `attrs` | no | the kernel's attributes, its non-tensor parameters: a table, see [attributes](#attributes) |
 //! | `domain` | no | `[low, high]`, the open interval of input values the kernel is defined and smooth on (`[0.0, inf]` for `Log`, `[-1.0, 1.0]` for `Asin`); the generated tests draw their inputs inside it. Absent: any value, drawn from +-(0.5, 2), away from the kinks at 0 |
@@ -121,7 +122,7 @@
 //!     err.to_string(),
 //!     "ops.toml:1:2: kernel `Neg` is missing required key `dtypes`\n\
 //!      ops.toml:5:1: unknown key `dtype` in kernel `Neg`, expected one of `op`, `doc`, `inputs`, `attrs`, \
-//!      `output`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, `examples`, `domain`; did \
+//!      `output`, `outputs`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, `examples`, `domain`; did \
 //!      you mean `dtypes`?"
 //! );
 //! ```
@@ -403,6 +404,62 @@
 //! # }
 //! ```
 //!
+//! # Several outputs
+//!
+//! `outputs` declares a kernel's outputs when it has more than one
+//! (TF.js's `TopK`, `FusedBatchNorm`), each a name with an optional type as
+//! inputs have: `outputs = ["values", "indices: i32"]`. An unannotated
+//! output has the inputs' dtype. A single `"*name"` declares a list of
+//! outputs whose length the call decides (`SplitV`, `Unpack`).
+//!
+//! - The generated op returns a struct, `TopKOutputs { values, indices }`,
+//!   or for a list a `Vec<Tensor>`; `Engine::run_all` gives any kernel's
+//!   outputs as a `Vec`.
+//! - A kernel returns a tuple of its backend's tensors in output order
+//!   (`Result<(CpuTensor, CpuTensor)>`), or a `Vec` of them, and its `out`
+//!   parameter is a slice of every output's meta.
+//! - A gradient may take each output by name and each cotangent as `d` and
+//!   the name, an `Option<&Tensor>`: `None` when nothing downstream used
+//!   that output (TopK's `indices`). A list's are `&[Tensor]` and
+//!   `&[Option<Tensor>]`.
+//! - The shape is a [Rust function](#shape-functions) returning one shape
+//!   per output (`Result<Vec<Shape>, String>`), and examples give
+//!   `outputs = [[...], ...]`, a shape per output.
+//!
+//! ```
+//! use opforge_spec::{DType, OutputDType, OutputDef};
+//!
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [TopK]
+//! op = "top_k"
+//! doc = "The `k` largest entries of each row, and where they were."
+//! inputs = ["x"]
+//! dtypes = ["f32", "i32"]
+//! outputs = ["values", "indices: i32"]
+//! shape = "fn(crate::rules::top_k)"
+//! grad = ["x"]
+//! examples = [{ shapes = [[2, 5]], attrs = { k = 3 }, outputs = [[2, 3], [2, 3]] }]
+//! [TopK.attrs]
+//! k = { type = "int" }
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let k = spec.kernel("TopK").unwrap();
+//! assert_eq!(k.outputs[1], OutputDef { name: "indices".into(), dtype: OutputDType::Fixed(DType::I32) });
+//! assert_eq!((k.outputs[0].cotangent(), k.several_outputs()), ("dvalues".to_owned(), true));
+//!
+//! let same = spec_text().replace("fn(f)", "same(x)");
+//! let err = opforge_spec::parse(&same, "ops.toml").unwrap_err();
+//! assert!(err.to_string().contains("kernel `TopK` has several outputs, so its shape must be a Rust function"));
+//! # fn spec_text() -> String {
+//! #     "[TopK]\nop = \"top_k\"\ndoc = \"top\"\ninputs = [\"x\"]\ndtypes = [\"f32\"]\n\
+//! #      outputs = [\"values\", \"indices: i32\"]\nshape = \"fn(f)\"\ngrad = [\"x\"]\n\
+//! #      examples = [{ shapes = [[1]], outputs = [[1], [1]] }]\n".into()
+//! # }
+//! ```
+//!
 //! # Shape rules
 //!
 //! `shape` is a call `rule(arg, ...)` naming inputs and attrs of the kernel.
@@ -576,9 +633,10 @@
 //! `NameAttrs` (one field per attr), `NameArgs` (what a `#[kernel]`
 //! function receives: the inputs and attrs), `NameGradientArgs` (what a
 //! `#[gradient]` function receives), and, for a kernel with `grad`,
-//! `NameGrads` (one tensor per `grad` input) and `NameNeeds`; and the op
-//! function named by `op`, taking the inputs as `&Tensor` and then every
-//! attr. The names are chosen so that TF.js's kernel names never collide
+//! `NameGrads` (one tensor per `grad` input) and `NameNeeds`; for a kernel
+//! of several outputs, `NameOutputs` (one tensor per output) and, with a
+//! shape function, `NameShapeFn`; and the op function named by `op`,
+//! taking the inputs as `&Tensor` and then every attr. The names are chosen so that TF.js's kernel names never collide
 //! (`Relu` and `ReluGrad` coexist); two kernels whose generated types would
 //! still share a name are rejected:
 //!

@@ -5,7 +5,7 @@ use crate::diag::{did_you_mean, quoted, Diag};
 use crate::model::{AttrDef, Example};
 use crate::tree::{Entry, Node, Value};
 
-const KEYS: [&str; 3] = ["shapes", "attrs", "output"];
+const KEYS: [&str; 4] = ["shapes", "attrs", "output", "outputs"];
 
 /// What `examples` is checked against; `None` parts are themselves broken,
 /// and the checks that need them are skipped.
@@ -17,6 +17,13 @@ pub(crate) struct Against<'a> {
     pub attrs: Option<&'a [AttrDef]>,
     /// Every attr name, also those whose definition is broken.
     pub attr_names: Option<Vec<&'a str>>,
+    /// For a kernel of several outputs, how many, and whether that is a
+    /// variadic output's any number: its examples give `outputs`, a shape
+    /// per output, instead of `output`.
+    pub several: Option<(usize, bool)>,
+    /// Whether `outputs` is itself broken: the examples' output shapes
+    /// are then not checked.
+    pub outputs_broken: bool,
 }
 
 /// Checks the `examples` entry (absent means none).
@@ -61,6 +68,26 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
         ok = false;
     }
     let field = |key: &str| fields.iter().find(|f| f.key == key);
+    let key = if k.several.is_some() { "outputs" } else { "output" };
+    let other = if k.several.is_some() { "output" } else { "outputs" };
+    if k.outputs_broken {
+        return None;
+    }
+    if let Some(f) = field(other) {
+        let msg = match k.several {
+            Some(_) => format!(
+                "example {n} gives `output`, but kernel `{}` has several outputs, expected `outputs = [[...], ...]` \
+                 with one shape per output",
+                k.kernel
+            ),
+            None => format!(
+                "example {n} gives `outputs`, but kernel `{}` has one output, expected `output = [...]`",
+                k.kernel
+            ),
+        };
+        d.error(f.at, msg);
+        ok = false;
+    }
     let mut required = |key: &str| {
         let f = field(key);
         if f.is_none() {
@@ -68,7 +95,7 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
         }
         f
     };
-    let (shapes_entry, output_entry) = (required("shapes"), required("output"));
+    let (shapes_entry, output_entry) = (required("shapes"), required(key));
     let shapes = shapes_entry.and_then(|f| {
         let what = format!("`shapes` of example {n}");
         let Value::Array(items) = &f.node.value else {
@@ -94,13 +121,38 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
             .collect();
         (shapes.len() == items.len()).then_some(shapes)
     });
-    let output = output_entry.and_then(|f| shape(d, &format!("`output` of example {n}"), &f.node, f.at));
+    let outputs = output_entry.and_then(|f| match k.several {
+        None => shape(d, &format!("`output` of example {n}"), &f.node, f.at).map(|s| vec![s]),
+        Some((count, variadic)) => {
+            let Value::Array(items) = &f.node.value else {
+                let msg = format!("`outputs` of example {n} must be an array of shapes, found {}", f.node.value.kind());
+                d.error(f.node.at_or(f.at), msg);
+                return None;
+            };
+            if !variadic && items.len() != count {
+                let msg = format!(
+                    "`outputs` of example {n} gives {} shapes, but kernel `{}` has {count} outputs, expected one \
+                     shape per output",
+                    items.len(),
+                    k.kernel
+                );
+                d.error(f.node.at_or(f.at), msg);
+                return None;
+            }
+            let shapes: Vec<Vec<usize>> = (items.iter().enumerate())
+                .filter_map(|(j, s)| shape(d, &format!("output {} of example {n}", j + 1), s, f.node.at_or(f.at)))
+                .collect();
+            (shapes.len() == items.len()).then_some(shapes)
+        }
+    });
     let attrs = attrs(d, field("attrs"), n, at, k);
     if !ok {
         return None;
     }
     let (line, _) = d.line_col(at);
-    Some(Example { shapes: shapes?, attrs: attrs?, output: output?, line })
+    let outputs = outputs?;
+    let output = outputs.first().cloned().unwrap_or_default();
+    Some(Example { shapes: shapes?, attrs: attrs?, output, outputs, line })
 }
 
 /// The example's attrs: known names, values of the attr's type, and every

@@ -78,7 +78,7 @@ mod validate;
 pub use diag::did_you_mean;
 pub use model::{
     AttrDef, AttrType, AttrValue, DType, Differentiable, EnumType, Error, Errors, Example, InputType, KernelDef,
-    OutputDType, ShapeRule, Spec, TypeVar,
+    OutputDType, OutputDef, ShapeRule, Spec, TypeVar,
 };
 
 /// The text of the built-in spec, opforge's own kernels.

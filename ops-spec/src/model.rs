@@ -37,13 +37,21 @@ pub struct KernelDef {
     pub type_vars: Vec<TypeVar>,
     /// Attributes, in file order; their names differ from each other and from the inputs.
     pub attrs: Vec<AttrDef>,
-    /// Name of the single output (`y` unless the spec says otherwise).
+    /// Name of the first output (`y` unless the spec says otherwise); the
+    /// only one, unless `outputs` declares several.
     pub output: String,
+    /// Every output, in order: one, unless the spec's `outputs` declares
+    /// several (`TopK`'s `values` and `indices`) or a variadic one.
+    pub outputs: Vec<OutputDef>,
+    /// Whether the one output is variadic (`outputs = ["*outputs"]`): a
+    /// list of tensors whose length the shape function decides (`SplitV`,
+    /// `Unpack`).
+    pub variadic_output: bool,
     /// The dtypes of the first type variable: in the one-set form
     /// (`dtypes = [...]`), those the inputs may have. Empty when every input
     /// has a fixed dtype.
     pub dtypes: Vec<DType>,
-    /// How the output dtype follows from the inputs and attrs.
+    /// How the first output's dtype follows from the inputs and attrs.
     pub output_dtype: OutputDType,
     /// How the output shape follows from the inputs and attrs.
     pub shape: ShapeRule,
@@ -83,6 +91,13 @@ impl KernelDef {
         format!("d{}", self.output)
     }
 
+    /// Whether the kernel has more than one output, or a variadic one: its
+    /// op then returns a struct of tensors (or a `Vec`), and its shape rule
+    /// is a Rust function giving every output's shape.
+    pub fn several_outputs(&self) -> bool {
+        self.variadic_output || self.outputs.len() > 1
+    }
+
     /// The type variable called `name`, if any.
     pub fn type_var(&self, name: &str) -> Option<&TypeVar> {
         self.type_vars.iter().find(|v| v.name == name)
@@ -94,6 +109,24 @@ impl KernelDef {
             InputType::Var(v) => self.type_var(v).map_or(&[], |v| &v.dtypes),
             InputType::Fixed(d) => std::slice::from_ref(d),
         }
+    }
+}
+
+/// One output of a kernel: `"values"` or `"indices: i32"` in `outputs`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct OutputDef {
+    /// Its name (snake_case); a gradient receives its cotangent as `d` and
+    /// the name.
+    pub name: String,
+    /// How its dtype follows from the inputs and attrs.
+    pub dtype: OutputDType,
+}
+
+impl OutputDef {
+    /// The name a gradient receives this output's cotangent by: `d` and
+    /// its name (`dvalues` for `values`).
+    pub fn cotangent(&self) -> String {
+        format!("d{}", self.name)
     }
 }
 
@@ -308,8 +341,11 @@ pub struct Example {
     pub shapes: Vec<Vec<usize>>,
     /// The attrs given, by name; the others take their defaults.
     pub attrs: Vec<(String, AttrValue)>,
-    /// The output shape the kernel gives for them.
+    /// The (first) output's shape the kernel gives for them.
     pub output: Vec<usize>,
+    /// Every output's shape, in order: `[output]` for a kernel of one
+    /// output; what `outputs = [[...], ...]` gives for one of several.
+    pub outputs: Vec<Vec<usize>>,
     /// 1-based line of the example in the spec file.
     pub line: usize,
 }

@@ -7,16 +7,17 @@
 use crate::attrs::{attrs, Attrs};
 use crate::diag::{camel_case_problem, did_you_mean, quoted, reserved_problem, snake_case_problem, Diag};
 use crate::examples::{examples, Against};
-use crate::model::{AttrType, DType, Differentiable, InputType, KernelDef, OutputDType, ShapeRule, TypeVar};
+use crate::model::{AttrType, DType, Differentiable, InputType, KernelDef, OutputDType, OutputDef, ShapeRule, TypeVar};
 use crate::rule::{self, Scope};
 use crate::tree::{Entry, Value};
 
-const KEYS: [&str; 12] = [
+const KEYS: [&str; 13] = [
     "op",
     "doc",
     "inputs",
     "attrs",
     "output",
+    "outputs",
     "dtypes",
     "output_dtype",
     "shape",
@@ -52,6 +53,9 @@ fn generated_types(k: &KernelDef) -> Vec<(String, &'static str)> {
     }
     if let ShapeRule::Fn { .. } = k.shape {
         names.push((format!("{}ShapeFn", k.name), "shape function signature"));
+    }
+    if k.outputs.len() > 1 {
+        names.push((format!("{}Outputs", k.name), "outputs"));
     }
     names
 }
@@ -146,10 +150,24 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
 
     let op = field("op").and_then(|f| op_name(d, f, name, ops));
     let doc = field("doc").and_then(|f| non_empty(d, f, "a one-line description"));
-    let declared = field("inputs").and_then(|f| inputs(d, f));
+    let declared = field("inputs").and_then(|f| declared(d, f, "input"));
     let inputs: Option<Vec<String>> = declared.as_ref().map(|i| i.iter().map(|i| i.name.clone()).collect());
     let attrs = attrs(d, field("attrs"), inputs.as_deref());
-    let output = match field("output") {
+    // `outputs` declares every output with its dtype; `output` and
+    // `output_dtype` describe the one output of the other kernels.
+    let several = field("outputs");
+    for key in ["output", "output_dtype"] {
+        if let (Some(_), Some(f)) = (several, field(key)) {
+            let msg = format!(
+                "`{key}` describes a kernel's one output, but `outputs` declares them all; give each output's name \
+                 and dtype in `outputs` (like `\"indices: i32\"`) and remove `{key}`"
+            );
+            d.error(f.at, msg);
+        }
+    }
+    let declared_outputs = several.and_then(|f| outputs(d, f, declared.as_deref(), attrs.as_ref()));
+    let output = match field("output").filter(|_| several.is_none()) {
+        _ if several.is_some() => declared_outputs.as_ref().and_then(|o| Some(o.first()?.name.clone())),
         // The default name must not be taken (TF.js's `EluGrad` has an input `y`).
         None => {
             let taken = declared.as_ref().and_then(|i| i.iter().find(|i| i.name == "y")).map(|i| ("input", i.at));
@@ -185,7 +203,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
     };
     // The gradient receives the output's cotangent as `d` + the output's
     // name, so no input or attr may be called that.
-    if let Some(out) = &output {
+    if let Some(out) = output.as_ref().filter(|_| several.is_none()) {
         let cotangent = format!("d{out}");
         let input = declared.as_ref().and_then(|i| i.iter().find(|i| i.name == cotangent)).map(|i| ("input", i.at));
         let attr = attrs.as_ref().and_then(|a| a.scope.iter().any(|(n, _)| *n == cotangent).then_some(("attr", e.at)));
@@ -215,10 +233,27 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         _ => None,
     };
     let output_dtype = match (field("output_dtype"), &vars, &input_types) {
+        _ if several.is_some() => None,
         (Some(f), _, _) => output_dtype(d, f, attrs.as_ref(), vars.as_ref()),
         (None, Some(vars), Some(types)) => default_output_dtype(d, e, vars, types),
         (None, _, _) => None,
     };
+    // Every output with its dtype: the one of `output`/`output_dtype`, or
+    // those `outputs` declares.
+    let outputs: Option<Vec<OutputDef>> = match (&declared_outputs, &output, &output_dtype) {
+        (None, Some(name), Some(dtype)) if several.is_none() => {
+            Some(vec![OutputDef { name: name.clone(), dtype: dtype.clone() }])
+        }
+        (Some(declared), _, _) => match (&vars, &input_types) {
+            (Some(vars), Some(types)) => output_types(d, name, declared, vars, types, attrs.as_ref()).map(|dtypes| {
+                declared.iter().zip(dtypes).map(|(o, dtype)| OutputDef { name: o.name.clone(), dtype }).collect()
+            }),
+            _ => None,
+        },
+        _ => None,
+    };
+    let variadic_output = declared_outputs.as_ref().is_some_and(|o| o.iter().any(|o| o.variadic));
+    let several_outputs = variadic_output || declared_outputs.as_ref().is_some_and(|o| o.len() > 1);
     let scope = Scope {
         inputs: inputs.as_deref(),
         attrs: attrs.as_ref().map(|a| a.scope.as_slice()),
@@ -236,6 +271,8 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         variadic,
         attrs: attrs.as_ref().map(|a| a.defs.as_slice()),
         attr_names: attrs.as_ref().map(|a| a.scope.iter().map(|(n, _)| n.as_str()).collect()),
+        several: several_outputs.then(|| (declared_outputs.as_ref().map_or(0, Vec::len), variadic_output)),
+        outputs_broken: several.is_some() && declared_outputs.is_none(),
     };
     let examples = examples(d, field("examples"), &against);
     if let (Some(ShapeRule::Fn { path }), Some(ex)) = (&shape, &examples) {
@@ -257,6 +294,15 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
             d.error(at(f), msg);
         }
     }
+    if let (true, Some(rule), Some(f)) = (several_outputs, &shape, field("shape")) {
+        if !matches!(rule, ShapeRule::Fn { .. }) {
+            let msg = format!(
+                "kernel `{name}` has several outputs, so its shape must be a Rust function that gives each one's, \
+                 expected `shape = \"fn(path::to::function)\"`"
+            );
+            d.error(at(f), msg);
+        }
+    }
     let domain = field("domain").map(|f| domain(d, f));
 
     let (line, col) = d.line_col(e.at);
@@ -268,9 +314,11 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         input_types: input_types?,
         attrs: attrs?.defs,
         output: output?,
+        output_dtype: outputs.as_ref()?.first()?.dtype.clone(),
+        outputs: outputs?,
+        variadic_output,
         dtypes: vars.as_ref()?.vars.first().map(|v| v.dtypes.clone()).unwrap_or_default(),
         type_vars: vars?.vars,
-        output_dtype: output_dtype?,
         shape: shape?,
         differentiable: differentiable?,
         examples: examples?,
@@ -320,7 +368,7 @@ fn op_name(d: &mut Diag, f: &Entry, kernel: &str, ops: &mut Vec<(String, String)
     Some(op)
 }
 
-/// An entry of `inputs`: `"name"` or `"name: Type"`.
+/// An entry of `inputs` or `outputs`: `"name"` or `"name: Type"`.
 struct Declared {
     name: String,
     /// `"*name"`: a list of one or more tensors.
@@ -330,9 +378,10 @@ struct Declared {
     at: usize,
 }
 
-/// `inputs`: distinct snake_case names, each optionally typed; none for a
-/// kernel that makes its output from attrs alone (`Range`, `Fill`).
-fn inputs(d: &mut Diag, f: &Entry) -> Option<Vec<Declared>> {
+/// `inputs` (`what` is `"input"`) or `outputs`: distinct snake_case
+/// names, each optionally typed; no inputs for a kernel that makes its
+/// output from attrs alone (`Range`, `Fill`).
+fn declared(d: &mut Diag, f: &Entry, what: &str) -> Option<Vec<Declared>> {
     let items = strings(d, f)?;
     let mut declared: Vec<Declared> = Vec::new();
     for (text, at) in items {
@@ -348,14 +397,23 @@ fn inputs(d: &mut Diag, f: &Entry) -> Option<Vec<Declared>> {
             None => (name, false),
         };
         if let Some(problem) = snake_case_problem(name) {
-            d.error(at, format!("input name `{name}` {problem}"));
+            d.error(at, format!("{what} name `{name}` {problem}"));
         } else if let Some(problem) = reserved_problem(name) {
-            d.error(at, format!("input name `{name}` {problem}"));
+            d.error(at, format!("{what} name `{name}` {problem}"));
         }
         if declared.iter().any(|n| n.name == name) {
-            d.error(at, format!("duplicate input `{name}`, expected distinct input names"));
+            d.error(at, format!("duplicate {what} `{name}`, expected distinct {what} names"));
         }
         declared.push(Declared { name: name.to_owned(), variadic, ty, at });
+    }
+    if let (Some(list), "output", true) = (declared.iter().find(|o| o.variadic), what, declared.len() > 1) {
+        let msg = format!(
+            "output `*{}` is a list of any number of tensors, so it must be the only output, expected \
+             `outputs = [\"*{}\"]`",
+            list.name, list.name
+        );
+        d.error(list.at, msg);
+        return None;
     }
     if let Some(early) = declared.iter().rev().skip(1).find(|i| i.variadic) {
         let msg = format!(
@@ -366,6 +424,118 @@ fn inputs(d: &mut Diag, f: &Entry) -> Option<Vec<Declared>> {
         return None;
     }
     Some(declared)
+}
+
+/// `outputs`: at least one, named apart from the inputs, the attrs and
+/// each other's cotangents (a gradient receives `values`' as `dvalues`).
+fn outputs(d: &mut Diag, f: &Entry, inputs: Option<&[Declared]>, attrs: Option<&Attrs>) -> Option<Vec<Declared>> {
+    let outputs = declared(d, f, "output")?;
+    if outputs.is_empty() {
+        let msg = "`outputs` must declare at least one output, like `outputs = [\"values\", \"indices: i32\"]`";
+        d.error(at(f), msg.to_owned());
+        return None;
+    }
+    let input = |n: &str| inputs.is_some_and(|i| i.iter().any(|i| i.name == n));
+    let attr = |n: &str| attrs.is_some_and(|a| a.scope.iter().any(|(a, _)| a == n));
+    let mut ok = true;
+    for o in &outputs {
+        let clash = if input(&o.name) {
+            Some("an input")
+        } else if attr(&o.name) {
+            Some("an attr")
+        } else {
+            None
+        };
+        if let Some(what) = clash {
+            d.error(o.at, format!("output `{}` has the same name as {what}, expected distinct names", o.name));
+            ok = false;
+        }
+        let cotangent = format!("d{}", o.name);
+        let clash = if input(&cotangent) {
+            Some("an input")
+        } else if attr(&cotangent) {
+            Some("an attr")
+        } else if outputs.iter().any(|p| p.name == cotangent) {
+            Some("an output")
+        } else {
+            None
+        };
+        if let Some(what) = clash {
+            let msg = format!(
+                "{what} is named `{cotangent}`, the name a gradient receives output `{}`'s cotangent by (`d` and \
+                 the output's name); name the output or the {} otherwise",
+                o.name,
+                &what[3..]
+            );
+            d.error(o.at, msg);
+            ok = false;
+        }
+    }
+    ok.then_some(outputs)
+}
+
+/// Each declared output's dtype: its annotation (a type variable, a dtype,
+/// or an attr of type `dtype`), else the inputs' one type variable.
+fn output_types(
+    d: &mut Diag,
+    kernel: &str,
+    outputs: &[Declared],
+    vars: &Vars,
+    inputs: &[InputType],
+    attrs: Option<&Attrs>,
+) -> Option<Vec<OutputDType>> {
+    let names: Vec<&str> = vars.vars.iter().filter(|_| !vars.list).map(|v| v.name.as_str()).collect();
+    let mut types = Vec::new();
+    for o in outputs {
+        let ty = match &o.ty {
+            None if inputs.is_empty() || vars.vars.len() != 1 => {
+                let msg = format!(
+                    "output `{}` has no dtype, and kernel `{kernel}` has {}, expected `\"{}: T\"` with a type \
+                     variable, a dtype, or an attr of type `dtype`",
+                    o.name,
+                    if inputs.is_empty() { "no inputs to take it from" } else { "several type variables" },
+                    o.name
+                );
+                d.error(o.at, msg);
+                None
+            }
+            None if inputs.iter().all(|t| matches!(t, InputType::Var(_))) => Some(OutputDType::SameAsInputs),
+            None => Some(OutputDType::Var(vars.vars[0].name.clone())),
+            Some((ty, at)) => {
+                let dtype_attr = attrs.and_then(|a| a.scope.iter().find(|(n, _)| n == ty)).map(|(_, t)| *t);
+                if let Some(t) = dtype_attr {
+                    match t {
+                        Some(AttrType::DType) => Some(OutputDType::Attr(ty.clone())),
+                        Some(other) => {
+                            let msg = format!(
+                                "output `{}` names attr `{ty}` of type `{other}`, expected an attr of type `dtype`",
+                                o.name
+                            );
+                            d.error(*at, msg);
+                            None
+                        }
+                        None => None,
+                    }
+                } else if let Some(dt) = DType::from_name(ty) {
+                    Some(OutputDType::Fixed(dt))
+                } else if names.contains(&ty.as_str()) {
+                    Some(OutputDType::Var(ty.clone()))
+                } else {
+                    let candidates: Vec<&str> = names.iter().copied().chain(DType::ALL.map(DType::name)).collect();
+                    let msg = format!(
+                        "unknown type `{ty}` of output `{}`, expected a type variable of `dtypes`, a dtype, or an \
+                         attr of type `dtype`{}",
+                        o.name,
+                        did_you_mean(ty, &candidates)
+                    );
+                    d.error(*at, msg);
+                    None
+                }
+            }
+        };
+        types.push(ty);
+    }
+    types.into_iter().collect()
 }
 
 /// The type variables of `dtypes`, and whether they were given as a list.

@@ -49,6 +49,7 @@ fn every_new_attr_type_and_a_shape_function_parse() {
                 ("padding".into(), AttrValue::Enum("valid".into()))
             ],
             output: vec![1, 2, 2, 2],
+            outputs: vec![vec![1, 2, 2, 2]],
             line: 8,
         }]
     );
@@ -187,7 +188,7 @@ fn example_mistakes() {
     );
     assert_errors(
         &ex("{ shapes = [[1]], attrs = { size = [1] }, output = [1], input = 2 }"),
-        &["ops.toml:8:69: unknown key `input` in example 1, expected one of `shapes`, `attrs`, `output`"],
+        &["ops.toml:8:69: unknown key `input` in example 1, expected one of `shapes`, `attrs`, `output`, `outputs`"],
     );
 }
 
