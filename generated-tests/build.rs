@@ -32,7 +32,8 @@ fn main() {
 struct Case {
     shapes: Vec<Vec<usize>>,
     attrs: Vec<(String, String)>,
-    expect: Vec<usize>,
+    /// Each output's shape.
+    expect: Vec<Vec<usize>>,
     /// Per input: `Some(n)` for an input of indices, whose values must lie
     /// in `0..n` (the rule says which inputs index and into what).
     bounds: Vec<Option<usize>>,
@@ -40,6 +41,10 @@ struct Case {
 
 impl Case {
     fn new(shapes: Vec<Vec<usize>>, attrs: Vec<(String, String)>, expect: Vec<usize>) -> Case {
+        Case::of_outputs(shapes, attrs, vec![expect])
+    }
+
+    fn of_outputs(shapes: Vec<Vec<usize>>, attrs: Vec<(String, String)>, expect: Vec<Vec<usize>>) -> Case {
         let bounds = vec![None; shapes.len()];
         Case { shapes, attrs, expect, bounds }
     }
@@ -116,7 +121,7 @@ fn example_cases(k: &KernelDef) -> Vec<Case> {
         .map(|e| {
             let chosen: Vec<(&str, String)> =
                 (e.attrs.iter()).filter_map(|(n, v)| Some((n.as_str(), value_expr(k.attr(n)?, v)))).collect();
-            Case::new(e.shapes.clone(), attrs(k, &chosen), e.output.clone())
+            Case::of_outputs(e.shapes.clone(), attrs(k, &chosen), e.outputs.clone())
         })
         .collect()
 }
@@ -463,7 +468,7 @@ fn run_expr(k: &KernelDef, n_inputs: usize, attrs: &[(String, String)]) -> Strin
     let inputs: Vec<String> = (0..n_inputs).map(|i| format!("&t{i}")).collect();
     let fields: Vec<String> = attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
     format!(
-        "Engine::run::<kernels::{name}>(&[{}], &kernels::{name}Attrs {{ {} }})",
+        "Engine::run_all::<kernels::{name}>(&[{}], &kernels::{name}Attrs {{ {} }})",
         inputs.join(", "),
         fields.join(", "),
         name = k.name
@@ -499,7 +504,9 @@ fn kernel_tests(k: &KernelDef) -> String {
     // A valid call's output has the meta the shape rule promises, for every allowed dtype.
     let case = valid_case(k);
     for d in test_dtypes(k) {
-        let out_dtype = match &k.output_dtype {
+        // Each output's dtype in the tests of `d`; a variadic output's
+        // tensors all have its one.
+        let dtype_of = |dtype: &OutputDType| match dtype {
             OutputDType::SameAsInputs => dtype_expr(d).to_owned(),
             OutputDType::Var(v) => {
                 let first = k.type_vars.first().is_some_and(|f| &f.name == v);
@@ -509,19 +516,25 @@ fn kernel_tests(k: &KernelDef) -> String {
             OutputDType::Fixed(f) => dtype_expr(*f).to_owned(),
             OutputDType::Attr(a) => case.attrs.iter().find(|(n, _)| n == a).map(|(_, v)| v.clone()).unwrap_or_default(),
         };
+        let dtypes: Vec<String> =
+            (0..case.expect.len()).map(|i| dtype_of(&k.outputs[i.min(k.outputs.len() - 1)].dtype)).collect();
         writeln!(
             t,
             r#"
     #[test]
     fn output_follows_shape_rule_{d}() {{
-        {tensors}        let y = {run}.expect("valid input");
-        assert_eq!(y.shape(), &{expect:?});
-        assert_eq!(y.dtype(), {out_dtype});
+        {tensors}        let ys = {run}.expect("valid input");
+        let shapes: Vec<Vec<usize>> = ys.iter().map(|y| y.shape().to_vec()).collect();
+        let want: Vec<Vec<usize>> = vec![{expect}];
+        assert_eq!(shapes, want);
+        let dtypes: Vec<DType> = ys.iter().map(|y| y.dtype()).collect();
+        assert_eq!(dtypes, [{dtypes}]);
     }}"#,
             d = d.name(),
             tensors = tensors(k, &case, d),
             run = run_expr(k, case.shapes.len(), &case.attrs),
-            expect = case.expect
+            expect = case.expect.iter().map(|s| format!("vec!{s:?}")).collect::<Vec<_>>().join(", "),
+            dtypes = dtypes.join(", "),
         )
         .unwrap();
     }
@@ -569,7 +582,7 @@ fn kernel_tests(k: &KernelDef) -> String {
                 r#"        {{
             let xs: [Tensor; {count}] = [{inputs}];
             let attrs = kernels::{name}Attrs {{ {fields} }};
-            check_parity({label:?}, &xs.iter().collect::<Vec<&Tensor>>(), |xs| Engine::run::<kernels::{name}>(xs, &attrs));
+            check_parity({label:?}, &xs.iter().collect::<Vec<&Tensor>>(), |xs| Engine::run_all::<kernels::{name}>(xs, &attrs));
         }}"#,
                 fields = fields.join(", "),
                 label = format!("{:?} {}", case.shapes, fields.join(", ")),
@@ -653,7 +666,7 @@ fn kernel_tests(k: &KernelDef) -> String {
     fn gradient_matches_finite_differences() {{
         let inputs = vec![{inputs}];
         let attrs = kernels::{name}Attrs {{ {fields} }};
-        check_gradient(inputs, &{which:?}, |xs| Engine::run::<kernels::{name}>(&[{refs}], &attrs));
+        check_gradient(inputs, &{which:?}, |xs| Engine::run_all::<kernels::{name}>(&[{refs}], &attrs));
     }}"#,
             fields = fields.join(", ")
         )

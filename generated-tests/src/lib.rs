@@ -25,11 +25,22 @@ mod generated {
     }
 
     /// f32 values in +-(0.5, 2): away from the kinks of abs, relu and max at
-    /// 0, and from ties, seeded per input; or uniform in `within`, for
-    /// kernels with a domain (and reductions, which sum positive values).
+    /// 0, seeded per input; or in `within`, for kernels with a domain (and
+    /// reductions, which sum positive values). The magnitudes are spread
+    /// evenly over the range in a random order, one per step of width
+    /// `range / n`, so no two are closer than the finite differences' steps
+    /// in the small gradient cases: a near tie would flip the order that
+    /// `max`, pooling or `top_k` pick by between the two evaluations.
     fn sample(shape: &[usize], within: Option<(f32, f32)>, seed: u64) -> Tensor {
         let (low, high) = within.unwrap_or((0.5, 2.0));
-        let v = Tensor::random_uniform(shape, low, high, 100 + seed).expect("a valid shape").to_vec::<f32>().unwrap();
+        let u = Tensor::random_uniform(shape, 0.0, 1.0, 100 + seed).expect("a valid shape").to_vec::<f32>().unwrap();
+        let mut order: Vec<usize> = (0..u.len()).collect();
+        order.sort_by(|&a, &b| u[a].total_cmp(&u[b]));
+        let mut v = vec![0.0f32; u.len()];
+        let step = (high - low) / u.len().max(1) as f32;
+        for (rank, &i) in order.iter().enumerate() {
+            v[i] = low + step * (rank as f32 + 0.5);
+        }
         let signed =
             v.iter()
                 .enumerate()
@@ -37,15 +48,30 @@ mod generated {
         Tensor::from_vec(signed.collect(), shape).unwrap()
     }
 
-    /// Compares the registered gradient of `sum(f(xs) * w)`, for a fixed
-    /// random `w`, with central differences, for each input in `which`.
-    fn check_gradient(inputs: Vec<Tensor>, which: &[usize], f: impl Fn(&[Tensor]) -> opforge::Result<Tensor>) {
+    /// `sum(ys[i] * ws[i])` over the outputs that have a weight.
+    fn weighted(ys: &[Tensor], ws: &[Option<Tensor>]) -> opforge::Result<Tensor> {
         use opforge::ops;
-        let out = f(&inputs).expect("valid input");
-        let w = Tensor::random_uniform(out.shape(), -1.0, 1.0, 7).unwrap();
+        let mut total = Tensor::scalar(0.0f32);
+        for (y, w) in ys.iter().zip(ws) {
+            if let Some(w) = w {
+                total = ops::add(&total, &ops::sum(&ops::mul(y, w)?, None, false)?)?;
+            }
+        }
+        Ok(total)
+    }
+
+    /// Compares the registered gradient of `sum(f(xs)[i] * w[i])` over the
+    /// f32 outputs, for fixed random `w`, with central differences, for
+    /// each input in `which`.
+    fn check_gradient(inputs: Vec<Tensor>, which: &[usize], f: impl Fn(&[Tensor]) -> opforge::Result<Vec<Tensor>>) {
+        let outs = f(&inputs).expect("valid input");
+        let ws: Vec<Option<Tensor>> = (outs.iter().enumerate())
+            .map(|(i, y)| {
+                (y.dtype() == DType::F32).then(|| Tensor::random_uniform(y.shape(), -1.0, 1.0, 7 + i as u64).unwrap())
+            })
+            .collect();
         let loss = |xs: &[Tensor]| -> f64 {
-            let y = f(xs).expect("valid input");
-            ops::sum(&ops::mul(&y, &w).unwrap(), None, false).unwrap().to_scalar::<f32>().unwrap() as f64
+            weighted(&f(xs).expect("valid input"), &ws).unwrap().to_scalar::<f32>().unwrap() as f64
         };
         // Differentiated with respect to the inputs in `which` only: the
         // others may be ones the kernel has no gradient for.
@@ -57,8 +83,7 @@ mod generated {
             xs
         };
         let sources: Vec<Tensor> = which.iter().map(|&i| inputs[i].clone()).collect();
-        let analytic = opforge::grads(|s: &[Tensor]| ops::sum(&ops::mul(&f(&with(s))?, &w)?, None, false))(&sources)
-            .expect("gradient");
+        let analytic = opforge::grads(|s: &[Tensor]| weighted(&f(&with(s))?, &ws))(&sources).expect("gradient");
         for (k, &i) in which.iter().enumerate() {
             let base = inputs[i].to_vec::<f32>().unwrap();
             let got = analytic[k].to_vec::<f32>().unwrap();
@@ -103,34 +128,41 @@ mod generated {
         Tensor::from_vec(u.to_vec::<f32>().unwrap().iter().map(|&x| x < 0.5).collect::<Vec<bool>>(), shape).unwrap()
     }
 
-    /// Runs `f` on `inputs` and on copies of them on wgpu: the results agree
-    /// (f32 within shader rounding, NaN where the cpu has NaN) and the second
+    /// Runs `f` on `inputs` and on copies of them on wgpu: each output
+    /// agrees (f32 within shader rounding, NaN where the cpu has NaN) and
     /// lives on wgpu. The cpu fallback is off, so the kernel's own wgpu
     /// implementation ran. Without an adapter it prints a SKIP line, or
     /// fails under `OPFORGE_REQUIRE_GPU=1`.
-    fn check_parity(case: &str, inputs: &[&Tensor], f: impl Fn(&[&Tensor]) -> opforge::Result<Tensor>) {
+    fn check_parity(case: &str, inputs: &[&Tensor], f: impl Fn(&[&Tensor]) -> opforge::Result<Vec<Tensor>>) {
         if !opforge::backend::wgpu::adapter_or_skip(case) {
             return;
         }
-        let want = f(inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
+        let wants = f(inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
         let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(BackendId::Wgpu).unwrap()).collect();
         // A kernel without inputs runs on the default backend.
         let on_wgpu = || opforge::with_fallback(false, || f(&moved.iter().collect::<Vec<_>>()));
-        let got = opforge::with_default_backend(BackendId::Wgpu, on_wgpu)
+        let gots = opforge::with_default_backend(BackendId::Wgpu, on_wgpu)
             .and_then(|r| r)
             .unwrap_or_else(|e| panic!("{case} on wgpu: {e}"));
-        assert_eq!(got.backend(), BackendId::Wgpu, "{case}");
-        assert_eq!(got.meta(), want.meta(), "{case}");
-        match want.dtype() {
-            DType::F32 => {
-                let (w, g) = (want.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
-                for (i, (w, g)) in w.iter().zip(&g).enumerate() {
-                    let close = (w - g).abs() <= 2e-5 * w.abs().max(1.0) || (w.is_nan() && g.is_nan()) || w == g;
-                    assert!(close, "{case}, element {i}: cpu {w}, wgpu {g}");
+        assert_eq!(gots.len(), wants.len(), "{case}: outputs");
+        for (o, (want, got)) in wants.iter().zip(&gots).enumerate() {
+            assert_eq!(got.backend(), BackendId::Wgpu, "{case}");
+            assert_eq!(got.meta(), want.meta(), "{case}, output {o}");
+            match want.dtype() {
+                DType::F32 => {
+                    let (w, g) = (want.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
+                    for (i, (w, g)) in w.iter().zip(&g).enumerate() {
+                        let close = (w - g).abs() <= 2e-5 * w.abs().max(1.0) || (w.is_nan() && g.is_nan()) || w == g;
+                        assert!(close, "{case}, output {o}, element {i}: cpu {w}, wgpu {g}");
+                    }
+                }
+                DType::I32 => {
+                    assert_eq!(want.to_vec::<i32>().unwrap(), got.to_vec::<i32>().unwrap(), "{case}, output {o}")
+                }
+                DType::Bool => {
+                    assert_eq!(want.to_vec::<bool>().unwrap(), got.to_vec::<bool>().unwrap(), "{case}, output {o}")
                 }
             }
-            DType::I32 => assert_eq!(want.to_vec::<i32>().unwrap(), got.to_vec::<i32>().unwrap(), "{case}"),
-            DType::Bool => assert_eq!(want.to_vec::<bool>().unwrap(), got.to_vec::<bool>().unwrap(), "{case}"),
         }
     }
 

@@ -56,7 +56,6 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let kernel = &args.kernel;
     let k = Ident::new("__OpforgeKernel", kernel.span());
     let backend_ty = quote!(::opforge::__private::#backend);
-    let backend_tensor = quote!(<#backend_ty as ::opforge::__private::Backend>::Tensor);
     let fn_ident = &func.sig.ident;
     let (out_param, named): (Vec<&Param>, Vec<&Param>) = params.iter().partition(|p| p.ident == "out");
     let check_alias = signature::check_alias(&func, &named);
@@ -80,16 +79,20 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let read_args = quote_spanned! {k.span()=> let #args_value = #read_args(#call_arg)?; };
     let spec_name = signature::spec_item(&k, quote!(NAME));
     let bindings = signature::field_bindings(&named, &args_value, &k);
-    let out_binding = out_param.first().map(|p| signature::from_spec(&p.ident, &p.ty, quote!(__call.out)));
+    let out_binding = out_param
+        .first()
+        .map(|p| signature::from_spec(&p.ident, &p.ty, quote!(::opforge::__private::out_meta::<#k>(__call)?)));
     let call_args = params.iter().map(|p| &p.ident);
     // Taken before the parameters are bound, which may shadow its name.
     let function = Ident::new("__opforge_function", Span::call_site());
     let ret = signature::return_type(&func);
+    let kernel_out = signature::spec_item(&k, quote!(Out<#backend_ty>));
     let call = quote! {
-        let __opforge_out = <#ret as ::opforge::__private::KernelReturn<::opforge::Result<#backend_tensor>>>::output(
+        let __opforge_out = <#ret as ::opforge::__private::KernelReturn<::opforge::Result<#kernel_out>>>::output(
             #function(#(#call_args),*),
         );
     };
+    let wrap = signature::spec_item(&k, quote!(wrap::<#backend_ty>));
     let replaces = args.replaces;
     let spelled = signature::spelled(kernel, &names);
     let marker = signature::duplicate_marker(
@@ -116,14 +119,14 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
 
             fn __opforge_kernel(
                 __call: &::opforge::__private::KernelCall<'_>,
-            ) -> ::opforge::Result<::opforge::Tensor> {
+            ) -> ::opforge::Result<::opforge::Tensors> {
                 let _: #check_alias = ();
                 let #function = #fn_ident;
                 #read_args
                 #bindings
                 #out_binding
                 #call
-                ::core::result::Result::Ok(<#backend_ty as ::opforge::__private::Backend>::wrap(__opforge_out?))
+                ::core::result::Result::Ok(#wrap(__opforge_out?))
             }
 
             #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]

@@ -136,8 +136,8 @@ pub(crate) fn respan(tokens: TokenStream, span: Span) -> TokenStream {
 /// `const __OPFORGE_SPEC: SpecNames`, the names of descriptor `k` that the
 /// compile-time checks read, and the path naming it.
 pub(crate) fn spec_names(k: &Ident) -> (TokenStream, TokenStream) {
-    let [name, inputs, attrs, output, cotangent, differentiable] =
-        [quote!(NAME), quote!(INPUTS), quote!(ATTRS), quote!(OUTPUT), quote!(COTANGENT), quote!(DIFFERENTIABLE)]
+    let [name, inputs, attrs, outputs, cotangents, differentiable] =
+        [quote!(NAME), quote!(INPUTS), quote!(ATTRS), quote!(OUTPUTS), quote!(COTANGENTS), quote!(DIFFERENTIABLE)]
             .map(|i| spec_item(k, i));
     let names = respan(
         quote! {
@@ -145,8 +145,8 @@ pub(crate) fn spec_names(k: &Ident) -> (TokenStream, TokenStream) {
                 name: #name,
                 inputs: #inputs,
                 attrs: #attrs,
-                output: #output,
-                cotangent: #cotangent,
+                outputs: #outputs,
+                cotangents: #cotangents,
                 differentiable: #differentiable,
             }
         },

@@ -420,20 +420,29 @@ fn shape_fn_type(k: &KernelDef) -> TokenStream {
     let ty = format_ident!("{}ShapeFn", k.name);
     let attrs_ty = format_ident!("{}Attrs", k.name);
     let params = (0..k.inputs.len()).map(|i| if is_list(k, i) { quote!(&[&[usize]]) } else { quote!(&[usize]) });
+    let (shape, shape_ty, gives) = if k.several_outputs() {
+        (
+            "Vec<opforge::shape::Shape>",
+            quote!(::std::vec::Vec<::opforge::shape::Shape>),
+            "every output's shape, in order",
+        )
+    } else {
+        ("opforge::shape::Shape", quote!(::opforge::shape::Shape), "the output's shape")
+    };
     let signature = format!(
-        "fn({}attrs: &{attrs_ty}) -> Result<opforge::shape::Shape, String>",
+        "fn({}attrs: &{attrs_ty}) -> Result<{shape}, String>",
         (0..k.inputs.len())
             .map(|i| format!("{}: {}, ", k.inputs[i], if is_list(k, i) { "&[&[usize]]" } else { "&[usize]" }))
             .collect::<String>()
     );
     let doc = format!(
         "The signature of kernel `{}`'s shape function, `{path}`: `{signature}`. It gets each input's shape \
-         and the attrs, and returns the output's shape, or what is wrong in words the error completes.",
+         and the attrs, and returns {gives}, or what is wrong in words the error completes.",
         k.name
     );
     quote! {
         #[doc = #doc]
-        pub type #ty = fn(#(#params,)* &#attrs_ty) -> ::core::result::Result<::opforge::shape::Shape, ::std::string::String>;
+        pub type #ty = fn(#(#params,)* &#attrs_ty) -> ::core::result::Result<#shape_ty, ::std::string::String>;
     }
 }
 
@@ -476,7 +485,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
     let check = dtype_check(k);
     let rule = shape_rule(k, span);
     let shape_fn = shape_fn_type(k);
-    let output = ident(&k.output);
+    let outputs = outputs(k);
     let variadic = k.variadic;
     let arg_tys: Vec<TokenStream> = (0..n_inputs)
         .map(|i| if is_list(k, i) { quote!(::opforge::TensorList<'a, B::Tensor>) } else { quote!(&'a B::Tensor) })
@@ -550,14 +559,38 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
     let attrs_doc = format!("Attributes of kernel `{kernel_name}`.");
     let args_doc = format!("What a `{kernel_name}` kernel on backend `B` receives.");
     let cotangent_name = k.cotangent();
-    let cotangent = ident(&cotangent_name);
-    let grad_args_doc = format!(
-        "What the gradient of `{kernel_name}` receives: inputs, attributes, the output `{}` and its cotangent `{}`.",
-        k.output, cotangent_name
-    );
+    let grad_args_doc = if k.several_outputs() {
+        format!(
+            "What the gradient of `{kernel_name}` receives: inputs, attributes, the outputs `{}` and their \
+             cotangents `{}`.",
+            k.outputs.iter().map(|o| o.name.as_str()).collect::<Vec<_>>().join("`, `"),
+            k.outputs.iter().map(|o| o.cotangent()).collect::<Vec<_>>().join("`, `"),
+        )
+    } else {
+        format!(
+            "What the gradient of `{kernel_name}` receives: inputs, attributes, the output `{}` and its cotangent \
+             `{}`.",
+            k.output, cotangent_name
+        )
+    };
     let spec_ident = format_ident!("__OPFORGE_SPEC_{}", k.name);
     let attr_names = k.attrs.iter().map(|a| &a.name);
     let output_name = &k.output;
+    let output_names: Vec<&String> = k.outputs.iter().map(|o| &o.name).collect();
+    let cotangent_names: Vec<String> = k.outputs.iter().map(|o| o.cotangent()).collect();
+    let variadic_output = k.variadic_output;
+    let Outputs {
+        items: output_items,
+        grad_fields,
+        grad_reads,
+        ty: outputs_ty,
+        out_ty,
+        out_meta_ty,
+        wrap,
+        unwrap,
+        metas,
+        out_meta,
+    } = outputs;
     quote! {
         #[doc = #desc_doc]
         #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -583,12 +616,11 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
         pub struct #grad_args_ty<'a> {
             #( #[doc = #input_docs] pub #inputs: #grad_arg_tys, )*
             #( #[doc = #attr_docs] pub #attr_idents: #attr_arg_tys, )*
-            /// The kernel's output.
-            pub #output: &'a ::opforge::Tensor,
-            /// The cotangent of the output.
-            pub #cotangent: &'a ::opforge::Tensor,
+            #grad_fields
             #needs_field
         }
+
+        #output_items
 
         #grads
 
@@ -601,19 +633,37 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
             const ATTRS: &'static [&'static str] = &[#(#attr_names),*];
             const OUTPUT: &'static str = #output_name;
             const COTANGENT: &'static str = #cotangent_name;
+            const OUTPUTS: &'static [&'static str] = &[#(#output_names),*];
+            const COTANGENTS: &'static [&'static str] = &[#(#cotangent_names),*];
+            const VARIADIC_OUTPUT: bool = #variadic_output;
             const DIFFERENTIABLE: &'static [&'static str] = &[#(#diff_names),*];
             const VARIADIC: bool = #variadic;
             type Attrs = #attrs_ty;
             type Args<'a, B: ::opforge::__private::Backend> = #args_ty<'a, B>;
             type GradArgs<'a> = #grad_args_ty<'a>;
+            type Outputs = #outputs_ty;
+            type Out<B: ::opforge::__private::Backend> = #out_ty;
+            type OutMeta = #out_meta_ty;
 
             fn infer(
                 __inputs: &[&::opforge::Tensor],
                 __attrs: &#attrs_ty,
-            ) -> ::core::result::Result<::opforge::TensorMeta, ::std::string::String> {
-                let __dtype = #check;
+            ) -> ::core::result::Result<::opforge::Metas, ::std::string::String> {
+                #check
                 let __shape = #rule?;
-                ::core::result::Result::Ok(::opforge::TensorMeta { shape: __shape, dtype: __dtype })
+                #metas
+            }
+
+            fn wrap<B: ::opforge::__private::Backend>(__out: #out_ty) -> ::opforge::Tensors {
+                #wrap
+            }
+
+            fn outputs(__tensors: ::opforge::Tensors) -> ::core::option::Option<#outputs_ty> {
+                #unwrap
+            }
+
+            fn out_meta(__metas: &[::opforge::TensorMeta]) -> ::core::option::Option<&#out_meta_ty> {
+                #out_meta
             }
 
             fn args<'a, B: ::opforge::__private::Backend>(
@@ -634,8 +684,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
                 ::core::result::Result::Ok(#grad_args_ty {
                     #( #inputs: #grad_arg_reads, )*
                     #( #attr_idents: #attr_reads, )*
-                    #output: __call.output,
-                    #cotangent: __call.dy,
+                    #grad_reads
                     #needs_value
                 })
             }
@@ -657,10 +706,12 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
             attrs: &[#(#attr_entries),*],
             dtypes: &[#(#dtypes),*],
             differentiable: &[#(#diff_names),*],
+            outputs: &[#(#output_names),*],
+            variadic_output: #variadic_output,
             spec_file: #spec_file,
             crate_name: ::core::env!("CARGO_CRATE_NAME"),
             run: |__inputs, __attrs| match __attrs.downcast_ref::<#attrs_ty>() {
-                ::core::option::Option::Some(__attrs) => ::opforge::Engine::run::<#name>(__inputs, __attrs),
+                ::core::option::Option::Some(__attrs) => ::opforge::Engine::run_all::<#name>(__inputs, __attrs),
                 ::core::option::Option::None => ::core::result::Result::Err(::opforge::Error::InvalidTensor {
                     what: "Engine::run_by_name",
                     message: ::std::format!("kernel `{}` takes `{}` attributes", #kernel_name, ::core::stringify!(#attrs_ty)),
@@ -670,52 +721,200 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
     }
 }
 
-/// The input checks of `infer`, evaluating to the output's dtype: one
-/// shared dtype in the one-set form, else each input against its own type.
+/// The input checks of `infer`, as a statement binding `__checked`: the
+/// one shared dtype in the one-set form, else each type variable's.
 fn dtype_check(k: &KernelDef) -> TokenStream {
     let private = quote!(::opforge::__private);
-    let var = |name: &str| k.type_vars.iter().position(|v| v.name == name).unwrap_or(0);
-    // The check, and the output's dtype where the inputs give it: the one
-    // shared dtype, or the dtype of the output's type variable.
-    let (check, from_inputs) = if k.shares_one_dtype() {
+    if k.shares_one_dtype() {
         let dtypes = k.dtypes.iter().map(|d| dtype_tokens(*d));
-        let check = quote!(#private::check_inputs(__inputs, Self::INPUTS, &[#(#dtypes),*], Self::VARIADIC)?);
-        (check.clone(), check)
-    } else {
-        let types = k.input_types.iter().map(|t| match t {
-            InputType::Var(v) => {
-                let v = var(v);
-                quote!(#private::InputDType::Var(#v))
-            }
-            InputType::Fixed(d) => {
-                let d = dtype_tokens(*d);
-                quote!(#private::InputDType::Fixed(#d))
-            }
-        });
-        let vars = k.type_vars.iter().map(|v| {
-            let (name, dtypes) = (&v.name, v.dtypes.iter().map(|d| dtype_tokens(*d)));
-            quote!((#name, &[#(#dtypes),*][..]))
-        });
-        let check =
-            quote!(#private::check_typed(__inputs, Self::INPUTS, &[#(#types),*], [#(#vars),*], Self::VARIADIC)?);
-        // The validator gives a kernel with type variables an output of one
-        // of them, an attr or a dtype, never `SameAsInputs`.
-        let v = match &k.output_dtype {
-            OutputDType::Var(v) => var(v),
-            _ => 0,
+        return quote! {
+            let __checked: ::opforge::DType =
+                #private::check_inputs(__inputs, Self::INPUTS, &[#(#dtypes),*], Self::VARIADIC)?;
         };
-        (check.clone(), quote!(#check[#v]))
-    };
-    match &k.output_dtype {
+    }
+    let var = |name: &str| k.type_vars.iter().position(|v| v.name == name).unwrap_or(0);
+    let types = k.input_types.iter().map(|t| match t {
+        InputType::Var(v) => {
+            let v = var(v);
+            quote!(#private::InputDType::Var(#v))
+        }
+        InputType::Fixed(d) => {
+            let d = dtype_tokens(*d);
+            quote!(#private::InputDType::Fixed(#d))
+        }
+    });
+    let vars = k.type_vars.iter().map(|v| {
+        let (name, dtypes) = (&v.name, v.dtypes.iter().map(|d| dtype_tokens(*d)));
+        quote!((#name, &[#(#dtypes),*][..]))
+    });
+    quote! {
+        let __checked = #private::check_typed(__inputs, Self::INPUTS, &[#(#types),*], [#(#vars),*], Self::VARIADIC)?;
+    }
+}
+
+/// An output's dtype, from `__checked` (see [`dtype_check`]) and the attrs.
+fn output_dtype(k: &KernelDef, dtype: &OutputDType) -> TokenStream {
+    let var = |name: &str| k.type_vars.iter().position(|v| v.name == name).unwrap_or(0);
+    match dtype {
         OutputDType::Attr(a) => {
             let a = ident(a);
-            quote!({ let _ = #check; __attrs.#a })
+            quote!(__attrs.#a)
         }
-        OutputDType::Fixed(d) => {
-            let d = dtype_tokens(*d);
-            quote!({ let _ = #check; #d })
+        OutputDType::Fixed(d) => dtype_tokens(*d),
+        OutputDType::SameAsInputs if k.shares_one_dtype() => quote!(__checked),
+        // The validator gives a kernel with type variables outputs of one
+        // of them, an attr or a dtype, never `SameAsInputs`.
+        OutputDType::SameAsInputs => quote!(__checked[0]),
+        OutputDType::Var(_) if k.shares_one_dtype() => quote!(__checked),
+        OutputDType::Var(v) => {
+            let v = var(v);
+            quote!(__checked[#v])
         }
-        OutputDType::SameAsInputs | OutputDType::Var(_) => from_inputs,
+    }
+}
+
+/// What a kernel's outputs make of the descriptor: the types the op, the
+/// kernels and the gradient see, and the code between them.
+struct Outputs {
+    /// `NameOutputs`, for several outputs.
+    items: TokenStream,
+    /// The gradient's fields for the outputs and their cotangents.
+    grad_fields: TokenStream,
+    /// Their values, read from `__call`.
+    grad_reads: TokenStream,
+    /// `KernelSpec::Outputs`.
+    ty: TokenStream,
+    /// `KernelSpec::Out<B>`.
+    out_ty: TokenStream,
+    /// `KernelSpec::OutMeta`.
+    out_meta_ty: TokenStream,
+    /// `KernelSpec::wrap`'s body, of `__out`.
+    wrap: TokenStream,
+    /// `KernelSpec::outputs`' body, of `__tensors`.
+    unwrap: TokenStream,
+    /// The end of `infer`: the metas, of `__shape` and `__checked`.
+    metas: TokenStream,
+    /// `KernelSpec::out_meta`'s body, of `__metas`.
+    out_meta: TokenStream,
+}
+
+fn outputs(k: &KernelDef) -> Outputs {
+    let private = quote!(::opforge::__private);
+    let tensor = quote!(::opforge::Tensor);
+    let meta = quote!(::opforge::TensorMeta);
+    let names: Vec<Ident> = k.outputs.iter().map(|o| ident(&o.name)).collect();
+    let cotangents: Vec<Ident> = k.outputs.iter().map(|o| ident(&o.cotangent())).collect();
+    let dtypes: Vec<TokenStream> = k.outputs.iter().map(|o| output_dtype(k, &o.dtype)).collect();
+    let ok = quote!(::core::result::Result::Ok);
+    if k.variadic_output {
+        let (name, cotangent, dtype) = (&names[0], &cotangents[0], &dtypes[0]);
+        let doc = format!("The kernel's outputs `{}`, in order.", k.outputs[0].name);
+        let cotangent_doc = format!(
+            "The cotangent of each of `{}`; `None` for one nothing downstream differentiated.",
+            k.outputs[0].name
+        );
+        return Outputs {
+            items: quote!(),
+            grad_fields: quote! {
+                #[doc = #doc]
+                pub #name: &'a [#tensor],
+                #[doc = #cotangent_doc]
+                pub #cotangent: &'a [::core::option::Option<#tensor>],
+            },
+            grad_reads: quote! { #name: __call.outputs, #cotangent: __call.dys, },
+            ty: quote!(::std::vec::Vec<#tensor>),
+            out_ty: quote!(::std::vec::Vec<B::Tensor>),
+            out_meta_ty: quote!([#meta]),
+            wrap: quote!(__out.into_iter().map(B::wrap).collect()),
+            unwrap: quote!(::core::option::Option::Some(__tensors.into_vec())),
+            metas: quote! {
+                let __dtype = #dtype;
+                #ok(__shape.into_iter().map(|__shape| #meta { shape: __shape, dtype: __dtype }).collect())
+            },
+            out_meta: quote!(::core::option::Option::Some(__metas)),
+        };
+    }
+    if k.outputs.len() == 1 {
+        let (name, cotangent, dtype) = (&names[0], &cotangents[0], &dtypes[0]);
+        return Outputs {
+            items: quote!(),
+            grad_fields: quote! {
+                /// The kernel's output.
+                pub #name: &'a #tensor,
+                /// The cotangent of the output.
+                pub #cotangent: &'a #tensor,
+            },
+            grad_reads: quote! {
+                #name: #private::grad_output(__call, 0)?,
+                #cotangent: #private::grad_cotangent(__call, 0)?,
+            },
+            ty: tensor.clone(),
+            out_ty: quote!(B::Tensor),
+            out_meta_ty: meta.clone(),
+            wrap: quote!(#private::smallvec![B::wrap(__out)]),
+            unwrap: quote! {
+                let mut __tensors = __tensors.into_iter();
+                match (__tensors.next(), __tensors.next()) {
+                    (::core::option::Option::Some(__y), ::core::option::Option::None) => ::core::option::Option::Some(__y),
+                    _ => ::core::option::Option::None,
+                }
+            },
+            metas: quote!(#ok(#private::one_meta(#meta { shape: __shape, dtype: #dtype }))),
+            out_meta: quote! {
+                match __metas {
+                    [__meta] => ::core::option::Option::Some(__meta),
+                    _ => ::core::option::Option::None,
+                }
+            },
+        };
+    }
+    let outputs_ty = format_ident!("{}Outputs", k.name);
+    let n = k.outputs.len();
+    let index: Vec<usize> = (0..n).collect();
+    let tuple_index = (0..n).map(syn::Index::from);
+    let docs: Vec<String> = k.outputs.iter().map(|o| format!("Output `{}`.", o.name)).collect();
+    let cotangent_docs: Vec<String> = k
+        .outputs
+        .iter()
+        .map(|o| format!("The cotangent of `{}`; `None` when nothing downstream differentiated it.", o.name))
+        .collect();
+    let struct_doc = format!("The outputs of kernel `{}`, as its op returns them.", k.name);
+    let backend_tensors = (0..n).map(|_| quote!(B::Tensor));
+    Outputs {
+        items: quote! {
+            #[doc = #struct_doc]
+            #[derive(Debug, Clone)]
+            pub struct #outputs_ty {
+                #( #[doc = #docs] pub #names: #tensor, )*
+            }
+        },
+        grad_fields: quote! {
+            #( #[doc = #docs] pub #names: &'a #tensor, )*
+            #( #[doc = #cotangent_docs] pub #cotangents: ::core::option::Option<&'a #tensor>, )*
+        },
+        grad_reads: quote! {
+            #( #names: #private::grad_output(__call, #index)?, )*
+            #( #cotangents: #private::grad_cotangent_opt(__call, #index), )*
+        },
+        ty: quote!(#outputs_ty),
+        out_ty: quote!((#(#backend_tensors,)*)),
+        out_meta_ty: quote!([#meta]),
+        wrap: quote!(#private::smallvec![#(B::wrap(__out.#tuple_index)),*]),
+        unwrap: quote! {
+            let mut __tensors = __tensors.into_iter();
+            let __outputs = #outputs_ty { #( #names: __tensors.next()?, )* };
+            __tensors.next().is_none().then_some(__outputs)
+        },
+        metas: quote! {
+            if __shape.len() != #n {
+                return ::core::result::Result::Err(::std::format!(
+                    "the shape function gave {} shapes for the kernel's {} outputs", __shape.len(), #n
+                ));
+            }
+            let mut __shape = __shape.into_iter();
+            #ok([#(#dtypes),*].into_iter().zip(&mut __shape).map(|(__dtype, __shape)| #meta { shape: __shape, dtype: __dtype }).collect())
+        },
+        out_meta: quote!(::core::option::Option::Some(__metas)),
     }
 }
 
@@ -877,10 +1076,18 @@ fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
         };
         doc.push_str(&format!("\n- `{}`: {}{default}", a.name, a.doc));
     }
+    let ret = if k.variadic_output {
+        quote!(::std::vec::Vec<::opforge::Tensor>)
+    } else if k.outputs.len() > 1 {
+        let outputs = format_ident!("{}Outputs", k.name);
+        quote!(#prefix #outputs)
+    } else {
+        quote!(::opforge::Tensor)
+    };
     quote! {
         #[doc = #doc]
         #[inline]
-        pub fn #op(#(#inputs: #input_tys,)* #(#params),*) -> ::opforge::Result<::opforge::Tensor> {
+        pub fn #op(#(#inputs: #input_tys,)* #(#params),*) -> ::opforge::Result<#ret> {
             #gather
             ::opforge::Engine::run::<#prefix #name>(&__inputs, &#prefix #attrs_ty { #(#values),* })
         }

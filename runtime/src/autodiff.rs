@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use smallvec::SmallVec;
 
-use crate::spec::{GradCall, KernelSpec};
+use crate::spec::{GradCall, KernelSpec, Tensors};
 use crate::{ops, registry, Error, Result, Tensor, TensorId};
 
 pub use crate::gradients::unbroadcast;
@@ -32,7 +32,8 @@ struct Node {
     kernel: &'static str,
     inputs: SmallVec<[Tensor; 2]>,
     attrs: Box<dyn Any + Send + Sync>,
-    output: Tensor,
+    /// One, or for a kernel of several outputs, each in spec order.
+    outputs: Tensors,
     backward: Backward,
 }
 
@@ -57,12 +58,12 @@ pub(crate) fn recording() -> bool {
 }
 
 /// Records one kernel run. Called by the engine only when [`recording`].
-pub(crate) fn record<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs, output: &Tensor) {
+pub(crate) fn record<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs, outputs: &[Tensor]) {
     let node = Node {
         kernel: K::NAME,
         inputs: inputs.iter().map(|t| (*t).clone()).collect(),
         attrs: Box::new(attrs.clone()),
-        output: output.clone(),
+        outputs: outputs.iter().cloned().collect(),
         backward: Backward::Registry { inputs: K::INPUTS, differentiable: K::DIFFERENTIABLE, variadic: K::VARIADIC },
     };
     TAPE.with(|t| t.nodes.borrow_mut().push(node));
@@ -171,7 +172,7 @@ fn backward(nodes: &[Node], y: &Tensor, dy: Tensor, sources: &[Tensor]) -> Resul
     let mut on_path = vec![false; nodes.len()];
     for (i, n) in nodes.iter().enumerate() {
         if n.inputs.iter().any(|t| reached.contains(&t.id())) {
-            reached.insert(n.output.id());
+            reached.extend(n.outputs.iter().map(Tensor::id));
             on_path[i] = true;
         }
     }
@@ -181,11 +182,16 @@ fn backward(nodes: &[Node], y: &Tensor, dy: Tensor, sources: &[Tensor]) -> Resul
         if !on_path[i] {
             continue;
         }
-        let Some(dy) = grads.get(&node.output.id()).cloned() else { continue };
+        // Each output's cotangent; a node none of whose outputs was
+        // differentiated contributes nothing.
+        let dys: SmallVec<[Option<Tensor>; 1]> = node.outputs.iter().map(|y| grads.get(&y.id()).cloned()).collect();
+        if dys.iter().all(Option::is_none) {
+            continue;
+        }
         // Only inputs that depend on a source want a gradient; a rule may
         // skip the others (the data input of a first layer's matmul).
         let needs: SmallVec<[bool; 4]> = node.inputs.iter().map(|t| reached.contains(&t.id())).collect();
-        for (input, g) in input_grads(node, &dy, &needs)? {
+        for (input, g) in input_grads(node, &dys, &needs)? {
             if !needs[input] {
                 continue;
             }
@@ -210,9 +216,12 @@ fn backward(nodes: &[Node], y: &Tensor, dy: Tensor, sources: &[Tensor]) -> Resul
 
 /// The gradient of each differentiable input of `node`, by input index;
 /// `None` where the rule skipped an input that `needs` said is not wanted.
-fn input_grads(node: &Node, dy: &Tensor, needs: &[bool]) -> Result<Vec<(usize, Option<Tensor>)>> {
+fn input_grads(node: &Node, dys: &[Option<Tensor>], needs: &[bool]) -> Result<Vec<(usize, Option<Tensor>)>> {
     match &node.backward {
         Backward::Custom(f) => {
+            // A custom gradient's node has one output, whose cotangent the
+            // caller found.
+            let Some(Some(dy)) = dys.first() else { return Ok(Vec::new()) };
             let gs = crate::profile::in_gradient_of(node.kernel, || f(dy))?;
             if gs.len() != node.inputs.len() {
                 return Err(Error::GradientMismatch {
@@ -241,8 +250,8 @@ fn input_grads(node: &Node, dy: &Tensor, needs: &[bool]) -> Result<Vec<(usize, O
                 kernel: node.kernel,
                 inputs: &node.inputs,
                 attrs: &*node.attrs,
-                output: &node.output,
-                dy,
+                outputs: &node.outputs,
+                dys,
                 needs,
             };
             let gs = crate::profile::in_gradient_of(node.kernel, || (entry.func)(&call))?;
@@ -440,7 +449,7 @@ where
             kernel: "custom_grad",
             inputs,
             attrs: Box::new(()),
-            output: value.clone(),
+            outputs: smallvec::smallvec![value.clone()],
             backward: Backward::Custom(Rc::new(gradient)),
         };
         TAPE.with(|t| t.nodes.borrow_mut().push(node));

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use crate::spec::{KernelCall, KernelSpec};
+use crate::spec::{KernelCall, KernelSpec, Tensors};
 use crate::{BackendId, Error, InputDesc, Result, Tensor, TensorMeta};
 
 /// Runs kernels. Generated op functions call [`Engine::run`]; so can anyone
@@ -22,50 +22,100 @@ pub struct Engine;
 
 impl Engine {
     /// Runs kernel `K` on `inputs`:
-    /// 1. validates dtypes and shapes with the spec's rules, computing the output meta;
+    /// 1. validates dtypes and shapes with the spec's rules, computing each output's meta;
     /// 2. resolves the kernel for the inputs' backend (one atomic load once warm);
     /// 3. executes it;
-    /// 4. in debug builds, checks the output against the meta.
+    /// 4. checks it gave as many outputs as the spec has (in debug builds,
+    ///    each against its meta).
+    ///
+    /// It returns what the op does: a [`Tensor`], or for a kernel of
+    /// several outputs its `NameOutputs` struct (a `Vec` for a variadic one).
     #[inline]
-    pub fn run<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs) -> Result<Tensor> {
-        let backend = common_backend::<K>(inputs)?;
-        let meta = K::infer(inputs, attrs).map_err(|m| invalid::<K>(backend, inputs, m))?;
-        if let Some(bytes) = too_large(&meta) {
-            return Err(out_of_memory::<K>(backend, &meta, bytes));
-        }
-        if crate::profile::watching() {
-            return crate::profile::watch::<K>(inputs, attrs, backend, meta, || op_path(K::OP));
-        }
-        Engine::execute::<K>(inputs, attrs, backend, &meta).map(|(y, _)| y)
+    pub fn run<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs) -> Result<K::Outputs> {
+        let (backend, ys) = Engine::run_tensors::<K>(inputs, attrs)?;
+        K::outputs(ys).ok_or_else(|| wrong_count::<K>(backend))
     }
 
-    /// Steps 2-4 of [`Engine::run`] for validated inputs: the tensor, and
-    /// whether the cpu fallback ran it.
+    /// [`Engine::run`] with every output in a `Vec`, in spec order: for
+    /// code generic over kernels, whatever their outputs.
+    ///
+    /// ```
+    /// use opforge::{kernels::{TopK, TopKAttrs}, Engine, Tensor};
+    /// let x = Tensor::from_vec(vec![1.0f32, 3.0, 2.0], &[3])?;
+    /// let ys = Engine::run_all::<TopK>(&[&x], &TopKAttrs { k: 2, sorted: true })?;
+    /// assert_eq!(ys[0].to_vec::<f32>()?, vec![3.0, 2.0]);
+    /// assert_eq!(ys[1].to_vec::<i32>()?, vec![1, 2]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn run_all<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs) -> Result<Vec<Tensor>> {
+        Engine::run_tensors::<K>(inputs, attrs).map(|(_, ys)| ys.into_vec())
+    }
+
+    /// Steps 1-4 of [`Engine::run`]: the backend and the output tensors.
+    #[inline]
+    fn run_tensors<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs) -> Result<(BackendId, Tensors)> {
+        let backend = common_backend::<K>(inputs)?;
+        let metas = K::infer(inputs, attrs).map_err(|m| invalid::<K>(backend, inputs, m))?;
+        for meta in &metas {
+            if let Some(bytes) = too_large(meta) {
+                return Err(out_of_memory::<K>(backend, meta, bytes));
+            }
+        }
+        let ys = if crate::profile::watching() {
+            crate::profile::watch::<K>(inputs, attrs, backend, &metas, || op_path(K::OP))?
+        } else {
+            Engine::execute::<K>(inputs, attrs, backend, &metas)?.0
+        };
+        Ok((backend, ys))
+    }
+
+    /// Steps 2-4 of [`Engine::run`] for validated inputs: the outputs, and
+    /// whether the cpu fallback ran the kernel.
     #[inline]
     pub(crate) fn execute<K: KernelSpec>(
         inputs: &[&Tensor],
         attrs: &K::Attrs,
         backend: BackendId,
-        meta: &TensorMeta,
-    ) -> Result<(Tensor, bool)> {
-        let (y, fell_back) = match K::slot().find(backend) {
+        metas: &[TensorMeta],
+    ) -> Result<(Tensors, bool)> {
+        let (ys, fell_back) = match K::slot().find(backend) {
             Some(entry) => {
-                (execute::<K>(entry, &KernelCall { kernel: K::NAME, backend, inputs, attrs, out: meta })?, false)
+                (execute::<K>(entry, &KernelCall { kernel: K::NAME, backend, inputs, attrs, outs: metas })?, false)
             }
-            None => (fallback::<K>(inputs, attrs, backend, meta)?, true),
+            None => (fallback::<K>(inputs, attrs, backend, metas)?, true),
         };
-        if cfg!(debug_assertions) && (y.shape() != meta.shape.as_slice() || y.dtype() != meta.dtype) {
+        let differs = |(y, meta): (&Tensor, &TensorMeta)| y.shape() != meta.shape.as_slice() || y.dtype() != meta.dtype;
+        if ys.len() != metas.len() || (cfg!(debug_assertions) && ys.iter().zip(metas).any(differs)) {
             return Err(Error::KernelContract {
                 kernel: K::NAME,
                 backend,
-                expected: meta.to_string(),
-                found: y.meta().to_string(),
+                expected: list(metas.iter()),
+                found: list(ys.iter().map(Tensor::meta)),
             });
         }
         if crate::autodiff::recording() {
-            crate::autodiff::record::<K>(inputs, attrs, &y);
+            crate::autodiff::record::<K>(inputs, attrs, &ys);
         }
-        Ok((y, fell_back))
+        Ok((ys, fell_back))
+    }
+}
+
+/// Metas as a contract error shows them: one, or a list.
+fn list<M: std::fmt::Display>(metas: impl ExactSizeIterator<Item = M>) -> String {
+    match metas.len() {
+        1 => metas.map(|m| m.to_string()).collect(),
+        _ => format!("[{}]", metas.map(|m| m.to_string()).collect::<Vec<_>>().join(", ")),
+    }
+}
+
+/// A kernel that gave more or fewer outputs than its spec has.
+#[cold]
+fn wrong_count<K: KernelSpec>(backend: BackendId) -> Error {
+    Error::KernelContract {
+        kernel: K::NAME,
+        backend,
+        expected: format!("outputs {}", K::OUTPUTS.join(", ")),
+        found: "another number of outputs".to_owned(),
     }
 }
 
@@ -83,14 +133,47 @@ impl Engine {
     /// assert!(err.to_string().starts_with("no bound spec declares a kernel `Summ`; did you mean `Sum`?"));
     /// # Ok::<(), opforge::Error>(())
     /// ```
+    ///
+    /// A kernel of several outputs is an error here, naming them; run it
+    /// with [`Engine::run_by_name_all`].
     pub fn run_by_name(kernel: &str, inputs: &[&Tensor], attrs: &(dyn std::any::Any + Send + Sync)) -> Result<Tensor> {
-        match crate::registry::spec(kernel) {
-            Some(entry) => (entry.run)(inputs, attrs),
-            None => Err(Error::UnknownKernel {
-                kernel: kernel.to_owned(),
-                suggestion: crate::registry::closest_kernel(kernel),
-            }),
+        let entry = Engine::spec_entry(kernel)?;
+        if entry.outputs.len() != 1 || entry.variadic_output {
+            return Err(Error::InvalidTensor {
+                what: "Engine::run_by_name",
+                message: format!(
+                    "kernel `{kernel}` has several outputs ({}); run it with `Engine::run_by_name_all`",
+                    entry.outputs.join(", ")
+                ),
+            });
         }
+        let mut ys = (entry.run)(inputs, attrs)?;
+        ys.pop().ok_or_else(|| Error::InvalidTensor { what: "Engine::run_by_name", message: "no output".into() })
+    }
+
+    /// [`Engine::run_by_name`] for any kernel: every output, in spec order
+    /// (TF.js `runKernel` returns an array for such kernels).
+    ///
+    /// ```
+    /// use opforge::{kernels::TopKAttrs, Engine, Tensor};
+    /// let x = Tensor::from_vec(vec![1.0f32, 3.0, 2.0], &[3])?;
+    /// let ys = Engine::run_by_name_all("TopK", &[&x], &TopKAttrs { k: 1, sorted: true })?;
+    /// assert_eq!((ys[0].to_vec::<f32>()?, ys[1].to_vec::<i32>()?), (vec![3.0], vec![1]));
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn run_by_name_all(
+        kernel: &str,
+        inputs: &[&Tensor],
+        attrs: &(dyn std::any::Any + Send + Sync),
+    ) -> Result<Vec<Tensor>> {
+        (Engine::spec_entry(kernel)?.run)(inputs, attrs)
+    }
+
+    fn spec_entry(kernel: &str) -> Result<&'static crate::registry::SpecEntry> {
+        crate::registry::spec(kernel).ok_or_else(|| Error::UnknownKernel {
+            kernel: kernel.to_owned(),
+            suggestion: crate::registry::closest_kernel(kernel),
+        })
     }
 }
 
@@ -254,8 +337,8 @@ fn fallback<K: KernelSpec>(
     inputs: &[&Tensor],
     attrs: &K::Attrs,
     backend: BackendId,
-    meta: &TensorMeta,
-) -> Result<Tensor> {
+    metas: &[TensorMeta],
+) -> Result<Tensors> {
     let slot = K::slot();
     let cpu = match slot.known_absent(backend) && backend != BackendId::Cpu && fallback_enabled() {
         true => slot.find(BackendId::Cpu),
@@ -264,7 +347,7 @@ fn fallback<K: KernelSpec>(
     let Some(entry) = cpu else {
         // Usually the error; a kernel registered since the lookup runs.
         let entry = slot.get(backend)?;
-        return execute::<K>(entry, &KernelCall { kernel: K::NAME, backend, inputs, attrs, out: meta });
+        return execute::<K>(entry, &KernelCall { kernel: K::NAME, backend, inputs, attrs, outs: metas });
     };
     static WARNED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
     if WARNED.lock().unwrap_or_else(PoisonError::into_inner).insert(K::NAME) {
@@ -276,8 +359,8 @@ fn fallback<K: KernelSpec>(
     }
     let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(BackendId::Cpu)).collect::<Result<_>>()?;
     let moved: Vec<&Tensor> = moved.iter().collect();
-    let call = KernelCall { kernel: K::NAME, backend: BackendId::Cpu, inputs: &moved, attrs, out: meta };
-    execute::<K>(entry, &call)?.to_backend(backend)
+    let call = KernelCall { kernel: K::NAME, backend: BackendId::Cpu, inputs: &moved, attrs, outs: metas };
+    execute::<K>(entry, &call)?.iter().map(|y| y.to_backend(backend)).collect()
 }
 
 /// The backend a call runs on: its inputs', or for a kernel without inputs
@@ -309,7 +392,7 @@ fn common_backend<K: KernelSpec>(inputs: &[&Tensor]) -> Result<BackendId> {
 /// leave half-updated: their inputs are immutable and their output is
 /// dropped.
 #[inline]
-fn execute<K: KernelSpec>(entry: &crate::registry::KernelEntry, call: &KernelCall<'_>) -> Result<Tensor> {
+fn execute<K: KernelSpec>(entry: &crate::registry::KernelEntry, call: &KernelCall<'_>) -> Result<Tensors> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (entry.func)(call))) {
         Ok(Ok(y)) => Ok(y),
         Ok(Err(e)) => Err(with_context::<K>(e, call)),
@@ -334,7 +417,7 @@ fn with_context<K: KernelSpec>(e: Error, call: &KernelCall<'_>) -> Error {
             op: op_path(K::OP),
             kernel: if kernel.is_empty() { K::NAME } else { kernel },
             backend,
-            tensor: if tensor.is_empty() { call.out.to_string() } else { tensor },
+            tensor: if tensor.is_empty() { list(call.outs.iter()) } else { tensor },
             bytes,
         },
         e => e,

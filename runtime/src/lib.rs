@@ -86,7 +86,7 @@ pub use error::{Error, InputDesc, Location, Result};
 pub use opforge_macros::{gradient, kernel, op, spec};
 pub use profile::{debug_enabled, profile, set_debug, with_debug, Profile};
 pub use shape::Shape;
-pub use spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec, TensorList};
+pub use spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec, Metas, TensorList, Tensors};
 pub use tensor::{Tensor, TensorId, TensorMeta};
 pub use variable::Variable;
 
@@ -103,12 +103,13 @@ pub mod __private {
     pub use crate::shape::rules;
     pub use crate::spec::{
         Checked, Differentiable, FromSpec, GradCall, GradSlot, GradSlots, GradientReturn, IntoGrads, KernelCall,
-        KernelReturn, KernelSpec, ParamCheck, Pass, SpecNames,
+        KernelReturn, KernelSpec, Metas, ParamCheck, Pass, SpecNames, Tensors,
     };
     pub use crate::{BackendId, Location};
     pub use linkme;
+    pub use smallvec::smallvec;
 
-    use crate::{DType, Error, Result, Tensor};
+    use crate::{DType, Error, Result, Tensor, TensorMeta};
 
     /// As many inputs as the spec names; with a variadic last input, at
     /// least that many.
@@ -256,6 +257,45 @@ pub mod __private {
     /// The variadic input, inputs `first..`, of an erased gradient call.
     pub fn grad_input_list<'a>(call: &GradCall<'a>, first: usize) -> &'a [Tensor] {
         call.inputs.get(first..).unwrap_or_default()
+    }
+
+    /// What a kernel's `out` parameter gets: the meta of its one output,
+    /// or every output's.
+    pub fn out_meta<'a, K: KernelSpec>(call: &KernelCall<'a>) -> Result<&'a K::OutMeta> {
+        K::out_meta(call.outs).ok_or_else(|| Error::Backend {
+            kernel: call.kernel,
+            backend: call.backend,
+            message: format!("the call gives {} output metas", call.outs.len()),
+        })
+    }
+
+    /// The metas of a kernel of one output.
+    pub fn one_meta(meta: TensorMeta) -> crate::spec::Metas {
+        smallvec::smallvec![meta]
+    }
+
+    /// Output `i` of an erased gradient call.
+    pub fn grad_output<'a>(call: &GradCall<'a>, i: usize) -> Result<&'a Tensor> {
+        call.outputs.get(i).ok_or_else(|| Error::Backend {
+            kernel: call.kernel,
+            backend: crate::BackendId::Cpu,
+            message: format!("gradient call is missing output {i}"),
+        })
+    }
+
+    /// The cotangent of output `i` of a kernel of one output, which
+    /// autodiff always gives.
+    pub fn grad_cotangent<'a>(call: &GradCall<'a>, i: usize) -> Result<&'a Tensor> {
+        call.dys.get(i).and_then(Option::as_ref).ok_or_else(|| Error::Backend {
+            kernel: call.kernel,
+            backend: crate::BackendId::Cpu,
+            message: format!("gradient call is missing the cotangent of output {i}"),
+        })
+    }
+
+    /// The cotangent of output `i`, if anything downstream differentiated it.
+    pub fn grad_cotangent_opt<'a>(call: &GradCall<'a>, i: usize) -> Option<&'a Tensor> {
+        call.dys.get(i).and_then(Option::as_ref)
     }
 
     /// Input `i` of an erased gradient call.

@@ -14,8 +14,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use crate::engine::Engine;
-use crate::spec::KernelSpec;
-use crate::{BackendId, DType, Error, Result, Tensor, TensorMeta};
+use crate::spec::{KernelSpec, Tensors};
+use crate::{BackendId, DType, Error, Result, Shape, Tensor, TensorMeta};
 
 /// One kernel run seen by [`profile`].
 #[derive(Debug, Clone)]
@@ -28,7 +28,7 @@ pub struct KernelRecord {
     pub backend: BackendId,
     /// Its inputs' dtypes and shapes.
     pub inputs: Vec<TensorMeta>,
-    /// Its output's.
+    /// Its (first) output's.
     pub output: TensorMeta,
     /// Its attributes, as their `Debug` text.
     pub attrs: String,
@@ -42,7 +42,7 @@ pub struct KernelRecord {
     /// [`crate::backend::wgpu::device_timing`]); `None` elsewhere, and on
     /// the cpu, which has no separate device.
     pub device: Option<Duration>,
-    /// Bytes of the output it allocated.
+    /// Bytes of the outputs it allocated.
     pub bytes: usize,
     /// Whether it ran on the cpu for a backend that lacks it (the fallback).
     pub fallback: bool,
@@ -254,15 +254,17 @@ pub(crate) fn watch<K: KernelSpec>(
     inputs: &[&Tensor],
     attrs: &K::Attrs,
     backend: BackendId,
-    meta: TensorMeta,
+    metas: &[TensorMeta],
     op: impl Fn() -> String,
-) -> Result<Tensor> {
+) -> Result<Tensors> {
     let tag = if PROFILING.get() { NEXT_TAG.fetch_add(1, Ordering::Relaxed) } else { 0 };
     let started = Instant::now();
-    let (y, fallback) = crate::engine::scoped(&TAG, tag, || Engine::execute::<K>(inputs, attrs, backend, &meta))?;
+    let (ys, fallback) = crate::engine::scoped(&TAG, tag, || Engine::execute::<K>(inputs, attrs, backend, metas))?;
     let host = started.elapsed();
     if debug_enabled() {
-        check_finite::<K>(&y, inputs, backend, &op)?;
+        for y in &ys {
+            check_finite::<K>(y, inputs, backend, &op)?;
+        }
     }
     if PROFILING.get() {
         let live = live_bytes();
@@ -271,8 +273,8 @@ pub(crate) fn watch<K: KernelSpec>(
             op: op(),
             backend,
             inputs: inputs.iter().map(|t| t.meta()).collect(),
-            bytes: crate::shape::numel(&meta.shape) * meta.dtype.size_in_bytes(),
-            output: meta,
+            bytes: metas.iter().map(|m| crate::shape::numel(&m.shape) * m.dtype.size_in_bytes()).sum(),
+            output: metas.first().cloned().unwrap_or_else(|| TensorMeta { shape: Shape::new(), dtype: DType::F32 }),
             attrs: format!("{attrs:?}"),
             start: Duration::ZERO,
             host,
@@ -293,7 +295,7 @@ pub(crate) fn watch<K: KernelSpec>(
             }
         });
     }
-    Ok(y)
+    Ok(ys)
 }
 
 /// The first NaN or infinity of `y`, as [`Error::NonFinite`].

@@ -21,11 +21,11 @@ use std::sync::{Mutex, PoisonError, RwLock};
 use linkme::distributed_slice;
 
 use crate::backend::Backend;
-use crate::spec::{Differentiable, GradCall, IntoGrads, KernelCall, KernelSpec};
-use crate::{BackendId, DType, Error, Location, Result, Tensor, TensorMeta};
+use crate::spec::{Differentiable, GradCall, IntoGrads, KernelCall, KernelSpec, Tensors};
+use crate::{BackendId, DType, Error, Location, Result, Tensor};
 
 /// A type-erased kernel: what [`KernelEntry::func`] points to.
-pub type KernelFn = dyn Fn(&KernelCall<'_>) -> Result<Tensor> + Send + Sync;
+pub type KernelFn = dyn Fn(&KernelCall<'_>) -> Result<Tensors> + Send + Sync;
 /// A type-erased gradient: returns one tensor per differentiable input.
 pub type GradientFn = dyn Fn(&GradCall<'_>) -> Result<Vec<Option<Tensor>>> + Send + Sync;
 
@@ -90,12 +90,17 @@ pub struct SpecEntry {
     pub dtypes: &'static [DType],
     /// Differentiable inputs (empty when non-differentiable).
     pub differentiable: &'static [&'static str],
+    /// Output names, in order.
+    pub outputs: &'static [&'static str],
+    /// Whether the one output is a list of any length.
+    pub variadic_output: bool,
     /// The spec file that declared it, as given to `spec!`.
     pub spec_file: &'static str,
     /// The crate whose `spec!` bound it.
     pub crate_name: &'static str,
-    /// Runs the kernel with type-erased attributes (its `Attrs` struct).
-    pub run: fn(&[&Tensor], &(dyn std::any::Any + Send + Sync)) -> Result<Tensor>,
+    /// Runs the kernel with type-erased attributes (its `Attrs` struct),
+    /// returning every output.
+    pub run: fn(&[&Tensor], &(dyn std::any::Any + Send + Sync)) -> Result<Vec<Tensor>>,
 }
 
 impl std::fmt::Debug for SpecEntry {
@@ -457,11 +462,14 @@ fn absent() -> *mut KernelEntry {
 }
 
 fn leak_kernel<K: KernelSpec, B: Backend>(
-    f: impl Fn(K::Args<'_, B>, &TensorMeta) -> Result<B::Tensor> + Send + Sync + 'static,
+    f: impl Fn(K::Args<'_, B>, &K::OutMeta) -> Result<K::Out<B>> + Send + Sync + 'static,
     replaces: bool,
     location: Location,
 ) -> &'static KernelEntry {
-    let func: Box<KernelFn> = Box::new(move |call: &KernelCall<'_>| Ok(B::wrap(f(K::args::<B>(call)?, call.out)?)));
+    let func: Box<KernelFn> = Box::new(move |call: &KernelCall<'_>| {
+        let out = crate::__private::out_meta::<K>(call)?;
+        Ok(K::wrap::<B>(f(K::args::<B>(call)?, out)?))
+    });
     Box::leak(Box::new(KernelEntry {
         kernel: K::NAME,
         backend: B::ID,
@@ -487,7 +495,7 @@ fn leak_kernel<K: KernelSpec, B: Backend>(
 /// ```
 #[track_caller]
 pub fn register_kernel<K: KernelSpec, B: Backend>(
-    f: impl Fn(K::Args<'_, B>, &TensorMeta) -> Result<B::Tensor> + Send + Sync + 'static,
+    f: impl Fn(K::Args<'_, B>, &K::OutMeta) -> Result<K::Out<B>> + Send + Sync + 'static,
 ) -> Result<()> {
     let location = caller();
     let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);
@@ -519,7 +527,7 @@ pub fn register_kernel<K: KernelSpec, B: Backend>(
 /// ```
 #[track_caller]
 pub fn override_kernel<K: KernelSpec, B: Backend>(
-    f: impl Fn(K::Args<'_, B>, &TensorMeta) -> Result<B::Tensor> + Send + Sync + 'static,
+    f: impl Fn(K::Args<'_, B>, &K::OutMeta) -> Result<K::Out<B>> + Send + Sync + 'static,
 ) {
     let entry = leak_kernel::<K, B>(f, true, caller());
     let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);

@@ -113,6 +113,10 @@ fn too_large(shape: Shape) -> Result<Shape, String> {
 /// `isize::MAX / 8`, the cap the tensor constructors apply. Rules whose output
 /// size comes from attributes rather than from existing inputs use it, so an
 /// absurd attribute is an error rather than a capacity-overflow panic.
+/// The most tensors one kernel call may give: a list of outputs past it
+/// (the slices of a long, empty axis) is refused rather than allocated.
+const MAX_OUTPUTS: usize = 1 << 16;
+
 fn allocatable(shape: Shape) -> Result<Shape, String> {
     match checked_numel(&shape) {
         Some(n) if n <= isize::MAX as usize / 8 => Ok(shape),
@@ -690,6 +694,92 @@ pub mod rules {
         let mut out = one;
         out.insert(axis, values.len());
         allocatable(out)
+    }
+
+    /// The shape function of kernel `TopK`: `x`'s shape with its last
+    /// axis cut to `k`, for `values` and for `indices`; `k` lies in
+    /// `0..=` the last axis.
+    ///
+    /// ```
+    /// use opforge::{kernels::TopKAttrs, shape::rules::top_k};
+    /// let shapes = top_k(&[2, 5], &TopKAttrs { k: 3, sorted: true }).unwrap();
+    /// assert_eq!((shapes[0].as_slice(), shapes[1].as_slice()), (&[2, 3][..], &[2, 3][..]));
+    /// assert!(top_k(&[2, 5], &TopKAttrs { k: 6, sorted: true }).unwrap_err().contains("k = 6"));
+    /// ```
+    pub fn top_k(x: &[usize], attrs: &crate::kernels::TopKAttrs) -> Result<Vec<Shape>, String> {
+        let Some(&last) = x.last() else {
+            return Err("x is a scalar, but top_k takes the largest entries along the last axis; give x one".into());
+        };
+        let k = attrs.k;
+        if k < 0 || k as u64 > last as u64 {
+            return Err(format!("k = {k} must lie in 0..={last}, the length of the last axis of x {x:?}"));
+        }
+        let mut out = Shape::from_slice(x);
+        if let Some(l) = out.last_mut() {
+            *l = k as usize;
+        }
+        Ok(vec![out.clone(), out])
+    }
+
+    /// The shape function of kernel `Unpack`: one output per index of
+    /// `axis`, each `x`'s shape without that axis.
+    ///
+    /// ```
+    /// use opforge::{kernels::UnpackAttrs, shape::rules::unpack};
+    /// let shapes = unpack(&[2, 3, 4], &UnpackAttrs { axis: 1 }).unwrap();
+    /// assert_eq!(shapes.len(), 3);
+    /// assert_eq!(shapes[0].as_slice(), &[2, 4]);
+    /// assert!(unpack(&[], &UnpackAttrs { axis: 0 }).is_err());
+    /// ```
+    pub fn unpack(x: &[usize], attrs: &crate::kernels::UnpackAttrs) -> Result<Vec<Shape>, String> {
+        let axis = normalize_axis(attrs.axis, x.len())?;
+        if x[axis] > MAX_OUTPUTS {
+            return Err(format!("axis {axis} of x {x:?} would give {} tensors, over {MAX_OUTPUTS}", x[axis]));
+        }
+        let mut one = Shape::from_slice(x);
+        one.remove(axis);
+        Ok(vec![one; x[axis]])
+    }
+
+    /// The shape function of kernel `SplitV`: `x`'s shape with `axis` cut
+    /// to each length of `size_splits`, whose one `-1` takes what the
+    /// others leave; the lengths add up to the axis.
+    ///
+    /// ```
+    /// use opforge::{kernels::SplitVAttrs, shape::rules::split_v};
+    /// let shapes = split_v(&[2, 7], &SplitVAttrs { size_splits: vec![1, -1, 2], axis: 1 }).unwrap();
+    /// let dims: Vec<&[usize]> = shapes.iter().map(|s| s.as_slice()).collect();
+    /// assert_eq!(dims, [&[2, 1][..], &[2, 4], &[2, 2]]);
+    /// let short = SplitVAttrs { size_splits: vec![3, 3], axis: 1 };
+    /// assert!(split_v(&[2, 7], &short).unwrap_err().contains("add up to 6"));
+    /// ```
+    pub fn split_v(x: &[usize], attrs: &crate::kernels::SplitVAttrs) -> Result<Vec<Shape>, String> {
+        let axis = normalize_axis(attrs.axis, x.len())?;
+        let sizes = &attrs.size_splits;
+        let whole = x[axis] as i64;
+        let rest = sizes.iter().filter(|&&s| s == -1).count();
+        if let Some(bad) = sizes.iter().find(|&&s| s < -1) {
+            return Err(format!("size_splits {sizes:?} holds {bad}; lengths are >= 0, or -1 for the rest"));
+        }
+        if rest > 1 {
+            return Err(format!("size_splits {sizes:?} holds -1 {rest} times, expected it at most once"));
+        }
+        let given: i64 = sizes.iter().filter(|&&s| s >= 0).fold(0i64, |a, &s| a.saturating_add(s));
+        if (rest == 0 && given != whole) || (rest == 1 && given > whole) {
+            return Err(format!(
+                "size_splits {sizes:?} add up to {given}, but axis {axis} of x {x:?} is {whole} long; they must \
+                 add up to it{}",
+                if rest == 1 { " at most, with -1 taking the rest" } else { "" }
+            ));
+        }
+        Ok(sizes
+            .iter()
+            .map(|&s| {
+                let mut out = Shape::from_slice(x);
+                out[axis] = if s == -1 { (whole - given) as usize } else { s as usize };
+                out
+            })
+            .collect())
     }
 
     /// The shape function of kernel `PadV2`: each axis grown by its

@@ -21,6 +21,7 @@ use crate::{BackendId, Result, Tensor, TensorMeta};
 /// assert_eq!(BatchMatMul::INPUTS, &["a", "b"]);
 /// assert_eq!(BatchMatMul::ATTRS, &["transpose_a", "transpose_b"]);
 /// assert_eq!(BatchMatMul::OUTPUT, "y");
+/// assert_eq!(BatchMatMul::OUTPUTS, &["y"]);
 /// assert_eq!(BatchMatMul::DIFFERENTIABLE, &["a", "b"]);
 /// ```
 #[diagnostic::on_unimplemented(
@@ -37,11 +38,21 @@ pub trait KernelSpec: Sized + Send + Sync + 'static {
     const INPUTS: &'static [&'static str];
     /// Attribute names, in spec order.
     const ATTRS: &'static [&'static str];
-    /// The output's name, as a gradient parameter (`y` unless the spec says otherwise).
+    /// The (first) output's name, as a gradient parameter (`y` unless the
+    /// spec says otherwise).
     const OUTPUT: &'static str;
-    /// The name a gradient receives the output's cotangent by: `d` and the
-    /// output's name (`dy` for `y`, `ddx` for `dx`).
+    /// The name a gradient receives the (first) output's cotangent by: `d`
+    /// and the output's name (`dy` for `y`, `ddx` for `dx`).
     const COTANGENT: &'static str;
+    /// Every output's name, in order: `[OUTPUT]` for a kernel of one
+    /// output, `["values", "indices"]` for `TopK`, the list's one name for
+    /// a variadic output.
+    const OUTPUTS: &'static [&'static str];
+    /// The cotangents' names, one per output (`["dvalues", "dindices"]`).
+    const COTANGENTS: &'static [&'static str];
+    /// Whether the one output is variadic (`outputs = ["*outputs"]`): a
+    /// list of tensors whose length the shape function decides.
+    const VARIADIC_OUTPUT: bool = false;
     /// The differentiable inputs; empty for a `non_differentiable` kernel.
     const DIFFERENTIABLE: &'static [&'static str];
     /// Whether the last input is variadic (`"*values"` in the spec): one or
@@ -53,9 +64,25 @@ pub trait KernelSpec: Sized + Send + Sync + 'static {
     type Args<'a, B: Backend>;
     /// What a gradient receives: inputs, attributes, the output and its cotangent `dy`.
     type GradArgs<'a>;
+    /// What the op returns: a [`Tensor`], the generated `NameOutputs`
+    /// struct for several outputs, or a `Vec<Tensor>` for a variadic one.
+    type Outputs;
+    /// What a kernel on backend `B` returns, inside a `Result`: `B::Tensor`,
+    /// a tuple of them in output order, or a `Vec` of them.
+    type Out<B: Backend>;
+    /// What a kernel's `out` parameter is: the [`TensorMeta`] of its one
+    /// output, or a slice of every output's.
+    type OutMeta: ?Sized;
 
-    /// The spec's dtype and shape rules: the output's meta, or what is wrong.
-    fn infer(inputs: &[&Tensor], attrs: &Self::Attrs) -> std::result::Result<TensorMeta, String>;
+    /// The spec's dtype and shape rules: each output's meta, or what is wrong.
+    fn infer(inputs: &[&Tensor], attrs: &Self::Attrs) -> std::result::Result<Metas, String>;
+    /// A kernel's result on backend `B` as the tensors of each output.
+    fn wrap<B: Backend>(out: Self::Out<B>) -> Tensors;
+    /// The output tensors as the op returns them; `None` if they are not
+    /// as many as the kernel has outputs.
+    fn outputs(tensors: Tensors) -> Option<Self::Outputs>;
+    /// What a kernel's `out` parameter gets from the metas `infer` gave.
+    fn out_meta(metas: &[TensorMeta]) -> Option<&Self::OutMeta>;
     /// Types an erased kernel call for backend `B`.
     fn args<'a, B: Backend>(call: &KernelCall<'a>) -> Result<Self::Args<'a, B>>;
     /// Types an erased gradient call.
@@ -193,6 +220,14 @@ impl GradSlot for Option<Tensor> {
     }
 }
 
+/// The metas of a kernel's outputs, as [`KernelSpec::infer`] gives them:
+/// inline for the usual one output, so that a call allocates nothing.
+pub type Metas = smallvec::SmallVec<[TensorMeta; 1]>;
+
+/// The tensors of a kernel's outputs, in order, as a stored kernel returns
+/// them: inline for the usual one output.
+pub type Tensors = smallvec::SmallVec<[Tensor; 1]>;
+
 /// A kernel invocation with its types erased, as stored kernels receive it.
 #[derive(Clone, Copy)]
 pub struct KernelCall<'a> {
@@ -204,8 +239,8 @@ pub struct KernelCall<'a> {
     pub inputs: &'a [&'a Tensor],
     /// The descriptor's `Attrs`.
     pub attrs: &'a (dyn Any + Send + Sync),
-    /// The output the spec's shape rule promised.
-    pub out: &'a TensorMeta,
+    /// The outputs the spec's shape rule promised, in order.
+    pub outs: &'a [TensorMeta],
 }
 
 /// A gradient invocation with its types erased.
@@ -217,10 +252,11 @@ pub struct GradCall<'a> {
     pub inputs: &'a [Tensor],
     /// The descriptor's `Attrs`.
     pub attrs: &'a (dyn Any + Send + Sync),
-    /// The kernel's output.
-    pub output: &'a Tensor,
-    /// The cotangent of the output.
-    pub dy: &'a Tensor,
+    /// The kernel's outputs, in order.
+    pub outputs: &'a [Tensor],
+    /// The cotangent of each output; `None` for an output nothing
+    /// downstream differentiated (never for a kernel of one output).
+    pub dys: &'a [Option<Tensor>],
     /// Per input, in spec order: whether its gradient is needed. A
     /// gradient may skip the others.
     pub needs: &'a [bool],
@@ -241,8 +277,8 @@ pub struct SpecNames {
     pub name: &'static str,
     pub inputs: &'static [&'static str],
     pub attrs: &'static [&'static str],
-    pub output: &'static str,
-    pub cotangent: &'static str,
+    pub outputs: &'static [&'static str],
+    pub cotangents: &'static [&'static str],
     pub differentiable: &'static [&'static str],
 }
 
@@ -320,8 +356,8 @@ impl ParamCheck {
         let mut m = Self::new();
         let known = contains(k.inputs, name)
             || contains(k.attrs, name)
-            || eq(k.output, name)
-            || eq(k.cotangent, name)
+            || contains(k.outputs, name)
+            || contains(k.cotangents, name)
             || eq("needs", name);
         if !known {
             m.push("unknown parameter `").push(name).push("`: the gradient of `").push(k.name).push("` may take its ");
@@ -329,14 +365,26 @@ impl ParamCheck {
             if !k.attrs.is_empty() {
                 m.names(k.attrs, "attribute", "attributes").push(", ");
             }
-            m.push("its output `").push(k.output).push("`, `").push(k.cotangent);
-            m.push("`, the cotangent of the output, and `needs`, which inputs want a gradient");
-            if eq(name, "dy") {
-                // The usual name, for another output: the cotangent is named after it.
-                m.push("; the cotangent is `").push(k.cotangent).push("` here, `d` and the output's name");
+            if let ([output], [cotangent]) = (k.outputs, k.cotangents) {
+                m.push("its output `").push(output).push("`, `").push(cotangent);
+                m.push("`, the cotangent of the output, and `needs`, which inputs want a gradient");
+                if eq(name, "dy") {
+                    // The usual name, for another output: the cotangent is named after it.
+                    m.push("; the cotangent is `").push(cotangent).push("` here, `d` and the output's name");
+                    return m;
+                }
             } else {
-                m.suggest(name, &[k.inputs, k.attrs, &[k.output, k.cotangent, "needs"]], given);
+                m.names(k.outputs, "its output", "its outputs").push(", their cotangents ");
+                m.names(k.cotangents, "", "").push(
+                    " (each an `Option`: `None` for an output nothing downstream differentiated), and `needs`, \
+                     which inputs want a gradient",
+                );
+                if eq(name, "dy") {
+                    m.push("; a kernel of several outputs has a cotangent per output, `d` and its name");
+                    return m;
+                }
             }
+            m.suggest(name, &[k.inputs, k.attrs, k.outputs, k.cotangents, &["needs"]], given);
         }
         m
     }
@@ -640,17 +688,25 @@ mod tests {
         name: "BatchMatMul",
         inputs: &["a", "b"],
         attrs: &["transpose_a", "transpose_b"],
-        output: "y",
-        cotangent: "dy",
+        outputs: &["y"],
+        cotangents: &["dy"],
         differentiable: &["a", "b"],
     };
     const CAST: SpecNames = SpecNames {
         name: "Cast",
         inputs: &["x"],
         attrs: &["dtype"],
-        output: "y",
-        cotangent: "dy",
+        outputs: &["y"],
+        cotangents: &["dy"],
         differentiable: &[],
+    };
+    const TOP_K: SpecNames = SpecNames {
+        name: "TopK",
+        inputs: &["x"],
+        attrs: &["k", "sorted"],
+        outputs: &["values", "indices"],
+        cotangents: &["dvalues", "dindices"],
+        differentiable: &["x"],
     };
 
     fn message(check: ParamCheck) -> Option<String> {
@@ -689,6 +745,22 @@ mod tests {
                 "unknown parameter `dz`: the gradient of `Cast` may take its input `x`, attribute `dtype`, \
                  its output `y`, `dy`, the cotangent of the output, and `needs`, which inputs want a gradient; \
                  did you mean `dy`?"
+            )
+        );
+    }
+
+    #[test]
+    fn gradient_parameters_of_several_outputs() {
+        for name in ["x", "k", "values", "dindices", "needs"] {
+            assert_eq!(message(ParamCheck::gradient_param(TOP_K, name, &[name])), None, "{name}");
+        }
+        assert_eq!(
+            message(ParamCheck::gradient_param(TOP_K, "dy", &["dy"])).as_deref(),
+            Some(
+                "unknown parameter `dy`: the gradient of `TopK` may take its input `x`, attributes `k`, `sorted`, \
+                 its outputs `values`, `indices`, their cotangents `dvalues`, `dindices` (each an `Option`: `None` \
+                 for an output nothing downstream differentiated), and `needs`, which inputs want a gradient; a \
+                 kernel of several outputs has a cotangent per output, `d` and its name"
             )
         );
     }

@@ -2,7 +2,7 @@
 //! each the other's adjoint.
 
 use super::{scalar, unbroadcast};
-use crate::kernels::{GatherV2, Select, UnsortedSegmentSum};
+use crate::kernels::{GatherV2, Select, TopK, UnsortedSegmentSum};
 use crate::shape::rules::gather_dims;
 use crate::{gradient, ops, Error, Result, Tensor};
 
@@ -41,6 +41,31 @@ fn gather_grad(x: &Tensor, indices: &Tensor, axis: i64, batch_dims: i64, dy: &Te
         s = ops::transpose(&s, &[0, 2, 1, 3])?;
     }
     ops::reshape(&s, &x.shape().iter().map(|&v| v as i64).collect::<Vec<_>>())
+}
+
+/// Each kept entry's cotangent goes back to where it was in its row: a
+/// segment sum of `dvalues` over the entries' flat positions. The indices
+/// are not differentiable; without a cotangent for the values, zeros.
+#[gradient(TopK)]
+fn top_k_grad(x: &Tensor, indices: &Tensor, dvalues: Option<&Tensor>) -> Result<Tensor> {
+    let (Some(dvalues), Some(&n)) = (dvalues, x.shape().last()) else {
+        return Tensor::zeros_like(x);
+    };
+    let k = indices.shape().last().copied().unwrap_or(0);
+    if k == 0 {
+        return Tensor::zeros_like(x);
+    }
+    if x.numel() > i32::MAX as usize {
+        let message = format!("x is {}, past the i32 positions of its segment sum", x.meta());
+        return Err(Error::InvalidTensor { what: "top_k gradient", message });
+    }
+    let rows = indices.numel() / k;
+    let offsets: Vec<i32> = (0..rows).map(|r| (r * n) as i32).collect();
+    let offsets = Tensor::from_vec(offsets, &[rows, 1])?.to_backend(indices.backend())?;
+    let ids = ops::reshape(&ops::add(&ops::reshape(indices, &[rows as i64, k as i64])?, &offsets)?, &[-1])?;
+    let flat = ops::reshape(dvalues, &[-1])?;
+    let dx = ops::unsorted_segment_sum(&flat, &ids, (rows * n) as i64)?;
+    ops::reshape(&dx, &super::dims(x))
 }
 
 /// Each element's cotangent is its segment's: a gather of `dy` by the ids.

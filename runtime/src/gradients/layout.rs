@@ -2,7 +2,9 @@
 //! kernels of several tensors, `dy` cut back into one piece per tensor.
 
 use super::{dims, unbroadcast};
-use crate::kernels::{AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, Tile};
+use crate::kernels::{
+    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, Tile, Unpack,
+};
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::rules::permutation;
 use crate::{gradient, ops, DType, Error, Result, Tensor};
@@ -89,6 +91,34 @@ fn pack_grad(values: &[Tensor], axis: i64, dy: &Tensor) -> Result<Vec<Tensor>> {
             ops::reshape(&ops::slice(dy, &begin, &size)?, &dims(&values[i]))
         })
         .collect()
+}
+
+/// Each output's cotangent, zeros for one nothing differentiated.
+fn cotangents(outputs: &[Tensor], doutputs: &[Option<Tensor>]) -> Result<Vec<Tensor>> {
+    (outputs.iter().zip(doutputs))
+        .map(|(y, dy)| match dy {
+            Some(dy) => Ok(dy.clone()),
+            None => Tensor::zeros_like(y),
+        })
+        .collect()
+}
+
+/// The slices' cotangents stacked back along `axis`.
+#[gradient(Unpack)]
+fn unpack_grad(x: &Tensor, axis: i64, outputs: &[Tensor], doutputs: &[Option<Tensor>]) -> Result<Tensor> {
+    if outputs.is_empty() {
+        return Tensor::zeros_like(x);
+    }
+    ops::stack(&cotangents(outputs, doutputs)?, axis)
+}
+
+/// The pieces' cotangents joined back along `axis`.
+#[gradient(SplitV)]
+fn split_v_grad(x: &Tensor, axis: i64, outputs: &[Tensor], doutputs: &[Option<Tensor>]) -> Result<Tensor> {
+    if outputs.is_empty() {
+        return Tensor::zeros_like(x);
+    }
+    ops::concat(&cotangents(outputs, doutputs)?, axis)
 }
 
 /// `dy` for every value.

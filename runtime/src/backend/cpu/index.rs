@@ -1,5 +1,5 @@
-//! Kernels that produce or consume indices: `ArgMax`, `ArgMin`, `Multinomial`, `OneHot`,
-//! `GatherV2`, `UnsortedSegmentSum`, and `Select`, which picks by a mask.
+//! Kernels that produce or consume indices: `ArgMax`, `ArgMin`, `TopK`, `Multinomial`,
+//! `OneHot`, `GatherV2`, `UnsortedSegmentSum`, and `Select`, which picks by a mask.
 //!
 //! `GatherV2` and `UnsortedSegmentSum` check every index before writing
 //! anything, so an index out of range is an error and never a wrong result.
@@ -20,7 +20,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::{broadcast_strides, for_rows, offset, unsupported, CpuTensor, Dims, PAR_CHUNK, PAR_THRESHOLD};
-use crate::kernels::{ArgMax, ArgMin, GatherV2, Multinomial, OneHot, Select, UnsortedSegmentSum};
+use crate::kernels::{ArgMax, ArgMin, GatherV2, Multinomial, OneHot, Select, TopK, UnsortedSegmentSum};
 use crate::shape::normalize_axis;
 use crate::shape::rules::{gather_dims, GatherDims};
 use crate::Error;
@@ -254,6 +254,58 @@ fn argmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
         DType::I32 => CpuTensor::from_vec(&out.shape, argmax_of::<i32, false>(x, axis, out)?),
         d => Err(unsupported("ArgMax", d)),
     }
+}
+
+/// The `k` highest-ranked entries of each row of `x`, by `ArgMax`'s key
+/// (NaN on top, -0 tied with +0), and on equal keys the lower index first:
+/// a total order, so the result does not depend on how the work is split.
+/// Each row selects its top `k` indices in linear time, then sorts them.
+#[kernel(TopK, cpu)]
+fn top_k(x: &CpuTensor, k: i64, sorted: bool, out: &[TensorMeta]) -> Result<(CpuTensor, CpuTensor)> {
+    let _ = sorted; // The results always come largest first.
+    match x.dtype() {
+        DType::F32 => top_k_of::<f32>(x, k as usize, out),
+        DType::I32 => top_k_of::<i32>(x, k as usize, out),
+        d => Err(unsupported("TopK", d)),
+    }
+}
+
+fn top_k_of<T: Candidate>(x: &CpuTensor, k: usize, out: &[TensorMeta]) -> Result<(CpuTensor, CpuTensor)> {
+    let [values_meta, indices_meta] = out else {
+        return Err(Error::Backend { kernel: "TopK", backend: crate::BackendId::Cpu, message: "two outputs".into() });
+    };
+    let src = x.as_slice::<T>()?;
+    let n = x.shape().last().copied().unwrap_or(1);
+    let mut indices = super::output::<i32>(indices_meta.numel());
+    for_rows(&mut indices, k, src.len() * k.max(1).ilog2().max(1) as usize, |start, chunk| {
+        let mut order: Vec<u32> = Vec::with_capacity(n);
+        for (r, picked) in chunk.chunks_mut(k).enumerate() {
+            let row = &src[(start / k + r) * n..][..n];
+            // Higher key first, then lower index: `Less` means "ranks above".
+            let above = |&a: &u32, &b: &u32| {
+                let (ka, kb) = (row[a as usize].key(), row[b as usize].key());
+                kb.cmp(&ka).then(a.cmp(&b))
+            };
+            order.clear();
+            order.extend(0..n as u32);
+            if k < n {
+                order.select_nth_unstable_by(k, above);
+            }
+            order[..k].sort_unstable_by(above);
+            for (p, &i) in picked.iter_mut().zip(&order) {
+                *p = i as i32;
+            }
+        }
+    });
+    let mut values = super::output::<T>(values_meta.numel());
+    let work = values.len();
+    for_rows(&mut values, k, work, |start, chunk| {
+        for (j, v) in chunk.iter_mut().enumerate() {
+            let at = start + j;
+            *v = src[at / k * n + indices[at] as usize];
+        }
+    });
+    Ok((CpuTensor::from_vec(&values_meta.shape, values)?, CpuTensor::from_vec(&indices_meta.shape, indices)?))
 }
 
 /// `ArgMax`'s search on reversed keys: the first minimum, NaN winning.

@@ -1,8 +1,11 @@
 //! Kernels that move or reinterpret data: `Reshape`, `Transpose`, `Cast`, `BroadcastTo`,
-//! `Slice`, `PadV2`, and those of several tensors: `Concat`, `Pack`, `AddN`.
+//! `Slice`, `PadV2`, and those of several tensors: `Concat`, `Pack`, `AddN`, and the
+//! kernels of several outputs `Unpack` and `SplitV`.
 
 use super::{for_rows, offset, output, rule_error, unsupported, CpuTensor};
-use crate::kernels::{AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, Tile};
+use crate::kernels::{
+    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, Tile, Unpack,
+};
 use crate::kernels::{Cast, Reshape, Transpose};
 use crate::shape::{rules::permutation, strides};
 use crate::{kernel, DType, Element, Result, TensorList, TensorMeta};
@@ -144,6 +147,48 @@ fn slice(x: &CpuTensor, begin: &[i64], size: &[i64], out: &TensorMeta) -> Result
         DType::I32 => block::<i32>(x, begin, out),
         DType::Bool => block::<bool>(x, begin, out),
     }
+}
+
+/// The blocks of `x` that start at `starts` along `axis` and have the
+/// lengths of `pieces`' `axis` (of `x`'s rank), each under the shape of
+/// its `out` (`Unpack`'s drop the axis).
+fn pieces(
+    x: &CpuTensor,
+    axis: usize,
+    starts: &[usize],
+    pieces: &[TensorMeta],
+    out: &[TensorMeta],
+) -> Result<Vec<CpuTensor>> {
+    let block_of = match x.dtype() {
+        DType::F32 => block::<f32>,
+        DType::I32 => block::<i32>,
+        DType::Bool => block::<bool>,
+    };
+    let mut begin = vec![0i64; x.shape().len()];
+    (starts.iter().zip(pieces).zip(out))
+        .map(|((&start, piece), out)| {
+            begin[axis] = start as i64;
+            block_of(x, &begin, piece)?.reshaped(&out.shape)
+        })
+        .collect()
+}
+
+/// Each slice along `axis`: a block one long there, without the axis.
+#[kernel(Unpack, cpu)]
+fn unpack(x: &CpuTensor, axis: i64, out: &[TensorMeta]) -> Result<Vec<CpuTensor>> {
+    let axis = crate::shape::normalize_axis(axis, x.shape().len()).map_err(rule_error("Unpack"))?;
+    let mut one = TensorMeta { shape: crate::Shape::from_slice(x.shape()), dtype: x.dtype() };
+    one.shape[axis] = 1;
+    let starts: Vec<usize> = (0..out.len()).collect();
+    pieces(x, axis, &starts, &vec![one; out.len()], out)
+}
+
+#[kernel(SplitV, cpu)]
+fn split_v(x: &CpuTensor, size_splits: &[i64], axis: i64, out: &[TensorMeta]) -> Result<Vec<CpuTensor>> {
+    let _ = size_splits; // Resolved (including any -1) by the shape function into `out`.
+    let axis = crate::shape::normalize_axis(axis, x.shape().len()).map_err(rule_error("SplitV"))?;
+    let starts: Vec<usize> = out.iter().scan(0, |at, o| Some(std::mem::replace(at, *at + o.shape[axis]))).collect();
+    pieces(x, axis, &starts, out, out)
 }
 
 /// `x` placed at offset `before` in `out`'s shape, `value` around it: each

@@ -79,21 +79,26 @@ impl Shader {
     }
 }
 
-type PipelineKey = (usize, &'static str, DType, u32, usize);
+type PipelineKey = (usize, &'static str, DType, u32, Arity);
+
+/// How many input and output tensors a program binds: what its layout is.
+pub(crate) type Arity = (usize, usize);
 
 /// Where a `map_async` callback leaves its outcome for the waiting thread.
 type MapResult = Arc<Mutex<Option<std::result::Result<(), String>>>>;
 
-/// A compiled entry point and the number of input tensors its layout binds.
+/// A compiled entry point and the numbers of input and output tensors its
+/// layout binds.
 #[derive(Debug, Clone)]
 pub(crate) struct Pipeline {
     pipeline: wgpu::ComputePipeline,
-    inputs: usize,
+    arity: Arity,
 }
 
-/// The bind group and pipeline layout of programs with some number of
-/// inputs: each input read-only storage, the output read-write storage,
-/// then the parameters as a uniform at a dynamic offset into the arena.
+/// The bind group and pipeline layout of programs with some numbers of
+/// inputs and outputs: each input read-only storage, each output
+/// read-write storage, then the parameters as a uniform at a dynamic
+/// offset into the arena.
 struct Layout {
     group: wgpu::BindGroupLayout,
     pipeline: wgpu::PipelineLayout,
@@ -119,7 +124,7 @@ impl<'a> Bound<'a> {
 /// is the same for all). Ids are never reused, so a hit is the same buffers.
 #[derive(PartialEq, Eq, Hash)]
 struct BindKey {
-    inputs: usize,
+    arity: Arity,
     ranges: SmallVec<[(u64, u64, u64); 4]>,
 }
 
@@ -176,7 +181,7 @@ pub(crate) struct Gpu {
     max_groups: u32,
     modules: Mutex<HashMap<usize, wgpu::ShaderModule>>,
     pipelines: Mutex<HashMap<PipelineKey, Pipeline>>,
-    layouts: Mutex<HashMap<usize, Arc<Layout>>>,
+    layouts: Mutex<HashMap<Arity, Arc<Layout>>>,
     /// The GPU side of the parameter arena: [`SLOTS`] slots of [`SLOT`] bytes.
     arena: wgpu::Buffer,
     timing: Option<Timing>,
@@ -317,10 +322,11 @@ impl Gpu {
         Err(backend_error(kernel, format!("the device was lost: {reason}")))
     }
 
-    /// The layouts of programs with `inputs` input tensors, made once.
-    fn layout(&self, inputs: usize) -> Arc<Layout> {
+    /// The layouts of programs with `inputs` input and `outputs` output
+    /// tensors, made once.
+    fn layout(&self, (inputs, outputs): Arity) -> Arc<Layout> {
         lock(&self.layouts)
-            .entry(inputs)
+            .entry((inputs, outputs))
             .or_insert_with(|| {
                 let storage = |read_only| wgpu::BindingType::Buffer {
                     ty: wgpu::BufferBindingType::Storage { read_only },
@@ -334,7 +340,8 @@ impl Gpu {
                 };
                 let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..inputs)
                     .map(|_| storage(true))
-                    .chain([storage(false), params])
+                    .chain((0..outputs).map(|_| storage(false)))
+                    .chain([params])
                     .enumerate()
                     .map(|(i, ty)| wgpu::BindGroupLayoutEntry {
                         binding: i as u32,
@@ -356,9 +363,9 @@ impl Gpu {
             .clone()
     }
 
-    /// The pipeline of `entry` in `shader` with `OP = op`, binding `inputs`
-    /// input tensors, cached by (shader, entry, dtype, op, inputs): never by
-    /// shape. The dtype is part of the key for the benefit of tools that
+    /// The pipeline of `entry` in `shader` with `OP = op`, binding `arity`
+    /// input and output tensors, cached by (shader, entry, dtype, op,
+    /// arity): never by shape. The dtype is part of the key for the benefit of tools that
     /// list pipelines; one entry point serves one dtype.
     pub(crate) fn pipeline(
         &self,
@@ -367,13 +374,13 @@ impl Gpu {
         entry: &'static str,
         dtype: DType,
         op: u32,
-        inputs: usize,
+        arity: Arity,
     ) -> Result<Pipeline> {
-        let key = (shader.key(), entry, dtype, op, inputs);
+        let key = (shader.key(), entry, dtype, op, arity);
         if let Some(p) = lock(&self.pipelines).get(&key) {
             return Ok(p.clone());
         }
-        let layout = self.layout(inputs);
+        let layout = self.layout(arity);
         let constants = [("OP", f64::from(op))];
         let pipeline = self.scoped(kernel, || {
             let module = lock(&self.modules)
@@ -398,7 +405,7 @@ impl Gpu {
                 cache: None,
             })
         })?;
-        let pipeline = Pipeline { pipeline, inputs };
+        let pipeline = Pipeline { pipeline, arity };
         lock(&self.pipelines).insert(key, pipeline.clone());
         Ok(pipeline)
     }
@@ -456,10 +463,11 @@ impl Gpu {
                 ),
             ));
         }
-        if buffers.len() != pipeline.inputs + 1 {
+        let (inputs, outputs) = pipeline.arity;
+        if buffers.len() != inputs + outputs {
             return Err(backend_error(
                 kernel,
-                format!("{} buffers bound to a program of {} inputs", buffers.len(), pipeline.inputs),
+                format!("{} buffers bound to a program of {inputs} inputs and {outputs} outputs", buffers.len()),
             ));
         }
         let mut b = lock(&self.batch);
@@ -474,7 +482,7 @@ impl Gpu {
             bound.slab.used_in.store(b.serial, Ordering::Relaxed);
         }
         let key = BindKey {
-            inputs: pipeline.inputs,
+            arity: pipeline.arity,
             ranges: buffers.iter().map(|r| (r.slab.id, r.offset, r.size.map_or(0, NonZeroU64::get))).collect(),
         };
         if b.bind_groups.len() >= MAX_BIND_GROUPS && !b.bind_groups.contains_key(&key) {
@@ -482,7 +490,7 @@ impl Gpu {
         }
         let group = match b.bind_groups.entry(key) {
             Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(self.bind_group(kernel, pipeline.inputs, buffers)?),
+            Entry::Vacant(e) => e.insert(self.bind_group(kernel, pipeline.arity, buffers)?),
         };
         let device = &self.device;
         let encoder = b.encoder.get_or_insert_with(|| {
@@ -513,8 +521,8 @@ impl Gpu {
         Ok(())
     }
 
-    fn bind_group(&self, kernel: &'static str, inputs: usize, buffers: &[Bound<'_>]) -> Result<wgpu::BindGroup> {
-        let layout = self.layout(inputs);
+    fn bind_group(&self, kernel: &'static str, arity: Arity, buffers: &[Bound<'_>]) -> Result<wgpu::BindGroup> {
+        let layout = self.layout(arity);
         let entries: Vec<wgpu::BindGroupEntry<'_>> = buffers
             .iter()
             .map(|r| {
@@ -637,7 +645,7 @@ impl Gpu {
         if slab.used_in.load(Ordering::Relaxed) == lock(&self.batch).serial && words < PARAM_WORDS {
             let mut params = vec![words as u32];
             params.extend(data.chunks_exact(4).map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]])));
-            let pipeline = self.pipeline("upload", &super::UPLOAD, "upload", DType::F32, 0, 0)?;
+            let pipeline = self.pipeline("upload", &super::UPLOAD, "upload", DType::F32, 0, (0, 1))?;
             return self.dispatch("upload", &pipeline, &[Bound::whole(slab)], &params, Grid::Elements(words));
         }
         let mut b = lock(&self.batch);
@@ -837,7 +845,7 @@ mod tests {
         }
         let g = gpu("Broken").unwrap();
         static BROKEN: Shader = Shader::new("broken", "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }");
-        let err = g.pipeline("Broken", &BROKEN, "main", DType::F32, 0, 0).unwrap_err().to_string();
+        let err = g.pipeline("Broken", &BROKEN, "main", DType::F32, 0, (0, 1)).unwrap_err().to_string();
         assert!(err.starts_with("kernel `Broken` on backend `wgpu`: "), "{err}");
         // Nothing leaked to the uncaptured handler, so later readbacks are clean.
         assert!(g.check_uncaptured().is_ok());

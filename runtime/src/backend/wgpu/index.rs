@@ -1,5 +1,5 @@
-//! `ArgMax` and `ArgMin` along one axis, `Multinomial`, `OneHot`, `GatherV2`, `UnsortedSegmentSum` and
-//! `Select`.
+//! `ArgMax` and `ArgMin` along one axis, `TopK`, `Multinomial`, `OneHot`, `GatherV2`,
+//! `UnsortedSegmentSum` and `Select`.
 //!
 //! The gathers and segment sums read their indices back and check them
 //! before queuing anything, as the cpu does, so an index out of range is an
@@ -8,7 +8,7 @@
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::{broadcast_strides, check_indices};
-use crate::kernels::{ArgMax, ArgMin, GatherV2, Multinomial, OneHot, Select, UnsortedSegmentSum};
+use crate::kernels::{ArgMax, ArgMin, GatherV2, Multinomial, OneHot, Select, TopK, UnsortedSegmentSum};
 use crate::shape::normalize_axis;
 use crate::shape::rules::gather_dims;
 use crate::{kernel, DType, Error, Result, TensorMeta};
@@ -16,6 +16,26 @@ use crate::{kernel, DType, Error, Result, TensorMeta};
 static SHADER: Shader = shader!("index");
 static GATHER: Shader = shader!("gather");
 static SELECT: Shader = shader!("select");
+static TOP_K: Shader = shader!("top_k");
+
+/// One invocation per row: `k` passes over it (see top_k.wgsl).
+#[kernel(TopK, wgpu)]
+fn top_k(x: &WgpuTensor, k: i64, sorted: bool, out: &[TensorMeta]) -> Result<(WgpuTensor, WgpuTensor)> {
+    let _ = sorted; // The results always come largest first.
+    let entry = match x.dtype() {
+        DType::F32 => "top_k_f32",
+        DType::I32 => "top_k_i32",
+        d => return Err(unsupported("TopK", d)),
+    };
+    let n = x.shape().last().copied().unwrap_or(1);
+    let rows = x.numel().checked_div(n).unwrap_or(0);
+    let program = Program { kernel: "TopK", shader: &TOP_K, entry, op: 0 };
+    let mut ys = program.run_outputs(&[x], out, &[rows as u32, n as u32, k as u32], Grid::Elements(rows))?.into_iter();
+    match (ys.next(), ys.next()) {
+        (Some(values), Some(indices)) => Ok((values, indices)),
+        _ => Err(Error::Backend { kernel: "TopK", backend: crate::BackendId::Wgpu, message: "two outputs".into() }),
+    }
+}
 
 /// The first best index of `x` along `axis`: op 0 the largest, 1 the smallest.
 fn arg_search(kernel: &'static str, op: u32, x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {

@@ -1,11 +1,14 @@
 //! Kernels that move or reinterpret data: `Reshape` (no copy), `Transpose`,
 //! `BroadcastTo` and `Slice` (one strided gather), `PadV2`, and `Cast`; and
 //! those of several tensors, a pass per tensor into one output: `Concat`
-//! and `Pack` (rows placed side by side), `AddN` (a running sum).
+//! and `Pack` (rows placed side by side), `AddN` (a running sum); and of
+//! several outputs, a strided gather per output: `Unpack` and `SplitV`.
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::{block_view, broadcast_strides, collapse, mirrors, reversed_axes, Remap};
-use crate::kernels::{AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, Tile};
+use crate::kernels::{
+    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, Tile, Unpack,
+};
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::{rules::permutation, strides};
 use crate::{kernel, DType, Result, TensorList, TensorMeta};
@@ -76,6 +79,31 @@ fn slice(x: &WgpuTensor, begin: &[i64], size: &[i64], out: &TensorMeta) -> Resul
     let own = strides(x.shape());
     let base = begin.iter().zip(&own).map(|(&b, &s)| b as usize * s).sum();
     gather("Slice", x, base, &own, out)
+}
+
+/// Each slice along `axis`: a strided gather without the axis.
+#[kernel(Unpack, wgpu)]
+fn unpack(x: &WgpuTensor, axis: i64, out: &[TensorMeta]) -> Result<Vec<WgpuTensor>> {
+    let axis = crate::shape::normalize_axis(axis, x.shape().len()).map_err(rule_error("Unpack"))?;
+    let mut from = strides(x.shape());
+    let step = from.remove(axis);
+    (out.iter().enumerate()).map(|(i, out)| gather("Unpack", x, i * step, &from, out)).collect()
+}
+
+/// Each piece a strided gather from where the ones before it end.
+#[kernel(SplitV, wgpu)]
+fn split_v(x: &WgpuTensor, size_splits: &[i64], axis: i64, out: &[TensorMeta]) -> Result<Vec<WgpuTensor>> {
+    let _ = size_splits; // Resolved (including any -1) by the shape function into `out`.
+    let axis = crate::shape::normalize_axis(axis, x.shape().len()).map_err(rule_error("SplitV"))?;
+    let own = strides(x.shape());
+    let mut start = 0;
+    (out.iter())
+        .map(|out| {
+            let piece = gather("SplitV", x, start * own[axis], &own, out);
+            start += out.shape[axis];
+            piece
+        })
+        .collect()
 }
 
 #[kernel(PadV2, wgpu)]

@@ -283,19 +283,49 @@ impl Program {
         inputs: &[&WgpuTensor],
         out: &TensorMeta,
     ) -> Result<WgpuTensor> {
+        let mut ys = Program::run_passes_into(passes, inputs, std::slice::from_ref(out))?;
+        ys.pop().ok_or_else(|| device::backend_error(passes.first().map_or("", |p| p.0.kernel), "no output".into()))
+    }
+
+    /// [`Program::run_grid`] for a program of several outputs, one fresh
+    /// buffer each, bound after the inputs in the order of `outs`.
+    pub(crate) fn run_outputs(
+        &self,
+        inputs: &[&WgpuTensor],
+        outs: &[TensorMeta],
+        params: &[u32],
+        grid: Grid,
+    ) -> Result<SmallVec<[WgpuTensor; 2]>> {
+        Program::run_passes_into(&[(*self, params, grid)], inputs, outs)
+    }
+
+    /// [`Program::run_passes`] into a fresh buffer per output of `outs`.
+    /// Nothing is dispatched when every output is empty.
+    fn run_passes_into(
+        passes: &[(Program, &[u32], Grid)],
+        inputs: &[&WgpuTensor],
+        outs: &[TensorMeta],
+    ) -> Result<SmallVec<[WgpuTensor; 2]>> {
         let kernel = passes.first().map_or("", |p| p.0.kernel);
-        let n = out.numel();
-        let y = Program::output(kernel, inputs.iter().copied(), n)?;
-        if n > 0 {
+        let ys: SmallVec<[pool::GpuBuffer; 2]> = outs
+            .iter()
+            .map(|out| Program::output(kernel, inputs.iter().copied(), out.numel()))
+            .collect::<Result<_>>()?;
+        if outs.iter().any(|out| out.numel() > 0) {
             let g = gpu(kernel)?;
             let bound: SmallVec<[Bound<'_>; 4]> =
-                inputs.iter().map(|t| t.buf.slab()).chain([y.slab()]).map(Bound::whole).collect();
+                inputs.iter().map(|t| t.buf.slab()).chain(ys.iter().map(|y| y.slab())).map(Bound::whole).collect();
+            let dtype = inputs.first().map_or(outs[0].dtype, |t| t.dtype);
             for (program, params, grid) in passes {
-                let pipeline = program.pipeline(g, inputs, out)?;
+                let pipeline = program.pipeline_for(g, dtype, (inputs.len(), outs.len()))?;
                 g.dispatch(program.kernel, &pipeline, &bound, params, *grid)?;
             }
         }
-        Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
+        Ok(ys
+            .into_iter()
+            .zip(outs)
+            .map(|(y, out)| WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
+            .collect())
     }
 
     /// Runs `passes` in order into one fresh buffer for `out`, each pass a
@@ -320,7 +350,11 @@ impl Program {
 
     fn pipeline(&self, g: &Gpu, inputs: &[&WgpuTensor], out: &TensorMeta) -> Result<device::Pipeline> {
         let dtype = inputs.first().map_or(out.dtype, |t| t.dtype);
-        g.pipeline(self.kernel, self.shader, self.entry, dtype, self.op, inputs.len())
+        self.pipeline_for(g, dtype, (inputs.len(), 1))
+    }
+
+    fn pipeline_for(&self, g: &Gpu, dtype: DType, arity: device::Arity) -> Result<device::Pipeline> {
+        g.pipeline(self.kernel, self.shader, self.entry, dtype, self.op, arity)
     }
 
     /// Runs an elementwise program whose invocations take four elements
