@@ -645,6 +645,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
             type Out<B: ::opforge::__private::Backend> = #out_ty;
             type OutMeta = #out_meta_ty;
 
+            #[inline]
             fn infer(
                 __inputs: &[&::opforge::Tensor],
                 __attrs: &#attrs_ty,
@@ -654,14 +655,17 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
                 #metas
             }
 
+            #[inline]
             fn wrap<B: ::opforge::__private::Backend>(__out: #out_ty) -> ::opforge::Tensors {
                 #wrap
             }
 
+            #[inline]
             fn outputs(__tensors: ::opforge::Tensors) -> ::core::option::Option<#outputs_ty> {
                 #unwrap
             }
 
+            #[inline]
             fn out_meta(__metas: &[::opforge::TensorMeta]) -> ::core::option::Option<&#out_meta_ty> {
                 #out_meta
             }
@@ -851,14 +855,8 @@ fn outputs(k: &KernelDef) -> Outputs {
             ty: tensor.clone(),
             out_ty: quote!(B::Tensor),
             out_meta_ty: meta.clone(),
-            wrap: quote!(#private::smallvec![B::wrap(__out)]),
-            unwrap: quote! {
-                let mut __tensors = __tensors.into_iter();
-                match (__tensors.next(), __tensors.next()) {
-                    (::core::option::Option::Some(__y), ::core::option::Option::None) => ::core::option::Option::Some(__y),
-                    _ => ::core::option::Option::None,
-                }
-            },
+            wrap: quote!(#private::one(B::wrap(__out))),
+            unwrap: quote!(#private::the_one(__tensors)),
             metas: quote!(#ok(#private::one_meta(#meta { shape: __shape, dtype: #dtype }))),
             out_meta: quote! {
                 match __metas {

@@ -270,8 +270,24 @@ pub mod __private {
     }
 
     /// The metas of a kernel of one output.
+    #[inline]
     pub fn one_meta(meta: TensorMeta) -> crate::spec::Metas {
-        smallvec::smallvec![meta]
+        crate::spec::Metas::from_buf([meta])
+    }
+
+    /// The outputs of a kernel of one output.
+    #[inline]
+    pub fn one(y: Tensor) -> crate::spec::Tensors {
+        crate::spec::Tensors::from_buf([y])
+    }
+
+    /// The one output of a kernel of one output; `None` for another count.
+    #[inline]
+    pub fn the_one(ys: crate::spec::Tensors) -> Option<Tensor> {
+        match ys.into_inner() {
+            Ok([y]) => Some(y),
+            Err(_) => None,
+        }
     }
 
     /// Output `i` of an erased gradient call.
