@@ -1,5 +1,7 @@
 //! The out-of-tree path: a crate that is not `opforge` binds its own spec
-//! (`MySquare`, and `MyMaskedFill`, whose inputs have two dtypes), registers a `cpu` kernel in Rust, a `wgpu` kernel in WGSL
+//! (`MySquare`; `MyMaskedFill`, whose inputs have two dtypes; `MyMinMax`,
+//! of two outputs, whose shapes a function of that crate computes),
+//! registers a `cpu` kernel in Rust, a `wgpu` kernel in WGSL
 //! and a gradient for it, and this program calls the kernel through its
 //! generated op, through the engine by kernel name (TF.js
 //! `engine().runKernel`), on the GPU when there is one, and differentiates
@@ -7,8 +9,9 @@
 //!
 //! `cargo run --release --example custom_kernel`
 
+use opforge::ops;
 use opforge::{grad, registry, BackendId, Engine, Tensor};
-use opforge_example_square::{my_masked_fill, my_square, MySquare, MySquareAttrs};
+use opforge_example_square::{my_masked_fill, my_min_max, my_square, MySquare, MySquareAttrs};
 use opforge_examples::check;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -33,6 +36,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let filled = my_masked_fill(&x, &mask, 0.0)?;
     println!("my_masked_fill(x, [true, false], 0) = {filled}");
     check(filled.to_vec::<f32>()? == vec![0.0, -2.0, 0.0, 0.5], "the mask broadcasts over x's rows")?;
+
+    // A kernel of two outputs: the op returns both, and the gradient gets a
+    // cotangent for each output the loss used (here only `high`).
+    let extremes = my_min_max(&x)?;
+    println!("my_min_max(x) = low {}, high {}", extremes.low, extremes.high);
+    let (low, high) = (extremes.low.to_vec::<f32>()?, extremes.high.to_vec::<f32>()?);
+    check(low == vec![-2.0, 0.5] && high == vec![1.0, 3.0], "my_min_max gives each row's least and greatest")?;
+    let dhigh = grad(|x: &Tensor| ops::sum(&my_min_max(x)?.high, None, false))(&x)?;
+    println!("grad(sum(my_min_max(x).high)) = {dhigh}");
+    check(dhigh.to_vec::<f32>()? == vec![1.0, 0.0, 1.0, 0.0], "only the greatest entries get a gradient")?;
 
     let wgpu = opforge::backends().into_iter().find(|b| b.backend == BackendId::Wgpu).ok_or("wgpu is listed")?;
     if wgpu.available {

@@ -1,8 +1,9 @@
 //! An opforge plugin living outside the `opforge` crate: it binds a spec of
 //! its own (`my_ops.toml`), implements `MySquare` for `cpu` (in Rust) and
-//! for `wgpu` (in WGSL, `square.wgsl`), and `MyMaskedFill`, whose inputs
-//! have two dtypes (`f32` values, a `bool` mask), for `cpu`, and registers
-//! their gradients, exactly as a user crate would.
+//! for `wgpu` (in WGSL, `square.wgsl`), `MyMaskedFill`, whose inputs have
+//! two dtypes (`f32` values, a `bool` mask), and `MyMinMax`, of two
+//! outputs whose shapes a function of this crate computes ([`shapes::rows`]),
+//! for `cpu`, and registers their gradients, exactly as a user crate would.
 //!
 //! ```
 //! use opforge::Tensor;
@@ -109,4 +110,63 @@ fn offset(mut i: usize, dims: &[usize], strides: &[usize]) -> usize {
 pub fn my_masked_fill_grad(x: &Tensor, mask: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let zero = Tensor::scalar(0.0f32).to_backend(dy.backend())?;
     unbroadcast(&ops::select(mask, &zero, dy)?, x.shape())
+}
+
+/// Shape functions of this crate's spec, named in `my_ops.toml` as
+/// `shape = "fn(crate::shapes::rows)"`. `spec!` checks each against the
+/// signature it generates (`MyMinMaxShapeFn`).
+pub mod shapes {
+    use opforge::shape::Shape;
+
+    /// `MyMinMax`'s outputs: `x` without its last axis, twice. An error,
+    /// which the op's error completes, for a scalar or an empty row.
+    ///
+    /// ```
+    /// use opforge_example_square::{shapes::rows, MyMinMaxAttrs};
+    /// assert_eq!(rows(&[2, 3], &MyMinMaxAttrs {}).unwrap()[1].as_slice(), &[2]);
+    /// assert!(rows(&[2, 0], &MyMinMaxAttrs {}).unwrap_err().contains("empty"));
+    /// ```
+    pub fn rows(x: &[usize], attrs: &crate::MyMinMaxAttrs) -> Result<Vec<Shape>, String> {
+        let _ = attrs;
+        match x.split_last() {
+            None => Err("x is a scalar, which has no rows".into()),
+            Some((0, _)) => Err(format!("x {x:?} has empty rows, which have no least or greatest entry")),
+            Some((_, rows)) => Ok(vec![Shape::from_slice(rows), Shape::from_slice(rows)]),
+        }
+    }
+}
+
+/// The `cpu` kernel of `MyMinMax`: it returns both outputs, in the spec's
+/// order, and gets both metas in `out`.
+///
+/// ```
+/// use opforge::Tensor;
+/// let x = Tensor::from_vec(vec![3.0f32, -1.0, 2.0, 0.5, 4.0, 4.5], &[2, 3])?;
+/// let y = opforge_example_square::my_min_max(&x)?;
+/// assert_eq!((y.low.to_vec::<f32>()?, y.high.to_vec::<f32>()?), (vec![-1.0, 0.5], vec![3.0, 4.5]));
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[kernel(MyMinMax, cpu)]
+pub fn my_min_max_cpu(x: &CpuTensor, out: &[TensorMeta]) -> Result<(CpuTensor, CpuTensor)> {
+    let n = x.shape().last().copied().unwrap_or(1);
+    let rows = x.as_slice::<f32>()?.chunks(n);
+    let low = rows.clone().map(|r| r.iter().copied().fold(f32::INFINITY, f32::min)).collect();
+    let high = rows.map(|r| r.iter().copied().fold(f32::NEG_INFINITY, f32::max)).collect();
+    Ok((CpuTensor::from_vec(&out[0].shape, low)?, CpuTensor::from_vec(&out[1].shape, high)?))
+}
+
+/// Each output's cotangent goes to the entry it came from (the first, on a
+/// tie); an output nothing used has no cotangent and adds nothing.
+#[gradient(MyMinMax)]
+pub fn my_min_max_grad(x: &Tensor, dlow: Option<&Tensor>, dhigh: Option<&Tensor>) -> Result<Tensor> {
+    let n = x.shape().last().copied().unwrap_or(1) as i64;
+    let mut dx = Tensor::zeros_like(x)?;
+    for (d, at) in [(dlow, ops::argmin(x, -1)?), (dhigh, ops::argmax(x, -1)?)] {
+        if let Some(d) = d {
+            let picked = ops::one_hot(&at, n, 1.0, 0.0)?;
+            let column: Vec<i64> = d.shape().iter().map(|&s| s as i64).chain([1]).collect();
+            dx = ops::add(&dx, &ops::mul(&picked, &ops::reshape(d, &column)?)?)?;
+        }
+    }
+    Ok(dx)
 }
