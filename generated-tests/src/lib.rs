@@ -16,6 +16,15 @@ mod generated {
         opforge::ops::cast(&f, dtype).expect("cast is total")
     }
 
+    /// Each shape has its bound's rank and no dim past it.
+    fn assert_within(shapes: &[Vec<usize>], bounds: &[Vec<usize>]) {
+        assert_eq!(shapes.len(), bounds.len(), "{shapes:?} within {bounds:?}");
+        for (shape, bound) in shapes.iter().zip(bounds) {
+            let within = shape.len() == bound.len() && shape.iter().zip(bound).all(|(s, b)| s <= b);
+            assert!(within, "{shapes:?} within {bounds:?}");
+        }
+    }
+
     fn assert_invalid(err: &Error, kernel: &str, what: &str) {
         let Error::InvalidArgument { kernel: k, .. } = err else { panic!("expected InvalidArgument, got {err}") };
         assert_eq!(*k, kernel);

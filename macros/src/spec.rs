@@ -579,6 +579,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
     let output_names: Vec<&String> = k.outputs.iter().map(|o| &o.name).collect();
     let cotangent_names: Vec<String> = k.outputs.iter().map(|o| o.cotangent()).collect();
     let variadic_output = k.variadic_output;
+    let data_dependent = k.data_dependent;
     let Outputs {
         items: output_items,
         grad_fields,
@@ -636,6 +637,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
             const OUTPUTS: &'static [&'static str] = &[#(#output_names),*];
             const COTANGENTS: &'static [&'static str] = &[#(#cotangent_names),*];
             const VARIADIC_OUTPUT: bool = #variadic_output;
+            const DATA_DEPENDENT: bool = #data_dependent;
             const DIFFERENTIABLE: &'static [&'static str] = &[#(#diff_names),*];
             const VARIADIC: bool = #variadic;
             type Attrs = #attrs_ty;

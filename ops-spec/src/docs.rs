@@ -82,6 +82,7 @@
 //! | `examples` | with `shape = "fn(...)"` | calls with the output shapes they give: an array of `{ shapes = [[...], ...], attrs = { ... }, output = [...] }`, one shape per input, every attr without a default given (`outputs = [[...], ...]`, a shape per output, for a kernel of [several outputs](#several-outputs)); the generated tests run them. See [shape functions](#shape-functions) |
 //! | `output_dtype` | no | the output's dtype: the name of an attr of type `dtype` (the output takes the dtype the call passes), a type variable of a `dtypes` table, or a dtype such as `"bool"` (always that dtype). Absent: the inputs' dtype, or the one type variable's; a kernel with several must say. An attr is looked up first, so an attr called `bool` would win over the dtype |
 //! | `attrs` | no | the kernel's attributes, its non-tensor parameters: a table, see [attributes](#attributes) |
+//! | `data_dependent` | no | `true` when the outputs' sizes are known only once the kernel runs (`Unique`, `Where`): the shape rule then gives the largest shape each output can have. The engine checks the inputs and that bound before the kernel runs, and after it that each output has the bound's rank and dtype and no dim past it. Examples give the bounds. Default `false` |
 //! | `domain` | no | `[low, high]`, the open interval of input values the kernel is defined and smooth on (`[0.0, inf]` for `Log`, `[-1.0, 1.0]` for `Asin`); the generated tests draw their inputs inside it. Absent: any value, drawn from +-(0.5, 2), away from the kinks at 0 |
 //!
 //! The dtypes are `f32`, `i32` and `bool` ([`DType`](crate::DType)). No
@@ -122,7 +123,8 @@
 //!     err.to_string(),
 //!     "ops.toml:1:2: kernel `Neg` is missing required key `dtypes`\n\
 //!      ops.toml:5:1: unknown key `dtype` in kernel `Neg`, expected one of `op`, `doc`, `inputs`, `attrs`, \
-//!      `output`, `outputs`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, `examples`, `domain`; did \
+//!      `output`, `outputs`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, `examples`, `domain`, \
+//!      `data_dependent`; did \
 //!      you mean `dtypes`?"
 //! );
 //! ```
@@ -458,6 +460,38 @@
 //! #      outputs = [\"values\", \"indices: i32\"]\nshape = \"fn(f)\"\ngrad = [\"x\"]\n\
 //! #      examples = [{ shapes = [[1]], outputs = [[1], [1]] }]\n".into()
 //! # }
+//! ```
+//!
+//! # Data-dependent shapes
+//!
+//! Some kernels' outputs are as large as their data says: `Where` gives a
+//! row per true element, `Unique` a value per distinct one. Such a kernel
+//! says `data_dependent = true`, and its shape rule gives the largest shape
+//! each output can have (`Where` on a `[2, 3]` mask: `[6, 2]`). The engine
+//! checks the inputs and that bound before the kernel runs (so a bound too
+//! large for memory is refused up front), and after it runs that each
+//! output has the bound's dtype and rank and no dim past it, in every build
+//! (other kernels' outputs are checked against their exact shapes in debug
+//! builds). Examples give the bounds.
+//!
+//! ```
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [Where]
+//! op = "argwhere"
+//! doc = "The coordinates of the true elements of `condition`."
+//! inputs = ["condition"]
+//! dtypes = ["bool"]
+//! output_dtype = "i32"
+//! shape = "fn(crate::rules::where_true)"
+//! data_dependent = true
+//! non_differentiable = "its output is coordinates"
+//! examples = [{ shapes = [[2, 3]], output = [6, 2] }]
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! assert!(spec.kernel("Where").unwrap().data_dependent);
 //! ```
 //!
 //! # Shape rules

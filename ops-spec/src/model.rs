@@ -67,6 +67,12 @@ pub struct KernelDef {
     /// and smooth on (`domain = [0.0, inf]` for `Log`), where generated
     /// tests draw their inputs; `None`: every real value.
     pub domain: Option<(f64, f64)>,
+    /// `data_dependent = true`: how large the outputs are is known only
+    /// once the kernel runs (`Unique`, `Where`). The shape rule then gives
+    /// the largest shape each output can have: the engine checks the
+    /// inputs and that bound before the kernel runs, and after it that each
+    /// output has the bound's rank and dtype and no dim past it.
+    pub data_dependent: bool,
     /// 1-based line of the table key in the spec file.
     pub line: usize,
     /// 1-based column (in characters) of the table key in the spec file.

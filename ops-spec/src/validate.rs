@@ -11,7 +11,7 @@ use crate::model::{AttrType, DType, Differentiable, InputType, KernelDef, Output
 use crate::rule::{self, Scope};
 use crate::tree::{Entry, Value};
 
-const KEYS: [&str; 13] = [
+const KEYS: [&str; 14] = [
     "op",
     "doc",
     "inputs",
@@ -25,6 +25,7 @@ const KEYS: [&str; 13] = [
     "non_differentiable",
     "examples",
     "domain",
+    "data_dependent",
 ];
 
 const REQUIRED: [&str; 5] = ["op", "doc", "inputs", "dtypes", "shape"];
@@ -304,6 +305,19 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         }
     }
     let domain = field("domain").map(|f| domain(d, f));
+    let data_dependent = match field("data_dependent").map(|f| (f, &f.node.value)) {
+        None => Some(false),
+        Some((_, Value::Bool(b))) => Some(*b),
+        Some((f, other)) => {
+            let msg = format!(
+                "`data_dependent` must be `true` or `false`, found {}; `true` says the outputs' shapes are known \
+                 only once the kernel runs, and the shape rule gives the largest they can be",
+                other.kind()
+            );
+            d.error(at(f), msg);
+            None
+        }
+    };
 
     let (line, col) = d.line_col(e.at);
     Some(KernelDef {
@@ -324,6 +338,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         examples: examples?,
         variadic,
         domain: domain.unwrap_or(Some(None))?,
+        data_dependent: data_dependent?,
         line,
         col,
     })

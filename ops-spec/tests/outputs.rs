@@ -145,3 +145,13 @@ fn examples_give_a_shape_per_output() {
     assert!(e.iter().any(|e| e.contains("example 1 gives `output`, but kernel `TopK` has several outputs")), "{e:?}");
     assert!(e.iter().any(|e| e.contains("missing required key `outputs`")), "{e:?}");
 }
+
+#[test]
+fn data_dependent_outputs_are_declared_with_a_flag() {
+    let unique = edit(TOP_K, "grad", "non_differentiable = \"indices\"\ndata_dependent = true");
+    let k = &parse(&unique, "ops.toml").unwrap().kernels[0];
+    assert!(k.data_dependent);
+    assert!(!parse(TOP_K, "ops.toml").unwrap().kernels[0].data_dependent, "false by default");
+    let e = errors(&edit(TOP_K, "grad", "grad = [\"x\"]\ndata_dependent = \"yes\""));
+    assert!(e[0].starts_with("ops.toml:9:18: `data_dependent` must be `true` or `false`, found a string"), "{e:?}");
+}

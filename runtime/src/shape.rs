@@ -782,6 +782,44 @@ pub mod rules {
             .collect())
     }
 
+    /// The shape function of kernel `Where`: at most one row of
+    /// coordinates per element of `condition`, each of its rank; how many
+    /// rows there are is known once the kernel runs. Every dim must fit
+    /// an `i32` coordinate.
+    ///
+    /// ```
+    /// use opforge::{kernels::WhereAttrs, shape::rules::where_true};
+    /// assert_eq!(where_true(&[2, 3], &WhereAttrs {}).unwrap().as_slice(), &[6, 2]);
+    /// assert_eq!(where_true(&[], &WhereAttrs {}).unwrap().as_slice(), &[1, 0]);
+    /// ```
+    pub fn where_true(condition: &[usize], attrs: &crate::kernels::WhereAttrs) -> Result<Shape, String> {
+        let _ = attrs;
+        if let Some(d) = condition.iter().find(|&&d| d > i32::MAX as usize) {
+            return Err(format!("condition {condition:?} has a dim of {d}, past an i32 coordinate"));
+        }
+        let n = checked_numel(condition).ok_or_else(|| format!("condition {condition:?} is too large"))?;
+        allocatable(Shape::from_slice(&[n, condition.len()]))
+    }
+
+    /// The shape function of kernel `Unique`: at most as many distinct
+    /// values as `x` has elements, and one index per element; `x` is 1-D,
+    /// short enough for `i32` indices.
+    ///
+    /// ```
+    /// use opforge::{kernels::UniqueAttrs, shape::rules::unique};
+    /// let shapes = unique(&[5], &UniqueAttrs {}).unwrap();
+    /// assert_eq!((shapes[0].as_slice(), shapes[1].as_slice()), (&[5][..], &[5][..]));
+    /// assert!(unique(&[2, 3], &UniqueAttrs {}).unwrap_err().contains("1-D"));
+    /// ```
+    pub fn unique(x: &[usize], attrs: &crate::kernels::UniqueAttrs) -> Result<Vec<Shape>, String> {
+        let _ = attrs;
+        match x {
+            [n] if *n <= i32::MAX as usize => Ok(vec![Shape::from_slice(x), Shape::from_slice(x)]),
+            [n] => Err(format!("x has {n} elements, past i32 indices")),
+            _ => Err(format!("x is {x:?}, but unique takes a 1-D tensor; reshape it to [-1] first")),
+        }
+    }
+
     /// The shape function of kernel `PadV2`: each axis grown by its
     /// `[before, after]` pair; one pair per axis of `x`, none negative.
     ///

@@ -53,6 +53,10 @@ pub trait KernelSpec: Sized + Send + Sync + 'static {
     /// Whether the one output is variadic (`outputs = ["*outputs"]`): a
     /// list of tensors whose length the shape function decides.
     const VARIADIC_OUTPUT: bool = false;
+    /// Whether the outputs' sizes are known only once the kernel runs
+    /// (`data_dependent = true`: `Unique`, `Where`). [`KernelSpec::infer`]
+    /// then gives the largest shape each output can have.
+    const DATA_DEPENDENT: bool = false;
     /// The differentiable inputs; empty for a `non_differentiable` kernel.
     const DIFFERENTIABLE: &'static [&'static str];
     /// Whether the last input is variadic (`"*values"` in the spec): one or

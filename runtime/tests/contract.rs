@@ -1,6 +1,8 @@
 //! In debug builds the engine checks every kernel's output against the
 //! spec's shape rule, so a kernel that breaks its contract is an error
-//! naming it rather than a wrong tensor flowing on.
+//! naming it rather than a wrong tensor flowing on; a data-dependent
+//! kernel's outputs are checked against their bounds in every build, and a
+//! kernel of several outputs must give them all.
 
 use opforge::backend::{cpu::CpuTensor, Cpu};
 use opforge::{registry, Error, Tensor};
@@ -14,8 +16,45 @@ inputs = ["x"]
 dtypes = ["f32"]
 shape = "same(x)"
 non_differentiable = "only the contract check is under test"
+
+[Positions]
+op = "positions"
+doc = "The indices of the true elements of a 1-D mask; the kernel below gives one too many."
+inputs = ["mask"]
+dtypes = ["bool"]
+output_dtype = "i32"
+shape = "fn(within)"
+data_dependent = true
+non_differentiable = "only the contract check is under test"
+examples = [{ shapes = [[3]], output = [3] }]
 "#
 );
+
+fn within(mask: &[usize], attrs: &PositionsAttrs) -> Result<opforge::shape::Shape, String> {
+    let _ = attrs;
+    Ok(mask.into())
+}
+
+#[test]
+fn a_data_dependent_kernel_past_its_bound_is_reported_in_every_build() {
+    registry::register_kernel::<Positions, Cpu>(|args, out| {
+        let mask = args.mask.as_slice::<bool>()?;
+        let mut at: Vec<i32> = (0..mask.len() as i32).filter(|&i| mask[i as usize]).collect();
+        at.push(0);
+        let _ = out;
+        CpuTensor::from_vec(&[at.len()], at)
+    })
+    .unwrap();
+    let some = Tensor::from_vec(vec![true, false, false], &[3]).unwrap();
+    assert_eq!(positions(&some).unwrap().to_vec::<i32>().unwrap(), [0, 0], "within its bound of 3");
+    let all = Tensor::from_vec(vec![true; 3], &[3]).unwrap();
+    let err = positions(&all).unwrap_err();
+    assert!(matches!(err, Error::KernelContract { kernel: "Positions", .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "kernel `Positions` on backend `cpu` returned i32[4], but its spec's shape rule gives at most i32[3]"
+    );
+}
 
 #[test]
 fn a_kernel_returning_the_wrong_shape_is_reported() {

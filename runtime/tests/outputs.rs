@@ -1,7 +1,7 @@
-//! Kernels of several outputs (`TopK`'s `values` and `indices`) and of a
-//! list of outputs (`Unpack`, `SplitV`): their ops on every backend, their
-//! errors, and autodiff through nodes of several outputs, where only some
-//! outputs are used.
+//! Kernels of several outputs (`TopK`'s `values` and `indices`), of a list
+//! of outputs (`Unpack`, `SplitV`), and of outputs whose sizes depend on the
+//! data (`Where`, `Unique`): their ops on every backend, their errors, and
+//! autodiff through nodes of several outputs, where only some are used.
 
 mod common;
 
@@ -132,4 +132,33 @@ fn indices_stop_the_gradient() {
     .unwrap();
     // d/dx of sum(indices) * sum(x) = sum(indices) = 0 + 2.
     assert_eq!(g.to_vec::<f32>().unwrap(), [2.0, 2.0, 2.0]);
+}
+
+#[test]
+fn argwhere_and_unique_size_their_outputs_by_the_data_on_every_backend() {
+    for b in backends("argwhere_and_unique_size_their_outputs_by_the_data_on_every_backend") {
+        let mask = Tensor::from_vec(vec![false, true, true, false, false, true], &[2, 3]).unwrap();
+        let at = ops::argwhere(&mask.to_backend(b).unwrap()).unwrap();
+        assert_eq!((at.shape(), at.backend()), (&[3, 2][..], b));
+        assert_eq!(at.to_vec::<i32>().unwrap(), [0, 1, 0, 2, 1, 2]);
+        let none = ops::argwhere(&Tensor::from_vec(vec![false; 4], &[4]).unwrap().to_backend(b).unwrap()).unwrap();
+        assert_eq!(none.shape(), &[0, 1]);
+        let scalar = ops::argwhere(&Tensor::scalar(true).to_backend(b).unwrap()).unwrap();
+        assert_eq!(scalar.shape(), &[1, 0]);
+
+        let x = t(&[2.0, -0.0, f32::NAN, 2.0, 0.0, f32::NAN, 7.0], &[7], b);
+        let u = ops::unique(&x).unwrap();
+        let v = u.values.to_vec::<f32>().unwrap();
+        assert_eq!(v.len(), 4, "on {b}: {v:?}");
+        assert!(v[0] == 2.0 && v[1] == 0.0 && v[1].is_sign_negative() && v[2].is_nan() && v[3] == 7.0, "{v:?}");
+        assert_eq!(u.indices.to_vec::<i32>().unwrap(), [0, 1, 2, 0, 1, 2, 3]);
+        let flags = Tensor::from_vec(vec![true, true, false], &[3]).unwrap().to_backend(b).unwrap();
+        let u = ops::unique(&flags).unwrap();
+        assert_eq!(
+            (u.values.to_vec::<bool>().unwrap(), u.indices.to_vec::<i32>().unwrap()),
+            (vec![true, false], vec![0, 0, 1])
+        );
+    }
+    let err = ops::unique(&t(&[1.0; 4], &[2, 2], BackendId::Cpu)).unwrap_err().to_string();
+    assert!(err.contains("kernel `Unique`") && err.contains("takes a 1-D tensor"), "{err}");
 }

@@ -1,5 +1,6 @@
 //! Kernels that produce or consume indices: `ArgMax`, `ArgMin`, `TopK`, `Multinomial`,
-//! `OneHot`, `GatherV2`, `UnsortedSegmentSum`, and `Select`, which picks by a mask.
+//! `OneHot`, `GatherV2`, `UnsortedSegmentSum`, `Select`, which picks by a mask, and
+//! `Where` and `Unique`, whose outputs' sizes depend on the data.
 //!
 //! `GatherV2` and `UnsortedSegmentSum` check every index before writing
 //! anything, so an index out of range is an error and never a wrong result.
@@ -20,7 +21,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::{broadcast_strides, for_rows, offset, unsupported, CpuTensor, Dims, PAR_CHUNK, PAR_THRESHOLD};
-use crate::kernels::{ArgMax, ArgMin, GatherV2, Multinomial, OneHot, Select, TopK, UnsortedSegmentSum};
+use crate::kernels::{ArgMax, ArgMin, GatherV2, Multinomial, OneHot, Select, TopK, Unique, UnsortedSegmentSum, Where};
 use crate::shape::normalize_axis;
 use crate::shape::rules::{gather_dims, GatherDims};
 use crate::Error;
@@ -306,6 +307,59 @@ fn top_k_of<T: Candidate>(x: &CpuTensor, k: usize, out: &[TensorMeta]) -> Result
         }
     });
     Ok((CpuTensor::from_vec(&values_meta.shape, values)?, CpuTensor::from_vec(&indices_meta.shape, indices)?))
+}
+
+/// The coordinates of each true element, in row-major order: `[count, rank]`.
+#[kernel(Where, cpu)]
+pub(crate) fn where_true(condition: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = out; // The bound: one row per element.
+    let (c, shape) = (condition.as_slice::<bool>()?, condition.shape());
+    let count = c.iter().filter(|&&b| b).count();
+    let mut coords = Vec::with_capacity(count * shape.len());
+    for i in c.iter().enumerate().filter_map(|(i, &b)| b.then_some(i)) {
+        let at = coords.len();
+        let mut rest = i;
+        coords.resize(at + shape.len(), 0);
+        for d in (0..shape.len()).rev() {
+            coords[at + d] = (rest % shape[d]) as i32;
+            rest /= shape[d];
+        }
+    }
+    CpuTensor::from_vec(&[count, shape.len()], coords)
+}
+
+/// Each value's first occurrence, in order, and every element's index
+/// among them, through a hash map of `ArgMax`'s keys (NaN one value, -0 and
+/// +0 one value, the first seen kept).
+#[kernel(Unique, cpu)]
+pub(crate) fn unique(x: &CpuTensor, out: &[TensorMeta]) -> Result<(CpuTensor, CpuTensor)> {
+    let _ = out; // The bounds: every element distinct.
+    match x.dtype() {
+        DType::F32 => unique_of::<f32>(x),
+        DType::I32 => unique_of::<i32>(x),
+        DType::Bool => {
+            let as_int: Vec<i32> = x.as_slice::<bool>()?.iter().map(|&b| i32::from(b)).collect();
+            let (values, indices) = unique_of::<i32>(&CpuTensor::from_vec(x.shape(), as_int)?)?;
+            let flags: Vec<bool> = values.as_slice::<i32>()?.iter().map(|&v| v != 0).collect();
+            Ok((CpuTensor::from_vec(values.shape(), flags)?, indices))
+        }
+    }
+}
+
+fn unique_of<T: Candidate>(x: &CpuTensor) -> Result<(CpuTensor, CpuTensor)> {
+    let src = x.as_slice::<T>()?;
+    let mut seen: std::collections::HashMap<i32, i32> = std::collections::HashMap::with_capacity(src.len());
+    let mut values = Vec::new();
+    let indices: Vec<i32> = src
+        .iter()
+        .map(|&v| {
+            *seen.entry(v.key()).or_insert_with(|| {
+                values.push(v);
+                values.len() as i32 - 1
+            })
+        })
+        .collect();
+    Ok((CpuTensor::from_vec(&[values.len()], values)?, CpuTensor::from_vec(&[indices.len()], indices)?))
 }
 
 /// `ArgMax`'s search on reversed keys: the first minimum, NaN winning.

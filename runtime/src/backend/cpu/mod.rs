@@ -5,7 +5,7 @@ mod conv;
 pub(crate) use binary::{broadcast_strides, collapse, Dims};
 pub(crate) use index::check_indices;
 pub(crate) use layout::{block_view, mirrors, reversed_axes, Remap};
-mod index;
+pub(crate) mod index;
 mod layout;
 mod make;
 mod matmul;

@@ -1,5 +1,8 @@
 //! `ArgMax` and `ArgMin` along one axis, `TopK`, `Multinomial`, `OneHot`, `GatherV2`,
-//! `UnsortedSegmentSum` and `Select`.
+//! `UnsortedSegmentSum` and `Select`; and `Where` and `Unique`, whose outputs'
+//! sizes depend on the data, which read their input back and run on the
+//! host, as TF.js's WebGL backend does (a compaction would need the count
+//! on the host anyway before it could size the output).
 //!
 //! The gathers and segment sums read their indices back and check them
 //! before queuing anything, as the cpu does, so an index out of range is an
@@ -8,7 +11,7 @@
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::{broadcast_strides, check_indices};
-use crate::kernels::{ArgMax, ArgMin, GatherV2, Multinomial, OneHot, Select, TopK, UnsortedSegmentSum};
+use crate::kernels::{ArgMax, ArgMin, GatherV2, Multinomial, OneHot, Select, TopK, Unique, UnsortedSegmentSum, Where};
 use crate::shape::normalize_axis;
 use crate::shape::rules::gather_dims;
 use crate::{kernel, DType, Error, Result, TensorMeta};
@@ -17,6 +20,17 @@ static SHADER: Shader = shader!("index");
 static GATHER: Shader = shader!("gather");
 static SELECT: Shader = shader!("select");
 static TOP_K: Shader = shader!("top_k");
+
+#[kernel(Where, wgpu)]
+fn where_true(condition: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    WgpuTensor::upload(&crate::backend::cpu::index::where_true(&condition.download()?, out)?)
+}
+
+#[kernel(Unique, wgpu)]
+fn unique(x: &WgpuTensor, out: &[TensorMeta]) -> Result<(WgpuTensor, WgpuTensor)> {
+    let (values, indices) = crate::backend::cpu::index::unique(&x.download()?, out)?;
+    Ok((WgpuTensor::upload(&values)?, WgpuTensor::upload(&indices)?))
+}
 
 /// One invocation per row: `k` passes over it (see top_k.wgsl).
 #[kernel(TopK, wgpu)]
