@@ -218,3 +218,30 @@ pub fn dropout(x: &Tensor, rate: f32, seed: i64) -> Result<Tensor> {
     let scaled = mul(x, &Tensor::scalar_on(1.0 / (1.0 - rate), x.backend())?)?;
     select(&keep, &scaled, &Tensor::zeros_like(x)?)
 }
+
+/// The transposed convolution (TF.js `tf.conv2dTranspose`, sometimes called
+/// a deconvolution): each pixel of `x` spreads through `filter` onto an
+/// image of `output_shape`, the adjoint of [`conv2d`] with the same filter,
+/// strides and padding. `filter` is `[height, width, output channels, x's
+/// channels]`, as for the convolution it undoes the shape of. It runs the
+/// `Conv2DBackpropInput` kernel, whose gradient it shares.
+///
+/// ```
+/// use opforge::{kernels::Padding, ops, Tensor};
+/// // One pixel of 2 channels spread by a 2x2 filter at stride 2.
+/// let x = Tensor::from_vec(vec![1.0f32, 10.0], &[1, 1, 1, 2])?;
+/// let f = Tensor::from_vec((0..8).map(|v| v as f32).collect(), &[2, 2, 1, 2])?;
+/// let y = ops::conv2d_transpose(&x, &f, &[1, 2, 2, 1], &[2, 2], Padding::Valid)?;
+/// assert_eq!(y.to_vec::<f32>()?, vec![10.0, 32.0, 54.0, 76.0]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn conv2d_transpose(
+    x: &Tensor,
+    filter: &Tensor,
+    output_shape: &[i64],
+    strides: &[i64],
+    padding: crate::kernels::Padding,
+) -> Result<Tensor> {
+    conv2d_backprop_input(x, filter, output_shape, strides, padding, None, &[1, 1])
+}

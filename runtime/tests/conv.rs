@@ -85,6 +85,27 @@ fn conv2d_matches_the_definition_with_stride_dilation_and_padding() {
 }
 
 #[test]
+fn conv2d_transpose_is_the_adjoint_of_conv2d() {
+    for b in backends("conv2d_transpose_is_the_adjoint_of_conv2d") {
+        // <conv2d(u, f), x> = <u, conv2d_transpose(x, f)> for every u and x.
+        let (us, fs) = ([2, 9, 7, 3], [3, 2, 3, 4]);
+        let u = Tensor::random_uniform(&us, -1.0, 1.0, 3).unwrap().to_backend(b).unwrap();
+        let f = Tensor::random_uniform(&fs, -1.0, 1.0, 4).unwrap().to_backend(b).unwrap();
+        for (strides, padding) in [([2, 1], Padding::Same), ([1, 2], Padding::Valid)] {
+            let y = ops::conv2d(&u, &f, &strides, padding, None, &[1, 1]).unwrap();
+            let x = Tensor::random_uniform(y.shape(), -1.0, 1.0, 5).unwrap().to_backend(b).unwrap();
+            let back = ops::conv2d_transpose(&x, &f, &[2, 9, 7, 3], &strides, padding).unwrap();
+            assert_eq!((back.shape(), back.backend()), (&us[..], b));
+            let dot = |a: &Tensor, c: &Tensor| ops::sum(&ops::mul(a, c).unwrap(), None, false).unwrap();
+            let (lhs, rhs) = (dot(&y, &x).to_scalar::<f32>().unwrap(), dot(&u, &back).to_scalar::<f32>().unwrap());
+            assert!((lhs - rhs).abs() <= 1e-4 * lhs.abs().max(1.0), "{strides:?} {padding:?} on {b}: {lhs} vs {rhs}");
+        }
+        let err = ops::conv2d_transpose(&u, &f, &[2, 9, 7, 5], &[1, 1], Padding::Same).unwrap_err().to_string();
+        assert!(err.starts_with("op `conv2d_transpose > conv2d_backprop_input`"), "{err}");
+    }
+}
+
+#[test]
 fn pools_take_the_max_and_the_mean_of_in_image_taps() {
     for b in backends("pools_take_the_max_and_the_mean_of_in_image_taps") {
         // One 3x3 image of one channel, 2x2 windows at stride 2, `same`:
