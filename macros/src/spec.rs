@@ -1084,9 +1084,11 @@ fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
     } else {
         quote!(::opforge::Tensor)
     };
+    // As many parameters as the spec has inputs and attrs (`StridedSlice`'s nine).
     quote! {
         #[doc = #doc]
         #[inline]
+        #[allow(clippy::too_many_arguments)]
         pub fn #op(#(#inputs: #input_tys,)* #(#params),*) -> ::opforge::Result<#ret> {
             #gather
             ::opforge::Engine::run::<#prefix #name>(&__inputs, &#prefix #attrs_ty { #(#values),* })

@@ -820,6 +820,137 @@ pub mod rules {
         }
     }
 
+    /// The shape function of kernel `StridedSlice`: see [`strided_plan`].
+    ///
+    /// ```
+    /// use opforge::{kernels::StridedSliceAttrs, shape::rules::strided_slice};
+    /// // x[1:3, ::2] of a [4, 5]
+    /// let attrs = StridedSliceAttrs { begin: vec![1, 0], end: vec![3, 5], strides: vec![1, 2], ..Default::default() };
+    /// assert_eq!(strided_slice(&[4, 5], &attrs).unwrap().as_slice(), &[2, 3]);
+    /// ```
+    pub fn strided_slice(x: &[usize], attrs: &crate::kernels::StridedSliceAttrs) -> Result<Shape, String> {
+        strided_plan(x, attrs).map(|p| p.shape)
+    }
+
+    /// A strided slice resolved against `x`'s shape: the output's shape, the
+    /// offset in `x` of its first element, and per output axis the step in
+    /// `x`'s elements (negative for a reversed axis, 0 for a new one).
+    #[derive(Debug, Clone, PartialEq)]
+    pub struct StridedPlan {
+        /// The output's shape.
+        pub shape: Shape,
+        /// Where in `x` the output's first element is.
+        pub base: usize,
+        /// Per output axis, how far `x`'s element moves for one step.
+        pub steps: Vec<isize>,
+    }
+
+    /// Resolves `StridedSlice`'s attrs against `x` as NumPy resolves
+    /// `x[b:e:s, ..., None, i]` and TF.js `tf.stridedSlice`: entry `i` of
+    /// `begin`, `end` and `strides` (all 1 when empty) slices the next axis;
+    /// bit `i` of `begin_mask`/`end_mask` ignores `begin[i]`/`end[i]` (the
+    /// whole axis that way); of `ellipsis_mask` (one bit at most) stands for
+    /// every axis no other entry takes; of `new_axis_mask` inserts an axis of
+    /// 1; of `shrink_axis_mask` takes the one index `begin[i]` and drops the
+    /// axis. Negative begins and ends count from the end, and are clamped to
+    /// the axis; axes no entry reaches are taken whole.
+    ///
+    /// ```
+    /// use opforge::{kernels::StridedSliceAttrs, shape::rules::strided_plan};
+    /// // x[::-2] of a [6]: elements 5, 3, 1.
+    /// let attrs = StridedSliceAttrs { begin: vec![0], end: vec![0], strides: vec![-2], begin_mask: 1, end_mask: 1, ..Default::default() };
+    /// let plan = strided_plan(&[6], &attrs).unwrap();
+    /// assert_eq!((plan.shape.as_slice(), plan.base, plan.steps.as_slice()), (&[3][..], 5, &[-2][..]));
+    /// // x[..., None, 1:3] of a [2, 3, 4]
+    /// let attrs = StridedSliceAttrs { begin: vec![0, 0, 1], end: vec![0, 0, 3], ellipsis_mask: 1, new_axis_mask: 2, ..Default::default() };
+    /// assert_eq!(strided_plan(&[2, 3, 4], &attrs).unwrap().shape.as_slice(), &[2, 3, 1, 2]);
+    /// ```
+    pub fn strided_plan(x: &[usize], a: &crate::kernels::StridedSliceAttrs) -> Result<StridedPlan, String> {
+        let n = a.begin.len();
+        if a.end.len() != n || !(a.strides.is_empty() || a.strides.len() == n) {
+            return Err(format!(
+                "begin {:?}, end {:?} and strides {:?} must have one entry each per sliced axis (strides may be empty)",
+                a.begin, a.end, a.strides
+            ));
+        }
+        if n > 63 {
+            return Err(format!("{n} entries exceed the 63 a mask can mark"));
+        }
+        let bit = |mask: i64, i: usize| (mask >> i) & 1 == 1;
+        if a.ellipsis_mask.count_ones() > 1 {
+            return Err(format!("ellipsis_mask {:#b} marks more than one ellipsis", a.ellipsis_mask));
+        }
+        let takes = (0..n).filter(|&i| !bit(a.ellipsis_mask, i) && !bit(a.new_axis_mask, i)).count();
+        if takes > x.len() {
+            return Err(format!("{takes} entries slice axes of x {x:?}, which has {} axes", x.len()));
+        }
+        // Each entry of the spec, the ellipsis expanded: `None` a new axis,
+        // `Some(None)` a whole axis, `Some(Some(i))` axis sliced by entry i.
+        let mut entries: Vec<Option<Option<usize>>> = Vec::new();
+        for i in 0..n {
+            if bit(a.ellipsis_mask, i) {
+                entries.extend(std::iter::repeat_n(Some(None), x.len() - takes));
+            } else if bit(a.new_axis_mask, i) {
+                entries.push(None);
+            } else {
+                entries.push(Some(Some(i)));
+            }
+        }
+        if a.ellipsis_mask == 0 || !(0..n).any(|i| bit(a.ellipsis_mask, i)) {
+            entries.extend(std::iter::repeat_n(Some(None), x.len() - takes));
+        }
+        let own = strides(x);
+        let (mut shape, mut steps, mut base, mut axis) = (Shape::new(), Vec::new(), 0i128, 0);
+        for entry in entries {
+            let Some(sliced) = entry else {
+                shape.push(1);
+                steps.push(0);
+                continue;
+            };
+            let (dim, step) = (x[axis] as i128, own[axis] as i128);
+            axis += 1;
+            let Some(i) = sliced else {
+                shape.push(dim as usize);
+                steps.push(step as isize);
+                continue;
+            };
+            let s = if a.strides.is_empty() { 1 } else { a.strides[i] as i128 };
+            let (b, e) = (a.begin[i] as i128, a.end[i] as i128);
+            let from_end = |v: i128| if v < 0 { v + dim } else { v };
+            if bit(a.shrink_axis_mask, i) {
+                let at = from_end(b);
+                if !(0..dim).contains(&at) {
+                    return Err(format!("index begin[{i}] = {b} is out of range for axis {} of x {x:?}", axis - 1));
+                }
+                base += at * step;
+                continue;
+            }
+            if s == 0 {
+                return Err(format!("strides[{i}] is 0; a slice steps by a nonzero amount"));
+            }
+            let (low, high) = if s > 0 { (0, dim) } else { (-1, dim - 1) };
+            let start = match bit(a.begin_mask, i) {
+                true if s > 0 => 0,
+                true => dim - 1,
+                false => from_end(b).clamp(low, high),
+            };
+            let stop = match bit(a.end_mask, i) {
+                true if s > 0 => dim,
+                true => -1,
+                false => from_end(e).clamp(low, high),
+            };
+            // Non-negative span over a positive step: unsigned ceil division.
+            let (span, by) = if s > 0 { (stop - start, s) } else { (start - stop, -s) };
+            let size = (span.max(0) as u128).div_ceil(by as u128) as i128;
+            if size > 0 {
+                base += start * step;
+            }
+            shape.push(size as usize);
+            steps.push((s * step) as isize);
+        }
+        Ok(StridedPlan { shape: allocatable(shape)?, base: base as usize, steps })
+    }
+
     /// The shape function of kernel `PadV2`: each axis grown by its
     /// `[before, after]` pair; one pair per axis of `x`, none negative.
     ///

@@ -88,3 +88,86 @@ fn slice_and_pad_gradients_are_each_others_adjoint() {
     .unwrap();
     assert_eq!(h.to_vec::<f32>().unwrap(), [0., 2.]);
 }
+
+#[test]
+fn strided_slice_follows_numpy_indexing_on_every_backend() {
+    use opforge::kernels::StridedSliceAttrs;
+    let run = |x: &Tensor, a: StridedSliceAttrs| {
+        let (b, e, s) = (a.begin, a.end, a.strides);
+        ops::strided_slice(
+            x,
+            &b,
+            &e,
+            &s,
+            a.begin_mask,
+            a.end_mask,
+            a.ellipsis_mask,
+            a.new_axis_mask,
+            a.shrink_axis_mask,
+        )
+    };
+    for b in backends("strided_slice_follows_numpy_indexing_on_every_backend") {
+        // x = arange(24).reshape(2, 3, 4)
+        let x = Tensor::from_vec((0..24).map(|v| v as f32).collect(), &[2, 3, 4]).unwrap().to_backend(b).unwrap();
+        let a = |begin: &[i64], end: &[i64], strides: &[i64]| StridedSliceAttrs {
+            begin: begin.to_vec(),
+            end: end.to_vec(),
+            strides: strides.to_vec(),
+            ..Default::default()
+        };
+        // x[1, ::-1, 1:4:2]
+        let y = run(
+            &x,
+            StridedSliceAttrs {
+                begin_mask: 2,
+                end_mask: 2,
+                shrink_axis_mask: 1,
+                ..a(&[1, 0, 1], &[2, 0, 4], &[1, -1, 2])
+            },
+        )
+        .unwrap();
+        assert_eq!((y.shape(), y.backend()), (&[3, 2][..], b));
+        assert_eq!(y.to_vec::<f32>().unwrap(), [21.0, 23.0, 17.0, 19.0, 13.0, 15.0], "on {b}");
+        // x[..., None, -1]
+        let y = run(
+            &x,
+            StridedSliceAttrs {
+                ellipsis_mask: 1,
+                new_axis_mask: 2,
+                shrink_axis_mask: 4,
+                ..a(&[0, 0, -1], &[0, 0, 0], &[])
+            },
+        )
+        .unwrap();
+        assert_eq!(y.shape(), &[2, 3, 1]);
+        assert_eq!(y.to_vec::<f32>().unwrap(), [3.0, 7.0, 11.0, 15.0, 19.0, 23.0]);
+        // Out-of-range bounds clamp, as in NumPy: x[:, 5:-10:-1] takes every row, reversed.
+        let y = run(&x, a(&[0, 5], &[2, -10], &[1, -1])).unwrap();
+        assert_eq!(y.shape(), &[2, 3, 4]);
+        assert_eq!(y.to_vec::<f32>().unwrap()[..4], [8.0, 9.0, 10.0, 11.0]);
+        // An empty slice, and a single element.
+        assert_eq!(run(&x, a(&[1], &[1], &[1])).unwrap().shape(), &[0, 3, 4]);
+        let one = run(&x, StridedSliceAttrs { shrink_axis_mask: 7, ..a(&[1, 2, 3], &[0, 0, 0], &[]) }).unwrap();
+        assert_eq!((one.shape(), one.to_scalar::<f32>().unwrap()), (&[][..], 23.0));
+    }
+    let x = Tensor::from_vec(vec![1.0f32; 6], &[2, 3]).unwrap();
+    let err = run(&x, StridedSliceAttrs { begin: vec![0], end: vec![1], strides: vec![0], ..Default::default() });
+    assert!(err.unwrap_err().to_string().contains("strides[0] is 0"));
+    let err = run(&x, StridedSliceAttrs { begin: vec![2], end: vec![0], shrink_axis_mask: 1, ..Default::default() });
+    let text = err.unwrap_err().to_string();
+    assert!(
+        text.contains("kernel `StridedSlice`") && text.contains("begin[0] = 2 is out of range for axis 0"),
+        "{text}"
+    );
+}
+
+#[test]
+fn strided_slice_sends_its_cotangent_back_to_where_it_read() {
+    let x = Tensor::from_vec((0..6).map(|v| v as f32).collect(), &[6]).unwrap();
+    // x[::-2] reads 5, 3, 1; weights 1, 10, 100 land there.
+    let w = Tensor::from_vec(vec![1.0f32, 10.0, 100.0], &[3]).unwrap();
+    let f =
+        |x: &Tensor| ops::sum(&ops::mul(&ops::strided_slice(x, &[0], &[0], &[-2], 1, 1, 0, 0, 0)?, &w)?, None, false);
+    let g = opforge::grad(f)(&x).unwrap();
+    assert_eq!(g.to_vec::<f32>().unwrap(), [0.0, 100.0, 0.0, 10.0, 0.0, 1.0]);
+}

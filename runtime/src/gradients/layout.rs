@@ -3,7 +3,8 @@
 
 use super::{dims, unbroadcast};
 use crate::kernels::{
-    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, Tile, Unpack,
+    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice, Tile,
+    Unpack,
 };
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::rules::permutation;
@@ -91,6 +92,55 @@ fn pack_grad(values: &[Tensor], axis: i64, dy: &Tensor) -> Result<Vec<Tensor>> {
             ops::reshape(&ops::slice(dy, &begin, &size)?, &dims(&values[i]))
         })
         .collect()
+}
+
+/// Each element's cotangent goes back to the element of `x` it was read
+/// from: a segment sum of `dy` over their positions in `x`, which the
+/// slice's plan gives (each position once).
+#[gradient(StridedSlice)]
+#[allow(clippy::too_many_arguments)]
+fn strided_slice_grad(
+    x: &Tensor,
+    begin: &[i64],
+    end: &[i64],
+    strides: &[i64],
+    begin_mask: i64,
+    end_mask: i64,
+    ellipsis_mask: i64,
+    new_axis_mask: i64,
+    shrink_axis_mask: i64,
+    dy: &Tensor,
+) -> Result<Tensor> {
+    let attrs = crate::backend::cpu::layout::strided_attrs(
+        begin,
+        end,
+        strides,
+        begin_mask,
+        end_mask,
+        ellipsis_mask,
+        new_axis_mask,
+        shrink_axis_mask,
+    );
+    let what = "strided_slice gradient";
+    let plan = crate::shape::rules::strided_plan(x.shape(), &attrs)
+        .map_err(|message| Error::InvalidTensor { what, message })?;
+    if x.numel() > i32::MAX as usize {
+        return Err(Error::InvalidTensor { what, message: format!("x is {}, past i32 positions", x.meta()) });
+    }
+    let n = crate::shape::numel(&plan.shape);
+    let positions: Vec<i32> = (0..n)
+        .map(|i| {
+            let (mut rest, mut at) = (i, plan.base as isize);
+            for d in (0..plan.shape.len()).rev() {
+                at += (rest % plan.shape[d]) as isize * plan.steps[d];
+                rest /= plan.shape[d];
+            }
+            at as i32
+        })
+        .collect();
+    let positions = Tensor::from_vec(positions, &[n])?.to_backend(dy.backend())?;
+    let dx = ops::unsorted_segment_sum(&ops::reshape(dy, &[n as i64])?, &positions, x.numel() as i64)?;
+    ops::reshape(&dx, &dims(x))
 }
 
 /// Each output's cotangent, zeros for one nothing differentiated.

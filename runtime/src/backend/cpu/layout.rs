@@ -3,11 +3,14 @@
 //! kernels of several outputs `Unpack` and `SplitV`.
 
 use super::{for_rows, offset, output, rule_error, unsupported, CpuTensor};
+use crate::kernels::StridedSliceAttrs;
 use crate::kernels::{
-    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, Tile, Unpack,
+    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice, Tile,
+    Unpack,
 };
 use crate::kernels::{Cast, Reshape, Transpose};
-use crate::shape::{rules::permutation, strides};
+use crate::shape::rules::{permutation, strided_plan, StridedPlan};
+use crate::shape::strides;
 use crate::{kernel, DType, Element, Result, TensorList, TensorMeta};
 
 #[kernel(Reshape, cpu)]
@@ -146,6 +149,69 @@ fn slice(x: &CpuTensor, begin: &[i64], size: &[i64], out: &TensorMeta) -> Result
         DType::F32 => block::<f32>(x, begin, out),
         DType::I32 => block::<i32>(x, begin, out),
         DType::Bool => block::<bool>(x, begin, out),
+    }
+}
+
+/// `x` read along the plan's signed steps from its base, a row at a time.
+fn strided_rows<T: Element>(x: &CpuTensor, plan: &StridedPlan, out: &TensorMeta) -> Result<CpuTensor> {
+    let src = x.as_slice::<T>()?;
+    let (dims, n) = (&plan.shape, out.numel());
+    let inner = dims.last().copied().unwrap_or(1).max(1);
+    let step = plan.steps.last().copied().unwrap_or(0);
+    let mut data = output::<T>(n);
+    for_rows(&mut data, inner, n, |start, chunk| {
+        for (r, row) in chunk.chunks_mut(inner).enumerate() {
+            let (mut rest, mut at) = (start / inner + r, plan.base as isize);
+            for d in (0..dims.len().saturating_sub(1)).rev() {
+                at += (rest % dims[d]) as isize * plan.steps[d];
+                rest /= dims[d];
+            }
+            for v in row {
+                *v = src[at as usize];
+                at += step;
+            }
+        }
+    });
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// `StridedSlice`'s attrs as the plan reads them.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn strided_attrs(
+    begin: &[i64],
+    end: &[i64],
+    strides: &[i64],
+    begin_mask: i64,
+    end_mask: i64,
+    ellipsis_mask: i64,
+    new_axis_mask: i64,
+    shrink_axis_mask: i64,
+) -> StridedSliceAttrs {
+    let (begin, end, strides) = (begin.to_vec(), end.to_vec(), strides.to_vec());
+    StridedSliceAttrs { begin, end, strides, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask }
+}
+
+#[kernel(StridedSlice, cpu)]
+#[allow(clippy::too_many_arguments)]
+fn strided_slice(
+    x: &CpuTensor,
+    begin: &[i64],
+    end: &[i64],
+    strides: &[i64],
+    begin_mask: i64,
+    end_mask: i64,
+    ellipsis_mask: i64,
+    new_axis_mask: i64,
+    shrink_axis_mask: i64,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let attrs =
+        strided_attrs(begin, end, strides, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask);
+    let plan = strided_plan(x.shape(), &attrs).map_err(rule_error("StridedSlice"))?;
+    match x.dtype() {
+        DType::F32 => strided_rows::<f32>(x, &plan, out),
+        DType::I32 => strided_rows::<i32>(x, &plan, out),
+        DType::Bool => strided_rows::<bool>(x, &plan, out),
     }
 }
 

@@ -6,7 +6,7 @@ pub(crate) use binary::{broadcast_strides, collapse, Dims};
 pub(crate) use index::check_indices;
 pub(crate) use layout::{block_view, mirrors, reversed_axes, Remap};
 pub(crate) mod index;
-mod layout;
+pub(crate) mod layout;
 mod make;
 mod matmul;
 pub(crate) use matmul::{gemm_into, parallelism, Operand};

@@ -7,7 +7,8 @@
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::{block_view, broadcast_strides, collapse, mirrors, reversed_axes, Remap};
 use crate::kernels::{
-    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, Tile, Unpack,
+    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice, Tile,
+    Unpack,
 };
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::{rules::permutation, strides};
@@ -79,6 +80,40 @@ fn slice(x: &WgpuTensor, begin: &[i64], size: &[i64], out: &TensorMeta) -> Resul
     let own = strides(x.shape());
     let base = begin.iter().zip(&own).map(|(&b, &s)| b as usize * s).sum();
     gather("Slice", x, base, &own, out)
+}
+
+/// One gather along the plan's steps; a negative step is its two's
+/// complement, which the shader's wrapping `u32` arithmetic adds as a
+/// subtraction.
+#[kernel(StridedSlice, wgpu)]
+#[allow(clippy::too_many_arguments)]
+fn strided_slice(
+    x: &WgpuTensor,
+    begin: &[i64],
+    end: &[i64],
+    strides: &[i64],
+    begin_mask: i64,
+    end_mask: i64,
+    ellipsis_mask: i64,
+    new_axis_mask: i64,
+    shrink_axis_mask: i64,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let attrs = crate::backend::cpu::layout::strided_attrs(
+        begin,
+        end,
+        strides,
+        begin_mask,
+        end_mask,
+        ellipsis_mask,
+        new_axis_mask,
+        shrink_axis_mask,
+    );
+    let plan = crate::shape::rules::strided_plan(x.shape(), &attrs).map_err(rule_error("StridedSlice"))?;
+    let mut params = vec![out.numel() as u32, plan.shape.len() as u32, plan.base as u32];
+    params.extend(plan.shape.iter().map(|&d| d as u32));
+    params.extend(plan.steps.iter().map(|&s| s as i32 as u32));
+    Program { kernel: "StridedSlice", shader: &SHADER, entry: "gather", op: 0 }.run(&[x], out, &params)
 }
 
 /// Each slice along `axis`: a strided gather without the axis.
