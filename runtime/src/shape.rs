@@ -951,6 +951,24 @@ pub mod rules {
         Ok(StridedPlan { shape: allocatable(shape)?, base: base as usize, steps })
     }
 
+    /// The shape function of kernel `LRN`: `x`'s shape; `x` has an axis
+    /// to normalize along, and the window's radius is not negative.
+    ///
+    /// ```
+    /// use opforge::{kernels::LRNAttrs, shape::rules::lrn};
+    /// assert_eq!(lrn(&[2, 4], &LRNAttrs::default()).unwrap().as_slice(), &[2, 4]);
+    /// assert!(lrn(&[], &LRNAttrs::default()).unwrap_err().contains("scalar"));
+    /// ```
+    pub fn lrn(x: &[usize], attrs: &crate::kernels::LRNAttrs) -> Result<Shape, String> {
+        if x.is_empty() {
+            return Err("x is a scalar, which has no last axis to normalize along".into());
+        }
+        if attrs.depth_radius < 0 {
+            return Err(format!("depth_radius {} is negative", attrs.depth_radius));
+        }
+        Ok(Shape::from_slice(x))
+    }
+
     /// The shape function of kernel `PadV2`: each axis grown by its
     /// `[before, after]` pair; one pair per axis of `x`, none negative.
     ///

@@ -1,6 +1,7 @@
-//! Convolution and pooling against direct loops written here from the
-//! definitions (independent of the kernels' im2col and window walks), on
-//! the cpu and on wgpu; their errors; and a small CNN's gradients.
+//! Convolution, pooling and local response normalization against direct
+//! loops written here from the definitions (independent of the kernels'
+//! im2col and window walks), on the cpu and on wgpu; their errors; and a
+//! small CNN's gradients.
 
 mod common;
 
@@ -181,4 +182,21 @@ fn a_small_cnn_gets_gradients_through_conv_and_pool() {
         let numeric = (at(eps) - at(-eps)) / (2.0 * eps);
         assert!((g[i] - numeric).abs() <= 2e-2 * numeric.abs().max(1.0), "filter element {i}: {} vs {numeric}", g[i]);
     }
+}
+
+#[test]
+fn local_response_normalization_divides_by_the_windows_squares() {
+    for b in backends("local_response_normalization_divides_by_the_windows_squares") {
+        let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, -1.0, 0.0, 2.0], &[2, 3]).unwrap().to_backend(b).unwrap();
+        let y = ops::local_response_normalization(&x, 1, 1.0, 1.0, 0.5).unwrap();
+        // Row 0: windows {1, 2}, {1, 2, 3}, {2, 3}; row 1: {-1, 0}, {-1, 0, 2}, {0, 2}.
+        let want =
+            [1.0 / 6f32.sqrt(), 2.0 / 15f32.sqrt(), 3.0 / 14f32.sqrt(), -1.0 / 2f32.sqrt(), 0.0, 2.0 / 5f32.sqrt()];
+        close(&y.to_vec::<f32>().unwrap(), &want, &format!("lrn on {b}"));
+        // A radius past the row takes the whole row; beta 1, bias 2, alpha 0.5.
+        let y = ops::local_response_normalization(&x, 50, 2.0, 0.5, 1.0).unwrap();
+        close(&y.to_vec::<f32>().unwrap()[..1], &[1.0 / (2.0 + 0.5 * 14.0)], &format!("wide on {b}"));
+    }
+    let err = ops::local_response_normalization(&Tensor::scalar(1.0f32), 2, 1.0, 1.0, 0.5).unwrap_err();
+    assert!(err.to_string().contains("kernel `LRN`") && err.to_string().contains("scalar"), "{err}");
 }

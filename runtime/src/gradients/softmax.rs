@@ -1,10 +1,45 @@
-//! Gradient of `Softmax`: `y * (dy - sum(dy * y))` along the axis.
+//! Gradients of `Softmax`, `y * (dy - sum(dy * y))` along the axis, and of
+//! `LRN`.
 
-use crate::kernels::Softmax;
+use crate::kernels::{Softmax, LRN};
 use crate::{gradient, ops, Result, Tensor};
 
 #[gradient(Softmax)]
 fn softmax_grad(axis: i64, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let dot = ops::sum(&ops::mul(dy, y)?, Some(&[axis]), true)?;
     ops::mul(y, &ops::sub(dy, &dot)?)
+}
+
+/// The sums of `t` over windows of `radius` along the last axis: the
+/// zero-padded axis summed over `2 * radius + 1` shifted slices. A window
+/// sum is its own adjoint.
+fn window_sums(t: &Tensor, radius: usize) -> Result<Tensor> {
+    let rank = t.rank();
+    let c = t.shape()[rank - 1];
+    let r = radius.min(c.saturating_sub(1));
+    let mut paddings = vec![vec![0i64, 0]; rank];
+    paddings[rank - 1] = vec![r as i64, r as i64];
+    let padded = ops::pad(t, &paddings, 0.0)?;
+    let size: Vec<i64> = t.shape().iter().map(|&d| d as i64).collect();
+    let shifted: Vec<Tensor> = (0..=2 * r)
+        .map(|k| {
+            let mut begin = vec![0i64; rank];
+            begin[rank - 1] = k as i64;
+            ops::slice(&padded, &begin, &size)
+        })
+        .collect::<Result<_>>()?;
+    ops::add_n(&shifted)
+}
+
+/// With `d = bias + alpha * W(x^2)` (`W` the window sum) and `y = x * d^-beta`:
+/// `dx = dy * d^-beta - 2 * alpha * beta * x * W(dy * x * d^(-beta - 1))`.
+#[gradient(LRN)]
+fn lrn_grad(x: &Tensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, dy: &Tensor) -> Result<Tensor> {
+    let on = |v: f64| Tensor::scalar_on(v as f32, x.backend());
+    let r = depth_radius.max(0) as usize;
+    let d = ops::add(&on(bias)?, &ops::mul(&on(alpha)?, &window_sums(&ops::square(x)?, r)?)?)?;
+    let scale = ops::pow(&d, &on(-beta)?)?;
+    let inner = ops::div(&ops::mul(&ops::mul(dy, x)?, &scale)?, &d)?;
+    let spread = ops::mul(&ops::mul(x, &window_sums(&inner, r)?)?, &on(2.0 * alpha * beta)?)?;
+    ops::sub(&ops::mul(dy, &scale)?, &spread)
 }

@@ -1,7 +1,8 @@
-//! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`.
+//! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`; and
+//! `LRN`, which normalizes each element by its neighbours along the last axis.
 
 use super::{for_rows, CpuTensor};
-use crate::kernels::Softmax;
+use crate::kernels::{Softmax, LRN};
 use crate::shape::normalize_axis;
 use crate::{kernel, Result, TensorMeta};
 
@@ -40,6 +41,27 @@ fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
                     dst[t * inner + j] *= scale;
                 }
             }
+        }
+    });
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// Each element over `(bias + alpha * s)^beta`, `s` the sum of squares in
+/// its window, added in the order the shader adds them.
+#[kernel(LRN, cpu)]
+fn lrn(x: &CpuTensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, out: &TensorMeta) -> Result<CpuTensor> {
+    let src = x.as_slice::<f32>()?;
+    let c = x.shape().last().copied().unwrap_or(1).max(1);
+    let r = (depth_radius.max(0) as usize).min(c);
+    let (bias, alpha, beta) = (bias as f32, alpha as f32, beta as f32);
+    let mut data = super::output::<f32>(src.len());
+    for_rows(&mut data, c, src.len() * (2 * r + 1), |start, chunk| {
+        for (k, y) in chunk.iter_mut().enumerate() {
+            let i = start + k;
+            let ch = i % c;
+            let row = &src[i - ch..][..c];
+            let s: f32 = row[ch.saturating_sub(r)..=(ch + r).min(c - 1)].iter().map(|v| v * v).sum();
+            *y = src[i] * (bias + alpha * s).powf(-beta);
         }
     });
     CpuTensor::from_vec(&out.shape, data)

@@ -1,7 +1,8 @@
-//! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`.
+//! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`; and
+//! `LRN`, which normalizes each element by its neighbours along the last axis.
 
 use super::{groups, rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::kernels::Softmax;
+use crate::kernels::{Softmax, LRN};
 use crate::shape::normalize_axis;
 use crate::{kernel, DType, Result, TensorMeta};
 
@@ -28,4 +29,14 @@ fn softmax(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     // Contiguous rows of whole vectors read and write 16 bytes at a time.
     let entry = if inner == 1 && len.is_multiple_of(4) { "softmax_groups_x4" } else { "softmax_groups" };
     program(entry).run_grid(&[x], out, &params, Grid::Groups(groups(rows)))
+}
+
+/// One invocation per element, reading its window (see softmax.wgsl).
+#[kernel(LRN, wgpu)]
+fn lrn(x: &WgpuTensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, out: &TensorMeta) -> Result<WgpuTensor> {
+    let c = x.shape().last().copied().unwrap_or(1).max(1);
+    let r = (depth_radius.max(0) as usize).min(c);
+    let bits = |v: f64| (v as f32).to_bits();
+    let params = [out.numel() as u32, c as u32, r as u32, bits(bias), bits(alpha), bits(beta)];
+    Program { kernel: "LRN", shader: &SHADER, entry: "lrn", op: 0 }.run(&[x], out, &params)
 }

@@ -140,3 +140,26 @@ fn softmax_groups_x4(
         y4[base + i] = exp(x4[base + i] - vec4<f32>(total.x)) * scale;
     }
 }
+
+// LRN along the last axis: each element over (bias + alpha * s)^beta, s the
+// sum of squares within `radius` channels, added in the cpu's order.
+// params: [n, channels, radius, bias bits, alpha bits, beta bits]
+@compute @workgroup_size(256)
+fn lrn(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let c = param(1);
+    let r = param(2);
+    let ch = i % c;
+    let row = i - ch;
+    let last = min(c - 1u, ch + r);
+    var s = 0.0;
+    for (var j = select(0u, ch - r, ch >= r); j <= last; j++) {
+        let v = x[row + j];
+        s += v * v;
+    }
+    let d = bitcast<f32>(param(3)) + bitcast<f32>(param(4)) * s;
+    y[i] = x[i] * pow(d, -bitcast<f32>(param(5)));
+}
