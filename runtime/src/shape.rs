@@ -845,6 +845,26 @@ pub mod rules {
         pub steps: Vec<isize>,
     }
 
+    impl StridedPlan {
+        /// Where in `x` output element `i` (row-major) is read from.
+        ///
+        /// ```
+        /// use opforge::{kernels::StridedSliceAttrs, shape::rules::strided_plan};
+        /// // x[::-2] of a [6] reads 5, 3, 1.
+        /// let attrs = StridedSliceAttrs { strides: vec![-2], begin: vec![0], end: vec![0], begin_mask: 1, end_mask: 1, ..Default::default() };
+        /// let plan = strided_plan(&[6], &attrs).unwrap();
+        /// assert_eq!((0..3).map(|i| plan.position(i)).collect::<Vec<_>>(), [5, 3, 1]);
+        /// ```
+        pub fn position(&self, i: usize) -> usize {
+            let (mut rest, mut at) = (i, self.base as isize);
+            for (&dim, &step) in self.shape.iter().zip(&self.steps).rev() {
+                at += (rest % dim) as isize * step;
+                rest /= dim;
+            }
+            at as usize
+        }
+    }
+
     /// Resolves `StridedSlice`'s attrs against `x` as NumPy resolves
     /// `x[b:e:s, ..., None, i]` and TF.js `tf.stridedSlice`: entry `i` of
     /// `begin`, `end` and `strides` (all 1 when empty) slices the next axis;

@@ -128,16 +128,7 @@ fn strided_slice_grad(
         return Err(Error::InvalidTensor { what, message: format!("x is {}, past i32 positions", x.meta()) });
     }
     let n = crate::shape::numel(&plan.shape);
-    let positions: Vec<i32> = (0..n)
-        .map(|i| {
-            let (mut rest, mut at) = (i, plan.base as isize);
-            for d in (0..plan.shape.len()).rev() {
-                at += (rest % plan.shape[d]) as isize * plan.steps[d];
-                rest /= plan.shape[d];
-            }
-            at as i32
-        })
-        .collect();
+    let positions: Vec<i32> = (0..n).map(|i| plan.position(i) as i32).collect();
     let positions = Tensor::from_vec(positions, &[n])?.to_backend(dy.backend())?;
     let dx = ops::unsorted_segment_sum(&ops::reshape(dy, &[n as i64])?, &positions, x.numel() as i64)?;
     ops::reshape(&dx, &dims(x))

@@ -161,11 +161,7 @@ fn strided_rows<T: Element>(x: &CpuTensor, plan: &StridedPlan, out: &TensorMeta)
     let mut data = output::<T>(n);
     for_rows(&mut data, inner, n, |start, chunk| {
         for (r, row) in chunk.chunks_mut(inner).enumerate() {
-            let (mut rest, mut at) = (start / inner + r, plan.base as isize);
-            for d in (0..dims.len().saturating_sub(1)).rev() {
-                at += (rest % dims[d]) as isize * plan.steps[d];
-                rest /= dims[d];
-            }
+            let mut at = plan.position(start + r * inner) as isize;
             for v in row {
                 *v = src[at as usize];
                 at += step;
