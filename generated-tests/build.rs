@@ -37,6 +37,10 @@ struct Case {
     /// Per input: `Some(n)` for an input of indices, whose values must lie
     /// in `0..n` (the rule says which inputs index and into what).
     bounds: Vec<Option<usize>>,
+    /// Per input of the spec, whether the case leaves it out (an optional
+    /// input an example names in `absent`); empty when it gives them all.
+    /// `shapes` and `bounds` hold the inputs it gives.
+    absent: Vec<bool>,
 }
 
 impl Case {
@@ -46,7 +50,29 @@ impl Case {
 
     fn of_outputs(shapes: Vec<Vec<usize>>, attrs: Vec<(String, String)>, expect: Vec<Vec<usize>>) -> Case {
         let bounds = vec![None; shapes.len()];
-        Case { shapes, attrs, expect, bounds }
+        Case { shapes, attrs, expect, bounds, absent: Vec::new() }
+    }
+
+    /// The spec's index of the case's input `i`: past the inputs it leaves out.
+    fn declared(&self, i: usize) -> usize {
+        let mut given = 0;
+        for (j, &absent) in self.absent.iter().enumerate() {
+            if !absent {
+                if given == i {
+                    return j;
+                }
+                given += 1;
+            }
+        }
+        i + self.absent.iter().filter(|&&a| a).count()
+    }
+
+    /// Where the spec's input `j` is among the case's inputs, if it gives it.
+    fn given(&self, j: usize) -> Option<usize> {
+        match self.absent.get(j) {
+            Some(true) => None,
+            _ => Some(j - self.absent.iter().take(j).filter(|&&a| a).count()),
+        }
     }
 
     /// Input `input` of kernel `k` indexes into `0..n`.
@@ -103,6 +129,10 @@ fn value_expr(a: &AttrDef, v: &AttrValue) -> String {
             format!("vec![{}]", v.iter().map(|r| format!("vec!{r:?}")).collect::<Vec<_>>().join(", "))
         }
         AttrValue::DType(d) => dtype_expr(*d).into(),
+        AttrValue::Str(s) => format!("String::from({s:?})"),
+        AttrValue::Strs(v) => {
+            format!("vec![{}]", v.iter().map(|s| format!("String::from({s:?})")).collect::<Vec<_>>().join(", "))
+        }
         AttrValue::Enum(v) => {
             format!("kernels::{}::{}", a.enum_type.as_ref().map_or("", |e| &e.name), EnumType::variant(v))
         }
@@ -121,7 +151,11 @@ fn example_cases(k: &KernelDef) -> Vec<Case> {
         .map(|e| {
             let chosen: Vec<(&str, String)> =
                 (e.attrs.iter()).filter_map(|(n, v)| Some((n.as_str(), value_expr(k.attr(n)?, v)))).collect();
-            Case::of_outputs(e.shapes.clone(), attrs(k, &chosen), e.outputs.clone())
+            let mut case = Case::of_outputs(e.shapes.clone(), attrs(k, &chosen), e.outputs.clone());
+            if k.has_optional() {
+                case.absent = k.inputs.iter().map(|i| e.absent.contains(i)).collect();
+            }
+            case
         })
         .collect()
 }
@@ -146,7 +180,8 @@ fn attrs(k: &KernelDef, chosen: &[(&str, String)]) -> Vec<(String, String)> {
                     AttrType::Bool => "false".into(),
                     AttrType::Int => "0i64".into(),
                     AttrType::Float => "0.5f64".into(),
-                    AttrType::Ints | AttrType::Floats | AttrType::IntLists => "vec![]".into(),
+                    AttrType::Ints | AttrType::Floats | AttrType::IntLists | AttrType::Strings => "vec![]".into(),
+                    AttrType::String => "String::new()".into(),
                     AttrType::DType => "DType::F32".into(),
                     AttrType::Enum => {
                         let e = a.enum_type.as_ref().map_or((String::new(), String::new()), |e| {
@@ -362,7 +397,13 @@ fn parity_cases(k: &KernelDef) -> Vec<Case> {
                         .attrs
                         .iter()
                         .map(|(n, v)| (n.clone(), if *n == a.name { dtype_expr(d).into() } else { v.clone() }));
-                    Case { shapes: c.shapes.clone(), attrs: attrs.collect(), expect: vec![], bounds: c.bounds.clone() }
+                    Case {
+                        shapes: c.shapes.clone(),
+                        attrs: attrs.collect(),
+                        expect: vec![],
+                        bounds: c.bounds.clone(),
+                        absent: c.absent.clone(),
+                    }
                 })
             })
             .collect();
@@ -421,7 +462,7 @@ fn invalid_case(k: &KernelDef) -> Option<(Case, &'static str)> {
 /// `let t{i} = ...;` for each input of `case`, of the dtypes the tests of `d` give them.
 fn tensors(k: &KernelDef, case: &Case, d: DType) -> String {
     let dtypes: Vec<DType> = (0..case.shapes.len())
-        .map(|i| if i < k.inputs.len() || k.variadic { input_dtype(k, i, d) } else { d })
+        .map(|i| if case.declared(i) < k.inputs.len() || k.variadic { input_dtype(k, case.declared(i), d) } else { d })
         .collect();
     tensors_of(case, &dtypes)
 }
@@ -464,15 +505,29 @@ fn bad_dtypes(k: &KernelDef) -> Option<(Vec<DType>, DType)> {
     })
 }
 
-fn run_expr(k: &KernelDef, n_inputs: usize, attrs: &[(String, String)]) -> String {
+fn run_expr(k: &KernelDef, case: &Case, n_inputs: usize, attrs: &[(String, String)]) -> String {
     let inputs: Vec<String> = (0..n_inputs).map(|i| format!("&t{i}")).collect();
     let fields: Vec<String> = attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
-    format!(
-        "Engine::run_all::<kernels::{name}>(&[{}], &kernels::{name}Attrs {{ {} }})",
-        inputs.join(", "),
-        fields.join(", "),
-        name = k.name
+    engine_call(
+        k,
+        case,
+        &format!("&[{}]", inputs.join(", ")),
+        &format!("&kernels::{}Attrs {{ {} }}", k.name, fields.join(", ")),
     )
+}
+
+/// The engine call running kernel `k` on `inputs` (an expression of type
+/// `&[&Tensor]`, the inputs `case` gives) with `attrs`, giving a
+/// `Result<Vec<Tensor>>`: with optional inputs, those `case` leaves out
+/// are spread in as `None`.
+fn engine_call(k: &KernelDef, case: &Case, inputs: &str, attrs: &str) -> String {
+    match k.has_optional() {
+        false => format!("Engine::run_all::<kernels::{}>({inputs}, {attrs})", k.name),
+        true => {
+            let absent = if case.absent.is_empty() { vec![false; k.inputs.len()] } else { case.absent.clone() };
+            format!("Engine::run_optional_all::<kernels::{}>(&spread({inputs}, &{absent:?}), {attrs})", k.name)
+        }
+    }
 }
 
 fn kernel_tests(k: &KernelDef) -> String {
@@ -532,7 +587,7 @@ fn kernel_tests(k: &KernelDef) -> String {
     }}"#,
             d = d.name(),
             tensors = tensors(k, &case, d),
-            run = run_expr(k, case.shapes.len(), &case.attrs),
+            run = run_expr(k, &case, case.shapes.len(), &case.attrs),
             expect = case.expect.iter().map(|s| format!("vec!{s:?}")).collect::<Vec<_>>().join(", "),
             // A data-dependent kernel's rule gives bounds: the rank, and no dim past them.
             check_shapes =
@@ -553,8 +608,11 @@ fn kernel_tests(k: &KernelDef) -> String {
         assert_invalid(&err, {name:?}, "is not supported");
     }}"#,
             bad = bad.name(),
-            tensors = tensors_of(&case, &dtypes),
-            run = run_expr(k, case.shapes.len(), &case.attrs)
+            tensors = tensors_of(
+                &case,
+                &(0..case.shapes.len()).map(|i| dtypes[case.declared(i).min(dtypes.len() - 1)]).collect::<Vec<_>>()
+            ),
+            run = run_expr(k, &case, case.shapes.len(), &case.attrs)
         )
         .unwrap();
     }
@@ -576,7 +634,13 @@ fn kernel_tests(k: &KernelDef) -> String {
                 .map(|i| {
                     format!(
                         "{}, ",
-                        input_expr(&case, i, input_dtype(k, i, d), i, &make.replace("SEED", &i.to_string()))
+                        input_expr(
+                            &case,
+                            i,
+                            input_dtype(k, case.declared(i), d),
+                            i,
+                            &make.replace("SEED", &i.to_string())
+                        )
                     )
                 })
                 .collect();
@@ -585,8 +649,9 @@ fn kernel_tests(k: &KernelDef) -> String {
                 r#"        {{
             let xs: [Tensor; {count}] = [{inputs}];
             let attrs = kernels::{name}Attrs {{ {fields} }};
-            check_parity({label:?}, &xs.iter().collect::<Vec<&Tensor>>(), |xs| Engine::run_all::<kernels::{name}>(xs, &attrs));
+            check_parity({label:?}, &xs.iter().collect::<Vec<&Tensor>>(), |xs| {call});
         }}"#,
+                call = engine_call(k, &case, "xs", "&attrs"),
                 fields = fields.join(", "),
                 label = format!("{:?} {}", case.shapes, fields.join(", ")),
             )
@@ -614,7 +679,7 @@ fn kernel_tests(k: &KernelDef) -> String {
         assert_invalid(&err, {name:?}, {what:?});
     }}"#,
             tensors = tensors(k, &bad, dtype),
-            run = run_expr(k, n, &bad.attrs)
+            run = run_expr(k, &bad, n, &bad.attrs)
         )
         .unwrap();
     }
@@ -623,6 +688,7 @@ fn kernel_tests(k: &KernelDef) -> String {
     // number above none, none at all.
     let mut extra = Case::new(case.shapes.clone(), case.attrs.clone(), vec![]);
     extra.bounds.clone_from(&case.bounds);
+    extra.absent.clone_from(&case.absent);
     if k.variadic {
         extra.shapes.truncate(n - 1);
         extra.bounds.truncate(n - 1);
@@ -639,7 +705,7 @@ fn kernel_tests(k: &KernelDef) -> String {
         assert_invalid(&err, {name:?}, "inputs");
     }}"#,
         tensors = tensors(k, &extra, dtype),
-        run = run_expr(k, extra.shapes.len(), &case.attrs)
+        run = run_expr(k, &extra, extra.shapes.len(), &case.attrs)
     )
     .unwrap();
 
@@ -648,15 +714,17 @@ fn kernel_tests(k: &KernelDef) -> String {
         let within = sample_range(k);
         let count = case.shapes.len();
         // A variadic last input's tensors each get a gradient.
+        // The inputs the case leaves out get none.
         let which: Vec<usize> = diff
             .iter()
             .filter_map(|d| k.inputs.iter().position(|i| i == d))
-            .flat_map(|i| if k.variadic && i + 1 == n { i..count } else { i..i + 1 })
+            .filter_map(|j| Some((j, case.given(j)?)))
+            .flat_map(|(j, i)| if k.variadic && j + 1 == n { i..count } else { i..i + 1 })
             .collect();
         let inputs: String = (0..count)
             .map(|i| {
                 let make = format!("sample(SHAPE, {within}, {i})");
-                let dtype = if which.contains(&i) { DType::F32 } else { input_dtype(k, i, DType::F32) };
+                let dtype = if which.contains(&i) { DType::F32 } else { input_dtype(k, case.declared(i), DType::F32) };
                 format!("{}, ", input_expr(&case, i, dtype, i, &make))
             })
             .collect();
@@ -669,8 +737,9 @@ fn kernel_tests(k: &KernelDef) -> String {
     fn gradient_matches_finite_differences() {{
         let inputs = vec![{inputs}];
         let attrs = kernels::{name}Attrs {{ {fields} }};
-        check_gradient(inputs, &{which:?}, |xs| Engine::run_all::<kernels::{name}>(&[{refs}], &attrs));
+        check_gradient(inputs, &{which:?}, |xs| {call});
     }}"#,
+            call = engine_call(k, &case, &format!("&[{refs}]"), "&attrs"),
             fields = fields.join(", ")
         )
         .unwrap();

@@ -57,6 +57,17 @@ mod generated {
         Tensor::from_vec(signed.collect(), shape).unwrap()
     }
 
+    /// Every input of a kernel with optional inputs, as
+    /// `Engine::run_optional_all` takes them: `xs` in order, with `None`
+    /// where `absent` says the call leaves one out (and any extra `xs`
+    /// after the last, for the tests of a wrong count).
+    fn spread<'a>(xs: &[&'a Tensor], absent: &[bool]) -> Vec<Option<&'a Tensor>> {
+        let mut given = xs.iter().copied();
+        let mut all: Vec<Option<&Tensor>> = absent.iter().map(|&a| if a { None } else { given.next() }).collect();
+        all.extend(given.map(Some));
+        all
+    }
+
     /// `sum(ys[i] * ws[i])` over the outputs that have a weight.
     fn weighted(ys: &[Tensor], ws: &[Option<Tensor>]) -> opforge::Result<Tensor> {
         use opforge::ops;

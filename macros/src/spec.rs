@@ -150,6 +150,8 @@ fn attr_value_ty_in(a: &AttrDef, prefix: &TokenStream) -> TokenStream {
         AttrType::Floats => quote!(::std::vec::Vec<f64>),
         AttrType::IntLists => quote!(::std::vec::Vec<::std::vec::Vec<i64>>),
         AttrType::DType => quote!(::opforge::DType),
+        AttrType::String => quote!(::std::string::String),
+        AttrType::Strings => quote!(::std::vec::Vec<::std::string::String>),
         AttrType::Enum => {
             let e = enum_ident(a);
             quote!(#prefix #e)
@@ -162,22 +164,26 @@ fn attr_value_ty_in(a: &AttrDef, prefix: &TokenStream) -> TokenStream {
     }
 }
 
-/// The element type of a list attr, `None` for the others.
-fn list_elem(t: AttrType) -> Option<TokenStream> {
+/// What a list or text attr is borrowed as (`[i64]`, `str`), `None` for
+/// the attrs passed by value.
+fn borrowed(t: AttrType) -> Option<TokenStream> {
     match t {
-        AttrType::Ints => Some(quote!(i64)),
-        AttrType::Floats => Some(quote!(f64)),
-        AttrType::IntLists => Some(quote!(::std::vec::Vec<i64>)),
+        AttrType::Ints => Some(quote!([i64])),
+        AttrType::Floats => Some(quote!([f64])),
+        AttrType::IntLists => Some(quote!([::std::vec::Vec<i64>])),
+        AttrType::String => Some(quote!(str)),
+        AttrType::Strings => Some(quote!([::std::string::String])),
         _ => None,
     }
 }
 
 /// How kernels, gradients and op functions receive an attribute: lists
-/// as slices (borrowing `'a`, when given), the others by value.
+/// as slices and texts as `&str` (borrowing `'a`, when given), the others
+/// by value.
 fn attr_arg_ty(a: &AttrDef, lifetime: TokenStream, prefix: &TokenStream) -> TokenStream {
-    match (list_elem(a.ty), a.optional) {
-        (Some(elem), false) => quote!(&#lifetime [#elem]),
-        (Some(elem), true) => quote!(::core::option::Option<&#lifetime [#elem]>),
+    match (borrowed(a.ty), a.optional) {
+        (Some(target), false) => quote!(&#lifetime #target),
+        (Some(target), true) => quote!(::core::option::Option<&#lifetime #target>),
         (None, _) => attr_value_ty_in(a, prefix),
     }
 }
@@ -185,7 +191,7 @@ fn attr_arg_ty(a: &AttrDef, lifetime: TokenStream, prefix: &TokenStream) -> Toke
 /// Reads attr `a` from `__attrs` as [`attr_arg_ty`] gives it.
 fn attr_read(a: &AttrDef) -> TokenStream {
     let name = ident(&a.name);
-    match (list_elem(a.ty), a.optional) {
+    match (borrowed(a.ty), a.optional) {
         (Some(_), false) => quote!(&__attrs.#name),
         (Some(_), true) => quote!(__attrs.#name.as_deref()),
         (None, _) => quote!(__attrs.#name),
@@ -222,6 +228,8 @@ fn default_tokens(a: &AttrDef) -> TokenStream {
             quote!(::std::vec![#(#rows),*])
         }
         AttrValue::DType(d) => dtype_tokens(*d),
+        AttrValue::Str(s) => quote!(::std::string::String::from(#s)),
+        AttrValue::Strs(v) => quote!(::std::vec![#(::std::string::String::from(#v)),*]),
         AttrValue::Enum(v) => {
             let (ty, variant) = (enum_ident(a), ident(&EnumType::variant(v)));
             quote!(#ty::#variant)
@@ -299,7 +307,7 @@ fn ident(s: &str) -> Ident {
 fn shape_rule(k: &KernelDef, span: Span) -> TokenStream {
     let shape = |name: &str| {
         let i = k.inputs.iter().position(|n| n == name).unwrap_or(0);
-        quote!(__inputs[#i].shape())
+        input_shape(k, i)
     };
     let attr = |name: &str| match k.attr(name) {
         Some(a) => attr_read(a),
@@ -371,8 +379,10 @@ fn shape_rule(k: &KernelDef, span: Span) -> TokenStream {
             let shapes = (0..k.inputs.len()).map(|i| {
                 if is_list(k, i) {
                     quote!(&__inputs[#i..].iter().map(|__t| __t.shape()).collect::<::std::vec::Vec<&[usize]>>())
+                } else if k.optional[i] {
+                    quote!(::opforge::__private::shape_at(__inputs, __absent, #i))
                 } else {
-                    quote!(__inputs[#i].shape())
+                    input_shape(k, i)
                 }
             });
             quote_spanned!(span=> {
@@ -407,6 +417,17 @@ fn respan(tokens: TokenStream, span: Span) -> TokenStream {
         .collect()
 }
 
+/// The shape of input `i` (not the variadic one) in `infer`: found among
+/// the given inputs when the kernel has optional ones. The count was
+/// checked before, so it is there.
+fn input_shape(k: &KernelDef, i: usize) -> TokenStream {
+    if k.has_optional() {
+        quote!(::opforge::__private::shape_at(__inputs, __absent, #i).unwrap_or_default())
+    } else {
+        quote!(__inputs[#i].shape())
+    }
+}
+
 /// Whether input `i` is `k`'s variadic one (`"*values"`, always the last).
 fn is_list(k: &KernelDef, i: usize) -> bool {
     k.variadic && i + 1 == k.inputs.len()
@@ -419,7 +440,12 @@ fn shape_fn_type(k: &KernelDef) -> TokenStream {
     };
     let ty = format_ident!("{}ShapeFn", k.name);
     let attrs_ty = format_ident!("{}Attrs", k.name);
-    let params = (0..k.inputs.len()).map(|i| if is_list(k, i) { quote!(&[&[usize]]) } else { quote!(&[usize]) });
+    let param = |i: usize| match (is_list(k, i), k.optional[i]) {
+        (true, _) => ("&[&[usize]]", quote!(&[&[usize]])),
+        (false, true) => ("Option<&[usize]>", quote!(::core::option::Option<&[usize]>)),
+        (false, false) => ("&[usize]", quote!(&[usize])),
+    };
+    let params = (0..k.inputs.len()).map(|i| param(i).1);
     let (shape, shape_ty, gives) = if k.several_outputs() {
         (
             "Vec<opforge::shape::Shape>",
@@ -431,13 +457,12 @@ fn shape_fn_type(k: &KernelDef) -> TokenStream {
     };
     let signature = format!(
         "fn({}attrs: &{attrs_ty}) -> Result<{shape}, String>",
-        (0..k.inputs.len())
-            .map(|i| format!("{}: {}, ", k.inputs[i], if is_list(k, i) { "&[&[usize]]" } else { "&[usize]" }))
-            .collect::<String>()
+        (0..k.inputs.len()).map(|i| format!("{}: {}, ", k.inputs[i], param(i).0)).collect::<String>()
     );
     let doc = format!(
         "The signature of kernel `{}`'s shape function, `{path}`: `{signature}`. It gets each input's shape \
-         and the attrs, and returns {gives}, or what is wrong in words the error completes.",
+         (`None` for an optional input the call leaves out) and the attrs, and returns {gives}, or what is \
+         wrong in words the error completes.",
         k.name
     );
     quote! {
@@ -487,39 +512,45 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
     let shape_fn = shape_fn_type(k);
     let outputs = outputs(k);
     let variadic = k.variadic;
+    let private = quote!(::opforge::__private);
     let arg_tys: Vec<TokenStream> = (0..n_inputs)
-        .map(|i| if is_list(k, i) { quote!(::opforge::TensorList<'a, B::Tensor>) } else { quote!(&'a B::Tensor) })
+        .map(|i| match (is_list(k, i), k.optional[i]) {
+            (true, _) => quote!(::opforge::TensorList<'a, B::Tensor>),
+            (false, true) => quote!(::core::option::Option<&'a B::Tensor>),
+            (false, false) => quote!(&'a B::Tensor),
+        })
         .collect();
     let grad_arg_tys: Vec<TokenStream> = (0..n_inputs)
-        .map(|i| if is_list(k, i) { quote!(&'a [::opforge::Tensor]) } else { quote!(&'a ::opforge::Tensor) })
+        .map(|i| match (is_list(k, i), k.optional[i]) {
+            (true, _) => quote!(&'a [::opforge::Tensor]),
+            (false, true) => quote!(::core::option::Option<&'a ::opforge::Tensor>),
+            (false, false) => quote!(&'a ::opforge::Tensor),
+        })
         .collect();
     let arg_reads: Vec<TokenStream> = (0..n_inputs)
-        .map(|i| {
-            if is_list(k, i) {
-                quote!(::opforge::__private::input_list::<B>(__call, #i)?)
-            } else {
-                quote!(::opforge::__private::input::<B>(__call, #i)?)
-            }
+        .map(|i| match (is_list(k, i), k.optional[i], k.has_optional()) {
+            (true, _, _) => quote!(#private::input_list::<B>(__call, #i)?),
+            (false, true, _) => quote!(#private::optional_input::<B>(__call, #i)?),
+            (false, false, true) => quote!(#private::input_at::<B>(__call, #i)?),
+            (false, false, false) => quote!(#private::input::<B>(__call, #i)?),
         })
         .collect();
     let grad_arg_reads: Vec<TokenStream> = (0..n_inputs)
-        .map(|i| {
-            if is_list(k, i) {
-                quote!(::opforge::__private::grad_input_list(__call, #i))
-            } else {
-                quote!(::opforge::__private::grad_input(__call, #i)?)
-            }
+        .map(|i| match (is_list(k, i), k.optional[i], k.has_optional()) {
+            (true, _, _) => quote!(#private::grad_input_list(__call, #i)),
+            (false, true, _) => quote!(#private::grad_optional_input(__call, #i)?),
+            (false, false, true) => quote!(#private::grad_input_at(__call, #i)?),
+            (false, false, false) => quote!(#private::grad_input(__call, #i)?),
         })
         .collect();
     let input_docs: Vec<String> = (0..n_inputs)
-        .map(|i| {
-            if is_list(k, i) {
-                format!("Input `{}`: one or more tensors.", k.inputs[i])
-            } else {
-                format!("Input `{}`.", k.inputs[i])
-            }
+        .map(|i| match (is_list(k, i), k.optional[i]) {
+            (true, _) => format!("Input `{}`: one or more tensors.", k.inputs[i]),
+            (false, true) => format!("Input `{}`: optional, `None` where the call leaves it out.", k.inputs[i]),
+            (false, false) => format!("Input `{}`.", k.inputs[i]),
         })
         .collect();
+    let optional_names: Vec<&String> = (0..n_inputs).filter(|&i| k.optional[i]).map(|i| &k.inputs[i]).collect();
     let (diff_names, grads): (Vec<&String>, TokenStream) = match &k.differentiable {
         Differentiable::Inputs(names) => (names.iter().collect(), grads(k, names)),
         Differentiable::No { .. } => (Vec::new(), quote!()),
@@ -535,6 +566,9 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
             if is_list(k, i) {
                 // Any tensor of the list.
                 quote!(__call.needs.get(#i..).is_none_or(|__n| __n.iter().any(|&__b| __b)))
+            } else if k.has_optional() {
+                // Never an input the call left out.
+                quote!(__call.absent.slot(#i).is_some_and(|__at| __call.needs.get(__at).copied().unwrap_or(true)))
             } else {
                 quote!(__call.needs.get(#i).copied().unwrap_or(true))
             }
@@ -640,6 +674,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
             const DATA_DEPENDENT: bool = #data_dependent;
             const DIFFERENTIABLE: &'static [&'static str] = &[#(#diff_names),*];
             const VARIADIC: bool = #variadic;
+            const OPTIONAL: &'static [&'static str] = &[#(#optional_names),*];
             type Attrs = #attrs_ty;
             type Args<'a, B: ::opforge::__private::Backend> = #args_ty<'a, B>;
             type GradArgs<'a> = #grad_args_ty<'a>;
@@ -648,8 +683,9 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
             type OutMeta = #out_meta_ty;
 
             #[inline]
-            fn infer(
+            fn infer_with(
                 __inputs: &[&::opforge::Tensor],
+                __absent: ::opforge::Absent,
                 __attrs: &#attrs_ty,
             ) -> ::core::result::Result<::opforge::Metas, ::std::string::String> {
                 #check
@@ -731,11 +767,17 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
 /// one shared dtype in the one-set form, else each type variable's.
 fn dtype_check(k: &KernelDef) -> TokenStream {
     let private = quote!(::opforge::__private);
+    // The names of the inputs given: all, or those an optional input's
+    // absence leaves.
+    let (names, keep) = match k.has_optional() {
+        true => (quote!(&__absent.keep(Self::INPUTS)), quote!(&__absent.keep)),
+        false => (quote!(Self::INPUTS), quote!()),
+    };
     if k.shares_one_dtype() {
         let dtypes = k.dtypes.iter().map(|d| dtype_tokens(*d));
         return quote! {
             let __checked: ::opforge::DType =
-                #private::check_inputs(__inputs, Self::INPUTS, &[#(#dtypes),*], Self::VARIADIC)?;
+                #private::check_inputs(__inputs, #names, &[#(#dtypes),*], Self::VARIADIC)?;
         };
     }
     let var = |name: &str| k.type_vars.iter().position(|v| v.name == name).unwrap_or(0);
@@ -754,7 +796,7 @@ fn dtype_check(k: &KernelDef) -> TokenStream {
         quote!((#name, &[#(#dtypes),*][..]))
     });
     quote! {
-        let __checked = #private::check_typed(__inputs, Self::INPUTS, &[#(#types),*], [#(#vars),*], Self::VARIADIC)?;
+        let __checked = #private::check_typed(__inputs, #names, #keep(&[#(#types),*]), [#(#vars),*], Self::VARIADIC)?;
     }
 }
 
@@ -937,19 +979,23 @@ fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
     let fields: Vec<Ident> = names.iter().map(|n| ident(n)).collect();
     // The variadic input, if differentiable: a list of gradients.
     let list = |n: &String| k.inputs.iter().position(|i| i == n).is_some_and(|i| is_list(k, i));
+    // An optional input: `None` where the call left it out.
+    let optional = |n: &String| k.inputs.iter().position(|i| i == n).is_some_and(|i| k.optional[i]);
     let field_tys: Vec<TokenStream> = names
         .iter()
-        .map(|n| if list(n) { quote!(::std::vec::Vec<::opforge::Tensor>) } else { quote!(::opforge::Tensor) })
+        .map(|n| match (list(n), optional(n)) {
+            (true, _) => quote!(::std::vec::Vec<::opforge::Tensor>),
+            (false, true) => quote!(::core::option::Option<::opforge::Tensor>),
+            (false, false) => quote!(::opforge::Tensor),
+        })
         .collect();
     let into_grads: Vec<TokenStream> = names
         .iter()
         .zip(&fields)
-        .map(|(n, f)| {
-            if list(n) {
-                quote!(__grads.extend(self.#f.into_iter().map(::core::option::Option::Some));)
-            } else {
-                quote!(__grads.push(::core::option::Option::Some(self.#f));)
-            }
+        .map(|(n, f)| match (list(n), optional(n)) {
+            (true, _) => quote!(__grads.extend(self.#f.into_iter().map(::core::option::Option::Some));),
+            (false, true) => quote!(__grads.push(self.#f);),
+            (false, false) => quote!(__grads.push(::core::option::Option::Some(self.#f));),
         })
         .collect();
     let doc = format!("The gradients of kernel `{}`: one per differentiable input.", k.name);
@@ -1042,11 +1088,25 @@ fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
     let attrs_ty = format_ident!("{}Attrs", k.name);
     let op = ident(&k.op);
     let inputs: Vec<Ident> = k.inputs.iter().map(|i| ident(i)).collect();
-    let input_tys =
-        (0..k.inputs.len())
-            .map(|i| if is_list(k, i) { quote!(&[::opforge::Tensor]) } else { quote!(&::opforge::Tensor) });
-    // Every tensor, the variadic input's spread out, as the engine takes them.
-    let gather = if k.variadic {
+    let input_tys = (0..k.inputs.len()).map(|i| match (is_list(k, i), k.optional[i]) {
+        (true, _) => quote!(&[::opforge::Tensor]),
+        (false, true) => quote!(::core::option::Option<&::opforge::Tensor>),
+        (false, false) => quote!(&::opforge::Tensor),
+    });
+    // Every tensor, the variadic input's spread out, as the engine takes
+    // them; with optional inputs, every input as an `Option`.
+    let run = if k.has_optional() { quote!(run_optional) } else { quote!(run) };
+    let gather = if k.has_optional() {
+        let entries = (0..k.inputs.len()).map(|i| {
+            let x = &inputs[i];
+            if k.optional[i] {
+                quote!(#x)
+            } else {
+                quote!(::core::option::Option::Some(#x))
+            }
+        });
+        quote!(let __inputs = [#(#entries),*];)
+    } else if k.variadic {
         let (fixed, list) = inputs.split_at(inputs.len() - 1);
         quote! {
             let mut __inputs: ::std::vec::Vec<&::opforge::Tensor> = ::std::vec![#(#fixed),*];
@@ -1061,9 +1121,9 @@ fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
     });
     let values = k.attrs.iter().map(|a| {
         let id = ident(&a.name);
-        match (list_elem(a.ty), a.optional) {
-            (Some(_), false) => quote!(#id: #id.to_vec()),
-            (Some(_), true) => quote!(#id: #id.map(<[_]>::to_vec)),
+        match (borrowed(a.ty), a.optional) {
+            (Some(_), false) => quote!(#id: #id.to_owned()),
+            (Some(_), true) => quote!(#id: #id.map(::std::borrow::ToOwned::to_owned)),
             (None, _) => quote!(#id),
         }
     });
@@ -1091,7 +1151,7 @@ fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
         #[allow(clippy::too_many_arguments)]
         pub fn #op(#(#inputs: #input_tys,)* #(#params),*) -> ::opforge::Result<#ret> {
             #gather
-            ::opforge::Engine::run::<#prefix #name>(&__inputs, &#prefix #attrs_ty { #(#values),* })
+            ::opforge::Engine::#run::<#prefix #name>(&__inputs, &#prefix #attrs_ty { #(#values),* })
         }
     }
 }
@@ -1105,6 +1165,8 @@ fn render(v: &AttrValue) -> String {
         AttrValue::Floats(v) => format!("{v:?}"),
         AttrValue::IntLists(v) => format!("{v:?}"),
         AttrValue::DType(d) => d.name().to_owned(),
+        AttrValue::Str(s) => format!("{s:?}"),
+        AttrValue::Strs(v) => format!("{v:?}"),
         AttrValue::Enum(v) => format!("{v:?}"),
     }
 }

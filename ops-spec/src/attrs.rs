@@ -247,6 +247,20 @@ pub(crate) fn value(
             None
         }
         (AttrType::Ints, Value::Array(items)) => ints(d, what, items, at).map(AttrValue::Ints),
+        (AttrType::String, Value::Str(s)) => Some(AttrValue::Str(s.clone())),
+        (AttrType::Strings, Value::Array(items)) => {
+            let strs: Vec<String> = items
+                .iter()
+                .filter_map(|item| match &item.value {
+                    Value::Str(s) => Some(s.clone()),
+                    other => {
+                        d.error(item.at_or(at), format!("{what} must contain only strings, found {}", other.kind()));
+                        None
+                    }
+                })
+                .collect();
+            (strs.len() == items.len()).then_some(AttrValue::Strs(strs))
+        }
         (AttrType::Floats, Value::Array(items)) => {
             let mut floats = Vec::new();
             for item in items {
@@ -283,6 +297,8 @@ pub(crate) fn value(
                 AttrType::Floats => "an array of numbers",
                 AttrType::IntLists => "an array of arrays of integers",
                 AttrType::DType => "a dtype name string",
+                AttrType::String => "a string",
+                AttrType::Strings => "an array of strings",
                 AttrType::Enum => "one of the enum's values, as a string",
             };
             let ty = enum_type.map_or(ty.name(), |e| &e.name);

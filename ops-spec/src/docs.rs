@@ -10,7 +10,8 @@
 //! A spec is a TOML document whose top-level tables are kernels, one table
 //! each, in file order. A kernel's key is its TF.js kernel name, an
 //! UpperCamelCase Rust identifier (ASCII letters and digits, starting with an
-//! uppercase letter, not a keyword) unique in the file.
+//! uppercase letter, not a keyword) unique in the file, which may start with
+//! one `_` as TF.js's internal kernels do (`_FusedMatMul`).
 //!
 //! ```toml
 //! [Add]                                 # the kernel name
@@ -72,14 +73,14 @@
 //! |-----|----------|-------|
 //! | `op` | yes | the name of the generated op function: a snake_case Rust identifier (lowercase ASCII letters, digits and `_`, starting with a letter, not a keyword), unique in the spec |
 //! | `doc` | yes | what the kernel computes, a short description, not blank; it documents the generated op and descriptor |
-//! | `inputs` | yes | the tensor inputs: an array of distinct snake_case names, in the order the op takes them, each optionally typed as `"name: T"` (a type variable) or `"name: i32"` (a fixed dtype); see [type variables](#type-variables). `[]` declares a kernel that makes its output from its attrs (`Range`, `Fill`): it runs on the default backend, has no `dtypes`, and names its output's dtype with `output_dtype`. A last input written `"*values"` is [variadic](#variadic-inputs) |
+//! | `inputs` | yes | the tensor inputs: an array of distinct snake_case names, in the order the op takes them, each optionally typed as `"name: T"` (a type variable) or `"name: i32"` (a fixed dtype); see [type variables](#type-variables). `[]` declares a kernel that makes its output from its attrs (`Range`, `Fill`): it runs on the default backend, has no `dtypes`, and names its output's dtype with `output_dtype`. A last input written `"*values"` is [variadic](#variadic-inputs), and one written `"bias?"` [optional](#optional-inputs) |
 //! | `dtypes` | yes, with inputs | the dtypes the inputs may have: an array of one or more distinct dtypes, which all unannotated inputs of a call share; or a table of [type variables](#type-variables), each an array of dtypes |
 //! | `shape` | yes | the [shape rule](#shape-rules) giving the output's shape |
 //! | `grad` | one of the two | the inputs that receive a gradient: an array of one or more distinct input names. See [gradients](#gradients-and-needs) |
 //! | `non_differentiable` | one of the two | why the kernel has no gradient: a string, not blank |
 //! | `output` | no | the name of the single output, snake_case; default `y`. It names the output among a gradient's arguments, so it must differ from the inputs and attrs |
 //! | `outputs` | no | instead of `output` and `output_dtype`: every output, each `"name"` (the inputs' dtype) or `"name: T"` / `"name: i32"` / `"name: dtype_attr"`, or one variadic `"*name"`; see [several outputs](#several-outputs) |
-//! | `examples` | with `shape = "fn(...)"` | calls with the output shapes they give: an array of `{ shapes = [[...], ...], attrs = { ... }, output = [...] }`, one shape per input, every attr without a default given (`outputs = [[...], ...]`, a shape per output, for a kernel of [several outputs](#several-outputs)); the generated tests run them. See [shape functions](#shape-functions) |
+//! | `examples` | with `shape = "fn(...)"` | calls with the output shapes they give: an array of `{ shapes = [[...], ...], attrs = { ... }, output = [...] }`, one shape per input (`absent = ["bias"]` names the [optional inputs](#optional-inputs) an example leaves out, which get no shape), every attr without a default given (`outputs = [[...], ...]`, a shape per output, for a kernel of [several outputs](#several-outputs)); the generated tests run them. See [shape functions](#shape-functions) |
 //! | `output_dtype` | no | the output's dtype: the name of an attr of type `dtype` (the output takes the dtype the call passes), a type variable of a `dtypes` table, or a dtype such as `"bool"` (always that dtype). Absent: the inputs' dtype, or the one type variable's; a kernel with several must say. An attr is looked up first, so an attr called `bool` would win over the dtype |
 //! | `attrs` | no | the kernel's attributes, its non-tensor parameters: a table, see [attributes](#attributes) |
 //! | `data_dependent` | no | `true` when the outputs' sizes are known only once the kernel runs (`Unique`, `Where`): the shape rule then gives the largest shape each output can have. The engine checks the inputs and that bound before the kernel runs, and after it that each output has the bound's rank and dtype and no dim past it. Examples give the bounds. Default `false` |
@@ -226,6 +227,8 @@
 //! | `floats` | an array of numbers | `Vec<f64>` | `&[f64]` |
 //! | `int_lists` | an array of arrays of integers (`[[1, 1], [0, 2]]`) | `Vec<Vec<i64>>` | `&[Vec<i64>]` |
 //! | `dtype` | `"f32"`, `"i32"` or `"bool"` | `opforge::DType` | `opforge::DType` |
+//! | `string` | a string (`"ij,jk->ik"`, Einsum's equation) | `String` | `&str` |
+//! | `strings` | an array of strings | `Vec<String>` | `&[String]` |
 //! | an enum's name, with `values` | one of the values, as a string | the enum | the enum |
 //! | any of these, with `optional = true` | none | `Option<T>` | `Option<T>`, and `Option<&[T]>` for lists |
 //!
@@ -403,6 +406,49 @@
 //! # fn spec_text() -> String {
 //! #     "[Concat]\nop = \"concat\"\ndoc = \"joins\"\ninputs = [\"*values\"]\ndtypes = [\"f32\"]\n\
 //! #      shape = \"fn(f)\"\ngrad = [\"values\"]\nexamples = [{ shapes = [[1]], output = [1] }]\n".into()
+//! # }
+//! ```
+//!
+//! # Optional inputs
+//!
+//! An input written with a `?`, as in `inputs = ["x", "mean", "variance",
+//! "offset?", "scale?"]` (TF.js's `FusedBatchNorm`, `_FusedMatMul`'s
+//! `bias?`), may be left out of a call. The generated op, the kernel and
+//! the gradient take it as an `Option` (`Option<&Tensor>`,
+//! `Option<&CpuTensor>`), and a gradient returns an `Option<Tensor>` for
+//! it, `None` when the call left it out. The op runs through
+//! `Engine::run_optional`, which takes one `Option` per input. A built-in
+//! shape rule cannot take an optional input, since it needs every shape it
+//! names; a [shape function](#shape-functions) gets `Option<&[usize]>`
+//! for it. An example names the inputs it leaves out in `absent`, and
+//! gives shapes for the others. A kernel with a variadic input has no
+//! optional ones.
+//!
+//! ```
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [FusedBatchNorm]
+//! op = "batch_norm"
+//! doc = "Normalizes `x` by a given mean and variance."
+//! inputs = ["x", "mean", "variance", "offset?", "scale?"]
+//! dtypes = ["f32"]
+//! shape = "fn(crate::rules::batch_norm)"
+//! grad = ["x", "mean", "variance", "offset", "scale"]
+//! examples = [{ shapes = [[2, 3], [3], [3], [3]], absent = ["offset"], output = [2, 3] }]
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let k = spec.kernel("FusedBatchNorm").unwrap();
+//! assert_eq!(k.optional, [false, false, false, true, true]);
+//! assert_eq!(k.examples[0].absent, ["offset"]);
+//!
+//! let same = spec_text().replace("fn(f)", "same(scale)");
+//! let err = opforge_spec::parse(&same, "ops.toml").unwrap_err();
+//! assert!(err.to_string().contains("input `scale` is optional, but shape rule `same` needs every input it takes"));
+//! # fn spec_text() -> String {
+//! #     "[Norm]\nop = \"norm\"\ndoc = \"norm\"\ninputs = [\"x\", \"scale?\"]\ndtypes = [\"f32\"]\n\
+//! #      shape = \"fn(f)\"\ngrad = [\"x\"]\n".into()
 //! # }
 //! ```
 //!

@@ -5,13 +5,15 @@ use crate::diag::{did_you_mean, quoted, Diag};
 use crate::model::{AttrDef, Example};
 use crate::tree::{Entry, Node, Value};
 
-const KEYS: [&str; 4] = ["shapes", "attrs", "output", "outputs"];
+const KEYS: [&str; 5] = ["shapes", "absent", "attrs", "output", "outputs"];
 
 /// What `examples` is checked against; `None` parts are themselves broken,
 /// and the checks that need them are skipped.
 pub(crate) struct Against<'a> {
     pub kernel: &'a str,
     pub inputs: Option<&'a [String]>,
+    /// The optional inputs, which an example may name in `absent`.
+    pub optional: &'a [String],
     /// Whether the last input takes one or more tensors (one shape each).
     pub variadic: bool,
     pub attrs: Option<&'a [AttrDef]>,
@@ -96,6 +98,9 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
         f
     };
     let (shapes_entry, output_entry) = (required("shapes"), required(key));
+    let absent = absent(d, field("absent"), n, k);
+    // How many inputs the example gives; unknown when `absent` is broken.
+    let given = k.inputs.zip(absent.as_ref()).map(|(i, a)| i.len() - a.len());
     let shapes = shapes_entry.and_then(|f| {
         let what = format!("`shapes` of example {n}");
         let Value::Array(items) = &f.node.value else {
@@ -103,15 +108,21 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
             return None;
         };
         let fits = |n: usize| if k.variadic { items.len() >= n } else { items.len() == n };
-        if let Some(inputs) = k.inputs.filter(|i| !fits(i.len())) {
+        if let (Some(inputs), Some(given)) = (k.inputs, given.filter(|&g| !fits(g))) {
             let each = if k.variadic { ", the last of which takes one or more" } else { "" };
+            let left_out = match inputs.len() - given {
+                0 => String::new(),
+                n => format!(" and {n} left out in `absent`"),
+            };
             let msg = format!(
-                "{what} gives {} shapes, but kernel `{}` has {} inputs ({}){each}, expected one shape per input{}",
+                "{what} gives {} shapes, but kernel `{}` has {} inputs ({}){each}{left_out}, expected one shape per \
+                 input{}{}",
                 items.len(),
                 k.kernel,
                 inputs.len(),
                 quoted(inputs),
-                if k.variadic { " tensor" } else { "" }
+                if k.variadic { " tensor" } else { "" },
+                if k.optional.is_empty() { "" } else { " the example gives" }
             );
             d.error(f.node.at_or(f.at), msg);
             return None;
@@ -152,7 +163,56 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
     let (line, _) = d.line_col(at);
     let outputs = outputs?;
     let output = outputs.first().cloned().unwrap_or_default();
-    Some(Example { shapes: shapes?, attrs: attrs?, output, outputs, line })
+    Some(Example { shapes: shapes?, absent: absent?, attrs: attrs?, output, outputs, line })
+}
+
+/// `absent`: the optional inputs the example leaves out, each once.
+fn absent(d: &mut Diag, entry: Option<&Entry>, n: usize, k: &Against) -> Option<Vec<String>> {
+    let Some(f) = entry else {
+        return Some(Vec::new());
+    };
+    let names = match &f.node.value {
+        Value::Array(items) => items.iter().map(|i| match &i.value {
+            Value::Str(s) => Some(s.clone()),
+            _ => None,
+        }),
+        _ => {
+            let msg = format!("`absent` of example {n} must be an array of optional input names like `[\"bias\"]`");
+            d.error(f.node.at_or(f.at), msg);
+            return None;
+        }
+    };
+    let mut out: Vec<String> = Vec::new();
+    for name in names {
+        let problem = match &name {
+            // The inputs are themselves broken: nothing to check against.
+            Some(name) if k.inputs.is_none() => {
+                out.push(name.clone());
+                continue;
+            }
+            None => Some("must hold input names as strings".to_owned()),
+            Some(name) if out.contains(name) => Some(format!("names input `{name}` twice")),
+            Some(name) if !k.optional.contains(name) => Some(match k.optional.is_empty() {
+                true => format!("names `{name}`, but kernel `{}` has no optional inputs", k.kernel),
+                false => format!(
+                    "names `{name}`, expected one of kernel `{}`'s optional inputs, {}{}",
+                    k.kernel,
+                    quoted(k.optional),
+                    did_you_mean(name, k.optional)
+                ),
+            }),
+            Some(_) => None,
+        };
+        match (problem, name) {
+            (Some(p), _) => {
+                d.error(f.node.at_or(f.at), format!("`absent` of example {n} {p}"));
+                return None;
+            }
+            (None, Some(name)) => out.push(name),
+            (None, None) => unreachable!("a missing name is a problem"),
+        }
+    }
+    Some(out)
 }
 
 /// The example's attrs: known names, values of the attr's type, and every

@@ -28,6 +28,10 @@ pub struct KernelDef {
     /// Names of the tensor inputs (snake_case, unique; a variadic one
     /// without its `*`).
     pub inputs: Vec<String>,
+    /// Per input, in order: whether it is optional (`"bias?"`), one a call
+    /// may leave out: an `Option<&Tensor>` in the op, the kernel and the
+    /// gradient. Not with a variadic input.
+    pub optional: Vec<bool>,
     /// The dtype of each input, in the order of `inputs`: a type variable
     /// or a fixed dtype (`"indices: Tidx"`, `"condition: bool"`).
     pub input_types: Vec<InputType>,
@@ -107,6 +111,11 @@ impl KernelDef {
     /// The type variable called `name`, if any.
     pub fn type_var(&self, name: &str) -> Option<&TypeVar> {
         self.type_vars.iter().find(|v| v.name == name)
+    }
+
+    /// Whether the kernel has an optional input.
+    pub fn has_optional(&self) -> bool {
+        self.optional.contains(&true)
     }
 
     /// The dtypes input `i` may have.
@@ -271,6 +280,10 @@ pub enum AttrType {
     IntLists,
     /// `dtype`: one of the [`DType`]s.
     DType,
+    /// `string`: free-form text (Einsum's `equation`).
+    String,
+    /// `strings`: a list of texts.
+    Strings,
     /// An enum: written as its UpperCamelCase name with its `values`
     /// listed (`type = "Padding", values = ["same", "valid"]`); see
     /// [`AttrDef::enum_type`].
@@ -280,7 +293,7 @@ pub enum AttrType {
 impl AttrType {
     /// Every attribute type spelled by a keyword, in the order error
     /// messages list them (an enum is spelled by its own name).
-    pub(crate) const ALL: [AttrType; 7] = [
+    pub(crate) const ALL: [AttrType; 9] = [
         AttrType::Bool,
         AttrType::Int,
         AttrType::Float,
@@ -288,10 +301,13 @@ impl AttrType {
         AttrType::Floats,
         AttrType::IntLists,
         AttrType::DType,
+        AttrType::String,
+        AttrType::Strings,
     ];
 
     /// The spec spelling: `"bool"`, `"int"`, `"float"`, `"ints"`,
-    /// `"floats"`, `"int_lists"` or `"dtype"`; `"enum"` for an enum.
+    /// `"floats"`, `"int_lists"`, `"dtype"`, `"string"` or `"strings"`;
+    /// `"enum"` for an enum.
     pub fn name(self) -> &'static str {
         match self {
             AttrType::Bool => "bool",
@@ -301,6 +317,8 @@ impl AttrType {
             AttrType::Floats => "floats",
             AttrType::IntLists => "int_lists",
             AttrType::DType => "dtype",
+            AttrType::String => "string",
+            AttrType::Strings => "strings",
             AttrType::Enum => "enum",
         }
     }
@@ -333,6 +351,10 @@ pub enum AttrValue {
     IntLists(Vec<Vec<i64>>),
     /// Value of a `dtype` attribute.
     DType(DType),
+    /// Value of a `string` attribute.
+    Str(String),
+    /// Value of a `strings` attribute.
+    Strs(Vec<String>),
     /// Value of an enum attribute: one of its values, as the spec spells it.
     Enum(String),
 }
@@ -343,8 +365,10 @@ pub enum AttrValue {
 /// inputs from a rule; any kernel may give some, and they become test cases.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Example {
-    /// One shape per input, in input order.
+    /// One shape per input the call gives, in input order.
     pub shapes: Vec<Vec<usize>>,
+    /// The optional inputs the call leaves out (`absent = ["bias"]`).
+    pub absent: Vec<String>,
     /// The attrs given, by name; the others take their defaults.
     pub attrs: Vec<(String, AttrValue)>,
     /// The (first) output's shape the kernel gives for them.

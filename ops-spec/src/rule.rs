@@ -197,6 +197,9 @@ pub(crate) struct Scope<'a> {
     pub attrs: Option<&'a [(String, Option<AttrType>)]>,
     /// The optional attrs, which a rule cannot read: it needs a value.
     pub optional: &'a [String],
+    /// The optional inputs, which a built-in rule cannot take: a call
+    /// may leave them out.
+    pub optional_inputs: &'a [String],
 }
 
 /// Parses and checks the rule `text`; `at` maps a byte offset in `text` to
@@ -254,6 +257,12 @@ pub(crate) fn check(d: &mut Diag, text: &str, at: impl Fn(usize) -> usize, scope
                 "attr `{arg}` is optional, but argument {} of shape rule `{name}` needs a value; give the attr a \
                  default instead, or compute the shape with `fn(...)`",
                 i + 1
+            );
+            d.error(at(arg_at), msg);
+        } else if matches!(slot, Slot::Input) && scope.optional_inputs.iter().any(|o| o == arg) {
+            let msg = format!(
+                "input `{arg}` is optional, but shape rule `{name}` needs every input it takes; compute the shape \
+                 with a Rust function, `shape = \"fn(path::to::function)\"`, which gets an `Option` for it"
             );
             d.error(at(arg_at), msg);
         }

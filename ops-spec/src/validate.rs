@@ -125,7 +125,8 @@ fn generated_names(d: &mut Diag, defs: &[(usize, KernelDef)]) {
 
 fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<KernelDef> {
     let name = &e.key;
-    if let Some(problem) = camel_case_problem(name) {
+    // TF.js marks its internal kernels with a leading `_` (`_FusedMatMul`).
+    if let Some(problem) = camel_case_problem(name.strip_prefix('_').unwrap_or(name)) {
         d.error(e.at, format!("kernel name `{name}` {problem}"));
     }
     let Value::Table(fields) = &e.node.value else {
@@ -153,6 +154,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
     let doc = field("doc").and_then(|f| non_empty(d, f, "a one-line description"));
     let declared = field("inputs").and_then(|f| declared(d, f, "input"));
     let inputs: Option<Vec<String>> = declared.as_ref().map(|i| i.iter().map(|i| i.name.clone()).collect());
+    let optional: Vec<String> = declared.iter().flatten().filter(|i| i.optional).map(|i| i.name.clone()).collect();
     let attrs = attrs(d, field("attrs"), inputs.as_deref());
     // `outputs` declares every output with its dtype; `output` and
     // `output_dtype` describe the one output of the other kernels.
@@ -259,6 +261,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         inputs: inputs.as_deref(),
         attrs: attrs.as_ref().map(|a| a.scope.as_slice()),
         optional: attrs.as_ref().map_or(&[], |a| a.optional.as_slice()),
+        optional_inputs: &optional,
     };
     let src = d.source();
     let shape = field("shape").and_then(|f| {
@@ -269,6 +272,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
     let against = Against {
         kernel: name,
         inputs: inputs.as_deref(),
+        optional: &optional,
         variadic,
         attrs: attrs.as_ref().map(|a| a.defs.as_slice()),
         attr_names: attrs.as_ref().map(|a| a.scope.iter().map(|(n, _)| n.as_str()).collect()),
@@ -324,6 +328,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         name: name.clone(),
         op: op?,
         doc: doc?,
+        optional: inputs.iter().flatten().map(|i| optional.contains(i)).collect(),
         inputs: inputs?,
         input_types: input_types?,
         attrs: attrs?.defs,
@@ -388,6 +393,8 @@ struct Declared {
     name: String,
     /// `"*name"`: a list of one or more tensors.
     variadic: bool,
+    /// `"name?"`: an input a call may leave out.
+    optional: bool,
     /// The type after the colon, with its byte offset.
     ty: Option<(String, usize)>,
     at: usize,
@@ -411,6 +418,21 @@ fn declared(d: &mut Diag, f: &Entry, what: &str) -> Option<Vec<Declared>> {
             Some(rest) => (rest.trim_start(), true),
             None => (name, false),
         };
+        let (name, optional) = match name.strip_suffix('?') {
+            Some(rest) => (rest.trim_end(), true),
+            None => (name, false),
+        };
+        if optional && (variadic || what == "output") {
+            let msg = match variadic {
+                true => format!(
+                    "input `*{name}?` cannot be both a list and optional: a list takes one or more tensors, expected \
+                     `*{name}` or `{name}?`"
+                ),
+                false => format!("output `{name}?` cannot be optional: a kernel gives every output it declares"),
+            };
+            d.error(at, msg);
+            return None;
+        }
         if let Some(problem) = snake_case_problem(name) {
             d.error(at, format!("{what} name `{name}` {problem}"));
         } else if let Some(problem) = reserved_problem(name) {
@@ -419,7 +441,7 @@ fn declared(d: &mut Diag, f: &Entry, what: &str) -> Option<Vec<Declared>> {
         if declared.iter().any(|n| n.name == name) {
             d.error(at, format!("duplicate {what} `{name}`, expected distinct {what} names"));
         }
-        declared.push(Declared { name: name.to_owned(), variadic, ty, at });
+        declared.push(Declared { name: name.to_owned(), variadic, optional, ty, at });
     }
     if let (Some(list), "output", true) = (declared.iter().find(|o| o.variadic), what, declared.len() > 1) {
         let msg = format!(
@@ -428,6 +450,15 @@ fn declared(d: &mut Diag, f: &Entry, what: &str) -> Option<Vec<Declared>> {
             list.name, list.name
         );
         d.error(list.at, msg);
+        return None;
+    }
+    if let (Some(list), Some(opt)) = (declared.iter().find(|i| i.variadic), declared.iter().find(|i| i.optional)) {
+        let msg = format!(
+            "input `{}` is optional, but input `*{}` takes any number of tensors; a kernel with a list input has no \
+             optional ones, expected `{}` without `?`",
+            opt.name, list.name, opt.name
+        );
+        d.error(opt.at, msg);
         return None;
     }
     if let Some(early) = declared.iter().rev().skip(1).find(|i| i.variadic) {

@@ -44,6 +44,7 @@ fn every_new_attr_type_and_a_shape_function_parse() {
         k.examples,
         [Example {
             shapes: vec![vec![1, 4, 4, 2]],
+            absent: vec![],
             attrs: vec![
                 ("size".into(), AttrValue::Ints(vec![2, 2])),
                 ("padding".into(), AttrValue::Enum("valid".into()))
@@ -84,7 +85,7 @@ fn enum_mistakes() {
     ]);
     assert_errors(&edit(POOL, "padding =", "padding = { type = \"padding_mode\" }"), &[
         "ops.toml:11:20: unknown attr type `padding_mode`, expected one of `bool`, `int`, `float`, `ints`, `floats`, \
-         `int_lists`, `dtype`, or an enum's UpperCamelCase name with its `values`",
+         `int_lists`, `dtype`, `string`, `strings`, or an enum's UpperCamelCase name with its `values`",
     ]);
 }
 
@@ -188,7 +189,7 @@ fn example_mistakes() {
     );
     assert_errors(
         &ex("{ shapes = [[1]], attrs = { size = [1] }, output = [1], input = 2 }"),
-        &["ops.toml:8:69: unknown key `input` in example 1, expected one of `shapes`, `attrs`, `output`, `outputs`"],
+        &["ops.toml:8:69: unknown key `input` in example 1, expected one of `shapes`, `absent`, `attrs`, `output`, `outputs`"],
     );
 }
 

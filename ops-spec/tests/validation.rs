@@ -439,18 +439,18 @@ fn unknown_attr_type() {
     assert_errors(
         &edit(SUM, "keep_dims =", "keep_dims = { type = \"boolean\" }"),
         &["ops.toml:10:22: unknown attr type `boolean`, expected one of `bool`, `int`, `float`, `ints`, \
-           `floats`, `int_lists`, `dtype`, or an enum's UpperCamelCase name with its `values`"],
+           `floats`, `int_lists`, `dtype`, `string`, `strings`, or an enum's UpperCamelCase name with its `values`"],
     );
     assert_errors(
         &edit(SUM, "axes =", "axes = { type = \"int_list\" }"),
         &["ops.toml:9:17: unknown attr type `int_list`, expected one of `bool`, `int`, `float`, `ints`, \
-           `floats`, `int_lists`, `dtype`, or an enum's UpperCamelCase name with its `values`; did you mean \
+           `floats`, `int_lists`, `dtype`, `string`, `strings`, or an enum's UpperCamelCase name with its `values`; did you mean \
            `int_lists`?"],
     );
     assert_errors(
         &edit(SUM, "axes =", "axes = { type = \"intz\" }"),
         &["ops.toml:9:17: unknown attr type `intz`, expected one of `bool`, `int`, `float`, `ints`, \
-           `floats`, `int_lists`, `dtype`, or an enum's UpperCamelCase name with its `values`; did you mean \
+           `floats`, `int_lists`, `dtype`, `string`, `strings`, or an enum's UpperCamelCase name with its `values`; did you mean \
            `int`?"],
     );
 }

@@ -14,7 +14,7 @@ use std::rc::Rc;
 
 use smallvec::SmallVec;
 
-use crate::spec::{GradCall, KernelSpec, Tensors};
+use crate::spec::{Absent, GradCall, KernelSpec, Tensors};
 use crate::{ops, registry, Error, Result, Tensor, TensorId};
 
 pub use crate::gradients::unbroadcast;
@@ -31,6 +31,8 @@ enum Backward {
 struct Node {
     kernel: &'static str,
     inputs: SmallVec<[Tensor; 2]>,
+    /// The optional inputs the call left out.
+    absent: Absent,
     attrs: Box<dyn Any + Send + Sync>,
     /// One, or for a kernel of several outputs, each in spec order.
     outputs: Tensors,
@@ -58,10 +60,11 @@ pub(crate) fn recording() -> bool {
 }
 
 /// Records one kernel run. Called by the engine only when [`recording`].
-pub(crate) fn record<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs, outputs: &[Tensor]) {
+pub(crate) fn record<K: KernelSpec>(inputs: &[&Tensor], absent: Absent, attrs: &K::Attrs, outputs: &[Tensor]) {
     let node = Node {
         kernel: K::NAME,
         inputs: inputs.iter().map(|t| (*t).clone()).collect(),
+        absent,
         attrs: Box::new(attrs.clone()),
         outputs: outputs.iter().cloned().collect(),
         backward: Backward::Registry { inputs: K::INPUTS, differentiable: K::DIFFERENTIABLE, variadic: K::VARIADIC },
@@ -249,6 +252,7 @@ fn input_grads(node: &Node, dys: &[Option<Tensor>], needs: &[bool]) -> Result<Ve
             let call = GradCall {
                 kernel: node.kernel,
                 inputs: &node.inputs,
+                absent: node.absent,
                 attrs: &*node.attrs,
                 outputs: &node.outputs,
                 dys,
@@ -256,12 +260,17 @@ fn input_grads(node: &Node, dys: &[Option<Tensor>], needs: &[bool]) -> Result<Ve
             };
             let gs = crate::profile::in_gradient_of(node.kernel, || (entry.func)(&call))?;
             // Each differentiable input's positions among the node's inputs:
-            // one, or for a variadic last input, one per tensor.
+            // one, none for an optional input the call left out (whose
+            // gradient is dropped), or for a variadic last input one per
+            // tensor.
             let last = inputs.len().saturating_sub(1);
-            let positions: Vec<usize> = differentiable
+            let positions: Vec<Option<usize>> = differentiable
                 .iter()
                 .filter_map(|name| inputs.iter().position(|i| i == name))
-                .flat_map(|i| if *variadic && i == last { i..node.inputs.len() } else { i..i + 1 })
+                .flat_map(|i| match node.absent.slot(i) {
+                    Some(at) if *variadic && i == last => (at..node.inputs.len()).map(Some).collect(),
+                    at => vec![at],
+                })
                 .collect();
             if gs.len() != positions.len() {
                 return Err(Error::GradientMismatch {
@@ -274,7 +283,7 @@ fn input_grads(node: &Node, dys: &[Option<Tensor>], needs: &[bool]) -> Result<Ve
                     ),
                 });
             }
-            Ok(positions.into_iter().zip(gs).collect())
+            Ok(positions.into_iter().zip(gs).filter_map(|(at, g)| Some((at?, g))).collect())
         }
     }
 }
@@ -293,7 +302,9 @@ fn check_grad(node: &Node, input: usize, x: &Tensor, g: &Tensor) -> Result<()> {
 /// Input `input` of `node` as errors name it.
 fn input_name(node: &Node, input: usize) -> String {
     match &node.backward {
-        Backward::Registry { inputs, variadic, .. } => crate::__private::input_name(inputs, *variadic, input),
+        Backward::Registry { inputs, variadic, .. } => {
+            crate::__private::input_name(&node.absent.keep(inputs), *variadic, input)
+        }
         Backward::Custom(_) => format!("#{input}"),
     }
 }
@@ -448,6 +459,7 @@ where
         let node = Node {
             kernel: "custom_grad",
             inputs,
+            absent: Absent::NONE,
             attrs: Box::new(()),
             outputs: smallvec::smallvec![value.clone()],
             backward: Backward::Custom(Rc::new(gradient)),

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use crate::spec::{KernelCall, KernelSpec, Tensors};
+use crate::spec::{Absent, KernelCall, KernelSpec, Tensors};
 use crate::{BackendId, Error, InputDesc, Result, Tensor, TensorMeta};
 
 /// Runs kernels. Generated op functions call [`Engine::run`]; so can anyone
@@ -32,8 +32,72 @@ impl Engine {
     /// several outputs its `NameOutputs` struct (a `Vec` for a variadic one).
     #[inline]
     pub fn run<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs) -> Result<K::Outputs> {
-        let (backend, ys) = Engine::run_tensors::<K>(inputs, attrs)?;
+        let (backend, ys) = Engine::run_tensors::<K>(inputs, Absent::NONE, attrs)?;
         K::outputs(ys).ok_or_else(|| wrong_count::<K>(backend))
+    }
+
+    /// [`Engine::run`] for a kernel with optional inputs (`"bias?"` in the
+    /// spec): `inputs` has one entry per input of the spec, `None` for an
+    /// optional one the call leaves out. Generated ops of such kernels call
+    /// it; `None` for an input that is not optional is an error.
+    ///
+    /// ```
+    /// use opforge::{kernels::{FusedBatchNorm, FusedBatchNormAttrs}, Engine, Tensor};
+    /// let x = Tensor::from_vec(vec![1.0f32, 3.0], &[2])?;
+    /// let (mean, var) = (Tensor::scalar(2.0f32), Tensor::scalar(1.0f32));
+    /// let scale = Tensor::scalar(10.0f32);
+    /// let attrs = FusedBatchNormAttrs { variance_epsilon: 0.0 };
+    /// let y = Engine::run_optional::<FusedBatchNorm>(&[Some(&x), Some(&mean), Some(&var), None, Some(&scale)], &attrs)?;
+    /// assert_eq!(y.to_vec::<f32>()?, vec![-10.0, 10.0]);
+    /// let err = Engine::run_optional::<FusedBatchNorm>(&[Some(&x), None, Some(&var), None, None], &attrs).unwrap_err();
+    /// assert!(err.to_string().contains("input `mean` is not optional"), "{err}");
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn run_optional<K: KernelSpec>(inputs: &[Option<&Tensor>], attrs: &K::Attrs) -> Result<K::Outputs> {
+        let (backend, ys) = Engine::run_optional_tensors::<K>(inputs, attrs)?;
+        K::outputs(ys).ok_or_else(|| wrong_count::<K>(backend))
+    }
+
+    /// [`Engine::run_optional`] with every output in a `Vec`, as
+    /// [`Engine::run_all`] gives them.
+    ///
+    /// ```
+    /// use opforge::{kernels::{FusedBatchNorm, FusedBatchNormAttrs}, Engine, Tensor};
+    /// let (x, m, v) = (Tensor::from_vec(vec![2.0f32], &[1])?, Tensor::scalar(1.0f32), Tensor::scalar(4.0f32));
+    /// let attrs = FusedBatchNormAttrs { variance_epsilon: 0.0 };
+    /// let ys = Engine::run_optional_all::<FusedBatchNorm>(&[Some(&x), Some(&m), Some(&v), None, None], &attrs)?;
+    /// assert_eq!(ys[0].to_vec::<f32>()?, vec![0.5]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn run_optional_all<K: KernelSpec>(inputs: &[Option<&Tensor>], attrs: &K::Attrs) -> Result<Vec<Tensor>> {
+        Engine::run_optional_tensors::<K>(inputs, attrs).map(|(_, ys)| ys.into_vec())
+    }
+
+    /// The checks of [`Engine::run_optional`], then [`Engine::run_tensors`].
+    fn run_optional_tensors<K: KernelSpec>(
+        inputs: &[Option<&Tensor>],
+        attrs: &K::Attrs,
+    ) -> Result<(BackendId, Tensors)> {
+        let given: smallvec::SmallVec<[&Tensor; 8]> = inputs.iter().flatten().copied().collect();
+        let required = K::INPUTS.iter().zip(inputs).find(|(name, t)| t.is_none() && !K::OPTIONAL.contains(name));
+        let message = match required {
+            _ if inputs.len() != K::INPUTS.len() => Some(format!(
+                "expected {} inputs ({}), `None` for an optional one left out, got {}",
+                K::INPUTS.len(),
+                K::INPUTS.join(", "),
+                inputs.len()
+            )),
+            Some((name, _)) => Some(match K::OPTIONAL {
+                [] => format!("input `{name}` is not optional: the kernel has no optional inputs"),
+                optional => format!("input `{name}` is not optional, only {} may be left out", optional.join(", ")),
+            }),
+            None => None,
+        };
+        if let Some(message) = message {
+            let backend = given.first().map_or_else(default_backend, |t| t.backend());
+            return Err(invalid::<K>(backend, &given, Absent::of(inputs), message));
+        }
+        Engine::run_tensors::<K>(&given, Absent::of(inputs), attrs)
     }
 
     /// [`Engine::run`] with every output in a `Vec`, in spec order: for
@@ -48,23 +112,27 @@ impl Engine {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn run_all<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs) -> Result<Vec<Tensor>> {
-        Engine::run_tensors::<K>(inputs, attrs).map(|(_, ys)| ys.into_vec())
+        Engine::run_tensors::<K>(inputs, Absent::NONE, attrs).map(|(_, ys)| ys.into_vec())
     }
 
     /// Steps 1-4 of [`Engine::run`]: the backend and the output tensors.
     #[inline]
-    fn run_tensors<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs) -> Result<(BackendId, Tensors)> {
-        let backend = common_backend::<K>(inputs)?;
-        let metas = K::infer(inputs, attrs).map_err(|m| invalid::<K>(backend, inputs, m))?;
+    fn run_tensors<K: KernelSpec>(
+        inputs: &[&Tensor],
+        absent: Absent,
+        attrs: &K::Attrs,
+    ) -> Result<(BackendId, Tensors)> {
+        let backend = common_backend::<K>(inputs, absent)?;
+        let metas = K::infer_with(inputs, absent, attrs).map_err(|m| invalid::<K>(backend, inputs, absent, m))?;
         for meta in &metas {
             if let Some(bytes) = too_large(meta) {
                 return Err(out_of_memory::<K>(backend, meta, bytes));
             }
         }
         let ys = if crate::profile::watching() {
-            crate::profile::watch::<K>(inputs, attrs, backend, &metas, || op_path(K::OP))?
+            crate::profile::watch::<K>(inputs, absent, attrs, backend, &metas, || op_path(K::OP))?
         } else {
-            Engine::execute::<K>(inputs, attrs, backend, &metas)?.0
+            Engine::execute::<K>(inputs, absent, attrs, backend, &metas)?.0
         };
         Ok((backend, ys))
     }
@@ -74,15 +142,15 @@ impl Engine {
     #[inline]
     pub(crate) fn execute<K: KernelSpec>(
         inputs: &[&Tensor],
+        absent: Absent,
         attrs: &K::Attrs,
         backend: BackendId,
         metas: &[TensorMeta],
     ) -> Result<(Tensors, bool)> {
+        let call = KernelCall { kernel: K::NAME, backend, inputs, absent, attrs, outs: metas };
         let (ys, fell_back) = match K::slot().find(backend) {
-            Some(entry) => {
-                (execute::<K>(entry, &KernelCall { kernel: K::NAME, backend, inputs, attrs, outs: metas })?, false)
-            }
-            None => (fallback::<K>(inputs, attrs, backend, metas)?, true),
+            Some(entry) => (execute::<K>(entry, &call)?, false),
+            None => (fallback::<K>(&call)?, true),
         };
         let differs = |(y, meta): (&Tensor, &TensorMeta)| y.shape() != meta.shape.as_slice() || y.dtype() != meta.dtype;
         // A data-dependent kernel's metas are bounds, checked in every build.
@@ -105,7 +173,7 @@ impl Engine {
             });
         }
         if crate::autodiff::recording() {
-            crate::autodiff::record::<K>(inputs, attrs, &ys);
+            crate::autodiff::record::<K>(inputs, absent, attrs, &ys);
         }
         Ok((ys, fell_back))
     }
@@ -344,21 +412,15 @@ pub fn fallback_enabled() -> bool {
 /// failed for another reason, such as a duplicate registration), the
 /// lookup's error.
 #[cold]
-fn fallback<K: KernelSpec>(
-    inputs: &[&Tensor],
-    attrs: &K::Attrs,
-    backend: BackendId,
-    metas: &[TensorMeta],
-) -> Result<Tensors> {
-    let slot = K::slot();
+fn fallback<K: KernelSpec>(call: &KernelCall<'_>) -> Result<Tensors> {
+    let (slot, backend) = (K::slot(), call.backend);
     let cpu = match slot.known_absent(backend) && backend != BackendId::Cpu && fallback_enabled() {
         true => slot.find(BackendId::Cpu),
         false => None,
     };
     let Some(entry) = cpu else {
         // Usually the error; a kernel registered since the lookup runs.
-        let entry = slot.get(backend)?;
-        return execute::<K>(entry, &KernelCall { kernel: K::NAME, backend, inputs, attrs, outs: metas });
+        return execute::<K>(slot.get(backend)?, call);
     };
     static WARNED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
     if WARNED.lock().unwrap_or_else(PoisonError::into_inner).insert(K::NAME) {
@@ -368,28 +430,29 @@ fn fallback<K: KernelSpec>(
             K::NAME
         );
     }
-    let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(BackendId::Cpu)).collect::<Result<_>>()?;
+    let moved: Vec<Tensor> = call.inputs.iter().map(|t| t.to_backend(BackendId::Cpu)).collect::<Result<_>>()?;
     let moved: Vec<&Tensor> = moved.iter().collect();
-    let call = KernelCall { kernel: K::NAME, backend: BackendId::Cpu, inputs: &moved, attrs, outs: metas };
-    execute::<K>(entry, &call)?.iter().map(|y| y.to_backend(backend)).collect()
+    let on_cpu = KernelCall { backend: BackendId::Cpu, inputs: &moved, ..*call };
+    execute::<K>(entry, &on_cpu)?.iter().map(|y| y.to_backend(backend)).collect()
 }
 
 /// The backend a call runs on: its inputs', or for a kernel without inputs
 /// (`Range`, `Fill`) the default backend.
-fn common_backend<K: KernelSpec>(inputs: &[&Tensor]) -> Result<BackendId> {
+fn common_backend<K: KernelSpec>(inputs: &[&Tensor], absent: Absent) -> Result<BackendId> {
     let Some(first) = inputs.first() else {
-        if K::INPUTS.is_empty() {
+        if K::INPUTS.len() == absent.count() {
             return Ok(default_backend());
         }
         let more = if K::VARIADIC { " or more" } else { "" };
         let message = format!("expected {}{more} inputs ({}), got none", K::INPUTS.len(), K::INPUTS.join(", "));
-        return Err(invalid::<K>(default_backend(), inputs, message));
+        return Err(invalid::<K>(default_backend(), inputs, absent, message));
     };
     let backend = first.backend();
     if let Some(other) = inputs.iter().find(|t| t.backend() != backend) {
         return Err(invalid::<K>(
             backend,
             inputs,
+            absent,
             format!("inputs live on backends `{backend}` and `{}`; move them to one first", other.backend()),
         ));
     }
@@ -421,7 +484,7 @@ fn with_context<K: KernelSpec>(e: Error, call: &KernelCall<'_>) -> Error {
             op: op_path(K::OP),
             kernel: K::NAME,
             backend: call.backend,
-            inputs: describe::<K>(call.inputs),
+            inputs: describe::<K>(call.inputs, call.absent),
             message,
         },
         Error::OutOfMemory { op, kernel, backend, tensor, bytes } if op.is_empty() => Error::OutOfMemory {
@@ -451,7 +514,7 @@ fn panicked<K: KernelSpec>(
         kernel: K::NAME,
         backend: call.backend,
         function: entry.function,
-        inputs: describe::<K>(call.inputs),
+        inputs: describe::<K>(call.inputs, call.absent),
         message,
     }
 }
@@ -472,17 +535,20 @@ fn out_of_memory<K: KernelSpec>(backend: BackendId, meta: &TensorMeta, bytes: u1
 }
 
 #[cold]
-fn invalid<K: KernelSpec>(backend: BackendId, inputs: &[&Tensor], message: String) -> Error {
-    Error::InvalidArgument { op: op_path(K::OP), kernel: K::NAME, backend, inputs: describe::<K>(inputs), message }
+fn invalid<K: KernelSpec>(backend: BackendId, inputs: &[&Tensor], absent: Absent, message: String) -> Error {
+    let inputs = describe::<K>(inputs, absent);
+    Error::InvalidArgument { op: op_path(K::OP), kernel: K::NAME, backend, inputs, message }
 }
 
-/// `inputs` as errors name them: by the spec's input names.
-pub(crate) fn describe<K: KernelSpec>(inputs: &[&Tensor]) -> Vec<InputDesc> {
+/// `inputs` as errors name them: by the spec's input names, less those
+/// `absent` names.
+pub(crate) fn describe<K: KernelSpec>(inputs: &[&Tensor], absent: Absent) -> Vec<InputDesc> {
+    let names = absent.keep(K::INPUTS);
     inputs
         .iter()
         .enumerate()
         .map(|(i, t)| InputDesc {
-            name: K::INPUTS.get(i).copied().unwrap_or("extra"),
+            name: names.get(i).copied().unwrap_or("extra"),
             dtype: t.dtype(),
             shape: t.meta().shape,
         })

@@ -86,7 +86,7 @@ pub use error::{Error, InputDesc, Location, Result};
 pub use opforge_macros::{gradient, kernel, op, spec};
 pub use profile::{debug_enabled, profile, set_debug, with_debug, Profile};
 pub use shape::Shape;
-pub use spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec, Metas, TensorList, Tensors};
+pub use spec::{Absent, Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec, Metas, TensorList, Tensors};
 pub use tensor::{Tensor, TensorId, TensorMeta};
 pub use variable::Variable;
 
@@ -244,6 +244,30 @@ pub mod __private {
         })
     }
 
+    /// Input `i` of a kernel with optional inputs, among those the call gives.
+    pub fn input_at<'a, B: Backend>(call: &KernelCall<'a>, i: usize) -> Result<&'a B::Tensor> {
+        match call.absent.slot(i) {
+            Some(at) => input::<B>(call, at),
+            None => Err(Error::Backend {
+                kernel: call.kernel,
+                backend: call.backend,
+                message: format!("input {i} is not optional, but the call left it out"),
+            }),
+        }
+    }
+
+    /// Optional input `i` of an erased call: `None` if the call left it out.
+    pub fn optional_input<'a, B: Backend>(call: &KernelCall<'a>, i: usize) -> Result<Option<&'a B::Tensor>> {
+        call.absent.slot(i).map(|at| input::<B>(call, at)).transpose()
+    }
+
+    /// The shape of input `i` in a call that leaves out `absent`: `None`
+    /// for one left out.
+    #[inline]
+    pub fn shape_at<'a>(inputs: &[&'a Tensor], absent: crate::Absent, i: usize) -> Option<&'a [usize]> {
+        absent.slot(i).and_then(|at| inputs.get(at)).map(|t| t.shape())
+    }
+
     /// The variadic input, inputs `first..`, of an erased call, as backend `B` sees them.
     pub fn input_list<'a, B: Backend>(call: &KernelCall<'a>, first: usize) -> Result<crate::TensorList<'a, B::Tensor>> {
         let tensors = call.inputs.get(first..).unwrap_or_default();
@@ -321,6 +345,16 @@ pub mod __private {
             backend: crate::BackendId::Cpu,
             message: format!("gradient call is missing input {i}"),
         })
+    }
+
+    /// Input `i` of a gradient call of a kernel with optional inputs.
+    pub fn grad_input_at<'a>(call: &GradCall<'a>, i: usize) -> Result<&'a Tensor> {
+        grad_input(call, call.absent.slot(i).unwrap_or(usize::MAX))
+    }
+
+    /// Optional input `i` of a gradient call: `None` if the call left it out.
+    pub fn grad_optional_input<'a>(call: &GradCall<'a>, i: usize) -> Result<Option<&'a Tensor>> {
+        call.absent.slot(i).map(|at| grad_input(call, at)).transpose()
     }
 }
 

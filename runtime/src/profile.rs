@@ -252,6 +252,7 @@ pub(crate) fn watching() -> bool {
 #[cold]
 pub(crate) fn watch<K: KernelSpec>(
     inputs: &[&Tensor],
+    absent: crate::Absent,
     attrs: &K::Attrs,
     backend: BackendId,
     metas: &[TensorMeta],
@@ -259,11 +260,12 @@ pub(crate) fn watch<K: KernelSpec>(
 ) -> Result<Tensors> {
     let tag = if PROFILING.get() { NEXT_TAG.fetch_add(1, Ordering::Relaxed) } else { 0 };
     let started = Instant::now();
-    let (ys, fallback) = crate::engine::scoped(&TAG, tag, || Engine::execute::<K>(inputs, attrs, backend, metas))?;
+    let (ys, fallback) =
+        crate::engine::scoped(&TAG, tag, || Engine::execute::<K>(inputs, absent, attrs, backend, metas))?;
     let host = started.elapsed();
     if debug_enabled() {
         for y in &ys {
-            check_finite::<K>(y, inputs, backend, &op)?;
+            check_finite::<K>(y, inputs, absent, backend, &op)?;
         }
     }
     if PROFILING.get() {
@@ -302,6 +304,7 @@ pub(crate) fn watch<K: KernelSpec>(
 fn check_finite<K: KernelSpec>(
     y: &Tensor,
     inputs: &[&Tensor],
+    absent: crate::Absent,
     backend: BackendId,
     op: &impl Fn() -> String,
 ) -> Result<()> {
@@ -315,7 +318,7 @@ fn check_finite<K: KernelSpec>(
         kernel: K::NAME,
         backend,
         gradient_of: GRADIENT_OF.get(),
-        inputs: crate::engine::describe::<K>(inputs),
+        inputs: crate::engine::describe::<K>(inputs, absent),
         output: y.meta().to_string().into(),
         index,
         value: *v,

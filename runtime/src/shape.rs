@@ -989,6 +989,37 @@ pub mod rules {
         Ok(Shape::from_slice(x))
     }
 
+    /// The shape function of kernel `FusedBatchNorm`: `x`'s shape, each
+    /// statistic given broadcasting to it without growing it (`[C]` for
+    /// channels last, `[C, 1, 1]` for channels first, a scalar).
+    ///
+    /// ```
+    /// use opforge::{kernels::FusedBatchNormAttrs, shape::rules::batch_norm};
+    /// let attrs = FusedBatchNormAttrs::default();
+    /// assert_eq!(batch_norm(&[2, 3], &[3], &[3], None, Some(&[1, 3]), &attrs).unwrap().as_slice(), &[2, 3]);
+    /// let err = batch_norm(&[2, 3], &[3], &[2, 3, 1], None, None, &attrs).unwrap_err();
+    /// assert!(err.contains("variance [2, 3, 1]"), "{err}");
+    /// ```
+    pub fn batch_norm(
+        x: &[usize],
+        mean: &[usize],
+        variance: &[usize],
+        offset: Option<&[usize]>,
+        scale: Option<&[usize]>,
+        attrs: &crate::kernels::FusedBatchNormAttrs,
+    ) -> Result<Shape, String> {
+        let given = [("mean", Some(mean)), ("variance", Some(variance)), ("offset", offset), ("scale", scale)];
+        for (name, shape) in given.iter().filter_map(|(n, s)| Some((n, (*s)?))) {
+            if broadcast_shapes(x, shape).ok().as_deref() != Some(x) {
+                return Err(format!("{name} {shape:?} does not broadcast to x {x:?} without growing it"));
+            }
+        }
+        if attrs.variance_epsilon.is_nan() || attrs.variance_epsilon < 0.0 {
+            return Err(format!("variance_epsilon {} is not 0 or more", attrs.variance_epsilon));
+        }
+        Ok(Shape::from_slice(x))
+    }
+
     /// The shape function of kernel `PadV2`: each axis grown by its
     /// `[before, after]` pair; one pair per axis of `x`, none negative.
     ///

@@ -62,6 +62,9 @@ pub trait KernelSpec: Sized + Send + Sync + 'static {
     /// Whether the last input is variadic (`"*values"` in the spec): one or
     /// more tensors, which a kernel receives as a [`TensorList`].
     const VARIADIC: bool = false;
+    /// The optional inputs (`"bias?"` in the spec), which a call may leave
+    /// out: an `Option` in the op, the kernel and the gradient.
+    const OPTIONAL: &'static [&'static str] = &[];
     /// The typed attributes (a struct with one field per spec attribute).
     type Attrs: Clone + std::fmt::Debug + Send + Sync + 'static;
     /// What a kernel on backend `B` receives: inputs as `&B::Tensor`, attributes by value.
@@ -78,8 +81,15 @@ pub trait KernelSpec: Sized + Send + Sync + 'static {
     /// output, or a slice of every output's.
     type OutMeta: ?Sized;
 
-    /// The spec's dtype and shape rules: each output's meta, or what is wrong.
-    fn infer(inputs: &[&Tensor], attrs: &Self::Attrs) -> std::result::Result<Metas, String>;
+    /// The spec's dtype and shape rules for a call that gives every input:
+    /// each output's meta, or what is wrong.
+    #[inline]
+    fn infer(inputs: &[&Tensor], attrs: &Self::Attrs) -> std::result::Result<Metas, String> {
+        Self::infer_with(inputs, Absent::NONE, attrs)
+    }
+    /// [`KernelSpec::infer`] for a call that leaves out the optional inputs
+    /// `absent` names; `inputs` holds the others, in order.
+    fn infer_with(inputs: &[&Tensor], absent: Absent, attrs: &Self::Attrs) -> std::result::Result<Metas, String>;
     /// A kernel's result on backend `B` as the tensors of each output.
     fn wrap<B: Backend>(out: Self::Out<B>) -> Tensors;
     /// The output tensors as the op returns them; `None` if they are not
@@ -224,6 +234,58 @@ impl GradSlot for Option<Tensor> {
     }
 }
 
+/// Which optional inputs (`"bias?"` in the spec) a call leaves out: bit
+/// `i` for the kernel's input `i`. The call's input slice holds the
+/// others, in order; a call of a kernel without optional inputs always has
+/// [`Absent::NONE`]. The spec limits a kernel with optional inputs to 64
+/// inputs.
+///
+/// ```
+/// use opforge::{Absent, Tensor};
+/// let t = Tensor::scalar(1.0f32);
+/// let absent = Absent::of(&[Some(&t), None, Some(&t)]);
+/// assert!(absent.contains(1) && !absent.contains(2));
+/// assert_eq!((absent.slot(0), absent.slot(1), absent.slot(2)), (Some(0), None, Some(1)));
+/// assert_eq!(absent.keep(&["x", "bias", "scale"]).as_slice(), &["x", "scale"]);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Absent(u64);
+
+impl Absent {
+    /// Every input given.
+    pub const NONE: Absent = Absent(0);
+
+    /// The inputs that are `None` in a list of every input, in order.
+    pub fn of(inputs: &[Option<&Tensor>]) -> Absent {
+        Absent(inputs.iter().take(64).enumerate().filter(|(_, t)| t.is_none()).fold(0, |m, (i, _)| m | 1 << i))
+    }
+
+    /// Whether input `i` is left out.
+    #[inline]
+    pub fn contains(self, i: usize) -> bool {
+        i < 64 && self.0 >> i & 1 == 1
+    }
+
+    /// How many inputs are left out.
+    #[inline]
+    pub fn count(self) -> usize {
+        self.0.count_ones() as usize
+    }
+
+    /// Where input `i` sits among the inputs the call gives; `None` if it
+    /// is left out.
+    #[inline]
+    pub fn slot(self, i: usize) -> Option<usize> {
+        let before = if i >= 64 { self.0 } else { self.0 & ((1u64 << i) - 1) };
+        (!self.contains(i)).then(|| i - before.count_ones() as usize)
+    }
+
+    /// Of `all`, one entry per input, those of the inputs the call gives.
+    pub fn keep<T: Copy>(self, all: &[T]) -> smallvec::SmallVec<[T; 8]> {
+        all.iter().enumerate().filter(|(i, _)| !self.contains(*i)).map(|(_, t)| *t).collect()
+    }
+}
+
 /// The metas of a kernel's outputs, as [`KernelSpec::infer`] gives them:
 /// inline for the usual one output, so that a call allocates nothing.
 pub type Metas = smallvec::SmallVec<[TensorMeta; 1]>;
@@ -239,8 +301,10 @@ pub struct KernelCall<'a> {
     pub kernel: &'static str,
     /// The backend running it.
     pub backend: BackendId,
-    /// The inputs, in spec order.
+    /// The inputs, in spec order, less those `absent` names.
     pub inputs: &'a [&'a Tensor],
+    /// The optional inputs the call leaves out.
+    pub absent: Absent,
     /// The descriptor's `Attrs`.
     pub attrs: &'a (dyn Any + Send + Sync),
     /// The outputs the spec's shape rule promised, in order.
@@ -252,8 +316,10 @@ pub struct KernelCall<'a> {
 pub struct GradCall<'a> {
     /// The kernel whose gradient runs.
     pub kernel: &'static str,
-    /// The kernel's inputs, in spec order.
+    /// The kernel's inputs, in spec order, less those `absent` names.
     pub inputs: &'a [Tensor],
+    /// The optional inputs the call left out.
+    pub absent: Absent,
     /// The descriptor's `Attrs`.
     pub attrs: &'a (dyn Any + Send + Sync),
     /// The kernel's outputs, in order.
@@ -261,8 +327,8 @@ pub struct GradCall<'a> {
     /// The cotangent of each output; `None` for an output nothing
     /// downstream differentiated (never for a kernel of one output).
     pub dys: &'a [Option<Tensor>],
-    /// Per input, in spec order: whether its gradient is needed. A
-    /// gradient may skip the others.
+    /// Per input of `inputs`: whether its gradient is needed. A gradient
+    /// may skip the others.
     pub needs: &'a [bool],
 }
 

@@ -200,3 +200,87 @@ fn local_response_normalization_divides_by_the_windows_squares() {
     let err = ops::local_response_normalization(&Tensor::scalar(1.0f32), 2, 1.0, 1.0, 0.5).unwrap_err();
     assert!(err.to_string().contains("kernel `LRN`") && err.to_string().contains("scalar"), "{err}");
 }
+
+/// `(x - mean) / sqrt(variance + epsilon) * scale + offset` in f64, each
+/// statistic indexed by `at(k, i)` (broadcast by the caller).
+fn reference_batch_norm(x: &[f32], stat: impl Fn(usize, usize) -> Option<f32>, eps: f64) -> Vec<f32> {
+    (0..x.len())
+        .map(|i| {
+            let get = |k: usize, missing: f64| stat(k, i).map_or(missing, f64::from);
+            let (m, v, o, s) = (get(0, 0.0), get(1, 0.0), get(2, 0.0), get(3, 1.0));
+            ((f64::from(x[i]) - m) / (v + eps).sqrt() * s + o) as f32
+        })
+        .collect()
+}
+
+#[test]
+fn batch_norm_normalizes_per_channel_with_optional_offset_and_scale() {
+    for b in backends("batch_norm_normalizes_per_channel_with_optional_offset_and_scale") {
+        let on = |v: Vec<f32>, shape: &[usize]| Tensor::from_vec(v, shape).unwrap().to_backend(b).unwrap();
+        let xv: Vec<f32> = (0..24).map(|i| (i as f32 * 0.37).sin() * 3.0).collect();
+        // Channels last: [2, 3, 4] with statistics of [4].
+        let (m, v, o, s) = (
+            vec![0.5f32, -1.0, 0.0, 2.0],
+            vec![1.0f32, 0.25, 4.0, 0.5],
+            vec![1.0f32, 2.0, 3.0, 4.0],
+            vec![2.0f32, -1.0, 0.5, 1.0],
+        );
+        let x = on(xv.clone(), &[2, 3, 4]);
+        let (mt, vt, ot, st) = (on(m.clone(), &[4]), on(v.clone(), &[4]), on(o.clone(), &[4]), on(s.clone(), &[4]));
+        for (offset, scale) in [(true, true), (false, true), (true, false), (false, false)] {
+            let y = ops::batch_norm(&x, &mt, &vt, offset.then_some(&ot), scale.then_some(&st), 0.01).unwrap();
+            assert_eq!((y.shape(), y.backend()), (&[2usize, 3, 4][..], b));
+            let stats = [Some(&m), Some(&v), offset.then_some(&o), scale.then_some(&s)];
+            let want = reference_batch_norm(&xv, |k, i| stats[k].map(|t| t[i % 4]), 0.01);
+            close(
+                &y.to_vec::<f32>().unwrap(),
+                &want,
+                &format!("channels last, offset {offset}, scale {scale}, on {b}"),
+            );
+        }
+        // Channels first: [2, 4, 3] with statistics of [4, 1], a scalar scale.
+        let x = on(xv.clone(), &[2, 4, 3]);
+        let (mt, vt) = (on(m.clone(), &[4, 1]), on(v.clone(), &[4, 1]));
+        let y = ops::batch_norm(&x, &mt, &vt, None, Some(&on(vec![3.0], &[])), 0.0).unwrap();
+        let want = reference_batch_norm(&xv, |k, i| [Some(m[i / 3 % 4]), Some(v[i / 3 % 4]), None, Some(3.0)][k], 0.0);
+        close(&y.to_vec::<f32>().unwrap(), &want, &format!("channels first on {b}"));
+    }
+}
+
+#[test]
+fn batch_norm_errors_name_the_statistic_and_its_shape() {
+    let x = Tensor::zeros(&[2, 3], opforge::DType::F32).unwrap();
+    let c = Tensor::ones(&[3], opforge::DType::F32).unwrap();
+    let grows = Tensor::ones(&[4, 2, 3], opforge::DType::F32).unwrap();
+    let err = ops::batch_norm(&x, &c, &c, Some(&grows), None, 0.001).unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, Error::InvalidArgument { kernel: "FusedBatchNorm", .. }), "{text}");
+    assert!(text.contains("offset [4, 2, 3] does not broadcast to x [2, 3]"), "{text}");
+    assert!(text.contains("backend `cpu`") && text.contains("offset: f32[4, 2, 3]"), "{text}");
+    // Without `offset`, the inputs an error lists are those the call gave.
+    let err =
+        ops::batch_norm(&x, &c, &Tensor::ones(&[2], opforge::DType::F32).unwrap(), None, Some(&c), 0.0).unwrap_err();
+    assert!(
+        err.to_string().contains("variance [2]") && err.to_string().contains("variance: f32[2], scale: f32[3]"),
+        "{err}"
+    );
+    let err = ops::batch_norm(&x, &c, &c, None, None, -1.0).unwrap_err();
+    assert!(err.to_string().contains("variance_epsilon -1 is not 0 or more"), "{err}");
+}
+
+#[test]
+fn batch_norm_gradients_skip_the_statistics_a_call_leaves_out() {
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 4.0, 8.0], &[2, 2]).unwrap();
+    let (m, v) =
+        (Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap(), Tensor::from_vec(vec![4.0f32, 1.0], &[2]).unwrap());
+    let s = Tensor::from_vec(vec![2.0f32, 3.0], &[2]).unwrap();
+    // y = (x - m) / sqrt(v) * s: dy/ds sums (x - m) / sqrt(v) over the batch.
+    let gs = opforge::grads(|t: &[Tensor]| {
+        let y = ops::batch_norm(&t[0], &t[1], &t[2], None, Some(&t[3]), 0.0)?;
+        ops::sum(&y, None, false)
+    })(&[x, m, v, s])
+    .unwrap();
+    assert_eq!(gs[0].to_vec::<f32>().unwrap(), vec![1.0, 3.0, 1.0, 3.0]);
+    assert_eq!(gs[1].to_vec::<f32>().unwrap(), vec![-2.0, -6.0]);
+    assert_eq!(gs[3].to_vec::<f32>().unwrap(), vec![(0.0 + 3.0) / 2.0, 0.0 + 6.0]);
+}

@@ -355,6 +355,27 @@ proptest! {
     }
 
     #[test]
+    fn batch_norms(
+        (sx, sm) in binary_shapes(),
+        (_, sv) in binary_shapes(),
+        (_, so) in binary_shapes(),
+        dx in dtype(),
+        dm in dtype(),
+        present in prop::collection::vec(any::<bool>(), 2),
+        seed in any::<u64>(),
+    ) {
+        let (x, m, v) = (tensor_of(dx, &sx, seed), tensor_of(dm, &sm, seed ^ 1), tensor_of(DType::F32, &sv, seed ^ 2));
+        let o = tensor_of(DType::F32, &so, seed ^ 3);
+        let (offset, scale) = (present[0].then_some(&o), present[1].then_some(&m));
+        let what = format!("batch_norm({dx}{sx:?}, {dm}{sm:?}, {sv:?}, offset {:?}, scale {:?})", offset.map(|_| &so), scale.map(|_| &sm));
+        let got = no_panic(&what, || ops::batch_norm(&x, &m, &v, offset, scale, 0.5))?;
+        // Each statistic given broadcasts to x without growing it; all are f32.
+        let fits = |s: &[usize]| broadcast_shape(&sx, s).as_deref() == Some(&sx[..]);
+        let ok = fits(&sm) && fits(&sv) && (!present[0] || fits(&so)) && dx == DType::F32 && dm == DType::F32;
+        check_outcome(&what, &got, ok.then_some((&sx[..], DType::F32)))?;
+    }
+
+    #[test]
     fn constructors(s in prop::collection::vec(0usize..=5, 0..=4), extra in 0usize..3, d in dtype()) {
         // The wrong number of values is an error; the right number round-trips.
         let n: usize = s.iter().product();

@@ -1,7 +1,8 @@
-//! Gradients of `Softmax`, `y * (dy - sum(dy * y))` along the axis, and of
-//! `LRN`.
+//! Gradients of `Softmax`, `y * (dy - sum(dy * y))` along the axis, of
+//! `LRN`, and of `FusedBatchNorm`.
 
-use crate::kernels::{Softmax, LRN};
+use crate::autodiff::unbroadcast;
+use crate::kernels::{FusedBatchNorm, FusedBatchNormGrads, Softmax, LRN};
 use crate::{gradient, ops, Result, Tensor};
 
 #[gradient(Softmax)]
@@ -42,4 +43,38 @@ fn lrn_grad(x: &Tensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, dy:
     let inner = ops::div(&ops::mul(&ops::mul(dy, x)?, &scale)?, &d)?;
     let spread = ops::mul(&ops::mul(x, &window_sums(&inner, r)?)?, &on(2.0 * alpha * beta)?)?;
     ops::sub(&ops::mul(dy, &scale)?, &spread)
+}
+
+/// With `r = 1 / sqrt(variance + epsilon)`, `s` the scale (1 without one)
+/// and `y = (x - mean) * r * s + offset`: `dx = dy * r * s`, `dmean = -dx`,
+/// `dvariance = dy * (x - mean) * s * -r^3 / 2`, `doffset = dy` and
+/// `dscale = dy * (x - mean) * r`, each summed over the axes its statistic
+/// was broadcast along. An offset or scale the call left out gets none.
+#[gradient(FusedBatchNorm)]
+fn batch_norm_grad(
+    x: &Tensor,
+    mean: &Tensor,
+    variance: &Tensor,
+    offset: Option<&Tensor>,
+    scale: Option<&Tensor>,
+    variance_epsilon: f64,
+    dy: &Tensor,
+) -> Result<FusedBatchNormGrads> {
+    let on = |v: f64| Tensor::scalar_on(v as f32, x.backend());
+    let r = ops::rsqrt(&ops::add(variance, &on(variance_epsilon)?)?)?;
+    let centered = ops::sub(x, mean)?;
+    let dy_s = match scale {
+        Some(s) => ops::mul(dy, s)?,
+        None => dy.clone(),
+    };
+    let dx = ops::mul(&dy_s, &r)?;
+    let r3 = ops::mul(&ops::square(&r)?, &r)?;
+    let dvariance = ops::mul(&ops::mul(&dy_s, &centered)?, &ops::mul(&r3, &on(-0.5)?)?)?;
+    Ok(FusedBatchNormGrads {
+        mean: unbroadcast(&ops::neg(&dx)?, mean.shape())?,
+        variance: unbroadcast(&dvariance, variance.shape())?,
+        offset: offset.map(|o| unbroadcast(dy, o.shape())).transpose()?,
+        scale: scale.map(|s| unbroadcast(&ops::mul(&ops::mul(dy, &centered)?, &r)?, s.shape())).transpose()?,
+        x: dx,
+    })
 }

@@ -1,8 +1,9 @@
-//! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`; and
-//! `LRN`, which normalizes each element by its neighbours along the last axis.
+//! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`;
+//! `LRN`, which normalizes each element by its neighbours along the last
+//! axis; and `FusedBatchNorm`, by given statistics.
 
-use super::{for_rows, CpuTensor};
-use crate::kernels::{Softmax, LRN};
+use super::{broadcast_strides, for_rows, CpuTensor, Dims};
+use crate::kernels::{FusedBatchNorm, Softmax, LRN};
 use crate::shape::normalize_axis;
 use crate::{kernel, Result, TensorMeta};
 
@@ -64,5 +65,57 @@ fn lrn(x: &CpuTensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, out: 
             *y = src[i] * (bias + alpha * s).powf(-beta);
         }
     });
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// `(x - mean) * scale / sqrt(variance + epsilon) + offset`, each statistic
+/// broadcast against `x`. When they all vary along the last axis at most
+/// (`[C]`, a scalar: channels last, the usual case), each channel's factor
+/// is computed once; otherwise every element finds its statistics.
+#[kernel(FusedBatchNorm, cpu)]
+#[allow(clippy::too_many_arguments)]
+fn batch_norm(
+    x: &CpuTensor,
+    mean: &CpuTensor,
+    variance: &CpuTensor,
+    offset: Option<&CpuTensor>,
+    scale: Option<&CpuTensor>,
+    variance_epsilon: f64,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let (src, dims, eps) = (x.as_slice::<f32>()?, &out.shape, variance_epsilon as f32);
+    // mean, variance, offset, scale: values and strides against `x`.
+    fn stat<'a>(t: Option<&'a CpuTensor>, dims: &[usize]) -> Result<Option<(&'a [f32], Dims)>> {
+        t.map(|t| Ok((t.as_slice::<f32>()?, broadcast_strides(t.shape(), dims)))).transpose()
+    }
+    let stats = [stat(Some(mean), dims)?, stat(Some(variance), dims)?, stat(offset, dims)?, stat(scale, dims)?];
+    let missing = [0.0, 0.0, 0.0, 1.0];
+    let norm = |m: f32, v: f32, o: f32, s: f32, x: f32| (x - m) * (s / (v + eps).sqrt()) + o;
+    let mut data = super::output::<f32>(src.len());
+    let rank = dims.len();
+    let per_channel = stats.iter().flatten().all(|(_, s)| s.iter().take(rank.saturating_sub(1)).all(|&d| d == 0));
+    if per_channel {
+        let c = dims.last().copied().unwrap_or(1).max(1);
+        let at =
+            |k: usize, ch: usize| stats[k].as_ref().map_or(missing[k], |(v, s)| v[ch * s.last().copied().unwrap_or(0)]);
+        // Per channel: the mean, the factor and the offset.
+        let m: Vec<f32> = (0..c).map(|ch| at(0, ch)).collect();
+        let f: Vec<f32> = (0..c).map(|ch| at(3, ch) / (at(1, ch) + eps).sqrt()).collect();
+        let o: Vec<f32> = (0..c).map(|ch| at(2, ch)).collect();
+        for_rows(&mut data, c, src.len(), |start, chunk| {
+            for (j, y) in chunk.iter_mut().enumerate() {
+                let (i, ch) = (start + j, (start + j) % c);
+                *y = (src[i] - m[ch]) * f[ch] + o[ch];
+            }
+        });
+    } else {
+        let at = |k: usize, i: usize| stats[k].as_ref().map_or(missing[k], |(v, s)| v[super::offset(i, dims, s)]);
+        for_rows(&mut data, 1, src.len(), |start, chunk| {
+            for (j, y) in chunk.iter_mut().enumerate() {
+                let i = start + j;
+                *y = norm(at(0, i), at(1, i), at(2, i), at(3, i), src[i]);
+            }
+        });
+    }
     CpuTensor::from_vec(&out.shape, data)
 }

@@ -1,12 +1,15 @@
-//! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`; and
-//! `LRN`, which normalizes each element by its neighbours along the last axis.
+//! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`;
+//! `LRN`, which normalizes each element by its neighbours along the last
+//! axis; and `FusedBatchNorm`, by given statistics.
 
 use super::{groups, rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::kernels::{Softmax, LRN};
+use crate::backend::cpu::broadcast_strides;
+use crate::kernels::{FusedBatchNorm, Softmax, LRN};
 use crate::shape::normalize_axis;
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("softmax");
+static BATCH_NORM: Shader = shader!("batch_norm");
 
 /// Rows up to this long get one invocation each; longer ones a workgroup.
 const SHORT: usize = 64;
@@ -39,4 +42,30 @@ fn lrn(x: &WgpuTensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, out:
     let bits = |v: f64| (v as f32).to_bits();
     let params = [out.numel() as u32, c as u32, r as u32, bits(bias), bits(alpha), bits(beta)];
     Program { kernel: "LRN", shader: &SHADER, entry: "lrn", op: 0 }.run(&[x], out, &params)
+}
+
+/// One invocation per element, each finding its statistics by their
+/// broadcast strides (see batch_norm.wgsl). An absent `offset` or `scale`
+/// binds `mean` in its place, so that one layout serves every call.
+#[kernel(FusedBatchNorm, wgpu)]
+#[allow(clippy::too_many_arguments)]
+fn batch_norm(
+    x: &WgpuTensor,
+    mean: &WgpuTensor,
+    variance: &WgpuTensor,
+    offset: Option<&WgpuTensor>,
+    scale: Option<&WgpuTensor>,
+    variance_epsilon: f64,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let dims = &out.shape;
+    let flags = u32::from(offset.is_some()) | u32::from(scale.is_some()) << 1;
+    let mut params = vec![out.numel() as u32, dims.len() as u32, (variance_epsilon as f32).to_bits(), flags];
+    params.extend(dims.iter().map(|&d| d as u32));
+    let stats = [mean, variance, offset.unwrap_or(mean), scale.unwrap_or(mean)];
+    for t in stats {
+        params.extend(broadcast_strides(t.shape(), dims).iter().map(|&s| s as u32));
+    }
+    let program = Program { kernel: "FusedBatchNorm", shader: &BATCH_NORM, entry: "batch_norm", op: 0 };
+    program.run(&[x, stats[0], stats[1], stats[2], stats[3]], out, &params)
 }
