@@ -518,7 +518,11 @@
 //! large for memory is refused up front), and after it runs that each
 //! output has the bound's dtype and rank and no dim past it, in every build
 //! (other kernels' outputs are checked against their exact shapes in debug
-//! builds). Examples give the bounds.
+//! builds). Examples give the bounds. Where nothing but the data bounds a
+//! dim (a sparse kernel's rows, as many as its last segment id says), the
+//! shape function gives `opforge::shape::ANY` for it and an example writes
+//! `-1`: the engine checks the output's rank, dtype and other dims, and the
+//! kernel's own allocation refuses what does not fit.
 //!
 //! ```
 //! let spec = opforge_spec::parse(

@@ -23,6 +23,9 @@ pub(crate) struct Against<'a> {
     /// variadic output's any number: its examples give `outputs`, a shape
     /// per output, instead of `output`.
     pub several: Option<(usize, bool)>,
+    /// Whether the kernel is data-dependent: its examples give bounds,
+    /// whose dims may be `-1`, one only the data decides.
+    pub data_dependent: bool,
     /// Whether `outputs` is itself broken: the examples' output shapes
     /// are then not checked.
     pub outputs_broken: bool,
@@ -133,7 +136,7 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
         (shapes.len() == items.len()).then_some(shapes)
     });
     let outputs = output_entry.and_then(|f| match k.several {
-        None => shape(d, &format!("`output` of example {n}"), &f.node, f.at).map(|s| vec![s]),
+        None => dims(d, &format!("`output` of example {n}"), &f.node, f.at, k.data_dependent).map(|s| vec![s]),
         Some((count, variadic)) => {
             let Value::Array(items) = &f.node.value else {
                 let msg = format!("`outputs` of example {n} must be an array of shapes, found {}", f.node.value.kind());
@@ -151,7 +154,9 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
                 return None;
             }
             let shapes: Vec<Vec<usize>> = (items.iter().enumerate())
-                .filter_map(|(j, s)| shape(d, &format!("output {} of example {n}", j + 1), s, f.node.at_or(f.at)))
+                .filter_map(|(j, s)| {
+                    dims(d, &format!("output {} of example {n}", j + 1), s, f.node.at_or(f.at), k.data_dependent)
+                })
                 .collect();
             (shapes.len() == items.len()).then_some(shapes)
         }
@@ -272,6 +277,12 @@ fn attrs(
 
 /// An array of non-negative integers.
 fn shape(d: &mut Diag, what: &str, node: &Node, key_at: usize) -> Option<Vec<usize>> {
+    dims(d, what, node, key_at, false)
+}
+
+/// An array of dims: non-negative integers, and with `any` also `-1`, a
+/// data-dependent bound's dim only the data decides (`usize::MAX`).
+fn dims(d: &mut Diag, what: &str, node: &Node, key_at: usize, any: bool) -> Option<Vec<usize>> {
     let at = node.at_or(key_at);
     let Value::Array(items) = &node.value else {
         d.error(at, format!("{what} must be an array of dims like `[2, 3]`, found {}", node.value.kind()));
@@ -281,6 +292,11 @@ fn shape(d: &mut Diag, what: &str, node: &Node, key_at: usize) -> Option<Vec<usi
     for item in items {
         match item.value {
             Value::Int(i) if i >= 0 => dims.push(i as usize),
+            Value::Int(-1) if any => dims.push(usize::MAX),
+            Value::Int(i) if any => d.error(
+                item.at_or(at),
+                format!("{what} has the dim {i}, expected dims >= 0, or -1 for one only the data decides"),
+            ),
             Value::Int(i) => d.error(item.at_or(at), format!("{what} has the dim {i}, expected dims >= 0")),
             ref other => d.error(item.at_or(at), format!("{what} must hold dims as integers, found {}", other.kind())),
         }

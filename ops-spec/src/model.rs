@@ -371,7 +371,9 @@ pub struct Example {
     pub absent: Vec<String>,
     /// The attrs given, by name; the others take their defaults.
     pub attrs: Vec<(String, AttrValue)>,
-    /// The (first) output's shape the kernel gives for them.
+    /// The (first) output's shape the kernel gives for them. For a
+    /// data-dependent kernel, a bound, whose dim may be `usize::MAX`
+    /// (`-1` in the spec): one only the data decides.
     pub output: Vec<usize>,
     /// Every output's shape, in order: `[output]` for a kernel of one
     /// output; what `outputs = [[...], ...]` gives for one of several.

@@ -269,6 +269,19 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         rule::check(d, text, |offset| inner_at(src, f, text, offset), &scope)
     });
     let variadic = declared.as_ref().is_some_and(|i| i.last().is_some_and(|i| i.variadic));
+    let data_dependent = match field("data_dependent").map(|f| (f, &f.node.value)) {
+        None => Some(false),
+        Some((_, Value::Bool(b))) => Some(*b),
+        Some((f, other)) => {
+            let msg = format!(
+                "`data_dependent` must be `true` or `false`, found {}; `true` says the outputs' shapes are known \
+                 only once the kernel runs, and the shape rule gives the largest they can be",
+                other.kind()
+            );
+            d.error(at(f), msg);
+            None
+        }
+    };
     let against = Against {
         kernel: name,
         inputs: inputs.as_deref(),
@@ -277,6 +290,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         attrs: attrs.as_ref().map(|a| a.defs.as_slice()),
         attr_names: attrs.as_ref().map(|a| a.scope.iter().map(|(n, _)| n.as_str()).collect()),
         several: several_outputs.then(|| (declared_outputs.as_ref().map_or(0, Vec::len), variadic_output)),
+        data_dependent: data_dependent == Some(true),
         outputs_broken: several.is_some() && declared_outputs.is_none(),
     };
     let examples = examples(d, field("examples"), &against);
@@ -309,19 +323,6 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         }
     }
     let domain = field("domain").map(|f| domain(d, f));
-    let data_dependent = match field("data_dependent").map(|f| (f, &f.node.value)) {
-        None => Some(false),
-        Some((_, Value::Bool(b))) => Some(*b),
-        Some((f, other)) => {
-            let msg = format!(
-                "`data_dependent` must be `true` or `false`, found {}; `true` says the outputs' shapes are known \
-                 only once the kernel runs, and the shape rule gives the largest they can be",
-                other.kind()
-            );
-            d.error(at(f), msg);
-            None
-        }
-    };
 
     let (line, col) = d.line_col(e.at);
     Some(KernelDef {

@@ -107,3 +107,24 @@ fn only_a_leading_underscore_is_allowed_in_a_kernel_name() {
     let e = errors(&FUSED.replace("_FusedMatMul", "__FusedMatMul"));
     assert!(e[0].contains("kernel name `__FusedMatMul` is not UpperCamelCase"), "{e:?}");
 }
+
+#[test]
+fn a_data_dependent_bound_may_leave_a_dim_to_the_data() {
+    const SEGMENTS: &str = r#"[SparseSegmentSum]
+op = "sparse_segment_sum"
+doc = "sums rows by segment"
+inputs = ["data: T", "indices: i32", "segment_ids: i32"]
+dtypes = { T = ["f32"] }
+outputs = ["y: T"]
+shape = "fn(shapes::segments)"
+data_dependent = true
+non_differentiable = "a test"
+examples = [{ shapes = [[4, 3], [2], [2]], output = [-1, 3] }]
+"#;
+    let k = &parse(SEGMENTS, "ops.toml").unwrap().kernels[0];
+    assert_eq!(k.examples[0].output, [usize::MAX, 3]);
+    let e = errors(&SEGMENTS.replace("[-1, 3]", "[-2, 3]"));
+    assert!(e[0].contains("has the dim -2, expected dims >= 0, or -1 for one only the data decides"), "{e:?}");
+    let fixed = SEGMENTS.replace("data_dependent = true\n", "");
+    assert!(errors(&fixed)[0].contains("has the dim -1, expected dims >= 0"));
+}

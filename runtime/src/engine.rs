@@ -124,7 +124,10 @@ impl Engine {
     ) -> Result<(BackendId, Tensors)> {
         let backend = common_backend::<K>(inputs, absent)?;
         let metas = K::infer_with(inputs, absent, attrs).map_err(|m| invalid::<K>(backend, inputs, absent, m))?;
-        for meta in &metas {
+        // A data-dependent bound with a dim only the data decides is the
+        // kernel's to allocate.
+        let unbounded = |meta: &TensorMeta| K::DATA_DEPENDENT && meta.shape.contains(&crate::shape::ANY);
+        for meta in metas.iter().filter(|m| !unbounded(m)) {
             if let Some(bytes) = too_large(meta) {
                 return Err(out_of_memory::<K>(backend, meta, bytes));
             }

@@ -9,6 +9,20 @@ use smallvec::SmallVec;
 /// A tensor's dimensions, outermost first. Up to four live inline.
 pub type Shape = SmallVec<[usize; 4]>;
 
+/// A dim of a data-dependent kernel's bound (`data_dependent = true` in the
+/// spec) that nothing bounds but the data: how many nonzero values a
+/// sparse input's last segment id names, say. The engine then checks the
+/// output's other dims and rank, and leaves the size to the kernel's own
+/// allocation, which refuses what does not fit. Metas show it as `?`; an
+/// example in the spec writes it `-1`.
+///
+/// ```
+/// use opforge::{shape::ANY, DType, TensorMeta};
+/// let bound = TensorMeta { shape: [ANY, 3].into_iter().collect(), dtype: DType::F32 };
+/// assert_eq!(bound.to_string(), "f32[?, 3]");
+/// ```
+pub const ANY: usize = usize::MAX;
+
 /// Number of elements of a shape (1 for a scalar).
 ///
 /// ```

@@ -34,8 +34,11 @@ impl TensorMeta {
 }
 
 impl std::fmt::Display for TensorMeta {
+    /// `f32[2, 3]`; a data-dependent bound's [`crate::shape::ANY`] dim as `?`.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}{:?}", self.dtype, self.shape.as_slice())
+        let dims: Vec<String> =
+            self.shape.iter().map(|&d| if d == crate::shape::ANY { "?".into() } else { d.to_string() }).collect();
+        write!(f, "{}[{}]", self.dtype, dims.join(", "))
     }
 }
 

@@ -27,8 +27,50 @@ shape = "fn(within)"
 data_dependent = true
 non_differentiable = "only the contract check is under test"
 examples = [{ shapes = [[3]], output = [3] }]
+
+[Repeat]
+op = "repeat"
+doc = "Each element of `x` as many times as `counts` says: a size no input shape bounds."
+inputs = ["x: T", "counts: i32"]
+dtypes = { T = ["f32"] }
+outputs = ["y: T"]
+shape = "fn(repeated)"
+data_dependent = true
+non_differentiable = "only the contract check is under test"
+examples = [{ shapes = [[3], [3]], output = [-1] }]
 "#
 );
+
+/// `Repeat`'s bound: a vector of a length only the counts decide.
+fn repeated(x: &[usize], counts: &[usize], attrs: &RepeatAttrs) -> Result<opforge::shape::Shape, String> {
+    let _ = attrs;
+    match x == counts && x.len() == 1 {
+        true => Ok([opforge::shape::ANY].into_iter().collect()),
+        false => Err(format!("x {x:?} and counts {counts:?} must be vectors of one length")),
+    }
+}
+
+#[test]
+fn a_bound_the_data_alone_decides_is_checked_for_its_rank() {
+    registry::register_kernel::<Repeat, Cpu>(|args, out| {
+        let (x, counts) = (args.x.as_slice::<f32>()?, args.counts.as_slice::<i32>()?);
+        let y: Vec<f32> = x.iter().zip(counts).flat_map(|(&v, &n)| std::iter::repeat_n(v, n.max(0) as usize)).collect();
+        // A count of 7 breaks the rank the bound promises.
+        let shape = if counts.contains(&7) { vec![1, y.len()] } else { vec![y.len()] };
+        let _ = out;
+        CpuTensor::from_vec(&shape, y)
+    })
+    .unwrap();
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let counts = Tensor::from_vec(vec![3i32, 1000], &[2]).unwrap();
+    let y = repeat(&x, &counts).unwrap();
+    assert_eq!(y.shape(), &[1003], "no input shape bounds it");
+    let err = repeat(&x, &Tensor::from_vec(vec![1i32, 7], &[2]).unwrap()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `Repeat` on backend `cpu` returned f32[1, 8], but its spec's shape rule gives at most f32[?]"
+    );
+}
 
 fn within(mask: &[usize], attrs: &PositionsAttrs) -> Result<opforge::shape::Shape, String> {
     let _ = attrs;
