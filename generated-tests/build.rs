@@ -477,6 +477,24 @@ fn tensors_of(case: &Case, dtypes: &[DType]) -> String {
         .collect()
 }
 
+/// Which output of `k` output tensor `i` of `total` belongs to: a list
+/// output takes the tensors the others leave.
+fn output_of(k: &KernelDef, i: usize, total: usize) -> usize {
+    match k.list_output() {
+        None => i.min(k.outputs.len() - 1),
+        Some(l) => {
+            let len = (total + 1).saturating_sub(k.outputs.len());
+            if i < l {
+                i
+            } else if i < l + len {
+                l
+            } else {
+                i + 1 - len
+            }
+        }
+    }
+}
+
 /// The dtypes the tests iterate over: the first type variable's, or the
 /// first input's when every input has a fixed dtype.
 fn test_dtypes(k: &KernelDef) -> Vec<DType> {
@@ -572,7 +590,7 @@ fn kernel_tests(k: &KernelDef) -> String {
             OutputDType::Attr(a) => case.attrs.iter().find(|(n, _)| n == a).map(|(_, v)| v.clone()).unwrap_or_default(),
         };
         let dtypes: Vec<String> =
-            (0..case.expect.len()).map(|i| dtype_of(&k.outputs[i.min(k.outputs.len() - 1)].dtype)).collect();
+            (0..case.expect.len()).map(|i| dtype_of(&k.outputs[output_of(k, i, case.expect.len())].dtype)).collect();
         writeln!(
             t,
             r#"

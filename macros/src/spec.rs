@@ -618,6 +618,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
         items: output_items,
         grad_fields,
         grad_reads,
+        grad_prelude,
         ty: outputs_ty,
         out_ty,
         out_meta_ty,
@@ -723,6 +724,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
                 __call: &::opforge::__private::GradCall<'a>,
             ) -> ::opforge::Result<#grad_args_ty<'a>> {
                 let __attrs: &'a #attrs_ty = ::opforge::__private::attrs::<Self>(__call.kernel, ::opforge::BackendId::Cpu, __call.attrs)?;
+                #grad_prelude
                 ::core::result::Result::Ok(#grad_args_ty {
                     #( #inputs: #grad_arg_reads, )*
                     #( #attr_idents: #attr_reads, )*
@@ -830,6 +832,8 @@ struct Outputs {
     grad_fields: TokenStream,
     /// Their values, read from `__call`.
     grad_reads: TokenStream,
+    /// What `grad_reads` needs computed first: how long a list output is.
+    grad_prelude: TokenStream,
     /// `KernelSpec::Outputs`.
     ty: TokenStream,
     /// `KernelSpec::Out<B>`.
@@ -870,6 +874,7 @@ fn outputs(k: &KernelDef) -> Outputs {
                 pub #cotangent: &'a [::core::option::Option<#tensor>],
             },
             grad_reads: quote! { #name: __call.outputs, #cotangent: __call.dys, },
+            grad_prelude: quote!(),
             ty: quote!(::std::vec::Vec<#tensor>),
             out_ty: quote!(::std::vec::Vec<B::Tensor>),
             out_meta_ty: quote!([#meta]),
@@ -896,6 +901,7 @@ fn outputs(k: &KernelDef) -> Outputs {
                 #name: #private::grad_output(__call, 0)?,
                 #cotangent: #private::grad_cotangent(__call, 0)?,
             },
+            grad_prelude: quote!(),
             ty: tensor.clone(),
             out_ty: quote!(B::Tensor),
             out_meta_ty: meta.clone(),
@@ -912,49 +918,133 @@ fn outputs(k: &KernelDef) -> Outputs {
     }
     let outputs_ty = format_ident!("{}Outputs", k.name);
     let n = k.outputs.len();
-    let index: Vec<usize> = (0..n).collect();
-    let tuple_index = (0..n).map(syn::Index::from);
-    let docs: Vec<String> = k.outputs.iter().map(|o| format!("Output `{}`.", o.name)).collect();
+    // A list output (`"*splits: i32"`) takes the tensors the others leave:
+    // `__list` of them, from its position on. The others sit before it at
+    // their index, after it shifted by the list's length less one.
+    let list = k.list_output();
+    let count_list = match list {
+        Some(_) => quote!(let __list = __total + 1 - #n;),
+        None => quote!(),
+    };
+    let at = |j: usize| match list {
+        Some(l) if j > l => quote!(#j - 1 + __list),
+        _ => quote!(#j),
+    };
+    let is_list = |j: usize| list == Some(j);
+    let docs: Vec<String> = (k.outputs.iter())
+        .map(|o| match o.list {
+            true => format!("Output `{}`: a list of any number of tensors.", o.name),
+            false => format!("Output `{}`.", o.name),
+        })
+        .collect();
     let cotangent_docs: Vec<String> = k
         .outputs
         .iter()
         .map(|o| format!("The cotangent of `{}`; `None` when nothing downstream differentiated it.", o.name))
         .collect();
     let struct_doc = format!("The outputs of kernel `{}`, as its op returns them.", k.name);
-    let backend_tensors = (0..n).map(|_| quote!(B::Tensor));
+    let field_tys = (0..n).map(|j| if is_list(j) { quote!(::std::vec::Vec<#tensor>) } else { tensor.clone() });
+    let backend_tensors =
+        (0..n).map(|j| if is_list(j) { quote!(::std::vec::Vec<B::Tensor>) } else { quote!(B::Tensor) });
+    let wraps = (0..n).map(|j| {
+        let i = syn::Index::from(j);
+        match is_list(j) {
+            true => quote!(__tensors.extend(__out.#i.into_iter().map(B::wrap));),
+            false => quote!(__tensors.push(B::wrap(__out.#i));),
+        }
+    });
+    let unwraps = (0..n).map(|j| {
+        let name = &names[j];
+        match is_list(j) {
+            true => quote!(#name: (&mut __tensors).take(__list).collect(),),
+            false => quote!(#name: __tensors.next()?,),
+        }
+    });
+    let grad_field_items = (0..n).map(|j| {
+        let (name, cotangent, doc, cdoc) = (&names[j], &cotangents[j], &docs[j], &cotangent_docs[j]);
+        match is_list(j) {
+            true => quote! {
+                #[doc = #doc] pub #name: &'a [#tensor],
+                #[doc = #cdoc] pub #cotangent: &'a [::core::option::Option<#tensor>],
+            },
+            false => quote! {
+                #[doc = #doc] pub #name: &'a #tensor,
+                #[doc = #cdoc] pub #cotangent: ::core::option::Option<&'a #tensor>,
+            },
+        }
+    });
+    let grad_read_items = (0..n).map(|j| {
+        let (name, cotangent, at) = (&names[j], &cotangents[j], at(j));
+        match is_list(j) {
+            true => quote! {
+                #name: __call.outputs.get(#j..#j + __list).unwrap_or_default(),
+                #cotangent: __call.dys.get(#j..#j + __list).unwrap_or_default(),
+            },
+            false => quote! {
+                #name: #private::grad_output(__call, #at)?,
+                #cotangent: #private::grad_cotangent_opt(__call, #at),
+            },
+        }
+    });
+    let dtype_items = (0..n).map(|j| {
+        let dtype = &dtypes[j];
+        match is_list(j) {
+            true => quote!(__dtypes.extend(::core::iter::repeat_n(#dtype, __list));),
+            false => quote!(__dtypes.push(#dtype);),
+        }
+    });
+    let (too_few, wrong) = match list {
+        Some(_) => {
+            (quote!(__total + 1 < #n), "the shape function gave {} shapes for the kernel's {} outputs, one a list")
+        }
+        None => (quote!(__total != #n), "the shape function gave {} shapes for the kernel's {} outputs"),
+    };
     Outputs {
         items: quote! {
             #[doc = #struct_doc]
             #[derive(Debug, Clone)]
             pub struct #outputs_ty {
-                #( #[doc = #docs] pub #names: #tensor, )*
+                #( #[doc = #docs] pub #names: #field_tys, )*
             }
         },
-        grad_fields: quote! {
-            #( #[doc = #docs] pub #names: &'a #tensor, )*
-            #( #[doc = #cotangent_docs] pub #cotangents: ::core::option::Option<&'a #tensor>, )*
-        },
+        grad_fields: quote!(#(#grad_field_items)*),
         grad_reads: quote! {
-            #( #names: #private::grad_output(__call, #index)?, )*
-            #( #cotangents: #private::grad_cotangent_opt(__call, #index), )*
+            #(#grad_read_items)*
+        },
+        grad_prelude: match list {
+            Some(_) => quote! {
+                let __total = __call.outputs.len();
+                #count_list
+            },
+            None => quote!(),
         },
         ty: quote!(#outputs_ty),
         out_ty: quote!((#(#backend_tensors,)*)),
         out_meta_ty: quote!([#meta]),
-        wrap: quote!(#private::smallvec![#(B::wrap(__out.#tuple_index)),*]),
+        wrap: quote! {
+            let mut __tensors = ::opforge::Tensors::new();
+            #(#wraps)*
+            __tensors
+        },
         unwrap: quote! {
+            let __total = __tensors.len();
+            if #too_few {
+                return ::core::option::Option::None;
+            }
+            #count_list
             let mut __tensors = __tensors.into_iter();
-            let __outputs = #outputs_ty { #( #names: __tensors.next()?, )* };
+            let __outputs = #outputs_ty { #(#unwraps)* };
             __tensors.next().is_none().then_some(__outputs)
         },
         metas: quote! {
-            if __shape.len() != #n {
-                return ::core::result::Result::Err(::std::format!(
-                    "the shape function gave {} shapes for the kernel's {} outputs", __shape.len(), #n
-                ));
+            let __total = __shape.len();
+            if #too_few {
+                return ::core::result::Result::Err(::std::format!(#wrong, __total, #n));
             }
-            let mut __shape = __shape.into_iter();
-            #ok([#(#dtypes),*].into_iter().zip(&mut __shape).map(|(__dtype, __shape)| #meta { shape: __shape, dtype: __dtype }).collect())
+            #count_list
+            let mut __dtypes: ::std::vec::Vec<::opforge::DType> = ::std::vec::Vec::with_capacity(__total);
+            #(#dtype_items)*
+            #ok(__dtypes.into_iter().zip(__shape).map(|(__dtype, __shape)| #meta { shape: __shape, dtype: __dtype }).collect())
         },
         out_meta: quote!(::core::option::Option::Some(__metas)),
     }

@@ -458,7 +458,11 @@
 //! (TF.js's `TopK`, `FusedBatchNorm`), each a name with an optional type as
 //! inputs have: `outputs = ["values", "indices: i32"]`. An unannotated
 //! output has the inputs' dtype. A single `"*name"` declares a list of
-//! outputs whose length the call decides (`SplitV`, `Unpack`).
+//! outputs whose length the call decides (`SplitV`, `Unpack`); beside
+//! others, it takes the shapes they leave (`RaggedGather`'s
+//! `["*output_nested_splits: i32", "output_dense_values"]`, whose op
+//! returns a struct with a `Vec<Tensor>` field). A kernel has at most one
+//! list output.
 //!
 //! - The generated op returns a struct, `TopKOutputs { values, indices }`,
 //!   or for a list a `Vec<Tensor>`; `Engine::run_all` gives any kernel's
@@ -495,7 +499,7 @@
 //! )
 //! .unwrap();
 //! let k = spec.kernel("TopK").unwrap();
-//! assert_eq!(k.outputs[1], OutputDef { name: "indices".into(), dtype: OutputDType::Fixed(DType::I32) });
+//! assert_eq!(k.outputs[1], OutputDef { name: "indices".into(), list: false, dtype: OutputDType::Fixed(DType::I32) });
 //! assert_eq!((k.outputs[0].cotangent(), k.several_outputs()), ("dvalues".to_owned(), true));
 //!
 //! let same = spec_text().replace("fn(f)", "same(x)");

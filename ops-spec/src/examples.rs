@@ -19,9 +19,9 @@ pub(crate) struct Against<'a> {
     pub attrs: Option<&'a [AttrDef]>,
     /// Every attr name, also those whose definition is broken.
     pub attr_names: Option<Vec<&'a str>>,
-    /// For a kernel of several outputs, how many, and whether that is a
-    /// variadic output's any number: its examples give `outputs`, a shape
-    /// per output, instead of `output`.
+    /// For a kernel of several outputs, how many, and whether one is a
+    /// list of any number: its examples give `outputs`, a shape per output
+    /// tensor, instead of `output`.
     pub several: Option<(usize, bool)>,
     /// Whether the kernel is data-dependent: its examples give bounds,
     /// whose dims may be `-1`, one only the data decides.
@@ -143,12 +143,15 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
                 d.error(f.node.at_or(f.at), msg);
                 return None;
             };
-            if !variadic && items.len() != count {
+            // A list takes what the other outputs leave, none included.
+            if if variadic { items.len() + 1 < count } else { items.len() != count } {
                 let msg = format!(
-                    "`outputs` of example {n} gives {} shapes, but kernel `{}` has {count} outputs, expected one \
-                     shape per output",
+                    "`outputs` of example {n} gives {} shapes, but kernel `{}` has {count} outputs{}, expected one \
+                     shape per output{}",
                     items.len(),
-                    k.kernel
+                    k.kernel,
+                    if variadic { ", one a list of any length" } else { "" },
+                    if variadic { " tensor" } else { "" }
                 );
                 d.error(f.node.at_or(f.at), msg);
                 return None;

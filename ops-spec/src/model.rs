@@ -49,7 +49,8 @@ pub struct KernelDef {
     pub outputs: Vec<OutputDef>,
     /// Whether the one output is variadic (`outputs = ["*outputs"]`): a
     /// list of tensors whose length the shape function decides (`SplitV`,
-    /// `Unpack`).
+    /// `Unpack`). A list beside other outputs (`RaggedGather`'s splits) is
+    /// marked on its [`OutputDef::list`] instead.
     pub variadic_output: bool,
     /// The dtypes of the first type variable: in the one-set form
     /// (`dtypes = [...]`), those the inputs may have. Empty when every input
@@ -113,6 +114,11 @@ impl KernelDef {
         self.type_vars.iter().find(|v| v.name == name)
     }
 
+    /// The index of the output that is a list (`"*splits: i32"`), if any.
+    pub fn list_output(&self) -> Option<usize> {
+        self.outputs.iter().position(|o| o.list)
+    }
+
     /// Whether the kernel has an optional input.
     pub fn has_optional(&self) -> bool {
         self.optional.contains(&true)
@@ -133,6 +139,10 @@ pub struct OutputDef {
     /// Its name (snake_case); a gradient receives its cotangent as `d` and
     /// the name.
     pub name: String,
+    /// `"*name"`: a list of any number of tensors, each of its dtype, as
+    /// many as the shape function's shapes leave beside the other outputs.
+    /// A kernel has at most one.
+    pub list: bool,
     /// How its dtype follows from the inputs and attrs.
     pub dtype: OutputDType,
 }

@@ -245,17 +245,20 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
     // those `outputs` declares.
     let outputs: Option<Vec<OutputDef>> = match (&declared_outputs, &output, &output_dtype) {
         (None, Some(name), Some(dtype)) if several.is_none() => {
-            Some(vec![OutputDef { name: name.clone(), dtype: dtype.clone() }])
+            Some(vec![OutputDef { name: name.clone(), list: false, dtype: dtype.clone() }])
         }
         (Some(declared), _, _) => match (&vars, &input_types) {
             (Some(vars), Some(types)) => output_types(d, name, declared, vars, types, attrs.as_ref()).map(|dtypes| {
-                declared.iter().zip(dtypes).map(|(o, dtype)| OutputDef { name: o.name.clone(), dtype }).collect()
+                (declared.iter().zip(dtypes))
+                    .map(|(o, dtype)| OutputDef { name: o.name.clone(), list: o.variadic, dtype })
+                    .collect()
             }),
             _ => None,
         },
         _ => None,
     };
-    let variadic_output = declared_outputs.as_ref().is_some_and(|o| o.iter().any(|o| o.variadic));
+    let has_list = declared_outputs.as_ref().is_some_and(|o| o.iter().any(|o| o.variadic));
+    let variadic_output = has_list && declared_outputs.as_ref().is_some_and(|o| o.len() == 1);
     let several_outputs = variadic_output || declared_outputs.as_ref().is_some_and(|o| o.len() > 1);
     let scope = Scope {
         inputs: inputs.as_deref(),
@@ -289,7 +292,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         variadic,
         attrs: attrs.as_ref().map(|a| a.defs.as_slice()),
         attr_names: attrs.as_ref().map(|a| a.scope.iter().map(|(n, _)| n.as_str()).collect()),
-        several: several_outputs.then(|| (declared_outputs.as_ref().map_or(0, Vec::len), variadic_output)),
+        several: several_outputs.then(|| (declared_outputs.as_ref().map_or(0, Vec::len), has_list)),
         data_dependent: data_dependent == Some(true),
         outputs_broken: several.is_some() && declared_outputs.is_none(),
     };
@@ -444,13 +447,14 @@ fn declared(d: &mut Diag, f: &Entry, what: &str) -> Option<Vec<Declared>> {
         }
         declared.push(Declared { name: name.to_owned(), variadic, optional, ty, at });
     }
-    if let (Some(list), "output", true) = (declared.iter().find(|o| o.variadic), what, declared.len() > 1) {
+    let lists: Vec<&Declared> = declared.iter().filter(|o| o.variadic).collect();
+    if let ([first, second, ..], "output") = (&lists[..], what) {
         let msg = format!(
-            "output `*{}` is a list of any number of tensors, so it must be the only output, expected \
-             `outputs = [\"*{}\"]`",
-            list.name, list.name
+            "outputs `*{}` and `*{}` are both lists of any number of tensors; a kernel has at most one list \
+             output, which takes the shapes the others leave",
+            first.name, second.name
         );
-        d.error(list.at, msg);
+        d.error(second.at, msg);
         return None;
     }
     if let (Some(list), Some(opt)) = (declared.iter().find(|i| i.variadic), declared.iter().find(|i| i.optional)) {
@@ -462,7 +466,7 @@ fn declared(d: &mut Diag, f: &Entry, what: &str) -> Option<Vec<Declared>> {
         d.error(opt.at, msg);
         return None;
     }
-    if let Some(early) = declared.iter().rev().skip(1).find(|i| i.variadic) {
+    if let (Some(early), "input") = (declared.iter().rev().skip(1).find(|i| i.variadic), what) {
         let msg = format!(
             "input `*{}` takes any number of tensors, so it must be the last input, expected it after the others",
             early.name

@@ -41,8 +41,8 @@ fn outputs_have_names_and_dtypes() {
     assert_eq!(
         k.outputs,
         [
-            OutputDef { name: "values".into(), dtype: OutputDType::SameAsInputs },
-            OutputDef { name: "indices".into(), dtype: OutputDType::Fixed(DType::I32) },
+            OutputDef { name: "values".into(), list: false, dtype: OutputDType::SameAsInputs },
+            OutputDef { name: "indices".into(), list: false, dtype: OutputDType::Fixed(DType::I32) },
         ]
     );
     assert!(k.several_outputs() && !k.variadic_output);
@@ -57,7 +57,7 @@ fn a_variadic_output_is_a_list() {
     let spec = parse(SPLIT, "ops.toml").unwrap();
     let k = &spec.kernels[0];
     assert!(k.variadic_output && k.several_outputs());
-    assert_eq!(k.outputs, [OutputDef { name: "outputs".into(), dtype: OutputDType::SameAsInputs }]);
+    assert_eq!(k.outputs, [OutputDef { name: "outputs".into(), list: true, dtype: OutputDType::SameAsInputs }]);
     // Any number of shapes, none included.
     let none =
         edit(SPLIT, "examples", r#"examples = [{ shapes = [[0]], attrs = { size_splits = [] }, outputs = [] }]"#);
@@ -70,7 +70,7 @@ fn one_output_keeps_its_old_form() {
     let one = edit(&one, "shape", r#"shape = "same(x)""#);
     let one = edit(&one, "examples", "");
     let k = &parse(&one, "ops.toml").unwrap().kernels[0];
-    assert_eq!(k.outputs, [OutputDef { name: "y".into(), dtype: OutputDType::SameAsInputs }]);
+    assert_eq!(k.outputs, [OutputDef { name: "y".into(), list: false, dtype: OutputDType::SameAsInputs }]);
     assert!(!k.several_outputs());
     let plain = edit(&one, "outputs", "");
     assert_eq!(parse(&plain, "ops.toml").unwrap().kernels[0].outputs, k.outputs);
@@ -125,11 +125,39 @@ fn output_types_are_checked() {
 }
 
 #[test]
-fn a_variadic_output_is_the_only_one() {
+fn a_list_output_may_sit_beside_others_but_only_one() {
+    // RaggedGather's form: a list of splits, then the values.
+    let mixed = edit(SPLIT, "outputs", r#"outputs = ["*splits: i32", "values"]"#);
+    let mixed = edit(&mixed, "grad", r#"non_differentiable = "a test""#);
+    let ok = |outputs: &str| {
+        let text = edit(
+            &mixed,
+            "examples",
+            &format!("examples = [{{ shapes = [[5]], attrs = {{ size_splits = [5] }}, outputs = {outputs} }}]"),
+        );
+        parse(&text, "ops.toml").map(|s| s.kernels[0].examples[0].outputs.len())
+    };
+    let k = &parse(&edit(&mixed, "examples", ""), "ops.toml").unwrap_err().0;
+    assert!(k[0].message.contains("need `examples`"), "{k:?}");
+    assert_eq!(ok("[[3], [4], [5]]").unwrap(), 3, "two splits and the values");
+    assert_eq!(ok("[[5]]").unwrap(), 1, "no splits at all");
+    let e = errors(&edit(
+        &mixed,
+        "examples",
+        "examples = [{ shapes = [[5]], attrs = { size_splits = [5] }, outputs = [] }]",
+    ));
+    assert!(e[0].contains("gives 0 shapes, but kernel `SplitV` has 2 outputs, one a list of any length"), "{e:?}");
+    let spec = parse(
+        &edit(&mixed, "examples", "examples = [{ shapes = [[5]], attrs = { size_splits = [5] }, outputs = [[5]] }]"),
+        "ops.toml",
+    )
+    .unwrap();
+    let k = &spec.kernels[0];
+    assert_eq!((k.list_output(), k.variadic_output, k.several_outputs()), (Some(0), false, true));
     assert_errors(
-        &edit(SPLIT, "outputs", r#"outputs = ["*outputs", "rest"]"#),
-        &["ops.toml:6:12: output `*outputs` is a list of any number of tensors, so it must be the only output, \
-           expected `outputs = [\"*outputs\"]`"],
+        &edit(SPLIT, "outputs", r#"outputs = ["*outputs", "*rest"]"#),
+        &["ops.toml:6:24: outputs `*outputs` and `*rest` are both lists of any number of tensors; a kernel has at \
+           most one list output, which takes the shapes the others leave"],
     );
 }
 

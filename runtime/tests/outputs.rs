@@ -162,3 +162,78 @@ fn argwhere_and_unique_size_their_outputs_by_the_data_on_every_backend() {
     let err = ops::unique(&t(&[1.0; 4], &[2, 2], BackendId::Cpu)).unwrap_err().to_string();
     assert!(err.contains("kernel `Unique`") && err.contains("takes a 1-D tensor"), "{err}");
 }
+
+// A list output beside a fixed one of another dtype, as TF.js's
+// `RaggedGather` has (its splits, then its values): a user kernel here.
+opforge::spec!(
+    inline = r#"
+[Chunks]
+op = "chunks"
+doc = "Cuts a vector into chunks of `size` (the last may be shorter), and gives each chunk's length."
+inputs = ["x"]
+dtypes = ["f32"]
+outputs = ["*pieces", "lengths: i32"]
+shape = "fn(chunk_shapes)"
+grad = ["x"]
+examples = [{ shapes = [[5]], attrs = { size = 2 }, outputs = [[2], [2], [1], [3]] }]
+[Chunks.attrs]
+size = { type = "int" }
+"#
+);
+
+/// `Chunks`' shapes: one per piece, then the lengths'.
+fn chunk_shapes(x: &[usize], attrs: &ChunksAttrs) -> Result<Vec<opforge::shape::Shape>, String> {
+    let (&[n], size) = (x, attrs.size) else { return Err(format!("x {x:?} is not a vector")) };
+    if size < 1 {
+        return Err(format!("size {size} is not 1 or more"));
+    }
+    let size = size as usize;
+    let mut shapes: Vec<opforge::shape::Shape> =
+        (0..n).step_by(size).map(|at| opforge::shape::Shape::from_slice(&[size.min(n - at)])).collect();
+    shapes.push(opforge::shape::Shape::from_slice(&[shapes.len()]));
+    Ok(shapes)
+}
+
+#[opforge::kernel(Chunks, cpu)]
+fn chunks_cpu(
+    x: &opforge::backend::cpu::CpuTensor,
+    size: i64,
+    out: &[opforge::TensorMeta],
+) -> opforge::Result<(Vec<opforge::backend::cpu::CpuTensor>, opforge::backend::cpu::CpuTensor)> {
+    use opforge::backend::cpu::CpuTensor;
+    let v = x.as_slice::<f32>()?;
+    let pieces: Vec<CpuTensor> =
+        v.chunks(size as usize).map(|c| CpuTensor::from_vec(&[c.len()], c.to_vec())).collect::<opforge::Result<_>>()?;
+    let lengths: Vec<i32> = pieces.iter().map(|p| p.numel() as i32).collect();
+    let _ = out;
+    Ok((pieces, CpuTensor::from_vec(&[lengths.len()], lengths)?))
+}
+
+/// The pieces' cotangents joined back; zeros for a piece nothing used.
+#[opforge::gradient(Chunks)]
+fn chunks_grad(pieces: &[Tensor], dpieces: &[Option<Tensor>], lengths: &Tensor) -> opforge::Result<Tensor> {
+    assert_eq!(lengths.shape(), &[pieces.len()]);
+    let parts: Vec<Tensor> = (pieces.iter().zip(dpieces))
+        .map(|(p, d)| d.clone().map_or_else(|| Tensor::zeros_like(p), Ok))
+        .collect::<opforge::Result<_>>()?;
+    ops::concat(&parts, 0)
+}
+
+#[test]
+fn a_list_output_beside_a_fixed_one_takes_what_the_others_leave() {
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0, 5.0], &[5]).unwrap();
+    let out = chunks(&x, 2).unwrap();
+    let pieces: Vec<Vec<f32>> = out.pieces.iter().map(|p| p.to_vec::<f32>().unwrap()).collect();
+    assert_eq!(pieces, [vec![1.0, 2.0], vec![3.0, 4.0], vec![5.0]]);
+    assert_eq!(out.lengths.to_vec::<i32>().unwrap(), [2, 2, 1]);
+    // An empty vector has no pieces, and still its lengths.
+    let none = chunks(&Tensor::from_vec(Vec::<f32>::new(), &[0]).unwrap(), 3).unwrap();
+    assert!(none.pieces.is_empty() && none.lengths.shape() == [0]);
+    let all = Engine::run_all::<Chunks>(&[&x], &ChunksAttrs { size: 4 }).unwrap();
+    assert_eq!(all.iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>(), [vec![4], vec![1], vec![2]]);
+    let err = chunks(&x, 0).unwrap_err();
+    assert!(err.to_string().contains("kernel `Chunks`") && err.to_string().contains("size 0"), "{err}");
+    // Only the second piece is used: the others' cotangents are `None`.
+    let dx = grad(|x| ops::sum(&ops::square(&chunks(x, 2)?.pieces[1])?, None, false))(&x).unwrap();
+    assert_eq!(dx.to_vec::<f32>().unwrap(), [0.0, 0.0, 6.0, 8.0, 0.0]);
+}
