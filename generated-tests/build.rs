@@ -36,7 +36,11 @@ struct Case {
     expect: Vec<Vec<usize>>,
     /// Per input: `Some(n)` for an input of indices, whose values must lie
     /// in `0..n` (the rule says which inputs index and into what).
-    bounds: Vec<Option<usize>>,
+    /// Per input: `Some(bounds)` for an input of indices, each element
+    /// below its column's bound (along the last axis), or below the one
+    /// bound (the rule, or the example's `index_bounds`, says which inputs
+    /// index and into what).
+    bounds: Vec<Option<Vec<usize>>>,
     /// Per input of the spec, whether the case leaves it out (an optional
     /// input an example names in `absent`); empty when it gives them all.
     /// `shapes` and `bounds` hold the inputs it gives.
@@ -78,7 +82,7 @@ impl Case {
     /// Input `input` of kernel `k` indexes into `0..n`.
     fn bound(mut self, k: &KernelDef, input: &str, n: usize) -> Case {
         if let Some(i) = k.inputs.iter().position(|x| x == input) {
-            self.bounds[i] = Some(n);
+            self.bounds[i] = Some(vec![n]);
         }
         self
     }
@@ -99,10 +103,10 @@ fn input_dtype(k: &KernelDef, i: usize, d: DType) -> DType {
 /// bool, else `make(shape, dtype)`.
 fn input_expr(case: &Case, i: usize, dtype: DType, seed: usize, make: &str) -> String {
     let shape = &case.shapes[i];
-    match (case.bounds.get(i).copied().flatten(), dtype) {
-        (Some(n), DType::I32) => format!("index_input(&{shape:?}, {n}, {seed})"),
+    match (case.bounds.get(i).cloned().flatten(), dtype) {
+        (Some(n), DType::I32) => format!("index_input(&{shape:?}, &{n:?}, {seed})"),
         (Some(n), d) => {
-            format!("opforge::ops::cast(&index_input(&{shape:?}, {n}, {seed}), {}).unwrap()", dtype_expr(d))
+            format!("opforge::ops::cast(&index_input(&{shape:?}, &{n:?}, {seed}), {}).unwrap()", dtype_expr(d))
         }
         (None, DType::Bool) => format!("mask_input(&{shape:?}, {seed})"),
         (None, d) => make.replace("SHAPE", &format!("&{shape:?}")).replace("DTYPE", dtype_expr(d)),
@@ -154,6 +158,12 @@ fn example_cases(k: &KernelDef) -> Vec<Case> {
             let mut case = Case::of_outputs(e.shapes.clone(), attrs(k, &chosen), e.outputs.clone());
             if k.has_optional() {
                 case.absent = k.inputs.iter().map(|i| e.absent.contains(i)).collect();
+            }
+            for (input, bounds) in &e.index_bounds {
+                let given = k.inputs.iter().position(|i| i == input).and_then(|j| case.given(j));
+                if let Some(slot) = given.and_then(|i| case.bounds.get_mut(i)) {
+                    *slot = Some(bounds.clone());
+                }
             }
             case
         })
@@ -712,7 +722,7 @@ fn kernel_tests(k: &KernelDef) -> String {
         extra.bounds.truncate(n - 1);
     } else {
         extra.shapes.push(case.shapes.first().cloned().unwrap_or(vec![2]));
-        extra.bounds.push(case.bounds.first().copied().flatten());
+        extra.bounds.push(case.bounds.first().cloned().flatten());
     }
     writeln!(
         t,

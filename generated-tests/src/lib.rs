@@ -134,11 +134,17 @@ mod generated {
         opforge::ops::cast(&sample(shape, within, seed), dtype).expect("cast is total")
     }
 
-    /// Indices in `0..bound`, seeded, with repeats where the shape has more
-    /// elements than `bound` (so gradients add up, and ties occur).
-    fn index_input(shape: &[usize], bound: usize, seed: u64) -> Tensor {
-        let u = Tensor::random_uniform(shape, 0.0, bound as f32, 200 + seed).expect("a valid shape");
-        let v: Vec<i32> = u.to_vec::<f32>().unwrap().iter().map(|&x| (x as i32).min(bound as i32 - 1)).collect();
+    /// Indices, seeded, each below its bound: the one in `bounds`, or its
+    /// column's (along the last axis), with repeats where the shape has
+    /// more elements than a bound (so gradients add up, and ties occur).
+    fn index_input(shape: &[usize], bounds: &[usize], seed: u64) -> Tensor {
+        let u = Tensor::random_uniform(shape, 0.0, 1.0, 200 + seed).expect("a valid shape");
+        let v: Vec<i32> = (u.to_vec::<f32>().unwrap().iter().enumerate())
+            .map(|(i, &x)| {
+                let bound = bounds[i % bounds.len()] as i32;
+                ((x * bound as f32) as i32).min(bound - 1)
+            })
+            .collect();
         Tensor::from_vec(v, shape).unwrap()
     }
 

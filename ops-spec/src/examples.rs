@@ -5,7 +5,7 @@ use crate::diag::{did_you_mean, quoted, Diag};
 use crate::model::{AttrDef, Example};
 use crate::tree::{Entry, Node, Value};
 
-const KEYS: [&str; 5] = ["shapes", "absent", "attrs", "output", "outputs"];
+const KEYS: [&str; 6] = ["shapes", "absent", "index_bounds", "attrs", "output", "outputs"];
 
 /// What `examples` is checked against; `None` parts are themselves broken,
 /// and the checks that need them are skipped.
@@ -102,6 +102,7 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
     };
     let (shapes_entry, output_entry) = (required("shapes"), required(key));
     let absent = absent(d, field("absent"), n, k);
+    let index_bounds = index_bounds(d, field("index_bounds"), n, k);
     // How many inputs the example gives; unknown when `absent` is broken.
     let given = k.inputs.zip(absent.as_ref()).map(|(i, a)| i.len() - a.len());
     let shapes = shapes_entry.and_then(|f| {
@@ -171,7 +172,54 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
     let (line, _) = d.line_col(at);
     let outputs = outputs?;
     let output = outputs.first().cloned().unwrap_or_default();
-    Some(Example { shapes: shapes?, absent: absent?, attrs: attrs?, output, outputs, line })
+    Some(Example {
+        shapes: shapes?,
+        absent: absent?,
+        index_bounds: index_bounds?,
+        attrs: attrs?,
+        output,
+        outputs,
+        line,
+    })
+}
+
+/// `index_bounds`: a table from input names to their bounds, one or more
+/// positive integers each.
+fn index_bounds(d: &mut Diag, entry: Option<&Entry>, n: usize, k: &Against) -> Option<Vec<(String, Vec<usize>)>> {
+    let Some(f) = entry else {
+        return Some(Vec::new());
+    };
+    let Value::Table(fields) = &f.node.value else {
+        let msg = format!(
+            "`index_bounds` of example {n} must be a table from inputs to bounds, like `{{ indices = [4, 3] }}`, \
+             found {}",
+            f.node.value.kind()
+        );
+        d.error(f.node.at_or(f.at), msg);
+        return None;
+    };
+    let mut out = Vec::new();
+    for e in fields {
+        if let Some(inputs) = k.inputs.filter(|i| !i.contains(&e.key)) {
+            let msg = format!(
+                "`index_bounds` of example {n} names `{}`, which is not an input, expected one of {}{}",
+                e.key,
+                quoted(inputs),
+                did_you_mean(&e.key, inputs)
+            );
+            d.error(e.at, msg);
+            return None;
+        }
+        let what = format!("bound of `{}` in example {n}", e.key);
+        let bounds = shape(d, &what, &e.node, e.at)?;
+        if bounds.is_empty() || bounds.contains(&0) {
+            let msg = format!("{what} is {bounds:?}, expected one or more positive integers");
+            d.error(e.node.at_or(e.at), msg);
+            return None;
+        }
+        out.push((e.key.clone(), bounds));
+    }
+    Some(out)
 }
 
 /// `absent`: the optional inputs the example leaves out, each once.

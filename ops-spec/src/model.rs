@@ -379,6 +379,11 @@ pub struct Example {
     pub shapes: Vec<Vec<usize>>,
     /// The optional inputs the call leaves out (`absent = ["bias"]`).
     pub absent: Vec<String>,
+    /// Inputs of indices and what they index (`index_bounds = { indices =
+    /// [4, 3] }`): each element below its column's bound (along the last
+    /// axis), or with one bound every element below it. Generated tests
+    /// draw such inputs in range.
+    pub index_bounds: Vec<(String, Vec<usize>)>,
     /// The attrs given, by name; the others take their defaults.
     pub attrs: Vec<(String, AttrValue)>,
     /// The (first) output's shape the kernel gives for them. For a

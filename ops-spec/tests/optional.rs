@@ -128,3 +128,17 @@ examples = [{ shapes = [[4, 3], [2], [2]], output = [-1, 3] }]
     let fixed = SEGMENTS.replace("data_dependent = true\n", "");
     assert!(errors(&fixed)[0].contains("has the dim -1, expected dims >= 0"));
 }
+
+#[test]
+fn examples_bound_their_inputs_of_indices() {
+    let with = |bounds: &str| {
+        edit(FUSED, "examples", &format!("examples = [{{ shapes = [[2, 3], [3, 4], [4]], absent = [\"prelu\"], index_bounds = {bounds}, output = [2, 4] }}]"))
+    };
+    let k = &parse(&with("{ a = [4, 3], b = [7] }"), "ops.toml").unwrap().kernels[0];
+    assert_eq!(k.examples[0].index_bounds, [("a".to_owned(), vec![4, 3]), ("b".to_owned(), vec![7])]);
+    let e = errors(&with("{ c = [4] }"));
+    assert!(e[0].contains("`index_bounds` of example 1 names `c`, which is not an input"), "{e:?}");
+    assert!(errors(&with("{ a = [0] }"))[0].contains("expected one or more positive integers"));
+    assert!(errors(&with("{ a = [] }"))[0].contains("expected one or more positive integers"));
+    assert!(errors(&with("[4]"))[0].contains("must be a table from inputs to bounds"));
+}
