@@ -1,0 +1,79 @@
+//! A declarability proof: the TF.js kernels in scope for opforge (classes
+//! A and B of the TF.js kernel survey, 167 kernels) declared in opforge's
+//! spec language, under TF.js's own kernel names. This crate binds its spec,
+//! `tfjs.toml`, with `opforge::spec!`, so every declaration is parsed,
+//! validated and expanded into a kernel descriptor, its attrs struct and
+//! its op function, and every shape function is type-checked against the
+//! signature `spec!` generates. It registers no kernel: calling one of its
+//! ops reports that no kernel is registered. `tests/declarable.rs` checks,
+//! through [`opforge::registry::specs`] and each descriptor's
+//! [`KernelSpec::infer`](opforge::KernelSpec::infer) (or
+//! [`KernelSpec::infer_with`](opforge::KernelSpec::infer_with), leaving
+//! optional inputs out), that every in-scope kernel is declared and gives
+//! TF.js's output shapes and dtypes.
+//!
+//! Where each of the 167 kernels is declared:
+//!
+//! - **61 in `tfjs.toml`**, bound here: every in-scope kernel whose name
+//!   opforge's built-in spec does not declare, `Multiply` and the TF.js
+//!   gradient kernels `EluGrad`, `LRNGrad`, `MaxPool3DGrad`, ... included.
+//!   Among them the fused kernels `_FusedMatMul` (a name with TF.js's
+//!   leading underscore), `FusedConv2D` and `FusedDepthwiseConv2D`, whose
+//!   `bias` and PReLU weights are optional inputs (`"bias?"`); `Einsum`,
+//!   whose `equation` is a text attr; and the sparse and ragged kernels
+//!   (`RaggedGather`, `RaggedRange`, `RaggedTensorToTensor`,
+//!   `SparseFillEmptyRows`, `SparseSegmentMean`, `SparseSegmentSum`), which
+//!   are data-dependent: their shape functions give the largest shape each
+//!   output can have, exact where the input shapes fix a dim and
+//!   [`opforge::shape::ANY`] where only the data does (a segment count, a
+//!   range's length), written `-1` in their examples. `RaggedGather` gives
+//!   a list of i32 row splits beside its values
+//!   (`outputs = ["*output_nested_splits: i32", "output_dense_values: T"]`).
+//! - **106 in opforge's built-in spec** (`ops-spec/ops.toml`), which
+//!   already declares them under their TF.js names (`Add`, `Conv2D`,
+//!   `FusedBatchNorm`, `MaxPoolGrad`, `TopK`, ...). They cannot be declared
+//!   here too: `spec!` refuses, at compile time, a kernel name the built-in
+//!   spec declares ("kernel names are unique across specs").
+//!
+//! The two cover all 167: no in-scope kernel is left undeclarable.
+//!
+//! Shape rules the built-in vocabulary cannot say are the functions of
+//! [`shapes`], shared where TF.js's rule is the same (pooling, convolution,
+//! resizing, scattering, index search).
+//!
+//! ```
+//! use opforge::{DType, KernelSpec, Tensor};
+//! use opforge_example_tfjs_spec::{Padding, DepthwiseConv2dNative, DepthwiseConv2dNativeAttrs};
+//!
+//! let x = Tensor::zeros(&[2, 5, 5, 3], DType::F32)?;
+//! let filter = Tensor::zeros(&[3, 3, 3, 2], DType::F32)?;
+//! let attrs = DepthwiseConv2dNativeAttrs { padding: Padding::Same, ..Default::default() };
+//! let metas = DepthwiseConv2dNative::infer(&[&x, &filter], &attrs).unwrap();
+//! assert_eq!((metas[0].shape.as_slice(), metas[0].dtype), (&[2, 5, 5, 6][..], DType::F32));
+//! # Ok::<(), opforge::Error>(())
+//! ```
+//!
+//! A fused kernel called without its optional inputs, and a data-dependent
+//! kernel whose rows only its data decides:
+//!
+//! ```
+//! use opforge::{shape::ANY, Absent, DType, KernelSpec, Tensor};
+//! use opforge_example_tfjs_spec::{SparseSegmentSum, _FusedMatMul};
+//!
+//! let (a, b) = (Tensor::zeros(&[2, 3], DType::F32)?, Tensor::zeros(&[3, 5], DType::F32)?);
+//! let absent = Absent::of(&[Some(&a), Some(&b), None, None]);
+//! let metas = _FusedMatMul::infer_with(&[&a, &b], absent, &Default::default()).unwrap();
+//! assert_eq!(metas[0].shape.as_slice(), &[2, 5]);
+//!
+//! let data = Tensor::zeros(&[4, 3], DType::F32)?;
+//! let ids = Tensor::zeros(&[2], DType::I32)?;
+//! let metas = SparseSegmentSum::infer(&[&data, &ids, &ids], &Default::default()).unwrap();
+//! assert_eq!(metas[0].shape.as_slice(), &[ANY, 3]);
+//! # Ok::<(), opforge::Error>(())
+//! ```
+
+#![deny(missing_docs)]
+
+opforge::spec!("tfjs.toml");
+
+pub mod shapes;

@@ -1,0 +1,1605 @@
+//! The shape functions `tfjs.toml` names as `shape = "fn(crate::shapes::name)"`.
+//!
+//! `spec!` types each as the kernel's `NameShapeFn`: one `&[usize]` per
+//! input, in order, then `&NameAttrs`, returning the output's shape (or
+//! every output's, for a kernel of several). So each kernel has a thin
+//! function of its own, and kernels with one rule (pooling, convolution,
+//! "the shape an attr gives") share it through the helpers at the top of
+//! this module. Every function answers a bad shape or attr with an `Err`
+//! saying what is wrong (which the op's error completes), never a panic:
+//! wrong ranks, negative sizes, axes out of range, windows larger than
+//! their input, and results too large to allocate.
+//!
+//! A kernel with optional inputs (the fused kernels' `bias?`) gets
+//! `Option<&[usize]>` for each, `None` when the call leaves it out; a
+//! variadic input (`Einsum`'s operands, `RaggedGather`'s splits) comes as
+//! `&[&[usize]]`.
+//!
+//! For a data-dependent kernel (`NonMaxSuppressionV3/4/5`, the sparse and
+//! ragged kernels) the function gives the largest shape each output can
+//! have: exact where the input shapes fix a dim (a ragged range's row
+//! splits, one more than its rows), [`ANY`] where only the data does (a
+//! sparse segment reduction's rows, as many as its last segment id says).
+
+use opforge::shape::{broadcast_shapes, checked_numel, normalize_axis, rules::matmul, Shape, ANY};
+
+use crate::{
+    _FusedMatMulAttrs, Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, BatchToSpaceNDAttrs, BincountAttrs,
+    BroadcastArgsAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs, Conv3DBackpropInputV2Attrs, CropAndResizeAttrs,
+    DataFormat, DataFormat3D, DenseBincountAttrs, DepthwiseConv2dNativeAttrs, DepthwiseConv2dNativeBackpropFilterAttrs,
+    DepthwiseConv2dNativeBackpropInputAttrs, DiagAttrs, Dilation2DAttrs, Dilation2DBackpropFilterAttrs,
+    Dilation2DBackpropInputAttrs, DimRoundingMode, EinsumAttrs, EluGradAttrs, ExpandDimsAttrs, FlipLeftRightAttrs,
+    FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, GatherNdAttrs, LRNGradAttrs, LinSpaceAttrs, LowerBoundAttrs,
+    MatrixBandPartAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs, MaxPoolWithArgmaxAttrs, NonMaxSuppressionV3Attrs,
+    NonMaxSuppressionV4Attrs, NonMaxSuppressionV5Attrs, Padding, RaggedGatherAttrs, RaggedRangeAttrs,
+    RaggedTensorToTensorAttrs, ResizeBilinearAttrs, ResizeBilinearGradAttrs, ResizeNearestNeighborAttrs,
+    ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, ScatterNdAttrs, SearchSortedAttrs, SpaceToBatchNDAttrs,
+    SparseFillEmptyRowsAttrs, SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs,
+    TensorScatterUpdateAttrs, TransformAttrs, UpperBoundAttrs, ValidOrSame,
+};
+
+// Shared helpers.
+
+/// `shape`, unless no tensor of it can exist: the product of its dims
+/// overflows, or it has more elements than `isize::MAX / 8`, the most the
+/// tensor constructors allocate. Rules whose output grows with an attr (or
+/// multiplies dims) end with it, so that an absurd value is an error rather
+/// than an allocation failure.
+///
+/// ```
+/// use opforge::shape::Shape;
+/// use opforge_example_tfjs_spec::shapes::fits;
+/// assert_eq!(fits(Shape::from_slice(&[2, 0, 3])).unwrap().as_slice(), &[2, 0, 3]);
+/// assert!(fits(Shape::from_slice(&[1 << 40, 1 << 40])).unwrap_err().contains("too large"));
+/// ```
+pub fn fits(shape: Shape) -> Result<Shape, String> {
+    match checked_numel(&shape) {
+        Some(n) if n <= isize::MAX as usize / 8 => Ok(shape),
+        _ => Err(format!("the result shape {:?} is too large", shape.as_slice())),
+    }
+}
+
+/// The dims an attr gives (`ScatterNd`'s `shape`, a backprop kernel's
+/// `input_shape`), each 0 or more, as a shape that [`fits`].
+///
+/// ```
+/// use opforge_example_tfjs_spec::shapes::dims;
+/// assert_eq!(dims("shape", &[2, 0, 3]).unwrap().as_slice(), &[2, 0, 3]);
+/// assert!(dims("shape", &[2, -1]).unwrap_err().contains("shape [2, -1]"));
+/// ```
+pub fn dims(name: &str, values: &[i64]) -> Result<Shape, String> {
+    let out = values
+        .iter()
+        .map(|&d| {
+            usize::try_from(d).map_err(|_| format!("{name} {values:?} has the dim {d}, expected dims of 0 or more"))
+        })
+        .collect::<Result<Shape, String>>()?;
+    fits(out)
+}
+
+/// One value per axis from an attr that TF.js types `number | number[]`
+/// (strides, dilations, filter sizes): one entry for every axis, or one
+/// per axis, each 1 or more.
+///
+/// ```
+/// use opforge_example_tfjs_spec::shapes::per_axis;
+/// assert_eq!(per_axis("strides", &[2], 3).unwrap(), [2, 2, 2]);
+/// assert_eq!(per_axis("strides", &[1, 2], 2).unwrap(), [1, 2]);
+/// assert!(per_axis("strides", &[1, 2], 3).unwrap_err().contains("one entry or 3"));
+/// assert!(per_axis("strides", &[0], 2).unwrap_err().contains("1 or more"));
+/// ```
+pub fn per_axis(name: &str, values: &[i64], axes: usize) -> Result<Vec<usize>, String> {
+    let positive = |v: i64| match usize::try_from(v) {
+        Ok(v) if v >= 1 => Ok(v),
+        _ => Err(format!("{name} {values:?} holds {v}, expected values of 1 or more")),
+    };
+    match values {
+        [one] => Ok(vec![positive(*one)?; axes]),
+        _ if values.len() == axes => values.iter().map(|&v| positive(v)).collect(),
+        _ => Err(format!("{name} {values:?} must give one entry or {axes}, one per spatial axis")),
+    }
+}
+
+/// Checks that `shape` has rank `want`; `name` names it in the error.
+///
+/// ```
+/// use opforge_example_tfjs_spec::shapes::rank;
+/// assert!(rank("image", &[1, 2, 2, 3], 4).is_ok());
+/// assert_eq!(rank("image", &[2, 2], 4).unwrap_err(), "image has shape [2, 2] of rank 2, expected rank 4");
+/// ```
+pub fn rank(name: &str, shape: &[usize], want: usize) -> Result<(), String> {
+    match shape.len() {
+        r if r == want => Ok(()),
+        r => Err(format!("{name} has shape {shape:?} of rank {r}, expected rank {want}")),
+    }
+}
+
+/// The one shape of several inputs that must match (an elementwise
+/// gradient's `dy` and `y`).
+///
+/// ```
+/// use opforge_example_tfjs_spec::shapes::same_shapes;
+/// assert_eq!(same_shapes(&[("dy", &[2, 3]), ("y", &[2, 3])]).unwrap().as_slice(), &[2, 3]);
+/// assert!(same_shapes(&[("dy", &[2, 3]), ("y", &[3])]).unwrap_err().contains("y has shape [3]"));
+/// ```
+pub fn same_shapes(shapes: &[(&str, &[usize])]) -> Result<Shape, String> {
+    let Some(&(first, want)) = shapes.first() else {
+        return Ok(Shape::new());
+    };
+    match shapes.iter().find(|(_, s)| *s != want) {
+        Some((name, s)) => Err(format!("{name} has shape {s:?}, but {first} has {want:?}; they must match")),
+        None => Ok(Shape::from_slice(want)),
+    }
+}
+
+/// Checks that `got`, input `name`'s shape, is `want`, the shape the
+/// forward kernel `why` gives.
+fn expect(name: &str, got: &[usize], want: &[usize], why: &str) -> Result<(), String> {
+    match got == want {
+        true => Ok(()),
+        false => Err(format!("{name} has shape {got:?}, but {why} gives {want:?}")),
+    }
+}
+
+/// How a windowed kernel pads its input, whichever enum its spec gives
+/// `padding` (`Padding`, or `ValidOrSame` for TF.js's 3-D convolutions).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pad<'a> {
+    /// Windows lie inside the input.
+    Valid,
+    /// `ceil(input / stride)` windows, the padding split evenly.
+    Same,
+    /// `[before, after]` per spatial axis (TF.js's numeric `pad` and its
+    /// `ExplicitPadding`).
+    Explicit(&'a [Vec<i64>]),
+}
+
+impl<'a> Pad<'a> {
+    /// The padding of `padding` and `explicit_paddings` attrs: the pairs go
+    /// with `explicit`, and only with it.
+    ///
+    /// ```
+    /// use opforge_example_tfjs_spec::{shapes::Pad, Padding};
+    /// let pairs = vec![vec![1, 1], vec![0, 2]];
+    /// assert_eq!(Pad::new(Padding::Explicit, Some(&pairs)), Ok(Pad::Explicit(&pairs)));
+    /// assert_eq!(Pad::new(Padding::Same, None), Ok(Pad::Same));
+    /// assert!(Pad::new(Padding::Explicit, None).unwrap_err().contains("not given"));
+    /// assert!(Pad::new(Padding::Valid, Some(&pairs)).unwrap_err().contains("not `explicit`"));
+    /// ```
+    pub fn new(padding: Padding, explicit: Option<&'a [Vec<i64>]>) -> Result<Pad<'a>, String> {
+        match (padding, explicit) {
+            (Padding::Explicit, Some(pairs)) => Ok(Pad::Explicit(pairs)),
+            (Padding::Explicit, None) => Err("padding is `explicit`, but explicit_paddings is not given".into()),
+            (other, Some(_)) => Err(format!("explicit_paddings is given, but padding is `{other}`, not `explicit`")),
+            (Padding::Valid, None) => Ok(Pad::Valid),
+            (Padding::Same, None) => Ok(Pad::Same),
+        }
+    }
+}
+
+impl From<ValidOrSame> for Pad<'_> {
+    fn from(padding: ValidOrSame) -> Self {
+        match padding {
+            ValidOrSame::Valid => Pad::Valid,
+            ValidOrSame::Same => Pad::Same,
+        }
+    }
+}
+
+/// The number of windows along each spatial axis of `input`, after
+/// TF.js's `conv_util`: `same` gives `ceil(input / stride)`; `valid` and
+/// explicit padding give `(padded - span) / stride + 1`, where `span` is
+/// the window's extent with its dilation, rounded down, or as
+/// `rounding` says (TF.js's `dimRoundingMode`, which applies to explicit
+/// padding only). A window larger than its padded axis is an error.
+///
+/// ```
+/// use opforge_example_tfjs_spec::{shapes::{windows, Pad}, DimRoundingMode};
+/// assert_eq!(windows(&[5, 6], &[3, 3], &[2, 2], &[1, 1], Pad::Same, None).unwrap(), [3, 3]);
+/// assert_eq!(windows(&[5, 6], &[3, 3], &[2, 2], &[1, 1], Pad::Valid, None).unwrap(), [2, 2]);
+/// let pairs = vec![vec![1, 1], vec![0, 0]];
+/// let ceil = Some(DimRoundingMode::Ceil);
+/// assert_eq!(windows(&[5, 6], &[2, 2], &[2, 2], &[1, 1], Pad::Explicit(&pairs), ceil).unwrap(), [4, 3]);
+/// assert!(windows(&[2, 2], &[3, 3], &[1, 1], &[1, 1], Pad::Valid, None).unwrap_err().contains("larger"));
+/// ```
+pub fn windows(
+    input: &[usize],
+    size: &[usize],
+    strides: &[usize],
+    dilations: &[usize],
+    pad: Pad<'_>,
+    rounding: Option<DimRoundingMode>,
+) -> Result<Vec<usize>, String> {
+    let n = input.len();
+    if size.len() != n || strides.len() != n || dilations.len() != n {
+        return Err(format!(
+            "the window {size:?}, strides {strides:?} and dilations {dilations:?} must each give {n} axes"
+        ));
+    }
+    let pairs: Vec<[usize; 2]> = match pad {
+        Pad::Explicit(pairs) => {
+            let pair = |p: &Vec<i64>| match p[..] {
+                [b, a] if b >= 0 && a >= 0 => Some([b as usize, a as usize]),
+                _ => None,
+            };
+            match pairs.iter().map(pair).collect::<Option<Vec<_>>>() {
+                Some(pairs) if pairs.len() == n => pairs,
+                _ => {
+                    return Err(format!(
+                        "explicit_paddings {pairs:?} must give a `[before, after]` pair of sizes 0 or more for each \
+                         of the {n} spatial axes"
+                    ))
+                }
+            }
+        }
+        _ => match rounding {
+            Some(mode) => {
+                let which = if pad == Pad::Same { "same" } else { "valid" };
+                return Err(format!(
+                    "dim_rounding_mode `{mode}` applies to explicit padding only, but padding is `{which}`"
+                ));
+            }
+            None => vec![[0, 0]; n],
+        },
+    };
+    (0..n)
+        .map(|a| {
+            if size[a] == 0 {
+                return Err(format!("the window {size:?} is empty, expected sizes of 1 or more"));
+            }
+            let span = (size[a] - 1).checked_mul(dilations[a]).and_then(|s| s.checked_add(1));
+            let span = span.ok_or_else(|| format!("the window {size:?} dilated by {dilations:?} is too large"))?;
+            if pad == Pad::Same {
+                return Ok(input[a].div_ceil(strides[a]));
+            }
+            let [before, after] = pairs[a];
+            let padded = input[a].checked_add(before).and_then(|p| p.checked_add(after));
+            let padded = padded.ok_or_else(|| format!("padding axis {a} of {input:?} by {:?} overflows", pairs[a]))?;
+            if padded < span {
+                return Err(format!(
+                    "the window {size:?} (spanning {span} on axis {a}, dilations {dilations:?}) is larger than that \
+                     axis of the input {input:?}, {padded} with its padding"
+                ));
+            }
+            let (s, room) = (strides[a], padded - span);
+            let (q, r) = (room / s, room % s);
+            let up = match rounding {
+                None | Some(DimRoundingMode::Floor) => false,
+                Some(DimRoundingMode::Ceil) => r > 0,
+                Some(DimRoundingMode::Round) => 2 * r >= s,
+            };
+            Ok(q + usize::from(up) + 1)
+        })
+        .collect()
+}
+
+/// Where a windowed kernel's input has its batch, spatial and channel
+/// axes: channels last (`NHWC`, `NDHWC`) or after the batch (`NCHW`,
+/// `NCDHW`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Layout {
+    /// How many spatial axes: 2 for images, 3 for volumes.
+    pub spatial: usize,
+    /// Whether the channels are the last axis.
+    pub channels_last: bool,
+}
+
+impl Layout {
+    /// NHWC images.
+    pub const NHWC: Layout = Layout { spatial: 2, channels_last: true };
+    /// NDHWC volumes.
+    pub const NDHWC: Layout = Layout { spatial: 3, channels_last: true };
+
+    /// `x` as `(batch, spatial dims, channels)`; `name` names it in the
+    /// error for a wrong rank.
+    ///
+    /// ```
+    /// use opforge_example_tfjs_spec::{shapes::Layout, DataFormat};
+    /// let nchw = Layout::from(DataFormat::Nchw);
+    /// assert_eq!(nchw.split("x", &[2, 3, 5, 7]).unwrap(), (2, &[5, 7][..], 3));
+    /// assert_eq!(nchw.join(2, &[4, 6], 8).as_slice(), &[2, 8, 4, 6]);
+    /// assert!(Layout::NHWC.split("x", &[5, 7, 3]).unwrap_err().contains("rank 4"));
+    /// ```
+    pub fn split<'x>(&self, name: &str, x: &'x [usize]) -> Result<(usize, &'x [usize], usize), String> {
+        rank(name, x, self.spatial + 2)?;
+        Ok(match self.channels_last {
+            true => (x[0], &x[1..=self.spatial], x[self.spatial + 1]),
+            false => (x[0], &x[2..], x[1]),
+        })
+    }
+
+    /// The shape of `(batch, spatial dims, channels)` in this layout.
+    pub fn join(&self, batch: usize, spatial: &[usize], channels: usize) -> Shape {
+        let mut out = Shape::with_capacity(spatial.len() + 2);
+        out.push(batch);
+        if !self.channels_last {
+            out.push(channels);
+        }
+        out.extend_from_slice(spatial);
+        if self.channels_last {
+            out.push(channels);
+        }
+        out
+    }
+}
+
+impl From<DataFormat> for Layout {
+    fn from(format: DataFormat) -> Self {
+        Layout { spatial: 2, channels_last: format == DataFormat::Nhwc }
+    }
+}
+
+impl From<DataFormat3D> for Layout {
+    fn from(format: DataFormat3D) -> Self {
+        Layout { spatial: 3, channels_last: format == DataFormat3D::Ndhwc }
+    }
+}
+
+/// The geometry of a convolution (2-D or 3-D, plain or depthwise), from
+/// its kernel's attrs: its forward kernel and both backprop kernels read
+/// it.
+#[derive(Debug, Clone, Copy)]
+pub struct Conv<'a> {
+    /// The input's layout.
+    pub layout: Layout,
+    /// The `strides` attr: one entry or one per spatial axis.
+    pub strides: &'a [i64],
+    /// The `dilations` attr: one entry or one per spatial axis.
+    pub dilations: &'a [i64],
+    /// The padding.
+    pub pad: Pad<'a>,
+    /// TF.js's `dimRoundingMode`, for explicit padding.
+    pub rounding: Option<DimRoundingMode>,
+    /// A depthwise convolution: the filter's last dim is a channel
+    /// multiplier rather than the output channels.
+    pub depthwise: bool,
+}
+
+impl Conv<'_> {
+    /// The output's shape for input `x` and `filter` (`[spatial..., in
+    /// channels, out channels or multiplier]`). TF.js requires the strides
+    /// or the dilations to be all 1.
+    ///
+    /// ```
+    /// use opforge_example_tfjs_spec::shapes::{Conv, Layout, Pad};
+    /// let conv = Conv { layout: Layout::NDHWC, strides: &[1], dilations: &[1], pad: Pad::Valid, rounding: None, depthwise: false };
+    /// assert_eq!(conv.shape(&[1, 4, 5, 6, 2], &[2, 2, 2, 2, 3]).unwrap().as_slice(), &[1, 3, 4, 5, 3]);
+    /// assert!(conv.shape(&[1, 4, 5, 6, 3], &[2, 2, 2, 2, 3]).unwrap_err().contains("3 channels"));
+    /// let depthwise = Conv { layout: Layout::NHWC, pad: Pad::Same, depthwise: true, ..conv };
+    /// assert_eq!(depthwise.shape(&[2, 5, 5, 3], &[3, 3, 3, 2]).unwrap().as_slice(), &[2, 5, 5, 6]);
+    /// ```
+    pub fn shape(&self, x: &[usize], filter: &[usize]) -> Result<Shape, String> {
+        let n = self.layout.spatial;
+        let (batch, spatial, channels) = self.layout.split("x", x)?;
+        rank("filter", filter, n + 2)?;
+        let (window, inner, last) = (&filter[..n], filter[n], filter[n + 1]);
+        if inner != channels {
+            return Err(format!(
+                "x {x:?} has {channels} channels, but filter {filter:?} expects {inner} (its dim {n})"
+            ));
+        }
+        let strides = per_axis("strides", self.strides, n)?;
+        let dilations = per_axis("dilations", self.dilations, n)?;
+        if strides.iter().any(|&s| s > 1) && dilations.iter().any(|&d| d > 1) {
+            return Err(format!(
+                "strides {strides:?} and dilations {dilations:?} are both above 1 somewhere, but TF.js requires \
+                 either all strides or all dilations to be 1"
+            ));
+        }
+        let out = windows(spatial, window, &strides, &dilations, self.pad, self.rounding)?;
+        let out_channels = match self.depthwise {
+            true => channels.checked_mul(last).ok_or_else(|| format!("{channels} channels times {last} overflows"))?,
+            false => last,
+        };
+        fits(self.layout.join(batch, &out, out_channels))
+    }
+
+    /// The backprop kernel to the input: `input_shape`, checking that its
+    /// convolution by `filter` has `dy`'s shape.
+    ///
+    /// ```
+    /// use opforge_example_tfjs_spec::shapes::{Conv, Layout, Pad};
+    /// let conv = Conv { layout: Layout::NHWC, strides: &[2], dilations: &[1], pad: Pad::Valid, rounding: None, depthwise: false };
+    /// assert_eq!(conv.backprop_input(&[1, 3, 3, 4], &[3, 3, 1, 4], &[1, 7, 7, 1]).unwrap().as_slice(), &[1, 7, 7, 1]);
+    /// assert!(conv.backprop_input(&[1, 4, 3, 4], &[3, 3, 1, 4], &[1, 7, 7, 1]).unwrap_err().contains("dy has shape"));
+    /// ```
+    pub fn backprop_input(&self, dy: &[usize], filter: &[usize], input_shape: &[i64]) -> Result<Shape, String> {
+        let x = dims("input_shape", input_shape)?;
+        rank("input_shape", &x, self.layout.spatial + 2)?;
+        let want = self.shape(&x, filter)?;
+        expect("dy", dy, &want, &format!("the convolution of an input {:?} by filter {filter:?}", x.as_slice()))?;
+        Ok(x)
+    }
+
+    /// The backprop kernel to the filter: `filter_shape`, checking that
+    /// the convolution of `x` by it has `dy`'s shape.
+    pub fn backprop_filter(&self, x: &[usize], dy: &[usize], filter_shape: &[i64]) -> Result<Shape, String> {
+        let f = dims("filter_shape", filter_shape)?;
+        rank("filter_shape", &f, self.layout.spatial + 2)?;
+        let want = self.shape(x, &f)?;
+        expect("dy", dy, &want, &format!("the convolution of x {x:?} by a filter {:?}", f.as_slice()))?;
+        Ok(f)
+    }
+}
+
+/// The geometry of a pooling (2-D or 3-D), from its kernel's attrs: the
+/// forward kernels and their gradients read it.
+#[derive(Debug, Clone, Copy)]
+pub struct Pool<'a> {
+    /// The input's layout.
+    pub layout: Layout,
+    /// The `filter_size` attr: one entry or one per spatial axis.
+    pub filter_size: &'a [i64],
+    /// The `strides` attr: one entry or one per spatial axis.
+    pub strides: &'a [i64],
+    /// The padding.
+    pub pad: Pad<'a>,
+    /// TF.js's `dimRoundingMode`, for explicit padding.
+    pub rounding: Option<DimRoundingMode>,
+}
+
+impl Pool<'_> {
+    /// The pooled shape of `x`: its windows along the spatial axes, its
+    /// batch and channels as they are.
+    ///
+    /// ```
+    /// use opforge_example_tfjs_spec::shapes::{Layout, Pad, Pool};
+    /// let pool = Pool { layout: Layout::NDHWC, filter_size: &[2], strides: &[2], pad: Pad::Valid, rounding: None };
+    /// assert_eq!(pool.shape(&[1, 4, 4, 4, 2]).unwrap().as_slice(), &[1, 2, 2, 2, 2]);
+    /// assert!(pool.shape(&[1, 1, 4, 4, 2]).unwrap_err().contains("larger"));
+    /// ```
+    pub fn shape(&self, x: &[usize]) -> Result<Shape, String> {
+        let n = self.layout.spatial;
+        let (batch, spatial, channels) = self.layout.split("x", x)?;
+        let size = per_axis("filter_size", self.filter_size, n)?;
+        let strides = per_axis("strides", self.strides, n)?;
+        let out = windows(spatial, &size, &strides, &vec![1; n], self.pad, self.rounding)?;
+        fits(self.layout.join(batch, &out, channels))
+    }
+
+    /// A pooling gradient: `input`'s shape, checking that `dy` (and the
+    /// forward output, when given) have the pooled shape.
+    pub fn grad(&self, dy: &[usize], input: &[usize], output: Option<&[usize]>) -> Result<Shape, String> {
+        let want = self.shape(input)?;
+        let why = format!("pooling input {input:?} with windows {:?}", self.filter_size);
+        expect("dy", dy, &want, &why)?;
+        if let Some(output) = output {
+            expect("output", output, &want, &why)?;
+        }
+        Ok(Shape::from_slice(input))
+    }
+}
+
+/// `Dilation2D`'s output: `[batch, out height, out width, channels]` for
+/// NHWC `x` and a `[height, width, channels]` filter.
+fn dilation(x: &[usize], filter: &[usize], strides: &[i64], dilations: &[i64], pad: Pad<'_>) -> Result<Shape, String> {
+    let (batch, spatial, channels) = Layout::NHWC.split("x", x)?;
+    rank("filter", filter, 3)?;
+    if filter[2] != channels {
+        return Err(format!("x {x:?} has {channels} channels, but filter {filter:?} has {}", filter[2]));
+    }
+    let strides = per_axis("strides", strides, 2)?;
+    let dilations = per_axis("dilations", dilations, 2)?;
+    let out = windows(spatial, &filter[..2], &strides, &dilations, pad, None)?;
+    fits(Layout::NHWC.join(batch, &out, channels))
+}
+
+/// `images` resized to `size`, for the resize kernels and their gradients.
+fn resized(images: &[usize], size: &[i64], align_corners: bool, half_pixel_centers: bool) -> Result<Shape, String> {
+    let (batch, _, channels) = Layout::NHWC.split("images", images)?;
+    if align_corners && half_pixel_centers {
+        return Err("align_corners and half_pixel_centers cannot both be true".into());
+    }
+    match size {
+        &[h, w] if h >= 1 && w >= 1 => fits(Layout::NHWC.join(batch, &[h as usize, w as usize], channels)),
+        _ => Err(format!("size {size:?} must be `[height, width]`, each 1 or more")),
+    }
+}
+
+/// A resize gradient: `images`' shape, checking that `dy` is their resize.
+fn resize_grad(images: &[usize], dy: &[usize], size: &[i64], corners: bool, centers: bool) -> Result<Shape, String> {
+    let want = resized(images, size, corners, centers)?;
+    expect("dy", dy, &want, &format!("resizing images {images:?} to {size:?}"))?;
+    Ok(Shape::from_slice(images))
+}
+
+/// The bound of a non-max suppression: as many indices as boxes, at most
+/// `max_output_size` (exactly that many when padded).
+fn nms(boxes: &[usize], scores: &[usize], max_output_size: i64, iou: f64, pad: bool) -> Result<Shape, String> {
+    let n = match boxes {
+        &[n, 4] => n,
+        _ => return Err(format!("boxes has shape {boxes:?}, expected [boxes, 4]")),
+    };
+    if scores != [n] {
+        return Err(format!("scores has shape {scores:?}, expected one score per box, [{n}]"));
+    }
+    let max = usize::try_from(max_output_size)
+        .map_err(|_| format!("max_output_size {max_output_size} is negative, expected 0 or more"))?;
+    if !(0.0..=1.0).contains(&iou) {
+        return Err(format!("iou_threshold {iou} must lie in [0, 1]"));
+    }
+    fits(Shape::from_slice(&[if pad { max } else { max.min(n) }]))
+}
+
+/// The count of `Bincount` and `DenseBincount`: `[size]` per row of `x`
+/// (rank 1, or 2 when `rows`), whose `weights` match it or are empty.
+fn bincount_shape(x: &[usize], weights: &[usize], size: i64, rows: bool) -> Result<Shape, String> {
+    let size = usize::try_from(size).map_err(|_| format!("size {size} is negative, expected 0 or more"))?;
+    if weights != x && checked_numel(weights) != Some(0) {
+        return Err(format!("weights has shape {weights:?}, expected x's {x:?}, or no elements"));
+    }
+    match x {
+        [_] => fits(Shape::from_slice(&[size])),
+        [r, _] if rows => fits(Shape::from_slice(&[*r, size])),
+        _ => Err(format!("x has shape {x:?}, expected rank 1{}", if rows { " or 2" } else { "" })),
+    }
+}
+
+/// The index search of `SearchSorted`, `LowerBound` and `UpperBound`:
+/// `values`' shape, each row of `values` searched in the same row of
+/// `sorted_sequence` (their leading dims, flattened, must agree).
+fn search(sorted: &[usize], values: &[usize]) -> Result<Shape, String> {
+    let (Some((&n, sorted_rows)), Some((_, value_rows))) = (sorted.split_last(), values.split_last()) else {
+        return Err(format!(
+            "sorted_sequence {sorted:?} and values {values:?} must both have rank 1 or more, their last axis the \
+             one searched"
+        ));
+    };
+    let rows = |s: &[usize]| checked_numel(s).unwrap_or(usize::MAX);
+    if rows(sorted_rows) != rows(value_rows) {
+        return Err(format!(
+            "sorted_sequence {sorted:?} has {} rows but values {values:?} has {}; each row of values is searched in \
+             its row of sorted_sequence",
+            rows(sorted_rows),
+            rows(value_rows)
+        ));
+    }
+    if n > i32::MAX as usize {
+        return Err(format!("sorted_sequence rows of {n} are past an i32 index"));
+    }
+    Ok(Shape::from_slice(values))
+}
+
+/// Checks a scatter of `updates` at `indices` into a tensor of `target`:
+/// `indices`' last axis addresses `k` leading dims of `target`, and
+/// `updates` is `indices.shape[..-1] ++ target[k..]`.
+fn scatter(indices: &[usize], updates: &[usize], target: &[usize]) -> Result<(), String> {
+    let Some((&k, lead)) = indices.split_last() else {
+        return Err("indices is a scalar, expected rank 1 or more: its last axis holds each index".into());
+    };
+    if k > target.len() {
+        return Err(format!("indices {indices:?} address {k} dims, but the output {target:?} has {}", target.len()));
+    }
+    let want: Shape = lead.iter().chain(&target[k..]).copied().collect();
+    expect("updates", updates, &want, &format!("scattering at indices {indices:?} into {target:?}"))
+}
+
+// The kernels' functions.
+
+/// `EluGrad`: `dy` and `y` share a shape, the result's.
+pub fn elu_grad(dy: &[usize], y: &[usize], attrs: &EluGradAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    same_shapes(&[("dy", dy), ("y", y)])
+}
+
+/// `LRNGrad`: `x`, `y` and `dy` share a shape of rank 1 or more; the
+/// window's radius is not negative.
+pub fn lrn_grad(x: &[usize], y: &[usize], dy: &[usize], attrs: &LRNGradAttrs) -> Result<Shape, String> {
+    if x.is_empty() {
+        return Err("x is a scalar, which has no last axis to normalize along".into());
+    }
+    if attrs.depth_radius < 0 {
+        return Err(format!("depth_radius {} is negative, expected 0 or more", attrs.depth_radius));
+    }
+    same_shapes(&[("x", x), ("y", y), ("dy", dy)])
+}
+
+/// `ExpandDims`: `input` with a 1 inserted at `dim`, which lies in
+/// `-(rank + 1)..=rank`.
+pub fn expand_dims(input: &[usize], attrs: &ExpandDimsAttrs) -> Result<Shape, String> {
+    let axis = normalize_axis(attrs.dim, input.len() + 1).map_err(|e| format!("dim: {e}"))?;
+    let mut out = Shape::from_slice(input);
+    out.insert(axis, 1);
+    Ok(out)
+}
+
+/// `Diag`: `x.shape ++ x.shape`.
+pub fn diag(x: &[usize], attrs: &DiagAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    fits(x.iter().chain(x).copied().collect())
+}
+
+/// `BatchToSpaceND`: `[batch / prod(block_shape), spatial * block - crops..., rest...]`.
+pub fn batch_to_space_nd(x: &[usize], attrs: &BatchToSpaceNDAttrs) -> Result<Shape, String> {
+    let (blocks, crops) = (&attrs.block_shape, &attrs.crops);
+    let m = blocks.len();
+    if m == 0 || x.len() < m + 1 {
+        return Err(format!("block_shape {blocks:?} must give 1 or more spatial axes of x {x:?}, after its batch"));
+    }
+    let block = per_axis("block_shape", blocks, m)?;
+    if crops.len() != m || crops.iter().any(|c| c.len() != 2 || c.iter().any(|&v| v < 0)) {
+        return Err(format!("crops {crops:?} must give a `[start, end]` pair of sizes 0 or more per block axis"));
+    }
+    let prod = block.iter().try_fold(1usize, |p, &b| p.checked_mul(b)).unwrap_or(usize::MAX);
+    if !x[0].is_multiple_of(prod) {
+        return Err(format!("the batch of x {x:?} is {}, not a multiple of the block's {prod} elements", x[0]));
+    }
+    let mut out = Shape::from_slice(x);
+    out[0] = x[0] / prod;
+    for i in 0..m {
+        let grown = x[i + 1].checked_mul(block[i]).ok_or_else(|| format!("x {x:?} times the block overflows"))?;
+        let cut = crops[i][0] as u128 + crops[i][1] as u128;
+        if cut > grown as u128 {
+            return Err(format!("crops {:?} remove more than the {grown} elements of axis {}", crops[i], i + 1));
+        }
+        out[i + 1] = grown - cut as usize;
+    }
+    fits(out)
+}
+
+/// `SpaceToBatchND`: `[batch * prod(block_shape), (spatial + paddings) / block..., rest...]`.
+pub fn space_to_batch_nd(x: &[usize], attrs: &SpaceToBatchNDAttrs) -> Result<Shape, String> {
+    let (blocks, paddings) = (&attrs.block_shape, &attrs.paddings);
+    let m = blocks.len();
+    if m == 0 || x.len() < m + 1 {
+        return Err(format!("block_shape {blocks:?} must give 1 or more spatial axes of x {x:?}, after its batch"));
+    }
+    let block = per_axis("block_shape", blocks, m)?;
+    if paddings.len() != m || paddings.iter().any(|p| p.len() != 2 || p.iter().any(|&v| v < 0)) {
+        return Err(format!(
+            "paddings {paddings:?} must give a `[before, after]` pair of sizes 0 or more per block axis"
+        ));
+    }
+    let mut out = Shape::from_slice(x);
+    let mut batch = x[0];
+    for i in 0..m {
+        let padded = x[i + 1] as u128 + paddings[i][0] as u128 + paddings[i][1] as u128;
+        if !padded.is_multiple_of(block[i] as u128) {
+            return Err(format!(
+                "axis {} of x {x:?} is {padded} long with its paddings {:?}, not a multiple of its block {}",
+                i + 1,
+                paddings[i],
+                block[i]
+            ));
+        }
+        out[i + 1] =
+            usize::try_from(padded / block[i] as u128).map_err(|_| "the padded axis is too long".to_owned())?;
+        batch = batch.checked_mul(block[i]).ok_or_else(|| format!("the batch of x {x:?} times the block overflows"))?;
+    }
+    out[0] = batch;
+    fits(out)
+}
+
+/// `BroadcastArgs`: `[max(len s0, len s1)]` for the 1-D shapes `s0` and `s1`.
+pub fn broadcast_args(s0: &[usize], s1: &[usize], attrs: &BroadcastArgsAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    match (s0, s1) {
+        (&[a], &[b]) => Ok(Shape::from_slice(&[a.max(b)])),
+        _ => Err(format!("s0 {s0:?} and s1 {s1:?} must both be 1-D: each holds a shape")),
+    }
+}
+
+/// `GatherNd`: `indices.shape[..-1] ++ params.shape[k..]`, `k` the last
+/// dim of `indices`, at most `params`' rank.
+pub fn gather_nd(params: &[usize], indices: &[usize], attrs: &GatherNdAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    let Some((&k, lead)) = indices.split_last() else {
+        return Err("indices is a scalar, expected rank 1 or more: its last axis holds each index".into());
+    };
+    if k > params.len() {
+        return Err(format!("indices {indices:?} address {k} dims, but params {params:?} has {}", params.len()));
+    }
+    fits(lead.iter().chain(&params[k..]).copied().collect())
+}
+
+/// `ScatterNd`: `shape`, which `updates` at `indices` fit.
+pub fn scatter_nd(indices: &[usize], updates: &[usize], attrs: &ScatterNdAttrs) -> Result<Shape, String> {
+    let shape = dims("shape", &attrs.shape)?;
+    scatter(indices, updates, &shape)?;
+    Ok(shape)
+}
+
+/// `TensorScatterUpdate`: `tensor`'s shape, which `updates` at `indices` fit.
+pub fn tensor_scatter_update(
+    tensor: &[usize],
+    indices: &[usize],
+    updates: &[usize],
+    attrs: &TensorScatterUpdateAttrs,
+) -> Result<Shape, String> {
+    let _ = attrs;
+    scatter(indices, updates, tensor)?;
+    Ok(Shape::from_slice(tensor))
+}
+
+/// `SparseToDense`: `output_shape`, given `[n, rank]` (or `[n]`, or scalar)
+/// `sparse_indices` with `rank` the output's, `n` values or one, and a
+/// scalar `default_value`.
+pub fn sparse_to_dense(
+    sparse_indices: &[usize],
+    sparse_values: &[usize],
+    default_value: &[usize],
+    attrs: &SparseToDenseAttrs,
+) -> Result<Shape, String> {
+    let shape = dims("output_shape", &attrs.output_shape)?;
+    let (n, entries) = match sparse_indices {
+        [] => (1, 1),
+        &[n] => (n, 1),
+        &[n, r] => (n, r),
+        _ => {
+            return Err(format!("sparse_indices has shape {sparse_indices:?}, expected a scalar, a vector or a matrix"))
+        }
+    };
+    if entries != shape.len() {
+        return Err(format!(
+            "sparse_indices {sparse_indices:?} give {entries} coordinates per index, but output_shape {:?} has {} dims",
+            attrs.output_shape,
+            shape.len()
+        ));
+    }
+    if !(sparse_values.is_empty() || sparse_values == [n]) {
+        return Err(format!("sparse_values has shape {sparse_values:?}, expected a scalar or [{n}], one per index"));
+    }
+    if !default_value.is_empty() {
+        return Err(format!("default_value has shape {default_value:?}, expected a scalar"));
+    }
+    Ok(shape)
+}
+
+/// `SparseReshape`: `[nnz, len new_shape]` indices and the `[len new_shape]`
+/// dense shape, for `[nnz, rank]` indices of a `[rank]` `input_shape`.
+pub fn sparse_reshape(
+    input_indices: &[usize],
+    input_shape: &[usize],
+    new_shape: &[usize],
+    attrs: &SparseReshapeAttrs,
+) -> Result<Vec<Shape>, String> {
+    let _ = attrs;
+    let &[nnz, r] = input_indices else {
+        return Err(format!("input_indices has shape {input_indices:?}, expected a matrix [nnz, rank]"));
+    };
+    if input_shape != [r] {
+        return Err(format!("input_shape has shape {input_shape:?}, expected a vector of the indices' rank, [{r}]"));
+    }
+    let &[out] = new_shape else {
+        return Err(format!("new_shape has shape {new_shape:?}, expected a vector"));
+    };
+    Ok(vec![fits(Shape::from_slice(&[nnz, out]))?, Shape::from_slice(&[out])])
+}
+
+/// `Bincount`: `[size]` for a 1-D `x`.
+pub fn bincount(x: &[usize], weights: &[usize], attrs: &BincountAttrs) -> Result<Shape, String> {
+    bincount_shape(x, weights, attrs.size, false)
+}
+
+/// `DenseBincount`: `[size]` for a 1-D `x`, `[rows, size]` for a 2-D one.
+pub fn dense_bincount(x: &[usize], weights: &[usize], attrs: &DenseBincountAttrs) -> Result<Shape, String> {
+    bincount_shape(x, weights, attrs.size, true)
+}
+
+/// `SearchSorted`: `values`' shape.
+pub fn search_sorted(sorted_sequence: &[usize], values: &[usize], attrs: &SearchSortedAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    search(sorted_sequence, values)
+}
+
+/// `LowerBound`: `values`' shape.
+pub fn lower_bound(sorted_sequence: &[usize], values: &[usize], attrs: &LowerBoundAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    search(sorted_sequence, values)
+}
+
+/// `UpperBound`: `values`' shape.
+pub fn upper_bound(sorted_sequence: &[usize], values: &[usize], attrs: &UpperBoundAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    search(sorted_sequence, values)
+}
+
+/// `MatrixBandPart`: `input`'s shape, of rank 2 or more, with scalar band widths.
+pub fn matrix_band_part(
+    input: &[usize],
+    num_lower: &[usize],
+    num_upper: &[usize],
+    attrs: &MatrixBandPartAttrs,
+) -> Result<Shape, String> {
+    let _ = attrs;
+    if input.len() < 2 {
+        return Err(format!("input has shape {input:?}, expected rank 2 or more: its last two axes are matrices"));
+    }
+    if !num_lower.is_empty() || !num_upper.is_empty() {
+        return Err(format!("num_lower {num_lower:?} and num_upper {num_upper:?} must be scalars"));
+    }
+    Ok(Shape::from_slice(input))
+}
+
+/// `LinSpace`: `[num]`, `num` 1 or more.
+pub fn linspace(attrs: &LinSpaceAttrs) -> Result<Shape, String> {
+    match usize::try_from(attrs.num) {
+        Ok(n) if n >= 1 => fits(Shape::from_slice(&[n])),
+        _ => Err(format!("num {} must be 1 or more", attrs.num)),
+    }
+}
+
+/// `FlipLeftRight`: the NHWC `image`'s shape.
+pub fn flip_left_right(image: &[usize], attrs: &FlipLeftRightAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    rank("image", image, 4)?;
+    Ok(Shape::from_slice(image))
+}
+
+/// `RotateWithOffset`: the NHWC `image`'s shape; `fill_value` gives one
+/// value or three, and `center` one fraction or two.
+pub fn rotate_with_offset(image: &[usize], attrs: &RotateWithOffsetAttrs) -> Result<Shape, String> {
+    rank("image", image, 4)?;
+    if !matches!(attrs.fill_value.len(), 1 | 3) {
+        return Err(format!("fill_value {:?} must give one value or three, `[r, g, b]`", attrs.fill_value));
+    }
+    if !matches!(attrs.center.len(), 1 | 2) {
+        return Err(format!("center {:?} must give one fraction or two, `[x, y]`", attrs.center));
+    }
+    Ok(Shape::from_slice(image))
+}
+
+/// `ResizeBilinear`: `[batch, size[0], size[1], channels]`.
+pub fn resize_bilinear(images: &[usize], attrs: &ResizeBilinearAttrs) -> Result<Shape, String> {
+    resized(images, &attrs.size, attrs.align_corners, attrs.half_pixel_centers)
+}
+
+/// `ResizeNearestNeighbor`: `[batch, size[0], size[1], channels]`.
+pub fn resize_nearest_neighbor(images: &[usize], attrs: &ResizeNearestNeighborAttrs) -> Result<Shape, String> {
+    resized(images, &attrs.size, attrs.align_corners, attrs.half_pixel_centers)
+}
+
+/// `ResizeBilinearGrad`: `images`' shape, `dy` being their resize.
+pub fn resize_bilinear_grad(images: &[usize], dy: &[usize], attrs: &ResizeBilinearGradAttrs) -> Result<Shape, String> {
+    resize_grad(images, dy, &attrs.size, attrs.align_corners, attrs.half_pixel_centers)
+}
+
+/// `ResizeNearestNeighborGrad`: `images`' shape, `dy` being their resize.
+pub fn resize_nearest_neighbor_grad(
+    images: &[usize],
+    dy: &[usize],
+    attrs: &ResizeNearestNeighborGradAttrs,
+) -> Result<Shape, String> {
+    resize_grad(images, dy, &attrs.size, attrs.align_corners, attrs.half_pixel_centers)
+}
+
+/// `CropAndResize`: `[boxes, crop height, crop width, channels]`.
+pub fn crop_and_resize(
+    image: &[usize],
+    boxes: &[usize],
+    box_ind: &[usize],
+    attrs: &CropAndResizeAttrs,
+) -> Result<Shape, String> {
+    let (_, _, channels) = Layout::NHWC.split("image", image)?;
+    let &[n, 4] = boxes else {
+        return Err(format!("boxes has shape {boxes:?}, expected [boxes, 4]"));
+    };
+    if box_ind != [n] {
+        return Err(format!("box_ind has shape {box_ind:?}, expected one image index per box, [{n}]"));
+    }
+    if attrs.crop_size.len() != 2 {
+        return Err(format!("crop_size {:?} must be `[height, width]`", attrs.crop_size));
+    }
+    let size = per_axis("crop_size", &attrs.crop_size, 2)?;
+    fits(Layout::NHWC.join(n, &size, channels))
+}
+
+/// `Transform`: `[batch, out height, out width, channels]`, the output
+/// size `output_shape` or the input's; `transforms` is `[1, 8]` or one row
+/// per image.
+pub fn transform(image: &[usize], transforms: &[usize], attrs: &TransformAttrs) -> Result<Shape, String> {
+    let (batch, spatial, channels) = Layout::NHWC.split("image", image)?;
+    if !(transforms == [1, 8] || transforms == [batch, 8]) {
+        return Err(format!("transforms has shape {transforms:?}, expected [1, 8] or [{batch}, 8]"));
+    }
+    let size = match attrs.output_shape.as_deref() {
+        None => spatial.to_vec(),
+        Some(s @ [_, _]) => per_axis("output_shape", s, 2)?,
+        Some(s) => return Err(format!("output_shape {s:?} must be `[height, width]`")),
+    };
+    fits(Layout::NHWC.join(batch, &size, channels))
+}
+
+/// `NonMaxSuppressionV3`: at most `min(max_output_size, boxes)` indices.
+pub fn non_max_suppression_v3(
+    boxes: &[usize],
+    scores: &[usize],
+    attrs: &NonMaxSuppressionV3Attrs,
+) -> Result<Shape, String> {
+    nms(boxes, scores, attrs.max_output_size, attrs.iou_threshold, false)
+}
+
+/// `NonMaxSuppressionV4`: the indices' bound (exactly `max_output_size`
+/// when padded), and the scalar count of valid ones.
+pub fn non_max_suppression_v4(
+    boxes: &[usize],
+    scores: &[usize],
+    attrs: &NonMaxSuppressionV4Attrs,
+) -> Result<Vec<Shape>, String> {
+    let a = attrs;
+    let indices = nms(boxes, scores, a.max_output_size, a.iou_threshold, a.pad_to_max_output_size)?;
+    Ok(vec![indices, Shape::new()])
+}
+
+/// `NonMaxSuppressionV5`: at most `min(max_output_size, boxes)` indices
+/// and as many scores; `soft_nms_sigma` lies in [0, 1].
+pub fn non_max_suppression_v5(
+    boxes: &[usize],
+    scores: &[usize],
+    attrs: &NonMaxSuppressionV5Attrs,
+) -> Result<Vec<Shape>, String> {
+    if !(0.0..=1.0).contains(&attrs.soft_nms_sigma) {
+        return Err(format!("soft_nms_sigma {} must lie in [0, 1]", attrs.soft_nms_sigma));
+    }
+    let indices = nms(boxes, scores, attrs.max_output_size, attrs.iou_threshold, false)?;
+    Ok(vec![indices.clone(), indices])
+}
+
+/// `DepthwiseConv2dNative`: `[batch, out height, out width, in channels * multiplier]` (NHWC).
+pub fn depthwise_conv2d(x: &[usize], filter: &[usize], attrs: &DepthwiseConv2dNativeAttrs) -> Result<Shape, String> {
+    let a = attrs;
+    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
+    let layout = Layout::from(a.data_format);
+    let conv = Conv {
+        layout,
+        strides: &a.strides,
+        dilations: &a.dilations,
+        pad,
+        rounding: a.dim_rounding_mode,
+        depthwise: true,
+    };
+    conv.shape(x, filter)
+}
+
+/// `DepthwiseConv2dNativeBackpropInput`: `input_shape`.
+pub fn depthwise_conv2d_backprop_input(
+    dy: &[usize],
+    filter: &[usize],
+    attrs: &DepthwiseConv2dNativeBackpropInputAttrs,
+) -> Result<Shape, String> {
+    let a = attrs;
+    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
+    let layout = Layout::NHWC;
+    let conv = Conv {
+        layout,
+        strides: &a.strides,
+        dilations: &a.dilations,
+        pad,
+        rounding: a.dim_rounding_mode,
+        depthwise: true,
+    };
+    conv.backprop_input(dy, filter, &a.input_shape)
+}
+
+/// `DepthwiseConv2dNativeBackpropFilter`: `filter_shape`.
+pub fn depthwise_conv2d_backprop_filter(
+    x: &[usize],
+    dy: &[usize],
+    attrs: &DepthwiseConv2dNativeBackpropFilterAttrs,
+) -> Result<Shape, String> {
+    let a = attrs;
+    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
+    let layout = Layout::NHWC;
+    let conv = Conv {
+        layout,
+        strides: &a.strides,
+        dilations: &a.dilations,
+        pad,
+        rounding: a.dim_rounding_mode,
+        depthwise: true,
+    };
+    conv.backprop_filter(x, dy, &a.filter_shape)
+}
+
+/// `Conv3D`: `[batch, out depth, out height, out width, out channels]` (NDHWC).
+pub fn conv3d(x: &[usize], filter: &[usize], attrs: &Conv3DAttrs) -> Result<Shape, String> {
+    let a = attrs;
+    let layout = Layout::from(a.data_format);
+    let conv = Conv {
+        layout,
+        strides: &a.strides,
+        dilations: &a.dilations,
+        pad: a.padding.into(),
+        rounding: None,
+        depthwise: false,
+    };
+    conv.shape(x, filter)
+}
+
+/// `Conv3DBackpropInputV2`: `input_shape`.
+pub fn conv3d_backprop_input(
+    dy: &[usize],
+    filter: &[usize],
+    attrs: &Conv3DBackpropInputV2Attrs,
+) -> Result<Shape, String> {
+    let a = attrs;
+    let conv = Conv {
+        layout: Layout::NDHWC,
+        strides: &a.strides,
+        dilations: &[1],
+        pad: a.padding.into(),
+        rounding: None,
+        depthwise: false,
+    };
+    conv.backprop_input(dy, filter, &a.input_shape)
+}
+
+/// `Conv3DBackpropFilterV2`: `filter_shape`.
+pub fn conv3d_backprop_filter(x: &[usize], dy: &[usize], attrs: &Conv3DBackpropFilterV2Attrs) -> Result<Shape, String> {
+    let a = attrs;
+    let conv = Conv {
+        layout: Layout::NDHWC,
+        strides: &a.strides,
+        dilations: &[1],
+        pad: a.padding.into(),
+        rounding: None,
+        depthwise: false,
+    };
+    conv.backprop_filter(x, dy, &a.filter_shape)
+}
+
+/// `MaxPool3D`: the pooled NDHWC (or NCDHW) shape.
+pub fn max_pool3d(x: &[usize], attrs: &MaxPool3DAttrs) -> Result<Shape, String> {
+    let a = attrs;
+    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
+    let layout = Layout::from(a.data_format);
+    Pool { layout, filter_size: &a.filter_size, strides: &a.strides, pad, rounding: a.dim_rounding_mode }.shape(x)
+}
+
+/// `AvgPool3D`: the pooled NDHWC (or NCDHW) shape.
+pub fn avg_pool3d(x: &[usize], attrs: &AvgPool3DAttrs) -> Result<Shape, String> {
+    let a = attrs;
+    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
+    let layout = Layout::from(a.data_format);
+    Pool { layout, filter_size: &a.filter_size, strides: &a.strides, pad, rounding: a.dim_rounding_mode }.shape(x)
+}
+
+/// `MaxPool3DGrad`: `input`'s shape; `dy` and `output` have its pooled shape.
+pub fn max_pool3d_grad(
+    dy: &[usize],
+    input: &[usize],
+    output: &[usize],
+    attrs: &MaxPool3DGradAttrs,
+) -> Result<Shape, String> {
+    let a = attrs;
+    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
+    let pool = Pool {
+        layout: Layout::NDHWC,
+        filter_size: &a.filter_size,
+        strides: &a.strides,
+        pad,
+        rounding: a.dim_rounding_mode,
+    };
+    pool.grad(dy, input, Some(output))
+}
+
+/// `AvgPool3DGrad`: `input`'s shape; `dy` has its pooled shape.
+pub fn avg_pool3d_grad(dy: &[usize], input: &[usize], attrs: &AvgPool3DGradAttrs) -> Result<Shape, String> {
+    let a = attrs;
+    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
+    let pool = Pool {
+        layout: Layout::NDHWC,
+        filter_size: &a.filter_size,
+        strides: &a.strides,
+        pad,
+        rounding: a.dim_rounding_mode,
+    };
+    pool.grad(dy, input, None)
+}
+
+/// `MaxPoolWithArgmax`: the pooled NHWC shape, for the maxima and for their indexes.
+pub fn max_pool_with_argmax(x: &[usize], attrs: &MaxPoolWithArgmaxAttrs) -> Result<Vec<Shape>, String> {
+    let a = attrs;
+    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
+    let pooled = Pool { layout: Layout::NHWC, filter_size: &a.filter_size, strides: &a.strides, pad, rounding: None }
+        .shape(x)?;
+    Ok(vec![pooled.clone(), pooled])
+}
+
+/// `Dilation2D`: `[batch, out height, out width, channels]`.
+pub fn dilation2d(x: &[usize], filter: &[usize], attrs: &Dilation2DAttrs) -> Result<Shape, String> {
+    let a = attrs;
+    dilation(x, filter, &a.strides, &a.dilations, Pad::new(a.padding, a.explicit_paddings.as_deref())?)
+}
+
+/// `Dilation2DBackpropInput`: `x`'s shape; `dy` has the dilation's.
+pub fn dilation2d_backprop_input(
+    x: &[usize],
+    filter: &[usize],
+    dy: &[usize],
+    attrs: &Dilation2DBackpropInputAttrs,
+) -> Result<Shape, String> {
+    let a = attrs;
+    let want = dilation(x, filter, &a.strides, &a.dilations, Pad::new(a.padding, a.explicit_paddings.as_deref())?)?;
+    expect("dy", dy, &want, &format!("the dilation of x {x:?} by filter {filter:?}"))?;
+    Ok(Shape::from_slice(x))
+}
+
+/// `Dilation2DBackpropFilter`: `filter`'s shape; `dy` has the dilation's.
+pub fn dilation2d_backprop_filter(
+    x: &[usize],
+    filter: &[usize],
+    dy: &[usize],
+    attrs: &Dilation2DBackpropFilterAttrs,
+) -> Result<Shape, String> {
+    let a = attrs;
+    let want = dilation(x, filter, &a.strides, &a.dilations, Pad::new(a.padding, a.explicit_paddings.as_deref())?)?;
+    expect("dy", dy, &want, &format!("the dilation of x {x:?} by filter {filter:?}"))?;
+    Ok(Shape::from_slice(filter))
+}
+
+/// The output of a fused kernel (`_FusedMatMul`, `FusedConv2D`,
+/// `FusedDepthwiseConv2D`): `out`, the product or convolution, to which
+/// `bias` is added and on which `activation` runs. `bias` and the PReLU
+/// weights broadcast to `out` without growing it; with `per_channel` (a
+/// channels-first convolution, as TF.js's `FusedConv2D` does for NCHW) a
+/// 1-D `bias` of more than one entry adds per channel, as `[c, 1, 1]`.
+/// `prelu` needs its weights, and only `prelu` takes them.
+fn fused(
+    out: Shape,
+    bias: Option<&[usize]>,
+    weights: Option<&[usize]>,
+    activation: Activation,
+    per_channel: bool,
+) -> Result<Shape, String> {
+    let per_channel_bias = bias.map(|b| match b {
+        &[c] if per_channel && c != 1 => Shape::from_slice(&[c, 1, 1]),
+        _ => Shape::from_slice(b),
+    });
+    let added = [("bias", bias, per_channel_bias.as_deref()), ("prelu_activation_weights", weights, weights)];
+    for (name, given, as_added) in added.iter().filter_map(|&(n, g, a)| Some((n, g?, a?))) {
+        if broadcast_shapes(&out, as_added).ok().as_deref() != Some(&out[..]) {
+            return Err(format!("{name} {given:?} does not broadcast to the output {:?} without growing it", &out[..]));
+        }
+    }
+    match (activation, weights) {
+        (Activation::Prelu, None) => Err("activation is `prelu`, but prelu_activation_weights is not given".into()),
+        (Activation::Prelu, Some(_)) | (_, None) => Ok(out),
+        (other, Some(_)) => {
+            Err(format!("prelu_activation_weights is given, but activation is `{other}`; only `prelu` takes them"))
+        }
+    }
+}
+
+/// `_FusedMatMul`: the batched product `[..., m, n]` of `a` and `b` (each
+/// transposed first as its attr says), which `bias` and the PReLU weights
+/// broadcast to.
+pub fn fused_matmul(
+    a: &[usize],
+    b: &[usize],
+    bias: Option<&[usize]>,
+    prelu_activation_weights: Option<&[usize]>,
+    attrs: &_FusedMatMulAttrs,
+) -> Result<Shape, String> {
+    let out = matmul(a, b, attrs.transpose_a, attrs.transpose_b).map_err(|e| format!("a {a:?} times b {b:?}: {e}"))?;
+    fused(out, bias, prelu_activation_weights, attrs.activation, false)
+}
+
+/// `FusedConv2D`: `Conv2D`'s output (NHWC, or NCHW with `data_format`),
+/// which `bias` (per channel when 1-D and NCHW) and the PReLU weights
+/// broadcast to.
+pub fn fused_conv2d(
+    x: &[usize],
+    filter: &[usize],
+    bias: Option<&[usize]>,
+    prelu_activation_weights: Option<&[usize]>,
+    attrs: &FusedConv2DAttrs,
+) -> Result<Shape, String> {
+    let a = attrs;
+    let conv = Conv {
+        layout: Layout::from(a.data_format),
+        strides: &a.strides,
+        dilations: &a.dilations,
+        pad: Pad::new(a.padding, a.explicit_paddings.as_deref())?,
+        rounding: a.dim_rounding_mode,
+        depthwise: false,
+    };
+    let per_channel = a.data_format == DataFormat::Nchw;
+    fused(conv.shape(x, filter)?, bias, prelu_activation_weights, a.activation, per_channel)
+}
+
+/// `FusedDepthwiseConv2D`: `DepthwiseConv2dNative`'s output, which `bias`
+/// and the PReLU weights broadcast to.
+pub fn fused_depthwise_conv2d(
+    x: &[usize],
+    filter: &[usize],
+    bias: Option<&[usize]>,
+    prelu_activation_weights: Option<&[usize]>,
+    attrs: &FusedDepthwiseConv2DAttrs,
+) -> Result<Shape, String> {
+    let a = attrs;
+    let conv = Conv {
+        layout: Layout::from(a.data_format),
+        strides: &a.strides,
+        dilations: &a.dilations,
+        pad: Pad::new(a.padding, a.explicit_paddings.as_deref())?,
+        rounding: a.dim_rounding_mode,
+        depthwise: true,
+    };
+    fused(conv.shape(x, filter)?, bias, prelu_activation_weights, a.activation, false)
+}
+
+/// The output shape of an Einstein summation: `equation` gives each
+/// operand's subscripts, one ASCII letter per axis, comma-separated, then
+/// optionally `->` and the output's (whitespace is ignored). Without `->`
+/// (the implicit form) the output has the letters written exactly once, in
+/// ASCII order (uppercase first), as in NumPy. Each operand's rank is its
+/// count of letters, a letter names the same length wherever it appears
+/// (in one operand too: `ii` is a diagonal), and each output letter
+/// appears once, and in some operand. The ellipsis `...` is refused, as
+/// TF.js refuses it.
+///
+/// TF.js's own kernels are narrower: they need the `->`, one or two
+/// operands, and no letter twice in one operand. This rule is the general
+/// one, which gives their shapes where they run.
+///
+/// ```
+/// use opforge_example_tfjs_spec::shapes::einsum_shape;
+/// assert_eq!(einsum_shape("ij,jk->ik", &[&[2, 3], &[3, 4]]).unwrap().as_slice(), &[2, 4]);
+/// assert_eq!(einsum_shape("ij, jk", &[&[2, 3], &[3, 4]]).unwrap().as_slice(), &[2, 4]);
+/// assert_eq!(einsum_shape("ba", &[&[2, 3]]).unwrap().as_slice(), &[3, 2]);
+/// assert_eq!(einsum_shape("ii->", &[&[3, 3]]).unwrap().as_slice(), &[] as &[usize]);
+/// assert!(einsum_shape("ij,jk->ik", &[&[2, 3], &[4, 5]]).unwrap_err().contains("letter `j`"));
+/// assert!(einsum_shape("ij->ik", &[&[2, 3]]).unwrap_err().contains("`k`"));
+/// ```
+pub fn einsum_shape(equation: &str, operands: &[&[usize]]) -> Result<Shape, String> {
+    let eq: String = equation.chars().filter(|c| !c.is_whitespace()).collect();
+    if eq.contains("...") {
+        return Err(format!("equation {equation:?} uses the ellipsis `...`, which is not supported"));
+    }
+    let (lhs, rhs) = match eq.split_once("->") {
+        Some((_, rhs)) if rhs.contains("->") => {
+            return Err(format!("equation {equation:?} has more than one `->`"));
+        }
+        Some((lhs, rhs)) => (lhs, Some(rhs)),
+        None => (eq.as_str(), None),
+    };
+    let letters = |part: &str, what: &str| match part.chars().find(|c| !c.is_ascii_alphabetic()) {
+        Some(c) => {
+            Err(format!("equation {equation:?} has `{c}` in {what}, expected letters (and `,` between operands)"))
+        }
+        None => Ok(part.as_bytes().to_vec()),
+    };
+    let terms: Vec<&str> = lhs.split(',').collect();
+    if terms.len() != operands.len() {
+        return Err(format!(
+            "equation {equation:?} gives subscripts for {} operands, but the call gives {}",
+            terms.len(),
+            operands.len()
+        ));
+    }
+    let mut seen: Vec<Label> = Vec::new();
+    for (i, (term, shape)) in terms.iter().zip(operands).enumerate() {
+        let term = letters(term, &format!("the subscripts of operand {i}"))?;
+        if term.len() != shape.len() {
+            return Err(format!(
+                "operand {i} has shape {shape:?} of rank {}, but its subscripts `{}` name {} axes",
+                shape.len(),
+                String::from_utf8_lossy(&term),
+                term.len()
+            ));
+        }
+        for (&letter, &len) in term.iter().zip(shape.iter()) {
+            match seen.iter_mut().find(|l| l.letter == letter) {
+                Some(l) if l.len != len => {
+                    return Err(format!(
+                        "letter `{}` is {len} long in operand {i} {shape:?}, but {} in operand {}; a letter names \
+                         one length",
+                        letter as char, l.len, l.operand
+                    ))
+                }
+                Some(l) => l.count += 1,
+                None => seen.push(Label { letter, len, operand: i, count: 1 }),
+            }
+        }
+    }
+    let output = match rhs {
+        Some(rhs) => {
+            let out = letters(rhs, "the output's subscripts")?;
+            for (j, c) in out.iter().enumerate() {
+                if out[..j].contains(c) {
+                    return Err(format!("equation {equation:?} names `{}` twice in the output", *c as char));
+                }
+                if !seen.iter().any(|l| l.letter == *c) {
+                    return Err(format!("equation {equation:?} has `{}` in the output but in no operand", *c as char));
+                }
+            }
+            out
+        }
+        None => {
+            let mut once: Vec<u8> = seen.iter().filter(|l| l.count == 1).map(|l| l.letter).collect();
+            once.sort_unstable();
+            once
+        }
+    };
+    let dims = output.iter().map(|c| seen.iter().find(|l| l.letter == *c).map_or(0, |l| l.len));
+    fits(dims.collect())
+}
+
+/// A letter of an Einstein summation: the length it names, the operand
+/// that first has it, and how often the operands write it.
+struct Label {
+    letter: u8,
+    len: usize,
+    operand: usize,
+    count: usize,
+}
+
+/// `Einsum`: the shape [`einsum_shape`] gives for `equation` and the operands.
+pub fn einsum(operands: &[&[usize]], attrs: &EinsumAttrs) -> Result<Shape, String> {
+    einsum_shape(&attrs.equation, operands)
+}
+
+/// `SparseFillEmptyRows`: for `[nnz, rank]` `indices`, `[nnz]` values,
+/// a `[rank]` dense shape and a scalar default: `[ANY, rank]` indices and
+/// `[ANY]` values (`nnz` plus one per empty row), `[ANY]` empty-row flags
+/// (`dense_shape[0]` of them), and the `[nnz]` reverse index map.
+pub fn sparse_fill_empty_rows(
+    indices: &[usize],
+    values: &[usize],
+    dense_shape: &[usize],
+    default_value: &[usize],
+    attrs: &SparseFillEmptyRowsAttrs,
+) -> Result<Vec<Shape>, String> {
+    let _ = attrs;
+    let &[nnz, rank] = indices else {
+        return Err(format!("indices has shape {indices:?}, expected a matrix [nnz, rank]"));
+    };
+    if rank == 0 {
+        return Err(format!("indices has shape {indices:?}: each index needs a row, expected a rank of 1 or more"));
+    }
+    if values != [nnz] {
+        return Err(format!("values has shape {values:?}, expected one value per index, [{nnz}]"));
+    }
+    if dense_shape != [rank] {
+        return Err(format!("dense_shape has shape {dense_shape:?}, expected one dim per index entry, [{rank}]"));
+    }
+    if !default_value.is_empty() {
+        return Err(format!("default_value has shape {default_value:?}, expected a scalar"));
+    }
+    let s = Shape::from_slice;
+    Ok(vec![s(&[ANY, rank]), s(&[ANY]), s(&[ANY]), s(&[nnz])])
+}
+
+/// `SparseSegmentMean`: `[ANY] ++ data.shape[1..]` (no rows for no indices).
+pub fn sparse_segment_mean(
+    data: &[usize],
+    indices: &[usize],
+    segment_ids: &[usize],
+    attrs: &SparseSegmentMeanAttrs,
+) -> Result<Shape, String> {
+    let _ = attrs;
+    sparse_segments(data, indices, segment_ids)
+}
+
+/// `SparseSegmentSum`: `[ANY] ++ data.shape[1..]` (no rows for no indices).
+pub fn sparse_segment_sum(
+    data: &[usize],
+    indices: &[usize],
+    segment_ids: &[usize],
+    attrs: &SparseSegmentSumAttrs,
+) -> Result<Shape, String> {
+    let _ = attrs;
+    sparse_segments(data, indices, segment_ids)
+}
+
+/// A sparse segment reduction of the rows of `data` that the vector
+/// `indices` picks into the segments of the vector `segment_ids`: as many
+/// rows as the last segment id plus one, a value, so `ANY`; none when
+/// there are no indices.
+fn sparse_segments(data: &[usize], indices: &[usize], segment_ids: &[usize]) -> Result<Shape, String> {
+    if data.is_empty() {
+        return Err("data is a scalar, expected rank 1 or more: its rows are reduced".into());
+    }
+    let &[n] = indices else {
+        return Err(format!("indices has shape {indices:?}, expected a vector"));
+    };
+    if segment_ids != [n] {
+        return Err(format!("segment_ids has shape {segment_ids:?}, expected one segment id per index, [{n}]"));
+    }
+    let mut out = Shape::from_slice(data);
+    out[0] = if n == 0 { 0 } else { ANY };
+    Ok(out)
+}
+
+/// `RaggedRange`: `[rows + 1]` row splits and `[ANY]` values, where `starts`,
+/// `limits` and `deltas` are each a scalar (every row's) or a vector of
+/// `rows`, and `rows` is 1 when all are scalars.
+pub fn ragged_range(
+    starts: &[usize],
+    limits: &[usize],
+    deltas: &[usize],
+    attrs: &RaggedRangeAttrs,
+) -> Result<Vec<Shape>, String> {
+    let _ = attrs;
+    let mut rows: Option<(&str, usize)> = None;
+    for (name, shape) in [("starts", starts), ("limits", limits), ("deltas", deltas)] {
+        match (shape, rows) {
+            ([], _) => {}
+            (&[n], None) => rows = Some((name, n)),
+            (&[n], Some((first, m))) if n != m => {
+                return Err(format!(
+                    "{name} has shape {shape:?}, but {first} has [{m}]; the vectors among starts, limits and deltas \
+                     give one entry per row"
+                ))
+            }
+            (&[_], Some(_)) => {}
+            _ => return Err(format!("{name} has shape {shape:?}, expected a scalar or a vector")),
+        }
+    }
+    let rows = rows.map_or(1, |(_, n)| n);
+    let splits = rows.checked_add(1).ok_or_else(|| format!("{rows} rows overflow their splits"))?;
+    Ok(vec![fits(Shape::from_slice(&[splits]))?, Shape::from_slice(&[ANY])])
+}
+
+/// `RaggedGather`: the output's row splits, then its values. For indices
+/// of rank `r` and `p` params splits, there are `r + p - 1` splits (which
+/// `output_ragged_rank` must say): first the uniform ones of `indices`'
+/// leading dims (`[d0 + 1]`, `[d0 * d1 + 1]`, ...), exact; then one per
+/// params splits tensor but the first when `indices` is a scalar: the
+/// first `[indices' size + 1]`, exact, the others `[ANY]`; the values are
+/// `[ANY] ++ params_dense_values.shape[1..]`. Gathering nothing gives
+/// `[1]` splits and no values.
+pub fn ragged_gather(
+    params_dense_values: &[usize],
+    indices: &[usize],
+    params_nested_splits: &[&[usize]],
+    attrs: &RaggedGatherAttrs,
+) -> Result<Vec<Shape>, String> {
+    let p = params_nested_splits.len();
+    if p == 0 {
+        return Err("params_nested_splits is empty, expected 1 or more row splits tensors".into());
+    }
+    for (i, splits) in params_nested_splits.iter().enumerate() {
+        if !matches!(splits, &[n] if *n >= 1) {
+            return Err(format!(
+                "params_nested_splits[{i}] has shape {splits:?}, expected a vector of 1 or more row splits"
+            ));
+        }
+    }
+    if params_dense_values.is_empty() {
+        return Err("params_dense_values is a scalar, expected rank 1 or more: its first axis holds the values".into());
+    }
+    let r = indices.len();
+    let count = r + p - 1;
+    if usize::try_from(attrs.output_ragged_rank) != Ok(count) {
+        return Err(format!(
+            "output_ragged_rank is {}, but indices {indices:?} of rank {r} and {p} params splits tensors give {count} \
+             splits (rank + splits - 1)",
+            attrs.output_ragged_rank
+        ));
+    }
+    let n = checked_numel(indices).ok_or_else(|| format!("indices {indices:?} have too many elements"))?;
+    let mut shapes = Vec::with_capacity(count + 1);
+    let mut rows = 1usize;
+    for &d in &indices[..r.saturating_sub(1)] {
+        rows = rows.checked_mul(d).ok_or_else(|| format!("the rows of indices {indices:?} overflow"))?;
+        shapes.push(fits(Shape::from_slice(&[rows + 1]))?);
+    }
+    let first = usize::from(r == 0);
+    for level in first..p {
+        let len = match (level, n) {
+            (0, _) => n + 1,
+            (_, 0) => 1,
+            _ => ANY,
+        };
+        shapes.push(Shape::from_slice(&[len]));
+    }
+    let mut values = Shape::from_slice(params_dense_values);
+    values[0] = if n == 0 { 0 } else { ANY };
+    shapes.push(values);
+    Ok(shapes)
+}
+
+/// The row partition kinds `RaggedTensorToTensor` takes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Partition {
+    FirstDimSize,
+    ValueRowids,
+    RowSplits,
+}
+
+/// `RaggedTensorToTensor`: rank `ragged rank + values' rank`, the ragged
+/// rank being the count of row partitions (less the `FIRST_DIM_SIZE`); the
+/// last dims are `values.shape[1..]`. The leading `ragged rank + 1` dims
+/// are the values of `shape` where it is a vector (`ANY`, -1 entries too:
+/// the ragged tensor's own). Where `shape` is a scalar (-1, the ragged
+/// tensor's own shape), the first dim is the rows of `ROW_SPLITS` first
+/// (`FIRST_DIM_SIZE`'s value: `ANY`), and a dim that `VALUE_ROWIDS` splits
+/// is at most its length (`ROW_SPLITS`: `ANY`). `default_value` has a lower
+/// rank than `values`, each dim 1 or the matching dim of `values.shape[1..]`.
+pub fn ragged_tensor_to_tensor(
+    shape: &[usize],
+    values: &[usize],
+    default_value: &[usize],
+    row_partition_tensors: &[&[usize]],
+    attrs: &RaggedTensorToTensorAttrs,
+) -> Result<Shape, String> {
+    let types = &attrs.row_partition_types;
+    if types.is_empty() {
+        return Err("row_partition_types is empty, expected one kind per row partition tensor".into());
+    }
+    if types.len() != row_partition_tensors.len() {
+        return Err(format!(
+            "row_partition_types {types:?} gives {} kinds, but {} row partition tensors are given",
+            types.len(),
+            row_partition_tensors.len()
+        ));
+    }
+    let mut kinds = Vec::with_capacity(types.len());
+    for (i, (kind, tensor)) in types.iter().zip(row_partition_tensors).enumerate() {
+        let kind = match (kind.as_str(), i, kinds.first()) {
+            ("FIRST_DIM_SIZE", 0, _) => Partition::FirstDimSize,
+            ("FIRST_DIM_SIZE", ..) => {
+                return Err(format!(
+                    "row_partition_types {types:?} has FIRST_DIM_SIZE at {i}, but it may only come first"
+                ))
+            }
+            ("VALUE_ROWIDS", _, Some(_)) => Partition::ValueRowids,
+            ("VALUE_ROWIDS", ..) => {
+                return Err(format!(
+                    "row_partition_types {types:?} starts with VALUE_ROWIDS, which needs a FIRST_DIM_SIZE before it"
+                ))
+            }
+            ("ROW_SPLITS", ..) => Partition::RowSplits,
+            (other, ..) => {
+                return Err(format!(
+                    "row_partition_types {types:?} holds {other:?}, expected FIRST_DIM_SIZE, VALUE_ROWIDS or ROW_SPLITS"
+                ))
+            }
+        };
+        let fits_kind = match kind {
+            Partition::FirstDimSize => tensor.is_empty(),
+            Partition::ValueRowids => tensor.len() == 1,
+            Partition::RowSplits => matches!(tensor, &[n] if *n >= 1),
+        };
+        if !fits_kind {
+            let want = match kind {
+                Partition::FirstDimSize => "a scalar",
+                Partition::ValueRowids => "a vector",
+                Partition::RowSplits => "a vector of 1 or more splits",
+            };
+            return Err(format!("row partition tensor {i} ({}) has shape {tensor:?}, expected {want}", types[i]));
+        }
+        kinds.push(kind);
+    }
+    if values.is_empty() {
+        return Err("values is a scalar, expected rank 1 or more: its first axis holds the flat values".into());
+    }
+    // The partitions of each ragged dim, after a FIRST_DIM_SIZE.
+    let first_dim_size = kinds[0] == Partition::FirstDimSize;
+    let splits = &kinds[usize::from(first_dim_size)..];
+    let tensors = &row_partition_tensors[usize::from(first_dim_size)..];
+    let rank = splits.len() + values.len();
+    let natural = match shape {
+        [] => true,
+        &[r] if r == rank => false,
+        _ => {
+            return Err(format!(
+                "shape has shape {shape:?}, expected a scalar (-1: the ragged tensor's own shape) or a vector of the \
+                 output's rank, [{rank}]: {} ragged dims and values of rank {}",
+                splits.len(),
+                values.len()
+            ))
+        }
+    };
+    if default_value.len() >= values.len() || default_value.iter().zip(&values[1..]).any(|(&d, &v)| d != 1 && d != v) {
+        return Err(format!(
+            "default_value has shape {default_value:?}, expected a rank below values' {values:?}, each dim 1 or that \
+             of values.shape[1..]"
+        ));
+    }
+    let mut out = Shape::with_capacity(rank);
+    out.push(match (natural, kinds[0]) {
+        (true, Partition::RowSplits) => row_partition_tensors[0][0] - 1,
+        _ => ANY,
+    });
+    for (kind, tensor) in splits.iter().zip(tensors) {
+        out.push(match (natural, kind) {
+            (true, Partition::ValueRowids) => tensor[0],
+            _ => ANY,
+        });
+    }
+    out.extend_from_slice(&values[1..]);
+    Ok(out)
+}

@@ -1,0 +1,994 @@
+//! The declarability proof: every in-scope TF.js kernel (classes A and B of
+//! the TF.js kernel survey) is declared, by this crate's `tfjs.toml` or by
+//! opforge's built-in spec; and every declared kernel's descriptor infers
+//! TF.js's output shapes and dtypes (for a data-dependent kernel, the
+//! largest each output can have, `ANY` where only the data bounds a dim),
+//! and every kernel of `tfjs.toml` refuses a bad input with a message.
+//!
+//! Only descriptors are used (`KernelSpec::infer` and `infer_with` on zero
+//! tensors): no kernel of this spec is registered, so none is run.
+
+use std::collections::BTreeSet;
+
+use opforge::kernels as b;
+use opforge::shape::ANY;
+use opforge::DType::{self, Bool as B, F32 as F, I32 as I};
+use opforge::{Absent, KernelSpec, Tensor};
+use opforge_example_tfjs_spec as t;
+
+/// The TF.js kernels in scope: every row of class A or B of the survey's
+/// per-kernel table, in its order.
+const IN_SCOPE: [&str; 167] = [
+    "Abs",
+    "Acos",
+    "Acosh",
+    "Add",
+    "AddN",
+    "All",
+    "Any",
+    "ArgMax",
+    "ArgMin",
+    "Asin",
+    "Asinh",
+    "Atan",
+    "Atanh",
+    "Atan2",
+    "AvgPool",
+    "AvgPoolGrad",
+    "AvgPool3D",
+    "AvgPool3DGrad",
+    "BatchMatMul",
+    "BatchToSpaceND",
+    "Bincount",
+    "BitwiseAnd",
+    "BroadcastTo",
+    "BroadcastArgs",
+    "Cast",
+    "Ceil",
+    "ClipByValue",
+    "Concat",
+    "Conv2D",
+    "Conv2DBackpropFilter",
+    "Conv2DBackpropInput",
+    "Conv3D",
+    "Conv3DBackpropFilterV2",
+    "Conv3DBackpropInputV2",
+    "Cos",
+    "Cosh",
+    "Cumprod",
+    "Cumsum",
+    "CropAndResize",
+    "DenseBincount",
+    "DepthToSpace",
+    "DepthwiseConv2dNative",
+    "DepthwiseConv2dNativeBackpropFilter",
+    "DepthwiseConv2dNativeBackpropInput",
+    "Diag",
+    "Dilation2D",
+    "Dilation2DBackpropInput",
+    "Dilation2DBackpropFilter",
+    "RealDiv",
+    "Einsum",
+    "Elu",
+    "EluGrad",
+    "Erf",
+    "Equal",
+    "Exp",
+    "ExpandDims",
+    "Expm1",
+    "Fill",
+    "FlipLeftRight",
+    "Floor",
+    "FloorDiv",
+    "FusedBatchNorm",
+    "GatherV2",
+    "GatherNd",
+    "Greater",
+    "GreaterEqual",
+    "Identity",
+    "IsFinite",
+    "IsInf",
+    "IsNan",
+    "LeakyRelu",
+    "Less",
+    "LessEqual",
+    "LinSpace",
+    "Log",
+    "Log1p",
+    "LogicalAnd",
+    "LogicalNot",
+    "LogicalOr",
+    "LogicalXor",
+    "LogSoftmax",
+    "LowerBound",
+    "LRN",
+    "LRNGrad",
+    "MatrixBandPart",
+    "Max",
+    "Maximum",
+    "MaxPool",
+    "MaxPoolGrad",
+    "MaxPool3D",
+    "MaxPool3DGrad",
+    "MaxPoolWithArgmax",
+    "Mean",
+    "Min",
+    "Minimum",
+    "MirrorPad",
+    "Mod",
+    "Multinomial",
+    "Multiply",
+    "Neg",
+    "NotEqual",
+    "NonMaxSuppressionV3",
+    "NonMaxSuppressionV4",
+    "NonMaxSuppressionV5",
+    "OnesLike",
+    "OneHot",
+    "Pack",
+    "PadV2",
+    "Pow",
+    "Prelu",
+    "Prod",
+    "RaggedGather",
+    "RaggedRange",
+    "RaggedTensorToTensor",
+    "Range",
+    "Reciprocal",
+    "Relu",
+    "Reshape",
+    "ResizeNearestNeighbor",
+    "ResizeNearestNeighborGrad",
+    "ResizeBilinear",
+    "ResizeBilinearGrad",
+    "Relu6",
+    "Reverse",
+    "Round",
+    "Rsqrt",
+    "ScatterNd",
+    "TensorScatterUpdate",
+    "SearchSorted",
+    "Select",
+    "Selu",
+    "Slice",
+    "Sin",
+    "Sinh",
+    "Sign",
+    "Sigmoid",
+    "Softplus",
+    "Sqrt",
+    "Sum",
+    "SpaceToBatchND",
+    "SplitV",
+    "Softmax",
+    "SparseFillEmptyRows",
+    "SparseReshape",
+    "SparseSegmentMean",
+    "SparseSegmentSum",
+    "SparseToDense",
+    "SquaredDifference",
+    "Square",
+    "StridedSlice",
+    "Sub",
+    "Tan",
+    "Tanh",
+    "Tile",
+    "TopK",
+    "Transform",
+    "Transpose",
+    "Unique",
+    "Unpack",
+    "UnsortedSegmentSum",
+    "UpperBound",
+    "ZerosLike",
+    "Step",
+    "RotateWithOffset",
+    "_FusedMatMul",
+    "FusedConv2D",
+    "FusedDepthwiseConv2D",
+];
+
+/// How many kernels `tfjs.toml` declares: the in-scope ones the built-in
+/// spec does not.
+const DECLARED_HERE: usize = 61;
+
+/// How many in-scope kernels the built-in spec declares under their TF.js
+/// names (`FusedBatchNorm` among them).
+const DECLARED_BUILT_IN: usize = 106;
+
+const CRATE: &str = "opforge_example_tfjs_spec";
+
+/// The kernel names a bound spec declares: this crate's `tfjs.toml`, or
+/// opforge's built-in one.
+fn declared(ours: bool) -> BTreeSet<&'static str> {
+    let specs = opforge::registry::specs().iter();
+    let mine = |s: &&opforge::registry::SpecEntry| match ours {
+        true => s.crate_name == CRATE && s.spec_file == "tfjs.toml",
+        false => s.crate_name == "opforge",
+    };
+    specs.filter(mine).map(|s| s.name).collect()
+}
+
+#[test]
+fn every_in_scope_kernel_is_declared_once_and_this_spec_declares_nothing_else() {
+    let (ours, builtin) = (declared(true), declared(false));
+    assert_eq!(IN_SCOPE.iter().collect::<BTreeSet<_>>().len(), IN_SCOPE.len(), "IN_SCOPE repeats a name");
+    let stray: Vec<&str> = ours.iter().copied().filter(|n| !IN_SCOPE.contains(n)).collect();
+    assert!(stray.is_empty(), "tfjs.toml declares kernels that are not in scope: {stray:?}");
+    let everything: BTreeSet<&str> = opforge::registry::specs().iter().map(|s| s.crate_name).collect();
+    assert_eq!(everything, BTreeSet::from(["opforge", CRATE]), "only the built-in spec and ours are linked");
+    for name in IN_SCOPE {
+        let (here, there) = (ours.contains(name), builtin.contains(name));
+        assert!(here || there, "{name} is declared by no spec");
+        assert!(!(here && there), "{name} is declared by both tfjs.toml and the built-in spec");
+    }
+    assert_eq!(ours.len(), DECLARED_HERE, "tfjs.toml declares {ours:?}");
+    let on_builtin = IN_SCOPE.iter().filter(|n| !ours.contains(*n) && builtin.contains(*n)).count();
+    assert_eq!(on_builtin, DECLARED_BUILT_IN, "the built-in spec declares {on_builtin} in-scope kernels");
+    assert_eq!(DECLARED_HERE + DECLARED_BUILT_IN, IN_SCOPE.len());
+}
+
+#[test]
+fn this_spec_records_tf_js_names_ops_inputs_and_outputs() {
+    let spec = |name: &str| {
+        let found = opforge::registry::specs().iter().find(|s| s.name == name && s.crate_name == CRATE);
+        found.unwrap_or_else(|| panic!("{name} is not declared by tfjs.toml"))
+    };
+    let multiply = spec("Multiply");
+    assert_eq!((multiply.op, multiply.inputs, multiply.differentiable), ("multiply", &["a", "b"][..], &["a", "b"][..]));
+    let nms = spec("NonMaxSuppressionV4");
+    assert_eq!(nms.outputs, ["selected_indices", "valid_outputs"]);
+    assert!(nms.differentiable.is_empty());
+    const { assert!(<t::NonMaxSuppressionV4 as KernelSpec>::DATA_DEPENDENT) };
+    let lrn_grad = spec("LRNGrad");
+    assert_eq!((lrn_grad.inputs, lrn_grad.outputs), (&["x", "y", "dy"][..], &["dx"][..]));
+    let pool = spec("MaxPool3D");
+    let attrs: Vec<&str> = pool.attrs.iter().map(|(n, _)| *n).collect();
+    assert_eq!(attrs, ["filter_size", "strides", "padding", "explicit_paddings", "dim_rounding_mode", "data_format"]);
+    assert_eq!(pool.attrs[2], ("padding", "Padding"));
+    assert!(spec("LinSpace").inputs.is_empty());
+    assert_eq!(<t::Multiply as KernelSpec>::NAME, "Multiply");
+    assert_eq!(t::DimRoundingMode::ALL.len(), 3);
+    assert_eq!("NCDHW".parse::<t::DataFormat3D>(), Ok(t::DataFormat3D::Ncdhw));
+    // A name with TF.js's leading underscore, and optional inputs.
+    let fused = spec("_FusedMatMul");
+    assert_eq!((fused.op, fused.inputs), ("fused_matmul", &["a", "b", "bias", "prelu_activation_weights"][..]));
+    assert_eq!(<t::_FusedMatMul as KernelSpec>::NAME, "_FusedMatMul");
+    // Text attrs.
+    assert_eq!(spec("Einsum").attrs, [("equation", "string")]);
+    assert_eq!(spec("RaggedTensorToTensor").attrs, [("row_partition_types", "strings")]);
+    // A list of outputs beside another output, of another dtype.
+    let gather = spec("RaggedGather");
+    assert_eq!((gather.outputs, gather.variadic_output), (&["output_nested_splits", "output_dense_values"][..], false));
+    const { assert!(<t::RaggedGather as KernelSpec>::DATA_DEPENDENT) };
+    const { assert!(<t::SparseSegmentSum as KernelSpec>::DATA_DEPENDENT) };
+}
+
+/// An input or an output of a check: a shape and a dtype.
+struct T(&'static [usize], DType);
+
+/// Runs descriptors' `infer` on zero tensors and remembers which kernels
+/// were checked, and which were refused a bad input.
+#[derive(Default)]
+struct Checker {
+    ok: BTreeSet<&'static str>,
+    bad: BTreeSet<&'static str>,
+}
+
+impl Checker {
+    fn infer<K: KernelSpec>(inputs: &[T], attrs: &K::Attrs) -> Result<Vec<(Vec<usize>, DType)>, String> {
+        let tensors: Vec<Tensor> = inputs.iter().map(|T(s, d)| Tensor::zeros(s, *d).unwrap()).collect();
+        let refs: Vec<&Tensor> = tensors.iter().collect();
+        K::infer(&refs, attrs).map(|metas| metas.iter().map(|m| (m.shape.to_vec(), m.dtype)).collect())
+    }
+
+    /// `K` gives outputs `want` for `inputs` and `attrs`.
+    fn ok<K: KernelSpec>(&mut self, inputs: &[T], attrs: K::Attrs, want: &[T]) {
+        let got = Self::infer::<K>(inputs, &attrs).unwrap_or_else(|e| panic!("{} with {attrs:?}: {e}", K::NAME));
+        let want: Vec<(Vec<usize>, DType)> = want.iter().map(|T(s, d)| (s.to_vec(), *d)).collect();
+        assert_eq!(got, want, "{} with {attrs:?}", K::NAME);
+        self.ok.insert(K::NAME);
+    }
+
+    /// `K` refuses `inputs` and `attrs` with a message containing `needle`.
+    fn bad<K: KernelSpec>(&mut self, inputs: &[T], attrs: K::Attrs, needle: &str) {
+        Self::refused::<K>(Self::infer::<K>(inputs, &attrs), &attrs, needle);
+        self.bad.insert(K::NAME);
+    }
+
+    /// `K::infer_with` for a call that gives the inputs that are `Some` and
+    /// leaves out those that are `None`.
+    fn infer_with<K: KernelSpec>(inputs: &[Option<T>], attrs: &K::Attrs) -> Result<Vec<(Vec<usize>, DType)>, String> {
+        let tensors: Vec<Option<Tensor>> =
+            inputs.iter().map(|i| i.as_ref().map(|T(s, d)| Tensor::zeros(s, *d).unwrap())).collect();
+        let all: Vec<Option<&Tensor>> = tensors.iter().map(Option::as_ref).collect();
+        let given: Vec<&Tensor> = all.iter().flatten().copied().collect();
+        let metas = K::infer_with(&given, Absent::of(&all), attrs)?;
+        Ok(metas.iter().map(|m| (m.shape.to_vec(), m.dtype)).collect())
+    }
+
+    /// [`Checker::ok`] for a call that leaves out the optional inputs that
+    /// are `None`.
+    fn ok_with<K: KernelSpec>(&mut self, inputs: &[Option<T>], attrs: K::Attrs, want: &[T]) {
+        let got = Self::infer_with::<K>(inputs, &attrs).unwrap_or_else(|e| panic!("{} with {attrs:?}: {e}", K::NAME));
+        let want: Vec<(Vec<usize>, DType)> = want.iter().map(|T(s, d)| (s.to_vec(), *d)).collect();
+        assert_eq!(got, want, "{} with {attrs:?}", K::NAME);
+        self.ok.insert(K::NAME);
+    }
+
+    /// [`Checker::bad`] for a call that leaves out the optional inputs that
+    /// are `None`.
+    fn bad_with<K: KernelSpec>(&mut self, inputs: &[Option<T>], attrs: K::Attrs, needle: &str) {
+        Self::refused::<K>(Self::infer_with::<K>(inputs, &attrs), &attrs, needle);
+        self.bad.insert(K::NAME);
+    }
+
+    fn refused<K: KernelSpec>(got: Result<Vec<(Vec<usize>, DType)>, String>, attrs: &K::Attrs, needle: &str) {
+        match got {
+            Ok(metas) => panic!("{} with {attrs:?} gave {metas:?}, expected an error about {needle:?}", K::NAME),
+            Err(e) => assert!(e.contains(needle), "{}: the error {e:?} does not say {needle:?}", K::NAME),
+        }
+    }
+}
+
+fn d<A: Default>() -> A {
+    A::default()
+}
+
+fn elementwise(c: &mut Checker) {
+    c.ok::<t::Multiply>(&[T(&[2, 1, 3], F), T(&[4, 1], F)], d(), &[T(&[2, 4, 3], F)]);
+    c.ok::<t::Multiply>(&[T(&[3], I), T(&[], I)], d(), &[T(&[3], I)]);
+    c.bad::<t::Multiply>(&[T(&[2], F), T(&[3], F)], d(), "cannot broadcast");
+    c.ok::<t::BitwiseAnd>(&[T(&[2, 3], I), T(&[3], I)], d(), &[T(&[2, 3], I)]);
+    c.bad::<t::BitwiseAnd>(&[T(&[3], F), T(&[3], F)], d(), "dtype f32 is not supported, expected i32");
+    c.ok::<t::LogicalXor>(&[T(&[2, 3], B), T(&[3], B)], d(), &[T(&[2, 3], B)]);
+    c.bad::<t::LogicalXor>(&[T(&[2], B), T(&[3], B)], d(), "cannot broadcast");
+    c.ok::<t::Identity>(&[T(&[2, 3], B)], d(), &[T(&[2, 3], B)]);
+    c.bad::<t::Identity>(&[T(&[2], F), T(&[2], F)], d(), "expected 1 inputs (x), got 2");
+    c.ok::<t::OnesLike>(&[T(&[4, 1], I)], d(), &[T(&[4, 1], I)]);
+    c.bad::<t::OnesLike>(&[T(&[4, 1], B)], d(), "dtype bool is not supported");
+    c.ok::<t::ZerosLike>(&[T(&[4, 1], F)], d(), &[T(&[4, 1], F)]);
+    c.bad::<t::ZerosLike>(&[T(&[4, 1], B)], d(), "dtype bool is not supported");
+    c.ok::<t::LogSoftmax>(&[T(&[2, 5], F)], d(), &[T(&[2, 5], F)]);
+    c.bad::<t::LogSoftmax>(&[T(&[2, 5], F)], t::LogSoftmaxAttrs { axis: 2 }, "axis 2 is out of range");
+    c.ok::<t::EluGrad>(&[T(&[2, 3], F), T(&[2, 3], F)], d(), &[T(&[2, 3], F)]);
+    c.bad::<t::EluGrad>(&[T(&[2, 3], F), T(&[3], F)], d(), "y has shape [3], but dy has [2, 3]");
+    let lrn = t::LRNGradAttrs { depth_radius: 2, ..d() };
+    c.ok::<t::LRNGrad>(&[T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 6], F)], lrn, &[T(&[1, 2, 2, 6], F)]);
+    c.bad::<t::LRNGrad>(&[T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 5], F)], d(), "dy has shape");
+    let negative = t::LRNGradAttrs { depth_radius: -1, ..d() };
+    c.bad::<t::LRNGrad>(&[T(&[6], F), T(&[6], F), T(&[6], F)], negative, "depth_radius -1 is negative");
+}
+
+fn layout(c: &mut Checker) {
+    let dim = |dim| t::ExpandDimsAttrs { dim };
+    c.ok::<t::ExpandDims>(&[T(&[2, 3], F)], dim(1), &[T(&[2, 1, 3], F)]);
+    c.ok::<t::ExpandDims>(&[T(&[2, 3], B)], dim(-1), &[T(&[2, 3, 1], B)]);
+    c.ok::<t::ExpandDims>(&[T(&[], I)], dim(0), &[T(&[1], I)]);
+    c.bad::<t::ExpandDims>(&[T(&[2, 3], F)], dim(3), "dim: axis 3 is out of range");
+    c.ok::<t::Diag>(&[T(&[2, 3], I)], d(), &[T(&[2, 3, 2, 3], I)]);
+    c.ok::<t::Diag>(&[T(&[4], F)], d(), &[T(&[4, 4], F)]);
+    c.bad::<t::Diag>(&[T(&[0, 1 << 40], F)], d(), "too large");
+    let b2s = |block_shape: Vec<i64>, crops: Vec<Vec<i64>>| t::BatchToSpaceNDAttrs { block_shape, crops };
+    let zero = || vec![vec![0, 0], vec![0, 0]];
+    c.ok::<t::BatchToSpaceND>(&[T(&[4, 1, 1, 1], F)], b2s(vec![2, 2], zero()), &[T(&[1, 2, 2, 1], F)]);
+    let cropped = b2s(vec![2, 2], vec![vec![0, 0], vec![2, 0]]);
+    c.ok::<t::BatchToSpaceND>(&[T(&[8, 1, 3, 1], I)], cropped, &[T(&[2, 2, 4, 1], I)]);
+    c.bad::<t::BatchToSpaceND>(&[T(&[3, 1, 1, 1], F)], b2s(vec![2, 2], zero()), "not a multiple of the block");
+    let over = b2s(vec![2], vec![vec![2, 1]]);
+    c.bad::<t::BatchToSpaceND>(&[T(&[2, 1], F)], over, "crops [2, 1] remove more than the 2 elements");
+    let s2b = |block_shape: Vec<i64>, paddings: Vec<Vec<i64>>| t::SpaceToBatchNDAttrs { block_shape, paddings };
+    c.ok::<t::SpaceToBatchND>(&[T(&[1, 2, 2, 1], F)], s2b(vec![2, 2], zero()), &[T(&[4, 1, 1, 1], F)]);
+    let padded = s2b(vec![2, 2], vec![vec![0, 0], vec![2, 0]]);
+    c.ok::<t::SpaceToBatchND>(&[T(&[1, 2, 4, 1], I)], padded, &[T(&[4, 1, 3, 1], I)]);
+    c.bad::<t::SpaceToBatchND>(&[T(&[1, 3, 2, 1], F)], s2b(vec![2, 2], zero()), "not a multiple of its block 2");
+    c.ok::<t::BroadcastArgs>(&[T(&[2], I), T(&[4], I)], d(), &[T(&[4], I)]);
+    c.bad::<t::BroadcastArgs>(&[T(&[2, 1], I), T(&[4], I)], d(), "must both be 1-D");
+}
+
+fn indexing(c: &mut Checker) {
+    c.ok::<t::GatherNd>(&[T(&[4, 5, 6], F), T(&[3, 2], I)], d(), &[T(&[3, 6], F)]);
+    c.ok::<t::GatherNd>(&[T(&[4, 5], B), T(&[2, 3, 2], I)], d(), &[T(&[2, 3], B)]);
+    c.bad::<t::GatherNd>(&[T(&[4, 5, 6], F), T(&[3, 4], I)], d(), "address 4 dims, but params [4, 5, 6] has 3");
+    c.bad::<t::GatherNd>(&[T(&[4, 5, 6], F), T(&[3, 2], F)], d(), "input `indices` is f32");
+    let shape = |shape: Vec<i64>| t::ScatterNdAttrs { shape };
+    c.ok::<t::ScatterNd>(&[T(&[4, 1], I), T(&[4], F)], shape(vec![8]), &[T(&[8], F)]);
+    c.ok::<t::ScatterNd>(&[T(&[2, 1], I), T(&[2, 4, 4], I)], shape(vec![4, 4, 4]), &[T(&[4, 4, 4], I)]);
+    c.bad::<t::ScatterNd>(&[T(&[4, 1], I), T(&[3], F)], shape(vec![8]), "updates has shape [3], but scattering");
+    c.bad::<t::ScatterNd>(&[T(&[4, 1], I), T(&[4], F)], shape(vec![-8]), "has the dim -8");
+    c.ok::<t::TensorScatterUpdate>(&[T(&[4, 3], B), T(&[2, 1], I), T(&[2, 3], B)], d(), &[T(&[4, 3], B)]);
+    c.bad::<t::TensorScatterUpdate>(&[T(&[4, 3], F), T(&[2, 1], I), T(&[2, 2], F)], d(), "updates has shape [2, 2]");
+    let dense = |output_shape: Vec<i64>| t::SparseToDenseAttrs { output_shape };
+    c.ok::<t::SparseToDense>(&[T(&[4, 2], I), T(&[4], F), T(&[], F)], dense(vec![3, 5]), &[T(&[3, 5], F)]);
+    c.ok::<t::SparseToDense>(&[T(&[4], I), T(&[], B), T(&[], B)], dense(vec![9]), &[T(&[9], B)]);
+    let wrong = dense(vec![15]);
+    c.bad::<t::SparseToDense>(&[T(&[4, 2], I), T(&[4], F), T(&[], F)], wrong, "give 2 coordinates per index");
+    let values = [T(&[4, 2], I), T(&[3], F), T(&[], F)];
+    c.bad::<t::SparseToDense>(&values, dense(vec![3, 5]), "sparse_values has shape [3]");
+    let (reshaped, dense_shape) = (T(&[5, 3], I), T(&[3], I));
+    c.ok::<t::SparseReshape>(&[T(&[5, 2], I), T(&[2], I), T(&[3], I)], d(), &[reshaped, dense_shape]);
+    c.bad::<t::SparseReshape>(&[T(&[5, 2], I), T(&[3], I), T(&[3], I)], d(), "input_shape has shape [3]");
+    c.ok::<t::Bincount>(&[T(&[6], I), T(&[6], F)], t::BincountAttrs { size: 4 }, &[T(&[4], F)]);
+    c.ok::<t::Bincount>(&[T(&[6], I), T(&[0], I)], t::BincountAttrs { size: 5 }, &[T(&[5], I)]);
+    c.bad::<t::Bincount>(&[T(&[2, 3], I), T(&[0], F)], t::BincountAttrs { size: 4 }, "expected rank 1");
+    c.bad::<t::Bincount>(&[T(&[6], I), T(&[6], F)], t::BincountAttrs { size: -1 }, "size -1 is negative");
+    let size = |size| t::DenseBincountAttrs { size, binary_output: false };
+    c.ok::<t::DenseBincount>(&[T(&[6], I), T(&[0], F)], size(4), &[T(&[4], F)]);
+    c.ok::<t::DenseBincount>(&[T(&[3, 6], I), T(&[3, 6], I)], size(4), &[T(&[3, 4], I)]);
+    c.bad::<t::DenseBincount>(&[T(&[3, 6], I), T(&[5], F)], size(4), "weights has shape [5]");
+    c.ok::<t::SearchSorted>(&[T(&[2, 5], F), T(&[2, 3], F)], d(), &[T(&[2, 3], I)]);
+    let right = t::SearchSortedAttrs { side: t::Side::Right };
+    c.ok::<t::SearchSorted>(&[T(&[5], I), T(&[3], I)], right, &[T(&[3], I)]);
+    c.bad::<t::SearchSorted>(&[T(&[2, 5], F), T(&[3, 3], F)], d(), "has 2 rows but values [3, 3] has 3");
+    c.ok::<t::LowerBound>(&[T(&[5], I), T(&[3], I)], d(), &[T(&[3], I)]);
+    c.bad::<t::LowerBound>(&[T(&[], F), T(&[3], F)], d(), "rank 1 or more");
+    c.ok::<t::UpperBound>(&[T(&[3, 5], F), T(&[3, 2], F)], d(), &[T(&[3, 2], I)]);
+    c.bad::<t::UpperBound>(&[T(&[5], F), T(&[2, 3], F)], d(), "has 1 rows but values [2, 3] has 2");
+    c.ok::<t::MatrixBandPart>(&[T(&[2, 4, 4], F), T(&[], I), T(&[], I)], d(), &[T(&[2, 4, 4], F)]);
+    c.bad::<t::MatrixBandPart>(&[T(&[4], F), T(&[], I), T(&[], I)], d(), "rank 2 or more");
+    c.bad::<t::MatrixBandPart>(&[T(&[4, 4], F), T(&[], F), T(&[], I)], d(), "input `num_lower` is f32");
+    let linspace = |num| t::LinSpaceAttrs { start: 0.0, stop: 1.0, num };
+    c.ok::<t::LinSpace>(&[], linspace(5), &[T(&[5], F)]);
+    c.bad::<t::LinSpace>(&[], linspace(0), "num 0 must be 1 or more");
+    c.bad::<t::LinSpace>(&[T(&[5], F)], linspace(5), "expected no inputs");
+}
+
+fn images(c: &mut Checker) {
+    c.ok::<t::FlipLeftRight>(&[T(&[2, 4, 5, 3], F)], d(), &[T(&[2, 4, 5, 3], F)]);
+    c.bad::<t::FlipLeftRight>(&[T(&[4, 5, 3], F)], d(), "image has shape [4, 5, 3] of rank 3, expected rank 4");
+    let rotate = |fill_value: Vec<f64>| t::RotateWithOffsetAttrs { radians: 0.5, fill_value, center: vec![0.5, 0.25] };
+    c.ok::<t::RotateWithOffset>(&[T(&[1, 4, 5, 3], F)], rotate(vec![0.0, 0.5, 1.0]), &[T(&[1, 4, 5, 3], F)]);
+    c.bad::<t::RotateWithOffset>(&[T(&[1, 4, 5, 3], F)], rotate(vec![0.0, 0.5]), "one value or three");
+    let bilinear = |size: Vec<i64>, align_corners, half_pixel_centers| t::ResizeBilinearAttrs {
+        size,
+        align_corners,
+        half_pixel_centers,
+    };
+    c.ok::<t::ResizeBilinear>(&[T(&[2, 4, 4, 3], I)], bilinear(vec![8, 6], false, true), &[T(&[2, 8, 6, 3], F)]);
+    c.bad::<t::ResizeBilinear>(&[T(&[2, 4, 4, 3], F)], bilinear(vec![8, 6], true, true), "cannot both be true");
+    let nearest =
+        |size: Vec<i64>| t::ResizeNearestNeighborAttrs { size, align_corners: false, half_pixel_centers: false };
+    c.ok::<t::ResizeNearestNeighbor>(&[T(&[2, 4, 4, 3], I)], nearest(vec![2, 2]), &[T(&[2, 2, 2, 3], I)]);
+    c.bad::<t::ResizeNearestNeighbor>(&[T(&[2, 4, 4, 3], F)], nearest(vec![2]), "size [2] must be `[height, width]`");
+    let bilinear_grad =
+        |size: Vec<i64>| t::ResizeBilinearGradAttrs { size, align_corners: false, half_pixel_centers: false };
+    let (images, dy) = (T(&[2, 4, 4, 3], F), T(&[2, 8, 6, 3], F));
+    c.ok::<t::ResizeBilinearGrad>(&[images, dy], bilinear_grad(vec![8, 6]), &[T(&[2, 4, 4, 3], F)]);
+    let (images, dy) = (T(&[2, 4, 4, 3], F), T(&[2, 8, 5, 3], F));
+    c.bad::<t::ResizeBilinearGrad>(&[images, dy], bilinear_grad(vec![8, 6]), "dy has shape [2, 8, 5, 3]");
+    let nearest_grad =
+        |size: Vec<i64>| t::ResizeNearestNeighborGradAttrs { size, align_corners: false, half_pixel_centers: false };
+    let (images, dy) = (T(&[2, 4, 4, 3], F), T(&[2, 2, 2, 3], F));
+    c.ok::<t::ResizeNearestNeighborGrad>(&[images, dy], nearest_grad(vec![2, 2]), &[T(&[2, 4, 4, 3], F)]);
+    let (images, dy) = (T(&[4, 4, 3], F), T(&[2, 2, 2, 3], F));
+    c.bad::<t::ResizeNearestNeighborGrad>(&[images, dy], nearest_grad(vec![2, 2]), "images has shape [4, 4, 3]");
+    let crop = |crop_size: Vec<i64>| t::CropAndResizeAttrs {
+        crop_size,
+        method: t::CropMethod::Nearest,
+        extrapolation_value: 0.0,
+    };
+    let inputs = [T(&[2, 8, 8, 3], I), T(&[5, 4], F), T(&[5], I)];
+    c.ok::<t::CropAndResize>(&inputs, crop(vec![3, 4]), &[T(&[5, 3, 4, 3], F)]);
+    c.bad::<t::CropAndResize>(&inputs, crop(vec![3, 0]), "crop_size [3, 0] holds 0");
+    let inputs = [T(&[2, 8, 8, 3], F), T(&[5, 4], F), T(&[4], I)];
+    c.bad::<t::CropAndResize>(&inputs, crop(vec![3, 4]), "box_ind has shape [4], expected one image index per box");
+    let inputs = [T(&[2, 8, 8, 3], F), T(&[5, 4], I), T(&[5], I)];
+    c.bad::<t::CropAndResize>(&inputs, crop(vec![3, 4]), "input `boxes` is i32");
+    c.ok::<t::Transform>(&[T(&[2, 4, 5, 3], F), T(&[2, 8], F)], d(), &[T(&[2, 4, 5, 3], F)]);
+    let resized = t::TransformAttrs { output_shape: Some(vec![6, 7]), ..d() };
+    c.ok::<t::Transform>(&[T(&[2, 4, 5, 3], F), T(&[1, 8], F)], resized, &[T(&[2, 6, 7, 3], F)]);
+    c.bad::<t::Transform>(&[T(&[2, 4, 5, 3], F), T(&[3, 8], F)], d(), "transforms has shape [3, 8]");
+    let v3 = |max_output_size, iou_threshold| t::NonMaxSuppressionV3Attrs {
+        max_output_size,
+        iou_threshold,
+        score_threshold: None,
+    };
+    c.ok::<t::NonMaxSuppressionV3>(&[T(&[5, 4], F), T(&[5], F)], v3(3, 0.5), &[T(&[3], I)]);
+    c.ok::<t::NonMaxSuppressionV3>(&[T(&[5, 4], F), T(&[5], F)], v3(7, 0.5), &[T(&[5], I)]);
+    c.bad::<t::NonMaxSuppressionV3>(&[T(&[5, 3], F), T(&[5], F)], v3(3, 0.5), "boxes has shape [5, 3]");
+    c.bad::<t::NonMaxSuppressionV3>(&[T(&[5, 4], F), T(&[5], F)], v3(3, 1.5), "iou_threshold 1.5");
+    let v4 = |max_output_size, pad_to_max_output_size| t::NonMaxSuppressionV4Attrs {
+        max_output_size,
+        iou_threshold: 0.5,
+        score_threshold: Some(0.1),
+        pad_to_max_output_size,
+    };
+    c.ok::<t::NonMaxSuppressionV4>(&[T(&[5, 4], I), T(&[5], I)], v4(3, false), &[T(&[3], I), T(&[], I)]);
+    c.ok::<t::NonMaxSuppressionV4>(&[T(&[2, 4], F), T(&[2], F)], v4(6, true), &[T(&[6], I), T(&[], I)]);
+    c.bad::<t::NonMaxSuppressionV4>(&[T(&[5, 4], F), T(&[5], F)], v4(-1, false), "max_output_size -1 is negative");
+    let v5 = |soft_nms_sigma| t::NonMaxSuppressionV5Attrs {
+        max_output_size: 7,
+        iou_threshold: 0.5,
+        score_threshold: None,
+        soft_nms_sigma,
+    };
+    c.ok::<t::NonMaxSuppressionV5>(&[T(&[5, 4], F), T(&[5], F)], v5(0.5), &[T(&[5], I), T(&[5], F)]);
+    c.bad::<t::NonMaxSuppressionV5>(&[T(&[5, 4], F), T(&[5], F)], v5(2.0), "soft_nms_sigma 2 must lie in [0, 1]");
+    c.bad::<t::NonMaxSuppressionV5>(&[T(&[5, 4], F), T(&[4], F)], v5(0.5), "scores has shape [4]");
+}
+
+fn windows(c: &mut Checker) {
+    use t::{DataFormat, DataFormat3D, DimRoundingMode, Padding, ValidOrSame};
+
+    let same = t::DepthwiseConv2dNativeAttrs { padding: Padding::Same, ..d() };
+    c.ok::<t::DepthwiseConv2dNative>(&[T(&[2, 5, 5, 3], F), T(&[3, 3, 3, 2], F)], same, &[T(&[2, 5, 5, 6], F)]);
+    let nchw = t::DepthwiseConv2dNativeAttrs { strides: vec![2], data_format: DataFormat::Nchw, ..d() };
+    c.ok::<t::DepthwiseConv2dNative>(&[T(&[1, 3, 7, 7], F), T(&[3, 3, 3, 1], F)], nchw, &[T(&[1, 3, 3, 3], F)]);
+    let explicit = |dim_rounding_mode| t::DepthwiseConv2dNativeAttrs {
+        strides: vec![2],
+        padding: Padding::Explicit,
+        explicit_paddings: Some(vec![vec![1, 1], vec![1, 1]]),
+        dim_rounding_mode,
+        ..d()
+    };
+    let inputs = [T(&[1, 5, 5, 1], F), T(&[2, 2, 1, 1], F)];
+    c.ok::<t::DepthwiseConv2dNative>(&inputs, explicit(None), &[T(&[1, 3, 3, 1], F)]);
+    c.ok::<t::DepthwiseConv2dNative>(&inputs, explicit(Some(DimRoundingMode::Ceil)), &[T(&[1, 4, 4, 1], F)]);
+    c.ok::<t::DepthwiseConv2dNative>(&inputs, explicit(Some(DimRoundingMode::Round)), &[T(&[1, 4, 4, 1], F)]);
+    let both = t::DepthwiseConv2dNativeAttrs { strides: vec![2], dilations: vec![2], ..d() };
+    let inputs = [T(&[1, 9, 9, 1], F), T(&[2, 2, 1, 1], F)];
+    c.bad::<t::DepthwiseConv2dNative>(&inputs, both, "either all strides or all dilations to be 1");
+    let inputs = [T(&[1, 5, 5, 2], F), T(&[3, 3, 3, 1], F)];
+    c.bad::<t::DepthwiseConv2dNative>(&inputs, d(), "has 2 channels, but filter [3, 3, 3, 1] expects 3");
+
+    let backprop_input = |input_shape: Vec<i64>| t::DepthwiseConv2dNativeBackpropInputAttrs {
+        input_shape,
+        strides: vec![1, 1],
+        dilations: vec![1, 1],
+        padding: Padding::Same,
+        explicit_paddings: None,
+        dim_rounding_mode: None,
+    };
+    let (dy, filter) = (T(&[2, 5, 5, 6], F), T(&[3, 3, 3, 2], F));
+    c.ok::<t::DepthwiseConv2dNativeBackpropInput>(
+        &[dy, filter],
+        backprop_input(vec![2, 5, 5, 3]),
+        &[T(&[2, 5, 5, 3], F)],
+    );
+    let (dy, filter) = (T(&[2, 5, 5, 5], F), T(&[3, 3, 3, 2], F));
+    let err = "dy has shape [2, 5, 5, 5], but the convolution of an input [2, 5, 5, 3]";
+    c.bad::<t::DepthwiseConv2dNativeBackpropInput>(&[dy, filter], backprop_input(vec![2, 5, 5, 3]), err);
+    let backprop_filter = |filter_shape: Vec<i64>| t::DepthwiseConv2dNativeBackpropFilterAttrs {
+        filter_shape,
+        strides: vec![1, 1],
+        dilations: vec![1, 1],
+        padding: Padding::Same,
+        explicit_paddings: None,
+        dim_rounding_mode: None,
+    };
+    let (x, dy) = (T(&[2, 5, 5, 3], F), T(&[2, 5, 5, 6], F));
+    c.ok::<t::DepthwiseConv2dNativeBackpropFilter>(&[x, dy], backprop_filter(vec![3, 3, 3, 2]), &[T(&[3, 3, 3, 2], F)]);
+    let (x, dy) = (T(&[2, 5, 5, 3], F), T(&[2, 5, 5, 6], F));
+    c.bad::<t::DepthwiseConv2dNativeBackpropFilter>(&[x, dy], backprop_filter(vec![3, 3, -1, 2]), "has the dim -1");
+
+    c.ok::<t::Conv3D>(&[T(&[1, 4, 5, 6, 2], F), T(&[2, 2, 2, 2, 3], F)], d(), &[T(&[1, 3, 4, 5, 3], F)]);
+    let strided = t::Conv3DAttrs { strides: vec![2], padding: ValidOrSame::Same, ..d() };
+    c.ok::<t::Conv3D>(&[T(&[1, 4, 5, 6, 2], F), T(&[3, 3, 3, 2, 3], F)], strided, &[T(&[1, 2, 3, 3, 3], F)]);
+    let ncdhw = t::Conv3DAttrs { data_format: DataFormat3D::Ncdhw, ..d() };
+    c.ok::<t::Conv3D>(&[T(&[1, 2, 4, 5, 6], F), T(&[2, 2, 2, 2, 3], F)], ncdhw, &[T(&[1, 3, 3, 4, 5], F)]);
+    let inputs = [T(&[1, 4, 5, 6, 2], F), T(&[2, 2, 2, 3], F)];
+    c.bad::<t::Conv3D>(&inputs, d(), "filter has shape [2, 2, 2, 3] of rank 4, expected rank 5");
+    let inputs = [T(&[1, 2, 5, 6, 2], F), T(&[3, 2, 2, 2, 3], F)];
+    c.bad::<t::Conv3D>(&inputs, d(), "is larger than that axis");
+    let input = |input_shape: Vec<i64>| t::Conv3DBackpropInputV2Attrs {
+        input_shape,
+        strides: vec![1, 1, 1],
+        padding: ValidOrSame::Valid,
+    };
+    let (dy, filter) = (T(&[1, 3, 4, 5, 3], F), T(&[2, 2, 2, 2, 3], F));
+    c.ok::<t::Conv3DBackpropInputV2>(&[dy, filter], input(vec![1, 4, 5, 6, 2]), &[T(&[1, 4, 5, 6, 2], F)]);
+    let (dy, filter) = (T(&[1, 3, 4, 5, 3], F), T(&[2, 2, 2, 2, 3], F));
+    let err = "input_shape has shape [4, 5, 6, 2] of rank 4, expected rank 5";
+    c.bad::<t::Conv3DBackpropInputV2>(&[dy, filter], input(vec![4, 5, 6, 2]), err);
+    let filter = |filter_shape: Vec<i64>| t::Conv3DBackpropFilterV2Attrs {
+        filter_shape,
+        strides: vec![1, 1, 1],
+        padding: ValidOrSame::Valid,
+    };
+    let (x, dy) = (T(&[1, 4, 5, 6, 2], F), T(&[1, 3, 4, 5, 3], F));
+    c.ok::<t::Conv3DBackpropFilterV2>(&[x, dy], filter(vec![2, 2, 2, 2, 3]), &[T(&[2, 2, 2, 2, 3], F)]);
+    let (x, dy) = (T(&[1, 4, 5, 6, 2], F), T(&[1, 3, 4, 5, 4], F));
+    c.bad::<t::Conv3DBackpropFilterV2>(&[x, dy], filter(vec![2, 2, 2, 2, 3]), "dy has shape [1, 3, 4, 5, 4]");
+
+    let max3 = |filter_size: Vec<i64>, strides: Vec<i64>| t::MaxPool3DAttrs {
+        filter_size,
+        strides,
+        padding: Padding::Valid,
+        explicit_paddings: None,
+        dim_rounding_mode: None,
+        data_format: DataFormat3D::Ndhwc,
+    };
+    c.ok::<t::MaxPool3D>(&[T(&[1, 4, 4, 4, 2], F)], max3(vec![2], vec![2]), &[T(&[1, 2, 2, 2, 2], F)]);
+    let ncdhw =
+        t::MaxPool3DAttrs { padding: Padding::Same, data_format: DataFormat3D::Ncdhw, ..max3(vec![3], vec![2]) };
+    c.ok::<t::MaxPool3D>(&[T(&[1, 2, 5, 5, 5], F)], ncdhw, &[T(&[1, 2, 3, 3, 3], F)]);
+    c.bad::<t::MaxPool3D>(&[T(&[1, 4, 4, 4, 2], F)], max3(vec![2, 2], vec![2]), "must give one entry or 3");
+    let avg3 = |padding, explicit_paddings, dim_rounding_mode| t::AvgPool3DAttrs {
+        filter_size: vec![2, 2, 2],
+        strides: vec![2, 2, 2],
+        padding,
+        explicit_paddings,
+        dim_rounding_mode,
+        data_format: DataFormat3D::Ndhwc,
+    };
+    let valid = avg3(Padding::Valid, None, None);
+    c.ok::<t::AvgPool3D>(&[T(&[1, 4, 4, 4, 2], F)], valid, &[T(&[1, 2, 2, 2, 2], F)]);
+    let pairs = Some(vec![vec![1, 1], vec![1, 1], vec![0, 0]]);
+    let ceil = avg3(Padding::Explicit, pairs, Some(DimRoundingMode::Ceil));
+    c.ok::<t::AvgPool3D>(&[T(&[1, 5, 5, 5, 1], F)], ceil, &[T(&[1, 4, 4, 3, 1], F)]);
+    let rounded = avg3(Padding::Valid, None, Some(DimRoundingMode::Floor));
+    c.bad::<t::AvgPool3D>(&[T(&[1, 4, 4, 4, 2], F)], rounded, "applies to explicit padding only");
+    let grad = t::MaxPool3DGradAttrs {
+        filter_size: vec![2],
+        strides: vec![2],
+        padding: Padding::Valid,
+        explicit_paddings: None,
+        dim_rounding_mode: None,
+    };
+    let inputs = [T(&[1, 2, 2, 2, 2], F), T(&[1, 4, 4, 4, 2], F), T(&[1, 2, 2, 2, 2], F)];
+    c.ok::<t::MaxPool3DGrad>(&inputs, grad.clone(), &[T(&[1, 4, 4, 4, 2], F)]);
+    let inputs = [T(&[1, 2, 2, 2, 2], F), T(&[1, 4, 4, 4, 2], F), T(&[1, 2, 2, 1, 2], F)];
+    c.bad::<t::MaxPool3DGrad>(&inputs, grad, "output has shape [1, 2, 2, 1, 2]");
+    let grad = t::AvgPool3DGradAttrs {
+        filter_size: vec![2],
+        strides: vec![2],
+        padding: Padding::Valid,
+        explicit_paddings: None,
+        dim_rounding_mode: None,
+    };
+    c.ok::<t::AvgPool3DGrad>(
+        &[T(&[1, 2, 2, 2, 2], F), T(&[1, 4, 4, 4, 2], F)],
+        grad.clone(),
+        &[T(&[1, 4, 4, 4, 2], F)],
+    );
+    c.bad::<t::AvgPool3DGrad>(&[T(&[1, 2, 2, 2, 2], F), T(&[1, 6, 4, 4, 2], F)], grad, "dy has shape [1, 2, 2, 2, 2]");
+
+    let argmax = |padding| t::MaxPoolWithArgmaxAttrs {
+        filter_size: vec![2, 2],
+        strides: vec![2, 2],
+        padding,
+        explicit_paddings: None,
+        include_batch_in_index: false,
+    };
+    let pooled = [T(&[2, 2, 3, 3], F), T(&[2, 2, 3, 3], I)];
+    c.ok::<t::MaxPoolWithArgmax>(&[T(&[2, 4, 6, 3], F)], argmax(Padding::Valid), &pooled);
+    c.bad::<t::MaxPoolWithArgmax>(&[T(&[2, 4, 6, 3], F)], argmax(Padding::Explicit), "explicit_paddings is not given");
+
+    c.ok::<t::Dilation2D>(&[T(&[1, 5, 5, 2], F), T(&[3, 3, 2], F)], d(), &[T(&[1, 3, 3, 2], F)]);
+    let strided = t::Dilation2DAttrs { strides: vec![2], padding: Padding::Same, dilations: vec![2], ..d() };
+    c.ok::<t::Dilation2D>(&[T(&[1, 5, 5, 2], I), T(&[2, 2, 2], I)], strided, &[T(&[1, 3, 3, 2], I)]);
+    c.bad::<t::Dilation2D>(&[T(&[1, 5, 5, 2], F), T(&[3, 3, 3], F)], d(), "has 2 channels, but filter [3, 3, 3] has 3");
+    let inputs = [T(&[1, 5, 5, 2], F), T(&[3, 3, 2], F), T(&[1, 3, 3, 2], F)];
+    c.ok::<t::Dilation2DBackpropInput>(&inputs, d(), &[T(&[1, 5, 5, 2], F)]);
+    let inputs = [T(&[1, 5, 5, 2], F), T(&[3, 3, 2], F), T(&[1, 3, 3, 3], F)];
+    c.bad::<t::Dilation2DBackpropInput>(&inputs, d(), "dy has shape [1, 3, 3, 3]");
+    let inputs = [T(&[1, 5, 5, 2], F), T(&[3, 3, 2], F), T(&[1, 3, 3, 2], F)];
+    c.ok::<t::Dilation2DBackpropFilter>(&inputs, d(), &[T(&[3, 3, 2], F)]);
+    let inputs = [T(&[1, 2, 2, 2], F), T(&[3, 3, 2], F), T(&[1, 1, 1, 2], F)];
+    c.bad::<t::Dilation2DBackpropFilter>(&inputs, d(), "is larger than that axis");
+}
+
+/// The fused kernels, with their optional `bias` and PReLU weights given or
+/// left out, and `Einsum`.
+fn fused(c: &mut Checker) {
+    use t::{Activation, DataFormat, Padding};
+
+    let matmul = |transpose_a, transpose_b, activation| t::_FusedMatMulAttrs {
+        transpose_a,
+        transpose_b,
+        activation,
+        leakyrelu_alpha: None,
+    };
+    let inputs = [Some(T(&[2, 3, 4], F)), Some(T(&[4, 5], F)), Some(T(&[5], F)), None];
+    c.ok_with::<t::_FusedMatMul>(&inputs, d(), &[T(&[2, 3, 5], F)]);
+    let inputs = [Some(T(&[4, 3], F)), Some(T(&[5, 4], F)), None, None];
+    c.ok_with::<t::_FusedMatMul>(&inputs, matmul(true, true, Activation::Linear), &[T(&[3, 5], F)]);
+    let inputs = [T(&[2, 3], F), T(&[3, 5], F), T(&[5], F), T(&[5], F)];
+    c.ok::<t::_FusedMatMul>(&inputs, matmul(false, false, Activation::Prelu), &[T(&[2, 5], F)]);
+    let inputs = [Some(T(&[2, 3], F)), Some(T(&[3, 5], F)), Some(T(&[3], F)), None];
+    c.bad_with::<t::_FusedMatMul>(&inputs, d(), "bias [3] does not broadcast to the output [2, 5]");
+    let inputs = [Some(T(&[2, 3], F)), Some(T(&[4, 5], F)), None, None];
+    c.bad_with::<t::_FusedMatMul>(&inputs, d(), "inner dimensions differ");
+    let inputs = [Some(T(&[2, 3], F)), Some(T(&[3, 5], F)), None, None];
+    let prelu = matmul(false, false, Activation::Prelu);
+    c.bad_with::<t::_FusedMatMul>(&inputs, prelu, "prelu_activation_weights is not given");
+    let inputs = [Some(T(&[2, 3], F)), Some(T(&[3, 5], F)), None, Some(T(&[5], F))];
+    c.bad_with::<t::_FusedMatMul>(&inputs, d(), "activation is `linear`; only `prelu` takes them");
+
+    let same = t::FusedConv2DAttrs { padding: Padding::Same, activation: Activation::Relu, ..d() };
+    let inputs = [Some(T(&[2, 5, 5, 3], F)), Some(T(&[3, 3, 3, 8], F)), Some(T(&[8], F)), None];
+    c.ok_with::<t::FusedConv2D>(&inputs, same.clone(), &[T(&[2, 5, 5, 8], F)]);
+    let strided = t::FusedConv2DAttrs { strides: vec![2, 2], ..d() };
+    let inputs = [Some(T(&[1, 7, 7, 1], F)), Some(T(&[3, 3, 1, 4], F)), None, None];
+    c.ok_with::<t::FusedConv2D>(&inputs, strided, &[T(&[1, 3, 3, 4], F)]);
+    // Channels first: a 1-D bias adds per channel.
+    let nchw = t::FusedConv2DAttrs { data_format: DataFormat::Nchw, activation: Activation::Prelu, ..d() };
+    let inputs = [T(&[1, 3, 6, 6], F), T(&[3, 3, 3, 4], F), T(&[4], F), T(&[1], F)];
+    c.ok::<t::FusedConv2D>(&inputs, nchw, &[T(&[1, 4, 4, 4], F)]);
+    let inputs = [Some(T(&[2, 5, 5, 3], F)), Some(T(&[3, 3, 3, 8], F)), Some(T(&[5], F)), None];
+    c.bad_with::<t::FusedConv2D>(&inputs, same, "bias [5] does not broadcast to the output [2, 5, 5, 8]");
+    let inputs = [Some(T(&[2, 5, 5, 2], F)), Some(T(&[3, 3, 3, 8], F)), None, None];
+    c.bad_with::<t::FusedConv2D>(&inputs, d(), "has 2 channels, but filter [3, 3, 3, 8] expects 3");
+
+    let same = t::FusedDepthwiseConv2DAttrs { padding: Padding::Same, ..d() };
+    let inputs = [Some(T(&[2, 5, 5, 3], F)), Some(T(&[3, 3, 3, 2], F)), Some(T(&[6], F)), None];
+    c.ok_with::<t::FusedDepthwiseConv2D>(&inputs, same.clone(), &[T(&[2, 5, 5, 6], F)]);
+    let relu6 = t::FusedDepthwiseConv2DAttrs { strides: vec![2], activation: Activation::Relu6, ..d() };
+    let inputs = [Some(T(&[1, 7, 7, 2], F)), Some(T(&[3, 3, 2, 1], F)), None, None];
+    c.ok_with::<t::FusedDepthwiseConv2D>(&inputs, relu6, &[T(&[1, 3, 3, 2], F)]);
+    let prelu = t::FusedDepthwiseConv2DAttrs { activation: Activation::Prelu, ..d() };
+    let inputs = [T(&[1, 5, 5, 2], F), T(&[3, 3, 2, 1], F), T(&[2], F), T(&[1, 1, 2], F)];
+    c.ok::<t::FusedDepthwiseConv2D>(&inputs, prelu, &[T(&[1, 3, 3, 2], F)]);
+    let inputs = [Some(T(&[2, 5, 5, 3], F)), Some(T(&[3, 3, 3, 2], F)), Some(T(&[3], F)), None];
+    c.bad_with::<t::FusedDepthwiseConv2D>(&inputs, same, "bias [3] does not broadcast to the output [2, 5, 5, 6]");
+
+    let eq = |equation: &str| t::EinsumAttrs { equation: equation.into() };
+    c.ok::<t::Einsum>(&[T(&[2, 3], F), T(&[3, 4], F)], eq("ij,jk->ik"), &[T(&[2, 4], F)]);
+    c.ok::<t::Einsum>(&[T(&[5, 2, 3], I)], eq("bij->bji"), &[T(&[5, 3, 2], I)]);
+    // The implicit form: the letters written once, in alphabetical order.
+    c.ok::<t::Einsum>(&[T(&[3, 2], F), T(&[4, 3], F)], eq("ji,kj"), &[T(&[2, 4], F)]);
+    c.ok::<t::Einsum>(&[T(&[3, 3], F)], eq("ii"), &[T(&[], F)]);
+    c.ok::<t::Einsum>(&[T(&[4], F), T(&[5], F)], eq(" i , j -> j i "), &[T(&[5, 4], F)]);
+    let three = [T(&[2, 3], F), T(&[3, 4], F), T(&[4, 5], F)];
+    c.ok::<t::Einsum>(&three, eq("ab,bc,cd->ad"), &[T(&[2, 5], F)]);
+    c.bad::<t::Einsum>(&[T(&[2, 3], F), T(&[4, 5], F)], eq("ij,jk->ik"), "letter `j` is 4 long in operand 1 [4, 5]");
+    c.bad::<t::Einsum>(&[T(&[2, 3], F)], eq("ij,jk->ik"), "subscripts for 2 operands, but the call gives 1");
+    c.bad::<t::Einsum>(&[T(&[2, 3], F)], eq("ijk->i"), "operand 0 has shape [2, 3] of rank 2, but its subscripts");
+    c.bad::<t::Einsum>(&[T(&[2, 3], F)], eq("ij->ik"), "has `k` in the output but in no operand");
+    c.bad::<t::Einsum>(&[T(&[2, 3], F)], eq("ij->ii"), "names `i` twice in the output");
+    c.bad::<t::Einsum>(&[T(&[2, 3], F)], eq("...ij->...ji"), "ellipsis");
+    c.bad::<t::Einsum>(&[T(&[2, 3], F)], eq("ij->j->i"), "more than one `->`");
+}
+
+/// The sparse and ragged kernels, data-dependent: their bounds are exact
+/// where the input shapes fix a dim, `ANY` where only the data does.
+fn sparse_and_ragged(c: &mut Checker) {
+    let inputs = [T(&[6, 2], I), T(&[6], F), T(&[2], I), T(&[], F)];
+    let filled = [T(&[ANY, 2], I), T(&[ANY], F), T(&[ANY], B), T(&[6], I)];
+    c.ok::<t::SparseFillEmptyRows>(&inputs, d(), &filled);
+    let inputs = [T(&[0, 3], I), T(&[0], B), T(&[3], I), T(&[], B)];
+    let filled = [T(&[ANY, 3], I), T(&[ANY], B), T(&[ANY], B), T(&[0], I)];
+    c.ok::<t::SparseFillEmptyRows>(&inputs, d(), &filled);
+    let inputs = [T(&[6, 2], I), T(&[6], F), T(&[3], I), T(&[], F)];
+    c.bad::<t::SparseFillEmptyRows>(&inputs, d(), "dense_shape has shape [3], expected one dim per index entry, [2]");
+    let inputs = [T(&[6, 2], I), T(&[6], F), T(&[2], I), T(&[1], F)];
+    c.bad::<t::SparseFillEmptyRows>(&inputs, d(), "default_value has shape [1], expected a scalar");
+
+    c.ok::<t::SparseSegmentMean>(&[T(&[3, 4], F), T(&[2], I), T(&[2], I)], d(), &[T(&[ANY, 4], F)]);
+    c.ok::<t::SparseSegmentMean>(&[T(&[3, 4], F), T(&[0], I), T(&[0], I)], d(), &[T(&[0, 4], F)]);
+    let err = "segment_ids has shape [3], expected one segment id per index, [2]";
+    c.bad::<t::SparseSegmentMean>(&[T(&[3, 4], F), T(&[2], I), T(&[3], I)], d(), err);
+    c.bad::<t::SparseSegmentMean>(&[T(&[3, 4], I), T(&[2], I), T(&[2], I)], d(), "input `data` is i32, which is not");
+    c.ok::<t::SparseSegmentSum>(&[T(&[3, 2, 5], I), T(&[4], I), T(&[4], I)], d(), &[T(&[ANY, 2, 5], I)]);
+    c.bad::<t::SparseSegmentSum>(&[T(&[], F), T(&[1], I), T(&[1], I)], d(), "data is a scalar");
+
+    c.ok::<t::RaggedRange>(&[T(&[3], F), T(&[3], F), T(&[], F)], d(), &[T(&[4], I), T(&[ANY], F)]);
+    c.ok::<t::RaggedRange>(&[T(&[], I), T(&[], I), T(&[], I)], d(), &[T(&[2], I), T(&[ANY], I)]);
+    c.bad::<t::RaggedRange>(&[T(&[3], F), T(&[2], F), T(&[], F)], d(), "limits has shape [2], but starts has [3]");
+    c.bad::<t::RaggedRange>(&[T(&[3], F), T(&[3], F), T(&[3, 1], F)], d(), "expected a scalar or a vector");
+
+    let rank = |output_ragged_rank| t::RaggedGatherAttrs { output_ragged_rank };
+    c.ok::<t::RaggedGather>(&[T(&[6], F), T(&[3], I), T(&[4], I)], rank(1), &[T(&[4], I), T(&[ANY], F)]);
+    let inputs = [T(&[10, 2], B), T(&[2, 3], I), T(&[4], I), T(&[7], I)];
+    let outputs = [T(&[3], I), T(&[7], I), T(&[ANY], I), T(&[ANY, 2], B)];
+    c.ok::<t::RaggedGather>(&inputs, rank(3), &outputs);
+    // Gathering nothing; gathering one row by a scalar index.
+    let inputs = [T(&[6], I), T(&[0], I), T(&[4], I), T(&[7], I)];
+    c.ok::<t::RaggedGather>(&inputs, rank(2), &[T(&[1], I), T(&[1], I), T(&[0], I)]);
+    let inputs = [T(&[6], F), T(&[], I), T(&[4], I), T(&[7], I)];
+    c.ok::<t::RaggedGather>(&inputs, rank(1), &[T(&[ANY], I), T(&[ANY], F)]);
+    let err = "output_ragged_rank is 2, but indices [3] of rank 1 and 1 params splits tensors give 1";
+    c.bad::<t::RaggedGather>(&[T(&[6], F), T(&[3], I), T(&[4], I)], rank(2), err);
+    let err = "params_nested_splits[0] has shape [0], expected a vector of 1 or more row splits";
+    c.bad::<t::RaggedGather>(&[T(&[6], F), T(&[3], I), T(&[0], I)], rank(1), err);
+
+    let kinds = |kinds: &[&str]| t::RaggedTensorToTensorAttrs {
+        row_partition_types: kinds.iter().map(|k| k.to_string()).collect(),
+    };
+    let splits = kinds(&["ROW_SPLITS"]);
+    let inputs = [T(&[2], I), T(&[5], F), T(&[], F), T(&[3], I)];
+    c.ok::<t::RaggedTensorToTensor>(&inputs, splits.clone(), &[T(&[ANY, ANY], F)]);
+    // A scalar shape (-1) asks for the ragged tensor's own: as many rows as the splits give.
+    let inputs = [T(&[], I), T(&[5, 2], I), T(&[2], I), T(&[4], I)];
+    c.ok::<t::RaggedTensorToTensor>(&inputs, splits.clone(), &[T(&[3, ANY, 2], I)]);
+    let inputs = [T(&[], I), T(&[5], B), T(&[], B), T(&[], I), T(&[5], I)];
+    let rowids = kinds(&["FIRST_DIM_SIZE", "VALUE_ROWIDS"]);
+    c.ok::<t::RaggedTensorToTensor>(&inputs, rowids, &[T(&[ANY, 5], B)]);
+    let inputs = [T(&[4], I), T(&[7, 3], F), T(&[1], F), T(&[3], I), T(&[6], I)];
+    let two = kinds(&["ROW_SPLITS", "ROW_SPLITS"]);
+    c.ok::<t::RaggedTensorToTensor>(&inputs, two, &[T(&[ANY, ANY, ANY, 3], F)]);
+    let inputs = [T(&[3], I), T(&[5], F), T(&[], F), T(&[3], I)];
+    let err = "shape has shape [3], expected a scalar (-1: the ragged tensor's own shape) or a vector of the output's \
+               rank, [2]";
+    c.bad::<t::RaggedTensorToTensor>(&inputs, splits.clone(), err);
+    let inputs = [T(&[2], I), T(&[5], F), T(&[], F), T(&[3], I)];
+    let err = "holds \"ROW_LENGTHS\", expected FIRST_DIM_SIZE, VALUE_ROWIDS or ROW_SPLITS";
+    c.bad::<t::RaggedTensorToTensor>(&inputs, kinds(&["ROW_LENGTHS"]), err);
+    let err = "starts with VALUE_ROWIDS, which needs a FIRST_DIM_SIZE before it";
+    c.bad::<t::RaggedTensorToTensor>(&inputs, kinds(&["VALUE_ROWIDS"]), err);
+    let err = "gives 2 kinds, but 1 row partition tensors are given";
+    c.bad::<t::RaggedTensorToTensor>(&inputs, kinds(&["ROW_SPLITS", "ROW_SPLITS"]), err);
+    let inputs = [T(&[], I), T(&[5, 2], F), T(&[3], F), T(&[4], I)];
+    c.bad::<t::RaggedTensorToTensor>(&inputs, splits, "default_value has shape [3]");
+}
+
+/// The in-scope kernels the built-in spec declares under their TF.js names,
+/// checked through `opforge::kernels`' descriptors.
+fn built_in(c: &mut Checker) {
+    macro_rules! unary {
+        ($dtype:expr => $out:expr; $($k:ident),* $(,)?) => {$(
+            c.ok::<b::$k>(&[T(&[2, 3], $dtype)], d(), &[T(&[2, 3], $out)]);
+        )*};
+    }
+    unary!(F => F; Abs, Acos, Acosh, Asin, Asinh, Atan, Atanh, Ceil, Cos, Cosh, Elu, Erf, Exp, Expm1, Floor);
+    unary!(F => F; LeakyRelu, Log, Log1p, Neg, Reciprocal, Relu, Relu6, Round, Rsqrt, Selu, Sigmoid, Sign, Sin);
+    unary!(F => F; Sinh, Softplus, Sqrt, Square, Step, Tan, Tanh, Softmax, Cumsum, Cumprod, LRN);
+    unary!(F => B; IsFinite, IsInf, IsNan);
+    unary!(B => B; LogicalNot);
+    macro_rules! binary {
+        ($dtype:expr => $out:expr; $($k:ident),* $(,)?) => {$(
+            c.ok::<b::$k>(&[T(&[2, 1, 3], $dtype), T(&[4, 1], $dtype)], d(), &[T(&[2, 4, 3], $out)]);
+        )*};
+    }
+    binary!(F => F; Add, Sub, Maximum, Minimum, Pow, Mod, FloorDiv, SquaredDifference, RealDiv, Atan2, Prelu);
+    binary!(I => B; Equal, NotEqual, Greater, GreaterEqual, Less, LessEqual);
+    binary!(B => B; LogicalAnd, LogicalOr);
+    c.bad::<b::Add>(&[T(&[2], F), T(&[3], F)], d(), "cannot broadcast");
+    macro_rules! reduce {
+        ($dtype:expr; $($k:ident, $a:ident);* $(;)?) => {$(
+            let attrs = b::$a { axes: Some(vec![1]), keep_dims: false };
+            c.ok::<b::$k>(&[T(&[2, 3, 4], $dtype)], attrs, &[T(&[2, 4], $dtype)]);
+        )*};
+    }
+    reduce!(B; All, AllAttrs; Any, AnyAttrs);
+    reduce!(F; Max, MaxAttrs; Min, MinAttrs; Prod, ProdAttrs; Sum, SumAttrs; Mean, MeanAttrs);
+    c.bad::<b::Sum>(&[T(&[2, 3], F)], b::SumAttrs { axes: Some(vec![2]), keep_dims: false }, "out of range");
+    c.ok::<b::ArgMax>(&[T(&[2, 3, 4], F)], b::ArgMaxAttrs { axis: 1 }, &[T(&[2, 4], I)]);
+    c.ok::<b::ArgMin>(&[T(&[2, 3, 4], I)], b::ArgMinAttrs { axis: -1 }, &[T(&[2, 3], I)]);
+    let three = [T(&[2, 3], F), T(&[2, 3], F), T(&[2, 3], F)];
+    c.ok::<b::AddN>(&three, d(), &[T(&[2, 3], F)]);
+    c.ok::<b::Concat>(&[T(&[2, 3], B), T(&[2, 5], B)], b::ConcatAttrs { axis: 1 }, &[T(&[2, 8], B)]);
+    c.ok::<b::Pack>(&[T(&[2, 3], I), T(&[2, 3], I)], d(), &[T(&[2, 2, 3], I)]);
+    c.ok::<b::Unpack>(&[T(&[3, 2], F)], d(), &[T(&[2], F), T(&[2], F), T(&[2], F)]);
+    let split = b::SplitVAttrs { size_splits: vec![2, -1], axis: 0 };
+    c.ok::<b::SplitV>(&[T(&[5, 2], F)], split, &[T(&[2, 2], F), T(&[3, 2], F)]);
+    c.ok::<b::TopK>(&[T(&[2, 5], F)], b::TopKAttrs { k: 3, sorted: true }, &[T(&[2, 3], F), T(&[2, 3], I)]);
+    c.ok::<b::Unique>(&[T(&[6], B)], d(), &[T(&[6], B), T(&[6], I)]);
+    c.ok::<b::BatchMatMul>(&[T(&[2, 3, 4], F), T(&[4, 5], F)], d(), &[T(&[2, 3, 5], F)]);
+    c.ok::<b::Reshape>(&[T(&[2, 3], B)], b::ReshapeAttrs { shape: vec![3, -1] }, &[T(&[3, 2], B)]);
+    c.ok::<b::Transpose>(&[T(&[2, 3, 4], F)], d(), &[T(&[4, 3, 2], F)]);
+    c.ok::<b::BroadcastTo>(&[T(&[3, 1], F)], b::BroadcastToAttrs { shape: vec![2, 3, 4] }, &[T(&[2, 3, 4], F)]);
+    c.ok::<b::Cast>(&[T(&[2, 3], F)], b::CastAttrs { dtype: I }, &[T(&[2, 3], I)]);
+    let clip = b::ClipByValueAttrs { clip_value_min: 0.0, clip_value_max: 1.0 };
+    c.ok::<b::ClipByValue>(&[T(&[2, 3], F)], clip, &[T(&[2, 3], F)]);
+    c.ok::<b::Tile>(&[T(&[2, 3], I)], b::TileAttrs { reps: vec![2, 1] }, &[T(&[4, 3], I)]);
+    let slice = b::SliceAttrs { begin: vec![1, 2], size: vec![2, -1] };
+    c.ok::<b::Slice>(&[T(&[4, 5], F)], slice, &[T(&[2, 3], F)]);
+    let strided = b::StridedSliceAttrs { begin: vec![1, 0], end: vec![3, 5], strides: vec![1, 2], ..d() };
+    c.ok::<b::StridedSlice>(&[T(&[4, 5], F)], strided, &[T(&[2, 3], F)]);
+    let pad = b::PadV2Attrs { paddings: vec![vec![1, 0], vec![2, 2]], constant_value: 0.0 };
+    c.ok::<b::PadV2>(&[T(&[2, 3], F)], pad, &[T(&[3, 7], F)]);
+    let mirror = b::MirrorPadAttrs { paddings: vec![vec![1, 1], vec![2, 2]], mode: b::MirrorPadMode::Reflect };
+    c.ok::<b::MirrorPad>(&[T(&[2, 3], F)], mirror, &[T(&[4, 7], F)]);
+    c.ok::<b::Reverse>(&[T(&[2, 3], F)], b::ReverseAttrs { dims: vec![1] }, &[T(&[2, 3], F)]);
+    c.ok::<b::DepthToSpace>(&[T(&[1, 2, 3, 8], F)], b::DepthToSpaceAttrs { block_size: 2 }, &[T(&[1, 4, 6, 2], F)]);
+    c.ok::<b::GatherV2>(&[T(&[5, 3], F), T(&[2, 4], I)], d(), &[T(&[2, 4, 3], F)]);
+    let segments = b::UnsortedSegmentSumAttrs { num_segments: 4 };
+    c.ok::<b::UnsortedSegmentSum>(&[T(&[6, 3], F), T(&[6], I)], segments, &[T(&[4, 3], F)]);
+    let one_hot = b::OneHotAttrs { depth: 4, on_value: 1.0, off_value: 0.0 };
+    c.ok::<b::OneHot>(&[T(&[2, 3], I)], one_hot, &[T(&[2, 3, 4], F)]);
+    c.ok::<b::Select>(&[T(&[2, 3], B), T(&[2, 3], F), T(&[3], F)], d(), &[T(&[2, 3], F)]);
+    let draws = b::MultinomialAttrs { num_samples: 3, seed: 7, normalized: false };
+    c.ok::<b::Multinomial>(&[T(&[2, 5], F)], draws, &[T(&[2, 3], I)]);
+    let range = b::RangeAttrs { start: 0.0, stop: 5.0, step: 1.0, dtype: F };
+    c.ok::<b::Range>(&[], range, &[T(&[5], F)]);
+    c.ok::<b::Fill>(&[], b::FillAttrs { shape: vec![2, 3], value: 1.5, dtype: I }, &[T(&[2, 3], I)]);
+    let same = b::Conv2DAttrs { padding: b::Padding::Same, ..d() };
+    c.ok::<b::Conv2D>(&[T(&[2, 5, 4, 3], F), T(&[3, 3, 3, 8], F)], same, &[T(&[2, 5, 4, 8], F)]);
+    let input = b::Conv2DBackpropInputAttrs {
+        input_shape: vec![1, 7, 7, 1],
+        strides: vec![2, 2],
+        padding: b::Padding::Valid,
+        explicit_paddings: None,
+        dilations: vec![1, 1],
+    };
+    c.ok::<b::Conv2DBackpropInput>(&[T(&[1, 3, 3, 4], F), T(&[3, 3, 1, 4], F)], input, &[T(&[1, 7, 7, 1], F)]);
+    let filter = b::Conv2DBackpropFilterAttrs {
+        filter_shape: vec![3, 3, 1, 4],
+        strides: vec![2, 2],
+        padding: b::Padding::Valid,
+        explicit_paddings: None,
+        dilations: vec![1, 1],
+    };
+    c.ok::<b::Conv2DBackpropFilter>(&[T(&[1, 7, 7, 1], F), T(&[1, 3, 3, 4], F)], filter, &[T(&[3, 3, 1, 4], F)]);
+    macro_rules! pool {
+        ($($k:ident, $a:ident, $grad:ident, $ga:ident);*) => {$(
+            let attrs = b::$a { filter_size: vec![2, 2], strides: vec![2, 2], padding: b::Padding::Valid, explicit_paddings: None };
+            c.ok::<b::$k>(&[T(&[2, 4, 6, 3], F)], attrs, &[T(&[2, 2, 3, 3], F)]);
+            let attrs = b::$ga { filter_size: vec![2, 2], strides: vec![2, 2], padding: b::Padding::Valid, explicit_paddings: None };
+            c.ok::<b::$grad>(&[T(&[2, 2, 3, 3], F), T(&[2, 4, 6, 3], F)], attrs, &[T(&[2, 4, 6, 3], F)]);
+        )*};
+    }
+    pool!(MaxPool, MaxPoolAttrs, MaxPoolGrad, MaxPoolGradAttrs; AvgPool, AvgPoolAttrs, AvgPoolGrad, AvgPoolGradAttrs);
+    // Optional inputs: `offset` and `scale` may be left out.
+    let inputs = [T(&[2, 3, 4], F), T(&[4], F), T(&[4], F), T(&[4], F), T(&[4], F)];
+    c.ok::<b::FusedBatchNorm>(&inputs, d(), &[T(&[2, 3, 4], F)]);
+    let inputs = [Some(T(&[2, 3, 4], F)), Some(T(&[4], F)), Some(T(&[4], F)), None, None];
+    c.ok_with::<b::FusedBatchNorm>(&inputs, d(), &[T(&[2, 3, 4], F)]);
+}
+
+#[test]
+fn elementwise_kernels_infer_tf_js_shapes() {
+    elementwise(&mut Checker::default());
+}
+
+#[test]
+fn layout_kernels_infer_tf_js_shapes() {
+    layout(&mut Checker::default());
+}
+
+#[test]
+fn indexing_kernels_infer_tf_js_shapes() {
+    indexing(&mut Checker::default());
+}
+
+#[test]
+fn image_kernels_infer_tf_js_shapes() {
+    images(&mut Checker::default());
+}
+
+#[test]
+fn windowed_kernels_infer_tf_js_shapes() {
+    windows(&mut Checker::default());
+}
+
+#[test]
+fn fused_kernels_and_einsum_infer_tf_js_shapes() {
+    fused(&mut Checker::default());
+}
+
+#[test]
+fn sparse_and_ragged_kernels_infer_tf_js_bounds() {
+    sparse_and_ragged(&mut Checker::default());
+}
+
+#[test]
+fn built_in_kernels_infer_tf_js_shapes() {
+    built_in(&mut Checker::default());
+}
+
+#[test]
+fn every_declared_kernel_is_checked_and_every_kernel_of_this_spec_refuses_a_bad_input() {
+    let mut c = Checker::default();
+    for group in [elementwise, layout, indexing, images, windows, fused, sparse_and_ragged, built_in] {
+        group(&mut c);
+    }
+    let (ours, builtin) = (declared(true), declared(false));
+    let expected: BTreeSet<&str> =
+        IN_SCOPE.iter().copied().filter(|n| ours.contains(n) || builtin.contains(n)).collect();
+    let unchecked: Vec<&&str> = expected.difference(&c.ok).collect();
+    assert!(unchecked.is_empty(), "declared kernels without a known-shape check: {unchecked:?}");
+    let stray: Vec<&&str> = c.ok.difference(&expected).collect();
+    assert!(stray.is_empty(), "checked kernels that are not in scope or not declared: {stray:?}");
+    let unrefused: Vec<&&str> = ours.difference(&c.bad).collect();
+    assert!(unrefused.is_empty(), "kernels of tfjs.toml without a bad-input check: {unrefused:?}");
+}
+
+/// The shared helpers refuse absurd values with an error, not a panic.
+#[test]
+fn shape_helpers_refuse_overflow() {
+    use opforge_example_tfjs_spec::shapes::{self, windows, Pad};
+    let huge = [usize::MAX / 2, usize::MAX / 2];
+    assert!(windows(&huge, &[2, 2], &[1, 1], &[usize::MAX, 1], Pad::Valid, None).unwrap_err().contains("too large"));
+    let pairs = vec![vec![i64::MAX, i64::MAX], vec![0, 0]];
+    let err = windows(&huge, &[2, 2], &[1, 1], &[1, 1], Pad::Explicit(&pairs), None).unwrap_err();
+    assert!(err.contains("overflows"), "{err}");
+    let attrs = t::ScatterNdAttrs { shape: vec![1 << 40, 1 << 40] };
+    assert!(shapes::scatter_nd(&[1, 2], &[1], &attrs).unwrap_err().contains("too large"));
+    let attrs = t::SpaceToBatchNDAttrs { block_shape: vec![1 << 40, 1 << 40], paddings: vec![vec![0, 0]; 2] };
+    assert!(shapes::space_to_batch_nd(&[1 << 40, 1 << 40, 1 << 40], &attrs).is_err());
+    let attrs = t::BatchToSpaceNDAttrs { block_shape: vec![1 << 40, 1 << 40], crops: vec![vec![0, 0]; 2] };
+    assert!(shapes::batch_to_space_nd(&[4, 1 << 40, 1 << 40], &attrs).is_err());
+    let attrs = t::LinSpaceAttrs { start: 0.0, stop: 1.0, num: i64::MAX };
+    assert!(shapes::linspace(&attrs).unwrap_err().contains("too large"));
+}
