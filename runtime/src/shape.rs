@@ -1454,6 +1454,176 @@ pub mod rules {
         allocatable(dims.collect::<Result<Shape, String>>()?)
     }
 
+    /// The shape function of `GatherNd`: `indices.shape[..-1] ++
+    /// params.shape[k..]`, where `k`, the last dim of `indices`, is at most
+    /// `params`' rank.
+    ///
+    /// ```
+    /// use opforge::{kernels::GatherNdAttrs, shape::rules::gather_nd};
+    /// assert_eq!(gather_nd(&[4, 3, 2], &[5, 2], &GatherNdAttrs {}).unwrap().as_slice(), &[5, 2]);
+    /// assert!(gather_nd(&[4], &[5, 2], &GatherNdAttrs {}).unwrap_err().contains("rank 1"));
+    /// ```
+    pub fn gather_nd(
+        params: &[usize],
+        indices: &[usize],
+        attrs: &crate::kernels::GatherNdAttrs,
+    ) -> Result<Shape, String> {
+        let _ = attrs;
+        let (k, rows) = nd_rows(indices, params.len(), "params")?;
+        allocatable(rows.iter().chain(&params[k..]).copied().collect())
+    }
+
+    /// The shape function of `ScatterNd`: `shape`, once `updates` is
+    /// `indices.shape[..-1] ++ shape[k..]`, `k` the last dim of `indices`.
+    ///
+    /// ```
+    /// use opforge::{kernels::ScatterNdAttrs, shape::rules::scatter_nd};
+    /// let attrs = ScatterNdAttrs { shape: vec![4, 3, 2] };
+    /// assert_eq!(scatter_nd(&[5, 2], &[5, 2], &attrs).unwrap().as_slice(), &[4, 3, 2]);
+    /// assert!(scatter_nd(&[5, 2], &[5, 3], &attrs).unwrap_err().contains("updates [5, 3]"));
+    /// ```
+    pub fn scatter_nd(
+        indices: &[usize],
+        updates: &[usize],
+        attrs: &crate::kernels::ScatterNdAttrs,
+    ) -> Result<Shape, String> {
+        let shape = attrs.shape.iter().map(|&d| {
+            usize::try_from(d).map_err(|_| format!("shape {:?} has the dim {d}, expected dims >= 0", attrs.shape))
+        });
+        let shape: Shape = shape.collect::<Result<_, _>>()?;
+        let (k, rows) = nd_rows(indices, shape.len(), "shape")?;
+        let want: Shape = rows.iter().chain(&shape[k..]).copied().collect();
+        if updates != want.as_slice() {
+            return Err(format!(
+                "updates {updates:?} must be indices' rows {rows:?} followed by shape[{k}..] {:?}, that is {want:?}",
+                &shape[k..]
+            ));
+        }
+        allocatable(shape)
+    }
+
+    /// `indices` of an N-d gather or scatter into `rank` axes: the last dim
+    /// `k` (each row's indices, at most `rank`) and the rows' shape.
+    fn nd_rows<'a>(indices: &'a [usize], rank: usize, into: &str) -> Result<(usize, &'a [usize]), String> {
+        match indices.split_last() {
+            None => Err("indices is a scalar, expected rows of indices, [..., k]".to_owned()),
+            Some((&k, _)) if k > rank => Err(format!("indices {indices:?} index {k} axes, but {into} has rank {rank}")),
+            Some((&k, rows)) => Ok((k, rows)),
+        }
+    }
+
+    /// One output row (or column) of a resize: it reads input rows `first`
+    /// and `second`, as `a[first] + (a[second] - a[first]) * weight` (TF.js's
+    /// formula); a nearest-neighbour resize reads `first` alone.
+    #[derive(Debug, Clone, Copy, PartialEq)]
+    pub struct Tap {
+        /// The input row read first.
+        pub first: usize,
+        /// The input row interpolated towards; `first` when there is none.
+        pub second: usize,
+        /// How far towards `second`, in [0, 1); 0 when `second == first`.
+        pub weight: f32,
+    }
+
+    /// Where each of `output` rows of a resize of `input` rows reads, as
+    /// TF.js's cpu kernels compute it: the scale is `input / output`, or with
+    /// `align_corners` `(input - 1) / (output - 1)`; with
+    /// `half_pixel_centers` a row samples at its center. The cpu and wgpu
+    /// kernels and the gradients use these same taps.
+    ///
+    /// ```
+    /// use opforge::shape::rules::{resize_taps, Tap};
+    /// // 2 rows to 4, bilinear: rows 0, 0.5, 1, 1.5 (the last clamped).
+    /// let taps = resize_taps(2, 4, false, false, true);
+    /// assert_eq!(taps[1], Tap { first: 0, second: 1, weight: 0.5 });
+    /// assert_eq!(taps[3], Tap { first: 1, second: 1, weight: 0.0 });
+    /// // Nearest, corners aligned: 3 rows to 2 read rows 0 and 2.
+    /// let near: Vec<usize> = resize_taps(3, 2, true, false, false).iter().map(|t| t.first).collect();
+    /// assert_eq!(near, [0, 2]);
+    /// ```
+    pub fn resize_taps(
+        input: usize,
+        output: usize,
+        align_corners: bool,
+        half_pixel_centers: bool,
+        bilinear: bool,
+    ) -> Vec<Tap> {
+        let aligned = align_corners && output > 1;
+        let scale = match aligned {
+            true => (input as f32 - 1.0) / (output as f32 - 1.0),
+            false => input as f32 / output as f32,
+        };
+        let last = input.saturating_sub(1);
+        (0..output)
+            .map(|o| {
+                let o = o as f32;
+                if bilinear {
+                    let source = if half_pixel_centers { scale * (o + 0.5) - 0.5 } else { scale * o };
+                    let first = (source.floor().max(0.0) as usize).min(last);
+                    let second = (source.ceil().max(0.0) as usize).min(last);
+                    let weight = if second == first { 0.0 } else { source - first as f32 };
+                    Tap { first, second, weight }
+                } else {
+                    let source = if half_pixel_centers { scale * (o + 0.5) } else { scale * o };
+                    let near = if align_corners { source.round() } else { source.floor() };
+                    let first = (near.max(0.0) as usize).min(last);
+                    Tap { first, second: first, weight: 0.0 }
+                }
+            })
+            .collect()
+    }
+
+    /// What the resize kernels share: NHWC images, a `size` of two positive
+    /// dims, and not both `align_corners` and `half_pixel_centers` (TF.js
+    /// refuses that pair too).
+    fn resized(images: &[usize], size: &[i64], align_corners: bool, half_pixel_centers: bool) -> Result<Shape, String> {
+        let &[batch, h, w, c] = images else {
+            return Err(format!(
+                "images must be NHWC, [batch, height, width, channels], but their shape is {images:?}"
+            ));
+        };
+        let &[nh, nw] = size else {
+            return Err(format!("size must be [new_height, new_width], got {size:?}"));
+        };
+        if nh < 1 || nw < 1 {
+            return Err(format!("size {size:?} must be positive"));
+        }
+        if (h == 0 || w == 0) && batch * c > 0 {
+            return Err(format!("images {images:?} have no pixels to resize from"));
+        }
+        if align_corners && half_pixel_centers {
+            return Err("align_corners and half_pixel_centers cannot both be true".to_owned());
+        }
+        allocatable(Shape::from_slice(&[batch, nh as usize, nw as usize, c]))
+    }
+
+    /// The shape function of `ResizeBilinear`: `[batch, size[0], size[1],
+    /// channels]` for NHWC `images` (see [`resize_taps`]).
+    ///
+    /// ```
+    /// use opforge::{kernels::ResizeBilinearAttrs, shape::rules::resize_bilinear};
+    /// let attrs = ResizeBilinearAttrs { size: vec![4, 6], align_corners: false, half_pixel_centers: true };
+    /// assert_eq!(resize_bilinear(&[2, 2, 3, 5], &attrs).unwrap().as_slice(), &[2, 4, 6, 5]);
+    /// assert!(resize_bilinear(&[2, 3], &attrs).unwrap_err().contains("NHWC"));
+    /// ```
+    pub fn resize_bilinear(images: &[usize], attrs: &crate::kernels::ResizeBilinearAttrs) -> Result<Shape, String> {
+        resized(images, &attrs.size, attrs.align_corners, attrs.half_pixel_centers)
+    }
+
+    /// The shape function of `ResizeNearestNeighbor`, as [`resize_bilinear`]'s.
+    ///
+    /// ```
+    /// use opforge::{kernels::ResizeNearestNeighborAttrs, shape::rules::resize_nearest_neighbor};
+    /// let attrs = ResizeNearestNeighborAttrs { size: vec![0, 2], align_corners: false, half_pixel_centers: false };
+    /// assert!(resize_nearest_neighbor(&[1, 2, 2, 1], &attrs).unwrap_err().contains("positive"));
+    /// ```
+    pub fn resize_nearest_neighbor(
+        images: &[usize],
+        attrs: &crate::kernels::ResizeNearestNeighborAttrs,
+    ) -> Result<Shape, String> {
+        resized(images, &attrs.size, attrs.align_corners, attrs.half_pixel_centers)
+    }
+
     /// The shape function of `Multinomial`: `[batch, num_samples]` for
     /// logits `[batch, classes]`, or `[num_samples]` for logits `[classes]`,
     /// with at least one class.

@@ -284,3 +284,53 @@ fn batch_norm_gradients_skip_the_statistics_a_call_leaves_out() {
     assert_eq!(gs[1].to_vec::<f32>().unwrap(), vec![-2.0, -6.0]);
     assert_eq!(gs[3].to_vec::<f32>().unwrap(), vec![(0.0 + 3.0) / 2.0, 0.0 + 6.0]);
 }
+
+#[test]
+fn resizes_read_the_pixels_tf_js_reads() {
+    for b in backends("resizes_read_the_pixels_tf_js_reads") {
+        let x = Tensor::from_vec(vec![2.0f32, 2.0, 4.0, 4.0], &[1, 2, 2, 1]).unwrap().to_backend(b).unwrap();
+        let third = 2.0 + 2.0 * (2.0f32 / 3.0);
+        let y = ops::resize_bilinear(&x, &[3, 3], false, false).unwrap();
+        close(
+            &y.to_vec::<f32>().unwrap(),
+            &[2.0, 2.0, 2.0, third, third, third, 4.0, 4.0, 4.0],
+            &format!("bilinear on {b}"),
+        );
+        let y = ops::resize_bilinear(&x, &[3, 3], true, false).unwrap();
+        close(&y.to_vec::<f32>().unwrap(), &[2.0, 2.0, 2.0, 3.0, 3.0, 3.0, 4.0, 4.0, 4.0], &format!("aligned on {b}"));
+        // Half-pixel centers: 2 rows to 4 sample rows -0.25, 0.25, 0.75, 1.25.
+        let col = Tensor::from_vec(vec![0.0f32, 8.0], &[1, 2, 1, 1]).unwrap().to_backend(b).unwrap();
+        let y = ops::resize_bilinear(&col, &[4, 1], false, true).unwrap();
+        close(&y.to_vec::<f32>().unwrap(), &[0.0, 2.0, 6.0, 8.0], &format!("half pixel on {b}"));
+        let y = ops::resize_nearest_neighbor(&x, &[3, 3], false, false).unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), [2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 4.0, 4.0, 4.0], "nearest on {b}");
+        // Integers: nearest keeps them, bilinear gives f32.
+        let ints = Tensor::from_vec(vec![1i32, 5, 9, 13], &[1, 2, 2, 1]).unwrap().to_backend(b).unwrap();
+        let y = ops::resize_nearest_neighbor(&ints, &[2, 4], false, false).unwrap();
+        assert_eq!(y.to_vec::<i32>().unwrap(), [1, 1, 5, 5, 9, 9, 13, 13], "nearest i32 on {b}");
+        let y = ops::resize_bilinear(&ints, &[1, 3], true, false).unwrap();
+        assert_eq!((y.dtype(), y.to_vec::<f32>().unwrap()), (opforge::DType::F32, vec![1.0, 3.0, 5.0]), "on {b}");
+    }
+}
+
+#[test]
+fn resize_errors_name_the_kernel_and_the_size() {
+    let x = Tensor::zeros(&[1, 2, 2, 1], opforge::DType::F32).unwrap();
+    let err = ops::resize_bilinear(&x, &[0, 3], false, false).unwrap_err().to_string();
+    assert!(err.contains("kernel `ResizeBilinear`") && err.contains("size [0, 3] must be positive"), "{err}");
+    let err = ops::resize_nearest_neighbor(&x, &[2, 2], true, true).unwrap_err().to_string();
+    assert!(err.contains("cannot both be true"), "{err}");
+    let err = ops::resize_bilinear(&Tensor::zeros(&[2, 2], opforge::DType::F32).unwrap(), &[3, 3], false, false);
+    assert!(err.unwrap_err().to_string().contains("NHWC"));
+}
+
+#[test]
+fn resize_gradients_send_each_cotangent_to_the_pixels_read() {
+    // Bilinear, 2 columns to 3: output columns read 0, (0, 1) at 2/3, 1.
+    let x = Tensor::from_vec(vec![1.0f32, 3.0], &[1, 1, 2, 1]).unwrap();
+    let g = opforge::grad(|x| ops::sum(&ops::resize_bilinear(x, &[1, 3], false, false)?, None, false))(&x).unwrap();
+    close(&g.to_vec::<f32>().unwrap(), &[1.0 + 1.0 / 3.0, 2.0 / 3.0 + 1.0], "bilinear gradient");
+    let g =
+        opforge::grad(|x| ops::sum(&ops::resize_nearest_neighbor(x, &[1, 3], false, false)?, None, false))(&x).unwrap();
+    assert_eq!(g.to_vec::<f32>().unwrap(), [2.0, 1.0], "nearest reads column 0 twice");
+}

@@ -1,5 +1,5 @@
 //! The kernels whose inputs have dtypes of their own (`Select`, `GatherV2`,
-//! `UnsortedSegmentSum`): their values, the errors for indices out of range
+//! `UnsortedSegmentSum`, `GatherNd`, `ScatterNd`): their values, the errors for indices out of range
 //! and for inputs of the wrong dtype, and their gradients, on the cpu and on
 //! wgpu.
 
@@ -132,4 +132,40 @@ fn gradients_flow_back_through_gathers_and_segment_sums() {
     let seg = |x: &Tensor| ops::sum(&ops::mul(&ops::unsorted_segment_sum(x, &ids, 3)?, &table)?, None, false);
     let g = opforge::grad(seg)(&f32s(&[0.; 6], &[3, 2])).unwrap();
     assert_eq!(g.to_vec::<f32>().unwrap(), [1., 2., 5., 6., 1., 2.]);
+}
+
+#[test]
+fn gather_nd_and_scatter_nd_index_leading_axes_on_every_backend() {
+    for b in backends("gather_nd_and_scatter_nd_index_leading_axes_on_every_backend") {
+        let on = |t: Tensor| t.to_backend(b).unwrap();
+        let params = on(Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[2, 2]).unwrap());
+        let pairs = on(Tensor::from_vec(vec![1i32, 0, 0, 1], &[2, 2]).unwrap());
+        assert_eq!(ops::gather_nd(&params, &pairs).unwrap().to_vec::<f32>().unwrap(), [3.0, 2.0], "on {b}");
+        let rows = on(Tensor::from_vec(vec![1i32, 0], &[2, 1]).unwrap());
+        let got = ops::gather_nd(&params, &rows).unwrap();
+        assert_eq!((got.shape(), got.to_vec::<f32>().unwrap()), (&[2usize, 2][..], vec![3.0, 4.0, 1.0, 2.0]));
+        let flags = on(Tensor::from_vec(vec![true, false, false, true], &[2, 2]).unwrap());
+        assert_eq!(ops::gather_nd(&flags, &pairs).unwrap().to_vec::<bool>().unwrap(), [false, false], "on {b}");
+        // Rows naming one slice add up.
+        let at = on(Tensor::from_vec(vec![0i32, 2, 0], &[3, 1]).unwrap());
+        let updates = on(Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap());
+        let y = ops::scatter_nd(&at, &updates, &[4]).unwrap();
+        assert_eq!((y.backend(), y.to_vec::<f32>().unwrap()), (b, vec![4.0, 0.0, 2.0, 0.0]));
+        let err = ops::gather_nd(&params, &on(Tensor::from_vec(vec![0i32, 1, 2, 0], &[2, 2]).unwrap())).unwrap_err();
+        let text = err.to_string();
+        assert!(
+            text.contains("kernel `GatherNd`") && text.contains("indices[1][0] = 2 is out of range, expected 0 to 1"),
+            "{text}"
+        );
+        let err = ops::scatter_nd(&at, &updates, &[2]).unwrap_err().to_string();
+        assert!(err.contains("kernel `ScatterNd`") && err.contains("indices[1][0] = 2 is out of range"), "{err}");
+    }
+    let err = ops::scatter_nd(
+        &Tensor::from_vec(vec![0i32], &[1, 1]).unwrap(),
+        &Tensor::zeros(&[2], opforge::DType::F32).unwrap(),
+        &[4],
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("updates [2] must be indices' rows [1] followed by shape[1..] []"), "{err}");
 }

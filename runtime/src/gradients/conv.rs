@@ -7,8 +7,9 @@
 use super::dims;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropFilterNeeds, Conv2DBackpropInput,
-    Conv2DBackpropInputNeeds, Conv2DNeeds, MaxPool, Padding,
+    Conv2DBackpropInputNeeds, Conv2DNeeds, MaxPool, Padding, ResizeBilinear, ResizeNearestNeighbor,
 };
+use crate::shape::rules::resize_taps;
 use crate::{gradient, ops, Result, Tensor};
 
 #[gradient(Conv2D)]
@@ -103,4 +104,47 @@ fn avg_pool_grad_grad(
     ddx: &Tensor,
 ) -> Result<Tensor> {
     ops::avg_pool(ddx, filter_size, strides, padding, explicit_paddings)
+}
+
+/// A resize is linear in its images, one matrix per axis: `y = A_h x A_w^T`
+/// for each image and channel, each row of `A` holding its output row's
+/// taps. Its gradient is the transposed product, `dx = A_h^T dy A_w`: two
+/// batched matmuls, written with ops so that it runs on any backend and
+/// can itself be differentiated.
+fn resize_grad(
+    images: &Tensor,
+    dy: &Tensor,
+    align_corners: bool,
+    half_pixel_centers: bool,
+    bilinear: bool,
+) -> Result<Tensor> {
+    let matrix = |input: usize, output: usize| -> Result<Tensor> {
+        let mut a = vec![0.0f32; output * input];
+        for (o, t) in resize_taps(input, output, align_corners, half_pixel_centers, bilinear).iter().enumerate() {
+            a[o * input + t.first] += 1.0 - t.weight;
+            a[o * input + t.second] += t.weight;
+        }
+        Tensor::from_vec(a, &[output, input])?.to_backend(dy.backend())
+    };
+    let (is, os) = (images.shape(), dy.shape());
+    let (ah, aw) = (matrix(is[1], os[1])?, matrix(is[2], os[2])?);
+    // [b, oh, ow, c] -> [b, c, oh, ow] -> [b, c, h, ow] -> [b, c, h, w] -> [b, h, w, c].
+    let t = ops::transpose(dy, &[0, 3, 1, 2])?;
+    let t = ops::matmul(&ops::matmul(&ah, &t, true, false)?, &aw, false, false)?;
+    ops::transpose(&t, &[0, 2, 3, 1])
+}
+
+#[gradient(ResizeBilinear)]
+fn resize_bilinear_grad(images: &Tensor, align_corners: bool, half_pixel_centers: bool, dy: &Tensor) -> Result<Tensor> {
+    resize_grad(images, dy, align_corners, half_pixel_centers, true)
+}
+
+#[gradient(ResizeNearestNeighbor)]
+fn resize_nearest_neighbor_grad(
+    images: &Tensor,
+    align_corners: bool,
+    half_pixel_centers: bool,
+    dy: &Tensor,
+) -> Result<Tensor> {
+    resize_grad(images, dy, align_corners, half_pixel_centers, false)
 }

@@ -1,8 +1,8 @@
 //! Gradients of the indexing kernels: selection, gathers and segment sums,
 //! each the other's adjoint.
 
-use super::{scalar, unbroadcast};
-use crate::kernels::{GatherV2, Select, TopK, UnsortedSegmentSum};
+use super::{dims, scalar, unbroadcast};
+use crate::kernels::{GatherNd, GatherV2, ScatterNd, Select, TopK, UnsortedSegmentSum};
 use crate::shape::rules::gather_dims;
 use crate::{gradient, ops, Error, Result, Tensor};
 
@@ -72,4 +72,18 @@ fn top_k_grad(x: &Tensor, indices: &Tensor, dvalues: Option<&Tensor>) -> Result<
 #[gradient(UnsortedSegmentSum)]
 fn unsorted_segment_sum_grad(segment_ids: &Tensor, dy: &Tensor) -> Result<Tensor> {
     ops::gather(dy, segment_ids, 0, 0)
+}
+
+/// The rows a `GatherNd` read get its cotangent back, added where rows
+/// repeat: a `ScatterNd` into `params`' shape.
+#[gradient(GatherNd)]
+fn gather_nd_grad(params: &Tensor, indices: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::scatter_nd(indices, dy, &dims(params))
+}
+
+/// Each update's cotangent is the output's at the slice it was added to:
+/// a `GatherNd` of `dy`.
+#[gradient(ScatterNd)]
+fn scatter_nd_grad(indices: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::gather_nd(dy, indices)
 }

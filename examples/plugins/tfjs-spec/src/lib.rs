@@ -14,7 +14,7 @@
 //!
 //! Where each of the 167 kernels is declared:
 //!
-//! - **61 in `tfjs.toml`**, bound here: every in-scope kernel whose name
+//! - **57 in `tfjs.toml`**, bound here: every in-scope kernel whose name
 //!   opforge's built-in spec does not declare, `Multiply` and the TF.js
 //!   gradient kernels `EluGrad`, `LRNGrad`, `MaxPool3DGrad`, ... included.
 //!   Among them the fused kernels `_FusedMatMul` (a name with TF.js's
@@ -29,9 +29,9 @@
 //!   range's length), written `-1` in their examples. `RaggedGather` gives
 //!   a list of i32 row splits beside its values
 //!   (`outputs = ["*output_nested_splits: i32", "output_dense_values: T"]`).
-//! - **106 in opforge's built-in spec** (`ops-spec/ops.toml`), which
+//! - **110 in opforge's built-in spec** (`ops-spec/ops.toml`), which
 //!   already declares them under their TF.js names (`Add`, `Conv2D`,
-//!   `FusedBatchNorm`, `MaxPoolGrad`, `TopK`, ...). They cannot be declared
+//!   `FusedBatchNorm`, `GatherNd`, `ResizeBilinear`, `MaxPoolGrad`, `TopK`, ...). They cannot be declared
 //!   here too: `spec!` refuses, at compile time, a kernel name the built-in
 //!   spec declares ("kernel names are unique across specs").
 //!

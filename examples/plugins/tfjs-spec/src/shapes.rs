@@ -29,13 +29,12 @@ use crate::{
     DataFormat, DataFormat3D, DenseBincountAttrs, DepthwiseConv2dNativeAttrs, DepthwiseConv2dNativeBackpropFilterAttrs,
     DepthwiseConv2dNativeBackpropInputAttrs, DiagAttrs, Dilation2DAttrs, Dilation2DBackpropFilterAttrs,
     Dilation2DBackpropInputAttrs, DimRoundingMode, EinsumAttrs, EluGradAttrs, ExpandDimsAttrs, FlipLeftRightAttrs,
-    FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, GatherNdAttrs, LRNGradAttrs, LinSpaceAttrs, LowerBoundAttrs,
-    MatrixBandPartAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs, MaxPoolWithArgmaxAttrs, NonMaxSuppressionV3Attrs,
-    NonMaxSuppressionV4Attrs, NonMaxSuppressionV5Attrs, Padding, RaggedGatherAttrs, RaggedRangeAttrs,
-    RaggedTensorToTensorAttrs, ResizeBilinearAttrs, ResizeBilinearGradAttrs, ResizeNearestNeighborAttrs,
-    ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, ScatterNdAttrs, SearchSortedAttrs, SpaceToBatchNDAttrs,
-    SparseFillEmptyRowsAttrs, SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs,
-    TensorScatterUpdateAttrs, TransformAttrs, UpperBoundAttrs, ValidOrSame,
+    FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, LRNGradAttrs, LinSpaceAttrs, LowerBoundAttrs, MatrixBandPartAttrs,
+    MaxPool3DAttrs, MaxPool3DGradAttrs, MaxPoolWithArgmaxAttrs, NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs,
+    NonMaxSuppressionV5Attrs, Padding, RaggedGatherAttrs, RaggedRangeAttrs, RaggedTensorToTensorAttrs,
+    ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, SearchSortedAttrs,
+    SpaceToBatchNDAttrs, SparseFillEmptyRowsAttrs, SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs,
+    SparseToDenseAttrs, TensorScatterUpdateAttrs, TransformAttrs, UpperBoundAttrs, ValidOrSame,
 };
 
 // Shared helpers.
@@ -679,26 +678,6 @@ pub fn broadcast_args(s0: &[usize], s1: &[usize], attrs: &BroadcastArgsAttrs) ->
     }
 }
 
-/// `GatherNd`: `indices.shape[..-1] ++ params.shape[k..]`, `k` the last
-/// dim of `indices`, at most `params`' rank.
-pub fn gather_nd(params: &[usize], indices: &[usize], attrs: &GatherNdAttrs) -> Result<Shape, String> {
-    let _ = attrs;
-    let Some((&k, lead)) = indices.split_last() else {
-        return Err("indices is a scalar, expected rank 1 or more: its last axis holds each index".into());
-    };
-    if k > params.len() {
-        return Err(format!("indices {indices:?} address {k} dims, but params {params:?} has {}", params.len()));
-    }
-    fits(lead.iter().chain(&params[k..]).copied().collect())
-}
-
-/// `ScatterNd`: `shape`, which `updates` at `indices` fit.
-pub fn scatter_nd(indices: &[usize], updates: &[usize], attrs: &ScatterNdAttrs) -> Result<Shape, String> {
-    let shape = dims("shape", &attrs.shape)?;
-    scatter(indices, updates, &shape)?;
-    Ok(shape)
-}
-
 /// `TensorScatterUpdate`: `tensor`'s shape, which `updates` at `indices` fit.
 pub fn tensor_scatter_update(
     tensor: &[usize],
@@ -837,16 +816,6 @@ pub fn rotate_with_offset(image: &[usize], attrs: &RotateWithOffsetAttrs) -> Res
         return Err(format!("center {:?} must give one fraction or two, `[x, y]`", attrs.center));
     }
     Ok(Shape::from_slice(image))
-}
-
-/// `ResizeBilinear`: `[batch, size[0], size[1], channels]`.
-pub fn resize_bilinear(images: &[usize], attrs: &ResizeBilinearAttrs) -> Result<Shape, String> {
-    resized(images, &attrs.size, attrs.align_corners, attrs.half_pixel_centers)
-}
-
-/// `ResizeNearestNeighbor`: `[batch, size[0], size[1], channels]`.
-pub fn resize_nearest_neighbor(images: &[usize], attrs: &ResizeNearestNeighborAttrs) -> Result<Shape, String> {
-    resized(images, &attrs.size, attrs.align_corners, attrs.half_pixel_centers)
 }
 
 /// `ResizeBilinearGrad`: `images`' shape, `dy` being their resize.

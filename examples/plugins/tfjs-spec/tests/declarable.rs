@@ -190,11 +190,11 @@ const IN_SCOPE: [&str; 167] = [
 
 /// How many kernels `tfjs.toml` declares: the in-scope ones the built-in
 /// spec does not.
-const DECLARED_HERE: usize = 61;
+const DECLARED_HERE: usize = 57;
 
 /// How many in-scope kernels the built-in spec declares under their TF.js
 /// names (`FusedBatchNorm` among them).
-const DECLARED_BUILT_IN: usize = 106;
+const DECLARED_BUILT_IN: usize = 110;
 
 const CRATE: &str = "opforge_example_tfjs_spec";
 
@@ -387,15 +387,15 @@ fn layout(c: &mut Checker) {
 }
 
 fn indexing(c: &mut Checker) {
-    c.ok::<t::GatherNd>(&[T(&[4, 5, 6], F), T(&[3, 2], I)], d(), &[T(&[3, 6], F)]);
-    c.ok::<t::GatherNd>(&[T(&[4, 5], B), T(&[2, 3, 2], I)], d(), &[T(&[2, 3], B)]);
-    c.bad::<t::GatherNd>(&[T(&[4, 5, 6], F), T(&[3, 4], I)], d(), "address 4 dims, but params [4, 5, 6] has 3");
-    c.bad::<t::GatherNd>(&[T(&[4, 5, 6], F), T(&[3, 2], F)], d(), "input `indices` is f32");
-    let shape = |shape: Vec<i64>| t::ScatterNdAttrs { shape };
-    c.ok::<t::ScatterNd>(&[T(&[4, 1], I), T(&[4], F)], shape(vec![8]), &[T(&[8], F)]);
-    c.ok::<t::ScatterNd>(&[T(&[2, 1], I), T(&[2, 4, 4], I)], shape(vec![4, 4, 4]), &[T(&[4, 4, 4], I)]);
-    c.bad::<t::ScatterNd>(&[T(&[4, 1], I), T(&[3], F)], shape(vec![8]), "updates has shape [3], but scattering");
-    c.bad::<t::ScatterNd>(&[T(&[4, 1], I), T(&[4], F)], shape(vec![-8]), "has the dim -8");
+    c.ok::<b::GatherNd>(&[T(&[4, 5, 6], F), T(&[3, 2], I)], d(), &[T(&[3, 6], F)]);
+    c.ok::<b::GatherNd>(&[T(&[4, 5], B), T(&[2, 3, 2], I)], d(), &[T(&[2, 3], B)]);
+    c.bad::<b::GatherNd>(&[T(&[4, 5, 6], F), T(&[3, 4], I)], d(), "indices [3, 4] index 4 axes, but params has rank 3");
+    c.bad::<b::GatherNd>(&[T(&[4, 5, 6], F), T(&[3, 2], F)], d(), "input `indices` is f32");
+    let shape = |shape: Vec<i64>| b::ScatterNdAttrs { shape };
+    c.ok::<b::ScatterNd>(&[T(&[4, 1], I), T(&[4], F)], shape(vec![8]), &[T(&[8], F)]);
+    c.ok::<b::ScatterNd>(&[T(&[2, 1], I), T(&[2, 4, 4], I)], shape(vec![4, 4, 4]), &[T(&[4, 4, 4], I)]);
+    c.bad::<b::ScatterNd>(&[T(&[4, 1], I), T(&[3], F)], shape(vec![8]), "updates [3] must be indices' rows [4]");
+    c.bad::<b::ScatterNd>(&[T(&[4, 1], I), T(&[4], F)], shape(vec![-8]), "has the dim -8");
     c.ok::<t::TensorScatterUpdate>(&[T(&[4, 3], B), T(&[2, 1], I), T(&[2, 3], B)], d(), &[T(&[4, 3], B)]);
     c.bad::<t::TensorScatterUpdate>(&[T(&[4, 3], F), T(&[2, 1], I), T(&[2, 2], F)], d(), "updates has shape [2, 2]");
     let dense = |output_shape: Vec<i64>| t::SparseToDenseAttrs { output_shape };
@@ -439,17 +439,17 @@ fn images(c: &mut Checker) {
     let rotate = |fill_value: Vec<f64>| t::RotateWithOffsetAttrs { radians: 0.5, fill_value, center: vec![0.5, 0.25] };
     c.ok::<t::RotateWithOffset>(&[T(&[1, 4, 5, 3], F)], rotate(vec![0.0, 0.5, 1.0]), &[T(&[1, 4, 5, 3], F)]);
     c.bad::<t::RotateWithOffset>(&[T(&[1, 4, 5, 3], F)], rotate(vec![0.0, 0.5]), "one value or three");
-    let bilinear = |size: Vec<i64>, align_corners, half_pixel_centers| t::ResizeBilinearAttrs {
+    let bilinear = |size: Vec<i64>, align_corners, half_pixel_centers| b::ResizeBilinearAttrs {
         size,
         align_corners,
         half_pixel_centers,
     };
-    c.ok::<t::ResizeBilinear>(&[T(&[2, 4, 4, 3], I)], bilinear(vec![8, 6], false, true), &[T(&[2, 8, 6, 3], F)]);
-    c.bad::<t::ResizeBilinear>(&[T(&[2, 4, 4, 3], F)], bilinear(vec![8, 6], true, true), "cannot both be true");
+    c.ok::<b::ResizeBilinear>(&[T(&[2, 4, 4, 3], I)], bilinear(vec![8, 6], false, true), &[T(&[2, 8, 6, 3], F)]);
+    c.bad::<b::ResizeBilinear>(&[T(&[2, 4, 4, 3], F)], bilinear(vec![8, 6], true, true), "cannot both be true");
     let nearest =
-        |size: Vec<i64>| t::ResizeNearestNeighborAttrs { size, align_corners: false, half_pixel_centers: false };
-    c.ok::<t::ResizeNearestNeighbor>(&[T(&[2, 4, 4, 3], I)], nearest(vec![2, 2]), &[T(&[2, 2, 2, 3], I)]);
-    c.bad::<t::ResizeNearestNeighbor>(&[T(&[2, 4, 4, 3], F)], nearest(vec![2]), "size [2] must be `[height, width]`");
+        |size: Vec<i64>| b::ResizeNearestNeighborAttrs { size, align_corners: false, half_pixel_centers: false };
+    c.ok::<b::ResizeNearestNeighbor>(&[T(&[2, 4, 4, 3], I)], nearest(vec![2, 2]), &[T(&[2, 2, 2, 3], I)]);
+    c.bad::<b::ResizeNearestNeighbor>(&[T(&[2, 4, 4, 3], F)], nearest(vec![2]), "size must be [new_height, new_width]");
     let bilinear_grad =
         |size: Vec<i64>| t::ResizeBilinearGradAttrs { size, align_corners: false, half_pixel_centers: false };
     let (images, dy) = (T(&[2, 4, 4, 3], F), T(&[2, 8, 6, 3], F));
@@ -983,8 +983,8 @@ fn shape_helpers_refuse_overflow() {
     let pairs = vec![vec![i64::MAX, i64::MAX], vec![0, 0]];
     let err = windows(&huge, &[2, 2], &[1, 1], &[1, 1], Pad::Explicit(&pairs), None).unwrap_err();
     assert!(err.contains("overflows"), "{err}");
-    let attrs = t::ScatterNdAttrs { shape: vec![1 << 40, 1 << 40] };
-    assert!(shapes::scatter_nd(&[1, 2], &[1], &attrs).unwrap_err().contains("too large"));
+    let attrs = b::ScatterNdAttrs { shape: vec![1 << 40, 1 << 40] };
+    assert!(opforge::shape::rules::scatter_nd(&[1, 2], &[1], &attrs).unwrap_err().contains("too large"));
     let attrs = t::SpaceToBatchNDAttrs { block_shape: vec![1 << 40, 1 << 40], paddings: vec![vec![0, 0]; 2] };
     assert!(shapes::space_to_batch_nd(&[1 << 40, 1 << 40, 1 << 40], &attrs).is_err());
     let attrs = t::BatchToSpaceNDAttrs { block_shape: vec![1 << 40, 1 << 40], crops: vec![vec![0, 0]; 2] };

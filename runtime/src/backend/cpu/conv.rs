@@ -1,4 +1,4 @@
-//! Convolution and pooling over NHWC images. A convolution is one GEMM
+//! Convolution, pooling and resizing over NHWC images. A convolution is one GEMM
 //! over the image's patches (im2col): `[batch * out pixels, taps * in
 //! channels]` times the HWIO filter, whose layout is already that matrix;
 //! its backprops are the two other products of the same three matrices.
@@ -11,8 +11,9 @@ use std::borrow::Cow;
 use super::{for_rows, gemm_into, output, parallelism, rule_error, CpuTensor, Operand, PAR_THRESHOLD};
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, MaxPool, MaxPoolGrad, Padding,
+    ResizeBilinear, ResizeNearestNeighbor,
 };
-use crate::shape::rules::{conv_window, pool_window, Window};
+use crate::shape::rules::{conv_window, pool_window, resize_taps, Tap, Window};
 use crate::{kernel, Result, TensorMeta};
 
 /// The image rows and columns of a window's taps: `(h, w)` of tap `(kh,
@@ -331,4 +332,94 @@ fn avg_pool_grad(
         }
     };
     pool_backward(dy.as_slice::<f32>()?, x.shape(), &w, out, spread)
+}
+
+/// The images as f32: borrowed, or converted from i32.
+fn as_f32(images: &CpuTensor) -> Result<Cow<'_, [f32]>> {
+    Ok(match images.dtype() {
+        crate::DType::F32 => Cow::Borrowed(images.as_slice::<f32>()?),
+        _ => Cow::Owned(images.as_slice::<i32>()?.iter().map(|&v| v as f32).collect()),
+    })
+}
+
+/// Runs `pixel(n, row tap, column tap, channels out)` for every output
+/// pixel of a resize to `out`, rows spread over threads.
+fn resize_rows<T: crate::Element + Send>(
+    out: &TensorMeta,
+    (rows, cols): (&[Tap], &[Tap]),
+    mut data: Vec<T>,
+    pixel: impl Fn(usize, Tap, Tap, &mut [T]) + Sync,
+) -> Result<CpuTensor> {
+    let [_, oh, ow, c] = out.shape[..] else { return Err(rule_error("resize")(format!("output {:?}", out.shape))) };
+    let row = ow * c;
+    if row > 0 {
+        for_rows(&mut data, row, out.numel(), |start, chunk| {
+            for (k, line) in chunk.chunks_mut(row).enumerate() {
+                let r = start / row + k;
+                for (x, px) in line.chunks_mut(c.max(1)).enumerate() {
+                    pixel(r / oh, rows[r % oh], cols[x], px);
+                }
+            }
+        });
+    }
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// `ResizeBilinear`: each output pixel interpolates the four input pixels
+/// its row and column taps name, along the columns first (TF.js's order).
+#[kernel(ResizeBilinear, cpu)]
+fn resize_bilinear(
+    images: &CpuTensor,
+    size: &[i64],
+    align_corners: bool,
+    half_pixel_centers: bool,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let _ = size; // The output's meta has it.
+    let src = as_f32(images)?;
+    let &[_, h, w, c] = images.shape() else { return Err(rule_error("ResizeBilinear")("images are not NHWC".into())) };
+    let rows = resize_taps(h, out.shape[1], align_corners, half_pixel_centers, true);
+    let cols = resize_taps(w, out.shape[2], align_corners, half_pixel_centers, true);
+    let at = |n: usize, y: usize, x: usize| (n * h + y) * w * c + x * c;
+    resize_rows(out, (&rows, &cols), output::<f32>(out.numel()), |n, t, u, px| {
+        let (tl, tr, bl, br) =
+            (at(n, t.first, u.first), at(n, t.first, u.second), at(n, t.second, u.first), at(n, t.second, u.second));
+        for (ch, y) in px.iter_mut().enumerate() {
+            let top = src[tl + ch] + (src[tr + ch] - src[tl + ch]) * u.weight;
+            let bottom = src[bl + ch] + (src[br + ch] - src[bl + ch]) * u.weight;
+            *y = top + (bottom - top) * t.weight;
+        }
+    })
+}
+
+/// `ResizeNearestNeighbor`: each output pixel copies the input pixel its
+/// row and column taps name.
+#[kernel(ResizeNearestNeighbor, cpu)]
+fn resize_nearest_neighbor(
+    images: &CpuTensor,
+    size: &[i64],
+    align_corners: bool,
+    half_pixel_centers: bool,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    fn copy<T: crate::Element>(images: &CpuTensor, out: &TensorMeta, rows: &[Tap], cols: &[Tap]) -> Result<CpuTensor> {
+        let src = images.as_slice::<T>()?;
+        let &[_, h, w, c] = images.shape() else {
+            return Err(rule_error("ResizeNearestNeighbor")("images are not NHWC".into()));
+        };
+        resize_rows(out, (rows, cols), output::<T>(out.numel()), |n, t, u, px| {
+            let from = ((n * h + t.first) * w + u.first) * c;
+            px.copy_from_slice(&src[from..from + c]);
+        })
+    }
+    let _ = size; // The output's meta has it.
+    let [_, h, w, _] = images.shape()[..] else {
+        return Err(rule_error("ResizeNearestNeighbor")("images are not NHWC".into()));
+    };
+    let rows = resize_taps(h, out.shape[1], align_corners, half_pixel_centers, false);
+    let cols = resize_taps(w, out.shape[2], align_corners, half_pixel_centers, false);
+    match images.dtype() {
+        crate::DType::I32 => copy::<i32>(images, out, &rows, &cols),
+        _ => copy::<f32>(images, out, &rows, &cols),
+    }
 }

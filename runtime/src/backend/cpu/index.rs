@@ -21,7 +21,9 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::{broadcast_strides, for_rows, offset, unsupported, CpuTensor, Dims, PAR_CHUNK, PAR_THRESHOLD};
-use crate::kernels::{ArgMax, ArgMin, GatherV2, Multinomial, OneHot, Select, TopK, Unique, UnsortedSegmentSum, Where};
+use crate::kernels::{
+    ArgMax, ArgMin, GatherNd, GatherV2, Multinomial, OneHot, ScatterNd, Select, TopK, Unique, UnsortedSegmentSum, Where,
+};
 use crate::shape::normalize_axis;
 use crate::shape::rules::{gather_dims, GatherDims};
 use crate::Error;
@@ -581,4 +583,80 @@ fn multinomial(
         }
     });
     CpuTensor::from_vec(&out.shape, dst)
+}
+
+/// The flat row of `dims[..k]` that each row of `idx` (`k` indices each)
+/// names, checking each index against its axis: what an N-d gather or
+/// scatter reads or writes, as the gather and segment-sum kernels take it.
+pub(crate) fn nd_rows(idx: &[i32], k: usize, rows: usize, dims: &[usize]) -> Result<Vec<i32>> {
+    let slices: usize = dims[..k].iter().product();
+    if i32::try_from(slices).is_err() {
+        return Err(Error::kernel_failed(format!("{slices} slices are more than i32 indices can name")));
+    }
+    if k == 0 {
+        return Ok(vec![0; rows]);
+    }
+    let strides = crate::shape::strides(&dims[..k]);
+    (idx.chunks(k).enumerate())
+        .map(|(r, row)| {
+            let mut at = 0;
+            for (j, (&i, (&d, &s))) in row.iter().zip(dims.iter().zip(&strides)).enumerate() {
+                match usize::try_from(i) {
+                    Ok(i) if i < d => at += i * s,
+                    _ => {
+                        return Err(Error::kernel_failed(format!(
+                            "indices[{r}][{j}] = {i} is out of range, expected 0 to {}",
+                            d as i64 - 1
+                        )))
+                    }
+                }
+            }
+            Ok(at as i32)
+        })
+        .collect()
+}
+
+/// `GatherNd`: a gather of `params` seen as `[slices, inner]` along its
+/// first axis, by the rows `indices` name.
+#[kernel(GatherNd, cpu)]
+fn gather_nd(params: &CpuTensor, indices: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let (k, ps) = (indices.shape().last().copied().unwrap_or(0), params.shape());
+    let inner: usize = ps[k..].iter().product();
+    let n = out.numel().checked_div(inner).unwrap_or(0);
+    let ids = nd_rows(indices.as_slice::<i32>()?, k, n, ps)?;
+    let d = GatherDims { batch: 1, outer: 1, axis: ps[..k].iter().product(), inner, n };
+    fn run<T: Element>(x: &CpuTensor, idx: &[i32], d: GatherDims, out: &TensorMeta) -> Result<CpuTensor> {
+        let mut data = vec![T::default(); out.numel()];
+        gather_of(x.as_slice::<T>()?, idx, d, &mut data);
+        CpuTensor::from_vec(&out.shape, data)
+    }
+    match params.dtype() {
+        DType::F32 => run::<f32>(params, &ids, d, out),
+        DType::I32 => run::<i32>(params, &ids, d, out),
+        DType::Bool => run::<bool>(params, &ids, d, out),
+    }
+}
+
+/// `ScatterNd`: a segment sum of `updates` seen as `[rows, inner]` into
+/// the output seen as `[slices, inner]`, by the rows `indices` name.
+#[kernel(ScatterNd, cpu)]
+fn scatter_nd(indices: &CpuTensor, updates: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = shape; // The output's meta has it.
+    let k = indices.shape().last().copied().unwrap_or(0);
+    let inner: usize = out.shape[k..].iter().product();
+    let n = updates.numel().checked_div(inner).unwrap_or(0);
+    let ids = nd_rows(indices.as_slice::<i32>()?, k, n, &out.shape)?;
+    match updates.dtype() {
+        DType::F32 => {
+            let mut data = vec![0.0f32; out.numel()];
+            segment_sum_of(updates.as_slice::<f32>()?, &ids, inner, &mut data);
+            CpuTensor::from_vec(&out.shape, data)
+        }
+        DType::I32 => {
+            let mut data = vec![0i32; out.numel()];
+            segment_sum_of(updates.as_slice::<i32>()?, &ids, inner, &mut data);
+            CpuTensor::from_vec(&out.shape, data)
+        }
+        d => Err(unsupported("ScatterNd", d)),
+    }
 }

@@ -3,11 +3,13 @@
 //! `shape::rules::Window` gives the cpu kernels and the shape functions.
 
 use super::{rule_error, Program, Shader, WgpuTensor};
+use crate::backend::cpu::CpuTensor;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, MaxPool, MaxPoolGrad, Padding,
+    ResizeBilinear, ResizeNearestNeighbor,
 };
-use crate::shape::rules::{conv_window, pool_window, Window};
-use crate::{kernel, Result, TensorMeta};
+use crate::shape::rules::{conv_window, pool_window, resize_taps, Window};
+use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("conv");
 
@@ -160,4 +162,58 @@ fn avg_pool_grad(
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
     pool("AvgPoolGrad", 1, Some(dy), x, filter_size, strides, padding, explicit_paddings, out)
+}
+
+static RESIZE: Shader = shader!("resize");
+
+/// A resize: the row and column taps uploaded beside the images (the cpu's
+/// own, so both backends read the same pixels), one invocation per output
+/// element (resize.wgsl).
+fn resize(
+    kernel: &'static str,
+    entry: &'static str,
+    images: &WgpuTensor,
+    align_corners: bool,
+    half_pixel_centers: bool,
+    bilinear: bool,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let (is, os) = (images.shape(), &out.shape);
+    let ([_, h, w, c], [_, oh, ow, _]) = (is[..].try_into().unwrap_or([0; 4]), os[..].try_into().unwrap_or([0; 4]));
+    let taps = resize_taps(h, oh, align_corners, half_pixel_centers, bilinear).into_iter().chain(resize_taps(
+        w,
+        ow,
+        align_corners,
+        half_pixel_centers,
+        bilinear,
+    ));
+    let words: Vec<i32> = taps.flat_map(|t| [t.first as i32, t.second as i32, t.weight.to_bits() as i32]).collect();
+    let taps = WgpuTensor::upload(&CpuTensor::from_vec(&[words.len()], words)?)?;
+    let params = [out.numel(), h, w, c, oh, ow].map(|d| d as u32);
+    Program { kernel, shader: &RESIZE, entry, op: 0 }.run(&[images, &taps], out, &params)
+}
+
+#[kernel(ResizeBilinear, wgpu)]
+fn resize_bilinear(
+    images: &WgpuTensor,
+    size: &[i64],
+    align_corners: bool,
+    half_pixel_centers: bool,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let _ = size; // The output's meta has it.
+    let entry = if images.dtype() == DType::I32 { "resize_bilinear_i32" } else { "resize_bilinear_f32" };
+    resize("ResizeBilinear", entry, images, align_corners, half_pixel_centers, true, out)
+}
+
+#[kernel(ResizeNearestNeighbor, wgpu)]
+fn resize_nearest_neighbor(
+    images: &WgpuTensor,
+    size: &[i64],
+    align_corners: bool,
+    half_pixel_centers: bool,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let _ = size; // The output's meta has it.
+    resize("ResizeNearestNeighbor", "resize_nearest", images, align_corners, half_pixel_centers, false, out)
 }

@@ -10,8 +10,10 @@
 //! the work that makes the indices.
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::backend::cpu::{broadcast_strides, check_indices};
-use crate::kernels::{ArgMax, ArgMin, GatherV2, Multinomial, OneHot, Select, TopK, Unique, UnsortedSegmentSum, Where};
+use crate::backend::cpu::{broadcast_strides, check_indices, CpuTensor};
+use crate::kernels::{
+    ArgMax, ArgMin, GatherNd, GatherV2, Multinomial, OneHot, ScatterNd, Select, TopK, Unique, UnsortedSegmentSum, Where,
+};
 use crate::shape::normalize_axis;
 use crate::shape::rules::gather_dims;
 use crate::{kernel, DType, Error, Result, TensorMeta};
@@ -148,4 +150,49 @@ fn multinomial(
     let [k0, k1] = crate::random::keys(seed);
     let params = [out.numel() as u32, classes as u32, samples as u32, u32::from(normalized), k0, k1];
     Program { kernel: "Multinomial", shader: &SHADER, entry: "multinomial", op: 0 }.run(&[logits], out, &params)
+}
+
+/// The flat rows an N-d gather or scatter names, checked on the host (as
+/// the other gathers' indices are) and uploaded as i32 ids.
+fn nd_ids(indices: &WgpuTensor, dims: &[usize], rows: usize) -> Result<WgpuTensor> {
+    let k = indices.shape().last().copied().unwrap_or(0);
+    let host = indices.download()?;
+    let ids = crate::backend::cpu::index::nd_rows(host.as_slice::<i32>()?, k, rows, dims)?;
+    WgpuTensor::upload(&CpuTensor::from_vec(&[ids.len()], ids)?)
+}
+
+/// `GatherNd`: `GatherV2`'s shader on `params` seen as `[slices, inner]`.
+#[kernel(GatherNd, wgpu)]
+fn gather_nd(params: &WgpuTensor, indices: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    let (k, ps) = (indices.shape().last().copied().unwrap_or(0), params.shape());
+    let inner: usize = ps[k..].iter().product();
+    let n = out.numel().checked_div(inner).unwrap_or(0);
+    let ids = nd_ids(indices, ps, n)?;
+    let slices: usize = ps[..k].iter().product();
+    let params_words = [out.numel() as u32, inner.max(1) as u32, n.max(1) as u32, 1, slices as u32];
+    Program { kernel: "GatherNd", shader: &GATHER, entry: "gather", op: 0 }.run(&[params, &ids], out, &params_words)
+}
+
+/// `ScatterNd`: `UnsortedSegmentSum`'s passes on `updates` seen as `[rows,
+/// inner]`, into the output seen as `[slices, inner]`.
+#[kernel(ScatterNd, wgpu)]
+fn scatter_nd(indices: &WgpuTensor, updates: &WgpuTensor, shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = shape; // The output's meta has it.
+    let k = indices.shape().last().copied().unwrap_or(0);
+    let inner: usize = out.shape[k..].iter().product();
+    let n = updates.numel().checked_div(inner).unwrap_or(0);
+    let ids = nd_ids(indices, &out.shape, n)?;
+    let entry = match updates.dtype() {
+        DType::F32 => "segment_f32",
+        DType::I32 => "segment_i32",
+        d => return Err(unsupported("ScatterNd", d)),
+    };
+    let program = |entry| Program { kernel: "ScatterNd", shader: &GATHER, entry, op: 0 };
+    let zero = [out.numel() as u32];
+    let add = [updates.numel() as u32, inner.max(1) as u32];
+    let passes = [
+        (program("zero"), &zero[..], Grid::Elements(out.numel())),
+        (program(entry), &add[..], Grid::Elements(if inner == 0 { 0 } else { updates.numel() })),
+    ];
+    Program::run_passes(&passes, &[updates, &ids], out)
 }
