@@ -1289,6 +1289,67 @@ pub mod rules {
         allocatable(Shape::from_slice(&f))
     }
 
+    /// The shape function of `DepthwiseConv2dNative`: `[batch, out height,
+    /// out width, channels * multiplier]` for NHWC `x` and a filter
+    /// `[height, width, channels, multiplier]`.
+    ///
+    /// ```
+    /// use opforge::kernels::{DepthwiseConv2dNativeAttrs, Padding};
+    /// use opforge::shape::rules::depthwise_conv2d;
+    /// let attrs = DepthwiseConv2dNativeAttrs { padding: Padding::Same, ..Default::default() };
+    /// assert_eq!(depthwise_conv2d(&[2, 5, 4, 3], &[3, 3, 3, 2], &attrs).unwrap().as_slice(), &[2, 5, 4, 6]);
+    /// assert!(depthwise_conv2d(&[2, 5, 4, 3], &[3, 3, 2, 2], &attrs).unwrap_err().contains("3 channels"));
+    /// ```
+    pub fn depthwise_conv2d(
+        x: &[usize],
+        filter: &[usize],
+        attrs: &crate::kernels::DepthwiseConv2dNativeAttrs,
+    ) -> Result<Shape, String> {
+        let a = attrs;
+        let w = conv_window(x, filter, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
+        let channels = x[3].checked_mul(filter[3]).ok_or("channels * multiplier overflows")?;
+        allocatable(Shape::from_slice(&[x[0], w.output[0], w.output[1], channels]))
+    }
+
+    /// The shape function of `DepthwiseConv2dNativeBackpropInput`:
+    /// `input_shape`, whose depthwise convolution by `filter` has `dy`'s shape.
+    pub fn depthwise_conv2d_backprop_input(
+        dy: &[usize],
+        filter: &[usize],
+        attrs: &crate::kernels::DepthwiseConv2dNativeBackpropInputAttrs,
+    ) -> Result<Shape, String> {
+        let a = attrs;
+        let x = dims4("input_shape", &a.input_shape)?;
+        let w = conv_window(&x, filter, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
+        let want = [x[0], w.output[0], w.output[1], x[3].saturating_mul(filter[3])];
+        if dy != want {
+            return Err(format!(
+                "dy has shape {dy:?}, but the depthwise convolution of {x:?} by filter {filter:?} gives {want:?}"
+            ));
+        }
+        allocatable(Shape::from_slice(&x))
+    }
+
+    /// The shape function of `DepthwiseConv2dNativeBackpropFilter`:
+    /// `filter_shape`, by which the depthwise convolution of `x` has `dy`'s
+    /// shape.
+    pub fn depthwise_conv2d_backprop_filter(
+        x: &[usize],
+        dy: &[usize],
+        attrs: &crate::kernels::DepthwiseConv2dNativeBackpropFilterAttrs,
+    ) -> Result<Shape, String> {
+        let a = attrs;
+        let f = dims4("filter_shape", &a.filter_shape)?;
+        let w = conv_window(x, &f, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
+        let want = [x[0], w.output[0], w.output[1], x[3].saturating_mul(f[3])];
+        if dy != want {
+            return Err(format!(
+                "dy has shape {dy:?}, but the depthwise convolution of x {x:?} by a filter {f:?} gives {want:?}"
+            ));
+        }
+        allocatable(Shape::from_slice(&f))
+    }
+
     /// The attrs of a pooling kernel, which its shape functions read.
     pub trait PoolAttrs {
         /// The window's `[height, width]`.

@@ -334,3 +334,44 @@ fn resize_gradients_send_each_cotangent_to_the_pixels_read() {
         opforge::grad(|x| ops::sum(&ops::resize_nearest_neighbor(x, &[1, 3], false, false)?, None, false))(&x).unwrap();
     assert_eq!(g.to_vec::<f32>().unwrap(), [2.0, 1.0], "nearest reads column 0 twice");
 }
+
+#[test]
+fn depthwise_conv2d_is_a_conv2d_with_a_block_diagonal_filter() {
+    let (c, m) = (3usize, 2usize);
+    let xv: Vec<f32> = (0..2 * 6 * 5 * c).map(|i| ((i * 7 % 11) as f32 - 5.0) / 4.0).collect();
+    let fv: Vec<f32> = (0..3 * 3 * c * m).map(|i| ((i * 5 % 13) as f32 - 6.0) / 8.0).collect();
+    // The same filter as a full one: input channel c feeds outputs c * m + q only.
+    let mut full = vec![0.0f32; 3 * 3 * c * c * m];
+    for tap in 0..9 {
+        for ci in 0..c {
+            for q in 0..m {
+                full[(tap * c + ci) * c * m + ci * m + q] = fv[(tap * c + ci) * m + q];
+            }
+        }
+    }
+    for b in backends("depthwise_conv2d_is_a_conv2d_with_a_block_diagonal_filter") {
+        let on = |v: &[f32], s: &[usize]| Tensor::from_vec(v.to_vec(), s).unwrap().to_backend(b).unwrap();
+        let (x, f, full) = (on(&xv, &[2, 6, 5, c]), on(&fv, &[3, 3, c, m]), on(&full, &[3, 3, c, c * m]));
+        for (strides, padding, dilations) in [([1, 1], Padding::Same, [1, 1]), ([2, 1], Padding::Valid, [1, 2])] {
+            let y = ops::depthwise_conv2d(&x, &f, &strides, padding, None, &dilations).unwrap();
+            let want = ops::conv2d(&x, &full, &strides, padding, None, &dilations).unwrap();
+            assert_eq!(y.shape(), want.shape());
+            close(
+                &y.to_vec::<f32>().unwrap(),
+                &want.to_vec::<f32>().unwrap(),
+                &format!("{strides:?} {padding:?} on {b}"),
+            );
+        }
+    }
+    let x = Tensor::zeros(&[1, 4, 4, 2], opforge::DType::F32).unwrap();
+    let err = ops::depthwise_conv2d(
+        &x,
+        &Tensor::zeros(&[3, 3, 3, 1], opforge::DType::F32).unwrap(),
+        &[1, 1],
+        Padding::Valid,
+        None,
+        &[1, 1],
+    );
+    let err = err.unwrap_err().to_string();
+    assert!(err.contains("kernel `DepthwiseConv2dNative`") && err.contains("x has 2 channels"), "{err}");
+}

@@ -7,7 +7,10 @@
 use super::dims;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropFilterNeeds, Conv2DBackpropInput,
-    Conv2DBackpropInputNeeds, Conv2DNeeds, MaxPool, Padding, ResizeBilinear, ResizeNearestNeighbor,
+    Conv2DBackpropInputNeeds, Conv2DNeeds, DepthwiseConv2dNative, DepthwiseConv2dNativeBackpropFilter,
+    DepthwiseConv2dNativeBackpropFilterNeeds, DepthwiseConv2dNativeBackpropInput,
+    DepthwiseConv2dNativeBackpropInputNeeds, DepthwiseConv2dNativeNeeds, MaxPool, Padding, ResizeBilinear,
+    ResizeNearestNeighbor,
 };
 use crate::shape::rules::resize_taps;
 use crate::{gradient, ops, Result, Tensor};
@@ -147,4 +150,62 @@ fn resize_nearest_neighbor_grad(
     dy: &Tensor,
 ) -> Result<Tensor> {
     resize_grad(images, dy, align_corners, half_pixel_centers, false)
+}
+
+/// A depthwise convolution is bilinear too, with the same three-way
+/// adjoint structure as `Conv2D`'s.
+#[gradient(DepthwiseConv2dNative)]
+#[allow(clippy::too_many_arguments)]
+fn depthwise_conv2d_grad(
+    x: &Tensor,
+    filter: &Tensor,
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    dy: &Tensor,
+    needs: DepthwiseConv2dNativeNeeds,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
+    let dx = needs.x.then(|| ops::depthwise_conv2d_backprop_input(dy, filter, &dims(x), s, p, e, d)).transpose()?;
+    let dfilter =
+        needs.filter.then(|| ops::depthwise_conv2d_backprop_filter(x, dy, &dims(filter), s, p, e, d)).transpose()?;
+    Ok((dx, dfilter))
+}
+
+#[gradient(DepthwiseConv2dNativeBackpropInput)]
+#[allow(clippy::too_many_arguments)]
+fn depthwise_conv2d_backprop_input_grad(
+    dy: &Tensor,
+    filter: &Tensor,
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    ddx: &Tensor,
+    needs: DepthwiseConv2dNativeBackpropInputNeeds,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
+    let d_dy = needs.dy.then(|| ops::depthwise_conv2d(ddx, filter, s, p, e, d)).transpose()?;
+    let d_filter =
+        needs.filter.then(|| ops::depthwise_conv2d_backprop_filter(ddx, dy, &dims(filter), s, p, e, d)).transpose()?;
+    Ok((d_dy, d_filter))
+}
+
+#[gradient(DepthwiseConv2dNativeBackpropFilter)]
+#[allow(clippy::too_many_arguments)]
+fn depthwise_conv2d_backprop_filter_grad(
+    x: &Tensor,
+    dy: &Tensor,
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    ddfilter: &Tensor,
+    needs: DepthwiseConv2dNativeBackpropFilterNeeds,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
+    let d_x = needs.x.then(|| ops::depthwise_conv2d_backprop_input(dy, ddfilter, &dims(x), s, p, e, d)).transpose()?;
+    let d_dy = needs.dy.then(|| ops::depthwise_conv2d(x, ddfilter, s, p, e, d)).transpose()?;
+    Ok((d_x, d_dy))
 }

@@ -14,7 +14,7 @@
 //!
 //! Where each of the 167 kernels is declared:
 //!
-//! - **57 in `tfjs.toml`**, bound here: every in-scope kernel whose name
+//! - **54 in `tfjs.toml`**, bound here: every in-scope kernel whose name
 //!   opforge's built-in spec does not declare, `Multiply` and the TF.js
 //!   gradient kernels `EluGrad`, `LRNGrad`, `MaxPool3DGrad`, ... included.
 //!   Among them the fused kernels `_FusedMatMul` (a name with TF.js's
@@ -29,7 +29,7 @@
 //!   range's length), written `-1` in their examples. `RaggedGather` gives
 //!   a list of i32 row splits beside its values
 //!   (`outputs = ["*output_nested_splits: i32", "output_dense_values: T"]`).
-//! - **110 in opforge's built-in spec** (`ops-spec/ops.toml`), which
+//! - **113 in opforge's built-in spec** (`ops-spec/ops.toml`), which
 //!   already declares them under their TF.js names (`Add`, `Conv2D`,
 //!   `FusedBatchNorm`, `GatherNd`, `ResizeBilinear`, `MaxPoolGrad`, `TopK`, ...). They cannot be declared
 //!   here too: `spec!` refuses, at compile time, a kernel name the built-in
@@ -43,13 +43,13 @@
 //!
 //! ```
 //! use opforge::{DType, KernelSpec, Tensor};
-//! use opforge_example_tfjs_spec::{Padding, DepthwiseConv2dNative, DepthwiseConv2dNativeAttrs};
+//! use opforge_example_tfjs_spec::{Conv3D, Conv3DAttrs, ValidOrSame};
 //!
-//! let x = Tensor::zeros(&[2, 5, 5, 3], DType::F32)?;
-//! let filter = Tensor::zeros(&[3, 3, 3, 2], DType::F32)?;
-//! let attrs = DepthwiseConv2dNativeAttrs { padding: Padding::Same, ..Default::default() };
-//! let metas = DepthwiseConv2dNative::infer(&[&x, &filter], &attrs).unwrap();
-//! assert_eq!((metas[0].shape.as_slice(), metas[0].dtype), (&[2, 5, 5, 6][..], DType::F32));
+//! let x = Tensor::zeros(&[1, 4, 5, 6, 2], DType::F32)?;
+//! let filter = Tensor::zeros(&[3, 3, 3, 2, 3], DType::F32)?;
+//! let attrs = Conv3DAttrs { strides: vec![2], padding: ValidOrSame::Same, ..Default::default() };
+//! let metas = Conv3D::infer(&[&x, &filter], &attrs).unwrap();
+//! assert_eq!((metas[0].shape.as_slice(), metas[0].dtype), (&[1, 2, 3, 3, 3][..], DType::F32));
 //! # Ok::<(), opforge::Error>(())
 //! ```
 //!

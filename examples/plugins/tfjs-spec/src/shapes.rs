@@ -26,8 +26,7 @@ use opforge::shape::{broadcast_shapes, checked_numel, normalize_axis, rules::mat
 use crate::{
     _FusedMatMulAttrs, Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, BatchToSpaceNDAttrs, BincountAttrs,
     BroadcastArgsAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs, Conv3DBackpropInputV2Attrs, CropAndResizeAttrs,
-    DataFormat, DataFormat3D, DenseBincountAttrs, DepthwiseConv2dNativeAttrs, DepthwiseConv2dNativeBackpropFilterAttrs,
-    DepthwiseConv2dNativeBackpropInputAttrs, DiagAttrs, Dilation2DAttrs, Dilation2DBackpropFilterAttrs,
+    DataFormat, DataFormat3D, DenseBincountAttrs, DiagAttrs, Dilation2DAttrs, Dilation2DBackpropFilterAttrs,
     Dilation2DBackpropInputAttrs, DimRoundingMode, EinsumAttrs, EluGradAttrs, ExpandDimsAttrs, FlipLeftRightAttrs,
     FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, LRNGradAttrs, LinSpaceAttrs, LowerBoundAttrs, MatrixBandPartAttrs,
     MaxPool3DAttrs, MaxPool3DGradAttrs, MaxPoolWithArgmaxAttrs, NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs,
@@ -902,62 +901,6 @@ pub fn non_max_suppression_v5(
     }
     let indices = nms(boxes, scores, attrs.max_output_size, attrs.iou_threshold, false)?;
     Ok(vec![indices.clone(), indices])
-}
-
-/// `DepthwiseConv2dNative`: `[batch, out height, out width, in channels * multiplier]` (NHWC).
-pub fn depthwise_conv2d(x: &[usize], filter: &[usize], attrs: &DepthwiseConv2dNativeAttrs) -> Result<Shape, String> {
-    let a = attrs;
-    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
-    let layout = Layout::from(a.data_format);
-    let conv = Conv {
-        layout,
-        strides: &a.strides,
-        dilations: &a.dilations,
-        pad,
-        rounding: a.dim_rounding_mode,
-        depthwise: true,
-    };
-    conv.shape(x, filter)
-}
-
-/// `DepthwiseConv2dNativeBackpropInput`: `input_shape`.
-pub fn depthwise_conv2d_backprop_input(
-    dy: &[usize],
-    filter: &[usize],
-    attrs: &DepthwiseConv2dNativeBackpropInputAttrs,
-) -> Result<Shape, String> {
-    let a = attrs;
-    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
-    let layout = Layout::NHWC;
-    let conv = Conv {
-        layout,
-        strides: &a.strides,
-        dilations: &a.dilations,
-        pad,
-        rounding: a.dim_rounding_mode,
-        depthwise: true,
-    };
-    conv.backprop_input(dy, filter, &a.input_shape)
-}
-
-/// `DepthwiseConv2dNativeBackpropFilter`: `filter_shape`.
-pub fn depthwise_conv2d_backprop_filter(
-    x: &[usize],
-    dy: &[usize],
-    attrs: &DepthwiseConv2dNativeBackpropFilterAttrs,
-) -> Result<Shape, String> {
-    let a = attrs;
-    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
-    let layout = Layout::NHWC;
-    let conv = Conv {
-        layout,
-        strides: &a.strides,
-        dilations: &a.dilations,
-        pad,
-        rounding: a.dim_rounding_mode,
-        depthwise: true,
-    };
-    conv.backprop_filter(x, dy, &a.filter_shape)
 }
 
 /// `Conv3D`: `[batch, out depth, out height, out width, out channels]` (NDHWC).

@@ -10,7 +10,8 @@ use std::borrow::Cow;
 
 use super::{for_rows, gemm_into, output, parallelism, rule_error, CpuTensor, Operand, PAR_THRESHOLD};
 use crate::kernels::{
-    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, MaxPool, MaxPoolGrad, Padding,
+    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, DepthwiseConv2dNative,
+    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, Padding,
     ResizeBilinear, ResizeNearestNeighbor,
 };
 use crate::shape::rules::{conv_window, pool_window, resize_taps, Tap, Window};
@@ -422,4 +423,132 @@ fn resize_nearest_neighbor(
         crate::DType::I32 => copy::<i32>(images, out, &rows, &cols),
         _ => copy::<f32>(images, out, &rows, &cols),
     }
+}
+
+/// `DepthwiseConv2dNative`: each output pixel walks its window, every
+/// channel `c` against its own `multiplier` filters, channels innermost.
+#[kernel(DepthwiseConv2dNative, cpu)]
+fn depthwise_conv2d(
+    x: &CpuTensor,
+    filter: &CpuTensor,
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let (xs, fs) = (x.shape(), filter.shape());
+    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
+        .map_err(rule_error("DepthwiseConv2dNative"))?;
+    let (xv, fv) = (x.as_slice::<f32>()?, filter.as_slice::<f32>()?);
+    let (c, m) = (xs[3], fs[3]);
+    let pixel = c * m;
+    let mut y = output::<f32>(out.numel());
+    for_rows(&mut y, pixel, out.numel() * w.size[0] * w.size[1], |start, chunk| {
+        for (k, px) in chunk.chunks_mut(pixel.max(1)).enumerate() {
+            let p = start / pixel.max(1) + k;
+            let (n, oh, ow) = (p / (w.output[0] * w.output[1]), p / w.output[1] % w.output[0], p % w.output[1]);
+            px.fill(0.0);
+            for kh in 0..w.size[0] {
+                for kw in 0..w.size[1] {
+                    let Some((h, iw)) = tap(&w, oh, ow, kh, kw) else { continue };
+                    let xp = &xv[((n * w.input[0] + h) * w.input[1] + iw) * c..][..c];
+                    let fp = &fv[(kh * w.size[1] + kw) * pixel..][..pixel];
+                    for (j, y) in px.iter_mut().enumerate() {
+                        *y += xp[j / m] * fp[j];
+                    }
+                }
+            }
+        }
+    });
+    CpuTensor::from_vec(&out.shape, y)
+}
+
+/// `DepthwiseConv2dNativeBackpropInput`: each image accumulates what its
+/// output pixels' windows read, image by image across threads.
+#[kernel(DepthwiseConv2dNativeBackpropInput, cpu)]
+#[allow(clippy::too_many_arguments)]
+fn depthwise_conv2d_backprop_input(
+    dy: &CpuTensor,
+    filter: &CpuTensor,
+    input_shape: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let _ = input_shape; // Checked by the shape function, and `out`'s shape.
+    let (xs, fs) = (out.shape.as_slice(), filter.shape());
+    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
+        .map_err(rule_error("DepthwiseConv2dNativeBackpropInput"))?;
+    let (dv, fv) = (dy.as_slice::<f32>()?, filter.as_slice::<f32>()?);
+    let (c, m) = (xs[3], fs[3]);
+    let image = xs[1] * xs[2] * c;
+    let mut dx = vec![0.0f32; out.numel()];
+    for_rows(&mut dx, image, dy.numel() * w.size[0] * w.size[1], |start, chunk| {
+        for (k, img) in chunk.chunks_mut(image.max(1)).enumerate() {
+            let n = start / image.max(1) + k;
+            for oh in 0..w.output[0] {
+                for ow in 0..w.output[1] {
+                    let dp = &dv[((n * w.output[0] + oh) * w.output[1] + ow) * c * m..][..c * m];
+                    for kh in 0..w.size[0] {
+                        for kw in 0..w.size[1] {
+                            let Some((h, iw)) = tap(&w, oh, ow, kh, kw) else { continue };
+                            let fp = &fv[(kh * w.size[1] + kw) * c * m..][..c * m];
+                            let xp = &mut img[(h * w.input[1] + iw) * c..][..c];
+                            for (j, (d, f)) in dp.iter().zip(fp).enumerate() {
+                                xp[j / m] += d * f;
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    });
+    CpuTensor::from_vec(&out.shape, dx)
+}
+
+/// `DepthwiseConv2dNativeBackpropFilter`: each tap `(kh, kw)` of the
+/// filter sums its products over every image and output pixel, taps across
+/// threads.
+#[kernel(DepthwiseConv2dNativeBackpropFilter, cpu)]
+#[allow(clippy::too_many_arguments)]
+fn depthwise_conv2d_backprop_filter(
+    x: &CpuTensor,
+    dy: &CpuTensor,
+    filter_shape: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let _ = filter_shape; // Checked by the shape function, and `out`'s shape.
+    let (xs, fs) = (x.shape(), out.shape.as_slice());
+    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
+        .map_err(rule_error("DepthwiseConv2dNativeBackpropFilter"))?;
+    let (xv, dv) = (x.as_slice::<f32>()?, dy.as_slice::<f32>()?);
+    let (c, m) = (xs[3], fs[3]);
+    let pixel = c * m;
+    let mut df = vec![0.0f32; out.numel()];
+    for_rows(&mut df, pixel, dy.numel() * w.size[0] * w.size[1], |start, chunk| {
+        for (k, fp) in chunk.chunks_mut(pixel.max(1)).enumerate() {
+            let t = start / pixel.max(1) + k;
+            let (kh, kw) = (t / w.size[1], t % w.size[1]);
+            for n in 0..xs[0] {
+                for oh in 0..w.output[0] {
+                    for ow in 0..w.output[1] {
+                        let Some((h, iw)) = tap(&w, oh, ow, kh, kw) else { continue };
+                        let xp = &xv[((n * w.input[0] + h) * w.input[1] + iw) * c..][..c];
+                        let dp = &dv[((n * w.output[0] + oh) * w.output[1] + ow) * pixel..][..pixel];
+                        for (j, (f, d)) in fp.iter_mut().zip(dp).enumerate() {
+                            *f += xp[j / m] * d;
+                        }
+                    }
+                }
+            }
+        }
+    });
+    CpuTensor::from_vec(&out.shape, df)
 }

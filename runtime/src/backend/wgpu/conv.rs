@@ -5,7 +5,8 @@
 use super::{rule_error, Program, Shader, WgpuTensor};
 use crate::backend::cpu::CpuTensor;
 use crate::kernels::{
-    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, MaxPool, MaxPoolGrad, Padding,
+    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, DepthwiseConv2dNative,
+    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, Padding,
     ResizeBilinear, ResizeNearestNeighbor,
 };
 use crate::shape::rules::{conv_window, pool_window, resize_taps, Window};
@@ -216,4 +217,73 @@ fn resize_nearest_neighbor(
 ) -> Result<WgpuTensor> {
     let _ = size; // The output's meta has it.
     resize("ResizeNearestNeighbor", "resize_nearest", images, align_corners, half_pixel_centers, false, out)
+}
+
+/// The three depthwise kernels: conv.wgsl's geometry with `channels *
+/// multiplier` output channels, whose entries split them back.
+#[allow(clippy::too_many_arguments)]
+fn depthwise(
+    kernel: &'static str,
+    entry: &'static str,
+    inputs: [&WgpuTensor; 2],
+    (xs, fs): (&[usize], &[usize]),
+    strides: &[i64],
+    padding: Padding,
+    explicit: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let w = conv_window(xs, fs, strides, padding, explicit, dilations).map_err(rule_error(kernel))?;
+    run(kernel, entry, 0, inputs, out, &params(out.numel(), xs, xs[3] * fs[3], &w))
+}
+
+#[kernel(DepthwiseConv2dNative, wgpu)]
+fn depthwise_conv2d(
+    x: &WgpuTensor,
+    filter: &WgpuTensor,
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
+    depthwise("DepthwiseConv2dNative", "depthwise", [x, filter], (x.shape(), filter.shape()), s, p, e, d, out)
+}
+
+#[kernel(DepthwiseConv2dNativeBackpropInput, wgpu)]
+#[allow(clippy::too_many_arguments)]
+fn depthwise_conv2d_backprop_input(
+    dy: &WgpuTensor,
+    filter: &WgpuTensor,
+    input_shape: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let _ = input_shape; // Checked by the shape function, and `out`'s shape.
+    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
+    let shapes = (out.shape.as_slice(), filter.shape());
+    let kernel = "DepthwiseConv2dNativeBackpropInput";
+    depthwise(kernel, "depthwise_backprop_input", [dy, filter], shapes, s, p, e, d, out)
+}
+
+#[kernel(DepthwiseConv2dNativeBackpropFilter, wgpu)]
+#[allow(clippy::too_many_arguments)]
+fn depthwise_conv2d_backprop_filter(
+    x: &WgpuTensor,
+    dy: &WgpuTensor,
+    filter_shape: &[i64],
+    strides: &[i64],
+    padding: Padding,
+    explicit_paddings: Option<&[Vec<i64>]>,
+    dilations: &[i64],
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let _ = filter_shape; // Checked by the shape function, and `out`'s shape.
+    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
+    let kernel = "DepthwiseConv2dNativeBackpropFilter";
+    depthwise(kernel, "depthwise_backprop_filter", [x, dy], (x.shape(), out.shape.as_slice()), s, p, e, d, out)
 }

@@ -245,3 +245,100 @@ fn pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     }
     y[i] = sum;
 }
+
+// Depthwise: every channel c against its own filters, out channel
+// k = c * m + q for multiplier m = k / c. a: x; b: filter [fh, fw, c, m];
+// y: [batch, oh, ow, k].
+@compute @workgroup_size(256)
+fn depthwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let g = geometry();
+    let k = i % g.k;
+    let ow = (i / g.k) % g.ow;
+    let oh = (i / (g.k * g.ow)) % g.oh;
+    let n = i / (g.k * g.ow * g.oh);
+    let c = k / (g.k / g.c);
+    var sum = 0.0;
+    for (var kh = 0u; kh < g.fh; kh++) {
+        let h = image_at(oh, kh, g.sh, g.dh, g.pt, g.h);
+        if h < 0 {
+            continue;
+        }
+        for (var kw = 0u; kw < g.fw; kw++) {
+            let w = image_at(ow, kw, g.sw, g.dw, g.pl, g.w);
+            if w < 0 {
+                continue;
+            }
+            sum += a[((n * g.h + u32(h)) * g.w + u32(w)) * g.c + c] * b[(kh * g.fw + kw) * g.k + k];
+        }
+    }
+    y[i] = sum;
+}
+
+// a: dy [batch, oh, ow, k]; b: filter [fh, fw, c, m]; y: dx [batch, h, w, c].
+@compute @workgroup_size(256)
+fn depthwise_backprop_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let g = geometry();
+    let m = g.k / g.c;
+    let c = i % g.c;
+    let w = (i / g.c) % g.w;
+    let h = (i / (g.c * g.w)) % g.h;
+    let n = i / (g.c * g.w * g.h);
+    var sum = 0.0;
+    for (var kh = 0u; kh < g.fh; kh++) {
+        let oh = window_at(h, kh, g.sh, g.dh, g.pt, g.oh);
+        if oh < 0 {
+            continue;
+        }
+        for (var kw = 0u; kw < g.fw; kw++) {
+            let ow = window_at(w, kw, g.sw, g.dw, g.pl, g.ow);
+            if ow < 0 {
+                continue;
+            }
+            let d0 = ((n * g.oh + u32(oh)) * g.ow + u32(ow)) * g.k + c * m;
+            let f0 = (kh * g.fw + kw) * g.k + c * m;
+            for (var q = 0u; q < m; q++) {
+                sum += a[d0 + q] * b[f0 + q];
+            }
+        }
+    }
+    y[i] = sum;
+}
+
+// a: x [batch, h, w, c]; b: dy [batch, oh, ow, k]; y: dfilter [fh, fw, c, m].
+@compute @workgroup_size(256)
+fn depthwise_backprop_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let g = geometry();
+    let k = i % g.k;
+    let c = k / (g.k / g.c);
+    let kw = (i / g.k) % g.fw;
+    let kh = i / (g.k * g.fw);
+    var sum = 0.0;
+    for (var n = 0u; n < g.batch; n++) {
+        for (var oh = 0u; oh < g.oh; oh++) {
+            let h = image_at(oh, kh, g.sh, g.dh, g.pt, g.h);
+            if h < 0 {
+                continue;
+            }
+            for (var ow = 0u; ow < g.ow; ow++) {
+                let w = image_at(ow, kw, g.sw, g.dw, g.pl, g.w);
+                if w < 0 {
+                    continue;
+                }
+                sum += a[((n * g.h + u32(h)) * g.w + u32(w)) * g.c + c] * b[((n * g.oh + oh) * g.ow + ow) * g.k + k];
+            }
+        }
+    }
+    y[i] = sum;
+}
