@@ -14,7 +14,7 @@
 //!
 //! Where each of the 167 kernels is declared:
 //!
-//! - **54 in `tfjs.toml`**, bound here: every in-scope kernel whose name
+//! - **In `tfjs.toml`**, bound here: every in-scope kernel whose name
 //!   opforge's built-in spec does not declare, `Multiply` and the TF.js
 //!   gradient kernels `EluGrad`, `LRNGrad`, `MaxPool3DGrad`, ... included.
 //!   Among them the fused kernels `_FusedMatMul` (a name with TF.js's
@@ -29,11 +29,13 @@
 //!   range's length), written `-1` in their examples. `RaggedGather` gives
 //!   a list of i32 row splits beside its values
 //!   (`outputs = ["*output_nested_splits: i32", "output_dense_values: T"]`).
-//! - **113 in opforge's built-in spec** (`ops-spec/ops.toml`), which
-//!   already declares them under their TF.js names (`Add`, `Conv2D`,
-//!   `FusedBatchNorm`, `GatherNd`, `ResizeBilinear`, `MaxPoolGrad`, `TopK`, ...). They cannot be declared
-//!   here too: `spec!` refuses, at compile time, a kernel name the built-in
-//!   spec declares ("kernel names are unique across specs").
+//! - **In opforge's built-in spec** (`ops-spec/ops.toml`), the others,
+//!   declared there under their TF.js names and implemented (`Add`,
+//!   `Conv2D`, `FusedBatchNorm`, `GatherNd`, `ResizeBilinear`, `TopK`,
+//!   ...). They cannot be declared here too: `spec!` refuses, at compile
+//!   time, a kernel name the built-in spec declares ("kernel names are
+//!   unique across specs"), so a kernel that becomes built-in leaves
+//!   `tfjs.toml`.
 //!
 //! The two cover all 167: no in-scope kernel is left undeclarable.
 //!
