@@ -71,6 +71,7 @@ fn batch_matmul(
 
 /// One operand of [`gemm_into`]: its elements, and the strides of a row
 /// and of a column (a transpose swaps them).
+#[derive(Clone, Copy)]
 pub(crate) struct Operand<'a> {
     pub data: &'a [f32],
     pub row: usize,
