@@ -8,6 +8,7 @@ mod common;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
 use common::*;
+use opforge::kernels::Padding;
 use opforge::{ops, DType, Result, Tensor};
 use proptest::prelude::*;
 use proptest::test_runner::TestCaseError;
@@ -146,6 +147,44 @@ fn pick_axes(rank: usize, raw: &[i64], mask: &[bool], negative: bool, reverse: b
     }
     axes
 }
+
+/// The kernels of spec v2 and of issue 11 on random shapes and attrs
+/// (indices from -2 to 6, so some in range and some not): each call either
+/// gives a result, or an error that names its kernel and the cpu backend.
+/// Never a panic. Their values are checked against references by the
+/// generated tests and the kernels' own tests.
+fn shape_kernel(
+    op: usize,
+    (sa, sb): (&[usize], &[usize]),
+    (da, db): (DType, DType),
+    ints: &[i64],
+    seed: u64,
+) -> (&'static str, Result<Vec<Tensor>>) {
+    let (a, b) = (tensor_of(da, sa, seed), tensor_of(db, sb, seed ^ 1));
+    let idx = Tensor::from_vec(ints.iter().map(|&i| i as i32).collect::<Vec<_>>(), &[ints.len()]).unwrap();
+    let one = |r: Result<Tensor>| r.map(|t| vec![t]);
+    let (i0, i1) = (ints[0], ints[1]);
+    match op {
+        0 => ("Concat", one(ops::concat(&[a, b], i0))),
+        1 => ("Pack", one(ops::stack(&[a, b], i0))),
+        2 => ("TopK", ops::top_k(&a, i0, true).map(|t| vec![t.values, t.indices])),
+        3 => ("GatherV2", one(ops::gather(&a, &idx, i1, 0))),
+        4 => ("GatherNd", one(ops::reshape(&idx, &[-1, 1]).and_then(|i| ops::gather_nd(&a, &i)))),
+        5 => ("ScatterNd", one(ops::reshape(&idx, &[-1, 1]).and_then(|i| ops::scatter_nd(&i, &b, &ints[..2])))),
+        6 => ("Slice", one(ops::slice(&a, &ints[..sa.len().min(ints.len())], &ints[2..]))),
+        7 => ("Tile", one(ops::tile(&a, &ints[..sa.len().min(ints.len())]))),
+        8 => ("ResizeBilinear", one(ops::resize_bilinear(&a, &ints[..2], false, i1 > 2))),
+        9 => ("ResizeNearestNeighbor", one(ops::resize_nearest_neighbor(&a, &ints[..2], i0 > 3, false))),
+        10 => ("DepthwiseConv2dNative", {
+            let p = if i0 > 2 { Padding::Same } else { Padding::Valid };
+            one(ops::depthwise_conv2d(&a, &b, &[1, 1], p, None, &[1, 1]))
+        }),
+        11 => ("SplitV", ops::split(&a, &ints[..2], i1)),
+        _ => ("Unpack", ops::unstack(&a, i0)),
+    }
+}
+
+const SHAPE_KERNELS: usize = 13;
 
 proptest! {
     #![proptest_config(config())]
@@ -351,6 +390,25 @@ proptest! {
             let want = broadcast(&f64s(&v), &f64s(&x), |v, x| v * kd + x * kx).unwrap();
             let scale = broadcast(&f64s(&v), &f64s(&x), |v, x| (v * kd).abs() + (x * kx).abs()).unwrap();
             values_close(&what, &y, &want, |i| 1e-6 + 1e-5 * scale.data[i])?;
+        }
+    }
+
+    #[test]
+    fn spec_v2_kernels_never_panic(
+        (sa, sb) in binary_shapes(),
+        op in 0..SHAPE_KERNELS,
+        da in dtype(),
+        db in dtype(),
+        ints in prop::collection::vec(-2i64..7, 4),
+        seed in any::<u64>(),
+    ) {
+        let what = format!("kernel {op} on {da}{sa:?}, {db}{sb:?}, {ints:?}");
+        let (kernel, got) = catch_unwind(AssertUnwindSafe(|| shape_kernel(op, (&sa, &sb), (da, db), &ints, seed)))
+            .map_err(|_| TestCaseError::fail(format!("{what} panicked")))?;
+        if let Err(e) = got {
+            let msg = e.to_string();
+            prop_assert!(msg.contains("backend `cpu`"), "{}: error lacks the backend: {}", what, msg);
+            prop_assert!(msg.contains(&format!("kernel `{kernel}`")), "{}: error lacks `{}`: {}", what, kernel, msg);
         }
     }
 

@@ -84,6 +84,10 @@ fn batch_norm(
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
     let (src, dims, eps) = (x.as_slice::<f32>()?, &out.shape, variance_epsilon as f32);
+    if src.is_empty() {
+        // No element to normalize (a statistic may then be empty too).
+        return CpuTensor::from_vec(&out.shape, Vec::<f32>::new());
+    }
     // mean, variance, offset, scale: values and strides against `x`.
     fn stat<'a>(t: Option<&'a CpuTensor>, dims: &[usize]) -> Result<Option<(&'a [f32], Dims)>> {
         t.map(|t| Ok((t.as_slice::<f32>()?, broadcast_strides(t.shape(), dims)))).transpose()
