@@ -485,18 +485,26 @@ fn unsorted_segment_sum(
     let _ = num_segments; // Checked by the spec's rule, and the first dim of `out`.
     check_indices("segment_ids", ids, segments)?;
     let inner = out.shape[1..].iter().product::<usize>();
+    segment_sum("UnsortedSegmentSum", x, ids, inner, out)
+}
+
+/// `out`, zeros, with each `[inner]` row of `x` added to the row its id
+/// names (ids checked by the caller): `UnsortedSegmentSum` and `ScatterNd`.
+fn segment_sum(kernel: &'static str, x: &CpuTensor, ids: &[i32], inner: usize, out: &TensorMeta) -> Result<CpuTensor> {
+    fn run<T: Element + std::ops::AddAssign>(
+        x: &CpuTensor,
+        ids: &[i32],
+        inner: usize,
+        out: &TensorMeta,
+    ) -> Result<CpuTensor> {
+        let mut data = vec![T::default(); out.numel()];
+        segment_sum_of(x.as_slice::<T>()?, ids, inner, &mut data);
+        CpuTensor::from_vec(&out.shape, data)
+    }
     match x.dtype() {
-        DType::F32 => {
-            let mut data = vec![0.0f32; out.numel()];
-            segment_sum_of(x.as_slice::<f32>()?, ids, inner, &mut data);
-            CpuTensor::from_vec(&out.shape, data)
-        }
-        DType::I32 => {
-            let mut data = vec![0i32; out.numel()];
-            segment_sum_of(x.as_slice::<i32>()?, ids, inner, &mut data);
-            CpuTensor::from_vec(&out.shape, data)
-        }
-        d => Err(unsupported("UnsortedSegmentSum", d)),
+        DType::F32 => run::<f32>(x, ids, inner, out),
+        DType::I32 => run::<i32>(x, ids, inner, out),
+        d => Err(unsupported(kernel, d)),
     }
 }
 
@@ -646,17 +654,5 @@ fn scatter_nd(indices: &CpuTensor, updates: &CpuTensor, shape: &[i64], out: &Ten
     let inner: usize = out.shape[k..].iter().product();
     let n = updates.numel().checked_div(inner).unwrap_or(0);
     let ids = nd_rows(indices.as_slice::<i32>()?, k, n, &out.shape)?;
-    match updates.dtype() {
-        DType::F32 => {
-            let mut data = vec![0.0f32; out.numel()];
-            segment_sum_of(updates.as_slice::<f32>()?, &ids, inner, &mut data);
-            CpuTensor::from_vec(&out.shape, data)
-        }
-        DType::I32 => {
-            let mut data = vec![0i32; out.numel()];
-            segment_sum_of(updates.as_slice::<i32>()?, &ids, inner, &mut data);
-            CpuTensor::from_vec(&out.shape, data)
-        }
-        d => Err(unsupported("ScatterNd", d)),
-    }
+    segment_sum("ScatterNd", updates, &ids, inner, out)
 }

@@ -109,20 +109,32 @@ fn unsorted_segment_sum(
 ) -> Result<WgpuTensor> {
     let _ = num_segments; // Checked by the spec's rule, and the first dim of `out`.
     checked("segment_ids", segment_ids, out.shape.first().copied().unwrap_or(0))?;
+    let inner = out.shape[1..].iter().product::<usize>();
+    segment_sum("UnsortedSegmentSum", x, segment_ids, inner, out)
+}
+
+/// `out`, zeroed, then each `[inner]` row of `x` added atomically to the
+/// row its (checked) id names: `UnsortedSegmentSum` and `ScatterNd`.
+fn segment_sum(
+    kernel: &'static str,
+    x: &WgpuTensor,
+    ids: &WgpuTensor,
+    inner: usize,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
     let entry = match x.dtype() {
         DType::F32 => "segment_f32",
         DType::I32 => "segment_i32",
-        d => return Err(unsupported("UnsortedSegmentSum", d)),
+        d => return Err(unsupported(kernel, d)),
     };
-    let inner = out.shape[1..].iter().product::<usize>();
-    let program = |entry| Program { kernel: "UnsortedSegmentSum", shader: &GATHER, entry, op: 0 };
+    let program = |entry| Program { kernel, shader: &GATHER, entry, op: 0 };
     let zero = [out.numel() as u32];
     let add = [x.numel() as u32, inner.max(1) as u32];
     let passes = [
         (program("zero"), &zero[..], Grid::Elements(out.numel())),
         (program(entry), &add[..], Grid::Elements(if inner == 0 { 0 } else { x.numel() })),
     ];
-    Program::run_passes(&passes, &[x, segment_ids], out)
+    Program::run_passes(&passes, &[x, ids], out)
 }
 
 #[kernel(Select, wgpu)]
@@ -182,17 +194,5 @@ fn scatter_nd(indices: &WgpuTensor, updates: &WgpuTensor, shape: &[i64], out: &T
     let inner: usize = out.shape[k..].iter().product();
     let n = updates.numel().checked_div(inner).unwrap_or(0);
     let ids = nd_ids(indices, &out.shape, n)?;
-    let entry = match updates.dtype() {
-        DType::F32 => "segment_f32",
-        DType::I32 => "segment_i32",
-        d => return Err(unsupported("ScatterNd", d)),
-    };
-    let program = |entry| Program { kernel: "ScatterNd", shader: &GATHER, entry, op: 0 };
-    let zero = [out.numel() as u32];
-    let add = [updates.numel() as u32, inner.max(1) as u32];
-    let passes = [
-        (program("zero"), &zero[..], Grid::Elements(out.numel())),
-        (program(entry), &add[..], Grid::Elements(if inner == 0 { 0 } else { updates.numel() })),
-    ];
-    Program::run_passes(&passes, &[updates, &ids], out)
+    segment_sum("ScatterNd", updates, &ids, inner, out)
 }
