@@ -87,7 +87,7 @@ pub mod cli {
                     "--backend" => {
                         let name = value()?;
                         parsed.backend = BackendId::from_name(&name).ok_or_else(|| {
-                            let known: Vec<&str> = BackendId::ALL.iter().map(|b| b.name()).collect();
+                            let known: Vec<&str> = BackendId::all().into_iter().map(|b| b.name()).collect();
                             format!("unknown backend `{name}`; this build has: {}", known.join(", "))
                         })?;
                     }

@@ -25,29 +25,41 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let func =
         syn::parse2::<ItemFn>(item.clone()).map_err(|_| errors.push(signature::not_a_function(&item, "kernel"))).ok();
 
-    // Validate.
+    // Validate. `cpu` and `wgpu` are opforge's own; any other backend is a
+    // type path that rustc resolves and checks to be a `Backend`.
     let backend = args.as_ref().and_then(|a| a.backend.as_ref()).and_then(|b| {
-        let name = b.to_string();
-        let found = BACKENDS.iter().find(|(n, _)| *n == name);
-        if found.is_none() {
-            let known: Vec<String> = BACKENDS.iter().map(|(n, _)| format!("`{n}`")).collect();
-            let expected = match known.as_slice() {
-                [one] => one.clone(),
-                many => format!("one of {}", many.join(", ")),
-            };
-            errors.spanned(
-                b,
-                format!(
-                    "unknown backend `{name}`, expected {expected}{}",
-                    opforge_spec::did_you_mean(&name, BACKENDS.iter().map(|(n, _)| *n))
-                ),
-            );
+        let builtin = b.get_ident().filter(|i| i.to_string().starts_with(|c: char| c.is_ascii_lowercase()));
+        let Some(ident) = builtin else {
+            // Named once, through a projection that requires `Backend`, so
+            // that an unknown type or one that is no backend is reported
+            // once, at the user's path.
+            let checked = quote_spanned!(b.span()=> <#b as ::opforge::__private::IsBackend>::This);
+            return Some((checked, signature::kernel_ident(b).to_string().to_lowercase(), b.span()));
+        };
+        let name = ident.to_string();
+        match BACKENDS.iter().find(|(n, _)| *n == name) {
+            Some((_, ty)) => {
+                let ty = Ident::new(ty, ident.span());
+                Some((quote!(::opforge::__private::#ty), name, ident.span()))
+            }
+            None => {
+                let known: Vec<String> = BACKENDS.iter().map(|(n, _)| format!("`{n}`")).collect();
+                errors.spanned(
+                    ident,
+                    format!(
+                        "unknown backend `{name}`, expected {} or the path of a type declared with \
+                         `#[opforge::backend]`{}",
+                        known.join(", "),
+                        opforge_spec::did_you_mean(&name, BACKENDS.iter().map(|(n, _)| *n))
+                    ),
+                );
+                None
+            }
         }
-        found.map(|(_, ty)| syn::Ident::new(ty, b.span()))
     });
     let params = func.as_ref().map(|f| signature::params(f, "kernel", &mut errors)).unwrap_or_default();
     errors.into_result()?;
-    let (Some(args), Some(func), Some(backend)) = (args, func, backend) else {
+    let (Some(args), Some(func), Some((backend_ty, backend_name, backend_span))) = (args, func, backend) else {
         return Err(syn::Error::new(proc_macro2::Span::call_site(), "#[kernel] could not be expanded"));
     };
 
@@ -55,7 +67,6 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     // reported once.
     let kernel = &args.kernel;
     let k = Ident::new("__OpforgeKernel", kernel.span());
-    let backend_ty = quote!(::opforge::__private::#backend);
     let fn_ident = &func.sig.ident;
     let (out_param, named): (Vec<&Param>, Vec<&Param>) = params.iter().partition(|p| p.ident == "out");
     let check_alias = signature::check_alias(&func, &named);
@@ -73,6 +84,10 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         quote!(::opforge::__private::ParamCheck::kernel_missing(#names, &[#(#given),*])),
         quote!(()),
     );
+    let b = Ident::new("__OpforgeBackend", Span::call_site());
+    let backend_id = signature::respan(quote!(<#b as ::opforge::__private::Backend>::id), backend_span);
+    let backend_alias = quote! { type #b = #backend_ty; };
+    let backend_ty = quote!(#b);
     let spec_args = signature::spec_item(&k, quote!(Args<'a, #backend_ty>));
     let read_args = signature::spec_item(&k, quote!(args::<#backend_ty>));
     let call_arg = Ident::new("__call", Span::call_site());
@@ -99,7 +114,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         format!(
             "opforge_kernel_{}_{}{}_registered_twice_in_this_crate__remove_one_or_mark_the_replacement_override",
             signature::kernel_ident(kernel),
-            backend.to_string().to_lowercase(),
+            backend_name,
             if replaces { "_override" } else { "" }
         ),
         kernel.span(),
@@ -110,6 +125,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
 
         const _: () = {
             type #k = #kernel;
+            #backend_alias
             #spec_names
             #spelled
             type #args_alias<'a> = #spec_args;
@@ -133,7 +149,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             #[linkme(crate = ::opforge::__private::linkme)]
             static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
                 kernel: #spec_name,
-                backend: <#backend_ty as ::opforge::__private::Backend>::ID,
+                backend_id: #backend_id,
                 func: &__opforge_kernel,
                 replaces: #replaces,
                 location: ::opforge::__private::Location { file: ::core::file!(), line: ::core::line!() },

@@ -8,6 +8,7 @@
 
 #![warn(missing_docs)]
 
+mod backend;
 mod gradient;
 mod kernel;
 mod op;
@@ -46,6 +47,16 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn gradient(attr: TokenStream, item: TokenStream) -> TokenStream {
     gradient::expand(attr.into(), item.into()).into()
+}
+
+/// Declares a backend: `#[opforge::backend(meta)] pub struct Meta;` on a
+/// type that implements `opforge::backend::Device`. Tensors can then live
+/// on it, and `#[kernel(Name, path::to::Meta)]` registers kernels for it.
+/// A name is declared once per crate; across crates the registry reports
+/// a second one.
+#[proc_macro_attribute]
+pub fn backend(attr: TokenStream, item: TokenStream) -> TokenStream {
+    backend::expand(attr.into(), item.into()).into()
 }
 
 /// Declares a composite op: a function of other ops that is named in errors

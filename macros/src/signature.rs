@@ -223,7 +223,7 @@ pub(crate) fn return_type(func: &ItemFn) -> TokenStream {
 /// `Name` or `Name, override` (gradients) / `Name, backend[, override]` (kernels).
 pub(crate) struct RegistrationArgs {
     pub kernel: Path,
-    pub backend: Option<Ident>,
+    pub backend: Option<Path>,
     pub replaces: bool,
 }
 
@@ -243,7 +243,7 @@ impl RegistrationArgs {
                 ));
             }
             input.parse::<Token![,]>()?;
-            backend = Some(input.call(<Ident as syn::ext::IdentExt>::parse_any)?);
+            backend = Some(input.call(Path::parse_mod_style)?);
         }
         let mut replaces = false;
         if input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {

@@ -2,7 +2,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
 use std::sync::{Mutex, PoisonError};
 
 use crate::spec::{Absent, KernelCall, KernelSpec, Tensors};
@@ -125,9 +125,11 @@ impl Engine {
         let backend = common_backend::<K>(inputs, absent)?;
         let metas = K::infer_with(inputs, absent, attrs).map_err(|m| invalid::<K>(backend, inputs, absent, m))?;
         // A data-dependent bound with a dim only the data decides is the
-        // kernel's to allocate.
+        // kernel's to allocate; so is all memory of a declared backend,
+        // which may hold no data at all (or hold it elsewhere).
         let unbounded = |meta: &TensorMeta| K::DATA_DEPENDENT && meta.shape.contains(&crate::shape::ANY);
-        for meta in metas.iter().filter(|m| !unbounded(m)) {
+        let checked = backend.is_builtin();
+        for meta in metas.iter().filter(|m| checked && !unbounded(m)) {
             if let Some(bytes) = too_large(meta) {
                 return Err(out_of_memory::<K>(backend, meta, bytes));
             }
@@ -150,7 +152,15 @@ impl Engine {
         backend: BackendId,
         metas: &[TensorMeta],
     ) -> Result<(Tensors, bool)> {
-        let call = KernelCall { kernel: K::NAME, backend, inputs, absent, attrs, outs: metas };
+        let call = KernelCall {
+            kernel: K::NAME,
+            backend,
+            inputs,
+            absent,
+            attrs,
+            outs: metas,
+            data_dependent: K::DATA_DEPENDENT,
+        };
         let (ys, fell_back) = match K::slot().find(backend) {
             Some(entry) => (execute::<K>(entry, &call)?, false),
             None => (fallback::<K>(&call)?, true),
@@ -259,8 +269,8 @@ impl Engine {
     }
 }
 
-/// Where new tensors go: an index into [`BackendId::ALL`].
-static DEFAULT_BACKEND: AtomicU8 = AtomicU8::new(0);
+/// Where new tensors go: a [`BackendId::index`].
+static DEFAULT_BACKEND: AtomicU16 = AtomicU16::new(0);
 
 /// Makes `backend` the one new tensors are created on (TF.js
 /// `tf.setBackend`) and returns the previous one. Tensors that exist stay
@@ -281,8 +291,8 @@ static DEFAULT_BACKEND: AtomicU8 = AtomicU8::new(0);
 /// ```
 pub fn set_default_backend(backend: BackendId) -> Result<BackendId> {
     available(backend, "set_default_backend")?;
-    let previous = DEFAULT_BACKEND.swap(backend.index() as u8, Ordering::Relaxed);
-    Ok(BackendId::ALL[usize::from(previous)])
+    let previous = DEFAULT_BACKEND.swap(backend.index() as u16, Ordering::Relaxed);
+    Ok(BackendId::from_index(previous))
 }
 
 thread_local! {
@@ -299,7 +309,7 @@ thread_local! {
 /// ```
 #[inline]
 pub fn default_backend() -> BackendId {
-    DEFAULT_HERE.with(Cell::get).unwrap_or_else(|| BackendId::ALL[usize::from(DEFAULT_BACKEND.load(Ordering::Relaxed))])
+    DEFAULT_HERE.with(Cell::get).unwrap_or_else(|| BackendId::from_index(DEFAULT_BACKEND.load(Ordering::Relaxed)))
 }
 
 /// Runs `f` with `backend` as the default backend on this thread only
@@ -625,7 +635,7 @@ pub struct BackendMemory {
 
 /// Memory held by live tensors, per backend (TF.js `tf.memory()`), and by
 /// each backend's pool of freed buffers: one entry per backend, in
-/// [`BackendId::ALL`] order. Counting `wgpu` buffers does not open the device.
+/// [`BackendId::all`] order. Counting `wgpu` buffers does not open the device.
 ///
 /// ```
 /// let before = opforge::memory()[0];
@@ -636,14 +646,17 @@ pub struct BackendMemory {
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn memory() -> Vec<BackendMemory> {
-    let (buffers, bytes) = crate::backend::cpu::memory();
-    let (pooled_buffers, pooled_bytes) = crate::backend::cpu::pool::pooled();
-    let peak_bytes = crate::backend::cpu::peak().max(bytes);
-    let cpu = BackendMemory { backend: BackendId::Cpu, buffers, bytes, pooled_buffers, pooled_bytes, peak_bytes };
-    let (buffers, bytes) = crate::backend::wgpu::memory();
-    let (pooled_buffers, pooled_bytes) = crate::backend::wgpu::pooled();
-    let peak_bytes = crate::backend::wgpu::peak().max(bytes);
-    vec![cpu, BackendMemory { backend: BackendId::Wgpu, buffers, bytes, pooled_buffers, pooled_bytes, peak_bytes }]
+    let zero =
+        |backend| BackendMemory { backend, buffers: 0, bytes: 0, pooled_buffers: 0, pooled_bytes: 0, peak_bytes: 0 };
+    BackendId::all()
+        .into_iter()
+        .map(|b| {
+            let mut m = zero(b);
+            (b.entry().ops.memory)(&mut m);
+            m.backend = b;
+            m
+        })
+        .collect()
 }
 
 /// Starts every backend's [`BackendMemory::peak_bytes`] again from the

@@ -100,6 +100,16 @@ pub enum Error {
         /// The second spec.
         second: String,
     },
+    /// Two backends declared under one name in different crates (within
+    /// one crate it is a compile error).
+    DuplicateBackend {
+        /// The name.
+        name: &'static str,
+        /// Where the first was declared.
+        first: Location,
+        /// Where the second was declared.
+        second: Location,
+    },
     /// Two gradients for one kernel, neither marked `override`.
     DuplicateGradient {
         /// The kernel.
@@ -282,6 +292,11 @@ impl fmt::Display for Error {
                 f,
                 "kernel `{kernel}` is declared by two specs, {first} and {second}; kernel names are unique \
                  across specs, so rename one (`override` replaces a kernel's implementation, not its declaration)"
+            ),
+            Error::DuplicateBackend { name, first, second } => write!(
+                f,
+                "backend `{name}` is declared twice, at {first} and at {second}; \
+                 kernels for it would not know which one they run on, so rename one"
             ),
             Error::DuplicateGradient { kernel, first, second } => write!(
                 f,

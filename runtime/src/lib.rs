@@ -75,15 +75,14 @@ pub mod train;
 mod variable;
 
 pub use autodiff::{custom_grad, grad, grads, no_grad, value_and_grad, value_and_grads, variable_grads};
-pub use backend::wgpu::{backends, BackendInfo};
-pub use backend::BackendId;
+pub use backend::{backends, BackendId, BackendInfo};
 pub use dtype::{DType, Element};
 pub use engine::{
     default_backend, fallback_enabled, memory, reset_peak, set_default_backend, set_fallback, set_pool_limit,
     trim_pool, with_default_backend, with_fallback, BackendMemory, Engine,
 };
 pub use error::{Error, InputDesc, Location, Result};
-pub use opforge_macros::{gradient, kernel, op, spec};
+pub use opforge_macros::{backend, gradient, kernel, op, spec};
 pub use profile::{debug_enabled, profile, set_debug, with_debug, Profile};
 pub use shape::Shape;
 pub use spec::{Absent, Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec, Metas, TensorList, Tensors};
@@ -95,7 +94,7 @@ pub use variable::Variable;
 pub mod __private {
     use std::any::Any;
 
-    pub use crate::backend::{Backend, Cpu, Wgpu};
+    pub use crate::backend::{declared_id, Backend, BackendEntry, Cpu, Device, DeviceOps, Wgpu, BACKENDS};
     pub use crate::engine::OpScope;
     pub use crate::registry::{
         DispatchSlot, GradientEntry, KernelEntry, OpEntry, SpecEntry, GRADIENTS, KERNELS, OPS, SPECS,
@@ -110,6 +109,54 @@ pub mod __private {
     pub use smallvec::smallvec;
 
     use crate::{DType, Error, Result, Tensor, TensorMeta};
+
+    /// What `#[kernel(Name, path::To)]` names a backend through: `B`,
+    /// required to be a [`Backend`] once, where the user wrote it.
+    pub trait IsBackend {
+        /// The backend.
+        type This: Backend;
+    }
+
+    impl<B: Backend> IsBackend for B {
+        type This = B;
+    }
+
+    /// [`Backend::view`] of a declared backend `D` of id `id`.
+    #[inline]
+    pub fn device_view<D: Device>(t: &Tensor, id: crate::BackendId) -> Option<&D::Tensor> {
+        t.declared::<D::Tensor>(id)
+    }
+
+    /// [`Backend::wrap`] of a declared backend `D` of id `id`.
+    #[inline]
+    pub fn device_wrap<D: Device>(t: D::Tensor, id: crate::BackendId) -> Tensor {
+        Tensor::from_declared(id, D::meta(&t), t)
+    }
+
+    /// The operations `#[opforge::backend]` records for `D`.
+    pub const fn device_ops<D: Device + Backend<Tensor = <D as Device>::Tensor>>() -> DeviceOps {
+        DeviceOps {
+            id: D::id,
+            upload: |t| Ok(D::wrap(<D as Device>::upload(t)?)),
+            download: |t| match D::view(t) {
+                Some(t) => <D as Device>::download(t),
+                None => Err(Error::Backend {
+                    kernel: "",
+                    backend: t.backend(),
+                    message: format!("tensor {} is not a `{}` tensor", t.meta(), D::id()),
+                }),
+            },
+            memory: D::memory,
+            describe: D::describe,
+            run_any: match D::RUNS_ANY_KERNEL {
+                true => Some(|call| {
+                    let ys = <D as Device>::run_kernel(call)?;
+                    Ok(ys.into_iter().map(D::wrap).collect())
+                }),
+                false => None,
+            },
+        }
+    }
 
     /// As many inputs as the spec names; with a variadic last input, at
     /// least that many.
@@ -239,7 +286,7 @@ pub mod __private {
         })?;
         B::view(t).ok_or_else(|| Error::Backend {
             kernel: call.kernel,
-            backend: B::ID,
+            backend: B::id(),
             message: format!("input {i} lives on backend `{}`", t.backend()),
         })
     }
@@ -273,7 +320,7 @@ pub mod __private {
         let tensors = call.inputs.get(first..).unwrap_or_default();
         crate::TensorList::of::<B>(tensors).ok_or_else(|| Error::Backend {
             kernel: call.kernel,
-            backend: B::ID,
+            backend: B::id(),
             message: format!("an input from {first} on lives on another backend"),
         })
     }

@@ -84,7 +84,7 @@ pub struct Profile {
     /// Every composite op, in the order they ended.
     pub ops: Vec<OpSpan>,
     /// The highest live bytes per backend seen after any kernel of the
-    /// closure (all threads' tensors count), in [`BackendId::ALL`] order.
+    /// closure (all threads' tensors count), in [`BackendId::all`] order.
     pub peak_bytes: Vec<(BackendId, usize)>,
     /// The closure's wall time.
     pub wall: Duration,
@@ -187,14 +187,14 @@ pub fn profile<T>(f: impl FnOnce() -> T) -> (T, Profile) {
     let profile = Profile {
         kernels,
         ops: recorder.ops,
-        peak_bytes: BackendId::ALL.into_iter().zip(recorder.peak).collect(),
+        peak_bytes: BackendId::all().into_iter().zip(recorder.peak).collect(),
         wall: start.elapsed(),
         thread: thread_id(),
     };
     (value, profile)
 }
 
-/// Live bytes per backend, in [`BackendId::ALL`] order.
+/// Live bytes per backend, in [`BackendId::all`] order.
 fn live_bytes() -> Vec<usize> {
     crate::memory().iter().map(|m| m.bytes).collect()
 }
@@ -439,7 +439,7 @@ impl Profile {
         };
         events.push(name(1, 0, "process_name", "host"));
         events.push(name(1, self.thread, "thread_name", &format!("thread {}", self.thread)));
-        for (i, b) in BackendId::ALL.into_iter().enumerate() {
+        for (i, b) in BackendId::all().into_iter().enumerate() {
             events.push(name(2, i as u64, "thread_name", &format!("backend {b}")));
         }
         events.push(name(2, 0, "process_name", "backends (host time)"));
@@ -517,7 +517,7 @@ impl Profile {
         let x = |d: Duration| LEFT + (WIDTH - LEFT - 40.0) * d.as_secs_f64() / span;
         let depth = self.ops.iter().map(|o| o.depth + 1).max().unwrap_or(0);
         let backends: Vec<BackendId> =
-            BackendId::ALL.into_iter().filter(|b| self.kernels.iter().any(|k| k.backend == *b)).collect();
+            BackendId::all().into_iter().filter(|b| self.kernels.iter().any(|k| k.backend == *b)).collect();
         let legend = self.summary().into_iter().take(12).collect::<Vec<_>>();
         let top = 30.0;
         let rows_end = top + ROW * (depth + backends.len()) as f64;

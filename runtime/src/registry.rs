@@ -33,8 +33,10 @@ pub type GradientFn = dyn Fn(&GradCall<'_>) -> Result<Vec<Option<Tensor>>> + Sen
 pub struct KernelEntry {
     /// The kernel's name.
     pub kernel: &'static str,
-    /// The backend it runs on.
-    pub backend: BackendId,
+    /// The backend it runs on, as [`KernelEntry::backend`] gives it: a
+    /// declared backend's id is known once the program runs.
+    #[doc(hidden)]
+    pub backend_id: fn() -> BackendId,
     /// The implementation.
     pub func: &'static KernelFn,
     /// Registered with `override`: replaces another registration on purpose.
@@ -45,6 +47,14 @@ pub struct KernelEntry {
     pub function: &'static str,
     /// The crate that registered it (`<runtime>` for runtime registrations).
     pub crate_name: &'static str,
+}
+
+impl KernelEntry {
+    /// The backend it runs on.
+    #[inline]
+    pub fn backend(&self) -> BackendId {
+        (self.backend_id)()
+    }
 }
 
 /// One registered gradient.
@@ -149,7 +159,7 @@ pub static SPECS: [SpecEntry];
 /// ```
 /// use opforge::BackendId;
 /// let sqrt: Vec<_> = opforge::registry::kernels().into_iter().filter(|k| k.kernel == "Sqrt").collect();
-/// let mut backends: Vec<BackendId> = sqrt.iter().map(|k| k.backend).collect();
+/// let mut backends: Vec<BackendId> = sqrt.iter().map(|k| k.backend()).collect();
 /// backends.sort();
 /// assert_eq!(backends, [BackendId::Cpu, BackendId::Wgpu]);
 /// assert!(sqrt[0].location.file.ends_with(".rs"));
@@ -273,11 +283,12 @@ pub fn check() -> Vec<Error> {
             problems.extend(duplicate_spec(a.name));
         }
     }
+    problems.extend(crate::backend::check());
     let mut seen = Vec::new();
     for e in KERNELS.iter() {
-        if !seen.contains(&(e.kernel, e.backend)) {
-            seen.push((e.kernel, e.backend));
-            if let Err(err @ Error::DuplicateKernel { .. }) = resolve_kernel(&overlay, e.kernel, e.backend) {
+        if !seen.contains(&(e.kernel, e.backend())) {
+            seen.push((e.kernel, e.backend()));
+            if let Err(err @ Error::DuplicateKernel { .. }) = resolve_kernel(&overlay, e.kernel, e.backend()) {
                 problems.push(err);
             }
         }
@@ -337,22 +348,57 @@ fn resolve_kernel(overlay: &Overlay, kernel: &str, backend: BackendId) -> Result
             return Ok(e);
         }
     } else if let Some(e) = pick(
-        KERNELS.iter().filter(|e| e.kernel == kernel && e.backend == backend),
+        KERNELS.iter().filter(|e| e.kernel == kernel && e.backend() == backend),
         |e| e.replaces,
         |a, b| Error::DuplicateKernel { kernel: a.kernel, backend, first: a.location, second: b.location },
     )? {
         return Ok(e);
     }
-    let mut available: Vec<BackendId> = BackendId::ALL
+    if let Some(run) = backend.entry().ops.run_any {
+        if let Some(spec) = spec(kernel) {
+            return Ok(any_kernel(spec.name, backend, run));
+        }
+    }
+    let available: Vec<BackendId> = BackendId::all()
         .into_iter()
         .filter(|&b| b != backend)
         .filter(|&b| match overlay.kernels.get(&(kernel.to_owned(), b)) {
             Some(found) => found.is_some(),
-            None => KERNELS.iter().any(|e| e.kernel == kernel && e.backend == b),
+            None => KERNELS.iter().any(|e| e.kernel == kernel && e.backend() == b),
         })
         .collect();
-    available.dedup();
     Err(Error::KernelNotFound { kernel: kernel.to_owned(), backend, available })
+}
+
+/// Whether `e` is one [`any_kernel`] made.
+fn is_any_kernel(e: &KernelEntry) -> bool {
+    e.function == ANY_KERNEL
+}
+
+/// The function name of the entries [`any_kernel`] makes.
+const ANY_KERNEL: &str = "Device::run_kernel";
+
+/// The entry through which a backend whose `Device::RUNS_ANY_KERNEL` is
+/// set runs `kernel`: made once per pair, and kept.
+fn any_kernel(
+    kernel: &'static str,
+    backend: BackendId,
+    run: fn(&KernelCall<'_>) -> Result<Tensors>,
+) -> &'static KernelEntry {
+    static MADE: Mutex<BTreeMap<(&'static str, BackendId), &'static KernelEntry>> = Mutex::new(BTreeMap::new());
+    let mut made = MADE.lock().unwrap_or_else(PoisonError::into_inner);
+    made.entry((kernel, backend)).or_insert_with(|| {
+        let declared = backend.entry();
+        Box::leak(Box::new(KernelEntry {
+            kernel,
+            backend_id: declared.ops.id,
+            func: Box::leak(Box::new(run)),
+            replaces: false,
+            location: declared.location,
+            function: ANY_KERNEL,
+            crate_name: declared.crate_name,
+        }))
+    })
 }
 
 /// Runtime registrations layered over the static slices. `None` masks a
@@ -369,25 +415,33 @@ static RESOLVED: Mutex<Vec<&'static DispatchSlot>> = Mutex::new(Vec::new());
 
 fn invalidate_slots() {
     for slot in RESOLVED.lock().unwrap_or_else(PoisonError::into_inner).iter() {
-        for e in &slot.entries {
+        for e in slot.cells() {
             e.store(ptr::null_mut(), Ordering::Release);
         }
     }
 }
 
-/// A descriptor's cache of resolved kernels, one per backend.
+/// A descriptor's cache of resolved kernels, one per backend: inline for
+/// `cpu` and `wgpu`, in a table made on first use for declared backends,
+/// whose number is known once the program runs.
 pub struct DispatchSlot {
     kernel: &'static str,
-    entries: [AtomicPtr<KernelEntry>; BackendId::COUNT],
+    builtin: [AtomicPtr<KernelEntry>; BUILTIN],
+    /// `BackendId::count() - BUILTIN` cells, leaked; null until needed.
+    declared: AtomicPtr<AtomicPtr<KernelEntry>>,
     listed: AtomicBool,
 }
+
+/// Backends whose cells sit inline in every [`DispatchSlot`].
+const BUILTIN: usize = 2;
 
 impl DispatchSlot {
     /// An empty slot for `kernel`.
     pub const fn new(kernel: &'static str) -> Self {
         DispatchSlot {
             kernel,
-            entries: [const { AtomicPtr::new(ptr::null_mut()) }; BackendId::COUNT],
+            builtin: [const { AtomicPtr::new(ptr::null_mut()) }; BUILTIN],
+            declared: AtomicPtr::new(ptr::null_mut()),
             listed: AtomicBool::new(false),
         }
     }
@@ -405,7 +459,7 @@ impl DispatchSlot {
     /// [`DispatchSlot::get`] without the error: `None` where it would fail.
     #[inline]
     pub fn find(&'static self, backend: BackendId) -> Option<&'static KernelEntry> {
-        let p = self.entries[backend.index()].load(Ordering::Acquire);
+        let p = self.cell(backend).load(Ordering::Acquire);
         if p.is_null() {
             return self.resolve(backend).ok();
         }
@@ -423,7 +477,44 @@ impl DispatchSlot {
     /// which is not cached).
     #[inline]
     pub fn known_absent(&self, backend: BackendId) -> bool {
-        self.entries[backend.index()].load(Ordering::Acquire) == absent()
+        self.cell(backend).load(Ordering::Acquire) == absent()
+    }
+
+    #[inline]
+    fn cell(&self, backend: BackendId) -> &AtomicPtr<KernelEntry> {
+        match self.builtin.get(backend.index()) {
+            Some(cell) => cell,
+            None => self.declared_cell(backend.index() - BUILTIN),
+        }
+    }
+
+    /// Cell `i` of the declared backends' table, made on first use.
+    #[cold]
+    fn declared_cell(&self, i: usize) -> &AtomicPtr<KernelEntry> {
+        let n = BackendId::count() - BUILTIN;
+        let mut table = self.declared.load(Ordering::Acquire);
+        if table.is_null() {
+            let fresh: &'static [AtomicPtr<KernelEntry>] =
+                Box::leak((0..n).map(|_| AtomicPtr::new(ptr::null_mut())).collect());
+            let fresh = fresh.as_ptr().cast_mut();
+            table = match self.declared.compare_exchange(ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+                Ok(_) => fresh,
+                // Another thread made it first; this one's few bytes stay leaked.
+                Err(theirs) => theirs,
+            };
+        }
+        assert!(i < n, "backend {i} of {n} declared ones");
+        // SAFETY: `table` points at `n` cells leaked above, never freed.
+        unsafe { &*table.add(i) }
+    }
+
+    /// Every cell made so far.
+    fn cells(&self) -> impl Iterator<Item = &AtomicPtr<KernelEntry>> {
+        let declared = match self.declared.load(Ordering::Acquire).is_null() {
+            true => 0,
+            false => BackendId::count() - BUILTIN,
+        };
+        self.builtin.iter().chain((0..declared).map(|i| self.declared_cell(i)))
     }
 
     /// The error of a lookup that finds nothing, built afresh.
@@ -450,7 +541,7 @@ impl DispatchSlot {
         if !self.listed.swap(true, Ordering::AcqRel) {
             RESOLVED.lock().unwrap_or_else(PoisonError::into_inner).push(self);
         }
-        self.entries[backend.index()].store(cached, Ordering::Release);
+        self.cell(backend).store(cached, Ordering::Release);
         found
     }
 }
@@ -472,7 +563,7 @@ fn leak_kernel<K: KernelSpec, B: Backend>(
     });
     Box::leak(Box::new(KernelEntry {
         kernel: K::NAME,
-        backend: B::ID,
+        backend_id: B::id,
         func: Box::leak(func),
         replaces,
         location,
@@ -499,15 +590,16 @@ pub fn register_kernel<K: KernelSpec, B: Backend>(
 ) -> Result<()> {
     let location = caller();
     let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);
-    if let Ok(existing) = resolve_kernel(&overlay, K::NAME, B::ID) {
+    // A backend that runs any kernel yields to a registered one.
+    if let Some(existing) = resolve_kernel(&overlay, K::NAME, B::id()).ok().filter(|e| !is_any_kernel(e)) {
         return Err(Error::DuplicateKernel {
             kernel: K::NAME,
-            backend: B::ID,
+            backend: B::id(),
             first: existing.location,
             second: location,
         });
     }
-    overlay.kernels.insert((K::NAME.to_owned(), B::ID), Some(leak_kernel::<K, B>(f, false, location)));
+    overlay.kernels.insert((K::NAME.to_owned(), B::id()), Some(leak_kernel::<K, B>(f, false, location)));
     drop(overlay);
     invalidate_slots();
     Ok(())
@@ -531,7 +623,7 @@ pub fn override_kernel<K: KernelSpec, B: Backend>(
 ) {
     let entry = leak_kernel::<K, B>(f, true, caller());
     let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);
-    overlay.kernels.insert((K::NAME.to_owned(), B::ID), Some(entry));
+    overlay.kernels.insert((K::NAME.to_owned(), B::id()), Some(entry));
     drop(overlay);
     invalidate_slots();
 }
@@ -671,17 +763,18 @@ pub fn coverage_markdown() -> String {
     let mut specs: Vec<&SpecEntry> = SPECS.iter().collect();
     specs.sort_by_key(|s| s.name);
     let mut out = String::from("| kernel | op |");
-    for b in BackendId::ALL {
+    let backends = BackendId::all();
+    for b in &backends {
         let _ = write!(out, " {b} |");
     }
     out.push_str(" gradient |\n|---|---|");
-    for _ in BackendId::ALL {
+    for _ in &backends {
         out.push_str("---|");
     }
     out.push_str("---|\n");
     for s in specs {
         let _ = write!(out, "| `{}` | `{}` |", s.name, s.op);
-        for b in BackendId::ALL {
+        for &b in &backends {
             out.push_str(if kernel_for(s.name, b).is_ok() { " yes |" } else { " no |" });
         }
         let grad = match (s.differentiable.is_empty(), gradient_for(s.name).is_ok()) {

@@ -309,6 +309,9 @@ pub struct KernelCall<'a> {
     pub attrs: &'a (dyn Any + Send + Sync),
     /// The outputs the spec's shape rule promised, in order.
     pub outs: &'a [TensorMeta],
+    /// Whether `outs` are upper bounds that the data decides within (a
+    /// `data_dependent` kernel such as `Unique`) rather than exact.
+    pub data_dependent: bool,
 }
 
 /// A gradient invocation with its types erased.

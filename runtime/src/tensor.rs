@@ -46,9 +46,27 @@ impl std::fmt::Display for TensorMeta {
 enum Repr {
     Cpu(CpuTensor),
     /// Boxed so that `Repr` stays the size of a `CpuTensor`, its variant
-    /// told apart by a niche: a wider `Tensor` cost about a third more on
-    /// the one-element `add` of W1, moved through every call level.
-    Wgpu(Box<WgpuTensor>),
+    /// told apart by the niche of the `Arc` inside: a wider `Tensor` cost
+    /// about a third more on the one-element `add` of W1, moved through
+    /// every call level. That niche has room for one more variant, so every
+    /// backend but the cpu shares it.
+    Elsewhere(Box<Elsewhere>),
+}
+
+#[derive(Clone)]
+enum Elsewhere {
+    Wgpu(WgpuTensor),
+    /// A tensor of a backend declared with `#[opforge::backend]`.
+    Declared(DeclaredTensor),
+}
+
+/// A declared backend's tensor, with the meta its `Device::meta` gave
+/// when it was wrapped (read by every op, so kept beside it).
+#[derive(Clone)]
+pub(crate) struct DeclaredTensor {
+    backend: BackendId,
+    meta: TensorMeta,
+    data: std::sync::Arc<dyn std::any::Any + Send + Sync>,
 }
 
 /// An immutable n-dimensional array living on one backend.
@@ -303,8 +321,8 @@ impl Tensor {
             || Error::InvalidTensor { what: "to_vec", message: format!("tensor is {}, not {}", self.meta(), T::DTYPE) };
         match &self.repr {
             Repr::Cpu(t) => t.as_slice::<T>().map(<[T]>::to_vec).map_err(|_| wrong()),
-            Repr::Wgpu(t) if t.dtype() != T::DTYPE => Err(wrong()),
-            Repr::Wgpu(t) => t.download()?.as_slice::<T>().map(<[T]>::to_vec),
+            Repr::Elsewhere(_) if self.dtype() != T::DTYPE => Err(wrong()),
+            Repr::Elsewhere(_) => self.to_cpu_tensor()?.as_slice::<T>().map(<[T]>::to_vec),
         }
     }
 
@@ -332,8 +350,8 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub async fn to_vec_async<T: Element>(&self) -> Result<Vec<T>> {
-        match &self.repr {
-            Repr::Wgpu(t) if t.dtype() == T::DTYPE => t.download_async().await?.as_slice::<T>().map(<[T]>::to_vec),
+        match self.wgpu() {
+            Some(t) if t.dtype() == T::DTYPE => t.download_async().await?.as_slice::<T>().map(<[T]>::to_vec),
             _ => self.to_vec(),
         }
     }
@@ -353,14 +371,22 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn to_backend(&self, backend: BackendId) -> Result<Tensor> {
-        match (&self.repr, backend) {
-            (_, b) if b == self.backend() => Ok(self.clone()),
-            (Repr::Cpu(t), BackendId::Wgpu) => Ok(Tensor::from_wgpu(WgpuTensor::upload(t)?)),
-            (Repr::Wgpu(t), BackendId::Cpu) => Ok(Tensor::from_cpu(t.download()?)),
-            (_, b) => Err(Error::InvalidTensor {
-                what: "to_backend",
-                message: format!("cannot move a tensor from `{}` to `{b}`", self.backend()),
-            }),
+        if backend == self.backend() {
+            return Ok(self.clone());
+        }
+        // Every backend moves data to and from the cpu; between two others
+        // the data goes through it.
+        (backend.entry().ops.upload)(&self.to_cpu_tensor()?)
+    }
+
+    /// This tensor's data as a cpu tensor: itself on the cpu, else a copy.
+    pub(crate) fn to_cpu_tensor(&self) -> Result<CpuTensor> {
+        match &self.repr {
+            Repr::Cpu(t) => Ok(t.clone()),
+            Repr::Elsewhere(e) => match &**e {
+                Elsewhere::Wgpu(t) => t.download(),
+                Elsewhere::Declared(t) => (t.backend.entry().ops.download)(self),
+            },
         }
     }
 
@@ -387,7 +413,10 @@ impl Tensor {
     pub fn shape(&self) -> &[usize] {
         match &self.repr {
             Repr::Cpu(t) => t.shape(),
-            Repr::Wgpu(t) => t.shape(),
+            Repr::Elsewhere(e) => match &**e {
+                Elsewhere::Wgpu(t) => t.shape(),
+                Elsewhere::Declared(t) => &t.meta.shape,
+            },
         }
     }
 
@@ -396,7 +425,10 @@ impl Tensor {
     pub fn dtype(&self) -> DType {
         match &self.repr {
             Repr::Cpu(t) => t.dtype(),
-            Repr::Wgpu(t) => t.dtype(),
+            Repr::Elsewhere(e) => match &**e {
+                Elsewhere::Wgpu(t) => t.dtype(),
+                Elsewhere::Declared(t) => t.meta.dtype,
+            },
         }
     }
 
@@ -405,7 +437,10 @@ impl Tensor {
     pub fn backend(&self) -> BackendId {
         match &self.repr {
             Repr::Cpu(_) => BackendId::Cpu,
-            Repr::Wgpu(_) => BackendId::Wgpu,
+            Repr::Elsewhere(e) => match &**e {
+                Elsewhere::Wgpu(_) => BackendId::Wgpu,
+                Elsewhere::Declared(t) => t.backend,
+            },
         }
     }
 
@@ -434,7 +469,11 @@ impl Tensor {
     pub fn same_data(&self, other: &Tensor) -> bool {
         match (&self.repr, &other.repr) {
             (Repr::Cpu(a), Repr::Cpu(b)) => std::sync::Arc::ptr_eq(a.buffer(), b.buffer()),
-            (Repr::Wgpu(a), Repr::Wgpu(b)) => a.same_buffer(b),
+            (Repr::Elsewhere(a), Repr::Elsewhere(b)) => match (&**a, &**b) {
+                (Elsewhere::Wgpu(a), Elsewhere::Wgpu(b)) => a.same_buffer(b),
+                (Elsewhere::Declared(a), Elsewhere::Declared(b)) => std::sync::Arc::ptr_eq(&a.data, &b.data),
+                _ => false,
+            },
             _ => false,
         }
     }
@@ -443,20 +482,42 @@ impl Tensor {
     pub(crate) fn cpu(&self) -> Option<&CpuTensor> {
         match &self.repr {
             Repr::Cpu(t) => Some(t),
-            Repr::Wgpu(_) => None,
+            _ => None,
         }
     }
 
     #[inline]
     pub(crate) fn wgpu(&self) -> Option<&WgpuTensor> {
         match &self.repr {
-            Repr::Wgpu(t) => Some(&**t),
+            Repr::Elsewhere(e) => match &**e {
+                Elsewhere::Wgpu(t) => Some(t),
+                Elsewhere::Declared(_) => None,
+            },
             Repr::Cpu(_) => None,
         }
     }
 
+    /// The tensor of declared backend `backend` that `t` holds, if it
+    /// lives there and is a `T`.
+    #[inline]
+    pub(crate) fn declared<T: 'static>(&self, backend: BackendId) -> Option<&T> {
+        match &self.repr {
+            Repr::Elsewhere(e) => match &**e {
+                Elsewhere::Declared(t) if t.backend == backend => t.data.downcast_ref(),
+                _ => None,
+            },
+            Repr::Cpu(_) => None,
+        }
+    }
+
+    /// Wraps a declared backend's tensor, of shape and dtype `meta`.
+    pub(crate) fn from_declared<T: Send + Sync + 'static>(backend: BackendId, meta: TensorMeta, data: T) -> Tensor {
+        let t = DeclaredTensor { backend, meta, data: std::sync::Arc::new(data) };
+        Tensor { repr: Repr::Elsewhere(Box::new(Elsewhere::Declared(t))), id: TensorId::next() }
+    }
+
     pub(crate) fn from_wgpu(t: WgpuTensor) -> Tensor {
-        Tensor { repr: Repr::Wgpu(Box::new(t)), id: TensorId::next() }
+        Tensor { repr: Repr::Elsewhere(Box::new(Elsewhere::Wgpu(t))), id: TensorId::next() }
     }
 
     #[inline]
@@ -504,5 +565,14 @@ fn checked(shape: &[usize], dtype: DType, what: &'static str) -> Result<usize> {
 impl std::fmt::Debug for Tensor {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "Tensor({} on {})", self.meta(), self.backend())
+    }
+}
+
+#[cfg(test)]
+mod size {
+    /// A wider `Tensor` costs every call level of a tiny op (see `Repr`).
+    #[test]
+    fn repr_is_the_size_of_a_cpu_tensor() {
+        assert_eq!(size_of::<super::Repr>(), size_of::<super::CpuTensor>());
     }
 }

@@ -22,7 +22,7 @@ fn override_replaces_the_builtin_kernel() {
     assert_eq!(entry.function, "leaky_relu");
     assert!(entry.replaces);
     // Both registrations are listed; the override is no conflict.
-    assert_eq!(registry::kernels().iter().filter(|k| k.kernel == "Relu" && k.backend == BackendId::Cpu).count(), 2);
+    assert_eq!(registry::kernels().iter().filter(|k| k.kernel == "Relu" && k.backend() == BackendId::Cpu).count(), 2);
     assert_eq!(registry::check(), vec![]);
 }
 

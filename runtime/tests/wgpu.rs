@@ -287,7 +287,7 @@ fn elementwise_ops_past_the_binding_limit_run_in_slices() {
 #[test]
 fn backends_reports_the_adapter() {
     let all = opforge::backends();
-    assert_eq!(all.iter().map(|b| b.backend).collect::<Vec<_>>(), BackendId::ALL);
+    assert_eq!(all.iter().map(|b| b.backend).collect::<Vec<_>>(), BackendId::all());
     let w = &all[1];
     assert!(!w.description.is_empty());
     if std::env::var("OPFORGE_REQUIRE_GPU").is_ok_and(|v| v == "1") {

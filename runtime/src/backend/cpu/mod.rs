@@ -28,14 +28,18 @@ use crate::{DType, Element, Error, Result, Shape, Tensor};
 ///
 /// ```
 /// use opforge::backend::{Backend, Cpu};
-/// assert_eq!(Cpu::ID.name(), "cpu");
+/// assert_eq!(Cpu::id().name(), "cpu");
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Cpu;
 
 impl Backend for Cpu {
-    const ID: BackendId = BackendId::Cpu;
     type Tensor = CpuTensor;
+
+    #[inline]
+    fn id() -> BackendId {
+        BackendId::Cpu
+    }
 
     #[inline]
     fn view(t: &Tensor) -> Option<&CpuTensor> {
@@ -136,6 +140,13 @@ pub(crate) fn memory() -> (usize, usize) {
 }
 
 pub(crate) use accounting::{peak, reset_peak};
+
+/// What [`crate::memory`] reports for the cpu.
+pub(crate) fn fill_memory(m: &mut crate::BackendMemory) {
+    (m.buffers, m.bytes) = memory();
+    (m.pooled_buffers, m.pooled_bytes) = pool::pooled();
+    m.peak_bytes = peak().max(m.bytes);
+}
 
 pub(crate) use pool::output;
 

@@ -3,7 +3,7 @@
 //!
 //! - The adapter comes from the backends `WGPU_BACKEND` names (default:
 //!   Vulkan), a real GPU preferred over a CPU rasterizer such as lavapipe;
-//!   [`backends`] reports which one was chosen, or why there is none.
+//!   [`crate::backends`] reports which one was chosen, or why there is none.
 //! - Elements are 32-bit words: f32 and i32 as they are, bool as a u32 0 or 1.
 //! - One storage binding spans at most 128 MiB on every adapter (lavapipe's
 //!   limit). Elementwise kernels and casts on larger tensors run in slices
@@ -62,14 +62,18 @@ pub(crate) use pool::{memory, peak, pooled, reset_peak, set_limit, trim_to};
 ///
 /// ```
 /// use opforge::backend::{Backend, Wgpu};
-/// assert_eq!(Wgpu::ID.name(), "wgpu");
+/// assert_eq!(Wgpu::id().name(), "wgpu");
 /// ```
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Wgpu;
 
 impl Backend for Wgpu {
-    const ID: BackendId = BackendId::Wgpu;
     type Tensor = WgpuTensor;
+
+    #[inline]
+    fn id() -> BackendId {
+        BackendId::Wgpu
+    }
 
     #[inline]
     fn view(t: &Tensor) -> Option<&WgpuTensor> {
@@ -493,41 +497,15 @@ pub fn adapter_or_skip(what: &str) -> bool {
     false
 }
 
-/// What [`backends`] reports about one backend.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BackendInfo {
-    /// The backend.
-    pub backend: BackendId,
-    /// Whether tensors can move there and kernels run there.
-    pub available: bool,
-    /// The device (for `wgpu`: adapter, API, kind, driver), or why the
-    /// backend is unavailable.
-    pub description: String,
+/// What [`crate::memory`] reports for `wgpu`; counting buffers does not
+/// open the device.
+pub(crate) fn fill_memory(m: &mut crate::BackendMemory) {
+    (m.buffers, m.bytes) = memory();
+    (m.pooled_buffers, m.pooled_bytes) = pooled();
+    m.peak_bytes = peak().max(m.bytes);
 }
 
-/// Every backend with whether it works on this machine. Opens the `wgpu`
-/// device on first call.
-///
-/// ```
-/// let all = opforge::backends();
-/// assert_eq!(all.len(), opforge::BackendId::ALL.len());
-/// assert!(all[0].available, "the cpu always is");
-/// for b in &all {
-///     println!("{}: {} ({})", b.backend, b.available, b.description);
-/// }
-/// ```
-pub fn backends() -> Vec<BackendInfo> {
-    let threads = rayon::current_num_threads();
-    let (available, description) = match device::describe() {
-        Ok(d) => (true, d),
-        Err(e) => (false, e),
-    };
-    vec![
-        BackendInfo {
-            backend: BackendId::Cpu,
-            available: true,
-            description: format!("host memory, {threads} rayon threads"),
-        },
-        BackendInfo { backend: BackendId::Wgpu, available, description },
-    ]
+/// The adapter, or why there is none.
+pub(crate) fn describe() -> std::result::Result<String, String> {
+    device::describe()
 }

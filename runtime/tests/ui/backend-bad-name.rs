@@ -1,0 +1,10 @@
+#[opforge::backend(Meta)]
+struct Meta;
+
+#[opforge::backend(cpu)]
+struct MyCpu;
+
+#[opforge::backend(meta)]
+fn meta() {}
+
+fn main() {}

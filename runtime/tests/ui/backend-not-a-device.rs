@@ -1,0 +1,4 @@
+#[opforge::backend(meta)]
+struct Meta;
+
+fn main() {}
