@@ -21,11 +21,30 @@ fn main() {
         names.join(", ")
     )
     .unwrap();
+    let mut parity =
+        String::from("/// Every kernel's parity cases, per dtype, in spec order.\npub const ALL: &[Case] = &[\n");
+    let mut cases = String::new();
     for k in &spec.kernels {
         out.push_str(&kernel_tests(k));
+        cases.push_str(&parity_cases_of(k));
+        for d in test_dtypes(k) {
+            writeln!(
+                parity,
+                "    Case {{ kernel: {name:?}, dtype: {dtype}, data_dependent: {dd}, run: cases::{name}::{d} }},",
+                name = k.name,
+                dtype = dtype_expr(d),
+                dd = k.data_dependent,
+                d = d.name(),
+            )
+            .unwrap();
+        }
     }
-    let dest = std::path::Path::new(&std::env::var("OUT_DIR").unwrap()).join("generated.rs");
-    std::fs::write(dest, out).unwrap();
+    parity.push_str("];\n\n/// The cases, one module per kernel and one function per dtype.\npub mod cases {\n");
+    parity.push_str(&cases);
+    parity.push_str("}\n");
+    let dir = std::path::PathBuf::from(std::env::var("OUT_DIR").unwrap());
+    std::fs::write(dir.join("generated.rs"), out).unwrap();
+    std::fs::write(dir.join("parity.rs"), parity).unwrap();
 }
 
 /// A valid case and, where the rule has one, an invalid one.
@@ -645,52 +664,18 @@ fn kernel_tests(k: &KernelDef) -> String {
         .unwrap();
     }
 
-    // The same calls on wgpu tensors give the cpu's results, on wgpu, through
-    // the kernel's wgpu implementation (the cpu fallback is off): odd sizes,
-    // broadcasting, strided axes, and for reductions 2^20 and 2^22 elements.
-    let within = match (k.domain, &k.shape) {
-        (None, ShapeRule::Reduce { .. }) => "Some((0.5, 2.0))".to_owned(),
-        _ => sample_range(k),
-    };
+    // The parity cases (see `parity_cases_of`) against wgpu, values
+    // compared; without an adapter, a SKIP line.
     for d in test_dtypes(k) {
-        let mut body = String::new();
-        for case in parity_cases(k) {
-            let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
-            let make = format!("parity_input(SHAPE, DTYPE, {within}, SEED)");
-            let count = case.shapes.len();
-            let inputs: String = (0..count)
-                .map(|i| {
-                    format!(
-                        "{}, ",
-                        input_expr(
-                            &case,
-                            i,
-                            input_dtype(k, case.declared(i), d),
-                            i,
-                            &make.replace("SEED", &i.to_string())
-                        )
-                    )
-                })
-                .collect();
-            writeln!(
-                body,
-                r#"        {{
-            let xs: [Tensor; {count}] = [{inputs}];
-            let attrs = kernels::{name}Attrs {{ {fields} }};
-            check_parity({label:?}, &xs.iter().collect::<Vec<&Tensor>>(), |xs| {call});
-        }}"#,
-                call = engine_call(k, &case, "xs", "&attrs"),
-                fields = fields.join(", "),
-                label = format!("{:?} {}", case.shapes, fields.join(", ")),
-            )
-            .unwrap();
-        }
         writeln!(
             t,
             r#"
     #[test]
     fn parity_cpu_vs_wgpu_{d}() {{
-{body}    }}"#,
+        if opforge::backend::wgpu::adapter_or_skip("{name} parity ({d})") {{
+            crate::parity::cases::{name}::{d}(&crate::parity::Target::WGPU);
+        }}
+    }}"#,
             d = d.name(),
         )
         .unwrap();
@@ -781,6 +766,65 @@ fn kernel_tests(k: &KernelDef) -> String {
 /// expression of type `Option<(f32, f32)>`: inside its `domain`, clipped to
 /// [-2, 2] and kept a sixth of its width from either end (so `(0, inf)`
 /// gives `(1/3, 5/3)`); `None` (+-(0.5, 2)) for a kernel without one.
+/// Kernel `k`'s parity cases, a module of one function per dtype taking
+/// the target backend: the same calls on the cpu and on the target give the
+/// same outputs, through the target's own kernel (the cpu fallback is off):
+/// odd sizes, broadcasting, strided axes, and for reductions 2^20 and 2^22
+/// elements.
+fn parity_cases_of(k: &KernelDef) -> String {
+    let name = &k.name;
+    let within = match (k.domain, &k.shape) {
+        (None, ShapeRule::Reduce { .. }) => "Some((0.5, 2.0))".to_owned(),
+        _ => sample_range(k),
+    };
+    let mut t = format!("    /// Generated from kernel `{name}` of ops.toml.\n    #[allow(non_snake_case)]\n    pub mod {name} {{\n        use super::super::*;\n");
+    for d in test_dtypes(k) {
+        let mut body = String::new();
+        for case in parity_cases(k) {
+            let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+            let make = format!("parity_input(SHAPE, DTYPE, {within}, SEED)");
+            let count = case.shapes.len();
+            let inputs: String = (0..count)
+                .map(|i| {
+                    format!(
+                        "{}, ",
+                        input_expr(
+                            &case,
+                            i,
+                            input_dtype(k, case.declared(i), d),
+                            i,
+                            &make.replace("SEED", &i.to_string())
+                        )
+                    )
+                })
+                .collect();
+            writeln!(
+                body,
+                r#"            {{
+                let xs: [Tensor; {count}] = [{inputs}];
+                let attrs = kernels::{name}Attrs {{ {fields} }};
+                check_parity(target, {label:?}, &xs.iter().collect::<Vec<&Tensor>>(), |xs| {call});
+            }}"#,
+                call = engine_call(k, &case, "xs", "&attrs"),
+                fields = fields.join(", "),
+                label = format!("{name} {:?} {}", case.shapes, fields.join(", ")),
+            )
+            .unwrap();
+        }
+        writeln!(
+            t,
+            r#"
+        /// `{name}` on {d} inputs.
+        pub fn {d}(target: &Target) {{
+{body}        }}"#,
+            d = d.name(),
+        )
+        .unwrap();
+    }
+    t.push_str("    }\n");
+    t
+}
+
 fn sample_range(k: &KernelDef) -> String {
     match k.domain {
         Some((low, high)) => {
