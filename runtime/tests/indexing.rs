@@ -67,6 +67,48 @@ fn select_broadcasts_its_condition_and_branches() {
     }
 }
 
+/// Every operand of `select` full along the last axis or repeated along
+/// it, and full or repeated along the leading one (eight walks of a row,
+/// times the leading broadcasts), against an element-by-element reference.
+#[test]
+fn select_matches_a_reference_for_every_broadcast_pattern() {
+    // The shapes an operand may have, and where element (i, j, k) of the output reads it.
+    type Reads = fn(usize, usize, usize) -> usize;
+    let shapes: [(&[usize], Reads); 4] = [
+        (&[2, 3, 5], |i, j, k| (i * 3 + j) * 5 + k),
+        (&[2, 3, 1], |i, j, _| i * 3 + j),
+        (&[3, 5], |_, j, k| j * 5 + k),
+        (&[3, 1], |_, j, _| j),
+    ];
+    for b in backends("select_matches_a_reference_for_every_broadcast_pattern") {
+        for (cs, ci) in shapes {
+            for (ts, ti) in shapes {
+                for (es, ei) in shapes {
+                    let n = |s: &[usize]| s.iter().product::<usize>();
+                    let cv: Vec<bool> = (0..n(cs)).map(|i| (i * 7) % 3 == 0).collect();
+                    let tv: Vec<f32> = (0..n(ts)).map(|i| i as f32).collect();
+                    let ev: Vec<f32> = (0..n(es)).map(|i| -(i as f32) - 1.0).collect();
+                    let c = on(&Tensor::from_vec(cv.clone(), cs).unwrap(), b);
+                    let (t, e) = (on(&f32s(&tv, ts), b), on(&f32s(&ev, es), b));
+                    let y = ops::select(&c, &t, &e).unwrap();
+                    let got = y.to_vec::<f32>().unwrap();
+                    // [2, 3, 5] unless every operand lacks the leading axis or the last one's length.
+                    let (lead, last) = (if y.rank() == 3 { y.shape()[0] } else { 1 }, y.shape()[y.rank() - 1]);
+                    let mut want = Vec::new();
+                    for i in 0..lead {
+                        for j in 0..3 {
+                            for k in 0..last {
+                                want.push(if cv[ci(i, j, k)] { tv[ti(i, j, k)] } else { ev[ei(i, j, k)] });
+                            }
+                        }
+                    }
+                    assert_eq!(got, want, "on {b}: condition {cs:?}, t {ts:?}, e {es:?}");
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn indices_out_of_range_are_errors_naming_the_op_and_index() {
     for b in backends("indices_out_of_range_are_errors_naming_the_op_and_index") {

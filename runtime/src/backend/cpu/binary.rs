@@ -26,30 +26,48 @@ pub(crate) fn broadcast_strides(shape: &[usize], out: &[usize]) -> Dims {
 
 /// Merges adjacent dims along which both operands advance as one dim would.
 pub(crate) fn collapse(out: &[usize], sa: &[usize], sb: &[usize]) -> (Dims, Dims, Dims) {
-    let (mut d, mut a, mut b) = (Dims::new(), Dims::new(), Dims::new());
+    let (d, [a, b]) = collapse_n(out, [sa, sb]);
+    (d, a, b)
+}
+
+/// [`collapse`] for any number of operands: drops dims of size 1 and merges
+/// adjacent dims along which every operand advances as one dim would. The
+/// result has at least one dim.
+pub(crate) fn collapse_n<const N: usize>(out: &[usize], strides: [&[usize]; N]) -> (Dims, [Dims; N]) {
+    let (mut d, mut s) = (Dims::new(), std::array::from_fn::<Dims, N, _>(|_| Dims::new()));
     for i in 0..out.len() {
         if out[i] == 1 {
             continue;
         }
-        if let (Some(&ld), Some(&la), Some(&lb)) = (d.last(), a.last(), b.last()) {
-            if la == sa[i] * out[i] && lb == sb[i] * out[i] {
+        if let Some(&ld) = d.last() {
+            if (0..N).all(|k| s[k].last() == Some(&(strides[k][i] * out[i]))) {
                 let n = d.len();
                 d[n - 1] = ld * out[i];
-                a[n - 1] = sa[i];
-                b[n - 1] = sb[i];
+                (0..N).for_each(|k| s[k][n - 1] = strides[k][i]);
                 continue;
             }
         }
         d.push(out[i]);
-        a.push(sa[i]);
-        b.push(sb[i]);
+        (0..N).for_each(|k| s[k].push(strides[k][i]));
     }
     if d.is_empty() {
         d.push(1);
-        a.push(0);
-        b.push(0);
+        s.iter_mut().for_each(|s| s.push(0));
     }
-    (d, a, b)
+    (d, s)
+}
+
+/// The offsets in each operand of row `row` of a collapsed index space:
+/// every dim but the last, whose walk the caller does.
+#[inline]
+pub(crate) fn row_offsets<const N: usize>(row: usize, dims: &[usize], strides: [&[usize]; N]) -> [usize; N] {
+    let (mut rest, mut at) = (row, [0; N]);
+    for d in (0..dims.len() - 1).rev() {
+        let i = rest % dims[d];
+        rest /= dims[d];
+        (0..N).for_each(|k| at[k] += i * strides[k][d]);
+    }
+    at
 }
 
 pub(crate) fn binary<T: Element, U: Element>(
@@ -95,15 +113,7 @@ pub(crate) fn binary<T: Element, U: Element>(
     let mut data = output::<U>(n);
     for_rows(&mut data, inner, n, |start, chunk| {
         for (r, row) in chunk.chunks_mut(inner).enumerate() {
-            // Offsets of this output row in each input.
-            let mut rest = start / inner + r;
-            let (mut oa, mut ob) = (0, 0);
-            for d in (0..dims.len() - 1).rev() {
-                let i = rest % dims[d];
-                rest /= dims[d];
-                oa += i * sa[d];
-                ob += i * sb[d];
-            }
+            let [oa, ob] = row_offsets(start / inner + r, &dims, [&sa, &sb]);
             match (ia, ib) {
                 (0, 0) => row.fill(f(av[oa], bv[ob])),
                 (0, _) => {
@@ -280,5 +290,10 @@ mod tests {
         let out = [4, 5, 6];
         let (d, a, b) = super::collapse(&out, &[30, 6, 1], &[0, 0, 1]);
         assert_eq!((d.as_slice(), a.as_slice(), b.as_slice()), (&[20, 6][..], &[6, 1][..], &[0, 1][..]));
+        // A third operand that repeats along the last dim keeps the first two apart.
+        let (d, [a, b, c]) = super::collapse_n(&out, [&[30, 6, 1], &[0, 0, 1], &[5, 1, 0]]);
+        assert_eq!((d.as_slice(), a.as_slice(), b.as_slice()), (&[20, 6][..], &[6, 1][..], &[0, 1][..]));
+        assert_eq!(c.as_slice(), &[1, 0]);
+        assert_eq!(super::row_offsets(13, &d, [&a, &b, &c]), [78, 0, 13]);
     }
 }

@@ -20,7 +20,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{broadcast_strides, for_rows, offset, unsupported, CpuTensor, Dims, PAR_CHUNK, PAR_THRESHOLD};
+use super::{broadcast_strides, collapse_n, for_rows, row_offsets, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::kernels::{
     ArgMax, ArgMin, GatherNd, GatherV2, Multinomial, OneHot, ScatterNd, Select, TopK, Unique, UnsortedSegmentSum, Where,
 };
@@ -433,7 +433,8 @@ fn gather(x: &CpuTensor, indices: &CpuTensor, axis: i64, batch_dims: i64, out: &
     let idx = indices.as_slice::<i32>()?;
     check_indices("indices", idx, d.axis)?;
     fn run<T: Element>(x: &CpuTensor, idx: &[i32], d: GatherDims, out: &TensorMeta) -> Result<CpuTensor> {
-        let mut data = vec![T::default(); out.numel()];
+        // Every element is written: pooled memory, not freshly zeroed pages.
+        let mut data = super::output::<T>(out.numel());
         gather_of(x.as_slice::<T>()?, idx, d, &mut data);
         CpuTensor::from_vec(&out.shape, data)
     }
@@ -518,13 +519,13 @@ fn select(condition: &CpuTensor, t: &CpuTensor, e: &CpuTensor, out: &TensorMeta)
         t: &CpuTensor,
         e: &CpuTensor,
         dims: &[usize],
-        strides: [&Dims; 3],
+        strides: [&[usize]; 3],
         out: &TensorMeta,
     ) -> Result<CpuTensor> {
         let (t, e) = (t.as_slice::<T>()?, e.as_slice::<T>()?);
         let [sc, st, se] = strides;
         let same = |x: usize| x == out.numel();
-        let mut data = vec![T::default(); out.numel()];
+        let mut data = super::output::<T>(out.numel());
         if same(c.len()) && same(t.len()) && same(e.len()) {
             for_rows(&mut data, 1, out.numel(), |start, chunk| {
                 for (k, o) in chunk.iter_mut().enumerate() {
@@ -533,22 +534,53 @@ fn select(condition: &CpuTensor, t: &CpuTensor, e: &CpuTensor, out: &TensorMeta)
                 }
             });
         } else {
-            for_rows(&mut data, 1, out.numel(), |start, chunk| {
-                for (k, o) in chunk.iter_mut().enumerate() {
-                    let i = start + k;
-                    let pick = c[offset(i, dims, sc)];
-                    *o = if pick { t[offset(i, dims, st)] } else { e[offset(i, dims, se)] };
+            // Output rows along the last merged dim, each operand stepping 0 or 1 per element.
+            let (dims, [sc, st, se]) = collapse_n(dims, [sc, st, se]);
+            let inner = dims[dims.len() - 1];
+            let steps = [&sc, &st, &se].map(|s| s[s.len() - 1]);
+            for_rows(&mut data, inner, out.numel(), |start, chunk| {
+                for (r, row) in chunk.chunks_mut(inner).enumerate() {
+                    let [oc, ot, oe] = row_offsets(start / inner + r, &dims, [&sc, &st, &se]);
+                    pick_row(row, &c[oc..], &t[ot..], &e[oe..], steps);
                 }
             });
         }
         CpuTensor::from_vec(&out.shape, data)
     }
-    let strides = [&sc, &st, &se];
+    let strides = [&sc[..], &st[..], &se[..]];
     match t.dtype() {
         DType::F32 => run::<f32>(c, t, e, dims, strides, out),
         DType::I32 => run::<i32>(c, t, e, dims, strides, out),
         DType::Bool => run::<bool>(c, t, e, dims, strides, out),
     }
+}
+
+/// One output row of `Select` from the operands' rows, each stepping by
+/// `steps` (0: one value repeated, 1: contiguous) per element. Each of the
+/// eight step patterns is its own loop, with in-bounds slices and a blend
+/// rather than a branch, so the compiler vectorizes it.
+fn pick_row<T: Element>(row: &mut [T], c: &[bool], t: &[T], e: &[T], steps: [usize; 3]) {
+    fn walk<T: Element, const C: usize, const S: usize, const E: usize>(row: &mut [T], c: &[bool], t: &[T], e: &[T]) {
+        let n = row.len();
+        let (c, t, e) = (&c[..(n - 1) * C + 1], &t[..(n - 1) * S + 1], &e[..(n - 1) * E + 1]);
+        for (j, o) in row.iter_mut().enumerate() {
+            *o = select_unpredictable(c[j * C], t[j * S], e[j * E]);
+        }
+    }
+    if row.is_empty() {
+        return;
+    }
+    let f = match steps.map(|s| s.min(1)) {
+        [0, 0, 0] => walk::<T, 0, 0, 0>,
+        [0, 0, _] => walk::<T, 0, 0, 1>,
+        [0, _, 0] => walk::<T, 0, 1, 0>,
+        [0, _, _] => walk::<T, 0, 1, 1>,
+        [_, 0, 0] => walk::<T, 1, 0, 0>,
+        [_, 0, _] => walk::<T, 1, 0, 1>,
+        [_, _, 0] => walk::<T, 1, 1, 0>,
+        [_, _, _] => walk::<T, 1, 1, 1>,
+    };
+    f(row, c, t, e);
 }
 
 /// Draw `u` (in [0, 1)) from one row: the first class whose running weight
@@ -634,7 +666,8 @@ fn gather_nd(params: &CpuTensor, indices: &CpuTensor, out: &TensorMeta) -> Resul
     let ids = nd_rows(indices.as_slice::<i32>()?, k, n, ps)?;
     let d = GatherDims { batch: 1, outer: 1, axis: ps[..k].iter().product(), inner, n };
     fn run<T: Element>(x: &CpuTensor, idx: &[i32], d: GatherDims, out: &TensorMeta) -> Result<CpuTensor> {
-        let mut data = vec![T::default(); out.numel()];
+        // Every element is written: pooled memory, not freshly zeroed pages.
+        let mut data = super::output::<T>(out.numel());
         gather_of(x.as_slice::<T>()?, idx, d, &mut data);
         CpuTensor::from_vec(&out.shape, data)
     }
