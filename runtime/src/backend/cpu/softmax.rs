@@ -22,6 +22,13 @@ fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     if len == 0 || src.is_empty() {
         return CpuTensor::from_vec(&out.shape, data);
     }
+    if inner == 1 {
+        // Along the last axis: contiguous rows, vectorized.
+        for_rows(&mut data, len, src.len() * 4, |start, chunk| {
+            super::vmath::softmax_rows(&src[start..start + chunk.len()], chunk, len);
+        });
+        return CpuTensor::from_vec(&out.shape, data);
+    }
     // One task handles whole `[len, inner]` slabs, so every softmax lies in one chunk.
     let slab = len * inner;
     for_rows(&mut data, slab, src.len() * 4, |start, chunk| {

@@ -47,7 +47,6 @@ f32_unary! {
     Cos => cos: f32::cos;
     // NaN stays NaN, as in `maximum(x, 0)`, TF.js and PyTorch.
     Relu => relu: |v| if v < 0.0 { 0.0 } else { v };
-    Erf => erf: |v| erf_f64(f64::from(v)) as f32;
     // max(x, 0) + log(1 + exp(-|x|)): no overflow for large x.
     Softplus => softplus: |v| { let v = f64::from(v); (v.max(0.0) + (-v.abs()).exp().ln_1p()) as f32 };
     Elu => elu: |v| if v > 0.0 { v } else { v.exp_m1() };
@@ -144,30 +143,6 @@ pub(crate) const SELU_ALPHA: f32 = 1.673_263_2;
 /// See [`SELU_ALPHA`].
 pub(crate) const SELU_SCALE: f32 = 1.050_701;
 
-/// The error function, as unary.wgsl computes it (there in f32): its
-/// Maclaurin series below 0.5, where `1 - erfc` would cancel, and
-/// Numerical Recipes' Chebyshev fit of `erfc` (relative error < 1.2e-7)
-/// above. NaN stays NaN.
-pub(crate) fn erf_f64(x: f64) -> f64 {
-    let z = x.abs();
-    if z < 0.5 {
-        let x2 = x * x;
-        // 2/sqrt(pi) (x - x^3/3 + x^5/10 - x^7/42 + x^9/216 - x^11/1320)
-        let series = 1.0 + x2 * (-1.0 / 3.0 + x2 * (0.1 + x2 * (-1.0 / 42.0 + x2 * (1.0 / 216.0 - x2 / 1320.0))));
-        return std::f64::consts::FRAC_2_SQRT_PI * x * series;
-    }
-    let t = 1.0 / (1.0 + 0.5 * z);
-    let poly = -1.26551223
-        + t * (1.00002368
-            + t * (0.37409196
-                + t * (0.09678418
-                    + t * (-0.18628806
-                        + t * (0.27886807
-                            + t * (-1.13520398 + t * (1.48851587 + t * (-0.82215223 + t * 0.17087277))))))));
-    let erfc = t * (-z * z + poly).exp();
-    (1.0 - erfc).copysign(x)
-}
-
 /// f32 kernels backed by a [`super::vmath`] slice function, applied to whole
 /// chunks: on the calling thread below [`super::PAR_THRESHOLD`] elements, in
 /// [`super::PAR_CHUNK`] pieces on rayon above.
@@ -185,6 +160,7 @@ vmath_unary! {
     Log => log: super::vmath::ln;
     Tanh => tanh: super::vmath::tanh;
     Sigmoid => sigmoid: super::vmath::sigmoid;
+    Erf => erf: super::vmath::erf;
 }
 
 /// `f(x, out)` into a new vector, split across rayon above the threshold.

@@ -167,6 +167,42 @@ fn sigmoid_one<const FMA: bool>(x: f32) -> f32 {
     1.0 / (1.0 + exp_one::<FMA>(-x))
 }
 
+/// `2 / sqrt(pi) (1 - x^2/3 + x^4/10 - x^6/42 + x^8/216 - x^10/1320)`, highest power first, in `x^2`.
+const ERF_SERIES: [f32; 6] = [-1.0 / 1320.0, 1.0 / 216.0, -1.0 / 42.0, 0.1, -1.0 / 3.0, 1.0];
+/// Numerical Recipes' Chebyshev fit of `erfc`, highest power first.
+const ERFC_P: [f32; 10] = [
+    0.170_872_77,
+    -0.822_152_23,
+    1.488_515_9,
+    -1.135_204,
+    0.278_868_07,
+    -0.186_288_06,
+    0.096_784_18,
+    0.374_091_96,
+    1.000_023_7,
+    -1.265_512_2,
+];
+
+/// `erf(x)` for one value, as unary.wgsl computes it: the Maclaurin series
+/// below `|x| = 0.5`, where `1 - erfc` would cancel, and Numerical Recipes'
+/// fit of `erfc` (relative error < 1.2e-7) above. Both sides are evaluated
+/// and one selected, so the loop over a slice has no branch.
+#[inline(always)]
+fn erf_one<const FMA: bool>(x: f32) -> f32 {
+    let z = x.abs();
+    let x2 = x * x;
+    let series = std::f32::consts::FRAC_2_SQRT_PI * x * horner::<FMA, 6>(x2, ERF_SERIES);
+    let t = 1.0 / fma::<FMA>(0.5, z, 1.0);
+    let erfc = t * exp_one::<FMA>(horner::<FMA, 10>(t, ERFC_P) - x2);
+    let tail = (1.0 - erfc).copysign(x);
+    // NaN fails `z < 0.5` and stays NaN through the tail.
+    if z < 0.5 {
+        series
+    } else {
+        tail
+    }
+}
+
 /// A function of this module on one value, in its FMA or portable copy.
 trait Func {
     /// The function at `x`; `FMA` only where the CPU has fused multiply-adds.
@@ -196,6 +232,8 @@ funcs! {
     Tanh => tanh_one;
     /// [`sigmoid`]'s element function.
     Sigmoid => sigmoid_one;
+    /// [`erf`]'s element function.
+    Erf => erf_one;
 }
 
 /// `dst[i] = F(src[i])`: the loop LLVM vectorizes, inlined into each copy.
@@ -248,10 +286,82 @@ pub(crate) fn tanh(src: &[f32], dst: &mut [f32]) {
     dispatch::<Tanh>(src, dst);
 }
 
+/// `dst[i] = erf(src[i])`, within 2e-7 + 2e-6 |erf| (the error function's
+/// fit). Panics if the lengths differ.
+pub(crate) fn erf(src: &[f32], dst: &mut [f32]) {
+    dispatch::<Erf>(src, dst);
+}
+
 /// `dst[i] = 1 / (1 + e^-src[i])`, within 2 ULP for results of at least
 /// `f32::MIN_POSITIVE`. Panics if the lengths differ.
 pub(crate) fn sigmoid(src: &[f32], dst: &mut [f32]) {
     dispatch::<Sigmoid>(src, dst);
+}
+
+/// Softmax of each run of `len` elements of `src` into `dst`: `e^(x - max)
+/// / sum`, the exponentials as [`exp`] computes them and summed in f64 (an
+/// f32 running sum drifts by ~1e-4 over 10^5 terms). NaN is ignored by the
+/// maximum and spreads through the sum, as in `f32::max` and `exp`. Panics
+/// if the lengths differ or are not a multiple of `len`.
+pub(crate) fn softmax_rows(src: &[f32], dst: &mut [f32], len: usize) {
+    assert!(
+        src.len() == dst.len() && len > 0 && src.len().is_multiple_of(len),
+        "vmath: softmax rows do not tile the slices"
+    );
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: `has_avx2_fma` checked at run time that this CPU supports
+        // every feature `softmax_rows_avx2_fma` is compiled with (avx2, fma).
+        return unsafe { softmax_rows_avx2_fma(src, dst, len) };
+    }
+    softmax_rows_in::<false>(src, dst, len);
+}
+
+/// [`softmax_rows`] compiled for AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn softmax_rows_avx2_fma(src: &[f32], dst: &mut [f32], len: usize) {
+    softmax_rows_in::<true>(src, dst, len);
+}
+
+/// Lanes of the row maxima and sums: independent accumulators that the
+/// compiler keeps in vector registers.
+const ROW_LANES: usize = 8;
+
+/// [`softmax_rows`]' loops, inlined into each copy: three passes over a
+/// row that stays in cache.
+#[inline(always)]
+fn softmax_rows_in<const FMA: bool>(src: &[f32], dst: &mut [f32], len: usize) {
+    for (s, d) in src.chunks_exact(len).zip(dst.chunks_exact_mut(len)) {
+        let mut top = [f32::NEG_INFINITY; ROW_LANES];
+        let chunks = s.chunks_exact(ROW_LANES);
+        for &x in chunks.remainder() {
+            top[0] = if x > top[0] { x } else { top[0] };
+        }
+        for c in chunks {
+            for k in 0..ROW_LANES {
+                top[k] = if c[k] > top[k] { c[k] } else { top[k] };
+            }
+        }
+        let max = top.iter().fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m });
+        for (d, &x) in d.iter_mut().zip(s) {
+            *d = exp_one::<FMA>(x - max);
+        }
+        let mut sum = [0.0f64; ROW_LANES];
+        let chunks = d.chunks_exact(ROW_LANES);
+        for &x in chunks.remainder() {
+            sum[0] += f64::from(x);
+        }
+        for c in chunks {
+            for k in 0..ROW_LANES {
+                sum[k] += f64::from(c[k]);
+            }
+        }
+        let scale = (1.0 / sum.iter().sum::<f64>()) as f32;
+        for d in d.iter_mut() {
+            *d *= scale;
+        }
+    }
 }
 
 /// The ULP distance the accuracy tests use, shared with `tests/vmath_accuracy.rs`.
@@ -523,6 +633,77 @@ mod tests {
             for (&x, &g) in xs.iter().zip(&got) {
                 assert!(ulps(g, reference(r, x)) <= 2, "{x}: {g}");
             }
+        }
+    }
+
+    /// `erf` in both copies against its f64 Maclaurin series (exact to
+    /// about 1e-12 for `|x| <= 3`), within the bound the op promises;
+    /// beyond, the tail rounds to ±1; and the special values.
+    #[test]
+    fn erf_matches_its_series() {
+        let series = |x: f64| {
+            let (mut term, mut sum) = (x, x);
+            for n in 1..80 {
+                term *= -x * x / n as f64;
+                sum += term / (2 * n + 1) as f64;
+            }
+            std::f64::consts::FRAC_2_SQRT_PI * sum
+        };
+        let xs: Vec<f32> = (-3000..=3000).map(|i| i as f32 / 1000.0).collect();
+        for (name, run) in copies::<Erf>() {
+            let mut got = vec![0.0; xs.len()];
+            run(&xs, &mut got);
+            for (&x, &y) in xs.iter().zip(&got) {
+                let want = series(f64::from(x));
+                assert!((f64::from(y) - want).abs() <= 2e-7 + 2e-6 * want.abs(), "{name}: erf({x}) = {y}, want {want}");
+            }
+            let tails = [4.0f32, -4.5, 9.0, 1e30];
+            let mut got = [0.0; 4];
+            run(&tails, &mut got);
+            assert!(tails.iter().zip(got).all(|(x, y)| (y - x.signum()).abs() <= 3e-7), "{name}: {got:?}");
+        }
+        exactly::<Erf>("erf", &[0.0, -0.0, f32::INFINITY, f32::NEG_INFINITY], &[0.0, -0.0, 1.0, -1.0]);
+        let mut nan = [0.0];
+        erf(&[f32::NAN], &mut nan);
+        assert!(nan[0].is_nan());
+    }
+
+    /// Softmax rows in both copies against f64, for lengths around the
+    /// lane count, with the special values a masked attention row holds.
+    #[test]
+    fn softmax_rows_match_f64() {
+        type Rows = fn(&[f32], &mut [f32], usize);
+        let mut copies: Vec<(&str, Rows)> = vec![("portable", softmax_rows_in::<false>)];
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2_fma() {
+            // SAFETY: this CPU has avx2 and fma, checked just above.
+            copies.push(("avx2+fma", |s, d, n| unsafe { softmax_rows_avx2_fma(s, d, n) }));
+        }
+        copies.push(("dispatched", softmax_rows));
+        for (name, rows) in copies {
+            for len in [1, 7, 8, 9, 17, 300] {
+                let src: Vec<f32> = (0..3 * len).map(|i| ((i * 7919) % 101) as f32 / 9.0 - 5.0).collect();
+                let mut got = vec![0.0; src.len()];
+                rows(&src, &mut got, len);
+                for (s, g) in src.chunks(len).zip(got.chunks(len)) {
+                    let max = s.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(f64::from(x)));
+                    let total: f64 = s.iter().map(|&x| (f64::from(x) - max).exp()).sum();
+                    for (&x, &y) in s.iter().zip(g) {
+                        // `x - max` rounds in f32 first: up to |x - max| 2^-24 relative in the result.
+                        let want = (f64::from(x) - max).exp() / total;
+                        assert!((f64::from(y) - want).abs() <= 1e-6 * want, "{name}, len {len}: {y} for {want}");
+                    }
+                }
+            }
+            // A masked row: the floor and -inf weigh nothing; the maximum may sit in the tail.
+            let src = [f32::MIN, 0.0, f32::NEG_INFINITY, f32::MIN, f32::MIN, f32::MIN, f32::MIN, f32::MIN, 0.0];
+            let mut got = [1.0; 9];
+            rows(&src, &mut got, 9);
+            assert_eq!(got, [0.0, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5], "{name}");
+            // NaN spreads to its row only.
+            let mut got = [0.0; 4];
+            rows(&[1.0, f32::NAN, 2.0, 2.0], &mut got, 2);
+            assert!(got[..2].iter().all(|v| v.is_nan()) && got[2..] == [0.5, 0.5], "{name}: {got:?}");
         }
     }
 

@@ -28,7 +28,7 @@ fn stable_tanh(v: f32) -> f32 {
 
 // The error function: its Maclaurin series below 0.5, where 1 - erfc
 // would cancel, and Numerical Recipes' Chebyshev fit of erfc (relative
-// error < 1.2e-7) above; as unary.rs's erf_f64 computes it, there in f64.
+// error < 1.2e-7) above; as the cpu's vmath.rs computes it.
 fn erf(v: f32) -> f32 {
     let z = abs(v);
     if z < 0.5 {
