@@ -91,3 +91,30 @@ fn matmul_computes_each_operands_gradient_alone() {
         assert_eq!(db.to_vec::<f32>().unwrap(), both[1].to_vec::<f32>().unwrap(), "{ta} {tb}");
     }
 }
+
+/// The kernels the backward pass of `f` at `x` ran for the gradient of `of`.
+fn backward_kernels(of: &str, f: impl Fn(&Tensor) -> Result<Tensor>, x: &Tensor) -> Vec<&'static str> {
+    let (g, profile) = opforge::profile(|| grad(|x| ops::sum(&f(x)?, None, false))(x));
+    g.unwrap();
+    profile.kernels.iter().filter(|k| k.gradient_of == Some(of)).map(|k| k.kernel).collect()
+}
+
+#[test]
+fn built_in_rules_skip_the_side_of_a_constant() {
+    let x = Tensor::from_vec(vec![1.0f32, -2.0, 3.0, 4.0, 5.0, -6.0], &[2, 3]).unwrap();
+    let row = Tensor::from_vec(vec![0.5f32, 1.0, 2.0], &[3]).unwrap();
+    // Scaling by a constant: `dy * c` for `x`; no `dy * x` and no sum back to the constant's shape.
+    assert_eq!(backward_kernels("Mul", |x| ops::mul(x, &row), &x), ["Mul"]);
+    assert_eq!(backward_kernels("RealDiv", |x| ops::div(x, &row), &x), ["RealDiv"]);
+    // A broadcast bias that is not trained: nothing to sum.
+    assert!(backward_kernels("Add", |x| ops::add(x, &row), &x).iter().all(|&k| k == "Reshape"));
+    assert!(backward_kernels("Sub", |x| ops::sub(x, &row), &x).iter().all(|&k| k == "Reshape"));
+    // A mask onto a constant floor: one select for the kept side.
+    let keep = Tensor::from_vec(vec![true, false, true], &[3]).unwrap();
+    let floor = Tensor::scalar(f32::MIN);
+    assert_eq!(backward_kernels("Select", |x| ops::select(&keep, x, &floor), &x), ["Select"]);
+    // Both sides still get theirs when both are wanted.
+    let both = grads(|v| ops::sum(&ops::mul(&v[0], &v[1])?, None, false))(&[x.clone(), row.clone()]).unwrap();
+    assert_eq!(both[0].to_vec::<f32>().unwrap(), [0.5, 1.0, 2.0, 0.5, 1.0, 2.0]);
+    assert_eq!(both[1].to_vec::<f32>().unwrap(), [5.0, 3.0, -3.0]);
+}

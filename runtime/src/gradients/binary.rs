@@ -1,30 +1,43 @@
 //! Gradients of the binary kernels; each undoes broadcasting.
 
 use super::{mask, scalar, unbroadcast};
-use crate::kernels::{Add, Atan2, FloorDiv, Maximum, Minimum, Mod, Mul, Pow, Prelu, RealDiv, SquaredDifference, Sub};
+use crate::kernels::{Add, AddNeeds, Mul, MulNeeds, RealDiv, RealDivNeeds, Sub, SubNeeds};
+use crate::kernels::{Atan2, FloorDiv, Maximum, Minimum, Mod, Pow, Prelu, SquaredDifference};
 use crate::{gradient, ops, Result, Tensor};
 
 #[gradient(Add)]
-fn add_grad(a: &Tensor, b: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
-    Ok((unbroadcast(dy, a.shape())?, unbroadcast(dy, b.shape())?))
+fn add_grad(a: &Tensor, b: &Tensor, dy: &Tensor, needs: AddNeeds) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let da = needs.a.then(|| unbroadcast(dy, a.shape())).transpose()?;
+    Ok((da, needs.b.then(|| unbroadcast(dy, b.shape())).transpose()?))
 }
 
 #[gradient(Sub)]
-fn sub_grad(a: &Tensor, b: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
-    Ok((unbroadcast(dy, a.shape())?, unbroadcast(&ops::neg(dy)?, b.shape())?))
+fn sub_grad(a: &Tensor, b: &Tensor, dy: &Tensor, needs: SubNeeds) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let da = needs.a.then(|| unbroadcast(dy, a.shape())).transpose()?;
+    Ok((da, needs.b.then(|| unbroadcast(&ops::neg(dy)?, b.shape())).transpose()?))
 }
 
+/// Each side's product runs only when its gradient is wanted: scaling by a
+/// constant would otherwise pay a product and a sum as large as `dy` for
+/// the constant's gradient.
 #[gradient(Mul)]
-fn mul_grad(a: &Tensor, b: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
-    Ok((unbroadcast(&ops::mul(dy, b)?, a.shape())?, unbroadcast(&ops::mul(dy, a)?, b.shape())?))
+fn mul_grad(a: &Tensor, b: &Tensor, dy: &Tensor, needs: MulNeeds) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let da = needs.a.then(|| unbroadcast(&ops::mul(dy, b)?, a.shape())).transpose()?;
+    Ok((da, needs.b.then(|| unbroadcast(&ops::mul(dy, a)?, b.shape())).transpose()?))
 }
 
 /// `d(a/b) = da/b - a db/b^2`, with `a/b` taken from the output.
 #[gradient(RealDiv)]
-fn real_div_grad(a: &Tensor, b: &Tensor, y: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
-    let da = ops::div(dy, b)?;
-    let db = ops::neg(&ops::div(&ops::mul(dy, y)?, b)?)?;
-    Ok((unbroadcast(&da, a.shape())?, unbroadcast(&db, b.shape())?))
+fn real_div_grad(
+    a: &Tensor,
+    b: &Tensor,
+    y: &Tensor,
+    dy: &Tensor,
+    needs: RealDivNeeds,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let da = needs.a.then(|| unbroadcast(&ops::div(dy, b)?, a.shape())).transpose()?;
+    let db = || unbroadcast(&ops::neg(&ops::div(&ops::mul(dy, y)?, b)?)?, b.shape());
+    Ok((da, needs.b.then(db).transpose()?))
 }
 
 /// Ties send the gradient to `a`, as TF.js does.

@@ -2,17 +2,24 @@
 //! each the other's adjoint.
 
 use super::{dims, scalar, unbroadcast};
-use crate::kernels::{GatherNd, GatherV2, ScatterNd, Select, TopK, UnsortedSegmentSum};
+use crate::kernels::{GatherNd, GatherV2, ScatterNd, Select, SelectNeeds, TopK, UnsortedSegmentSum};
 use crate::shape::rules::gather_dims;
 use crate::{gradient, ops, Error, Result, Tensor};
 
 /// `dy` goes to `t` where the condition holds and to `e` elsewhere.
+/// A side that wants no gradient (a mask's constant floor) costs nothing.
 #[gradient(Select)]
-fn select_grad(condition: &Tensor, t: &Tensor, e: &Tensor, dy: &Tensor) -> Result<(Tensor, Tensor)> {
+fn select_grad(
+    condition: &Tensor,
+    t: &Tensor,
+    e: &Tensor,
+    dy: &Tensor,
+    needs: SelectNeeds,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
     let zero = scalar(0.0, dy)?;
-    let dt = ops::select(condition, dy, &zero)?;
-    let de = ops::select(condition, &zero, dy)?;
-    Ok((unbroadcast(&dt, t.shape())?, unbroadcast(&de, e.shape())?))
+    let dt = needs.t.then(|| unbroadcast(&ops::select(condition, dy, &zero)?, t.shape())).transpose()?;
+    let de = needs.e.then(|| unbroadcast(&ops::select(condition, &zero, dy)?, e.shape())).transpose()?;
+    Ok((dt, de))
 }
 
 /// Each gathered slice's cotangent is added back where it came from: a
