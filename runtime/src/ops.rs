@@ -173,8 +173,10 @@ pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, causal: 
             message: format!("q is {} and k {}; both need a rank of at least 2", q.meta(), k.meta()),
         });
     };
+    // Scaling the queries rather than the scores is a pass over `depth`
+    // values per query instead of one over `keys`.
     let scale = Tensor::scalar_on(1.0 / (depth.max(1) as f32).sqrt(), q.backend())?;
-    let scores = mul(&matmul(q, k, false, true)?, &scale)?;
+    let scores = matmul(&mul(q, &scale)?, k, false, true)?;
     let scores = if causal {
         let (queries, keys) = (*queries, *keys);
         let visible: Vec<bool> = (0..queries * keys).map(|i| i % keys <= i / keys).collect();
