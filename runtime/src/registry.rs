@@ -433,7 +433,7 @@ pub struct DispatchSlot {
 }
 
 /// Backends whose cells sit inline in every [`DispatchSlot`].
-const BUILTIN: usize = 2;
+const BUILTIN: usize = BackendId::BUILTIN;
 
 impl DispatchSlot {
     /// An empty slot for `kernel`.

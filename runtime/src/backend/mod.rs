@@ -104,10 +104,14 @@ impl BackendId {
         BackendId(index)
     }
 
+    /// How many backends are opforge's own (`cpu`, `wgpu`): the first
+    /// indices, whose dispatch cells sit inline in every slot.
+    pub(crate) const BUILTIN: usize = 2;
+
     /// Whether it is `cpu` or `wgpu`, opforge's own.
     #[inline]
     pub(crate) const fn is_builtin(self) -> bool {
-        self.0 < 2
+        self.index() < Self::BUILTIN
     }
 
     /// Where and how the backend was declared.
