@@ -696,6 +696,51 @@ fn nan_propagates_through_max_and_min() {
 }
 
 #[test]
+fn apply_adam_is_one_adam_step() {
+    let (lr, b1, b2, eps) = (0.01, 0.9, 0.999, 1e-7);
+    // Steps 1 and 7 of the bias correction; sizes on both sides of the
+    // parallel threshold, and empty.
+    for (k, (shape, t)) in [(&[3usize, 4][..], 1), (&[300, 1000], 7), (&[0, 5], 2)].into_iter().enumerate() {
+        let seed = 80 + 4 * k as u64;
+        let (var, m, grad) = (
+            uniform(shape, (-2.0, 2.0), seed),
+            uniform(shape, (-1.0, 1.0), seed + 1),
+            uniform(shape, (-3.0, 3.0), seed + 2),
+        );
+        let v = uniform(shape, (0.0, 2.0), seed + 3);
+        let (p1, p2) = (f64::powi(b1, t), f64::powi(b2, t));
+        let got = ops::apply_adam(&var, &m, &v, &grad, lr, b1, b2, eps, p1, p2).unwrap();
+        let (w, m, v, g) = (f64s(&var), f64s(&m), f64s(&v), f64s(&grad));
+        let new_m = Arr::new(shape, (0..g.data.len()).map(|i| b1 * m.data[i] + (1.0 - b1) * g.data[i]).collect());
+        let new_v =
+            Arr::new(shape, (0..g.data.len()).map(|i| b2 * v.data[i] + (1.0 - b2) * g.data[i] * g.data[i]).collect());
+        let update = |i: usize| (new_m.data[i] / (1.0 - p1)) / ((new_v.data[i] / (1.0 - p2)).sqrt() + eps);
+        let new_w = Arr::new(shape, (0..g.data.len()).map(|i| w.data[i] - lr * update(i)).collect());
+        assert_elementwise(&format!("apply_adam {shape:?} new_m"), &got.new_m, &new_m);
+        assert_elementwise(&format!("apply_adam {shape:?} new_v"), &got.new_v, &new_v);
+        assert_elementwise(&format!("apply_adam {shape:?} new_var"), &got.new_var, &new_w);
+    }
+}
+
+#[test]
+fn apply_adam_refuses_what_would_not_be_a_step() {
+    let x = Tensor::zeros(&[2, 3], DType::F32).unwrap();
+    let row = Tensor::zeros(&[3], DType::F32).unwrap();
+    let adam = |v: &Tensor, b1: f64, p1: f64, eps: f64| ops::apply_adam(&x, &x, v, &x, 0.1, b1, 0.999, eps, p1, 0.5);
+    let err = adam(&row, 0.9, 0.9, 0.0).unwrap_err().to_string();
+    assert!(err.contains("`apply_adam`") && err.contains("v [3] is not the shape of var [2, 3]"), "{err}");
+    let err = adam(&x, 0.9, 1.0, 0.0).unwrap_err().to_string();
+    assert!(err.contains("beta1_power = 1 must lie in [0, 1)"), "{err}");
+    let err = adam(&x, f64::NAN, 0.5, 0.0).unwrap_err().to_string();
+    assert!(err.contains("beta1 = NaN must lie in [0, 1)"), "{err}");
+    let err = adam(&x, 0.9, 0.5, -1.0).unwrap_err().to_string();
+    assert!(err.contains("epsilon = -1 is not 0 or more"), "{err}");
+    let ints = Tensor::zeros(&[2, 3], DType::I32).unwrap();
+    let err = ops::apply_adam(&ints, &x, &x, &x, 0.1, 0.9, 0.999, 0.0, 0.9, 0.999).unwrap_err().to_string();
+    assert!(err.contains("i32"), "{err}");
+}
+
+#[test]
 fn apply_gradient_descent_is_one_sgd_step() {
     // f32 arithmetic, as the kernel's: `var - alpha * delta` rounded per step.
     let alpha = 0.125f32;

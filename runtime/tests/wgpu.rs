@@ -274,7 +274,23 @@ fn elementwise_ops_past_the_binding_limit_run_in_slices() {
     assert!(shifted.iter().enumerate().all(|(i, &v)| v == (i >= 3)), "comparison, with a scalar");
     let cast = ops::cast(&gx, DType::I32).unwrap().to_vec::<i32>().unwrap();
     assert!(cast.iter().enumerate().all(|(i, &v)| v == i as f32 as i32), "cast");
-    drop((y, sum, shifted, cast));
+    // ApplyAdam's four inputs and three outputs are sliced alike.
+    let adam = ops::apply_adam(&gx, &gx, &gx, &gx, 0.5, 0.5, 0.5, 1e-30, 0.5, 0.5).unwrap();
+    let (new_var, new_m, new_v) = (
+        adam.new_var.to_vec::<f32>().unwrap(),
+        adam.new_m.to_vec::<f32>().unwrap(),
+        adam.new_v.to_vec::<f32>().unwrap(),
+    );
+    // m' = x, v' = (x + x^2) / 2, and with both corrections 1 - 0.5,
+    // var' = x - 0.5 * 2x / sqrt(2 v') = x - x / sqrt(x + x^2).
+    let close = |got: f32, want: f64| (f64::from(got) - want).abs() <= 1e-6 * (1.0 + want.abs());
+    for i in (0..n).step_by(997).chain(n - 4..n) {
+        let x = i as f64;
+        let v = (x + x * x) / 2.0;
+        let var = if i == 0 { 0.0 } else { x - x / (x + x * x).sqrt() };
+        assert!(close(new_m[i], x) && close(new_v[i], v) && close(new_var[i], var), "apply_adam, element {i}");
+    }
+    drop((y, sum, shifted, cast, new_var, new_m, new_v));
     // Kernels that cannot be sliced refuse, naming themselves.
     let err = ops::sum(&gx, None, false).unwrap_err().to_string();
     assert!(err.starts_with("kernel `Sum` on backend `wgpu`: a 134221728-byte buffer exceeds the 128 MiB"), "{err}");

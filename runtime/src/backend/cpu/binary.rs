@@ -1,4 +1,5 @@
-//! Elementwise kernels of two inputs, with NumPy broadcasting.
+//! Elementwise kernels of two inputs, with NumPy broadcasting, and the
+//! optimizer updates (`ApplyGradientDescent`, and `ApplyAdam` of four).
 //!
 //! Equal shapes and scalar operands take contiguous fast paths. Otherwise
 //! both inputs get broadcast strides (0 along broadcast dims), adjacent dims
@@ -7,13 +8,13 @@
 
 use smallvec::SmallVec;
 
-use super::{for_rows, map, output, unsupported, CpuTensor, Storage};
+use super::{for_rows, map, output, unsupported, CpuTensor, Storage, PAR_CHUNK, PAR_THRESHOLD};
 use crate::kernels::{
-    Add, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow,
-    RealDiv, ReluBackward, Sub,
+    Add, ApplyAdam, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul,
+    NotEqual, Pow, RealDiv, ReluBackward, Sub,
 };
 use crate::kernels::{Atan2, FloorDiv, LogicalAnd, LogicalOr, Mod, Prelu, SquaredDifference};
-use crate::{kernel, shape, DType, Element, Result, TensorMeta};
+use crate::{kernel, shape, BackendId, DType, Element, Error, Result, TensorMeta};
 
 pub(crate) type Dims = SmallVec<[usize; 6]>;
 
@@ -239,6 +240,75 @@ pub(crate) fn nan_min(x: f32, y: f32) -> f32 {
 fn apply_gradient_descent(var: &CpuTensor, delta: &CpuTensor, alpha: f64, out: &TensorMeta) -> Result<CpuTensor> {
     let alpha = alpha as f32;
     binary::<f32, f32>(var, delta, out, move |v, d| v - alpha * d)
+}
+
+/// `ApplyAdam`'s constants in f32, each computed in f64 from the attrs
+/// first: `[beta1, beta2, 1 - beta1, 1 - beta2, 1 - beta1_power,
+/// 1 - beta2_power, -learning_rate, epsilon]`. The wgpu kernel takes the
+/// same words.
+pub(crate) fn adam_constants(
+    learning_rate: f64,
+    beta1: f64,
+    beta2: f64,
+    epsilon: f64,
+    beta1_power: f64,
+    beta2_power: f64,
+) -> [f32; 8] {
+    [beta1, beta2, 1.0 - beta1, 1.0 - beta2, 1.0 - beta1_power, 1.0 - beta2_power, -learning_rate, epsilon]
+        .map(|c| c as f32)
+}
+
+/// The Adam update in one pass: each element's `var`, `m`, `v` and `grad`
+/// read once and its three results written once, where the same step as
+/// ops is fourteen passes over the weights. It rounds as those ops would,
+/// one f32 operation at a time.
+#[kernel(ApplyAdam, cpu)]
+#[allow(clippy::too_many_arguments)]
+fn apply_adam(
+    var: &CpuTensor,
+    m: &CpuTensor,
+    v: &CpuTensor,
+    grad: &CpuTensor,
+    learning_rate: f64,
+    beta1: f64,
+    beta2: f64,
+    epsilon: f64,
+    beta1_power: f64,
+    beta2_power: f64,
+    out: &[TensorMeta],
+) -> Result<(CpuTensor, CpuTensor, CpuTensor)> {
+    let [b1, b2, one_minus_b1, one_minus_b2, c1, c2, step, eps] =
+        adam_constants(learning_rate, beta1, beta2, epsilon, beta1_power, beta2_power);
+    let (w, m, v, g) = (var.as_slice::<f32>()?, m.as_slice::<f32>()?, v.as_slice::<f32>()?, grad.as_slice::<f32>()?);
+    let n = w.len();
+    let (mut new_w, mut new_m, mut new_v) = (output::<f32>(n), output::<f32>(n), output::<f32>(n));
+    let update = |start: usize, new_w: &mut [f32], new_m: &mut [f32], new_v: &mut [f32]| {
+        let end = start + new_w.len();
+        let inputs = w[start..end].iter().zip(&m[start..end]).zip(&v[start..end]).zip(&g[start..end]);
+        let outputs = new_w.iter_mut().zip(new_m.iter_mut()).zip(new_v.iter_mut());
+        for ((((&w, &m), &v), &g), ((new_w, new_m), new_v)) in inputs.zip(outputs) {
+            let m = b1 * m + g * one_minus_b1;
+            let v = b2 * v + g * g * one_minus_b2;
+            *new_w = step * ((m / c1) / ((v / c2).sqrt() + eps)) + w;
+            (*new_m, *new_v) = (m, v);
+        }
+    };
+    if n < PAR_THRESHOLD {
+        update(0, &mut new_w, &mut new_m, &mut new_v);
+    } else {
+        use rayon::prelude::*;
+        let chunks =
+            new_w.par_chunks_mut(PAR_CHUNK).zip(new_m.par_chunks_mut(PAR_CHUNK)).zip(new_v.par_chunks_mut(PAR_CHUNK));
+        chunks.enumerate().for_each(|(i, ((w, m), v))| update(i * PAR_CHUNK, w, m, v));
+    }
+    let [w_meta, m_meta, v_meta] = out else {
+        return Err(Error::Backend { kernel: "ApplyAdam", backend: BackendId::Cpu, message: "three outputs".into() });
+    };
+    Ok((
+        CpuTensor::from_vec(&w_meta.shape, new_w)?,
+        CpuTensor::from_vec(&m_meta.shape, new_m)?,
+        CpuTensor::from_vec(&v_meta.shape, new_v)?,
+    ))
 }
 
 /// Relu's backward pass in one pass: where `dy * (x > 0)` as ops would be

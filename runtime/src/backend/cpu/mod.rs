@@ -2,7 +2,7 @@
 
 mod binary;
 mod conv;
-pub(crate) use binary::{broadcast_strides, collapse, collapse_n, row_offsets, Dims};
+pub(crate) use binary::{adam_constants, broadcast_strides, collapse, collapse_n, row_offsets, Dims};
 pub(crate) use index::check_indices;
 pub(crate) use layout::{block_view, mirrors, reversed_axes, Remap};
 pub(crate) mod index;

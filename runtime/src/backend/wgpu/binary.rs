@@ -1,16 +1,19 @@
 //! Elementwise kernels of two inputs with NumPy broadcasting: one shader,
-//! the op a pipeline constant, shapes and strides a parameter buffer.
+//! the op a pipeline constant, shapes and strides a parameter buffer. And
+//! the optimizer updates: `ApplyGradientDescent` among them, `ApplyAdam`
+//! (four inputs, three outputs) in a shader of its own.
 
-use super::{unsupported, Program, Shader, WgpuTensor};
-use crate::backend::cpu::{broadcast_strides, collapse, Dims};
+use super::{device, unsupported, Grid, Program, Shader, WgpuTensor};
+use crate::backend::cpu::{adam_constants, broadcast_strides, collapse, Dims};
 use crate::kernels::{
-    Add, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul, NotEqual, Pow,
-    RealDiv, ReluBackward, Sub,
+    Add, ApplyAdam, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul,
+    NotEqual, Pow, RealDiv, ReluBackward, Sub,
 };
 use crate::kernels::{Atan2, FloorDiv, LogicalAnd, LogicalOr, Mod, Prelu, SquaredDifference};
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("binary");
+static ADAM: Shader = shader!("adam");
 
 /// Op codes of `apply_f32` in binary.wgsl that have no i32 version.
 const F32_ONLY: [u32; 6] = [3, 6, 7, 8, 9, 13];
@@ -159,6 +162,39 @@ binary_kernels! { compare:
 #[kernel(ApplyGradientDescent, wgpu)]
 fn apply_gradient_descent(var: &WgpuTensor, delta: &WgpuTensor, alpha: f64, out: &TensorMeta) -> Result<WgpuTensor> {
     binary("ApplyGradientDescent", 7, var, delta, out, &[(alpha as f32).to_bits()])
+}
+
+/// One invocation per four elements (see adam.wgsl), or per element in
+/// slices past the binding limit.
+#[kernel(ApplyAdam, wgpu)]
+#[allow(clippy::too_many_arguments)]
+fn apply_adam(
+    var: &WgpuTensor,
+    m: &WgpuTensor,
+    v: &WgpuTensor,
+    grad: &WgpuTensor,
+    learning_rate: f64,
+    beta1: f64,
+    beta2: f64,
+    epsilon: f64,
+    beta1_power: f64,
+    beta2_power: f64,
+    out: &[TensorMeta],
+) -> Result<(WgpuTensor, WgpuTensor, WgpuTensor)> {
+    let constants = adam_constants(learning_rate, beta1, beta2, epsilon, beta1_power, beta2_power).map(f32::to_bits);
+    let params = |len: usize| [len as u32].into_iter().chain(constants).collect::<Vec<u32>>();
+    let (inputs, n) = ([var, m, v, grad], var.numel());
+    let program = |entry| Program { kernel: "ApplyAdam", shader: &ADAM, entry, op: 0 };
+    let ys = if n as u64 * 4 <= device::MAX_BINDING {
+        let vectors = n.div_ceil(4);
+        program("apply_adam_x4").run_outputs(&inputs, out, &params(vectors), Grid::Elements(vectors))?
+    } else {
+        program("apply_adam").run_sliced_outputs(&inputs, out, params)?
+    };
+    match <[WgpuTensor; 3]>::try_from(ys.into_vec()) {
+        Ok([new_var, new_m, new_v]) => Ok((new_var, new_m, new_v)),
+        Err(_) => Err(device::backend_error("ApplyAdam", "three outputs".into())),
+    }
 }
 
 /// `gradients * (features > 0)`: op 8.

@@ -388,31 +388,53 @@ impl Program {
         out: &TensorMeta,
         params: impl Fn(usize) -> Vec<u32>,
     ) -> Result<WgpuTensor> {
-        let n = out.numel();
+        let mut ys = self.run_sliced_outputs(inputs, std::slice::from_ref(out), params)?;
+        ys.pop().ok_or_else(|| device::backend_error(self.kernel, "no output".into()))
+    }
+
+    /// [`Program::run_sliced`] for a program of several outputs, all as
+    /// large as the first, bound after the inputs in the order of `outs`,
+    /// each at the same slice.
+    pub(crate) fn run_sliced_outputs(
+        &self,
+        inputs: &[&WgpuTensor],
+        outs: &[TensorMeta],
+        params: impl Fn(usize) -> Vec<u32>,
+    ) -> Result<SmallVec<[WgpuTensor; 2]>> {
+        let n = outs.first().map_or(0, TensorMeta::numel);
         let whole = |t: &WgpuTensor| t.numel() == 1;
-        if n as u64 * 4 <= device::MAX_BINDING || inputs.iter().any(|t| t.numel() != n && !whole(t)) {
-            return self.run(inputs, out, &params(n));
+        if n as u64 * 4 <= device::MAX_BINDING
+            || inputs.iter().any(|t| t.numel() != n && !whole(t))
+            || outs.iter().any(|o| o.numel() != n)
+        {
+            return Program::run_passes_into(&[(*self, &params(n), Grid::Elements(n))], inputs, outs);
         }
         let g = gpu(self.kernel)?;
-        let y = pool::GpuBuffer::output(self.kernel, n as u64 * 4)?;
-        let pipeline = self.pipeline(g, inputs, out)?;
+        let ys: SmallVec<[pool::GpuBuffer; 2]> =
+            outs.iter().map(|_| pool::GpuBuffer::output(self.kernel, n as u64 * 4)).collect::<Result<_>>()?;
+        let dtype = inputs.first().map_or(outs[0].dtype, |t| t.dtype);
+        let pipeline = self.pipeline_for(g, dtype, (inputs.len(), outs.len()))?;
         // Slices start at multiples of the offset alignment (in elements).
         let align = (g.device.limits().min_storage_buffer_offset_alignment as usize / 4).max(1);
         let step = device::MAX_BINDING as usize / 4 / align * align;
         for start in (0..n).step_by(step) {
             let len = step.min(n - start);
             let slice = |slab| Bound { slab, offset: start as u64 * 4, size: NonZeroU64::new(len as u64 * 4) };
-            let bound: SmallVec<[Bound<'_>; 4]> = inputs
+            let bound: SmallVec<[Bound<'_>; 8]> = inputs
                 .iter()
                 .map(|t| match whole(t) {
                     true => Bound::whole(t.buf.slab()),
                     false => slice(t.buf.slab()),
                 })
-                .chain([slice(y.slab())])
+                .chain(ys.iter().map(|y| slice(y.slab())))
                 .collect();
             g.dispatch(self.kernel, &pipeline, &bound, &params(len), Grid::Elements(len))?;
         }
-        Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
+        Ok(ys
+            .into_iter()
+            .zip(outs)
+            .map(|(y, out)| WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
+            .collect())
     }
 }
 

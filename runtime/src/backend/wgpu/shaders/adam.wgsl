@@ -1,0 +1,66 @@
+// ApplyAdam: one Adam step, each element's var, m, v and grad read once and
+// its new var, m and v written once. The formula and its rounding are the
+// cpu kernel's (binary.rs): m' = b1 * m + g * (1 - b1),
+// v' = b2 * v + g * g * (1 - b2),
+// var' = -lr * ((m' / c1) / (sqrt(v' / c2) + epsilon)) + var.
+
+@group(0) @binding(0) var<storage, read> w: array<f32>;
+@group(0) @binding(1) var<storage, read> m: array<f32>;
+@group(0) @binding(2) var<storage, read> v: array<f32>;
+@group(0) @binding(3) var<storage, read> g: array<f32>;
+@group(0) @binding(4) var<storage, read_write> new_w: array<f32>;
+@group(0) @binding(5) var<storage, read_write> new_m: array<f32>;
+@group(0) @binding(6) var<storage, read_write> new_v: array<f32>;
+// The same bindings as vectors, for `apply_adam_x4`: four elements per
+// invocation, the last vector running into the buffers' slack.
+@group(0) @binding(0) var<storage, read> w4: array<vec4<f32>>;
+@group(0) @binding(1) var<storage, read> m4: array<vec4<f32>>;
+@group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
+@group(0) @binding(3) var<storage, read> g4: array<vec4<f32>>;
+@group(0) @binding(4) var<storage, read_write> new_w4: array<vec4<f32>>;
+@group(0) @binding(5) var<storage, read_write> new_m4: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> new_v4: array<vec4<f32>>;
+// [n (vectors for `_x4`), then eight f32 words: b1, b2, 1 - b1, 1 - b2,
+// c1 = 1 - beta1_power, c2 = 1 - beta2_power, -lr, epsilon]
+@group(0) @binding(7) var<uniform> params: array<vec4<u32>, 32>;
+
+struct Step {
+    w: vec4<f32>,
+    m: vec4<f32>,
+    v: vec4<f32>,
+}
+
+fn constant(i: u32) -> vec4<f32> {
+    return vec4<f32>(bitcast<f32>(param(1u + i)));
+}
+
+fn adam(w: vec4<f32>, m: vec4<f32>, v: vec4<f32>, g: vec4<f32>) -> Step {
+    let new_m = constant(0u) * m + g * constant(2u);
+    let new_v = constant(1u) * v + g * g * constant(3u);
+    let update = (new_m / constant(4u)) / (sqrt(new_v / constant(5u)) + constant(7u));
+    return Step(constant(6u) * update + w, new_m, new_v);
+}
+
+@compute @workgroup_size(256)
+fn apply_adam(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let s = adam(vec4<f32>(w[i]), vec4<f32>(m[i]), vec4<f32>(v[i]), vec4<f32>(g[i]));
+    new_w[i] = s.w.x;
+    new_m[i] = s.m.x;
+    new_v[i] = s.v.x;
+}
+
+@compute @workgroup_size(256)
+fn apply_adam_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
+    if i >= param(0) {
+        return;
+    }
+    let s = adam(w4[i], m4[i], v4[i], g4[i]);
+    new_w4[i] = s.w;
+    new_m4[i] = s.m;
+    new_v4[i] = s.v;
+}
