@@ -1,8 +1,10 @@
 //! Optimizers that update [`Variable`]s from gradients, with the update rules
 //! of TF.js `tf.train`: [`Sgd`], [`Momentum`] and [`Adam`].
 //!
-//! Updates are written with ops and run under [`no_grad`], so they run on
-//! the backend the variables live on and never end up on a gradient tape.
+//! Updates run under [`no_grad`], on the backend the variables live on, and
+//! never end up on a gradient tape. [`Sgd`] and [`Adam`] take one fused
+//! kernel per variable (`ApplyGradientDescent`, `ApplyAdam`), which reads
+//! the weights and their state once; [`Momentum`] is written with ops.
 //! Per-variable state (momentum accumulators, Adam moments) is kept by the
 //! optimizer, keyed by [`Variable::id`], and created as zeros on a variable's
 //! first update.
@@ -312,7 +314,8 @@ impl Adam {
         Adam { learning_rate, beta1: 0.9, beta2: 0.999, epsilon: 1e-7, iterations: 0, moments: HashMap::new() }
     }
 
-    /// Decay of the first moment (default 0.9).
+    /// Decay of the first moment (default 0.9), in `[0, 1)`: others make
+    /// [`Optimizer::apply_gradients`] an error.
     ///
     /// ```
     /// let adam = opforge::train::Adam::new(0.01).beta1(0.8).beta2(0.99).epsilon(1e-8);
@@ -323,7 +326,8 @@ impl Adam {
         self
     }
 
-    /// Decay of the second moment (default 0.999).
+    /// Decay of the second moment (default 0.999), in `[0, 1)`: others
+    /// make [`Optimizer::apply_gradients`] an error.
     ///
     /// ```
     /// assert_eq!(opforge::train::Adam::new(0.01).beta2(0.99).get_beta2(), 0.99);
@@ -401,35 +405,37 @@ impl Adam {
 }
 
 impl Optimizer for Adam {
+    /// Each variable takes one `ApplyAdam` kernel, which reads its value,
+    /// moments and gradient once and writes the three updates; the moments
+    /// start as zeros on a variable's first update.
     fn apply_gradients(&mut self, vars: &[&Variable], grads: &[Tensor]) -> Result<()> {
         let values = check_pairs("Adam", vars, grads)?;
         let t = self.iterations.saturating_add(1).min(i32::MAX as u64) as i32;
+        // beta^t in f64 from t, where TF.js multiplies an f32 scalar each step.
+        let (beta1_power, beta2_power) = (self.beta1.powi(t), self.beta2.powi(t));
         no_grad(|| {
-            let mut constants = Constants::new([
-                self.beta1,
-                self.beta2,
-                1.0 - self.beta1,
-                1.0 - self.beta2,
-                // beta^t in f64 from t, where TF.js multiplies an f32 scalar each step.
-                1.0 - self.beta1.powi(t),
-                1.0 - self.beta2.powi(t),
-                -self.learning_rate,
-                self.epsilon,
-            ]);
             for ((var, value), g) in vars.iter().zip(&values).zip(grads) {
-                let [b1, b2, one_minus_b1, one_minus_b2, c1, c2, step, eps] = constants.on(value.backend())?;
                 let (m, v) = match self.moments.get(&var.id()) {
-                    Some((m, v)) => (
-                        ops::add(&ops::mul(b1, m)?, &ops::mul(g, one_minus_b1)?)?,
-                        ops::add(&ops::mul(b2, v)?, &ops::mul(&ops::square(g)?, one_minus_b2)?)?,
-                    ),
-                    None => (ops::mul(g, one_minus_b1)?, ops::mul(&ops::square(g)?, one_minus_b2)?),
+                    Some((m, v)) => (m.clone(), v.clone()),
+                    None => {
+                        let zeros = Tensor::zeros_like(value)?;
+                        (zeros.clone(), zeros)
+                    }
                 };
-                let m_hat = ops::div(&m, c1)?;
-                let v_hat = ops::div(&v, c2)?;
-                let update = ops::div(&m_hat, &ops::add(&ops::sqrt(&v_hat)?, eps)?)?;
-                var.assign(ops::add(&ops::mul(step, &update)?, value)?)?;
-                self.moments.insert(var.id(), (m, v));
+                let step = ops::apply_adam(
+                    value,
+                    &m,
+                    &v,
+                    g,
+                    self.learning_rate,
+                    self.beta1,
+                    self.beta2,
+                    self.epsilon,
+                    beta1_power,
+                    beta2_power,
+                )?;
+                var.assign(step.new_var)?;
+                self.moments.insert(var.id(), (step.new_m, step.new_v));
             }
             Ok::<(), Error>(())
         })?;
@@ -522,6 +528,31 @@ mod tests {
         for (a, b) in got.iter().zip(&want) {
             close(a, b, 1e-6);
         }
+    }
+
+    /// One `ApplyAdam` per variable and step, after the zeros that start
+    /// a variable's moments.
+    #[test]
+    fn adam_runs_one_kernel_per_variable() {
+        let vars = [var(&[1.0, 2.0]), var(&[3.0])];
+        let refs: Vec<&Variable> = vars.iter().collect();
+        let grads = [t(&[0.5, -0.5]), t(&[1.0])];
+        let mut adam = Adam::new(0.1);
+        let mut kernels = |skip: &str| {
+            let (done, seen) = crate::profile::profile(|| adam.apply_gradients(&refs, &grads));
+            done.unwrap();
+            seen.kernels.iter().map(|k| k.kernel).filter(|&k| k != skip).collect::<Vec<_>>()
+        };
+        assert_eq!(kernels("Fill"), ["ApplyAdam", "ApplyAdam"]);
+        assert_eq!(kernels(""), ["ApplyAdam", "ApplyAdam"]);
+    }
+
+    #[test]
+    fn adam_refuses_decays_that_divide_by_zero() {
+        let w = var(&[1.0]);
+        let err = Adam::new(0.1).beta1(1.0).apply_gradients(&[&w], &[t(&[1.0])]).unwrap_err().to_string();
+        assert!(err.contains("beta1 = 1 must lie in [0, 1)"), "{err}");
+        assert_eq!(w.value().to_vec::<f32>().unwrap(), vec![1.0]);
     }
 
     #[test]
