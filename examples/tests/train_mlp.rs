@@ -1,15 +1,23 @@
 //! `train_mlp`'s model trained on the cpu and on wgpu from the same seed:
 //! the same losses epoch by epoch, within f32 rounding, and the same
-//! held-out accuracy. Skips (loudly) without a wgpu adapter unless
-//! `OPFORGE_REQUIRE_GPU=1`, which CI sets.
+//! held-out accuracy; and on wgpu, a whole epoch queued without waiting.
+//! Skips (loudly) without a wgpu adapter unless `OPFORGE_REQUIRE_GPU=1`,
+//! which CI sets.
 
+use std::sync::{Mutex, PoisonError};
+
+use opforge::backend::wgpu::{counters, synchronize};
 use opforge::train::Adam;
 use opforge::BackendId;
 use opforge_examples::digits;
-use opforge_examples::mlp::{epoch_seed, Mlp, LEARNING_RATE};
+use opforge_examples::mlp::{epoch_seed, Mlp, BATCH, LEARNING_RATE};
 
 const SEED: u64 = 42;
 const EPOCHS: usize = 8;
+
+/// The device's counters are the process's: the tests that read them run
+/// one at a time.
+static DEVICE: Mutex<()> = Mutex::new(());
 
 /// Per-epoch losses and the held-out accuracy.
 fn train_on(backend: BackendId) -> (Vec<f64>, f32) {
@@ -27,6 +35,7 @@ fn wgpu_trains_to_the_accuracy_of_the_cpu() {
     if !opforge_examples::wgpu_or_skip("wgpu_trains_to_the_accuracy_of_the_cpu") {
         return;
     }
+    let _device = DEVICE.lock().unwrap_or_else(PoisonError::into_inner);
     let (cpu_losses, cpu_accuracy) = train_on(BackendId::Cpu);
     // Kernels missing on wgpu would make this a cpu run in disguise.
     let (gpu_losses, gpu_accuracy) = opforge::with_fallback(false, || train_on(BackendId::Wgpu));
@@ -37,4 +46,30 @@ fn wgpu_trains_to_the_accuracy_of_the_cpu() {
     // One held-out image (of 359) may fall on the other side of a tie.
     assert!((cpu_accuracy - gpu_accuracy).abs() <= 1.5 / 359.0, "cpu {cpu_accuracy}, wgpu {gpu_accuracy}");
     assert!(gpu_accuracy >= 0.93, "wgpu accuracy {gpu_accuracy}");
+}
+
+#[test]
+fn a_wgpu_epoch_queues_its_steps_without_waiting() {
+    if !opforge_examples::wgpu_or_skip("a_wgpu_epoch_queues_its_steps_without_waiting") {
+        return;
+    }
+    let _device = DEVICE.lock().unwrap_or_else(PoisonError::into_inner);
+    let (train, _) = digits::load().unwrap().split(0.2, SEED);
+    let model = Mlp::new(SEED, BackendId::Wgpu).unwrap();
+    let mut adam = Adam::new(LEARNING_RATE);
+    // The first epoch compiles the pipelines and fills the buffer pool.
+    model.train_epoch(&train, &mut adam, epoch_seed(SEED, 1)).unwrap();
+    synchronize().unwrap();
+    let before = counters();
+    model.train_epoch(&train, &mut adam, epoch_seed(SEED, 2)).unwrap();
+    let after = counters();
+    let steps = train.len().div_ceil(BATCH) as u64;
+    let dispatches = after.dispatches - before.dispatches;
+    let submits = after.submits - before.submits;
+    assert!(dispatches >= steps * 10, "{dispatches} dispatches in {steps} steps");
+    // The loss read back at the end is the one wait; each step uploads
+    // its batch, and no upload may submit the batch early: submits come
+    // from full parameter arenas (128 dispatches each) and that read.
+    assert_eq!(after.waits - before.waits, 1, "{before:?} -> {after:?}");
+    assert!(submits <= dispatches / 128 + 2, "{submits} submits for {dispatches} dispatches in {steps} steps");
 }

@@ -4,7 +4,7 @@ use std::collections::hash_map::Entry;
 use std::collections::HashMap;
 use std::future::Future;
 use std::num::NonZeroU64;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Wake};
 use std::time::{Duration, Instant};
@@ -191,6 +191,16 @@ pub(crate) struct Gpu {
     /// Why the device was lost, once it has been; `is_lost` says so without a lock.
     lost: Arc<Mutex<Option<String>>>,
     is_lost: Arc<AtomicBool>,
+    /// What [`super::counters`] reports.
+    pub(crate) counts: Counts,
+}
+
+/// Running totals of what the host asked of the device.
+#[derive(Default)]
+pub(crate) struct Counts {
+    pub(crate) dispatches: AtomicU64,
+    pub(crate) submits: AtomicU64,
+    pub(crate) waits: AtomicU64,
 }
 
 static GPU: OnceLock<std::result::Result<Gpu, String>> = OnceLock::new();
@@ -201,6 +211,11 @@ pub(crate) fn gpu(kernel: &'static str) -> Result<&'static Gpu> {
     let g = GPU.get_or_init(open).as_ref().map_err(|reason| backend_error(kernel, format!("no adapter: {reason}")))?;
     g.alive(kernel)?;
     Ok(g)
+}
+
+/// The device if it is open, without opening it.
+pub(crate) fn opened() -> Option<&'static Gpu> {
+    GPU.get().and_then(|g| g.as_ref().ok())
 }
 
 /// The adapter's description, or why there is none.
@@ -308,6 +323,7 @@ fn open() -> std::result::Result<Gpu, String> {
         uncaptured,
         lost,
         is_lost,
+        counts: Counts::default(),
     })
 }
 
@@ -515,6 +531,7 @@ impl Gpu {
             _ => pass.dispatch_workgroups(x, y, z),
         }
         b.work += u64::from(x) * u64::from(y) * u64::from(z) * 256;
+        self.counts.dispatches.fetch_add(1, Ordering::Relaxed);
         if b.slots == SLOTS || b.work >= EAGER {
             self.submit(b);
         }
@@ -584,6 +601,7 @@ impl Gpu {
         b.slots = 0;
         b.work = 0;
         b.serial += 1;
+        self.counts.submits.fetch_add(1, Ordering::Relaxed);
         let index = self.queue.submit(commands);
         if let (Some(t), Some(timed)) = (&self.timing, timed) {
             let mut pending = lock(&t.pending);
@@ -627,6 +645,12 @@ impl Gpu {
         Ok(times)
     }
 
+    /// The serial of the open batch: a slab whose `used_in` differs is
+    /// bound by no command that is queued but not yet submitted.
+    pub(crate) fn open_batch(&self) -> u64 {
+        lock(&self.batch).serial
+    }
+
     /// Submits every queued command; returns the submission's index.
     ///
     /// Submits while holding the batch lock: commands must reach the GPU in
@@ -637,12 +661,15 @@ impl Gpu {
     }
 
     /// Writes `data` to the start of `slab`, after every kernel queued so
-    /// far that binds it. When the open batch binds it, a write of a few
-    /// words is itself a kernel (`upload` copies it from the parameters),
-    /// so small uploads cost no submit; a larger one submits the batch.
+    /// far that binds it. A write of a few words is itself a kernel
+    /// (`upload` copies it from the parameters): no staging buffer, and no
+    /// submit. A larger one goes through the queue's staging, which runs
+    /// before the open batch's commands, so it submits the batch first if
+    /// the batch binds `slab` ([`super::pool`] hands uploads a slab it does
+    /// not).
     pub(crate) fn write(&self, slab: &Slab, data: &[u8]) -> Result<()> {
         let words = data.len() / 4;
-        if slab.used_in.load(Ordering::Relaxed) == lock(&self.batch).serial && words < PARAM_WORDS {
+        if words < PARAM_WORDS {
             let mut params = vec![words as u32];
             params.extend(data.chunks_exact(4).map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]])));
             let pipeline = self.pipeline("upload", &super::UPLOAD, "upload", DType::F32, 0, (0, 1))?;
@@ -660,6 +687,7 @@ impl Gpu {
 
     /// Submits everything queued and waits until it has run.
     pub(crate) fn wait(&self) -> Result<()> {
+        self.counts.waits.fetch_add(1, Ordering::Relaxed);
         let index = self.flush();
         self.device
             .poll(wgpu::PollType::Wait { submission_index: Some(index), timeout: Some(TIMEOUT) })
@@ -670,6 +698,7 @@ impl Gpu {
     /// Queues a copy of `bytes` bytes of `buffer` into a mappable buffer and
     /// submits everything queued. Poll the device until `done` is set.
     fn start_read(&self, buffer: &wgpu::Buffer, bytes: u64) -> (wgpu::Buffer, wgpu::SubmissionIndex, MapResult) {
+        self.counts.waits.fetch_add(1, Ordering::Relaxed);
         let staging = self.device.create_buffer(&wgpu::BufferDescriptor {
             label: Some("readback"),
             size: bytes,

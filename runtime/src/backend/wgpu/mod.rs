@@ -472,6 +472,46 @@ pub fn synchronize() -> Result<()> {
     gpu("")?.wait()
 }
 
+/// What the host has asked of the `wgpu` device since it opened: a way to
+/// see that a loop queues its kernels without waiting, and how many
+/// batches it takes.
+///
+/// ```
+/// use opforge::{ops, BackendId, Tensor};
+/// if opforge::backends()[1].available {
+///     let x = Tensor::full(&[1000], 2.0f32)?.to_backend(BackendId::Wgpu)?;
+///     let before = opforge::backend::wgpu::counters();
+///     let y = ops::exp(&ops::sqrt(&x)?)?; // two kernels, queued
+///     let queued = opforge::backend::wgpu::counters();
+///     assert!(queued.dispatches >= before.dispatches + 2);
+///     let _ = y.to_vec::<f32>()?; // a readback: a wait
+///     assert!(opforge::backend::wgpu::counters().waits > queued.waits);
+/// }
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counters {
+    /// Compute dispatches recorded.
+    pub dispatches: u64,
+    /// Batches of commands submitted to the queue.
+    pub submits: u64,
+    /// Times the host waited for the device: readbacks and [`synchronize`].
+    pub waits: u64,
+}
+
+/// The process's [`Counters`] so far, shared by every thread; all zero
+/// before the device opens. Does not open it.
+pub fn counters() -> Counters {
+    match device::opened() {
+        Some(g) => Counters {
+            dispatches: g.counts.dispatches.load(std::sync::atomic::Ordering::Relaxed),
+            submits: g.counts.submits.load(std::sync::atomic::Ordering::Relaxed),
+            waits: g.counts.waits.load(std::sync::atomic::Ordering::Relaxed),
+        },
+        None => Counters::default(),
+    }
+}
+
 /// Whether [`crate::profile`] can time kernels on the device: the adapter
 /// writes timestamps inside compute passes (Vulkan on most discrete GPUs;
 /// often not a CPU rasterizer such as lavapipe). Opens the device.

@@ -4,8 +4,9 @@
 //! Reusing it as a kernel output is safe: the queue runs commands in order,
 //! so the new writes come after the old reads. An upload is different
 //! (`Queue::write_buffer` runs before the commands of the next submit), so
-//! [`GpuBuffer::upload`] submits the batch first when the buffer was bound
-//! in it.
+//! [`GpuBuffer::upload`] takes a pooled buffer that the open batch does not
+//! bind: a training loop that uploads each batch's data then never submits
+//! early (one submit was a host cost of tens of microseconds per step).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -63,6 +64,12 @@ pub(crate) struct GpuBuffer {
 impl GpuBuffer {
     /// A buffer of at least `bytes` bytes: pooled if one fits, else new.
     pub(crate) fn output(kernel: &'static str, bytes: u64) -> Result<GpuBuffer> {
+        GpuBuffer::take(kernel, bytes, None)
+    }
+
+    /// [`GpuBuffer::output`], reusing only a pooled buffer that no command
+    /// of batch `avoid` binds, if one is given.
+    fn take(kernel: &'static str, bytes: u64, avoid: Option<u64>) -> Result<GpuBuffer> {
         let g = gpu(kernel)?;
         let mut class = class(bytes);
         if class > g.max_buffer {
@@ -82,7 +89,9 @@ impl GpuBuffer {
         }
         let reused = {
             let mut p = pool();
-            let found = p.free.get_mut(&class).and_then(Vec::pop);
+            // The most recently freed first: the likeliest to be in caches.
+            let free = |s: &Slab| avoid.is_none_or(|serial| s.used_in.load(Relaxed) != serial);
+            let found = p.free.get_mut(&class).and_then(|v| Some(v.swap_remove(v.iter().rposition(free)?)));
             if found.is_some() {
                 p.bytes -= class;
                 p.buffers -= 1;
@@ -112,11 +121,15 @@ impl GpuBuffer {
         Ok(GpuBuffer { slab: Some(slab), bytes })
     }
 
-    /// A buffer holding `data` (a multiple of 4 bytes).
+    /// A buffer holding `data` (a multiple of 4 bytes), written without
+    /// submitting the open batch: a few words as a queued kernel, more into
+    /// a buffer that the batch does not bind (see the module's note).
     pub(crate) fn upload(kernel: &'static str, data: &[u8]) -> Result<GpuBuffer> {
-        let b = GpuBuffer::output(kernel, data.len() as u64)?;
+        let g = gpu(kernel)?;
+        let staged = data.len() / 4 >= super::device::PARAM_WORDS;
+        let b = GpuBuffer::take(kernel, data.len() as u64, staged.then(|| g.open_batch()))?;
         if !data.is_empty() {
-            gpu(kernel)?.write(b.slab(), data)?;
+            g.write(b.slab(), data)?;
         }
         Ok(b)
     }
