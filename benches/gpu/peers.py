@@ -86,6 +86,25 @@ def main():
 
     bench("w6_mlp_step_wgpu", 8, step)
 
+    # train_mlp's step: 64 -> 128 relu -> 10, Adam, batch 32, the batch
+    # copied from the host each step.
+    xs_host = torch.rand(32, 64, generator=torch.Generator().manual_seed(10))
+    ys_host = torch.tensor([i * 3 % 10 for i in range(32)])
+    v1 = (torch.randn(64, 128, device=dev, generator=g) * 0.1).requires_grad_()
+    c1 = (torch.randn(128, device=dev, generator=g) * 0.1).requires_grad_()
+    v2 = (torch.randn(128, 10, device=dev, generator=g) * 0.1).requires_grad_()
+    c2 = (torch.randn(10, device=dev, generator=g) * 0.1).requires_grad_()
+    adam = torch.optim.Adam([v1, c1, v2, c2], lr=0.003)
+
+    def small_step():
+        xb, yb = xs_host.to(dev, non_blocking=True), ys_host.to(dev, non_blocking=True)
+        adam.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(torch.relu(xb @ v1 + c1) @ v2 + c2, yb)
+        loss.backward()
+        adam.step()
+
+    bench("w6_small_step_wgpu", 16, small_step)
+
 
 if __name__ == "__main__":
     main()

@@ -12,7 +12,12 @@
 //! - R: `sum` of 2^24, `sum` over axis 1 of [4096, 4096], `softmax` of
 //!   [4096, 4096].
 //! - W6: one MLP training step (batch 256, 784 -> 512 relu -> 10, softmax
-//!   cross-entropy, SGD), on wgpu and on the cpu.
+//!   cross-entropy, SGD), on wgpu and on the cpu; and `train_mlp`'s step
+//!   (batch 32, 64 -> 128 relu -> 10, Adam, the batch uploaded each step).
+//!
+//! Each row also gives the dispatches and submits per call, from
+//! [`counters`]; `w1_add_1_queue` times the queuing alone, which is the
+//! host's cost of a kernel on any adapter, a CPU one included.
 //!
 //! Each sample queues `repeat` kernels and then waits for the device once,
 //! so that the submit-and-wait latency is spread over them; figures are the
@@ -30,9 +35,9 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use opforge::backend::wgpu::{synchronize, Program, Shader};
+use opforge::backend::wgpu::{counters, synchronize, Program, Shader};
 use opforge::backend::{Backend, Wgpu};
-use opforge::train::{Optimizer as _, Sgd};
+use opforge::train::{Adam, Optimizer as _, Sgd};
 use opforge::{losses, ops, variable_grads, BackendId, DType, Tensor, Variable};
 
 const W2_ELEMENTS: usize = 1 << 24;
@@ -87,27 +92,52 @@ struct Bench {
 impl Bench {
     /// Times `f` (which queues one kernel or step) as the median over
     /// samples of `repeat` calls and one wait, per call.
-    fn run(&mut self, name: &str, work: Work, repeat: u32, mut f: impl FnMut()) {
+    fn run(&mut self, name: &str, work: Work, repeat: u32, f: impl FnMut()) {
+        self.measure(name, work, repeat, true, f);
+    }
+
+    /// Times only the queuing of `repeat` calls of `f`, per call: the wait
+    /// after each sample is left out of the time.
+    fn queued(&mut self, name: &str, repeat: u32, f: impl FnMut()) {
+        self.measure(name, Work::Step, repeat, false, f);
+    }
+
+    /// The median per call over samples of `repeat` calls, each sample
+    /// ended by a wait that counts in its time if `waited`; printed with
+    /// the device's dispatches and submits per call.
+    fn measure(&mut self, name: &str, work: Work, repeat: u32, waited: bool, mut f: impl FnMut()) {
         if self.filter.as_ref().is_some_and(|p| !name.contains(p.as_str())) {
             return;
         }
-        let sample = |f: &mut dyn FnMut()| {
+        let mut sample = || {
             let start = Instant::now();
             for _ in 0..repeat {
                 f();
             }
+            let queued = start.elapsed();
             synchronize().unwrap();
-            start.elapsed().as_secs_f64() / f64::from(repeat)
+            let t = if waited { start.elapsed() } else { queued };
+            t.as_secs_f64() / f64::from(repeat)
         };
-        sample(&mut f); // warm-up: pipelines, pooled buffers, bind groups
+        sample(); // warm-up: pipelines, pooled buffers, bind groups
+        let before = counters();
         let mut times = Vec::new();
         let start = Instant::now();
         while times.len() < 3 || (start.elapsed() < self.budget && times.len() < 2000) {
-            times.push(sample(&mut f));
+            times.push(sample());
         }
+        let after = counters();
+        let calls = (times.len() as u64 * u64::from(repeat)) as f64;
         times.sort_by(f64::total_cmp);
         let median = times[times.len() / 2];
-        println!("{name:<28} {:>10}  {}", micros(median), rate(work, median));
+        println!(
+            "{name:<28} {:>10}  {:<16} {:>6.2} dispatches, {:.3} submits per call{}",
+            micros(median),
+            rate(work, median),
+            (after.dispatches - before.dispatches) as f64 / calls,
+            (after.submits - before.submits) as f64 / calls,
+            if waited { "" } else { " (host only: the wait not timed)" },
+        );
         self.rows.push((name.to_owned(), median, work));
     }
 
@@ -163,6 +193,9 @@ fn w1(b: &mut Bench) {
     b.run("w1_add_1", Work::Step, 16, || drop(black_box(ops::add(&x, &z).unwrap())));
     // The same with one wait per 256 kernels: the host's cost alone, nearly.
     b.run("w1_add_1_x256", Work::Step, 256, || drop(black_box(ops::add(&x, &z).unwrap())));
+    // Queuing alone, the wait left out of the time: what a kernel costs
+    // the host on any adapter, a CPU one such as lavapipe included.
+    b.queued("w1_add_1_queue", 256, || drop(black_box(ops::add(&x, &z).unwrap())));
 }
 
 fn w2(b: &mut Bench) {
@@ -274,6 +307,35 @@ fn w6(b: &mut Bench) {
     }
 }
 
+/// `train_mlp`'s step: batch 32, 64 -> 128 relu -> 10, softmax
+/// cross-entropy, Adam, the batch uploaded from the host each step. The
+/// model gives a GPU almost nothing to do: the step costs what its kernels
+/// and uploads cost the host.
+fn w6_small(b: &mut Bench) {
+    let x = Tensor::random_uniform(&[32, 64], 0.0, 1.0, 10).unwrap();
+    let labels = Tensor::from_vec((0..32i32).map(|i| i * 3 % 10).collect(), &[32]).unwrap();
+    let y = ops::one_hot(&labels, 10, 1.0, 0.0).unwrap();
+    for backend in [BackendId::Wgpu, BackendId::Cpu] {
+        let on = |t: Tensor| t.to_backend(backend).unwrap();
+        let normal = |shape: &[usize], seed| Variable::new(on(Tensor::random_normal(shape, 0.0, 0.1, seed).unwrap()));
+        let vars = [normal(&[64, 128], 11), normal(&[128], 12), normal(&[128, 10], 13), normal(&[10], 14)];
+        let [w1, b1, w2, b2] = &vars;
+        let mut adam = Adam::new(0.003);
+        b.run(&format!("w6_small_step_{backend}"), Work::Step, 16, || {
+            let (x, y) = (on(x.clone()), on(y.clone()));
+            let loss = adam.minimize(
+                || {
+                    let h = ops::relu(&ops::add(&ops::matmul(&x, &w1.value(), false, false)?, &b1.value())?)?;
+                    let logits = ops::add(&ops::matmul(&h, &w2.value(), false, false)?, &b2.value())?;
+                    losses::softmax_cross_entropy(&y, &logits)
+                },
+                &[w1, b1, w2, b2],
+            );
+            drop(black_box(loss.unwrap()));
+        });
+    }
+}
+
 fn main() {
     let info = &opforge::backends()[1];
     if !info.available {
@@ -292,6 +354,7 @@ fn main() {
         w5(&mut b);
         reductions(&mut b);
         w6(&mut b);
+        w6_small(&mut b);
     });
     b.table();
 }
