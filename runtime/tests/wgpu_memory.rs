@@ -35,6 +35,9 @@ fn wgpu_memory_returns_to_its_previous_count() {
     assert!(wgpu().pooled_buffers > 0, "freed buffers are kept for reuse");
 
     // Reuse: the same work again takes buffers from the pool, not new ones.
+    // An upload takes only a pooled buffer that no queued kernel binds
+    // (the kernels above bind them all until their batch is submitted).
+    opforge::backend::wgpu::synchronize().unwrap();
     let pooled = wgpu().pooled_buffers;
     let x = Tensor::random_uniform(&[1000], -1.0, 1.0, 1).unwrap().to_backend(BackendId::Wgpu).unwrap();
     let y = ops::exp(&x).unwrap();
