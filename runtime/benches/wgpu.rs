@@ -31,6 +31,7 @@
 //! OPFORGE_PEERS=peers.txt bench_wgpu
 //! ```
 
+use std::cell::LazyCell;
 use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -96,6 +97,13 @@ impl Bench {
         self.measure(name, work, repeat, true, f);
     }
 
+    /// Whether the filter keeps the row `name`: workloads build their
+    /// inputs only for rows it keeps, so that a filtered run (under `perf`,
+    /// say) does nothing else.
+    fn selects(&self, name: &str) -> bool {
+        self.filter.as_ref().is_none_or(|p| name.contains(p.as_str()))
+    }
+
     /// Times only the queuing of `repeat` calls of `f`, per call: the wait
     /// after each sample is left out of the time.
     fn queued(&mut self, name: &str, repeat: u32, f: impl FnMut()) {
@@ -106,7 +114,7 @@ impl Bench {
     /// ended by a wait that counts in its time if `waited`; printed with
     /// the device's dispatches and submits per call.
     fn measure(&mut self, name: &str, work: Work, repeat: u32, waited: bool, mut f: impl FnMut()) {
-        if self.filter.as_ref().is_some_and(|p| !name.contains(p.as_str())) {
+        if !self.selects(name) {
             return;
         }
         let mut sample = || {
@@ -200,20 +208,19 @@ fn w1(b: &mut Bench) {
 
 fn w2(b: &mut Bench) {
     let n = W2_ELEMENTS;
-    let x = on_gpu(Tensor::random_uniform(&[n], -1.0, 1.0, 1).unwrap());
-    let z = on_gpu(Tensor::random_uniform(&[n], -1.0, 1.0, 2).unwrap());
-    let row = on_gpu(Tensor::random_uniform(&[4096], -1.0, 1.0, 3).unwrap());
-    let square = ops::reshape(&x, &[4096, 4096]).unwrap();
-    let view = Wgpu::view(&x).unwrap();
+    let x = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[n], -1.0, 1.0, 1).unwrap()));
+    let z = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[n], -1.0, 1.0, 2).unwrap()));
+    let row = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[4096], -1.0, 1.0, 3).unwrap()));
+    let square = LazyCell::new(|| ops::reshape(&x, &[4096, 4096]).unwrap());
     let bytes = |operands: usize| Work::Bytes((operands * 4 * n) as f64);
     let copy = Program { kernel: "BenchCopy", shader: &COPY, entry: "copy", op: 0 };
     b.run("w2_copy", bytes(2), 16, || {
-        drop(black_box(copy.run(&[view], &x.meta(), &[n as u32]).unwrap()));
+        drop(black_box(copy.run(&[Wgpu::view(&x).unwrap()], &x.meta(), &[n as u32]).unwrap()));
     });
     let copy4 = Program { kernel: "BenchCopy4", shader: &COPY4, entry: "copy4", op: 0 };
     b.run("w2_copy_vec4", bytes(2), 16, || {
         let grid = opforge::backend::wgpu::Grid::Elements(n / 4);
-        drop(black_box(copy4.run_grid(&[view], &x.meta(), &[n as u32 / 4], grid).unwrap()));
+        drop(black_box(copy4.run_grid(&[Wgpu::view(&x).unwrap()], &x.meta(), &[n as u32 / 4], grid).unwrap()));
     });
     b.run("w2_exp", bytes(2), 16, || drop(black_box(ops::exp(&x).unwrap())));
     b.run("w2_add", bytes(3), 16, || drop(black_box(ops::add(&x, &z).unwrap())));
@@ -227,8 +234,8 @@ fn w5(b: &mut Bench) {
     let cpu_adapter = opforge::backends()[1].description.contains("Cpu");
     let sizes: &[usize] = if cpu_adapter { &[512] } else { &[4096, 2048] };
     for &n in sizes {
-        let x = on_gpu(Tensor::random_uniform(&[n, n], -1.0, 1.0, 3).unwrap());
-        let y = on_gpu(Tensor::random_uniform(&[n, n], -1.0, 1.0, 4).unwrap());
+        let x = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[n, n], -1.0, 1.0, 3).unwrap()));
+        let y = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[n, n], -1.0, 1.0, 4).unwrap()));
         let flops = Work::Flops(2.0 * (n as f64).powi(3));
         for (ta, tb, suffix) in [(false, false, ""), (false, true, "_nt"), (true, false, "_tn"), (true, true, "_tt")] {
             if n != sizes[0] && !suffix.is_empty() {
@@ -240,15 +247,15 @@ fn w5(b: &mut Bench) {
         }
     }
     let (batch, n) = if cpu_adapter { (4, 128) } else { (64, 512) };
-    let x = on_gpu(Tensor::random_uniform(&[batch, n, n], -1.0, 1.0, 5).unwrap());
-    let y = on_gpu(Tensor::random_uniform(&[batch, n, n], -1.0, 1.0, 6).unwrap());
+    let x = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[batch, n, n], -1.0, 1.0, 5).unwrap()));
+    let y = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[batch, n, n], -1.0, 1.0, 6).unwrap()));
     let flops = Work::Flops(2.0 * batch as f64 * (n as f64).powi(3));
     b.run(&format!("w5_bmm_{batch}x{n}"), flops, 4, || drop(black_box(ops::matmul(&x, &y, false, false).unwrap())));
 }
 
 fn reductions(b: &mut Bench) {
-    let x = on_gpu(Tensor::random_uniform(&[W2_ELEMENTS], -1.0, 1.0, 7).unwrap());
-    let square = ops::reshape(&x, &[4096, 4096]).unwrap();
+    let x = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[W2_ELEMENTS], -1.0, 1.0, 7).unwrap()));
+    let square = LazyCell::new(|| ops::reshape(&x, &[4096, 4096]).unwrap());
     let read = Work::Bytes((4 * W2_ELEMENTS) as f64);
     b.run("r_sum_all", read, 16, || drop(black_box(ops::sum(&x, None, false).unwrap())));
     b.run("r_sum_rows", read, 16, || drop(black_box(ops::sum(&square, Some(&[1]), false).unwrap())));
@@ -301,9 +308,13 @@ impl Step {
 
 fn w6(b: &mut Bench) {
     for backend in [BackendId::Wgpu, BackendId::Cpu] {
+        let name = format!("w6_mlp_step_{backend}");
+        if !b.selects(&name) {
+            continue;
+        }
         let step = Step::new(backend);
         let mut sgd = Sgd::new(0.01);
-        b.run(&format!("w6_mlp_step_{backend}"), Work::Step, 8, || drop(black_box(step.run(&mut sgd))));
+        b.run(&name, Work::Step, 8, || drop(black_box(step.run(&mut sgd))));
     }
 }
 
@@ -316,12 +327,16 @@ fn w6_small(b: &mut Bench) {
     let labels = Tensor::from_vec((0..32i32).map(|i| i * 3 % 10).collect(), &[32]).unwrap();
     let y = ops::one_hot(&labels, 10, 1.0, 0.0).unwrap();
     for backend in [BackendId::Wgpu, BackendId::Cpu] {
+        let name = format!("w6_small_step_{backend}");
+        if !b.selects(&name) {
+            continue;
+        }
         let on = |t: Tensor| t.to_backend(backend).unwrap();
         let normal = |shape: &[usize], seed| Variable::new(on(Tensor::random_normal(shape, 0.0, 0.1, seed).unwrap()));
         let vars = [normal(&[64, 128], 11), normal(&[128], 12), normal(&[128, 10], 13), normal(&[10], 14)];
         let [w1, b1, w2, b2] = &vars;
         let mut adam = Adam::new(0.003);
-        b.run(&format!("w6_small_step_{backend}"), Work::Step, 16, || {
+        b.run(&name, Work::Step, 16, || {
             let (x, y) = (on(x.clone()), on(y.clone()));
             let loss = adam.minimize(
                 || {
