@@ -1003,6 +1003,33 @@ pub mod rules {
         Ok(Shape::from_slice(x))
     }
 
+    /// The shape function of kernel `SoftmaxCrossEntropyWithLogits`:
+    /// `features` and `labels` of one shape with at least one axis (the
+    /// classes, the last); `loss` has a value per row (the shape without
+    /// its last axis), `backprop` the features' shape.
+    ///
+    /// ```
+    /// use opforge::kernels::SoftmaxCrossEntropyWithLogitsAttrs as Attrs;
+    /// use opforge::shape::rules::softmax_cross_entropy_with_logits as rule;
+    /// let shapes = rule(&[4, 10], &[4, 10], &Attrs {}).unwrap();
+    /// assert_eq!((shapes[0].as_slice(), shapes[1].as_slice()), (&[4][..], &[4, 10][..]));
+    /// assert!(rule(&[4, 10], &[4, 9], &Attrs {}).unwrap_err().contains("labels [4, 9]"));
+    /// assert!(rule(&[], &[], &Attrs {}).unwrap_err().contains("scalar"));
+    /// ```
+    pub fn softmax_cross_entropy_with_logits(
+        features: &[usize],
+        labels: &[usize],
+        _attrs: &crate::kernels::SoftmaxCrossEntropyWithLogitsAttrs,
+    ) -> Result<Vec<Shape>, String> {
+        let Some((_, rows)) = features.split_last() else {
+            return Err("features is a scalar; give it a last axis of classes".into());
+        };
+        if labels != features {
+            return Err(format!("labels {labels:?} is not the shape of features {features:?}"));
+        }
+        Ok(vec![Shape::from_slice(rows), Shape::from_slice(features)])
+    }
+
     /// The shape function of kernel `FusedBatchNorm`: `x`'s shape, each
     /// statistic given broadcasting to it without growing it (`[C]` for
     /// channels last, `[C, 1, 1]` for channels first, a scalar).

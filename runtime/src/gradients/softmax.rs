@@ -1,14 +1,64 @@
 //! Gradients of `Softmax`, `y * (dy - sum(dy * y))` along the axis, of
-//! `LRN`, and of `FusedBatchNorm`.
+//! `SoftmaxCrossEntropyWithLogits`, of `LRN`, and of `FusedBatchNorm`.
 
 use crate::autodiff::unbroadcast;
 use crate::kernels::{FusedBatchNorm, FusedBatchNormGrads, Softmax, LRN};
+use crate::kernels::{SoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogitsNeeds};
 use crate::{gradient, ops, Result, Tensor};
 
 #[gradient(Softmax)]
 fn softmax_grad(axis: i64, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let dot = ops::sum(&ops::mul(dy, y)?, Some(&[axis]), true)?;
     ops::mul(y, &ops::sub(dy, &dot)?)
+}
+
+/// With `p = softmax(features)` and `mass = sum(labels)` per row, the
+/// loss's cotangent gives `dfeatures = dloss * backprop` and `dlabels =
+/// -dloss * log_softmax(features)`; a cotangent of `backprop = p * mass -
+/// labels` (a second derivative) adds `mass * p * (dbackprop -
+/// sum(dbackprop * p))` and `sum(dbackprop * p) - dbackprop`. A plain loss
+/// whose labels are constants costs one multiplication.
+#[gradient(SoftmaxCrossEntropyWithLogits)]
+fn softmax_cross_entropy_grad(
+    features: &Tensor,
+    labels: &Tensor,
+    backprop: &Tensor,
+    dloss: Option<&Tensor>,
+    dbackprop: Option<&Tensor>,
+    needs: SoftmaxCrossEntropyWithLogitsNeeds,
+) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    // Each row's cotangent as a column against its classes.
+    let as_column = |d: &Tensor| {
+        let dims: Vec<i64> = d.shape().iter().map(|&v| v as i64).chain([1]).collect();
+        ops::reshape(d, &dims)
+    };
+    let column = dloss.map(as_column).transpose()?;
+    let column = column.as_ref();
+    let mut dfeatures = column.filter(|_| needs.features).map(|c| ops::mul(c, backprop)).transpose()?;
+    let mut dlabels = match column.filter(|_| needs.labels) {
+        Some(c) => Some(ops::mul(&ops::neg(c)?, &ops::log_softmax(features, -1)?)?),
+        None => None,
+    };
+    let plus = |sum: Option<Tensor>, term: Tensor| match sum {
+        Some(s) => ops::add(&s, &term),
+        None => Ok(term),
+    };
+    if let Some(g) = dbackprop {
+        let p = ops::softmax(features, -1)?;
+        let dot = ops::sum(&ops::mul(g, &p)?, Some(&[-1]), true)?;
+        if needs.features {
+            let mass = ops::sum(labels, Some(&[-1]), true)?;
+            dfeatures = Some(plus(dfeatures, ops::mul(&ops::mul(&mass, &p)?, &ops::sub(g, &dot)?)?)?);
+        }
+        if needs.labels {
+            dlabels = Some(plus(dlabels, ops::sub(&dot, g)?)?);
+        }
+    }
+    let or_zeros = |d: Option<Tensor>, wanted: bool, like: &Tensor| match d {
+        None if wanted => Tensor::zeros_like(like).map(Some),
+        d => Ok(d),
+    };
+    Ok((or_zeros(dfeatures, needs.features, features)?, or_zeros(dlabels, needs.labels, labels)?))
 }
 
 /// The sums of `t` over windows of `radius` along the last axis: the

@@ -1,11 +1,12 @@
 //! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`;
+//! `SoftmaxCrossEntropyWithLogits`, its loss and gradient in one pass;
 //! `LRN`, which normalizes each element by its neighbours along the last
 //! axis; and `FusedBatchNorm`, by given statistics.
 
 use super::{broadcast_strides, for_rows, CpuTensor, Dims};
-use crate::kernels::{FusedBatchNorm, Softmax, LRN};
+use crate::kernels::{FusedBatchNorm, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
 use crate::shape::normalize_axis;
-use crate::{kernel, Result, TensorMeta};
+use crate::{kernel, BackendId, Result, TensorMeta};
 
 #[kernel(Softmax, cpu)]
 fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
@@ -52,6 +53,64 @@ fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
         }
     });
     CpuTensor::from_vec(&out.shape, data)
+}
+
+/// Each row's loss `sum(labels * (lse - features))`, with `lse = max +
+/// ln(sum(exp(features - max)))`, and `backprop = softmax * sum(labels) -
+/// labels`: one pass finds the max, a second the exponentials and their
+/// sum (in f64, as in `Softmax`), a third the loss and the backprop. Rows
+/// are independent, so large inputs split into tasks of whole rows.
+#[kernel(SoftmaxCrossEntropyWithLogits, cpu)]
+fn softmax_cross_entropy_with_logits(
+    features: &CpuTensor,
+    labels: &CpuTensor,
+    out: &[TensorMeta],
+) -> Result<(CpuTensor, CpuTensor)> {
+    let (f, l) = (features.as_slice::<f32>()?, labels.as_slice::<f32>()?);
+    let [loss_meta, backprop_meta] = out else {
+        let message = format!("two outputs, not {}", out.len());
+        return Err(crate::Error::Backend {
+            kernel: "SoftmaxCrossEntropyWithLogits",
+            backend: BackendId::Cpu,
+            message,
+        });
+    };
+    let len = features.shape().last().copied().unwrap_or(1);
+    let mut loss = vec![0.0f32; loss_meta.numel()];
+    let mut backprop = super::output::<f32>(f.len());
+    if len > 0 && !f.is_empty() {
+        let row = |(i, (dst, loss)): (usize, (&mut [f32], &mut f32))| {
+            *loss = cross_entropy_row(&f[i * len..][..len], &l[i * len..][..len], dst);
+        };
+        if f.len() * 4 < super::PAR_THRESHOLD {
+            backprop.chunks_mut(len).zip(&mut loss).enumerate().for_each(row);
+        } else {
+            use rayon::prelude::*;
+            backprop.par_chunks_mut(len).zip(&mut loss).enumerate().for_each(row);
+        }
+    }
+    Ok((CpuTensor::from_vec(&loss_meta.shape, loss)?, CpuTensor::from_vec(&backprop_meta.shape, backprop)?))
+}
+
+/// One row of [`softmax_cross_entropy_with_logits`]: writes the backprop
+/// into `dst` and returns the loss. NaN is ignored by the maximum and
+/// spreads through the sum, as in `Softmax`.
+fn cross_entropy_row(f: &[f32], l: &[f32], dst: &mut [f32]) -> f32 {
+    let max = f.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+    let mut sum = 0.0f64;
+    for (&x, e) in f.iter().zip(dst.iter_mut()) {
+        *e = (x - max).exp();
+        sum += f64::from(*e);
+    }
+    let lse = f64::from(max) + sum.ln();
+    let mass: f64 = l.iter().map(|&y| f64::from(y)).sum();
+    let scale = (mass / sum) as f32;
+    let mut loss = 0.0f64;
+    for ((e, &x), &y) in dst.iter_mut().zip(f).zip(l) {
+        loss += f64::from(y) * (lse - f64::from(x));
+        *e = *e * scale - y;
+    }
+    loss as f32
 }
 
 /// Each element over `(bias + alpha * s)^beta`, `s` the sum of squares in

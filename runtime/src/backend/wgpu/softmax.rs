@@ -1,15 +1,17 @@
 //! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`;
+//! `SoftmaxCrossEntropyWithLogits`, its loss and gradient in one kernel;
 //! `LRN`, which normalizes each element by its neighbours along the last
 //! axis; and `FusedBatchNorm`, by given statistics.
 
 use super::{groups, rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::broadcast_strides;
-use crate::kernels::{FusedBatchNorm, Softmax, LRN};
+use crate::kernels::{FusedBatchNorm, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
 use crate::shape::normalize_axis;
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("softmax");
 static BATCH_NORM: Shader = shader!("batch_norm");
+static CROSS_ENTROPY: Shader = shader!("cross_entropy");
 
 /// Rows up to this long get one invocation each; longer ones a workgroup.
 const SHORT: usize = 64;
@@ -32,6 +34,32 @@ fn softmax(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     // Contiguous rows of whole vectors read and write 16 bytes at a time.
     let entry = if inner == 1 && len.is_multiple_of(4) { "softmax_groups_x4" } else { "softmax_groups" };
     program(entry).run_grid(&[x], out, &params, Grid::Groups(groups(rows)))
+}
+
+/// Both outputs from one dispatch over the rows (see cross_entropy.wgsl):
+/// an invocation per short row, a workgroup per long one.
+#[kernel(SoftmaxCrossEntropyWithLogits, wgpu)]
+fn softmax_cross_entropy_with_logits(
+    features: &WgpuTensor,
+    labels: &WgpuTensor,
+    out: &[TensorMeta],
+) -> Result<(WgpuTensor, WgpuTensor)> {
+    const KERNEL: &str = "SoftmaxCrossEntropyWithLogits";
+    if features.dtype() != DType::F32 {
+        return Err(unsupported(KERNEL, features.dtype()));
+    }
+    let len = features.shape().last().copied().unwrap_or(1);
+    let rows = out.first().map_or(0, TensorMeta::numel);
+    let (entry, grid) = match len <= SHORT {
+        true => ("cross_entropy_threads", Grid::Elements(rows)),
+        false => ("cross_entropy_groups", Grid::Groups(groups(rows))),
+    };
+    let program = Program { kernel: KERNEL, shader: &CROSS_ENTROPY, entry, op: 0 };
+    let ys = program.run_outputs(&[features, labels], out, &[rows as u32, len as u32], grid)?;
+    match <[WgpuTensor; 2]>::try_from(ys.into_vec()) {
+        Ok([loss, backprop]) => Ok((loss, backprop)),
+        Err(_) => Err(super::device::backend_error(KERNEL, "two outputs".into())),
+    }
 }
 
 /// One invocation per element, reading its window (see softmax.wgsl).

@@ -66,3 +66,32 @@ fn hash32(v: u32) -> u32 {
 fn random_unit(i: u32, k0: u32, k1: u32) -> f32 {
     return f32(hash32(hash32(i ^ k0) + k1) >> 8u) * (1.0 / 16777216.0);
 }
+
+// Softmax and cross-entropy find a row's max and its sum of exponentials
+// in one read, with these.
+
+// A running (max, sum of exp(x - max)) over values seen so far, with v
+// added: one pass over a row finds both. An -inf value adds nothing, and
+// NaN makes the sum NaN, as on the cpu.
+fn add_value(acc: vec2<f32>, v: f32) -> vec2<f32> {
+    if v > acc.x {
+        return vec2<f32>(v, acc.y * exp(acc.x - v) + 1.0);
+    }
+    if v == acc.x && v == neg_inf() {
+        return acc;
+    }
+    return vec2<f32>(acc.x, acc.y + exp(v - acc.x));
+}
+
+// Two running (max, sum) pairs as one.
+fn combine(p: vec2<f32>, q: vec2<f32>) -> vec2<f32> {
+    let top = max(p.x, q.x);
+    if top == neg_inf() {
+        return vec2<f32>(top, p.y + q.y);
+    }
+    return vec2<f32>(top, p.y * exp(p.x - top) + q.y * exp(q.x - top));
+}
+
+fn neg_inf() -> f32 {
+    return bitcast<f32>(0xff800000u);
+}

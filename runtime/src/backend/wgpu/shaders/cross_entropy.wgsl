@@ -1,0 +1,106 @@
+// Softmax cross-entropy of each contiguous row of `len` classes: the loss
+// sum(labels * (lse - features)), with lse = max + log(sum(exp(features -
+// max))), and backprop = softmax(features) * sum(labels) - labels.
+//
+// `cross_entropy_threads` gives each row an invocation, for short rows;
+// `cross_entropy_groups` gives each long row a workgroup, which combines
+// its invocations' running (max, sum of exponentials, label mass) as a
+// tree, writes the backprop, and sums the loss as a second tree.
+
+@group(0) @binding(0) var<storage, read> features: array<f32>;
+@group(0) @binding(1) var<storage, read> labels: array<f32>;
+@group(0) @binding(2) var<storage, read_write> loss: array<f32>;
+@group(0) @binding(3) var<storage, read_write> backprop: array<f32>;
+// [rows, len]
+@group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+
+@compute @workgroup_size(256)
+fn cross_entropy_threads(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let o = element(gid, groups);
+    if o >= param(0) {
+        return;
+    }
+    let len = param(1);
+    let base = o * len;
+    var acc = vec2<f32>(neg_inf(), 0.0);
+    var mass = 0.0;
+    for (var t = 0u; t < len; t++) {
+        acc = add_value(acc, features[base + t]);
+        mass += labels[base + t];
+    }
+    let lse = acc.x + log(acc.y);
+    let scale = mass / acc.y;
+    var total = 0.0;
+    for (var t = 0u; t < len; t++) {
+        let f = features[base + t];
+        let l = labels[base + t];
+        total += l * (lse - f);
+        backprop[base + t] = exp(f - acc.x) * scale - l;
+    }
+    loss[o] = total;
+}
+
+var<workgroup> stats: array<vec3<f32>, 256>;
+var<workgroup> sums: array<f32, 256>;
+
+// The row's (max, sum of exponentials, label mass) in every invocation of
+// the workgroup, from each invocation's own.
+fn row_stats(t: u32, own: vec3<f32>) -> vec3<f32> {
+    stats[t] = own;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s >>= 1u) {
+        if t < s {
+            let p = stats[t];
+            let q = stats[t + s];
+            stats[t] = vec3<f32>(combine(p.xy, q.xy), p.z + q.z);
+        }
+        workgroupBarrier();
+    }
+    return stats[0];
+}
+
+// The sum over the workgroup of each invocation's `own`, in invocation 0.
+fn row_sum(t: u32, own: f32) -> f32 {
+    sums[t] = own;
+    workgroupBarrier();
+    for (var s = 128u; s > 0u; s >>= 1u) {
+        if t < s {
+            sums[t] += sums[t + s];
+        }
+        workgroupBarrier();
+    }
+    return sums[0];
+}
+
+@compute @workgroup_size(256)
+fn cross_entropy_groups(
+    @builtin(workgroup_id) wid: vec3<u32>,
+    @builtin(num_workgroups) groups: vec3<u32>,
+    @builtin(local_invocation_index) t: u32,
+) {
+    // Uniform per workgroup, so returning keeps the barriers uniform.
+    let o = wid.y * groups.x + wid.x;
+    if o >= param(0) {
+        return;
+    }
+    let len = param(1);
+    let base = o * len;
+    var own = vec3<f32>(neg_inf(), 0.0, 0.0);
+    for (var i = t; i < len; i += 256u) {
+        own = vec3<f32>(add_value(own.xy, features[base + i]), own.z + labels[base + i]);
+    }
+    let row = row_stats(t, own);
+    let lse = row.x + log(row.y);
+    let scale = row.z / row.y;
+    var part = 0.0;
+    for (var i = t; i < len; i += 256u) {
+        let f = features[base + i];
+        let l = labels[base + i];
+        part += l * (lse - f);
+        backprop[base + i] = exp(f - row.x) * scale - l;
+    }
+    let total = row_sum(t, part);
+    if t == 0u {
+        loss[o] = total;
+    }
+}
