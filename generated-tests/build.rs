@@ -224,6 +224,10 @@ fn attrs(k: &KernelDef, chosen: &[(&str, String)]) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The most input elements an example may have for the gradient test to
+/// difference it too: each element costs two evaluations of the kernel.
+const GRADIENT_ELEMENTS: usize = 512;
+
 fn valid_case(k: &KernelDef) -> Case {
     let n = k.inputs.len();
     let same = |shape: Vec<usize>| vec![shape; n];
@@ -722,38 +726,55 @@ fn kernel_tests(k: &KernelDef) -> String {
     )
     .unwrap();
 
-    // The registered gradient against central finite differences (f32 only).
+    // The registered gradient against central finite differences (f32 only),
+    // on the valid case and on every example small enough to difference.
     if let (Differentiable::Inputs(diff), true) = (&k.differentiable, k.dtypes.contains(&DType::F32)) {
         let within = sample_range(k);
-        let count = case.shapes.len();
-        // A variadic last input's tensors each get a gradient.
-        // The inputs the case leaves out get none.
-        let which: Vec<usize> = diff
-            .iter()
-            .filter_map(|d| k.inputs.iter().position(|i| i == d))
-            .filter_map(|j| Some((j, case.given(j)?)))
-            .flat_map(|(j, i)| if k.variadic && j + 1 == n { i..count } else { i..i + 1 })
-            .collect();
-        let inputs: String = (0..count)
-            .map(|i| {
-                let make = format!("sample(SHAPE, {within}, {i})");
-                let dtype = if which.contains(&i) { DType::F32 } else { input_dtype(k, case.declared(i), DType::F32) };
-                format!("{}, ", input_expr(&case, i, dtype, i, &make))
-            })
-            .collect();
-        let refs: String = (0..count).map(|i| format!("&xs[{i}], ")).collect();
-        let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+        let mut cases = vec![case];
+        if matches!(k.shape, ShapeRule::Fn { .. }) {
+            let small =
+                |c: &Case| c.shapes.iter().map(|s| s.iter().product::<usize>()).sum::<usize>() <= GRADIENT_ELEMENTS;
+            cases.extend(example_cases(k).into_iter().skip(1).filter(small));
+        }
+        let mut checks = String::new();
+        for case in &cases {
+            let count = case.shapes.len();
+            // A variadic last input's tensors each get a gradient.
+            // The inputs the case leaves out get none.
+            let which: Vec<usize> = diff
+                .iter()
+                .filter_map(|d| k.inputs.iter().position(|i| i == d))
+                .filter_map(|j| Some((j, case.given(j)?)))
+                .flat_map(|(j, i)| if k.variadic && j + 1 == n { i..count } else { i..i + 1 })
+                .collect();
+            let inputs: String = (0..count)
+                .map(|i| {
+                    let make = format!("sample(SHAPE, {within}, {i})");
+                    let dtype =
+                        if which.contains(&i) { DType::F32 } else { input_dtype(k, case.declared(i), DType::F32) };
+                    format!("{}, ", input_expr(case, i, dtype, i, &make))
+                })
+                .collect();
+            let refs: String = (0..count).map(|i| format!("&xs[{i}], ")).collect();
+            let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+            writeln!(
+                checks,
+                r#"        {{
+            let inputs = vec![{inputs}];
+            let attrs = kernels::{name}Attrs {{ {fields} }};
+            check_gradient(inputs, &{which:?}, |xs| {call});
+        }}"#,
+                call = engine_call(k, case, &format!("&[{refs}]"), "&attrs"),
+                fields = fields.join(", ")
+            )
+            .unwrap();
+        }
         writeln!(
             t,
             r#"
     #[test]
     fn gradient_matches_finite_differences() {{
-        let inputs = vec![{inputs}];
-        let attrs = kernels::{name}Attrs {{ {fields} }};
-        check_gradient(inputs, &{which:?}, |xs| {call});
-    }}"#,
-            call = engine_call(k, &case, &format!("&[{refs}]"), "&attrs"),
-            fields = fields.join(", ")
+{checks}    }}"#
         )
         .unwrap();
     }
