@@ -231,6 +231,38 @@ pub mod rules {
         too_large(out)
     }
 
+    /// The shape function of kernel `FusedMatMul`: [`matmul`]'s, with a
+    /// `bias` (if given) that broadcasts to the product's last two axes
+    /// `[m, n]` without growing them, so that every matrix of a batch adds
+    /// the same bias.
+    ///
+    /// ```
+    /// use opforge::kernels::FusedMatMulAttrs as Attrs;
+    /// use opforge::shape::rules::fused_matmul;
+    /// let attrs = Attrs::default();
+    /// assert_eq!(fused_matmul(&[2, 4, 3], &[3, 5], Some(&[5]), &attrs).unwrap().as_slice(), &[2, 4, 5]);
+    /// assert_eq!(fused_matmul(&[4, 3], &[3, 5], None, &attrs).unwrap().as_slice(), &[4, 5]);
+    /// assert!(fused_matmul(&[4, 3], &[3, 5], Some(&[4]), &attrs).unwrap_err().contains("bias [4]"));
+    /// assert!(fused_matmul(&[2, 4, 3], &[3, 5], Some(&[2, 1, 5]), &attrs).unwrap_err().contains("[4, 5]"));
+    /// ```
+    pub fn fused_matmul(
+        a: &[usize],
+        b: &[usize],
+        bias: Option<&[usize]>,
+        attrs: &crate::kernels::FusedMatMulAttrs,
+    ) -> Result<Shape, String> {
+        let out = matmul(a, b, attrs.transpose_a, attrs.transpose_b)?;
+        if let Some(bias) = bias {
+            let matrix = &out[out.len() - 2..];
+            if broadcast_shapes(matrix, bias).ok().as_deref() != Some(matrix) {
+                return Err(format!(
+                    "bias {bias:?} does not broadcast to the product's matrices {matrix:?} without growing them"
+                ));
+            }
+        }
+        Ok(out)
+    }
+
     /// `reshape(x, shape)`: same number of elements; one `-1` is inferred.
     pub fn reshape(x: &[usize], shape: &[i64]) -> Result<Shape, String> {
         let total = numel(x);

@@ -496,6 +496,61 @@ fn matmul_large() {
 }
 
 #[test]
+fn fused_matmul_is_the_product_its_bias_and_its_activation() {
+    use opforge::kernels::Activation;
+    type Act = fn(&Tensor) -> opforge::Result<Tensor>;
+    let leaky: Act = |z| ops::leaky_relu(z, -0.3);
+    let activations: [(Activation, Act); 6] = [
+        (Activation::Linear, |z| Ok(z.clone())),
+        (Activation::Relu, ops::relu),
+        (Activation::Relu6, ops::relu6),
+        (Activation::Elu, ops::elu),
+        (Activation::Sigmoid, ops::sigmoid),
+        (Activation::Leakyrelu, leaky),
+    ];
+    // Small, and large enough that the epilogue runs on rayon; transposed,
+    // batched with a broadcast batch, and every bias shape.
+    for (sa, sb, ta, tb, bias) in [
+        (&[5, 3][..], &[3, 4][..], false, false, Some(&[4][..])),
+        (&[3, 5], &[4, 3], true, true, Some(&[5, 1])),
+        (&[2, 1, 5, 3], &[3, 3, 4], false, false, Some(&[5, 4])),
+        (&[6, 3], &[3, 2], false, false, Some(&[])),
+        (&[300, 40], &[1100, 40], false, true, Some(&[1100])),
+        (&[7, 3], &[3, 9], false, false, None),
+    ] {
+        let a = uniform(sa, (-2.0, 2.0), 1);
+        let b = uniform(sb, (-2.0, 2.0), 2);
+        let bias = bias.map(|s| uniform(s, (-3.0, 3.0), 3));
+        let product = ops::matmul(&a, &b, ta, tb).unwrap();
+        let z = match &bias {
+            Some(bias) => ops::add(&product, bias).unwrap(),
+            None => product,
+        };
+        for (activation, composed) in activations {
+            let what = format!("fused_matmul({sa:?}, {sb:?}, {ta}, {tb}, bias {bias:?}, {activation:?})");
+            let fused = ops::fused_matmul(&a, &b, bias.as_ref(), ta, tb, activation, -0.3).unwrap();
+            let want = composed(&z).unwrap().to_vec::<f32>().unwrap();
+            let got = fused.to_vec::<f32>().unwrap();
+            assert_eq!(fused.shape(), z.shape(), "{what}");
+            assert!(want.iter().zip(&got).all(|(w, g)| (w - g).abs() <= 1e-5 * w.abs().max(1.0)), "{what}");
+        }
+    }
+    // A bias that would grow the product is refused, naming it.
+    let err = ops::fused_matmul(
+        &uniform(&[4, 3], (-1.0, 1.0), 1),
+        &uniform(&[3, 5], (-1.0, 1.0), 2),
+        Some(&uniform(&[2, 4, 5], (-1.0, 1.0), 3)),
+        false,
+        false,
+        Activation::Relu,
+        0.2,
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(err.contains("FusedMatMul") && err.contains("bias [2, 4, 5]"), "{err}");
+}
+
+#[test]
 fn reshape_all_dtypes() {
     let cases: &[(&[usize], &[i64], &[usize])] = &[
         (&[2, 3, 4], &[4, 6], &[4, 6]),

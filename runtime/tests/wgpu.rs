@@ -412,6 +412,38 @@ fn both_matmul_tilings_agree_with_the_cpu_for_every_transpose() {
 }
 
 #[test]
+fn fused_matmul_epilogues_agree_with_the_cpu_on_both_tilings() {
+    use opforge::kernels::Activation;
+    let Some(()) = gpu() else { return };
+    let activations = [
+        (Activation::Linear, 0.2),
+        (Activation::Relu, 0.2),
+        (Activation::Relu6, 0.2),
+        (Activation::Elu, 0.2),
+        (Activation::Sigmoid, 0.2),
+        (Activation::Leakyrelu, -0.3),
+    ];
+    // 64x64 and 128x128 blocks, off every tile multiple; a bias per
+    // column, per row, per element and a scalar, or none.
+    for (batch, m, k, n) in [(1, 130, 37, 67), (64, 129, 19, 131)] {
+        let a = Tensor::random_uniform(&[batch, m, k], -1.0, 1.0, 3).unwrap();
+        let b = Tensor::random_uniform(&[k, n], -1.0, 1.0, 4).unwrap();
+        let biases: [Option<&[usize]>; 5] = [Some(&[n]), Some(&[m, 1]), Some(&[m, n]), Some(&[]), None];
+        for (i, bias) in biases.into_iter().enumerate() {
+            let bias = bias.map(|s| Tensor::random_uniform(s, -3.0, 3.0, i as u64).unwrap());
+            for (activation, alpha) in activations {
+                let what = format!("{batch}x{m}x{k}x{n}, bias {:?}, {activation:?}", bias.as_ref().map(Tensor::shape));
+                let want = ops::fused_matmul(&a, &b, bias.as_ref(), false, false, activation, alpha).unwrap();
+                let gpu_bias = bias.as_ref().map(on_gpu);
+                let got =
+                    ops::fused_matmul(&on_gpu(&a), &on_gpu(&b), gpu_bias.as_ref(), false, false, activation, alpha);
+                assert_close(&what, &want, &got.unwrap(), 1e-4);
+            }
+        }
+    }
+}
+
+#[test]
 fn vectorized_reductions_and_softmax_agree_with_the_cpu() {
     let Some(()) = gpu() else { return };
     // Rows of a multiple of four: read as vectors, in one workgroup per

@@ -1,11 +1,12 @@
 //! `BatchMatMul` through the `gemm` crate, with transposes expressed as
-//! strides (no copies) and broadcast batch dims.
+//! strides (no copies) and broadcast batch dims; `FusedMatMul`, the same
+//! product with its bias and activation applied in one pass over it.
 
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use super::CpuTensor;
-use crate::kernels::BatchMatMul;
+use super::{broadcast_strides, for_rows, CpuTensor};
+use crate::kernels::{Activation, BatchMatMul, FusedMatMul};
 use crate::{kernel, shape, Result, TensorMeta};
 
 /// Below this many multiply-adds per matrix, one thread does the whole
@@ -21,6 +22,75 @@ fn batch_matmul(
     transpose_b: bool,
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
+    CpuTensor::from_vec(&out.shape, product(a, b, transpose_a, transpose_b, out)?)
+}
+
+/// The product, then each element `v` of row `i`, column `j` of every
+/// matrix becomes `activation(v + bias[i, j])`, in row-aligned chunks
+/// (on rayon when large) while the product is still in cache.
+#[kernel(FusedMatMul, cpu)]
+#[allow(clippy::too_many_arguments)]
+fn fused_matmul(
+    a: &CpuTensor,
+    b: &CpuTensor,
+    bias: Option<&CpuTensor>,
+    transpose_a: bool,
+    transpose_b: bool,
+    activation: Activation,
+    leakyrelu_alpha: f64,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let mut data = product(a, b, transpose_a, transpose_b, out)?;
+    let so = out.shape.as_slice();
+    let (m, n) = (so[so.len() - 2], so[so.len() - 1]);
+    // The bias's strides along the matrix's rows and columns (0 where it
+    // broadcasts); the shape rule keeps it within [m, n].
+    let (bias_values, row, col) = match bias {
+        Some(t) => {
+            let strides = broadcast_strides(t.shape(), &[m, n]);
+            (t.as_slice::<f32>()?, strides[0], strides[1])
+        }
+        None => (&[][..], 0, 0),
+    };
+    let alpha = leakyrelu_alpha as f32;
+    let act = move |v: f32| match activation {
+        Activation::Linear => v,
+        Activation::Relu => v.max(0.0),
+        Activation::Relu6 => v.clamp(0.0, 6.0),
+        Activation::Elu => {
+            if v > 0.0 {
+                v
+            } else {
+                v.exp_m1()
+            }
+        }
+        Activation::Sigmoid => 1.0 / (1.0 + (-v).exp()),
+        Activation::Leakyrelu => {
+            if v > 0.0 {
+                v
+            } else {
+                alpha * v
+            }
+        }
+    };
+    for_rows(&mut data, n, so.iter().product(), |start, chunk| {
+        for (r, values) in chunk.chunks_mut(n.max(1)).enumerate() {
+            let i = (start / n.max(1) + r) % m.max(1);
+            match bias {
+                Some(_) => {
+                    for (j, v) in values.iter_mut().enumerate() {
+                        *v = act(*v + bias_values[i * row + j * col]);
+                    }
+                }
+                None => values.iter_mut().for_each(|v| *v = act(*v)),
+            }
+        }
+    });
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// `matmul(a, b)`'s elements, row-major in `out`'s shape.
+fn product(a: &CpuTensor, b: &CpuTensor, transpose_a: bool, transpose_b: bool, out: &TensorMeta) -> Result<Vec<f32>> {
     let (av, bv) = (a.as_slice::<f32>()?, b.as_slice::<f32>()?);
     let (sa, sb, so) = (a.shape(), b.shape(), out.shape.as_slice());
     let (ra, rb, ro) = (sa.len(), sb.len(), so.len());
@@ -30,7 +100,7 @@ fn batch_matmul(
     // Also when a batch dim is 0: then `m * n * k` need not even fit in usize.
     if m == 0 || n == 0 || k == 0 || data.is_empty() {
         data.fill(0.0); // An empty sum: k == 0 leaves an m x n output of zeros.
-        return CpuTensor::from_vec(&out.shape, data);
+        return Ok(data);
     }
     // Element (i, p) of op(a) and (p, j) of op(b), as row and column strides.
     let (a_rs, a_cs) = if transpose_a { (1, m) } else { (k, 1) };
@@ -66,7 +136,7 @@ fn batch_matmul(
             gemm_one(bi, dst, Parallelism::None);
         }
     }
-    CpuTensor::from_vec(&out.shape, data)
+    Ok(data)
 }
 
 /// One operand of [`gemm_into`]: its elements, and the strides of a row

@@ -1,9 +1,10 @@
 //! `BatchMatMul`: register-blocked WGSL kernels, transposes as strides (no
-//! copies), batch dims broadcast.
+//! copies), batch dims broadcast; `FusedMatMul`, the same kernels adding
+//! the bias and applying the activation as they store each output.
 
 use super::{unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::{broadcast_strides, collapse};
-use crate::kernels::BatchMatMul;
+use crate::kernels::{Activation, BatchMatMul, FusedMatMul};
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("matmul");
@@ -30,31 +31,96 @@ fn batch_matmul(
     transpose_b: bool,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    if a.dtype() != DType::F32 {
-        return Err(unsupported("BatchMatMul", a.dtype()));
+    let product = Product { kernel: "BatchMatMul", transpose_a, transpose_b, op: 0 };
+    product.run(a, b, None, out, &[])
+}
+
+/// The product's pipeline with its epilogue switched on (see matmul.wgsl):
+/// OP carries the activation and whether there is a bias.
+#[kernel(FusedMatMul, wgpu)]
+#[allow(clippy::too_many_arguments)]
+fn fused_matmul(
+    a: &WgpuTensor,
+    b: &WgpuTensor,
+    bias: Option<&WgpuTensor>,
+    transpose_a: bool,
+    transpose_b: bool,
+    activation: Activation,
+    leakyrelu_alpha: f64,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let code = match activation {
+        Activation::Linear => 0,
+        Activation::Relu => 1,
+        Activation::Relu6 => 2,
+        Activation::Elu => 3,
+        Activation::Sigmoid => 4,
+        Activation::Leakyrelu => 5,
+    };
+    let so = out.shape.as_slice();
+    let matrix = &so[so.len().saturating_sub(2)..];
+    let strides = bias.map(|t| broadcast_strides(t.shape(), matrix));
+    let (row, col) = strides.as_ref().map_or((0, 0), |s| (s[0] as u32, s[1] as u32));
+    let op = 1 + code + 8 * u32::from(bias.is_some());
+    let product = Product { kernel: "FusedMatMul", transpose_a, transpose_b, op };
+    product.run(a, b, bias, out, &[row, col, (leakyrelu_alpha as f32).to_bits()])
+}
+
+/// One batched product of matmul.wgsl.
+struct Product {
+    kernel: &'static str,
+    transpose_a: bool,
+    transpose_b: bool,
+    /// The pipeline's OP: 0 for a plain product.
+    op: u32,
+}
+
+impl Product {
+    /// `op(a) x op(b)` into `out`, with `tail` appended to the parameters.
+    fn run(
+        &self,
+        a: &WgpuTensor,
+        b: &WgpuTensor,
+        bias: Option<&WgpuTensor>,
+        out: &TensorMeta,
+        tail: &[u32],
+    ) -> Result<WgpuTensor> {
+        if a.dtype() != DType::F32 {
+            return Err(unsupported(self.kernel, a.dtype()));
+        }
+        let (transpose_a, transpose_b) = (self.transpose_a, self.transpose_b);
+        let (sa, sb, so) = (a.shape(), b.shape(), out.shape.as_slice());
+        let (ra, rb, ro) = (sa.len(), sb.len(), so.len());
+        let (m, n) = (so[ro - 2], so[ro - 1]);
+        let k = if transpose_a { sa[ra - 2] } else { sa[ra - 1] };
+        // Element (i, p) of op(a) and (p, j) of op(b), as row and column strides.
+        let (a_row, a_col) = if transpose_a { (1, m) } else { (k, 1) };
+        let (b_row, b_col) = if transpose_b { (1, k) } else { (n, 1) };
+        // Batch strides in units of matrices, broadcast, then merged.
+        let batch = &so[..ro - 2];
+        let (a_batch, b_batch) = (&sa[..ra - 2], &sb[..rb - 2]);
+        let scale = |strides: Vec<usize>, size: usize| strides.into_iter().map(|s| s * size).collect::<Vec<_>>();
+        let (dims, a_strides, b_strides) = collapse(
+            batch,
+            &scale(broadcast_strides(a_batch, batch).to_vec(), m * k),
+            &scale(broadcast_strides(b_batch, batch).to_vec(), k * n),
+        );
+        let count: usize = batch.iter().product();
+        let mut params: Vec<u32> =
+            [m, n, k, a_row, a_col, b_row, b_col, dims.len()].iter().map(|&v| v as u32).collect();
+        params.extend(dims.iter().chain(&a_strides).chain(&b_strides).map(|&v| v as u32));
+        params.extend_from_slice(tail);
+        let (entry, tile) = tiling(m, n, count);
+        let grid = [n.div_ceil(tile), m.div_ceil(tile), count].map(|g| g.min(u32::MAX as usize) as u32);
+        // A product without a bias binds `b` in its place, unread.
+        let inputs = [a, b, bias.unwrap_or(b)];
+        Program { kernel: self.kernel, shader: &SHADER, entry, op: self.op }.run_grid(
+            &inputs,
+            out,
+            &params,
+            Grid::Groups(grid),
+        )
     }
-    let (sa, sb, so) = (a.shape(), b.shape(), out.shape.as_slice());
-    let (ra, rb, ro) = (sa.len(), sb.len(), so.len());
-    let (m, n) = (so[ro - 2], so[ro - 1]);
-    let k = if transpose_a { sa[ra - 2] } else { sa[ra - 1] };
-    // Element (i, p) of op(a) and (p, j) of op(b), as row and column strides.
-    let (a_row, a_col) = if transpose_a { (1, m) } else { (k, 1) };
-    let (b_row, b_col) = if transpose_b { (1, k) } else { (n, 1) };
-    // Batch strides in units of matrices, broadcast, then merged.
-    let batch = &so[..ro - 2];
-    let (a_batch, b_batch) = (&sa[..ra - 2], &sb[..rb - 2]);
-    let scale = |strides: Vec<usize>, size: usize| strides.into_iter().map(|s| s * size).collect::<Vec<_>>();
-    let (dims, a_strides, b_strides) = collapse(
-        batch,
-        &scale(broadcast_strides(a_batch, batch).to_vec(), m * k),
-        &scale(broadcast_strides(b_batch, batch).to_vec(), k * n),
-    );
-    let count: usize = batch.iter().product();
-    let mut params: Vec<u32> = [m, n, k, a_row, a_col, b_row, b_col, dims.len()].iter().map(|&v| v as u32).collect();
-    params.extend(dims.iter().chain(&a_strides).chain(&b_strides).map(|&v| v as u32));
-    let (entry, tile) = tiling(m, n, count);
-    let grid = [n.div_ceil(tile), m.div_ceil(tile), count].map(|g| g.min(u32::MAX as usize) as u32);
-    Program { kernel: "BatchMatMul", shader: &SHADER, entry, op: 0 }.run_grid(&[a, b], out, &params, Grid::Groups(grid))
 }
 
 #[cfg(test)]

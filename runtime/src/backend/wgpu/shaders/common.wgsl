@@ -95,3 +95,22 @@ fn combine(p: vec2<f32>, q: vec2<f32>) -> vec2<f32> {
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
 }
+
+// log(1 + v) and exp(v) - 1, accurate for small v: their Taylor series
+// below 0.05 (error under 1e-11), the plain forms above, where the rounding
+// of 1 + v or of exp(v) costs at most about eps / 0.05. (The textbook
+// corrections, log(u) * v / (u - 1) and (u - 1) * v / log(u), are undone by
+// compilers that simplify u - 1 to v or log(exp(v)) to v.)
+fn log1p(v: f32) -> f32 {
+    if abs(v) < 0.05 {
+        return v * (1.0 + v * (-0.5 + v * (1.0 / 3.0 + v * (-0.25 + v * (0.2 + v * (-1.0 / 6.0 + v / 7.0))))));
+    }
+    return log(1.0 + v);
+}
+
+fn expm1(v: f32) -> f32 {
+    if abs(v) < 0.05 {
+        return v * (1.0 + v * (0.5 + v * (1.0 / 6.0 + v * (1.0 / 24.0 + v * (1.0 / 120.0 + v / 720.0)))));
+    }
+    return exp(v) - 1.0;
+}

@@ -15,14 +15,24 @@
 // compiler keeps the former in registers and spills the latter. Transposes
 // are strides, so op(a) and op(b) are read in place, each along whichever
 // axis is contiguous.
+//
+// `FusedMatMul` is the same pipeline with OP set: 1 + the activation
+// (bits 0-2, in the order of the spec's values), + 8 with a bias, applied
+// as each output is stored. `BatchMatMul` (OP 0) binds `b` again as the
+// bias and never reads it.
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@group(0) @binding(2) var<storage, read> bias: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
 // [m, n, k, a_row, a_col, b_row, b_col, batch_rank, batch_dims,
-//  a_batch_strides, b_batch_strides]: element (i, p) of op(a) is at
-// i * a_row + p * a_col, element (p, j) of op(b) at p * b_row + j * b_col.
-@group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
+//  a_batch_strides, b_batch_strides, then for FusedMatMul bias_row,
+//  bias_col, leakyrelu_alpha bits]: element (i, p) of op(a) is at
+// i * a_row + p * a_col, element (p, j) of op(b) at p * b_row + j * b_col,
+// element (i, j) of the bias at i * bias_row + j * bias_col.
+@group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+
+override OP: u32 = 0u;
 
 // Two stages of op(a)'s slice, then two of op(b)'s, each 1024 floats laid
 // out [depth][rows]: a block's rows (op(b)'s are its columns) contiguous.
@@ -109,13 +119,41 @@ fn stash(at: u32, v: vec4<f32>, along_depth: bool, t: u32, rows: u32, depth: u32
     tiles[at + (p * rows + row) / 4u] = v;
 }
 
+// FusedMatMul's bias and activation on output row i, columns j..j+4
+// (those past the last column read its bias and are never stored).
+fn finish(i: u32, j: u32, x: vec4<f32>) -> vec4<f32> {
+    if OP == 0u {
+        return x;
+    }
+    let tail = 8u + 3u * param(7);
+    var v = x;
+    if ((OP - 1u) & 8u) != 0u {
+        let base = i * param(tail);
+        let col = param(tail + 1u);
+        let last = param(1) - 1u;
+        let cols = min(vec4<u32>(j) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(last)) * col + base;
+        v += vec4<f32>(bias[cols.x], bias[cols.y], bias[cols.z], bias[cols.w]);
+    }
+    let positive = v > vec4<f32>(0.0);
+    switch (OP - 1u) & 7u {
+        case 1u: { v = max(v, vec4<f32>(0.0)); }
+        case 2u: { v = clamp(v, vec4<f32>(0.0), vec4<f32>(6.0)); }
+        case 3u: { v = select(vec4<f32>(expm1(v.x), expm1(v.y), expm1(v.z), expm1(v.w)), v, positive); }
+        case 4u: { v = 1.0 / (1.0 + exp(-v)); }
+        case 5u: { v = select(v * bitcast<f32>(param(tail + 2u)), v, positive); }
+        default: {}
+    }
+    return v;
+}
+
 // Output row i, columns j..j+4, where they exist.
-fn put(out: u32, i: u32, j: u32, v: vec4<f32>) {
+fn put(out: u32, i: u32, j: u32, x: vec4<f32>) {
     let m = param(0);
     let n = param(1);
     if i >= m {
         return;
     }
+    let v = finish(i, j, x);
     let at = out + i * n + j;
     if j + 3u < n {
         y[at] = v.x;
