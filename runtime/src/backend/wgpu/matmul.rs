@@ -31,12 +31,14 @@ fn batch_matmul(
     transpose_b: bool,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let product = Product { kernel: "BatchMatMul", transpose_a, transpose_b, op: 0 };
-    product.run(a, b, None, out, &[])
+    let product = Product { kernel: "BatchMatMul", transpose_a, transpose_b };
+    // No bias, no activation: epilogue code 0 (see matmul.wgsl).
+    product.run(a, b, None, out, [0, 0, 0, 0])
 }
 
-/// The product's pipeline with its epilogue switched on (see matmul.wgsl):
-/// OP carries the activation and whether there is a bias.
+/// The product's pipelines with their epilogue switched on (see
+/// matmul.wgsl): its code carries the activation and whether there is a
+/// bias.
 #[kernel(FusedMatMul, wgpu)]
 #[allow(clippy::too_many_arguments)]
 fn fused_matmul(
@@ -61,9 +63,9 @@ fn fused_matmul(
     let matrix = &so[so.len().saturating_sub(2)..];
     let strides = bias.map(|t| broadcast_strides(t.shape(), matrix));
     let (row, col) = strides.as_ref().map_or((0, 0), |s| (s[0] as u32, s[1] as u32));
-    let op = 1 + code + 8 * u32::from(bias.is_some());
-    let product = Product { kernel: "FusedMatMul", transpose_a, transpose_b, op };
-    product.run(a, b, bias, out, &[row, col, (leakyrelu_alpha as f32).to_bits()])
+    let epilogue = 1 + code + 8 * u32::from(bias.is_some());
+    let product = Product { kernel: "FusedMatMul", transpose_a, transpose_b };
+    product.run(a, b, bias, out, [row, col, (leakyrelu_alpha as f32).to_bits(), epilogue])
 }
 
 /// One batched product of matmul.wgsl.
@@ -71,19 +73,18 @@ struct Product {
     kernel: &'static str,
     transpose_a: bool,
     transpose_b: bool,
-    /// The pipeline's OP: 0 for a plain product.
-    op: u32,
 }
 
 impl Product {
-    /// `op(a) x op(b)` into `out`, with `tail` appended to the parameters.
+    /// `op(a) x op(b)` into `out`, finished by the epilogue that `tail`
+    /// (bias strides, alpha, code) describes.
     fn run(
         &self,
         a: &WgpuTensor,
         b: &WgpuTensor,
         bias: Option<&WgpuTensor>,
         out: &TensorMeta,
-        tail: &[u32],
+        tail: [u32; 4],
     ) -> Result<WgpuTensor> {
         if a.dtype() != DType::F32 {
             return Err(unsupported(self.kernel, a.dtype()));
@@ -109,12 +110,12 @@ impl Product {
         let mut params: Vec<u32> =
             [m, n, k, a_row, a_col, b_row, b_col, dims.len()].iter().map(|&v| v as u32).collect();
         params.extend(dims.iter().chain(&a_strides).chain(&b_strides).map(|&v| v as u32));
-        params.extend_from_slice(tail);
+        params.extend(tail);
         let (entry, tile) = tiling(m, n, count);
         let grid = [n.div_ceil(tile), m.div_ceil(tile), count].map(|g| g.min(u32::MAX as usize) as u32);
         // A product without a bias binds `b` in its place, unread.
         let inputs = [a, b, bias.unwrap_or(b)];
-        Program { kernel: self.kernel, shader: &SHADER, entry, op: self.op }.run_grid(
+        Program { kernel: self.kernel, shader: &SHADER, entry, op: 0 }.run_grid(
             &inputs,
             out,
             &params,

@@ -16,23 +16,23 @@
 // are strides, so op(a) and op(b) are read in place, each along whichever
 // axis is contiguous.
 //
-// `FusedMatMul` is the same pipeline with OP set: 1 + the activation
-// (bits 0-2, in the order of the spec's values), + 8 with a bias, applied
-// as each output is stored. `BatchMatMul` (OP 0) binds `b` again as the
-// bias and never reads it.
+// `FusedMatMul` runs the same pipelines with an epilogue code in its
+// parameters: 1 + the activation (in the order of the spec's values), + 8
+// with a bias, applied as each output is stored; `BatchMatMul` passes 0
+// and binds `b` again as the bias, unread. The code is a uniform value,
+// not a pipeline constant: lavapipe ran these pipelines twelve times
+// slower with an `override` selecting the epilogue.
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
 @group(0) @binding(3) var<storage, read_write> y: array<f32>;
 // [m, n, k, a_row, a_col, b_row, b_col, batch_rank, batch_dims,
-//  a_batch_strides, b_batch_strides, then for FusedMatMul bias_row,
-//  bias_col, leakyrelu_alpha bits]: element (i, p) of op(a) is at
+//  a_batch_strides, b_batch_strides, bias_row, bias_col, leakyrelu_alpha
+//  bits, epilogue code]: element (i, p) of op(a) is at
 // i * a_row + p * a_col, element (p, j) of op(b) at p * b_row + j * b_col,
 // element (i, j) of the bias at i * bias_row + j * bias_col.
 @group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
-
-override OP: u32 = 0u;
 
 // Two stages of op(a)'s slice, then two of op(b)'s, each 1024 floats laid
 // out [depth][rows]: a block's rows (op(b)'s are its columns) contiguous.
@@ -122,12 +122,13 @@ fn stash(at: u32, v: vec4<f32>, along_depth: bool, t: u32, rows: u32, depth: u32
 // FusedMatMul's bias and activation on output row i, columns j..j+4
 // (those past the last column read its bias and are never stored).
 fn finish(i: u32, j: u32, x: vec4<f32>) -> vec4<f32> {
-    if OP == 0u {
+    let tail = 8u + 3u * param(7);
+    let code = param(tail + 3u);
+    if code == 0u {
         return x;
     }
-    let tail = 8u + 3u * param(7);
     var v = x;
-    if ((OP - 1u) & 8u) != 0u {
+    if ((code - 1u) & 8u) != 0u {
         let base = i * param(tail);
         let col = param(tail + 1u);
         let last = param(1) - 1u;
@@ -135,7 +136,7 @@ fn finish(i: u32, j: u32, x: vec4<f32>) -> vec4<f32> {
         v += vec4<f32>(bias[cols.x], bias[cols.y], bias[cols.z], bias[cols.w]);
     }
     let positive = v > vec4<f32>(0.0);
-    switch (OP - 1u) & 7u {
+    switch (code - 1u) & 7u {
         case 1u: { v = max(v, vec4<f32>(0.0)); }
         case 2u: { v = clamp(v, vec4<f32>(0.0), vec4<f32>(6.0)); }
         case 3u: { v = select(vec4<f32>(expm1(v.x), expm1(v.y), expm1(v.z), expm1(v.w)), v, positive); }
