@@ -467,6 +467,7 @@ pub mod mlp {
     //! example and the tests share it, so that what the tests train on each
     //! backend is what the example runs.
 
+    use opforge::kernels::Activation;
     use opforge::train::Adam;
     use opforge::{ops, BackendId, DType, Tensor, Variable};
 
@@ -548,8 +549,11 @@ pub mod mlp {
         /// # Ok::<(), opforge::Error>(())
         /// ```
         pub fn forward(&self, x: &Tensor) -> opforge::Result<Tensor> {
-            let h = ops::relu(&ops::add(&ops::matmul(x, &self.w1.value(), false, false)?, &self.b1.value())?)?;
-            ops::add(&ops::matmul(&h, &self.w2.value(), false, false)?, &self.b2.value())
+            // Each layer is one kernel: product, bias and activation.
+            let dense = |x: &Tensor, w: &Variable, b: &Variable, activation| {
+                ops::fused_matmul(x, &w.value(), Some(&b.value()), false, false, activation, 0.0)
+            };
+            dense(&dense(x, &self.w1, &self.b1, Activation::Relu)?, &self.w2, &self.b2, Activation::Linear)
         }
 
         /// Share of `data` whose most likely class is its label.
@@ -601,7 +605,7 @@ pub mod cnn {
     //! softmax cross-entropy, Adam, minibatches, on any backend. The example
     //! and the tests share it.
 
-    use opforge::kernels::Padding;
+    use opforge::kernels::{Activation, Padding};
     use opforge::train::Adam;
     use opforge::{ops, BackendId, DType, Tensor, Variable};
 
@@ -734,7 +738,8 @@ pub mod cnn {
             let x = ops::reshape(x, &[n, SIDE as i64, SIDE as i64, 1])?;
             let h = block(&block(&x, &self.conv1, &self.bias1)?, &self.conv2, &self.bias2)?;
             let h = ops::reshape(&h, &[n, FEATURES as i64])?;
-            ops::add(&ops::matmul(&h, &self.dense.value(), false, false)?, &self.bias3.value())
+            let (w, b) = (self.dense.value(), self.bias3.value());
+            ops::fused_matmul(&h, &w, Some(&b), false, false, Activation::Linear, 0.0)
         }
 
         /// Share of `data` whose most likely class is its label.

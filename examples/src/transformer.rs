@@ -9,6 +9,7 @@
 //! dense layer is one GEMM; only attention reshapes them into
 //! `[batch, heads, context, head width]`.
 
+use opforge::kernels::Activation;
 use opforge::losses::sparse_softmax_cross_entropy;
 use opforge::train::{Adam, Optimizer};
 use opforge::{ops, BackendId, DType, Tensor, Variable};
@@ -66,7 +67,7 @@ pub struct Transformer {
 
 /// Dense layer on rows: `x w + b`.
 fn dense(x: &Tensor, [w, b]: &[Variable; 2]) -> opforge::Result<Tensor> {
-    ops::add(&ops::matmul(x, &w.value(), false, false)?, &b.value())
+    ops::fused_matmul(x, &w.value(), Some(&b.value()), false, false, Activation::Linear, 0.0)
 }
 
 fn norm(x: &Tensor, [gamma, beta]: &[Variable; 2]) -> opforge::Result<Tensor> {

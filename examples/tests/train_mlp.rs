@@ -7,7 +7,7 @@
 use std::sync::{Mutex, PoisonError};
 
 use opforge::backend::wgpu::{counters, synchronize};
-use opforge::train::Adam;
+use opforge::train::{Adam, Optimizer};
 use opforge::BackendId;
 use opforge_examples::digits;
 use opforge_examples::mlp::{epoch_seed, Mlp, BATCH, LEARNING_RATE};
@@ -72,4 +72,26 @@ fn a_wgpu_epoch_queues_its_steps_without_waiting() {
     // from full parameter arenas (128 dispatches each) and that read.
     assert_eq!(after.waits - before.waits, 1, "{before:?} -> {after:?}");
     assert!(submits <= dispatches / 128 + 2, "{submits} submits for {dispatches} dispatches in {steps} steps");
+}
+
+#[test]
+fn a_training_step_runs_the_fused_kernels() {
+    // A step is what bounds a small model on a GPU: each kernel costs the
+    // host its dispatch. Dense layers are one FusedMatMul each, the loss
+    // one SoftmaxCrossEntropyWithLogits, Adam one ApplyAdam per variable.
+    let (train, _) = digits::load().unwrap().split(0.2, SEED);
+    let model = Mlp::new(SEED, BackendId::Cpu).unwrap();
+    let mut adam = Adam::new(LEARNING_RATE);
+    let batch = train.select(&(0..BATCH).collect::<Vec<_>>());
+    let (x, y) = (batch.images_tensor().unwrap(), batch.labels_one_hot().unwrap());
+    let (loss, profile) = opforge::profile(|| {
+        adam.minimize(|| opforge::losses::softmax_cross_entropy(&y, &model.forward(&x)?), &model.variables())
+    });
+    assert!(loss.unwrap().to_scalar::<f32>().unwrap().is_finite());
+    let kernels: Vec<&str> = profile.kernels.iter().map(|k| k.kernel).filter(|&k| k != "Reshape").collect();
+    let count = |name: &str| kernels.iter().filter(|&&k| k == name).count();
+    assert_eq!(count("FusedMatMul"), 2, "{kernels:?}");
+    assert_eq!(count("SoftmaxCrossEntropyWithLogits"), 1, "{kernels:?}");
+    assert_eq!(count("ApplyAdam"), 4, "{kernels:?}");
+    assert!(kernels.len() <= 17, "{} kernels: {kernels:?}", kernels.len());
 }

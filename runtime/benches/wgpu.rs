@@ -38,6 +38,7 @@ use std::time::{Duration, Instant};
 
 use opforge::backend::wgpu::{counters, synchronize, Program, Shader};
 use opforge::backend::{Backend, Wgpu};
+use opforge::kernels::Activation;
 use opforge::train::{Adam, Optimizer as _, Sgd};
 use opforge::{losses, ops, variable_grads, BackendId, DType, Tensor, Variable};
 
@@ -340,9 +341,11 @@ fn w6_small(b: &mut Bench) {
             let (x, y) = (on(x.clone()), on(y.clone()));
             let loss = adam.minimize(
                 || {
-                    let h = ops::relu(&ops::add(&ops::matmul(&x, &w1.value(), false, false)?, &b1.value())?)?;
-                    let logits = ops::add(&ops::matmul(&h, &w2.value(), false, false)?, &b2.value())?;
-                    losses::softmax_cross_entropy(&y, &logits)
+                    let dense = |x: &Tensor, w: &Variable, b: &Variable, activation| {
+                        ops::fused_matmul(x, &w.value(), Some(&b.value()), false, false, activation, 0.0)
+                    };
+                    let h = dense(&x, w1, b1, Activation::Relu)?;
+                    losses::softmax_cross_entropy(&y, &dense(&h, w2, b2, Activation::Linear)?)
                 },
                 &[w1, b1, w2, b2],
             );
