@@ -512,7 +512,7 @@ pub fn counters() -> Counters {
     }
 }
 
-/// Whether [`crate::profile`] can time kernels on the device: the adapter
+/// Whether [`crate::profile()`] can time kernels on the device: the adapter
 /// writes timestamps inside compute passes (Vulkan on most discrete GPUs;
 /// often not a CPU rasterizer such as lavapipe). Opens the device.
 ///
