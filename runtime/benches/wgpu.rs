@@ -15,9 +15,11 @@
 //!   cross-entropy, SGD), on wgpu and on the cpu; and `train_mlp`'s step
 //!   (batch 32, 64 -> 128 relu -> 10, Adam, the batch uploaded each step).
 //!
-//! Each row also gives the dispatches and submits per call, from
-//! [`counters`]; `w1_add_1_queue` times the queuing alone, which is the
-//! host's cost of a kernel on any adapter, a CPU one included.
+//! Each row also gives `host`, the CPU time of the calling thread per call
+//! (the host's own cost: queuing, submitting, the driver's recording, but
+//! not the time blocked in a wait, nor a CPU adapter's worker threads that
+//! run the kernels), and the dispatches and submits per call, from
+//! [`counters`]. `w1_add_1_queue` times the queuing alone.
 //!
 //! Each sample queues `repeat` kernels and then waits for the device once,
 //! so that the submit-and-wait latency is spread over them; figures are the
@@ -118,34 +120,45 @@ impl Bench {
         if !self.selects(name) {
             return;
         }
+        // Each sample's wall time per call, and this thread's CPU time per
+        // call: what the host spends queuing, submitting and waiting, with
+        // the time blocked in the wait (and the driver's own threads, which
+        // on a CPU adapter run the kernels) left out.
         let mut sample = || {
-            let start = Instant::now();
+            let (start, cpu) = (Instant::now(), thread_cpu());
             for _ in 0..repeat {
                 f();
             }
             let queued = start.elapsed();
             synchronize().unwrap();
             let t = if waited { start.elapsed() } else { queued };
-            t.as_secs_f64() / f64::from(repeat)
+            let per_call = |d: Duration| d.as_secs_f64() / f64::from(repeat);
+            (per_call(t), per_call(thread_cpu() - cpu))
         };
         sample(); // warm-up: pipelines, pooled buffers, bind groups
         let before = counters();
-        let mut times = Vec::new();
+        let (mut times, mut cpu) = (Vec::new(), Vec::new());
         let start = Instant::now();
         while times.len() < 3 || (start.elapsed() < self.budget && times.len() < 2000) {
-            times.push(sample());
+            let (t, c) = sample();
+            times.push(t);
+            cpu.push(c);
         }
         let after = counters();
         let calls = (times.len() as u64 * u64::from(repeat)) as f64;
-        times.sort_by(f64::total_cmp);
-        let median = times[times.len() / 2];
+        let median = |v: &mut Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        let (median, host) = (median(&mut times), median(&mut cpu));
         println!(
-            "{name:<28} {:>10}  {:<16} {:>6.2} dispatches, {:.3} submits per call{}",
+            "{name:<28} {:>10}  {:<16} host {:>9} {:>6.2} dispatches, {:.3} submits per call{}",
             micros(median),
             rate(work, median),
+            micros(host),
             (after.dispatches - before.dispatches) as f64 / calls,
             (after.submits - before.submits) as f64 / calls,
-            if waited { "" } else { " (host only: the wait not timed)" },
+            if waited { "" } else { " (the wait not timed)" },
         );
         self.rows.push((name.to_owned(), median, work));
     }
@@ -170,6 +183,24 @@ impl Bench {
             println!("| {name} | {} ({}) | {peer} | {versus} | {bound} |", micros(*t), rate(*work, *t));
         }
     }
+}
+
+/// The CPU time this thread has used: the host's own cost, whatever the
+/// adapter does on other threads or while this one waits.
+#[cfg(unix)]
+fn thread_cpu() -> Duration {
+    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `t` is a valid timespec for the call to fill.
+    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
+    if !ok {
+        return Duration::ZERO;
+    }
+    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
+}
+
+#[cfg(not(unix))]
+fn thread_cpu() -> Duration {
+    Duration::ZERO
 }
 
 fn micros(seconds: f64) -> String {
