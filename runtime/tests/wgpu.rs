@@ -371,6 +371,30 @@ fn a_users_wgsl_program_runs_and_its_mistakes_are_errors() {
 }
 
 #[test]
+fn uploads_of_every_size_arrive_in_order_with_the_kernels() {
+    let Some(()) = gpu() else { return };
+    // Up to 256 KiB an upload is a kernel copying from the batch's upload
+    // arena (1 MiB, written once per submit); above, a staged queue write.
+    // Each size: upload, queue a kernel that reads it, drop it, and upload
+    // again, likely into the same pooled buffer that the queued kernel
+    // still reads; then 40 uploads of 64 KiB, more than one arena holds.
+    for n in [1, 100, 127, 128, 5000, 65536, 70000, 300_000] {
+        let data = |seed: f32| (0..n).map(|i| seed + i as f32).collect::<Vec<f32>>();
+        let x = on_gpu(&Tensor::from_vec(data(0.5), &[n]).unwrap());
+        let doubled = ops::add(&x, &x).unwrap();
+        drop(x);
+        let again = on_gpu(&Tensor::from_vec(data(7.0), &[n]).unwrap());
+        assert_eq!(again.to_vec::<f32>().unwrap(), data(7.0), "{n} elements uploaded again");
+        let want: Vec<f32> = data(0.5).iter().map(|v| v + v).collect();
+        assert_eq!(doubled.to_vec::<f32>().unwrap(), want, "{n} elements: the kernel read the first upload");
+    }
+    let many: Vec<(i32, Tensor)> = (0..40).map(|k| (k, on_gpu(&Tensor::full(&[16384], k).unwrap()))).collect();
+    for (k, t) in &many {
+        assert_eq!(t.to_vec::<i32>().unwrap(), vec![*k; 16384], "upload {k}");
+    }
+}
+
+#[test]
 fn threads_share_the_device_without_mixing_results() {
     let Some(()) = gpu() else { return };
     // Each thread chains kernels on its own data and reads the result back,

@@ -29,7 +29,11 @@ pub(crate) const MAX_BINDING: u64 = 128 << 20;
 const SLOT: u64 = (PARAM_WORDS * 4) as u64;
 
 /// Dispatches one batch holds at most: the slots of the parameter arena.
-const SLOTS: usize = 128;
+/// A submit has a fixed host cost beside its per-dispatch one: on lavapipe,
+/// `train_mlp`'s step (21 small kernels) took 100-124 us of host time with
+/// 128 slots and 78-83 us with 512 (`host` in the wgpu bench's `w6_small`
+/// row). Large kernels still submit early, by [`EAGER`].
+pub(crate) const SLOTS: usize = 512;
 
 /// Invocations queued in a batch above which it is submitted at once, so
 /// that the GPU starts on large kernels while the host records the next:
@@ -38,6 +42,16 @@ const SLOTS: usize = 128;
 /// submit per such kernel) cost W2 20-30% of its bandwidth in submits;
 /// 2^26 ran as fast as one submit per 16 kernels.
 const EAGER: u64 = 1 << 26;
+
+/// Bytes of host data a batch can carry to the device in its upload arena:
+/// an upload of at most [`STAGED_UPLOAD`] bytes is appended there and
+/// copied into its buffer by a kernel, and the arena is written once per
+/// submit. Larger uploads go through the queue's own staging, which makes a
+/// staging buffer per call.
+const STAGED: u64 = 1 << 20;
+
+/// The largest upload that travels in the batch's upload arena.
+pub(crate) const STAGED_UPLOAD: usize = 256 << 10;
 
 /// Cached bind groups above which the cache starts again empty.
 const MAX_BIND_GROUPS: usize = 4096;
@@ -155,6 +169,9 @@ struct Batch {
     /// The batch's parameter arena, written to the GPU's just before submit.
     params: Vec<u8>,
     slots: usize,
+    /// The batch's uploads, each starting on a 16-byte boundary, written to
+    /// the GPU's upload arena just before submit.
+    staged: Vec<u8>,
     /// Invocations queued, roughly: what [`EAGER`] bounds.
     work: u64,
     /// The profile tag of each timed dispatch; dispatch `i` wrote
@@ -184,6 +201,8 @@ pub(crate) struct Gpu {
     layouts: Mutex<HashMap<Arity, Arc<Layout>>>,
     /// The GPU side of the parameter arena: [`SLOTS`] slots of [`SLOT`] bytes.
     arena: wgpu::Buffer,
+    /// The GPU side of the batch's upload arena, [`STAGED`] bytes.
+    staged: Slab,
     timing: Option<Timing>,
     batch: Mutex<Batch>,
     /// Errors no error scope caught (wgpu's default handler panics).
@@ -283,6 +302,12 @@ fn open() -> std::result::Result<Gpu, String> {
         usage: wgpu::BufferUsages::UNIFORM | wgpu::BufferUsages::COPY_DST,
         mapped_at_creation: false,
     });
+    let staged = Slab::new(device.create_buffer(&wgpu::BufferDescriptor {
+        label: Some("opforge uploads"),
+        size: STAGED,
+        usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_DST,
+        mapped_at_creation: false,
+    }));
     let queries = 2 * SLOTS as u32;
     let timing = timed.then(|| Timing {
         set: device.create_query_set(&wgpu::QuerySetDescriptor {
@@ -310,12 +335,14 @@ fn open() -> std::result::Result<Gpu, String> {
         pipelines: Mutex::default(),
         layouts: Mutex::default(),
         arena,
+        staged,
         batch: Mutex::new(Batch {
             serial: 1,
             encoder: None,
             pass: None,
             params: vec![0; SLOTS * SLOT as usize],
             slots: 0,
+            staged: Vec::new(),
             work: 0,
             stamps: Vec::new(),
             bind_groups: HashMap::new(),
@@ -460,6 +487,19 @@ impl Gpu {
         params: &[u32],
         grid: Grid,
     ) -> Result<()> {
+        self.record(&mut lock(&self.batch), kernel, pipeline, buffers, params, grid)
+    }
+
+    /// [`Gpu::dispatch`] into the batch `b`, whose lock the caller holds.
+    fn record(
+        &self,
+        b: &mut Batch,
+        kernel: &'static str,
+        pipeline: &Pipeline,
+        buffers: &[Bound<'_>],
+        params: &[u32],
+        grid: Grid,
+    ) -> Result<()> {
         let [x, y, z] = match grid {
             Grid::Elements(n) => groups(n.div_ceil(256)),
             Grid::Groups(g) => g,
@@ -486,14 +526,11 @@ impl Gpu {
                 format!("{} buffers bound to a program of {inputs} inputs and {outputs} outputs", buffers.len()),
             ));
         }
-        let mut b = lock(&self.batch);
-        let b = &mut *b;
         let slot = b.slots;
         b.slots += 1;
-        let bytes = &mut b.params[slot * SLOT as usize..][..SLOT as usize];
-        for (chunk, word) in bytes.chunks_exact_mut(4).zip(params.iter().chain(std::iter::repeat(&0))) {
-            chunk.copy_from_slice(&word.to_ne_bytes());
-        }
+        let (words, rest) = b.params[slot * SLOT as usize..][..SLOT as usize].split_at_mut(4 * params.len());
+        words.copy_from_slice(bytemuck::cast_slice(params));
+        rest.fill(0);
         for bound in buffers {
             bound.slab.used_in.store(b.serial, Ordering::Relaxed);
         }
@@ -593,10 +630,14 @@ impl Gpu {
             _ => None,
         };
         let commands = b.encoder.take().map(wgpu::CommandEncoder::finish);
+        // These writes run before this submit's commands and after every
+        // earlier submit's, which read the previous contents.
         if b.slots > 0 {
-            // Runs before this submit's commands and after every earlier
-            // submit's, which read the previous contents.
             self.queue.write_buffer(&self.arena, 0, &b.params[..b.slots * SLOT as usize]);
+        }
+        if !b.staged.is_empty() {
+            self.queue.write_buffer(&self.staged.buffer, 0, &b.staged);
+            b.staged.clear();
         }
         b.slots = 0;
         b.work = 0;
@@ -660,20 +701,35 @@ impl Gpu {
         self.submit(&mut lock(&self.batch))
     }
 
-    /// Writes `data` to the start of `slab`, after every kernel queued so
-    /// far that binds it. A write of a few words is itself a kernel
-    /// (`upload` copies it from the parameters): no staging buffer, and no
-    /// submit. A larger one goes through the queue's staging, which runs
-    /// before the open batch's commands, so it submits the batch first if
-    /// the batch binds `slab` ([`super::pool`] hands uploads a slab it does
-    /// not).
+    /// Writes `data` (whole words) to the start of `slab`, after every
+    /// kernel queued so far that binds it. Up to [`STAGED_UPLOAD`] bytes, the
+    /// write is itself a kernel: the data joins the batch's upload arena,
+    /// written to the GPU once per submit, and `upload` copies it from
+    /// there. No staging buffer per call, and no submit. A larger write
+    /// goes through the queue's staging, which runs before the open
+    /// batch's commands, so it submits the batch first if the batch binds
+    /// `slab` ([`super::pool`] hands such uploads a slab it does not).
     pub(crate) fn write(&self, slab: &Slab, data: &[u8]) -> Result<()> {
         let words = data.len() / 4;
-        if words < PARAM_WORDS {
-            let mut params = vec![words as u32];
-            params.extend(data.chunks_exact(4).map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]])));
-            let pipeline = self.pipeline("upload", &super::UPLOAD, "upload", DType::F32, 0, (0, 1))?;
-            return self.dispatch("upload", &pipeline, &[Bound::whole(slab)], &params, Grid::Elements(words));
+        if data.len() <= STAGED_UPLOAD {
+            let pipeline = self.pipeline("upload", &super::UPLOAD, "upload", DType::F32, 0, (1, 1))?;
+            let mut b = lock(&self.batch);
+            if (b.staged.len() + data.len()) as u64 > STAGED {
+                self.submit(&mut b);
+            }
+            let at = b.staged.len() / 4;
+            b.staged.extend_from_slice(data);
+            let aligned = b.staged.len().next_multiple_of(16);
+            b.staged.resize(aligned, 0);
+            let buffers = [Bound::whole(&self.staged), Bound::whole(slab)];
+            return self.record(
+                &mut b,
+                "upload",
+                &pipeline,
+                &buffers,
+                &[words as u32, at as u32],
+                Grid::Elements(words),
+            );
         }
         let mut b = lock(&self.batch);
         if slab.used_in.load(Ordering::Relaxed) == b.serial {

@@ -144,13 +144,17 @@ impl WgpuTensor {
 
     /// Copies a cpu tensor to the device.
     pub(crate) fn upload(t: &CpuTensor) -> Result<WgpuTensor> {
-        let words: Vec<u32> = match t.dtype() {
-            DType::F32 => t.as_slice::<f32>()?.iter().map(|v| v.to_bits()).collect(),
-            DType::I32 => t.as_slice::<i32>()?.iter().map(|&v| v as u32).collect(),
-            DType::Bool => t.as_slice::<bool>()?.iter().map(|&v| u32::from(v)).collect(),
+        let words: Vec<u32>;
+        let bytes: &[u8] = match t.dtype() {
+            DType::F32 => bytemuck::cast_slice(t.as_slice::<f32>()?),
+            DType::I32 => bytemuck::cast_slice(t.as_slice::<i32>()?),
+            DType::Bool => {
+                // A bool is a word on the device.
+                words = t.as_slice::<bool>()?.iter().map(|&v| u32::from(v)).collect();
+                bytemuck::cast_slice(&words)
+            }
         };
-        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_ne_bytes()).collect();
-        let buf = pool::GpuBuffer::upload("", &bytes)?;
+        let buf = pool::GpuBuffer::upload("", bytes)?;
         Ok(WgpuTensor { shape: Shape::from_slice(t.shape()), dtype: t.dtype(), buf: Arc::new(buf) })
     }
 
@@ -173,11 +177,13 @@ impl WgpuTensor {
     }
 
     fn decode(&self, bytes: &[u8]) -> Result<CpuTensor> {
-        let words = bytes.chunks_exact(4).map(|c| u32::from_ne_bytes([c[0], c[1], c[2], c[3]]));
         match self.dtype {
-            DType::F32 => CpuTensor::from_vec(&self.shape, words.map(f32::from_bits).collect()),
-            DType::I32 => CpuTensor::from_vec(&self.shape, words.map(|w| w as i32).collect()),
-            DType::Bool => CpuTensor::from_vec(&self.shape, words.map(|w| w != 0).collect()),
+            DType::F32 => CpuTensor::from_vec(&self.shape, bytemuck::pod_collect_to_vec::<u8, f32>(bytes)),
+            DType::I32 => CpuTensor::from_vec(&self.shape, bytemuck::pod_collect_to_vec::<u8, i32>(bytes)),
+            DType::Bool => {
+                let words = bytemuck::pod_collect_to_vec::<u8, u32>(bytes);
+                CpuTensor::from_vec(&self.shape, words.into_iter().map(|w| w != 0).collect())
+            }
         }
     }
 }

@@ -2,11 +2,11 @@
 //!
 //! A freed buffer may still be named by commands queued but not submitted.
 //! Reusing it as a kernel output is safe: the queue runs commands in order,
-//! so the new writes come after the old reads. An upload is different
+//! so the new writes come after the old reads. An upload of up to 256 KiB
+//! is such a kernel too (see `Gpu::write`). A larger one is different
 //! (`Queue::write_buffer` runs before the commands of the next submit), so
-//! [`GpuBuffer::upload`] takes a pooled buffer that the open batch does not
-//! bind: a training loop that uploads each batch's data then never submits
-//! early (one submit was a host cost of tens of microseconds per step).
+//! [`GpuBuffer::upload`] gives it a pooled buffer that the open batch does
+//! not bind, and it never has to submit the batch early.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering::Relaxed};
@@ -33,6 +33,13 @@ pub(crate) struct Slab {
     pub(crate) buffer: wgpu::Buffer,
     /// The serial of the last batch that bound it (see `Gpu::dispatch`).
     pub(crate) used_in: AtomicU64,
+}
+
+impl Slab {
+    /// `buffer` under a fresh id.
+    pub(crate) fn new(buffer: wgpu::Buffer) -> Slab {
+        Slab { id: NEXT_ID.fetch_add(1, Relaxed), buffer, used_in: AtomicU64::new(0) }
+    }
 }
 
 #[derive(Default)]
@@ -100,20 +107,14 @@ impl GpuBuffer {
         };
         let slab = match reused {
             Some(s) => s,
-            None => Slab {
-                id: NEXT_ID.fetch_add(1, Relaxed),
-                buffer: g.scoped(kernel, || {
-                    g.device.create_buffer(&wgpu::BufferDescriptor {
-                        label: Some("opforge tensor"),
-                        size: class,
-                        usage: wgpu::BufferUsages::STORAGE
-                            | wgpu::BufferUsages::COPY_SRC
-                            | wgpu::BufferUsages::COPY_DST,
-                        mapped_at_creation: false,
-                    })
-                })?,
-                used_in: AtomicU64::new(0),
-            },
+            None => Slab::new(g.scoped(kernel, || {
+                g.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("opforge tensor"),
+                    size: class,
+                    usage: wgpu::BufferUsages::STORAGE | wgpu::BufferUsages::COPY_SRC | wgpu::BufferUsages::COPY_DST,
+                    mapped_at_creation: false,
+                })
+            })?),
         };
         LIVE_BUFFERS.fetch_add(1, Relaxed);
         let live = LIVE_BYTES.fetch_add(bytes as isize, Relaxed) + bytes as isize;
@@ -126,7 +127,7 @@ impl GpuBuffer {
     /// a buffer that the batch does not bind (see the module's note).
     pub(crate) fn upload(kernel: &'static str, data: &[u8]) -> Result<GpuBuffer> {
         let g = gpu(kernel)?;
-        let staged = data.len() / 4 >= super::device::PARAM_WORDS;
+        let staged = data.len() > super::device::STAGED_UPLOAD;
         let b = GpuBuffer::take(kernel, data.len() as u64, staged.then(|| g.open_batch()))?;
         if !data.is_empty() {
             g.write(b.slab(), data)?;

@@ -1,14 +1,17 @@
-// Small uploads as a kernel: word i of the output is word 1 + i of the
-// parameters, for i below word 0. Queued among the other kernels, so that
-// writing a buffer that queued kernels still read needs no submit.
+// Uploads as a kernel: word i of the output is word `at + i` of the batch's
+// upload arena, for i below `words`. Queued among the other kernels, so
+// that writing a buffer that queued kernels still read needs no submit,
+// and the data of a whole batch reaches the GPU in one write.
 
-@group(0) @binding(0) var<storage, read_write> y: array<u32>;
-// [word count, words...]
-@group(0) @binding(1) var<uniform> params: array<vec4<u32>, 32>;
+@group(0) @binding(0) var<storage, read> staged: array<u32>;
+@group(0) @binding(1) var<storage, read_write> y: array<u32>;
+// [words, at]
+@group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
 @compute @workgroup_size(256)
-fn upload(@builtin(local_invocation_index) i: u32) {
+fn upload(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = element(gid, groups);
     if i < param(0) {
-        y[i] = param(1u + i);
+        y[i] = staged[param(1) + i];
     }
 }
