@@ -7,9 +7,9 @@
 //! when an outer gradient is active their ops are recorded too, and
 //! `grad(grad(f))` works. Kernels never see the tape.
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::any::Any;
 use std::cell::{Cell, RefCell};
-use std::collections::{HashMap, HashSet};
 use std::rc::Rc;
 
 use smallvec::SmallVec;
@@ -171,7 +171,7 @@ fn value_and_source_grads(
 
 fn backward(nodes: &[Node], y: &Tensor, dy: Tensor, sources: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
     // Tensors that depend on a source: only their nodes need a gradient.
-    let mut reached: HashSet<TensorId> = sources.iter().map(Tensor::id).collect();
+    let mut reached: FxHashSet<TensorId> = sources.iter().map(Tensor::id).collect();
     let mut on_path = vec![false; nodes.len()];
     for (i, n) in nodes.iter().enumerate() {
         if n.inputs.iter().any(|t| reached.contains(&t.id())) {
@@ -179,7 +179,7 @@ fn backward(nodes: &[Node], y: &Tensor, dy: Tensor, sources: &[Tensor]) -> Resul
             on_path[i] = true;
         }
     }
-    let mut grads: HashMap<TensorId, Tensor> = HashMap::new();
+    let mut grads: FxHashMap<TensorId, Tensor> = FxHashMap::default();
     grads.insert(y.id(), dy);
     for (i, node) in nodes.iter().enumerate().rev() {
         if !on_path[i] {

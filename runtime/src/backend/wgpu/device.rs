@@ -2,6 +2,8 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
+
+use rustc_hash::FxHashMap;
 use std::future::Future;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -177,7 +179,7 @@ struct Batch {
     /// The profile tag of each timed dispatch; dispatch `i` wrote
     /// timestamps `2i` and `2i + 1`.
     stamps: Vec<u64>,
-    bind_groups: HashMap<BindKey, wgpu::BindGroup>,
+    bind_groups: FxHashMap<BindKey, wgpu::BindGroup>,
 }
 
 impl Batch {
@@ -196,9 +198,9 @@ pub(crate) struct Gpu {
     pub(crate) info: wgpu::AdapterInfo,
     pub(crate) max_buffer: u64,
     max_groups: u32,
-    modules: Mutex<HashMap<usize, wgpu::ShaderModule>>,
-    pipelines: Mutex<HashMap<PipelineKey, Pipeline>>,
-    layouts: Mutex<HashMap<Arity, Arc<Layout>>>,
+    modules: Mutex<FxHashMap<usize, wgpu::ShaderModule>>,
+    pipelines: Mutex<FxHashMap<PipelineKey, Pipeline>>,
+    layouts: Mutex<FxHashMap<Arity, Arc<Layout>>>,
     /// The GPU side of the parameter arena: [`SLOTS`] slots of [`SLOT`] bytes.
     arena: wgpu::Buffer,
     /// The GPU side of the batch's upload arena, [`STAGED`] bytes.
@@ -345,7 +347,7 @@ fn open() -> std::result::Result<Gpu, String> {
             staged: Vec::new(),
             work: 0,
             stamps: Vec::new(),
-            bind_groups: HashMap::new(),
+            bind_groups: FxHashMap::default(),
         }),
         uncaptured,
         lost,
@@ -538,12 +540,15 @@ impl Gpu {
             arity: pipeline.arity,
             ranges: buffers.iter().map(|r| (r.slab.id, r.offset, r.size.map_or(0, NonZeroU64::get))).collect(),
         };
-        if b.bind_groups.len() >= MAX_BIND_GROUPS && !b.bind_groups.contains_key(&key) {
-            b.bind_groups.clear();
-        }
+        let full = b.bind_groups.len() >= MAX_BIND_GROUPS;
         let group = match b.bind_groups.entry(key) {
             Entry::Occupied(e) => e.into_mut(),
-            Entry::Vacant(e) => e.insert(self.bind_group(kernel, pipeline.arity, buffers)?),
+            Entry::Vacant(e) if !full => e.insert(self.bind_group(kernel, pipeline.arity, buffers)?),
+            Entry::Vacant(e) => {
+                let key = e.into_key();
+                b.bind_groups.clear();
+                b.bind_groups.entry(key).or_insert(self.bind_group(kernel, pipeline.arity, buffers)?)
+            }
         };
         let device = &self.device;
         let encoder = b.encoder.get_or_insert_with(|| {
