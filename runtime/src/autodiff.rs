@@ -162,6 +162,8 @@ fn value_and_source_grads(
     let nodes = level.close();
     let dy = match dy {
         Some(d) => d.clone(),
+        // The seed of a scalar loss is the same device scalar every step.
+        None if y.rank() == 0 => crate::gradients::scalar(1.0, &y)?,
         None => Tensor::ones_like(&y)?,
     };
     let grads = backward(&nodes, &y, dy, sources);

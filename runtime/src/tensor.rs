@@ -4,6 +4,19 @@ use crate::backend::cpu::CpuTensor;
 use crate::backend::wgpu::WgpuTensor;
 use crate::{shape, BackendId, DType, Element, Error, Result, Shape};
 
+/// Device scalars a thread keeps for [`Tensor::scalar_on`].
+const DEVICE_SCALARS: usize = 16;
+
+/// A device scalar's backend, dtype and value (as f64 bits).
+type ScalarKey = (BackendId, DType, u64);
+
+thread_local! {
+    /// The device scalars [`Tensor::scalar_on`] made last on this thread,
+    /// oldest first.
+    static SCALARS: std::cell::RefCell<std::collections::VecDeque<(ScalarKey, Tensor)>> =
+        const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
+}
+
 /// The shape and dtype of a tensor, known before any data exists: what the
 /// spec's shape rule computes and a kernel must produce.
 ///
@@ -166,9 +179,28 @@ impl Tensor {
     }
 
     /// A rank-0 tensor on `backend`, made there directly rather than on the
-    /// default backend first.
+    /// default backend first. Off the cpu, the thread keeps the last
+    /// [`DEVICE_SCALARS`] it made: gradients and optimizers ask for the same
+    /// few (a backward pass's seed 1, a mean's count) on every step, and on
+    /// a GPU each would be an upload.
     pub(crate) fn scalar_on<T: Element>(value: T, backend: BackendId) -> Result<Tensor> {
-        Tensor::from_cpu(CpuTensor::from_vec(&[], vec![value])?).to_backend(backend)
+        let make = || Tensor::from_cpu(CpuTensor::from_vec(&[], vec![value])?).to_backend(backend);
+        if backend == BackendId::Cpu {
+            return make();
+        }
+        let key = (backend, T::DTYPE, value.to_f64().to_bits());
+        let kept = SCALARS.with_borrow(|kept| kept.iter().find(|(k, _)| *k == key).map(|(_, t)| t.clone()));
+        if let Some(t) = kept {
+            return Ok(t);
+        }
+        let t = make()?;
+        SCALARS.with_borrow_mut(|kept| {
+            if kept.len() == DEVICE_SCALARS {
+                kept.pop_front();
+            }
+            kept.push_back((key, t.clone()));
+        });
+        Ok(t)
     }
 
     /// Zeros shaped and typed like `t`, on `t`'s backend (TF.js `zerosLike`),

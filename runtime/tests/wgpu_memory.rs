@@ -1,6 +1,6 @@
 //! `opforge::memory()`'s wgpu entry returns to its previous counts once wgpu
-//! tensors drop, and the pool stays within its bound. Its own binary: the
-//! counters are global.
+//! tensors drop, the pool stays within its bound, and gradients upload their
+//! scalars once. Its own binary: the counters are global.
 
 use opforge::{ops, BackendId, DType, Tensor};
 
@@ -53,4 +53,21 @@ fn wgpu_memory_returns_to_its_previous_count() {
     assert_eq!(wgpu().pooled_bytes, 0);
     opforge::set_pool_limit(previous);
     assert_eq!((wgpu().buffers, wgpu().bytes), (before.buffers, before.bytes));
+
+    // The scalars a gradient makes (a backward pass's seed 1, the mean's
+    // count, the 2 of square's rule) are uploaded once and kept by the
+    // thread: a second step uploads none of the three, and stays correct.
+    let x = Tensor::random_uniform(&[8, 3], -1.0, 1.0, 5).unwrap().to_backend(BackendId::Wgpu).unwrap();
+    let step = || {
+        let before = opforge::backend::wgpu::counters().dispatches;
+        let g = opforge::grad(|x: &Tensor| ops::mean(&ops::square(x)?, None, false))(&x).unwrap();
+        (opforge::backend::wgpu::counters().dispatches - before, g.to_vec::<f32>().unwrap())
+    };
+    let ((first, g1), (second, g2)) = (step(), step());
+    assert_eq!(first - second, 3, "{first} dispatches, then {second}");
+    assert_eq!(g1, g2);
+    let want: Vec<f32> = x.to_vec::<f32>().unwrap().iter().map(|v| 2.0 * v / 24.0).collect();
+    for (g, w) in g1.iter().zip(&want) {
+        assert!((g - w).abs() <= 1e-6, "{g1:?} against {want:?}");
+    }
 }

@@ -41,7 +41,7 @@ fn dims(t: &Tensor) -> Vec<i64> {
 }
 
 /// A scalar of `like`'s dtype, on `like`'s backend (ops refuse mixed ones).
-fn scalar(v: f64, like: &Tensor) -> Result<Tensor> {
+pub(crate) fn scalar(v: f64, like: &Tensor) -> Result<Tensor> {
     match like.dtype() {
         crate::DType::F32 => Tensor::scalar_on(f32::from_f64(v), like.backend()),
         crate::DType::I32 => Tensor::scalar_on(i32::from_f64(v), like.backend()),
