@@ -6,7 +6,8 @@
 //! - W2: elementwise kernels on 2^24 f32 elements (unary, binary, binary
 //!   broadcasting a row, a cast, the fused SGD update) against plain WGSL
 //!   copy kernels written with opforge's public `Program` API, one word and
-//!   one vec4 per invocation: the bandwidth a shader can reach here.
+//!   one vec4 per invocation, and four vec4s per invocation: the bandwidth
+//!   a shader can reach here.
 //! - W5: f32 matmul at 4096^3 and 2048^3 (512^3 on a CPU adapter such as
 //!   lavapipe), every transpose combination, and a batched product.
 //! - R: `sum` of 2^24, `sum` over axis 1 of [4096, 4096], `softmax` of
@@ -70,6 +71,33 @@ static COPY4: Shader = Shader::new(
 fn copy4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
     let i = gid.y * n.x * 256u + gid.x;
     if i < params.x { y[i] = x[i]; }
+}
+"#,
+);
+
+// Four vec4s per invocation, a quarter of the vectors apart (so that each
+// load of a workgroup stays contiguous), all four loaded before any store:
+// more reads in flight per invocation than one vec4 gives.
+static COPY4X4: Shader = Shader::new(
+    "bench_copy_vec4x4",
+    r#"
+@group(0) @binding(0) var<storage, read> x: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> y: array<vec4<u32>>;
+@group(0) @binding(2) var<uniform> params: vec4<u32>;
+@compute @workgroup_size(256)
+fn copy4x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
+    let i = gid.y * n.x * 256u + gid.x;
+    let q = params.x;
+    if i < q {
+        let a = x[i];
+        let b = x[i + q];
+        let c = x[i + 2u * q];
+        let d = x[i + 3u * q];
+        y[i] = a;
+        y[i + q] = b;
+        y[i + 2u * q] = c;
+        y[i + 3u * q] = d;
+    }
 }
 "#,
 );
@@ -254,6 +282,16 @@ fn w2(b: &mut Bench) {
         let grid = opforge::backend::wgpu::Grid::Elements(n / 4);
         drop(black_box(copy4.run_grid(&[Wgpu::view(&x).unwrap()], &x.meta(), &[n as u32 / 4], grid).unwrap()));
     });
+    let copy4x4 = Program { kernel: "BenchCopy4x4", shader: &COPY4X4, entry: "copy4x4", op: 0 };
+    let copy4x4 = || {
+        let grid = opforge::backend::wgpu::Grid::Elements(n / 16);
+        copy4x4.run_grid(&[Wgpu::view(&x).unwrap()], &x.meta(), &[n as u32 / 16], grid).unwrap()
+    };
+    if b.selects("w2_copy_vec4x4") {
+        let copied = Wgpu::wrap(copy4x4()).to_vec::<f32>().unwrap();
+        assert!(copied == x.to_vec::<f32>().unwrap(), "copy4x4 copies every element");
+    }
+    b.run("w2_copy_vec4x4", bytes(2), 16, || drop(black_box(copy4x4())));
     b.run("w2_exp", bytes(2), 16, || drop(black_box(ops::exp(&x).unwrap())));
     b.run("w2_add", bytes(3), 16, || drop(black_box(ops::add(&x, &z).unwrap())));
     // The row is read from cache: the traffic is x and the output.
