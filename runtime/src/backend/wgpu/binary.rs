@@ -51,7 +51,8 @@ impl Layout {
     /// `[rank, dims, a strides, b strides, extra]`, with the one dim of a
     /// rank-1 layout given as `len` (the slice's length when sliced).
     fn params(&self, len: usize, extra: &[u32]) -> Vec<u32> {
-        let mut params = vec![self.dims.len() as u32];
+        let mut params = Vec::with_capacity(1 + 3 * self.dims.len() + extra.len());
+        params.push(self.dims.len() as u32);
         match self.dims.len() {
             1 => params.push(len as u32),
             _ => params.extend(self.dims.iter().map(|&v| v as u32)),

@@ -378,8 +378,7 @@ impl Program {
             return Ok(None);
         }
         let vectors = n.div_ceil(4);
-        let mut params = vec![vectors as u32];
-        params.extend_from_slice(rest);
+        let params: SmallVec<[u32; 16]> = std::iter::once(vectors as u32).chain(rest.iter().copied()).collect();
         self.run_grid(inputs, out, &params, Grid::Elements(vectors)).map(Some)
     }
 
