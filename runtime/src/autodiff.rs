@@ -7,11 +7,11 @@
 //! when an outer gradient is active their ops are recorded too, and
 //! `grad(grad(f))` works. Kernels never see the tape.
 
-use rustc_hash::{FxHashMap, FxHashSet};
 use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 use crate::spec::{Absent, GradCall, KernelSpec, Tensors};

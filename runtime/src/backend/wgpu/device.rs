@@ -2,8 +2,6 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::HashMap;
-
-use rustc_hash::FxHashMap;
 use std::future::Future;
 use std::num::NonZeroU64;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -11,6 +9,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::task::{Context, Poll, Wake};
 use std::time::{Duration, Instant};
 
+use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
 use super::pool::Slab;
@@ -715,8 +714,8 @@ impl Gpu {
     /// batch's commands, so it submits the batch first if the batch binds
     /// `slab` ([`super::pool`] hands such uploads a slab it does not).
     pub(crate) fn write(&self, slab: &Slab, data: &[u8]) -> Result<()> {
-        let words = data.len() / 4;
         if data.len() <= STAGED_UPLOAD {
+            let words = data.len() / 4;
             let pipeline = self.pipeline("upload", &super::UPLOAD, "upload", DType::F32, 0, (1, 1))?;
             let mut b = lock(&self.batch);
             if (b.staged.len() + data.len()) as u64 > STAGED {

@@ -128,12 +128,13 @@ impl GpuBuffer {
     }
 
     /// A buffer holding `data` (a multiple of 4 bytes), written without
-    /// submitting the open batch: a few words as a queued kernel, more into
-    /// a buffer that the batch does not bind (see the module's note).
+    /// submitting the open batch: up to 256 KiB as a queued kernel, more by
+    /// a queue write into a buffer that the batch does not bind (see the
+    /// module's note).
     pub(crate) fn upload(kernel: &'static str, data: &[u8]) -> Result<GpuBuffer> {
         let g = gpu(kernel)?;
-        let staged = data.len() > super::device::STAGED_UPLOAD;
-        let b = GpuBuffer::take(kernel, data.len() as u64, staged.then(|| g.open_batch()))?;
+        let queue_write = data.len() > super::device::STAGED_UPLOAD;
+        let b = GpuBuffer::take(kernel, data.len() as u64, queue_write.then(|| g.open_batch()))?;
         if !data.is_empty() {
             g.write(b.slab(), data)?;
         }
