@@ -39,8 +39,10 @@ pub struct KernelRecord {
     pub host: Duration,
     /// Time on the device, from GPU timestamps around its dispatches, where
     /// the adapter writes them inside compute passes (see
-    /// [`crate::backend::wgpu::device_timing`]); `None` elsewhere, and on
-    /// the cpu, which has no separate device.
+    /// [`crate::backend::wgpu::device_timing`]); `None` elsewhere, on
+    /// the cpu, which has no separate device, and for a kernel that
+    /// dispatched nothing (a long contiguous slice is the device's copy
+    /// command, outside any compute pass).
     pub device: Option<Duration>,
     /// Bytes of the outputs it allocated.
     pub bytes: usize,

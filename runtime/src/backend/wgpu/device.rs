@@ -219,6 +219,7 @@ pub(crate) struct Gpu {
 #[derive(Default)]
 pub(crate) struct Counts {
     pub(crate) dispatches: AtomicU64,
+    pub(crate) copies: AtomicU64,
     pub(crate) submits: AtomicU64,
     pub(crate) waits: AtomicU64,
 }
@@ -577,6 +578,28 @@ impl Gpu {
             self.submit(b);
         }
         Ok(())
+    }
+
+    /// Records a copy of `bytes` bytes (whole words) from `src` at byte
+    /// `from` to `dst` at byte `to` into the open batch, with the device's
+    /// copy command, in queue order with the batch's kernels. That is the
+    /// driver's memcpy, as `cudaMemcpyAsync` is PyTorch's: no shader, no
+    /// binding limit. The open compute pass ends; the next kernel opens
+    /// another.
+    pub(crate) fn copy(&self, src: &Slab, from: u64, dst: &Slab, to: u64, bytes: u64) {
+        if bytes == 0 {
+            return;
+        }
+        let mut b = lock(&self.batch);
+        for slab in [src, dst] {
+            slab.used_in.store(b.serial, Ordering::Relaxed);
+        }
+        b.encoder(&self.device).copy_buffer_to_buffer(&src.buffer, from, &dst.buffer, to, bytes);
+        b.work += bytes / 4;
+        self.counts.copies.fetch_add(1, Ordering::Relaxed);
+        if b.work >= EAGER {
+            self.submit(&mut b);
+        }
     }
 
     fn bind_group(&self, kernel: &'static str, arity: Arity, buffers: &[Bound<'_>]) -> Result<wgpu::BindGroup> {

@@ -3,6 +3,13 @@
 //! those of several tensors, a pass per tensor into one output: `Concat`
 //! and `Pack` (rows placed side by side), `AddN` (a running sum); and of
 //! several outputs, a strided gather per output: `Unpack` and `SplitV`.
+//!
+//! A gather that reads one long contiguous run of its input (a slice of
+//! whole rows, a split or unstack along the first axis that is not 1) is
+//! the device's copy command instead, and so is a concatenation whose
+//! values each fill one run of the output: the driver's memcpy, as
+//! PyTorch's copy is, with no binding limit (see [`super::COPY_AT_LEAST`]).
+//! A gather of all of its input is that input.
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::{block_view, broadcast_strides, collapse, mirrors, reversed_axes, Remap};
@@ -22,8 +29,18 @@ fn reshape(x: &WgpuTensor, shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor
     Ok(x.reshaped(&out.shape))
 }
 
+/// Whether elements of `shape`, element `index` at `sum(index[d] * from[d])`,
+/// lie one after another.
+fn contiguous(shape: &[usize], from: &[usize]) -> bool {
+    let (dims, from, _) = collapse(shape, from, from);
+    dims.len() == 1 && (from[0] == 1 || dims[0] == 1)
+}
+
 /// Output element `i` of `out` is element `base + sum(index[d] * from[d])` of `x`.
 fn gather(kernel: &'static str, x: &WgpuTensor, base: usize, from: &[usize], out: &TensorMeta) -> Result<WgpuTensor> {
+    if x.is_range(base, out.numel()) && contiguous(&out.shape, from) {
+        return x.range(kernel, base, out);
+    }
     let (dims, from, _) = collapse(&out.shape, from, from);
     let mut params = vec![out.numel() as u32, dims.len() as u32, base as u32];
     params.extend(dims.iter().chain(&from).map(|&v| v as u32));
@@ -110,6 +127,10 @@ fn strided_slice(
         shrink_axis_mask,
     );
     let plan = crate::shape::rules::strided_plan(x.shape(), &attrs).map_err(rule_error("StridedSlice"))?;
+    let steps: Option<Vec<usize>> = plan.steps.iter().map(|&s| usize::try_from(s).ok()).collect();
+    if x.is_range(plan.base, out.numel()) && steps.is_some_and(|steps| contiguous(&plan.shape, &steps)) {
+        return x.range("StridedSlice", plan.base, out);
+    }
     let mut params = vec![out.numel() as u32, plan.shape.len() as u32, plan.base as u32];
     params.extend(plan.shape.iter().map(|&d| d as u32));
     params.extend(plan.steps.iter().map(|&s| s as i32 as u32));
@@ -158,15 +179,19 @@ fn pad(x: &WgpuTensor, paddings: &[Vec<i64>], constant_value: f64, out: &TensorM
     Program { kernel: "PadV2", shader: &SHADER, entry: "pad", op: 0 }.run(&[x], out, &params)
 }
 
-/// Each value's rows, `widths[i]` long, side by side in rows of the output.
+/// Each value's rows, `widths[i]` long, side by side in rows of the output:
+/// one after another, copied whole, when the output is one long row.
 fn join(
     kernel: &'static str,
     values: TensorList<'_, WgpuTensor>,
     widths: &[usize],
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let program = Program { kernel, shader: &SHADER, entry: "join_rows", op: 0 };
     let row: usize = widths.iter().sum();
+    if out.numel() == row && out.numel() >= super::COPY_AT_LEAST {
+        return WgpuTensor::concatenated(kernel, values.iter(), out);
+    }
+    let program = Program { kernel, shader: &SHADER, entry: "join_rows", op: 0 };
     let mut at = 0;
     let passes = values
         .iter()

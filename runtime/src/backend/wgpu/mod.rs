@@ -443,11 +443,66 @@ impl Program {
     }
 }
 
+/// Contiguous runs of at least this many elements (4 MiB) are moved by the
+/// device's copy command rather than by a gather kernel. A copy ends the
+/// batch's compute pass, which costs the host about 1.5 us more than a
+/// kernel (`w1_row_then_add_x256` in the wgpu bench, on lavapipe). At 4 MiB
+/// the device saves about as much, if the copy command runs at the rate
+/// of PyTorch's memcpy on an H100 (2.8 TB/s; a one-word copy shader, as
+/// the gather is, ran at 1.8 TB/s there). On lavapipe a 64 MiB run took
+/// 5.9 ms as a copy and 69.5 ms as a gather.
+pub(crate) const COPY_AT_LEAST: usize = 1 << 20;
+
 impl WgpuTensor {
     /// The same buffer under another shape of as many elements: no copy.
     pub(crate) fn reshaped(&self, shape: &[usize]) -> WgpuTensor {
         debug_assert_eq!(crate::shape::numel(shape), self.numel());
         WgpuTensor { shape: Shape::from_slice(shape), dtype: self.dtype, buf: self.buf.clone() }
+    }
+
+    /// Whether [`WgpuTensor::range`] should serve `n` elements of `self`
+    /// from `start` on, rather than a kernel: all of them (the same
+    /// buffer), a run of at least [`COPY_AT_LEAST`] elements, or any run of
+    /// a tensor too large for a kernel to bind.
+    pub(crate) fn is_range(&self, start: usize, n: usize) -> bool {
+        (start == 0 && n == self.numel()) || n >= COPY_AT_LEAST || self.bytes() > device::MAX_BINDING
+    }
+
+    /// The `out.numel()` elements of `self` from element `start` on, as
+    /// `out`: all of them is the same buffer, a part of them a copy by the
+    /// device's copy command (a contiguous slice, split or unstack).
+    pub(crate) fn range(&self, kernel: &'static str, start: usize, out: &TensorMeta) -> Result<WgpuTensor> {
+        if start == 0 && out.numel() == self.numel() {
+            return Ok(self.reshaped(&out.shape));
+        }
+        WgpuTensor::copied(kernel, [(self, start, out.numel())], out)
+    }
+
+    /// `values`, each whole, one after another: a concatenation along the
+    /// outermost axis, by the device's copy command.
+    pub(crate) fn concatenated<'a>(
+        kernel: &'static str,
+        values: impl IntoIterator<Item = &'a WgpuTensor>,
+        out: &TensorMeta,
+    ) -> Result<WgpuTensor> {
+        WgpuTensor::copied(kernel, values.into_iter().map(|v| (v, 0, v.numel())), out)
+    }
+
+    /// A fresh buffer for `out`, filled by `parts` in turn: `(x, from, len)`
+    /// copies `len` elements of `x` from element `from` on.
+    fn copied<'a>(
+        kernel: &'static str,
+        parts: impl IntoIterator<Item = (&'a WgpuTensor, usize, usize)>,
+        out: &TensorMeta,
+    ) -> Result<WgpuTensor> {
+        let y = pool::GpuBuffer::output(kernel, out.numel() as u64 * 4)?;
+        let mut at = 0;
+        for (x, from, len) in parts.into_iter().filter(|p| p.2 > 0) {
+            gpu(kernel)?.copy(x.buf.slab(), from as u64 * 4, y.slab(), at as u64 * 4, len as u64 * 4);
+            at += len;
+        }
+        debug_assert!(at <= out.numel(), "{kernel}: {at} elements copied into {}", out.numel());
+        Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
     }
 }
 
@@ -498,6 +553,9 @@ pub fn synchronize() -> Result<()> {
 pub struct Counters {
     /// Compute dispatches recorded.
     pub dispatches: u64,
+    /// Buffer-to-buffer copies recorded: contiguous slices, splits and
+    /// concatenations, which the device's copy command serves.
+    pub copies: u64,
     /// Batches of commands submitted to the queue.
     pub submits: u64,
     /// Times the host waited for the device: readbacks and [`synchronize`].
@@ -510,6 +568,7 @@ pub fn counters() -> Counters {
     match device::opened() {
         Some(g) => Counters {
             dispatches: g.counts.dispatches.load(std::sync::atomic::Ordering::Relaxed),
+            copies: g.counts.copies.load(std::sync::atomic::Ordering::Relaxed),
             submits: g.counts.submits.load(std::sync::atomic::Ordering::Relaxed),
             waits: g.counts.waits.load(std::sync::atomic::Ordering::Relaxed),
         },
