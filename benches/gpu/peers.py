@@ -47,7 +47,9 @@ def main():
 
     x, z, row = u(N), u(N), u(4096)
     square = x.view(4096, 4096)
-    bench("w2_copy", 16, lambda: x.clone())
+    bench("w2_copy", 16, lambda: x.clone())  # contiguous: cudaMemcpyAsync, no kernel
+    tall = u(4097, 4096)
+    bench("w2_slice_rows", 16, lambda: tall[1:].clone())
     bench("w2_exp", 16, lambda: torch.exp(x))
     bench("w2_add", 16, lambda: x + z)
     bench("w2_add_row", 16, lambda: square + row)

@@ -7,7 +7,9 @@
 //!   broadcasting a row, a cast, the fused SGD update) against plain WGSL
 //!   copy kernels written with opforge's public `Program` API, one word and
 //!   one vec4 per invocation, and four vec4s per invocation: the bandwidth
-//!   a shader can reach here.
+//!   a shader can reach here; and a slice of whole rows, which is the
+//!   device's copy command. PyTorch's copy (`clone`) is the driver's
+//!   memcpy, not a kernel: the slice row is the one like it.
 //! - W5: f32 matmul at 4096^3 and 2048^3 (512^3 on a CPU adapter such as
 //!   lavapipe), every transpose combination, and a batched product.
 //! - R: `sum` of 2^24, `sum` over axis 1 of [4096, 4096], `softmax` of
@@ -210,6 +212,11 @@ impl Bench {
             let peer = peer.map_or("-".into(), |&p| format!("{} ({})", micros(p), rate(*work, p)));
             println!("| {name} | {} ({}) | {peer} | {versus} | {bound} |", micros(*t), rate(*work, *t));
         }
+        println!(
+            "\nPyTorch's copy is `x.clone()`: for a contiguous tensor, `cudaMemcpyAsync`, the driver's memcpy \
+             rather than a kernel. `w2_slice_rows` is opforge's like of it (the device's copy command); the \
+             `w2_copy*` rows are shaders, the bound a kernel of opforge's or a user's has."
+        );
     }
 }
 
@@ -264,6 +271,16 @@ fn w1(b: &mut Bench) {
     // Queuing alone, the wait left out of the time: what a kernel costs
     // the host on any adapter, a CPU one such as lavapipe included.
     b.queued("w1_add_1_queue", 256, || drop(black_box(ops::add(&x, &z).unwrap())));
+    // A row of a small matrix then a kernel on it, as a loop over a
+    // dataset's batches does: the row is a copy, which ends the batch's
+    // compute pass, and the kernel opens another.
+    let rows = on_gpu(Tensor::random_uniform(&[64, 64], -1.0, 1.0, 9).unwrap());
+    let one = on_gpu(Tensor::full(&[1, 64], 1.0f32).unwrap());
+    let mut i = 0;
+    b.run("w1_row_then_add_x256", Work::Step, 256, || {
+        i = (i + 1) % 64;
+        drop(black_box(ops::add(&ops::slice(&rows, &[i, 0], &[1, -1]).unwrap(), &one).unwrap()));
+    });
 }
 
 fn w2(b: &mut Bench) {
@@ -292,6 +309,10 @@ fn w2(b: &mut Bench) {
         assert!(copied == x.to_vec::<f32>().unwrap(), "copy4x4 copies every element");
     }
     b.run("w2_copy_vec4x4", bytes(2), 16, || drop(black_box(copy4x4())));
+    // All rows but the first: one run of 2^24 elements, the device's copy
+    // command, as PyTorch's `x[1:].clone()` is `cudaMemcpyAsync`.
+    let tall = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[4097, 4096], -1.0, 1.0, 4).unwrap()));
+    b.run("w2_slice_rows", bytes(2), 16, || drop(black_box(ops::slice(&tall, &[1, 0], &[-1, -1]).unwrap())));
     b.run("w2_exp", bytes(2), 16, || drop(black_box(ops::exp(&x).unwrap())));
     b.run("w2_add", bytes(3), 16, || drop(black_box(ops::add(&x, &z).unwrap())));
     // The row is read from cache: the traffic is x and the output.
