@@ -148,10 +148,16 @@ fn long_contiguous_slices_splits_and_concatenations_are_copies() {
     // nothing allocated.
     let tiny = gpu(Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[1, 3]).unwrap());
     let buffers = opforge::memory()[1].buffers;
-    let (n, whole) =
-        queued(|| [ops::slice(&y, &[0, 0], &[-1, -1]).unwrap(), ops::unstack(&tiny, 0).unwrap().remove(0)]);
+    let (n, whole) = queued(|| {
+        [
+            ops::slice(&y, &[0, 0], &[-1, -1]).unwrap(),
+            ops::unstack(&tiny, 0).unwrap().remove(0),
+            ops::transpose(&tiny, &[1, 0]).unwrap(),
+        ]
+    });
     assert_eq!((n, opforge::memory()[1].buffers), ((0, 0), buffers));
-    assert_eq!((f32s(&whole[0]), f32s(&whole[1])), (all.clone(), vec![1.0, 2.0, 3.0]));
+    assert_eq!(whole.iter().map(f32s).collect::<Vec<_>>(), [all.clone(), vec![1.0, 2.0, 3.0], vec![1.0, 2.0, 3.0]]);
+    assert_eq!(whole[2].shape(), &[3, 1]);
 
     // A copy's source freed and pooled before anything is read: the kernel
     // that takes its buffer next writes it after the copy has read it.

@@ -9,7 +9,8 @@
 //! the device's copy command instead, and so is a concatenation whose
 //! values each fill one run of the output: the driver's memcpy, as
 //! PyTorch's copy is, with no binding limit (see [`super::COPY_AT_LEAST`]).
-//! A gather of all of its input is that input.
+//! A gather of all of its input, in order, is that input (an identity
+//! transpose, a slice of everything).
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::{block_view, broadcast_strides, collapse, mirrors, reversed_axes, Remap};
@@ -50,9 +51,8 @@ fn gather(kernel: &'static str, x: &WgpuTensor, base: usize, from: &[usize], out
 #[kernel(Transpose, wgpu)]
 fn transpose(x: &WgpuTensor, perm: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
     let perm = permutation(x.shape().len(), perm).map_err(rule_error("Transpose"))?;
-    if perm.iter().enumerate().all(|(i, &p)| i == p) {
-        return Ok(x.reshaped(&out.shape));
-    }
+    // An order that leaves every element where it is (the identity, or one
+    // moving only axes of size 1) gathers all of `x`: `x` itself.
     let own = strides(x.shape());
     let from: Vec<usize> = perm.iter().map(|&p| own[p]).collect();
     gather("Transpose", x, 0, &from, out)

@@ -495,10 +495,10 @@ impl WgpuTensor {
         parts: impl IntoIterator<Item = (&'a WgpuTensor, usize, usize)>,
         out: &TensorMeta,
     ) -> Result<WgpuTensor> {
-        let y = pool::GpuBuffer::output(kernel, out.numel() as u64 * 4)?;
+        let (g, y) = (gpu(kernel)?, pool::GpuBuffer::output(kernel, out.numel() as u64 * 4)?);
         let mut at = 0;
         for (x, from, len) in parts.into_iter().filter(|p| p.2 > 0) {
-            gpu(kernel)?.copy(x.buf.slab(), from as u64 * 4, y.slab(), at as u64 * 4, len as u64 * 4);
+            g.copy(x.buf.slab(), from as u64 * 4, y.slab(), at as u64 * 4, len as u64 * 4);
             at += len;
         }
         debug_assert!(at <= out.numel(), "{kernel}: {at} elements copied into {}", out.numel());
