@@ -1,0 +1,47 @@
+//! Elementwise kernels of several inputs: the optimizer updates.
+
+use crate::shape::Shape;
+
+/// The shape function of kernel `ApplyAdam`: `var`'s shape three times
+/// (`new_var`, `new_m`, `new_v`), where `m`, `v` and `grad` have it too;
+/// the decays and their powers lie in `[0, 1)`, so that the bias
+/// corrections do not divide by 0, and `epsilon` is 0 or more.
+///
+/// ```
+/// use opforge::{kernels::ApplyAdamAttrs, shape::rules::apply_adam};
+/// let attrs = ApplyAdamAttrs {
+///     learning_rate: 0.01, beta1: 0.9, beta2: 0.999, epsilon: 1e-7, beta1_power: 0.9, beta2_power: 0.999,
+/// };
+/// assert_eq!(apply_adam(&[2, 3], &[2, 3], &[2, 3], &[2, 3], &attrs).unwrap().len(), 3);
+/// assert!(apply_adam(&[2, 3], &[2, 3], &[3], &[2, 3], &attrs).unwrap_err().contains("v [3]"));
+/// let done = ApplyAdamAttrs { beta1_power: 1.0, ..attrs };
+/// assert!(apply_adam(&[2], &[2], &[2], &[2], &done).unwrap_err().contains("beta1_power"));
+/// ```
+pub fn apply_adam(
+    var: &[usize],
+    m: &[usize],
+    v: &[usize],
+    grad: &[usize],
+    attrs: &crate::kernels::ApplyAdamAttrs,
+) -> Result<Vec<Shape>, String> {
+    for (name, shape) in [("m", m), ("v", v), ("grad", grad)] {
+        if shape != var {
+            return Err(format!("{name} {shape:?} is not the shape of var {var:?}"));
+        }
+    }
+    let a = attrs;
+    for (name, value) in
+        [("beta1", a.beta1), ("beta2", a.beta2), ("beta1_power", a.beta1_power), ("beta2_power", a.beta2_power)]
+    {
+        if !(0.0..1.0).contains(&value) {
+            return Err(format!("{name} = {value} must lie in [0, 1)"));
+        }
+    }
+    if a.epsilon.is_nan() || a.epsilon < 0.0 {
+        return Err(format!("epsilon = {} is not 0 or more", a.epsilon));
+    }
+    if !a.learning_rate.is_finite() {
+        return Err(format!("learning_rate = {} is not finite", a.learning_rate));
+    }
+    Ok(vec![Shape::from_slice(var); 3])
+}

@@ -1,0 +1,297 @@
+//! Indexing: gathers, scatters, segments and the kernels that give indices.
+
+use crate::shape::{allocatable, checked_numel, normalize_axis, Shape};
+
+/// `arg_reduce(x, axis)`: the input's shape without `axis`, for ops that
+/// give the i32 index of a value along it (`argmax`). The axis must exist
+/// (negative counts from the end), must not be empty, since an empty axis
+/// has no index to give (NumPy refuses it too), and its indices must fit
+/// an i32.
+///
+/// ```
+/// use opforge::shape::rules::arg_reduce;
+/// assert_eq!(arg_reduce(&[2, 3, 4], -1).unwrap().as_slice(), &[2, 3]);
+/// assert_eq!(arg_reduce(&[5], 0).unwrap().as_slice(), &[] as &[usize]);
+/// assert!(arg_reduce(&[2, 3], 2).unwrap_err().contains("out of range"));
+/// assert!(arg_reduce(&[], 0).unwrap_err().contains("rank 1 or more"));
+/// assert!(arg_reduce(&[2, 0], 1).unwrap_err().contains("size 0"));
+/// assert!(arg_reduce(&[1 << 31], 0).unwrap_err().contains("i32"));
+/// ```
+pub fn arg_reduce(x: &[usize], axis: i64) -> Result<Shape, String> {
+    if x.is_empty() {
+        return Err(format!(
+            "cannot take an index along axis {axis} of a rank-0 tensor, expected an input of rank 1 or more"
+        ));
+    }
+    let a = normalize_axis(axis, x.len())?;
+    if x[a] == 0 {
+        return Err(format!(
+            "axis {axis} of shape {x:?} has size 0, so there is no index to give; expected a nonempty axis"
+        ));
+    }
+    if x[a] > i32::MAX as usize {
+        return Err(format!(
+            "axis {axis} of shape {x:?} is longer than an i32 index can reach, expected at most {} entries",
+            i32::MAX
+        ));
+    }
+    Ok(x.iter().enumerate().filter_map(|(i, &d)| (i != a).then_some(d)).collect())
+}
+
+/// `one_hot(indices, depth)`: the shape of `indices` followed by `depth`,
+/// which must not be negative.
+///
+/// ```
+/// use opforge::shape::rules::one_hot;
+/// assert_eq!(one_hot(&[2, 3], 4).unwrap().as_slice(), &[2, 3, 4]);
+/// assert_eq!(one_hot(&[], 5).unwrap().as_slice(), &[5]);
+/// assert_eq!(one_hot(&[3], 0).unwrap().as_slice(), &[3, 0]);
+/// assert!(one_hot(&[3], -1).unwrap_err().contains("depth -1"));
+/// assert!(one_hot(&[usize::MAX], 2).unwrap_err().contains("too large"));
+/// ```
+pub fn one_hot(indices: &[usize], depth: i64) -> Result<Shape, String> {
+    if depth < 0 {
+        return Err(format!("depth {depth} is negative, expected a depth of 0 or more"));
+    }
+    let mut out = Shape::from_slice(indices);
+    out.push(usize::try_from(depth).map_err(|_| format!("depth {depth} is too large"))?);
+    allocatable(out)
+}
+
+/// The dims `gather` works over: `x` as `[batch, outer, axis, inner]`
+/// and `indices` as `[batch, n]`, the output being `[batch, outer, n, inner]`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GatherDims {
+    /// Product of the first `batch_dims` dims.
+    pub batch: usize,
+    /// Product of the dims between the batch dims and the axis.
+    pub outer: usize,
+    /// Length of the gathered axis.
+    pub axis: usize,
+    /// Product of the dims after the axis.
+    pub inner: usize,
+    /// Indices per batch.
+    pub n: usize,
+}
+
+/// `axis` and `batch_dims` of `gather` in range: `(axis, batch_dims)`
+/// counted from the front, and the dims the kernels work over.
+///
+/// ```
+/// use opforge::shape::rules::gather_dims;
+/// let (axis, batch_dims, d) = gather_dims(&[2, 3, 5, 7], &[2, 4], -2, 1).unwrap();
+/// assert_eq!((axis, batch_dims), (2, 1));
+/// assert_eq!((d.batch, d.outer, d.axis, d.inner, d.n), (2, 3, 5, 7, 4));
+/// ```
+pub fn gather_dims(
+    x: &[usize],
+    indices: &[usize],
+    axis: i64,
+    batch_dims: i64,
+) -> Result<(usize, usize, GatherDims), String> {
+    let axis = normalize_axis(axis, x.len()).map_err(|e| format!("axis: {e}"))?;
+    let rank = indices.len() as i64;
+    let b = if batch_dims < 0 { batch_dims + rank } else { batch_dims };
+    if !(0..=rank).contains(&b) {
+        return Err(format!(
+            "batch_dims {batch_dims} is out of range for indices of rank {rank}, expected {} to {rank}",
+            -rank
+        ));
+    }
+    let b = b as usize;
+    if b > axis {
+        return Err(format!("batch_dims {batch_dims} is past axis {axis}, expected batch_dims <= axis"));
+    }
+    if x[..b] != indices[..b] {
+        return Err(format!("the first {b} dims of x {x:?} and indices {indices:?} differ, expected equal batch dims"));
+    }
+    let dims = GatherDims {
+        batch: x[..b].iter().product(),
+        outer: x[b..axis].iter().product(),
+        axis: x[axis],
+        inner: x[axis + 1..].iter().product(),
+        n: indices[b..].iter().product(),
+    };
+    Ok((axis, b, dims))
+}
+
+/// `gather(x, indices, axis, batch_dims)`: `x.shape[..axis] ++
+/// indices.shape[batch_dims..] ++ x.shape[axis + 1..]`.
+///
+/// ```
+/// use opforge::shape::rules::gather;
+/// assert_eq!(gather(&[5, 3], &[2, 4], 0, 0).unwrap().as_slice(), &[2, 4, 3]);
+/// assert_eq!(gather(&[2, 5, 3], &[2, 4], 1, 1).unwrap().as_slice(), &[2, 4, 3]);
+/// assert!(gather(&[5, 3], &[4], 2, 0).unwrap_err().contains("axis"));
+/// assert!(gather(&[2, 5], &[3, 4], 1, 1).unwrap_err().contains("batch dims"));
+/// ```
+pub fn gather(x: &[usize], indices: &[usize], axis: i64, batch_dims: i64) -> Result<Shape, String> {
+    let (axis, b, _) = gather_dims(x, indices, axis, batch_dims)?;
+    let out: Shape = x[..axis].iter().chain(&indices[b..]).chain(&x[axis + 1..]).copied().collect();
+    allocatable(out)
+}
+
+/// `segment(x, segment_ids, num_segments)`: `[num_segments] ++
+/// x.shape[segment_ids.rank..]`, where `segment_ids`' shape is a prefix
+/// of `x`'s.
+///
+/// ```
+/// use opforge::shape::rules::segment;
+/// assert_eq!(segment(&[6, 3], &[6], 4).unwrap().as_slice(), &[4, 3]);
+/// assert_eq!(segment(&[2, 3, 5], &[2, 3], 2).unwrap().as_slice(), &[2, 5]);
+/// assert!(segment(&[6, 3], &[5], 4).unwrap_err().contains("prefix"));
+/// assert!(segment(&[6], &[6], -1).unwrap_err().contains("negative"));
+/// ```
+pub fn segment(x: &[usize], segment_ids: &[usize], num_segments: i64) -> Result<Shape, String> {
+    if num_segments < 0 {
+        return Err(format!("num_segments {num_segments} is negative, expected 0 or more"));
+    }
+    if !x.starts_with(segment_ids) {
+        return Err(format!(
+            "segment_ids' shape {segment_ids:?} is not a prefix of x's shape {x:?}, expected one id per \
+             leading element"
+        ));
+    }
+    let s = usize::try_from(num_segments).map_err(|_| format!("num_segments {num_segments} is too large"))?;
+    let out: Shape = std::iter::once(s).chain(x[segment_ids.len()..].iter().copied()).collect();
+    allocatable(out)
+}
+
+/// The shape function of kernel `TopK`: `x`'s shape with its last
+/// axis cut to `k`, for `values` and for `indices`; `k` lies in
+/// `0..=` the last axis.
+///
+/// ```
+/// use opforge::{kernels::TopKAttrs, shape::rules::top_k};
+/// let shapes = top_k(&[2, 5], &TopKAttrs { k: 3, sorted: true }).unwrap();
+/// assert_eq!((shapes[0].as_slice(), shapes[1].as_slice()), (&[2, 3][..], &[2, 3][..]));
+/// assert!(top_k(&[2, 5], &TopKAttrs { k: 6, sorted: true }).unwrap_err().contains("k = 6"));
+/// ```
+pub fn top_k(x: &[usize], attrs: &crate::kernels::TopKAttrs) -> Result<Vec<Shape>, String> {
+    let Some(&last) = x.last() else {
+        return Err("x is a scalar, but top_k takes the largest entries along the last axis; give x one".into());
+    };
+    let k = attrs.k;
+    if k < 0 || k as u64 > last as u64 {
+        return Err(format!("k = {k} must lie in 0..={last}, the length of the last axis of x {x:?}"));
+    }
+    let mut out = Shape::from_slice(x);
+    if let Some(l) = out.last_mut() {
+        *l = k as usize;
+    }
+    Ok(vec![out.clone(), out])
+}
+
+/// The shape function of kernel `Where`: at most one row of
+/// coordinates per element of `condition`, each of its rank; how many
+/// rows there are is known once the kernel runs. Every dim must fit
+/// an `i32` coordinate.
+///
+/// ```
+/// use opforge::{kernels::WhereAttrs, shape::rules::where_true};
+/// assert_eq!(where_true(&[2, 3], &WhereAttrs {}).unwrap().as_slice(), &[6, 2]);
+/// assert_eq!(where_true(&[], &WhereAttrs {}).unwrap().as_slice(), &[1, 0]);
+/// ```
+pub fn where_true(condition: &[usize], attrs: &crate::kernels::WhereAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    if let Some(d) = condition.iter().find(|&&d| d > i32::MAX as usize) {
+        return Err(format!("condition {condition:?} has a dim of {d}, past an i32 coordinate"));
+    }
+    let n = checked_numel(condition).ok_or_else(|| format!("condition {condition:?} is too large"))?;
+    allocatable(Shape::from_slice(&[n, condition.len()]))
+}
+
+/// The shape function of kernel `Unique`: at most as many distinct
+/// values as `x` has elements, and one index per element; `x` is 1-D,
+/// short enough for `i32` indices.
+///
+/// ```
+/// use opforge::{kernels::UniqueAttrs, shape::rules::unique};
+/// let shapes = unique(&[5], &UniqueAttrs {}).unwrap();
+/// assert_eq!((shapes[0].as_slice(), shapes[1].as_slice()), (&[5][..], &[5][..]));
+/// assert!(unique(&[2, 3], &UniqueAttrs {}).unwrap_err().contains("1-D"));
+/// ```
+pub fn unique(x: &[usize], attrs: &crate::kernels::UniqueAttrs) -> Result<Vec<Shape>, String> {
+    let _ = attrs;
+    match x {
+        [n] if *n <= i32::MAX as usize => Ok(vec![Shape::from_slice(x), Shape::from_slice(x)]),
+        [n] => Err(format!("x has {n} elements, past i32 indices")),
+        _ => Err(format!("x is {x:?}, but unique takes a 1-D tensor; reshape it to [-1] first")),
+    }
+}
+
+/// The shape function of `GatherNd`: `indices.shape[..-1] ++
+/// params.shape[k..]`, where `k`, the last dim of `indices`, is at most
+/// `params`' rank.
+///
+/// ```
+/// use opforge::{kernels::GatherNdAttrs, shape::rules::gather_nd};
+/// assert_eq!(gather_nd(&[4, 3, 2], &[5, 2], &GatherNdAttrs {}).unwrap().as_slice(), &[5, 2]);
+/// assert!(gather_nd(&[4], &[5, 2], &GatherNdAttrs {}).unwrap_err().contains("rank 1"));
+/// ```
+pub fn gather_nd(params: &[usize], indices: &[usize], attrs: &crate::kernels::GatherNdAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    let (k, rows) = nd_rows(indices, params.len(), "params")?;
+    allocatable(rows.iter().chain(&params[k..]).copied().collect())
+}
+
+/// The shape function of `ScatterNd`: `shape`, once `updates` is
+/// `indices.shape[..-1] ++ shape[k..]`, `k` the last dim of `indices`.
+///
+/// ```
+/// use opforge::{kernels::ScatterNdAttrs, shape::rules::scatter_nd};
+/// let attrs = ScatterNdAttrs { shape: vec![4, 3, 2] };
+/// assert_eq!(scatter_nd(&[5, 2], &[5, 2], &attrs).unwrap().as_slice(), &[4, 3, 2]);
+/// assert!(scatter_nd(&[5, 2], &[5, 3], &attrs).unwrap_err().contains("updates [5, 3]"));
+/// ```
+pub fn scatter_nd(
+    indices: &[usize],
+    updates: &[usize],
+    attrs: &crate::kernels::ScatterNdAttrs,
+) -> Result<Shape, String> {
+    let shape = attrs.shape.iter().map(|&d| {
+        usize::try_from(d).map_err(|_| format!("shape {:?} has the dim {d}, expected dims >= 0", attrs.shape))
+    });
+    let shape: Shape = shape.collect::<Result<_, _>>()?;
+    let (k, rows) = nd_rows(indices, shape.len(), "shape")?;
+    let want: Shape = rows.iter().chain(&shape[k..]).copied().collect();
+    if updates != want.as_slice() {
+        return Err(format!(
+            "updates {updates:?} must be indices' rows {rows:?} followed by shape[{k}..] {:?}, that is {want:?}",
+            &shape[k..]
+        ));
+    }
+    allocatable(shape)
+}
+
+/// `indices` of an N-d gather or scatter into `rank` axes: the last dim
+/// `k` (each row's indices, at most `rank`) and the rows' shape.
+fn nd_rows<'a>(indices: &'a [usize], rank: usize, into: &str) -> Result<(usize, &'a [usize]), String> {
+    match indices.split_last() {
+        None => Err("indices is a scalar, expected rows of indices, [..., k]".to_owned()),
+        Some((&k, _)) if k > rank => Err(format!("indices {indices:?} index {k} axes, but {into} has rank {rank}")),
+        Some((&k, rows)) => Ok((k, rows)),
+    }
+}
+
+/// The shape function of `Multinomial`: `[batch, num_samples]` for
+/// logits `[batch, classes]`, or `[num_samples]` for logits `[classes]`,
+/// with at least one class.
+///
+/// ```
+/// use opforge::{kernels::MultinomialAttrs, shape::rules::multinomial};
+/// let attrs = MultinomialAttrs { num_samples: 4, seed: 1, normalized: false };
+/// assert_eq!(multinomial(&[2, 5], &attrs).unwrap().as_slice(), &[2, 4]);
+/// assert_eq!(multinomial(&[5], &attrs).unwrap().as_slice(), &[4]);
+/// assert!(multinomial(&[2, 0], &attrs).is_err());
+/// ```
+pub fn multinomial(logits: &[usize], attrs: &crate::kernels::MultinomialAttrs) -> Result<Shape, String> {
+    let samples = usize::try_from(attrs.num_samples)
+        .map_err(|_| format!("num_samples {} must be 0 or more", attrs.num_samples))?;
+    match logits {
+        [c] | [_, c] if *c == 0 => Err(format!("logits {logits:?} have no classes to draw from")),
+        [_] => allocatable(Shape::from_slice(&[samples])),
+        [b, _] => allocatable(Shape::from_slice(&[*b, samples])),
+        _ => Err(format!("logits must be [classes] or [batch, classes], but their shape is {logits:?}")),
+    }
+}

@@ -1,0 +1,565 @@
+//! Layout: kernels that move, copy or regroup elements without computing new values.
+
+use smallvec::SmallVec;
+
+use crate::shape::{allocatable, checked_numel, normalize_axis, numel, strides, Shape, MAX_OUTPUTS};
+
+/// `reshape(x, shape)`: same number of elements; one `-1` is inferred.
+pub fn reshape(x: &[usize], shape: &[i64]) -> Result<Shape, String> {
+    let total = numel(x);
+    let mut out = Shape::with_capacity(shape.len());
+    let mut infer = None;
+    for (i, &d) in shape.iter().enumerate() {
+        match d {
+            -1 if infer.is_none() => {
+                infer = Some(i);
+                out.push(1);
+            }
+            -1 => return Err(format!("shape {shape:?} has more than one -1")),
+            d if d < 0 => return Err(format!("shape {shape:?} has a negative dim {d}")),
+            d => out.push(d as usize),
+        }
+    }
+    let known = checked_numel(&out).ok_or_else(|| format!("shape {shape:?} overflows"))?;
+    if let Some(i) = infer {
+        if known == 0 || !total.is_multiple_of(known) {
+            return Err(format!("cannot reshape {x:?} ({total} elements) to {shape:?}"));
+        }
+        out[i] = total / known;
+    } else if known != total {
+        return Err(format!("cannot reshape {x:?} ({total} elements) to {shape:?} ({known} elements)"));
+    }
+    Ok(out)
+}
+
+/// Checks a permutation (empty means reverse) and returns it as indices.
+pub fn permutation(rank: usize, perm: &[i64]) -> Result<SmallVec<[usize; 4]>, String> {
+    if perm.is_empty() {
+        return Ok((0..rank).rev().collect());
+    }
+    if perm.len() != rank {
+        return Err(format!("perm {perm:?} has {} entries, expected {rank}", perm.len()));
+    }
+    let mut seen = SmallVec::<[bool; 8]>::from_elem(false, rank);
+    let mut out = SmallVec::new();
+    for &p in perm {
+        let a = normalize_axis(p, rank).map_err(|e| format!("perm {perm:?}: {e}"))?;
+        if std::mem::replace(&mut seen[a], true) {
+            return Err(format!("perm {perm:?} repeats axis {p}"));
+        }
+        out.push(a);
+    }
+    Ok(out)
+}
+
+/// `transpose(x, perm)`: output dim `i` is input dim `perm[i]`.
+pub fn transpose(x: &[usize], perm: &[i64]) -> Result<Shape, String> {
+    Ok(permutation(x.len(), perm)?.iter().map(|&p| x[p]).collect())
+}
+
+/// `broadcast_to(x, shape)`: `shape`, when `x` broadcasts to exactly it
+/// under NumPy's rules: `shape` has at least `x`'s rank, and each dim of
+/// `x`, aligned from the right, equals the target's or is 1.
+///
+/// ```
+/// use opforge::shape::rules::broadcast_to;
+/// assert_eq!(broadcast_to(&[3, 1], &[2, 3, 4]).unwrap().as_slice(), &[2, 3, 4]);
+/// assert_eq!(broadcast_to(&[1], &[0]).unwrap().as_slice(), &[0]);
+/// assert!(broadcast_to(&[3], &[4]).unwrap_err().contains("cannot broadcast"));
+/// assert!(broadcast_to(&[2, 3], &[3]).unwrap_err().contains("rank"));
+/// assert!(broadcast_to(&[1], &[-2]).unwrap_err().contains("negative"));
+/// ```
+pub fn broadcast_to(x: &[usize], shape: &[i64]) -> Result<Shape, String> {
+    let mut out = Shape::with_capacity(shape.len());
+    for &d in shape {
+        if d < 0 {
+            return Err(format!("shape {shape:?} has a negative dim {d}, expected sizes of 0 or more"));
+        }
+        out.push(usize::try_from(d).map_err(|_| format!("the result shape {shape:?} is too large"))?);
+    }
+    if out.len() < x.len() {
+        return Err(format!(
+            "cannot broadcast {x:?} to {shape:?}: the target has rank {}, expected rank {} or more",
+            out.len(),
+            x.len()
+        ));
+    }
+    let lead = out.len() - x.len();
+    for (i, &d) in x.iter().enumerate() {
+        let t = out[lead + i];
+        if d != t && d != 1 {
+            let or_1 = if t == 1 { "" } else { " or 1" };
+            return Err(format!(
+                "cannot broadcast {x:?} to {shape:?}: dim {i} of the input has size {d}, expected {t}{or_1}"
+            ));
+        }
+    }
+    allocatable(out)
+}
+
+/// The shape function of kernel `Slice`: `size` along each axis, with
+/// `-1` taking the rest of the axis from `begin`. `begin` and `size`
+/// give one entry per axis of `x`, and the block lies inside `x`.
+///
+/// ```
+/// use opforge::kernels::SliceAttrs;
+/// use opforge::shape::rules::slice;
+/// let attrs = SliceAttrs { begin: vec![1, 2], size: vec![2, -1] };
+/// assert_eq!(slice(&[4, 5], &attrs).unwrap().as_slice(), &[2, 3]);
+/// let past = SliceAttrs { begin: vec![3], size: vec![2] };
+/// assert!(slice(&[4], &past).unwrap_err().contains("past the end"));
+/// ```
+pub fn slice(x: &[usize], attrs: &crate::kernels::SliceAttrs) -> Result<Shape, String> {
+    let (begin, size) = (&attrs.begin, &attrs.size);
+    if begin.len() != x.len() || size.len() != x.len() {
+        return Err(format!(
+            "begin {begin:?} and size {size:?} must give one entry per axis of x, whose shape is {x:?}"
+        ));
+    }
+    (0..x.len())
+        .map(|i| {
+            let (dim, b, s) = (x[i] as i64, begin[i], size[i]);
+            let s = if s == -1 { dim - b } else { s };
+            if b < 0 || b > dim || s < 0 || s > dim - b {
+                return Err(format!(
+                    "the slice of axis {i} starts at {b} and spans {} elements, past the end of its {dim}; \
+                     expected 0 <= begin <= dim and 0 <= size <= dim - begin (or -1 for the rest)",
+                    size[i]
+                ));
+            }
+            Ok(s as usize)
+        })
+        .collect()
+}
+
+/// The shape function of `Reverse`: `x`'s, once each axis of `dims` is
+/// in range and named once.
+///
+/// ```
+/// use opforge::{kernels::ReverseAttrs, shape::rules::reverse};
+/// assert_eq!(reverse(&[2, 3], &ReverseAttrs { dims: vec![-1, 0] }).unwrap().as_slice(), &[2, 3]);
+/// assert!(reverse(&[2, 3], &ReverseAttrs { dims: vec![2] }).is_err());
+/// assert!(reverse(&[2, 3], &ReverseAttrs { dims: vec![1, -1] }).unwrap_err().contains("twice"));
+/// ```
+pub fn reverse(x: &[usize], attrs: &crate::kernels::ReverseAttrs) -> Result<Shape, String> {
+    let mut seen = Vec::new();
+    for &d in &attrs.dims {
+        let axis = normalize_axis(d, x.len())?;
+        if seen.contains(&axis) {
+            return Err(format!("dims {:?} names axis {axis} twice", attrs.dims));
+        }
+        seen.push(axis);
+    }
+    Ok(Shape::from_slice(x))
+}
+
+/// The shape function of `MirrorPad`: each dim plus its paddings, which
+/// must fit in the mirror: below the dim for `reflect` (the edge is not
+/// repeated), at most the dim for `symmetric`.
+///
+/// ```
+/// use opforge::kernels::{MirrorPadAttrs, MirrorPadMode};
+/// use opforge::shape::rules::mirror_pad;
+/// let attrs = |p: Vec<Vec<i64>>, mode| MirrorPadAttrs { paddings: p, mode };
+/// let reflect = attrs(vec![vec![1, 2], vec![0, 0]], MirrorPadMode::Reflect);
+/// assert_eq!(mirror_pad(&[3, 4], &reflect).unwrap().as_slice(), &[6, 4]);
+/// let too_far = attrs(vec![vec![3, 0], vec![0, 0]], MirrorPadMode::Reflect);
+/// assert!(mirror_pad(&[3, 4], &too_far).unwrap_err().contains("reflect"));
+/// let symmetric = attrs(vec![vec![3, 0], vec![0, 0]], MirrorPadMode::Symmetric);
+/// assert_eq!(mirror_pad(&[3, 4], &symmetric).unwrap().as_slice(), &[6, 4]);
+/// ```
+pub fn mirror_pad(x: &[usize], attrs: &crate::kernels::MirrorPadAttrs) -> Result<Shape, String> {
+    let paddings = &attrs.paddings;
+    if paddings.len() != x.len() {
+        return Err(format!(
+            "paddings {paddings:?} must give one `[before, after]` pair per axis of x, whose shape is {x:?}"
+        ));
+    }
+    let reflect = attrs.mode == crate::kernels::MirrorPadMode::Reflect;
+    let out = x
+        .iter()
+        .zip(paddings)
+        .map(|(&d, p)| {
+            let limit = if reflect { d.saturating_sub(1) } else { d } as i64;
+            match p[..] {
+                [b, a] if (0..=limit).contains(&b) && (0..=limit).contains(&a) => Ok(d + b as usize + a as usize),
+                _ => Err(format!(
+                    "paddings {paddings:?} hold {p:?} for an axis of {d}, but `{}` mirrors at most {limit} \
+                     elements each side there",
+                    attrs.mode
+                )),
+            }
+        })
+        .collect::<Result<Shape, String>>()?;
+    allocatable(out)
+}
+
+/// The shape function of `Tile`: each dim times its repeats.
+///
+/// ```
+/// use opforge::{kernels::TileAttrs, shape::rules::tile};
+/// assert_eq!(tile(&[2, 3], &TileAttrs { reps: vec![2, 0] }).unwrap().as_slice(), &[4, 0]);
+/// assert!(tile(&[2, 3], &TileAttrs { reps: vec![2] }).is_err());
+/// assert!(tile(&[2, 3], &TileAttrs { reps: vec![1, -1] }).is_err());
+/// ```
+pub fn tile(x: &[usize], attrs: &crate::kernels::TileAttrs) -> Result<Shape, String> {
+    let reps = &attrs.reps;
+    if reps.len() != x.len() {
+        return Err(format!("reps {reps:?} must give one count per axis of x, whose shape is {x:?}"));
+    }
+    let out = x
+        .iter()
+        .zip(reps)
+        .map(|(&d, &r)| match usize::try_from(r) {
+            Ok(r) => d.checked_mul(r).ok_or(format!("tiling {x:?} by {reps:?} overflows")),
+            Err(_) => Err(format!("reps {reps:?} holds a negative count")),
+        })
+        .collect::<Result<Shape, String>>()?;
+    allocatable(out)
+}
+
+/// `x` as NHWC `[n, h, w, c]`, and the block size, 2 or more.
+fn blocks(x: &[usize], block_size: i64) -> Result<([usize; 4], usize), String> {
+    let nhwc: [usize; 4] = x.try_into().map_err(|_| format!("x must be NHWC, rank 4, but its shape is {x:?}"))?;
+    match usize::try_from(block_size) {
+        Ok(b) if b >= 2 => Ok((nhwc, b)),
+        _ => Err(format!("block_size {block_size} must be 2 or more")),
+    }
+}
+
+/// The shape function of `DepthToSpace`: `[n, h * b, w * b, c / b^2]`.
+///
+/// ```
+/// use opforge::{kernels::DepthToSpaceAttrs, shape::rules::depth_to_space};
+/// let attrs = DepthToSpaceAttrs { block_size: 2 };
+/// assert_eq!(depth_to_space(&[1, 2, 3, 8], &attrs).unwrap().as_slice(), &[1, 4, 6, 2]);
+/// assert!(depth_to_space(&[1, 2, 3, 6], &attrs).unwrap_err().contains("divide"));
+/// ```
+pub fn depth_to_space(x: &[usize], attrs: &crate::kernels::DepthToSpaceAttrs) -> Result<Shape, String> {
+    let ([n, h, w, c], b) = blocks(x, attrs.block_size)?;
+    if !c.is_multiple_of(b * b) {
+        return Err(format!("block_size {b} squared must divide the {c} channels of x, whose shape is {x:?}"));
+    }
+    allocatable(Shape::from_slice(&[n, h * b, w * b, c / (b * b)]))
+}
+
+/// The shape function of `SpaceToDepth`: `[n, h / b, w / b, c * b^2]`.
+///
+/// ```
+/// use opforge::{kernels::SpaceToDepthAttrs, shape::rules::space_to_depth};
+/// let attrs = SpaceToDepthAttrs { block_size: 2 };
+/// assert_eq!(space_to_depth(&[1, 4, 6, 2], &attrs).unwrap().as_slice(), &[1, 2, 3, 8]);
+/// assert!(space_to_depth(&[1, 3, 6, 2], &attrs).unwrap_err().contains("divide"));
+/// ```
+pub fn space_to_depth(x: &[usize], attrs: &crate::kernels::SpaceToDepthAttrs) -> Result<Shape, String> {
+    let ([n, h, w, c], b) = blocks(x, attrs.block_size)?;
+    if !h.is_multiple_of(b) || !w.is_multiple_of(b) {
+        return Err(format!("block_size {b} must divide the height and width of x, whose shape is {x:?}"));
+    }
+    allocatable(Shape::from_slice(&[n, h / b, w / b, c * b * b]))
+}
+
+/// The shape function of `Concat`: `values` joined along `axis`, every
+/// other dim the same.
+///
+/// ```
+/// use opforge::{kernels::ConcatAttrs, shape::rules::concat};
+/// assert_eq!(concat(&[&[2, 3], &[2, 5]], &ConcatAttrs { axis: -1 }).unwrap().as_slice(), &[2, 8]);
+/// let e = concat(&[&[2, 3], &[3, 5]], &ConcatAttrs { axis: 1 }).unwrap_err();
+/// assert!(e.contains("values[1]") && e.contains("[3, 5]"), "{e}");
+/// assert!(concat(&[&[2], &[2, 1]], &ConcatAttrs { axis: 0 }).is_err());
+/// ```
+pub fn concat(values: &[&[usize]], attrs: &crate::kernels::ConcatAttrs) -> Result<Shape, String> {
+    let first = values.first().ok_or("values must hold at least one tensor")?;
+    let axis = normalize_axis(attrs.axis, first.len())?;
+    let mut out = Shape::from_slice(first);
+    for (i, v) in values.iter().enumerate().skip(1) {
+        let fits = v.len() == first.len() && (0..v.len()).all(|d| d == axis || v[d] == first[d]);
+        if !fits {
+            return Err(format!(
+                "values[{i}] is {v:?} but values[0] is {first:?}; they must match on every axis but {axis}"
+            ));
+        }
+        out[axis] += v[axis];
+    }
+    allocatable(out)
+}
+
+/// The shape function of `AddN`: the one shape of all `values`.
+///
+/// ```
+/// use opforge::{kernels::AddNAttrs, shape::rules::add_n};
+/// assert_eq!(add_n(&[&[2, 3], &[2, 3]], &AddNAttrs {}).unwrap().as_slice(), &[2, 3]);
+/// assert!(add_n(&[&[2, 3], &[3]], &AddNAttrs {}).unwrap_err().contains("values[1]"));
+/// ```
+pub fn add_n(values: &[&[usize]], attrs: &crate::kernels::AddNAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    let first = values.first().ok_or("values must hold at least one tensor")?;
+    match values.iter().position(|v| v != first) {
+        Some(i) => Err(format!("values[{i}] is {:?} but values[0] is {first:?}; they must match", values[i])),
+        None => Ok(Shape::from_slice(first)),
+    }
+}
+
+/// The shape function of `Pack`: the one shape of all `values` with
+/// their count inserted at `axis` (which may be the rank, for a new
+/// last axis).
+///
+/// ```
+/// use opforge::{kernels::PackAttrs, shape::rules::pack};
+/// let four: [&[usize]; 4] = [&[2, 3]; 4];
+/// assert_eq!(pack(&four, &PackAttrs { axis: 1 }).unwrap().as_slice(), &[2, 4, 3]);
+/// assert_eq!(pack(&four, &PackAttrs { axis: -1 }).unwrap().as_slice(), &[2, 3, 4]);
+/// assert!(pack(&four, &PackAttrs { axis: 3 }).is_err());
+/// ```
+pub fn pack(values: &[&[usize]], attrs: &crate::kernels::PackAttrs) -> Result<Shape, String> {
+    let one = add_n(values, &crate::kernels::AddNAttrs {})?;
+    let axis = normalize_axis(attrs.axis, one.len() + 1)?;
+    let mut out = one;
+    out.insert(axis, values.len());
+    allocatable(out)
+}
+
+/// The shape function of kernel `Unpack`: one output per index of
+/// `axis`, each `x`'s shape without that axis.
+///
+/// ```
+/// use opforge::{kernels::UnpackAttrs, shape::rules::unpack};
+/// let shapes = unpack(&[2, 3, 4], &UnpackAttrs { axis: 1 }).unwrap();
+/// assert_eq!(shapes.len(), 3);
+/// assert_eq!(shapes[0].as_slice(), &[2, 4]);
+/// assert!(unpack(&[], &UnpackAttrs { axis: 0 }).is_err());
+/// ```
+pub fn unpack(x: &[usize], attrs: &crate::kernels::UnpackAttrs) -> Result<Vec<Shape>, String> {
+    let axis = normalize_axis(attrs.axis, x.len())?;
+    if x[axis] > MAX_OUTPUTS {
+        return Err(format!("axis {axis} of x {x:?} would give {} tensors, over {MAX_OUTPUTS}", x[axis]));
+    }
+    let mut one = Shape::from_slice(x);
+    one.remove(axis);
+    Ok(vec![one; x[axis]])
+}
+
+/// The shape function of kernel `SplitV`: `x`'s shape with `axis` cut
+/// to each length of `size_splits`, whose one `-1` takes what the
+/// others leave; the lengths add up to the axis.
+///
+/// ```
+/// use opforge::{kernels::SplitVAttrs, shape::rules::split_v};
+/// let shapes = split_v(&[2, 7], &SplitVAttrs { size_splits: vec![1, -1, 2], axis: 1 }).unwrap();
+/// let dims: Vec<&[usize]> = shapes.iter().map(|s| s.as_slice()).collect();
+/// assert_eq!(dims, [&[2, 1][..], &[2, 4], &[2, 2]]);
+/// let short = SplitVAttrs { size_splits: vec![3, 3], axis: 1 };
+/// assert!(split_v(&[2, 7], &short).unwrap_err().contains("add up to 6"));
+/// ```
+pub fn split_v(x: &[usize], attrs: &crate::kernels::SplitVAttrs) -> Result<Vec<Shape>, String> {
+    let axis = normalize_axis(attrs.axis, x.len())?;
+    let sizes = &attrs.size_splits;
+    let whole = x[axis] as i64;
+    let rest = sizes.iter().filter(|&&s| s == -1).count();
+    if let Some(bad) = sizes.iter().find(|&&s| s < -1) {
+        return Err(format!("size_splits {sizes:?} holds {bad}; lengths are >= 0, or -1 for the rest"));
+    }
+    if rest > 1 {
+        return Err(format!("size_splits {sizes:?} holds -1 {rest} times, expected it at most once"));
+    }
+    let given: i64 = sizes.iter().filter(|&&s| s >= 0).fold(0i64, |a, &s| a.saturating_add(s));
+    if (rest == 0 && given != whole) || (rest == 1 && given > whole) {
+        return Err(format!(
+            "size_splits {sizes:?} add up to {given}, but axis {axis} of x {x:?} is {whole} long; they must \
+             add up to it{}",
+            if rest == 1 { " at most, with -1 taking the rest" } else { "" }
+        ));
+    }
+    Ok(sizes
+        .iter()
+        .map(|&s| {
+            let mut out = Shape::from_slice(x);
+            out[axis] = if s == -1 { (whole - given) as usize } else { s as usize };
+            out
+        })
+        .collect())
+}
+
+/// The shape function of kernel `StridedSlice`: see [`strided_plan`].
+///
+/// ```
+/// use opforge::{kernels::StridedSliceAttrs, shape::rules::strided_slice};
+/// // x[1:3, ::2] of a [4, 5]
+/// let attrs = StridedSliceAttrs { begin: vec![1, 0], end: vec![3, 5], strides: vec![1, 2], ..Default::default() };
+/// assert_eq!(strided_slice(&[4, 5], &attrs).unwrap().as_slice(), &[2, 3]);
+/// ```
+pub fn strided_slice(x: &[usize], attrs: &crate::kernels::StridedSliceAttrs) -> Result<Shape, String> {
+    strided_plan(x, attrs).map(|p| p.shape)
+}
+
+/// A strided slice resolved against `x`'s shape: the output's shape, the
+/// offset in `x` of its first element, and per output axis the step in
+/// `x`'s elements (negative for a reversed axis, 0 for a new one).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StridedPlan {
+    /// The output's shape.
+    pub shape: Shape,
+    /// Where in `x` the output's first element is.
+    pub base: usize,
+    /// Per output axis, how far `x`'s element moves for one step.
+    pub steps: Vec<isize>,
+}
+
+impl StridedPlan {
+    /// Where in `x` output element `i` (row-major) is read from.
+    ///
+    /// ```
+    /// use opforge::{kernels::StridedSliceAttrs, shape::rules::strided_plan};
+    /// // x[::-2] of a [6] reads 5, 3, 1.
+    /// let attrs = StridedSliceAttrs { strides: vec![-2], begin: vec![0], end: vec![0], begin_mask: 1, end_mask: 1, ..Default::default() };
+    /// let plan = strided_plan(&[6], &attrs).unwrap();
+    /// assert_eq!((0..3).map(|i| plan.position(i)).collect::<Vec<_>>(), [5, 3, 1]);
+    /// ```
+    pub fn position(&self, i: usize) -> usize {
+        let (mut rest, mut at) = (i, self.base as isize);
+        for (&dim, &step) in self.shape.iter().zip(&self.steps).rev() {
+            at += (rest % dim) as isize * step;
+            rest /= dim;
+        }
+        at as usize
+    }
+}
+
+/// Resolves `StridedSlice`'s attrs against `x` as NumPy resolves
+/// `x[b:e:s, ..., None, i]` and TF.js `tf.stridedSlice`: entry `i` of
+/// `begin`, `end` and `strides` (all 1 when empty) slices the next axis;
+/// bit `i` of `begin_mask`/`end_mask` ignores `begin[i]`/`end[i]` (the
+/// whole axis that way); of `ellipsis_mask` (one bit at most) stands for
+/// every axis no other entry takes; of `new_axis_mask` inserts an axis of
+/// 1; of `shrink_axis_mask` takes the one index `begin[i]` and drops the
+/// axis. Negative begins and ends count from the end, and are clamped to
+/// the axis; axes no entry reaches are taken whole.
+///
+/// ```
+/// use opforge::{kernels::StridedSliceAttrs, shape::rules::strided_plan};
+/// // x[::-2] of a [6]: elements 5, 3, 1.
+/// let attrs = StridedSliceAttrs { begin: vec![0], end: vec![0], strides: vec![-2], begin_mask: 1, end_mask: 1, ..Default::default() };
+/// let plan = strided_plan(&[6], &attrs).unwrap();
+/// assert_eq!((plan.shape.as_slice(), plan.base, plan.steps.as_slice()), (&[3][..], 5, &[-2][..]));
+/// // x[..., None, 1:3] of a [2, 3, 4]
+/// let attrs = StridedSliceAttrs { begin: vec![0, 0, 1], end: vec![0, 0, 3], ellipsis_mask: 1, new_axis_mask: 2, ..Default::default() };
+/// assert_eq!(strided_plan(&[2, 3, 4], &attrs).unwrap().shape.as_slice(), &[2, 3, 1, 2]);
+/// ```
+pub fn strided_plan(x: &[usize], a: &crate::kernels::StridedSliceAttrs) -> Result<StridedPlan, String> {
+    let n = a.begin.len();
+    if a.end.len() != n || !(a.strides.is_empty() || a.strides.len() == n) {
+        return Err(format!(
+            "begin {:?}, end {:?} and strides {:?} must have one entry each per sliced axis (strides may be empty)",
+            a.begin, a.end, a.strides
+        ));
+    }
+    if n > 63 {
+        return Err(format!("{n} entries exceed the 63 a mask can mark"));
+    }
+    let bit = |mask: i64, i: usize| (mask >> i) & 1 == 1;
+    if a.ellipsis_mask.count_ones() > 1 {
+        return Err(format!("ellipsis_mask {:#b} marks more than one ellipsis", a.ellipsis_mask));
+    }
+    let takes = (0..n).filter(|&i| !bit(a.ellipsis_mask, i) && !bit(a.new_axis_mask, i)).count();
+    if takes > x.len() {
+        return Err(format!("{takes} entries slice axes of x {x:?}, which has {} axes", x.len()));
+    }
+    // Each entry of the spec, the ellipsis expanded: `None` a new axis,
+    // `Some(None)` a whole axis, `Some(Some(i))` axis sliced by entry i.
+    let mut entries: Vec<Option<Option<usize>>> = Vec::new();
+    for i in 0..n {
+        if bit(a.ellipsis_mask, i) {
+            entries.extend(std::iter::repeat_n(Some(None), x.len() - takes));
+        } else if bit(a.new_axis_mask, i) {
+            entries.push(None);
+        } else {
+            entries.push(Some(Some(i)));
+        }
+    }
+    if a.ellipsis_mask == 0 || !(0..n).any(|i| bit(a.ellipsis_mask, i)) {
+        entries.extend(std::iter::repeat_n(Some(None), x.len() - takes));
+    }
+    let own = strides(x);
+    let (mut shape, mut steps, mut base, mut axis) = (Shape::new(), Vec::new(), 0i128, 0);
+    for entry in entries {
+        let Some(sliced) = entry else {
+            shape.push(1);
+            steps.push(0);
+            continue;
+        };
+        let (dim, step) = (x[axis] as i128, own[axis] as i128);
+        axis += 1;
+        let Some(i) = sliced else {
+            shape.push(dim as usize);
+            steps.push(step as isize);
+            continue;
+        };
+        let s = if a.strides.is_empty() { 1 } else { a.strides[i] as i128 };
+        let (b, e) = (a.begin[i] as i128, a.end[i] as i128);
+        let from_end = |v: i128| if v < 0 { v + dim } else { v };
+        if bit(a.shrink_axis_mask, i) {
+            let at = from_end(b);
+            if !(0..dim).contains(&at) {
+                return Err(format!("index begin[{i}] = {b} is out of range for axis {} of x {x:?}", axis - 1));
+            }
+            base += at * step;
+            continue;
+        }
+        if s == 0 {
+            return Err(format!("strides[{i}] is 0; a slice steps by a nonzero amount"));
+        }
+        let (low, high) = if s > 0 { (0, dim) } else { (-1, dim - 1) };
+        let start = match bit(a.begin_mask, i) {
+            true if s > 0 => 0,
+            true => dim - 1,
+            false => from_end(b).clamp(low, high),
+        };
+        let stop = match bit(a.end_mask, i) {
+            true if s > 0 => dim,
+            true => -1,
+            false => from_end(e).clamp(low, high),
+        };
+        // Non-negative span over a positive step: unsigned ceil division.
+        let (span, by) = if s > 0 { (stop - start, s) } else { (start - stop, -s) };
+        let size = (span.max(0) as u128).div_ceil(by as u128) as i128;
+        if size > 0 {
+            base += start * step;
+        }
+        shape.push(size as usize);
+        steps.push((s * step) as isize);
+    }
+    Ok(StridedPlan { shape: allocatable(shape)?, base: base as usize, steps })
+}
+
+/// The shape function of kernel `PadV2`: each axis grown by its
+/// `[before, after]` pair; one pair per axis of `x`, none negative.
+///
+/// ```
+/// use opforge::kernels::PadV2Attrs;
+/// use opforge::shape::rules::pad;
+/// let attrs = PadV2Attrs { paddings: vec![vec![1, 0], vec![2, 2]], constant_value: 0.0 };
+/// assert_eq!(pad(&[2, 3], &attrs).unwrap().as_slice(), &[3, 7]);
+/// let negative = PadV2Attrs { paddings: vec![vec![-1, 0]], constant_value: 0.0 };
+/// assert!(pad(&[2], &negative).unwrap_err().contains("[-1, 0]"));
+/// ```
+pub fn pad(x: &[usize], attrs: &crate::kernels::PadV2Attrs) -> Result<Shape, String> {
+    let paddings = &attrs.paddings;
+    if paddings.len() != x.len() {
+        return Err(format!(
+            "paddings {paddings:?} must give one `[before, after]` pair per axis of x, whose shape is {x:?}"
+        ));
+    }
+    let out = x
+        .iter()
+        .zip(paddings)
+        .map(|(&d, p)| match p[..] {
+            [b, a] if b >= 0 && a >= 0 => (d as u64)
+                .checked_add(b as u64 + a as u64)
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| format!("padding {p:?} makes an axis of {d} too long")),
+            _ => Err(format!("padding {p:?} is not a `[before, after]` pair of sizes 0 or more")),
+        })
+        .collect::<Result<Shape, String>>()?;
+    allocatable(out)
+}

@@ -1,0 +1,44 @@
+//! The shape rules the spec's `shape = "..."` names. Each takes the input
+//! shapes and attributes and returns the output shape or what is wrong.
+//!
+//! The rules of one family of kernels sit in one file, named as the
+//! backends' and the gradients' files of that family are.
+
+mod binary;
+mod conv;
+mod index;
+mod layout;
+mod make;
+mod matmul;
+mod reduce;
+mod softmax;
+
+pub use binary::*;
+pub use conv::*;
+pub use index::*;
+pub use layout::*;
+pub use make::*;
+pub use matmul::*;
+pub use reduce::*;
+pub use softmax::*;
+
+use super::{broadcast_shapes, same_dims, Shape};
+
+/// `same(x)`: the output has the input's shape.
+pub fn same(x: &[usize]) -> Result<Shape, String> {
+    Ok(Shape::from_slice(x))
+}
+
+/// `broadcast(a, b, ...)`: NumPy broadcasting of all inputs.
+pub fn broadcast(shapes: &[&[usize]]) -> Result<Shape, String> {
+    let first = shapes.first().copied().unwrap_or(&[]);
+    // Equal shapes are the common case: no per-dim work.
+    if shapes.iter().all(|s| same_dims(s, first)) {
+        return Ok(Shape::from_slice(first));
+    }
+    let mut out = Shape::from_slice(first);
+    for s in &shapes[1.min(shapes.len())..] {
+        out = broadcast_shapes(&out, s)?;
+    }
+    Ok(out)
+}

@@ -1,0 +1,79 @@
+//! Normalizations: softmax with its cross entropy, local response and batch normalization.
+
+use crate::shape::{broadcast_shapes, Shape};
+
+/// The shape function of kernel `LRN`: `x`'s shape; `x` has an axis
+/// to normalize along, and the window's radius is not negative.
+///
+/// ```
+/// use opforge::{kernels::LRNAttrs, shape::rules::lrn};
+/// assert_eq!(lrn(&[2, 4], &LRNAttrs::default()).unwrap().as_slice(), &[2, 4]);
+/// assert!(lrn(&[], &LRNAttrs::default()).unwrap_err().contains("scalar"));
+/// ```
+pub fn lrn(x: &[usize], attrs: &crate::kernels::LRNAttrs) -> Result<Shape, String> {
+    if x.is_empty() {
+        return Err("x is a scalar, which has no last axis to normalize along".into());
+    }
+    if attrs.depth_radius < 0 {
+        return Err(format!("depth_radius {} is negative", attrs.depth_radius));
+    }
+    Ok(Shape::from_slice(x))
+}
+
+/// The shape function of kernel `SoftmaxCrossEntropyWithLogits`:
+/// `features` and `labels` of one shape with at least one axis (the
+/// classes, the last); `loss` has a value per row (the shape without
+/// its last axis), `backprop` the features' shape.
+///
+/// ```
+/// use opforge::kernels::SoftmaxCrossEntropyWithLogitsAttrs as Attrs;
+/// use opforge::shape::rules::softmax_cross_entropy_with_logits as rule;
+/// let shapes = rule(&[4, 10], &[4, 10], &Attrs {}).unwrap();
+/// assert_eq!((shapes[0].as_slice(), shapes[1].as_slice()), (&[4][..], &[4, 10][..]));
+/// assert!(rule(&[4, 10], &[4, 9], &Attrs {}).unwrap_err().contains("labels [4, 9]"));
+/// assert!(rule(&[], &[], &Attrs {}).unwrap_err().contains("scalar"));
+/// ```
+pub fn softmax_cross_entropy_with_logits(
+    features: &[usize],
+    labels: &[usize],
+    _attrs: &crate::kernels::SoftmaxCrossEntropyWithLogitsAttrs,
+) -> Result<Vec<Shape>, String> {
+    let Some((_, rows)) = features.split_last() else {
+        return Err("features is a scalar; give it a last axis of classes".into());
+    };
+    if labels != features {
+        return Err(format!("labels {labels:?} is not the shape of features {features:?}"));
+    }
+    Ok(vec![Shape::from_slice(rows), Shape::from_slice(features)])
+}
+
+/// The shape function of kernel `FusedBatchNorm`: `x`'s shape, each
+/// statistic given broadcasting to it without growing it (`[C]` for
+/// channels last, `[C, 1, 1]` for channels first, a scalar).
+///
+/// ```
+/// use opforge::{kernels::FusedBatchNormAttrs, shape::rules::batch_norm};
+/// let attrs = FusedBatchNormAttrs::default();
+/// assert_eq!(batch_norm(&[2, 3], &[3], &[3], None, Some(&[1, 3]), &attrs).unwrap().as_slice(), &[2, 3]);
+/// let err = batch_norm(&[2, 3], &[3], &[2, 3, 1], None, None, &attrs).unwrap_err();
+/// assert!(err.contains("variance [2, 3, 1]"), "{err}");
+/// ```
+pub fn batch_norm(
+    x: &[usize],
+    mean: &[usize],
+    variance: &[usize],
+    offset: Option<&[usize]>,
+    scale: Option<&[usize]>,
+    attrs: &crate::kernels::FusedBatchNormAttrs,
+) -> Result<Shape, String> {
+    let given = [("mean", Some(mean)), ("variance", Some(variance)), ("offset", offset), ("scale", scale)];
+    for (name, shape) in given.iter().filter_map(|(n, s)| Some((n, (*s)?))) {
+        if broadcast_shapes(x, shape).ok().as_deref() != Some(x) {
+            return Err(format!("{name} {shape:?} does not broadcast to x {x:?} without growing it"));
+        }
+    }
+    if attrs.variance_epsilon.is_nan() || attrs.variance_epsilon < 0.0 {
+        return Err(format!("variance_epsilon {} is not 0 or more", attrs.variance_epsilon));
+    }
+    Ok(Shape::from_slice(x))
+}
