@@ -2,11 +2,19 @@
 
 use std::cell::{Cell, RefCell};
 use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicBool, AtomicU16, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use crate::spec::{Absent, KernelCall, KernelSpec, Tensors};
-use crate::{BackendId, Error, InputDesc, Result, Tensor, TensorMeta};
+use crate::call::{Absent, KernelCall, Tensors};
+use crate::scoped::scoped;
+use crate::spec::describe;
+use crate::spec::KernelSpec;
+use crate::{BackendId, Error, Result, Tensor, TensorMeta};
+
+pub use crate::backend::{
+    default_backend, memory, reset_peak, set_default_backend, set_pool_limit, trim_pool, with_default_backend,
+    BackendMemory,
+};
 
 /// Runs kernels. Generated op functions call [`Engine::run`]; so can anyone
 /// holding a descriptor.
@@ -135,17 +143,43 @@ impl Engine {
             }
         }
         let ys = if crate::profile::watching() {
-            crate::profile::watch::<K>(inputs, absent, attrs, backend, &metas, || op_path(K::OP))?
+            Engine::watched::<K>(inputs, absent, attrs, backend, &metas)?
         } else {
             Engine::execute::<K>(inputs, absent, attrs, backend, &metas)?.0
         };
         Ok((backend, ys))
     }
 
+    /// [`Engine::execute`] while profiling or debugging: reported to the
+    /// profiler, which times it and checks its outputs.
+    #[cold]
+    fn watched<K: KernelSpec>(
+        inputs: &[&Tensor],
+        absent: Absent,
+        attrs: &K::Attrs,
+        backend: BackendId,
+        metas: &[TensorMeta],
+    ) -> Result<Tensors> {
+        let watch = crate::profile::Watch::start();
+        let (outputs, fallback) = Engine::execute::<K>(inputs, absent, attrs, backend, metas)?;
+        watch.finish(&crate::profile::KernelRun {
+            kernel: K::NAME,
+            op: &|| op_path(K::OP),
+            backend,
+            inputs,
+            describe: &|| describe::<K>(inputs, absent),
+            attrs,
+            metas,
+            outputs: &outputs,
+            fallback,
+        })?;
+        Ok(outputs)
+    }
+
     /// Steps 2-4 of [`Engine::run`] for validated inputs: the outputs, and
     /// whether the cpu fallback ran the kernel.
     #[inline]
-    pub(crate) fn execute<K: KernelSpec>(
+    fn execute<K: KernelSpec>(
         inputs: &[&Tensor],
         absent: Absent,
         attrs: &K::Attrs,
@@ -185,8 +219,8 @@ impl Engine {
                 found: list(ys.iter().map(Tensor::meta)),
             });
         }
-        if crate::autodiff::recording() {
-            crate::autodiff::record::<K>(inputs, absent, attrs, &ys);
+        if crate::autodiff::tape::recording() {
+            crate::autodiff::tape::record::<K>(inputs, absent, attrs, &ys);
         }
         Ok((ys, fell_back))
     }
@@ -269,80 +303,6 @@ impl Engine {
     }
 }
 
-/// Where new tensors go: a [`BackendId::index`].
-static DEFAULT_BACKEND: AtomicU16 = AtomicU16::new(0);
-
-/// Makes `backend` the one new tensors are created on (TF.js
-/// `tf.setBackend`) and returns the previous one. Tensors that exist stay
-/// where they are; kernels run on their inputs' backend, so computations on
-/// new tensors follow. An error if `backend` is not available here (for
-/// `wgpu`: no adapter), leaving the default as it was.
-///
-/// ```
-/// use opforge::{BackendId, Tensor};
-/// if opforge::backends()[1].available {
-///     let previous = opforge::set_default_backend(BackendId::Wgpu)?;
-///     let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
-///     assert_eq!(t.backend(), BackendId::Wgpu);
-///     opforge::set_default_backend(previous)?;
-/// }
-/// assert_eq!(opforge::default_backend(), BackendId::Cpu);
-/// # Ok::<(), opforge::Error>(())
-/// ```
-pub fn set_default_backend(backend: BackendId) -> Result<BackendId> {
-    available(backend, "set_default_backend")?;
-    let previous = DEFAULT_BACKEND.swap(backend.index() as u16, Ordering::Relaxed);
-    Ok(BackendId::from_index(previous))
-}
-
-thread_local! {
-    /// This thread's override of [`DEFAULT_BACKEND`], set by [`with_default_backend`].
-    static DEFAULT_HERE: Cell<Option<BackendId>> = const { Cell::new(None) };
-}
-
-/// The backend new tensors, and the outputs of kernels without inputs,
-/// are created on: this thread's [`with_default_backend`] choice inside
-/// one, else the process-wide [`set_default_backend`] one.
-///
-/// ```
-/// assert_eq!(opforge::default_backend(), opforge::BackendId::Cpu);
-/// ```
-#[inline]
-pub fn default_backend() -> BackendId {
-    DEFAULT_HERE.with(Cell::get).unwrap_or_else(|| BackendId::from_index(DEFAULT_BACKEND.load(Ordering::Relaxed)))
-}
-
-/// Runs `f` with `backend` as the default backend on this thread only
-/// (see [`set_default_backend`]), and restores this thread's previous
-/// choice afterwards, also when `f` panics: what a test or a library
-/// function wants, since no other thread sees it. An error, with `f` not
-/// run, if `backend` is not available here.
-///
-/// ```
-/// use opforge::{ops, BackendId, DType};
-/// let b = if opforge::backends()[1].available { BackendId::Wgpu } else { BackendId::Cpu };
-/// let r = opforge::with_default_backend(b, || ops::range(0.0, 3.0, 1.0, DType::F32))??;
-/// assert_eq!(r.backend(), b);
-/// assert_eq!(r.to_vec::<f32>()?, vec![0.0, 1.0, 2.0]);
-/// assert_eq!(opforge::default_backend(), BackendId::Cpu, "only inside the closure");
-/// # Ok::<(), opforge::Error>(())
-/// ```
-pub fn with_default_backend<T>(backend: BackendId, f: impl FnOnce() -> T) -> Result<T> {
-    available(backend, "with_default_backend")?;
-    Ok(scoped(&DEFAULT_HERE, Some(backend), f))
-}
-
-/// `Ok` if `backend` can hold tensors here, else why not, for `what`.
-fn available(backend: BackendId, what: &'static str) -> Result<()> {
-    match crate::backends().into_iter().find(|b| b.backend == backend) {
-        Some(info) if !info.available => Err(Error::InvalidTensor {
-            what,
-            message: format!("backend `{backend}` is not available: {}", info.description),
-        }),
-        _ => Ok(()),
-    }
-}
-
 static FALLBACK: AtomicBool = AtomicBool::new(true);
 
 thread_local! {
@@ -388,24 +348,6 @@ pub fn set_fallback(enabled: bool) -> bool {
 /// ```
 pub fn with_fallback<T>(enabled: bool, f: impl FnOnce() -> T) -> T {
     scoped(&FALLBACK_HERE, Some(enabled), f)
-}
-
-/// Runs `f` with this thread's `cell` set to `value`, and puts the previous
-/// value back afterwards, also when `f` panics: the one way opforge's
-/// thread-scoped settings are changed.
-pub(crate) fn scoped<C: Copy + 'static, T>(
-    cell: &'static std::thread::LocalKey<Cell<C>>,
-    value: C,
-    f: impl FnOnce() -> T,
-) -> T {
-    struct Restore<C: Copy + 'static>(&'static std::thread::LocalKey<Cell<C>>, C);
-    impl<C: Copy + 'static> Drop for Restore<C> {
-        fn drop(&mut self) {
-            self.0.set(self.1);
-        }
-    }
-    let _restore = Restore(cell, cell.replace(value));
-    f()
 }
 
 /// Whether a kernel missing on a backend runs on the cpu here: this
@@ -553,21 +495,6 @@ fn invalid<K: KernelSpec>(backend: BackendId, inputs: &[&Tensor], absent: Absent
     Error::InvalidArgument { op: op_path(K::OP), kernel: K::NAME, backend, inputs, message }
 }
 
-/// `inputs` as errors name them: by the spec's input names, less those
-/// `absent` names.
-pub(crate) fn describe<K: KernelSpec>(inputs: &[&Tensor], absent: Absent) -> Vec<InputDesc> {
-    let names = absent.keep(K::INPUTS);
-    inputs
-        .iter()
-        .enumerate()
-        .map(|(i, t)| InputDesc {
-            name: names.get(i).copied().unwrap_or("extra"),
-            dtype: t.dtype(),
-            shape: t.meta().shape,
-        })
-        .collect()
-}
-
 thread_local! {
     static OP_STACK: RefCell<Vec<&'static str>> = const { RefCell::new(Vec::new()) };
 }
@@ -611,97 +538,4 @@ impl Drop for OpScope {
         crate::profile::op_ended();
         OP_STACK.with_borrow_mut(|s| s.pop());
     }
-}
-
-/// Live tensors' memory on one backend, and what its buffer pool holds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BackendMemory {
-    /// The backend.
-    pub backend: BackendId,
-    /// Live data buffers (clones of a tensor share one).
-    pub buffers: usize,
-    /// Bytes those buffers hold.
-    pub bytes: usize,
-    /// Freed buffers the backend keeps for reuse (see [`trim_pool`]).
-    pub pooled_buffers: usize,
-    /// Bytes those pooled buffers hold.
-    pub pooled_bytes: usize,
-    /// The most bytes live tensors held at once since the start or the
-    /// last [`reset_peak`]. On the cpu it is kept per thread, without
-    /// locks: exact when tensors are made and dropped on one thread, and an
-    /// upper bound (the sum of each thread's highest) otherwise.
-    pub peak_bytes: usize,
-}
-
-/// Memory held by live tensors, per backend (TF.js `tf.memory()`), and by
-/// each backend's pool of freed buffers: one entry per backend, in
-/// [`BackendId::all`] order. Counting `wgpu` buffers does not open the device.
-///
-/// ```
-/// let before = opforge::memory()[0];
-/// let t = opforge::Tensor::zeros(&[256], opforge::DType::F32)?;
-/// assert_eq!(opforge::memory()[0].bytes, before.bytes + 1024);
-/// drop(t);
-/// assert_eq!(opforge::memory()[0].bytes, before.bytes);
-/// # Ok::<(), opforge::Error>(())
-/// ```
-pub fn memory() -> Vec<BackendMemory> {
-    let zero =
-        |backend| BackendMemory { backend, buffers: 0, bytes: 0, pooled_buffers: 0, pooled_bytes: 0, peak_bytes: 0 };
-    BackendId::all()
-        .into_iter()
-        .map(|b| {
-            let mut m = zero(b);
-            (b.entry().ops.memory)(&mut m);
-            m.backend = b;
-            m
-        })
-        .collect()
-}
-
-/// Starts every backend's [`BackendMemory::peak_bytes`] again from the
-/// bytes live now, to measure the peak of a phase of a program.
-///
-/// ```
-/// opforge::reset_peak();
-/// let before = opforge::memory()[0].peak_bytes;
-/// drop(opforge::Tensor::zeros(&[1 << 16], opforge::DType::F32)?); // 256 KiB, freed at once
-/// assert!(opforge::memory()[0].peak_bytes >= before + (1 << 18));
-/// opforge::reset_peak();
-/// assert!(opforge::memory()[0].peak_bytes < before + (1 << 18));
-/// # Ok::<(), opforge::Error>(())
-/// ```
-pub fn reset_peak() {
-    crate::backend::cpu::reset_peak();
-    crate::backend::wgpu::reset_peak();
-}
-
-/// Frees every buffer the backends keep for reuse. Large outputs come from
-/// a bounded pool (see [`set_pool_limit`]); this returns its memory to the
-/// system, for instance after a phase that used unusually large tensors.
-///
-/// ```
-/// let big = opforge::Tensor::zeros(&[1 << 20], opforge::DType::F32)?; // 4 MiB
-/// drop(big); // pooled for the next output of that size
-/// opforge::trim_pool();
-/// assert_eq!(opforge::memory()[0].pooled_bytes, 0);
-/// # Ok::<(), opforge::Error>(())
-/// ```
-pub fn trim_pool() {
-    crate::backend::cpu::pool::trim_to(0);
-    crate::backend::wgpu::trim_to(0);
-}
-
-/// Bounds the bytes each backend's pool keeps (256 MiB by default), frees
-/// what is over the new bound, and returns the previous bound. `0` turns
-/// pooling off.
-///
-/// ```
-/// let previous = opforge::set_pool_limit(64 << 20);
-/// assert!(opforge::memory()[0].pooled_bytes <= 64 << 20);
-/// opforge::set_pool_limit(previous);
-/// ```
-pub fn set_pool_limit(bytes: usize) -> usize {
-    crate::backend::wgpu::set_limit(bytes);
-    crate::backend::cpu::pool::set_limit(bytes)
 }

@@ -6,7 +6,7 @@
 
 pub use crate::kernels::generated::*;
 
-use crate::{op, Result, Tensor};
+use crate::{op, Element, Result, Tensor};
 
 /// Exponential moving average: `v * decay + x * (1 - decay)`, the guide's
 /// example of an op built from other ops.
@@ -41,7 +41,7 @@ pub fn moving_average(v: &Tensor, x: &Tensor, decay: f32) -> Result<Tensor> {
 #[op]
 pub fn log_softmax(x: &Tensor, axis: i64) -> Result<Tensor> {
     // The result does not depend on the shift, so no gradient needs to flow through it.
-    let shift = crate::autodiff::no_grad(|| max(x, Some(&[axis]), true))?;
+    let shift = crate::autodiff::tape::no_grad(|| max(x, Some(&[axis]), true))?;
     let shifted = sub(x, &shift)?;
     let log_sum = log(&sum(&exp(&shifted)?, Some(&[axis]), true)?)?;
     sub(&shifted, &log_sum)
@@ -93,7 +93,7 @@ pub fn silu(x: &Tensor) -> Result<Tensor> {
 #[op]
 pub fn logsumexp(x: &Tensor, axes: Option<&[i64]>, keep_dims: bool) -> Result<Tensor> {
     // The result does not depend on the shift, so no gradient needs to flow through it.
-    let shift = crate::autodiff::no_grad(|| max(x, axes, true))?;
+    let shift = crate::autodiff::tape::no_grad(|| max(x, axes, true))?;
     let summed = log(&sum(&exp(&sub(x, &shift)?)?, axes, true)?)?;
     let y = add(&summed, &shift)?;
     if keep_dims {
@@ -246,4 +246,35 @@ pub fn conv2d_transpose(
     padding: crate::kernels::Padding,
 ) -> Result<Tensor> {
     conv2d_backprop_input(x, filter, output_shape, strides, padding, None, &[1, 1])
+}
+
+/// Sums a gradient over the dims that broadcasting added or stretched, so it
+/// has `shape` again: the adjoint of NumPy broadcasting.
+///
+/// ```
+/// use opforge::{ops::unbroadcast, Tensor};
+/// let g = Tensor::ones(&[2, 3], opforge::DType::F32)?;
+/// assert_eq!(unbroadcast(&g, &[3])?.to_vec::<f32>()?, vec![2.0, 2.0, 2.0]);
+/// assert_eq!(unbroadcast(&g, &[2, 1])?.to_vec::<f32>()?, vec![3.0, 3.0]);
+/// assert_eq!(unbroadcast(&g, &[])?.to_scalar::<f32>()?, 6.0);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn unbroadcast(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    if g.shape() == shape {
+        return Ok(g.clone());
+    }
+    let lead = g.rank().saturating_sub(shape.len());
+    let axes: Vec<i64> =
+        (0..g.rank()).filter(|&i| i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1)).map(|i| i as i64).collect();
+    let summed = if axes.is_empty() { g.clone() } else { sum(g, Some(&axes), false)? };
+    reshape(&summed, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
+}
+
+/// A scalar of `like`'s dtype, on `like`'s backend (ops refuse mixed ones).
+pub(crate) fn scalar(v: f64, like: &Tensor) -> Result<Tensor> {
+    match like.dtype() {
+        crate::DType::F32 => Tensor::scalar_on(f32::from_f64(v), like.backend()),
+        crate::DType::I32 => Tensor::scalar_on(i32::from_f64(v), like.backend()),
+        crate::DType::Bool => Tensor::scalar_on(bool::from_f64(v), like.backend()),
+    }
 }

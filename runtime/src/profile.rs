@@ -13,9 +13,7 @@ use std::fmt::{self, Write as _};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::engine::Engine;
-use crate::spec::{KernelSpec, Tensors};
-use crate::{BackendId, DType, Error, Result, Shape, Tensor, TensorMeta};
+use crate::{BackendId, DType, Error, InputDesc, Result, Shape, Tensor, TensorMeta};
 
 /// One kernel run seen by [`profile`].
 #[derive(Debug, Clone)]
@@ -102,18 +100,9 @@ thread_local! {
     static GRADIENT_OF: Cell<Option<&'static str>> = const { Cell::new(None) };
     static DEBUG_HERE: Cell<Option<bool>> = const { Cell::new(None) };
     static THREAD: Cell<u64> = const { Cell::new(0) };
-    /// The tag of the kernel being profiled here, for its GPU timestamps.
-    static TAG: Cell<u64> = const { Cell::new(0) };
 }
 
 static NEXT_TAG: AtomicU64 = AtomicU64::new(1);
-
-/// The profile tag of the kernel running on this thread; 0 when none is
-/// profiled. The wgpu backend times tagged dispatches.
-#[inline]
-pub(crate) fn current_tag() -> u64 {
-    TAG.get()
-}
 
 static DEBUG: AtomicBool = AtomicBool::new(false);
 static NEXT_THREAD: AtomicU64 = AtomicU64::new(1);
@@ -138,7 +127,8 @@ fn thread_id() -> u64 {
 
 /// Runs `f` and returns its value with a [`Profile`] of the kernels it ran
 /// on this thread (other threads' kernels are theirs to profile), TF.js's
-/// `tf.profile()`. Profiles nest: an inner one sees only its own kernels.
+/// `tf.profile()`. Profiles nest: an inner one sees its own kernels, and
+/// the outer one sees them too.
 ///
 /// ```
 /// use opforge::{ops, Tensor};
@@ -181,9 +171,10 @@ pub fn profile<T>(f: impl FnOnce() -> T) -> (T, Profile) {
         kernels.iter().filter(|k| k.backend == BackendId::Wgpu && k.tag != 0).map(|k| k.tag).collect();
     if !tags.is_empty() {
         if let Ok(times) = crate::backend::wgpu::device_times(&tags) {
-            for k in &mut kernels {
-                k.device = times.get(&k.tag).copied();
-            }
+            let time = |k: &mut KernelRecord| k.device = k.device.or_else(|| times.get(&k.tag).copied());
+            kernels.iter_mut().for_each(time);
+            // Reading them used them up: the outer recordings keep them.
+            RECORDING.with_borrow_mut(|r| r.iter_mut().flat_map(|rec| &mut rec.kernels).for_each(time));
         }
     }
     let profile = Profile {
@@ -198,7 +189,7 @@ pub fn profile<T>(f: impl FnOnce() -> T) -> (T, Profile) {
 
 /// Live bytes per backend, in [`BackendId::all`] order.
 fn live_bytes() -> Vec<usize> {
-    crate::memory().iter().map(|m| m.bytes).collect()
+    crate::backend::memory().iter().map(|m| m.bytes).collect()
 }
 
 /// Turns debug mode on or off for the whole process and returns the
@@ -229,7 +220,7 @@ pub fn set_debug(enabled: bool) -> bool {
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn with_debug<T>(enabled: bool, f: impl FnOnce() -> T) -> T {
-    crate::engine::scoped(&DEBUG_HERE, Some(enabled), f)
+    crate::scoped::scoped(&DEBUG_HERE, Some(enabled), f)
 }
 
 /// Whether debug mode is on for this thread.
@@ -249,78 +240,110 @@ pub(crate) fn watching() -> bool {
     PROFILING.get() || DEBUG.load(Ordering::Relaxed) || DEBUG_HERE.get().is_some()
 }
 
-/// The engine's slow path while profiling or debugging: runs the kernel
-/// through [`Engine`], then records it and checks its output.
-#[cold]
-pub(crate) fn watch<K: KernelSpec>(
-    inputs: &[&Tensor],
-    absent: crate::Absent,
-    attrs: &K::Attrs,
-    backend: BackendId,
-    metas: &[TensorMeta],
-    op: impl Fn() -> String,
-) -> Result<Tensors> {
-    let tag = if PROFILING.get() { NEXT_TAG.fetch_add(1, Ordering::Relaxed) } else { 0 };
-    let started = Instant::now();
-    let (ys, fallback) =
-        crate::engine::scoped(&TAG, tag, || Engine::execute::<K>(inputs, absent, attrs, backend, metas))?;
-    let host = started.elapsed();
-    if debug_enabled() {
-        for y in &ys {
-            check_finite::<K>(y, inputs, absent, backend, &op)?;
-        }
+/// A kernel the engine ran while [`watching`], as it reports it.
+pub(crate) struct KernelRun<'a> {
+    pub kernel: &'static str,
+    /// The op path, made only when a record or an error needs it.
+    pub op: &'a dyn Fn() -> String,
+    pub backend: BackendId,
+    pub inputs: &'a [&'a Tensor],
+    /// The inputs as errors name them.
+    pub describe: &'a dyn Fn() -> Vec<InputDesc>,
+    pub attrs: &'a dyn fmt::Debug,
+    pub metas: &'a [TensorMeta],
+    pub outputs: &'a [Tensor],
+    /// Whether the cpu fallback ran it.
+    pub fallback: bool,
+}
+
+/// One kernel the engine runs while [`watching`]: started before it runs,
+/// and [`Watch::finish`]ed with what it gave. The engine reports to the
+/// profiler; the profiler never calls the engine.
+pub(crate) struct Watch {
+    tag: u64,
+    previous_tag: u64,
+    started: Instant,
+}
+
+impl Watch {
+    /// Marks the kernel about to run: a new tag for its GPU timestamps if
+    /// this thread is profiling, which the backends read until the watch ends.
+    #[cold]
+    pub(crate) fn start() -> Watch {
+        let tag = if PROFILING.get() { NEXT_TAG.fetch_add(1, Ordering::Relaxed) } else { 0 };
+        let previous_tag = crate::backend::set_timing_tag(tag);
+        Watch { tag, previous_tag, started: Instant::now() }
     }
-    if PROFILING.get() {
-        let live = live_bytes();
-        let record = KernelRecord {
-            kernel: K::NAME,
-            op: op(),
-            backend,
-            inputs: inputs.iter().map(|t| t.meta()).collect(),
-            bytes: metas.iter().map(|m| crate::shape::numel(&m.shape) * m.dtype.size_in_bytes()).sum(),
-            output: metas.first().cloned().unwrap_or_else(|| TensorMeta { shape: Shape::new(), dtype: DType::F32 }),
-            attrs: format!("{attrs:?}"),
-            start: Duration::ZERO,
-            host,
-            device: None,
-            fallback,
-            gradient_of: GRADIENT_OF.get(),
-            depth: 0,
-            tag,
-        };
-        RECORDING.with_borrow_mut(|r| {
-            if let Some(rec) = r.last_mut() {
-                let start = started.saturating_duration_since(rec.start);
-                let depth = rec.open.len();
-                rec.kernels.push(KernelRecord { start, depth, ..record });
-                for (peak, now) in rec.peak.iter_mut().zip(live) {
-                    *peak = (*peak).max(now);
-                }
+
+    /// Checks the kernel's outputs in debug mode and records it in every
+    /// profile open on this thread.
+    #[cold]
+    pub(crate) fn finish(self, run: &KernelRun<'_>) -> Result<()> {
+        let host = self.started.elapsed();
+        let tag = self.tag;
+        drop(self);
+        if debug_enabled() {
+            for y in run.outputs {
+                check_finite(y, run)?;
             }
-        });
+        }
+        if PROFILING.get() {
+            let live = live_bytes();
+            let record = KernelRecord {
+                kernel: run.kernel,
+                op: (run.op)(),
+                backend: run.backend,
+                inputs: run.inputs.iter().map(|t| t.meta()).collect(),
+                bytes: run.metas.iter().map(|m| crate::shape::numel(&m.shape) * m.dtype.size_in_bytes()).sum(),
+                output: run
+                    .metas
+                    .first()
+                    .cloned()
+                    .unwrap_or_else(|| TensorMeta { shape: Shape::new(), dtype: DType::F32 }),
+                attrs: format!("{:?}", run.attrs),
+                start: Duration::ZERO,
+                host,
+                device: None,
+                fallback: run.fallback,
+                gradient_of: GRADIENT_OF.get(),
+                depth: 0,
+                tag,
+            };
+            let started = Instant::now() - host;
+            RECORDING.with_borrow_mut(|r| {
+                for rec in r.iter_mut() {
+                    let start = started.saturating_duration_since(rec.start);
+                    let depth = rec.open.len();
+                    rec.kernels.push(KernelRecord { start, depth, ..record.clone() });
+                    for (peak, now) in rec.peak.iter_mut().zip(&live) {
+                        *peak = (*peak).max(*now);
+                    }
+                }
+            });
+        }
+        Ok(())
     }
-    Ok(ys)
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        crate::backend::set_timing_tag(self.previous_tag);
+    }
 }
 
 /// The first NaN or infinity of `y`, as [`Error::NonFinite`].
-fn check_finite<K: KernelSpec>(
-    y: &Tensor,
-    inputs: &[&Tensor],
-    absent: crate::Absent,
-    backend: BackendId,
-    op: &impl Fn() -> String,
-) -> Result<()> {
+fn check_finite(y: &Tensor, run: &KernelRun<'_>) -> Result<()> {
     if y.dtype() != DType::F32 {
         return Ok(());
     }
     let values = y.to_vec::<f32>()?;
     let Some((index, v)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) else { return Ok(()) };
     Err(Error::NonFinite {
-        op: op(),
-        kernel: K::NAME,
-        backend,
+        op: (run.op)(),
+        kernel: run.kernel,
+        backend: run.backend,
         gradient_of: GRADIENT_OF.get(),
-        inputs: crate::engine::describe::<K>(inputs, absent),
+        inputs: (run.describe)(),
         output: y.meta().to_string().into(),
         index,
         value: *v,
@@ -330,7 +353,7 @@ fn check_finite<K: KernelSpec>(
 /// Runs a gradient function, marking the kernels it runs as the backward
 /// pass of `kernel`.
 pub(crate) fn in_gradient_of<T>(kernel: &'static str, f: impl FnOnce() -> T) -> T {
-    crate::engine::scoped(&GRADIENT_OF, Some(kernel), f)
+    crate::scoped::scoped(&GRADIENT_OF, Some(kernel), f)
 }
 
 /// A composite op starts, if this thread is profiling.
@@ -338,7 +361,7 @@ pub(crate) fn in_gradient_of<T>(kernel: &'static str, f: impl FnOnce() -> T) -> 
 pub(crate) fn op_started(op: &'static str) {
     if PROFILING.get() {
         RECORDING.with_borrow_mut(|r| {
-            if let Some(rec) = r.last_mut() {
+            for rec in r.iter_mut() {
                 let now = rec.start.elapsed();
                 rec.open.push((op, now));
             }
@@ -351,7 +374,7 @@ pub(crate) fn op_started(op: &'static str) {
 pub(crate) fn op_ended() {
     if PROFILING.get() {
         RECORDING.with_borrow_mut(|r| {
-            if let Some(rec) = r.last_mut() {
+            for rec in r.iter_mut() {
                 if let Some((op, start)) = rec.open.pop() {
                     let end = rec.start.elapsed();
                     let depth = rec.open.len();

@@ -21,7 +21,8 @@ use std::sync::{Mutex, PoisonError, RwLock};
 use linkme::distributed_slice;
 
 use crate::backend::Backend;
-use crate::spec::{Differentiable, GradCall, IntoGrads, KernelCall, KernelSpec, Tensors};
+use crate::call::{GradCall, KernelCall, Tensors};
+use crate::spec::{Differentiable, IntoGrads, KernelSpec};
 use crate::{BackendId, DType, Error, Location, Result, Tensor};
 
 /// A type-erased kernel: what [`KernelEntry::func`] points to.

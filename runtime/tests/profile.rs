@@ -44,17 +44,26 @@ fn a_profile_records_kernels_ops_and_gradients() {
     assert!(p.peak_bytes[0].1 > 0, "{:?}", p.peak_bytes);
 }
 
+/// A nested profile sees its own kernels and ops, and the outer one sees
+/// them too: README promises every kernel run.
 #[test]
 fn threads_profile_their_own_kernels_and_profiles_nest() {
     let x = Tensor::from_vec(vec![1.0f32; 4], &[4]).unwrap();
     let (_, outer) = opforge::profile(|| {
         let other = std::thread::spawn(|| ops::exp(&Tensor::scalar(1.0f32)).unwrap());
-        let (_, inner) = opforge::profile(|| ops::neg(&x).unwrap());
+        let e = ops::exp(&x).unwrap();
+        let (_, inner) = opforge::profile(|| ops::gelu(&ops::sqrt(&e).unwrap()).unwrap());
         other.join().unwrap();
-        assert_eq!(inner.kernels.iter().map(|k| k.kernel).collect::<Vec<_>>(), ["Neg"]);
-        ops::sqrt(&x).unwrap()
+        let names: Vec<&str> = inner.kernels.iter().map(|k| k.kernel).collect();
+        assert_eq!(names, ["Sqrt", "Mul", "Erf", "Mul", "Mul", "Add"]);
+        assert_eq!(inner.ops.iter().map(|o| o.op).collect::<Vec<_>>(), ["gelu"]);
+        ops::neg(&x).unwrap()
     });
-    assert_eq!(outer.kernels.iter().map(|k| k.kernel).collect::<Vec<_>>(), ["Sqrt"]);
+    let names: Vec<&str> = outer.kernels.iter().map(|k| k.kernel).collect();
+    assert_eq!(names, ["Exp", "Sqrt", "Mul", "Erf", "Mul", "Mul", "Add", "Neg"]);
+    assert_eq!(outer.ops.iter().map(|o| o.op).collect::<Vec<_>>(), ["gelu"]);
+    // Times run from each profile's own start, and in order.
+    assert!(outer.kernels.windows(2).all(|w| w[0].start <= w[1].start), "{:?}", outer.kernels);
     let (_, after) = opforge::profile(|| ());
     assert!(after.kernels.is_empty());
 }

@@ -1,8 +1,9 @@
 //! Gradients of the binary kernels; each undoes broadcasting.
 
-use super::{mask, scalar, unbroadcast};
+use super::mask;
 use crate::kernels::{Add, AddNeeds, Mul, MulNeeds, RealDiv, RealDivNeeds, Sub, SubNeeds};
 use crate::kernels::{Atan2, FloorDiv, Maximum, Minimum, Mod, Pow, Prelu, SquaredDifference};
+use crate::ops::{scalar, unbroadcast};
 use crate::{gradient, ops, Result, Tensor};
 
 #[gradient(Add)]

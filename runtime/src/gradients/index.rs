@@ -1,8 +1,9 @@
 //! Gradients of the indexing kernels: selection, gathers and segment sums,
 //! each the other's adjoint.
 
-use super::{dims, scalar, unbroadcast};
+use super::dims;
 use crate::kernels::{GatherNd, GatherV2, ScatterNd, Select, SelectNeeds, TopK, UnsortedSegmentSum};
+use crate::ops::{scalar, unbroadcast};
 use crate::shape::rules::gather_dims;
 use crate::{gradient, ops, Error, Result, Tensor};
 

@@ -1,12 +1,13 @@
 //! Gradients of the layout kernels: the inverse rearrangement; for the
 //! kernels of several tensors, `dy` cut back into one piece per tensor.
 
-use super::{dims, unbroadcast};
+use super::dims;
 use crate::kernels::{
     AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice, Tile,
     Unpack,
 };
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
+use crate::ops::unbroadcast;
 use crate::shape::rules::permutation;
 use crate::{gradient, ops, DType, Error, Result, Tensor};
 

@@ -5,8 +5,9 @@
 //! when its gradient is needed: a first layer's input batch needs none,
 //! and skipping it saves a gemm as large as the forward one.
 
-use super::{mask, scalar, unbroadcast};
+use super::mask;
 use crate::kernels::{Activation, BatchMatMul, BatchMatMulNeeds, FusedMatMul, FusedMatMulNeeds};
+use crate::ops::{scalar, unbroadcast};
 use crate::{gradient, ops, Result, Tensor};
 
 #[gradient(BatchMatMul)]

@@ -2,8 +2,9 @@
 //! element (all of them for `Sum` and `Mean`, the maxima for `Max`, the
 //! minima for `Min`, and for `Prod` the product of the others).
 
-use super::{mask, scalar};
+use super::mask;
 use crate::kernels::{Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
+use crate::ops::scalar;
 use crate::shape::rules::reduction_axes;
 use crate::{gradient, ops, Error, Result, Tensor};
 

@@ -2,10 +2,11 @@
 //! output (`exp`, `tanh`, `sigmoid`, `sqrt`) it is written with the output,
 //! as TF.js does, which saves recomputing it.
 
-use super::{mask, scalar};
+use super::mask;
 use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, ReluBackward, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
 use crate::kernels::{Acos, Acosh, Asin, Asinh, Atanh, ClipByValue, LeakyRelu, Relu6, Step, Tan};
 use crate::kernels::{Atan, Ceil, Cosh, Elu, Expm1, Floor, Log1p, Reciprocal, Round, Selu, Sign, Sinh, Softplus};
+use crate::ops::scalar;
 use crate::{gradient, ops, Result, Tensor};
 
 #[gradient(Neg)]

@@ -152,7 +152,7 @@ struct Timing {
     /// Nanoseconds per timestamp tick.
     period: f64,
     /// Submitted batches' timestamps, in mappable buffers, with the tags of
-    /// the kernels they time (see `crate::profile`), oldest first.
+    /// the kernels they time (see `opforge::profile`), oldest first.
     pending: Mutex<Vec<(wgpu::Buffer, Vec<u64>)>>,
 }
 
@@ -561,7 +561,7 @@ impl Gpu {
         });
         pass.set_pipeline(&pipeline.pipeline);
         pass.set_bind_group(0, &*group, &[(slot as u64 * SLOT) as u32]);
-        let tag = crate::profile::current_tag();
+        let tag = crate::backend::timing_tag();
         match &self.timing {
             Some(t) if tag != 0 => {
                 let first = 2 * b.stamps.len() as u32;

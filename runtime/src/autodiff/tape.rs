@@ -1,0 +1,149 @@
+//! The tape: what the engine records while a gradient is being taken, one
+//! per thread. It knows kernels only by name and type-erased attrs, and runs
+//! no ops, so the engine and the ops can use it from below the backward pass.
+
+use std::any::Any;
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use smallvec::SmallVec;
+
+use crate::call::{Absent, Tensors};
+use crate::spec::KernelSpec;
+use crate::{Result, Tensor};
+
+pub(super) type CustomGradFn = dyn Fn(&Tensor) -> Result<Vec<Tensor>>;
+
+pub(super) enum Backward {
+    /// The kernel's `#[gradient]`, looked up by name when needed.
+    Registry { inputs: &'static [&'static str], differentiable: &'static [&'static str], variadic: bool },
+    /// A `custom_grad` closure: one gradient per input.
+    Custom(Rc<CustomGradFn>),
+}
+
+pub(super) struct Node {
+    pub(super) kernel: &'static str,
+    pub(super) inputs: SmallVec<[Tensor; 2]>,
+    /// The optional inputs the call left out.
+    pub(super) absent: Absent,
+    pub(super) attrs: Box<dyn Any + Send + Sync>,
+    /// One, or for a kernel of several outputs, each in spec order.
+    pub(super) outputs: Tensors,
+    pub(super) backward: Backward,
+}
+
+struct Tape {
+    nodes: RefCell<Vec<Node>>,
+    /// Gradients being taken on this thread (nested for higher order).
+    depth: Cell<usize>,
+    /// `no_grad` scopes open on this thread.
+    paused: Cell<usize>,
+}
+
+thread_local! {
+    // `const`: every op asks whether to record, and a lazily initialised
+    // thread-local would add a state check to each ask.
+    static TAPE: Tape = const { Tape { nodes: RefCell::new(Vec::new()), depth: Cell::new(0), paused: Cell::new(0) } };
+}
+
+/// Whether the engine must record the kernel it just ran.
+#[inline]
+pub(crate) fn recording() -> bool {
+    TAPE.with(|t| t.depth.get() > 0 && t.paused.get() == 0)
+}
+
+/// Records one kernel run. Called by the engine only when [`recording`].
+pub(crate) fn record<K: KernelSpec>(inputs: &[&Tensor], absent: Absent, attrs: &K::Attrs, outputs: &[Tensor]) {
+    let node = Node {
+        kernel: K::NAME,
+        inputs: inputs.iter().map(|t| (*t).clone()).collect(),
+        absent,
+        attrs: Box::new(attrs.clone()),
+        outputs: outputs.iter().cloned().collect(),
+        backward: Backward::Registry { inputs: K::INPUTS, differentiable: K::DIFFERENTIABLE, variadic: K::VARIADIC },
+    };
+    TAPE.with(|t| t.nodes.borrow_mut().push(node));
+}
+
+/// Runs `f` without recording: nothing computed inside has a gradient
+/// (TF.js `tf.tidy` with no gradient, PyTorch `no_grad`).
+///
+/// ```
+/// use opforge::{autodiff, ops, Tensor};
+/// let x = Tensor::scalar(3.0f32);
+/// // The constant factor computed under no_grad contributes no gradient.
+/// let dx = autodiff::grad(|x| {
+///     let c = autodiff::no_grad(|| ops::square(x))?;
+///     ops::mul(&c, x)
+/// })(&x)?;
+/// assert_eq!(dx.to_scalar::<f32>()?, 9.0);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn no_grad<T>(f: impl FnOnce() -> T) -> T {
+    struct Resume;
+    impl Drop for Resume {
+        fn drop(&mut self) {
+            TAPE.with(|t| t.paused.set(t.paused.get() - 1));
+        }
+    }
+    TAPE.with(|t| t.paused.set(t.paused.get() + 1));
+    let _resume = Resume;
+    f()
+}
+
+/// One level of gradient taking; dropping it (also on error or panic)
+/// closes the level and, at the outermost level, clears the tape.
+pub(super) struct Level {
+    start: usize,
+    closed: bool,
+}
+
+impl Level {
+    pub(super) fn open() -> Level {
+        TAPE.with(|t| {
+            t.depth.set(t.depth.get() + 1);
+            Level { start: t.nodes.borrow().len(), closed: false }
+        })
+    }
+
+    /// Stops recording for this level and hands over its nodes. Ops run
+    /// afterwards are recorded only if an outer level is open.
+    pub(super) fn close(&mut self) -> Vec<Node> {
+        self.closed = true;
+        TAPE.with(|t| {
+            t.depth.set(t.depth.get() - 1);
+            t.nodes.borrow_mut().split_off(self.start)
+        })
+    }
+
+    /// Puts this level's nodes back before whatever the backward pass recorded,
+    /// so an outer level sees them in execution order.
+    pub(super) fn restore(&self, nodes: Vec<Node>) {
+        TAPE.with(|t| {
+            if t.depth.get() > 0 {
+                let mut all = t.nodes.borrow_mut();
+                let recorded = all.split_off(self.start);
+                all.extend(nodes);
+                all.extend(recorded);
+            }
+        })
+    }
+}
+
+impl Drop for Level {
+    fn drop(&mut self) {
+        TAPE.with(|t| {
+            if !self.closed {
+                t.depth.set(t.depth.get() - 1);
+            }
+            if t.depth.get() == 0 {
+                t.nodes.borrow_mut().clear();
+            }
+        })
+    }
+}
+
+/// Records a node of a `custom_grad`. Called only when [`recording`].
+pub(super) fn push(node: Node) {
+    TAPE.with(|t| t.nodes.borrow_mut().push(node));
+}

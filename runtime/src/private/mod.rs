@@ -1,0 +1,320 @@
+//! What the macros' expansions name, as `::opforge::__private`: the
+//! registry's slices and entries, the readers of type-erased calls, the
+//! spec's input checks, and the compile-time checks of `#[kernel]` and
+//! `#[gradient]` (in `checks`). Not public API: it changes without notice.
+
+mod checks;
+
+use std::any::Any;
+
+pub use crate::backend::{declared_id, Backend, BackendEntry, Cpu, Device, DeviceOps, Wgpu, BACKENDS};
+pub use crate::call::{GradCall, KernelCall, Metas, Tensors};
+pub use crate::engine::OpScope;
+pub use crate::registry::{
+    DispatchSlot, GradientEntry, KernelEntry, OpEntry, SpecEntry, GRADIENTS, KERNELS, OPS, SPECS,
+};
+pub use crate::shape::rules;
+pub use crate::spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec};
+pub use crate::{BackendId, Location};
+pub use checks::{Checked, FromSpec, GradientReturn, KernelReturn, ParamCheck, Pass, SpecNames};
+pub use linkme;
+pub use smallvec::smallvec;
+
+use crate::{DType, Error, Result, Tensor, TensorMeta};
+
+/// What `#[kernel(Name, path::To)]` names a backend through: `B`,
+/// required to be a [`Backend`] once, where the user wrote it.
+pub trait IsBackend {
+    /// The backend.
+    type This: Backend;
+}
+
+impl<B: Backend> IsBackend for B {
+    type This = B;
+}
+
+/// [`Backend::view`] of a declared backend `D` of id `id`.
+#[inline]
+pub fn device_view<D: Device>(t: &Tensor, id: crate::BackendId) -> Option<&D::Tensor> {
+    t.declared::<D::Tensor>(id)
+}
+
+/// [`Backend::wrap`] of a declared backend `D` of id `id`.
+#[inline]
+pub fn device_wrap<D: Device>(t: D::Tensor, id: crate::BackendId) -> Tensor {
+    Tensor::from_declared(id, D::meta(&t), t)
+}
+
+/// The operations `#[opforge::backend]` records for `D`.
+pub const fn device_ops<D: Device + Backend<Tensor = <D as Device>::Tensor>>() -> DeviceOps {
+    DeviceOps {
+        id: D::id,
+        upload: |t| Ok(D::wrap(<D as Device>::upload(t)?)),
+        download: |t| match D::view(t) {
+            Some(t) => <D as Device>::download(t),
+            None => Err(Error::Backend {
+                kernel: "",
+                backend: t.backend(),
+                message: format!("tensor {} is not a `{}` tensor", t.meta(), D::id()),
+            }),
+        },
+        memory: D::memory,
+        reset_peak: || {},
+        trim_pool: |_| {},
+        set_pool_limit: |_| 0,
+        describe: D::describe,
+        run_any: match D::RUNS_ANY_KERNEL {
+            true => Some(|call| {
+                let ys = <D as Device>::run_kernel(call)?;
+                Ok(ys.into_iter().map(D::wrap).collect())
+            }),
+            false => None,
+        },
+    }
+}
+
+/// As many inputs as the spec names; with a variadic last input, at
+/// least that many.
+fn check_count(inputs: &[&Tensor], names: &[&str], variadic: bool) -> std::result::Result<(), String> {
+    match (inputs.len(), names.len()) {
+        (got, want) if got == want || (variadic && got > want) => Ok(()),
+        (got, 0) => Err(format!("expected no inputs (it makes its output from its attrs), got {got}")),
+        (got, want) if variadic => Err(format!(
+            "expected {want} or more inputs ({}, the last one or more tensors), got {got}",
+            names.join(", ")
+        )),
+        (got, want) => Err(format!("expected {want} inputs ({}), got {got}", names.join(", "))),
+    }
+}
+
+/// Input `i`'s name in errors: its spec name, or `values[2]` for the
+/// third tensor of a variadic `values`.
+pub fn input_name(names: &[&str], variadic: bool, i: usize) -> String {
+    match names.len().checked_sub(1) {
+        Some(last) if variadic && i >= last => format!("{}[{}]", names[last], i - last),
+        _ => names.get(i).copied().unwrap_or("?").to_owned(),
+    }
+}
+
+/// The spec's input checks: count, one shared dtype, and that dtype allowed.
+pub fn check_inputs(
+    inputs: &[&Tensor],
+    names: &[&str],
+    dtypes: &[DType],
+    variadic: bool,
+) -> std::result::Result<DType, String> {
+    check_count(inputs, names, variadic)?;
+    let dtype = inputs[0].dtype();
+    if let Some((i, t)) = inputs.iter().enumerate().find(|(_, t)| t.dtype() != dtype) {
+        return Err(format!(
+            "input `{}` is {} but `{}` is {}; the inputs must share one dtype",
+            input_name(names, variadic, i),
+            t.dtype(),
+            input_name(names, variadic, 0),
+            dtype
+        ));
+    }
+    if !dtypes.contains(&dtype) {
+        let allowed: Vec<&str> = dtypes.iter().map(|d| d.name()).collect();
+        return Err(format!("dtype {dtype} is not supported, expected {}", allowed.join(" or ")));
+    }
+    Ok(dtype)
+}
+
+/// The dtype an input may have, as `spec!` writes a kernel with type variables.
+#[derive(Clone, Copy)]
+pub enum InputDType {
+    /// The dtype of type variable number `.0`.
+    Var(usize),
+    /// Always this dtype.
+    Fixed(DType),
+}
+
+/// The spec's input checks for a kernel with type variables: the count,
+/// each input's dtype against its own type, and inputs of one variable
+/// sharing a dtype. Returns each variable's dtype.
+pub fn check_typed<const V: usize>(
+    inputs: &[&Tensor],
+    names: &[&str],
+    types: &[InputDType],
+    vars: [(&str, &[DType]); V],
+    variadic: bool,
+) -> std::result::Result<[DType; V], String> {
+    check_count(inputs, names, variadic)?;
+    let mut found: [Option<(DType, usize)>; V] = [None; V];
+    // A variadic input's tensors all have its type.
+    let type_of = |i: usize| types.get(i).or(types.last());
+    let name = |i: usize| input_name(names, variadic, i);
+    for (i, (t, ty)) in inputs.iter().enumerate().filter_map(|(i, t)| Some((i, (t, type_of(i)?)))) {
+        let dtype = t.dtype();
+        match *ty {
+            InputDType::Fixed(want) if dtype != want => {
+                return Err(format!("input `{}` is {dtype}, which is not supported: expected {want}", name(i)));
+            }
+            InputDType::Fixed(_) => {}
+            InputDType::Var(v) => match found[v] {
+                Some((first, j)) if first != dtype => {
+                    return Err(format!(
+                        "input `{}` is {dtype} but `{}` is {first}; inputs of type `{}` share one dtype",
+                        name(i),
+                        name(j),
+                        vars[v].0
+                    ));
+                }
+                Some(_) => {}
+                None if !vars[v].1.contains(&dtype) => {
+                    let allowed: Vec<&str> = vars[v].1.iter().map(|d| d.name()).collect();
+                    return Err(format!(
+                        "input `{}` is {dtype}, which is not supported: expected {} (type `{}`)",
+                        name(i),
+                        allowed.join(" or "),
+                        vars[v].0
+                    ));
+                }
+                None => found[v] = Some((dtype, i)),
+            },
+        }
+    }
+    // The spec's validator makes every variable some input's.
+    Ok(found.map(|f| f.map_or(DType::F32, |(d, _)| d)))
+}
+
+/// The typed attributes of an erased call.
+pub fn attrs<'a, K: KernelSpec>(
+    kernel: &'static str,
+    backend: crate::BackendId,
+    attrs: &'a (dyn Any + Send + Sync),
+) -> Result<&'a K::Attrs> {
+    attrs.downcast_ref::<K::Attrs>().ok_or_else(|| Error::Backend {
+        kernel,
+        backend,
+        message: format!("attributes are not `{}`", std::any::type_name::<K::Attrs>()),
+    })
+}
+
+/// Input `i` of an erased call, as backend `B` sees it.
+pub fn input<'a, B: Backend>(call: &KernelCall<'a>, i: usize) -> Result<&'a B::Tensor> {
+    let t = call.inputs.get(i).ok_or_else(|| Error::Backend {
+        kernel: call.kernel,
+        backend: call.backend,
+        message: format!("missing input {i}"),
+    })?;
+    B::view(t).ok_or_else(|| Error::Backend {
+        kernel: call.kernel,
+        backend: B::id(),
+        message: format!("input {i} lives on backend `{}`", t.backend()),
+    })
+}
+
+/// Input `i` of a kernel with optional inputs, among those the call gives.
+pub fn input_at<'a, B: Backend>(call: &KernelCall<'a>, i: usize) -> Result<&'a B::Tensor> {
+    match call.absent.slot(i) {
+        Some(at) => input::<B>(call, at),
+        None => Err(Error::Backend {
+            kernel: call.kernel,
+            backend: call.backend,
+            message: format!("input {i} is not optional, but the call left it out"),
+        }),
+    }
+}
+
+/// Optional input `i` of an erased call: `None` if the call left it out.
+pub fn optional_input<'a, B: Backend>(call: &KernelCall<'a>, i: usize) -> Result<Option<&'a B::Tensor>> {
+    call.absent.slot(i).map(|at| input::<B>(call, at)).transpose()
+}
+
+/// The shape of input `i` in a call that leaves out `absent`: `None`
+/// for one left out.
+#[inline]
+pub fn shape_at<'a>(inputs: &[&'a Tensor], absent: crate::Absent, i: usize) -> Option<&'a [usize]> {
+    absent.slot(i).and_then(|at| inputs.get(at)).map(|t| t.shape())
+}
+
+/// The variadic input, inputs `first..`, of an erased call, as backend `B` sees them.
+pub fn input_list<'a, B: Backend>(call: &KernelCall<'a>, first: usize) -> Result<crate::TensorList<'a, B::Tensor>> {
+    let tensors = call.inputs.get(first..).unwrap_or_default();
+    crate::TensorList::of::<B>(tensors).ok_or_else(|| Error::Backend {
+        kernel: call.kernel,
+        backend: B::id(),
+        message: format!("an input from {first} on lives on another backend"),
+    })
+}
+
+/// The variadic input, inputs `first..`, of an erased gradient call.
+pub fn grad_input_list<'a>(call: &GradCall<'a>, first: usize) -> &'a [Tensor] {
+    call.inputs.get(first..).unwrap_or_default()
+}
+
+/// What a kernel's `out` parameter gets: the meta of its one output,
+/// or every output's.
+pub fn out_meta<'a, K: KernelSpec>(call: &KernelCall<'a>) -> Result<&'a K::OutMeta> {
+    K::out_meta(call.outs).ok_or_else(|| Error::Backend {
+        kernel: call.kernel,
+        backend: call.backend,
+        message: format!("the call gives {} output metas", call.outs.len()),
+    })
+}
+
+/// The metas of a kernel of one output.
+#[inline]
+pub fn one_meta(meta: TensorMeta) -> crate::call::Metas {
+    crate::call::Metas::from_buf([meta])
+}
+
+/// The outputs of a kernel of one output.
+#[inline]
+pub fn one(y: Tensor) -> crate::call::Tensors {
+    crate::call::Tensors::from_buf([y])
+}
+
+/// The one output of a kernel of one output; `None` for another count.
+#[inline]
+pub fn the_one(ys: crate::call::Tensors) -> Option<Tensor> {
+    match ys.into_inner() {
+        Ok([y]) => Some(y),
+        Err(_) => None,
+    }
+}
+
+/// Output `i` of an erased gradient call.
+pub fn grad_output<'a>(call: &GradCall<'a>, i: usize) -> Result<&'a Tensor> {
+    call.outputs.get(i).ok_or_else(|| Error::Backend {
+        kernel: call.kernel,
+        backend: crate::BackendId::Cpu,
+        message: format!("gradient call is missing output {i}"),
+    })
+}
+
+/// The cotangent of output `i` of a kernel of one output, which
+/// autodiff always gives.
+pub fn grad_cotangent<'a>(call: &GradCall<'a>, i: usize) -> Result<&'a Tensor> {
+    call.dys.get(i).and_then(Option::as_ref).ok_or_else(|| Error::Backend {
+        kernel: call.kernel,
+        backend: crate::BackendId::Cpu,
+        message: format!("gradient call is missing the cotangent of output {i}"),
+    })
+}
+
+/// The cotangent of output `i`, if anything downstream differentiated it.
+pub fn grad_cotangent_opt<'a>(call: &GradCall<'a>, i: usize) -> Option<&'a Tensor> {
+    call.dys.get(i).and_then(Option::as_ref)
+}
+
+/// Input `i` of an erased gradient call.
+pub fn grad_input<'a>(call: &GradCall<'a>, i: usize) -> Result<&'a Tensor> {
+    call.inputs.get(i).ok_or_else(|| Error::Backend {
+        kernel: call.kernel,
+        backend: crate::BackendId::Cpu,
+        message: format!("gradient call is missing input {i}"),
+    })
+}
+
+/// Input `i` of a gradient call of a kernel with optional inputs.
+pub fn grad_input_at<'a>(call: &GradCall<'a>, i: usize) -> Result<&'a Tensor> {
+    grad_input(call, call.absent.slot(i).unwrap_or(usize::MAX))
+}
+
+/// Optional input `i` of a gradient call: `None` if the call left it out.
+pub fn grad_optional_input<'a>(call: &GradCall<'a>, i: usize) -> Result<Option<&'a Tensor>> {
+    call.absent.slot(i).map(|at| grad_input(call, at)).transpose()
+}
