@@ -1,7 +1,7 @@
 //! The `attrs` table of a kernel.
 
 use crate::diag::{camel_case_problem, did_you_mean, quoted, reserved_problem, snake_case_problem, Diag};
-use crate::model::{AttrDef, AttrType, AttrValue, DType, EnumType};
+use crate::model::{AttrDef, AttrType, AttrValue, DType, EnumType, GroupDef};
 use crate::tree::{Entry, Node, Value};
 use crate::validate::{string, unknown_dtype};
 
@@ -14,11 +14,17 @@ pub(crate) struct Attrs {
     pub optional: Vec<String>,
 }
 
-const KEYS: [&str; 5] = ["type", "default", "doc", "optional", "values"];
+const KEYS: [&str; 6] = ["type", "default", "doc", "optional", "values", "group"];
 
 /// Checks the `attrs` entry (absent means no attrs); `None` when it is not
-/// a table at all.
-pub(crate) fn attrs(d: &mut Diag, entry: Option<&Entry>, inputs: Option<&[String]>) -> Option<Attrs> {
+/// a table at all. `groups` are those a kernel's attr may name; `None` for
+/// a group's own members, which cannot be groups.
+pub(crate) fn attrs(
+    d: &mut Diag,
+    entry: Option<&Entry>,
+    inputs: Option<&[String]>,
+    groups: Option<&[GroupDef]>,
+) -> Option<Attrs> {
     let mut out = Attrs { defs: Vec::new(), scope: Vec::new(), optional: Vec::new() };
     let Some(entry) = entry else {
         return Some(out);
@@ -38,10 +44,35 @@ pub(crate) fn attrs(d: &mut Diag, entry: Option<&Entry>, inputs: Option<&[String
         if inputs.is_some_and(|i| i.contains(name)) {
             d.error(item.at, format!("attr `{name}` has the same name as an input, expected distinct names"));
         }
-        let (ty, def) = attr(d, item);
+        let (ty, def) = attr(d, item, groups);
         out.scope.push((name.clone(), ty));
         if def.as_ref().is_some_and(|a| a.optional) {
             out.optional.push(name.clone());
+        }
+        // A group's members become the op's parameters beside the other
+        // attrs and the inputs: their names must differ from those too.
+        for member in def.iter().flat_map(|a| a.group.iter().flat_map(|g| &g.attrs)) {
+            let clash = match inputs.is_some_and(|i| i.contains(&member.name)) {
+                true => Some("an input"),
+                false => items.iter().any(|i| i.key == member.name).then_some("an attr"),
+            };
+            let taken =
+                out.defs.iter().flat_map(|o| o.group.iter().flat_map(|g| &g.attrs)).any(|o| o.name == member.name);
+            if let Some(what) = clash.or(taken.then_some("a member of another group")) {
+                let msg = format!(
+                    "member `{}` of group `{}` has the same name as {what} of this kernel, expected distinct names \
+                     (the op function takes a group's members as parameters)",
+                    member.name,
+                    def.as_ref().and_then(|a| a.group.as_ref()).map_or("", |g| &g.name)
+                );
+                d.error(item.at, msg);
+            }
+        }
+        if let Some(g) = def.as_ref().and_then(|a| a.group.as_ref()) {
+            if out.defs.iter().any(|o| o.group.as_ref().is_some_and(|og| og.name == g.name)) {
+                let msg = format!("attr `{name}` takes group `{}`, which another attr of this kernel takes", g.name);
+                d.error(item.at, format!("{msg}; a kernel takes a group once"));
+            }
         }
         out.defs.extend(def);
     }
@@ -49,7 +80,7 @@ pub(crate) fn attrs(d: &mut Diag, entry: Option<&Entry>, inputs: Option<&[String
 }
 
 /// One attr's type (when known) and definition (when valid).
-fn attr(d: &mut Diag, item: &Entry) -> (Option<AttrType>, Option<AttrDef>) {
+fn attr(d: &mut Diag, item: &Entry, groups: Option<&[GroupDef]>) -> (Option<AttrType>, Option<AttrDef>) {
     let name = &item.key;
     let Value::Table(fields) = &item.node.value else {
         let msg = format!(
@@ -69,6 +100,9 @@ fn attr(d: &mut Diag, item: &Entry) -> (Option<AttrType>, Option<AttrDef>) {
         d.error(f.at, msg);
     }
     let field = |k: &str| fields.iter().find(|f| f.key == k);
+    if let Some(g) = field("group") {
+        return group_attr(d, item, g, groups);
+    }
     // The type, and for an enum its name with the type's position.
     let (ty, enum_name) = match field("type") {
         None => {
@@ -158,11 +192,70 @@ fn attr(d: &mut Diag, item: &Entry) -> (Option<AttrType>, Option<AttrDef>) {
         (Some(ty), Some(default), Some(doc), Some(optional))
             if (ty != AttrType::Enum || enum_type.is_some()) && !misplaced_values =>
         {
-            Some(AttrDef { name: name.clone(), ty, enum_type, optional, default, doc })
+            Some(AttrDef { name: name.clone(), ty, enum_type, optional, default, doc, group: None })
         }
         _ => None,
     };
     (ty, def)
+}
+
+/// An attr that takes a group: `{ group = "Conv" }`, with an optional
+/// `doc` (the group's by default) and no other key.
+fn group_attr(
+    d: &mut Diag,
+    item: &Entry,
+    g: &Entry,
+    groups: Option<&[GroupDef]>,
+) -> (Option<AttrType>, Option<AttrDef>) {
+    let name = &item.key;
+    let Value::Table(fields) = &item.node.value else { return (None, None) };
+    let Some(groups) = groups else {
+        d.error(g.at, format!("attr `{name}` of a group takes a group, but groups do not nest"));
+        return (Some(AttrType::Group), None);
+    };
+    let mut ok = true;
+    for f in fields.iter().filter(|f| !["group", "doc"].contains(&f.key.as_str()) && KEYS.contains(&f.key.as_str())) {
+        let msg = format!(
+            "attr `{name}` takes group `{}`, so it has no `{}`: a group's members have their own types and \
+             defaults",
+            match &g.node.value {
+                Value::Str(s) => s.as_str(),
+                _ => "",
+            },
+            f.key
+        );
+        d.error(f.at, msg);
+        ok = false;
+    }
+    let group = string(d, g).and_then(|s| match groups.iter().find(|gr| gr.name == s) {
+        Some(gr) => Some(gr.clone()),
+        None => {
+            let names = groups.iter().map(|gr| gr.name.as_str());
+            let known = match groups.is_empty() {
+                true => "the spec declares none (in `[groups.Name]` tables)".to_owned(),
+                false => format!("expected one of {}", quoted(names.clone())),
+            };
+            d.error(g.node.at_or(g.at), format!("unknown attr group `{s}`, {known}{}", did_you_mean(s, names)));
+            None
+        }
+    });
+    let doc = match fields.iter().find(|f| f.key == "doc") {
+        Some(doc) => string(d, doc).map(str::to_owned),
+        None => group.as_ref().map(|gr| gr.doc.clone()),
+    };
+    let def = match (group, doc, ok) {
+        (Some(group), Some(doc), true) => Some(AttrDef {
+            name: name.clone(),
+            ty: AttrType::Group,
+            enum_type: None,
+            optional: false,
+            default: None,
+            doc,
+            group: Some(group),
+        }),
+        _ => None,
+    };
+    (Some(AttrType::Group), def)
 }
 
 /// An enum's `values`: one or more distinct identifiers whose variants differ.
@@ -300,6 +393,7 @@ pub(crate) fn value(
                 AttrType::String => "a string",
                 AttrType::Strings => "an array of strings",
                 AttrType::Enum => "one of the enum's values, as a string",
+                AttrType::Group => "given member by member",
             };
             let ty = enum_type.map_or(ty.name(), |e| &e.name);
             d.error(at, format!("{what} of type `{ty}` must be {expected}, found {}", other.kind()));

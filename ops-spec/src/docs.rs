@@ -367,6 +367,73 @@
 //! );
 //! ```
 //!
+//! # Attr groups
+//!
+//! Attrs that several kernels share (a convolution's strides, padding and
+//! dilations, which its forward kernel and both gradients take) are
+//! declared once, in a `[groups.Name]` table beside the kernels: a `doc`
+//! and an `attrs` table written as a kernel's. A kernel takes a group as
+//! one attr, `conv = { group = "ConvParams" }` (with an optional `doc`, the
+//! group's by default, and no other key). Then:
+//!
+//! - `spec!` generates `pub struct ConvParams` with one field per member
+//!   (and `Default` when each member has a default), and the kernel's
+//!   `NameAttrs` holds it in field `conv`, with `AsRef<ConvParams>`, so
+//!   that code over a family's kernels (a shape function, a backend's
+//!   implementation) takes any of their attrs;
+//! - the kernels and the gradient receive it whole, `conv: &ConvParams`;
+//! - the op function still takes the members one by one, in place of the
+//!   group: `conv2d(x, filter, strides, padding, explicit_paddings,
+//!   dilations)`, and an example's `attrs` gives members by name.
+//!
+//! Member names must differ from the kernel's inputs and other attrs, a
+//! kernel takes a group at most once, and groups do not nest.
+//!
+//! ```
+//! use opforge_spec::AttrType;
+//!
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [groups.Window]
+//! doc = "where the windows fall"
+//! attrs.strides = { type = "ints", default = [1, 1] }
+//! attrs.padding = { type = "Padding", values = ["valid", "same"], default = "valid" }
+//!
+//! [MaxPool]
+//! op = "max_pool"
+//! doc = "Max-pools windows of `x`."
+//! inputs = ["x"]
+//! dtypes = ["f32"]
+//! shape = "fn(shapes::pool)"
+//! grad = ["x"]
+//! examples = [{ shapes = [[1, 4, 4, 1]], attrs = { size = [2, 2], padding = "same" }, output = [1, 4, 4, 1] }]
+//! [MaxPool.attrs]
+//! size = { type = "ints" }
+//! window = { group = "Window" }
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let pool = spec.kernel("MaxPool").unwrap();
+//! let window = pool.attr("window").unwrap();
+//! assert_eq!((window.ty, window.group.as_ref()), (AttrType::Group, spec.groups.first()));
+//! let params: Vec<&str> = pool.flat_attrs().map(|a| a.name.as_str()).collect();
+//! assert_eq!(params, ["size", "strides", "padding"], "the op's attr parameters");
+//!
+//! let clash = opforge_spec::parse(&spec_text().replace("size = {", "strides = {"), "ops.toml").unwrap_err();
+//! assert!(clash.to_string().contains("member `strides` of group `Window` has the same name as an attr"));
+//! # fn spec_text() -> String {
+//! #     "[groups.Window]\ndoc = \"w\"\nattrs.strides = { type = \"ints\", default = [1, 1] }\n\
+//! #      [MaxPool]\nop = \"max_pool\"\ndoc = \"d\"\ninputs = [\"x\"]\ndtypes = [\"f32\"]\n\
+//! #      shape = \"fn(f)\"\ngrad = [\"x\"]\nexamples = [{ shapes = [[1]], output = [1] }]\n\
+//! #      [MaxPool.attrs]\nsize = { type = \"ints\" }\nwindow = { group = \"Window\" }\n".into()
+//! # }
+//! ```
+//!
+//! A kernel or gradient may also take every attr at once, as `attrs:
+//! &NameAttrs`, instead of one parameter per attr: so `attrs` may not name
+//! an input, attr or output.
+//!
 //! # Variadic inputs
 //!
 //! The last input may take one or more tensors, written with a `*` as in
@@ -719,7 +786,8 @@
 //!
 //! For a kernel `Name`, `opforge::spec!` generates the descriptor `Name`,
 //! `NameAttrs` (one field per attr), `NameArgs` (what a `#[kernel]`
-//! function receives: the inputs and attrs), `NameGradientArgs` (what a
+//! function receives: the inputs, the attrs, and `attrs`, all of them),
+//! a struct per [attr group](#attr-groups), `NameGradientArgs` (what a
 //! `#[gradient]` function receives), and, for a kernel with `grad`,
 //! `NameGrads` (one tensor per `grad` input) and `NameNeeds`; for a kernel
 //! of several outputs, `NameOutputs` (one tensor per output) and, with a

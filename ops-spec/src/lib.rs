@@ -77,8 +77,8 @@ mod validate;
 
 pub use diag::did_you_mean;
 pub use model::{
-    AttrDef, AttrType, AttrValue, DType, Differentiable, EnumType, Error, Errors, Example, InputType, KernelDef,
-    OutputDType, OutputDef, ShapeRule, Spec, TypeVar,
+    AttrDef, AttrType, AttrValue, DType, Differentiable, EnumType, Error, Errors, Example, GroupDef, InputType,
+    KernelDef, OutputDType, OutputDef, ShapeRule, Spec, TypeVar,
 };
 
 /// The text of the built-in spec, opforge's own kernels.
@@ -94,10 +94,10 @@ pub fn parse(source: &str, file: &str) -> Result<Spec, Errors> {
     let mut d = diag::Diag::new(source, file);
     match tree::read(source) {
         Ok(root) => {
-            let kernels = validate::kernels(&mut d, &root);
+            let (kernels, groups) = validate::spec(&mut d, &root);
             let errors = d.finish();
             if errors.is_empty() {
-                Ok(Spec { kernels })
+                Ok(Spec { kernels, groups })
             } else {
                 Err(Errors(errors))
             }

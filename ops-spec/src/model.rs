@@ -7,6 +7,8 @@ use std::fmt;
 pub struct Spec {
     /// The kernels, in the order their tables appear in the file.
     pub kernels: Vec<KernelDef>,
+    /// The attr groups of `[groups.Name]` tables, in file order.
+    pub groups: Vec<GroupDef>,
 }
 
 impl Spec {
@@ -88,6 +90,25 @@ impl KernelDef {
     /// The attribute called `name`, if any.
     pub fn attr(&self, name: &str) -> Option<&AttrDef> {
         self.attrs.iter().find(|a| a.name == name)
+    }
+
+    /// The attributes one by one, each group's members in place of the
+    /// group: the parameters the op function takes after the inputs, and
+    /// the names an example's `attrs` give values by.
+    pub fn flat_attrs(&self) -> impl Iterator<Item = &AttrDef> {
+        self.attrs.iter().flat_map(|a| match &a.group {
+            Some(g) => g.attrs.iter().collect::<Vec<_>>(),
+            None => vec![a],
+        })
+    }
+
+    /// The attribute or group member called `name`, with the group attr it
+    /// belongs to, if any.
+    pub fn flat_attr(&self, name: &str) -> Option<(&AttrDef, Option<&AttrDef>)> {
+        self.attrs.iter().find_map(|a| match &a.group {
+            Some(g) => g.attrs.iter().find(|m| m.name == name).map(|m| (m, Some(a))),
+            None => (a.name == name).then_some((a, None)),
+        })
     }
 
     /// Whether every input has the one type variable: the one-set form,
@@ -229,12 +250,41 @@ pub struct AttrDef {
     pub default: Option<AttrValue>,
     /// Documentation; may be empty.
     pub doc: String,
+    /// For an attribute of type [`AttrType::Group`], the group it takes
+    /// (`conv = { group = "Conv" }`); `None` otherwise.
+    pub group: Option<GroupDef>,
 }
 
 impl AttrDef {
-    /// Whether a caller may leave the attribute out: it is optional or has a default.
+    /// Whether a caller may leave the attribute out: it is optional or has
+    /// a default, or it is a group each of whose members does.
     pub fn has_default(&self) -> bool {
-        self.optional || self.default.is_some()
+        self.optional || self.default.is_some() || self.group.as_ref().is_some_and(GroupDef::has_default)
+    }
+}
+
+/// An attr group: attrs that several kernels share, declared once in a
+/// `[groups.Name]` table (a convolution's strides, padding and dilations).
+/// A kernel takes it as one attr, `conv = { group = "Conv" }`: `spec!`
+/// generates a struct `Name` of the members, which the kernel's attrs hold
+/// and its kernels and gradient receive whole; its op function still takes
+/// the members one by one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GroupDef {
+    /// The generated struct's name, UpperCamelCase, unique in the spec.
+    pub name: String,
+    /// What the group describes; never empty.
+    pub doc: String,
+    /// The members, in declaration order; none is itself a group.
+    pub attrs: Vec<AttrDef>,
+    /// 1-based line of the group's key in the spec file.
+    pub line: usize,
+}
+
+impl GroupDef {
+    /// Whether every member may be left out, so that the group has a default.
+    pub fn has_default(&self) -> bool {
+        self.attrs.iter().all(AttrDef::has_default)
     }
 }
 
@@ -298,6 +348,9 @@ pub enum AttrType {
     /// listed (`type = "Padding", values = ["same", "valid"]`); see
     /// [`AttrDef::enum_type`].
     Enum,
+    /// An attr group: written `group = "Name"` instead of a `type`; see
+    /// [`AttrDef::group`].
+    Group,
 }
 
 impl AttrType {
@@ -317,7 +370,7 @@ impl AttrType {
 
     /// The spec spelling: `"bool"`, `"int"`, `"float"`, `"ints"`,
     /// `"floats"`, `"int_lists"`, `"dtype"`, `"string"` or `"strings"`;
-    /// `"enum"` for an enum.
+    /// `"enum"` for an enum and `"group"` for an attr group.
     pub fn name(self) -> &'static str {
         match self {
             AttrType::Bool => "bool",
@@ -330,6 +383,7 @@ impl AttrType {
             AttrType::String => "string",
             AttrType::Strings => "strings",
             AttrType::Enum => "enum",
+            AttrType::Group => "group",
         }
     }
 

@@ -7,7 +7,10 @@
 use crate::attrs::{attrs, Attrs};
 use crate::diag::{camel_case_problem, did_you_mean, quoted, reserved_problem, snake_case_problem, Diag};
 use crate::examples::{examples, Against};
-use crate::model::{AttrType, DType, Differentiable, InputType, KernelDef, OutputDType, OutputDef, ShapeRule, TypeVar};
+use crate::model::{
+    AttrDef, AttrType, DType, Differentiable, GroupDef, InputType, KernelDef, OutputDType, OutputDef, ShapeRule,
+    TypeVar,
+};
 use crate::rule::{self, Scope};
 use crate::tree::{Entry, Value};
 
@@ -30,14 +33,65 @@ const KEYS: [&str; 14] = [
 
 const REQUIRED: [&str; 5] = ["op", "doc", "inputs", "dtypes", "shape"];
 
-/// Every kernel of the document; only meaningful when no error was reported.
-pub(crate) fn kernels(d: &mut Diag, root: &[Entry]) -> Vec<KernelDef> {
+/// The key of the table of attr groups, beside the kernels.
+const GROUPS: &str = "groups";
+
+/// Every kernel and attr group of the document; only meaningful when no
+/// error was reported.
+pub(crate) fn spec(d: &mut Diag, root: &[Entry]) -> (Vec<KernelDef>, Vec<GroupDef>) {
+    let groups = root.iter().find(|e| e.key == GROUPS).map(|e| groups(d, e)).unwrap_or_default();
     // op name -> kernel that claimed it first
     let mut ops: Vec<(String, String)> = Vec::new();
-    let defs: Vec<(usize, KernelDef)> = root.iter().filter_map(|e| Some((e.at, kernel(d, e, &mut ops)?))).collect();
-    generated_names(d, &defs);
-    enums(d, &defs);
-    defs.into_iter().map(|(_, k)| k).collect()
+    let defs: Vec<(usize, KernelDef)> = root
+        .iter()
+        .filter(|e| e.key != GROUPS)
+        .filter_map(|e| Some((e.at, kernel(d, e, &mut ops, &groups)?)))
+        .collect();
+    generated_names(d, &defs, &groups);
+    enums(d, &defs, &groups);
+    (defs.into_iter().map(|(_, k)| k).collect(), groups)
+}
+
+/// The `[groups.Name]` tables: each a `doc` and the `attrs` it gathers.
+fn groups(d: &mut Diag, e: &Entry) -> Vec<GroupDef> {
+    let Value::Table(items) = &e.node.value else {
+        let msg = format!("`groups` must be a table of attr groups, `[groups.Name]`, found {}", e.node.value.kind());
+        d.error(e.node.at_or(e.at), msg);
+        return Vec::new();
+    };
+    let mut out: Vec<GroupDef> = Vec::new();
+    for g in items {
+        let name = &g.key;
+        if let Some(problem) = camel_case_problem(name) {
+            d.error(g.at, format!("group name `{name}` {problem}"));
+        }
+        let Value::Table(fields) = &g.node.value else {
+            d.error(g.node.at_or(g.at), format!("group `{name}` must be a table, found {}", g.node.value.kind()));
+            continue;
+        };
+        for f in fields.iter().filter(|f| !["doc", "attrs"].contains(&f.key.as_str())) {
+            let msg = format!(
+                "unknown key `{}` in group `{name}`, expected `doc` or `attrs`{}",
+                f.key,
+                did_you_mean(&f.key, ["doc", "attrs"])
+            );
+            d.error(f.at, msg);
+        }
+        let field = |k: &str| fields.iter().find(|f| f.key == k);
+        for key in ["doc", "attrs"].into_iter().filter(|k| field(k).is_none()) {
+            d.error(g.at, format!("group `{name}` is missing required key `{key}`"));
+        }
+        let doc = field("doc").and_then(|f| non_empty(d, f, "what the group describes"));
+        let attrs = field("attrs").and_then(|f| attrs(d, Some(f), None, None));
+        if attrs.as_ref().is_some_and(|a| a.scope.is_empty()) {
+            d.error(g.at, format!("group `{name}` has no attrs, expected at least one"));
+        }
+        let (line, _) = d.line_col(g.at);
+        if let (Some(doc), Some(attrs)) = (doc, attrs) {
+            out.push(GroupDef { name: name.clone(), doc, attrs: attrs.defs, line });
+        }
+    }
+    out
 }
 
 /// The Rust types `spec!` generates for a kernel, and what each is.
@@ -61,10 +115,17 @@ fn generated_types(k: &KernelDef) -> Vec<(String, &'static str)> {
     names
 }
 
-/// Enums named alike in several kernels are one enum, generated once: their
-/// values must agree. Reported at the later kernel.
-fn enums(d: &mut Diag, defs: &[(usize, KernelDef)]) {
+/// Enums named alike in several kernels (or groups) are one enum,
+/// generated once: their values must agree. Reported at the later kernel.
+fn enums(d: &mut Diag, defs: &[(usize, KernelDef)], groups: &[GroupDef]) {
     let mut seen: Vec<(&crate::EnumType, &str)> = Vec::new();
+    for g in groups {
+        for e in g.attrs.iter().filter_map(|a| a.enum_type.as_ref()) {
+            if !seen.iter().any(|(s, _)| s.name == e.name) {
+                seen.push((e, &g.name));
+            }
+        }
+    }
     for (at, k) in defs {
         for e in k.attrs.iter().filter_map(|a| a.enum_type.as_ref()) {
             match seen.iter().find(|(s, _)| s.name == e.name) {
@@ -84,7 +145,18 @@ fn enums(d: &mut Diag, defs: &[(usize, KernelDef)]) {
             }
         }
     }
-    // An enum named like a generated type would not compile either.
+    // An enum named like a generated type, or a group, would not compile either.
+    for (at, k) in defs {
+        for e in k.attrs.iter().filter_map(|a| a.enum_type.as_ref()) {
+            if let Some(g) = groups.iter().find(|g| g.name == e.name) {
+                let msg = format!(
+                    "enum `{}` of kernel `{}` is named like attr group `{}`; rename one",
+                    e.name, k.name, g.name
+                );
+                d.error(*at, msg);
+            }
+        }
+    }
     for (at, k) in defs {
         for e in k.attrs.iter().filter_map(|a| a.enum_type.as_ref()) {
             let clash = defs.iter().find_map(|(_, o)| {
@@ -106,8 +178,9 @@ fn enums(d: &mut Diag, defs: &[(usize, KernelDef)]) {
 /// would not compile; reported at the later kernel. The suffixes are
 /// chosen so that no two TF.js kernel names collide (`MaxPool` and
 /// `MaxPoolGrad` do not).
-fn generated_names(d: &mut Diag, defs: &[(usize, KernelDef)]) {
-    let mut seen: Vec<(String, &str, &str)> = Vec::new();
+fn generated_names(d: &mut Diag, defs: &[(usize, KernelDef)], groups: &[GroupDef]) {
+    let mut seen: Vec<(String, &str, &str)> =
+        groups.iter().map(|g| (g.name.clone(), g.name.as_str(), "attr group")).collect();
     for (at, k) in defs {
         for (ty, what) in generated_types(k) {
             if let Some((_, other, other_what)) = seen.iter().find(|(t, _, _)| *t == ty) {
@@ -123,7 +196,7 @@ fn generated_names(d: &mut Diag, defs: &[(usize, KernelDef)]) {
     }
 }
 
-fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<KernelDef> {
+fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>, groups: &[GroupDef]) -> Option<KernelDef> {
     let name = &e.key;
     // TF.js marks its internal kernels with a leading `_` (`_FusedMatMul`).
     if let Some(problem) = camel_case_problem(name.strip_prefix('_').unwrap_or(name)) {
@@ -155,7 +228,25 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
     let declared = field("inputs").and_then(|f| declared(d, f, "input"));
     let inputs: Option<Vec<String>> = declared.as_ref().map(|i| i.iter().map(|i| i.name.clone()).collect());
     let optional: Vec<String> = declared.iter().flatten().filter(|i| i.optional).map(|i| i.name.clone()).collect();
-    let attrs = attrs(d, field("attrs"), inputs.as_deref());
+    let attrs = attrs(d, field("attrs"), inputs.as_deref(), Some(groups));
+    // What examples give values by: each group's members in its place.
+    let flat: Option<Vec<AttrDef>> = attrs.as_ref().map(|a| {
+        a.defs.iter().flat_map(|def| def.group.as_ref().map_or(vec![def.clone()], |g| g.attrs.clone())).collect()
+    });
+    // A broken group attr hides its members' names: the examples' attrs
+    // are then not checked.
+    let broken_group = |a: &crate::attrs::Attrs| {
+        a.scope.iter().any(|(n, ty)| *ty == Some(AttrType::Group) && !a.defs.iter().any(|def| def.name == *n))
+    };
+    let flat_names: Option<Vec<&str>> = attrs.as_ref().filter(|a| !broken_group(a)).map(|a| {
+        a.scope
+            .iter()
+            .flat_map(|(n, _)| match a.defs.iter().find(|def| def.name == *n).and_then(|def| def.group.as_ref()) {
+                Some(g) => g.attrs.iter().map(|m| m.name.as_str()).collect(),
+                None => vec![n.as_str()],
+            })
+            .collect()
+    });
     // `outputs` declares every output with its dtype; `output` and
     // `output_dtype` describe the one output of the other kernels.
     let several = field("outputs");
@@ -290,8 +381,8 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>) -> Option<Ke
         inputs: inputs.as_deref(),
         optional: &optional,
         variadic,
-        attrs: attrs.as_ref().map(|a| a.defs.as_slice()),
-        attr_names: attrs.as_ref().map(|a| a.scope.iter().map(|(n, _)| n.as_str()).collect()),
+        attrs: flat.as_deref(),
+        attr_names: flat_names,
         several: several_outputs.then(|| (declared_outputs.as_ref().map_or(0, Vec::len), has_list)),
         data_dependent: data_dependent == Some(true),
         outputs_broken: several.is_some() && declared_outputs.is_none(),

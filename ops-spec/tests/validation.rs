@@ -204,7 +204,7 @@ fn unknown_key_in_attr() {
     assert_errors(
         &edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\", defualt = false }"),
         &["ops.toml:10:30: unknown key `defualt` in attr `keep_dims`, expected one of `type`, `default`, \
-           `doc`, `optional`, `values`; did you mean `default`?"],
+           `doc`, `optional`, `values`, `group`; did you mean `default`?"],
     );
 }
 
@@ -751,8 +751,9 @@ fn misspelled_index_rules_get_suggestions() {
 
 #[test]
 fn names_a_gradient_reserves() {
-    let reserved = "is reserved: a gradient receives `needs` (which inputs want a gradient) beside the kernel's \
-                    inputs, attrs, output and the output's cotangent; expected another name";
+    let reserved = "is reserved: a kernel or gradient may take `attrs` (every attribute at once), and a gradient \
+                    `needs` (which inputs want a gradient), beside the kernel's inputs, attrs, output and the output's \
+                    cotangent; expected another name";
     assert_errors(
         &edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\" }\nneeds = { type = \"bool\" }"),
         &[&format!("ops.toml:11:1: attr name `needs` {reserved}")],
@@ -760,6 +761,10 @@ fn names_a_gradient_reserves() {
     assert_errors(
         &edit(ADD, "doc =", "doc = \"adds\"\noutput = \"needs\""),
         &[&format!("ops.toml:4:10: output name `needs` {reserved}")],
+    );
+    assert_errors(
+        &edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\" }\nattrs = { type = \"bool\" }"),
+        &[&format!("ops.toml:11:1: attr name `attrs` {reserved}")],
     );
 }
 
