@@ -31,7 +31,8 @@ pub fn spec(input: TokenStream) -> TokenStream {
 /// Registers a function as the kernel of `(Name, backend)`:
 /// `#[kernel(Sqrt, cpu)]`, or `#[kernel(Sqrt, cpu, override)]` to replace
 /// another registration on purpose. Parameters are named after the spec's
-/// inputs and attributes (any order), plus an optional `out: &TensorMeta`.
+/// inputs and attributes (any order), or take every attribute at once as
+/// `attrs: &NameAttrs`, plus an optional `out: &TensorMeta`.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()
@@ -39,8 +40,9 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Registers a function as the gradient of kernel `Name`:
 /// `#[gradient(Relu)]` or `#[gradient(Relu, override)]`. Parameters are
-/// named after the kernel's inputs, attributes, output, the output's
-/// cotangent (`d` and the output's name: `dy` for `y`) and `needs`
+/// named after the kernel's inputs, attributes (or `attrs`, all of them),
+/// output, the output's cotangent (`d` and the output's name: `dy` for `y`)
+/// and `needs`
 /// (the kernel's `NameNeeds`: which inputs want a gradient); it returns one
 /// tensor per differentiable input, or an `Option<Tensor>` that is `None`
 /// where `needs` says the gradient is not wanted.

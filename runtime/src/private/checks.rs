@@ -33,41 +33,44 @@ impl ParamCheck {
         ParamCheck { buf: [0; 1024], len: 0 }
     }
 
-    /// A kernel parameter (other than `out`) must name an input or attribute;
-    /// `given` are all the parameter names, whose spec names are not suggested.
+    /// A kernel parameter (other than `out`) must name an input, an
+    /// attribute, or `attrs` (all of them); `given` are all the parameter
+    /// names, whose spec names are not suggested.
     pub const fn kernel_param(k: SpecNames, name: &str, given: &[&str]) -> Self {
         let mut m = Self::new();
-        if !contains(k.inputs, name) && !contains(k.attrs, name) {
+        if !contains(k.inputs, name) && !contains(k.attrs, name) && !eq(name, "attrs") {
             m.push("unknown parameter `").push(name).push("`: kernel `").push(k.name).push("` has ");
             m.names(k.inputs, "input", "inputs").push(" and ");
             if k.attrs.is_empty() {
                 m.push("no attributes");
             } else {
-                m.names(k.attrs, "attribute", "attributes");
+                m.names(k.attrs, "attribute", "attributes").push(" (or `attrs`, all of them)");
             }
             m.suggest(name, &[k.inputs, k.attrs], given);
         }
         m
     }
 
-    /// A kernel takes every input and attribute; reported only when all the
-    /// given names are known, since an unknown one is reported on its own.
+    /// A kernel takes every input, and every attribute or `attrs`;
+    /// reported only when all the given names are known, since an unknown
+    /// one is reported on its own.
     pub const fn kernel_missing(k: SpecNames, given: &[&str]) -> Self {
         let mut m = Self::new();
         let mut i = 0;
         while i < given.len() {
-            if !contains(k.inputs, given[i]) && !contains(k.attrs, given[i]) {
+            if !contains(k.inputs, given[i]) && !contains(k.attrs, given[i]) && !eq(given[i], "attrs") {
                 return m;
             }
             i += 1;
         }
-        let missing = count_missing(k.inputs, given) + count_missing(k.attrs, given);
+        let attrs: &[&str] = if contains(given, "attrs") { &[] } else { k.attrs };
+        let missing = count_missing(k.inputs, given) + count_missing(attrs, given);
         if missing == 0 {
             return m;
         }
         m.push(if missing == 1 { "missing parameter " } else { "missing parameters " });
         let mut first = true;
-        let lists = [k.inputs, k.attrs];
+        let lists = [k.inputs, attrs];
         let mut l = 0;
         while l < lists.len() {
             let mut j = 0;
@@ -83,7 +86,7 @@ impl ParamCheck {
         m.push(": a kernel of `").push(k.name).push("` takes its ");
         m.names(k.inputs, "input", "inputs");
         if !k.attrs.is_empty() {
-            m.push(" and ").names(k.attrs, "attribute", "attributes");
+            m.push(" and ").names(k.attrs, "attribute", "attributes").push(" (or `attrs`, all of them)");
         }
         m.push(", in any order");
         m
@@ -97,12 +100,13 @@ impl ParamCheck {
             || contains(k.attrs, name)
             || contains(k.outputs, name)
             || contains(k.cotangents, name)
-            || eq("needs", name);
+            || eq("needs", name)
+            || eq("attrs", name);
         if !known {
             m.push("unknown parameter `").push(name).push("`: the gradient of `").push(k.name).push("` may take its ");
             m.names(k.inputs, "input", "inputs").push(", ");
             if !k.attrs.is_empty() {
-                m.names(k.attrs, "attribute", "attributes").push(", ");
+                m.names(k.attrs, "attribute", "attributes").push(" (or `attrs`, all of them), ");
             }
             if let ([output], [cotangent]) = (k.outputs, k.cotangents) {
                 m.push("its output `").push(output).push("`, `").push(cotangent);
@@ -459,18 +463,28 @@ mod tests {
             message(ParamCheck::kernel_param(MATMUL, "transpose", &["a", "transpose", "transpose_b"])).as_deref(),
             Some(
                 "unknown parameter `transpose`: kernel `BatchMatMul` has inputs `a`, `b` and attributes \
-                 `transpose_a`, `transpose_b`; did you mean `transpose_a`?"
+                 `transpose_a`, `transpose_b` (or `attrs`, all of them); did you mean `transpose_a`?"
             )
         );
         assert_eq!(
             message(ParamCheck::kernel_missing(MATMUL, &["b", "transpose_a"])).as_deref(),
             Some(
                 "missing parameters `a`, `transpose_b`: a kernel of `BatchMatMul` takes its inputs `a`, `b` and \
-                 attributes `transpose_a`, `transpose_b`, in any order"
+                 attributes `transpose_a`, `transpose_b` (or `attrs`, all of them), in any order"
             )
         );
         // An unknown name is reported on its own, not as a missing one too.
         assert_eq!(message(ParamCheck::kernel_missing(MATMUL, &["a", "c"])), None);
+        // `attrs` takes every attribute at once.
+        assert_eq!(message(ParamCheck::kernel_param(MATMUL, "attrs", &["a", "b", "attrs"])), None);
+        assert_eq!(message(ParamCheck::kernel_missing(MATMUL, &["b", "attrs", "a"])), None);
+        assert_eq!(
+            message(ParamCheck::kernel_missing(MATMUL, &["b", "attrs"])).as_deref(),
+            Some(
+                "missing parameter `a`: a kernel of `BatchMatMul` takes its inputs `a`, `b` and attributes \
+                 `transpose_a`, `transpose_b` (or `attrs`, all of them), in any order"
+            )
+        );
     }
 
     #[test]
@@ -481,8 +495,8 @@ mod tests {
         assert_eq!(
             message(ParamCheck::gradient_param(CAST, "dz", &["dz"])).as_deref(),
             Some(
-                "unknown parameter `dz`: the gradient of `Cast` may take its input `x`, attribute `dtype`, \
-                 its output `y`, `dy`, the cotangent of the output, and `needs`, which inputs want a gradient; \
+                "unknown parameter `dz`: the gradient of `Cast` may take its input `x`, attribute `dtype` (or \
+                 `attrs`, all of them), its output `y`, `dy`, the cotangent of the output, and `needs`, which inputs want a gradient; \
                  did you mean `dy`?"
             )
         );
@@ -496,8 +510,8 @@ mod tests {
         assert_eq!(
             message(ParamCheck::gradient_param(TOP_K, "dy", &["dy"])).as_deref(),
             Some(
-                "unknown parameter `dy`: the gradient of `TopK` may take its input `x`, attributes `k`, `sorted`, \
-                 its outputs `values`, `indices`, their cotangents `dvalues`, `dindices` (each an `Option`: `None` \
+                "unknown parameter `dy`: the gradient of `TopK` may take its input `x`, attributes `k`, `sorted` (or \
+                 `attrs`, all of them), its outputs `values`, `indices`, their cotangents `dvalues`, `dindices` (each an `Option`: `None` \
                  for an output nothing downstream differentiated), and `needs`, which inputs want a gradient; a \
                  kernel of several outputs has a cotangent per output, `d` and its name"
             )

@@ -1,307 +1,14 @@
-//! `spec!`: binds a spec file. Parse the arguments, load and validate the
-//! TOML with `opforge-spec`, expand one set of items per kernel.
+//! A kernel's descriptor: its attrs, args and gradient-args structs, its
+//! outputs, gradients and shape rule, the `KernelSpec` impl that ties them
+//! together, and its registry entry.
 
-use opforge_spec::{
-    AttrDef, AttrType, AttrValue, DType, Differentiable, EnumType, InputType, KernelDef, OutputDType, ShapeRule, Spec,
-};
+use opforge_spec::{AttrDef, Differentiable, InputType, KernelDef, OutputDType, ShapeRule};
 use proc_macro2::{Span, TokenStream};
 use quote::{format_ident, quote, quote_spanned};
-use syn::parse::{Parse, ParseStream};
-use syn::{Ident, LitStr, Token};
+use syn::Ident;
 
-/// `"path"`, `"path", ops = module`, or `inline = "toml"`.
-struct Args {
-    source: Source,
-    ops_module: Option<Ident>,
-}
-
-enum Source {
-    File(LitStr),
-    Inline(LitStr),
-}
-
-impl Parse for Args {
-    fn parse(input: ParseStream) -> syn::Result<Self> {
-        let source = if input.peek(LitStr) {
-            Source::File(input.parse()?)
-        } else {
-            let key: Ident = input.parse().map_err(|e| {
-                syn::Error::new(e.span(), "expected a spec path, as in `spec!(\"my_ops.toml\")`, or `inline = \"...\"`")
-            })?;
-            if key != "inline" {
-                return Err(syn::Error::new_spanned(
-                    &key,
-                    format!("expected a spec path or `inline = \"...\"`, found `{key}`"),
-                ));
-            }
-            input.parse::<Token![=]>()?;
-            Source::Inline(input.parse()?)
-        };
-        let mut ops_module = None;
-        while input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {
-            let key: Ident = input.parse()?;
-            if key != "ops" {
-                return Err(syn::Error::new_spanned(
-                    &key,
-                    format!(
-                        "unknown option `{key}`, expected `ops = module_name`{}",
-                        opforge_spec::did_you_mean(&key.to_string(), ["ops"])
-                    ),
-                ));
-            }
-            input.parse::<Token![=]>()?;
-            ops_module = Some(input.parse()?);
-        }
-        Ok(Args { source, ops_module })
-    }
-}
-
-pub(crate) fn expand(input: TokenStream) -> TokenStream {
-    let args = match syn::parse2::<Args>(input) {
-        Ok(a) => a,
-        Err(e) => return e.to_compile_error(),
-    };
-    let (text, label, lit, rebuild) = match &args.source {
-        Source::Inline(lit) => (lit.value(), "<inline spec>".to_owned(), lit, TokenStream::new()),
-        Source::File(lit) => {
-            let rel = lit.value();
-            let dir = std::env::var("CARGO_MANIFEST_DIR").unwrap_or_else(|_| ".".into());
-            let path = std::path::Path::new(&dir).join(&rel);
-            match std::fs::read_to_string(&path) {
-                Ok(text) => {
-                    let abs = path.to_string_lossy().into_owned();
-                    // Makes cargo rebuild the crate when the spec changes.
-                    (text, rel, lit, quote! { const _: &str = ::core::include_str!(#abs); })
-                }
-                Err(e) => {
-                    return syn::Error::new(
-                        lit.span(),
-                        format!("cannot read spec file `{rel}` (relative to the crate's manifest): {e}"),
-                    )
-                    .to_compile_error()
-                }
-            }
-        }
-    };
-    let tokens = expand_source(&text, &label, lit.span(), args.ops_module.as_ref());
-    quote! { #rebuild #tokens }
-}
-
-/// Expands spec text; errors are reported at `span` with the spec's line and column.
-pub(crate) fn expand_source(text: &str, label: &str, span: Span, ops_module: Option<&Ident>) -> TokenStream {
-    let spec: Spec = match opforge_spec::parse(text, label) {
-        Ok(s) => s,
-        Err(errors) => {
-            return errors.0.iter().map(|e| syn::Error::new(span, e.to_string()).to_compile_error()).collect()
-        }
-    };
-    // A user's kernel named like a built-in one would break the built-in
-    // for the whole program: names are unique across every bound spec.
-    // Collisions between two user crates are reported by
-    // `registry::check()`, which sees every spec linked in.
-    let mut taken = TokenStream::new();
-    if std::env::var("CARGO_CRATE_NAME").is_ok_and(|c| c != "opforge") {
-        if let Ok(builtin) = opforge_spec::parse(opforge_spec::BUILTIN, opforge_spec::BUILTIN_FILE) {
-            taken = spec
-                .kernels
-                .iter()
-                .filter(|k| builtin.kernels.iter().any(|b| b.name == k.name))
-                .map(|k| {
-                    let message = format!(
-                        "{label}:{}:{}: kernel `{}` is already declared by opforge's built-in spec; kernel \
-                         names are unique across specs, so choose another name (`override` replaces a \
-                         kernel's implementation, never its declaration)",
-                        k.line, k.col, k.name
-                    );
-                    syn::Error::new(span, message).to_compile_error()
-                })
-                .collect();
-        }
-    }
-    let prefix = if ops_module.is_some() { quote!(super::) } else { quote!() };
-    let descriptors: TokenStream = spec.kernels.iter().map(|k| descriptor(k, label, span)).collect();
-    let enums = enums(&spec);
-    let ops: TokenStream = spec.kernels.iter().map(|k| op_fn(k, &prefix)).collect();
-    // The items are emitted with the errors, so that one mistake gives one error.
-    match ops_module {
-        Some(m) => quote! {
-            #taken
-            #enums
-            #descriptors
-            /// The typed op functions of this spec.
-            pub mod #m { #ops }
-        },
-        None => quote! { #taken #enums #descriptors #ops },
-    }
-}
-
-/// The field type of an attr in `KernelAttrs`.
-fn attr_value_ty(a: &AttrDef) -> TokenStream {
-    attr_value_ty_in(a, &quote!())
-}
-
-/// [`attr_value_ty`], for code in a module `prefix` (`super::`) away.
-fn attr_value_ty_in(a: &AttrDef, prefix: &TokenStream) -> TokenStream {
-    let ty = match a.ty {
-        AttrType::Bool => quote!(bool),
-        AttrType::Int => quote!(i64),
-        AttrType::Float => quote!(f64),
-        AttrType::Ints => quote!(::std::vec::Vec<i64>),
-        AttrType::Floats => quote!(::std::vec::Vec<f64>),
-        AttrType::IntLists => quote!(::std::vec::Vec<::std::vec::Vec<i64>>),
-        AttrType::DType => quote!(::opforge::DType),
-        AttrType::String => quote!(::std::string::String),
-        AttrType::Strings => quote!(::std::vec::Vec<::std::string::String>),
-        AttrType::Enum => {
-            let e = enum_ident(a);
-            quote!(#prefix #e)
-        }
-    };
-    if a.optional {
-        quote!(::core::option::Option<#ty>)
-    } else {
-        ty
-    }
-}
-
-/// What a list or text attr is borrowed as (`[i64]`, `str`), `None` for
-/// the attrs passed by value.
-fn borrowed(t: AttrType) -> Option<TokenStream> {
-    match t {
-        AttrType::Ints => Some(quote!([i64])),
-        AttrType::Floats => Some(quote!([f64])),
-        AttrType::IntLists => Some(quote!([::std::vec::Vec<i64>])),
-        AttrType::String => Some(quote!(str)),
-        AttrType::Strings => Some(quote!([::std::string::String])),
-        _ => None,
-    }
-}
-
-/// How kernels, gradients and op functions receive an attribute: lists
-/// as slices and texts as `&str` (borrowing `'a`, when given), the others
-/// by value.
-fn attr_arg_ty(a: &AttrDef, lifetime: TokenStream, prefix: &TokenStream) -> TokenStream {
-    match (borrowed(a.ty), a.optional) {
-        (Some(target), false) => quote!(&#lifetime #target),
-        (Some(target), true) => quote!(::core::option::Option<&#lifetime #target>),
-        (None, _) => attr_value_ty_in(a, prefix),
-    }
-}
-
-/// Reads attr `a` from `__attrs` as [`attr_arg_ty`] gives it.
-fn attr_read(a: &AttrDef) -> TokenStream {
-    let name = ident(&a.name);
-    match (borrowed(a.ty), a.optional) {
-        (Some(_), false) => quote!(&__attrs.#name),
-        (Some(_), true) => quote!(__attrs.#name.as_deref()),
-        (None, _) => quote!(__attrs.#name),
-    }
-}
-
-fn enum_ident(a: &AttrDef) -> TokenStream {
-    let name = ident(a.enum_type.as_ref().map_or("Enum", |e| &e.name));
-    quote!(#name)
-}
-
-fn dtype_tokens(d: DType) -> TokenStream {
-    match d {
-        DType::F32 => quote!(::opforge::DType::F32),
-        DType::I32 => quote!(::opforge::DType::I32),
-        DType::Bool => quote!(::opforge::DType::Bool),
-    }
-}
-
-/// A default as a value of the attr's field type.
-fn default_tokens(a: &AttrDef) -> TokenStream {
-    let value = match &a.default {
-        None => return quote!(::core::option::Option::None),
-        Some(v) => v,
-    };
-    match value {
-        AttrValue::Bool(b) => quote!(#b),
-        AttrValue::Int(i) => quote!(#i),
-        AttrValue::Float(f) => quote!(#f),
-        AttrValue::Ints(v) => quote!(::std::vec![#(#v),*]),
-        AttrValue::Floats(v) => quote!(::std::vec![#(#v),*]),
-        AttrValue::IntLists(v) => {
-            let rows = v.iter().map(|r| quote!(::std::vec![#(#r),*]));
-            quote!(::std::vec![#(#rows),*])
-        }
-        AttrValue::DType(d) => dtype_tokens(*d),
-        AttrValue::Str(s) => quote!(::std::string::String::from(#s)),
-        AttrValue::Strs(v) => quote!(::std::vec![#(::std::string::String::from(#v)),*]),
-        AttrValue::Enum(v) => {
-            let (ty, variant) = (enum_ident(a), ident(&EnumType::variant(v)));
-            quote!(#ty::#variant)
-        }
-    }
-}
-
-/// The enums of a spec's enum attrs, each once.
-fn enums(spec: &Spec) -> TokenStream {
-    let mut seen: Vec<&str> = Vec::new();
-    let mut out = TokenStream::new();
-    for (k, e) in spec.kernels.iter().flat_map(|k| k.attrs.iter().filter_map(move |a| Some((k, a.enum_type.as_ref()?))))
-    {
-        if seen.contains(&e.name.as_str()) {
-            continue;
-        }
-        seen.push(&e.name);
-        let name = ident(&e.name);
-        let values = &e.values;
-        let variants: Vec<Ident> = e.values.iter().map(|v| ident(&EnumType::variant(v))).collect();
-        let doc = format!(
-            "The values of an enum attr of kernel `{}`{}: {}.",
-            k.name,
-            if spec.kernels.iter().filter(|o| o.attrs.iter().any(|a| a.enum_type.as_ref() == Some(e))).count() > 1 {
-                " and others"
-            } else {
-                ""
-            },
-            e.values.iter().map(|v| format!("`{v}`")).collect::<Vec<_>>().join(", ")
-        );
-        out.extend(quote! {
-            #[doc = #doc]
-            #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-            pub enum #name {
-                #( #[doc = concat!("`", #values, "`")] #variants, )*
-            }
-
-            impl #name {
-                /// Every value, in the spec's order.
-                pub const ALL: &'static [#name] = &[#(#name::#variants),*];
-
-                /// The value as the spec spells it.
-                pub const fn name(self) -> &'static str {
-                    match self { #( #name::#variants => #values, )* }
-                }
-            }
-
-            impl ::core::fmt::Display for #name {
-                fn fmt(&self, f: &mut ::core::fmt::Formatter<'_>) -> ::core::fmt::Result {
-                    f.write_str(self.name())
-                }
-            }
-
-            impl ::core::str::FromStr for #name {
-                type Err = ::std::string::String;
-                fn from_str(s: &str) -> ::core::result::Result<Self, Self::Err> {
-                    match s {
-                        #( #values => ::core::result::Result::Ok(#name::#variants), )*
-                        _ => ::core::result::Result::Err(::std::format!(
-                            "`{s}` is not a `{}`, expected one of {}", ::core::stringify!(#name), [#(::std::format!("`{}`", #values)),*].join(", ")
-                        )),
-                    }
-                }
-            }
-        });
-    }
-    out
-}
-
-fn ident(s: &str) -> Ident {
-    Ident::new(s, Span::call_site())
-}
+use super::attrs::{attr_arg_ty, attr_read, attr_value_ty, default_tokens, dtype_tokens};
+use super::ident;
 
 /// The code computing the output shape, as a call to a rule of `opforge::shape::rules`.
 fn shape_rule(k: &KernelDef, span: Span) -> TokenStream {
@@ -429,7 +136,7 @@ fn input_shape(k: &KernelDef, i: usize) -> TokenStream {
 }
 
 /// Whether input `i` is `k`'s variadic one (`"*values"`, always the last).
-fn is_list(k: &KernelDef, i: usize) -> bool {
+pub(super) fn is_list(k: &KernelDef, i: usize) -> bool {
     k.variadic && i + 1 == k.inputs.len()
 }
 
@@ -471,7 +178,7 @@ fn shape_fn_type(k: &KernelDef) -> TokenStream {
     }
 }
 
-fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
+pub(super) fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
     let name = ident(&k.name);
     let attrs_ty = format_ident!("{}Attrs", k.name);
     let args_ty = format_ident!("{}Args", k.name);
@@ -491,7 +198,11 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
         .collect();
     let attr_entries = k.attrs.iter().map(|a| {
         let n = &a.name;
-        let t = a.enum_type.as_ref().map_or(a.ty.name(), |e| &e.name);
+        let t = match (&a.enum_type, &a.group) {
+            (Some(e), _) => &e.name,
+            (_, Some(g)) => &g.name,
+            _ => a.ty.name(),
+        };
         quote!((#n, #t))
     });
     let dtypes: Vec<TokenStream> = k.dtypes.iter().map(|d| dtype_tokens(*d)).collect();
@@ -507,6 +218,22 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
     } else {
         quote!()
     };
+    // `AsRef<Group>` for each group attr, so that code over a family's
+    // kernels (a shape function, a kernel) takes any of their attrs.
+    let as_group: Vec<TokenStream> = k
+        .attrs
+        .iter()
+        .filter_map(|a| {
+            let (field, group) = (ident(&a.name), ident(&a.group.as_ref()?.name));
+            Some(quote! {
+                impl ::core::convert::AsRef<#group> for #attrs_ty {
+                    fn as_ref(&self) -> &#group {
+                        &self.#field
+                    }
+                }
+            })
+        })
+        .collect();
     let check = dtype_check(k);
     let rule = shape_rule(k, span);
     let shape_fn = shape_fn_type(k);
@@ -640,10 +367,14 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
 
         #default_impl
 
+        #( #as_group )*
+
         #[doc = #args_doc]
         pub struct #args_ty<'a, B: ::opforge::__private::Backend> {
             #( #[doc = #input_docs] pub #inputs: #arg_tys, )*
             #( #[doc = #attr_docs] pub #attr_idents: #attr_arg_tys, )*
+            /// Every attribute at once.
+            pub attrs: &'a #attrs_ty,
             #[doc(hidden)]
             pub __backend: ::core::marker::PhantomData<(&'a (), B)>,
         }
@@ -652,6 +383,8 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
         pub struct #grad_args_ty<'a> {
             #( #[doc = #input_docs] pub #inputs: #grad_arg_tys, )*
             #( #[doc = #attr_docs] pub #attr_idents: #attr_arg_tys, )*
+            /// Every attribute at once.
+            pub attrs: &'a #attrs_ty,
             #grad_fields
             #needs_field
         }
@@ -662,6 +395,10 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
 
         #shape_fn
 
+        // Not listed among "the types that implement `KernelSpec`" when a
+        // type that is no descriptor is used as one: the list would name
+        // the first kernels of the spec alphabetically, and change with them.
+        #[diagnostic::do_not_recommend]
         impl ::opforge::__private::KernelSpec for #name {
             const NAME: &'static str = #kernel_name;
             const OP: &'static str = #op_name;
@@ -716,6 +453,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
                 ::core::result::Result::Ok(#args_ty {
                     #( #inputs: #arg_reads, )*
                     #( #attr_idents: #attr_reads, )*
+                    attrs: __attrs,
                     __backend: ::core::marker::PhantomData,
                 })
             }
@@ -728,6 +466,7 @@ fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
                 ::core::result::Result::Ok(#grad_args_ty {
                     #( #inputs: #grad_arg_reads, )*
                     #( #attr_idents: #attr_reads, )*
+                    attrs: __attrs,
                     #grad_reads
                     #needs_value
                 })
@@ -1050,17 +789,6 @@ fn outputs(k: &KernelDef) -> Outputs {
     }
 }
 
-/// What the generated op's docs say of dtypes: the shared ones, or each input's.
-fn dtypes_doc(k: &KernelDef) -> String {
-    let names = |ds: &[DType]| ds.iter().map(|d| d.name()).collect::<Vec<_>>().join(" or ");
-    if k.shares_one_dtype() {
-        return format!("dtypes: {}", names(&k.dtypes).replace(" or ", ", "));
-    }
-    let each: Vec<String> =
-        (0..k.inputs.len()).map(|i| format!("`{}` {}", k.inputs[i], names(k.input_dtypes(i)))).collect();
-    format!("inputs: {}", each.join("; "))
-}
-
 /// `NameGrads`, the `Differentiable` impl, and the tuple forms a gradient may return.
 fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
     let name = ident(&k.name);
@@ -1170,140 +898,5 @@ fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
         }
 
         #single
-    }
-}
-
-fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
-    let name = ident(&k.name);
-    let attrs_ty = format_ident!("{}Attrs", k.name);
-    let op = ident(&k.op);
-    let inputs: Vec<Ident> = k.inputs.iter().map(|i| ident(i)).collect();
-    let input_tys = (0..k.inputs.len()).map(|i| match (is_list(k, i), k.optional[i]) {
-        (true, _) => quote!(&[::opforge::Tensor]),
-        (false, true) => quote!(::core::option::Option<&::opforge::Tensor>),
-        (false, false) => quote!(&::opforge::Tensor),
-    });
-    // Every tensor, the variadic input's spread out, as the engine takes
-    // them; with optional inputs, every input as an `Option`.
-    let run = if k.has_optional() { quote!(run_optional) } else { quote!(run) };
-    let gather = if k.has_optional() {
-        let entries = (0..k.inputs.len()).map(|i| {
-            let x = &inputs[i];
-            if k.optional[i] {
-                quote!(#x)
-            } else {
-                quote!(::core::option::Option::Some(#x))
-            }
-        });
-        quote!(let __inputs = [#(#entries),*];)
-    } else if k.variadic {
-        let (fixed, list) = inputs.split_at(inputs.len() - 1);
-        quote! {
-            let mut __inputs: ::std::vec::Vec<&::opforge::Tensor> = ::std::vec![#(#fixed),*];
-            __inputs.extend(#(#list)*.iter());
-        }
-    } else {
-        quote!(let __inputs = [#(#inputs),*];)
-    };
-    let params = k.attrs.iter().map(|a| {
-        let (id, ty) = (ident(&a.name), attr_arg_ty(a, quote!(), prefix));
-        quote!(#id: #ty)
-    });
-    let values = k.attrs.iter().map(|a| {
-        let id = ident(&a.name);
-        match (borrowed(a.ty), a.optional) {
-            (Some(_), false) => quote!(#id: #id.to_owned()),
-            (Some(_), true) => quote!(#id: #id.map(::std::borrow::ToOwned::to_owned)),
-            (None, _) => quote!(#id),
-        }
-    });
-    let mut doc = format!("{}\n\nRuns kernel `{}`; {}.", k.doc, k.name, dtypes_doc(k));
-    for a in &k.attrs {
-        let default = match &a.default {
-            Some(v) => format!(" (spec default: `{}`)", render(v)),
-            None if a.optional => " (optional)".to_owned(),
-            None => String::new(),
-        };
-        doc.push_str(&format!("\n- `{}`: {}{default}", a.name, a.doc));
-    }
-    let ret = if k.variadic_output {
-        quote!(::std::vec::Vec<::opforge::Tensor>)
-    } else if k.outputs.len() > 1 {
-        let outputs = format_ident!("{}Outputs", k.name);
-        quote!(#prefix #outputs)
-    } else {
-        quote!(::opforge::Tensor)
-    };
-    // As many parameters as the spec has inputs and attrs (`StridedSlice`'s nine).
-    quote! {
-        #[doc = #doc]
-        #[inline]
-        #[allow(clippy::too_many_arguments)]
-        pub fn #op(#(#inputs: #input_tys,)* #(#params),*) -> ::opforge::Result<#ret> {
-            #gather
-            ::opforge::Engine::#run::<#prefix #name>(&__inputs, &#prefix #attrs_ty { #(#values),* })
-        }
-    }
-}
-
-fn render(v: &AttrValue) -> String {
-    match v {
-        AttrValue::Bool(b) => b.to_string(),
-        AttrValue::Int(i) => i.to_string(),
-        AttrValue::Float(f) => f.to_string(),
-        AttrValue::Ints(v) => format!("{v:?}"),
-        AttrValue::Floats(v) => format!("{v:?}"),
-        AttrValue::IntLists(v) => format!("{v:?}"),
-        AttrValue::DType(d) => d.name().to_owned(),
-        AttrValue::Str(s) => format!("{s:?}"),
-        AttrValue::Strs(v) => format!("{v:?}"),
-        AttrValue::Enum(v) => format!("{v:?}"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use proc_macro2::Span;
-    use quote::format_ident;
-
-    const SPEC: &str = r#"
-[MySquare]
-op = "my_square"
-doc = "Squares each element."
-inputs = ["x"]
-dtypes = ["f32"]
-shape = "same(x)"
-grad = ["x"]
-
-[Sum]
-op = "sum"
-doc = "Sums over axes."
-inputs = ["x"]
-dtypes = ["f32", "i32"]
-shape = "reduce(x, axes, keep_dims)"
-grad = ["x"]
-[Sum.attrs]
-axes = { type = "ints", default = [], doc = "axes to reduce" }
-keep_dims = { type = "bool", default = false, doc = "keep reduced axes" }
-"#;
-
-    #[test]
-    fn expansion() {
-        let out = super::expand_source(SPEC, "my_ops.toml", Span::call_site(), Some(&format_ident!("ops")));
-        insta::assert_snapshot!(prettyplease::unparse(&syn::parse2(out).expect("a file")));
-    }
-
-    #[test]
-    fn spec_errors_carry_line_and_column() {
-        let bad = SPEC.replace("dtypes = [\"f32\"]", "dtypes = [\"f64\"]");
-        let out = super::expand_source(&bad, "my_ops.toml", Span::call_site(), None).to_string();
-        assert!(out.contains("compile_error"), "{out}");
-        assert!(out.contains("my_ops.toml:6:11: unknown dtype `f64`"), "{out}");
-    }
-
-    #[test]
-    fn missing_file_is_an_error_not_a_panic() {
-        let out = super::expand(quote::quote!("no/such/spec.toml")).to_string();
-        assert!(out.contains("cannot read spec file `no/such/spec.toml`"), "{out}");
     }
 }
