@@ -173,7 +173,7 @@ fn example_cases(k: &KernelDef) -> Vec<Case> {
         .iter()
         .map(|e| {
             let chosen: Vec<(&str, String)> =
-                (e.attrs.iter()).filter_map(|(n, v)| Some((n.as_str(), value_expr(k.attr(n)?, v)))).collect();
+                (e.attrs.iter()).filter_map(|(n, v)| Some((n.as_str(), value_expr(k.flat_attr(n)?.0, v)))).collect();
             let mut case = Case::of_outputs(e.shapes.clone(), attrs(k, &chosen), e.outputs.clone());
             if k.has_optional() {
                 case.absent = k.inputs.iter().map(|i| e.absent.contains(i)).collect();
@@ -189,11 +189,26 @@ fn example_cases(k: &KernelDef) -> Vec<Case> {
         .collect()
 }
 
-/// Attribute values: the rule's own choices, else the spec default, else a neutral value.
+/// Attribute values: the rule's own choices, else the spec default, else
+/// a neutral value; a group's, its struct of its members' values.
 fn attrs(k: &KernelDef, chosen: &[(&str, String)]) -> Vec<(String, String)> {
     k.attrs
         .iter()
-        .map(|a| {
+        .map(|a| match &a.group {
+            Some(g) => {
+                let members: Vec<String> =
+                    g.attrs.iter().map(|m| format!("{}: {}", m.name, attr_value(m, chosen))).collect();
+                (a.name.clone(), format!("kernels::{} {{ {} }}", g.name, members.join(", ")))
+            }
+            None => (a.name.clone(), attr_value(a, chosen)),
+        })
+        .collect()
+}
+
+/// The value of plain attr `a`, as [`attrs`] chooses it.
+fn attr_value(a: &AttrDef, chosen: &[(&str, String)]) -> String {
+    {
+        {
             // A rule's choice for an optional attr is its value, or `None`.
             let optional = |v: &String| match a.optional && v != "None" && !v.starts_with("Some(") {
                 true => format!("Some({v})"),
@@ -218,10 +233,11 @@ fn attrs(k: &KernelDef, chosen: &[(&str, String)]) -> Vec<(String, String)> {
                         });
                         format!("kernels::{}::{}", e.0, e.1)
                     }
+                    AttrType::Group => String::new(),
                 });
-            (a.name.clone(), v)
-        })
-        .collect()
+            v
+        }
+    }
 }
 
 /// The most input elements an example may have for the gradient test to

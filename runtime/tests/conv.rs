@@ -128,6 +128,71 @@ fn pools_take_the_max_and_the_mean_of_in_image_taps() {
     }
 }
 
+/// A NaN in a window is the max pool's result, as it is `max`'s, on every
+/// backend; its gradient goes to the (first) NaN.
+#[test]
+fn max_pool_propagates_nan_as_max_does() {
+    for b in backends("max_pool_propagates_nan_as_max_does") {
+        let x = Tensor::from_vec(vec![1.0f32, f32::NAN, 3.0, 4.0, f32::NAN, 6.0], &[1, 1, 6, 1]).unwrap();
+        let x = x.to_backend(b).unwrap();
+        let y = ops::max_pool(&x, &[1, 2], &[1, 2], Padding::Valid, None).unwrap().to_vec::<f32>().unwrap();
+        let max = ops::max(&ops::reshape(&x, &[3, 2]).unwrap(), Some(&[1]), false).unwrap().to_vec::<f32>().unwrap();
+        assert!(y[0].is_nan() && y[2].is_nan() && y[1] == 4.0, "{b}: {y:?}");
+        assert!(max[0].is_nan() && max[2].is_nan() && max[1] == 4.0, "{b}: max gives {max:?}");
+        let dy = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[1, 1, 3, 1]).unwrap().to_backend(b).unwrap();
+        let dx = ops::max_pool_grad(&dy, &x, &[1, 2], &[1, 2], Padding::Valid, None).unwrap();
+        assert_eq!(dx.to_vec::<f32>().unwrap(), [0.0, 1.0, 0.0, 2.0, 3.0, 0.0], "{b}");
+    }
+}
+
+/// A window far larger than the image costs what the image holds of it:
+/// 2^40 taps pool in no time, on every backend, with the same values as a
+/// window just larger than the image.
+#[test]
+fn a_huge_pooling_window_costs_what_the_image_holds() {
+    for b in backends("a_huge_pooling_window_costs_what_the_image_holds") {
+        let x = Tensor::from_vec((0..16).map(|v| v as f32).collect::<Vec<_>>(), &[1, 4, 4, 1]).unwrap();
+        let x = x.to_backend(b).unwrap();
+        let started = std::time::Instant::now();
+        for huge in [1i64 << 40, 1 << 24] {
+            let max = ops::max_pool(&x, &[huge, 1], &[1, 1], Padding::Same, None).unwrap();
+            let want = ops::max_pool(&x, &[9, 1], &[1, 1], Padding::Same, None).unwrap();
+            assert_eq!(max.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), "{b}: max of {huge}");
+            let mean = ops::avg_pool(&x, &[huge, 1], &[1, 1], Padding::Same, None).unwrap();
+            let want = ops::avg_pool(&x, &[9, 1], &[1, 1], Padding::Same, None).unwrap();
+            assert_eq!(mean.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), "{b}: mean of {huge}");
+            let dy = Tensor::ones_like(&max).unwrap();
+            let dmax = ops::max_pool_grad(&dy, &x, &[huge, 1], &[1, 1], Padding::Same, None).unwrap();
+            let want = ops::max_pool_grad(&dy, &x, &[9, 1], &[1, 1], Padding::Same, None).unwrap();
+            assert_eq!(dmax.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), "{b}: max grad of {huge}");
+            let dmean = ops::avg_pool_grad(&dy, &x, &[huge, 1], &[1, 1], Padding::Same, None).unwrap();
+            let want = ops::avg_pool_grad(&dy, &x, &[9, 1], &[1, 1], Padding::Same, None).unwrap();
+            assert_eq!(dmean.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), "{b}: mean grad of {huge}");
+        }
+        // Before, 2^24 taps alone took 0.6 s; the bound is loose for slow machines.
+        assert!(started.elapsed() < std::time::Duration::from_secs(2), "{b}: {:?}", started.elapsed());
+    }
+}
+
+/// Paddings and windows that overflow a size are errors naming the
+/// attribute, not panics.
+#[test]
+fn overflowing_paddings_are_errors() {
+    for b in backends("overflowing_paddings_are_errors") {
+        let x = Tensor::zeros(&[1, 4, 4, 1], opforge::DType::F32).unwrap().to_backend(b).unwrap();
+        let f = Tensor::zeros(&[2, 2, 1, 1], opforge::DType::F32).unwrap().to_backend(b).unwrap();
+        let huge = [vec![i64::MAX, i64::MAX], vec![0, 0]];
+        let e = ops::max_pool(&x, &[2, 2], &[1, 1], Padding::Explicit, Some(&huge)).unwrap_err();
+        assert!(e.to_string().contains("explicit_paddings") && e.to_string().contains("MaxPool"), "{e}");
+        let e = ops::avg_pool(&x, &[2, 2], &[1, 1], Padding::Explicit, Some(&huge)).unwrap_err();
+        assert!(e.to_string().contains("explicit_paddings") && e.to_string().contains("AvgPool"), "{e}");
+        let e = ops::conv2d(&x, &f, &[1, 1], Padding::Explicit, Some(&huge), &[1, 1]).unwrap_err();
+        assert!(e.to_string().contains("too large") && e.to_string().contains("Conv2D"), "{e}");
+        let e = ops::conv2d(&x, &f, &[1, 1], Padding::Valid, None, &[i64::MAX, 1]).unwrap_err();
+        assert!(e.to_string().contains("with dilations [9223372036854775807, 1]"), "{e}");
+    }
+}
+
 #[test]
 fn bad_geometry_is_an_error_naming_the_op_and_shapes() {
     for b in backends("bad_geometry_is_an_error_naming_the_op_and_shapes") {

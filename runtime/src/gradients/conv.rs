@@ -1,112 +1,158 @@
 //! Gradients of convolution and pooling. A convolution `C(x, w)` is
 //! bilinear, and its two backprops are its adjoints: `B(dy, w) = J_x^T dy`
-//! and `F(x, dy) = J_w^T dy`. So every gradient here is one of the three,
-//! and each can be differentiated again. The backprop kernels take TF.js's
-//! `dy` as an input, so their own cotangents are `ddx` and `ddfilter`.
+//! and `F(x, dy) = J_w^T dy`. So every gradient of a convolution is one of
+//! the three, and each can be differentiated again. The rules are written
+//! once, as the methods of a [`Family`]; `Conv2D`'s and
+//! `DepthwiseConv2dNative`'s kernels each name their family. The backprop
+//! kernels take TF.js's `dy` as an input, so their own cotangents are `ddx`
+//! and `ddfilter`.
 
 use super::dims;
 use crate::kernels::{
-    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropFilterNeeds, Conv2DBackpropInput,
-    Conv2DBackpropInputNeeds, Conv2DNeeds, DepthwiseConv2dNative, DepthwiseConv2dNativeBackpropFilter,
+    AvgPool, AvgPoolAttrs, AvgPoolGrad, AvgPoolGradAttrs, Conv2D, Conv2DAttrs, Conv2DBackpropFilter,
+    Conv2DBackpropFilterAttrs, Conv2DBackpropFilterNeeds, Conv2DBackpropInput, Conv2DBackpropInputAttrs,
+    Conv2DBackpropInputNeeds, Conv2DNeeds, ConvParams, DepthwiseConv2dNative, DepthwiseConv2dNativeAttrs,
+    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropFilterAttrs,
     DepthwiseConv2dNativeBackpropFilterNeeds, DepthwiseConv2dNativeBackpropInput,
-    DepthwiseConv2dNativeBackpropInputNeeds, DepthwiseConv2dNativeNeeds, MaxPool, Padding, ResizeBilinear,
-    ResizeNearestNeighbor,
+    DepthwiseConv2dNativeBackpropInputAttrs, DepthwiseConv2dNativeBackpropInputNeeds, DepthwiseConv2dNativeNeeds,
+    MaxPool, MaxPoolGrad, MaxPoolGradAttrs, PoolParams, ResizeBilinear, ResizeNearestNeighbor,
 };
 use crate::shape::rules::resize_taps;
-use crate::{gradient, ops, Result, Tensor};
+use crate::{gradient, ops, Engine, Result, Tensor};
 
-#[gradient(Conv2D)]
-#[allow(clippy::too_many_arguments)]
-fn conv2d_grad(
-    x: &Tensor,
-    filter: &Tensor,
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    dy: &Tensor,
-    needs: Conv2DNeeds,
-) -> Result<(Option<Tensor>, Option<Tensor>)> {
-    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    let dx = needs.x.then(|| ops::conv2d_backprop_input(dy, filter, &dims(x), s, p, e, d)).transpose()?;
-    let dfilter = needs.filter.then(|| ops::conv2d_backprop_filter(x, dy, &dims(filter), s, p, e, d)).transpose()?;
-    Ok((dx, dfilter))
+type Grads = (Option<Tensor>, Option<Tensor>);
+
+/// A family of convolutions: its forward kernel `C(x, w)` and its two
+/// adjoints, `B(dy, w)` onto images of a shape and `F(x, dy)` onto a
+/// filter of a shape, all of one geometry.
+struct Family {
+    forward: fn(&Tensor, &Tensor, &ConvParams) -> Result<Tensor>,
+    input: fn(&Tensor, &Tensor, Vec<i64>, &ConvParams) -> Result<Tensor>,
+    filter: fn(&Tensor, &Tensor, Vec<i64>, &ConvParams) -> Result<Tensor>,
 }
 
-/// `B(dy, w)` is linear in `dy` with adjoint `C(., w)`, and `<B(dy, w), v>
-/// = <dy, C(v, w)>` makes its filter gradient `F(v, dy)`.
+const DENSE: Family = Family {
+    forward: |x, w, p| Engine::run::<Conv2D>(&[x, w], &Conv2DAttrs { conv: p.clone() }),
+    input: |dy, w, input_shape, p| {
+        Engine::run::<Conv2DBackpropInput>(&[dy, w], &Conv2DBackpropInputAttrs { input_shape, conv: p.clone() })
+    },
+    filter: |x, dy, filter_shape, p| {
+        Engine::run::<Conv2DBackpropFilter>(&[x, dy], &Conv2DBackpropFilterAttrs { filter_shape, conv: p.clone() })
+    },
+};
+
+const DEPTHWISE: Family = Family {
+    forward: |x, w, p| Engine::run::<DepthwiseConv2dNative>(&[x, w], &DepthwiseConv2dNativeAttrs { conv: p.clone() }),
+    input: |dy, w, input_shape, p| {
+        let attrs = DepthwiseConv2dNativeBackpropInputAttrs { input_shape, conv: p.clone() };
+        Engine::run::<DepthwiseConv2dNativeBackpropInput>(&[dy, w], &attrs)
+    },
+    filter: |x, dy, filter_shape, p| {
+        let attrs = DepthwiseConv2dNativeBackpropFilterAttrs { filter_shape, conv: p.clone() };
+        Engine::run::<DepthwiseConv2dNativeBackpropFilter>(&[x, dy], &attrs)
+    },
+};
+
+impl Family {
+    /// Of `C(x, w)`: `dx = B(dy, w)`, `dw = F(x, dy)`.
+    fn forward_grad(&self, x: &Tensor, w: &Tensor, p: &ConvParams, dy: &Tensor, needs: [bool; 2]) -> Result<Grads> {
+        let dx = needs[0].then(|| (self.input)(dy, w, dims(x), p)).transpose()?;
+        let dw = needs[1].then(|| (self.filter)(x, dy, dims(w), p)).transpose()?;
+        Ok((dx, dw))
+    }
+
+    /// Of `B(dy, w)`, linear in `dy` with adjoint `C(., w)`; `<B(dy, w), v>
+    /// = <dy, C(v, w)>` makes its filter gradient `F(v, dy)`.
+    fn input_grad(&self, dy: &Tensor, w: &Tensor, p: &ConvParams, ddx: &Tensor, needs: [bool; 2]) -> Result<Grads> {
+        let d_dy = needs[0].then(|| (self.forward)(ddx, w, p)).transpose()?;
+        let d_w = needs[1].then(|| (self.filter)(ddx, dy, dims(w), p)).transpose()?;
+        Ok((d_dy, d_w))
+    }
+
+    /// Of `F(x, dy)`: `<F(x, dy), v> = <dy, C(x, v)>`, so `B(dy, v)` for
+    /// `x` and `C(x, v)` for `dy`.
+    fn filter_grad(&self, x: &Tensor, dy: &Tensor, p: &ConvParams, ddw: &Tensor, needs: [bool; 2]) -> Result<Grads> {
+        let d_x = needs[0].then(|| (self.input)(dy, ddw, dims(x), p)).transpose()?;
+        let d_dy = needs[1].then(|| (self.forward)(x, ddw, p)).transpose()?;
+        Ok((d_x, d_dy))
+    }
+}
+
+#[gradient(Conv2D)]
+fn conv2d_grad(x: &Tensor, filter: &Tensor, conv: &ConvParams, dy: &Tensor, needs: Conv2DNeeds) -> Result<Grads> {
+    DENSE.forward_grad(x, filter, conv, dy, [needs.x, needs.filter])
+}
+
+#[gradient(DepthwiseConv2dNative)]
+fn depthwise_conv2d_grad(
+    x: &Tensor,
+    filter: &Tensor,
+    conv: &ConvParams,
+    dy: &Tensor,
+    needs: DepthwiseConv2dNativeNeeds,
+) -> Result<Grads> {
+    DEPTHWISE.forward_grad(x, filter, conv, dy, [needs.x, needs.filter])
+}
+
 #[gradient(Conv2DBackpropInput)]
-#[allow(clippy::too_many_arguments)]
 fn conv2d_backprop_input_grad(
     dy: &Tensor,
     filter: &Tensor,
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
+    conv: &ConvParams,
     ddx: &Tensor,
     needs: Conv2DBackpropInputNeeds,
-) -> Result<(Option<Tensor>, Option<Tensor>)> {
-    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    let d_dy = needs.dy.then(|| ops::conv2d(ddx, filter, s, p, e, d)).transpose()?;
-    let d_filter = needs.filter.then(|| ops::conv2d_backprop_filter(ddx, dy, &dims(filter), s, p, e, d)).transpose()?;
-    Ok((d_dy, d_filter))
+) -> Result<Grads> {
+    DENSE.input_grad(dy, filter, conv, ddx, [needs.dy, needs.filter])
 }
 
-/// `<F(x, dy), v> = <dy, C(x, v)>`: `C(x, v)` for `dy`, and `B(dy, v)` for `x`.
+#[gradient(DepthwiseConv2dNativeBackpropInput)]
+fn depthwise_conv2d_backprop_input_grad(
+    dy: &Tensor,
+    filter: &Tensor,
+    conv: &ConvParams,
+    ddx: &Tensor,
+    needs: DepthwiseConv2dNativeBackpropInputNeeds,
+) -> Result<Grads> {
+    DEPTHWISE.input_grad(dy, filter, conv, ddx, [needs.dy, needs.filter])
+}
+
 #[gradient(Conv2DBackpropFilter)]
-#[allow(clippy::too_many_arguments)]
 fn conv2d_backprop_filter_grad(
     x: &Tensor,
     dy: &Tensor,
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
+    conv: &ConvParams,
     ddfilter: &Tensor,
     needs: Conv2DBackpropFilterNeeds,
-) -> Result<(Option<Tensor>, Option<Tensor>)> {
-    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    let d_x = needs.x.then(|| ops::conv2d_backprop_input(dy, ddfilter, &dims(x), s, p, e, d)).transpose()?;
-    let d_dy = needs.dy.then(|| ops::conv2d(x, ddfilter, s, p, e, d)).transpose()?;
-    Ok((d_x, d_dy))
+) -> Result<Grads> {
+    DENSE.filter_grad(x, dy, conv, ddfilter, [needs.x, needs.dy])
+}
+
+#[gradient(DepthwiseConv2dNativeBackpropFilter)]
+fn depthwise_conv2d_backprop_filter_grad(
+    x: &Tensor,
+    dy: &Tensor,
+    conv: &ConvParams,
+    ddfilter: &Tensor,
+    needs: DepthwiseConv2dNativeBackpropFilterNeeds,
+) -> Result<Grads> {
+    DEPTHWISE.filter_grad(x, dy, conv, ddfilter, [needs.x, needs.dy])
 }
 
 #[gradient(MaxPool)]
-fn max_pool_grad(
-    x: &Tensor,
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dy: &Tensor,
-) -> Result<Tensor> {
-    ops::max_pool_grad(dy, x, filter_size, strides, padding, explicit_paddings)
+fn max_pool_grad(x: &Tensor, pool: &PoolParams, dy: &Tensor) -> Result<Tensor> {
+    Engine::run::<MaxPoolGrad>(&[dy, x], &MaxPoolGradAttrs { pool: pool.clone() })
 }
 
 #[gradient(AvgPool)]
-fn avg_pool_grad(
-    x: &Tensor,
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dy: &Tensor,
-) -> Result<Tensor> {
-    ops::avg_pool_grad(dy, x, filter_size, strides, padding, explicit_paddings)
+fn avg_pool_grad(x: &Tensor, pool: &PoolParams, dy: &Tensor) -> Result<Tensor> {
+    Engine::run::<AvgPoolGrad>(&[dy, x], &AvgPoolGradAttrs { pool: pool.clone() })
 }
 
 /// `AvgPoolGrad` is `AvgPool`'s adjoint, a linear map of `dy`, so its own
 /// adjoint is `AvgPool` again.
 #[gradient(AvgPoolGrad)]
-fn avg_pool_grad_grad(
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    ddx: &Tensor,
-) -> Result<Tensor> {
-    ops::avg_pool(ddx, filter_size, strides, padding, explicit_paddings)
+fn avg_pool_grad_grad(pool: &PoolParams, ddx: &Tensor) -> Result<Tensor> {
+    Engine::run::<AvgPool>(&[ddx], &AvgPoolAttrs { pool: pool.clone() })
 }
 
 /// A resize is linear in its images, one matrix per axis: `y = A_h x A_w^T`
@@ -150,62 +196,4 @@ fn resize_nearest_neighbor_grad(
     dy: &Tensor,
 ) -> Result<Tensor> {
     resize_grad(images, dy, align_corners, half_pixel_centers, false)
-}
-
-/// A depthwise convolution is bilinear too, with the same three-way
-/// adjoint structure as `Conv2D`'s.
-#[gradient(DepthwiseConv2dNative)]
-#[allow(clippy::too_many_arguments)]
-fn depthwise_conv2d_grad(
-    x: &Tensor,
-    filter: &Tensor,
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    dy: &Tensor,
-    needs: DepthwiseConv2dNativeNeeds,
-) -> Result<(Option<Tensor>, Option<Tensor>)> {
-    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    let dx = needs.x.then(|| ops::depthwise_conv2d_backprop_input(dy, filter, &dims(x), s, p, e, d)).transpose()?;
-    let dfilter =
-        needs.filter.then(|| ops::depthwise_conv2d_backprop_filter(x, dy, &dims(filter), s, p, e, d)).transpose()?;
-    Ok((dx, dfilter))
-}
-
-#[gradient(DepthwiseConv2dNativeBackpropInput)]
-#[allow(clippy::too_many_arguments)]
-fn depthwise_conv2d_backprop_input_grad(
-    dy: &Tensor,
-    filter: &Tensor,
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    ddx: &Tensor,
-    needs: DepthwiseConv2dNativeBackpropInputNeeds,
-) -> Result<(Option<Tensor>, Option<Tensor>)> {
-    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    let d_dy = needs.dy.then(|| ops::depthwise_conv2d(ddx, filter, s, p, e, d)).transpose()?;
-    let d_filter =
-        needs.filter.then(|| ops::depthwise_conv2d_backprop_filter(ddx, dy, &dims(filter), s, p, e, d)).transpose()?;
-    Ok((d_dy, d_filter))
-}
-
-#[gradient(DepthwiseConv2dNativeBackpropFilter)]
-#[allow(clippy::too_many_arguments)]
-fn depthwise_conv2d_backprop_filter_grad(
-    x: &Tensor,
-    dy: &Tensor,
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    ddfilter: &Tensor,
-    needs: DepthwiseConv2dNativeBackpropFilterNeeds,
-) -> Result<(Option<Tensor>, Option<Tensor>)> {
-    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    let d_x = needs.x.then(|| ops::depthwise_conv2d_backprop_input(dy, ddfilter, &dims(x), s, p, e, d)).transpose()?;
-    let d_dy = needs.dy.then(|| ops::depthwise_conv2d(x, ddfilter, s, p, e, d)).transpose()?;
-    Ok((d_x, d_dy))
 }

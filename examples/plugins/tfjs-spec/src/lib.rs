@@ -32,10 +32,12 @@
 //! - **In opforge's built-in spec** (`ops-spec/ops.toml`), the others,
 //!   declared there under their TF.js names and implemented (`Add`,
 //!   `Conv2D`, `FusedBatchNorm`, `GatherNd`, `ResizeBilinear`, `TopK`,
-//!   ...). They cannot be declared here too: `spec!` refuses, at compile
-//!   time, a kernel name the built-in spec declares ("kernel names are
-//!   unique across specs"), so a kernel that becomes built-in leaves
-//!   `tfjs.toml`.
+//!   ...). Kernel names are unique across specs, so this crate binds its
+//!   spec with `builtin = reuse`: a kernel that becomes built-in may stay
+//!   in `tfjs.toml`, where `spec!` checks its declaration against the
+//!   built-in one (op, inputs, attrs, outputs) and re-exports opforge's
+//!   descriptor, types and op in its place. Nothing here changes when
+//!   opforge builds a kernel in.
 //!
 //! The two cover all 167: no in-scope kernel is left undeclarable.
 //!
@@ -76,6 +78,6 @@
 
 #![deny(missing_docs)]
 
-opforge::spec!("tfjs.toml");
+opforge::spec!("tfjs.toml", builtin = reuse);
 
 pub mod shapes;

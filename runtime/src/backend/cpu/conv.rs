@@ -1,29 +1,109 @@
-//! Convolution, pooling and resizing over NHWC images. A convolution is one GEMM
-//! over the image's patches (im2col): `[batch * out pixels, taps * in
-//! channels]` times the HWIO filter, whose layout is already that matrix;
-//! its backprops are the two other products of the same three matrices.
-//! Pooling walks each output pixel's window with channels innermost.
+//! Convolution, pooling and resizing over NHWC images.
+//!
+//! `Conv2D` and `DepthwiseConv2dNative` are one grouped convolution
+//! ([`GroupedConv`]): each kernel here names its filter's layout and calls
+//! the same three functions, for the forward pass and the two gradients.
+//! With one group, a convolution is one GEMM over the image's patches
+//! (im2col): `[batch * out pixels, taps * in channels]` times the HWIO
+//! filter, whose layout is already that matrix; its backprops are the two
+//! other products of the same three matrices. With several groups (a
+//! depthwise convolution's one channel per group), each output walks its
+//! window over its group's channels, channels innermost.
+//!
+//! Pooling walks each output pixel's window, channels innermost, over
+//! the taps inside the image only.
 
 use rayon::prelude::*;
 
 use std::borrow::Cow;
 
-use super::{for_rows, gemm_into, output, parallelism, rule_error, CpuTensor, Operand, PAR_THRESHOLD};
+use super::matmul::{gemm_into, parallelism, Operand};
+use super::{for_rows, output, rule_error, CpuTensor, PAR_THRESHOLD};
 use crate::kernels::{
-    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, DepthwiseConv2dNative,
-    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, Padding,
-    ResizeBilinear, ResizeNearestNeighbor,
+    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropFilterAttrs, Conv2DBackpropInput,
+    Conv2DBackpropInputAttrs, ConvParams, DepthwiseConv2dNative, DepthwiseConv2dNativeBackpropFilter,
+    DepthwiseConv2dNativeBackpropFilterAttrs, DepthwiseConv2dNativeBackpropInput,
+    DepthwiseConv2dNativeBackpropInputAttrs, MaxPool, MaxPoolGrad, PoolParams, ResizeBilinear, ResizeNearestNeighbor,
 };
-use crate::shape::rules::{conv_window, pool_window, resize_taps, Tap, Window};
+use crate::shape::rules::{resize_taps, ConvFilter, GroupedConv, Tap, Window};
 use crate::{kernel, Result, TensorMeta};
 
 /// The image rows and columns of a window's taps: `(h, w)` of tap `(kh,
 /// kw)` for output pixel `(oh, ow)`, `None` outside the image.
 #[inline]
 fn tap(w: &Window, oh: usize, ow: usize, kh: usize, kw: usize) -> Option<(usize, usize)> {
-    let h = (oh * w.stride[0] + kh * w.dilation[0]).checked_sub(w.pad[0])?;
-    let x = (ow * w.stride[1] + kw * w.dilation[1]).checked_sub(w.pad[1])?;
-    (h < w.input[0] && x < w.input[1]).then_some((h, x))
+    Some((w.tap(0, oh, kh)?, w.tap(1, ow, kw)?))
+}
+
+/// The grouped convolution of kernel `kernel`, whose filter is laid out as
+/// `kind` says, of NHWC images `x` by `filter` (shapes).
+fn grouped(
+    kernel: &'static str,
+    kind: ConvFilter,
+    x: &[usize],
+    filter: &[usize],
+    p: &ConvParams,
+) -> Result<GroupedConv> {
+    kind.conv(x, filter, p).map_err(rule_error(kernel))
+}
+
+#[kernel(Conv2D, cpu)]
+fn conv2d(x: &CpuTensor, filter: &CpuTensor, conv: &ConvParams, out: &TensorMeta) -> Result<CpuTensor> {
+    forward(x, filter, &grouped("Conv2D", ConvFilter::Dense, x.shape(), filter.shape(), conv)?, out)
+}
+
+#[kernel(DepthwiseConv2dNative, cpu)]
+fn depthwise_conv2d(x: &CpuTensor, filter: &CpuTensor, conv: &ConvParams, out: &TensorMeta) -> Result<CpuTensor> {
+    let g = grouped("DepthwiseConv2dNative", ConvFilter::Depthwise, x.shape(), filter.shape(), conv)?;
+    forward(x, filter, &g, out)
+}
+
+// A backprop's `out` has the `input_shape` or `filter_shape` its shape
+// function checked: the kernels read the geometry from `attrs`.
+
+#[kernel(Conv2DBackpropInput, cpu)]
+fn conv2d_backprop_input(
+    dy: &CpuTensor,
+    filter: &CpuTensor,
+    attrs: &Conv2DBackpropInputAttrs,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let g = grouped("Conv2DBackpropInput", ConvFilter::Dense, &out.shape, filter.shape(), &attrs.conv)?;
+    backprop_input(dy, filter, &g, out)
+}
+
+#[kernel(DepthwiseConv2dNativeBackpropInput, cpu)]
+fn depthwise_conv2d_backprop_input(
+    dy: &CpuTensor,
+    filter: &CpuTensor,
+    attrs: &DepthwiseConv2dNativeBackpropInputAttrs,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let kernel = "DepthwiseConv2dNativeBackpropInput";
+    let g = grouped(kernel, ConvFilter::Depthwise, &out.shape, filter.shape(), &attrs.conv)?;
+    backprop_input(dy, filter, &g, out)
+}
+
+#[kernel(Conv2DBackpropFilter, cpu)]
+fn conv2d_backprop_filter(
+    x: &CpuTensor,
+    dy: &CpuTensor,
+    attrs: &Conv2DBackpropFilterAttrs,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let g = grouped("Conv2DBackpropFilter", ConvFilter::Dense, x.shape(), &out.shape, &attrs.conv)?;
+    backprop_filter(x, dy, &g, out)
+}
+
+#[kernel(DepthwiseConv2dNativeBackpropFilter, cpu)]
+fn depthwise_conv2d_backprop_filter(
+    x: &CpuTensor,
+    dy: &CpuTensor,
+    attrs: &DepthwiseConv2dNativeBackpropFilterAttrs,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let kernel = "DepthwiseConv2dNativeBackpropFilter";
+    backprop_filter(x, dy, &grouped(kernel, ConvFilter::Depthwise, x.shape(), &out.shape, &attrs.conv)?, out)
 }
 
 /// Output pixels per block of a blocked convolution: a block's patch rows
@@ -79,35 +159,48 @@ fn patches<'a>(x: &'a CpuTensor, w: &Window) -> Result<Cow<'a, [f32]>> {
     })
 }
 
-#[kernel(Conv2D, cpu)]
-fn conv2d(
-    x: &CpuTensor,
-    filter: &CpuTensor,
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let (xs, fs) = (x.shape(), filter.shape());
-    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations).map_err(rule_error("Conv2D"))?;
-    let (c, k) = (xs[3], fs[3]);
-    let (taps, pixels) = (fs[0] * fs[1] * c, out.numel() / k.max(1));
+/// A grouped convolution of `x` by `filter` (`g.filter_shape()`).
+fn forward(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &TensorMeta) -> Result<CpuTensor> {
+    let (w, c, k) = (&g.window, g.channels, g.out_channels);
+    let (xv, fv) = (x.as_slice::<f32>()?, filter.as_slice::<f32>()?);
     let mut y = output::<f32>(out.numel());
-    let rhs = Operand { data: filter.as_slice::<f32>()?, row: k, col: 1 };
-    if is_pointwise(&w) || taps == 0 || k == 0 {
-        let lhs = patches(x, &w)?;
+    if g.groups != 1 {
+        // Each output channel `j` sums its window over its group's channels.
+        let (cg, kg) = (g.in_per_group(), g.out_per_group());
+        for_rows(&mut y, k, out.numel() * w.size[0] * w.size[1] * cg, |start, chunk| {
+            for (r, px) in chunk.chunks_mut(k.max(1)).enumerate() {
+                let p = start / k.max(1) + r;
+                let (n, oh, ow) = (p / (w.output[0] * w.output[1]), p / w.output[1] % w.output[0], p % w.output[1]);
+                px.fill(0.0);
+                for kh in 0..w.size[0] {
+                    for kw in 0..w.size[1] {
+                        let Some((h, iw)) = tap(w, oh, ow, kh, kw) else { continue };
+                        let xp = &xv[((n * w.input[0] + h) * w.input[1] + iw) * c..][..c];
+                        let fp = &fv[(kh * w.size[1] + kw) * cg * k..][..cg * k];
+                        for (j, y) in px.iter_mut().enumerate() {
+                            let first = j / kg.max(1) * cg;
+                            *y += (0..cg).map(|i| xp[first + i] * fp[i * k + j]).sum::<f32>();
+                        }
+                    }
+                }
+            }
+        });
+        return CpuTensor::from_vec(&out.shape, y);
+    }
+    let (taps, pixels) = (w.size[0] * w.size[1] * c, out.numel() / k.max(1));
+    let rhs = Operand { data: fv, row: k, col: 1 };
+    if is_pointwise(w) || taps == 0 || k == 0 {
+        let lhs = patches(x, w)?;
         let lhs = Operand { data: &lhs, row: taps, col: 1 };
         gemm_into(&mut y, pixels, k, taps, lhs, rhs, parallelism(pixels * k * taps));
         return CpuTensor::from_vec(&out.shape, y);
     }
     // Blocks of output pixels, each a small GEMM on patch rows made just
     // before, in a buffer each thread reuses.
-    let xv = x.as_slice::<f32>()?;
     let block = |i: usize, dst: &mut [f32], patch: &mut Vec<f32>| {
         let n = dst.len() / k;
         patch.resize(n * taps, 0.0);
-        fill_patches(xv, c, &w, i * BLOCK_PIXELS, patch);
+        fill_patches(xv, c, w, i * BLOCK_PIXELS, patch);
         let lhs = Operand { data: patch, row: taps, col: 1 };
         gemm_into(dst, n, k, taps, lhs, rhs, gemm::Parallelism::None);
     };
@@ -120,46 +213,62 @@ fn conv2d(
     CpuTensor::from_vec(&out.shape, y)
 }
 
-#[kernel(Conv2DBackpropInput, cpu)]
-#[allow(clippy::too_many_arguments)]
-fn conv2d_backprop_input(
-    dy: &CpuTensor,
-    filter: &CpuTensor,
-    input_shape: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let _ = input_shape; // Checked by the shape function, and `out`'s shape.
-    let (xs, fs) = (out.shape.as_slice(), filter.shape());
-    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
-        .map_err(rule_error("Conv2DBackpropInput"))?;
-    let (c, k) = (xs[3], fs[3]);
-    let taps = fs[0] * fs[1] * c;
-    let pixels = xs[0] * w.output[0] * w.output[1];
+/// The gradient of a grouped convolution with respect to its images:
+/// `dy` spread back through `filter` onto images of `out`'s shape.
+fn backprop_input(dy: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &TensorMeta) -> Result<CpuTensor> {
+    let (w, c, k) = (&g.window, g.channels, g.out_channels);
+    let (dv, fv) = (dy.as_slice::<f32>()?, filter.as_slice::<f32>()?);
+    let image = w.input[0] * w.input[1] * c;
+    let mut dx = vec![0.0f32; out.numel()];
+    if g.groups != 1 {
+        // Each image accumulates what its output pixels' windows read.
+        let (cg, kg) = (g.in_per_group(), g.out_per_group());
+        for_rows(&mut dx, image, dy.numel() * w.size[0] * w.size[1] * cg, |start, chunk| {
+            for (r, img) in chunk.chunks_mut(image.max(1)).enumerate() {
+                let n = start / image.max(1) + r;
+                for oh in 0..w.output[0] {
+                    for ow in 0..w.output[1] {
+                        let dp = &dv[((n * w.output[0] + oh) * w.output[1] + ow) * k..][..k];
+                        for kh in 0..w.size[0] {
+                            for kw in 0..w.size[1] {
+                                let Some((h, iw)) = tap(w, oh, ow, kh, kw) else { continue };
+                                let fp = &fv[(kh * w.size[1] + kw) * cg * k..][..cg * k];
+                                let xp = &mut img[(h * w.input[1] + iw) * c..][..c];
+                                for (j, &d) in dp.iter().enumerate() {
+                                    let first = j / kg.max(1) * cg;
+                                    for i in 0..cg {
+                                        xp[first + i] += d * fp[i * k + j];
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        return CpuTensor::from_vec(&out.shape, dx);
+    }
+    let taps = w.size[0] * w.size[1] * c;
+    let pixels = g.batch * w.output[0] * w.output[1];
     // The patches' cotangents: dy times the filter, transposed.
     let mut dcols = output::<f32>(pixels * taps);
-    let lhs = Operand { data: dy.as_slice::<f32>()?, row: k, col: 1 };
-    let rhs = Operand { data: filter.as_slice::<f32>()?, row: 1, col: k };
+    let lhs = Operand { data: dv, row: k, col: 1 };
+    let rhs = Operand { data: fv, row: 1, col: k };
     gemm_into(&mut dcols, pixels, taps, k, lhs, rhs, parallelism(pixels * taps * k));
-    if is_pointwise(&w) {
+    if is_pointwise(w) {
         return CpuTensor::from_vec(&out.shape, dcols);
     }
     // col2im: each image adds its patches' cotangents back where they came from.
-    let mut dx = vec![0.0f32; out.numel()];
-    let image = xs[1] * xs[2] * c;
     let per_image = w.output[0] * w.output[1] * taps;
     let add = |b: usize, dst: &mut [f32]| {
         let src = &dcols[b * per_image..][..per_image];
         for (p, patch) in src.chunks(taps).enumerate() {
             let (oh, ow) = (p / w.output[1], p % w.output[1]);
-            for kh in 0..fs[0] {
-                for kw in 0..fs[1] {
-                    if let Some((h, x_)) = tap(&w, oh, ow, kh, kw) {
-                        let d = &mut dst[(h * xs[2] + x_) * c..][..c];
-                        for (d, s) in d.iter_mut().zip(&patch[(kh * fs[1] + kw) * c..][..c]) {
+            for kh in 0..w.size[0] {
+                for kw in 0..w.size[1] {
+                    if let Some((h, x_)) = tap(w, oh, ow, kh, kw) {
+                        let d = &mut dst[(h * w.input[1] + x_) * c..][..c];
+                        for (d, s) in d.iter_mut().zip(&patch[(kh * w.size[1] + kw) * c..][..c]) {
                             *d += s;
                         }
                     }
@@ -175,26 +284,43 @@ fn conv2d_backprop_input(
     CpuTensor::from_vec(&out.shape, dx)
 }
 
-#[kernel(Conv2DBackpropFilter, cpu)]
-#[allow(clippy::too_many_arguments)]
-fn conv2d_backprop_filter(
-    x: &CpuTensor,
-    dy: &CpuTensor,
-    filter_shape: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let _ = filter_shape; // Checked by the shape function, and `out`'s shape.
-    let (xs, fs) = (x.shape(), out.shape.as_slice());
-    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
-        .map_err(rule_error("Conv2DBackpropFilter"))?;
-    let (c, k) = (xs[3], fs[3]);
-    let taps = fs[0] * fs[1] * c;
-    let pixels = xs[0] * w.output[0] * w.output[1];
-    let lhs = patches(x, &w)?;
+/// The gradient of a grouped convolution with respect to its filter:
+/// images `x` against `dy`, a filter of `out`'s shape.
+fn backprop_filter(x: &CpuTensor, dy: &CpuTensor, g: &GroupedConv, out: &TensorMeta) -> Result<CpuTensor> {
+    let (w, c, k) = (&g.window, g.channels, g.out_channels);
+    if g.groups != 1 {
+        // Each tap of the filter sums its products over every image and
+        // output pixel, taps across threads.
+        let (xv, dv) = (x.as_slice::<f32>()?, dy.as_slice::<f32>()?);
+        let (cg, kg) = (g.in_per_group(), g.out_per_group());
+        let per_tap = cg * k;
+        let mut df = vec![0.0f32; out.numel()];
+        for_rows(&mut df, per_tap, dy.numel() * w.size[0] * w.size[1] * cg, |start, chunk| {
+            for (r, fp) in chunk.chunks_mut(per_tap.max(1)).enumerate() {
+                let t = start / per_tap.max(1) + r;
+                let (kh, kw) = (t / w.size[1], t % w.size[1]);
+                for n in 0..g.batch {
+                    for oh in 0..w.output[0] {
+                        for ow in 0..w.output[1] {
+                            let Some((h, iw)) = tap(w, oh, ow, kh, kw) else { continue };
+                            let xp = &xv[((n * w.input[0] + h) * w.input[1] + iw) * c..][..c];
+                            let dp = &dv[((n * w.output[0] + oh) * w.output[1] + ow) * k..][..k];
+                            for (j, &d) in dp.iter().enumerate() {
+                                let first = j / kg.max(1) * cg;
+                                for i in 0..cg {
+                                    fp[i * k + j] += xp[first + i] * d;
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        return CpuTensor::from_vec(&out.shape, df);
+    }
+    let taps = w.size[0] * w.size[1] * c;
+    let pixels = g.batch * w.output[0] * w.output[1];
+    let lhs = patches(x, w)?;
     // The patches, transposed, times dy.
     let mut dw = output::<f32>(out.numel());
     let rhs = Operand { data: dy.as_slice::<f32>()?, row: k, col: 1 };
@@ -202,16 +328,22 @@ fn conv2d_backprop_filter(
     CpuTensor::from_vec(&out.shape, dw)
 }
 
-/// The windows of a pooling kernel over NHWC `x`.
-fn pool_of(
-    kernel: &'static str,
-    x: &[usize],
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit: Option<&[Vec<i64>]>,
-) -> Result<Window> {
-    pool_window([x[1], x[2]], filter_size, strides, padding, explicit).map_err(rule_error(kernel))
+/// The windows of pooling kernel `kernel` over NHWC `x`.
+fn pool_of(kernel: &'static str, x: &[usize], p: &PoolParams) -> Result<Window> {
+    p.window([x[1], x[2]]).map_err(rule_error(kernel))
+}
+
+/// The image offsets (in pixels of `c` channels, from the image's start)
+/// of the taps of output pixel `(oh, ow)` that fall inside the image:
+/// however large the window, only those are walked.
+fn taps_inside(w: &Window, oh: usize, ow: usize, taps: &mut Vec<usize>) {
+    taps.clear();
+    for kh in w.taps_inside(0, oh) {
+        let h = oh * w.stride[0] + kh * w.dilation[0] - w.pad[0];
+        for kw in w.taps_inside(1, ow) {
+            taps.push(h * w.input[1] + ow * w.stride[1] + kw * w.dilation[1] - w.pad[1]);
+        }
+    }
 }
 
 /// Each output pixel's `c` channels from its window's in-image taps:
@@ -229,53 +361,44 @@ fn pool_forward(
     let n = out.numel();
     let mut y = output::<f32>(n);
     let [oh_n, ow_n] = w.output;
-    for_rows(&mut y, c, n * w.size[0] * w.size[1], |first, chunk| {
+    // The work is what the image holds of each window, at most the image.
+    let per_window = w.size[0].min(w.input[0]) * w.size[1].min(w.input[1]);
+    for_rows(&mut y, c, n.saturating_mul(per_window), |first, chunk| {
+        let mut taps = Vec::new();
         for (r, dst) in chunk.chunks_mut(c.max(1)).enumerate() {
             let pixel = first / c.max(1) + r;
             let (b, oh, ow) = (pixel / (oh_n * ow_n), pixel / ow_n % oh_n, pixel % ow_n);
             dst.fill(start);
-            let mut count = 0;
-            for kh in 0..w.size[0] {
-                for kw in 0..w.size[1] {
-                    if let Some((h, x_)) = tap(w, oh, ow, kh, kw) {
-                        count += 1;
-                        let src = &x[((b * xs[1] + h) * xs[2] + x_) * c..][..c];
-                        for (d, &v) in dst.iter_mut().zip(src) {
-                            *d = take(*d, v);
-                        }
-                    }
+            taps_inside(w, oh, ow, &mut taps);
+            for &at in &taps {
+                let src = &x[(b * xs[1] * xs[2] + at) * c..][..c];
+                for (d, &v) in dst.iter_mut().zip(src) {
+                    *d = take(*d, v);
                 }
             }
-            dst.iter_mut().for_each(|d| *d = finish(*d, count));
+            dst.iter_mut().for_each(|d| *d = finish(*d, taps.len()));
         }
     });
     CpuTensor::from_vec(&out.shape, y)
 }
 
+/// Whether `v` wins over `best` in a max pool: larger, or a NaN over a
+/// number, so that a NaN in a window gives NaN, as `Max` does.
+#[inline]
+fn beats(v: f32, best: f32) -> bool {
+    v > best || (v.is_nan() && !best.is_nan())
+}
+
 #[kernel(MaxPool, cpu)]
-fn max_pool(
-    x: &CpuTensor,
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let w = pool_of("MaxPool", x.shape(), filter_size, strides, padding, explicit_paddings)?;
-    let take = |best: f32, v: f32| if v > best { v } else { best };
+fn max_pool(x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
+    let w = pool_of("MaxPool", x.shape(), pool)?;
+    let take = |best: f32, v: f32| if beats(v, best) { v } else { best };
     pool_forward(x.as_slice::<f32>()?, x.shape(), &w, out, f32::NEG_INFINITY, take, |v, _| v)
 }
 
 #[kernel(AvgPool, cpu)]
-fn avg_pool(
-    x: &CpuTensor,
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let w = pool_of("AvgPool", x.shape(), filter_size, strides, padding, explicit_paddings)?;
+fn avg_pool(x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
+    let w = pool_of("AvgPool", x.shape(), pool)?;
     let mean = |sum: f32, count: usize| sum / count.max(1) as f32;
     pool_forward(x.as_slice::<f32>()?, x.shape(), &w, out, 0.0, |s, v| s + v, mean)
 }
@@ -296,15 +419,10 @@ fn pool_backward(
     let [oh_n, ow_n] = w.output;
     let per_image = oh_n * ow_n * c;
     let add = |b: usize, dst: &mut [f32]| {
-        let mut taps = Vec::with_capacity(w.size[0] * w.size[1]);
+        let mut taps = Vec::new();
         for p in 0..oh_n * ow_n {
-            let (oh, ow) = (p / ow_n, p % ow_n);
-            taps.clear();
-            for kh in 0..w.size[0] {
-                for kw in 0..w.size[1] {
-                    taps.extend(tap(w, oh, ow, kh, kw).map(|(h, x_)| (h * xs[2] + x_) * c));
-                }
-            }
+            taps_inside(w, p / ow_n, p % ow_n, &mut taps);
+            taps.iter_mut().for_each(|t| *t *= c);
             spread(&taps, b * image, &dy[b * per_image + p * c..][..c], dst);
         }
     };
@@ -317,24 +435,17 @@ fn pool_backward(
 }
 
 #[kernel(MaxPoolGrad, cpu)]
-fn max_pool_grad(
-    dy: &CpuTensor,
-    x: &CpuTensor,
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let w = pool_of("MaxPoolGrad", x.shape(), filter_size, strides, padding, explicit_paddings)?;
+fn max_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
+    let w = pool_of("MaxPoolGrad", x.shape(), pool)?;
     let xv = x.as_slice::<f32>()?;
-    // Each channel's cotangent goes to the first largest tap, as the forward pass found it.
+    // Each channel's cotangent goes to the first largest tap (the first
+    // NaN, if any), as the forward pass found it.
     let spread = |taps: &[usize], base: usize, dy: &[f32], dst: &mut [f32]| {
         for (ch, &g) in dy.iter().enumerate() {
             let mut best: Option<(usize, f32)> = None;
             for &local in taps {
                 let v = xv[base + local + ch];
-                if best.is_none_or(|(_, b)| v > b) {
+                if best.is_none_or(|(_, b)| beats(v, b)) {
                     best = Some((local, v));
                 }
             }
@@ -347,16 +458,8 @@ fn max_pool_grad(
 }
 
 #[kernel(AvgPoolGrad, cpu)]
-fn avg_pool_grad(
-    dy: &CpuTensor,
-    x: &CpuTensor,
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let w = pool_of("AvgPoolGrad", x.shape(), filter_size, strides, padding, explicit_paddings)?;
+fn avg_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
+    let w = pool_of("AvgPoolGrad", x.shape(), pool)?;
     let spread = |taps: &[usize], _: usize, dy: &[f32], dst: &mut [f32]| {
         let share = 1.0 / taps.len().max(1) as f32;
         for &local in taps {
@@ -456,132 +559,4 @@ fn resize_nearest_neighbor(
         crate::DType::I32 => copy::<i32>(images, out, &rows, &cols),
         _ => copy::<f32>(images, out, &rows, &cols),
     }
-}
-
-/// `DepthwiseConv2dNative`: each output pixel walks its window, every
-/// channel `c` against its own `multiplier` filters, channels innermost.
-#[kernel(DepthwiseConv2dNative, cpu)]
-fn depthwise_conv2d(
-    x: &CpuTensor,
-    filter: &CpuTensor,
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let (xs, fs) = (x.shape(), filter.shape());
-    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
-        .map_err(rule_error("DepthwiseConv2dNative"))?;
-    let (xv, fv) = (x.as_slice::<f32>()?, filter.as_slice::<f32>()?);
-    let (c, m) = (xs[3], fs[3]);
-    let pixel = c * m;
-    let mut y = output::<f32>(out.numel());
-    for_rows(&mut y, pixel, out.numel() * w.size[0] * w.size[1], |start, chunk| {
-        for (k, px) in chunk.chunks_mut(pixel.max(1)).enumerate() {
-            let p = start / pixel.max(1) + k;
-            let (n, oh, ow) = (p / (w.output[0] * w.output[1]), p / w.output[1] % w.output[0], p % w.output[1]);
-            px.fill(0.0);
-            for kh in 0..w.size[0] {
-                for kw in 0..w.size[1] {
-                    let Some((h, iw)) = tap(&w, oh, ow, kh, kw) else { continue };
-                    let xp = &xv[((n * w.input[0] + h) * w.input[1] + iw) * c..][..c];
-                    let fp = &fv[(kh * w.size[1] + kw) * pixel..][..pixel];
-                    for (j, y) in px.iter_mut().enumerate() {
-                        *y += xp[j / m] * fp[j];
-                    }
-                }
-            }
-        }
-    });
-    CpuTensor::from_vec(&out.shape, y)
-}
-
-/// `DepthwiseConv2dNativeBackpropInput`: each image accumulates what its
-/// output pixels' windows read, image by image across threads.
-#[kernel(DepthwiseConv2dNativeBackpropInput, cpu)]
-#[allow(clippy::too_many_arguments)]
-fn depthwise_conv2d_backprop_input(
-    dy: &CpuTensor,
-    filter: &CpuTensor,
-    input_shape: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let _ = input_shape; // Checked by the shape function, and `out`'s shape.
-    let (xs, fs) = (out.shape.as_slice(), filter.shape());
-    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
-        .map_err(rule_error("DepthwiseConv2dNativeBackpropInput"))?;
-    let (dv, fv) = (dy.as_slice::<f32>()?, filter.as_slice::<f32>()?);
-    let (c, m) = (xs[3], fs[3]);
-    let image = xs[1] * xs[2] * c;
-    let mut dx = vec![0.0f32; out.numel()];
-    for_rows(&mut dx, image, dy.numel() * w.size[0] * w.size[1], |start, chunk| {
-        for (k, img) in chunk.chunks_mut(image.max(1)).enumerate() {
-            let n = start / image.max(1) + k;
-            for oh in 0..w.output[0] {
-                for ow in 0..w.output[1] {
-                    let dp = &dv[((n * w.output[0] + oh) * w.output[1] + ow) * c * m..][..c * m];
-                    for kh in 0..w.size[0] {
-                        for kw in 0..w.size[1] {
-                            let Some((h, iw)) = tap(&w, oh, ow, kh, kw) else { continue };
-                            let fp = &fv[(kh * w.size[1] + kw) * c * m..][..c * m];
-                            let xp = &mut img[(h * w.input[1] + iw) * c..][..c];
-                            for (j, (d, f)) in dp.iter().zip(fp).enumerate() {
-                                xp[j / m] += d * f;
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    });
-    CpuTensor::from_vec(&out.shape, dx)
-}
-
-/// `DepthwiseConv2dNativeBackpropFilter`: each tap `(kh, kw)` of the
-/// filter sums its products over every image and output pixel, taps across
-/// threads.
-#[kernel(DepthwiseConv2dNativeBackpropFilter, cpu)]
-#[allow(clippy::too_many_arguments)]
-fn depthwise_conv2d_backprop_filter(
-    x: &CpuTensor,
-    dy: &CpuTensor,
-    filter_shape: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let _ = filter_shape; // Checked by the shape function, and `out`'s shape.
-    let (xs, fs) = (x.shape(), out.shape.as_slice());
-    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
-        .map_err(rule_error("DepthwiseConv2dNativeBackpropFilter"))?;
-    let (xv, dv) = (x.as_slice::<f32>()?, dy.as_slice::<f32>()?);
-    let (c, m) = (xs[3], fs[3]);
-    let pixel = c * m;
-    let mut df = vec![0.0f32; out.numel()];
-    for_rows(&mut df, pixel, dy.numel() * w.size[0] * w.size[1], |start, chunk| {
-        for (k, fp) in chunk.chunks_mut(pixel.max(1)).enumerate() {
-            let t = start / pixel.max(1) + k;
-            let (kh, kw) = (t / w.size[1], t % w.size[1]);
-            for n in 0..xs[0] {
-                for oh in 0..w.output[0] {
-                    for ow in 0..w.output[1] {
-                        let Some((h, iw)) = tap(&w, oh, ow, kh, kw) else { continue };
-                        let xp = &xv[((n * w.input[0] + h) * w.input[1] + iw) * c..][..c];
-                        let dp = &dv[((n * w.output[0] + oh) * w.output[1] + ow) * pixel..][..pixel];
-                        for (j, (f, d)) in fp.iter_mut().zip(dp).enumerate() {
-                            *f += xp[j / m] * d;
-                        }
-                    }
-                }
-            }
-        }
-    });
-    CpuTensor::from_vec(&out.shape, df)
 }

@@ -1,27 +1,46 @@
 //! Convolution and pooling over NHWC images: one invocation per output
 //! element, each walking its window (conv.wgsl). The geometry is the one
-//! `shape::rules::Window` gives the cpu kernels and the shape functions.
+//! `shape::rules` gives the cpu kernels and the shape functions: `Conv2D`
+//! and `DepthwiseConv2dNative` are one grouped convolution, three entry
+//! points for the forward pass and its two gradients.
 
 use super::{rule_error, Program, Shader, WgpuTensor};
 use crate::backend::cpu::CpuTensor;
 use crate::kernels::{
-    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, DepthwiseConv2dNative,
-    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, Padding,
-    ResizeBilinear, ResizeNearestNeighbor,
+    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropFilterAttrs, Conv2DBackpropInput,
+    Conv2DBackpropInputAttrs, ConvParams, DepthwiseConv2dNative, DepthwiseConv2dNativeBackpropFilter,
+    DepthwiseConv2dNativeBackpropFilterAttrs, DepthwiseConv2dNativeBackpropInput,
+    DepthwiseConv2dNativeBackpropInputAttrs, MaxPool, MaxPoolGrad, PoolParams, ResizeBilinear, ResizeNearestNeighbor,
 };
-use crate::shape::rules::{conv_window, pool_window, resize_taps, Window};
+use crate::shape::rules::{resize_taps, ConvFilter, GroupedConv, Window};
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("conv");
 
-/// conv.wgsl's parameters: the element count, the image `[batch, h, w,
-/// c]`, `out_channels`, and the window.
-fn params(count: usize, image: &[usize], out_channels: usize, w: &Window) -> Vec<u32> {
-    let mut p = vec![count as u32];
-    p.extend(image.iter().map(|&d| d as u32));
-    p.extend([w.output[0], w.output[1], out_channels].map(|d| d as u32));
-    p.extend(w.size.iter().chain(&w.stride).chain(&w.dilation).chain(&w.pad).map(|&d| d as u32));
-    p
+/// conv.wgsl's parameters: the element count, the images `[batch, h, w,
+/// c]`, the output's `[oh, ow, k]`, the window and the groups, each a
+/// 32-bit word; an error naming `kernel` where one does not fit the
+/// shader's signed 32-bit arithmetic (a window of 2^40 taps: the cpu's
+/// kernel runs it).
+fn params(
+    kernel: &'static str,
+    count: usize,
+    image: [usize; 4],
+    k: usize,
+    w: &Window,
+    groups: usize,
+) -> Result<Vec<u32>> {
+    let words = [count].into_iter().chain(image).chain([w.output[0], w.output[1], k]);
+    let words = words.chain(w.size).chain(w.stride).chain(w.dilation).chain(w.pad).chain([groups]);
+    // The shader adds a window's reach to pixel indices.
+    let reach = w.output[0] * w.stride[0] + w.span(0) + w.output[1] * w.stride[1] + w.span(1);
+    match words.clone().chain([reach]).all(|d| d <= i32::MAX as usize) {
+        true => Ok(words.map(|d| d as u32).collect()),
+        false => Err(rule_error(kernel)(format!(
+            "the window {:?} (strides {:?}, padding {:?}) over {image:?} is too large for the shader's 32-bit indices",
+            w.size, w.stride, w.pad
+        ))),
+    }
 }
 
 fn run(
@@ -35,78 +54,94 @@ fn run(
     Program { kernel, shader: &SHADER, entry, op }.run(&inputs, out, p)
 }
 
-#[kernel(Conv2D, wgpu)]
-fn conv2d(
-    x: &WgpuTensor,
-    filter: &WgpuTensor,
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
+/// Runs `entry` of a grouped convolution `g` of kernel `kernel`.
+fn grouped(
+    kernel: &'static str,
+    entry: &'static str,
+    inputs: [&WgpuTensor; 2],
+    g: std::result::Result<GroupedConv, String>,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let (xs, fs) = (x.shape(), filter.shape());
-    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations).map_err(rule_error("Conv2D"))?;
-    run("Conv2D", "conv2d", 0, [x, filter], out, &params(out.numel(), xs, fs[3], &w))
+    let g = g.map_err(rule_error(kernel))?;
+    let p = params(kernel, out.numel(), g.input_shape(), g.out_channels, &g.window, g.groups)?;
+    run(kernel, entry, 0, inputs, out, &p)
 }
 
+#[kernel(Conv2D, wgpu)]
+fn conv2d(x: &WgpuTensor, filter: &WgpuTensor, conv: &ConvParams, out: &TensorMeta) -> Result<WgpuTensor> {
+    let g = ConvFilter::Dense.conv(x.shape(), filter.shape(), conv);
+    grouped("Conv2D", "conv", [x, filter], g, out)
+}
+
+#[kernel(DepthwiseConv2dNative, wgpu)]
+fn depthwise_conv2d(x: &WgpuTensor, filter: &WgpuTensor, conv: &ConvParams, out: &TensorMeta) -> Result<WgpuTensor> {
+    let g = ConvFilter::Depthwise.conv(x.shape(), filter.shape(), conv);
+    grouped("DepthwiseConv2dNative", "conv", [x, filter], g, out)
+}
+
+// A backprop's `out` has the `input_shape` or `filter_shape` its shape
+// function checked: the kernels read the geometry from `attrs`.
+
 #[kernel(Conv2DBackpropInput, wgpu)]
-#[allow(clippy::too_many_arguments)]
 fn conv2d_backprop_input(
     dy: &WgpuTensor,
     filter: &WgpuTensor,
-    input_shape: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
+    attrs: &Conv2DBackpropInputAttrs,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let _ = input_shape; // Checked by the shape function, and `out`'s shape.
-    let (xs, fs) = (out.shape.as_slice(), filter.shape());
-    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
-        .map_err(rule_error("Conv2DBackpropInput"))?;
-    let p = params(out.numel(), xs, fs[3], &w);
-    run("Conv2DBackpropInput", "conv2d_backprop_input", 0, [dy, filter], out, &p)
+    let g = ConvFilter::Dense.conv(&out.shape, filter.shape(), &attrs.conv);
+    grouped("Conv2DBackpropInput", "conv_backprop_input", [dy, filter], g, out)
+}
+
+#[kernel(DepthwiseConv2dNativeBackpropInput, wgpu)]
+fn depthwise_conv2d_backprop_input(
+    dy: &WgpuTensor,
+    filter: &WgpuTensor,
+    attrs: &DepthwiseConv2dNativeBackpropInputAttrs,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let g = ConvFilter::Depthwise.conv(&out.shape, filter.shape(), &attrs.conv);
+    grouped("DepthwiseConv2dNativeBackpropInput", "conv_backprop_input", [dy, filter], g, out)
 }
 
 #[kernel(Conv2DBackpropFilter, wgpu)]
-#[allow(clippy::too_many_arguments)]
 fn conv2d_backprop_filter(
     x: &WgpuTensor,
     dy: &WgpuTensor,
-    filter_shape: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
+    attrs: &Conv2DBackpropFilterAttrs,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let _ = filter_shape; // Checked by the shape function, and `out`'s shape.
-    let (xs, fs) = (x.shape(), out.shape.as_slice());
-    let w = conv_window(xs, fs, strides, padding, explicit_paddings, dilations)
-        .map_err(rule_error("Conv2DBackpropFilter"))?;
-    let p = params(out.numel(), xs, fs[3], &w);
-    run("Conv2DBackpropFilter", "conv2d_backprop_filter", 0, [x, dy], out, &p)
+    let g = ConvFilter::Dense.conv(x.shape(), &out.shape, &attrs.conv);
+    grouped("Conv2DBackpropFilter", "conv_backprop_filter", [x, dy], g, out)
+}
+
+#[kernel(DepthwiseConv2dNativeBackpropFilter, wgpu)]
+fn depthwise_conv2d_backprop_filter(
+    x: &WgpuTensor,
+    dy: &WgpuTensor,
+    attrs: &DepthwiseConv2dNativeBackpropFilterAttrs,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let g = ConvFilter::Depthwise.conv(x.shape(), &out.shape, &attrs.conv);
+    grouped("DepthwiseConv2dNativeBackpropFilter", "conv_backprop_filter", [x, dy], g, out)
 }
 
 /// A pooling of `x` (`grad`: its gradient, given `dy`); `op` 0
 /// takes the max, 1 the mean.
-#[allow(clippy::too_many_arguments)]
 fn pool(
     kernel: &'static str,
     op: u32,
     dy: Option<&WgpuTensor>,
     x: &WgpuTensor,
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit: Option<&[Vec<i64>]>,
+    pool: &PoolParams,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let xs = x.shape();
-    let w = pool_window([xs[1], xs[2]], filter_size, strides, padding, explicit).map_err(rule_error(kernel))?;
-    let p = params(out.numel(), xs, xs[3], &w);
+    let xs: [usize; 4] =
+        x.shape().try_into().map_err(|_| rule_error(kernel)(format!("x {:?} is not NHWC", x.shape())))?;
+    // A pooling walks only the taps inside the image: its window clipped
+    // to them fits the shader's indices, however large it is.
+    let w = pool.window([xs[1], xs[2]]).map_err(rule_error(kernel))?.clipped();
+    let p = params(kernel, out.numel(), xs, xs[3], &w, 1)?;
     match dy {
         None => run(kernel, "pool", op, [x, x], out, &p),
         Some(dy) => run(kernel, "pool_grad", op, [dy, x], out, &p),
@@ -114,55 +149,23 @@ fn pool(
 }
 
 #[kernel(MaxPool, wgpu)]
-fn max_pool(
-    x: &WgpuTensor,
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    pool("MaxPool", 0, None, x, filter_size, strides, padding, explicit_paddings, out)
+fn max_pool(x: &WgpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<WgpuTensor> {
+    self::pool("MaxPool", 0, None, x, pool, out)
 }
 
 #[kernel(AvgPool, wgpu)]
-fn avg_pool(
-    x: &WgpuTensor,
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    pool("AvgPool", 1, None, x, filter_size, strides, padding, explicit_paddings, out)
+fn avg_pool(x: &WgpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<WgpuTensor> {
+    self::pool("AvgPool", 1, None, x, pool, out)
 }
 
 #[kernel(MaxPoolGrad, wgpu)]
-#[allow(clippy::too_many_arguments)]
-fn max_pool_grad(
-    dy: &WgpuTensor,
-    x: &WgpuTensor,
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    pool("MaxPoolGrad", 0, Some(dy), x, filter_size, strides, padding, explicit_paddings, out)
+fn max_pool_grad(dy: &WgpuTensor, x: &WgpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<WgpuTensor> {
+    self::pool("MaxPoolGrad", 0, Some(dy), x, pool, out)
 }
 
 #[kernel(AvgPoolGrad, wgpu)]
-#[allow(clippy::too_many_arguments)]
-fn avg_pool_grad(
-    dy: &WgpuTensor,
-    x: &WgpuTensor,
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    pool("AvgPoolGrad", 1, Some(dy), x, filter_size, strides, padding, explicit_paddings, out)
+fn avg_pool_grad(dy: &WgpuTensor, x: &WgpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<WgpuTensor> {
+    self::pool("AvgPoolGrad", 1, Some(dy), x, pool, out)
 }
 
 static RESIZE: Shader = shader!("resize");
@@ -217,73 +220,4 @@ fn resize_nearest_neighbor(
 ) -> Result<WgpuTensor> {
     let _ = size; // The output's meta has it.
     resize("ResizeNearestNeighbor", "resize_nearest", images, align_corners, half_pixel_centers, false, out)
-}
-
-/// The three depthwise kernels: conv.wgsl's geometry with `channels *
-/// multiplier` output channels, whose entries split them back.
-#[allow(clippy::too_many_arguments)]
-fn depthwise(
-    kernel: &'static str,
-    entry: &'static str,
-    inputs: [&WgpuTensor; 2],
-    (xs, fs): (&[usize], &[usize]),
-    strides: &[i64],
-    padding: Padding,
-    explicit: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    let w = conv_window(xs, fs, strides, padding, explicit, dilations).map_err(rule_error(kernel))?;
-    run(kernel, entry, 0, inputs, out, &params(out.numel(), xs, xs[3] * fs[3], &w))
-}
-
-#[kernel(DepthwiseConv2dNative, wgpu)]
-fn depthwise_conv2d(
-    x: &WgpuTensor,
-    filter: &WgpuTensor,
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    depthwise("DepthwiseConv2dNative", "depthwise", [x, filter], (x.shape(), filter.shape()), s, p, e, d, out)
-}
-
-#[kernel(DepthwiseConv2dNativeBackpropInput, wgpu)]
-#[allow(clippy::too_many_arguments)]
-fn depthwise_conv2d_backprop_input(
-    dy: &WgpuTensor,
-    filter: &WgpuTensor,
-    input_shape: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    let _ = input_shape; // Checked by the shape function, and `out`'s shape.
-    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    let shapes = (out.shape.as_slice(), filter.shape());
-    let kernel = "DepthwiseConv2dNativeBackpropInput";
-    depthwise(kernel, "depthwise_backprop_input", [dy, filter], shapes, s, p, e, d, out)
-}
-
-#[kernel(DepthwiseConv2dNativeBackpropFilter, wgpu)]
-#[allow(clippy::too_many_arguments)]
-fn depthwise_conv2d_backprop_filter(
-    x: &WgpuTensor,
-    dy: &WgpuTensor,
-    filter_shape: &[i64],
-    strides: &[i64],
-    padding: Padding,
-    explicit_paddings: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    let _ = filter_shape; // Checked by the shape function, and `out`'s shape.
-    let (s, p, e, d) = (strides, padding, explicit_paddings, dilations);
-    let kernel = "DepthwiseConv2dNativeBackpropFilter";
-    depthwise(kernel, "depthwise_backprop_filter", [x, dy], (x.shape(), out.shape.as_slice()), s, p, e, d, out)
 }

@@ -1,5 +1,9 @@
 //! Convolution, pooling and resizing over NHWC images, and the window geometry their kernels share.
 
+use crate::kernels::{
+    Conv2DAttrs, Conv2DBackpropFilterAttrs, Conv2DBackpropInputAttrs, ConvParams, DepthwiseConv2dNativeAttrs,
+    DepthwiseConv2dNativeBackpropFilterAttrs, DepthwiseConv2dNativeBackpropInputAttrs, Padding, PoolParams,
+};
 use crate::shape::{allocatable, Shape};
 
 /// Where the windows of a 2-D convolution or pooling fall on an
@@ -35,15 +39,15 @@ pub struct Window {
 
 impl Window {
     /// The windows of `size` taps over an `input` image, after TF's rules.
+    /// Every size is checked: no attrs, however large, overflow.
     pub fn new(
         input: [usize; 2],
         size: [usize; 2],
         strides: &[i64],
-        padding: crate::kernels::Padding,
+        padding: Padding,
         explicit: Option<&[Vec<i64>]>,
         dilations: &[i64],
     ) -> Result<Window, String> {
-        use crate::kernels::Padding;
         let pair = |name: &str, v: &[i64]| match v {
             &[a, b] if a >= 1 && b >= 1 => Ok([a as usize, b as usize]),
             _ => Err(format!("{name} {v:?} must be two numbers (height, width), each 1 or more")),
@@ -71,19 +75,25 @@ impl Window {
             }
             (_, None) => None,
         };
+        let too_large = || format!("the window {size:?} dilated by {dilation:?} is too large");
         let mut w = Window { input, size, stride, dilation, pad: [0; 2], output: [0; 2] };
         for a in 0..2 {
-            let span = (size[a] - 1).checked_mul(dilation[a]).and_then(|s| s.checked_add(1));
-            let span = span.ok_or_else(|| format!("the window {size:?} dilated by {dilation:?} is too large"))?;
+            let span = (size[a] - 1).checked_mul(dilation[a]).and_then(|s| s.checked_add(1)).ok_or_else(too_large)?;
             let (padded, before) = match (padding, explicit) {
                 (Padding::Same, _) => {
                     let out = input[a].div_ceil(stride[a]);
-                    let total = ((out.max(1) - 1) * stride[a] + span).saturating_sub(input[a]);
+                    let reach = ((out.max(1) - 1) * stride[a]).checked_add(span).ok_or_else(too_large)?;
                     w.output[a] = out;
-                    w.pad[a] = total / 2;
+                    w.pad[a] = reach.saturating_sub(input[a]) / 2;
                     continue;
                 }
-                (Padding::Explicit, Some(p)) => (input[a] + p[a][0] + p[a][1], p[a][0]),
+                (Padding::Explicit, Some(p)) => {
+                    let padded = input[a].checked_add(p[a][0]).and_then(|s| s.checked_add(p[a][1]));
+                    let padded = padded.ok_or_else(|| {
+                        format!("explicit_paddings {:?} make the image's {} too large", p[a], ["height", "width"][a])
+                    })?;
+                    (padded, p[a][0])
+                }
                 _ => (input[a], 0),
             };
             if padded < span {
@@ -103,6 +113,56 @@ impl Window {
     pub fn span(&self, a: usize) -> usize {
         (self.size[a] - 1) * self.dilation[a] + 1
     }
+
+    /// The image rows (`a = 0`) or columns (`a = 1`) tap `t` of window `o`
+    /// reads: `None` where it falls in the padding.
+    #[inline]
+    pub fn tap(&self, a: usize, o: usize, t: usize) -> Option<usize> {
+        let at = (o * self.stride[a] + t * self.dilation[a]).checked_sub(self.pad[a])?;
+        (at < self.input[a]).then_some(at)
+    }
+
+    /// The same windows with their size and padding cut to what can
+    /// reach the image, for windows without dilation (a pooling's): each
+    /// window keeps its taps inside the image, and the windows that cover
+    /// a pixel stay the same, while the size stays within the image plus
+    /// the windows' steps. A kernel with 32-bit indices runs a window of
+    /// 2^40 taps this way.
+    ///
+    /// ```
+    /// use opforge::kernels::Padding;
+    /// use opforge::shape::rules::Window;
+    /// let huge = Window::new([4, 4], [1 << 40, 1], &[1, 1], Padding::Same, None, &[1, 1]).unwrap();
+    /// let w = huge.clipped();
+    /// assert_eq!((w.output, w.size[0]), (huge.output, 7), "4 rows plus 3 steps");
+    /// for o in 0..4 {
+    ///     assert_eq!(huge.taps_inside(0, o).len(), w.taps_inside(0, o).len());
+    /// }
+    /// ```
+    pub fn clipped(&self) -> Window {
+        let mut w = *self;
+        for a in 0..2 {
+            let steps = w.output[a].saturating_sub(1) * w.stride[a];
+            let pad = w.pad[a].min(steps);
+            // A pooling's padding is below its size: every window holds a pixel.
+            let size = w.size[a].saturating_sub(w.pad[a] - pad).max(1);
+            w.size[a] = size.min(w.input[a] + pad);
+            w.pad[a] = pad;
+        }
+        w
+    }
+
+    /// The taps of window `o` along axis `a` that fall inside the image: a
+    /// kernel that walks them costs what the image holds of the window,
+    /// not the window's size.
+    #[inline]
+    pub fn taps_inside(&self, a: usize, o: usize) -> std::ops::Range<usize> {
+        let (start, d) = ((o * self.stride[a]) as isize - self.pad[a] as isize, self.dilation[a] as isize);
+        // The first tap at or after row 0, and the first past the last row.
+        let first = if start >= 0 { 0 } else { ((-start) + d - 1) / d } as usize;
+        let last = (self.input[a] as isize - start + d - 1) / d;
+        first.min(self.size[a])..(last.max(0) as usize).min(self.size[a])
+    }
 }
 
 fn rank4<'a>(what: &str, shape: &'a [usize]) -> Result<&'a [usize], String> {
@@ -119,106 +179,185 @@ fn dims4(what: &str, shape: &[i64]) -> Result<[usize; 4], String> {
     }
 }
 
-/// The windows of a convolution of `x` (NHWC) by `filter` (HWIO), which
-/// the shape functions and the kernels on every backend read.
-///
-/// ```
-/// use opforge::kernels::Padding;
-/// use opforge::shape::rules::conv_window;
-/// let w = conv_window(&[1, 5, 5, 3], &[3, 3, 3, 8], &[1, 1], Padding::Same, None, &[1, 1]).unwrap();
-/// assert_eq!((w.output, w.pad), ([5, 5], [1, 1]));
-/// assert!(conv_window(&[1, 5, 5, 2], &[3, 3, 3, 8], &[1, 1], Padding::Same, None, &[1, 1]).is_err());
-/// ```
-pub fn conv_window(
-    x: &[usize],
-    filter: &[usize],
-    strides: &[i64],
-    padding: crate::kernels::Padding,
-    explicit: Option<&[Vec<i64>]>,
-    dilations: &[i64],
-) -> Result<Window, String> {
-    let (x, f) = (rank4("x", x)?, rank4("filter", filter)?);
-    if x[3] != f[2] {
-        return Err(format!("x has {} channels, but filter {f:?} expects {} (its third dim)", x[3], f[2]));
+/// How a convolution kernel lays out its filter, which says how its
+/// channels group: `Conv2D`'s `[height, width, channels, out channels]`
+/// is one group; `DepthwiseConv2dNative`'s `[height, width, channels,
+/// multiplier]` is a group per channel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConvFilter {
+    /// Every output channel reads every input channel.
+    Dense,
+    /// Output channel `c * multiplier + q` reads input channel `c`.
+    Depthwise,
+}
+
+impl ConvFilter {
+    /// The grouped convolution of NHWC images of shape `x` by a filter of
+    /// shape `filter`, laid out as this kind's kernels take it.
+    ///
+    /// ```
+    /// use opforge::kernels::{ConvParams, Padding};
+    /// use opforge::shape::rules::ConvFilter;
+    /// let same = ConvParams { padding: Padding::Same, ..ConvParams::default() };
+    /// let dense = ConvFilter::Dense.conv(&[1, 5, 5, 3], &[3, 3, 3, 8], &same).unwrap();
+    /// assert_eq!((dense.groups, dense.output_shape()), (1, [1, 5, 5, 8]));
+    /// let depthwise = ConvFilter::Depthwise.conv(&[1, 5, 5, 3], &[3, 3, 3, 2], &same).unwrap();
+    /// assert_eq!((depthwise.groups, depthwise.output_shape()), (3, [1, 5, 5, 6]));
+    /// assert_eq!(depthwise.filter_shape(), [3, 3, 1, 6], "the same memory, one channel per group");
+    /// assert!(ConvFilter::Dense.conv(&[1, 5, 5, 2], &[3, 3, 3, 8], &same).unwrap_err().contains("2 channels"));
+    /// ```
+    pub fn conv(self, x: &[usize], filter: &[usize], p: &ConvParams) -> Result<GroupedConv, String> {
+        let (x, f) = (rank4("x", x)?, rank4("filter", filter)?);
+        if x[3] != f[2] {
+            return Err(format!("x has {} channels, but filter {f:?} expects {} (its third dim)", x[3], f[2]));
+        }
+        let window = Window::new(
+            [x[1], x[2]],
+            [f[0], f[1]],
+            &p.strides,
+            p.padding,
+            p.explicit_paddings.as_deref(),
+            &p.dilations,
+        )?;
+        let (groups, out_channels) = match self {
+            ConvFilter::Dense => (1, f[3]),
+            ConvFilter::Depthwise => (x[3], x[3].checked_mul(f[3]).ok_or("channels * multiplier overflows")?),
+        };
+        Ok(GroupedConv { window, batch: x[0], channels: x[3], out_channels, groups })
     }
-    Window::new([x[1], x[2]], [f[0], f[1]], strides, padding, explicit, dilations)
+
+    /// The shape function of a convolution of this kind: `[batch, out
+    /// height, out width, out channels]`.
+    fn forward(self, x: &[usize], filter: &[usize], p: &ConvParams) -> Result<Shape, String> {
+        allocatable(Shape::from_slice(&self.conv(x, filter, p)?.output_shape()))
+    }
+
+    /// The shape function of its gradient with respect to the images:
+    /// `input_shape`, whose convolution by `filter` has `dy`'s shape.
+    fn backprop_input(
+        self,
+        dy: &[usize],
+        filter: &[usize],
+        input_shape: &[i64],
+        p: &ConvParams,
+    ) -> Result<Shape, String> {
+        let x = dims4("input_shape", input_shape)?;
+        let want = self.conv(&x, filter, p)?.output_shape();
+        if dy != want {
+            return Err(format!(
+                "dy has shape {dy:?}, but the convolution of {x:?} by filter {filter:?} gives {want:?}"
+            ));
+        }
+        allocatable(Shape::from_slice(&x))
+    }
+
+    /// The shape function of its gradient with respect to the filter:
+    /// `filter_shape`, by which the convolution of `x` has `dy`'s shape.
+    fn backprop_filter(self, x: &[usize], dy: &[usize], filter_shape: &[i64], p: &ConvParams) -> Result<Shape, String> {
+        let f = dims4("filter_shape", filter_shape)?;
+        let want = self.conv(x, &f, p)?.output_shape();
+        if dy != want {
+            return Err(format!(
+                "dy has shape {dy:?}, but the convolution of x {x:?} by a filter {f:?} gives {want:?}"
+            ));
+        }
+        allocatable(Shape::from_slice(&f))
+    }
+}
+
+/// A grouped 2-D convolution: the one geometry of `Conv2D`,
+/// `DepthwiseConv2dNative` and their gradients, which each backend runs
+/// with one implementation. NHWC images of `channels` channels fall into
+/// `groups` groups of `channels / groups`; each group is convolved with
+/// its own `out_channels / groups` filters. The filter is `[height, width,
+/// channels / groups, out channels]`, output channel `o` belonging to group
+/// `o / (out_channels / groups)`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GroupedConv {
+    /// Where the windows fall on each image.
+    pub window: Window,
+    /// Images in the batch.
+    pub batch: usize,
+    /// Channels of each input pixel.
+    pub channels: usize,
+    /// Channels of each output pixel.
+    pub out_channels: usize,
+    /// How many groups the channels fall into; 1 for `Conv2D`.
+    pub groups: usize,
+}
+
+impl GroupedConv {
+    /// Input channels per group.
+    pub fn in_per_group(&self) -> usize {
+        self.channels / self.groups.max(1)
+    }
+
+    /// Output channels per group.
+    pub fn out_per_group(&self) -> usize {
+        self.out_channels / self.groups.max(1)
+    }
+
+    /// The images' shape, NHWC.
+    pub fn input_shape(&self) -> [usize; 4] {
+        [self.batch, self.window.input[0], self.window.input[1], self.channels]
+    }
+
+    /// The output's shape, NHWC.
+    pub fn output_shape(&self) -> [usize; 4] {
+        [self.batch, self.window.output[0], self.window.output[1], self.out_channels]
+    }
+
+    /// The filter's shape as the groups read it.
+    pub fn filter_shape(&self) -> [usize; 4] {
+        [self.window.size[0], self.window.size[1], self.in_per_group(), self.out_channels]
+    }
 }
 
 /// The shape function of `Conv2D`: `[batch, out height, out width, out
 /// channels]` for NHWC `x` and an HWIO `filter`.
 ///
 /// ```
-/// use opforge::kernels::{Conv2DAttrs, Padding};
+/// use opforge::kernels::{Conv2DAttrs, ConvParams, Padding};
 /// use opforge::shape::rules::conv2d;
-/// let attrs = Conv2DAttrs { padding: Padding::Same, ..Conv2DAttrs::default() };
+/// let attrs = Conv2DAttrs { conv: ConvParams { padding: Padding::Same, ..ConvParams::default() } };
 /// assert_eq!(conv2d(&[2, 5, 4, 3], &[3, 3, 3, 8], &attrs).unwrap().as_slice(), &[2, 5, 4, 8]);
 /// assert!(conv2d(&[2, 5, 4, 3], &[3, 3, 2, 8], &attrs).unwrap_err().contains("3 channels"));
 /// ```
-pub fn conv2d(x: &[usize], filter: &[usize], attrs: &crate::kernels::Conv2DAttrs) -> Result<Shape, String> {
-    let a = attrs;
-    let w = conv_window(x, filter, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
-    allocatable(Shape::from_slice(&[x[0], w.output[0], w.output[1], filter[3]]))
+pub fn conv2d(x: &[usize], filter: &[usize], attrs: &Conv2DAttrs) -> Result<Shape, String> {
+    ConvFilter::Dense.forward(x, filter, &attrs.conv)
 }
 
 /// The shape function of `Conv2DBackpropInput`: `input_shape`, whose
 /// convolution by `filter` has `dy`'s shape.
 ///
 /// ```
-/// use opforge::kernels::{Conv2DBackpropInputAttrs, Padding};
+/// use opforge::kernels::{Conv2DBackpropInputAttrs, ConvParams, Padding};
 /// use opforge::shape::rules::conv2d_backprop_input;
-/// let attrs = Conv2DBackpropInputAttrs {
-///     input_shape: vec![1, 7, 7, 1],
-///     strides: vec![2, 2],
-///     padding: Padding::Valid,
-///     explicit_paddings: None,
-///     dilations: vec![1, 1],
-/// };
+/// let conv = ConvParams { strides: vec![2, 2], ..ConvParams::default() };
+/// let attrs = Conv2DBackpropInputAttrs { input_shape: vec![1, 7, 7, 1], conv };
 /// assert_eq!(conv2d_backprop_input(&[1, 3, 3, 4], &[3, 3, 1, 4], &attrs).unwrap().as_slice(), &[1, 7, 7, 1]);
 /// assert!(conv2d_backprop_input(&[1, 4, 3, 4], &[3, 3, 1, 4], &attrs).is_err());
 /// ```
 pub fn conv2d_backprop_input(
     dy: &[usize],
     filter: &[usize],
-    attrs: &crate::kernels::Conv2DBackpropInputAttrs,
+    attrs: &Conv2DBackpropInputAttrs,
 ) -> Result<Shape, String> {
-    let a = attrs;
-    let x = dims4("input_shape", &a.input_shape)?;
-    let w = conv_window(&x, filter, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
-    let want = [x[0], w.output[0], w.output[1], filter[3]];
-    if dy != want {
-        return Err(format!("dy has shape {dy:?}, but the convolution of {x:?} by filter {filter:?} gives {want:?}"));
-    }
-    allocatable(Shape::from_slice(&x))
+    ConvFilter::Dense.backprop_input(dy, filter, &attrs.input_shape, &attrs.conv)
 }
 
 /// The shape function of `Conv2DBackpropFilter`: `filter_shape`, by
 /// which the convolution of `x` has `dy`'s shape.
 ///
 /// ```
-/// use opforge::kernels::{Conv2DBackpropFilterAttrs, Padding};
+/// use opforge::kernels::{Conv2DBackpropFilterAttrs, ConvParams};
 /// use opforge::shape::rules::conv2d_backprop_filter;
-/// let attrs = Conv2DBackpropFilterAttrs {
-///     filter_shape: vec![3, 3, 1, 4],
-///     strides: vec![2, 2],
-///     padding: Padding::Valid,
-///     explicit_paddings: None,
-///     dilations: vec![1, 1],
-/// };
+/// let conv = ConvParams { strides: vec![2, 2], ..ConvParams::default() };
+/// let attrs = Conv2DBackpropFilterAttrs { filter_shape: vec![3, 3, 1, 4], conv };
 /// assert_eq!(conv2d_backprop_filter(&[1, 7, 7, 1], &[1, 3, 3, 4], &attrs).unwrap().as_slice(), &[3, 3, 1, 4]);
 /// ```
-pub fn conv2d_backprop_filter(
-    x: &[usize],
-    dy: &[usize],
-    attrs: &crate::kernels::Conv2DBackpropFilterAttrs,
-) -> Result<Shape, String> {
-    let a = attrs;
-    let f = dims4("filter_shape", &a.filter_shape)?;
-    let w = conv_window(x, &f, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
-    let want = [x[0], w.output[0], w.output[1], f[3]];
-    if dy != want {
-        return Err(format!("dy has shape {dy:?}, but the convolution of x {x:?} by a filter {f:?} gives {want:?}"));
-    }
-    allocatable(Shape::from_slice(&f))
+pub fn conv2d_backprop_filter(x: &[usize], dy: &[usize], attrs: &Conv2DBackpropFilterAttrs) -> Result<Shape, String> {
+    ConvFilter::Dense.backprop_filter(x, dy, &attrs.filter_shape, &attrs.conv)
 }
 
 /// The shape function of `DepthwiseConv2dNative`: `[batch, out height,
@@ -226,21 +365,14 @@ pub fn conv2d_backprop_filter(
 /// `[height, width, channels, multiplier]`.
 ///
 /// ```
-/// use opforge::kernels::{DepthwiseConv2dNativeAttrs, Padding};
+/// use opforge::kernels::{ConvParams, DepthwiseConv2dNativeAttrs, Padding};
 /// use opforge::shape::rules::depthwise_conv2d;
-/// let attrs = DepthwiseConv2dNativeAttrs { padding: Padding::Same, ..Default::default() };
+/// let attrs = DepthwiseConv2dNativeAttrs { conv: ConvParams { padding: Padding::Same, ..Default::default() } };
 /// assert_eq!(depthwise_conv2d(&[2, 5, 4, 3], &[3, 3, 3, 2], &attrs).unwrap().as_slice(), &[2, 5, 4, 6]);
 /// assert!(depthwise_conv2d(&[2, 5, 4, 3], &[3, 3, 2, 2], &attrs).unwrap_err().contains("3 channels"));
 /// ```
-pub fn depthwise_conv2d(
-    x: &[usize],
-    filter: &[usize],
-    attrs: &crate::kernels::DepthwiseConv2dNativeAttrs,
-) -> Result<Shape, String> {
-    let a = attrs;
-    let w = conv_window(x, filter, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
-    let channels = x[3].checked_mul(filter[3]).ok_or("channels * multiplier overflows")?;
-    allocatable(Shape::from_slice(&[x[0], w.output[0], w.output[1], channels]))
+pub fn depthwise_conv2d(x: &[usize], filter: &[usize], attrs: &DepthwiseConv2dNativeAttrs) -> Result<Shape, String> {
+    ConvFilter::Depthwise.forward(x, filter, &attrs.conv)
 }
 
 /// The shape function of `DepthwiseConv2dNativeBackpropInput`:
@@ -248,18 +380,9 @@ pub fn depthwise_conv2d(
 pub fn depthwise_conv2d_backprop_input(
     dy: &[usize],
     filter: &[usize],
-    attrs: &crate::kernels::DepthwiseConv2dNativeBackpropInputAttrs,
+    attrs: &DepthwiseConv2dNativeBackpropInputAttrs,
 ) -> Result<Shape, String> {
-    let a = attrs;
-    let x = dims4("input_shape", &a.input_shape)?;
-    let w = conv_window(&x, filter, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
-    let want = [x[0], w.output[0], w.output[1], x[3].saturating_mul(filter[3])];
-    if dy != want {
-        return Err(format!(
-            "dy has shape {dy:?}, but the depthwise convolution of {x:?} by filter {filter:?} gives {want:?}"
-        ));
-    }
-    allocatable(Shape::from_slice(&x))
+    ConvFilter::Depthwise.backprop_input(dy, filter, &attrs.input_shape, &attrs.conv)
 }
 
 /// The shape function of `DepthwiseConv2dNativeBackpropFilter`:
@@ -268,79 +391,54 @@ pub fn depthwise_conv2d_backprop_input(
 pub fn depthwise_conv2d_backprop_filter(
     x: &[usize],
     dy: &[usize],
-    attrs: &crate::kernels::DepthwiseConv2dNativeBackpropFilterAttrs,
+    attrs: &DepthwiseConv2dNativeBackpropFilterAttrs,
 ) -> Result<Shape, String> {
-    let a = attrs;
-    let f = dims4("filter_shape", &a.filter_shape)?;
-    let w = conv_window(x, &f, &a.strides, a.padding, a.explicit_paddings.as_deref(), &a.dilations)?;
-    let want = [x[0], w.output[0], w.output[1], x[3].saturating_mul(f[3])];
-    if dy != want {
-        return Err(format!(
-            "dy has shape {dy:?}, but the depthwise convolution of x {x:?} by a filter {f:?} gives {want:?}"
-        ));
-    }
-    allocatable(Shape::from_slice(&f))
+    ConvFilter::Depthwise.backprop_filter(x, dy, &attrs.filter_shape, &attrs.conv)
 }
 
-/// The attrs of a pooling kernel, which its shape functions read.
-pub trait PoolAttrs {
-    /// The window's `[height, width]`.
-    fn filter_size(&self) -> &[i64];
-    /// The windows of such a pooling of an `[height, width]` image.
-    fn window(&self, input: [usize; 2]) -> Result<Window, String>;
-}
-
-macro_rules! pool_attrs {
-    ($($t:ident),*) => {$(
-        impl PoolAttrs for crate::kernels::$t {
-            fn filter_size(&self) -> &[i64] {
-                &self.filter_size
+impl PoolParams {
+    /// The windows of such a pooling of an `[height, width]` image: no
+    /// dilation, and explicit padding smaller than the window, so that
+    /// every window holds an element of the image.
+    ///
+    /// ```
+    /// use opforge::kernels::{Padding, PoolParams};
+    /// let p = PoolParams { filter_size: vec![3, 3], strides: vec![2, 2], padding: Padding::Same, explicit_paddings: None };
+    /// assert_eq!(p.window([5, 5]).unwrap().output, [3, 3]);
+    /// assert!(PoolParams { filter_size: vec![0, 3], ..p }.window([5, 5]).is_err());
+    /// ```
+    pub fn window(&self, input: [usize; 2]) -> Result<Window, String> {
+        let size = match self.filter_size[..] {
+            [h, w] if h >= 1 && w >= 1 => [h as usize, w as usize],
+            _ => {
+                return Err(format!(
+                    "filter_size {:?} must be two numbers (height, width), each 1 or more",
+                    self.filter_size
+                ))
             }
-            fn window(&self, input: [usize; 2]) -> Result<Window, String> {
-                pool_window(input, &self.filter_size, &self.strides, self.padding, self.explicit_paddings.as_deref())
-            }
+        };
+        let explicit = self.explicit_paddings.as_deref();
+        let w = Window::new(input, size, &self.strides, self.padding, explicit, &[1, 1])?;
+        if let Some(p) = explicit.filter(|p| p.iter().zip(size).any(|(p, s)| p.iter().any(|&v| v as usize >= s))) {
+            return Err(format!("explicit_paddings {p:?} must each be smaller than the window {size:?}"));
         }
-    )*};
-}
-pool_attrs!(MaxPoolAttrs, AvgPoolAttrs, MaxPoolGradAttrs, AvgPoolGradAttrs);
-
-/// The windows of a pooling: no dilation, and explicit padding smaller
-/// than the window, so that every window holds an element of the image.
-pub fn pool_window(
-    input: [usize; 2],
-    filter_size: &[i64],
-    strides: &[i64],
-    padding: crate::kernels::Padding,
-    explicit: Option<&[Vec<i64>]>,
-) -> Result<Window, String> {
-    let size = match filter_size {
-        &[h, w] if h >= 1 && w >= 1 => [h as usize, w as usize],
-        _ => return Err(format!("filter_size {filter_size:?} must be two numbers (height, width), each 1 or more")),
-    };
-    let w = Window::new(input, size, strides, padding, explicit, &[1, 1])?;
-    if let Some(p) = explicit.filter(|p| p.iter().zip(size).any(|(p, s)| p.iter().any(|&v| v as usize >= s))) {
-        return Err(format!("explicit_paddings {p:?} must each be smaller than the window {size:?}"));
+        Ok(w)
     }
-    Ok(w)
 }
 
 /// The shape function of `MaxPool` and `AvgPool`: `[batch, out height,
 /// out width, channels]` for NHWC `x`.
 ///
 /// ```
-/// use opforge::kernels::{MaxPoolAttrs, Padding};
+/// use opforge::kernels::{MaxPoolAttrs, Padding, PoolParams};
 /// use opforge::shape::rules::pool;
-/// let attrs = MaxPoolAttrs {
-///     filter_size: vec![2, 2],
-///     strides: vec![2, 2],
-///     padding: Padding::Valid,
-///     explicit_paddings: None,
-/// };
-/// assert_eq!(pool(&[2, 4, 6, 3], &attrs).unwrap().as_slice(), &[2, 2, 3, 3]);
+/// let pool_params =
+///     PoolParams { filter_size: vec![2, 2], strides: vec![2, 2], padding: Padding::Valid, explicit_paddings: None };
+/// assert_eq!(pool(&[2, 4, 6, 3], &MaxPoolAttrs { pool: pool_params }).unwrap().as_slice(), &[2, 2, 3, 3]);
 /// ```
-pub fn pool<A: PoolAttrs>(x: &[usize], attrs: &A) -> Result<Shape, String> {
+pub fn pool<A: AsRef<PoolParams>>(x: &[usize], attrs: &A) -> Result<Shape, String> {
     let x = rank4("x", x)?;
-    let w = attrs.window([x[1], x[2]])?;
+    let w = attrs.as_ref().window([x[1], x[2]])?;
     allocatable(Shape::from_slice(&[x[0], w.output[0], w.output[1], x[3]]))
 }
 
@@ -348,23 +446,20 @@ pub fn pool<A: PoolAttrs>(x: &[usize], attrs: &A) -> Result<Shape, String> {
 /// whose pooling has `dy`'s shape.
 ///
 /// ```
-/// use opforge::kernels::{AvgPoolGradAttrs, Padding};
+/// use opforge::kernels::{AvgPoolGradAttrs, Padding, PoolParams};
 /// use opforge::shape::rules::pool_grad;
-/// let attrs = AvgPoolGradAttrs {
-///     filter_size: vec![2, 2],
-///     strides: vec![2, 2],
-///     padding: Padding::Valid,
-///     explicit_paddings: None,
-/// };
+/// let pool_params =
+///     PoolParams { filter_size: vec![2, 2], strides: vec![2, 2], padding: Padding::Valid, explicit_paddings: None };
+/// let attrs = AvgPoolGradAttrs { pool: pool_params };
 /// assert_eq!(pool_grad(&[2, 2, 3, 3], &[2, 4, 6, 3], &attrs).unwrap().as_slice(), &[2, 4, 6, 3]);
 /// assert!(pool_grad(&[2, 2, 2, 3], &[2, 4, 6, 3], &attrs).is_err());
 /// ```
-pub fn pool_grad<A: PoolAttrs>(dy: &[usize], x: &[usize], attrs: &A) -> Result<Shape, String> {
+pub fn pool_grad<A: AsRef<PoolParams>>(dy: &[usize], x: &[usize], attrs: &A) -> Result<Shape, String> {
     let want = pool(x, attrs)?;
     if dy != want.as_slice() {
         return Err(format!(
             "dy has shape {dy:?}, but pooling x {x:?} with windows {:?} gives {:?}",
-            attrs.filter_size(),
+            attrs.as_ref().filter_size,
             want.as_slice()
         ));
     }

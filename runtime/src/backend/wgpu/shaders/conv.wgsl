@@ -3,8 +3,11 @@
 // both), the output y and the geometry of one window (see conv.rs):
 // [count, batch, height, width, channels, out height, out width, out
 //  channels, window height, window width, stride h, stride w, dilation h,
-//  dilation w, pad top, pad left].
-// The filter is HWIO: [window height, window width, channels, out channels].
+//  dilation w, pad top, pad left, groups].
+// A convolution is grouped: its c channels fall into `groups` groups of
+// cg = c / groups, each convolved with its own kg = k / groups filters;
+// the filter is [window height, window width, cg, k] (HWIO for one
+// group; a depthwise filter [fh, fw, c, m] is c groups of one channel).
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
@@ -14,11 +17,13 @@
 struct Geometry {
     batch: u32, h: u32, w: u32, c: u32, oh: u32, ow: u32, k: u32,
     fh: u32, fw: u32, sh: u32, sw: u32, dh: u32, dw: u32, pt: u32, pl: u32,
+    cg: u32, kg: u32,
 }
 
 fn geometry() -> Geometry {
+    let groups = max(param(16), 1u);
     return Geometry(param(1), param(2), param(3), param(4), param(5), param(6), param(7), param(8), param(9),
-        param(10), param(11), param(12), param(13), param(14), param(15));
+        param(10), param(11), param(12), param(13), param(14), param(15), param(4) / groups, param(7) / groups);
 }
 
 // The image row (or column) of tap t of window o, or -1 outside [0, len).
@@ -37,9 +42,10 @@ fn window_at(i: u32, t: u32, stride: u32, dilation: u32, pad: u32, windows: u32)
     return select(-1, o, o < i32(windows));
 }
 
-// a: x [batch, h, w, c]; b: filter; y: [batch, oh, ow, k].
+// a: x [batch, h, w, c]; b: filter [fh, fw, cg, k]; y: [batch, oh, ow, k].
+// Output channel k reads its group's cg channels.
 @compute @workgroup_size(256)
-fn conv2d(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+fn conv(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
     if i >= param(0) {
         return;
@@ -49,6 +55,7 @@ fn conv2d(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     let ow = (i / g.k) % g.ow;
     let oh = (i / (g.k * g.ow)) % g.oh;
     let n = i / (g.k * g.ow * g.oh);
+    let first = k / g.kg * g.cg;
     var sum = 0.0;
     for (var kh = 0u; kh < g.fh; kh++) {
         let h = image_at(oh, kh, g.sh, g.dh, g.pt, g.h);
@@ -60,9 +67,9 @@ fn conv2d(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
             if w < 0 {
                 continue;
             }
-            let x0 = ((n * g.h + u32(h)) * g.w + u32(w)) * g.c;
-            let f0 = (kh * g.fw + kw) * g.c * g.k + k;
-            for (var c = 0u; c < g.c; c++) {
+            let x0 = ((n * g.h + u32(h)) * g.w + u32(w)) * g.c + first;
+            let f0 = (kh * g.fw + kw) * g.cg * g.k + k;
+            for (var c = 0u; c < g.cg; c++) {
                 sum += a[x0 + c] * b[f0 + c * g.k];
             }
         }
@@ -70,9 +77,10 @@ fn conv2d(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups
     y[i] = sum;
 }
 
-// a: dy [batch, oh, ow, k]; b: filter; y: dx [batch, h, w, c].
+// a: dy [batch, oh, ow, k]; b: filter [fh, fw, cg, k]; y: dx [batch, h,
+// w, c]. Input channel c gets the cotangents of its group's kg outputs.
 @compute @workgroup_size(256)
-fn conv2d_backprop_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+fn conv_backprop_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
     if i >= param(0) {
         return;
@@ -82,6 +90,7 @@ fn conv2d_backprop_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
     let w = (i / g.c) % g.w;
     let h = (i / (g.c * g.w)) % g.h;
     let n = i / (g.c * g.w * g.h);
+    let first = c / g.cg * g.kg;
     var sum = 0.0;
     for (var kh = 0u; kh < g.fh; kh++) {
         let oh = window_at(h, kh, g.sh, g.dh, g.pt, g.oh);
@@ -93,9 +102,9 @@ fn conv2d_backprop_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
             if ow < 0 {
                 continue;
             }
-            let d0 = ((n * g.oh + u32(oh)) * g.ow + u32(ow)) * g.k;
-            let f0 = ((kh * g.fw + kw) * g.c + c) * g.k;
-            for (var k = 0u; k < g.k; k++) {
+            let d0 = ((n * g.oh + u32(oh)) * g.ow + u32(ow)) * g.k + first;
+            let f0 = ((kh * g.fw + kw) * g.cg + c % g.cg) * g.k + first;
+            for (var k = 0u; k < g.kg; k++) {
                 sum += a[d0 + k] * b[f0 + k];
             }
         }
@@ -103,18 +112,20 @@ fn conv2d_backprop_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
     y[i] = sum;
 }
 
-// a: x [batch, h, w, c]; b: dy [batch, oh, ow, k]; y: dfilter.
+// a: x [batch, h, w, c]; b: dy [batch, oh, ow, k]; y: dfilter [fh, fw,
+// cg, k]. Filter (kh, kw, c, k) sums over the pixels of k's group's
+// channel c.
 @compute @workgroup_size(256)
-fn conv2d_backprop_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+fn conv_backprop_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
     if i >= param(0) {
         return;
     }
     let g = geometry();
     let k = i % g.k;
-    let c = (i / g.k) % g.c;
-    let kw = (i / (g.k * g.c)) % g.fw;
-    let kh = i / (g.k * g.c * g.fw);
+    let c = (i / g.k) % g.cg + k / g.kg * g.cg;
+    let kw = (i / (g.k * g.cg)) % g.fw;
+    let kh = i / (g.k * g.cg * g.fw);
     var sum = 0.0;
     for (var n = 0u; n < g.batch; n++) {
         for (var oh = 0u; oh < g.oh; oh++) {
@@ -135,24 +146,41 @@ fn conv2d_backprop_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builti
     y[i] = sum;
 }
 
-// The first largest element of window (oh, ow) of image n, channel c, of
-// a = x: its flat index.
+// The taps [first, last) of window o along an axis of len rows that fall
+// inside the image (a pooling has no dilation): however large the window,
+// only those are walked.
+fn inside(o: u32, size: u32, stride: u32, pad: u32, len: u32) -> vec2<u32> {
+    let start = o * stride;
+    let first = select(0u, pad - start, pad > start);
+    let last = min(size, len + pad - start);
+    return vec2<u32>(first, max(first, last));
+}
+
+// Whether v is NaN, by its bits: `v != v` may be folded away by a compiler
+// that assumes no NaNs.
+fn pool_nan(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
+}
+
+// Whether v wins over best in a max pool: larger, or a NaN over a number,
+// so that a NaN in a window gives NaN, as Max does.
+fn beats(v: f32, best: f32) -> bool {
+    return v > best || (pool_nan(v) && !pool_nan(best));
+}
+
+// The first largest element (the first NaN, if any) of window (oh, ow)
+// of image n, channel c, of b = x: its flat index.
 fn window_max(n: u32, oh: u32, ow: u32, c: u32, g: Geometry) -> u32 {
     var best = bitcast<f32>(0xff800000u);
     var at = 0u;
     var found = false;
-    for (var kh = 0u; kh < g.fh; kh++) {
-        let h = image_at(oh, kh, g.sh, 1u, g.pt, g.h);
-        if h < 0 {
-            continue;
-        }
-        for (var kw = 0u; kw < g.fw; kw++) {
-            let w = image_at(ow, kw, g.sw, 1u, g.pl, g.w);
-            if w < 0 {
-                continue;
-            }
-            let idx = ((n * g.h + u32(h)) * g.w + u32(w)) * g.c + c;
-            if !found || b[idx] > best {
+    let rows = inside(oh, g.fh, g.sh, g.pt, g.h);
+    let cols = inside(ow, g.fw, g.sw, g.pl, g.w);
+    for (var kh = rows.x; kh < rows.y; kh++) {
+        let h = oh * g.sh + kh - g.pt;
+        for (var kw = cols.x; kw < cols.y; kw++) {
+            let idx = ((n * g.h + h) * g.w + ow * g.sw + kw - g.pl) * g.c + c;
+            if !found || beats(b[idx], best) {
                 best = b[idx];
                 at = idx;
                 found = true;
@@ -164,11 +192,9 @@ fn window_max(n: u32, oh: u32, ow: u32, c: u32, g: Geometry) -> u32 {
 
 // The number of window (oh, ow)'s taps inside the image.
 fn window_count(oh: u32, ow: u32, g: Geometry) -> f32 {
-    let h0 = i32(oh * g.sh) - i32(g.pt);
-    let w0 = i32(ow * g.sw) - i32(g.pl);
-    let rows = min(h0 + i32(g.fh), i32(g.h)) - max(h0, 0);
-    let cols = min(w0 + i32(g.fw), i32(g.w)) - max(w0, 0);
-    return f32(max(rows, 1) * max(cols, 1));
+    let rows = inside(oh, g.fh, g.sh, g.pt, g.h);
+    let cols = inside(ow, g.fw, g.sw, g.pl, g.w);
+    return f32(max(rows.y - rows.x, 1u) * max(cols.y - cols.x, 1u));
 }
 
 // a = b = x; y: [batch, oh, ow, c]. OP 0: max, 1: mean.
@@ -186,20 +212,15 @@ fn pool(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let oh = (i / (g.c * g.ow)) % g.oh;
     let n = i / (g.c * g.ow * g.oh);
     var acc = select(bitcast<f32>(0xff800000u), 0.0, OP == 1u);
-    for (var kh = 0u; kh < g.fh; kh++) {
-        let h = image_at(oh, kh, g.sh, 1u, g.pt, g.h);
-        if h < 0 {
-            continue;
-        }
-        for (var kw = 0u; kw < g.fw; kw++) {
-            let w = image_at(ow, kw, g.sw, 1u, g.pl, g.w);
-            if w < 0 {
-                continue;
-            }
-            let v = a[((n * g.h + u32(h)) * g.w + u32(w)) * g.c + c];
+    let rows = inside(oh, g.fh, g.sh, g.pt, g.h);
+    let cols = inside(ow, g.fw, g.sw, g.pl, g.w);
+    for (var kh = rows.x; kh < rows.y; kh++) {
+        let h = oh * g.sh + kh - g.pt;
+        for (var kw = cols.x; kw < cols.y; kw++) {
+            let v = a[((n * g.h + h) * g.w + ow * g.sw + kw - g.pl) * g.c + c];
             if OP == 1u {
                 acc += v;
-            } else if v > acc {
+            } else if beats(v, acc) {
                 acc = v;
             }
         }
@@ -208,6 +229,15 @@ fn pool(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
         acc = acc / window_count(oh, ow, g);
     }
     y[i] = acc;
+}
+
+// The windows [first, last) along an axis whose taps cover image row i:
+// window o covers it when tap i + pad - o * stride lies in [0, size).
+fn covering(i: u32, size: u32, stride: u32, pad: u32, windows: u32) -> vec2<u32> {
+    let reach = i + pad;
+    let first = select(0u, (reach - size + stride) / stride, reach >= size);
+    let last = min(windows, reach / stride + 1u);
+    return vec2<u32>(first, max(first, last));
 }
 
 // a: dy [batch, oh, ow, c]; b: x; y: dx [batch, h, w, c]. Each
@@ -225,118 +255,15 @@ fn pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgro
     let h = (i / (g.c * g.w)) % g.h;
     let n = i / (g.c * g.w * g.h);
     var sum = 0.0;
-    for (var kh = 0u; kh < g.fh; kh++) {
-        let oh = window_at(h, kh, g.sh, 1u, g.pt, g.oh);
-        if oh < 0 {
-            continue;
-        }
-        for (var kw = 0u; kw < g.fw; kw++) {
-            let ow = window_at(w, kw, g.sw, 1u, g.pl, g.ow);
-            if ow < 0 {
-                continue;
-            }
-            let dy = a[((n * g.oh + u32(oh)) * g.ow + u32(ow)) * g.c + c];
+    let rows = covering(h, g.fh, g.sh, g.pt, g.oh);
+    let cols = covering(w, g.fw, g.sw, g.pl, g.ow);
+    for (var oh = rows.x; oh < rows.y; oh++) {
+        for (var ow = cols.x; ow < cols.y; ow++) {
+            let dy = a[((n * g.oh + oh) * g.ow + ow) * g.c + c];
             if OP == 1u {
-                sum += dy / window_count(u32(oh), u32(ow), g);
-            } else if window_max(n, u32(oh), u32(ow), c, g) == i {
+                sum += dy / window_count(oh, ow, g);
+            } else if window_max(n, oh, ow, c, g) == i {
                 sum += dy;
-            }
-        }
-    }
-    y[i] = sum;
-}
-
-// Depthwise: every channel c against its own filters, out channel
-// k = c * m + q for multiplier m = k / c. a: x; b: filter [fh, fw, c, m];
-// y: [batch, oh, ow, k].
-@compute @workgroup_size(256)
-fn depthwise(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
-    let g = geometry();
-    let k = i % g.k;
-    let ow = (i / g.k) % g.ow;
-    let oh = (i / (g.k * g.ow)) % g.oh;
-    let n = i / (g.k * g.ow * g.oh);
-    let c = k / (g.k / g.c);
-    var sum = 0.0;
-    for (var kh = 0u; kh < g.fh; kh++) {
-        let h = image_at(oh, kh, g.sh, g.dh, g.pt, g.h);
-        if h < 0 {
-            continue;
-        }
-        for (var kw = 0u; kw < g.fw; kw++) {
-            let w = image_at(ow, kw, g.sw, g.dw, g.pl, g.w);
-            if w < 0 {
-                continue;
-            }
-            sum += a[((n * g.h + u32(h)) * g.w + u32(w)) * g.c + c] * b[(kh * g.fw + kw) * g.k + k];
-        }
-    }
-    y[i] = sum;
-}
-
-// a: dy [batch, oh, ow, k]; b: filter [fh, fw, c, m]; y: dx [batch, h, w, c].
-@compute @workgroup_size(256)
-fn depthwise_backprop_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
-    let g = geometry();
-    let m = g.k / g.c;
-    let c = i % g.c;
-    let w = (i / g.c) % g.w;
-    let h = (i / (g.c * g.w)) % g.h;
-    let n = i / (g.c * g.w * g.h);
-    var sum = 0.0;
-    for (var kh = 0u; kh < g.fh; kh++) {
-        let oh = window_at(h, kh, g.sh, g.dh, g.pt, g.oh);
-        if oh < 0 {
-            continue;
-        }
-        for (var kw = 0u; kw < g.fw; kw++) {
-            let ow = window_at(w, kw, g.sw, g.dw, g.pl, g.ow);
-            if ow < 0 {
-                continue;
-            }
-            let d0 = ((n * g.oh + u32(oh)) * g.ow + u32(ow)) * g.k + c * m;
-            let f0 = (kh * g.fw + kw) * g.k + c * m;
-            for (var q = 0u; q < m; q++) {
-                sum += a[d0 + q] * b[f0 + q];
-            }
-        }
-    }
-    y[i] = sum;
-}
-
-// a: x [batch, h, w, c]; b: dy [batch, oh, ow, k]; y: dfilter [fh, fw, c, m].
-@compute @workgroup_size(256)
-fn depthwise_backprop_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
-    let g = geometry();
-    let k = i % g.k;
-    let c = k / (g.k / g.c);
-    let kw = (i / g.k) % g.fw;
-    let kh = i / (g.k * g.fw);
-    var sum = 0.0;
-    for (var n = 0u; n < g.batch; n++) {
-        for (var oh = 0u; oh < g.oh; oh++) {
-            let h = image_at(oh, kh, g.sh, g.dh, g.pt, g.h);
-            if h < 0 {
-                continue;
-            }
-            for (var ow = 0u; ow < g.ow; ow++) {
-                let w = image_at(ow, kw, g.sw, g.dw, g.pl, g.w);
-                if w < 0 {
-                    continue;
-                }
-                sum += a[((n * g.h + u32(h)) * g.w + u32(w)) * g.c + c] * b[((n * g.oh + oh) * g.ow + ow) * g.k + k];
             }
         }
     }
