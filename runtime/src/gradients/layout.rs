@@ -3,8 +3,8 @@
 
 use super::dims;
 use crate::kernels::{
-    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice, Tile,
-    Unpack,
+    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice,
+    StridedSliceAttrs, Tile, Unpack,
 };
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::ops::unbroadcast;
@@ -99,31 +99,9 @@ fn pack_grad(values: &[Tensor], axis: i64, dy: &Tensor) -> Result<Vec<Tensor>> {
 /// from: a segment sum of `dy` over their positions in `x`, which the
 /// slice's plan gives (each position once).
 #[gradient(StridedSlice)]
-#[allow(clippy::too_many_arguments)]
-fn strided_slice_grad(
-    x: &Tensor,
-    begin: &[i64],
-    end: &[i64],
-    strides: &[i64],
-    begin_mask: i64,
-    end_mask: i64,
-    ellipsis_mask: i64,
-    new_axis_mask: i64,
-    shrink_axis_mask: i64,
-    dy: &Tensor,
-) -> Result<Tensor> {
-    let attrs = crate::backend::cpu::layout::strided_attrs(
-        begin,
-        end,
-        strides,
-        begin_mask,
-        end_mask,
-        ellipsis_mask,
-        new_axis_mask,
-        shrink_axis_mask,
-    );
+fn strided_slice_grad(x: &Tensor, attrs: &StridedSliceAttrs, dy: &Tensor) -> Result<Tensor> {
     let what = "strided_slice gradient";
-    let plan = crate::shape::rules::strided_plan(x.shape(), &attrs)
+    let plan = crate::shape::rules::strided_plan(x.shape(), attrs)
         .map_err(|message| Error::InvalidTensor { what, message })?;
     if x.numel() > i32::MAX as usize {
         return Err(Error::InvalidTensor { what, message: format!("x is {}, past i32 positions", x.meta()) });

@@ -85,7 +85,7 @@ fn elu_grad(x: &Tensor, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
 /// `scale` where `x > 0`, else `selu(x) + scale * alpha`.
 #[gradient(Selu)]
 fn selu_grad(x: &Tensor, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    use crate::backend::cpu::{SELU_ALPHA, SELU_SCALE};
+    use crate::shape::rules::{SELU_ALPHA, SELU_SCALE};
     let above = ops::mul(dy, &scalar(f64::from(SELU_SCALE), dy)?)?;
     let below = ops::mul(dy, &ops::add(y, &scalar(f64::from(SELU_SCALE * SELU_ALPHA), y)?)?)?;
     ops::select(&ops::greater(x, &scalar(0.0, x)?)?, &above, &below)

@@ -139,3 +139,4 @@ fn allocatable(shape: Shape) -> Result<Shape, String> {
 }
 
 pub mod rules;
+pub(crate) mod strided;

@@ -6,70 +6,14 @@
 //! that stay contiguous together are merged, and the kernel walks output rows
 //! whose inner loop has input strides 0 or 1, which the compiler vectorizes.
 
-use smallvec::SmallVec;
-
 use super::{for_rows, map, output, unsupported, CpuTensor, Storage, PAR_CHUNK, PAR_THRESHOLD};
 use crate::kernels::{
     Add, ApplyAdam, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul,
     NotEqual, Pow, RealDiv, ReluBackward, Sub,
 };
-use crate::kernels::{Atan2, FloorDiv, LogicalAnd, LogicalOr, Mod, Prelu, SquaredDifference};
+use crate::kernels::{ApplyAdamAttrs, Atan2, FloorDiv, LogicalAnd, LogicalOr, Mod, Prelu, SquaredDifference};
+use crate::shape::strided::{broadcast_strides, collapse, row_offsets};
 use crate::{kernel, shape, BackendId, DType, Element, Error, Result, TensorMeta};
-
-pub(crate) type Dims = SmallVec<[usize; 6]>;
-
-/// Strides of `shape` seen as broadcast to `out` (rank-aligned from the right).
-pub(crate) fn broadcast_strides(shape: &[usize], out: &[usize]) -> Dims {
-    let own = shape::strides(shape);
-    let lead = out.len() - shape.len();
-    (0..out.len()).map(|i| if i < lead || shape[i - lead] == 1 { 0 } else { own[i - lead] }).collect()
-}
-
-/// Merges adjacent dims along which both operands advance as one dim would.
-pub(crate) fn collapse(out: &[usize], sa: &[usize], sb: &[usize]) -> (Dims, Dims, Dims) {
-    let (d, [a, b]) = collapse_n(out, [sa, sb]);
-    (d, a, b)
-}
-
-/// [`collapse`] for any number of operands: drops dims of size 1 and merges
-/// adjacent dims along which every operand advances as one dim would. The
-/// result has at least one dim.
-pub(crate) fn collapse_n<const N: usize>(out: &[usize], strides: [&[usize]; N]) -> (Dims, [Dims; N]) {
-    let (mut d, mut s) = (Dims::new(), std::array::from_fn::<Dims, N, _>(|_| Dims::new()));
-    for i in 0..out.len() {
-        if out[i] == 1 {
-            continue;
-        }
-        if let Some(&ld) = d.last() {
-            if (0..N).all(|k| s[k].last() == Some(&(strides[k][i] * out[i]))) {
-                let n = d.len();
-                d[n - 1] = ld * out[i];
-                (0..N).for_each(|k| s[k][n - 1] = strides[k][i]);
-                continue;
-            }
-        }
-        d.push(out[i]);
-        (0..N).for_each(|k| s[k].push(strides[k][i]));
-    }
-    if d.is_empty() {
-        d.push(1);
-        s.iter_mut().for_each(|s| s.push(0));
-    }
-    (d, s)
-}
-
-/// The offsets in each operand of row `row` of a collapsed index space:
-/// every dim but the last, whose walk the caller does.
-#[inline]
-pub(crate) fn row_offsets<const N: usize>(row: usize, dims: &[usize], strides: [&[usize]; N]) -> [usize; N] {
-    let (mut rest, mut at) = (row, [0; N]);
-    for d in (0..dims.len() - 1).rev() {
-        let i = rest % dims[d];
-        rest /= dims[d];
-        (0..N).for_each(|k| at[k] += i * strides[k][d]);
-    }
-    at
-}
 
 pub(crate) fn binary<T: Element, U: Element>(
     a: &CpuTensor,
@@ -242,43 +186,20 @@ fn apply_gradient_descent(var: &CpuTensor, delta: &CpuTensor, alpha: f64, out: &
     binary::<f32, f32>(var, delta, out, move |v, d| v - alpha * d)
 }
 
-/// `ApplyAdam`'s constants in f32, each computed in f64 from the attrs
-/// first: `[beta1, beta2, 1 - beta1, 1 - beta2, 1 - beta1_power,
-/// 1 - beta2_power, -learning_rate, epsilon]`. The wgpu kernel takes the
-/// same words.
-pub(crate) fn adam_constants(
-    learning_rate: f64,
-    beta1: f64,
-    beta2: f64,
-    epsilon: f64,
-    beta1_power: f64,
-    beta2_power: f64,
-) -> [f32; 8] {
-    [beta1, beta2, 1.0 - beta1, 1.0 - beta2, 1.0 - beta1_power, 1.0 - beta2_power, -learning_rate, epsilon]
-        .map(|c| c as f32)
-}
-
 /// The Adam update in one pass: each element's `var`, `m`, `v` and `grad`
 /// read once and its three results written once, where the same step as
 /// ops is fourteen passes over the weights. It rounds as those ops would,
 /// one f32 operation at a time.
 #[kernel(ApplyAdam, cpu)]
-#[allow(clippy::too_many_arguments)]
 fn apply_adam(
     var: &CpuTensor,
     m: &CpuTensor,
     v: &CpuTensor,
     grad: &CpuTensor,
-    learning_rate: f64,
-    beta1: f64,
-    beta2: f64,
-    epsilon: f64,
-    beta1_power: f64,
-    beta2_power: f64,
+    attrs: &ApplyAdamAttrs,
     out: &[TensorMeta],
 ) -> Result<(CpuTensor, CpuTensor, CpuTensor)> {
-    let [b1, b2, one_minus_b1, one_minus_b2, c1, c2, step, eps] =
-        adam_constants(learning_rate, beta1, beta2, epsilon, beta1_power, beta2_power);
+    let [b1, b2, one_minus_b1, one_minus_b2, c1, c2, step, eps] = attrs.constants();
     let (w, m, v, g) = (var.as_slice::<f32>()?, m.as_slice::<f32>()?, v.as_slice::<f32>()?, grad.as_slice::<f32>()?);
     let n = w.len();
     let (mut new_w, mut new_m, mut new_v) = (output::<f32>(n), output::<f32>(n), output::<f32>(n));
@@ -350,20 +271,4 @@ comparison! {
     LessEqual => less_equal: <=;
     Equal => equal: ==;
     NotEqual => not_equal: !=;
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn collapse_merges_contiguous_dims() {
-        // [4, 5, 6] + [6]: a is contiguous throughout, b repeats along the first two dims.
-        let out = [4, 5, 6];
-        let (d, a, b) = super::collapse(&out, &[30, 6, 1], &[0, 0, 1]);
-        assert_eq!((d.as_slice(), a.as_slice(), b.as_slice()), (&[20, 6][..], &[6, 1][..], &[0, 1][..]));
-        // A third operand that repeats along the last dim keeps the first two apart.
-        let (d, [a, b, c]) = super::collapse_n(&out, [&[30, 6, 1], &[0, 0, 1], &[5, 1, 0]]);
-        assert_eq!((d.as_slice(), a.as_slice(), b.as_slice()), (&[20, 6][..], &[6, 1][..], &[0, 1][..]));
-        assert_eq!(c.as_slice(), &[1, 0]);
-        assert_eq!(super::row_offsets(13, &d, [&a, &b, &c]), [78, 0, 13]);
-    }
 }

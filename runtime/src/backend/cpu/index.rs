@@ -20,12 +20,14 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{broadcast_strides, collapse_n, for_rows, row_offsets, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use super::{for_rows, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::kernels::{
     ArgMax, ArgMin, GatherNd, GatherV2, Multinomial, OneHot, ScatterNd, Select, TopK, Unique, UnsortedSegmentSum, Where,
 };
 use crate::shape::normalize_axis;
+use crate::shape::rules::check_indices;
 use crate::shape::rules::{gather_dims, GatherDims};
+use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets};
 use crate::Error;
 use crate::{kernel, DType, Element, Result, TensorMeta};
 
@@ -396,18 +398,6 @@ fn one_hot(indices: &CpuTensor, depth: i64, on_value: f64, off_value: f64, out: 
     CpuTensor::from_vec(&out.shape, data)
 }
 
-/// The first index outside `0..len`, as the error naming it.
-pub(crate) fn check_indices(what: &str, idx: &[i32], len: usize) -> Result<()> {
-    match idx.iter().position(|&i| usize::try_from(i).map_or(true, |i| i >= len)) {
-        None => Ok(()),
-        Some(j) => Err(Error::kernel_failed(format!(
-            "{what}[{j}] = {} is out of range, expected 0 to {}",
-            idx[j],
-            len as i64 - 1
-        ))),
-    }
-}
-
 /// `out[b, o, n, i] = x[b, o, idx[b, n], i]`, one `[n, inner]` slab of the
 /// output per `(b, o)`.
 fn gather_of<T: Element>(x: &[T], idx: &[i32], d: GatherDims, out: &mut [T]) {
@@ -431,7 +421,7 @@ fn gather_of<T: Element>(x: &[T], idx: &[i32], d: GatherDims, out: &mut [T]) {
 fn gather(x: &CpuTensor, indices: &CpuTensor, axis: i64, batch_dims: i64, out: &TensorMeta) -> Result<CpuTensor> {
     let (_, _, d) = gather_dims(x.shape(), indices.shape(), axis, batch_dims).map_err(Error::kernel_failed)?;
     let idx = indices.as_slice::<i32>()?;
-    check_indices("indices", idx, d.axis)?;
+    check_indices("indices", idx, d.axis).map_err(Error::kernel_failed)?;
     fn run<T: Element>(x: &CpuTensor, idx: &[i32], d: GatherDims, out: &TensorMeta) -> Result<CpuTensor> {
         // Every element is written: pooled memory, not freshly zeroed pages.
         let mut data = super::output::<T>(out.numel());
@@ -484,7 +474,7 @@ fn unsorted_segment_sum(
     let ids = segment_ids.as_slice::<i32>()?;
     let segments = out.shape.first().copied().unwrap_or(0);
     let _ = num_segments; // Checked by the spec's rule, and the first dim of `out`.
-    check_indices("segment_ids", ids, segments)?;
+    check_indices("segment_ids", ids, segments).map_err(Error::kernel_failed)?;
     let inner = out.shape[1..].iter().product::<usize>();
     segment_sum("UnsortedSegmentSum", x, ids, inner, out)
 }

@@ -9,9 +9,9 @@ use crate::kernels::{
     Unpack,
 };
 use crate::kernels::{Cast, Reshape, Transpose};
-use crate::shape::rules::{permutation, strided_plan, StridedPlan};
+use crate::shape::rules::{block_view, mirrors, permutation, reversed_axes, strided_plan, Remap, StridedPlan};
 use crate::shape::strides;
-use crate::{kernel, DType, Element, Result, TensorList, TensorMeta};
+use crate::{kernel, DType, Element, Error, Result, TensorList, TensorMeta};
 
 #[kernel(Reshape, cpu)]
 fn reshape(x: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
@@ -77,8 +77,8 @@ fn cast(x: &CpuTensor, dtype: crate::DType, out: &TensorMeta) -> Result<CpuTenso
 }
 
 // `BroadcastTo`, walking output rows with binary.rs's broadcast strides.
-use super::binary::{broadcast_strides, collapse};
 use crate::kernels::BroadcastTo;
+use crate::shape::strided::{broadcast_strides, collapse};
 
 /// `x` repeated to `out`'s shape, which it broadcasts to: after merging the
 /// dims that advance together, each output row is a copy of an input row or
@@ -171,39 +171,9 @@ fn strided_rows<T: Element>(x: &CpuTensor, plan: &StridedPlan, out: &TensorMeta)
     CpuTensor::from_vec(&out.shape, data)
 }
 
-/// `StridedSlice`'s attrs as the plan reads them.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn strided_attrs(
-    begin: &[i64],
-    end: &[i64],
-    strides: &[i64],
-    begin_mask: i64,
-    end_mask: i64,
-    ellipsis_mask: i64,
-    new_axis_mask: i64,
-    shrink_axis_mask: i64,
-) -> StridedSliceAttrs {
-    let (begin, end, strides) = (begin.to_vec(), end.to_vec(), strides.to_vec());
-    StridedSliceAttrs { begin, end, strides, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask }
-}
-
 #[kernel(StridedSlice, cpu)]
-#[allow(clippy::too_many_arguments)]
-fn strided_slice(
-    x: &CpuTensor,
-    begin: &[i64],
-    end: &[i64],
-    strides: &[i64],
-    begin_mask: i64,
-    end_mask: i64,
-    ellipsis_mask: i64,
-    new_axis_mask: i64,
-    shrink_axis_mask: i64,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let attrs =
-        strided_attrs(begin, end, strides, begin_mask, end_mask, ellipsis_mask, new_axis_mask, shrink_axis_mask);
-    let plan = strided_plan(x.shape(), &attrs).map_err(rule_error("StridedSlice"))?;
+fn strided_slice(x: &CpuTensor, attrs: &StridedSliceAttrs, out: &TensorMeta) -> Result<CpuTensor> {
+    let plan = strided_plan(x.shape(), attrs).map_err(rule_error("StridedSlice"))?;
     match x.dtype() {
         DType::F32 => strided_rows::<f32>(x, &plan, out),
         DType::I32 => strided_rows::<i32>(x, &plan, out),
@@ -364,41 +334,6 @@ fn add_n(values: TensorList<'_, CpuTensor>, out: &TensorMeta) -> Result<CpuTenso
     }
 }
 
-/// How an output coordinate along one axis picks the input's.
-#[derive(Clone, Copy, PartialEq)]
-pub(crate) enum Remap {
-    /// The same coordinate.
-    Keep,
-    /// Counted from the end of the axis (`Reverse`).
-    Reverse,
-    /// Modulo the input's dim (`Tile`).
-    Tile,
-    /// Shifted back by `before` and mirrored in where it falls outside the
-    /// input (`MirrorPad`), about the edge element or, `symmetric`,
-    /// repeating it.
-    Mirror { before: usize, symmetric: bool },
-}
-
-impl Remap {
-    fn coord(self, k: usize, dim: usize) -> usize {
-        match self {
-            Remap::Keep => k,
-            Remap::Reverse => dim - 1 - k,
-            Remap::Tile => k % dim,
-            Remap::Mirror { before, symmetric } => {
-                let (j, n, s) = (k as isize - before as isize, dim as isize, isize::from(symmetric));
-                (if j < 0 {
-                    -j - s
-                } else if j >= n {
-                    2 * n - 2 + s - j
-                } else {
-                    j
-                }) as usize
-            }
-        }
-    }
-}
-
 /// The output, each element read from `x` at its coordinates remapped per axis by `modes`.
 fn remap<T: Element>(x: &CpuTensor, modes: &[Remap], out: &TensorMeta) -> Result<Vec<T>> {
     let (src, xs) = (x.as_slice::<T>()?, x.shape());
@@ -433,18 +368,10 @@ fn remap_any(x: &CpuTensor, modes: &[Remap], out: &TensorMeta) -> Result<CpuTens
     }
 }
 
-/// Each axis of a tensor of rank `rank` reversed where `dims` names it.
-pub(crate) fn reversed_axes(rank: usize, dims: &[i64]) -> Result<Vec<Remap>> {
-    let mut modes = vec![Remap::Keep; rank];
-    for &d in dims {
-        modes[crate::shape::normalize_axis(d, rank).map_err(rule_error("Reverse"))?] = Remap::Reverse;
-    }
-    Ok(modes)
-}
-
 #[kernel(Reverse, cpu)]
 fn reverse(x: &CpuTensor, dims: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
-    remap_any(x, &reversed_axes(x.shape().len(), dims)?, out)
+    let modes = reversed_axes(x.shape().len(), dims).map_err(rule_error("Reverse"))?;
+    remap_any(x, &modes, out)
 }
 
 #[kernel(Tile, cpu)]
@@ -453,18 +380,8 @@ fn tile(x: &CpuTensor, reps: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
     remap_any(x, &vec![Remap::Tile; x.shape().len()], out)
 }
 
-/// The 6-d view of `DepthToSpace`'s input (`depth`) or `SpaceToDepth`'s
-/// whose axes 2 and 3 swap to give the output's 6-d view: the same
-/// permutation serves both.
-pub(crate) fn block_view(x: &[usize], block: i64, depth: bool) -> Result<[usize; 6]> {
-    let (&[n, h, w, c], Ok(b)) = (x, usize::try_from(block)) else {
-        return Err(crate::Error::kernel_failed(format!("x {x:?} must be NHWC and block_size {block} positive")));
-    };
-    Ok(if depth { [n, h, w, b, b, c / (b * b)] } else { [n, h / b, b, w / b, b, c] })
-}
-
 fn blocks_moved(x: &CpuTensor, block: i64, depth: bool, out: &TensorMeta) -> Result<CpuTensor> {
-    let view = x.reshaped(&block_view(x.shape(), block, depth)?)?;
+    let view = x.reshaped(&block_view(x.shape(), block, depth).map_err(Error::kernel_failed)?)?;
     let perm = [0, 1, 3, 2, 4, 5];
     match x.dtype() {
         DType::F32 => CpuTensor::from_vec(&out.shape, permute::<f32>(&view, &perm)?),
@@ -486,10 +403,4 @@ fn space_to_depth(x: &CpuTensor, block_size: i64, out: &TensorMeta) -> Result<Cp
 #[kernel(MirrorPad, cpu)]
 fn mirror_pad(x: &CpuTensor, paddings: &[Vec<i64>], mode: MirrorPadMode, out: &TensorMeta) -> Result<CpuTensor> {
     remap_any(x, &mirrors(paddings, mode), out)
-}
-
-/// `MirrorPad`'s remap of each axis.
-pub(crate) fn mirrors(paddings: &[Vec<i64>], mode: MirrorPadMode) -> Vec<Remap> {
-    let symmetric = mode == MirrorPadMode::Symmetric;
-    paddings.iter().map(|p| Remap::Mirror { before: p.first().map_or(0, |&b| b as usize), symmetric }).collect()
 }

@@ -5,8 +5,9 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use super::{broadcast_strides, for_rows, CpuTensor};
+use super::{for_rows, CpuTensor};
 use crate::kernels::{Activation, BatchMatMul, FusedMatMul};
+use crate::shape::strided::broadcast_strides;
 use crate::{kernel, shape, Result, TensorMeta};
 
 /// Below this many multiply-adds per matrix, one thread does the whole
@@ -55,7 +56,14 @@ fn fused_matmul(
     let alpha = leakyrelu_alpha as f32;
     let act = move |v: f32| match activation {
         Activation::Linear => v,
-        Activation::Relu => v.max(0.0),
+        // As the `Relu` and `Relu6` kernels: a NaN stays NaN (`f32::max` would drop it).
+        Activation::Relu => {
+            if v < 0.0 {
+                0.0
+            } else {
+                v
+            }
+        }
         Activation::Relu6 => v.clamp(0.0, 6.0),
         Activation::Elu => {
             if v > 0.0 {

@@ -2,19 +2,14 @@
 
 mod binary;
 mod conv;
-pub(crate) use binary::{adam_constants, broadcast_strides, collapse, collapse_n, row_offsets, Dims};
-pub(crate) use index::check_indices;
-pub(crate) use layout::{block_view, mirrors, reversed_axes, Remap};
 pub(crate) mod index;
 pub(crate) mod layout;
 mod make;
 mod matmul;
-pub(crate) use matmul::{gemm_into, parallelism, Operand};
 pub(crate) mod pool;
 mod reduce;
 mod softmax;
 mod unary;
-pub(crate) use unary::{clip_bounds, SELU_ALPHA, SELU_SCALE};
 mod vmath;
 
 use std::sync::Arc;

@@ -3,9 +3,10 @@
 //! `LRN`, which normalizes each element by its neighbours along the last
 //! axis; and `FusedBatchNorm`, by given statistics.
 
-use super::{broadcast_strides, for_rows, CpuTensor, Dims};
+use super::{for_rows, CpuTensor};
 use crate::kernels::{FusedBatchNorm, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
 use crate::shape::normalize_axis;
+use crate::shape::strided::{broadcast_strides, Dims};
 use crate::{kernel, BackendId, Result, TensorMeta};
 
 #[kernel(Softmax, cpu)]

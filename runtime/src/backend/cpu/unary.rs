@@ -5,6 +5,7 @@ use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sq
 use crate::kernels::{Acos, Acosh, Asin, Asinh, Atanh, IsFinite, Relu6};
 use crate::kernels::{Atan, Ceil, Cosh, Elu, Expm1, Floor, Log1p, Reciprocal, Round, Selu, Sign, Sinh, Softplus};
 use crate::kernels::{ClipByValue, IsInf, IsNan, LeakyRelu, LogicalNot, Step, Tan};
+use crate::shape::rules::{clip_bounds, SELU_ALPHA, SELU_SCALE};
 use crate::{kernel, DType, Element, Error, Result, TensorMeta};
 
 fn unary<T: Element>(x: &CpuTensor, out: &TensorMeta, f: impl Fn(T) -> T + Sync) -> Result<CpuTensor> {
@@ -92,20 +93,10 @@ fn step(x: &CpuTensor, alpha: f64, out: &TensorMeta) -> Result<CpuTensor> {
     })
 }
 
-/// The bounds of a clip, checked: a minimum above the maximum (or a NaN
-/// bound) would clip to nonsense. Shared with the wgpu kernel.
-pub(crate) fn clip_bounds(min: f64, max: f64) -> Result<(f32, f32)> {
-    if min <= max {
-        Ok((min as f32, max as f32))
-    } else {
-        Err(Error::kernel_failed(format!("clip_value_min {min} must not exceed clip_value_max {max}")))
-    }
-}
-
 /// NaN stays NaN: `max` and `min` written as comparisons that NaN fails.
 #[kernel(ClipByValue, cpu)]
 fn clip_by_value(x: &CpuTensor, clip_value_min: f64, clip_value_max: f64, out: &TensorMeta) -> Result<CpuTensor> {
-    let (low, high) = clip_bounds(clip_value_min, clip_value_max)?;
+    let (low, high) = clip_bounds(clip_value_min, clip_value_max).map_err(Error::kernel_failed)?;
     unary::<f32>(x, out, move |v| {
         if v < low {
             low
@@ -137,11 +128,6 @@ f32_test! {
 fn logical_not(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
     unary::<bool>(x, out, |v| !v)
 }
-
-/// SELU's constants (Klambauer et al. 2017), as TF.js has them.
-pub(crate) const SELU_ALPHA: f32 = 1.673_263_2;
-/// See [`SELU_ALPHA`].
-pub(crate) const SELU_SCALE: f32 = 1.050_701;
 
 /// f32 kernels backed by a [`super::vmath`] slice function, applied to whole
 /// chunks: on the calling thread below [`super::PAR_THRESHOLD`] elements, in

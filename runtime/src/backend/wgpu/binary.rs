@@ -4,12 +4,12 @@
 //! (four inputs, three outputs) in a shader of its own.
 
 use super::{device, unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::backend::cpu::{adam_constants, broadcast_strides, collapse, Dims};
 use crate::kernels::{
     Add, ApplyAdam, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul,
     NotEqual, Pow, RealDiv, ReluBackward, Sub,
 };
-use crate::kernels::{Atan2, FloorDiv, LogicalAnd, LogicalOr, Mod, Prelu, SquaredDifference};
+use crate::kernels::{ApplyAdamAttrs, Atan2, FloorDiv, LogicalAnd, LogicalOr, Mod, Prelu, SquaredDifference};
+use crate::shape::strided::{broadcast_strides, collapse, Dims};
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("binary");
@@ -168,21 +168,15 @@ fn apply_gradient_descent(var: &WgpuTensor, delta: &WgpuTensor, alpha: f64, out:
 /// One invocation per four elements (see adam.wgsl), or per element in
 /// slices past the binding limit.
 #[kernel(ApplyAdam, wgpu)]
-#[allow(clippy::too_many_arguments)]
 fn apply_adam(
     var: &WgpuTensor,
     m: &WgpuTensor,
     v: &WgpuTensor,
     grad: &WgpuTensor,
-    learning_rate: f64,
-    beta1: f64,
-    beta2: f64,
-    epsilon: f64,
-    beta1_power: f64,
-    beta2_power: f64,
+    attrs: &ApplyAdamAttrs,
     out: &[TensorMeta],
 ) -> Result<(WgpuTensor, WgpuTensor, WgpuTensor)> {
-    let constants = adam_constants(learning_rate, beta1, beta2, epsilon, beta1_power, beta2_power).map(f32::to_bits);
+    let constants = attrs.constants().map(f32::to_bits);
     let params = |len: usize| [len as u32].into_iter().chain(constants).collect::<Vec<u32>>();
     let (inputs, n) = ([var, m, v, grad], var.numel());
     let program = |entry| Program { kernel: "ApplyAdam", shader: &ADAM, entry, op: 0 };

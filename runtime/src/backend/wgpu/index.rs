@@ -10,12 +10,14 @@
 //! the work that makes the indices.
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::backend::cpu::{broadcast_strides, check_indices, CpuTensor};
+use crate::backend::cpu::CpuTensor;
 use crate::kernels::{
     ArgMax, ArgMin, GatherNd, GatherV2, Multinomial, OneHot, ScatterNd, Select, TopK, Unique, UnsortedSegmentSum, Where,
 };
 use crate::shape::normalize_axis;
+use crate::shape::rules::check_indices;
 use crate::shape::rules::gather_dims;
+use crate::shape::strided::broadcast_strides;
 use crate::{kernel, DType, Error, Result, TensorMeta};
 
 static SHADER: Shader = shader!("index");
@@ -89,7 +91,7 @@ fn one_hot(indices: &WgpuTensor, depth: i64, on_value: f64, off_value: f64, out:
 /// Checks every index of `indices` against `0..len` on the host.
 fn checked(what: &str, indices: &WgpuTensor, len: usize) -> Result<()> {
     let host = indices.download()?;
-    check_indices(what, host.as_slice::<i32>()?, len)
+    check_indices(what, host.as_slice::<i32>()?, len).map_err(crate::Error::kernel_failed)
 }
 
 #[kernel(GatherV2, wgpu)]

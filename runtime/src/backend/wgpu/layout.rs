@@ -13,12 +13,13 @@
 //! transpose, a slice of everything).
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::backend::cpu::{block_view, broadcast_strides, collapse, mirrors, reversed_axes, Remap};
 use crate::kernels::{
-    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice, Tile,
-    Unpack,
+    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice,
+    StridedSliceAttrs, Tile, Unpack,
 };
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
+use crate::shape::rules::{block_view, mirrors, reversed_axes, Remap};
+use crate::shape::strided::{broadcast_strides, collapse};
 use crate::shape::{rules::permutation, strides};
 use crate::{kernel, DType, Result, TensorList, TensorMeta};
 
@@ -103,30 +104,8 @@ fn slice(x: &WgpuTensor, begin: &[i64], size: &[i64], out: &TensorMeta) -> Resul
 /// complement, which the shader's wrapping `u32` arithmetic adds as a
 /// subtraction.
 #[kernel(StridedSlice, wgpu)]
-#[allow(clippy::too_many_arguments)]
-fn strided_slice(
-    x: &WgpuTensor,
-    begin: &[i64],
-    end: &[i64],
-    strides: &[i64],
-    begin_mask: i64,
-    end_mask: i64,
-    ellipsis_mask: i64,
-    new_axis_mask: i64,
-    shrink_axis_mask: i64,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    let attrs = crate::backend::cpu::layout::strided_attrs(
-        begin,
-        end,
-        strides,
-        begin_mask,
-        end_mask,
-        ellipsis_mask,
-        new_axis_mask,
-        shrink_axis_mask,
-    );
-    let plan = crate::shape::rules::strided_plan(x.shape(), &attrs).map_err(rule_error("StridedSlice"))?;
+fn strided_slice(x: &WgpuTensor, attrs: &StridedSliceAttrs, out: &TensorMeta) -> Result<WgpuTensor> {
+    let plan = crate::shape::rules::strided_plan(x.shape(), attrs).map_err(rule_error("StridedSlice"))?;
     let steps: Option<Vec<usize>> = plan.steps.iter().map(|&s| usize::try_from(s).ok()).collect();
     if x.is_range(plan.base, out.numel()) && steps.is_some_and(|steps| contiguous(&plan.shape, &steps)) {
         return x.range("StridedSlice", plan.base, out);
@@ -260,7 +239,8 @@ fn remap(kernel: &'static str, x: &WgpuTensor, modes: &[Remap], out: &TensorMeta
 
 #[kernel(Reverse, wgpu)]
 fn reverse(x: &WgpuTensor, dims: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
-    remap("Reverse", x, &reversed_axes(x.shape().len(), dims)?, out)
+    let modes = reversed_axes(x.shape().len(), dims).map_err(rule_error("Reverse"))?;
+    remap("Reverse", x, &modes, out)
 }
 
 #[kernel(Tile, wgpu)]
@@ -272,7 +252,7 @@ fn tile(x: &WgpuTensor, reps: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
 /// The 6-d view of `x` with axes 2 and 3 swapped (one strided gather), as
 /// the output's shape.
 fn blocks_moved(kernel: &'static str, x: &WgpuTensor, block: i64, depth: bool, out: &TensorMeta) -> Result<WgpuTensor> {
-    let view = block_view(x.shape(), block, depth)?;
+    let view = block_view(x.shape(), block, depth).map_err(rule_error(kernel))?;
     let own = strides(&view);
     let perm = [0, 1, 3, 2, 4, 5];
     let moved = TensorMeta { shape: perm.iter().map(|&p| view[p]).collect(), dtype: out.dtype };

@@ -3,8 +3,8 @@
 //! the bias and applying the activation as they store each output.
 
 use super::{unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::backend::cpu::{broadcast_strides, collapse};
 use crate::kernels::{Activation, BatchMatMul, FusedMatMul};
+use crate::shape::strided::{broadcast_strides, collapse};
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("matmul");

@@ -4,9 +4,9 @@
 //! axis; and `FusedBatchNorm`, by given statistics.
 
 use super::{groups, rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::backend::cpu::broadcast_strides;
 use crate::kernels::{FusedBatchNorm, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
 use crate::shape::normalize_axis;
+use crate::shape::strided::broadcast_strides;
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("softmax");

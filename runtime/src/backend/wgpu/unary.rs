@@ -106,7 +106,8 @@ fn step(x: &WgpuTensor, alpha: f64, out: &TensorMeta) -> Result<WgpuTensor> {
 /// Code 31, with the bounds (checked as on the cpu) as attribute words.
 #[kernel(ClipByValue, wgpu)]
 fn clip_by_value(x: &WgpuTensor, clip_value_min: f64, clip_value_max: f64, out: &TensorMeta) -> Result<WgpuTensor> {
-    let (low, high) = crate::backend::cpu::clip_bounds(clip_value_min, clip_value_max)?;
+    let (low, high) =
+        crate::shape::rules::clip_bounds(clip_value_min, clip_value_max).map_err(crate::Error::kernel_failed)?;
     unary("ClipByValue", 31, x, out, &[low.to_bits(), high.to_bits()])
 }
 

@@ -45,3 +45,15 @@ pub fn apply_adam(
     }
     Ok(vec![Shape::from_slice(var); 3])
 }
+
+impl crate::kernels::ApplyAdamAttrs {
+    /// The constants of the update in f32, each computed in f64 from the
+    /// attrs first: `[beta1, beta2, 1 - beta1, 1 - beta2, 1 - beta1_power,
+    /// 1 - beta2_power, -learning_rate, epsilon]`. The kernels on every
+    /// backend take the same words.
+    pub(crate) fn constants(&self) -> [f32; 8] {
+        let (b1, b2) = (self.beta1, self.beta2);
+        [b1, b2, 1.0 - b1, 1.0 - b2, 1.0 - self.beta1_power, 1.0 - self.beta2_power, -self.learning_rate, self.epsilon]
+            .map(|c| c as f32)
+    }
+}

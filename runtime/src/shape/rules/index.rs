@@ -295,3 +295,11 @@ pub fn multinomial(logits: &[usize], attrs: &crate::kernels::MultinomialAttrs) -
         _ => Err(format!("logits must be [classes] or [batch, classes], but their shape is {logits:?}")),
     }
 }
+
+/// The first index outside `0..len`, as the error naming it.
+pub(crate) fn check_indices(what: &str, idx: &[i32], len: usize) -> Result<(), String> {
+    match idx.iter().position(|&i| usize::try_from(i).map_or(true, |i| i >= len)) {
+        None => Ok(()),
+        Some(j) => Err(format!("{what}[{j}] = {} is out of range, expected 0 to {}", idx[j], len as i64 - 1)),
+    }
+}

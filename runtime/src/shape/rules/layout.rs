@@ -563,3 +563,67 @@ pub fn pad(x: &[usize], attrs: &crate::kernels::PadV2Attrs) -> Result<Shape, Str
         .collect::<Result<Shape, String>>()?;
     allocatable(out)
 }
+
+// The plans the backends share: how the remapping kernels pick each
+// output coordinate's input, and the blocks of a depth-to-space move.
+
+/// How an output coordinate along one axis picks the input's.
+#[derive(Clone, Copy, PartialEq)]
+pub(crate) enum Remap {
+    /// The same coordinate.
+    Keep,
+    /// Counted from the end of the axis (`Reverse`).
+    Reverse,
+    /// Modulo the input's dim (`Tile`).
+    Tile,
+    /// Shifted back by `before` and mirrored in where it falls outside the
+    /// input (`MirrorPad`), about the edge element or, `symmetric`,
+    /// repeating it.
+    Mirror { before: usize, symmetric: bool },
+}
+
+impl Remap {
+    /// The input coordinate output coordinate `k` reads along an axis of `dim`.
+    pub(crate) fn coord(self, k: usize, dim: usize) -> usize {
+        match self {
+            Remap::Keep => k,
+            Remap::Reverse => dim - 1 - k,
+            Remap::Tile => k % dim,
+            Remap::Mirror { before, symmetric } => {
+                let (j, n, s) = (k as isize - before as isize, dim as isize, isize::from(symmetric));
+                (if j < 0 {
+                    -j - s
+                } else if j >= n {
+                    2 * n - 2 + s - j
+                } else {
+                    j
+                }) as usize
+            }
+        }
+    }
+}
+
+/// Each axis of a tensor of rank `rank` reversed where `dims` names it.
+pub(crate) fn reversed_axes(rank: usize, dims: &[i64]) -> Result<Vec<Remap>, String> {
+    let mut modes = vec![Remap::Keep; rank];
+    for &d in dims {
+        modes[normalize_axis(d, rank)?] = Remap::Reverse;
+    }
+    Ok(modes)
+}
+
+/// The 6-d view of `DepthToSpace`'s input (`depth`) or `SpaceToDepth`'s
+/// whose axes 2 and 3 swap to give the output's 6-d view: the same
+/// permutation serves both.
+pub(crate) fn block_view(x: &[usize], block: i64, depth: bool) -> Result<[usize; 6], String> {
+    let (&[n, h, w, c], Ok(b)) = (x, usize::try_from(block)) else {
+        return Err(format!("x {x:?} must be NHWC and block_size {block} positive"));
+    };
+    Ok(if depth { [n, h, w, b, b, c / (b * b)] } else { [n, h / b, b, w / b, b, c] })
+}
+
+/// `MirrorPad`'s remap of each axis.
+pub(crate) fn mirrors(paddings: &[Vec<i64>], mode: crate::kernels::MirrorPadMode) -> Vec<Remap> {
+    let symmetric = mode == crate::kernels::MirrorPadMode::Symmetric;
+    paddings.iter().map(|p| Remap::Mirror { before: p.first().map_or(0, |&b| b as usize), symmetric }).collect()
+}

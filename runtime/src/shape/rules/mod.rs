@@ -12,6 +12,7 @@ mod make;
 mod matmul;
 mod reduce;
 mod softmax;
+mod unary;
 
 pub use binary::*;
 pub use conv::*;
@@ -21,6 +22,7 @@ pub use make::*;
 pub use matmul::*;
 pub use reduce::*;
 pub use softmax::*;
+pub use unary::*;
 
 use super::{broadcast_shapes, same_dims, Shape};
 

@@ -137,8 +137,10 @@ fn finish(i: u32, j: u32, x: vec4<f32>) -> vec4<f32> {
     }
     let positive = v > vec4<f32>(0.0);
     switch (code - 1u) & 7u {
-        case 1u: { v = max(v, vec4<f32>(0.0)); }
-        case 2u: { v = clamp(v, vec4<f32>(0.0), vec4<f32>(6.0)); }
+        // Comparisons, not max and clamp, whose NaN results WGSL leaves
+        // to the driver: a NaN stays NaN, as in the Relu and Relu6 kernels.
+        case 1u: { v = select(v, vec4<f32>(0.0), v < vec4<f32>(0.0)); }
+        case 2u: { v = select(select(v, vec4<f32>(6.0), v > vec4<f32>(6.0)), vec4<f32>(0.0), v < vec4<f32>(0.0)); }
         case 3u: { v = select(vec4<f32>(expm1(v.x), expm1(v.y), expm1(v.z), expm1(v.w)), v, positive); }
         case 4u: { v = 1.0 / (1.0 + exp(-v)); }
         case 5u: { v = select(v * bitcast<f32>(param(tail + 2u)), v, positive); }
