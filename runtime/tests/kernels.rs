@@ -550,6 +550,35 @@ fn fused_matmul_is_the_product_its_bias_and_its_activation() {
     assert!(err.contains("FusedMatMul") && err.contains("bias [2, 4, 5]"), "{err}");
 }
 
+/// A NaN reaching a fused epilogue stays NaN, as it does through the
+/// composed ops (`relu(matmul(..))`, train_mlp's dense layer), on every
+/// backend: a relu written as `max(x, 0)` would drop it.
+#[test]
+fn fused_matmul_epilogues_keep_nan_as_the_composed_ops_do() {
+    use opforge::kernels::Activation;
+    for backend in common::backends("fused_matmul_epilogues_keep_nan_as_the_composed_ops_do") {
+        let on = |t: Tensor| t.to_backend(backend).unwrap();
+        let a = on(Tensor::from_vec(vec![1.0f32, f32::NAN, -2.0, 3.0, -1.0, 0.5], &[3, 2]).unwrap());
+        let b = on(Tensor::from_vec(vec![1.0f32, -1.0, 2.0, 0.5], &[2, 2]).unwrap());
+        let bias = on(Tensor::from_vec(vec![0.0f32, f32::NAN], &[2]).unwrap());
+        for activation in [
+            Activation::Linear,
+            Activation::Relu,
+            Activation::Relu6,
+            Activation::Elu,
+            Activation::Sigmoid,
+            Activation::Leakyrelu,
+        ] {
+            let fused = ops::fused_matmul(&a, &b, Some(&bias), false, false, activation, 0.2).unwrap();
+            let got = fused.to_vec::<f32>().unwrap();
+            // Row 0 meets a NaN in `a`, column 1 the NaN of the bias.
+            for (i, g) in got.iter().enumerate() {
+                assert_eq!(g.is_nan(), i < 2 || i % 2 == 1, "{backend}, {activation:?}: element {i} of {got:?}");
+            }
+        }
+    }
+}
+
 #[test]
 fn reshape_all_dtypes() {
     let cases: &[(&[usize], &[i64], &[usize])] = &[
