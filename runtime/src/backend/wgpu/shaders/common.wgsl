@@ -19,6 +19,31 @@ fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
 
+// Whether v is neither infinite nor NaN, by its bits.
+fn is_finite(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) < 0x7f800000u;
+}
+
+// A quiet NaN and +inf, as bits: WGSL has no literal for either.
+fn nan() -> f32 {
+    return bitcast<f32>(0x7fc00000u);
+}
+
+fn inf() -> f32 {
+    return bitcast<f32>(0x7f800000u);
+}
+
+// The magnitude of m with the sign bit of s (C's copysign), so that -0
+// counts as negative.
+fn with_sign_of(m: f32, s: f32) -> f32 {
+    return bitcast<f32>((bitcast<u32>(m) & 0x7fffffffu) | (bitcast<u32>(s) & 0x80000000u));
+}
+
+// Whether the sign bit of v is set: true for -0, unlike `v < 0.0`.
+fn sign_bit(v: f32) -> bool {
+    return (bitcast<u32>(v) >> 31u) == 1u;
+}
+
 // The offset of element i of a row-major index space of `rank` dims: the
 // dims are parameter words dims.., the strides words strides... One dim
 // (same shapes, a scalar operand) needs no division, as i is below it.
