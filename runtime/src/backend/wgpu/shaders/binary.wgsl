@@ -124,7 +124,7 @@ fn apply_f32(x: f32, z: f32) -> f32 {
         case 7u: { return x - bitcast<f32>(extra()) * z; }
         // ReluBackward: gradients x where features z > 0, as a product (NaN stays).
         case 8u: { return x * select(0.0, 1.0, z > 0.0); }
-        case 9u: { return atan2(x, z); }
+        case 9u: { return arctan2(x, z); }
         case 10u: { return (x - z) * (x - z); }
         case 11u: { return floor(x / z); }
         case 12u: { return x - z * floor(x / z); }

@@ -81,13 +81,13 @@ fn apply_f32(v: f32) -> f32 {
         case 20u: { return round(v); }
         case 21u: { return select(select(select(v, -1.0, v < 0.0), 1.0, v > 0.0), v, is_nan(v)); }
         case 22u: { return 1.0 / v; }
-        case 23u: { return atan(v); }
+        case 23u: { return arctan(v); }
         case 24u: { return sinh(v); }
         case 25u: { return cosh(v); }
         case 26u: { return tan(v); }
-        // Through atan2: lavapipe's own asin and acos are off by 4e-4.
-        case 27u: { return arc(v, atan2(v, sqrt((1.0 - v) * (1.0 + v)))); }
-        case 28u: { return arc(v, atan2(sqrt((1.0 - v) * (1.0 + v)), v)); }
+        // Through arctan2: lavapipe's own asin and acos are off by 4e-4.
+        case 27u: { return arc(v, arctan2(v, sqrt((1.0 - v) * (1.0 + v)))); }
+        case 28u: { return arc(v, arctan2(sqrt((1.0 - v) * (1.0 + v)), v)); }
         case 29u: { return select(v, attr(0u) * v, v < 0.0); }
         // NaN fails both comparisons, and so stays NaN in these two.
         case 30u: { return select(select(attr(0u), 1.0, v > 0.0), v, is_nan(v)); }
