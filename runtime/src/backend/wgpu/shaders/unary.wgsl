@@ -26,6 +26,122 @@ fn stable_tanh(v: f32) -> f32 {
     return sign(v) * (1.0 - t) / (1.0 + t);
 }
 
+// 2/pi in binary, 32 bits a word, after a word of zeros (the bits before
+// the point, which reduction reaches for arguments below 2^25): as many
+// bits as reducing any finite f32 needs.
+const TWO_OVER_PI = array<u32, 10>(0u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u,
+    0x3c439041u, 0xfe5163abu, 0xdebbc561u, 0xb7246e3au);
+
+// The 32 bits of TWO_OVER_PI that start at bit q (0 the first bit of the
+// first word).
+fn two_over_pi_bits(q: u32) -> u32 {
+    let table = TWO_OVER_PI;
+    let hi = table[q >> 5u];
+    let lo = table[(q >> 5u) + 1u];
+    let s = q & 31u;
+    return select((hi << s) | (lo >> (32u - s)), hi, s == 0u);
+}
+
+// a * b as [low word, high word] (WGSL has no 64-bit integers).
+fn wide_product(a: u32, b: u32) -> vec2<u32> {
+    let a0 = a & 0xffffu;
+    let a1 = a >> 16u;
+    let b0 = b & 0xffffu;
+    let b1 = b >> 16u;
+    let low = a0 * b0;
+    let cross = (low >> 16u) + (a0 * b1 & 0xffffu) + (a1 * b0 & 0xffffu);
+    return vec2<u32>((low & 0xffffu) | (cross << 16u), a1 * b1 + (a0 * b1 >> 16u) + (a1 * b0 >> 16u) + (cross >> 16u));
+}
+
+// A finite angle a >= 0 as n pi/2 + r with |r| <= pi/4: n (mod 4) and r.
+// WGSL's sin, cos and tan promise nothing outside [-pi, pi] (lavapipe's
+// give -1 for sin(f32::MAX)), so the reduction is Payne and Hanek's:
+// a = m 2^E with a 24-bit integer m, and a 2/pi mod 4 is m times the 128
+// bits of 2/pi from bit E - 1 on (the earlier ones give multiples of 4),
+// multiplied out in words. Below pi/4 nothing is reduced.
+struct Reduced {
+    n: u32,
+    r: f32,
+}
+
+fn reduce_angle(a: f32) -> Reduced {
+    if a < QUARTER_PI {
+        return Reduced(0u, a);
+    }
+    let bits = bitcast<u32>(a);
+    let m = (bits & 0x7fffffu) | 0x800000u;
+    // E - 1 + 32 (the table's leading zero word), with E = exponent - 150.
+    let q = (bits >> 23u) - 120u;
+    let p3 = wide_product(m, two_over_pi_bits(q + 96u));
+    let p2 = wide_product(m, two_over_pi_bits(q + 64u));
+    let p1 = wide_product(m, two_over_pi_bits(q + 32u));
+    let p0 = wide_product(m, two_over_pi_bits(q));
+    // The 128-bit sum, words r0 (the top) to r3; only carries leave r2 and r3.
+    let r2 = p2.x + p3.y;
+    let t1 = p1.x + p2.y;
+    let r1 = t1 + select(0u, 1u, r2 < p2.x);
+    let r0 = p0.x + p1.y + select(0u, 1u, t1 < p1.x) + select(0u, 1u, r1 < t1);
+    // Bits 31 and 30 of r0 are the quadrant, the other 62 of r0 and r1 the
+    // fraction, rounded to the nearer quadrant.
+    var n = r0 >> 30u;
+    var high = r0 & 0x3fffffffu;
+    var low = r1;
+    var sign = 1.0;
+    if high >= 0x20000000u {
+        n += 1u;
+        sign = -1.0;
+        low = ~r1 + 1u;
+        high = (~high & 0x3fffffffu) + select(0u, 1u, low == 0u);
+    }
+    let fraction = f32(high) * 9.313225746154785e-10 + f32(low) * 2.168404344971009e-19;
+    return Reduced(n & 3u, sign * fraction * HALF_PI);
+}
+
+// sin and cos of |r| <= pi/4 (Cephes' sinf and cosf polynomials).
+fn sin_kernel(r: f32) -> f32 {
+    let z = r * r;
+    return ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r;
+}
+
+fn cos_kernel(r: f32) -> f32 {
+    let z = r * r;
+    return ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2) * z * z - 0.5 * z + 1.0;
+}
+
+// sin, cos and tan of any f32: NaN for NaN and infinities, the sign of
+// zero kept by sin and tan.
+fn sine(v: f32) -> f32 {
+    if !is_finite(v) {
+        return nan();
+    }
+    // Quadrants 0 to 3: sin r, cos r, -sin r, -cos r; sin is odd.
+    let q = reduce_angle(abs(v));
+    let s = select(sin_kernel(q.r), cos_kernel(q.r), (q.n & 1u) == 1u);
+    return select(s, -s, (q.n >= 2u) != sign_bit(v));
+}
+
+fn cosine(v: f32) -> f32 {
+    if !is_finite(v) {
+        return nan();
+    }
+    // Quadrants 0 to 3: cos r, -sin r, -cos r, sin r; cos is even.
+    let q = reduce_angle(abs(v));
+    let c = select(cos_kernel(q.r), sin_kernel(q.r), (q.n & 1u) == 1u);
+    return select(c, -c, q.n == 1u || q.n == 2u);
+}
+
+fn tangent(v: f32) -> f32 {
+    if !is_finite(v) {
+        return nan();
+    }
+    let q = reduce_angle(abs(v));
+    let z = q.r * q.r;
+    let poly = (((((9.38540185543e-3 * z + 3.11992232697e-3) * z + 2.44301354525e-2) * z + 5.34112807005e-2) * z
+        + 1.33387994085e-1) * z + 3.33331568548e-1) * z * q.r + q.r;
+    let t = select(poly, -1.0 / poly, (q.n & 1u) == 1u);
+    return select(t, -t, sign_bit(v));
+}
+
 // The error function: its Maclaurin series below 0.5, where 1 - erfc
 // would cancel, and Numerical Recipes' Chebyshev fit of erfc (relative
 // error < 1.2e-7) above; as the cpu's vmath.rs computes it.
@@ -62,8 +178,8 @@ fn apply_f32(v: f32) -> f32 {
         case 4u: { return v * v; }
         case 5u: { return exp(v); }
         case 6u: { return log(v); }
-        case 7u: { return sin(v); }
-        case 8u: { return cos(v); }
+        case 7u: { return sine(v); }
+        case 8u: { return cosine(v); }
         case 9u: { return stable_tanh(v); }
         case 10u: { return 1.0 / (1.0 + exp(-v)); }
         // NaN stays NaN: told by its bits, since NVIDIA's compiler turns
@@ -84,7 +200,7 @@ fn apply_f32(v: f32) -> f32 {
         case 23u: { return arctan(v); }
         case 24u: { return sinh(v); }
         case 25u: { return cosh(v); }
-        case 26u: { return tan(v); }
+        case 26u: { return tangent(v); }
         // Through arctan2: lavapipe's own asin and acos are off by 4e-4.
         case 27u: { return arc(v, arctan2(v, sqrt((1.0 - v) * (1.0 + v)))); }
         case 28u: { return arc(v, arctan2(sqrt((1.0 - v) * (1.0 + v)), v)); }
