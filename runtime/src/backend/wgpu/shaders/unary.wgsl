@@ -19,11 +19,83 @@ override OP: u32 = 0u;
 // as f32 bits (LeakyRelu's and Step's alpha, ClipByValue's bounds)]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
-// tanh written through exp(-2|v|): the textbook (e^2v - 1) / (e^2v + 1)
-// overflows to inf / inf = NaN for large |v| on some drivers.
+// tanh as the cpu's vmath.rs computes it: below |v| = 0.625 the odd
+// polynomial v + v^3 P(v^2) (Cephes' tanhf), accurate to subnormals and
+// keeping -0; above, 1 - 2 / (e^2|v| + 1), which has no inf / inf to
+// overflow into NaN as the textbook (e^2v - 1) / (e^2v + 1) has on some
+// drivers; |v| beyond 10 rounds to 1. NaN stays NaN.
 fn stable_tanh(v: f32) -> f32 {
-    let t = exp(-2.0 * abs(v));
-    return sign(v) * (1.0 - t) / (1.0 + t);
+    let a = min(abs(v), 10.0);
+    let z = a * a;
+    let p = (((-5.7049887e-3 * z + 2.0639088e-2) * z - 5.3739715e-2) * z + 1.3331442e-1) * z - 3.333328e-1;
+    let small = p * z * a + a;
+    let large = 1.0 - 2.0 / (exp(a + a) + 1.0);
+    let t = select(large, small, a < 0.625);
+    return select(with_sign_of(t, v), v, is_nan(v));
+}
+
+// sinh and cosh through exp(|v| / 2) squared, so that they stay finite up
+// to where the result itself overflows (exp(|v|) overflows first), and
+// sinh through expm1 below 1, accurate to subnormals. NaN stays NaN.
+fn hyperbolic_sine(v: f32) -> f32 {
+    let a = abs(v);
+    var s: f32;
+    if a < 1.0 {
+        let e = expm1(a);
+        s = 0.5 * (e + e / (e + 1.0));
+    } else {
+        let h = exp(0.5 * a);
+        s = (0.5 * h) * h - 0.5 / (h * h);
+    }
+    return select(with_sign_of(s, v), v, is_nan(v));
+}
+
+fn hyperbolic_cosine(v: f32) -> f32 {
+    let h = exp(0.5 * abs(v));
+    return select((0.5 * h) * h + 0.5 / (h * h), v, is_nan(v));
+}
+
+// The natural logarithm with IEEE 754's special values, which WGSL leaves
+// undefined: NaN for NaN and negatives, -inf for zeros, inf for inf; a
+// subnormal is scaled into the normal range first (lavapipe's log is off
+// by 15 there); and within 0.05 of 1, where WGSL bounds log's error only
+// absolutely (lavapipe's is 3e-5 relative at 0.997), log1p's series of
+// v - 1 (exact there).
+fn logarithm(v: f32) -> f32 {
+    if is_nan(v) || v < 0.0 {
+        return nan();
+    }
+    if v == 0.0 {
+        return -inf();
+    }
+    if !is_finite(v) {
+        return v;
+    }
+    if v < 1.17549435e-38 {
+        // ln(v 2^23) - 23 ln 2.
+        return log(v * 8388608.0) - 15.942385152878742;
+    }
+    return select(log(v), log1p(v - 1.0), abs(v - 1.0) < 0.05);
+}
+
+// The square root and its reciprocal with their special values made
+// explicit (WGSL leaves both undefined below 0, and inverseSqrt at 0):
+// NaN below 0, -0 stays -0, 1 / sqrt(+-0) is +-inf.
+fn square_root(v: f32) -> f32 {
+    if is_nan(v) || v < 0.0 {
+        return nan();
+    }
+    return select(sqrt(v), v, v == 0.0 || !is_finite(v));
+}
+
+fn reciprocal_root(v: f32) -> f32 {
+    if is_nan(v) || v < 0.0 {
+        return nan();
+    }
+    if v == 0.0 {
+        return with_sign_of(inf(), v);
+    }
+    return select(inverseSqrt(v), 0.0, !is_finite(v));
 }
 
 // 2/pi in binary, 32 bits a word, after a word of zeros (the bits before
@@ -173,11 +245,11 @@ fn apply_f32(v: f32) -> f32 {
     switch OP {
         case 0u: { return -v; }
         case 1u: { return abs(v); }
-        case 2u: { return sqrt(v); }
-        case 3u: { return inverseSqrt(v); }
+        case 2u: { return square_root(v); }
+        case 3u: { return reciprocal_root(v); }
         case 4u: { return v * v; }
         case 5u: { return exp(v); }
-        case 6u: { return log(v); }
+        case 6u: { return logarithm(v); }
         case 7u: { return sine(v); }
         case 8u: { return cosine(v); }
         case 9u: { return stable_tanh(v); }
@@ -198,16 +270,18 @@ fn apply_f32(v: f32) -> f32 {
         case 21u: { return select(select(select(v, -1.0, v < 0.0), 1.0, v > 0.0), v, is_nan(v)); }
         case 22u: { return 1.0 / v; }
         case 23u: { return arctan(v); }
-        case 24u: { return sinh(v); }
-        case 25u: { return cosh(v); }
+        case 24u: { return hyperbolic_sine(v); }
+        case 25u: { return hyperbolic_cosine(v); }
         case 26u: { return tangent(v); }
         // Through arctan2: lavapipe's own asin and acos are off by 4e-4.
         case 27u: { return arc(v, arctan2(v, sqrt((1.0 - v) * (1.0 + v)))); }
         case 28u: { return arc(v, arctan2(sqrt((1.0 - v) * (1.0 + v)), v)); }
         case 29u: { return select(v, attr(0u) * v, v < 0.0); }
-        // NaN fails both comparisons, and so stays NaN in these two.
+        // NaN fails the comparison, and so stays NaN.
         case 30u: { return select(select(attr(0u), 1.0, v > 0.0), v, is_nan(v)); }
-        case 31u: { return select(select(v, attr(1u), v > attr(1u)), attr(0u), v < attr(0u)); }
+        // NaN fails both comparisons; told by its bits too, lest a compiler
+        // make the selects a clamp, which may drop it.
+        case 31u: { return select(select(select(v, attr(1u), v > attr(1u)), attr(0u), v < attr(0u)), v, is_nan(v)); }
         // The inverse hyperbolic functions through log1p, accurate near 0
         // (asinh(v) = log1p(|v| + v^2 / (1 + sqrt(1 + v^2))), odd);
         // outside their domains sqrt and log1p of negatives are NaN, made so
@@ -215,7 +289,8 @@ fn apply_f32(v: f32) -> f32 {
         case 32u: { let a = abs(v); return sign(v) * log1p(a + a * a / (1.0 + sqrt(1.0 + a * a))); }
         case 33u: { return select(bitcast<f32>(0x7fc00000u), log(v + sqrt((v - 1.0) * (v + 1.0))), v >= 1.0); }
         case 34u: { return arc(v, 0.5 * log1p(2.0 * v / (1.0 - v))); }
-        case 35u: { return select(select(v, 6.0, v > 6.0), 0.0, v < 0.0); }
+        // Relu6 clips as ClipByValue does, NaN kept the same way.
+        case 35u: { return select(select(select(v, 6.0, v > 6.0), 0.0, v < 0.0), v, is_nan(v)); }
         default: { return v; }
     }
 }
