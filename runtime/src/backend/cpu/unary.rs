@@ -64,8 +64,10 @@ f32_unary! {
     Tan => tan: f32::tan;
     Asin => asin: f32::asin;
     Acos => acos: f32::acos;
-    Asinh => asinh: f32::asinh;
-    Acosh => acosh: f32::acosh;
+    // Above 4096, ln(2x) to f32 precision: `f32::asinh` and `f32::acosh`
+    // square x on the way and overflow to inf from about 1.8e19 on.
+    Asinh => asinh: |v| if v.abs() > 4096.0 { (v.abs().ln() + std::f32::consts::LN_2).copysign(v) } else { v.asinh() };
+    Acosh => acosh: |v| if v > 4096.0 { v.ln() + std::f32::consts::LN_2 } else { v.acosh() };
     Atanh => atanh: f32::atanh;
     // NaN stays NaN, as `clamp` keeps it.
     Relu6 => relu6: |v| v.clamp(0.0, 6.0);

@@ -98,6 +98,21 @@ fn reciprocal_root(v: f32) -> f32 {
     return select(inverseSqrt(v), 0.0, !is_finite(v));
 }
 
+const LN_2: f32 = 0.69314718055994530942;
+
+// asinh(v) = log1p(|v| + v^2 / (1 + sqrt(1 + v^2))), odd, and ln(2 |v|)
+// above 4096; -0 and NaN stay as they are.
+fn inverse_sinh(v: f32) -> f32 {
+    let a = abs(v);
+    let r = select(log1p(a + a * a / (1.0 + sqrt(1.0 + a * a))), logarithm(a) + LN_2, a > 4096.0);
+    return select(with_sign_of(r, v), v, is_nan(v));
+}
+
+// acosh(v) = ln(v + sqrt(v^2 - 1)) for v >= 1, and ln(2v) above 4096.
+fn inverse_cosh(v: f32) -> f32 {
+    return select(log(v + sqrt((v - 1.0) * (v + 1.0))), logarithm(v) + LN_2, v > 4096.0);
+}
+
 // 2/pi in binary, 32 bits a word, after a word of zeros (the bits before
 // the point, which reduction reaches for arguments below 2^25): as many
 // bits as reducing any finite f32 needs.
@@ -282,12 +297,13 @@ fn apply_f32(v: f32) -> f32 {
         // NaN fails both comparisons; told by its bits too, lest a compiler
         // make the selects a clamp, which may drop it.
         case 31u: { return select(select(select(v, attr(1u), v > attr(1u)), attr(0u), v < attr(0u)), v, is_nan(v)); }
-        // The inverse hyperbolic functions through log1p, accurate near 0
-        // (asinh(v) = log1p(|v| + v^2 / (1 + sqrt(1 + v^2))), odd);
-        // outside their domains sqrt and log1p of negatives are NaN, made so
-        // explicitly since WGSL leaves them undefined.
-        case 32u: { let a = abs(v); return sign(v) * log1p(a + a * a / (1.0 + sqrt(1.0 + a * a))); }
-        case 33u: { return select(bitcast<f32>(0x7fc00000u), log(v + sqrt((v - 1.0) * (v + 1.0))), v >= 1.0); }
+        // The inverse hyperbolic functions through log1p, accurate near 0;
+        // above 4096, where v^2 would overflow, asinh(v) and acosh(v) are
+        // ln(2v) to f32 precision. Outside their domains sqrt and log1p of
+        // negatives are NaN, made so explicitly since WGSL leaves them
+        // undefined.
+        case 32u: { return inverse_sinh(v); }
+        case 33u: { return select(nan(), inverse_cosh(v), v >= 1.0); }
         case 34u: { return arc(v, 0.5 * log1p(2.0 * v / (1.0 - v))); }
         // Relu6 clips as ClipByValue does, NaN kept the same way.
         case 35u: { return select(select(select(v, 6.0, v > 6.0), 0.0, v < 0.0), v, is_nan(v)); }
