@@ -171,6 +171,20 @@ fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
 }
 
+// e^v with subnormal results: lavapipe's exp flushes those to 0 (below
+// v = ln(f32::MIN_POSITIVE) = -87.34), so there it is e^(v + 32 ln 2)
+// 2^-32, one exp either way. NaN and the infinities pass through.
+fn exponential(v: f32) -> f32 {
+    let low = v < -87.33654;
+    return exp(v + select(0.0, 22.18070977791825, low)) * select(1.0, 2.3283064365386963e-10, low);
+}
+
+fn exponential4(v: vec4<f32>) -> vec4<f32> {
+    let low = v < vec4<f32>(-87.33654);
+    return exp(v + select(vec4<f32>(0.0), vec4<f32>(22.18070977791825), low))
+        * select(vec4<f32>(1.0), vec4<f32>(2.3283064365386963e-10), low);
+}
+
 // log(1 + v) and exp(v) - 1, accurate for small v: their Taylor series
 // below 0.05 (error under 1e-11), the plain forms above, where the rounding
 // of 1 + v or of exp(v) costs at most about eps / 0.05. (The textbook

@@ -263,7 +263,7 @@ fn apply_f32(v: f32) -> f32 {
         case 2u: { return square_root(v); }
         case 3u: { return reciprocal_root(v); }
         case 4u: { return v * v; }
-        case 5u: { return exp(v); }
+        case 5u: { return exponential(v); }
         case 6u: { return logarithm(v); }
         case 7u: { return sine(v); }
         case 8u: { return cosine(v); }
@@ -273,7 +273,7 @@ fn apply_f32(v: f32) -> f32 {
         // `select(v, 0.0, v < 0.0)` into a max that drops it.
         case 11u: { return select(select(v, 0.0, v < 0.0), v, is_nan(v)); }
         case 12u: { return erf(v); }
-        case 13u: { return max(v, 0.0) + log1p(exp(-abs(v))); }
+        case 13u: { return max(v, 0.0) + log1p(exponential(-abs(v))); }
         case 14u: { return select(expm1(v), v, v > 0.0); }
         case 15u: { return SELU_SCALE * select(SELU_ALPHA * expm1(v), v, v > 0.0); }
         case 16u: { return log1p(v); }
