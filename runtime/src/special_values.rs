@@ -83,8 +83,8 @@ pub fn pairs<T: Copy>(values: &[T]) -> (Vec<T>, Vec<T>) {
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Agreement {
     /// Whether +0 and -0 differ: for the kernels whose result's sign of
-    /// zero IEEE 754 fixes and the backends promise (see the module docs of
-    /// `backend::cpu::unary` and `backend::cpu::binary`).
+    /// zero IEEE 754 fixes and the backends promise (the module docs of
+    /// `src/backend/cpu/unary.rs` and `binary.rs` list them).
     pub signed_zero: bool,
     /// The largest relative difference of two finite, nonzero results
     /// (shader functions may be a few ULP off the cpu's); 0 asks for the

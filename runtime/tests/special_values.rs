@@ -26,8 +26,8 @@ use opforge_spec::{InputType, KernelDef, ShapeRule};
 type Attrs = Box<dyn Any + Send + Sync>;
 
 /// Kernels whose result's sign of zero is promised (and so compared):
-/// where IEEE 754 fixes it and the module docs of `backend::cpu::unary`
-/// and `backend::cpu::binary` say so. For the others +0 and -0 agree.
+/// where IEEE 754 fixes it and the module docs of `src/backend/cpu/unary.rs`
+/// and `binary.rs` say so. For the others +0 and -0 agree.
 const SIGNED_ZERO: &[&str] = &[
     "Neg",
     "Abs",
