@@ -72,6 +72,7 @@ pub mod registry;
 mod scoped;
 pub mod shape;
 pub mod spec;
+pub mod special_values;
 pub mod tensor;
 pub mod train;
 mod variable;

@@ -5,6 +5,37 @@
 //! both inputs get broadcast strides (0 along broadcast dims), adjacent dims
 //! that stay contiguous together are merged, and the kernel walks output rows
 //! whose inner loop has input strides 0 or 1, which the compiler vectorizes.
+//!
+//! # Special values
+//!
+//! The `wgpu` kernels give the same results as these, IEEE 754's wherever
+//! it defines one (`tests/special_values.rs` holds both to it):
+//!
+//! - **Comparisons**: NaN is unordered. `Equal`, `Less`, `LessEqual`,
+//!   `Greater` and `GreaterEqual` with a NaN operand are false and
+//!   `NotEqual` is true, a NaN against itself included; -0 equals +0.
+//! - **NaN** propagates through the arithmetic, `Atan2`, `FloorDiv`,
+//!   `Mod`, `Prelu` and `SquaredDifference`, and through `Maximum` and
+//!   `Minimum`, which are NumPy's and TF.js's `maximum` (NaN if either
+//!   is), not IEEE's `maxNum` (which drops it). For +0 against -0 these
+//!   two give their second operand. `ReluBackward` is a product,
+//!   `gradients * (features > 0)`: a NaN or infinite gradient where the
+//!   feature is not positive gives NaN, and a NaN feature counts as not
+//!   positive.
+//! - **`Pow`** is IEEE 754's (and C's) `pow`: `pow(x, +-0)` and
+//!   `pow(1, y)` are 1 even for a quiet NaN; `pow(+-0, y)` is inf for
+//!   y < 0 and 0 for y > 0, with the zero's sign for an odd integral y;
+//!   `pow(-1, +-inf)` is 1, and otherwise `pow(x, +-inf)` is 0 or inf by
+//!   whether |x| < 1; `pow(-inf, y)` is `pow(-0, -y)`; a negative base with
+//!   a non-integral exponent is NaN. So its gradient for `x`,
+//!   `y x^(y - 1)`, is -inf at x = 0 with y = -1, as in TF.js.
+//! - **`Atan2`**: the signs of zeros pick the half-plane, `atan2(+-0, -0)`
+//!   is +-pi and `atan2(+-0, +0)` is +-0; two infinities give +-pi/4 or
+//!   +-3pi/4.
+//! - **The sign of zero** is IEEE's in `Add`, `Sub`, `Mul`, `RealDiv`,
+//!   `Pow`, `Atan2` and `Prelu` (-0 + -0 = -0, 0 * -1 = -0, 1 / -inf = -0).
+//! - **`i32`**: arithmetic wraps; `FloorDiv` and `Mod` by 0 give 0, and
+//!   `i32::MIN / -1` wraps to `i32::MIN`.
 
 use super::{for_rows, map, output, unsupported, CpuTensor, Storage, PAR_CHUNK, PAR_THRESHOLD};
 use crate::kernels::{

@@ -5,6 +5,27 @@
 //! `[outer, r, inner]` view; any other set is first moved to the end by a
 //! transpose. Rows (`inner == 1`) fold with independent lanes the compiler
 //! vectorizes; columns (`inner > 1`) accumulate whole rows at once.
+//!
+//! # Special values
+//!
+//! The `wgpu` kernels give the same results as these
+//! (`tests/special_values.rs` holds both to it, over short rows, long
+//! ones and columns):
+//!
+//! - **NaN** anywhere in a reduced run gives NaN in `Sum`, `Mean`,
+//!   `Prod`, `Max` and `Min` (NumPy's and TF.js's `max`, not IEEE's
+//!   `maxNum`, which would drop it), and in `Cumsum` and `Cumprod` from
+//!   there on. `ArgMax` and `ArgMin` count NaN as the largest and as the
+//!   smallest value, so the first NaN wins either search.
+//! - **Infinities**: +inf with -inf in a sum is NaN, and an infinity
+//!   times 0 in a product; a sum or product that overflows is +-inf. `Max`
+//!   and `Min` of nothing are -inf and inf (their identities), `Mean` of
+//!   nothing is NaN (0 / 0).
+//! - **The sign of zero**: sums start at +0, so a sum of -0s is +0;
+//!   products follow IEEE (`prod([0, -0])` is -0). Which zero `Max` and
+//!   `Min` give for +0 against -0 is not promised, and `ArgMax` and
+//!   `ArgMin` tie them.
+//! - **`i32`** sums and products wrap.
 
 use rayon::prelude::*;
 

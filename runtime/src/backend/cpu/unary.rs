@@ -1,4 +1,39 @@
 //! Elementwise kernels of one input.
+//!
+//! # Special values
+//!
+//! The `wgpu` kernels give the same results as these, IEEE 754's wherever
+//! it defines one; `tests/special_values.rs` runs both backends on NaN,
+//! the infinities, both zeros, subnormals, the largest floats and the ends
+//! of each kernel's domain, gradients included.
+//!
+//! - **NaN** in gives NaN out in every kernel but the tests (`IsNan`,
+//!   `IsInf`, `IsFinite`: booleans), `LogicalNot` and `Cast` (NaN to `i32`
+//!   is 0, to `bool` true). That includes the kernels written as
+//!   comparisons, where a `max` or `clamp` instruction would drop it:
+//!   `Relu`, `Relu6`, `LeakyRelu`, `Step`, `ClipByValue` and `Sign` keep
+//!   NaN, as `maximum(x, 0)`, TF.js and PyTorch do.
+//! - **Outside a domain** the result is NaN: `Sqrt`, `Rsqrt` and `Log`
+//!   below 0, `Log1p` below -1, `Asin`, `Acos` and `Atanh` outside
+//!   [-1, 1], `Acosh` below 1, and `Sin`, `Cos` and `Tan` of an infinity.
+//! - **Infinities and overflow**: `Exp` is inf above 88.72 and 0 at -inf;
+//!   `Log` of +-0 is -inf; `Rsqrt` and `Reciprocal` of +-0 are +-inf;
+//!   `Tanh` and `Erf` saturate to +-1, `Sigmoid` to 0 and 1; `Sinh` and
+//!   `Cosh` stay finite until the result itself overflows (past +-89.4),
+//!   and `Asinh` and `Acosh` are finite for every finite argument (ln 2x
+//!   above 4096, where squaring x would overflow).
+//! - **Large arguments**: `Sin`, `Cos` and `Tan` reduce any finite
+//!   argument exactly (`sin(f32::MAX)` is -0.5218765 on both backends).
+//! - **Subnormals** are neither flushed nor mistaken, as arguments or as
+//!   results: `exp(-88.8)` is 2.7e-39, `log(2^-149)` is -103.28, and
+//!   `tanh` and `sinh` of a subnormal are that subnormal.
+//! - **The sign of zero** is IEEE's, -0 giving -0, in `Neg`, `Sign`,
+//!   `Relu`, `Relu6`, `LeakyRelu`, `Elu`, `Selu`, `ClipByValue`, `Floor`,
+//!   `Ceil`, `Round`, `Sqrt`, `Sin`, `Tan`, `Tanh`, `Sinh`, `Asin`, `Atan`,
+//!   `Asinh`, `Atanh`, `Erf`, `Expm1` and `Log1p` (and rounding toward 0
+//!   from below gives -0: `ceil(-0.5)`, `round(-0.4)`); `Abs` and
+//!   `Square` give +0. The other kernels promise no sign for a zero.
+//! - **`i32`**: `Neg` and `Abs` wrap, so both give `i32::MIN` for it.
 
 use super::{map, unsupported, CpuTensor};
 use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
@@ -65,8 +100,10 @@ f32_unary! {
     Tan => tan: f32::tan;
     Asin => asin: f32::asin;
     Acos => acos: f32::acos;
-    Asinh => asinh: f32::asinh;
-    Acosh => acosh: f32::acosh;
+    // Above 4096, ln(2x) to f32 precision: `f32::asinh` and `f32::acosh`
+    // square x on the way and overflow to inf from about 1.8e19 on.
+    Asinh => asinh: |v| if v.abs() > 4096.0 { (v.abs().ln() + std::f32::consts::LN_2).copysign(v) } else { v.asinh() };
+    Acosh => acosh: |v| if v > 4096.0 { v.ln() + std::f32::consts::LN_2 } else { v.acosh() };
     Atanh => atanh: f32::atanh;
     // NaN stays NaN, as `clamp` keeps it.
     Relu6 => relu6: |v| v.clamp(0.0, 6.0);

@@ -19,6 +19,81 @@ fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
 }
 
+// Whether v is neither infinite nor NaN, by its bits.
+fn is_finite(v: f32) -> bool {
+    return (bitcast<u32>(v) & 0x7fffffffu) < 0x7f800000u;
+}
+
+// A quiet NaN and +inf, as bits: WGSL has no literal for either.
+fn nan() -> f32 {
+    return bitcast<f32>(0x7fc00000u);
+}
+
+fn inf() -> f32 {
+    return bitcast<f32>(0x7f800000u);
+}
+
+// The magnitude of m with the sign bit of s (C's copysign), so that -0
+// counts as negative.
+fn with_sign_of(m: f32, s: f32) -> f32 {
+    return bitcast<f32>((bitcast<u32>(m) & 0x7fffffffu) | (bitcast<u32>(s) & 0x80000000u));
+}
+
+// Whether the sign bit of v is set: true for -0, unlike `v < 0.0`.
+fn sign_bit(v: f32) -> bool {
+    return (bitcast<u32>(v) >> 31u) == 1u;
+}
+
+const PI: f32 = 3.14159265358979323846;
+const HALF_PI: f32 = 1.57079632679489661923;
+const QUARTER_PI: f32 = 0.78539816339744830962;
+
+// The arctangent, written out (Cephes' atanf, within 2 ULP) rather than
+// left to the driver: WGSL bounds `atan` only loosely, lavapipe's is 4e-6
+// off at 1 and 2e-5 off for tiny arguments, and some drivers drop NaN.
+// |v| is reduced to [0, tan(pi/8)] around 0, pi/4 or pi/2; NaN stays NaN
+// and the sign of zero is kept.
+fn arctan(v: f32) -> f32 {
+    let a = abs(v);
+    var base = 0.0;
+    var t = a;
+    if a > 2.414213562373095 {
+        base = HALF_PI;
+        t = -1.0 / a;
+    } else if a > 0.4142135623730950 {
+        base = QUARTER_PI;
+        t = (a - 1.0) / (a + 1.0);
+    }
+    let z = t * t;
+    let p = ((8.05374449538e-2 * z - 1.38776856032e-1) * z + 1.99777106478e-1) * z - 3.33329491539e-1;
+    let r = base + (p * z * t + t);
+    return select(with_sign_of(r, v), v, is_nan(v));
+}
+
+// atan2(y, x) with IEEE 754's special cases, which WGSL leaves undefined
+// (lavapipe gave 3pi/4 for atan2(0, 0) and a number for NaN): NaN if
+// either is NaN; for two zeros 0 or pi by the sign of x's zero; for two
+// infinities pi/4 or 3pi/4; the sign of y's zero kept. The quotient of the
+// smaller magnitude by the larger goes to `arctan`.
+fn arctan2(y: f32, x: f32) -> f32 {
+    if is_nan(x) || is_nan(y) {
+        return nan();
+    }
+    let ay = abs(y);
+    let ax = abs(x);
+    var r: f32;
+    if !is_finite(ay) && !is_finite(ax) {
+        r = QUARTER_PI;
+    } else if ay <= ax {
+        // 0 / 0 for two zeros: the angle is 0 before x's sign.
+        r = select(arctan(ay / ax), 0.0, ay == 0.0);
+    } else {
+        r = HALF_PI - arctan(ax / ay);
+    }
+    r = select(r, PI - r, sign_bit(x));
+    return with_sign_of(r, y);
+}
+
 // The offset of element i of a row-major index space of `rank` dims: the
 // dims are parameter words dims.., the strides words strides... One dim
 // (same shapes, a scalar operand) needs no division, as i is below it.
@@ -94,6 +169,20 @@ fn combine(p: vec2<f32>, q: vec2<f32>) -> vec2<f32> {
 
 fn neg_inf() -> f32 {
     return bitcast<f32>(0xff800000u);
+}
+
+// e^v with subnormal results: lavapipe's exp flushes those to 0 (below
+// v = ln(f32::MIN_POSITIVE) = -87.34), so there it is e^(v + 32 ln 2)
+// 2^-32, one exp either way. NaN and the infinities pass through.
+fn exponential(v: f32) -> f32 {
+    let low = v < -87.33654;
+    return exp(v + select(0.0, 22.18070977791825, low)) * select(1.0, 2.3283064365386963e-10, low);
+}
+
+fn exponential4(v: vec4<f32>) -> vec4<f32> {
+    let low = v < vec4<f32>(-87.33654);
+    return exp(v + select(vec4<f32>(0.0), vec4<f32>(22.18070977791825), low))
+        * select(vec4<f32>(1.0), vec4<f32>(2.3283064365386963e-10), low);
 }
 
 // log(1 + v) and exp(v) - 1, accurate for small v: their Taylor series

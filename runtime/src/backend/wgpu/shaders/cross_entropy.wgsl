@@ -35,7 +35,7 @@ fn cross_entropy_threads(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
         let f = features[base + t];
         let l = labels[base + t];
         total += l * (lse - f);
-        backprop[base + t] = exp(f - acc.x) * scale - l;
+        backprop[base + t] = exponential(f - acc.x) * scale - l;
     }
     loss[o] = total;
 }
@@ -97,7 +97,7 @@ fn cross_entropy_groups(
         let f = features[base + i];
         let l = labels[base + i];
         part += l * (lse - f);
-        backprop[base + i] = exp(f - row.x) * scale - l;
+        backprop[base + i] = exponential(f - row.x) * scale - l;
     }
     let total = row_sum(t, part);
     if t == 0u {

@@ -38,7 +38,7 @@ fn softmax_threads(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_w
     }
     var sum = 0.0;
     for (var t = 0u; t < len; t++) {
-        let e = exp(x[base + t * step] - top);
+        let e = exponential(x[base + t * step] - top);
         y[base + t * step] = e;
         sum += e;
     }
@@ -85,7 +85,7 @@ fn softmax_groups(
     let total = row_total(t, own);
     let scale = 1.0 / total.y;
     for (var i = t; i < len; i += 256u) {
-        y[base + i * step] = exp(x[base + i * step] - total.x) * scale;
+        y[base + i * step] = exponential(x[base + i * step] - total.x) * scale;
     }
 }
 
@@ -111,7 +111,7 @@ fn softmax_groups_x4(
     let total = row_total(t, own);
     let scale = 1.0 / total.y;
     for (var i = t; i < quads; i += 256u) {
-        y4[base + i] = exp(x4[base + i] - vec4<f32>(total.x)) * scale;
+        y4[base + i] = exponential4(x4[base + i] - vec4<f32>(total.x)) * scale;
     }
 }
 

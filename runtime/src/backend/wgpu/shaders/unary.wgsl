@@ -19,11 +19,214 @@ override OP: u32 = 0u;
 // as f32 bits (LeakyRelu's and Step's alpha, ClipByValue's bounds)]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
-// tanh written through exp(-2|v|): the textbook (e^2v - 1) / (e^2v + 1)
-// overflows to inf / inf = NaN for large |v| on some drivers.
+// tanh as the cpu's vmath.rs computes it: below |v| = 0.625 the odd
+// polynomial v + v^3 P(v^2) (Cephes' tanhf), accurate to subnormals and
+// keeping -0; above, 1 - 2 / (e^2|v| + 1), which has no inf / inf to
+// overflow into NaN as the textbook (e^2v - 1) / (e^2v + 1) has on some
+// drivers; |v| beyond 10 rounds to 1. NaN stays NaN.
 fn stable_tanh(v: f32) -> f32 {
-    let t = exp(-2.0 * abs(v));
-    return sign(v) * (1.0 - t) / (1.0 + t);
+    let a = min(abs(v), 10.0);
+    let z = a * a;
+    let p = (((-5.7049887e-3 * z + 2.0639088e-2) * z - 5.3739715e-2) * z + 1.3331442e-1) * z - 3.333328e-1;
+    let small = p * z * a + a;
+    let large = 1.0 - 2.0 / (exp(a + a) + 1.0);
+    let t = select(large, small, a < 0.625);
+    return select(with_sign_of(t, v), v, is_nan(v));
+}
+
+// sinh and cosh through exp(|v| / 2) squared, so that they stay finite up
+// to where the result itself overflows (exp(|v|) overflows first), and
+// sinh through expm1 below 1, accurate to subnormals. NaN stays NaN.
+fn hyperbolic_sine(v: f32) -> f32 {
+    let a = abs(v);
+    var s: f32;
+    if a < 1.0 {
+        let e = expm1(a);
+        s = 0.5 * (e + e / (e + 1.0));
+    } else {
+        let h = exp(0.5 * a);
+        s = (0.5 * h) * h - 0.5 / (h * h);
+    }
+    return select(with_sign_of(s, v), v, is_nan(v));
+}
+
+fn hyperbolic_cosine(v: f32) -> f32 {
+    let h = exp(0.5 * abs(v));
+    return select((0.5 * h) * h + 0.5 / (h * h), v, is_nan(v));
+}
+
+// The natural logarithm with IEEE 754's special values, which WGSL leaves
+// undefined: NaN for NaN and negatives, -inf for zeros, inf for inf; a
+// subnormal is scaled into the normal range first (lavapipe's log is off
+// by 15 there); and within 0.05 of 1, where WGSL bounds log's error only
+// absolutely (lavapipe's is 3e-5 relative at 0.997), log1p's series of
+// v - 1 (exact there).
+fn logarithm(v: f32) -> f32 {
+    if is_nan(v) || v < 0.0 {
+        return nan();
+    }
+    if v == 0.0 {
+        return -inf();
+    }
+    if !is_finite(v) {
+        return v;
+    }
+    if v < 1.17549435e-38 {
+        // ln(v 2^23) - 23 ln 2.
+        return log(v * 8388608.0) - 15.942385152878742;
+    }
+    return select(log(v), log1p(v - 1.0), abs(v - 1.0) < 0.05);
+}
+
+// The square root and its reciprocal with their special values made
+// explicit (WGSL leaves both undefined below 0, and inverseSqrt at 0):
+// NaN below 0, -0 stays -0, 1 / sqrt(+-0) is +-inf.
+fn square_root(v: f32) -> f32 {
+    if is_nan(v) || v < 0.0 {
+        return nan();
+    }
+    return select(sqrt(v), v, v == 0.0 || !is_finite(v));
+}
+
+fn reciprocal_root(v: f32) -> f32 {
+    if is_nan(v) || v < 0.0 {
+        return nan();
+    }
+    if v == 0.0 {
+        return with_sign_of(inf(), v);
+    }
+    return select(inverseSqrt(v), 0.0, !is_finite(v));
+}
+
+const LN_2: f32 = 0.69314718055994530942;
+
+// asinh(v) = log1p(|v| + v^2 / (1 + sqrt(1 + v^2))), odd, and ln(2 |v|)
+// above 4096; -0 and NaN stay as they are.
+fn inverse_sinh(v: f32) -> f32 {
+    let a = abs(v);
+    let r = select(log1p(a + a * a / (1.0 + sqrt(1.0 + a * a))), logarithm(a) + LN_2, a > 4096.0);
+    return select(with_sign_of(r, v), v, is_nan(v));
+}
+
+// acosh(v) = ln(v + sqrt(v^2 - 1)) for v >= 1, and ln(2v) above 4096.
+fn inverse_cosh(v: f32) -> f32 {
+    return select(log(v + sqrt((v - 1.0) * (v + 1.0))), logarithm(v) + LN_2, v > 4096.0);
+}
+
+// 2/pi in binary, 32 bits a word, after a word of zeros (the bits before
+// the point, which reduction reaches for arguments below 2^25): as many
+// bits as reducing any finite f32 needs.
+const TWO_OVER_PI = array<u32, 10>(0u, 0xa2f9836eu, 0x4e441529u, 0xfc2757d1u, 0xf534ddc0u, 0xdb629599u,
+    0x3c439041u, 0xfe5163abu, 0xdebbc561u, 0xb7246e3au);
+
+// The 32 bits of TWO_OVER_PI that start at bit q (0 the first bit of the
+// first word).
+fn two_over_pi_bits(q: u32) -> u32 {
+    let table = TWO_OVER_PI;
+    let hi = table[q >> 5u];
+    let lo = table[(q >> 5u) + 1u];
+    let s = q & 31u;
+    return select((hi << s) | (lo >> (32u - s)), hi, s == 0u);
+}
+
+// a * b as [low word, high word] (WGSL has no 64-bit integers).
+fn wide_product(a: u32, b: u32) -> vec2<u32> {
+    let a0 = a & 0xffffu;
+    let a1 = a >> 16u;
+    let b0 = b & 0xffffu;
+    let b1 = b >> 16u;
+    let low = a0 * b0;
+    let cross = (low >> 16u) + (a0 * b1 & 0xffffu) + (a1 * b0 & 0xffffu);
+    return vec2<u32>((low & 0xffffu) | (cross << 16u), a1 * b1 + (a0 * b1 >> 16u) + (a1 * b0 >> 16u) + (cross >> 16u));
+}
+
+// A finite angle a >= 0 as n pi/2 + r with |r| <= pi/4: n (mod 4) and r.
+// WGSL's sin, cos and tan promise nothing outside [-pi, pi] (lavapipe's
+// give -1 for sin(f32::MAX)), so the reduction is Payne and Hanek's:
+// a = m 2^E with a 24-bit integer m, and a 2/pi mod 4 is m times the 128
+// bits of 2/pi from bit E - 1 on (the earlier ones give multiples of 4),
+// multiplied out in words. Below pi/4 nothing is reduced.
+struct Reduced {
+    n: u32,
+    r: f32,
+}
+
+fn reduce_angle(a: f32) -> Reduced {
+    if a < QUARTER_PI {
+        return Reduced(0u, a);
+    }
+    let bits = bitcast<u32>(a);
+    let m = (bits & 0x7fffffu) | 0x800000u;
+    // E - 1 + 32 (the table's leading zero word), with E = exponent - 150.
+    let q = (bits >> 23u) - 120u;
+    let p3 = wide_product(m, two_over_pi_bits(q + 96u));
+    let p2 = wide_product(m, two_over_pi_bits(q + 64u));
+    let p1 = wide_product(m, two_over_pi_bits(q + 32u));
+    let p0 = wide_product(m, two_over_pi_bits(q));
+    // The 128-bit sum, words r0 (the top) to r3; only carries leave r2 and r3.
+    let r2 = p2.x + p3.y;
+    let t1 = p1.x + p2.y;
+    let r1 = t1 + select(0u, 1u, r2 < p2.x);
+    let r0 = p0.x + p1.y + select(0u, 1u, t1 < p1.x) + select(0u, 1u, r1 < t1);
+    // Bits 31 and 30 of r0 are the quadrant, the other 62 of r0 and r1 the
+    // fraction, rounded to the nearer quadrant.
+    var n = r0 >> 30u;
+    var high = r0 & 0x3fffffffu;
+    var low = r1;
+    var sign = 1.0;
+    if high >= 0x20000000u {
+        n += 1u;
+        sign = -1.0;
+        low = ~r1 + 1u;
+        high = (~high & 0x3fffffffu) + select(0u, 1u, low == 0u);
+    }
+    let fraction = f32(high) * 9.313225746154785e-10 + f32(low) * 2.168404344971009e-19;
+    return Reduced(n & 3u, sign * fraction * HALF_PI);
+}
+
+// sin and cos of |r| <= pi/4 (Cephes' sinf and cosf polynomials).
+fn sin_kernel(r: f32) -> f32 {
+    let z = r * r;
+    return ((-1.9515295891e-4 * z + 8.3321608736e-3) * z - 1.6666654611e-1) * z * r + r;
+}
+
+fn cos_kernel(r: f32) -> f32 {
+    let z = r * r;
+    return ((2.443315711809948e-5 * z - 1.388731625493765e-3) * z + 4.166664568298827e-2) * z * z - 0.5 * z + 1.0;
+}
+
+// sin, cos and tan of any f32: NaN for NaN and infinities, the sign of
+// zero kept by sin and tan.
+fn sine(v: f32) -> f32 {
+    if !is_finite(v) {
+        return nan();
+    }
+    // Quadrants 0 to 3: sin r, cos r, -sin r, -cos r; sin is odd.
+    let q = reduce_angle(abs(v));
+    let s = select(sin_kernel(q.r), cos_kernel(q.r), (q.n & 1u) == 1u);
+    return select(s, -s, (q.n >= 2u) != sign_bit(v));
+}
+
+fn cosine(v: f32) -> f32 {
+    if !is_finite(v) {
+        return nan();
+    }
+    // Quadrants 0 to 3: cos r, -sin r, -cos r, sin r; cos is even.
+    let q = reduce_angle(abs(v));
+    let c = select(cos_kernel(q.r), sin_kernel(q.r), (q.n & 1u) == 1u);
+    return select(c, -c, q.n == 1u || q.n == 2u);
+}
+
+fn tangent(v: f32) -> f32 {
+    if !is_finite(v) {
+        return nan();
+    }
+    let q = reduce_angle(abs(v));
+    let z = q.r * q.r;
+    let poly = (((((9.38540185543e-3 * z + 3.11992232697e-3) * z + 2.44301354525e-2) * z + 5.34112807005e-2) * z
+        + 1.33387994085e-1) * z + 3.33331568548e-1) * z * q.r + q.r;
+    let t = select(poly, -1.0 / poly, (q.n & 1u) == 1u);
+    return select(t, -t, sign_bit(v));
 }
 
 // The error function: its Maclaurin series below 0.5, where 1 - erfc
@@ -57,20 +260,20 @@ fn apply_f32(v: f32) -> f32 {
     switch OP {
         case 0u: { return -v; }
         case 1u: { return abs(v); }
-        case 2u: { return sqrt(v); }
-        case 3u: { return inverseSqrt(v); }
+        case 2u: { return square_root(v); }
+        case 3u: { return reciprocal_root(v); }
         case 4u: { return v * v; }
-        case 5u: { return exp(v); }
-        case 6u: { return log(v); }
-        case 7u: { return sin(v); }
-        case 8u: { return cos(v); }
+        case 5u: { return exponential(v); }
+        case 6u: { return logarithm(v); }
+        case 7u: { return sine(v); }
+        case 8u: { return cosine(v); }
         case 9u: { return stable_tanh(v); }
         case 10u: { return 1.0 / (1.0 + exp(-v)); }
         // NaN stays NaN: told by its bits, since NVIDIA's compiler turns
         // `select(v, 0.0, v < 0.0)` into a max that drops it.
         case 11u: { return select(select(v, 0.0, v < 0.0), v, is_nan(v)); }
         case 12u: { return erf(v); }
-        case 13u: { return max(v, 0.0) + log1p(exp(-abs(v))); }
+        case 13u: { return max(v, 0.0) + log1p(exponential(-abs(v))); }
         case 14u: { return select(expm1(v), v, v > 0.0); }
         case 15u: { return SELU_SCALE * select(SELU_ALPHA * expm1(v), v, v > 0.0); }
         case 16u: { return log1p(v); }
@@ -81,25 +284,29 @@ fn apply_f32(v: f32) -> f32 {
         case 20u: { return round(v); }
         case 21u: { return select(select(select(v, -1.0, v < 0.0), 1.0, v > 0.0), v, is_nan(v)); }
         case 22u: { return 1.0 / v; }
-        case 23u: { return atan(v); }
-        case 24u: { return sinh(v); }
-        case 25u: { return cosh(v); }
-        case 26u: { return tan(v); }
-        // Through atan2: lavapipe's own asin and acos are off by 4e-4.
-        case 27u: { return arc(v, atan2(v, sqrt((1.0 - v) * (1.0 + v)))); }
-        case 28u: { return arc(v, atan2(sqrt((1.0 - v) * (1.0 + v)), v)); }
+        case 23u: { return arctan(v); }
+        case 24u: { return hyperbolic_sine(v); }
+        case 25u: { return hyperbolic_cosine(v); }
+        case 26u: { return tangent(v); }
+        // Through arctan2: lavapipe's own asin and acos are off by 4e-4.
+        case 27u: { return arc(v, arctan2(v, sqrt((1.0 - v) * (1.0 + v)))); }
+        case 28u: { return arc(v, arctan2(sqrt((1.0 - v) * (1.0 + v)), v)); }
         case 29u: { return select(v, attr(0u) * v, v < 0.0); }
-        // NaN fails both comparisons, and so stays NaN in these two.
+        // NaN fails the comparison, and so stays NaN.
         case 30u: { return select(select(attr(0u), 1.0, v > 0.0), v, is_nan(v)); }
-        case 31u: { return select(select(v, attr(1u), v > attr(1u)), attr(0u), v < attr(0u)); }
-        // The inverse hyperbolic functions through log1p, accurate near 0
-        // (asinh(v) = log1p(|v| + v^2 / (1 + sqrt(1 + v^2))), odd);
-        // outside their domains sqrt and log1p of negatives are NaN, made so
-        // explicitly since WGSL leaves them undefined.
-        case 32u: { let a = abs(v); return sign(v) * log1p(a + a * a / (1.0 + sqrt(1.0 + a * a))); }
-        case 33u: { return select(bitcast<f32>(0x7fc00000u), log(v + sqrt((v - 1.0) * (v + 1.0))), v >= 1.0); }
+        // NaN fails both comparisons; told by its bits too, lest a compiler
+        // make the selects a clamp, which may drop it.
+        case 31u: { return select(select(select(v, attr(1u), v > attr(1u)), attr(0u), v < attr(0u)), v, is_nan(v)); }
+        // The inverse hyperbolic functions through log1p, accurate near 0;
+        // above 4096, where v^2 would overflow, asinh(v) and acosh(v) are
+        // ln(2v) to f32 precision. Outside their domains sqrt and log1p of
+        // negatives are NaN, made so explicitly since WGSL leaves them
+        // undefined.
+        case 32u: { return inverse_sinh(v); }
+        case 33u: { return select(nan(), inverse_cosh(v), v >= 1.0); }
         case 34u: { return arc(v, 0.5 * log1p(2.0 * v / (1.0 - v))); }
-        case 35u: { return select(select(v, 6.0, v > 6.0), 0.0, v < 0.0); }
+        // Relu6 clips as ClipByValue does, NaN kept the same way.
+        case 35u: { return select(select(select(v, 6.0, v > 6.0), 0.0, v < 0.0), v, is_nan(v)); }
         default: { return v; }
     }
 }
