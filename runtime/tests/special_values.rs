@@ -65,17 +65,6 @@ const SIGNED_ZERO: &[&str] = &[
     "Select",
 ];
 
-/// Cases that still fail and that another change fixes: the NaN handling
-/// of the pool and matmul kernels, whose files are the conv/matmul work's
-/// (its fix of `FusedMatMul`'s relu giving 0 for NaN where `Relu` keeps
-/// it, and of `MaxPool` dropping NaN where `Max` keeps it, is pending).
-/// Every case of a kernel named here runs and prints what it finds, but
-/// does not fail the test; remove an entry once its cases pass.
-const KNOWN: &[(&str, &str)] = &[
-    ("MaxPool", "the pool NaN fix pending in the conv/pool kernels (both backends drop NaN today)"),
-    ("FusedMatMul", "the fused-matmul relu NaN fix pending in the matmul kernels (both backends give 0 for NaN today)"),
-];
-
 /// The built-in spec.
 fn spec() -> opforge_spec::Spec {
     opforge_spec::parse(include_str!("../../ops-spec/ops.toml"), "ops.toml").expect("the built-in spec parses")
@@ -319,16 +308,10 @@ fn agreement(kernel: &str) -> Agreement {
     }
 }
 
-/// Asserts that `found` is empty, cases of [`KNOWN`] kernels aside (printed).
+/// Asserts that `found` is empty.
 #[track_caller]
 fn assert_none(found: Vec<String>) {
-    let (known, new): (Vec<String>, Vec<String>) =
-        found.into_iter().partition(|f| KNOWN.iter().any(|(k, _)| f.starts_with(&format!("{k} "))));
-    for f in &known {
-        let why = KNOWN.iter().find(|(k, _)| f.starts_with(&format!("{k} "))).map_or("", |(_, why)| why);
-        eprintln!("known, fixed by {why}: {f}");
-    }
-    assert!(new.is_empty(), "{} differences between cpu and wgpu:\n{}", new.len(), new.join("\n"));
+    assert!(found.is_empty(), "{} differences between cpu and wgpu:\n{}", found.len(), found.join("\n"));
 }
 
 #[test]
@@ -468,18 +451,14 @@ fn pools_and_fused_relu_agree_at_special_values() {
     let x = Tensor::from_vec(image.clone(), &[1, F32.len(), F32.len(), 2]).unwrap();
     for padding in [kernels::Padding::Valid, kernels::Padding::Same] {
         for (filter, strides) in [(vec![2, 2], vec![1, 1]), (vec![3, 1], vec![2, 1])] {
-            let attrs = kernels::MaxPoolAttrs {
+            let pool = kernels::PoolParams {
                 filter_size: filter.clone(),
                 strides: strides.clone(),
                 padding,
                 explicit_paddings: None,
             };
-            let avg = kernels::AvgPoolAttrs {
-                filter_size: filter.clone(),
-                strides: strides.clone(),
-                padding,
-                explicit_paddings: None,
-            };
+            let attrs = kernels::MaxPoolAttrs { pool: pool.clone() };
+            let avg = kernels::AvgPoolAttrs { pool };
             let case = |k: &str| format!("{k} {padding:?} filter {filter:?} strides {strides:?}");
             let (max, avg): (Attrs, Attrs) = (Box::new(attrs), Box::new(avg));
             found.extend(compare(
@@ -514,13 +493,18 @@ fn pools_and_fused_relu_agree_at_special_values() {
     // for: `MaxPool` of each pair as `Max` over it, the epilogue as `Relu`.
     let pairs = Tensor::from_vec(image.clone(), &[F32.len() * F32.len(), 2]).unwrap();
     let window: Attrs = Box::new(kernels::MaxPoolAttrs {
-        filter_size: vec![1, 2],
-        strides: vec![1, 2],
-        padding: kernels::Padding::Valid,
-        explicit_paddings: None,
+        pool: kernels::PoolParams {
+            filter_size: vec![1, 2],
+            strides: vec![1, 2],
+            padding: kernels::Padding::Valid,
+            explicit_paddings: None,
+        },
     });
     let want_max = opforge::ops::max(&pairs, Some(&[1]), false).unwrap();
-    let want_relu = opforge::ops::relu(&values).unwrap();
+    // What the fused kernel stands for, composed: the product and the bias
+    // first (which turn -0 into +0, as any sum starting from 0 does), then `Relu`.
+    let product = opforge::ops::matmul(&values, &one, false, false).unwrap();
+    let want_relu = opforge::ops::relu(&opforge::ops::add(&product, &bias).unwrap()).unwrap();
     let text = |i: usize| format!("{:?}, {:?}", image[2 * i], image[2 * i + 1]);
     for b in [BackendId::Cpu, BackendId::Wgpu] {
         let x = Tensor::from_vec(image.clone(), &[1, F32.len() * F32.len(), 2, 1]).unwrap().to_backend(b).unwrap();

@@ -156,16 +156,10 @@ fn inside(o: u32, size: u32, stride: u32, pad: u32, len: u32) -> vec2<u32> {
     return vec2<u32>(first, max(first, last));
 }
 
-// Whether v is NaN, by its bits: `v != v` may be folded away by a compiler
-// that assumes no NaNs.
-fn pool_nan(v: f32) -> bool {
-    return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;
-}
-
 // Whether v wins over best in a max pool: larger, or a NaN over a number,
 // so that a NaN in a window gives NaN, as Max does.
 fn beats(v: f32, best: f32) -> bool {
-    return v > best || (pool_nan(v) && !pool_nan(best));
+    return v > best || (is_nan(v) && !is_nan(best));
 }
 
 // The first largest element (the first NaN, if any) of window (oh, ow)
