@@ -119,6 +119,25 @@ pub enum Error {
         /// Where the second was registered.
         second: Location,
     },
+    /// A registration at run time ([`crate::registry::register_kernel`] or
+    /// [`crate::registry::register_gradient`]) of a kernel or gradient that
+    /// already has one. It replaces nothing: the `override_` forms of those
+    /// functions do.
+    AlreadyRegistered {
+        /// The kernel (registering a kernel), or the kernel the gradient differentiates.
+        kernel: &'static str,
+        /// For a kernel, its backend and the backend's type as
+        /// [`crate::registry::override_kernel`] takes it (`Cpu`); `None` for a gradient.
+        backend: Option<(BackendId, &'static str)>,
+        /// Where the registration in place was made: the `#[kernel]` or
+        /// `#[gradient]` attribute, or the call that made it at run time.
+        existing: Location,
+        /// The function of the registration in place, `<runtime>` for one
+        /// made at run time.
+        existing_function: &'static str,
+        /// Where the refused call is.
+        call: Location,
+    },
     /// No gradient is registered for a differentiable kernel on a gradient's path.
     GradientNotFound {
         /// The kernel.
@@ -303,6 +322,41 @@ impl fmt::Display for Error {
                 "kernel `{kernel}` has two gradients, at {first} and at {second}; \
                  mark the replacement `#[gradient({kernel}, override)]` or remove one"
             ),
+            Error::AlreadyRegistered { kernel, backend, existing, existing_function, call } => {
+                let (has, attribute, register, replace, remove) = match backend {
+                    Some((b, ty)) => (
+                        format!("a `{b}` kernel"),
+                        "#[kernel]",
+                        "register_kernel",
+                        format!("override_kernel::<{kernel}, {ty}>"),
+                        "unregister_kernel",
+                    ),
+                    None => (
+                        "a gradient".to_owned(),
+                        "#[gradient]",
+                        "register_gradient",
+                        format!("override_gradient::<{kernel}, _>"),
+                        "unregister_gradient",
+                    ),
+                };
+                write!(f, "kernel `{kernel}` already has {has}, ")?;
+                match *existing_function {
+                    crate::registry::RUNTIME => write!(f, "registered at run time at {existing}")?,
+                    function => write!(f, "`{function}`, registered with `{attribute}` at {existing}")?,
+                }
+                if existing == call {
+                    f.write_str(" (by an earlier call from the same line)")?;
+                }
+                let scoped = match backend {
+                    Some(_) => "with_kernel_override",
+                    None => "with_gradient_override",
+                };
+                write!(
+                    f,
+                    "; `registry::{register}` at {call} does not replace it: call `registry::{replace}` to replace it \
+                     (`registry::{scoped}` for one thread and one closure), or remove it first with `registry::{remove}`"
+                )
+            }
             Error::GradientNotFound { kernel, input } => {
                 write!(f, "kernel `{kernel}` has no registered gradient")?;
                 if !input.is_empty() {

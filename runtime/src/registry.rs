@@ -568,13 +568,25 @@ fn leak_kernel<K: KernelSpec, B: Backend>(
         func: Box::leak(func),
         replaces,
         location,
-        function: "<runtime>",
-        crate_name: "<runtime>",
+        function: RUNTIME,
+        crate_name: RUNTIME,
     }))
 }
 
-/// Registers a kernel at run time (TF.js `registerKernel`). Fails if
-/// `(K, B)` already has a kernel; use [`override_kernel`] to replace one.
+/// The function and crate name of registrations made at run time.
+pub(crate) const RUNTIME: &str = "<runtime>";
+
+/// The last segment of a type's path (`Cpu` for `opforge::backend::Cpu`),
+/// as a user names it.
+fn short_type_name<T>() -> &'static str {
+    let name = std::any::type_name::<T>();
+    name.rsplit("::").next().unwrap_or(name)
+}
+
+/// Registers a kernel at run time (TF.js `registerKernel`). Fails with
+/// [`Error::AlreadyRegistered`], naming the registration in place and this
+/// call, if `(K, B)` already has a kernel; use [`override_kernel`] to
+/// replace one.
 ///
 /// Runtime registrations are leaked: they are meant for plugins and tests,
 /// registered a bounded number of times.
@@ -593,11 +605,12 @@ pub fn register_kernel<K: KernelSpec, B: Backend>(
     let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);
     // A backend that runs any kernel yields to a registered one.
     if let Some(existing) = resolve_kernel(&overlay, K::NAME, B::id()).ok().filter(|e| !is_any_kernel(e)) {
-        return Err(Error::DuplicateKernel {
+        return Err(Error::AlreadyRegistered {
             kernel: K::NAME,
-            backend: B::id(),
-            first: existing.location,
-            second: location,
+            backend: Some((B::id(), short_type_name::<B>())),
+            existing: existing.location,
+            existing_function: existing.function,
+            call: location,
         });
     }
     overlay.kernels.insert((K::NAME.to_owned(), B::id()), Some(leak_kernel::<K, B>(f, false, location)));
@@ -674,13 +687,14 @@ fn leak_gradient<K: Differentiable, G: IntoGrads<K>>(
         func: Box::leak(func),
         replaces,
         location,
-        function: "<runtime>",
-        crate_name: "<runtime>",
+        function: RUNTIME,
+        crate_name: RUNTIME,
     }))
 }
 
-/// Registers a gradient at run time (TF.js `registerGradient`). Fails if
-/// `K` already has one; use [`override_gradient`] to replace it.
+/// Registers a gradient at run time (TF.js `registerGradient`). Fails with
+/// [`Error::AlreadyRegistered`] if `K` already has one; use
+/// [`override_gradient`] to replace it.
 ///
 /// ```
 /// use opforge::{kernels::Sqrt, registry, Tensor};
@@ -694,7 +708,13 @@ pub fn register_gradient<K: Differentiable, G: IntoGrads<K>>(
     let location = caller();
     let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);
     if let Some(existing) = current_gradient(&overlay, K::NAME)? {
-        return Err(Error::DuplicateGradient { kernel: K::NAME, first: existing.location, second: location });
+        return Err(Error::AlreadyRegistered {
+            kernel: K::NAME,
+            backend: None,
+            existing: existing.location,
+            existing_function: existing.function,
+            call: location,
+        });
     }
     overlay.gradients.insert(K::NAME.to_owned(), Some(leak_gradient::<K, G>(f, false, location)));
     Ok(())
