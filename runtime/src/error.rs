@@ -1,5 +1,6 @@
 //! The one error type of opforge.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::{BackendId, DType, Shape};
@@ -22,11 +23,21 @@ impl fmt::Display for Location {
     }
 }
 
-/// The shape and dtype of one input, as errors report it (`f32[2, 3]`).
+/// The shape and dtype of one input, as errors report it (`x: f32[2, 3]`).
+///
+/// ```
+/// use opforge::{ops, Error, Tensor};
+/// let (a, b) = (Tensor::from_vec(vec![1.0f32; 2], &[2])?, Tensor::from_vec(vec![1.0f32; 3], &[3])?);
+/// let Error::InvalidArgument { inputs, .. } = ops::add_n(&[a, b]).unwrap_err() else { unreachable!() };
+/// // The tensors of a variadic input are named by their place in the list.
+/// assert_eq!((inputs[0].name.as_ref(), inputs[1].to_string().as_str()), ("values[0]", "values[1]: f32[3]"));
+/// # Ok::<(), opforge::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputDesc {
-    /// The input's name in the spec (`a`, `x`).
-    pub name: &'static str,
+    /// The input's name in the spec (`a`, `x`), or for a tensor of a
+    /// variadic input, the input's name and its place in the list (`values[1]`).
+    pub name: Cow<'static, str>,
     /// Its dtype.
     pub dtype: DType,
     /// Its shape.
