@@ -250,6 +250,30 @@ pub enum Error {
         /// Its value.
         value: f32,
     },
+    /// Debug mode (`opforge::set_debug`) found NaN or infinity in a
+    /// kernel's output, and one of the kernel's f32 inputs already had
+    /// some when it ran: the values came in from outside the kernels that
+    /// debug mode checked (the data given, a tensor made before debug mode
+    /// was on), and the kernel that met them first is not to blame.
+    NonFiniteInput {
+        /// The op that was called, with its composite ops.
+        op: String,
+        /// The kernel that received the input.
+        kernel: &'static str,
+        /// The backend it ran on.
+        backend: BackendId,
+        /// In a backward pass: the kernel whose gradient ran this one.
+        gradient_of: Option<&'static str>,
+        /// The input that was non-finite on entry, as `inputs` names it
+        /// (`x`, `values[1]`).
+        input: Cow<'static, str>,
+        /// The kernel's inputs.
+        inputs: Vec<InputDesc>,
+        /// The input's first bad element's index, row-major.
+        index: usize,
+        /// Its value.
+        value: f32,
+    },
     /// A kernel panicked. The engine caught the panic at the kernel's
     /// boundary; nothing it computed is kept.
     KernelPanicked {
@@ -408,6 +432,19 @@ impl fmt::Display for Error {
                     write!(f, ", in the gradient of `{g}`")?;
                 }
                 write!(f, "): output {output} has {value} at element {index}")?;
+                write_inputs(f, inputs)
+            }
+            Error::NonFiniteInput { op, kernel, backend, gradient_of, input, inputs, index, value } => {
+                write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`")?;
+                if let Some(g) = gradient_of {
+                    write!(f, ", in the gradient of `{g}`")?;
+                }
+                write!(
+                    f,
+                    "): input `{input}` was already non-finite on entry, {value} at element {index}, so its output \
+                     is too; it did not come from a kernel checked in debug mode: look at the data given \
+                     (or a tensor made before debug mode was on)"
+                )?;
                 write_inputs(f, inputs)
             }
             Error::KernelFailed { op, kernel, backend, inputs, message } => {
