@@ -128,7 +128,10 @@ fn a_refused_runtime_registration_says_how_to_replace_at_run_time_and_names_both
     let (e, line) = (registry::register_kernel::<Sqrt, Cpu>(|a, _| Ok(a.x.clone())).unwrap_err(), line!());
     let text = e.to_string();
     assert!(matches!(e, Error::AlreadyRegistered { kernel: "Sqrt", backend: Some((BackendId::Cpu, "Cpu")), .. }));
-    assert!(text.starts_with("kernel `Sqrt` already has a `cpu` kernel, `sqrt`, registered with `#[kernel]` at "), "{text}");
+    assert!(
+        text.starts_with("kernel `Sqrt` already has a `cpu` kernel, `sqrt`, registered with `#[kernel]` at "),
+        "{text}"
+    );
     assert!(text.contains("backend/cpu/"), "{text}");
     assert!(text.contains(&format!("`registry::register_kernel` at {} does not replace it", here(line))), "{text}");
     assert!(text.contains("call `registry::override_kernel::<Sqrt, Cpu>` to replace it"), "{text}");
@@ -140,7 +143,10 @@ fn a_refused_runtime_registration_says_how_to_replace_at_run_time_and_names_both
     let e = register_quadruple().unwrap_err().to_string();
     let first = registry::kernel_for("Quadruple", BackendId::Cpu).unwrap().location;
     assert_eq!(first.file, file!(), "the registering line, not registry.rs");
-    assert!(e.starts_with(&format!("kernel `Quadruple` already has a `cpu` kernel, registered at run time at {first}")), "{e}");
+    assert!(
+        e.starts_with(&format!("kernel `Quadruple` already has a `cpu` kernel, registered at run time at {first}")),
+        "{e}"
+    );
     assert!(e.contains("(by an earlier call from the same line)"), "{e}");
     assert!(e.contains("call `registry::override_kernel::<Quadruple, Cpu>`"), "{e}");
     registry::restore_kernel("Quadruple", BackendId::Cpu);
@@ -149,7 +155,10 @@ fn a_refused_runtime_registration_says_how_to_replace_at_run_time_and_names_both
     let (e, line) = (registry::register_gradient::<Exp, Tensor>(|a| Ok(a.dy.clone())).unwrap_err(), line!());
     let text = e.to_string();
     assert!(matches!(e, Error::AlreadyRegistered { kernel: "Exp", backend: None, .. }), "{text}");
-    assert!(text.starts_with("kernel `Exp` already has a gradient, `exp_grad`, registered with `#[gradient]` at "), "{text}");
+    assert!(
+        text.starts_with("kernel `Exp` already has a gradient, `exp_grad`, registered with `#[gradient]` at "),
+        "{text}"
+    );
     assert!(text.contains(&format!("`registry::register_gradient` at {} does not replace it", here(line))), "{text}");
     assert!(text.contains("call `registry::override_gradient::<Exp, _>` to replace it"), "{text}");
     assert!(!text.contains("#[gradient(Exp, override)]"), "{text}");

@@ -67,9 +67,10 @@ fn a_first_dispatch_inside_the_closure_is_not_cached_for_others() {
     // Nothing else in this binary runs `Reciprocal`: its slot is empty
     // until the overriding thread dispatches it.
     let x = Tensor::from_vec(vec![2.0f32, 4.0], &[2]).unwrap();
-    let inside = registry::with_kernel_override::<Reciprocal, Cpu, _>(|a, _| Ok(a.x.clone()), || {
-        ops::reciprocal(&x).unwrap().to_vec::<f32>().unwrap()
-    });
+    let inside = registry::with_kernel_override::<Reciprocal, Cpu, _>(
+        |a, _| Ok(a.x.clone()),
+        || ops::reciprocal(&x).unwrap().to_vec::<f32>().unwrap(),
+    );
     assert_eq!(inside, [2.0, 4.0]);
     let elsewhere = std::thread::scope(|s| s.spawn(|| ops::reciprocal(&x).unwrap().to_vec::<f32>().unwrap()).join());
     assert_eq!(elsewhere.unwrap(), [0.5, 0.25]);
@@ -81,12 +82,15 @@ fn overrides_nest_and_end_on_a_panic() {
     let got = registry::with_kernel_override::<Neg, Cpu, _>(
         |a, _| Ok(a.x.clone()),
         || {
-            let inner = registry::with_kernel_override::<Neg, Cpu, _>(|a, _| Ok(a.x.clone()), || {
-                registry::with_kernel_override::<Neg, Cpu, _>(
-                    |a, out| opforge::backend::cpu::CpuTensor::from_vec(&out.shape, vec![7.0f32; a.x.numel()]),
-                    neg,
-                )
-            });
+            let inner = registry::with_kernel_override::<Neg, Cpu, _>(
+                |a, _| Ok(a.x.clone()),
+                || {
+                    registry::with_kernel_override::<Neg, Cpu, _>(
+                        |a, out| opforge::backend::cpu::CpuTensor::from_vec(&out.shape, vec![7.0f32; a.x.numel()]),
+                        neg,
+                    )
+                },
+            );
             (inner, neg())
         },
     );
