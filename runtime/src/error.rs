@@ -290,6 +290,22 @@ pub enum Error {
         /// The panic's message.
         message: String,
     },
+    /// A checkpoint ([`crate::train::save_checkpoint`],
+    /// [`crate::train::load_checkpoint`]) that could not be written, or a
+    /// file that does not hold what the variables and optimizer given to
+    /// load it need: unreadable, truncated or corrupt, or with a tensor
+    /// missing, left over, or of another shape or dtype. Nothing was
+    /// changed: not the file on a failed save, not the variables or the
+    /// optimizer on a failed load.
+    Checkpoint {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The tensor concerned, by its name in the file (a variable's
+        /// name, or an optimizer's `adam/m/<variable name>`), if one is.
+        tensor: Option<String>,
+        /// What is wrong.
+        message: String,
+    },
     /// An error from a kernel or backend, with the kernel and backend it came from.
     Backend {
         /// The kernel, or `""` outside a kernel.
@@ -462,6 +478,13 @@ impl fmt::Display for Error {
                 f,
                 "op `{op}` (kernel `{kernel}`, backend `{backend}`): out of memory: its output {tensor} needs {bytes} bytes"
             ),
+            Error::Checkpoint { path, tensor, message } => {
+                write!(f, "checkpoint `{}`: ", path.display())?;
+                if let Some(tensor) = tensor {
+                    write!(f, "tensor `{tensor}`: ")?;
+                }
+                f.write_str(message)
+            }
             Error::Backend { kernel: "", backend, message } => {
                 write!(f, "backend `{backend}`: {message}")
             }
