@@ -201,7 +201,7 @@ pub mod cli {
         if let Some(path) = &args.resume {
             load_checkpoint(path, vars, adam)?;
             let steps = adam.iterations() as usize;
-            if steps % steps_per_epoch.max(1) != 0 {
+            if !steps.is_multiple_of(steps_per_epoch.max(1)) {
                 return Err(format!(
                     "checkpoint `{}` holds {steps} steps, not whole epochs of {steps_per_epoch}: \
                      was it saved by this example, with this data and batch size?",

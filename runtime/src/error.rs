@@ -266,7 +266,7 @@ pub enum Error {
         gradient_of: Option<&'static str>,
         /// The input that was non-finite on entry, as `inputs` names it
         /// (`x`, `values[1]`).
-        input: Cow<'static, str>,
+        input: Box<str>,
         /// The kernel's inputs.
         inputs: Vec<InputDesc>,
         /// The input's first bad element's index, row-major.

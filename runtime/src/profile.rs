@@ -223,7 +223,7 @@ pub fn set_debug(enabled: bool) -> bool {
 /// // A NaN in the data is the data's, not the first kernel's to meet it.
 /// let bad = Tensor::from_vec(vec![1.0f32, f32::NAN], &[2])?;
 /// let e = opforge::with_debug(true, || ops::exp(&bad)).unwrap_err();
-/// assert!(matches!(&e, Error::NonFiniteInput { kernel: "Exp", input, index: 1, .. } if input == "x"), "{e}");
+/// assert!(matches!(&e, Error::NonFiniteInput { kernel: "Exp", input, index: 1, .. } if &**input == "x"), "{e}");
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn with_debug<T>(enabled: bool, f: impl FnOnce() -> T) -> T {
@@ -354,7 +354,7 @@ fn check_finite(y: &Tensor, run: &KernelRun<'_>) -> Result<()> {
     for (i, x) in run.inputs.iter().enumerate() {
         if let Some((index, value)) = first_non_finite(x)? {
             let inputs = (run.describe)();
-            let input = inputs.get(i).map_or(std::borrow::Cow::Borrowed("?"), |d| d.name.clone());
+            let input = inputs.get(i).map_or("?".into(), |d| d.name.as_ref().into());
             return Err(Error::NonFiniteInput {
                 op: (run.op)(),
                 kernel: run.kernel,

@@ -871,9 +871,9 @@ pub fn with_kernel_override<K: KernelSpec, B: Backend, T>(
     f: impl Fn(K::Args<'_, B>, &K::OutMeta) -> Result<K::Out<B>> + Send + Sync + 'static,
     body: impl FnOnce() -> T,
 ) -> T {
-    fn typed<F: 'static, K: KernelSpec, B: Backend>(f: F, location: Location) -> &'static KernelEntry
+    fn typed<F, K: KernelSpec, B: Backend>(f: F, location: Location) -> &'static KernelEntry
     where
-        F: Fn(K::Args<'_, B>, &K::OutMeta) -> Result<K::Out<B>> + Send + Sync,
+        F: Fn(K::Args<'_, B>, &K::OutMeta) -> Result<K::Out<B>> + Send + Sync + 'static,
     {
         scoped_entry::<F, (F, K, B), KernelEntry>(location, || leak_kernel::<K, B>(f, true, location))
     }
@@ -912,9 +912,9 @@ pub fn with_gradient_override<K: Differentiable, G: IntoGrads<K>, T>(
     f: impl Fn(K::GradArgs<'_>) -> Result<G> + Send + Sync + 'static,
     body: impl FnOnce() -> T,
 ) -> T {
-    fn typed<F: 'static, K: Differentiable, G: IntoGrads<K>>(f: F, location: Location) -> &'static GradientEntry
+    fn typed<F, K: Differentiable, G: IntoGrads<K>>(f: F, location: Location) -> &'static GradientEntry
     where
-        F: Fn(K::GradArgs<'_>) -> Result<G> + Send + Sync,
+        F: Fn(K::GradArgs<'_>) -> Result<G> + Send + Sync + 'static,
     {
         scoped_entry::<F, (F, K), GradientEntry>(location, || leak_gradient::<K, G>(f, true, location))
     }

@@ -63,7 +63,10 @@ fn bits(vars: &[Variable]) -> Vec<Vec<u32>> {
     vars.iter().map(|v| v.value().to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect()).collect()
 }
 
-fn optimizers() -> [(&'static str, fn() -> Box<dyn Optimizer>); 3] {
+/// Makes a fresh optimizer.
+type Make = fn() -> Box<dyn Optimizer>;
+
+fn optimizers() -> [(&'static str, Make); 3] {
     [
         ("adam", || Box::new(Adam::new(0.01))),
         ("momentum", || Box::new(Momentum::new(0.05, 0.9).nesterov(true))),
