@@ -2,7 +2,12 @@
 //! with softmax cross-entropy and Adam, in minibatches, and checks its
 //! accuracy on a held-out fifth of the data.
 //!
-//! `cargo run --release --example train_mlp [-- --backend cpu|wgpu] [--epochs N] [--seed N]`
+//! `cargo run --release --example train_mlp [-- --backend cpu|wgpu] [--epochs N] [--seed N]
+//! [--save CHECKPOINT] [--resume CHECKPOINT]`
+//!
+//! `--save` writes the weights and Adam's state after every epoch, and
+//! `--resume` goes on from such a checkpoint at the next epoch, as the
+//! uninterrupted run would have (`opforge::train::save_checkpoint`).
 //!
 //! On `wgpu` the weights, every batch and every kernel of the step live on
 //! the GPU; the losses add up there and are read back once per epoch, for
@@ -31,7 +36,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         model.backend()
     );
     let mut adam = Adam::new(LEARNING_RATE);
-    cli::train(&args, &mut adam, |epoch, adam| model.train_epoch(&train, adam, epoch_seed(args.seed, epoch)))?;
+    let steps_per_epoch = train.len().div_ceil(BATCH);
+    cli::train(&args, &mut adam, &model.variables(), steps_per_epoch, |epoch, adam| {
+        model.train_epoch(&train, adam, epoch_seed(args.seed, epoch))
+    })?;
     println!("train accuracy: {:.3}", model.accuracy(&train)?);
     let accuracy = model.accuracy(&test)?;
     println!("test accuracy: {accuracy:.3}");

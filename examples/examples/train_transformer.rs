@@ -5,7 +5,12 @@
 //! decay. It reports the held-out loss in bits per character and samples a
 //! passage from a prompt.
 //!
-//! `cargo run --release --example train_transformer [-- --backend cpu|wgpu] [--epochs N] [--seed N]`
+//! `cargo run --release --example train_transformer [-- --backend cpu|wgpu] [--epochs N] [--seed N]
+//! [--save CHECKPOINT] [--resume CHECKPOINT]`
+//!
+//! `--save` writes the weights and Adam's state after every epoch, and
+//! `--resume` goes on from such a checkpoint at the next epoch, as the
+//! uninterrupted run would have (`opforge::train::save_checkpoint`).
 //!
 //! Everything comes from opforge: `embedding` (`GatherV2`, its gradient
 //! `UnsortedSegmentSum`), `layer_norm`, `scaled_dot_product_attention`
@@ -72,7 +77,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let steps = steps_per_epoch * args.epochs;
     let mut adam = Adam::new(LEARNING_RATE);
     let show_progress = std::io::stderr().is_terminal();
-    cli::train(&args, &mut adam, |epoch, adam| {
+    cli::train(&args, &mut adam, &model.variables(), steps_per_epoch, |epoch, adam| {
         let started = Instant::now();
         let starts = window_starts(train.len(), context + 1, epoch_seed(args.seed, epoch));
         let mut total = Tensor::scalar(0.0f32).to_backend(model.backend())?;

@@ -41,8 +41,8 @@ pub mod cli {
     use std::path::PathBuf;
     use std::time::Instant;
 
-    use opforge::train::Adam;
-    use opforge::BackendId;
+    use opforge::train::{load_checkpoint, save_checkpoint, Adam};
+    use opforge::{BackendId, Variable};
 
     use crate::digits::{self, Digits};
 
@@ -58,6 +58,11 @@ pub mod cli {
         /// Where to write a Chrome trace of the first epoch (and its SVG
         /// timeline beside it), if anywhere (`--profile`).
         pub profile: Option<PathBuf>,
+        /// Where to write a checkpoint after every epoch, if anywhere (`--save`).
+        pub save: Option<PathBuf>,
+        /// A checkpoint to go on from, if any (`--resume`): training starts
+        /// at the epoch after the last one it holds.
+        pub resume: Option<PathBuf>,
     }
 
     impl Args {
@@ -68,14 +73,27 @@ pub mod cli {
         /// let a = Args::parse("train_mlp", 30, ["--epochs", "3", "--seed=7"].map(String::from)).unwrap();
         /// assert_eq!((a.epochs, a.seed, a.backend), (3, 7, opforge::BackendId::Cpu));
         /// assert!(Args::parse("train_mlp", 30, ["--epochs", "0"].map(String::from)).is_err());
+        /// let a = Args::parse("train_cnn", 40, ["--save", "a.safetensors", "--resume=b.safetensors"].map(String::from));
+        /// let a = a.unwrap();
+        /// assert_eq!((a.save.unwrap().to_str(), a.resume.unwrap().to_str()), (Some("a.safetensors"), Some("b.safetensors")));
         /// ```
         pub fn parse(
             name: &str,
             default_epochs: usize,
             args: impl IntoIterator<Item = String>,
         ) -> Result<Args, String> {
-            let usage = format!("usage: {name} [--backend NAME] [--epochs N] [--seed N] [--profile TRACE.json]");
-            let mut parsed = Args { backend: BackendId::Cpu, epochs: default_epochs, seed: 42, profile: None };
+            let usage = format!(
+                "usage: {name} [--backend NAME] [--epochs N] [--seed N] [--profile TRACE.json] \
+                 [--save CHECKPOINT] [--resume CHECKPOINT]"
+            );
+            let mut parsed = Args {
+                backend: BackendId::Cpu,
+                epochs: default_epochs,
+                seed: 42,
+                profile: None,
+                save: None,
+                resume: None,
+            };
             let mut it = args.into_iter();
             while let Some(arg) = it.next() {
                 let (flag, inline) = match arg.split_once('=') {
@@ -100,6 +118,8 @@ pub mod cli {
                             .ok_or(format!("--epochs takes a positive number, not `{v}`"))?;
                     }
                     "--profile" => parsed.profile = Some(value()?.into()),
+                    "--save" => parsed.save = Some(value()?.into()),
+                    "--resume" => parsed.resume = Some(value()?.into()),
                     "--seed" => {
                         let v = value()?;
                         parsed.seed = v.parse().map_err(|_| format!("--seed takes a number, not `{v}`"))?;
@@ -156,16 +176,47 @@ pub mod cli {
         format!("[{}{}]", "=".repeat(filled), " ".repeat(width - filled))
     }
 
-    /// Runs `epoch(number, adam)` for each epoch, printing its loss and the
-    /// time so far, with epoch 1 profiled when `--profile` asks; then says
-    /// how long training took.
+    /// Runs `epoch(number, adam)` for each epoch (from 1), which trains
+    /// `vars` in `steps_per_epoch` steps of `adam`, printing its loss and
+    /// the time so far, with epoch 1 profiled when `--profile` asks; then
+    /// says how long training took.
+    ///
+    /// With `--resume`, `vars` and `adam` are first loaded from that
+    /// checkpoint and training goes on at the epoch after the last one it
+    /// holds (Adam's step count over `steps_per_epoch`); with `--save`, a
+    /// checkpoint is written after every epoch. `epoch` must draw whatever
+    /// it draws (the batch order) from its epoch number, as the examples
+    /// do, for a resumed run to repeat the uninterrupted one.
+    ///
+    /// Returns each epoch's loss, of the epochs it ran.
     pub fn train(
         args: &Args,
         adam: &mut Adam,
+        vars: &[&Variable],
+        steps_per_epoch: usize,
         mut epoch: impl FnMut(usize, &mut Adam) -> opforge::Result<f64>,
-    ) -> Result<(), Box<dyn Error>> {
+    ) -> Result<Vec<f64>, Box<dyn Error>> {
         let start = Instant::now();
-        for e in 1..=args.epochs {
+        let mut first = 1;
+        if let Some(path) = &args.resume {
+            load_checkpoint(path, vars, adam)?;
+            let steps = adam.iterations() as usize;
+            if !steps.is_multiple_of(steps_per_epoch.max(1)) {
+                return Err(format!(
+                    "checkpoint `{}` holds {steps} steps, not whole epochs of {steps_per_epoch}: \
+                     was it saved by this example, with this data and batch size?",
+                    path.display()
+                )
+                .into());
+            }
+            first = steps / steps_per_epoch.max(1) + 1;
+            println!("resumed from {}: {} epochs ({steps} steps) done", path.display(), first - 1);
+        }
+        if let Some(path) = &args.save {
+            println!("saving a checkpoint to {} after every epoch", path.display());
+        }
+        let mut losses = Vec::new();
+        for e in first..=args.epochs {
             let mut run = || epoch(e, adam);
             let loss = match (&args.profile, e) {
                 (Some(path), 1) => {
@@ -183,16 +234,20 @@ pub mod cli {
                 }
                 _ => run()?,
             };
+            if let Some(path) = &args.save {
+                save_checkpoint(path, vars, adam)?;
+            }
             println!(
                 "epoch {e:>2}/{} {} loss {loss:.4}  ({:.2} s)",
                 args.epochs,
                 progress_bar(e, args.epochs, 20),
                 start.elapsed().as_secs_f64()
             );
+            losses.push(loss);
         }
         let elapsed = start.elapsed().as_secs_f64();
-        println!("trained {} epochs ({} steps) in {elapsed:.2} s", args.epochs, adam.iterations());
-        Ok(())
+        println!("trained {} epochs ({} steps in all) in {elapsed:.2} s", losses.len(), adam.iterations());
+        Ok(losses)
     }
 }
 

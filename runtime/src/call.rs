@@ -58,7 +58,7 @@ impl Absent {
     }
 }
 
-/// The metas of a kernel's outputs, as [`KernelSpec::infer`] gives them:
+/// The metas of a kernel's outputs, as [`KernelSpec::infer`](crate::spec::KernelSpec::infer) gives them:
 /// inline for the usual one output, so that a call allocates nothing.
 pub type Metas = smallvec::SmallVec<[TensorMeta; 1]>;
 

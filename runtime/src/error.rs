@@ -1,5 +1,6 @@
 //! The one error type of opforge.
 
+use std::borrow::Cow;
 use std::fmt;
 
 use crate::{BackendId, DType, Shape};
@@ -22,11 +23,21 @@ impl fmt::Display for Location {
     }
 }
 
-/// The shape and dtype of one input, as errors report it (`f32[2, 3]`).
+/// The shape and dtype of one input, as errors report it (`x: f32[2, 3]`).
+///
+/// ```
+/// use opforge::{ops, Error, Tensor};
+/// let (a, b) = (Tensor::from_vec(vec![1.0f32; 2], &[2])?, Tensor::from_vec(vec![1.0f32; 3], &[3])?);
+/// let Error::InvalidArgument { inputs, .. } = ops::add_n(&[a, b]).unwrap_err() else { unreachable!() };
+/// // The tensors of a variadic input are named by their place in the list.
+/// assert_eq!((inputs[0].name.as_ref(), inputs[1].to_string().as_str()), ("values[0]", "values[1]: f32[3]"));
+/// # Ok::<(), opforge::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InputDesc {
-    /// The input's name in the spec (`a`, `x`).
-    pub name: &'static str,
+    /// The input's name in the spec (`a`, `x`), or for a tensor of a
+    /// variadic input, the input's name and its place in the list (`values[1]`).
+    pub name: Cow<'static, str>,
     /// Its dtype.
     pub dtype: DType,
     /// Its shape.
@@ -118,6 +129,25 @@ pub enum Error {
         first: Location,
         /// Where the second was registered.
         second: Location,
+    },
+    /// A registration at run time ([`crate::registry::register_kernel`] or
+    /// [`crate::registry::register_gradient`]) of a kernel or gradient that
+    /// already has one. It replaces nothing: the `override_` forms of those
+    /// functions do.
+    AlreadyRegistered {
+        /// The kernel (registering a kernel), or the kernel the gradient differentiates.
+        kernel: &'static str,
+        /// For a kernel, its backend and the backend's type as
+        /// [`crate::registry::override_kernel`] takes it (`Cpu`); `None` for a gradient.
+        backend: Option<(BackendId, &'static str)>,
+        /// Where the registration in place was made: the `#[kernel]` or
+        /// `#[gradient]` attribute, or the call that made it at run time.
+        existing: Location,
+        /// The function of the registration in place, `<runtime>` for one
+        /// made at run time.
+        existing_function: &'static str,
+        /// Where the refused call is.
+        call: Location,
     },
     /// No gradient is registered for a differentiable kernel on a gradient's path.
     GradientNotFound {
@@ -220,6 +250,30 @@ pub enum Error {
         /// Its value.
         value: f32,
     },
+    /// Debug mode (`opforge::set_debug`) found NaN or infinity in a
+    /// kernel's output, and one of the kernel's f32 inputs already had
+    /// some when it ran: the values came in from outside the kernels that
+    /// debug mode checked (the data given, a tensor made before debug mode
+    /// was on), and the kernel that met them first is not to blame.
+    NonFiniteInput {
+        /// The op that was called, with its composite ops.
+        op: String,
+        /// The kernel that received the input.
+        kernel: &'static str,
+        /// The backend it ran on.
+        backend: BackendId,
+        /// In a backward pass: the kernel whose gradient ran this one.
+        gradient_of: Option<&'static str>,
+        /// The input that was non-finite on entry, as `inputs` names it
+        /// (`x`, `values[1]`).
+        input: Box<str>,
+        /// The kernel's inputs.
+        inputs: Vec<InputDesc>,
+        /// The input's first bad element's index, row-major.
+        index: usize,
+        /// Its value.
+        value: f32,
+    },
     /// A kernel panicked. The engine caught the panic at the kernel's
     /// boundary; nothing it computed is kept.
     KernelPanicked {
@@ -234,6 +288,22 @@ pub enum Error {
         /// Its inputs.
         inputs: Vec<InputDesc>,
         /// The panic's message.
+        message: String,
+    },
+    /// A checkpoint ([`crate::train::save_checkpoint`],
+    /// [`crate::train::load_checkpoint`]) that could not be written, or a
+    /// file that does not hold what the variables and optimizer given to
+    /// load it need: unreadable, truncated or corrupt, or with a tensor
+    /// missing, left over, or of another shape or dtype. Nothing was
+    /// changed: not the file on a failed save, not the variables or the
+    /// optimizer on a failed load.
+    Checkpoint {
+        /// The file.
+        path: std::path::PathBuf,
+        /// The tensor concerned, by its name in the file (a variable's
+        /// name, or an optimizer's `adam/m/<variable name>`), if one is.
+        tensor: Option<String>,
+        /// What is wrong.
         message: String,
     },
     /// An error from a kernel or backend, with the kernel and backend it came from.
@@ -303,6 +373,41 @@ impl fmt::Display for Error {
                 "kernel `{kernel}` has two gradients, at {first} and at {second}; \
                  mark the replacement `#[gradient({kernel}, override)]` or remove one"
             ),
+            Error::AlreadyRegistered { kernel, backend, existing, existing_function, call } => {
+                let (has, attribute, register, replace, remove) = match backend {
+                    Some((b, ty)) => (
+                        format!("a `{b}` kernel"),
+                        "#[kernel]",
+                        "register_kernel",
+                        format!("override_kernel::<{kernel}, {ty}>"),
+                        "unregister_kernel",
+                    ),
+                    None => (
+                        "a gradient".to_owned(),
+                        "#[gradient]",
+                        "register_gradient",
+                        format!("override_gradient::<{kernel}, _>"),
+                        "unregister_gradient",
+                    ),
+                };
+                write!(f, "kernel `{kernel}` already has {has}, ")?;
+                match *existing_function {
+                    crate::registry::RUNTIME => write!(f, "registered at run time at {existing}")?,
+                    function => write!(f, "`{function}`, registered with `{attribute}` at {existing}")?,
+                }
+                if existing == call {
+                    f.write_str(" (by an earlier call from the same line)")?;
+                }
+                let scoped = match backend {
+                    Some(_) => "with_kernel_override",
+                    None => "with_gradient_override",
+                };
+                write!(
+                    f,
+                    "; `registry::{register}` at {call} does not replace it: call `registry::{replace}` to replace it \
+                     (`registry::{scoped}` for one thread and one closure), or remove it first with `registry::{remove}`"
+                )
+            }
             Error::GradientNotFound { kernel, input } => {
                 write!(f, "kernel `{kernel}` has no registered gradient")?;
                 if !input.is_empty() {
@@ -345,6 +450,19 @@ impl fmt::Display for Error {
                 write!(f, "): output {output} has {value} at element {index}")?;
                 write_inputs(f, inputs)
             }
+            Error::NonFiniteInput { op, kernel, backend, gradient_of, input, inputs, index, value } => {
+                write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`")?;
+                if let Some(g) = gradient_of {
+                    write!(f, ", in the gradient of `{g}`")?;
+                }
+                write!(
+                    f,
+                    "): input `{input}` was already non-finite on entry, {value} at element {index}, so its output \
+                     is too; it did not come from a kernel checked in debug mode: look at the data given \
+                     (or a tensor made before debug mode was on)"
+                )?;
+                write_inputs(f, inputs)
+            }
             Error::KernelFailed { op, kernel, backend, inputs, message } => {
                 write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`): {message}")?;
                 write_inputs(f, inputs)
@@ -360,6 +478,13 @@ impl fmt::Display for Error {
                 f,
                 "op `{op}` (kernel `{kernel}`, backend `{backend}`): out of memory: its output {tensor} needs {bytes} bytes"
             ),
+            Error::Checkpoint { path, tensor, message } => {
+                write!(f, "checkpoint `{}`: ", path.display())?;
+                if let Some(tensor) = tensor {
+                    write!(f, "tensor `{tensor}`: ")?;
+                }
+                f.write_str(message)
+            }
             Error::Backend { kernel: "", backend, message } => {
                 write!(f, "backend `{backend}`: {message}")
             }

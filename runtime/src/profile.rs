@@ -196,7 +196,10 @@ fn live_bytes() -> Vec<usize> {
 /// previous setting (TF.js `tf.env().set('DEBUG', true)`): after every
 /// kernel, its f32 output is checked for NaN and infinity, and the first one
 /// found fails the op with [`Error::NonFinite`], naming the kernel (and, in
-/// a backward pass, the kernel whose gradient it was). Reading a `wgpu`
+/// a backward pass, the kernel whose gradient it was). If one of the
+/// kernel's f32 inputs already held NaN or infinity, the values were there
+/// before any checked kernel ran (in the data given, say), and the error is
+/// [`Error::NonFiniteInput`], naming that input instead. Reading a `wgpu`
 /// output back waits for it, so debug mode is for finding a problem, not
 /// for speed. [`with_debug`] sets it for one thread and one closure.
 ///
@@ -217,6 +220,10 @@ pub fn set_debug(enabled: bool) -> bool {
 /// let e = opforge::with_debug(true, || ops::log(&x)).unwrap_err();
 /// assert!(matches!(e, Error::NonFinite { kernel: "Log", index: 1, .. }), "{e}");
 /// assert!(ops::log(&x).is_ok(), "off again: log(0) is -inf, as asked");
+/// // A NaN in the data is the data's, not the first kernel's to meet it.
+/// let bad = Tensor::from_vec(vec![1.0f32, f32::NAN], &[2])?;
+/// let e = opforge::with_debug(true, || ops::exp(&bad)).unwrap_err();
+/// assert!(matches!(&e, Error::NonFiniteInput { kernel: "Exp", input, index: 1, .. } if &**input == "x"), "{e}");
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn with_debug<T>(enabled: bool, f: impl FnOnce() -> T) -> T {
@@ -331,13 +338,35 @@ impl Drop for Watch {
     }
 }
 
-/// The first NaN or infinity of `y`, as [`Error::NonFinite`].
-fn check_finite(y: &Tensor, run: &KernelRun<'_>) -> Result<()> {
-    if y.dtype() != DType::F32 {
-        return Ok(());
+/// The first NaN or infinity of `t` and its index, if `t` is f32 and has one.
+fn first_non_finite(t: &Tensor) -> Result<Option<(usize, f32)>> {
+    if t.dtype() != DType::F32 {
+        return Ok(None);
     }
-    let values = y.to_vec::<f32>()?;
-    let Some((index, v)) = values.iter().enumerate().find(|(_, v)| !v.is_finite()) else { return Ok(()) };
+    Ok(t.to_vec::<f32>()?.into_iter().enumerate().find(|(_, v)| !v.is_finite()))
+}
+
+/// The first NaN or infinity of `y`, as [`Error::NonFinite`]; or, if one
+/// of the kernel's inputs already had one, as [`Error::NonFiniteInput`]
+/// naming that input. Inputs are read only once an output is bad.
+fn check_finite(y: &Tensor, run: &KernelRun<'_>) -> Result<()> {
+    let Some((index, v)) = first_non_finite(y)? else { return Ok(()) };
+    for (i, x) in run.inputs.iter().enumerate() {
+        if let Some((index, value)) = first_non_finite(x)? {
+            let inputs = (run.describe)();
+            let input = inputs.get(i).map_or("?".into(), |d| d.name.as_ref().into());
+            return Err(Error::NonFiniteInput {
+                op: (run.op)(),
+                kernel: run.kernel,
+                backend: run.backend,
+                gradient_of: GRADIENT_OF.get(),
+                input,
+                inputs,
+                index,
+                value,
+            });
+        }
+    }
     Err(Error::NonFinite {
         op: (run.op)(),
         kernel: run.kernel,
@@ -346,7 +375,7 @@ fn check_finite(y: &Tensor, run: &KernelRun<'_>) -> Result<()> {
         inputs: (run.describe)(),
         output: y.meta().to_string().into(),
         index,
-        value: *v,
+        value: v,
     })
 }
 

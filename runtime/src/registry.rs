@@ -12,10 +12,12 @@
 //! linkme only sees crates the final binary references: a crate that only
 //! registers kernels must be named somewhere, e.g. `use my_kernels as _;`.
 
+use std::any::{Any, TypeId};
+use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::fmt::Write;
 use std::ptr;
-use std::sync::atomic::{AtomicBool, AtomicPtr, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
 use linkme::distributed_slice;
@@ -233,7 +235,9 @@ pub fn spec(kernel: &str) -> Option<&'static SpecEntry> {
     SPECS.iter().find(|s| s.name == kernel)
 }
 
-/// The registration that dispatch uses for `(kernel, backend)`.
+/// The registration that dispatch uses for `(kernel, backend)` on this
+/// thread: its [`with_kernel_override`], if it is inside one, else the
+/// registry's.
 ///
 /// ```
 /// use opforge::BackendId;
@@ -243,16 +247,24 @@ pub fn spec(kernel: &str) -> Option<&'static SpecEntry> {
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn kernel_for(kernel: &str, backend: BackendId) -> Result<&'static KernelEntry> {
+    if let Some(entry) = scoped_kernel(kernel, backend) {
+        return Ok(entry);
+    }
     let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
     resolve_kernel(&overlay, kernel, backend)
 }
 
-/// The gradient of `kernel`, if it has one.
+/// The gradient of `kernel` that a backward pass on this thread uses, if
+/// it has one: its [`with_gradient_override`], if it is inside one, else
+/// the registry's.
 ///
 /// ```
 /// assert!(opforge::registry::gradient_for("NoSuchKernel").is_err());
 /// ```
 pub fn gradient_for(kernel: &str) -> Result<&'static GradientEntry> {
+    if let Some(entry) = scoped_gradient(kernel) {
+        return Ok(entry);
+    }
     let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
     current_gradient(&overlay, kernel)?.ok_or_else(|| no_gradient(kernel))
 }
@@ -460,6 +472,14 @@ impl DispatchSlot {
     /// [`DispatchSlot::get`] without the error: `None` where it would fail.
     #[inline]
     pub fn find(&'static self, backend: BackendId) -> Option<&'static KernelEntry> {
+        // One relaxed load while no thread is inside `with_kernel_override`.
+        // A thread always sees its own increment, and a thread that sees
+        // another's has nothing of its own to find: it only looks in vain.
+        if SCOPED_KERNELS.load(Ordering::Relaxed) != 0 {
+            if let Some(entry) = scoped_kernel(self.kernel, backend) {
+                return Some(entry);
+            }
+        }
         let p = self.cell(backend).load(Ordering::Acquire);
         if p.is_null() {
             return self.resolve(backend).ok();
@@ -568,13 +588,25 @@ fn leak_kernel<K: KernelSpec, B: Backend>(
         func: Box::leak(func),
         replaces,
         location,
-        function: "<runtime>",
-        crate_name: "<runtime>",
+        function: RUNTIME,
+        crate_name: RUNTIME,
     }))
 }
 
-/// Registers a kernel at run time (TF.js `registerKernel`). Fails if
-/// `(K, B)` already has a kernel; use [`override_kernel`] to replace one.
+/// The function and crate name of registrations made at run time.
+pub(crate) const RUNTIME: &str = "<runtime>";
+
+/// The last segment of a type's path (`Cpu` for `opforge::backend::Cpu`),
+/// as a user names it.
+fn short_type_name<T>() -> &'static str {
+    let name = std::any::type_name::<T>();
+    name.rsplit("::").next().unwrap_or(name)
+}
+
+/// Registers a kernel at run time (TF.js `registerKernel`). Fails with
+/// [`Error::AlreadyRegistered`], naming the registration in place and this
+/// call, if `(K, B)` already has a kernel; use [`override_kernel`] to
+/// replace one.
 ///
 /// Runtime registrations are leaked: they are meant for plugins and tests,
 /// registered a bounded number of times.
@@ -593,11 +625,12 @@ pub fn register_kernel<K: KernelSpec, B: Backend>(
     let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);
     // A backend that runs any kernel yields to a registered one.
     if let Some(existing) = resolve_kernel(&overlay, K::NAME, B::id()).ok().filter(|e| !is_any_kernel(e)) {
-        return Err(Error::DuplicateKernel {
+        return Err(Error::AlreadyRegistered {
             kernel: K::NAME,
-            backend: B::id(),
-            first: existing.location,
-            second: location,
+            backend: Some((B::id(), short_type_name::<B>())),
+            existing: existing.location,
+            existing_function: existing.function,
+            call: location,
         });
     }
     overlay.kernels.insert((K::NAME.to_owned(), B::id()), Some(leak_kernel::<K, B>(f, false, location)));
@@ -606,7 +639,9 @@ pub fn register_kernel<K: KernelSpec, B: Backend>(
     Ok(())
 }
 
-/// Replaces the kernel of `(K, B)` at run time, whatever was registered.
+/// Replaces the kernel of `(K, B)` at run time, whatever was registered,
+/// for every thread until [`restore_kernel`]. A test beside others, or a
+/// library, wants [`with_kernel_override`], which no other thread sees.
 ///
 /// ```
 /// use opforge::{backend::Cpu, kernels::Neg, ops, registry, BackendId, Tensor};
@@ -674,13 +709,14 @@ fn leak_gradient<K: Differentiable, G: IntoGrads<K>>(
         func: Box::leak(func),
         replaces,
         location,
-        function: "<runtime>",
-        crate_name: "<runtime>",
+        function: RUNTIME,
+        crate_name: RUNTIME,
     }))
 }
 
-/// Registers a gradient at run time (TF.js `registerGradient`). Fails if
-/// `K` already has one; use [`override_gradient`] to replace it.
+/// Registers a gradient at run time (TF.js `registerGradient`). Fails with
+/// [`Error::AlreadyRegistered`] if `K` already has one; use
+/// [`override_gradient`] to replace it.
 ///
 /// ```
 /// use opforge::{kernels::Sqrt, registry, Tensor};
@@ -694,13 +730,21 @@ pub fn register_gradient<K: Differentiable, G: IntoGrads<K>>(
     let location = caller();
     let mut overlay = OVERLAY.write().unwrap_or_else(PoisonError::into_inner);
     if let Some(existing) = current_gradient(&overlay, K::NAME)? {
-        return Err(Error::DuplicateGradient { kernel: K::NAME, first: existing.location, second: location });
+        return Err(Error::AlreadyRegistered {
+            kernel: K::NAME,
+            backend: None,
+            existing: existing.location,
+            existing_function: existing.function,
+            call: location,
+        });
     }
     overlay.gradients.insert(K::NAME.to_owned(), Some(leak_gradient::<K, G>(f, false, location)));
     Ok(())
 }
 
-/// Replaces the gradient of `K` at run time, whatever was registered.
+/// Replaces the gradient of `K` at run time, whatever was registered, for
+/// every thread until [`restore_gradient`]. [`with_gradient_override`] does
+/// so for one thread and one closure.
 ///
 /// ```
 /// use opforge::{grad, kernels::Exp, ops, registry, Tensor};
@@ -745,6 +789,145 @@ pub fn unregister_gradient(kernel: &str) -> Result<()> {
 /// ```
 pub fn restore_gradient(kernel: &str) {
     OVERLAY.write().unwrap_or_else(PoisonError::into_inner).gradients.remove(kernel);
+}
+
+/// Threads inside a [`with_kernel_override`] (counted once per scope):
+/// while it is zero, dispatch does not look at its thread's overrides.
+static SCOPED_KERNELS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's [`with_kernel_override`]s, innermost last.
+    static KERNEL_OVERRIDES: RefCell<Vec<&'static KernelEntry>> = const { RefCell::new(Vec::new()) };
+    /// This thread's [`with_gradient_override`]s, innermost last.
+    static GRADIENT_OVERRIDES: RefCell<Vec<&'static GradientEntry>> = const { RefCell::new(Vec::new()) };
+}
+
+/// This thread's innermost scoped override of `(kernel, backend)`.
+#[cold]
+#[inline(never)]
+fn scoped_kernel(kernel: &str, backend: BackendId) -> Option<&'static KernelEntry> {
+    KERNEL_OVERRIDES
+        .try_with(|o| o.borrow().iter().rev().find(|e| e.kernel == kernel && e.backend() == backend).copied())
+        .ok()
+        .flatten()
+}
+
+/// This thread's innermost scoped override of `kernel`'s gradient.
+fn scoped_gradient(kernel: &str) -> Option<&'static GradientEntry> {
+    GRADIENT_OVERRIDES.try_with(|o| o.borrow().iter().rev().find(|e| e.kernel == kernel).copied()).ok().flatten()
+}
+
+/// Entries made for scoped overrides whose function captures nothing, by
+/// its type and the call's place: a test that overrides in a loop makes
+/// one, not one per iteration.
+static SCOPED_ENTRIES: Mutex<BTreeMap<(TypeId, &'static str, u32), &'static (dyn Any + Send + Sync)>> =
+    Mutex::new(BTreeMap::new());
+
+/// `make()`, leaked, or for a function `F` that captures nothing, the one
+/// made before at the same place for the same `Key` (`F` with the kernel
+/// and backend or gradient type).
+fn scoped_entry<F, Key: 'static, E: Any + Send + Sync>(
+    location: Location,
+    make: impl FnOnce() -> &'static E,
+) -> &'static E {
+    if std::mem::size_of::<F>() != 0 {
+        return make();
+    }
+    let key = (TypeId::of::<(Key, E)>(), location.file, location.line);
+    let mut made = SCOPED_ENTRIES.lock().unwrap_or_else(PoisonError::into_inner);
+    let entry = *made.entry(key).or_insert_with(|| make());
+    // Keyed by `E`'s type too, so the cast cannot fail.
+    (entry as &'static dyn Any).downcast_ref::<E>().unwrap_or_else(|| unreachable!("keyed by type"))
+}
+
+/// Runs `body` with `f` as the kernel of `(K, B)` on this thread only, and
+/// puts back what this thread had before when `body` returns or panics:
+/// the scoped form of [`override_kernel`], as [`crate::with_fallback`] is of
+/// [`crate::set_fallback`]. Other threads, and kernels that `body` runs on
+/// other threads, keep dispatching to the registry's kernel meanwhile; a
+/// test that overrides a built-in kernel this way runs safely beside the
+/// others. Scopes nest, the innermost winning.
+///
+/// The entry made for `f` lives for the program, as runtime registrations
+/// do; a function that captures nothing makes one entry per place it is
+/// passed from, however often.
+///
+/// ```
+/// use opforge::{backend::Cpu, kernels::Neg, ops, registry, Tensor};
+/// let x = Tensor::from_vec(vec![1.0f32, -2.0], &[2])?;
+/// // `neg` returns its input unchanged, here and on this thread only.
+/// let y = registry::with_kernel_override::<Neg, Cpu, _>(|a, _| Ok(a.x.clone()), || ops::neg(&x))?;
+/// assert_eq!(y.to_vec::<f32>()?, vec![1.0, -2.0]);
+/// let elsewhere = registry::with_kernel_override::<Neg, Cpu, _>(
+///     |a, _| Ok(a.x.clone()),
+///     || std::thread::scope(|s| s.spawn(|| ops::neg(&x)).join().unwrap()),
+/// )?;
+/// assert_eq!(elsewhere.to_vec::<f32>()?, vec![-1.0, 2.0], "another thread");
+/// assert_eq!(ops::neg(&x)?.to_vec::<f32>()?, vec![-1.0, 2.0], "and after the closure");
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[track_caller]
+pub fn with_kernel_override<K: KernelSpec, B: Backend, T>(
+    f: impl Fn(K::Args<'_, B>, &K::OutMeta) -> Result<K::Out<B>> + Send + Sync + 'static,
+    body: impl FnOnce() -> T,
+) -> T {
+    fn typed<F, K: KernelSpec, B: Backend>(f: F, location: Location) -> &'static KernelEntry
+    where
+        F: Fn(K::Args<'_, B>, &K::OutMeta) -> Result<K::Out<B>> + Send + Sync + 'static,
+    {
+        scoped_entry::<F, (F, K, B), KernelEntry>(location, || leak_kernel::<K, B>(f, true, location))
+    }
+    let entry = typed::<_, K, B>(f, caller());
+    struct Pop;
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            KERNEL_OVERRIDES.with_borrow_mut(|o| o.pop());
+            SCOPED_KERNELS.fetch_sub(1, Ordering::Relaxed);
+        }
+    }
+    KERNEL_OVERRIDES.with_borrow_mut(|o| o.push(entry));
+    SCOPED_KERNELS.fetch_add(1, Ordering::Relaxed);
+    let _pop = Pop;
+    body()
+}
+
+/// Runs `body` with `f` as the gradient of `K` for backward passes on this
+/// thread only (gradients run on the thread that asked for them), and puts
+/// back what this thread had before when `body` returns or panics: the
+/// scoped form of [`override_gradient`]. Other threads keep the registry's
+/// gradient meanwhile. Scopes nest, the innermost winning; entries live as
+/// [`with_kernel_override`]'s do.
+///
+/// ```
+/// use opforge::{grad, kernels::Exp, ops, registry, Tensor};
+/// let x = Tensor::scalar(2.0f32);
+/// // Pretend d exp = 1, here only.
+/// let d = registry::with_gradient_override::<Exp, Tensor, _>(|a| Ok(a.dy.clone()), || grad(ops::exp)(&x))?;
+/// assert_eq!(d.to_scalar::<f32>()?, 1.0);
+/// assert_eq!(grad(ops::exp)(&x)?.to_scalar::<f32>()?, 2f32.exp(), "the registry's again");
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[track_caller]
+pub fn with_gradient_override<K: Differentiable, G: IntoGrads<K>, T>(
+    f: impl Fn(K::GradArgs<'_>) -> Result<G> + Send + Sync + 'static,
+    body: impl FnOnce() -> T,
+) -> T {
+    fn typed<F, K: Differentiable, G: IntoGrads<K>>(f: F, location: Location) -> &'static GradientEntry
+    where
+        F: Fn(K::GradArgs<'_>) -> Result<G> + Send + Sync + 'static,
+    {
+        scoped_entry::<F, (F, K), GradientEntry>(location, || leak_gradient::<K, G>(f, true, location))
+    }
+    let entry = typed::<_, K, G>(f, caller());
+    struct Pop;
+    impl Drop for Pop {
+        fn drop(&mut self) {
+            GRADIENT_OVERRIDES.with_borrow_mut(|o| o.pop());
+        }
+    }
+    GRADIENT_OVERRIDES.with_borrow_mut(|o| o.push(entry));
+    let _pop = Pop;
+    body()
 }
 
 #[track_caller]

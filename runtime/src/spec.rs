@@ -3,6 +3,8 @@
 //! lists a variadic input gives a kernel. The type-erased calls kernels and
 //! gradients receive are in [`crate::call`], re-exported here.
 
+use std::borrow::Cow;
+
 use crate::backend::Backend;
 use crate::registry::DispatchSlot;
 use crate::{InputDesc, Result, Tensor, TensorMeta};
@@ -236,14 +238,21 @@ impl GradSlot for Option<Tensor> {
 }
 
 /// `inputs` as errors name them: by the spec's input names, less those
-/// `absent` names.
+/// `absent` names, and the tensors of a variadic last input by their place
+/// in its list (`values[1]`).
 pub(crate) fn describe<K: KernelSpec>(inputs: &[&Tensor], absent: Absent) -> Vec<InputDesc> {
     let names = absent.keep(K::INPUTS);
+    let variadic = K::VARIADIC && !names.is_empty();
     inputs
         .iter()
         .enumerate()
         .map(|(i, t)| InputDesc {
-            name: names.get(i).copied().unwrap_or("extra"),
+            name: match names.get(i) {
+                Some(&name) if !variadic || i + 1 < names.len() => Cow::Borrowed(name),
+                _ if variadic => Cow::Owned(crate::__private::input_name(&names, variadic, i)),
+                // More inputs than a kernel without a list takes (refused).
+                _ => Cow::Borrowed("extra"),
+            },
             dtype: t.dtype(),
             shape: t.meta().shape,
         })

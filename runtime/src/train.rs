@@ -9,6 +9,12 @@
 //! optimizer, keyed by [`Variable::id`], and created as zeros on a variable's
 //! first update.
 //!
+//! [`save_checkpoint`] and [`load_checkpoint`] write and read variables and
+//! an optimizer's state ([`Optimizer::state`]) as a safetensors file, each
+//! tensor named by its variable's name (`dense1/kernel`, `adam/m/dense1/kernel`,
+//! `adam/step`), so that a run stopped and resumed goes on as if it had
+//! never stopped.
+//!
 //! ```
 //! use opforge::{ops, train::{Adam, Optimizer}, Tensor, Variable};
 //! // Fit w so that w * 3 = 6.
@@ -24,6 +30,14 @@
 use std::collections::HashMap;
 
 use crate::{no_grad, ops, variable_grads, BackendId, Error, Result, Tensor, Variable};
+
+mod checkpoint;
+
+pub use checkpoint::{load_checkpoint, save_checkpoint, OptimizerState};
+
+#[doc(hidden)]
+pub use checkpoint::fail_writes_after as __fail_checkpoint_writes_after;
+use checkpoint::{state_error, state_tensor_for};
 
 /// Something that updates variables from their gradients (TF.js `tf.train.Optimizer`).
 ///
@@ -63,6 +77,76 @@ pub trait Optimizer {
         let (value, grads) = variable_grads(loss, vars)?;
         self.apply_gradients(vars, &grads)?;
         Ok(value)
+    }
+
+    /// What the optimizer keeps between updates for `vars`, for a
+    /// checkpoint ([`save_checkpoint`]): tensors named
+    /// `<optimizer>/<what>/<variable name>` and counters named
+    /// `<optimizer>/<what>`. The default, for an optimizer that keeps
+    /// nothing (as [`Sgd`]), is empty.
+    ///
+    /// ```
+    /// use opforge::{train::{Momentum, Optimizer, Sgd}, Tensor, Variable};
+    /// let w = Variable::named("w", Tensor::scalar(1.0f32));
+    /// assert!(Sgd::new(0.1).state(&[&w])?.is_empty());
+    /// let mut momentum = Momentum::new(0.1, 0.9);
+    /// momentum.apply_gradients(&[&w], &[Tensor::scalar(2.0f32)])?;
+    /// let state = momentum.state(&[&w])?;
+    /// assert_eq!(state.tensors["momentum/accumulator/w"].to_scalar::<f32>()?, 2.0);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    fn state(&self, vars: &[&Variable]) -> Result<OptimizerState> {
+        let _ = vars;
+        Ok(OptimizerState::default())
+    }
+
+    /// Puts back a state that [`Optimizer::state`] gave, for `vars` (the
+    /// same variables, or others of the same names in another process),
+    /// replacing what the optimizer kept for them. Errors, changing
+    /// nothing, with an [`Error::Checkpoint`] naming the tensor: a tensor
+    /// or counter it does not keep, one missing, or a tensor whose shape or
+    /// dtype is not its variable's. The default accepts only an empty state.
+    ///
+    /// ```
+    /// use opforge::{train::{Adam, Optimizer, OptimizerState, Sgd}, Tensor, Variable};
+    /// let w = Variable::named("w", Tensor::scalar(1.0f32));
+    /// let mut adam = Adam::new(0.1);
+    /// adam.apply_gradients(&[&w], &[Tensor::scalar(2.0f32)])?;
+    /// let mut fresh = Adam::new(0.1);
+    /// fresh.set_state(&[&w], adam.state(&[&w])?)?;
+    /// assert_eq!(fresh.iterations(), 1);
+    /// assert!(Sgd::new(0.1).set_state(&[&w], adam.state(&[&w])?).is_err(), "Sgd keeps no moments");
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    fn set_state(&mut self, vars: &[&Variable], state: OptimizerState) -> Result<()> {
+        let _ = vars;
+        match state.first_name() {
+            None => Ok(()),
+            Some(name) => Err(state_error(name, "this optimizer keeps no state, so it takes none")),
+        }
+    }
+}
+
+/// Takes the tensors of `state` named `<prefix>/<variable name>` for each
+/// of `vars`, checked against their variable and moved to its backend:
+/// one entry per variable, `None` where the state has none.
+fn take_per_variable(state: &mut OptimizerState, prefix: &str, vars: &[&Variable]) -> Result<Vec<Option<Tensor>>> {
+    vars.iter()
+        .map(|v| {
+            let name = format!("{prefix}/{}", v.name());
+            state.tensors.remove(&name).map(|t| state_tensor_for(&name, &t, v)).transpose()
+        })
+        .collect()
+}
+
+/// The error for what is left of `state` once an optimizer took its own.
+fn leftover(state: &OptimizerState, keeps: &str) -> Result<()> {
+    match state.first_name() {
+        None => Ok(()),
+        Some(name) => Err(state_error(
+            name,
+            format!("not this optimizer's state, nor a variable's: it keeps {keeps}, for the variables given"),
+        )),
     }
 }
 
@@ -268,7 +352,38 @@ impl Optimizer for Momentum {
             Ok(())
         })
     }
+
+    /// `momentum/accumulator/<variable name>` for each variable updated
+    /// so far (one not yet updated starts from zero again).
+    fn state(&self, vars: &[&Variable]) -> Result<OptimizerState> {
+        let mut state = OptimizerState::default();
+        for v in vars {
+            if let Some(a) = self.accumulators.get(&v.id()) {
+                state.tensors.insert(format!("{MOMENTUM}/{}", v.name()), a.clone());
+            }
+        }
+        Ok(state)
+    }
+
+    fn set_state(&mut self, vars: &[&Variable], mut state: OptimizerState) -> Result<()> {
+        let accumulators = take_per_variable(&mut state, MOMENTUM, vars)?;
+        leftover(&state, &format!("`{MOMENTUM}/<variable name>`"))?;
+        for (v, a) in vars.iter().zip(accumulators) {
+            match a {
+                Some(a) => self.accumulators.insert(v.id(), a),
+                None => self.accumulators.remove(&v.id()),
+            };
+        }
+        Ok(())
+    }
 }
+
+/// The prefix of [`Momentum`]'s accumulators in a checkpoint.
+const MOMENTUM: &str = "momentum/accumulator";
+/// The prefixes of [`Adam`]'s moments in a checkpoint, and its step count.
+const ADAM_M: &str = "adam/m";
+const ADAM_V: &str = "adam/v";
+const ADAM_STEP: &str = "adam/step";
 
 /// Adam (TF.js `tf.train.adam`), with TF.js's defaults `beta1 = 0.9`,
 /// `beta2 = 0.999`, `epsilon = 1e-7` and its bias correction: at update
@@ -440,6 +555,47 @@ impl Optimizer for Adam {
             Ok::<(), Error>(())
         })?;
         self.iterations += 1;
+        Ok(())
+    }
+
+    /// `adam/m/<variable name>` and `adam/v/<variable name>`, the moments
+    /// of each variable updated so far (one not yet updated starts from
+    /// zero again), and `adam/step`, [`Adam::iterations`].
+    fn state(&self, vars: &[&Variable]) -> Result<OptimizerState> {
+        let mut state = OptimizerState::default();
+        state.counters.insert(ADAM_STEP.to_owned(), self.iterations);
+        for v in vars {
+            if let Some((m, second)) = self.moments.get(&v.id()) {
+                state.tensors.insert(format!("{ADAM_M}/{}", v.name()), m.clone());
+                state.tensors.insert(format!("{ADAM_V}/{}", v.name()), second.clone());
+            }
+        }
+        Ok(state)
+    }
+
+    fn set_state(&mut self, vars: &[&Variable], mut state: OptimizerState) -> Result<()> {
+        let Some(step) = state.counters.remove(ADAM_STEP) else {
+            return Err(state_error(ADAM_STEP, "missing: Adam needs its step count to resume its bias correction"));
+        };
+        let m = take_per_variable(&mut state, ADAM_M, vars)?;
+        let second = take_per_variable(&mut state, ADAM_V, vars)?;
+        leftover(&state, &format!("`{ADAM_M}/<variable name>`, `{ADAM_V}/<variable name>` and `{ADAM_STEP}`"))?;
+        let mut moments = Vec::with_capacity(vars.len());
+        for ((v, m), second) in vars.iter().zip(m).zip(second) {
+            moments.push(match (m, second) {
+                (Some(m), Some(second)) => Some((m, second)),
+                (None, None) => None,
+                (Some(_), None) => return Err(state_error(&format!("{ADAM_V}/{}", v.name()), "missing, beside its m")),
+                (None, Some(_)) => return Err(state_error(&format!("{ADAM_M}/{}", v.name()), "missing, beside its v")),
+            });
+        }
+        self.iterations = step;
+        for (v, moments) in vars.iter().zip(moments) {
+            match moments {
+                Some(pair) => self.moments.insert(v.id(), pair),
+                None => self.moments.remove(&v.id()),
+            };
+        }
         Ok(())
     }
 }

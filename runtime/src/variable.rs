@@ -22,6 +22,8 @@ pub struct Variable {
     slot: Arc<RwLock<Tensor>>,
     id: u64,
     name: Arc<str>,
+    /// Whether the name was given ([`Variable::named`]) rather than the id.
+    named: bool,
 }
 
 /// Identities of variables, never reused in a process: unlike the slot's
@@ -39,7 +41,7 @@ impl Variable {
     /// ```
     pub fn new(initial: Tensor) -> Variable {
         let id = NEXT_ID.fetch_add(1, Ordering::Relaxed);
-        Variable { slot: Arc::new(RwLock::new(initial)), id, name: id.to_string().into() }
+        Variable { slot: Arc::new(RwLock::new(initial)), id, name: id.to_string().into(), named: false }
     }
 
     /// A variable holding `initial` with a name of your choosing (TF.js
@@ -54,7 +56,7 @@ impl Variable {
     /// ```
     pub fn named(name: impl Into<String>, initial: Tensor) -> Variable {
         let name: String = name.into();
-        Variable { name: name.into(), ..Variable::new(initial) }
+        Variable { name: name.into(), named: true, ..Variable::new(initial) }
     }
 
     /// The variable's identity, shared by its clones and unique in the
@@ -82,12 +84,41 @@ impl Variable {
         &self.name
     }
 
+    /// Whether the variable was given its name ([`Variable::named`]):
+    /// what a checkpoint needs to find it again in another process, where
+    /// ids differ.
+    ///
+    /// ```
+    /// use opforge::{Tensor, Variable};
+    /// assert!(Variable::named("w", Tensor::scalar(0.0f32)).has_name());
+    /// assert!(!Variable::new(Tensor::scalar(0.0f32)).has_name());
+    /// ```
+    pub fn has_name(&self) -> bool {
+        self.named
+    }
+
     /// The current value (a cheap handle to the same data).
+    ///
+    /// ```
+    /// use opforge::{Tensor, Variable};
+    /// let v = Variable::new(Tensor::from_vec(vec![1.0f32, 2.0], &[2])?);
+    /// assert_eq!(v.value().to_vec::<f32>()?, vec![1.0, 2.0]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
     pub fn value(&self) -> Tensor {
         self.slot.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
 
     /// Replaces the value; errors if the shape or dtype would change.
+    ///
+    /// ```
+    /// use opforge::{Tensor, Variable};
+    /// let v = Variable::new(Tensor::scalar(1.0f32));
+    /// v.assign(Tensor::scalar(2.0f32))?;
+    /// assert_eq!(v.value().to_scalar::<f32>()?, 2.0);
+    /// assert!(v.assign(Tensor::scalar(2i32)).is_err(), "dtype must stay");
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
     pub fn assign(&self, value: Tensor) -> Result<()> {
         let mut slot = self.slot.write().unwrap_or_else(PoisonError::into_inner);
         if slot.shape() != value.shape() || slot.dtype() != value.dtype() {

@@ -122,3 +122,35 @@ fn debug_mode_names_the_kernel_that_made_a_nan() {
     assert!(ops::sqrt(&x).is_ok());
     assert!(opforge::with_debug(true, || ops::cast(&x, DType::I32)).is_ok());
 }
+
+#[test]
+fn debug_mode_blames_an_input_that_was_non_finite_on_entry_not_the_kernel() {
+    let ones = Tensor::from_vec(vec![1.0f32; 3], &[3]).unwrap();
+    let data = Tensor::from_vec(vec![1.0f32, f32::NAN, 2.0], &[3]).unwrap();
+    let e = opforge::with_debug(true, || ops::add(&ones, &data)).unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "op `add` (kernel `Add`, backend `cpu`): input `b` was already non-finite on entry, NaN at element 1, \
+         so its output is too; it did not come from a kernel checked in debug mode: look at the data given \
+         (or a tensor made before debug mode was on); inputs: a: f32[3], b: f32[3]"
+    );
+    match &e {
+        Error::NonFiniteInput { kernel: "Add", input, index: 1, gradient_of: None, .. } if &**input == "b" => {}
+        other => panic!("{other:?}"),
+    }
+    // The tensors of a list are named by their place in it.
+    let e = opforge::with_debug(true, || ops::add_n(&[ones.clone(), ones.clone(), data.clone()])).unwrap_err();
+    assert!(matches!(&e, Error::NonFiniteInput { input, .. } if &**input == "values[2]"), "{e}");
+    // Infinity too.
+    let inf = Tensor::from_vec(vec![f32::INFINITY, 1.0], &[2]).unwrap();
+    let e = opforge::with_debug(true, || ops::mul(&inf, &Tensor::scalar(2.0f32))).unwrap_err();
+    assert!(
+        matches!(&e, Error::NonFiniteInput { input, index: 0, value, .. } if &**input == "a" && *value == f32::INFINITY),
+        "{e}"
+    );
+    // A kernel that makes the first NaN itself is still the one named.
+    let e = opforge::with_debug(true, || ops::sqrt(&Tensor::from_vec(vec![-1.0f32], &[1])?)).unwrap_err();
+    assert!(matches!(e, Error::NonFinite { kernel: "Sqrt", .. }), "{e}");
+    // A finite output from a non-finite input passes: nothing to find.
+    assert!(opforge::with_debug(true, || ops::is_nan(&data)).is_ok());
+}

@@ -3,6 +3,7 @@
 //! composite ops in errors, and what a missing kernel reports.
 
 use opforge::backend::{cpu::CpuTensor, Cpu};
+use opforge::kernels::{Exp, Sqrt};
 use opforge::{ops, registry, BackendId, Error, Tensor};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
@@ -22,6 +23,14 @@ inputs = ["x"]
 dtypes = ["f32"]
 shape = "same(x)"
 non_differentiable = "only the registry is under test here"
+
+[Quadruple]
+op = "quadruple"
+doc = "Multiplies each element by four; its kernel and gradient are registered at run time by one test."
+inputs = ["x"]
+dtypes = ["f32"]
+shape = "same(x)"
+grad = ["x"]
 "#
 );
 
@@ -56,7 +65,7 @@ fn runtime_registration_overlays_the_static_registry() {
 
     // A second plain registration is refused, naming both places.
     let again = registry::register_kernel::<Triple, Cpu>(|args, _| Ok(args.x.clone())).unwrap_err();
-    assert!(matches!(again, Error::DuplicateKernel { kernel: "Triple", .. }), "{again}");
+    assert!(matches!(again, Error::AlreadyRegistered { kernel: "Triple", .. }), "{again}");
 
     registry::unregister_kernel("Triple", BackendId::Cpu).unwrap();
     assert!(matches!(triple(&x), Err(Error::KernelNotFound { .. })));
@@ -99,4 +108,62 @@ fn introspection_reports_where_things_were_registered() {
     assert_eq!(registry::spec("ArgMax").unwrap().differentiable, &[] as &[&str]);
     assert_eq!(registry::spec("Triple").unwrap().crate_name, "registry");
     assert_eq!(registry::spec("Sqrt").unwrap().crate_name, "opforge");
+}
+
+/// Registers `Quadruple`'s cpu kernel from one line, as a plugin's set-up
+/// function called twice would.
+fn register_quadruple() -> opforge::Result<()> {
+    registry::register_kernel::<Quadruple, Cpu>(|args, _| Ok(args.x.clone()))
+}
+
+/// Registers `Quadruple`'s gradient from one line.
+fn register_quadruple_gradient() -> opforge::Result<()> {
+    registry::register_gradient::<Quadruple, Tensor>(|a| Ok(a.dy.clone()))
+}
+
+#[test]
+fn a_refused_runtime_registration_says_how_to_replace_at_run_time_and_names_both_places() {
+    let here = |line: u32| format!("{}:{line}", file!());
+    // In place: a static `#[kernel]`.
+    let (e, line) = (registry::register_kernel::<Sqrt, Cpu>(|a, _| Ok(a.x.clone())).unwrap_err(), line!());
+    let text = e.to_string();
+    assert!(matches!(e, Error::AlreadyRegistered { kernel: "Sqrt", backend: Some((BackendId::Cpu, "Cpu")), .. }));
+    assert!(
+        text.starts_with("kernel `Sqrt` already has a `cpu` kernel, `sqrt`, registered with `#[kernel]` at "),
+        "{text}"
+    );
+    assert!(text.contains("backend/cpu/"), "{text}");
+    assert!(text.contains(&format!("`registry::register_kernel` at {} does not replace it", here(line))), "{text}");
+    assert!(text.contains("call `registry::override_kernel::<Sqrt, Cpu>` to replace it"), "{text}");
+    assert!(text.contains("`registry::unregister_kernel`"), "{text}");
+    assert!(!text.contains("#[kernel(Sqrt, cpu, override)]"), "no attribute advice for a call: {text}");
+
+    // In place: a runtime registration from the same line, called again.
+    register_quadruple().unwrap();
+    let e = register_quadruple().unwrap_err().to_string();
+    let first = registry::kernel_for("Quadruple", BackendId::Cpu).unwrap().location;
+    assert_eq!(first.file, file!(), "the registering line, not registry.rs");
+    assert!(
+        e.starts_with(&format!("kernel `Quadruple` already has a `cpu` kernel, registered at run time at {first}")),
+        "{e}"
+    );
+    assert!(e.contains("(by an earlier call from the same line)"), "{e}");
+    assert!(e.contains("call `registry::override_kernel::<Quadruple, Cpu>`"), "{e}");
+    registry::restore_kernel("Quadruple", BackendId::Cpu);
+
+    // Gradients alike.
+    let (e, line) = (registry::register_gradient::<Exp, Tensor>(|a| Ok(a.dy.clone())).unwrap_err(), line!());
+    let text = e.to_string();
+    assert!(matches!(e, Error::AlreadyRegistered { kernel: "Exp", backend: None, .. }), "{text}");
+    assert!(
+        text.starts_with("kernel `Exp` already has a gradient, `exp_grad`, registered with `#[gradient]` at "),
+        "{text}"
+    );
+    assert!(text.contains(&format!("`registry::register_gradient` at {} does not replace it", here(line))), "{text}");
+    assert!(text.contains("call `registry::override_gradient::<Exp, _>` to replace it"), "{text}");
+    assert!(!text.contains("#[gradient(Exp, override)]"), "{text}");
+    register_quadruple_gradient().unwrap();
+    let e = register_quadruple_gradient().unwrap_err().to_string();
+    assert!(e.contains("registered at run time at ") && e.contains("(by an earlier call from the same line)"), "{e}");
+    registry::restore_gradient("Quadruple");
 }

@@ -54,6 +54,25 @@ fn bad_lists_are_errors_naming_the_op_the_backend_and_the_tensor() {
         assert!(e.contains("input `values[1]` is i32 but `values[0]` is f32"), "{e}");
         assert!(ops::stack(std::slice::from_ref(&x), 3).unwrap_err().to_string().contains("Pack"));
     }
+}
+
+#[test]
+fn errors_list_the_tensors_of_a_list_by_their_place_in_it() {
+    for b in backends("errors_list_the_tensors_of_a_list_by_their_place_in_it") {
+        let (x, y) = (t(&[1.0, 2.0], &[2], b), t(&[1.0; 3], &[3], b));
+        let e = ops::add_n(&[x.clone(), x.clone(), y.clone()]).unwrap_err();
+        let inputs = match &e {
+            opforge::Error::InvalidArgument { inputs, .. } => inputs,
+            other => panic!("{other}"),
+        };
+        let names: Vec<&str> = inputs.iter().map(|i| i.name.as_ref()).collect();
+        assert_eq!(names, ["values[0]", "values[1]", "values[2]"]);
+        assert!(e.to_string().ends_with("; inputs: values[0]: f32[2], values[1]: f32[2], values[2]: f32[3]"), "{e}");
+        let ints = Tensor::from_vec(vec![1i32], &[1]).unwrap().to_backend(b).unwrap();
+        let e = ops::concat(&[x.clone(), ints], 0).unwrap_err().to_string();
+        assert!(e.ends_with("; inputs: values[0]: f32[2], values[1]: i32[1]"), "{e}");
+        assert!(!e.contains("extra"), "{e}");
+    }
     // Tensors on two backends are refused, as for any kernel.
     if opforge::backends()[1].available {
         let (a, b) = (t(&[1.0], &[1], BackendId::Cpu), t(&[2.0], &[1], BackendId::Wgpu));

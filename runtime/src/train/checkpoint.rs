@@ -1,0 +1,391 @@
+//! Checkpoints: variables and an optimizer's state in a safetensors file,
+//! written atomically, read back with every mismatch an error.
+
+use std::cell::Cell;
+use std::collections::{BTreeMap, HashMap};
+use std::fs::{self, OpenOptions};
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, View};
+
+use super::Optimizer;
+use crate::{DType, Error, Result, Tensor, Variable};
+
+/// What an optimizer keeps between updates, as a checkpoint holds it
+/// ([`Optimizer::state`], [`Optimizer::set_state`]): tensors, each named
+/// `<optimizer>/<what>/<variable name>` (`adam/m/dense1/kernel`), and
+/// counters (`adam/step`).
+///
+/// ```
+/// use opforge::{train::{Adam, Optimizer}, Tensor, Variable};
+/// let w = Variable::named("w", Tensor::from_vec(vec![1.0f32, 2.0], &[2])?);
+/// let mut adam = Adam::new(0.1);
+/// adam.apply_gradients(&[&w], &[Tensor::from_vec(vec![0.5f32, -0.5], &[2])?])?;
+/// let state = adam.state(&[&w])?;
+/// assert_eq!(state.counters["adam/step"], 1);
+/// assert_eq!(state.tensors.keys().collect::<Vec<_>>(), ["adam/m/w", "adam/v/w"]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[derive(Debug, Clone, Default)]
+pub struct OptimizerState {
+    /// Tensors by name.
+    pub tensors: BTreeMap<String, Tensor>,
+    /// Counters by name, saved as `u64` scalars.
+    pub counters: BTreeMap<String, u64>,
+}
+
+impl OptimizerState {
+    /// Whether it holds nothing.
+    ///
+    /// ```
+    /// assert!(opforge::train::OptimizerState::default().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.tensors.is_empty() && self.counters.is_empty()
+    }
+
+    /// The first name it holds, tensors before counters.
+    pub(crate) fn first_name(&self) -> Option<&str> {
+        self.tensors.keys().chain(self.counters.keys()).next().map(String::as_str)
+    }
+}
+
+/// The error an optimizer's [`Optimizer::set_state`] gives about `tensor`:
+/// a [`Error::Checkpoint`] whose path [`load_checkpoint`] fills in.
+pub(crate) fn state_error(tensor: &str, message: impl Into<String>) -> Error {
+    Error::Checkpoint { path: PathBuf::new(), tensor: Some(tensor.to_owned()), message: message.into() }
+}
+
+/// `state`'s tensor `name`, checked against `var` and moved to its backend.
+pub(crate) fn state_tensor_for(name: &str, t: &Tensor, var: &Variable) -> Result<Tensor> {
+    let value = var.value();
+    if t.shape() != value.shape() || t.dtype() != value.dtype() {
+        return Err(state_error(name, format!("it is {} but variable `{}` is {}", t.meta(), var.name(), value.meta())));
+    }
+    t.to_backend(value.backend())
+}
+
+/// Saves `vars` and `optimizer`'s state for them to `path`, a safetensors
+/// file: each variable as a tensor named by its [`Variable::name`], the
+/// optimizer's tensors and counters by the names [`Optimizer::state`] gives
+/// them (`adam/m/<variable name>`, `adam/v/<variable name>`, `adam/step`).
+/// Variables on any backend are read back to the host to be written.
+///
+/// The write is atomic: the file is written beside `path` under a
+/// temporary name, flushed to disk, and renamed over `path` (and the
+/// directory flushed, on unix), so a crash or an error while saving leaves
+/// the previous checkpoint whole.
+///
+/// Every variable must have a name of its own ([`Variable::named`]), and
+/// no two the same: the names are how [`load_checkpoint`] finds them again,
+/// in another process where ids differ. Errors are [`Error::Checkpoint`].
+///
+/// ```
+/// use opforge::train::{load_checkpoint, save_checkpoint, Adam, Optimizer};
+/// use opforge::{ops, Tensor, Variable};
+/// let path = std::env::temp_dir().join(format!("opforge-doc-save-{}.safetensors", std::process::id()));
+/// let w = Variable::named("w", Tensor::from_vec(vec![3.0f32, -1.0], &[2])?);
+/// let mut adam = Adam::new(0.1);
+/// adam.minimize(|| ops::sum(&ops::square(&w.value())?, None, false), &[&w])?;
+/// save_checkpoint(&path, &[&w], &adam)?;
+///
+/// // Later, maybe in another process: the same names, fresh values.
+/// let again = Variable::named("w", Tensor::zeros(&[2], opforge::DType::F32)?);
+/// let mut resumed = Adam::new(0.1);
+/// load_checkpoint(&path, &[&again], &mut resumed)?;
+/// assert_eq!(again.value().to_vec::<f32>()?, w.value().to_vec::<f32>()?);
+/// assert_eq!(resumed.iterations(), 1);
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn save_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &dyn Optimizer) -> Result<()> {
+    let path = path.as_ref();
+    let fail = |tensor: Option<&str>, message: String| Error::Checkpoint {
+        path: path.to_owned(),
+        tensor: tensor.map(str::to_owned),
+        message,
+    };
+    check_names(vars).map_err(|(tensor, message)| fail(tensor, message))?;
+    let state = optimizer.state(vars).map_err(|e| with_path(e, path))?;
+    let mut stored: Vec<(String, Stored)> = Vec::with_capacity(vars.len() + state.tensors.len());
+    for v in vars {
+        stored.push((v.name().to_owned(), Stored::of(&v.value()).map_err(|e| fail(Some(v.name()), e.to_string()))?));
+    }
+    for (name, t) in &state.tensors {
+        stored.push((name.clone(), Stored::of(t).map_err(|e| fail(Some(name), e.to_string()))?));
+    }
+    for (name, &n) in &state.counters {
+        stored.push((name.clone(), Stored { dtype: Dtype::U64, shape: Vec::new(), bytes: n.to_le_bytes().to_vec() }));
+    }
+    let mut seen = HashMap::new();
+    for (i, (name, _)) in stored.iter().enumerate() {
+        if seen.insert(name.as_str(), i).is_some() {
+            let message = "a variable and the optimizer's state both have this name; rename the variable";
+            return Err(fail(Some(name), message.to_owned()));
+        }
+    }
+    let metadata = HashMap::from([("format".to_owned(), FORMAT.to_owned())]);
+    let bytes = safetensors::serialize(stored, Some(metadata))
+        .map_err(|e| fail(None, format!("cannot encode it as safetensors: {e}")))?;
+    write_atomically(path, &bytes).map_err(|e| fail(None, format!("cannot write it: {e}")))
+}
+
+/// Loads a checkpoint that [`save_checkpoint`] wrote into `vars` and
+/// `optimizer`: each variable takes the tensor of its name, moved to the
+/// backend the variable lives on (a variable on `wgpu` has it uploaded
+/// there), and the optimizer takes the rest ([`Optimizer::set_state`]),
+/// its steps counted from where the saved run stopped. A run resumed so
+/// goes on exactly as the uninterrupted one would have, to the bit, if
+/// whatever else it draws (the order of the data, say) is derived from
+/// the step or epoch (see [`super::Adam::iterations`]).
+///
+/// Errors, changing nothing, with an [`Error::Checkpoint`] naming the file
+/// and the tensor concerned: a file that cannot be read, is truncated or is
+/// not safetensors; a variable without a name of its own or whose name the
+/// file lacks; a tensor whose shape or dtype is not its variable's; a
+/// tensor that neither a variable nor the optimizer takes (a checkpoint of
+/// another model, or of another optimizer).
+///
+/// ```
+/// use opforge::train::{load_checkpoint, save_checkpoint, Sgd};
+/// use opforge::{Tensor, Variable};
+/// let path = std::env::temp_dir().join(format!("opforge-doc-load-{}.safetensors", std::process::id()));
+/// let w = Variable::named("w", Tensor::from_vec(vec![1.0f32, 2.0], &[2])?);
+/// save_checkpoint(&path, &[&w], &Sgd::new(0.1))?;
+/// let wider = Variable::named("w", Tensor::zeros(&[3], opforge::DType::F32)?);
+/// let e = load_checkpoint(&path, &[&wider], &mut Sgd::new(0.1)).unwrap_err().to_string();
+/// assert!(e.contains("tensor `w`: it is f32[2] in the file but the variable is f32[3]"), "{e}");
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn load_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &mut dyn Optimizer) -> Result<()> {
+    let path = path.as_ref();
+    let fail = |tensor: Option<&str>, message: String| Error::Checkpoint {
+        path: path.to_owned(),
+        tensor: tensor.map(str::to_owned),
+        message,
+    };
+    check_names(vars).map_err(|(tensor, message)| fail(tensor, message))?;
+    let bytes = fs::read(path).map_err(|e| fail(None, format!("cannot read it: {e}")))?;
+    check_offsets(&bytes).map_err(|(tensor, message)| fail(tensor.as_deref(), message))?;
+    let file = SafeTensors::deserialize(&bytes).map_err(|e| {
+        let tensor = match &e {
+            SafeTensorError::InvalidOffset(name) | SafeTensorError::TensorNotFound(name) => Some(name.as_str()),
+            _ => None,
+        };
+        fail(tensor, format!("not a whole safetensors file (truncated or corrupt?): {e}"))
+    })?;
+    let mut left: BTreeMap<&str, safetensors::tensor::TensorView<'_>> = file.iter().collect();
+    let mut values = Vec::with_capacity(vars.len());
+    for v in vars {
+        let Some(view) = left.remove(v.name()) else {
+            let held: Vec<&str> = file.names().into_iter().take(8).collect();
+            return Err(fail(
+                Some(v.name()),
+                format!(
+                    "the file has no tensor of this variable's name; it holds {} tensors: {}{}",
+                    file.len(),
+                    held.join(", "),
+                    if file.len() > held.len() { ", ..." } else { "" }
+                ),
+            ));
+        };
+        let value = v.value();
+        let read = read_view(&view).map_err(|m| fail(Some(v.name()), m))?;
+        if read.shape() != value.shape() || read.dtype() != value.dtype() {
+            let message = format!("it is {} in the file but the variable is {}", read.meta(), value.meta());
+            return Err(fail(Some(v.name()), message));
+        }
+        values.push(read.to_backend(value.backend()).map_err(|e| fail(Some(v.name()), e.to_string()))?);
+    }
+    let mut state = OptimizerState::default();
+    for (name, view) in left {
+        if view.dtype() == Dtype::U64 && view.shape().is_empty() {
+            let n =
+                view.data().try_into().map(u64::from_le_bytes).map_err(|_| fail(Some(name), "a bad counter".into()))?;
+            state.counters.insert(name.to_owned(), n);
+        } else {
+            state.tensors.insert(name.to_owned(), read_view(&view).map_err(|m| fail(Some(name), m))?);
+        }
+    }
+    optimizer.set_state(vars, state).map_err(|e| with_path(e, path))?;
+    for (v, value) in vars.iter().zip(values) {
+        v.assign(value).map_err(|e| fail(Some(v.name()), e.to_string()))?;
+    }
+    Ok(())
+}
+
+/// What the file's metadata says it is.
+const FORMAT: &str = "opforge checkpoint";
+
+/// Variables a checkpoint can name: each named, no two alike.
+fn check_names(vars: &[&Variable]) -> std::result::Result<(), (Option<&'static str>, String)> {
+    let mut seen = HashMap::new();
+    for v in vars {
+        if !v.has_name() {
+            return Err((
+                None,
+                format!(
+                    "variable {} ({}) has no name of its own; make it with `Variable::named` so that a \
+                     checkpoint can find it again",
+                    v.id(),
+                    v.value().meta()
+                ),
+            ));
+        }
+        if seen.insert(v.name(), v.id()).is_some_and(|id| id != v.id()) {
+            return Err((None, format!("two variables are named `{}`; names in a checkpoint are unique", v.name())));
+        }
+    }
+    Ok(())
+}
+
+/// `e` with `path` as its file, if it is a checkpoint error without one.
+fn with_path(e: Error, path: &Path) -> Error {
+    match e {
+        Error::Checkpoint { path: p, tensor, message } if p.as_os_str().is_empty() => {
+            Error::Checkpoint { path: path.to_owned(), tensor, message }
+        }
+        e => e,
+    }
+}
+
+/// A tensor's bytes as the file stores them, little-endian.
+struct Stored {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    bytes: Vec<u8>,
+}
+
+impl Stored {
+    fn of(t: &Tensor) -> Result<Stored> {
+        let (dtype, bytes) = match t.dtype() {
+            DType::F32 => (Dtype::F32, t.to_vec::<f32>()?.iter().flat_map(|v| v.to_le_bytes()).collect()),
+            DType::I32 => (Dtype::I32, t.to_vec::<i32>()?.iter().flat_map(|v| v.to_le_bytes()).collect()),
+            DType::Bool => (Dtype::BOOL, t.to_vec::<bool>()?.into_iter().map(u8::from).collect()),
+        };
+        Ok(Stored { dtype, shape: t.shape().to_vec(), bytes })
+    }
+}
+
+impl View for Stored {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    fn data(&self) -> std::borrow::Cow<'_, [u8]> {
+        (&self.bytes[..]).into()
+    }
+
+    fn data_len(&self) -> usize {
+        self.bytes.len()
+    }
+}
+
+/// A tensor of the file as a cpu tensor; the message if its dtype is not one of opforge's.
+fn read_view(view: &safetensors::tensor::TensorView<'_>) -> std::result::Result<Tensor, String> {
+    let (data, shape) = (view.data(), view.shape());
+    let made = match view.dtype() {
+        Dtype::F32 => Tensor::from_vec(
+            data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+            shape,
+        ),
+        Dtype::I32 => Tensor::from_vec(
+            data.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
+            shape,
+        ),
+        Dtype::BOOL => match data.iter().position(|&b| b > 1) {
+            Some(i) => return Err(format!("element {i} of a BOOL tensor is {}, not 0 or 1", data[i])),
+            None => Tensor::from_vec(data.iter().map(|&b| b == 1).collect(), shape),
+        },
+        other => return Err(format!("its dtype {other:?} is not one opforge has (F32, I32, BOOL)")),
+    };
+    made.map_err(|e| e.to_string())
+}
+
+/// Refuses a header whose offsets point past the end of the file, which
+/// the safetensors crate's own checks would add up past `usize`: the
+/// tensor concerned, if one is, and what is wrong.
+fn check_offsets(bytes: &[u8]) -> std::result::Result<(), (Option<String>, String)> {
+    let corrupt = |what: &str| (None, format!("not a whole safetensors file (truncated or corrupt?): {what}"));
+    let Some(n) = bytes.get(..8).map(|b| u64::from_le_bytes(b.try_into().unwrap_or_default())) else {
+        return Err(corrupt(&format!("{} bytes, fewer than a header's 8", bytes.len())));
+    };
+    let header = usize::try_from(n).ok().and_then(|n| bytes.get(8..8usize.checked_add(n)?));
+    let Some(header) = header else {
+        return Err(corrupt(&format!("a header of {n} bytes in a file of {}", bytes.len())));
+    };
+    let Ok(serde_json::Value::Object(entries)) = serde_json::from_slice::<serde_json::Value>(header) else {
+        return Err(corrupt("its header is not a JSON object"));
+    };
+    let len = bytes.len() as u64;
+    for (name, info) in &entries {
+        let offsets = info.get("data_offsets").and_then(|o| o.as_array());
+        if offsets.is_some_and(|o| o.iter().any(|v| v.as_u64().is_none_or(|v| v > len))) {
+            let (_, message) = corrupt(&format!("its data offsets point past the file's {len} bytes"));
+            return Err((Some(name.clone()), message));
+        }
+    }
+    Ok(())
+}
+
+thread_local! {
+    /// The test hook of [`fail_writes_after`].
+    static FAIL_AFTER: Cell<Option<usize>> = const { Cell::new(None) };
+}
+
+/// Runs `f` with every checkpoint write on this thread failing after
+/// `bytes` bytes, as a full disk or a crash would cut it: for tests of
+/// what a failed save leaves behind. Not public API.
+pub fn fail_writes_after<T>(bytes: usize, f: impl FnOnce() -> T) -> T {
+    crate::scoped::scoped(&FAIL_AFTER, Some(bytes), f)
+}
+
+/// Writes `bytes` to a new file beside `path`, flushes it to disk, renames
+/// it over `path` and flushes the directory: `path` is the old file or the
+/// new one, whole, whatever happens. The temporary file is removed on an
+/// error.
+fn write_atomically(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "the path names no file"))?;
+    let dir = match path.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let unique =
+        format!(".{}.{}-{}.tmp", name.to_string_lossy(), std::process::id(), NEXT.fetch_add(1, Ordering::Relaxed));
+    let temporary = dir.join(unique);
+    let written = (|| {
+        let mut file = OpenOptions::new().write(true).create_new(true).open(&temporary)?;
+        match FAIL_AFTER.get() {
+            Some(n) if n < bytes.len() => {
+                file.write_all(&bytes[..n])?;
+                return Err(io::Error::other(format!("failed after {n} of {} bytes (test hook)", bytes.len())));
+            }
+            _ => file.write_all(bytes)?,
+        }
+        file.sync_all()
+    })();
+    if let Err(e) = written.and_then(|()| fs::rename(&temporary, path)) {
+        let _ = fs::remove_file(&temporary);
+        return Err(e);
+    }
+    sync_directory(dir)
+}
+
+/// Flushes a directory's entries (the rename) to disk.
+#[cfg(unix)]
+fn sync_directory(dir: &Path) -> io::Result<()> {
+    fs::File::open(dir)?.sync_all()
+}
+
+#[cfg(not(unix))]
+fn sync_directory(_: &Path) -> io::Result<()> {
+    Ok(())
+}

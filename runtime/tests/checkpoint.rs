@@ -1,0 +1,369 @@
+//! Checkpoints through the public API: a run stopped, saved, loaded into
+//! fresh variables and a fresh optimizer and resumed gives the uninterrupted
+//! run's losses to the bit; a save that fails midway leaves the previous
+//! file whole; a bad file is an error naming the file and the tensor, never
+//! a panic, and changes nothing; variables on wgpu get their values there.
+
+use std::path::{Path, PathBuf};
+
+use opforge::kernels::Activation;
+use opforge::train::{load_checkpoint, save_checkpoint, Adam, Momentum, Optimizer, Sgd};
+use opforge::{ops, BackendId, DType, Error, Tensor, Variable};
+
+/// A directory of its own for each test, emptied first.
+fn scratch(test: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("opforge-checkpoint-{test}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// An MLP 8 -> 16 relu -> 4, its weights drawn from `seed`, on `backend`.
+fn mlp(seed: u64, backend: BackendId) -> Vec<Variable> {
+    let var = |name: &str, t: Tensor| Variable::named(name, t.to_backend(backend).unwrap());
+    vec![
+        var("dense1/kernel", Tensor::random_normal(&[8, 16], 0.0, 0.5, seed).unwrap()),
+        var("dense1/bias", Tensor::random_normal(&[16], 0.0, 0.1, seed + 1).unwrap()),
+        var("dense2/kernel", Tensor::random_normal(&[16, 4], 0.0, 0.5, seed + 2).unwrap()),
+        var("dense2/bias", Tensor::zeros(&[4], DType::F32).unwrap().to_backend(backend).unwrap()),
+    ]
+}
+
+/// The mean squared error of the MLP on step `step`'s batch, random data
+/// drawn from the step: a resumed run sees the batches the straight one did.
+fn loss(vars: &[Variable], step: usize) -> opforge::Result<Tensor> {
+    let backend = vars[0].value().backend();
+    let x = Tensor::random_normal(&[32, 8], 0.0, 1.0, 1000 + step as u64)?.to_backend(backend)?;
+    let target = Tensor::random_uniform(&[32, 4], -1.0, 1.0, 5000 + step as u64)?.to_backend(backend)?;
+    let dense = |x: &Tensor, w: &Variable, b: &Variable, activation| {
+        ops::fused_matmul(x, &w.value(), Some(&b.value()), false, false, activation, 0.0)
+    };
+    let h = dense(&x, &vars[0], &vars[1], Activation::Relu)?;
+    let y = dense(&h, &vars[2], &vars[3], Activation::Linear)?;
+    ops::mean(&ops::square(&ops::sub(&y, &target)?)?, None, false)
+}
+
+/// Trains `steps`, returning each step's loss as bits.
+fn train(vars: &[Variable], opt: &mut dyn Optimizer, steps: std::ops::Range<usize>) -> Vec<u32> {
+    let refs: Vec<&Variable> = vars.iter().collect();
+    steps
+        .map(|step| {
+            let (value, grads) = opforge::variable_grads(|| loss(vars, step), &refs).unwrap();
+            opt.apply_gradients(&refs, &grads).unwrap();
+            value.to_scalar::<f32>().unwrap().to_bits()
+        })
+        .collect()
+}
+
+fn refs(vars: &[Variable]) -> Vec<&Variable> {
+    vars.iter().collect()
+}
+
+fn bits(vars: &[Variable]) -> Vec<Vec<u32>> {
+    vars.iter().map(|v| v.value().to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect()).collect()
+}
+
+/// Makes a fresh optimizer.
+type Make = fn() -> Box<dyn Optimizer>;
+
+fn optimizers() -> [(&'static str, Make); 3] {
+    [
+        ("adam", || Box::new(Adam::new(0.01))),
+        ("momentum", || Box::new(Momentum::new(0.05, 0.9).nesterov(true))),
+        ("sgd", || Box::new(Sgd::new(0.05))),
+    ]
+}
+
+#[test]
+fn a_resumed_run_reproduces_the_uninterrupted_runs_losses_bit_for_bit() {
+    const STEPS: usize = 12;
+    const STOP: usize = 5;
+    let dir = scratch("resume");
+    for (name, make) in optimizers() {
+        let vars = mlp(7, BackendId::Cpu);
+        let straight = train(&vars, &mut *make(), 0..STEPS);
+
+        let path = dir.join(format!("{name}.safetensors"));
+        let first = {
+            let vars = mlp(7, BackendId::Cpu);
+            let mut opt = make();
+            let first = train(&vars, &mut *opt, 0..STOP);
+            save_checkpoint(&path, &refs(&vars), &*opt).unwrap();
+            first
+        };
+        // Another process would start from other weights and a fresh optimizer.
+        let resumed = mlp(99, BackendId::Cpu);
+        let mut opt = make();
+        load_checkpoint(&path, &refs(&resumed), &mut *opt).unwrap();
+        let rest = train(&resumed, &mut *opt, STOP..STEPS);
+
+        let joined: Vec<u32> = first.into_iter().chain(rest).collect();
+        assert_eq!(joined, straight, "{name}: the losses, as bits");
+        assert_eq!(bits(&resumed), bits(&vars), "{name}: the final weights, as bits");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn the_file_is_safetensors_with_the_variables_and_the_optimizer_state_by_name() {
+    let dir = scratch("layout");
+    let path = dir.join("adam.safetensors");
+    let vars = mlp(3, BackendId::Cpu);
+    let mut adam = Adam::new(0.01);
+    train(&vars, &mut adam, 0..3);
+    save_checkpoint(&path, &refs(&vars), &adam).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
+    let mut names: Vec<&str> = header.as_object().unwrap().keys().map(String::as_str).collect();
+    names.sort();
+    let mut want = vec!["__metadata__", "adam/step"];
+    for v in &vars {
+        want.extend([v.name()]);
+    }
+    let moments: Vec<String> =
+        vars.iter().flat_map(|v| [format!("adam/m/{}", v.name()), format!("adam/v/{}", v.name())]).collect();
+    want.extend(moments.iter().map(String::as_str));
+    want.sort();
+    assert_eq!(names, want);
+    assert_eq!(header["dense1/kernel"]["dtype"], "F32");
+    assert_eq!(header["dense1/kernel"]["shape"], serde_json::json!([8, 16]));
+    assert_eq!(header["adam/step"]["dtype"], "U64");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The files in `dir`, by name.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn a_save_that_fails_midway_leaves_the_previous_checkpoint_whole() {
+    let dir = scratch("atomic");
+    let path = dir.join("run.safetensors");
+    let vars = mlp(5, BackendId::Cpu);
+    let mut adam = Adam::new(0.01);
+    train(&vars, &mut adam, 0..2);
+    save_checkpoint(&path, &refs(&vars), &adam).unwrap();
+    let saved = std::fs::read(&path).unwrap();
+    let saved_weights = bits(&vars);
+
+    train(&vars, &mut adam, 2..4);
+    for cut in [0, 7, 100, saved.len() / 2, saved.len() - 1] {
+        let e = opforge::train::__fail_checkpoint_writes_after(cut, || save_checkpoint(&path, &refs(&vars), &adam))
+            .unwrap_err();
+        let text = e.to_string();
+        assert!(matches!(&e, Error::Checkpoint { path: p, tensor: None, .. } if p == &path), "{text}");
+        assert!(text.starts_with(&format!("checkpoint `{}`: cannot write it: ", path.display())), "{text}");
+        assert_eq!(std::fs::read(&path).unwrap(), saved, "the old file, byte for byte, after a cut at {cut}");
+        assert_eq!(listing(&dir), ["run.safetensors"], "no temporary file left behind");
+    }
+    // The old checkpoint still loads, as it was.
+    let again = mlp(6, BackendId::Cpu);
+    let mut fresh = Adam::new(0.01);
+    load_checkpoint(&path, &refs(&again), &mut fresh).unwrap();
+    assert_eq!((bits(&again), fresh.iterations()), (saved_weights, 2));
+
+    // A target that cannot be replaced (a directory) fails after the
+    // temporary file is written, and removes it.
+    let blocked = dir.join("blocked.safetensors");
+    std::fs::create_dir(&blocked).unwrap();
+    let e = save_checkpoint(&blocked, &refs(&vars), &adam).unwrap_err().to_string();
+    assert!(e.contains("cannot write it"), "{e}");
+    assert_eq!(listing(&dir), ["blocked.safetensors", "run.safetensors"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Saves `vars` with `opt` to `dir/name` and returns the path.
+fn saved(dir: &Path, name: &str, vars: &[Variable], opt: &dyn Optimizer) -> PathBuf {
+    let path = dir.join(name);
+    save_checkpoint(&path, &refs(vars), opt).unwrap();
+    path
+}
+
+/// Loads `path` into a fresh MLP and `opt`, expecting an error whose text
+/// has `want` (and names the file); checks that nothing changed.
+fn refused(path: &Path, vars: &[&Variable], opt: &mut Adam, want: &str) -> Error {
+    let values = |v: &Variable| {
+        let t = v.value();
+        match t.dtype() {
+            DType::F32 => format!("{:?}", t.to_vec::<f32>().unwrap()),
+            DType::I32 => format!("{:?}", t.to_vec::<i32>().unwrap()),
+            DType::Bool => format!("{:?}", t.to_vec::<bool>().unwrap()),
+        }
+    };
+    let before: Vec<String> = vars.iter().map(|v| values(v)).collect();
+    let steps = opt.iterations();
+    let e = load_checkpoint(path, vars, opt).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(&e, Error::Checkpoint { .. }), "{e:?}");
+    assert!(text.starts_with(&format!("checkpoint `{}`: ", path.display())), "{text}");
+    assert!(text.contains(want), "wanted `{want}` in: {text}");
+    let after: Vec<String> = vars.iter().map(|v| values(v)).collect();
+    assert_eq!((after, opt.iterations()), (before, steps), "nothing changed: {text}");
+    e
+}
+
+#[test]
+fn bad_files_and_mismatches_are_errors_naming_the_file_and_the_tensor() {
+    let dir = scratch("bad");
+    let vars = mlp(11, BackendId::Cpu);
+    let mut adam = Adam::new(0.01);
+    train(&vars, &mut adam, 0..2);
+    let good = saved(&dir, "good.safetensors", &vars, &adam);
+    let (bytes, good_bits) = (std::fs::read(&good).unwrap(), bits(&vars));
+
+    let fresh = mlp(12, BackendId::Cpu);
+    let mut opt = Adam::new(0.01);
+    train(&fresh, &mut opt, 0..1);
+    let all = refs(&fresh);
+
+    // Truncated anywhere.
+    let cut = dir.join("cut.safetensors");
+    for n in (0..bytes.len()).step_by(7).chain([bytes.len() - 1]) {
+        std::fs::write(&cut, &bytes[..n]).unwrap();
+        refused(&cut, &all, &mut opt, "not a whole safetensors file");
+    }
+    // Corrupt: bytes changed in the header; any outcome but a panic, and a
+    // change of the length prefix is always refused.
+    let corrupt = dir.join("corrupt.safetensors");
+    for i in 0..200.min(bytes.len()) {
+        let mut b = bytes.clone();
+        b[i] ^= 0x5a;
+        std::fs::write(&corrupt, &b).unwrap();
+        let loaded = load_checkpoint(&corrupt, &all, &mut Adam::new(0.01));
+        if i < 8 {
+            assert!(loaded.is_err(), "byte {i} of the length");
+        }
+    }
+    // A header whose offsets point past the end of the file, adding up
+    // past usize.
+    let huge = dir.join("huge.safetensors");
+    let header = br#"{"a":{"dtype":"U8","shape":[9223372036854775807],"data_offsets":[0,9223372036854775807]},"b":{"dtype":"U8","shape":[9223372036854775807],"data_offsets":[9223372036854775807,18446744073709551614]}}"#;
+    let mut b = (header.len() as u64).to_le_bytes().to_vec();
+    b.extend_from_slice(header);
+    std::fs::write(&huge, &b).unwrap();
+    refused(
+        &huge,
+        &all,
+        &mut opt,
+        "tensor `a`: not a whole safetensors file (truncated or corrupt?): its data offsets",
+    );
+    // Not there at all.
+    refused(&dir.join("missing.safetensors"), &all, &mut opt, "cannot read it");
+    // A dtype opforge does not have.
+    let f16 = dir.join("f16.safetensors");
+    let (from, to) = (br#""dtype":"F32","shape":[16]"#, br#""dtype":"F16","shape":[32]"#);
+    let mut b = bytes.clone();
+    while let Some(at) = b.windows(from.len()).position(|w| w == from) {
+        b[at..at + from.len()].copy_from_slice(to);
+    }
+    std::fs::write(&f16, &b).unwrap();
+    refused(&f16, &all, &mut opt, "tensor `dense1/bias`: its dtype F16 is not one opforge has");
+
+    // A variable of another name, shape or dtype than the file has.
+    let renamed = Variable::named("dense1/weights", fresh[0].value());
+    let mut others = all.clone();
+    others[0] = &renamed;
+    refused(&good, &others, &mut opt, "tensor `dense1/weights`: the file has no tensor of this variable's name");
+    let wide = Variable::named("dense1/bias", Tensor::zeros(&[17], DType::F32).unwrap());
+    let mut others = all.clone();
+    others[1] = &wide;
+    refused(&good, &others, &mut opt, "tensor `dense1/bias`: it is f32[16] in the file but the variable is f32[17]");
+    let ints = Variable::named("dense1/bias", Tensor::zeros(&[16], DType::I32).unwrap());
+    others[1] = &ints;
+    refused(&good, &others, &mut opt, "it is f32[16] in the file but the variable is i32[16]");
+    // A tensor nobody takes: a variable of the saved model left out.
+    refused(&good, &all[..3], &mut opt, "tensor `adam/m/dense2/bias`: not this optimizer's state, nor a variable's");
+    let e = load_checkpoint(&good, &all, &mut Sgd::new(0.1)).unwrap_err();
+    assert!(e.to_string().contains("tensor `adam/m/dense1/bias`: this optimizer keeps no state"), "{e}");
+    // Another optimizer's state.
+    let mut momentum = Momentum::new(0.1, 0.9);
+    train(&vars, &mut momentum, 2..3);
+    let other = saved(&dir, "momentum.safetensors", &vars, &momentum);
+    refused(&other, &all, &mut opt, "tensor `adam/step`: missing");
+    let e = load_checkpoint(&good, &all, &mut Momentum::new(0.1, 0.9)).unwrap_err();
+    assert!(e.to_string().contains("tensor `adam/m/dense1/bias`: not this optimizer's state"), "{e}");
+
+    // Variables a checkpoint cannot name.
+    let unnamed = Variable::new(Tensor::zeros(&[2], DType::F32).unwrap());
+    let e = save_checkpoint(dir.join("x.safetensors"), &[&unnamed], &adam).unwrap_err().to_string();
+    assert!(e.contains("has no name of its own; make it with `Variable::named`"), "{e}");
+    let twin = Variable::named("dense1/bias", Tensor::zeros(&[2], DType::F32).unwrap());
+    let e = save_checkpoint(dir.join("x.safetensors"), &[&fresh[1], &twin], &adam).unwrap_err().to_string();
+    assert!(e.contains("two variables are named `dense1/bias`"), "{e}");
+    let clash = Variable::named("adam/step", Tensor::zeros(&[2], DType::F32).unwrap());
+    let e = save_checkpoint(dir.join("x.safetensors"), &[&clash], &adam).unwrap_err().to_string();
+    assert!(e.contains("tensor `adam/step`: a variable and the optimizer's state both have this name"), "{e}");
+    assert!(!dir.join("x.safetensors").exists());
+
+    // And the good file loads.
+    load_checkpoint(&good, &all, &mut opt).unwrap();
+    assert_eq!((bits(&fresh), opt.iterations()), (good_bits, 2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn variables_of_every_dtype_round_trip() {
+    let dir = scratch("dtypes");
+    let path = dir.join("mixed.safetensors");
+    let f = Variable::named("f", Tensor::from_vec(vec![1.5f32, f32::NAN, -0.0, f32::INFINITY], &[2, 2]).unwrap());
+    let i = Variable::named("i", Tensor::from_vec(vec![i32::MIN, -1, 7], &[3]).unwrap());
+    let b = Variable::named("b", Tensor::from_vec(vec![true, false, true], &[3, 1]).unwrap());
+    let s = Variable::named("s", Tensor::scalar(2.5f32));
+    save_checkpoint(&path, &[&f, &i, &b, &s], &Sgd::new(0.1)).unwrap();
+    let f2 = Variable::named("f", Tensor::zeros(&[2, 2], DType::F32).unwrap());
+    let i2 = Variable::named("i", Tensor::zeros(&[3], DType::I32).unwrap());
+    let b2 = Variable::named("b", Tensor::zeros(&[3, 1], DType::Bool).unwrap());
+    let s2 = Variable::named("s", Tensor::scalar(0.0f32));
+    load_checkpoint(&path, &[&s2, &b2, &i2, &f2], &mut Sgd::new(0.1)).unwrap();
+    let as_bits = |v: &Variable| v.value().to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect::<Vec<_>>();
+    assert_eq!(as_bits(&f2), as_bits(&f));
+    assert_eq!(i2.value().to_vec::<i32>().unwrap(), [i32::MIN, -1, 7]);
+    assert_eq!(b2.value().to_vec::<bool>().unwrap(), [true, false, true]);
+    assert_eq!(s2.value().to_scalar::<f32>().unwrap(), 2.5);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn loading_onto_wgpu_uploads_the_values_there() {
+    if !opforge::backend::wgpu::adapter_or_skip("loading_onto_wgpu_uploads_the_values_there") {
+        return;
+    }
+    let dir = scratch("wgpu");
+    opforge::with_fallback(false, || {
+        // Saved from the cpu, loaded onto wgpu, and trained on there.
+        let vars = mlp(21, BackendId::Cpu);
+        let mut adam = Adam::new(0.01);
+        train(&vars, &mut adam, 0..3);
+        let path = saved(&dir, "cpu.safetensors", &vars, &adam);
+        let on_gpu = mlp(22, BackendId::Wgpu);
+        let mut resumed = Adam::new(0.01);
+        load_checkpoint(&path, &refs(&on_gpu), &mut resumed).unwrap();
+        assert!(on_gpu.iter().all(|v| v.value().backend() == BackendId::Wgpu), "the values stay on wgpu");
+        assert_eq!(bits(&on_gpu), bits(&vars));
+        let state = resumed.state(&refs(&on_gpu)).unwrap();
+        assert!(state.tensors.values().all(|t| t.backend() == BackendId::Wgpu), "the moments too");
+        let cpu_losses = train(&vars, &mut adam, 3..6);
+        let gpu_losses = train(&on_gpu, &mut resumed, 3..6);
+        for (c, g) in cpu_losses.iter().zip(&gpu_losses) {
+            let (c, g) = (f32::from_bits(*c), f32::from_bits(*g));
+            assert!((c - g).abs() <= 1e-4 * c.abs().max(1.0), "cpu {c}, wgpu {g}");
+        }
+        // Saved from wgpu, loaded onto wgpu: exactly what was there.
+        let path = saved(&dir, "gpu.safetensors", &on_gpu, &resumed);
+        let again = mlp(23, BackendId::Wgpu);
+        let mut third = Adam::new(0.01);
+        load_checkpoint(&path, &refs(&again), &mut third).unwrap();
+        assert_eq!((bits(&again), third.iterations()), (bits(&on_gpu), 6));
+        assert_eq!(
+            train(&again, &mut third, 6..8),
+            train(&on_gpu, &mut resumed, 6..8),
+            "the same kernels, the same bits"
+        );
+    });
+    let _ = std::fs::remove_dir_all(&dir);
+}
