@@ -6,9 +6,10 @@
 //! and skipping it saves a gemm as large as the forward one.
 
 use super::mask;
-use crate::kernels::{Activation, BatchMatMul, BatchMatMulNeeds, FusedMatMul, FusedMatMulNeeds};
+use crate::kernels::{Activation, BatchMatMul, BatchMatMulNeeds, Einsum, FusedMatMul, FusedMatMulNeeds};
 use crate::ops::{scalar, unbroadcast};
-use crate::{gradient, ops, Result, Tensor};
+use crate::shape::rules::EinsumPlan;
+use crate::{gradient, ops, Error, Result, Tensor};
 
 #[gradient(BatchMatMul)]
 fn batch_matmul_grad(
@@ -96,4 +97,61 @@ fn product_grads(
     let da = needs.0.then(|| da().and_then(|g| unbroadcast(&g, a.shape()))).transpose()?;
     let db = needs.1.then(|| db().and_then(|g| unbroadcast(&g, b.shape()))).transpose()?;
     Ok((da, db))
+}
+
+/// The gradient of an Einstein summation is one again, per operand: `dy`
+/// summed against the other operands onto the operand's letters. A letter
+/// the operand writes twice (a diagonal) gets a fresh name and an identity
+/// matrix tying the two, and a letter only that operand has (summed within
+/// it) a vector of ones, so that the operand's own subscripts are the
+/// result's. Being an `Einsum`, it can be differentiated again.
+#[gradient(Einsum)]
+fn einsum_grad(operands: &[Tensor], equation: &str, dy: &Tensor) -> Result<Vec<Tensor>> {
+    let shapes: Vec<&[usize]> = operands.iter().map(Tensor::shape).collect();
+    let plan = EinsumPlan::parse(equation, &shapes)
+        .map_err(|message| Error::InvalidTensor { what: "einsum gradient", message })?;
+    let fresh = |taken: &[u8]| (b'a'..=b'z').chain(b'A'..=b'Z').find(|l| !taken.contains(l));
+    let text = |letters: &[u8]| String::from_utf8_lossy(letters).into_owned();
+    (0..operands.len())
+        .map(|i| {
+            let mut taken: Vec<u8> = plan.sizes.iter().map(|&(l, _)| l).collect();
+            let (mut subscripts, mut terms, mut tensors) = (Vec::new(), vec![text(&plan.output)], vec![dy.clone()]);
+            for (j, other) in plan.operands.iter().enumerate().filter(|&(j, _)| j != i) {
+                terms.push(text(other));
+                tensors.push(operands[j].clone());
+            }
+            let available = |l: u8, terms: &[String]| terms.iter().any(|t| t.as_bytes().contains(&l));
+            for &l in &plan.operands[i] {
+                if !subscripts.contains(&l) {
+                    subscripts.push(l);
+                    continue;
+                }
+                // Written again: a fresh letter, tied to `l` by an identity.
+                let f = fresh(&taken).ok_or_else(|| Error::InvalidTensor {
+                    what: "einsum gradient",
+                    message: format!("equation {equation:?} leaves no letter free for its gradient"),
+                })?;
+                taken.push(f);
+                subscripts.push(f);
+                terms.push(text(&[l, f]));
+                tensors.push(identity(plan.size(l), dy)?);
+            }
+            for &l in &plan.operands[i] {
+                if !available(l, &terms) {
+                    // Summed within this operand alone: its gradient is the same along it.
+                    terms.push(text(&[l]));
+                    tensors.push(Tensor::ones(&[plan.size(l)], dy.dtype())?.to_backend(dy.backend())?);
+                }
+            }
+            let equation = format!("{}->{}", terms.join(","), text(&subscripts));
+            ops::einsum(&tensors, &equation)
+        })
+        .collect()
+}
+
+/// The `n x n` identity of `like`'s dtype, on its backend.
+fn identity(n: usize, like: &Tensor) -> Result<Tensor> {
+    let mut values = vec![0.0f32; n * n];
+    values.iter_mut().step_by(n + 1).for_each(|v| *v = 1.0);
+    ops::cast(&Tensor::from_vec(values, &[n, n])?.to_backend(like.backend())?, like.dtype())
 }

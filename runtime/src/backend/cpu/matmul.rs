@@ -5,10 +5,13 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use super::{for_rows, CpuTensor};
-use crate::kernels::{Activation, BatchMatMul, FusedMatMul};
+use std::borrow::Cow;
+
+use super::{for_rows, output, rule_error, unsupported, CpuTensor};
+use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
+use crate::shape::rules::{EinsumPlan, EinsumStep};
 use crate::shape::strided::broadcast_strides;
-use crate::{kernel, shape, Result, TensorMeta};
+use crate::{kernel, shape, DType, Element, Result, Shape, TensorList, TensorMeta};
 
 /// Below this many multiply-adds per matrix, one thread does the whole
 /// product: `benches/threshold.rs` has a parallel 96^3 slower than a serial
@@ -225,4 +228,107 @@ fn batch_strides(dims: &[usize], out: &[usize], matrix: usize) -> Vec<usize> {
         acc *= dims[i];
     }
     strides
+}
+
+/// `Einsum`: the summation one contraction at a time ([`EinsumPlan::steps`]),
+/// each output element walking the letters summed over, the last fastest,
+/// elements across threads. i32 products and sums wrap, as TensorFlow's do.
+#[kernel(Einsum, cpu)]
+fn einsum(operands: TensorList<'_, CpuTensor>, equation: &str, out: &TensorMeta) -> Result<CpuTensor> {
+    let shapes: Vec<&[usize]> = operands.iter().map(CpuTensor::shape).collect();
+    let plan = EinsumPlan::parse(equation, &shapes).map_err(rule_error("Einsum"))?;
+    match out.dtype {
+        DType::F32 => contract::<f32>(&plan, operands, out, |x, y| x * y, |x, y| x + y),
+        DType::I32 => contract::<i32>(&plan, operands, out, i32::wrapping_mul, i32::wrapping_add),
+        d => Err(unsupported("Einsum", d)),
+    }
+}
+
+/// Runs `plan`'s steps over `operands`, the running result feeding the next.
+fn contract<T: Element + Default>(
+    plan: &EinsumPlan,
+    operands: TensorList<'_, CpuTensor>,
+    out: &TensorMeta,
+    mul: fn(T, T) -> T,
+    add: fn(T, T) -> T,
+) -> Result<CpuTensor> {
+    let first = operands.get(0).ok_or_else(|| rule_error("Einsum")("no operands".into()))?;
+    let mut running: (Cow<'_, [T]>, Shape) = (Cow::Borrowed(first.as_slice::<T>()?), Shape::from_slice(first.shape()));
+    for (k, step) in plan.steps().iter().enumerate() {
+        let b = match step.b {
+            Some(_) => {
+                operands.get(k + 1).map(|t| Ok::<_, crate::Error>((t.as_slice::<T>()?, t.shape()))).transpose()?
+            }
+            None => None,
+        };
+        let shape: Shape = step.output.iter().map(|&l| plan.size(l)).collect();
+        let y = contract_step(step, &plan.sizes, (&running.0, &running.1), b, &shape, mul, add);
+        running = (Cow::Owned(y), shape);
+    }
+    CpuTensor::from_vec(&out.shape, running.0.into_owned())
+}
+
+/// One contraction: `y[o] = sum over the summed letters of a[..] * b[..]`.
+fn contract_step<T: Element + Default>(
+    step: &EinsumStep,
+    sizes: &[(u8, usize)],
+    (a, a_shape): (&[T], &[usize]),
+    b: Option<(&[T], &[usize])>,
+    shape: &[usize],
+    mul: fn(T, T) -> T,
+    add: fn(T, T) -> T,
+) -> Vec<T> {
+    let size = |l: u8| sizes.iter().find(|(s, _)| *s == l).map_or(0, |&(_, n)| n);
+    // Per letter, its size and strides in a and b: the output's, then the summed.
+    let walk = |letters: &[u8]| -> Vec<[usize; 3]> {
+        (letters.iter())
+            .map(|&l| {
+                let b = b.map_or(0, |(_, shape)| EinsumStep::stride(step.b.as_deref().unwrap_or_default(), shape, l));
+                [size(l), EinsumStep::stride(&step.a, a_shape, l), b]
+            })
+            .collect()
+    };
+    let (outputs, summed) = (walk(&step.output), walk(&step.summed()));
+    let total: usize = summed.iter().map(|l| l[0]).product();
+    let n = crate::shape::numel(shape);
+    let mut y = output::<T>(n);
+    for_rows(&mut y, 1, n.saturating_mul(total.max(1)), |first, chunk| {
+        let mut at = vec![0usize; summed.len()];
+        for (r, y) in chunk.iter_mut().enumerate() {
+            let (mut rest, mut base) = (first + r, [0usize; 2]);
+            for l in outputs.iter().rev() {
+                let i = rest % l[0].max(1);
+                rest /= l[0].max(1);
+                base = [base[0] + i * l[1], base[1] + i * l[2]];
+            }
+            let mut acc = T::default();
+            if total > 0 {
+                at.fill(0);
+                let mut offset = base;
+                'walk: loop {
+                    acc = add(
+                        acc,
+                        match b {
+                            Some((b, _)) => mul(a[offset[0]], b[offset[1]]),
+                            None => a[offset[0]],
+                        },
+                    );
+                    // The next step of the summed letters, the last fastest.
+                    for j in (0..summed.len()).rev() {
+                        at[j] += 1;
+                        if at[j] < summed[j][0] {
+                            offset = [offset[0] + summed[j][1], offset[1] + summed[j][2]];
+                            continue 'walk;
+                        }
+                        let back = at[j] - 1;
+                        offset = [offset[0] - back * summed[j][1], offset[1] - back * summed[j][2]];
+                        at[j] = 0;
+                    }
+                    break;
+                }
+            }
+            *y = acc;
+        }
+    });
+    y
 }

@@ -2,10 +2,11 @@
 //! copies), batch dims broadcast; `FusedMatMul`, the same kernels adding
 //! the bias and applying the activation as they store each output.
 
-use super::{unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::kernels::{Activation, BatchMatMul, FusedMatMul};
+use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
+use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
+use crate::shape::rules::{EinsumPlan, EinsumStep};
 use crate::shape::strided::{broadcast_strides, collapse};
-use crate::{kernel, DType, Result, TensorMeta};
+use crate::{kernel, DType, Result, TensorList, TensorMeta};
 
 static SHADER: Shader = shader!("matmul");
 
@@ -135,4 +136,44 @@ mod tests {
         // Many small matrices fill the device as well as one large one.
         assert_eq!(tiling(129, 129, 64), ("matmul_wide", 128));
     }
+}
+
+static EINSUM: Shader = shader!("einsum");
+
+/// `Einsum`: one dispatch per contraction of [`EinsumPlan::steps`] (einsum.wgsl),
+/// each running result feeding the next, the last written to the output.
+#[kernel(Einsum, wgpu)]
+fn einsum(operands: TensorList<'_, WgpuTensor>, equation: &str, out: &TensorMeta) -> Result<WgpuTensor> {
+    let shapes: Vec<&[usize]> = operands.iter().map(WgpuTensor::shape).collect();
+    let plan = EinsumPlan::parse(equation, &shapes).map_err(rule_error("Einsum"))?;
+    let entry = if out.dtype == DType::I32 { "einsum_i32" } else { "einsum_f32" };
+    let program = Program { kernel: "Einsum", shader: &EINSUM, entry, op: 0 };
+    let mut running = operands.get(0).ok_or_else(|| rule_error("Einsum")("no operands".into()))?.clone();
+    let steps = plan.steps();
+    for (k, step) in steps.iter().enumerate() {
+        let b = step.b.as_ref().and_then(|_| operands.get(k + 1));
+        let meta = match k + 1 == steps.len() {
+            true => out.clone(),
+            false => TensorMeta { shape: step.output.iter().map(|&l| plan.size(l)).collect(), dtype: out.dtype },
+        };
+        let walk = |l: u8| {
+            let in_b = b.map_or(0, |b| EinsumStep::stride(step.b.as_deref().unwrap_or_default(), b.shape(), l));
+            [plan.size(l), EinsumStep::stride(&step.a, running.shape(), l), in_b]
+        };
+        let summed = step.summed();
+        let mut params = vec![meta.numel(), step.output.len(), summed.len(), usize::from(b.is_some())];
+        params.extend(step.output.iter().chain(&summed).flat_map(|&l| walk(l)));
+        // einsum.wgsl's parameters are 128 words: 4, then 3 per letter.
+        if params.len() > 128 {
+            let letters = step.output.len() + summed.len();
+            return Err(rule_error("Einsum")(format!(
+                "{equation:?} contracts {letters} letters at once; wgpu takes 41"
+            )));
+        }
+        let words: Option<Vec<u32>> = params.iter().map(|&w| u32::try_from(w).ok()).collect();
+        let words =
+            words.ok_or_else(|| rule_error("Einsum")(format!("{equation:?} is too large for 32-bit indices")))?;
+        running = program.run(&[&running, b.unwrap_or(&running)], &meta, &words)?;
+    }
+    Ok(running)
 }

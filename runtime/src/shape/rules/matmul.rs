@@ -1,6 +1,6 @@
 //! Matrix products.
 
-use crate::shape::{broadcast_shapes, too_large, Shape};
+use crate::shape::{allocatable, broadcast_shapes, too_large, Shape};
 
 /// `matmul(a, b, transpose_a, transpose_b)`: `[..., m, k] x [..., k, n] -> [..., m, n]`,
 /// batch dims broadcast.
@@ -54,4 +54,221 @@ pub fn fused_matmul(
         }
     }
     Ok(out)
+}
+
+/// An Einstein summation parsed against its operands' shapes: the one plan
+/// that `Einsum`'s shape rule, its kernels on every backend and its
+/// gradient read.
+///
+/// ```
+/// use opforge::shape::rules::EinsumPlan;
+/// let e = EinsumPlan::parse("ij,jk->ik", &[&[2, 3], &[3, 4]]).unwrap();
+/// assert_eq!((e.output_letters(), e.output_shape().as_slice()), ("ik".to_owned(), &[2, 4][..]));
+/// assert_eq!(e.summed_letters(), "j");
+/// let trace = EinsumPlan::parse("ii", &[&[3, 3]]).unwrap();
+/// assert!(trace.output_shape().is_empty(), "a letter written twice is summed over");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EinsumPlan {
+    /// Each operand's letters, one per axis.
+    pub operands: Vec<Vec<u8>>,
+    /// The output's letters, one per axis.
+    pub output: Vec<u8>,
+    /// Every letter with the length it names, in the order first written.
+    pub sizes: Vec<(u8, usize)>,
+}
+
+/// A letter of an Einstein summation: the length it names, the operand
+/// that first has it, and how often the operands write it.
+struct Label {
+    letter: u8,
+    len: usize,
+    operand: usize,
+    count: usize,
+}
+
+impl EinsumPlan {
+    /// Parses `equation` for operands of shapes `operands`: each operand's
+    /// subscripts, one letter per axis, separated by `,`, then optionally
+    /// `->` and the output's. A letter names one length wherever it is
+    /// written; a letter written twice (in one operand too: `ii` is a
+    /// diagonal) and not in the output is summed over. Without `->`, the
+    /// output has the letters written once, in alphabetical order. Spaces
+    /// are ignored; the ellipsis `...` is refused, as TF.js refuses it.
+    pub fn parse(equation: &str, operands: &[&[usize]]) -> Result<EinsumPlan, String> {
+        let eq: String = equation.chars().filter(|c| !c.is_whitespace()).collect();
+        if eq.contains("...") {
+            return Err(format!("equation {equation:?} uses the ellipsis `...`, which is not supported"));
+        }
+        let (lhs, rhs) = match eq.split_once("->") {
+            Some((_, rhs)) if rhs.contains("->") => {
+                return Err(format!("equation {equation:?} has more than one `->`"));
+            }
+            Some((lhs, rhs)) => (lhs, Some(rhs)),
+            None => (eq.as_str(), None),
+        };
+        let letters = |part: &str, what: &str| match part.chars().find(|c| !c.is_ascii_alphabetic()) {
+            Some(c) => {
+                Err(format!("equation {equation:?} has `{c}` in {what}, expected letters (and `,` between operands)"))
+            }
+            None => Ok(part.as_bytes().to_vec()),
+        };
+        let terms: Vec<&str> = lhs.split(',').collect();
+        if terms.len() != operands.len() {
+            return Err(format!(
+                "equation {equation:?} gives subscripts for {} operands, but the call gives {}",
+                terms.len(),
+                operands.len()
+            ));
+        }
+        let mut seen: Vec<Label> = Vec::new();
+        let mut subscripts = Vec::with_capacity(terms.len());
+        for (i, (term, shape)) in terms.iter().zip(operands).enumerate() {
+            let term = letters(term, &format!("the subscripts of operand {i}"))?;
+            if term.len() != shape.len() {
+                return Err(format!(
+                    "operand {i} has shape {shape:?} of rank {}, but its subscripts `{}` name {} axes",
+                    shape.len(),
+                    String::from_utf8_lossy(&term),
+                    term.len()
+                ));
+            }
+            for (&letter, &len) in term.iter().zip(shape.iter()) {
+                match seen.iter_mut().find(|l| l.letter == letter) {
+                    Some(l) if l.len != len => {
+                        return Err(format!(
+                            "letter `{}` is {len} long in operand {i} {shape:?}, but {} in operand {}; a letter \
+                             names one length",
+                            letter as char, l.len, l.operand
+                        ))
+                    }
+                    Some(l) => l.count += 1,
+                    None => seen.push(Label { letter, len, operand: i, count: 1 }),
+                }
+            }
+            subscripts.push(term);
+        }
+        let output = match rhs {
+            Some(rhs) => {
+                let out = letters(rhs, "the output's subscripts")?;
+                for (j, c) in out.iter().enumerate() {
+                    if out[..j].contains(c) {
+                        return Err(format!("equation {equation:?} names `{}` twice in the output", *c as char));
+                    }
+                    if !seen.iter().any(|l| l.letter == *c) {
+                        return Err(format!(
+                            "equation {equation:?} has `{}` in the output but in no operand",
+                            *c as char
+                        ));
+                    }
+                }
+                out
+            }
+            None => {
+                let mut once: Vec<u8> = seen.iter().filter(|l| l.count == 1).map(|l| l.letter).collect();
+                once.sort_unstable();
+                once
+            }
+        };
+        let sizes = seen.iter().map(|l| (l.letter, l.len)).collect();
+        Ok(EinsumPlan { operands: subscripts, output, sizes })
+    }
+
+    /// The length letter `letter` names (0 for one not written).
+    pub fn size(&self, letter: u8) -> usize {
+        self.sizes.iter().find(|(l, _)| *l == letter).map_or(0, |&(_, n)| n)
+    }
+
+    /// The output's shape.
+    pub fn output_shape(&self) -> Shape {
+        self.output.iter().map(|&l| self.size(l)).collect()
+    }
+
+    /// The output's letters, as text.
+    pub fn output_letters(&self) -> String {
+        String::from_utf8_lossy(&self.output).into_owned()
+    }
+
+    /// The letters summed over, as text, in the order first written.
+    pub fn summed_letters(&self) -> String {
+        let summed = self.sizes.iter().map(|&(l, _)| l).filter(|l| !self.output.contains(l));
+        String::from_utf8_lossy(&summed.collect::<Vec<u8>>()).into_owned()
+    }
+
+    /// The summation as one contraction of the operands at a time, left to
+    /// right: each step contracts the running result (operand 0 at first)
+    /// with the next operand, keeping the letters the rest or the output
+    /// need; the last step gives the output. An operand alone is one step.
+    /// Each step is an Einstein summation of one or two operands.
+    pub fn steps(&self) -> Vec<EinsumStep> {
+        let mut running = self.operands.first().cloned().unwrap_or_default();
+        if self.operands.len() <= 1 {
+            return vec![EinsumStep { a: running, b: None, output: self.output.clone() }];
+        }
+        let mut steps = Vec::with_capacity(self.operands.len() - 1);
+        for (k, b) in self.operands.iter().enumerate().skip(1) {
+            let output = if k + 1 == self.operands.len() {
+                self.output.clone()
+            } else {
+                let later = |l: &u8| self.output.contains(l) || self.operands[k + 1..].iter().any(|o| o.contains(l));
+                let mut kept: Vec<u8> = Vec::new();
+                for &l in running.iter().chain(b).filter(|l| later(l)) {
+                    if !kept.contains(&l) {
+                        kept.push(l);
+                    }
+                }
+                kept
+            };
+            steps.push(EinsumStep { a: running, b: Some(b.clone()), output: output.clone() });
+            running = output;
+        }
+        steps
+    }
+}
+
+/// One contraction of an [`EinsumPlan`]: `output[..] = sum over the other
+/// letters of a[..] * b[..]`, or of `a[..]` alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EinsumStep {
+    /// The first operand's letters, one per axis.
+    pub a: Vec<u8>,
+    /// The second operand's, if any.
+    pub b: Option<Vec<u8>>,
+    /// The result's letters, one per axis, each written once.
+    pub output: Vec<u8>,
+}
+
+impl EinsumStep {
+    /// The letters summed over: those of the operands the result lacks,
+    /// each once, in the order first written.
+    pub fn summed(&self) -> Vec<u8> {
+        let mut summed: Vec<u8> = Vec::new();
+        for &l in self.a.iter().chain(self.b.iter().flatten()) {
+            if !self.output.contains(&l) && !summed.contains(&l) {
+                summed.push(l);
+            }
+        }
+        summed
+    }
+
+    /// How far one step along `letter` moves in an operand of `letters`
+    /// laid out contiguously with `shape`: the sum of its axes' strides
+    /// (a letter written twice walks a diagonal), 0 where it has none.
+    pub fn stride(letters: &[u8], shape: &[usize], letter: u8) -> usize {
+        let strides = crate::shape::strides(shape);
+        letters.iter().zip(strides.iter()).filter(|(l, _)| **l == letter).map(|(_, s)| s).sum()
+    }
+}
+
+/// The shape function of `Einsum`: the output's shape of [`EinsumPlan::parse`].
+///
+/// ```
+/// use opforge::{kernels::EinsumAttrs, shape::rules::einsum};
+/// let attrs = |equation: &str| EinsumAttrs { equation: equation.into() };
+/// assert_eq!(einsum(&[&[2, 3], &[3, 4]], &attrs("ij,jk->ik")).unwrap().as_slice(), &[2, 4]);
+/// assert_eq!(einsum(&[&[2, 3], &[3, 4]], &attrs("ij, jk")).unwrap().as_slice(), &[2, 4]);
+/// assert!(einsum(&[&[2, 3], &[4, 5]], &attrs("ij,jk->ik")).unwrap_err().contains("letter `j`"));
+/// ```
+pub fn einsum(operands: &[&[usize]], attrs: &crate::kernels::EinsumAttrs) -> Result<Shape, String> {
+    allocatable(EinsumPlan::parse(&attrs.equation, operands)?.output_shape())
 }
