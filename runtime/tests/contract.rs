@@ -1,7 +1,7 @@
-//! In debug builds the engine checks every kernel's output against the
-//! spec's shape rule, so a kernel that breaks its contract is an error
-//! naming it rather than a wrong tensor flowing on; a data-dependent
-//! kernel's outputs are checked against their bounds in every build, and a
+//! In every build, release included, the engine checks every kernel's
+//! output against the spec's shape rule, so a kernel that breaks its
+//! contract is an error naming it rather than a wrong tensor flowing on; a
+//! data-dependent kernel's outputs are checked against their bounds, and a
 //! kernel of several outputs must give them all.
 
 use opforge::backend::{cpu::CpuTensor, Cpu};
@@ -106,15 +106,21 @@ fn a_kernel_returning_the_wrong_shape_is_reported() {
     })
     .unwrap();
     let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
-    let result = halve(&x);
-    if cfg!(debug_assertions) {
-        let err = result.unwrap_err();
-        assert!(matches!(err, Error::KernelContract { kernel: "Halve", .. }), "{err}");
-        assert_eq!(
-            err.to_string(),
-            "kernel `Halve` on backend `cpu` returned f32[2], but its spec's shape rule gives f32[4]"
-        );
-    } else {
-        assert_eq!(result.unwrap().shape(), &[2], "release builds skip the check");
-    }
+    let err = halve(&x).unwrap_err();
+    assert!(matches!(err, Error::KernelContract { kernel: "Halve", .. }), "{err}");
+    assert_eq!(
+        err.to_string(),
+        "kernel `Halve` on backend `cpu` returned f32[2], but its spec's shape rule gives f32[4]"
+    );
+
+    // The wrong dtype, in the right shape.
+    let err = registry::with_kernel_override::<Halve, Cpu, _>(
+        |args, _out| CpuTensor::from_vec(args.x.shape(), vec![1i32; args.x.shape()[0]]),
+        || halve(&x),
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "kernel `Halve` on backend `cpu` returned i32[4], but its spec's shape rule gives f32[4]"
+    );
 }
