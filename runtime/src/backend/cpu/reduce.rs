@@ -31,7 +31,7 @@ use rayon::prelude::*;
 
 use super::{layout::permute, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
-use crate::shape::normalize_axis;
+use crate::shape::len_and_inner;
 use crate::shape::rules::reduction_axes;
 use crate::{kernel, DType, Element, Result, TensorMeta};
 
@@ -239,9 +239,7 @@ fn scan<T: Element, F: Fold<T>>(
     reverse: bool,
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
-    let shape = x.shape();
-    let axis = normalize_axis(axis, shape.len()).map_err(crate::Error::kernel_failed)?;
-    let (len, inner) = (shape[axis], shape[axis + 1..].iter().product::<usize>());
+    let (len, inner) = len_and_inner(x.shape(), axis).map_err(crate::Error::kernel_failed)?;
     let src = x.as_slice::<T>()?;
     let mut dst = super::output::<T>(out.numel());
     let slab = len * inner;
