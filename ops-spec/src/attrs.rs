@@ -1,9 +1,9 @@
 //! The `attrs` table of a kernel.
 
 use crate::diag::{camel_case_problem, did_you_mean, quoted, reserved_problem, snake_case_problem, Diag};
+use crate::fields::{string, unknown_dtype};
 use crate::model::{AttrDef, AttrType, AttrValue, DType, EnumType, GroupDef};
 use crate::tree::{Entry, Node, Value};
-use crate::validate::{string, unknown_dtype};
 
 /// A kernel's attrs, and every attr name with its type where that is known
 /// (for checking references even when some attr is broken).

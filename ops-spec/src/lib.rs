@@ -70,8 +70,10 @@ mod attrs;
 mod diag;
 pub mod docs;
 mod examples;
+mod fields;
 mod model;
 mod rule;
+mod signature;
 mod tree;
 mod validate;
 

@@ -98,25 +98,22 @@ pub trait Element:
     fn from_f64(v: f64) -> Self;
 }
 
-impl Element for f32 {
-    const DTYPE: DType = DType::F32;
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-    fn from_f64(v: f64) -> Self {
-        v as f32
-    }
+/// The numeric elements, whose conversions are Rust's `as` casts.
+macro_rules! numeric_elements {
+    ($($t:ty => $dtype:ident),*) => {$(
+        impl Element for $t {
+            const DTYPE: DType = DType::$dtype;
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+        }
+    )*};
 }
 
-impl Element for i32 {
-    const DTYPE: DType = DType::I32;
-    fn to_f64(self) -> f64 {
-        self as f64
-    }
-    fn from_f64(v: f64) -> Self {
-        v as i32
-    }
-}
+numeric_elements!(f32 => F32, i32 => I32);
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;

@@ -276,23 +276,26 @@ pub fn the_one(ys: crate::call::Tensors) -> Option<Tensor> {
     }
 }
 
-/// Output `i` of an erased gradient call.
-pub fn grad_output<'a>(call: &GradCall<'a>, i: usize) -> Result<&'a Tensor> {
-    call.outputs.get(i).ok_or_else(|| Error::Backend {
+/// The error of a gradient call that lacks `what`: a bug of the caller's,
+/// not of the user's.
+#[cold]
+fn missing(call: &GradCall<'_>, what: String) -> Error {
+    Error::Backend {
         kernel: call.kernel,
         backend: crate::BackendId::Cpu,
-        message: format!("gradient call is missing output {i}"),
-    })
+        message: format!("gradient call is missing {what}"),
+    }
+}
+
+/// Output `i` of an erased gradient call.
+pub fn grad_output<'a>(call: &GradCall<'a>, i: usize) -> Result<&'a Tensor> {
+    call.outputs.get(i).ok_or_else(|| missing(call, format!("output {i}")))
 }
 
 /// The cotangent of output `i` of a kernel of one output, which
 /// autodiff always gives.
 pub fn grad_cotangent<'a>(call: &GradCall<'a>, i: usize) -> Result<&'a Tensor> {
-    call.dys.get(i).and_then(Option::as_ref).ok_or_else(|| Error::Backend {
-        kernel: call.kernel,
-        backend: crate::BackendId::Cpu,
-        message: format!("gradient call is missing the cotangent of output {i}"),
-    })
+    call.dys.get(i).and_then(Option::as_ref).ok_or_else(|| missing(call, format!("the cotangent of output {i}")))
 }
 
 /// The cotangent of output `i`, if anything downstream differentiated it.
@@ -302,11 +305,7 @@ pub fn grad_cotangent_opt<'a>(call: &GradCall<'a>, i: usize) -> Option<&'a Tenso
 
 /// Input `i` of an erased gradient call.
 pub fn grad_input<'a>(call: &GradCall<'a>, i: usize) -> Result<&'a Tensor> {
-    call.inputs.get(i).ok_or_else(|| Error::Backend {
-        kernel: call.kernel,
-        backend: crate::BackendId::Cpu,
-        message: format!("gradient call is missing input {i}"),
-    })
+    call.inputs.get(i).ok_or_else(|| missing(call, format!("input {i}")))
 }
 
 /// Input `i` of a gradient call of a kernel with optional inputs.

@@ -81,6 +81,18 @@ pub fn normalize_axis(axis: i64, rank: usize) -> Result<usize, String> {
     }
 }
 
+/// `shape` seen as `[outer, len, inner]` around `axis` (negative counts
+/// from the end): the axis's length and the product of the dims after it.
+///
+/// ```
+/// assert_eq!(opforge::shape::len_and_inner(&[2, 3, 4], -2), Ok((3, 4)));
+/// assert!(opforge::shape::len_and_inner(&[2], 1).is_err());
+/// ```
+pub fn len_and_inner(shape: &[usize], axis: i64) -> Result<(usize, usize), String> {
+    let axis = normalize_axis(axis, shape.len())?;
+    Ok((shape[axis], shape[axis + 1..].iter().product()))
+}
+
 /// NumPy broadcasting of two shapes: dims are aligned from the right and each
 /// pair must be equal or contain a 1.
 ///

@@ -102,11 +102,7 @@ pub(crate) fn state_tensor_for(name: &str, t: &Tensor, var: &Variable) -> Result
 /// ```
 pub fn save_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &dyn Optimizer) -> Result<()> {
     let path = path.as_ref();
-    let fail = |tensor: Option<&str>, message: String| Error::Checkpoint {
-        path: path.to_owned(),
-        tensor: tensor.map(str::to_owned),
-        message,
-    };
+    let fail = checkpoint_error(path);
     check_names(vars).map_err(|(tensor, message)| fail(tensor, message))?;
     let state = optimizer.state(vars).map_err(|e| with_path(e, path))?;
     let mut stored: Vec<(String, Stored)> = Vec::with_capacity(vars.len() + state.tensors.len());
@@ -162,11 +158,7 @@ pub fn save_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &d
 /// ```
 pub fn load_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &mut dyn Optimizer) -> Result<()> {
     let path = path.as_ref();
-    let fail = |tensor: Option<&str>, message: String| Error::Checkpoint {
-        path: path.to_owned(),
-        tensor: tensor.map(str::to_owned),
-        message,
-    };
+    let fail = checkpoint_error(path);
     check_names(vars).map_err(|(tensor, message)| fail(tensor, message))?;
     let bytes = fs::read(path).map_err(|e| fail(None, format!("cannot read it: {e}")))?;
     check_offsets(&bytes).map_err(|(tensor, message)| fail(tensor.as_deref(), message))?;
@@ -219,6 +211,11 @@ pub fn load_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &m
 
 /// What the file's metadata says it is.
 const FORMAT: &str = "opforge checkpoint";
+
+/// The error of a checkpoint at `path`, about one tensor or about the file.
+fn checkpoint_error(path: &Path) -> impl Fn(Option<&str>, String) -> Error + '_ {
+    |tensor, message| Error::Checkpoint { path: path.to_owned(), tensor: tensor.map(str::to_owned), message }
+}
 
 /// Variables a checkpoint can name: each named, no two alike.
 fn check_names(vars: &[&Variable]) -> std::result::Result<(), (Option<&'static str>, String)> {

@@ -14,13 +14,9 @@ grad = ["x"]
 );
 
 #[kernel(Cube, cpu)]
-fn cube_cpu(x: &CpuTensor) -> Result<CpuTensor> {
-    Ok(x.clone())
-}
+fn cube_cpu(x: &CpuTensor) -> Result<CpuTensor> { Ok(x.clone()) }
 
 #[kernel(Cube, cpu)]
-fn cube_cpu_again(x: &CpuTensor) -> Result<CpuTensor> {
-    Ok(x.clone())
-}
+fn cube_cpu_again(x: &CpuTensor) -> Result<CpuTensor> { Ok(x.clone()) }
 
 fn main() {}

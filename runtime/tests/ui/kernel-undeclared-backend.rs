@@ -6,14 +6,10 @@ use opforge::{kernel, Result};
 struct Cuda;
 
 #[kernel(Sqrt, Cuda)]
-fn sqrt_cuda(x: &CpuTensor) -> Result<CpuTensor> {
-    Ok(x.clone())
-}
+fn sqrt_cuda(x: &CpuTensor) -> Result<CpuTensor> { Ok(x.clone()) }
 
 #[kernel(Sqrt, Metal)]
-fn sqrt_metal(x: &CpuTensor) -> Result<CpuTensor> {
-    Ok(x.clone())
-}
+fn sqrt_metal(x: &CpuTensor) -> Result<CpuTensor> { Ok(x.clone()) }
 
 fn main() {
     let _ = Cuda;

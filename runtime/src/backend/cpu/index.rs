@@ -20,11 +20,11 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{for_rows, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use super::{for_rows, rule_error, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::kernels::{
     ArgMax, ArgMin, GatherNd, GatherV2, Multinomial, OneHot, ScatterNd, Select, TopK, Unique, UnsortedSegmentSum, Where,
 };
-use crate::shape::normalize_axis;
+use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
 use crate::shape::rules::{gather_dims, GatherDims};
 use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets};
@@ -198,13 +198,8 @@ fn outputs<T: Candidate, const L: bool>(src: &[T], l: Layout, start: usize, dst:
 
 fn argmax_of<T: Candidate, const L: bool>(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<Vec<i32>> {
     let src = x.as_slice::<T>()?;
-    let shape = x.shape();
-    let axis = normalize_axis(axis, shape.len()).map_err(|m| crate::Error::Backend {
-        kernel: "ArgMax",
-        backend: crate::BackendId::Cpu,
-        message: m,
-    })?;
-    let l = Layout { len: shape[axis], inner: shape[axis + 1..].iter().product() };
+    let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error("ArgMax"))?;
+    let l = Layout { len, inner };
     let n = out.numel();
     let mut result = vec![0i32; n];
     // The shape rule refuses an empty axis; an empty output has nothing to do.

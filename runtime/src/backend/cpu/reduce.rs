@@ -31,7 +31,7 @@ use rayon::prelude::*;
 
 use super::{layout::permute, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
-use crate::shape::normalize_axis;
+use crate::shape::len_and_inner;
 use crate::shape::rules::reduction_axes;
 use crate::{kernel, DType, Element, Result, TensorMeta};
 
@@ -92,76 +92,30 @@ impl Fold<f32> for SumF32 {
     }
 }
 
-struct SumI32;
-impl Fold<i32> for SumI32 {
-    const INIT: i32 = 0;
-    fn fold(a: i32, b: i32) -> i32 {
-        a.wrapping_add(b)
-    }
+/// Declares each `Name: T = init, |a, b| fold;` as a unit struct folding
+/// `T` from `init`, with `fold_slice`'s default.
+macro_rules! fold_ops {
+    ($($name:ident: $t:ty = $init:expr, |$a:ident, $b:ident| $fold:expr;)*) => {$(
+        struct $name;
+        impl Fold<$t> for $name {
+            const INIT: $t = $init;
+            fn fold($a: $t, $b: $t) -> $t {
+                $fold
+            }
+        }
+    )*};
 }
 
-struct MaxF32;
-impl Fold<f32> for MaxF32 {
-    const INIT: f32 = f32::NEG_INFINITY;
-    fn fold(a: f32, b: f32) -> f32 {
-        super::binary::nan_max(a, b)
-    }
-}
-
-struct MaxI32;
-impl Fold<i32> for MaxI32 {
-    const INIT: i32 = i32::MIN;
-    fn fold(a: i32, b: i32) -> i32 {
-        a.max(b)
-    }
-}
-
-struct MinF32;
-impl Fold<f32> for MinF32 {
-    const INIT: f32 = f32::INFINITY;
-    fn fold(a: f32, b: f32) -> f32 {
-        super::binary::nan_min(a, b)
-    }
-}
-
-struct MinI32;
-impl Fold<i32> for MinI32 {
-    const INIT: i32 = i32::MAX;
-    fn fold(a: i32, b: i32) -> i32 {
-        a.min(b)
-    }
-}
-
-struct ProdF32;
-impl Fold<f32> for ProdF32 {
-    const INIT: f32 = 1.0;
-    fn fold(a: f32, b: f32) -> f32 {
-        a * b
-    }
-}
-
-struct ProdI32;
-impl Fold<i32> for ProdI32 {
-    const INIT: i32 = 1;
-    fn fold(a: i32, b: i32) -> i32 {
-        a.wrapping_mul(b)
-    }
-}
-
-struct AllBool;
-impl Fold<bool> for AllBool {
-    const INIT: bool = true;
-    fn fold(a: bool, b: bool) -> bool {
-        a & b
-    }
-}
-
-struct AnyBool;
-impl Fold<bool> for AnyBool {
-    const INIT: bool = false;
-    fn fold(a: bool, b: bool) -> bool {
-        a | b
-    }
+fold_ops! {
+    SumI32: i32 = 0, |a, b| a.wrapping_add(b);
+    MaxF32: f32 = f32::NEG_INFINITY, |a, b| super::binary::nan_max(a, b);
+    MaxI32: i32 = i32::MIN, |a, b| a.max(b);
+    MinF32: f32 = f32::INFINITY, |a, b| super::binary::nan_min(a, b);
+    MinI32: i32 = i32::MAX, |a, b| a.min(b);
+    ProdF32: f32 = 1.0, |a, b| a * b;
+    ProdI32: i32 = 1, |a, b| a.wrapping_mul(b);
+    AllBool: bool = true, |a, b| a & b;
+    AnyBool: bool = false, |a, b| a | b;
 }
 
 /// `[outer, r, inner]` reduced over `r`.
@@ -243,26 +197,6 @@ fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: Option<&[i64]>, out: &Ten
     Ok((result, r))
 }
 
-#[kernel(Sum, cpu)]
-fn sum(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = keep_dims; // The output shape, from the spec's rule, already says it.
-    match x.dtype() {
-        DType::F32 => CpuTensor::from_vec(&out.shape, reduce::<f32, SumF32>(x, axes, out)?.0),
-        DType::I32 => CpuTensor::from_vec(&out.shape, reduce::<i32, SumI32>(x, axes, out)?.0),
-        d => Err(unsupported("Sum", d)),
-    }
-}
-
-#[kernel(Max, cpu)]
-fn max(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = keep_dims;
-    match x.dtype() {
-        DType::F32 => CpuTensor::from_vec(&out.shape, reduce::<f32, MaxF32>(x, axes, out)?.0),
-        DType::I32 => CpuTensor::from_vec(&out.shape, reduce::<i32, MaxI32>(x, axes, out)?.0),
-        d => Err(unsupported("Max", d)),
-    }
-}
-
 #[kernel(Mean, cpu)]
 fn mean(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
     let _ = keep_dims;
@@ -277,7 +211,7 @@ macro_rules! folds {
     ($($kernel:ident => $name:ident: $($dtype:ident => $ty:ty, $fold:ty),+;)*) => {$(
         #[kernel($kernel, cpu)]
         fn $name(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
-            let _ = keep_dims;
+            let _ = keep_dims; // The output shape, from the spec's rule, already says it.
             match x.dtype() {
                 $(DType::$dtype => CpuTensor::from_vec(&out.shape, reduce::<$ty, $fold>(x, axes, out)?.0),)+
                 d => Err(unsupported(stringify!($kernel), d)),
@@ -287,6 +221,8 @@ macro_rules! folds {
 }
 
 folds! {
+    Sum => sum: F32 => f32, SumF32, I32 => i32, SumI32;
+    Max => max: F32 => f32, MaxF32, I32 => i32, MaxI32;
     Min => min: F32 => f32, MinF32, I32 => i32, MinI32;
     Prod => prod: F32 => f32, ProdF32, I32 => i32, ProdI32;
     All => all: Bool => bool, AllBool;
@@ -303,9 +239,7 @@ fn scan<T: Element, F: Fold<T>>(
     reverse: bool,
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
-    let shape = x.shape();
-    let axis = normalize_axis(axis, shape.len()).map_err(crate::Error::kernel_failed)?;
-    let (len, inner) = (shape[axis], shape[axis + 1..].iter().product::<usize>());
+    let (len, inner) = len_and_inner(x.shape(), axis).map_err(crate::Error::kernel_failed)?;
     let src = x.as_slice::<T>()?;
     let mut dst = super::output::<T>(out.numel());
     let slab = len * inner;

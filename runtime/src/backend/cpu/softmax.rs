@@ -3,23 +3,16 @@
 //! `LRN`, which normalizes each element by its neighbours along the last
 //! axis; and `FusedBatchNorm`, by given statistics.
 
-use super::{for_rows, CpuTensor};
+use super::{for_rows, rule_error, CpuTensor};
 use crate::kernels::{FusedBatchNorm, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
-use crate::shape::normalize_axis;
+use crate::shape::len_and_inner;
 use crate::shape::strided::{broadcast_strides, Dims};
 use crate::{kernel, BackendId, Result, TensorMeta};
 
 #[kernel(Softmax, cpu)]
 fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     let src = x.as_slice::<f32>()?;
-    let shape = x.shape();
-    let axis = normalize_axis(axis, shape.len()).map_err(|m| crate::Error::Backend {
-        kernel: "Softmax",
-        backend: crate::BackendId::Cpu,
-        message: m,
-    })?;
-    let len = shape[axis];
-    let inner: usize = shape[axis + 1..].iter().product();
+    let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error("Softmax"))?;
     let mut data = super::output::<f32>(src.len());
     if len == 0 || src.is_empty() {
         return CpuTensor::from_vec(&out.shape, data);

@@ -14,7 +14,7 @@ use crate::backend::cpu::CpuTensor;
 use crate::kernels::{
     ArgMax, ArgMin, GatherNd, GatherV2, Multinomial, OneHot, ScatterNd, Select, TopK, Unique, UnsortedSegmentSum, Where,
 };
-use crate::shape::normalize_axis;
+use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
 use crate::shape::rules::gather_dims;
 use crate::shape::strided::broadcast_strides;
@@ -62,9 +62,7 @@ fn arg_search(kernel: &'static str, op: u32, x: &WgpuTensor, axis: i64, out: &Te
         DType::I32 => "argmax_i32",
         d => return Err(unsupported(kernel, d)),
     };
-    let shape = x.shape();
-    let axis = normalize_axis(axis, shape.len()).map_err(rule_error(kernel))?;
-    let (len, inner) = (shape[axis], shape[axis + 1..].iter().product::<usize>());
+    let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error(kernel))?;
     // The shape rule refuses an empty axis; an empty output dispatches nothing.
     let params = [out.numel() as u32, len as u32, inner.max(1) as u32];
     Program { kernel, shader: &SHADER, entry, op }.run(&[x], out, &params)

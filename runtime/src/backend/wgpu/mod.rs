@@ -30,6 +30,7 @@ macro_rules! shader {
     };
 }
 
+mod batch;
 mod binary;
 mod conv;
 mod device;
@@ -37,7 +38,9 @@ mod index;
 mod layout;
 mod make;
 mod matmul;
+mod pipeline;
 mod pool;
+mod readback;
 mod reduce;
 mod softmax;
 mod unary;
@@ -55,7 +58,7 @@ use crate::backend::cpu::CpuTensor;
 use crate::{DType, Error, Result, Shape, Tensor, TensorMeta};
 use device::Bound;
 pub(crate) use device::{gpu, Gpu};
-pub use device::{groups, Grid, Shader};
+pub use pipeline::{groups, Grid, Shader};
 pub(crate) use pool::{memory, peak, pooled, reset_peak, set_limit, trim_to};
 
 /// The `wgpu` backend marker.

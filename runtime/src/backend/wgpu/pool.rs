@@ -9,10 +9,10 @@
 //! not bind, and it never has to submit the batch early.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicIsize, AtomicU64, AtomicUsize, Ordering::Relaxed};
+use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
-use super::device::gpu;
+use super::device::{gpu, Slab};
 use crate::Result;
 
 static LIVE_BUFFERS: AtomicIsize = AtomicIsize::new(0);
@@ -21,26 +21,6 @@ static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
 static PEAK_BYTES: AtomicIsize = AtomicIsize::new(0);
 /// Bytes the pool may hold; shared with the cpu pool's default.
 static LIMIT: AtomicUsize = AtomicUsize::new(256 << 20);
-/// Ids of wgpu buffers, never reused: they key cached bind groups.
-static NEXT_ID: AtomicU64 = AtomicU64::new(1);
-
-/// One wgpu storage buffer, alive for as long as the pool or a tensor
-/// holds it.
-#[derive(Debug)]
-pub(crate) struct Slab {
-    /// Unique for the life of the process; bind groups are cached by it.
-    pub(crate) id: u64,
-    pub(crate) buffer: wgpu::Buffer,
-    /// The serial of the last batch that bound it (see `Gpu::dispatch`).
-    pub(crate) used_in: AtomicU64,
-}
-
-impl Slab {
-    /// `buffer` under a fresh id.
-    pub(crate) fn new(buffer: wgpu::Buffer) -> Slab {
-        Slab { id: NEXT_ID.fetch_add(1, Relaxed), buffer, used_in: AtomicU64::new(0) }
-    }
-}
 
 #[derive(Default)]
 struct Pool {

@@ -10,7 +10,7 @@
 
 use super::{groups, rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
-use crate::shape::{normalize_axis, rules::reduction_axes, strides};
+use crate::shape::{len_and_inner, rules::reduction_axes, strides};
 use crate::{kernel, DType, Result, TensorMeta};
 
 static SHADER: Shader = shader!("reduce");
@@ -196,9 +196,7 @@ fn scan(
         DType::I32 => "scan_i32",
         d => return Err(unsupported(kernel, d)),
     };
-    let shape = x.shape();
-    let axis = normalize_axis(axis, shape.len()).map_err(rule_error(kernel))?;
-    let (len, inner) = (shape[axis], shape[axis + 1..].iter().product::<usize>());
+    let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error(kernel))?;
     let lines = out.numel().checked_div(len).unwrap_or(0);
     let params = [lines as u32, len as u32, inner.max(1) as u32, u32::from(exclusive) | u32::from(reverse) << 1];
     let program = Program { kernel, shader: &SHADER, entry, op };

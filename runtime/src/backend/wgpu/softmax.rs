@@ -5,7 +5,7 @@
 
 use super::{groups, rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::kernels::{FusedBatchNorm, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
-use crate::shape::normalize_axis;
+use crate::shape::len_and_inner;
 use crate::shape::strided::broadcast_strides;
 use crate::{kernel, DType, Result, TensorMeta};
 
@@ -21,9 +21,7 @@ fn softmax(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     if x.dtype() != DType::F32 {
         return Err(unsupported("Softmax", x.dtype()));
     }
-    let shape = x.shape();
-    let axis = normalize_axis(axis, shape.len()).map_err(rule_error("Softmax"))?;
-    let (len, inner) = (shape[axis], shape[axis + 1..].iter().product::<usize>());
+    let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error("Softmax"))?;
     let rows = out.numel().checked_div(len).unwrap_or(0);
     let params = [rows as u32, len as u32, inner.max(1) as u32];
     let program = |entry| Program { kernel: "Softmax", shader: &SHADER, entry, op: 0 };

@@ -1,0 +1,197 @@
+//! WGSL programs: [`Shader`]s compiled into pipelines, their layouts, and
+//! the [`Grid`] a dispatch runs over.
+
+use std::num::NonZeroU64;
+use std::sync::Arc;
+
+use super::device::{lock, Arity, Gpu, Layout, Pipeline, SLOT};
+use crate::{DType, Result};
+
+/// A WGSL compute module, compiled once on first use. Its source (by
+/// address) keys the module and pipeline caches; its name labels it in
+/// errors and driver tools.
+///
+/// ```
+/// use opforge::backend::wgpu::Shader;
+/// static HALVE: Shader = Shader::new("halve", "@compute @workgroup_size(1) fn main() {}");
+/// assert_eq!(HALVE.name(), "halve");
+/// ```
+#[derive(Debug)]
+pub struct Shader {
+    name: &'static str,
+    source: &'static str,
+}
+
+impl Shader {
+    /// A shader named `name` with WGSL `source`, typically
+    /// `include_str!("my_kernel.wgsl")`.
+    pub const fn new(name: &'static str, source: &'static str) -> Shader {
+        Shader { name, source }
+    }
+
+    /// The name given to [`Shader::new`].
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The cache key: two shaders are one module only if they are one source.
+    pub(super) fn key(&self) -> usize {
+        self.source.as_ptr() as usize
+    }
+}
+
+impl Gpu {
+    /// The layouts of programs with `inputs` input and `outputs` output
+    /// tensors, made once.
+    pub(super) fn layout(&self, (inputs, outputs): Arity) -> Arc<Layout> {
+        lock(&self.layouts)
+            .entry((inputs, outputs))
+            .or_insert_with(|| {
+                let storage = |read_only| wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Storage { read_only },
+                    has_dynamic_offset: false,
+                    min_binding_size: None,
+                };
+                let params = wgpu::BindingType::Buffer {
+                    ty: wgpu::BufferBindingType::Uniform,
+                    has_dynamic_offset: true,
+                    min_binding_size: NonZeroU64::new(SLOT),
+                };
+                let entries: Vec<wgpu::BindGroupLayoutEntry> = (0..inputs)
+                    .map(|_| storage(true))
+                    .chain((0..outputs).map(|_| storage(false)))
+                    .chain([params])
+                    .enumerate()
+                    .map(|(i, ty)| wgpu::BindGroupLayoutEntry {
+                        binding: i as u32,
+                        visibility: wgpu::ShaderStages::COMPUTE,
+                        ty,
+                        count: None,
+                    })
+                    .collect();
+                let group = self
+                    .device
+                    .create_bind_group_layout(&wgpu::BindGroupLayoutDescriptor { label: None, entries: &entries });
+                let pipeline = self.device.create_pipeline_layout(&wgpu::PipelineLayoutDescriptor {
+                    label: None,
+                    bind_group_layouts: &[Some(&group)],
+                    immediate_size: 0,
+                });
+                Arc::new(Layout { group, pipeline })
+            })
+            .clone()
+    }
+
+    /// The pipeline of `entry` in `shader` with `OP = op`, binding `arity`
+    /// input and output tensors, cached by (shader, entry, dtype, op,
+    /// arity): never by shape. The dtype is part of the key for the benefit of tools that
+    /// list pipelines; one entry point serves one dtype.
+    pub(crate) fn pipeline(
+        &self,
+        kernel: &'static str,
+        shader: &Shader,
+        entry: &'static str,
+        dtype: DType,
+        op: u32,
+        arity: Arity,
+    ) -> Result<Pipeline> {
+        let key = (shader.key(), entry, dtype, op, arity);
+        if let Some(p) = lock(&self.pipelines).get(&key) {
+            return Ok(p.clone());
+        }
+        let layout = self.layout(arity);
+        let constants = [("OP", f64::from(op))];
+        let pipeline = self.scoped(kernel, || {
+            let module = lock(&self.modules)
+                .entry(shader.key())
+                .or_insert_with(|| {
+                    self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
+                        label: Some(shader.name),
+                        source: wgpu::ShaderSource::Wgsl(shader.source.into()),
+                    })
+                })
+                .clone();
+            self.device.create_compute_pipeline(&wgpu::ComputePipelineDescriptor {
+                label: Some(entry),
+                layout: Some(&layout.pipeline),
+                module: &module,
+                entry_point: Some(entry),
+                // A shader without an `OP` override runs with op 0.
+                compilation_options: wgpu::PipelineCompilationOptions {
+                    constants: &constants[..usize::from(op != 0)],
+                    ..Default::default()
+                },
+                cache: None,
+            })
+        })?;
+        let pipeline = Pipeline { pipeline, arity };
+        lock(&self.pipelines).insert(key, pipeline.clone());
+        Ok(pipeline)
+    }
+}
+
+/// How many invocations a [`Program`](super::Program) runs.
+///
+/// ```
+/// use opforge::backend::wgpu::{groups, Grid};
+/// let per_element = Grid::Elements(1000); // 4 workgroups of 256
+/// let per_row = Grid::Groups(groups(70_000)); // 35000 x 2 workgroups
+/// assert!(matches!(per_row, Grid::Groups([35000, 2, 1])));
+/// # let _ = per_element;
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Grid {
+    /// One invocation per element, in workgroups of 256 (see [`groups`]);
+    /// shaders find their element with `element()`.
+    Elements(usize),
+    /// Exactly these workgroups.
+    Groups([u32; 3]),
+}
+
+/// `count` workgroups as one row of up to 65535, or as the fewest rows of
+/// equal length when that is not enough (65535 per dimension is WebGPU's
+/// minimum limit), so that fewer than one row's worth are idle. Shaders
+/// number them `wid.y * groups.x + wid.x` and skip those past `count`.
+///
+/// ```
+/// use opforge::backend::wgpu::groups;
+/// assert_eq!(groups(10), [10, 1, 1]);
+/// assert_eq!(groups(65536), [32768, 2, 1]);
+/// ```
+pub fn groups(count: usize) -> [u32; 3] {
+    let count = count.max(1);
+    let rows = count.div_ceil(65535);
+    [count.div_ceil(rows) as u32, rows.min(u32::MAX as usize) as u32, 1]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::device::gpu;
+    use super::*;
+
+    #[test]
+    fn a_broken_shader_is_an_error_naming_the_kernel() {
+        if !super::super::adapter_or_skip("a_broken_shader_is_an_error_naming_the_kernel") {
+            return;
+        }
+        let g = gpu("Broken").unwrap();
+        static BROKEN: Shader = Shader::new("broken", "@compute @workgroup_size(1) fn main() { let x: u32 = 1.5; }");
+        let err = g.pipeline("Broken", &BROKEN, "main", DType::F32, 0, (0, 1)).unwrap_err().to_string();
+        assert!(err.starts_with("kernel `Broken` on backend `wgpu`: "), "{err}");
+        // Nothing leaked to the uncaptured handler, so later readbacks are clean.
+        assert!(g.check_uncaptured().is_ok());
+    }
+
+    #[test]
+    fn grids_stay_within_65535_workgroups_per_dimension() {
+        assert_eq!(groups(0), [1, 1, 1]);
+        assert_eq!(groups(65535), [65535, 1, 1]);
+        assert_eq!(groups(65536), [32768, 2, 1]);
+        assert_eq!(groups((1 << 25) / 256), [43691, 3, 1]);
+        for count in [1, 65535, 65536, 131071, 1 << 20, 1 << 24] {
+            let [x, y, _] = groups(count);
+            let launched = x as usize * y as usize;
+            assert!(x <= 65535 && launched >= count && launched - count < y as usize, "{count}");
+        }
+    }
+}

@@ -1,0 +1,192 @@
+//! What is registered: the entry types, the link-time slices `#[kernel]`,
+//! `#[gradient]`, `#[op]` and `spec!` add to, and what reads only them.
+
+use linkme::distributed_slice;
+
+use crate::call::{GradCall, KernelCall, Tensors};
+use crate::{BackendId, DType, Error, Location, Result, Tensor};
+
+/// A type-erased kernel: what [`KernelEntry::func`] points to.
+pub type KernelFn = dyn Fn(&KernelCall<'_>) -> Result<Tensors> + Send + Sync;
+/// A type-erased gradient: returns one tensor per differentiable input.
+pub type GradientFn = dyn Fn(&GradCall<'_>) -> Result<Vec<Option<Tensor>>> + Send + Sync;
+
+/// One registered kernel.
+pub struct KernelEntry {
+    /// The kernel's name.
+    pub kernel: &'static str,
+    /// The backend it runs on, as [`KernelEntry::backend`] gives it: a
+    /// declared backend's id is known once the program runs.
+    #[doc(hidden)]
+    pub backend_id: fn() -> BackendId,
+    /// The implementation.
+    pub func: &'static KernelFn,
+    /// Registered with `override`: replaces another registration on purpose.
+    pub replaces: bool,
+    /// Where it was registered.
+    pub location: Location,
+    /// The implementing function's name.
+    pub function: &'static str,
+    /// The crate that registered it (`<runtime>` for runtime registrations).
+    pub crate_name: &'static str,
+}
+
+impl KernelEntry {
+    /// The backend it runs on.
+    #[inline]
+    pub fn backend(&self) -> BackendId {
+        (self.backend_id)()
+    }
+}
+
+/// One registered gradient.
+pub struct GradientEntry {
+    /// The kernel it differentiates.
+    pub kernel: &'static str,
+    /// The implementation.
+    pub func: &'static GradientFn,
+    /// Registered with `override`.
+    pub replaces: bool,
+    /// Where it was registered.
+    pub location: Location,
+    /// The implementing function's name.
+    pub function: &'static str,
+    /// The crate that registered it (`<runtime>` for runtime registrations).
+    pub crate_name: &'static str,
+}
+
+/// One composite op declared with `#[op]`.
+#[derive(Debug)]
+pub struct OpEntry {
+    /// The op's name.
+    pub name: &'static str,
+    /// Where it was declared.
+    pub location: Location,
+    /// The crate that declared it.
+    pub crate_name: &'static str,
+}
+
+/// One kernel of a bound spec, as `spec!` records it.
+pub struct SpecEntry {
+    /// Kernel name.
+    pub name: &'static str,
+    /// Generated op function.
+    pub op: &'static str,
+    /// One-line doc.
+    pub doc: &'static str,
+    /// Input names.
+    pub inputs: &'static [&'static str],
+    /// Attribute names and spec types.
+    pub attrs: &'static [(&'static str, &'static str)],
+    /// Allowed input dtypes.
+    pub dtypes: &'static [DType],
+    /// Differentiable inputs (empty when non-differentiable).
+    pub differentiable: &'static [&'static str],
+    /// Output names, in order.
+    pub outputs: &'static [&'static str],
+    /// Whether the one output is a list of any length.
+    pub variadic_output: bool,
+    /// The spec file that declared it, as given to `spec!`.
+    pub spec_file: &'static str,
+    /// The crate whose `spec!` bound it.
+    pub crate_name: &'static str,
+    /// Runs the kernel with type-erased attributes (its `Attrs` struct),
+    /// returning every output.
+    pub run: fn(&[&Tensor], &(dyn std::any::Any + Send + Sync)) -> Result<Vec<Tensor>>,
+}
+
+impl std::fmt::Debug for SpecEntry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SpecEntry").field("name", &self.name).field("op", &self.op).finish_non_exhaustive()
+    }
+}
+
+/// The bound kernel name closest to `name`, for "did you mean".
+pub(crate) fn closest_kernel(name: &str) -> Option<&'static str> {
+    let distance = |a: &str, b: &str| {
+        let b: Vec<char> = b.chars().collect();
+        let mut prev: Vec<usize> = (0..=b.len()).collect();
+        for (i, ca) in a.chars().enumerate() {
+            let mut cur = vec![i + 1; b.len() + 1];
+            for (j, &cb) in b.iter().enumerate() {
+                cur[j + 1] = (prev[j] + usize::from(ca != cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+            }
+            prev = cur;
+        }
+        prev[b.len()]
+    };
+    SPECS
+        .iter()
+        .map(|s| (distance(&name.to_lowercase(), &s.name.to_lowercase()), s.name))
+        .filter(|&(d, _)| d <= 2)
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, n)| n)
+}
+
+#[doc(hidden)]
+#[distributed_slice]
+pub static KERNELS: [KernelEntry];
+#[doc(hidden)]
+#[distributed_slice]
+pub static GRADIENTS: [GradientEntry];
+#[doc(hidden)]
+#[distributed_slice]
+pub static OPS: [OpEntry];
+#[doc(hidden)]
+#[distributed_slice]
+pub static SPECS: [SpecEntry];
+
+/// Every composite op declared with `#[op]`.
+///
+/// ```
+/// assert!(opforge::registry::ops().iter().any(|o| o.name == "moving_average"));
+/// ```
+pub fn ops() -> &'static [OpEntry] {
+    &OPS
+}
+
+/// Every kernel of every bound spec.
+///
+/// ```
+/// assert!(opforge::registry::specs().iter().any(|s| s.name == "BatchMatMul"));
+/// ```
+pub fn specs() -> &'static [SpecEntry] {
+    &SPECS
+}
+
+/// Fails unless crate `crate_name` (as in `Cargo.toml`; `-` and `_` alike)
+/// registered something in this program: a spec, a kernel, a gradient or
+/// an op. The linker drops a crate that nothing references, with its
+/// registrations and without a warning, so a binary that depends on a crate
+/// only for its kernels writes `use that_crate as _;`. Call this at start-up
+/// (or in a test) to be told loudly when that line is missing.
+///
+/// ```
+/// opforge::registry::require("opforge")?;
+/// let e = opforge::registry::require("my_missing_plugin").unwrap_err();
+/// assert!(e.to_string().contains("use my_missing_plugin as _;"));
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn require(crate_name: &str) -> Result<()> {
+    let wanted = crate_name.replace('-', "_");
+    let linked = SPECS.iter().any(|s| s.crate_name == wanted)
+        || KERNELS.iter().any(|k| k.crate_name == wanted)
+        || GRADIENTS.iter().any(|g| g.crate_name == wanted)
+        || OPS.iter().any(|o| o.crate_name == wanted);
+    match linked {
+        true => Ok(()),
+        false => Err(Error::NotLinked { crate_name: wanted }),
+    }
+}
+
+/// The spec entry of a kernel name.
+///
+/// ```
+/// assert_eq!(opforge::registry::spec("Relu").unwrap().op, "relu");
+/// ```
+pub fn spec(kernel: &str) -> Option<&'static SpecEntry> {
+    SPECS.iter().find(|s| s.name == kernel)
+}
+
+/// The function and crate name of registrations made at run time.
+pub(crate) const RUNTIME: &str = "<runtime>";
