@@ -131,7 +131,7 @@ impl Engine {
         attrs: &K::Attrs,
     ) -> Result<(BackendId, Tensors)> {
         let backend = common_backend::<K>(inputs, absent)?;
-        let metas = K::infer_with(inputs, absent, attrs).map_err(|m| invalid::<K>(backend, inputs, absent, m))?;
+        let metas = infer::<K>(inputs, absent, attrs).map_err(|m| invalid::<K>(backend, inputs, absent, m))?;
         // A data-dependent bound with a dim only the data decides is the
         // kernel's to allocate; so is all memory of a declared backend,
         // which may hold no data at all (or hold it elsewhere).
@@ -391,6 +391,16 @@ fn fallback<K: KernelSpec>(call: &KernelCall<'_>) -> Result<Tensors> {
     execute::<K>(entry, &on_cpu)?.iter().map(|y| y.to_backend(backend)).collect()
 }
 
+/// The spec's checks and shape rule; a panic inside a rule (a user's
+/// shape function, say) is an error naming it rather than a panic
+/// escaping the op. The built-in rules use checked arithmetic and do not
+/// panic (`tests/hardening.rs` drives them with extreme integers).
+#[inline]
+fn infer<K: KernelSpec>(inputs: &[&Tensor], absent: Absent, attrs: &K::Attrs) -> Result<crate::Metas, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| K::infer_with(inputs, absent, attrs)))
+        .unwrap_or_else(|payload| Err(format!("the shape rule panicked: {}", panic_message(&*payload))))
+}
+
 /// The backend a call runs on: its inputs', or for a kernel without inputs
 /// (`Range`, `Fill`) the default backend.
 fn common_backend<K: KernelSpec>(inputs: &[&Tensor], absent: Absent) -> Result<BackendId> {
@@ -459,11 +469,7 @@ fn panicked<K: KernelSpec>(
     call: &KernelCall<'_>,
     payload: Box<dyn std::any::Any + Send>,
 ) -> Error {
-    let message = match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
-        (Some(s), _) => (*s).to_owned(),
-        (_, Some(s)) => s.clone(),
-        _ => "a panic with no message".to_owned(),
-    };
+    let message = panic_message(&*payload);
     Error::KernelPanicked {
         op: op_path(K::OP),
         kernel: K::NAME,
@@ -471,6 +477,15 @@ fn panicked<K: KernelSpec>(
         function: entry.function,
         inputs: describe::<K>(call.inputs, call.absent),
         message,
+    }
+}
+
+/// What a panic said, if it said it with a string.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(s), _) => (*s).to_owned(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic with no message".to_owned(),
     }
 }
 

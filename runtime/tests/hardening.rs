@@ -1,0 +1,190 @@
+//! Defects of issue 32's hostile battery, each through the public API:
+//! shape rules that never overflow, one rule for i32 overflow (it wraps),
+//! a floored remainder inside `[0, b)`, cumprod's exact gradient at a zero,
+//! edge values, errors that say what ran, and scalars that follow their
+//! tensor's backend.
+
+mod common;
+
+use common::backends;
+use opforge::kernels::{MirrorPadMode, Padding};
+use opforge::{grad, ops, BackendId, DType, Error, Result, Tensor};
+
+/// Integers a hostile caller gives: the ends of `i64`, sizes past 32 and
+/// 64 bits, and the small ones around zero.
+const EXTREME: [i64; 10] = [i64::MIN, i64::MIN + 1, -(1 << 32), -2, -1, 0, 1, 2, 1 << 32, i64::MAX];
+
+/// Runs `f`, which must return (an `Ok` or an `Err`) rather than panic; an
+/// error must name `kernel` and the backend.
+#[track_caller]
+fn returns<T>(what: &str, kernel: &str, f: impl FnOnce() -> Result<T>) {
+    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
+        Ok(Ok(_)) => {}
+        Ok(Err(e)) => {
+            let text = e.to_string();
+            assert!(text.contains(&format!("kernel `{kernel}`")) && text.contains("backend `"), "{what}: {text}");
+        }
+        Err(_) => panic!("{what} panicked"),
+    }
+}
+
+fn empty(shape: &[usize]) -> Tensor {
+    Tensor::zeros(shape, DType::F32).unwrap()
+}
+
+#[test]
+fn the_issues_overflows_are_errors_naming_kernel_and_shapes() {
+    let e = ops::concat(&[empty(&[usize::MAX, 0]), empty(&[1, 0])], 0).unwrap_err().to_string();
+    assert!(e.contains("kernel `Concat`") && e.contains("backend `cpu`") && e.contains("values[0]"), "{e}");
+    let image = empty(&[1, 1, 1, 0]);
+    let e = ops::depth_to_space(&image, 1 << 32).unwrap_err().to_string();
+    assert!(e.contains("kernel `DepthToSpace`") && e.contains("4294967296") && e.contains("f32[1, 1, 1, 0]"), "{e}");
+    let e = ops::space_to_depth(&image, 1 << 32).unwrap_err().to_string();
+    assert!(e.contains("kernel `SpaceToDepth`"), "{e}");
+    let x = empty(&[2, 0]);
+    let e = ops::slice(&x, &[i64::MIN, 0], &[-1, 1]).unwrap_err().to_string();
+    assert!(e.contains("kernel `Slice`") && e.contains("f32[2, 0]"), "{e}");
+    let e = ops::mirror_pad(&empty(&[usize::MAX, 0]), &[vec![1, 1], vec![0, 0]], MirrorPadMode::Symmetric)
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("kernel `MirrorPad`"), "{e}");
+    // Sizes past `i64::MAX` are sizes, not negative numbers.
+    let parts = ops::split(&empty(&[usize::MAX, 0]), &[-1, 1 << 62], 0).unwrap();
+    assert_eq!((parts[0].shape(), parts[1].shape()), (&[usize::MAX - (1 << 62), 0][..], &[1 << 62, 0][..]));
+}
+
+/// Every shape rule of the built-in spec that reads an integer attribute,
+/// driven with the extreme integers, on empty inputs with a dim of
+/// `usize::MAX` and on small ones: a result or an error, never a panic.
+#[test]
+fn shape_rules_meet_extreme_integers_without_panicking() {
+    let inputs = [empty(&[usize::MAX, 0]), empty(&[0, usize::MAX]), empty(&[3, 2]), empty(&[1, 1, 1, 0])];
+    let image = empty(&[1, 4, 4, 0]);
+    let filter = empty(&[2, 2, 0, 1]);
+    let ids = Tensor::from_vec(vec![0i32], &[1]).unwrap();
+    for x in &inputs {
+        let r = x.rank();
+        for &a in &EXTREME {
+            let what = |op: &str| format!("{op}({}, {a})", x.meta());
+            returns(&what("concat"), "Concat", || ops::concat(&[x.clone(), x.clone()], a));
+            returns(&what("stack"), "Pack", || ops::stack(&[x.clone(), x.clone()], a));
+            returns(&what("unstack"), "Unpack", || ops::unstack(x, a));
+            returns(&what("depth_to_space"), "DepthToSpace", || ops::depth_to_space(x, a));
+            returns(&what("space_to_depth"), "SpaceToDepth", || ops::space_to_depth(x, a));
+            returns(&what("one_hot"), "OneHot", || ops::one_hot(&ids, a, 1.0, 0.0));
+            returns(&what("unsorted_segment_sum"), "UnsortedSegmentSum", || {
+                ops::unsorted_segment_sum(&empty(&[1, 0]), &ids, a)
+            });
+            returns(&what("gather"), "GatherV2", || ops::gather(x, &ids, a, a));
+            returns(&what("top_k"), "TopK", || ops::top_k(x, a, true));
+            returns(&what("sum"), "Sum", || ops::sum(x, Some(&[a]), true));
+            returns(&what("cumsum"), "Cumsum", || ops::cumsum(x, a, false, false));
+            returns(&what("fill"), "Fill", || ops::fill(&[a, 0], 1.0, DType::F32));
+            returns(&what("random_uniform"), "RandomUniform", || ops::random_uniform(&[0, a], 0.0, 1.0, a));
+            returns(&what("scatter_nd"), "ScatterNd", || {
+                ops::scatter_nd(&Tensor::from_vec(vec![0i32], &[1, 1]).unwrap(), &empty(&[1, 0]), &[a, 0])
+            });
+            for &b in &EXTREME {
+                let what = |op: &str| format!("{op}({}, {a}, {b})", x.meta());
+                let (begin, size) = (vec![a; r], vec![b; r]);
+                returns(&what("slice"), "Slice", || ops::slice(x, &begin, &size));
+                returns(&what("strided_slice"), "StridedSlice", || {
+                    ops::strided_slice(x, &[a, b], &[b, a], &[a | 1, -1], 0, 0, 0, 0, 0)
+                });
+                returns(&what("tile"), "Tile", || ops::tile(x, &vec![a; r]));
+                returns(&what("reshape"), "Reshape", || ops::reshape(x, &[a, b]));
+                returns(&what("transpose"), "Transpose", || ops::transpose(x, &[a, b]));
+                returns(&what("broadcast_to"), "BroadcastTo", || ops::broadcast_to(x, &[a, b]));
+                returns(&what("pad"), "PadV2", || ops::pad(x, &vec![vec![a, b]; r], 0.0));
+                for mode in [MirrorPadMode::Reflect, MirrorPadMode::Symmetric] {
+                    returns(&what("mirror_pad"), "MirrorPad", || ops::mirror_pad(x, &vec![vec![a, b]; r], mode));
+                }
+                returns(&what("split"), "SplitV", || ops::split(x, &[a, b], 0));
+                returns(&what("resize_bilinear"), "ResizeBilinear", || {
+                    ops::resize_bilinear(&image, &[a, b], false, false)
+                });
+                returns(&what("range"), "Range", || ops::range(a as f64, b as f64, 1.0, DType::I32));
+                let pair = [a, b];
+                let explicit = [vec![a, b], vec![b, a]];
+                for padding in [Padding::Valid, Padding::Same] {
+                    returns(&what("max_pool"), "MaxPool", || ops::max_pool(&image, &pair, &pair, padding, None));
+                    returns(&what("avg_pool"), "AvgPool", || ops::avg_pool(&image, &[1, 1], &pair, padding, None));
+                    returns(&what("conv2d"), "Conv2D", || ops::conv2d(&image, &filter, &pair, padding, None, &pair));
+                }
+                returns(&what("max_pool"), "MaxPool", || {
+                    ops::max_pool(&image, &[2, 2], &[1, 1], Padding::Explicit, Some(&explicit))
+                });
+                returns(&what("conv2d"), "Conv2D", || {
+                    ops::conv2d(&image, &filter, &[1, 1], Padding::Explicit, Some(&explicit), &[1, 1])
+                });
+            }
+        }
+    }
+}
+
+#[test]
+fn slicing_all_of_an_empty_tensor_with_a_huge_dim_works() {
+    let x = empty(&[usize::MAX, 0]);
+    let y = ops::slice(&x, &[0, 0], &[-1, -1]).unwrap();
+    assert_eq!(y.shape(), &[usize::MAX, 0]);
+    let y = ops::slice(&x, &[1, 0], &[-1, 0]).unwrap();
+    assert_eq!(y.shape(), &[usize::MAX - 1, 0]);
+}
+
+opforge::spec!(
+    inline = r#"
+[Overflowing]
+op = "overflowing"
+doc = "x as a vector of one plus its dims' sum elements, whose shape function panics past usize."
+inputs = ["x"]
+dtypes = ["f32"]
+shape = "fn(product_shape)"
+non_differentiable = "only the shape check is under test"
+examples = [{ shapes = [[2, 3]], output = [6] }]
+
+"#
+);
+
+/// A user's shape function that panics on overflow: `[1 + sum of dims]`.
+fn product_shape(x: &[usize], attrs: &OverflowingAttrs) -> std::result::Result<opforge::shape::Shape, String> {
+    let _ = attrs;
+    let n = x.iter().try_fold(1usize, |a, &d| a.checked_add(d)).expect("one plus the dims adds past usize");
+    Ok([n].into_iter().collect())
+}
+
+#[opforge::kernel(Overflowing, cpu)]
+fn overflowing_cpu(
+    x: &opforge::backend::cpu::CpuTensor,
+    out: &opforge::TensorMeta,
+) -> Result<opforge::backend::cpu::CpuTensor> {
+    opforge::backend::cpu::CpuTensor::from_vec(&out.shape, x.as_slice::<f32>()?.to_vec())
+}
+
+#[test]
+fn a_panicking_shape_function_is_an_error_not_a_panic() {
+    assert_eq!(overflowing(&empty(&[2, 3])).unwrap().shape(), &[6]);
+    let e = match std::panic::catch_unwind(|| overflowing(&empty(&[usize::MAX, 0]))) {
+        Ok(r) => r.unwrap_err().to_string(),
+        Err(_) => panic!("the shape function's panic escaped the op"),
+    };
+    assert!(e.contains("kernel `Overflowing`") && e.contains("panicked") && e.contains("adds past usize"), "{e}");
+}
+
+impl opforge::backend::Device for Relay {
+    type Tensor = opforge::backend::cpu::CpuTensor;
+    fn meta(t: &opforge::backend::cpu::CpuTensor) -> opforge::TensorMeta {
+        opforge::TensorMeta::new(t.shape(), t.dtype())
+    }
+    fn upload(t: &opforge::backend::cpu::CpuTensor) -> Result<opforge::backend::cpu::CpuTensor> {
+        Ok(t.clone())
+    }
+    fn download(t: &opforge::backend::cpu::CpuTensor) -> Result<opforge::backend::cpu::CpuTensor> {
+        Ok(t.clone())
+    }
+    const RUNS_ANY_KERNEL: bool = true;
+    fn run_kernel(call: &opforge::spec::KernelCall<'_>) -> Result<Vec<opforge::backend::cpu::CpuTensor>> {
+        use opforge::backend::Backend;
+        let ys = call.run_on(BackendId::Cpu)?;
+        Ok(ys.iter().filter_map(|y| opforge::backend::Cpu::view(y).cloned()).collect())
+    }
+}
