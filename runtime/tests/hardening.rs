@@ -131,6 +131,38 @@ fn slicing_all_of_an_empty_tensor_with_a_huge_dim_works() {
     assert_eq!(y.shape(), &[usize::MAX - 1, 0]);
 }
 
+/// i32 arithmetic wraps everywhere, as TensorFlow's does: on the cpu and
+/// on wgpu, in the elementwise kernels, the reductions, the scans and the
+/// segment sums.
+#[test]
+fn i32_overflow_wraps_in_every_kernel() {
+    for b in backends("i32_overflow_wraps_in_every_kernel") {
+        let on = |v: Vec<i32>, shape: &[usize]| Tensor::from_vec(v, shape).unwrap().to_backend(b).unwrap();
+        let x = on(vec![i32::MAX, 1], &[2]);
+        let ids = on(vec![0, 0], &[2]);
+        let got = ops::unsorted_segment_sum(&x, &ids, 1).unwrap().to_vec::<i32>().unwrap();
+        assert_eq!(got, [i32::MIN], "unsorted_segment_sum on {b}");
+        let idx = on(vec![0, 0], &[2, 1]);
+        let got = ops::scatter_nd(&idx, &x, &[1]).unwrap().to_vec::<i32>().unwrap();
+        assert_eq!(got, [i32::MIN], "scatter_nd on {b}");
+        assert_eq!(ops::sum(&x, None, false).unwrap().to_vec::<i32>().unwrap(), [i32::MIN], "sum on {b}");
+        assert_eq!(ops::cumsum(&x, 0, false, false).unwrap().to_vec::<i32>().unwrap(), [i32::MAX, i32::MIN]);
+        let big = on(vec![1 << 16, 1 << 16], &[2]);
+        assert_eq!(ops::prod(&big, None, false).unwrap().to_vec::<i32>().unwrap(), [0], "prod on {b}");
+        assert_eq!(ops::cumprod(&big, 0, false, false).unwrap().to_vec::<i32>().unwrap(), [1 << 16, 0]);
+        assert_eq!(ops::add_n(&[x.clone(), x.clone()]).unwrap().to_vec::<i32>().unwrap(), [-2, 2], "add_n on {b}");
+        let one = on(vec![1, 1], &[2]);
+        assert_eq!(ops::add(&x, &one).unwrap().to_vec::<i32>().unwrap(), [i32::MIN, 2], "add on {b}");
+        assert_eq!(ops::mul(&x, &x).unwrap().to_vec::<i32>().unwrap(), [1, 1], "mul on {b}");
+        let min = on(vec![i32::MIN], &[1]);
+        assert_eq!(ops::neg(&min).unwrap().to_vec::<i32>().unwrap(), [i32::MIN], "neg on {b}");
+        assert_eq!(ops::abs(&min).unwrap().to_vec::<i32>().unwrap(), [i32::MIN], "abs on {b}");
+        let minus_one = on(vec![-1], &[1]);
+        assert_eq!(ops::floor_div(&min, &minus_one).unwrap().to_vec::<i32>().unwrap(), [i32::MIN], "on {b}");
+        assert_eq!(ops::modulo(&min, &minus_one).unwrap().to_vec::<i32>().unwrap(), [0], "on {b}");
+    }
+}
+
 opforge::spec!(
     inline = r#"
 [Overflowing]

@@ -34,8 +34,12 @@
 //!   +-3pi/4.
 //! - **The sign of zero** is IEEE's in `Add`, `Sub`, `Mul`, `RealDiv`,
 //!   `Pow`, `Atan2` and `Prelu` (-0 + -0 = -0, 0 * -1 = -0, 1 / -inf = -0).
-//! - **`i32`**: arithmetic wraps; `FloorDiv` and `Mod` by 0 give 0, and
-//!   `i32::MIN / -1` wraps to `i32::MIN`.
+//! - **`i32`** arithmetic wraps on overflow, in every kernel on both
+//!   backends, as TensorFlow's does: `Add`, `Sub`, `Mul`,
+//!   `SquaredDifference`, `Neg` and `Abs` (`-i32::MIN` is `i32::MIN`),
+//!   the sums and products of the reductions and scans, `AddN`,
+//!   `UnsortedSegmentSum` and `ScatterNd`. `FloorDiv` and `Mod` by 0 give 0,
+//!   and `i32::MIN / -1` wraps to `i32::MIN`.
 
 use super::{for_rows, map, output, unsupported, CpuTensor, Storage, PAR_CHUNK, PAR_THRESHOLD};
 use crate::kernels::{
