@@ -163,6 +163,26 @@ fn i32_overflow_wraps_in_every_kernel() {
     }
 }
 
+/// A floored remainder has the divisor's sign and lies in `[0, b)` (or
+/// `(b, 0]`), also where `a / b` overflows to infinity.
+#[test]
+fn a_floored_remainder_lies_between_zero_and_the_divisor() {
+    for b in backends("a_floored_remainder_lies_between_zero_and_the_divisor") {
+        let on = |v: Vec<f32>| Tensor::from_vec(v.clone(), &[v.len()]).unwrap().to_backend(b).unwrap();
+        let tiny = 1e-45f32;
+        let got = ops::modulo(&on(vec![1.0, -1.0, 1.0, -1.0]), &on(vec![tiny, tiny, -tiny, -tiny])).unwrap();
+        for (i, v) in got.to_vec::<f32>().unwrap().into_iter().enumerate() {
+            let positive = i < 2;
+            let inside = if positive { (0.0..tiny).contains(&v) } else { v <= 0.0 && v > -tiny };
+            assert!(inside, "modulo element {i} is {v} on {b}");
+        }
+        let got = ops::modulo(&on(vec![f32::MAX, -f32::MAX, 5.5, -5.5]), &on(vec![0.75, 0.75, 2.0, 2.0])).unwrap();
+        let got = got.to_vec::<f32>().unwrap();
+        assert!(got.iter().all(|v| (0.0..0.75f32.max(2.0)).contains(v)), "{got:?} on {b}");
+        assert_eq!(&got[2..], [1.5, 0.5], "ordinary values stay exact on {b}");
+    }
+}
+
 opforge::spec!(
     inline = r#"
 [Overflowing]

@@ -34,6 +34,12 @@
 //!   +-3pi/4.
 //! - **The sign of zero** is IEEE's in `Add`, `Sub`, `Mul`, `RealDiv`,
 //!   `Pow`, `Atan2` and `Prelu` (-0 + -0 = -0, 0 * -1 = -0, 1 / -inf = -0).
+//! - **`Mod`** is the floored remainder, `x - y * floor(x / y)`, so it
+//!   has `y`'s sign and lies in `[0, y)` (or `(y, 0]`). Where `x / y` is
+//!   2^24 or more in size, including where it overflows to infinity (`1 mod
+//!   1e-45`), that formula loses every digit, and the remainder is taken
+//!   exactly instead (C's `fmod`, then `y` added to a remainder of the other
+//!   sign). A NaN or infinite `x`, or a zero or NaN `y`, gives NaN.
 //! - **`i32`** arithmetic wraps on overflow, in every kernel on both
 //!   backends, as TensorFlow's does: `Add`, `Sub`, `Mul`,
 //!   `SquaredDifference`, `Neg` and `Abs` (`-i32::MIN` is `i32::MIN`),
@@ -144,7 +150,24 @@ numeric_binary! {
         d.wrapping_mul(d)
     };
     FloorDiv => floor_div: |x, y| (x / y).floor(), floor_div_i32;
-    Mod => modulo: |x, y| x - y * (x / y).floor(), floor_mod_i32;
+    Mod => modulo: floor_mod_f32, floor_mod_i32;
+}
+
+/// The floored remainder, `x - y * floor(x / y)`, with `y`'s sign. Where
+/// the quotient is too large for that formula to keep a digit (2^24 or
+/// more, infinity included), the exact remainder: `fmod`, moved into `y`'s
+/// half-open interval. The wgpu kernel takes the same two paths.
+pub(crate) fn floor_mod_f32(x: f32, y: f32) -> f32 {
+    let q = x / y;
+    if !(x.is_finite() && y.is_finite() && y != 0.0 && q.abs() >= 16_777_216.0) {
+        return x - y * q.floor();
+    }
+    let r = x % y;
+    if r != 0.0 && (r < 0.0) != (y < 0.0) {
+        r + y
+    } else {
+        r
+    }
 }
 
 /// `x / y` rounded toward negative infinity; 0 for `y == 0` (as the wgpu
