@@ -183,6 +183,65 @@ fn a_floored_remainder_lies_between_zero_and_the_divisor() {
     }
 }
 
+fn sum_of_cumprod(exclusive: bool, reverse: bool) -> impl Fn(&Tensor) -> Result<Tensor> {
+    move |x: &Tensor| ops::sum(&ops::cumprod(x, 0, exclusive, reverse)?, None, false)
+}
+
+/// The derivative of `sum(cumprod(x))` by brute force: for each `k`, the
+/// sum over the products that hold `x[k]` of the others.
+fn cumprod_derivative(x: &[f64], exclusive: bool, reverse: bool) -> Vec<f64> {
+    let n = x.len();
+    let order: Vec<usize> = if reverse { (0..n).rev().collect() } else { (0..n).collect() };
+    (0..n)
+        .map(|k| {
+            let mut total = 0.0;
+            for i in 0..n {
+                let upto = if exclusive { i } else { i + 1 };
+                let members = &order[..upto];
+                if members.contains(&k) {
+                    total += members.iter().filter(|&&j| j != k).map(|&j| x[j]).product::<f64>();
+                }
+            }
+            total
+        })
+        .collect()
+}
+
+#[test]
+fn cumprods_gradient_is_exact_at_zeros() {
+    for b in backends("cumprods_gradient_is_exact_at_zeros") {
+        let x = Tensor::from_vec(vec![2.0f32, 0.0, 3.0], &[3]).unwrap().to_backend(b).unwrap();
+        let g = grad(sum_of_cumprod(false, false))(&x).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(g, [1.0, 8.0, 0.0], "on {b}");
+        let cases: [&[f32]; 6] = [
+            &[2.0, 0.0, 3.0],
+            &[0.0, 0.0, 5.0],
+            &[1.5, -2.0, 0.5, 4.0],
+            &[0.0],
+            &[3.0, 0.0, 2.0, 0.0],
+            &[0.0, 4.0, 0.0],
+        ];
+        for values in cases {
+            let x = Tensor::from_vec(values.to_vec(), &[values.len()]).unwrap().to_backend(b).unwrap();
+            let f64s: Vec<f64> = values.iter().map(|&v| v as f64).collect();
+            for (exclusive, reverse) in [(false, false), (true, false), (false, true), (true, true)] {
+                let got = grad(sum_of_cumprod(exclusive, reverse))(&x).unwrap().to_vec::<f32>().unwrap();
+                let want = cumprod_derivative(&f64s, exclusive, reverse);
+                let close = got.iter().zip(&want).all(|(&g, &w)| (g as f64 - w).abs() <= 1e-5 * (1.0 + w.abs()));
+                assert!(close, "{values:?} exclusive={exclusive} reverse={reverse} on {b}: {got:?}, want {want:?}");
+            }
+        }
+    }
+}
+
+#[test]
+fn cumprods_gradient_along_an_inner_axis() {
+    let x = Tensor::from_vec(vec![2.0f32, 0.0, 3.0, 1.0, 2.0, 3.0], &[2, 3]).unwrap();
+    let f = |x: &Tensor| ops::sum(&ops::cumprod(x, 1, false, false)?, None, false);
+    let g = grad(f)(&x).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(g, [1.0, 8.0, 0.0, 9.0, 4.0, 2.0]);
+}
+
 opforge::spec!(
     inline = r#"
 [Overflowing]
