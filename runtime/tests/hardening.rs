@@ -242,6 +242,30 @@ fn cumprods_gradient_along_an_inner_axis() {
     assert_eq!(g, [1.0, 8.0, 0.0, 9.0, 4.0, 2.0]);
 }
 
+#[test]
+fn prelu_gives_nan_where_alpha_times_x_is() {
+    for b in backends("prelu_gives_nan_where_alpha_times_x_is") {
+        let on = |v: Vec<f32>| Tensor::from_vec(v.clone(), &[v.len()]).unwrap().to_backend(b).unwrap();
+        let y = ops::prelu(&on(vec![0.0, -0.0, 0.0, -0.0]), &on(vec![f32::NAN, f32::INFINITY, 2.0, 2.0])).unwrap();
+        let y = y.to_vec::<f32>().unwrap();
+        assert!(y[0].is_nan() && y[1].is_nan(), "{y:?} on {b}");
+        assert_eq!((y[2].to_bits(), y[3].to_bits()), (0.0f32.to_bits(), (-0.0f32).to_bits()), "on {b}");
+    }
+}
+
+#[test]
+fn random_uniform_refuses_infinite_bounds() {
+    for (lo, hi) in [(0.0, f64::INFINITY), (f64::NEG_INFINITY, 0.0), (f64::MIN, f64::MAX)] {
+        let e = ops::random_uniform(&[4], lo, hi, 1).unwrap_err().to_string();
+        assert!(e.contains("kernel `RandomUniform`") && e.contains("finite"), "{e}");
+    }
+    let e = Tensor::random_uniform(&[4], 0.0, f32::INFINITY, 1).unwrap_err().to_string();
+    assert!(e.contains("random_uniform") && e.contains("finite"), "{e}");
+    let e = Tensor::random_normal(&[4], 0.0, f32::NAN, 1).unwrap_err().to_string();
+    assert!(e.contains("random_normal") && e.contains("finite"), "{e}");
+    assert_eq!(ops::random_uniform(&[2], -1.0, -1.0, 1).unwrap().to_vec::<f32>().unwrap(), [-1.0, -1.0]);
+}
+
 opforge::spec!(
     inline = r#"
 [Overflowing]
@@ -279,6 +303,17 @@ fn a_panicking_shape_function_is_an_error_not_a_panic() {
         Err(_) => panic!("the shape function's panic escaped the op"),
     };
     assert!(e.contains("kernel `Overflowing`") && e.contains("panicked") && e.contains("adds past usize"), "{e}");
+}
+
+/// README's special-values table says so: a NaN in a pooling window is the
+/// window's maximum, as in `max`.
+#[test]
+fn max_pool_keeps_nan() {
+    for b in backends("max_pool_keeps_nan") {
+        let x = Tensor::from_vec(vec![1.0f32, f32::NAN, 3.0, 2.0], &[1, 2, 2, 1]).unwrap().to_backend(b).unwrap();
+        let y = ops::max_pool(&x, &[2, 2], &[2, 2], Padding::Valid, None).unwrap().to_vec::<f32>().unwrap();
+        assert!(y[0].is_nan(), "{y:?} on {b}");
+    }
 }
 
 impl opforge::backend::Device for Relay {

@@ -40,6 +40,9 @@
 //!   1e-45`), that formula loses every digit, and the remainder is taken
 //!   exactly instead (C's `fmod`, then `y` added to a remainder of the other
 //!   sign). A NaN or infinite `x`, or a zero or NaN `y`, gives NaN.
+//! - **`Prelu`** is `alpha * x` below zero and `x` above; at a zero it
+//!   keeps the zero's sign, except that a NaN or infinite `alpha` gives
+//!   NaN there, as `alpha * x` does.
 //! - **`i32`** arithmetic wraps on overflow, in every kernel on both
 //!   backends, as TensorFlow's does: `Add`, `Sub`, `Mul`,
 //!   `SquaredDifference`, `Neg` and `Abs` (`-i32::MIN` is `i32::MIN`),
@@ -204,7 +207,17 @@ fn atan2(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
 
 #[kernel(Prelu, cpu)]
 fn prelu(x: &CpuTensor, alpha: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    binary::<f32, f32>(x, alpha, out, |v, a| if v < 0.0 { a * v } else { v })
+    binary::<f32, f32>(x, alpha, out, prelu_f32)
+}
+
+/// `alpha * x` below zero, `x` above and at a zero, except that a zero
+/// times a NaN or infinite `alpha` is NaN there too.
+fn prelu_f32(v: f32, a: f32) -> f32 {
+    if v < 0.0 || (v == 0.0 && !a.is_finite()) {
+        a * v
+    } else {
+        v
+    }
 }
 
 #[kernel(LogicalAnd, cpu)]

@@ -208,8 +208,9 @@ fn apply_f32(x: f32, z: f32) -> f32 {
         // Mod: the floored remainder; exact where the quotient is too
         // large for the formula (as on the cpu).
         case 12u: { return floor_mod(x, z); }
-        // Prelu: x below zero scaled by the slope z.
-        case 13u: { return select(x, z * x, x < 0.0); }
+        // Prelu: x below zero scaled by the slope z, and a zero too where
+        // z is NaN or infinite (z * 0 is NaN, as on the cpu).
+        case 13u: { return select(x, z * x, x < 0.0 || (x == 0.0 && !is_finite(z))); }
         default: { return x; }
     }
 }
