@@ -139,7 +139,7 @@ impl Engine {
         let checked = backend.is_builtin();
         for meta in metas.iter().filter(|m| checked && !unbounded(m)) {
             if let Some(bytes) = too_large(meta) {
-                return Err(out_of_memory::<K>(backend, meta, bytes));
+                return Err(out_of_memory::<K>(backend, inputs, absent, meta, bytes));
             }
         }
         let ys = if crate::profile::watching() {
@@ -452,12 +452,13 @@ fn with_context<K: KernelSpec>(e: Error, call: &KernelCall<'_>) -> Error {
             inputs: describe::<K>(call.inputs, call.absent),
             message,
         },
-        Error::OutOfMemory { op, kernel, backend, tensor, bytes } if op.is_empty() => Error::OutOfMemory {
+        Error::OutOfMemory { op, kernel, backend, tensor, bytes, .. } if op.is_empty() => Error::OutOfMemory {
             op: op_path(K::OP),
             kernel: if kernel.is_empty() { K::NAME } else { kernel },
             backend,
             tensor: if tensor.is_empty() { list(call.outs.iter()) } else { tensor },
             bytes,
+            inputs: describe::<K>(call.inputs, call.absent),
         },
         e => e,
     }
@@ -500,8 +501,15 @@ fn too_large(meta: &TensorMeta) -> Option<u128> {
 }
 
 #[cold]
-fn out_of_memory<K: KernelSpec>(backend: BackendId, meta: &TensorMeta, bytes: u128) -> Error {
-    Error::OutOfMemory { op: op_path(K::OP), kernel: K::NAME, backend, tensor: meta.to_string(), bytes }
+fn out_of_memory<K: KernelSpec>(
+    backend: BackendId,
+    inputs: &[&Tensor],
+    absent: Absent,
+    meta: &TensorMeta,
+    bytes: u128,
+) -> Error {
+    let (op, kernel, tensor, inputs) = (op_path(K::OP), K::NAME, meta.to_string(), describe::<K>(inputs, absent));
+    Error::OutOfMemory { op, kernel, backend, tensor, bytes, inputs }
 }
 
 #[cold]

@@ -213,6 +213,8 @@ pub enum Error {
         tensor: String,
         /// Bytes it needs (never wrapped: a product past `usize` is exact here).
         bytes: u128,
+        /// The op's inputs; none for a constructor.
+        inputs: Vec<InputDesc>,
     },
     /// A kernel refused its inputs for a reason its spec's rules cannot
     /// see (an index out of range, say). Kernels make it with
@@ -471,13 +473,17 @@ impl fmt::Display for Error {
                 write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`): `{function}` panicked: {message}")?;
                 write_inputs(f, inputs)
             }
-            Error::OutOfMemory { op, kernel: "", backend, tensor, bytes } => {
+            Error::OutOfMemory { op, kernel: "", backend, tensor, bytes, .. } => {
                 write!(f, "{op} on backend `{backend}`: out of memory: {tensor} needs {bytes} bytes")
             }
-            Error::OutOfMemory { op, kernel, backend, tensor, bytes } => write!(
-                f,
-                "op `{op}` (kernel `{kernel}`, backend `{backend}`): out of memory: its output {tensor} needs {bytes} bytes"
-            ),
+            Error::OutOfMemory { op, kernel, backend, tensor, bytes, inputs } => {
+                write!(
+                    f,
+                    "op `{op}` (kernel `{kernel}`, backend `{backend}`): out of memory: its output {tensor} needs \
+                     {bytes} bytes"
+                )?;
+                write_inputs(f, inputs)
+            }
             Error::Checkpoint { path, tensor, message } => {
                 write!(f, "checkpoint `{}`: ", path.display())?;
                 if let Some(tensor) = tensor {

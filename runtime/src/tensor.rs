@@ -47,10 +47,17 @@ impl TensorMeta {
 }
 
 impl std::fmt::Display for TensorMeta {
-    /// `f32[2, 3]`; a data-dependent bound's [`crate::shape::ANY`] dim as `?`.
+    /// `f32[2, 3]`; a data-dependent bound's [`crate::shape::ANY`] dim as
+    /// `?`. A tensor can have a dim of `usize::MAX` only beside a 0 (no
+    /// buffer holds that many elements), so in a shape with a 0 it is a
+    /// real size and prints as one.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let dims: Vec<String> =
-            self.shape.iter().map(|&d| if d == crate::shape::ANY { "?".into() } else { d.to_string() }).collect();
+        let bound = !self.shape.contains(&0);
+        let dims: Vec<String> = self
+            .shape
+            .iter()
+            .map(|&d| if d == crate::shape::ANY && bound { "?".into() } else { d.to_string() })
+            .collect();
         write!(f, "{}[{}]", self.dtype, dims.join(", "))
     }
 }
@@ -610,6 +617,7 @@ fn checked(shape: &[usize], dtype: DType, what: &'static str) -> Result<usize> {
             backend: crate::default_backend(),
             tensor: TensorMeta { shape: Shape::from_slice(shape), dtype }.to_string(),
             bytes,
+            inputs: Vec::new(),
         }),
     }
 }

@@ -266,6 +266,24 @@ fn random_uniform_refuses_infinite_bounds() {
     assert_eq!(ops::random_uniform(&[2], -1.0, -1.0, 1).unwrap().to_vec::<f32>().unwrap(), [-1.0, -1.0]);
 }
 
+#[test]
+fn out_of_memory_errors_name_the_inputs() {
+    let column = Tensor::zeros(&[1 << 20, 1], DType::F32).unwrap();
+    let row = Tensor::zeros(&[1, 1 << 20], DType::F32).unwrap();
+    let e = ops::add(&column, &row).unwrap_err();
+    assert!(matches!(e, Error::OutOfMemory { .. }), "{e:?}");
+    let text = e.to_string();
+    assert!(text.contains("inputs: a: f32[1048576, 1], b: f32[1, 1048576]"), "{text}");
+}
+
+#[test]
+fn a_real_dim_of_usize_max_prints_as_a_number() {
+    let x = empty(&[usize::MAX, 0]);
+    assert_eq!(x.meta().to_string(), format!("f32[{}, 0]", usize::MAX));
+    let e = ops::concat(&[x.clone(), empty(&[1, 0])], 0).unwrap_err().to_string();
+    assert!(e.contains(&format!("f32[{}, 0]", usize::MAX)), "{e}");
+}
+
 opforge::spec!(
     inline = r#"
 [Overflowing]
