@@ -130,7 +130,10 @@ impl Engine {
         absent: Absent,
         attrs: &K::Attrs,
     ) -> Result<(BackendId, Tensors)> {
-        let backend = common_backend::<K>(inputs, absent)?;
+        let backend = match common_backend::<K>(inputs, absent) {
+            Ok(backend) => backend,
+            Err(e) => return scalars_follow::<K>(inputs, absent, attrs, e),
+        };
         let metas = infer::<K>(inputs, absent, attrs).map_err(|m| invalid::<K>(backend, inputs, absent, m))?;
         // A data-dependent bound with a dim only the data decides is the
         // kernel's to allocate; so is all memory of a declared backend,
@@ -399,6 +402,38 @@ fn fallback<K: KernelSpec>(call: &KernelCall<'_>) -> Result<Tensors> {
 fn infer<K: KernelSpec>(inputs: &[&Tensor], absent: Absent, attrs: &K::Attrs) -> Result<crate::Metas, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| K::infer_with(inputs, absent, attrs)))
         .unwrap_or_else(|payload| Err(format!("the shape rule panicked: {}", panic_message(&*payload))))
+}
+
+/// A call whose inputs live on two backends. Where all but scalars (rank
+/// 0) share one, the scalars follow it, so that `Tensor::scalar(2.0)`, made
+/// on the default backend, works beside a tensor on any other, in a
+/// gradient as anywhere. Otherwise `e`, the error that names both.
+#[cold]
+fn scalars_follow<K: KernelSpec>(
+    inputs: &[&Tensor],
+    absent: Absent,
+    attrs: &K::Attrs,
+    e: Error,
+) -> Result<(BackendId, Tensors)> {
+    let mut tensors = inputs.iter().filter(|t| t.rank() > 0).map(|t| t.backend());
+    let Some(backend) = tensors.next() else { return Err(e) };
+    if tensors.any(|b| b != backend) {
+        return Err(e);
+    }
+    let follow = |t: &Tensor| -> Result<Tensor> {
+        let moved = t.to_backend(backend)?;
+        // Its gradient goes back where it came from.
+        if crate::autodiff::tape::recording() {
+            crate::autodiff::tape::record_move(t, &moved);
+        }
+        Ok(moved)
+    };
+    let moved: Vec<Tensor> = inputs
+        .iter()
+        .map(|&t| if t.backend() == backend { Ok(t.clone()) } else { follow(t) })
+        .collect::<Result<_>>()?;
+    let moved: Vec<&Tensor> = moved.iter().collect();
+    Engine::run_tensors::<K>(&moved, absent, attrs)
 }
 
 /// The backend a call runs on: its inputs', or for a kernel without inputs

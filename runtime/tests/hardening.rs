@@ -284,6 +284,32 @@ fn a_real_dim_of_usize_max_prints_as_a_number() {
     assert!(e.contains(&format!("f32[{}, 0]", usize::MAX)), "{e}");
 }
 
+#[test]
+fn a_scalar_follows_its_tensors_backend() {
+    for b in backends("a_scalar_follows_its_tensors_backend") {
+        let x = Tensor::from_vec(vec![1.0f32, -2.0], &[2]).unwrap().to_backend(b).unwrap();
+        let two = Tensor::scalar(2.0f32);
+        assert_eq!(two.backend(), BackendId::Cpu);
+        for (y, want) in [(ops::mul(&x, &two), [2.0, -4.0]), (ops::sub(&two, &x), [1.0, 4.0])] {
+            let y = y.unwrap();
+            assert_eq!(y.backend(), b);
+            assert_eq!(y.to_vec::<f32>().unwrap(), want, "on {b}");
+        }
+        // A gradient written with `Tensor::scalar` runs on every backend.
+        let f = |x: &Tensor| ops::sum(&ops::mul(&ops::square(x)?, &Tensor::scalar(3.0f32))?, None, false);
+        assert_eq!(grad(f)(&x).unwrap().to_vec::<f32>().unwrap(), [6.0, -12.0], "on {b}");
+        // The gradient of a scalar that followed a tensor goes back to it.
+        let g = grad(|s: &Tensor| ops::sum(&ops::mul(&x, s)?, None, false))(&two).unwrap();
+        assert_eq!((g.backend(), g.to_vec::<f32>().unwrap()), (BackendId::Cpu, vec![-1.0]), "on {b}");
+        // Tensors of rank one or more still have to be moved by hand.
+        let cpu_row = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+        if b != BackendId::Cpu {
+            let e = ops::add(&x, &cpu_row).unwrap_err().to_string();
+            assert!(e.contains("move them to one first"), "{e}");
+        }
+    }
+}
+
 opforge::spec!(
     inline = r#"
 [Overflowing]
@@ -295,8 +321,29 @@ shape = "fn(product_shape)"
 non_differentiable = "only the shape check is under test"
 examples = [{ shapes = [[2, 3]], output = [6] }]
 
+[Doubled]
+op = "doubled"
+doc = "2x, whose gradient adds tensors of two shapes: an error inside a gradient."
+inputs = ["x"]
+dtypes = ["f32"]
+shape = "same(x)"
+grad = ["x"]
 "#
 );
+
+#[opforge::kernel(Doubled, cpu)]
+fn doubled_cpu(
+    x: &opforge::backend::cpu::CpuTensor,
+    out: &opforge::TensorMeta,
+) -> Result<opforge::backend::cpu::CpuTensor> {
+    let v: Vec<f32> = x.as_slice::<f32>()?.iter().map(|v| v * 2.0).collect();
+    opforge::backend::cpu::CpuTensor::from_vec(&out.shape, v)
+}
+
+#[opforge::gradient(Doubled)]
+fn doubled_grad(dy: &Tensor) -> Result<Tensor> {
+    ops::add(dy, &Tensor::zeros(&[7], DType::F32)?)
+}
 
 /// A user's shape function that panics on overflow: `[1 + sum of dims]`.
 fn product_shape(x: &[usize], attrs: &OverflowingAttrs) -> std::result::Result<opforge::shape::Shape, String> {
@@ -321,6 +368,13 @@ fn a_panicking_shape_function_is_an_error_not_a_panic() {
         Err(_) => panic!("the shape function's panic escaped the op"),
     };
     assert!(e.contains("kernel `Overflowing`") && e.contains("panicked") && e.contains("adds past usize"), "{e}");
+}
+
+#[test]
+fn an_error_inside_a_gradient_names_the_gradient() {
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let e = grad(|x: &Tensor| ops::sum(&doubled(x)?, None, false))(&x).unwrap_err().to_string();
+    assert!(e.contains("in the gradient of `Doubled`") && e.contains("kernel `Add`"), "{e}");
 }
 
 /// README's special-values table says so: a NaN in a pooling window is the
