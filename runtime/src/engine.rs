@@ -597,3 +597,46 @@ impl Drop for OpScope {
         OP_STACK.with_borrow_mut(|s| s.pop());
     }
 }
+
+impl KernelCall<'_> {
+    /// Runs this call on `backend`'s kernel instead: the same kernel,
+    /// attrs, optional inputs left out and output metas, with the inputs
+    /// moved to `backend`. The outputs stay there. For a backend that hands
+    /// some calls to another (one that counts or checks calls, or computes
+    /// in f64 and falls back to the cpu): unlike [`Engine::run_by_name`],
+    /// it keeps the [`Absent`] mask, and it is not a second op: the
+    /// profiler and the tape see the call once, as the wrapping backend's.
+    /// A panic in that kernel is an error, as it is in the engine.
+    ///
+    /// ```
+    /// use opforge::{kernels::SqrtAttrs, spec::KernelCall, Absent, BackendId, Tensor};
+    /// let x = Tensor::from_vec(vec![4.0f32, 9.0], &[2])?;
+    /// let outs = [x.meta()];
+    /// let call = KernelCall {
+    ///     kernel: "Sqrt",
+    ///     backend: BackendId::Cpu,
+    ///     inputs: &[&x],
+    ///     absent: Absent::NONE,
+    ///     attrs: &SqrtAttrs {},
+    ///     outs: &outs,
+    ///     data_dependent: false,
+    /// };
+    /// let ys = call.run_on(BackendId::Cpu)?;
+    /// assert_eq!(ys[0].to_vec::<f32>()?, vec![2.0, 3.0]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn run_on(&self, backend: BackendId) -> Result<Tensors> {
+        let entry = crate::registry::kernel_for(self.kernel, backend)?;
+        let moved: Vec<Tensor> = self.inputs.iter().map(|t| t.to_backend(backend)).collect::<Result<_>>()?;
+        let moved: Vec<&Tensor> = moved.iter().collect();
+        let call = KernelCall { backend, inputs: &moved, ..*self };
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (entry.func)(&call))) {
+            Ok(ys) => ys,
+            Err(payload) => Err(Error::kernel_failed(format!(
+                "`{}` on backend `{backend}`, which ran it, panicked: {}",
+                entry.function,
+                panic_message(&*payload)
+            ))),
+        }
+    }
+}
