@@ -131,8 +131,11 @@ impl Engine {
         absent: Absent,
         attrs: &K::Attrs,
     ) -> Result<(BackendId, Tensors)> {
-        let backend = common_backend::<K>(inputs, absent)?;
-        let metas = K::infer_with(inputs, absent, attrs).map_err(|m| invalid::<K>(backend, inputs, absent, m))?;
+        let backend = match common_backend::<K>(inputs, absent) {
+            Ok(backend) => backend,
+            Err(e) => return scalars_follow::<K>(inputs, absent, attrs, e),
+        };
+        let metas = infer::<K>(inputs, absent, attrs).map_err(|m| invalid::<K>(backend, inputs, absent, m))?;
         // A data-dependent bound with a dim only the data decides is the
         // kernel's to allocate; so is all memory of a declared backend,
         // which may hold no data at all (or hold it elsewhere).
@@ -140,7 +143,7 @@ impl Engine {
         let checked = backend.is_builtin();
         for meta in metas.iter().filter(|m| checked && !unbounded(m)) {
             if let Some(bytes) = too_large(meta) {
-                return Err(out_of_memory::<K>(backend, meta, bytes));
+                return Err(out_of_memory::<K>(backend, inputs, absent, meta, bytes));
             }
         }
         let ys = if crate::profile::watching() {
@@ -397,6 +400,48 @@ fn fallback<K: KernelSpec>(call: &KernelCall<'_>) -> Result<Tensors> {
     execute::<K>(entry, &on_cpu)?.iter().map(|y| y.to_backend(backend)).collect()
 }
 
+/// The spec's checks and shape rule; a panic inside a rule (a user's
+/// shape function, say) is an error naming it rather than a panic
+/// escaping the op. The built-in rules use checked arithmetic and do not
+/// panic (`tests/hardening.rs` drives them with extreme integers).
+#[inline]
+fn infer<K: KernelSpec>(inputs: &[&Tensor], absent: Absent, attrs: &K::Attrs) -> Result<crate::Metas, String> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| K::infer_with(inputs, absent, attrs)))
+        .unwrap_or_else(|payload| Err(format!("the shape rule panicked: {}", panic_message(&*payload))))
+}
+
+/// A call whose inputs live on two backends. Where all but scalars (rank
+/// 0) share one, the scalars follow it, so that `Tensor::scalar(2.0)`, made
+/// on the default backend, works beside a tensor on any other, in a
+/// gradient as anywhere. Otherwise `e`, the error that names both.
+#[cold]
+fn scalars_follow<K: KernelSpec>(
+    inputs: &[&Tensor],
+    absent: Absent,
+    attrs: &K::Attrs,
+    e: Error,
+) -> Result<(BackendId, Tensors)> {
+    let mut tensors = inputs.iter().filter(|t| t.rank() > 0).map(|t| t.backend());
+    let Some(backend) = tensors.next() else { return Err(e) };
+    if tensors.any(|b| b != backend) {
+        return Err(e);
+    }
+    let follow = |t: &Tensor| -> Result<Tensor> {
+        let moved = t.to_backend(backend)?;
+        // Its gradient goes back where it came from.
+        if crate::autodiff::tape::recording() {
+            crate::autodiff::tape::record_move(t, &moved);
+        }
+        Ok(moved)
+    };
+    let moved: Vec<Tensor> = inputs
+        .iter()
+        .map(|&t| if t.backend() == backend { Ok(t.clone()) } else { follow(t) })
+        .collect::<Result<_>>()?;
+    let moved: Vec<&Tensor> = moved.iter().collect();
+    Engine::run_tensors::<K>(&moved, absent, attrs)
+}
+
 /// The backend a call runs on: its inputs', or for a kernel without inputs
 /// (`Range`, `Fill`) the default backend.
 fn common_backend<K: KernelSpec>(inputs: &[&Tensor], absent: Absent) -> Result<BackendId> {
@@ -448,12 +493,13 @@ fn with_context<K: KernelSpec>(e: Error, call: &KernelCall<'_>) -> Error {
             inputs: describe::<K>(call.inputs, call.absent),
             message,
         },
-        Error::OutOfMemory { op, kernel, backend, tensor, bytes } if op.is_empty() => Error::OutOfMemory {
+        Error::OutOfMemory { op, kernel, backend, tensor, bytes, .. } if op.is_empty() => Error::OutOfMemory {
             op: op_path(K::OP),
             kernel: if kernel.is_empty() { K::NAME } else { kernel },
             backend,
             tensor: if tensor.is_empty() { list(call.outs.iter()) } else { tensor },
             bytes,
+            inputs: describe::<K>(call.inputs, call.absent),
         },
         e => e,
     }
@@ -465,11 +511,7 @@ fn panicked<K: KernelSpec>(
     call: &KernelCall<'_>,
     payload: Box<dyn std::any::Any + Send>,
 ) -> Error {
-    let message = match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
-        (Some(s), _) => (*s).to_owned(),
-        (_, Some(s)) => s.clone(),
-        _ => "a panic with no message".to_owned(),
-    };
+    let message = panic_message(&*payload);
     Error::KernelPanicked {
         op: op_path(K::OP),
         kernel: K::NAME,
@@ -477,6 +519,15 @@ fn panicked<K: KernelSpec>(
         function: entry.function,
         inputs: describe::<K>(call.inputs, call.absent),
         message,
+    }
+}
+
+/// What a panic said, if it said it with a string.
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(s), _) => (*s).to_owned(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic with no message".to_owned(),
     }
 }
 
@@ -491,8 +542,15 @@ fn too_large(meta: &TensorMeta) -> Option<u128> {
 }
 
 #[cold]
-fn out_of_memory<K: KernelSpec>(backend: BackendId, meta: &TensorMeta, bytes: u128) -> Error {
-    Error::OutOfMemory { op: op_path(K::OP), kernel: K::NAME, backend, tensor: meta.to_string(), bytes }
+fn out_of_memory<K: KernelSpec>(
+    backend: BackendId,
+    inputs: &[&Tensor],
+    absent: Absent,
+    meta: &TensorMeta,
+    bytes: u128,
+) -> Error {
+    let (op, kernel, tensor, inputs) = (op_path(K::OP), K::NAME, meta.to_string(), describe::<K>(inputs, absent));
+    Error::OutOfMemory { op, kernel, backend, tensor, bytes, inputs }
 }
 
 #[cold]
@@ -543,5 +601,48 @@ impl Drop for OpScope {
     fn drop(&mut self) {
         crate::profile::op_ended();
         OP_STACK.with_borrow_mut(|s| s.pop());
+    }
+}
+
+impl KernelCall<'_> {
+    /// Runs this call on `backend`'s kernel instead: the same kernel,
+    /// attrs, optional inputs left out and output metas, with the inputs
+    /// moved to `backend`. The outputs stay there. For a backend that hands
+    /// some calls to another (one that counts or checks calls, or computes
+    /// in f64 and falls back to the cpu): unlike [`Engine::run_by_name`],
+    /// it keeps the [`Absent`] mask, and it is not a second op: the
+    /// profiler and the tape see the call once, as the wrapping backend's.
+    /// A panic in that kernel is an error, as it is in the engine.
+    ///
+    /// ```
+    /// use opforge::{kernels::SqrtAttrs, spec::KernelCall, Absent, BackendId, Tensor};
+    /// let x = Tensor::from_vec(vec![4.0f32, 9.0], &[2])?;
+    /// let outs = [x.meta()];
+    /// let call = KernelCall {
+    ///     kernel: "Sqrt",
+    ///     backend: BackendId::Cpu,
+    ///     inputs: &[&x],
+    ///     absent: Absent::NONE,
+    ///     attrs: &SqrtAttrs {},
+    ///     outs: &outs,
+    ///     data_dependent: false,
+    /// };
+    /// let ys = call.run_on(BackendId::Cpu)?;
+    /// assert_eq!(ys[0].to_vec::<f32>()?, vec![2.0, 3.0]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn run_on(&self, backend: BackendId) -> Result<Tensors> {
+        let entry = crate::registry::kernel_for(self.kernel, backend)?;
+        let moved: Vec<Tensor> = self.inputs.iter().map(|t| t.to_backend(backend)).collect::<Result<_>>()?;
+        let moved: Vec<&Tensor> = moved.iter().collect();
+        let call = KernelCall { backend, inputs: &moved, ..*self };
+        match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (entry.func)(&call))) {
+            Ok(ys) => ys,
+            Err(payload) => Err(Error::kernel_failed(format!(
+                "`{}` on backend `{backend}`, which ran it, panicked: {}",
+                entry.function,
+                panic_message(&*payload)
+            ))),
+        }
     }
 }

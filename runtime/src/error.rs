@@ -166,6 +166,37 @@ pub enum Error {
         /// What differs.
         message: String,
     },
+    /// An error raised inside a kernel's gradient (or a `custom_grad`
+    /// closure) during a backward pass: `error` says what went wrong,
+    /// `kernel` names the gradient it came from. Errors that name their
+    /// gradient already (a [`Error::GradientMismatch`], or debug mode's
+    /// with `gradient_of` set) come unwrapped.
+    ///
+    /// ```
+    /// use opforge::{custom_grad, grad, ops, DType, Error, Result, Tensor};
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+    /// let f = |x: &Tensor| {
+    ///     // A gradient that adds a tensor of another shape.
+    ///     let y = custom_grad(&[x], |xs| {
+    ///         let wrong = |dy: &Tensor| -> Result<Vec<Tensor>> {
+    ///             Ok(vec![ops::add(dy, &Tensor::zeros(&[3], DType::F32)?)?])
+    ///         };
+    ///         Ok((ops::square(&xs[0])?, wrong))
+    ///     })?;
+    ///     ops::sum(&y, None, false)
+    /// };
+    /// let e = grad(f)(&x).unwrap_err();
+    /// let inner = matches!(&e, Error::InGradient { kernel: "custom_grad", error } if matches!(**error, Error::InvalidArgument { .. }));
+    /// assert!(inner, "{e:?}");
+    /// assert!(e.to_string().starts_with("in the gradient of `custom_grad`: op `add` (kernel `Add`"), "{e}");
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    InGradient {
+        /// The kernel whose gradient raised it (`custom_grad` for a closure).
+        kernel: &'static str,
+        /// The error itself.
+        error: Box<Error>,
+    },
     /// A name that no bound spec declares.
     UnknownKernel {
         /// The name asked for.
@@ -213,6 +244,8 @@ pub enum Error {
         tensor: String,
         /// Bytes it needs (never wrapped: a product past `usize` is exact here).
         bytes: u128,
+        /// The op's inputs; none for a constructor.
+        inputs: Vec<InputDesc>,
     },
     /// A kernel refused its inputs for a reason its spec's rules cannot
     /// see (an index out of range, say). Kernels make it with
@@ -421,6 +454,7 @@ impl fmt::Display for Error {
             Error::GradientMismatch { kernel, input, message } => {
                 write!(f, "gradient of `{kernel}` for input `{input}`: {message}")
             }
+            Error::InGradient { kernel, error } => write!(f, "in the gradient of `{kernel}`: {error}"),
             Error::UnknownKernel { kernel, suggestion } => {
                 write!(f, "no bound spec declares a kernel `{kernel}`")?;
                 if let Some(s) = suggestion {
@@ -471,13 +505,17 @@ impl fmt::Display for Error {
                 write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`): `{function}` panicked: {message}")?;
                 write_inputs(f, inputs)
             }
-            Error::OutOfMemory { op, kernel: "", backend, tensor, bytes } => {
+            Error::OutOfMemory { op, kernel: "", backend, tensor, bytes, .. } => {
                 write!(f, "{op} on backend `{backend}`: out of memory: {tensor} needs {bytes} bytes")
             }
-            Error::OutOfMemory { op, kernel, backend, tensor, bytes } => write!(
-                f,
-                "op `{op}` (kernel `{kernel}`, backend `{backend}`): out of memory: its output {tensor} needs {bytes} bytes"
-            ),
+            Error::OutOfMemory { op, kernel, backend, tensor, bytes, inputs } => {
+                write!(
+                    f,
+                    "op `{op}` (kernel `{kernel}`, backend `{backend}`): out of memory: its output {tensor} needs \
+                     {bytes} bytes"
+                )?;
+                write_inputs(f, inputs)
+            }
             Error::Checkpoint { path, tensor, message } => {
                 write!(f, "checkpoint `{}`: ", path.display())?;
                 if let Some(tensor) = tensor {
@@ -495,7 +533,14 @@ impl fmt::Display for Error {
     }
 }
 
-impl std::error::Error for Error {}
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::InGradient { error, .. } => Some(&**error),
+            _ => None,
+        }
+    }
+}
 
 /// `; inputs: a: f32[2], b: f32[3]`, or nothing for no inputs.
 fn write_inputs(f: &mut fmt::Formatter<'_>, inputs: &[InputDesc]) -> fmt::Result {

@@ -47,10 +47,17 @@ impl TensorMeta {
 }
 
 impl std::fmt::Display for TensorMeta {
-    /// `f32[2, 3]`; a data-dependent bound's [`crate::shape::ANY`] dim as `?`.
+    /// `f32[2, 3]`; a data-dependent bound's [`crate::shape::ANY`] dim as
+    /// `?`. A tensor can have a dim of `usize::MAX` only beside a 0 (no
+    /// buffer holds that many elements), so in a shape with a 0 it is a
+    /// real size and prints as one.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let dims: Vec<String> =
-            self.shape.iter().map(|&d| if d == crate::shape::ANY { "?".into() } else { d.to_string() }).collect();
+        let bound = !self.shape.contains(&0);
+        let dims: Vec<String> = self
+            .shape
+            .iter()
+            .map(|&d| if d == crate::shape::ANY && bound { "?".into() } else { d.to_string() })
+            .collect();
         write!(f, "{}[{}]", self.dtype, dims.join(", "))
     }
 }
@@ -319,7 +326,21 @@ impl Tensor {
     /// assert!(a.to_vec::<f32>()?.iter().all(|v| (-1.0..1.0).contains(v)));
     /// # Ok::<(), opforge::Error>(())
     /// ```
+    ///
+    /// Bounds that are not finite, whose difference is not, or with `low`
+    /// above `high` are an error:
+    ///
+    /// ```
+    /// let e = opforge::Tensor::random_uniform(&[4], 0.0, f32::INFINITY, 1).unwrap_err();
+    /// assert!(e.to_string().contains("finite"), "{e}");
+    /// ```
     pub fn random_uniform(shape: &[usize], low: f32, high: f32, seed: u64) -> Result<Tensor> {
+        if !(low.is_finite() && high.is_finite() && (high - low).is_finite() && low <= high) {
+            return Err(Error::InvalidTensor {
+                what: "random_uniform",
+                message: format!("bounds {low} and {high} must be finite, with a finite difference, low <= high"),
+            });
+        }
         let n = checked(shape, DType::F32, "random_uniform")?;
         let mut rng = crate::random::Rng::new(seed);
         Tensor::from_vec((0..n).map(|_| rng.uniform(low, high)).collect(), shape)
@@ -335,6 +356,12 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn random_normal(shape: &[usize], mean: f32, std_dev: f32, seed: u64) -> Result<Tensor> {
+        if !(mean.is_finite() && std_dev.is_finite() && std_dev >= 0.0) {
+            return Err(Error::InvalidTensor {
+                what: "random_normal",
+                message: format!("mean {mean} and std_dev {std_dev} must be finite, std_dev 0 or more"),
+            });
+        }
         let n = checked(shape, DType::F32, "random_normal")?;
         let mut rng = crate::random::Rng::new(seed);
         Tensor::from_vec((0..n).map(|_| mean + std_dev * rng.normal()).collect(), shape)
@@ -590,6 +617,7 @@ fn checked(shape: &[usize], dtype: DType, what: &'static str) -> Result<usize> {
             backend: crate::default_backend(),
             tensor: TensorMeta { shape: Shape::from_slice(shape), dtype }.to_string(),
             bytes,
+            inputs: Vec::new(),
         }),
     }
 }

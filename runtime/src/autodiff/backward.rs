@@ -65,7 +65,7 @@ fn input_grads(node: &Node, dys: &[Option<Tensor>], needs: &[bool]) -> Result<Ve
             // A custom gradient's node has one output, whose cotangent the
             // caller found.
             let Some(Some(dy)) = dys.first() else { return Ok(Vec::new()) };
-            let gs = crate::profile::in_gradient_of(node.kernel, || f(dy))?;
+            let gs = crate::profile::in_gradient_of(node.kernel, || f(dy)).map_err(|e| in_gradient(node.kernel, e))?;
             if gs.len() != node.inputs.len() {
                 return Err(Error::GradientMismatch {
                     kernel: node.kernel.into(),
@@ -98,7 +98,8 @@ fn input_grads(node: &Node, dys: &[Option<Tensor>], needs: &[bool]) -> Result<Ve
                 dys,
                 needs,
             };
-            let gs = crate::profile::in_gradient_of(node.kernel, || (entry.func)(&call))?;
+            let gs = crate::profile::in_gradient_of(node.kernel, || (entry.func)(&call))
+                .map_err(|e| in_gradient(node.kernel, e))?;
             // Each differentiable input's positions among the node's inputs:
             // one, none for an optional input the call left out (whose
             // gradient is dropped), or for a variadic last input one per
@@ -125,6 +126,20 @@ fn input_grads(node: &Node, dys: &[Option<Tensor>], needs: &[bool]) -> Result<Ve
             }
             Ok(positions.into_iter().zip(gs).filter_map(|(at, g)| Some((at?, g))).collect())
         }
+    }
+}
+
+/// An error from inside `kernel`'s gradient, wrapped to name it unless it
+/// does already.
+#[cold]
+fn in_gradient(kernel: &'static str, e: Error) -> Error {
+    match e {
+        Error::InGradient { .. }
+        | Error::GradientMismatch { .. }
+        | Error::GradientNotFound { .. }
+        | Error::NonFinite { gradient_of: Some(_), .. }
+        | Error::NonFiniteInput { gradient_of: Some(_), .. } => e,
+        e => Error::InGradient { kernel, error: Box::new(e) },
     }
 }
 

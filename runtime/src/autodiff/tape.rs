@@ -143,6 +143,24 @@ impl Drop for Level {
     }
 }
 
+/// Records that the engine moved `input` to another backend as `moved` (a
+/// scalar following its tensors there), so that its gradient moves back.
+/// Called only when [`recording`].
+pub(crate) fn record_move(input: &Tensor, moved: &Tensor) {
+    let home = input.backend();
+    let node = Node {
+        kernel: "to_backend",
+        inputs: smallvec::smallvec![input.clone()],
+        absent: Absent::NONE,
+        attrs: Box::new(()),
+        outputs: smallvec::smallvec![moved.clone()],
+        backward: Backward::Custom(Rc::new(move |dy: &Tensor| -> Result<Vec<Tensor>> {
+            Ok(vec![dy.to_backend(home)?])
+        })),
+    };
+    push(node);
+}
+
 /// Records a node of a `custom_grad`. Called only when [`recording`].
 pub(super) fn push(node: Node) {
     TAPE.with(|t| t.nodes.borrow_mut().push(node));

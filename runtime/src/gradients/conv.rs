@@ -167,6 +167,10 @@ fn resize_grad(
     half_pixel_centers: bool,
     bilinear: bool,
 ) -> Result<Tensor> {
+    if dy.numel() == 0 || images.numel() == 0 {
+        // Nothing flows back, and the matrices below need not exist.
+        return Tensor::zeros_like(images);
+    }
     let matrix = |input: usize, output: usize| -> Result<Tensor> {
         let mut a = vec![0.0f32; output * input];
         for (o, t) in resize_taps(input, output, align_corners, half_pixel_centers, bilinear).iter().enumerate() {

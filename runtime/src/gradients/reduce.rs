@@ -66,10 +66,29 @@ fn cumsum_grad(axis: i64, exclusive: bool, reverse: bool, dy: &Tensor) -> Result
     ops::cumsum(dy, axis, exclusive, !reverse)
 }
 
-/// `cumsum(y * dy)` the other way, over `x`: TensorFlow's rule, exact
-/// where `x` has no zeros (where it has, the division makes it inf or NaN,
-/// as in TensorFlow).
+/// Exact at zeros too, without dividing by one. Element `k` reaches the
+/// products that hold it, each of which is the product of the others
+/// times `x[k]`. Along the scan, before the first zero, that is
+/// TensorFlow's `cumsum(y * dy)` the other way, over `x[k]`, exact there
+/// (a later product holds the zero, and is 0). At the first zero, it is
+/// the same sum over the products of `x` with that zero replaced by 1.
+/// After it, every product holding `x[k]` holds the zero too: 0. (Prod's
+/// gradient reaches the same answer another way.)
 #[gradient(Cumprod)]
 fn cumprod_grad(x: &Tensor, axis: i64, exclusive: bool, reverse: bool, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    ops::div(&ops::cumsum(&ops::mul(y, dy)?, axis, exclusive, !reverse)?, x)
+    let zero = ops::equal(x, &scalar(0.0, x)?)?;
+    // How many zeros the scan has met up to and including each element.
+    let met = ops::cumsum(&mask(&zero, x)?, axis, false, reverse)?;
+    let before = ops::equal(&met, &scalar(0.0, x)?)?;
+    let first = ops::logical_and(&zero, &ops::equal(&met, &scalar(1.0, x)?)?)?;
+    let back = |products: &Tensor| ops::cumsum(&ops::mul(products, dy)?, axis, exclusive, !reverse);
+    // Before the first zero: TensorFlow's rule, dividing by nonzeros only.
+    let one = scalar(1.0, x)?;
+    let safe = ops::select(&zero, &one, x)?;
+    let early = ops::div(&back(y)?, &safe)?;
+    // At it: the products with that zero as 1.
+    let lifted = ops::cumprod(&ops::select(&first, &one, x)?, axis, exclusive, reverse)?;
+    let at_first = back(&lifted)?;
+    let none = Tensor::zeros_like(x)?;
+    ops::select(&first, &at_first, &ops::select(&before, &early, &none)?)
 }

@@ -222,7 +222,8 @@ fn atanh_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
     ops::div(dy, &ops::sub(&scalar(1.0, x)?, &ops::square(x)?)?)
 }
 
-/// The gradient passes where `0 < x < 6`, as TF.js has it.
+/// The gradient passes where `0 < x < 6`: TensorFlow's `Relu6Grad`, which
+/// gives 0 at both ends. (TF.js passes it at x = 6 too, `x <= 6`.)
 #[gradient(Relu6)]
 fn relu6_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let inside = ops::logical_and(&ops::greater(x, &scalar(0.0, x)?)?, &ops::less(x, &scalar(6.0, x)?)?)?;

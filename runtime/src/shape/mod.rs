@@ -14,12 +14,15 @@ pub type Shape = SmallVec<[usize; 4]>;
 /// sparse input's last segment id names, say. The engine then checks the
 /// output's other dims and rank, and leaves the size to the kernel's own
 /// allocation, which refuses what does not fit. Metas show it as `?`; an
-/// example in the spec writes it `-1`.
+/// example in the spec writes it `-1`. An empty tensor may have a real dim
+/// of `usize::MAX` (no other can): beside a 0 it prints as a number.
 ///
 /// ```
 /// use opforge::{shape::ANY, DType, TensorMeta};
 /// let bound = TensorMeta { shape: [ANY, 3].into_iter().collect(), dtype: DType::F32 };
 /// assert_eq!(bound.to_string(), "f32[?, 3]");
+/// let empty = TensorMeta { shape: [usize::MAX, 0].into_iter().collect(), dtype: DType::F32 };
+/// assert_eq!(empty.to_string(), "f32[18446744073709551615, 0]");
 /// ```
 pub const ANY: usize = usize::MAX;
 

@@ -34,8 +34,21 @@
 //!   +-3pi/4.
 //! - **The sign of zero** is IEEE's in `Add`, `Sub`, `Mul`, `RealDiv`,
 //!   `Pow`, `Atan2` and `Prelu` (-0 + -0 = -0, 0 * -1 = -0, 1 / -inf = -0).
-//! - **`i32`**: arithmetic wraps; `FloorDiv` and `Mod` by 0 give 0, and
-//!   `i32::MIN / -1` wraps to `i32::MIN`.
+//! - **`Mod`** is the floored remainder, `x - y * floor(x / y)`, so it
+//!   has `y`'s sign and lies in `[0, y)` (or `(y, 0]`). Where `x / y` is
+//!   2^24 or more in size, including where it overflows to infinity (`1 mod
+//!   1e-45`), that formula loses every digit, and the remainder is taken
+//!   exactly instead (C's `fmod`, then `y` added to a remainder of the other
+//!   sign). A NaN or infinite `x`, or a zero or NaN `y`, gives NaN.
+//! - **`Prelu`** is `alpha * x` below zero and `x` above; at a zero it
+//!   keeps the zero's sign, except that a NaN or infinite `alpha` gives
+//!   NaN there, as `alpha * x` does.
+//! - **`i32`** arithmetic wraps on overflow, in every kernel on both
+//!   backends, as TensorFlow's does: `Add`, `Sub`, `Mul`,
+//!   `SquaredDifference`, `Neg` and `Abs` (`-i32::MIN` is `i32::MIN`),
+//!   the sums and products of the reductions and scans, `AddN`,
+//!   `UnsortedSegmentSum` and `ScatterNd`. `FloorDiv` and `Mod` by 0 give 0,
+//!   and `i32::MIN / -1` wraps to `i32::MIN`.
 
 use super::{for_rows, map, output, unsupported, CpuTensor, Storage, PAR_CHUNK, PAR_THRESHOLD};
 use crate::kernels::{
@@ -140,7 +153,24 @@ numeric_binary! {
         d.wrapping_mul(d)
     };
     FloorDiv => floor_div: |x, y| (x / y).floor(), floor_div_i32;
-    Mod => modulo: |x, y| x - y * (x / y).floor(), floor_mod_i32;
+    Mod => modulo: floor_mod_f32, floor_mod_i32;
+}
+
+/// The floored remainder, `x - y * floor(x / y)`, with `y`'s sign. Where
+/// the quotient is too large for that formula to keep a digit (2^24 or
+/// more, infinity included), the exact remainder: `fmod`, moved into `y`'s
+/// half-open interval. The wgpu kernel takes the same two paths.
+pub(crate) fn floor_mod_f32(x: f32, y: f32) -> f32 {
+    let q = x / y;
+    if !(x.is_finite() && y.is_finite() && y != 0.0 && q.abs() >= 16_777_216.0) {
+        return x - y * q.floor();
+    }
+    let r = x % y;
+    if r != 0.0 && (r < 0.0) != (y < 0.0) {
+        r + y
+    } else {
+        r
+    }
 }
 
 /// `x / y` rounded toward negative infinity; 0 for `y == 0` (as the wgpu
@@ -177,7 +207,17 @@ fn atan2(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
 
 #[kernel(Prelu, cpu)]
 fn prelu(x: &CpuTensor, alpha: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    binary::<f32, f32>(x, alpha, out, |v, a| if v < 0.0 { a * v } else { v })
+    binary::<f32, f32>(x, alpha, out, prelu_f32)
+}
+
+/// `alpha * x` below zero, `x` above and at a zero, except that a zero
+/// times a NaN or infinite `alpha` is NaN there too.
+fn prelu_f32(v: f32, a: f32) -> f32 {
+    if v < 0.0 || (v == 0.0 && !a.is_finite()) {
+        a * v
+    } else {
+        v
+    }
 }
 
 #[kernel(LogicalAnd, cpu)]

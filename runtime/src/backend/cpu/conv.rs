@@ -513,6 +513,10 @@ fn resize_bilinear(
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
     let _ = size; // The output's meta has it.
+    if out.numel() == 0 {
+        // No taps: a size of 2^32 rows of nothing costs nothing.
+        return CpuTensor::from_vec(&out.shape, Vec::<f32>::new());
+    }
     let src = as_f32(images)?;
     let &[_, h, w, c] = images.shape() else { return Err(rule_error("ResizeBilinear")("images are not NHWC".into())) };
     let rows = resize_taps(h, out.shape[1], align_corners, half_pixel_centers, true);
@@ -553,8 +557,10 @@ fn resize_nearest_neighbor(
     let [_, h, w, _] = images.shape()[..] else {
         return Err(rule_error("ResizeNearestNeighbor")("images are not NHWC".into()));
     };
-    let rows = resize_taps(h, out.shape[1], align_corners, half_pixel_centers, false);
-    let cols = resize_taps(w, out.shape[2], align_corners, half_pixel_centers, false);
+    // An empty output needs no taps, however many rows of nothing it has.
+    let (oh, ow) = if out.numel() == 0 { (0, 0) } else { (out.shape[1], out.shape[2]) };
+    let rows = resize_taps(h, oh, align_corners, half_pixel_centers, false);
+    let cols = resize_taps(w, ow, align_corners, half_pixel_centers, false);
     match images.dtype() {
         crate::DType::I32 => copy::<i32>(images, out, &rows, &cols),
         _ => copy::<f32>(images, out, &rows, &cols),

@@ -433,7 +433,9 @@ fn gather(x: &CpuTensor, indices: &CpuTensor, axis: i64, batch_dims: i64, out: &
 /// `out[s] = sum of x[j] for each j with ids[j] == s`, rows of `inner`
 /// elements. Each task owns a block of segments and scans all ids, so no
 /// two tasks write one row and the sums are in order (deterministic).
-fn segment_sum_of<T: Element + std::ops::AddAssign>(x: &[T], ids: &[i32], inner: usize, out: &mut [T]) {
+/// `add` is the element type's sum: wrapping for i32, as all i32
+/// arithmetic is (see the module docs of `backend::cpu`).
+fn segment_sum_of<T: Element>(x: &[T], ids: &[i32], inner: usize, out: &mut [T], add: fn(T, T) -> T) {
     if inner == 0 || out.is_empty() {
         return;
     }
@@ -447,7 +449,7 @@ fn segment_sum_of<T: Element + std::ops::AddAssign>(x: &[T], ids: &[i32], inner:
             if owned.contains(&s) {
                 let row = &mut dst[(s - first) * inner..][..inner];
                 for (o, &v) in row.iter_mut().zip(&x[j * inner..][..inner]) {
-                    *o += v;
+                    *o = add(*o, v);
                 }
             }
         }
@@ -477,19 +479,20 @@ fn unsorted_segment_sum(
 /// `out`, zeros, with each `[inner]` row of `x` added to the row its id
 /// names (ids checked by the caller): `UnsortedSegmentSum` and `ScatterNd`.
 fn segment_sum(kernel: &'static str, x: &CpuTensor, ids: &[i32], inner: usize, out: &TensorMeta) -> Result<CpuTensor> {
-    fn run<T: Element + std::ops::AddAssign>(
+    fn run<T: Element>(
         x: &CpuTensor,
         ids: &[i32],
         inner: usize,
         out: &TensorMeta,
+        add: fn(T, T) -> T,
     ) -> Result<CpuTensor> {
         let mut data = vec![T::default(); out.numel()];
-        segment_sum_of(x.as_slice::<T>()?, ids, inner, &mut data);
+        segment_sum_of(x.as_slice::<T>()?, ids, inner, &mut data, add);
         CpuTensor::from_vec(&out.shape, data)
     }
     match x.dtype() {
-        DType::F32 => run::<f32>(x, ids, inner, out),
-        DType::I32 => run::<i32>(x, ids, inner, out),
+        DType::F32 => run::<f32>(x, ids, inner, out, |a, b| a + b),
+        DType::I32 => run::<i32>(x, ids, inner, out, i32::wrapping_add),
         d => Err(unsupported(kernel, d)),
     }
 }

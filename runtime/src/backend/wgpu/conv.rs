@@ -184,9 +184,11 @@ fn resize(
 ) -> Result<WgpuTensor> {
     let (is, os) = (images.shape(), &out.shape);
     let ([_, h, w, c], [_, oh, ow, _]) = (is[..].try_into().unwrap_or([0; 4]), os[..].try_into().unwrap_or([0; 4]));
-    let taps = resize_taps(h, oh, align_corners, half_pixel_centers, bilinear).into_iter().chain(resize_taps(
+    // An empty output needs no taps, however many rows of nothing it has.
+    let (th, tw) = if out.numel() == 0 { (0, 0) } else { (oh, ow) };
+    let taps = resize_taps(h, th, align_corners, half_pixel_centers, bilinear).into_iter().chain(resize_taps(
         w,
-        ow,
+        tw,
         align_corners,
         half_pixel_centers,
         bilinear,

@@ -72,6 +72,7 @@ impl GpuBuffer {
                 backend: crate::BackendId::Wgpu,
                 tensor: String::new(),
                 bytes: u128::from(bytes),
+                inputs: Vec::new(),
             });
         }
         let reused = {

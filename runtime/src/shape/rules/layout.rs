@@ -116,9 +116,11 @@ pub fn slice(x: &[usize], attrs: &crate::kernels::SliceAttrs) -> Result<Shape, S
             "begin {begin:?} and size {size:?} must give one entry per axis of x, whose shape is {x:?}"
         ));
     }
+    // In i128, where no dim, begin or size overflows: a dim may be past
+    // `i64::MAX` (an empty tensor's), a begin `i64::MIN`.
     (0..x.len())
         .map(|i| {
-            let (dim, b, s) = (x[i] as i64, begin[i], size[i]);
+            let (dim, b, s) = (x[i] as i128, i128::from(begin[i]), i128::from(size[i]));
             let s = if s == -1 { dim - b } else { s };
             if b < 0 || b > dim || s < 0 || s > dim - b {
                 return Err(format!(
@@ -180,9 +182,12 @@ pub fn mirror_pad(x: &[usize], attrs: &crate::kernels::MirrorPadAttrs) -> Result
         .iter()
         .zip(paddings)
         .map(|(&d, p)| {
-            let limit = if reflect { d.saturating_sub(1) } else { d } as i64;
+            let limit = i64::try_from(if reflect { d.saturating_sub(1) } else { d }).unwrap_or(i64::MAX);
             match p[..] {
-                [b, a] if (0..=limit).contains(&b) && (0..=limit).contains(&a) => Ok(d + b as usize + a as usize),
+                [b, a] if (0..=limit).contains(&b) && (0..=limit).contains(&a) => (b as usize)
+                    .checked_add(a as usize)
+                    .and_then(|p| p.checked_add(d))
+                    .ok_or_else(|| format!("paddings {paddings:?} make an axis of {d} too long")),
                 _ => Err(format!(
                     "paddings {paddings:?} hold {p:?} for an axis of {d}, but `{}` mirrors at most {limit} \
                      elements each side there",
@@ -237,10 +242,12 @@ fn blocks(x: &[usize], block_size: i64) -> Result<([usize; 4], usize), String> {
 /// ```
 pub fn depth_to_space(x: &[usize], attrs: &crate::kernels::DepthToSpaceAttrs) -> Result<Shape, String> {
     let ([n, h, w, c], b) = blocks(x, attrs.block_size)?;
-    if !c.is_multiple_of(b * b) {
+    let square = b.checked_mul(b).ok_or_else(|| format!("block_size {b} squared overflows"))?;
+    if !c.is_multiple_of(square) {
         return Err(format!("block_size {b} squared must divide the {c} channels of x, whose shape is {x:?}"));
     }
-    allocatable(Shape::from_slice(&[n, h * b, w * b, c / (b * b)]))
+    let grown = |d: usize| d.checked_mul(b).ok_or_else(|| format!("block_size {b} makes x {x:?} too large"));
+    allocatable(Shape::from_slice(&[n, grown(h)?, grown(w)?, c / square]))
 }
 
 /// The shape function of `SpaceToDepth`: `[n, h / b, w / b, c * b^2]`.
@@ -256,7 +263,9 @@ pub fn space_to_depth(x: &[usize], attrs: &crate::kernels::SpaceToDepthAttrs) ->
     if !h.is_multiple_of(b) || !w.is_multiple_of(b) {
         return Err(format!("block_size {b} must divide the height and width of x, whose shape is {x:?}"));
     }
-    allocatable(Shape::from_slice(&[n, h / b, w / b, c * b * b]))
+    let deep = c.checked_mul(b).and_then(|d| d.checked_mul(b));
+    let deep = deep.ok_or_else(|| format!("block_size {b} makes the {c} channels of x {x:?} too many"))?;
+    allocatable(Shape::from_slice(&[n, h / b, w / b, deep]))
 }
 
 /// The shape function of `Concat`: `values` joined along `axis`, every
@@ -280,7 +289,9 @@ pub fn concat(values: &[&[usize]], attrs: &crate::kernels::ConcatAttrs) -> Resul
                 "values[{i}] is {v:?} but values[0] is {first:?}; they must match on every axis but {axis}"
             ));
         }
-        out[axis] += v[axis];
+        out[axis] = out[axis].checked_add(v[axis]).ok_or_else(|| {
+            format!("values[0] to values[{i}] join to more than {} elements along axis {axis}", usize::MAX)
+        })?;
     }
     allocatable(out)
 }
@@ -355,7 +366,8 @@ pub fn unpack(x: &[usize], attrs: &crate::kernels::UnpackAttrs) -> Result<Vec<Sh
 pub fn split_v(x: &[usize], attrs: &crate::kernels::SplitVAttrs) -> Result<Vec<Shape>, String> {
     let axis = normalize_axis(attrs.axis, x.len())?;
     let sizes = &attrs.size_splits;
-    let whole = x[axis] as i64;
+    // In i128: the axis may be past `i64::MAX` (an empty tensor's).
+    let whole = x[axis] as i128;
     let rest = sizes.iter().filter(|&&s| s == -1).count();
     if let Some(bad) = sizes.iter().find(|&&s| s < -1) {
         return Err(format!("size_splits {sizes:?} holds {bad}; lengths are >= 0, or -1 for the rest"));
@@ -363,7 +375,7 @@ pub fn split_v(x: &[usize], attrs: &crate::kernels::SplitVAttrs) -> Result<Vec<S
     if rest > 1 {
         return Err(format!("size_splits {sizes:?} holds -1 {rest} times, expected it at most once"));
     }
-    let given: i64 = sizes.iter().filter(|&&s| s >= 0).fold(0i64, |a, &s| a.saturating_add(s));
+    let given: i128 = sizes.iter().filter(|&&s| s >= 0).map(|&s| i128::from(s)).sum();
     if (rest == 0 && given != whole) || (rest == 1 && given > whole) {
         return Err(format!(
             "size_splits {sizes:?} add up to {given}, but axis {axis} of x {x:?} is {whole} long; they must \
@@ -616,10 +628,12 @@ pub(crate) fn reversed_axes(rank: usize, dims: &[i64]) -> Result<Vec<Remap>, Str
 /// whose axes 2 and 3 swap to give the output's 6-d view: the same
 /// permutation serves both.
 pub(crate) fn block_view(x: &[usize], block: i64, depth: bool) -> Result<[usize; 6], String> {
-    let (&[n, h, w, c], Ok(b)) = (x, usize::try_from(block)) else {
-        return Err(format!("x {x:?} must be NHWC and block_size {block} positive"));
+    let (&[n, h, w, c], Some(b), Some(square)) =
+        (x, usize::try_from(block).ok().filter(|&b| b > 0), usize::try_from(block).ok().and_then(|b| b.checked_mul(b)))
+    else {
+        return Err(format!("x {x:?} must be NHWC and block_size {block} positive and small enough to square"));
     };
-    Ok(if depth { [n, h, w, b, b, c / (b * b)] } else { [n, h / b, b, w / b, b, c] })
+    Ok(if depth { [n, h, w, b, b, c / square] } else { [n, h / b, b, w / b, b, c] })
 }
 
 /// `MirrorPad`'s remap of each axis.

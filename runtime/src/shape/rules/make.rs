@@ -70,6 +70,14 @@ pub fn random_uniform(attrs: &crate::kernels::RandomUniformAttrs) -> Result<Shap
     if attrs.minval.partial_cmp(&attrs.maxval).is_none_or(|o| o.is_gt()) {
         return Err(format!("minval {} must not exceed maxval {}", attrs.minval, attrs.maxval));
     }
+    // The kernels draw in f32: `minval + (maxval - minval) * u`.
+    let (low, high) = (attrs.minval as f32, attrs.maxval as f32);
+    if !(low.is_finite() && high.is_finite() && (high - low).is_finite()) {
+        return Err(format!(
+            "minval {} and maxval {} must be finite, and so must their difference, as f32 values",
+            attrs.minval, attrs.maxval
+        ));
+    }
     let dims = attrs.shape.iter().map(|&d| {
         usize::try_from(d).map_err(|_| format!("shape {:?} has the dim {d}, expected dims >= 0", attrs.shape))
     });

@@ -106,6 +106,84 @@ fn power(x: f32, e: f32) -> f32 {
     return select(r, -r, negative);
 }
 
+// C's fmod, exact, by long division of the significands (musl's fmodf):
+// x and y finite, y not zero. The result has x's sign.
+fn fmod_exact(x: f32, y: f32) -> f32 {
+    let ux = bitcast<u32>(x);
+    let uy = bitcast<u32>(y);
+    var ex = i32((ux >> 23u) & 0xffu);
+    var ey = i32((uy >> 23u) & 0xffu);
+    let sx = ux & 0x80000000u;
+    if (ux << 1u) <= (uy << 1u) {
+        return select(x, with_sign_of(0.0, x), (ux << 1u) == (uy << 1u));
+    }
+    var mx = ux;
+    var my = uy;
+    // Normalize: the significands with their leading bit at bit 23.
+    if ex == 0 {
+        var i = mx << 9u;
+        while (i >> 31u) == 0u {
+            ex -= 1;
+            i = i << 1u;
+        }
+        mx = mx << u32(1 - ex);
+    } else {
+        mx = (mx & 0x007fffffu) | 0x00800000u;
+    }
+    if ey == 0 {
+        var i = my << 9u;
+        while (i >> 31u) == 0u {
+            ey -= 1;
+            i = i << 1u;
+        }
+        my = my << u32(1 - ey);
+    } else {
+        my = (my & 0x007fffffu) | 0x00800000u;
+    }
+    while ex > ey {
+        let d = mx - my;
+        if (d >> 31u) == 0u {
+            if d == 0u {
+                return with_sign_of(0.0, x);
+            }
+            mx = d;
+        }
+        mx = mx << 1u;
+        ex -= 1;
+    }
+    let d = mx - my;
+    if (d >> 31u) == 0u {
+        if d == 0u {
+            return with_sign_of(0.0, x);
+        }
+        mx = d;
+    }
+    while (mx >> 23u) == 0u {
+        mx = mx << 1u;
+        ex -= 1;
+    }
+    if ex > 0 {
+        mx = (mx - 0x00800000u) | (u32(ex) << 23u);
+    } else {
+        mx = mx >> u32(1 - ex);
+    }
+    return bitcast<f32>(mx | sx);
+}
+
+// The floored remainder with y's sign, `x - y * floor(x / y)`; where the
+// quotient reaches 2^24 (or overflows) that formula keeps no digit, and
+// the exact remainder is moved into y's half-open interval instead.
+fn floor_mod(x: f32, y: f32) -> f32 {
+    let q = x / y;
+    // y's zero told by its bits: a subnormal y is not zero.
+    let nonzero = (bitcast<u32>(y) << 1u) != 0u;
+    if is_finite(x) && is_finite(y) && nonzero && (!is_finite(q) || abs(q) >= 16777216.0) {
+        let r = fmod_exact(x, y);
+        return select(r, r + y, r != 0.0 && ((r < 0.0) != (y < 0.0)));
+    }
+    return x - y * floor(q);
+}
+
 // The first word after the layout.
 fn extra() -> u32 {
     return param(2u + 3u * param(1));
@@ -127,9 +205,12 @@ fn apply_f32(x: f32, z: f32) -> f32 {
         case 9u: { return arctan2(x, z); }
         case 10u: { return (x - z) * (x - z); }
         case 11u: { return floor(x / z); }
-        case 12u: { return x - z * floor(x / z); }
-        // Prelu: x below zero scaled by the slope z.
-        case 13u: { return select(x, z * x, x < 0.0); }
+        // Mod: the floored remainder; exact where the quotient is too
+        // large for the formula (as on the cpu).
+        case 12u: { return floor_mod(x, z); }
+        // Prelu: x below zero scaled by the slope z, and a zero too where
+        // z is NaN or infinite (z * 0 is NaN, as on the cpu).
+        case 13u: { return select(x, z * x, x < 0.0 || (x == 0.0 && !is_finite(z))); }
         default: { return x; }
     }
 }
