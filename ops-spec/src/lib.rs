@@ -72,6 +72,7 @@ pub mod docs;
 mod examples;
 mod model;
 mod rule;
+pub mod testgen;
 mod tree;
 mod validate;
 
