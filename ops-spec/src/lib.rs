@@ -70,6 +70,7 @@ mod attrs;
 mod diag;
 pub mod docs;
 mod examples;
+pub mod infer;
 mod model;
 mod rule;
 pub mod testgen;
