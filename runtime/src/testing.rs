@@ -24,6 +24,11 @@ use crate::special_values::{agree, Agreement};
 use crate::{registry, BackendId, DType, Error, Tensor};
 
 /// A check that failed: which kernel, which check, and why.
+///
+/// ```
+/// let e = opforge::testing::CheckFailure { kernel: "Add", check: "parity_f32", message: "differs".into() };
+/// assert_eq!(e.to_string(), "kernel `Add`, check `parity_f32`: differs");
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CheckFailure {
     /// The kernel the check is about.
@@ -43,6 +48,11 @@ impl fmt::Display for CheckFailure {
 impl std::error::Error for CheckFailure {}
 
 /// What a check returns.
+///
+/// ```
+/// let r: opforge::testing::CheckResult = opforge::testing::check("Add", "noop", || ());
+/// assert!(r.is_ok());
+/// ```
 pub type CheckResult = std::result::Result<(), CheckFailure>;
 
 /// One generated check: its kernel, its name, and the function that runs it.
@@ -420,6 +430,7 @@ fn second_order(inputs: Vec<Tensor>, which: &[usize], f: Call<'_>) -> bool {
 ///
 /// ```
 /// assert!(opforge::testing::Target::WGPU.values);
+/// assert_eq!(opforge::testing::Target::THREADS.backend, opforge::BackendId::Cpu);
 /// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Target {
@@ -439,6 +450,11 @@ impl Target {
 }
 
 /// One kernel's parity cases for one dtype: what [`backend_suite`] runs.
+///
+/// ```
+/// let c = opforge::testing::Case { kernel: "Relu", dtype: opforge::DType::F32, data_dependent: false, run: |_| () };
+/// (c.run)(&opforge::testing::Target::THREADS);
+/// ```
 #[derive(Debug, Clone, Copy)]
 pub struct Case {
     /// The kernel.
@@ -701,6 +717,10 @@ fn example(
 }
 
 /// How one kernel fared in a [`backend_suite`].
+///
+/// ```
+/// assert_ne!(opforge::testing::Outcome::Passed, opforge::testing::Outcome::NotImplemented);
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Outcome {
     /// Every case ran there and agreed with the cpu.
@@ -712,7 +732,14 @@ pub enum Outcome {
     NotImplemented,
 }
 
-/// What [`backend_suite`] found, kernel by kernel, in the cases' order.
+/// What [`backend_suite`] found, kernel by kernel, in the cases' order;
+/// its `Display` is a summary line, then each failure and the kernels not
+/// implemented.
+///
+/// ```
+/// let r = opforge::testing::Report::default();
+/// assert!(r.to_string().ends_with("0 passed, 0 failed, 0 not implemented\n"));
+/// ```
 #[derive(Debug, Clone, Default)]
 pub struct Report {
     /// The backend the suite ran against.
@@ -723,11 +750,23 @@ pub struct Report {
 
 impl Report {
     /// The kernels of one outcome.
+    ///
+    /// ```
+    /// use opforge::testing::{Outcome, Report};
+    /// let r = Report { backend: None, kernels: vec![("Add", Outcome::Passed), ("Sub", Outcome::NotImplemented)] };
+    /// assert_eq!(r.with(|o| *o == Outcome::NotImplemented), ["Sub"]);
+    /// ```
     pub fn with(&self, f: impl Fn(&Outcome) -> bool) -> Vec<&'static str> {
         self.kernels.iter().filter(|(_, o)| f(o)).map(|(k, _)| *k).collect()
     }
 
     /// The kernels that failed, with why.
+    ///
+    /// ```
+    /// use opforge::testing::{Outcome, Report};
+    /// let r = Report { backend: None, kernels: vec![("Add", Outcome::Failed("element 3".into()))] };
+    /// assert_eq!(r.failed(), [("Add", "element 3")]);
+    /// ```
     pub fn failed(&self) -> Vec<(&'static str, &str)> {
         (self.kernels.iter())
             .filter_map(|(k, o)| match o {
