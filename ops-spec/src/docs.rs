@@ -644,8 +644,8 @@
 //! [PickRows]
 //! op = "pick_rows"
 //! doc = "The rows of `x` that `rows` names."
-//! inputs = ["x: T", "rows: Tidx"]
-//! dtypes = { T = ["f32"], Tidx = ["i32"] }
+//! inputs = ["x", "rows: i32"]
+//! dtypes = ["f32"]
 //! shape = "fn(crate::rules::pick_rows)"
 //! grad = ["x"]
 //! examples = [
@@ -667,7 +667,7 @@
 //! // A bound must be positive.
 //! let err = opforge_spec::parse(
 //!     "[PickRows]\nop = \"pick_rows\"\ndoc = \"d\"\ninputs = [\"x\", \"rows: i32\"]\n\
-//!      dtypes = { T = [\"f32\"] }\nshape = \"fn(f)\"\ngrad = [\"x\"]\n\
+//!      dtypes = [\"f32\"]\nshape = \"fn(f)\"\ngrad = [\"x\"]\n\
 //!      examples = [{ shapes = [[4], [2]], index_bounds = { rows = [0] }, output = [2] }]\n",
 //!     "ops.toml",
 //! )

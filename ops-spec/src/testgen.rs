@@ -26,7 +26,7 @@
 //! "#, "my_ops.toml").unwrap();
 //! let code = generate(&spec, &Options::user("::my_crate", "my_ops.toml"));
 //! assert!(code.contains("pub mod MySquare"));
-//! assert!(code.contains("fn check_gradient()"));
+//! assert!(code.contains("fn check_gradient_matches_finite_differences()"));
 //! assert!(code.contains("use ::my_crate as kernels;"));
 //! ```
 
