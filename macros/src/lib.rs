@@ -14,6 +14,7 @@ mod kernel;
 mod op;
 mod signature;
 mod spec;
+mod spec_tests;
 
 use proc_macro::TokenStream;
 
@@ -26,6 +27,19 @@ use proc_macro::TokenStream;
 #[proc_macro]
 pub fn spec(input: TokenStream) -> TokenStream {
     spec::expand(input.into()).into()
+}
+
+/// Generates the conformance tests of every kernel a spec file declares,
+/// in the test file it is written in (`tests/kit.rs`):
+/// `opforge::spec_tests!("my_ops.toml");`. The spec is the one the crate
+/// binds with `spec!` at its root; `kernels = my_crate::ops` names the
+/// module where it is bound instead, and `unimplemented = allow` passes a
+/// kernel no backend implements (reported, not failed), and `tests =
+/// false` generates the check functions without their `#[test]`s. See
+/// `opforge::testing` for what each test checks.
+#[proc_macro]
+pub fn spec_tests(input: TokenStream) -> TokenStream {
+    spec_tests::expand(input.into()).into()
 }
 
 /// Registers a function as the kernel of `(Name, backend)`:

@@ -615,6 +615,66 @@
 //! assert!(spec.kernel("Where").unwrap().data_dependent);
 //! ```
 //!
+//! # Examples
+//!
+//! A kernel's `examples` are calls with the outputs they give, an array of
+//! inline tables. They document the kernel, and they are checked twice:
+//! where the spec is bound, `spec!` evaluates a built-in shape rule on each
+//! example and makes a contradiction a compile error at the example's line
+//! ("example 1 of kernel `Widen` says the output is [2, 4], but its shape
+//! rule gives [2, 3]"); and the tests `opforge::spec_tests!` generates run
+//! each one through the shape rule (a Rust shape function included, the
+//! failure naming the example and its line) and through the kernel on
+//! every backend that has it. A kernel whose rule is a Rust function gives
+//! at least one; its first is also the generated tests' valid call. Every
+//! key of an example:
+//!
+//! | key | required | meaning |
+//! |---|---|---|
+//! | `shapes` | yes | one shape per input the call gives, in input order: an array of arrays of sizes (`[]` a scalar); a variadic input takes every shape after the fixed inputs |
+//! | `output` | for one output | the output's shape; for a [data-dependent](#data-dependent-shapes) kernel its bound, `-1` for a dim only the data decides |
+//! | `outputs` | for [several outputs](#several-outputs) | one shape per output, in order (a list output takes the shapes the others leave) |
+//! | `attrs` | every attr without a default | the attrs of the call, by name, each a value of its type (an enum's as its string); the others take their defaults |
+//! | `absent` | no | the [optional inputs](#optional-inputs) the call leaves out, by name; they get no shape in `shapes` |
+//! | `index_bounds` | no | inputs of indices and what they index, `{ indices = [4] }`: the generated tests fill such an input with values below its bound, or, with several bounds, each element below its column's (along the last axis): `{ indices = [4, 3] }` for `[n, 2]` coordinates into a `[4, 3]` tensor. Positive sizes, one or more; without it, an i32 input gets small values (0 and +-1) |
+//!
+//! ```
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [PickRows]
+//! op = "pick_rows"
+//! doc = "The rows of `x` that `rows` names."
+//! inputs = ["x", "rows: i32"]
+//! dtypes = ["f32"]
+//! shape = "fn(crate::rules::pick_rows)"
+//! grad = ["x"]
+//! examples = [
+//!     { shapes = [[4, 3], [2]], index_bounds = { rows = [4] }, output = [2, 3] },
+//!     { shapes = [[5, 2], [6]], index_bounds = { rows = [5] }, attrs = { clamp = true }, output = [6, 2] },
+//! ]
+//! [PickRows.attrs]
+//! clamp = { type = "bool", default = false, doc = "clamp out-of-range rows instead of failing" }
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let e = &spec.kernel("PickRows").unwrap().examples[1];
+//! assert_eq!(e.shapes, [vec![5, 2], vec![6]]);
+//! assert_eq!(e.index_bounds, [("rows".to_owned(), vec![5])]);
+//! assert_eq!(e.output, [6, 2]);
+//! assert_eq!(e.line, 11);
+//!
+//! // A bound must be positive.
+//! let err = opforge_spec::parse(
+//!     "[PickRows]\nop = \"pick_rows\"\ndoc = \"d\"\ninputs = [\"x\", \"rows: i32\"]\n\
+//!      dtypes = [\"f32\"]\nshape = \"fn(f)\"\ngrad = [\"x\"]\n\
+//!      examples = [{ shapes = [[4], [2]], index_bounds = { rows = [0] }, output = [2] }]\n",
+//!     "ops.toml",
+//! )
+//! .unwrap_err();
+//! assert!(err.to_string().contains("bound of `rows` in example 1 is [0], expected one or more positive integers"), "{err}");
+//! ```
+//!
 //! # Shape rules
 //!
 //! `shape` is a call `rule(arg, ...)` naming inputs and attrs of the kernel.

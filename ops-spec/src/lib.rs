@@ -71,9 +71,11 @@ mod diag;
 pub mod docs;
 mod examples;
 mod fields;
+pub mod infer;
 mod model;
 mod rule;
 mod signature;
+pub mod testgen;
 mod tree;
 mod validate;
 

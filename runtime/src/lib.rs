@@ -74,6 +74,7 @@ pub mod shape;
 pub mod spec;
 pub mod special_values;
 pub mod tensor;
+pub mod testing;
 pub mod train;
 mod variable;
 
@@ -85,7 +86,7 @@ pub use engine::{
     trim_pool, with_default_backend, with_fallback, BackendMemory, Engine,
 };
 pub use error::{Error, InputDesc, Location, Result};
-pub use opforge_macros::{backend, gradient, kernel, op, spec};
+pub use opforge_macros::{backend, gradient, kernel, op, spec, spec_tests};
 pub use profile::{debug_enabled, profile, set_debug, with_debug, Profile};
 pub use shape::Shape;
 pub use spec::{Absent, Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec, Metas, TensorList, Tensors};

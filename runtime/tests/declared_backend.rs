@@ -171,3 +171,22 @@ fn kernels_register_for_it_at_run_time() -> Result<()> {
     assert!(registry::register_kernel::<Add, Host>(|a, _| Ok(a.a.clone())).is_err(), "Add has one");
     Ok(())
 }
+
+/// The conformance kit's backend suite, every built-in kernel's parity
+/// cases against `host`: its `Add` passes, and every kernel it does not
+/// claim is listed as not implemented, not failed.
+#[test]
+fn the_backend_suite_passes_its_kernels_and_lists_the_others() {
+    use opforge::testing::{backend_suite, Outcome};
+    let report = backend_suite::<Host>(opforge_generated_tests::CASES);
+    // `Mul` may be registered for `host` at run time, returning its first
+    // input, by `kernels_register_for_it_at_run_time` on another thread.
+    assert!(report.failed().iter().all(|(k, _)| *k == "Mul"), "{report}");
+    assert_eq!(report.with(|o| *o == Outcome::Passed).first(), Some(&"Add"), "{report}");
+    let missing = report.with(|o| *o == Outcome::NotImplemented);
+    assert!(missing.contains(&"Sub") && missing.contains(&"Conv2D"), "{report}");
+    let claimed: Vec<&str> = report.with(|o| *o == Outcome::Passed);
+    assert!(claimed.iter().all(|k| ["Add", "Mul"].contains(k)), "{report}");
+    assert_eq!(report.kernels.len(), opforge_generated_tests::KERNELS.len());
+    assert!(report.to_string().starts_with("backend `host`: "), "{report}");
+}

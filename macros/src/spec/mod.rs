@@ -125,6 +125,25 @@ pub(crate) fn expand_source(
             return errors.0.iter().map(|e| syn::Error::new(span, e.to_string()).to_compile_error()).collect()
         }
     };
+    // An example that contradicts its kernel's built-in shape rule.
+    let contradictions: TokenStream = spec
+        .kernels
+        .iter()
+        .flat_map(|k| k.examples.iter().enumerate().map(move |(n, e)| (k, n, e)))
+        .filter_map(|(k, n, e)| {
+            let message = match opforge_spec::infer::example_output(k, e)? {
+                Ok(shape) if shape == e.output || k.data_dependent => return None,
+                Ok(shape) => format!(
+                    "example {} of kernel `{}` says the output is {:?}, but its shape rule gives {shape:?}",
+                    n + 1,
+                    k.name,
+                    e.output
+                ),
+                Err(why) => format!("example {} of kernel `{}` is rejected by its shape rule: {why}", n + 1, k.name),
+            };
+            Some(syn::Error::new(span, format!("{label}:{}: {message}", e.line)).to_compile_error())
+        })
+        .collect();
     // A user's kernel named like a built-in one would break the built-in
     // for the whole program: names are unique across every bound spec,
     // unless the user asks to reuse opforge's. Collisions between two user
@@ -143,6 +162,7 @@ pub(crate) fn expand_source(
     // The items are emitted with the errors, so that one mistake gives one error.
     match ops_module {
         Some(m) => quote! {
+            #contradictions
             #taken
             #reused
             #enums
@@ -151,7 +171,7 @@ pub(crate) fn expand_source(
             /// The typed op functions of this spec.
             pub mod #m { #reused_ops #ops }
         },
-        None => quote! { #taken #reused #reused_ops #enums #groups #descriptors #ops },
+        None => quote! { #contradictions #taken #reused #reused_ops #enums #groups #descriptors #ops },
     }
 }
 

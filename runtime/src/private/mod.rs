@@ -15,6 +15,8 @@ pub use crate::registry::{
 };
 pub use crate::shape::rules;
 pub use crate::spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec};
+/// What the tests `spec_tests!` generates call.
+pub use crate::testing;
 pub use crate::{BackendId, Location};
 pub use checks::{Checked, FromSpec, GradientReturn, KernelReturn, ParamCheck, Pass, SpecNames};
 pub use linkme;

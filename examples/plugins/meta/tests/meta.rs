@@ -1,14 +1,13 @@
 //! The `meta` backend runs every built-in kernel through its shape rule,
 //! and a model's training step at full size, without data.
 
-use std::panic::{catch_unwind, AssertUnwindSafe};
-
 use opforge::autodiff::variable_grads;
+use opforge::testing::{backend_suite, Outcome};
 use opforge::train::{Adam, Optimizer};
 use opforge::{losses, ops, registry, BackendId, DType, Error};
 use opforge_example_meta::Meta;
 use opforge_examples::mlp::{Mlp, HIDDEN};
-use opforge_generated_tests::parity::{Target, ALL};
+use opforge_generated_tests::CASES;
 
 /// `train_mlp`'s model, one Adam step on a batch of a million images: every
 /// gradient has its variable's shape and lives on `meta`, and the step
@@ -40,28 +39,26 @@ fn train_mlp_step_at_full_size() -> opforge::Result<()> {
     Ok(())
 }
 
-/// The generated parity cases of every built-in kernel, run on `meta`:
-/// each output has the cpu's shape and dtype, from `meta`'s one
-/// `Device::run_kernel`, with the cpu fallback off. Kernels whose output
-/// shapes come from the data refuse, saying so.
+/// The conformance kit's backend suite, every built-in kernel's parity
+/// cases run on `meta`: each output has the cpu's shape and dtype, from
+/// `meta`'s one `Device::run_kernel`, with the cpu fallback off. Kernels
+/// whose output shapes come from the data are listed as not implemented,
+/// and refuse, saying so.
 #[test]
 fn every_builtin_kernel_runs_on_meta() {
-    let target = Target { backend: Meta::id(), values: false };
-    for case in ALL {
-        let ran = catch_unwind(AssertUnwindSafe(|| (case.run)(&target)));
-        match (case.data_dependent, ran) {
-            (false, Ok(())) => {}
-            (true, Err(payload)) => {
-                let message = payload.downcast_ref::<String>().cloned().unwrap_or_default();
-                assert!(message.contains("depend on the input data"), "{}: {message}", case.kernel);
-            }
-            (false, Err(_)) => panic!("{} ({:?}) failed on meta", case.kernel, case.dtype),
-            (true, Ok(())) => panic!("{} is data dependent, yet ran on meta", case.kernel),
-        }
+    let report = backend_suite::<Meta>(CASES);
+    assert!(report.failed().is_empty(), "{report}");
+    for case in CASES {
+        let outcome = &report.kernels.iter().find(|(k, _)| *k == case.kernel).expect("reported").1;
+        let want = if case.data_dependent { Outcome::NotImplemented } else { Outcome::Passed };
+        assert_eq!(*outcome, want, "{}", case.kernel);
     }
+    let x = Meta::zeros(&[4]).unwrap();
+    let err = ops::unique(&x).unwrap_err();
+    assert!(err.to_string().contains("depend on the input data"), "{err}");
     let builtin = registry::specs().iter().filter(|s| s.crate_name == "opforge");
     for spec in builtin {
-        assert!(ALL.iter().any(|c| c.kernel == spec.name), "{} has no parity case", spec.name);
+        assert!(CASES.iter().any(|c| c.kernel == spec.name), "{} has no parity case", spec.name);
     }
 }
 

@@ -1,0 +1,204 @@
+//! The conformance kit catches bugs: twelve kinds of defect, each seeded
+//! into one of this crate's correct kernels, each caught by the check the
+//! kit generates for it, with a failure naming the kernel and the check.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use opforge::backend::cpu::CpuTensor;
+use opforge::backend::{Backend, Cpu, Wgpu};
+use opforge::registry::{with_gradient_override, with_kernel_override};
+use opforge::testing::CheckResult;
+use opforge::{ops, BackendId, Tensor};
+use opforge_example_kit_defects::{DfCube, DfMul, DfPositive, DfRelu, THREAD_DEFECT};
+
+/// The checks of `defects.toml`, one module per kernel.
+mod kit {
+    opforge::spec_tests!("defects.toml", tests = false);
+}
+
+mod wrong {
+    opforge::spec_tests!("wrong_example.toml", kernels = ::opforge_example_kit_defects::wrong, tests = false);
+}
+
+/// `result` is a failure of `kernel`'s check `check`; its message.
+#[track_caller]
+fn caught(result: CheckResult, kernel: &str, check: &str) -> String {
+    let e = result.expect_err("the seeded defect is caught");
+    let text = e.to_string();
+    assert_eq!((e.kernel, e.check), (kernel, check), "{text}");
+    assert!(text.starts_with(&format!("kernel `{kernel}`, check `{check}`: ")), "{text}");
+    text
+}
+
+fn neg(t: Tensor) -> opforge::Result<Tensor> {
+    ops::neg(&t)
+}
+
+/// Without a defect every generated check passes, so each failure below
+/// is its defect's.
+#[test]
+fn without_defects_every_check_passes() {
+    let _one = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    for c in kit::CHECKS {
+        (c.run)().unwrap_or_else(|e| panic!("{e}"));
+    }
+}
+
+#[test]
+fn a_gradient_with_the_wrong_sign() {
+    let m = with_gradient_override::<DfMul, (Tensor, Tensor), _>(
+        |g| {
+            Ok((
+                neg(ops::unbroadcast(&ops::mul(g.dy, g.b)?, g.a.shape())?)?,
+                ops::unbroadcast(&ops::mul(g.dy, g.a)?, g.b.shape())?,
+            ))
+        },
+        || {
+            caught(
+                kit::DfMul::check_gradient_matches_finite_differences(),
+                "DfMul",
+                "gradient_matches_finite_differences",
+            )
+        },
+    );
+    assert!(m.contains("input 0") && m.contains("registered gradient"), "{m}");
+}
+
+#[test]
+fn the_gradient_of_the_wrong_input() {
+    // `da` computed as `b`'s gradient would be: `dy * a`.
+    let m = with_gradient_override::<DfMul, (Tensor, Tensor), _>(
+        |g| {
+            Ok((
+                ops::unbroadcast(&ops::mul(g.dy, g.a)?, g.a.shape())?,
+                ops::unbroadcast(&ops::mul(g.dy, g.a)?, g.b.shape())?,
+            ))
+        },
+        || {
+            caught(
+                kit::DfMul::check_gradient_matches_finite_differences(),
+                "DfMul",
+                "gradient_matches_finite_differences",
+            )
+        },
+    );
+    assert!(m.contains("input 0"), "{m}");
+}
+
+#[test]
+fn a_gradient_that_forgets_to_sum_over_broadcast_dims() {
+    let m = with_gradient_override::<DfMul, (Tensor, Tensor), _>(
+        |g| Ok((ops::mul(g.dy, g.b)?, ops::mul(g.dy, g.a)?)),
+        || {
+            caught(
+                kit::DfMul::check_gradient_matches_finite_differences(),
+                "DfMul",
+                "gradient_matches_finite_differences",
+            )
+        },
+    );
+    assert!(m.contains("gradient"), "{m}");
+}
+
+#[test]
+fn a_wrong_output_shape() {
+    let m = with_kernel_override::<DfRelu, Cpu, _>(
+        |a, _| CpuTensor::from_vec(&[1], vec![a.x.as_slice::<f32>()?[0]]),
+        || caught(kit::DfRelu::check_output_follows_shape_rule_f32(), "DfRelu", "output_follows_shape_rule_f32"),
+    );
+    assert!(m.contains("[1]"), "{m}");
+}
+
+#[test]
+fn a_wrong_output_dtype() {
+    let m = with_kernel_override::<DfRelu, Cpu, _>(
+        |a, out| CpuTensor::from_vec(&out.shape, a.x.as_slice::<f32>()?.iter().map(|&v| v as i32).collect()),
+        || caught(kit::DfRelu::check_output_follows_shape_rule_f32(), "DfRelu", "output_follows_shape_rule_f32"),
+    );
+    assert!(m.contains("i32"), "{m}");
+}
+
+#[test]
+fn wgpu_values_that_differ_from_the_cpu() {
+    if !opforge::backend::wgpu::adapter_or_skip("wgpu_values_that_differ_from_the_cpu") {
+        return;
+    }
+    // A wgpu kernel that adds 1e-3 (done on the host, then uploaded).
+    let m = with_kernel_override::<DfRelu, Wgpu, _>(
+        |a, out| {
+            let x = Wgpu::wrap(a.x.clone()).to_vec::<f32>()?;
+            let y: Vec<f32> = x.iter().map(|&v| if v < 0.0 { 1e-3 } else { v + 1e-3 }).collect();
+            let t = Tensor::from_vec(y, &out.shape)?.to_backend(BackendId::Wgpu)?;
+            Ok(Wgpu::view(&t).expect("a wgpu tensor").clone())
+        },
+        || caught(kit::DfRelu::check_parity_f32(), "DfRelu", "parity_f32"),
+    );
+    assert!(m.contains("cpu") && m.contains("wgpu"), "{m}");
+}
+
+#[test]
+fn nan_dropped_by_a_relu_written_as_max() {
+    let m = with_kernel_override::<DfRelu, Cpu, _>(
+        |a, out| CpuTensor::from_vec(&out.shape, a.x.as_slice::<f32>()?.iter().map(|v| v.max(0.0)).collect()),
+        || caught(kit::DfRelu::check_special_values(), "DfRelu", "special_values"),
+    );
+    assert!(m.contains("NaN dropped"), "{m}");
+}
+
+#[test]
+fn a_panic_on_an_empty_input() {
+    let m = with_kernel_override::<DfRelu, Cpu, _>(
+        |a, out| {
+            let x = a.x.as_slice::<f32>()?;
+            let first = x[0]; // panics on an empty input
+            CpuTensor::from_vec(&out.shape, x.iter().map(|v| v.max(first * 0.0)).collect())
+        },
+        || caught(kit::DfRelu::check_empty_input(), "DfRelu", "empty_input"),
+    );
+    assert!(m.contains("panicked"), "{m}");
+}
+
+#[test]
+fn a_wrong_second_derivative() {
+    // `3 x^2 dy` with `x` taken as a constant: right value, no second derivative.
+    let detached = |g: opforge_example_kit_defects::DfCubeGradientArgs<'_>| {
+        let x = Tensor::from_vec(g.x.to_vec::<f32>()?, g.x.shape())?;
+        ops::mul(&ops::mul(&Tensor::scalar(3.0f32), &ops::mul(&x, &x)?)?, g.dy)
+    };
+    with_gradient_override::<DfCube, Tensor, _>(detached, || {
+        kit::DfCube::check_gradient_matches_finite_differences().expect("the first derivative is right");
+        let m = caught(kit::DfCube::check_second_order_gradient(), "DfCube", "second_order_gradient");
+        assert!(m.contains("second derivative"), "{m}");
+    });
+}
+
+#[test]
+fn an_example_contradicting_its_shape_function() {
+    let m = caught(wrong::DfRows::check_examples(), "DfRows", "examples");
+    assert!(m.contains("example 1 (wrong_example.toml:12)"), "{m}");
+    assert!(m.contains("the shape rule gives [[2]], the example says [[2, 3]]"), "{m}");
+}
+
+#[test]
+fn a_data_dependent_output_larger_than_its_bound() {
+    let m = with_kernel_override::<DfPositive, Cpu, _>(
+        |a, _| {
+            let x = a.x.as_slice::<f32>()?;
+            CpuTensor::from_vec(&[x.len() + 1], x.iter().copied().chain([1.0]).collect())
+        },
+        || caught(kit::DfPositive::check_examples(), "DfPositive", "examples"),
+    );
+    assert!(m.contains("example 1"), "{m}");
+}
+
+#[test]
+fn a_result_that_depends_on_the_thread_count() {
+    // The flag is global: the test that runs every check takes the lock too.
+    let _one = LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    THREAD_DEFECT.store(true, Relaxed);
+    let m = caught(kit::DfRowSum::check_threads_f32(), "DfRowSum", "threads_f32");
+    THREAD_DEFECT.store(false, Relaxed);
+    assert!(m.contains("1 thread"), "{m}");
+}
+
+static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
