@@ -114,7 +114,7 @@ pub fn example_output(k: &KernelDef, e: &Example) -> Option<Result<Vec<usize>, S
             let known: i64 = target.iter().filter(|&&d| d != -1).product();
             match target.iter().filter(|&&d| d == -1).count() {
                 0 if known as usize == n => Ok(target.iter().map(|&d| d as usize).collect()),
-                1 if known > 0 && n % known as usize == 0 => {
+                1 if known > 0 && n.is_multiple_of(known as usize) => {
                     Ok(target.iter().map(|&d| if d == -1 { n / known as usize } else { d as usize }).collect())
                 }
                 _ => Err(format!("cannot reshape {x:?} to {target:?}")),

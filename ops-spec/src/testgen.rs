@@ -1072,7 +1072,7 @@ fn kernel_module(k: &KernelDef, options: &Options) -> (String, Vec<String>) {
     );
 
     // A required input left out (`None` where the call must give one).
-    let required = (0..n).find(|&j| !k.optional.get(j).copied().unwrap_or(false) && !(k.variadic && j + 1 == n));
+    let required = (0..n).find(|&j| !(k.optional.get(j).copied().unwrap_or(false) || (k.variadic && j + 1 == n)));
     if let (Some(j), Some(given)) = (required, required.and_then(|j| case.given(j))) {
         let count = case.shapes.len();
         let refs: String = (0..count).map(|i| format!("&t{i}, ")).collect();

@@ -367,6 +367,9 @@ fn first_order(inputs: &[Tensor], which: &[usize], f: Call<'_>, ws: &[Option<Ten
         xs
     };
     let sources: Vec<Tensor> = which.iter().map(|&i| inputs[i].clone()).collect();
+    // A binding, not the tail expression: the gradient function borrows
+    // `with`, which the tail's temporaries would outlive.
+    #[allow(clippy::let_and_return)]
     let grads = crate::grads(|s: &[Tensor]| weighted(&f(&with(s))?, ws))(&sources);
     grads
 }
@@ -587,7 +590,7 @@ pub fn check_threads(case: &str, f: impl Fn() -> crate::Result<Vec<Tensor>> + Sy
 fn threads(case: &str, f: &(dyn Fn() -> crate::Result<Vec<Tensor>> + Sync)) {
     let on = |threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool");
-        pool.install(|| f()).unwrap_or_else(|e| panic!("{case} on {threads} threads: {e}"))
+        pool.install(f).unwrap_or_else(|e| panic!("{case} on {threads} threads: {e}"))
     };
     let (one, many) = (on(1), on(4));
     assert_eq!(one.len(), many.len(), "{case}: outputs on 1 and 4 threads");
