@@ -610,6 +610,7 @@ fn threads(case: &str, f: &(dyn Fn() -> crate::Result<Vec<Tensor>> + Sync)) {
 /// use opforge::{ops, testing::with_specials, Tensor};
 /// let x = with_specials(&Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?);
 /// opforge::testing::check_nan_propagates("Exp", &[&x], |xs| Ok(vec![ops::exp(xs[0])?]));
+/// # Ok::<(), opforge::Error>(())
 /// ```
 #[track_caller]
 pub fn check_nan_propagates(
