@@ -1155,86 +1155,8 @@ pub fn fused_depthwise_conv2d(
 /// assert!(einsum_shape("ij->ik", &[&[2, 3]]).unwrap_err().contains("`k`"));
 /// ```
 pub fn einsum_shape(equation: &str, operands: &[&[usize]]) -> Result<Shape, String> {
-    let eq: String = equation.chars().filter(|c| !c.is_whitespace()).collect();
-    if eq.contains("...") {
-        return Err(format!("equation {equation:?} uses the ellipsis `...`, which is not supported"));
-    }
-    let (lhs, rhs) = match eq.split_once("->") {
-        Some((_, rhs)) if rhs.contains("->") => {
-            return Err(format!("equation {equation:?} has more than one `->`"));
-        }
-        Some((lhs, rhs)) => (lhs, Some(rhs)),
-        None => (eq.as_str(), None),
-    };
-    let letters = |part: &str, what: &str| match part.chars().find(|c| !c.is_ascii_alphabetic()) {
-        Some(c) => {
-            Err(format!("equation {equation:?} has `{c}` in {what}, expected letters (and `,` between operands)"))
-        }
-        None => Ok(part.as_bytes().to_vec()),
-    };
-    let terms: Vec<&str> = lhs.split(',').collect();
-    if terms.len() != operands.len() {
-        return Err(format!(
-            "equation {equation:?} gives subscripts for {} operands, but the call gives {}",
-            terms.len(),
-            operands.len()
-        ));
-    }
-    let mut seen: Vec<Label> = Vec::new();
-    for (i, (term, shape)) in terms.iter().zip(operands).enumerate() {
-        let term = letters(term, &format!("the subscripts of operand {i}"))?;
-        if term.len() != shape.len() {
-            return Err(format!(
-                "operand {i} has shape {shape:?} of rank {}, but its subscripts `{}` name {} axes",
-                shape.len(),
-                String::from_utf8_lossy(&term),
-                term.len()
-            ));
-        }
-        for (&letter, &len) in term.iter().zip(shape.iter()) {
-            match seen.iter_mut().find(|l| l.letter == letter) {
-                Some(l) if l.len != len => {
-                    return Err(format!(
-                        "letter `{}` is {len} long in operand {i} {shape:?}, but {} in operand {}; a letter names \
-                         one length",
-                        letter as char, l.len, l.operand
-                    ))
-                }
-                Some(l) => l.count += 1,
-                None => seen.push(Label { letter, len, operand: i, count: 1 }),
-            }
-        }
-    }
-    let output = match rhs {
-        Some(rhs) => {
-            let out = letters(rhs, "the output's subscripts")?;
-            for (j, c) in out.iter().enumerate() {
-                if out[..j].contains(c) {
-                    return Err(format!("equation {equation:?} names `{}` twice in the output", *c as char));
-                }
-                if !seen.iter().any(|l| l.letter == *c) {
-                    return Err(format!("equation {equation:?} has `{}` in the output but in no operand", *c as char));
-                }
-            }
-            out
-        }
-        None => {
-            let mut once: Vec<u8> = seen.iter().filter(|l| l.count == 1).map(|l| l.letter).collect();
-            once.sort_unstable();
-            once
-        }
-    };
-    let dims = output.iter().map(|c| seen.iter().find(|l| l.letter == *c).map_or(0, |l| l.len));
-    fits(dims.collect())
-}
-
-/// A letter of an Einstein summation: the length it names, the operand
-/// that first has it, and how often the operands write it.
-struct Label {
-    letter: u8,
-    len: usize,
-    operand: usize,
-    count: usize,
+    // opforge builds `Einsum` in; its plan is this rule.
+    fits(opforge::shape::rules::EinsumPlan::parse(equation, operands)?.output_shape())
 }
 
 /// `Einsum`: the shape [`einsum_shape`] gives for `equation` and the operands.
