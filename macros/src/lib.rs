@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod fuse;
 mod gradient;
 mod kernel;
 mod op;
@@ -76,7 +77,9 @@ pub fn backend(attr: TokenStream, item: TokenStream) -> TokenStream {
 }
 
 /// Declares a composite op: a function of other ops that is named in errors
-/// and listed by `opforge::registry::ops()`.
+/// and listed by `opforge::registry::ops()`. `#[op(fuse)]` on a composite of
+/// elementwise ops compiles it into a kernel of its own per backend, with
+/// its gradient (see `opforge::fuse`).
 #[proc_macro_attribute]
 pub fn op(attr: TokenStream, item: TokenStream) -> TokenStream {
     op::expand(attr.into(), item.into()).into()

@@ -8,9 +8,14 @@ use crate::signature;
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = signature::Errors::default();
-    if !attr.is_empty() {
-        errors.spanned(&attr, "#[op] takes no arguments; the op is named after its function");
-    }
+    let fuse = match attr.to_string().as_str() {
+        "" => false,
+        "fuse" => true,
+        _ => {
+            errors.spanned(&attr, "#[op] takes no arguments but `fuse` (`#[op(fuse)]`); the op is named after its function");
+            false
+        }
+    };
     let func =
         syn::parse2::<ItemFn>(item.clone()).map_err(|_| errors.push(signature::not_a_function(&item, "op"))).ok();
     if let Some(a) = func.as_ref().and_then(|f| f.sig.asyncness.as_ref()) {
@@ -20,6 +25,9 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return signature::with_errors(e, item, &TokenStream::new());
     }
     let Some(mut func) = func else { return item };
+    if fuse {
+        return crate::fuse::expand(func, proc_macro2::Span::call_site());
+    }
     let name = func.sig.ident.to_string();
     let body = &func.block;
     func.block = syn::parse_quote!({

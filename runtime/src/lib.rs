@@ -62,6 +62,7 @@ mod display;
 pub mod dtype;
 pub mod engine;
 pub mod error;
+pub mod fuse;
 mod gradients;
 pub mod kernels;
 pub mod losses;

@@ -58,7 +58,7 @@ pub fn log_softmax(x: &Tensor, axis: i64) -> Result<Tensor> {
 /// assert!((y[0] + 0.158_655_26).abs() < 1e-6 && y[1] == 0.0 && (y[2] - 1.954_499_7).abs() < 1e-6);
 /// # Ok::<(), opforge::Error>(())
 /// ```
-#[op]
+#[op(fuse)]
 pub fn gelu(x: &Tensor) -> Result<Tensor> {
     let phi = erf(&mul(x, &Tensor::scalar_on(std::f32::consts::FRAC_1_SQRT_2, x.backend())?)?)?;
     let half = mul(x, &Tensor::scalar_on(0.5, x.backend())?)?;
@@ -74,7 +74,7 @@ pub fn gelu(x: &Tensor) -> Result<Tensor> {
 /// assert!((y[0] + 0.268_941_43).abs() < 1e-6 && y[1] == 0.0 && (y[2] - 1.761_594_2).abs() < 1e-6);
 /// # Ok::<(), opforge::Error>(())
 /// ```
-#[op]
+#[op(fuse)]
 pub fn silu(x: &Tensor) -> Result<Tensor> {
     mul(x, &sigmoid(x)?)
 }

@@ -1,39 +1,57 @@
 //! Every WGSL shader parses and validates with naga: a broken shader fails
 //! here, on any machine, before a GPU ever sees it. Each is checked as the
-//! backend compiles it, after `common.wgsl`, the helpers they share.
+//! backend compiles it (`shader!("name", "library", ..)`): `common.wgsl`,
+//! the helpers they share, then its libraries, then its own file.
 
-#[test]
-fn every_shader_validates() {
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/backend/wgpu/shaders");
-    let common = std::fs::read_to_string(format!("{dir}/common.wgsl")).unwrap();
-    let mut checked = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap() {
-        let path = entry.unwrap().path();
-        if path.extension().is_none_or(|e| e != "wgsl") || path.ends_with("common.wgsl") {
-            continue;
-        }
-        let source = common.clone() + &std::fs::read_to_string(&path).unwrap();
-        let module = naga::front::wgsl::parse_str(&source)
-            .unwrap_or_else(|e| panic!("{}", e.emit_to_string_with_path(&source, &path.display().to_string())));
-        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{}: {}", path.display(), e.emit_to_string(&source)));
-        checked.push(path.file_name().unwrap().to_string_lossy().into_owned());
-    }
-    checked.sort();
-    // Every shader the backend builds with `shader!("name")` was checked.
-    let mut used: Vec<String> = Vec::new();
+/// Each `shader!` of the backend's sources: the shader and its libraries.
+fn shaders(dir: &str) -> Vec<(String, Vec<String>)> {
+    let mut found = Vec::new();
     for entry in std::fs::read_dir(format!("{dir}/..")).unwrap() {
         let path = entry.unwrap().path();
         if path.extension().is_some_and(|e| e == "rs") {
             let source = std::fs::read_to_string(&path).unwrap();
             for rest in source.split("shader!(\"").skip(1) {
-                used.push(format!("{}.wgsl", &rest[..rest.find('"').unwrap()]));
+                let args = &rest[..rest.find(')').unwrap()];
+                let mut names = args.split(',').map(|a| a.trim().trim_matches('"').to_owned());
+                let name = names.next().unwrap();
+                found.push((name, names.collect()));
             }
         }
     }
-    used.sort();
-    used.dedup();
+    found.sort();
+    found.dedup();
+    found
+}
+
+#[test]
+fn every_shader_validates() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/backend/wgpu/shaders");
+    let read = |name: &str| std::fs::read_to_string(format!("{dir}/{name}.wgsl")).unwrap();
+    let used = shaders(dir);
     assert!(used.len() >= 8, "found the backend's shaders: {used:?}");
-    assert_eq!(checked, used);
+    let mut covered: Vec<String> = vec!["common.wgsl".into()];
+    for (name, libraries) in &used {
+        let mut source = read("common");
+        for library in libraries {
+            source += &read(library);
+            covered.push(format!("{library}.wgsl"));
+        }
+        source += &read(name);
+        covered.push(format!("{name}.wgsl"));
+        let module = naga::front::wgsl::parse_str(&source)
+            .unwrap_or_else(|e| panic!("{}", e.emit_to_string_with_path(&source, &format!("{name}.wgsl"))));
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+            .validate(&module)
+            .unwrap_or_else(|e| panic!("{name}.wgsl: {}", e.emit_to_string(&source)));
+    }
+    covered.sort();
+    covered.dedup();
+    // Every file of the folder is some shader's, so every one was checked.
+    let mut files: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|f| f.ends_with(".wgsl"))
+        .collect();
+    files.sort();
+    assert_eq!(covered, files);
 }

@@ -92,7 +92,14 @@ pub(super) fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
         quote!(::opforge::Tensor)
     };
     // As many parameters as the spec has inputs and attrs (`StridedSlice`'s nine).
+    // The kernel by the op's name, in the type namespace: what a fused body
+    // (`#[op(fuse)]`) turns `ops::exp(..)` into.
+    let alias_doc = format!("Kernel `{}`, by its op's name, for `#[op(fuse)]`.", k.name);
     quote! {
+        #[doc = #alias_doc]
+        #[doc(hidden)]
+        #[allow(non_camel_case_types)]
+        pub type #op = #prefix #name;
         #[doc = #doc]
         #[inline]
         #[allow(clippy::too_many_arguments)]

@@ -4,6 +4,7 @@
 //! `#[gradient]` (in `checks`). Not public API: it changes without notice.
 
 mod checks;
+pub mod fuse;
 
 use std::any::Any;
 

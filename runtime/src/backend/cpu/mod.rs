@@ -1,7 +1,8 @@
 //! The `cpu` backend: host memory, rayon above a size threshold.
 
-mod binary;
+pub(crate) mod binary;
 mod conv;
+pub(crate) mod fuse;
 pub(crate) mod index;
 pub(crate) mod layout;
 mod make;
@@ -10,7 +11,7 @@ pub(crate) mod pool;
 mod reduce;
 mod softmax;
 mod unary;
-mod vmath;
+pub(crate) mod vmath;
 
 use std::sync::Arc;
 

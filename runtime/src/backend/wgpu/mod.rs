@@ -20,12 +20,18 @@
 //!   instead (see [`crate::set_fallback`]).
 
 /// A built-in shader: `shaders/common.wgsl` (the helpers every shader
-/// shares; WGSL has no includes) followed by `shaders/<name>.wgsl`.
+/// shares; WGSL has no includes), then each library named after the
+/// shader's name (`shader!("unary", "math")`: `shaders/math.wgsl`), then
+/// `shaders/<name>.wgsl`.
 macro_rules! shader {
-    ($name:literal) => {
+    ($name:literal $(, $library:literal)*) => {
         $crate::backend::wgpu::Shader::new(
             $name,
-            concat!(include_str!("shaders/common.wgsl"), include_str!(concat!("shaders/", $name, ".wgsl"))),
+            concat!(
+                include_str!("shaders/common.wgsl"),
+                $(include_str!(concat!("shaders/", $library, ".wgsl")),)*
+                include_str!(concat!("shaders/", $name, ".wgsl"))
+            ),
         )
     };
 }
@@ -34,6 +40,7 @@ mod batch;
 mod binary;
 mod conv;
 mod device;
+pub(crate) mod fuse;
 mod index;
 mod layout;
 mod make;

@@ -1,0 +1,154 @@
+//! Fused programs on the cpu: one pass over the output, in chunks small
+//! enough that every node's values stay in L1. Each chunk runs the nodes in
+//! order, each a vectorizable loop over the chunk (the forms' cpu
+//! functions); inputs are read once and outputs written once. Above the
+//! parallel threshold the chunks run on rayon, as the built-in elementwise
+//! kernels do, into pooled outputs.
+
+use super::{output, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use crate::fuse::program::{Arg, Program, Val};
+use crate::shape::strided::broadcast_strides;
+use crate::{Result, TensorMeta};
+
+/// Elements per chunk: 16 nodes of it fill half a 32 KiB L1.
+const CHUNK: usize = 512;
+
+/// How an input is read: whole (the output's shape), one value for all, or
+/// through broadcast strides.
+enum Input<'a> {
+    Whole(&'a [f32]),
+    Splat(f32),
+    Strided(&'a [f32], Vec<usize>),
+}
+
+/// Runs `program` on `inputs` (each broadcasting to `outs[0]`'s shape) with
+/// `scalars`, into one fresh tensor per output.
+pub(crate) fn run(program: &Program, inputs: &[&CpuTensor], scalars: &[f32], outs: &[TensorMeta]) -> Result<Vec<CpuTensor>> {
+    let shape = outs.first().map_or(&[][..], |o| &o.shape[..]);
+    let n: usize = shape.iter().product();
+    let ins = inputs
+        .iter()
+        .map(|t| {
+            let v = t.as_slice::<f32>()?;
+            Ok(if t.shape() == shape {
+                Input::Whole(v)
+            } else if v.len() == 1 {
+                Input::Splat(v[0])
+            } else {
+                Input::Strided(v, broadcast_strides(t.shape(), shape).to_vec())
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut ys: Vec<Vec<f32>> = outs.iter().map(|_| output::<f32>(n)).collect();
+    let run_range = |start: usize, parts: &mut [&mut [f32]]| {
+        let mut nodes = vec![0.0f32; program.nodes.len() * CHUNK];
+        let mut gathered = vec![0.0f32; ins.len() * CHUNK];
+        let len = parts.first().map_or(0, |p| p.len());
+        for at in (0..len).step_by(CHUNK) {
+            let c = CHUNK.min(len - at);
+            chunk(program, &ins, scalars, shape, start + at, c, &mut nodes, &mut gathered, parts, at);
+        }
+    };
+    if n < PAR_THRESHOLD {
+        let mut parts: Vec<&mut [f32]> = ys.iter_mut().map(|y| &mut y[..]).collect();
+        run_range(0, &mut parts);
+    } else {
+        use rayon::prelude::*;
+        // One task per PAR_CHUNK elements, holding its piece of each output.
+        let mut tasks: Vec<Vec<&mut [f32]>> = (0..n.div_ceil(PAR_CHUNK)).map(|_| Vec::new()).collect();
+        for y in ys.iter_mut() {
+            for (task, piece) in tasks.iter_mut().zip(y.chunks_mut(PAR_CHUNK)) {
+                task.push(piece);
+            }
+        }
+        tasks.into_par_iter().enumerate().for_each(|(i, mut parts)| run_range(i * PAR_CHUNK, &mut parts));
+    }
+    ys.into_iter().map(|y| CpuTensor::from_vec(shape, y)).collect()
+}
+
+/// Runs the program over output elements `start..start + c`, writing
+/// `parts[k][at..at + c]`.
+#[allow(clippy::too_many_arguments)]
+fn chunk(
+    program: &Program,
+    ins: &[Input<'_>],
+    scalars: &[f32],
+    shape: &[usize],
+    start: usize,
+    c: usize,
+    nodes: &mut [f32],
+    gathered: &mut [f32],
+    parts: &mut [&mut [f32]],
+    at: usize,
+) {
+    for (j, input) in ins.iter().enumerate() {
+        if let Input::Strided(v, strides) = input {
+            gather(v, shape, strides, start, &mut gathered[j * CHUNK..j * CHUNK + c]);
+        }
+    }
+    let gathered: &[f32] = gathered;
+    for (i, node) in program.nodes.iter().enumerate() {
+        let (done, rest) = nodes.split_at_mut(i * CHUNK);
+        let args: smallvec::SmallVec<[Arg<'_>; 3]> =
+            node.args.iter().map(|&v| value(ins, gathered, scalars, done, start..start + c, v)).collect();
+        (node.form.cpu)(&args, &mut rest[..c]);
+    }
+    for (part, &o) in parts.iter_mut().zip(&program.outputs) {
+        let out = &mut part[at..at + c];
+        match value(ins, gathered, scalars, nodes, start..start + c, o) {
+            Arg::Slice(s) => out.copy_from_slice(s),
+            Arg::Splat(x) => out.fill(x),
+        }
+    }
+}
+
+/// Value `v` over output elements `range`: a slice of an input, of the
+/// gathered copy of a strided one, or of an earlier node (`done`), or a splat.
+fn value<'a>(
+    ins: &'a [Input<'a>],
+    gathered: &'a [f32],
+    scalars: &[f32],
+    done: &'a [f32],
+    range: std::ops::Range<usize>,
+    v: Val,
+) -> Arg<'a> {
+    let c = range.len();
+    match v {
+        Val::Input(j) => match &ins[j as usize] {
+            Input::Whole(x) => Arg::Slice(&x[range]),
+            Input::Splat(x) => Arg::Splat(*x),
+            Input::Strided(..) => Arg::Slice(&gathered[j as usize * CHUNK..j as usize * CHUNK + c]),
+        },
+        Val::Scalar(k) => Arg::Splat(scalars[k as usize]),
+        Val::Const(x) => Arg::Splat(x),
+        Val::Node(m) => Arg::Slice(&done[m as usize * CHUNK..m as usize * CHUNK + c]),
+    }
+}
+
+/// Elements `start..start + out.len()` of `v` laid over `shape` with
+/// `strides`, by walking the index like an odometer.
+fn gather(v: &[f32], shape: &[usize], strides: &[usize], start: usize, out: &mut [f32]) {
+    let rank = shape.len();
+    let mut index = vec![0usize; rank];
+    let mut rest = start;
+    let mut offset = 0;
+    for d in (0..rank).rev() {
+        index[d] = rest % shape[d];
+        rest /= shape[d];
+        offset += index[d] * strides[d];
+    }
+    for o in out.iter_mut() {
+        *o = v[offset];
+        let mut d = rank;
+        while d > 0 {
+            d -= 1;
+            index[d] += 1;
+            offset += strides[d];
+            if index[d] < shape[d] {
+                break;
+            }
+            offset -= index[d] * strides[d];
+            index[d] = 0;
+        }
+    }
+}

@@ -1,0 +1,167 @@
+//! Fused programs on wgpu: one generated shader per program and per way
+//! its inputs are read, one dispatch per call. The program becomes a WGSL
+//! function of one element's input values, each node a `let` of its form's
+//! expression; the entry point loads, calls it and stores. Where no input
+//! needs broadcast strides, invocations take four elements each, with one
+//! 16-byte load per input and store per output.
+
+use std::collections::HashMap;
+use std::fmt::Write;
+use std::sync::Mutex;
+
+use super::{device, Grid, Program, Shader, WgpuTensor};
+use crate::fuse::program::{Program as Fused, Val};
+use crate::shape::strided::broadcast_strides;
+use crate::{Result, TensorMeta};
+
+/// How an input is read by one shader variant.
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Read {
+    /// At the element's own index.
+    Whole,
+    /// Its one element, for every element.
+    Splat,
+    /// Through broadcast strides (the `k`-th such input's, in the parameters).
+    Strided,
+}
+
+/// The generated shaders, by (program, reads, four elements per invocation).
+type Cache = HashMap<(usize, Vec<Read>, bool), &'static Shader>;
+
+static SHADERS: Mutex<Option<Cache>> = Mutex::new(None);
+
+/// The parameter words a shader may read (the uniform's 32 vectors).
+const MAX_PARAMS: usize = 128;
+
+/// Runs `program` on `inputs` with `scalars`, one fresh tensor per output.
+pub(crate) fn run(program: &'static Fused, inputs: &[&WgpuTensor], scalars: &[f32], outs: &[TensorMeta]) -> Result<Vec<WgpuTensor>> {
+    let kernel = program.name;
+    let shape = outs.first().map_or(&[][..], |o| &o.shape[..]);
+    let n: usize = shape.iter().product();
+    let reads: Vec<Read> = inputs
+        .iter()
+        .map(|t| match () {
+            _ if t.shape() == shape => Read::Whole,
+            _ if t.numel() == 1 => Read::Splat,
+            _ => Read::Strided,
+        })
+        .collect();
+    let x4 = !reads.contains(&Read::Strided);
+    let strided: Vec<&&WgpuTensor> = inputs.iter().zip(&reads).filter(|(_, r)| **r == Read::Strided).map(|(t, _)| t).collect();
+    let count = if x4 { n.div_ceil(4) } else { n };
+    let mut params: Vec<u32> = vec![count as u32, shape.len() as u32];
+    params.extend(shape.iter().map(|&d| d as u32));
+    for t in &strided {
+        params.extend(broadcast_strides(t.shape(), shape).iter().map(|&s| s as u32));
+    }
+    params.extend(scalars.iter().map(|s| s.to_bits()));
+    if params.len() > MAX_PARAMS || n > u32::MAX as usize {
+        return Err(device::backend_error(
+            kernel,
+            format!(
+                "a fused kernel of rank {} with {} broadcast inputs and {} scalars needs {} parameter words, over {MAX_PARAMS}",
+                shape.len(),
+                strided.len(),
+                scalars.len(),
+                params.len()
+            ),
+        ));
+    }
+    let shader = shader(program, &reads, x4);
+    let ys = Program { kernel, shader, entry: "main", op: 0 }.run_outputs(inputs, outs, &params, Grid::Elements(count))?;
+    Ok(ys.into_vec())
+}
+
+/// The shader of `program` for inputs read as `reads`, generated once.
+fn shader(program: &'static Fused, reads: &[Read], x4: bool) -> &'static Shader {
+    let key = (program as *const Fused as usize, reads.to_vec(), x4);
+    let mut cache = device::lock(&SHADERS);
+    let cache = cache.get_or_insert_with(HashMap::new);
+    cache.entry(key).or_insert_with(|| {
+        let source: &'static str = Box::leak(source(program, reads, x4).into_boxed_str());
+        Box::leak(Box::new(Shader::new(program.name, source)))
+    })
+}
+
+/// A constant as WGSL, exactly (NaN and the infinities have no literal).
+fn constant(c: f32) -> String {
+    format!("bitcast<f32>({:#010x}u)", c.to_bits())
+}
+
+/// The WGSL of `program` with inputs read as `reads`.
+fn source(program: &Fused, reads: &[Read], x4: bool) -> String {
+    let mut s = String::new();
+    s.push_str(include_str!("shaders/common.wgsl"));
+    s.push_str(include_str!("shaders/math.wgsl"));
+    let (ins, outs) = (program.inputs, program.outputs.len());
+    let vector = |whole: bool| if x4 && whole { "array<vec4<u32>>" } else { "array<u32>" };
+    for (i, r) in reads.iter().enumerate() {
+        let _ = writeln!(s, "@group(0) @binding({i}) var<storage, read> in{i}: {};", vector(*r == Read::Whole));
+    }
+    for o in 0..outs {
+        let _ = writeln!(s, "@group(0) @binding({}) var<storage, read_write> out{o}: {};", ins + o, vector(true));
+    }
+    let _ = writeln!(s, "@group(0) @binding({}) var<uniform> params: array<vec4<u32>, 32>;", ins + outs);
+    let strided = reads.iter().filter(|r| **r == Read::Strided).count();
+    // Scalar k is the word after the dims and every strided input's strides.
+    let _ = writeln!(s, "fn scalar(k: u32) -> f32 {{\n    return bitcast<f32>(param(2u + param(1u) * {}u + k));\n}}", 1 + strided);
+    let _ = writeln!(s, "struct Outputs {{ {} }}", (0..outs).map(|o| format!("o{o}: f32")).collect::<Vec<_>>().join(", "));
+    // The program, on one element's input values.
+    let args: Vec<String> = (0..ins).map(|i| format!("a{i}: f32")).collect();
+    let _ = writeln!(s, "fn program({}) -> Outputs {{", args.join(", "));
+    let name = |v: Val| match v {
+        Val::Input(i) => format!("a{i}"),
+        Val::Scalar(k) => format!("scalar({k}u)"),
+        Val::Const(c) => constant(c),
+        Val::Node(m) => format!("v{m}"),
+    };
+    for (i, node) in program.nodes.iter().enumerate() {
+        let mut e = node.form.wgsl.to_owned();
+        for (k, &a) in node.args.iter().enumerate() {
+            // Scalars and constants are bound to a name first, so each form's
+            // template sees plain names.
+            e = e.replace(&format!("{{{k}}}"), &format!("p{i}_{k}"));
+            let _ = writeln!(s, "    let p{i}_{k} = {};", name(a));
+        }
+        let _ = writeln!(s, "    let v{i}: f32 = {e};");
+    }
+    let results: Vec<String> = program.outputs.iter().map(|&o| name(o)).collect();
+    let _ = writeln!(s, "    return Outputs({});\n}}", results.join(", "));
+    // The entry point.
+    s.push_str("@compute @workgroup_size(256)\nfn main(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {\n");
+    s.push_str("    let i = element(gid, groups);\n    if i >= param(0u) {\n        return;\n    }\n    let rank = param(1u);\n");
+    let mut k = 0;
+    for (j, r) in reads.iter().enumerate() {
+        let load = match r {
+            Read::Whole if x4 => format!("bitcast<vec4<f32>>(in{j}[i])"),
+            Read::Whole => format!("bitcast<f32>(in{j}[i])"),
+            Read::Splat => format!("bitcast<f32>(in{j}[0])"),
+            Read::Strided => {
+                k += 1;
+                format!("bitcast<f32>(in{j}[strided(i, rank, 2u, 2u + rank * {k}u)])")
+            }
+        };
+        let _ = writeln!(s, "    let x{j} = {load};");
+    }
+    if x4 {
+        for c in ["x", "y", "z", "w"] {
+            let xs: Vec<String> = reads
+                .iter()
+                .enumerate()
+                .map(|(j, r)| if *r == Read::Whole { format!("x{j}.{c}") } else { format!("x{j}") })
+                .collect();
+            let _ = writeln!(s, "    let r{c} = program({});", xs.join(", "));
+        }
+        for o in 0..outs {
+            let _ = writeln!(s, "    out{o}[i] = bitcast<vec4<u32>>(vec4<f32>(rx.o{o}, ry.o{o}, rz.o{o}, rw.o{o}));");
+        }
+    } else {
+        let xs: Vec<String> = (0..ins).map(|j| format!("x{j}")).collect();
+        let _ = writeln!(s, "    let r = program({});", xs.join(", "));
+        for o in 0..outs {
+            let _ = writeln!(s, "    out{o}[i] = bitcast<u32>(r.o{o});");
+        }
+    }
+    s.push_str("}\n");
+    s
+}

@@ -1,0 +1,91 @@
+//! Fusion: an elementwise composite compiled into one kernel per backend.
+//!
+//! `#[op(fuse)]` on a composite whose body calls elementwise ops turns
+//! the body into a [`Program`] when the crate is compiled, and generates
+//! a kernel of its own for it: a descriptor named after the function
+//! (`gelu` gives `Gelu`), a cpu and a wgpu kernel that run the program in
+//! one pass over memory and one dispatch, and a gradient. The gradient is
+//! fused too: a second kernel (`GeluGrad`) runs the program's backward,
+//! derived node by node from each form's rule, and gives every input's
+//! gradient in one pass. Gradients of second order and above run the
+//! backward's own backward through ops, unfused.
+//!
+//! ```
+//! use opforge::{grad, ops, op, Result, Tensor};
+//!
+//! /// `x * sigmoid(x) + 1`, as one kernel.
+//! #[op(fuse)]
+//! fn swish_plus_one(x: &Tensor) -> Result<Tensor> {
+//!     let s = ops::mul(x, &ops::sigmoid(x)?)?;
+//!     ops::add(&s, &Tensor::scalar(1.0f32))
+//! }
+//!
+//! let x = Tensor::from_vec(vec![-1.0f32, 0.0, 2.0], &[3])?;
+//! let fused = swish_plus_one(&x)?;
+//! let unfused = opforge::fuse::unfused(|| swish_plus_one(&x))?;
+//! assert_eq!(fused.to_vec::<f32>()?, unfused.to_vec::<f32>()?);
+//! let profile = opforge::profile(|| swish_plus_one(&x)).1;
+//! assert_eq!(profile.kernels.len(), 1, "one kernel: {profile}");
+//! let d = grad(|x| ops::sum(&swish_plus_one(x)?, None, false))(&x)?;
+//! assert!((d.to_vec::<f32>()?[1] - 0.5).abs() < 1e-6);
+//! # Ok::<(), opforge::Error>(())
+//! ```
+//!
+//! # What a fused body may contain
+//!
+//! `let` bindings and one final expression, each a call of an op whose
+//! kernel implements [`Fusable`] (the built-in elementwise kernels: the
+//! arithmetic, `maximum`/`minimum`, `pow`, the comparisons, `select`,
+//! `clip_by_value`, `leaky_relu` and the unary functions), on the
+//! function's tensor parameters, earlier bindings, and scalars: the
+//! function's `f32` parameters, constants, `Tensor::scalar(..)`.
+//! Comparisons give 1.0 and 0.0 inside a program, which `select` reads
+//! back as a condition. Anything else is a compile error at the call: an
+//! op that is not elementwise (`matmul`, `sum`), another composite, a
+//! method call, a `let` of something that is not an op.
+//!
+//! The fused kernel runs on f32 inputs; a call with inputs of another
+//! dtype, and any call inside [`unfused`], runs the body as written.
+//! A trailing reduction is not fused: end the body before it, and reduce
+//! outside.
+
+pub(crate) mod derive;
+pub(crate) mod forms;
+pub(crate) mod program;
+
+use std::cell::Cell;
+
+pub use forms::{map1, map2, map3};
+pub use program::{Arg, Builder, Cotangents, Form, Fusable, Node, Program, Val};
+
+thread_local! {
+    /// Whether fused ops run their fused kernel on this thread.
+    static FUSING: Cell<bool> = const { Cell::new(true) };
+}
+
+/// Runs `f` with every fused op (`#[op(fuse)]`) running its body as
+/// written, op by op, on this thread: the reference a fused kernel is
+/// tested against, and the unfused chain a benchmark compares with. Other
+/// threads are not affected.
+///
+/// ```
+/// use opforge::{ops, Tensor};
+/// let x = Tensor::from_vec(vec![0.5f32], &[1])?;
+/// let (y, p) = opforge::profile(|| opforge::fuse::unfused(|| ops::gelu(&x)));
+/// assert!(p.kernels.len() > 1, "op by op: {p}");
+/// assert_eq!(y?.to_vec::<f32>()?, ops::gelu(&x)?.to_vec::<f32>()?);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn unfused<T>(f: impl FnOnce() -> T) -> T {
+    crate::scoped::scoped(&FUSING, false, f)
+}
+
+/// Whether fused ops run fused on this thread (they do, outside [`unfused`]).
+///
+/// ```
+/// assert!(opforge::fuse::enabled());
+/// assert!(!opforge::fuse::unfused(opforge::fuse::enabled));
+/// ```
+pub fn enabled() -> bool {
+    FUSING.with(Cell::get)
+}

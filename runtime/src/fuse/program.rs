@@ -1,0 +1,235 @@
+//! A fused program: the elementwise expression a `#[op(fuse)]` composite
+//! computes, as data both backends run. Below the backends (they read it),
+//! above nothing but the tensor types.
+
+use std::sync::OnceLock;
+
+use smallvec::SmallVec;
+
+use crate::{Result, Tensor};
+
+/// A value inside a [`Program`]: a tensor input, a scalar the kernel
+/// receives at run time (one of the composite's own `f32` parameters, or an
+/// expression of them), a constant, or an earlier node's result.
+///
+/// ```
+/// use opforge::fuse::Val;
+/// assert_ne!(Val::Input(0), Val::Node(0));
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Val {
+    /// Tensor input `i` of the fused kernel, broadcast to the output's shape.
+    Input(u32),
+    /// Run-time scalar `i`.
+    Scalar(u32),
+    /// A constant, exact in every backend.
+    Const(f32),
+    /// The result of node `i`.
+    Node(u32),
+}
+
+/// One chunk-sized argument of a [`Form`]'s cpu function: the values of
+/// the chunk's elements, or one value for all of them.
+///
+/// ```
+/// use opforge::fuse::Arg;
+/// assert_eq!(Arg::Splat(2.0).at(7), 2.0);
+/// assert_eq!(Arg::Slice(&[1.0, 3.0]).at(1), 3.0);
+/// ```
+#[derive(Debug, Clone, Copy)]
+pub enum Arg<'a> {
+    /// One value per element of the chunk.
+    Slice(&'a [f32]),
+    /// One value for every element.
+    Splat(f32),
+}
+
+impl Arg<'_> {
+    /// The value at element `i` of the chunk.
+    #[inline(always)]
+    pub fn at(&self, i: usize) -> f32 {
+        match self {
+            Arg::Slice(s) => s[i],
+            Arg::Splat(v) => *v,
+        }
+    }
+}
+
+/// What one node's backward gives each of its arguments: a value to add to
+/// the argument's cotangent, or `None` where it gives nothing (an argument
+/// the result does not depend on smoothly, or that is not differentiable).
+pub type Cotangents = [Option<Val>; 3];
+
+/// The scalar form of an elementwise kernel: what a fused program needs to
+/// run the kernel inside itself on every backend, and to differentiate it.
+/// Arguments are positional, in the order of the kernel's op function:
+/// tensor inputs, then attributes (`leaky_relu(x, alpha)` has two).
+/// Booleans (a comparison's result, `select`'s condition) are 0.0 and 1.0.
+///
+/// ```
+/// use opforge::fuse::{Fusable, Form};
+/// use opforge::kernels::Exp;
+/// let form: &Form = Exp::FORM;
+/// assert_eq!((form.kernel, form.arity), ("Exp", 1));
+/// ```
+pub struct Form {
+    /// The kernel's name, for errors and the programs' names.
+    pub kernel: &'static str,
+    /// How many arguments the form takes (1 to 3).
+    pub arity: usize,
+    /// Fills `out` from the arguments, element by element (the chunks are
+    /// L1-sized; the loop should vectorize).
+    pub cpu: fn(args: &[Arg<'_>], out: &mut [f32]),
+    /// A WGSL expression of type `f32`: `{0}`, `{1}`, `{2}` are the
+    /// arguments (plain `f32` names), and it may call the helpers of
+    /// opforge's `common.wgsl` and `math.wgsl` (`is_nan`, `erf`, `power`, ...).
+    pub wgsl: &'static str,
+    /// The backward: given the arguments, the result `y` and its cotangent
+    /// `dy`, each argument's contribution, built with `b`.
+    pub vjp: fn(b: &mut Builder, args: &[Val], y: Val, dy: Val) -> Cotangents,
+    /// The kernel as an op on tensors, for running a program unfused (its
+    /// higher-order gradients): each argument a tensor, scalars as scalars.
+    pub op: fn(args: &[&Tensor]) -> Result<Tensor>,
+}
+
+impl std::fmt::Debug for Form {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Form({})", self.kernel)
+    }
+}
+
+/// An elementwise kernel that can run inside a fused op: implemented on
+/// the kernel's descriptor, it gives the kernel's [`Form`]. The built-in
+/// elementwise kernels implement it; a user's kernel joins fusion by
+/// implementing it beside its kernels.
+///
+/// ```
+/// use opforge::fuse::{Arg, Builder, Cotangents, Form, Fusable, Val};
+/// use opforge::{ops, Result, Tensor};
+///
+/// opforge::spec!(inline = r#"
+/// [Cube]
+/// op = "cube"
+/// doc = "x^3"
+/// inputs = ["x"]
+/// dtypes = ["f32"]
+/// shape = "same(x)"
+/// grad = ["x"]
+/// "#);
+///
+/// impl Fusable for Cube {
+///     const FORM: &'static Form = &Form {
+///         kernel: "Cube",
+///         arity: 1,
+///         cpu: |args, out| opforge::fuse::map1(args, out, |x| x * x * x),
+///         wgsl: "{0} * {0} * {0}",
+///         vjp: |b: &mut Builder, a: &[Val], _y, dy| {
+///             let x2 = b.mul(a[0], a[0]);
+///             let three = b.mul(x2, Val::Const(3.0));
+///             [Some(b.mul(dy, three)), None, None]
+///         },
+///         op: |a: &[&Tensor]| -> Result<Tensor> { ops::mul(&ops::mul(a[0], a[0])?, a[0]) },
+///     };
+/// }
+/// assert_eq!(Cube::FORM.arity, 1);
+/// ```
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be fused: it has no scalar form",
+    label = "this op cannot be part of a fused body",
+    note = "a fused body (`#[op(fuse)]`) may call only elementwise ops whose kernels implement `opforge::fuse::Fusable`; call this op outside the fused composite, or give its kernel a scalar form"
+)]
+pub trait Fusable {
+    /// The kernel's scalar form.
+    const FORM: &'static Form;
+}
+
+/// One node of a [`Program`]: a form applied to earlier values.
+#[derive(Debug, Clone)]
+pub struct Node {
+    /// What the node computes.
+    pub form: &'static Form,
+    /// Its arguments, `form.arity` of them.
+    pub args: SmallVec<[Val; 3]>,
+}
+
+/// An elementwise program: nodes in order, each reading inputs, scalars,
+/// constants and earlier nodes, and the values it outputs. Every output
+/// has the broadcast shape of the inputs.
+///
+/// ```
+/// use opforge::fuse::{Builder, Val};
+/// let mut b = Builder::new("Axpy", 2, 1);
+/// let ax = b.mul(Val::Scalar(0), Val::Input(0));
+/// let y = b.add(ax, Val::Input(1));
+/// let p = b.finish(&[y]);
+/// assert_eq!((p.nodes.len(), p.outputs.len()), (2, 1));
+/// let back = p.backward();
+/// assert_eq!(back.inputs, 3, "x, y and the cotangent");
+/// assert_eq!(back.outputs.len(), 2, "one per input");
+/// ```
+#[derive(Debug)]
+pub struct Program {
+    /// The kernel it runs as (`Gelu`), named in errors and shader labels.
+    pub name: &'static str,
+    /// How many tensor inputs it reads.
+    pub inputs: usize,
+    /// How many run-time scalars it reads.
+    pub scalars: usize,
+    /// The nodes, in order.
+    pub nodes: Vec<Node>,
+    /// The output values.
+    pub outputs: Vec<Val>,
+    backward: OnceLock<Box<Program>>,
+}
+
+impl Program {
+    pub(crate) fn new(name: &'static str, inputs: usize, scalars: usize, nodes: Vec<Node>, outputs: Vec<Val>) -> Program {
+        Program { name, inputs, scalars, nodes, outputs, backward: OnceLock::new() }
+    }
+
+    /// Where [`Program::backward`] keeps the backward program once derived.
+    pub(super) fn backward_cell(&self) -> &OnceLock<Box<Program>> {
+        &self.backward
+    }
+}
+
+/// Builds a [`Program`] node by node; what `#[op(fuse)]` expands to, and
+/// what a [`Form`]'s `vjp` writes its backward with.
+///
+/// ```
+/// use opforge::fuse::{Builder, Val};
+/// let mut b = Builder::new("Twice", 1, 0);
+/// let y = b.add(Val::Input(0), Val::Input(0));
+/// assert_eq!(y, Val::Node(0));
+/// ```
+#[derive(Debug)]
+pub struct Builder {
+    name: &'static str,
+    inputs: usize,
+    scalars: usize,
+    nodes: Vec<Node>,
+}
+
+impl Builder {
+    /// A program named `name` of `inputs` tensors and `scalars` scalars.
+    pub fn new(name: &'static str, inputs: usize, scalars: usize) -> Builder {
+        Builder { name, inputs, scalars, nodes: Vec::new() }
+    }
+
+    /// A node applying `form` to `args`; its value.
+    pub fn apply(&mut self, form: &'static Form, args: &[Val]) -> Val {
+        assert_eq!(args.len(), form.arity, "fuse: `{}` takes {} arguments", form.kernel, form.arity);
+        self.nodes.push(Node { form, args: SmallVec::from_slice(args) });
+        Val::Node(self.nodes.len() as u32 - 1)
+    }
+
+    /// [`Builder::apply`] with the form of kernel `K`.
+    pub fn call<K: Fusable>(&mut self, args: &[Val]) -> Val {
+        self.apply(K::FORM, args)
+    }
+
+    /// The finished program, outputting `outputs`.
+    pub fn finish(self, outputs: &[Val]) -> Program {
+        Program::new(self.name, self.inputs, self.scalars, self.nodes, outputs.to_vec())
+    }
+}

@@ -1,0 +1,67 @@
+//! What `#[op(fuse)]` expansions call: running a program on each backend,
+//! its gradients of second order, and the shapes of its backward kernel.
+
+use crate::backend::cpu::CpuTensor;
+use crate::backend::wgpu::WgpuTensor;
+use crate::fuse::Program;
+use crate::shape::Shape;
+use crate::{ops, DType, Error, Result, Tensor, TensorMeta};
+
+pub use crate::fuse::{Builder, Val};
+
+/// Whether a call on `inputs` runs its fused kernel: fusion is on for
+/// this thread and every input is f32 (the body runs as written otherwise).
+#[inline]
+pub fn fusing(inputs: &[&Tensor]) -> bool {
+    crate::fuse::enabled() && inputs.iter().all(|t| t.dtype() == DType::F32)
+}
+
+/// The fused kernel on the cpu.
+pub fn cpu(program: &'static Program, inputs: &[&CpuTensor], scalars: &[f32], outs: &[TensorMeta]) -> Result<Vec<CpuTensor>> {
+    crate::backend::cpu::fuse::run(program, inputs, scalars, outs)
+}
+
+/// The fused kernel on wgpu.
+pub fn wgpu(program: &'static Program, inputs: &[&WgpuTensor], scalars: &[f32], outs: &[TensorMeta]) -> Result<Vec<WgpuTensor>> {
+    crate::backend::wgpu::fuse::run(program, inputs, scalars, outs)
+}
+
+/// A kernel's outputs as an array of as many as it has.
+pub fn array<T, const N: usize>(kernel: &'static str, ys: Vec<T>) -> Result<[T; N]> {
+    let n = ys.len();
+    ys.try_into().map_err(|_| Error::Backend {
+        kernel,
+        backend: crate::BackendId::Cpu,
+        message: format!("the fused program gave {n} outputs, not {N}"),
+    })
+}
+
+/// Each output's shape for a fused backward kernel: the inputs' broadcast shape, `n` times.
+pub fn shapes(inputs: &[&[usize]], n: usize) -> std::result::Result<Vec<Shape>, String> {
+    let shape = crate::shape::rules::broadcast(inputs)?;
+    Ok(vec![shape; n])
+}
+
+/// `g` summed over the dims it was broadcast along, back to `shape`.
+pub fn unbroadcast(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    ops::unbroadcast(g, shape)
+}
+
+/// The gradient of a fused backward kernel (`program`'s backward): its
+/// own backward run through ops, so that it can be differentiated again.
+/// `inputs` are the backward kernel's inputs and `cotangents` its outputs'
+/// (`None` where nothing flows back); gives each input's gradient at its
+/// own shape.
+pub fn higher(
+    program: &'static Program,
+    inputs: &[&Tensor],
+    scalars: &[f32],
+    cotangents: &[Option<&Tensor>],
+) -> Result<Vec<Tensor>> {
+    let backend = inputs.first().map_or_else(crate::backend::default_backend, |t| t.backend());
+    let zero = Tensor::scalar(0.0f32).to_backend(backend)?;
+    let mut all: Vec<&Tensor> = inputs.to_vec();
+    all.extend(cotangents.iter().map(|c| c.unwrap_or(&zero)));
+    let gs = program.backward().backward().run_unfused(&all, scalars)?;
+    gs.iter().zip(inputs).map(|(g, x)| ops::unbroadcast(g, x.shape())).collect()
+}

@@ -1,0 +1,219 @@
+//! Fused composites (`#[op(fuse)]`) against the same bodies run op by op
+//! (`fuse::unfused`): values, gradients of first and second order, on the
+//! cpu and on wgpu, and what runs (one kernel, one dispatch).
+
+use opforge::fuse::{self, Builder, Form, Fusable, Val};
+use opforge::{grad, grads, op, ops, BackendId, Result, Tensor};
+
+/// A layer norm's elementwise tail with a clipped, leaky twist: broadcasting
+/// (`gamma`, `beta` along the last axis), two `f32` attributes, a
+/// comparison feeding `select`, and a clip.
+#[op(fuse)]
+fn norm_tail(x: &Tensor, mean: &Tensor, gamma: &Tensor, beta: &Tensor, epsilon: f32, slope: f32) -> Result<Tensor> {
+    let centered = ops::sub(x, mean)?;
+    let scale = ops::rsqrt(&ops::add(&ops::square(&centered)?, &Tensor::scalar(epsilon))?)?;
+    let y = ops::add(&ops::mul(&ops::mul(&centered, &scale)?, gamma)?, beta)?;
+    let leaky = ops::leaky_relu(&y, f64::from(slope))?;
+    let positive = ops::greater(&y, &Tensor::scalar(0.0f32))?;
+    let picked = ops::select(&positive, &ops::tanh(&y)?, &leaky)?;
+    ops::clip_by_value(&picked, -0.75, 2.0 * f64::from(slope) + 0.5)
+}
+
+opforge::spec!(inline = r#"
+[Cube]
+op = "cube"
+doc = "x^3, elementwise."
+inputs = ["x"]
+dtypes = ["f32"]
+shape = "same(x)"
+grad = ["x"]
+"#, ops = user_ops);
+
+#[opforge::kernel(Cube, cpu)]
+fn cube_cpu(x: &opforge::backend::cpu::CpuTensor, out: &opforge::TensorMeta) -> Result<opforge::backend::cpu::CpuTensor> {
+    let v: Vec<f32> = x.as_slice::<f32>()?.iter().map(|v| v * v * v).collect();
+    opforge::backend::cpu::CpuTensor::from_vec(&out.shape, v)
+}
+
+#[opforge::gradient(Cube)]
+fn cube_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::mul(dy, &ops::mul(&ops::square(x)?, &Tensor::scalar(3.0f32))?)
+}
+
+/// The user's kernel joins fusion: its scalar form, beside its kernels.
+impl Fusable for Cube {
+    const FORM: &'static Form = &Form {
+        kernel: "Cube",
+        arity: 1,
+        cpu: |args, out| fuse::map1(args, out, |x| x * x * x),
+        wgsl: "{0} * {0} * {0}",
+        vjp: |b: &mut Builder, a: &[Val], _y, dy| {
+            let x2 = b.mul(a[0], a[0]);
+            let three = b.mul(x2, Val::Const(3.0));
+            [Some(b.mul(dy, three)), None, None]
+        },
+        op: |a: &[&Tensor]| user_ops::cube(a[0]),
+    };
+}
+
+#[op(fuse)]
+fn cubic_bump(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    let c = user_ops::cube(&ops::sub(x, w)?)?;
+    ops::mul(&c, &ops::exp(&ops::neg(&ops::square(x)?)?)?)
+}
+
+fn random(shape: &[usize], seed: u64) -> Tensor {
+    let n: usize = shape.iter().product();
+    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let v = (0..n)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((s >> 40) as f32 / (1u64 << 24) as f32) * 4.0 - 2.0
+        })
+        .collect();
+    Tensor::from_vec(v, shape).unwrap()
+}
+
+fn close(a: &Tensor, b: &Tensor, tol: f32, what: &str) {
+    assert_eq!(a.shape(), b.shape(), "{what}");
+    let (a, b) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+    for (i, (x, y)) in a.iter().zip(&b).enumerate() {
+        let ok = x == y || (x.is_nan() && y.is_nan()) || (x - y).abs() <= tol * (1.0 + y.abs());
+        assert!(ok, "{what}: element {i}: fused {x} against unfused {y}");
+    }
+}
+
+fn inputs(on: BackendId) -> Vec<Tensor> {
+    [random(&[3, 70, 33], 1), random(&[3, 70, 1], 2), random(&[33], 3), random(&[1, 33], 4)]
+        .into_iter()
+        .map(|t| t.to_backend(on).unwrap())
+        .collect()
+}
+
+fn tail(xs: &[Tensor]) -> Result<Tensor> {
+    norm_tail(&xs[0], &xs[1], &xs[2], &xs[3], 1e-3, 0.25)
+}
+
+fn on_each_backend(f: impl Fn(BackendId)) {
+    f(BackendId::Cpu);
+    if opforge::backend::wgpu::adapter_or_skip("fused kernels on wgpu") {
+        f(BackendId::Wgpu);
+    }
+}
+
+#[test]
+fn fused_values_match_the_body_run_op_by_op() {
+    on_each_backend(|on| {
+        let xs = inputs(on);
+        close(&tail(&xs).unwrap(), &fuse::unfused(|| tail(&xs)).unwrap(), 1e-6, &format!("norm_tail on {on}"));
+        let x = random(&[1000], 9).to_backend(on).unwrap();
+        for (name, f) in [("gelu", ops::gelu as fn(&Tensor) -> Result<Tensor>), ("silu", ops::silu)] {
+            close(&f(&x).unwrap(), &fuse::unfused(|| f(&x)).unwrap(), 1e-6, &format!("{name} on {on}"));
+        }
+    });
+}
+
+#[test]
+fn special_values_agree_with_the_body() {
+    let specials = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 0.0, -0.0, 1e-45, f32::MAX, -f32::MAX, 1.0, -3.0];
+    on_each_backend(|on| {
+        let x = Tensor::from_vec(specials.to_vec(), &[10]).unwrap().to_backend(on).unwrap();
+        let w = Tensor::from_vec(specials.iter().rev().copied().collect(), &[10]).unwrap().to_backend(on).unwrap();
+        for (name, f) in [("gelu", ops::gelu as fn(&Tensor) -> Result<Tensor>), ("silu", ops::silu)] {
+            close(&f(&x).unwrap(), &fuse::unfused(|| f(&x)).unwrap(), 1e-6, &format!("{name} on {on}"));
+        }
+        let (fused, unfused) = (cubic_bump(&x, &w).unwrap(), fuse::unfused(|| cubic_bump(&x, &w)).unwrap());
+        close(&fused, &unfused, 1e-6, &format!("cubic_bump on {on}"));
+    });
+}
+
+#[test]
+fn fused_gradients_match_the_body_run_op_by_op() {
+    on_each_backend(|on| {
+        let xs = inputs(on);
+        let loss = |xs: &[Tensor]| ops::sum(&ops::mul(&tail(xs)?, &tail(xs)?)?, None, false);
+        let fused = grads(loss)(&xs).unwrap();
+        let unfused = fuse::unfused(|| grads(loss)(&xs)).unwrap();
+        for (i, (a, b)) in fused.iter().zip(&unfused).enumerate() {
+            close(a, b, 1e-4, &format!("gradient of norm_tail input {i} on {on}"));
+        }
+        let (x, w) = (random(&[257], 5).to_backend(on).unwrap(), random(&[1], 6).to_backend(on).unwrap());
+        let bump = |v: &[Tensor]| ops::sum(&cubic_bump(&v[0], &v[1])?, None, false);
+        let (fused, unfused) = (grads(bump)(&[x.clone(), w.clone()]).unwrap(), fuse::unfused(|| grads(bump)(&[x.clone(), w.clone()])).unwrap());
+        close(&fused[0], &unfused[0], 1e-5, &format!("d cubic_bump / dx on {on}"));
+        close(&fused[1], &unfused[1], 1e-4, &format!("d cubic_bump / dw on {on}"));
+    });
+}
+
+#[test]
+fn second_order_gradients_run_through_the_fused_backward() {
+    let x = random(&[64], 7);
+    let d2 = |f: fn(&Tensor) -> Result<Tensor>| {
+        grad(move |x| ops::sum(&grad(move |x| ops::sum(&f(x)?, None, false))(x)?, None, false))
+    };
+    for f in [ops::gelu as fn(&Tensor) -> Result<Tensor>, ops::silu] {
+        let fused = d2(f)(&x).unwrap();
+        let unfused = fuse::unfused(|| d2(f)(&x)).unwrap();
+        close(&fused, &unfused, 1e-4, "second derivative");
+    }
+    // Third order too: the backward's backward runs through ops.
+    let d3 = grad(|x| ops::sum(&d2(ops::gelu)(x)?, None, false))(&x).unwrap();
+    let d3u = fuse::unfused(|| grad(|x| ops::sum(&d2(ops::gelu)(x)?, None, false))(&x)).unwrap();
+    close(&d3, &d3u, 1e-3, "third derivative");
+}
+
+#[test]
+fn a_fused_op_is_one_kernel_forward_and_one_backward() {
+    let xs = inputs(BackendId::Cpu);
+    let (_, p) = opforge::profile(|| tail(&xs));
+    let names: Vec<&str> = p.kernels.iter().map(|k| k.kernel).collect();
+    assert_eq!(names, ["NormTail"]);
+    let (_, unfused) = opforge::profile(|| fuse::unfused(|| tail(&xs)));
+    assert!(unfused.kernels.len() >= 12, "{}", unfused.kernels.len());
+    let (_, p) = opforge::profile(|| grads(|xs: &[Tensor]| ops::sum(&tail(xs)?, None, false))(&xs));
+    let backward: Vec<&str> = p.kernels.iter().filter(|k| k.backward()).map(|k| k.kernel).collect();
+    assert!(backward.contains(&"NormTailGrad"), "{backward:?}");
+    let fused_kernels = p.kernels.iter().filter(|k| k.kernel.starts_with("NormTail")).count();
+    assert_eq!(fused_kernels, 2, "one forward and one backward kernel: {:?}", p.kernels.iter().map(|k| k.kernel).collect::<Vec<_>>());
+}
+
+#[test]
+fn on_wgpu_a_fused_op_is_one_dispatch() {
+    if !opforge::backend::wgpu::adapter_or_skip("on_wgpu_a_fused_op_is_one_dispatch") {
+        return;
+    }
+    let xs = inputs(BackendId::Wgpu);
+    let x = random(&[1 << 12], 3).to_backend(BackendId::Wgpu).unwrap();
+    let count = |f: &dyn Fn() -> Result<Tensor>| {
+        opforge::backend::wgpu::synchronize().unwrap();
+        let before = opforge::backend::wgpu::counters().dispatches;
+        f().unwrap().to_vec::<f32>().unwrap();
+        opforge::backend::wgpu::counters().dispatches - before
+    };
+    assert_eq!(count(&|| ops::gelu(&x)), 1);
+    // Four kernels, and the uploads of their scalars.
+    assert!(count(&|| fuse::unfused(|| ops::gelu(&x))) >= 4);
+    assert_eq!(count(&|| tail(&xs)), 1);
+    assert!(count(&|| fuse::unfused(|| tail(&xs))) >= 12);
+}
+
+#[test]
+fn other_dtypes_run_the_body() {
+    // The fused kernel takes f32; an i32 call of a composite that allows
+    // it runs the body as written.
+    let x = Tensor::from_vec(vec![1i32, -2, 3], &[3]).unwrap();
+    let w = Tensor::from_vec(vec![0i32], &[1]).unwrap();
+    let err = cubic_bump(&x, &w).unwrap_err().to_string();
+    assert!(err.contains("i32"), "{err}");
+}
+
+#[test]
+fn fused_kernels_can_be_overridden() {
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let y = opforge::registry::with_kernel_override::<ops::Silu, opforge::backend::Cpu, _>(
+        |a, out| opforge::backend::cpu::CpuTensor::from_vec(&out.shape, vec![7.0f32; a.x.numel()]),
+        || ops::silu(&x),
+    );
+    assert_eq!(y.unwrap().to_vec::<f32>().unwrap(), vec![7.0, 7.0]);
+    assert!(opforge::registry::ops().iter().any(|o| o.name == "norm_tail"));
+}
