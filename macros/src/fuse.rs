@@ -50,7 +50,9 @@ fn error(tokens: impl ToTokens, message: &str) -> syn::Error {
 fn is_scalar_tensor(func: &Expr) -> bool {
     let Expr::Path(p) = func else { return false };
     let segs: Vec<String> = p.path.segments.iter().map(|s| s.ident.to_string()).collect();
-    segs.len() >= 2 && segs[segs.len() - 2] == "Tensor" && matches!(segs[segs.len() - 1].as_str(), "scalar" | "scalar_on")
+    segs.len() >= 2
+        && segs[segs.len() - 2] == "Tensor"
+        && matches!(segs[segs.len() - 1].as_str(), "scalar" | "scalar_on")
 }
 
 impl Parser<'_> {
@@ -106,7 +108,10 @@ impl Parser<'_> {
             Expr::Call(c) if is_scalar_tensor(&c.func) => {
                 let v = c.args.first().ok_or_else(|| error(c, "`Tensor::scalar` takes a value"))?;
                 if self.mentions_tensor(v) {
-                    return Err(error(v, "a scalar in a fused body is made of constants and the function's `f32` parameters"));
+                    return Err(error(
+                        v,
+                        "a scalar in a fused body is made of constants and the function's `f32` parameters",
+                    ));
                 }
                 Ok(self.scalar(v))
             }
@@ -153,7 +158,10 @@ impl Parser<'_> {
             };
             let v = self.value(&init.expr)?;
             if matches!(v, Value::Scalar(_)) {
-                return Err(error(&init.expr, "a `let` in a fused body binds an op call; write scalars where they are used"));
+                return Err(error(
+                    &init.expr,
+                    "a `let` in a fused body binds an op call; write scalars where they are used",
+                ));
             }
             self.bindings.push((id, v));
         }
@@ -161,7 +169,9 @@ impl Parser<'_> {
             return Err(error(last, "a fused op's body ends with the tensor it returns"));
         };
         let e = match e {
-            Expr::Call(c) if matches!(&*c.func, Expr::Path(p) if p.path.is_ident("Ok")) && c.args.len() == 1 => &c.args[0],
+            Expr::Call(c) if matches!(&*c.func, Expr::Path(p) if p.path.is_ident("Ok")) && c.args.len() == 1 => {
+                &c.args[0]
+            }
             e => e,
         };
         let v = self.value(e)?;
@@ -246,11 +256,10 @@ pub(crate) fn expand(func: ItemFn, span: Span) -> TokenStream {
     let mut grad_inputs = tensor_names.clone();
     grad_inputs.push("dy".into());
     let grads: Vec<String> = tensor_names.iter().map(|t| format!("d{t}")).collect();
-    let attrs_toml: String = attrs
-        .iter()
-        .map(|a| format!("{a} = {{ type = \"float\", doc = \"`{a}` of `{name}`\" }}\n"))
-        .collect();
-    let shape = if n == 1 { format!("same({})", tensor_names[0]) } else { format!("broadcast({})", tensor_names.join(", ")) };
+    let attrs_toml: String =
+        attrs.iter().map(|a| format!("{a} = {{ type = \"float\", doc = \"`{a}` of `{name}`\" }}\n")).collect();
+    let shape =
+        if n == 1 { format!("same({})", tensor_names[0]) } else { format!("broadcast({})", tensor_names.join(", ")) };
     let example_attrs = if attrs.is_empty() {
         String::new()
     } else {
@@ -284,7 +293,7 @@ pub(crate) fn expand(func: ItemFn, span: Span) -> TokenStream {
                 let slot = plan.scalars[..s].iter().filter(|(_, r)| *r).count() as u32;
                 quote!(::opforge::__private::fuse::Val::Scalar(#slot))
             } else {
-                quote!(::opforge::__private::fuse::Val::Const((#e) as f32))
+                quote!(::opforge::__private::fuse::Val::Const(::core::primitive::f64::from(#e) as f32))
             }
         }
         Value::Node(m) => {
@@ -318,39 +327,48 @@ pub(crate) fn expand(func: ItemFn, span: Span) -> TokenStream {
         let binds = attrs.iter().map(|a| quote!(let #a: f32 = #attrs_var.#a as f32;));
         quote! {
             #(#binds)*
-            let __scalars: [f32; #n_scalars] = [#((#runtime_scalars) as f32),*];
+            let __scalars: [f32; #n_scalars] = [#(::core::primitive::f64::from(#runtime_scalars) as f32),*];
         }
     };
     let attrs_param = |ty: &Ident| if attrs.is_empty() { quote!() } else { quote!(attrs: &#ty,) };
 
     // Kernels: the forward (one output) and the backward (one per input).
-    let backend_kernel = |desc: &Ident, attrs_ty: &Ident, backend: &str, inputs: &[Ident], outs: usize, backward: bool| {
-        let (tensor, run, fn_name) = match backend {
-            "cpu" => (quote!(::opforge::backend::cpu::CpuTensor), quote!(cpu), format_ident!("__opforge_{}_cpu", desc.to_string().to_lowercase())),
-            _ => (quote!(::opforge::backend::wgpu::WgpuTensor), quote!(wgpu), format_ident!("__opforge_{}_wgpu", desc.to_string().to_lowercase())),
-        };
-        let backend_id = format_ident!("{backend}");
-        let program = if backward { quote!(#program_fn().backward()) } else { quote!(#program_fn()) };
-        let scalars = scalars(quote!(attrs));
-        let a = attrs_param(attrs_ty);
-        let names: Vec<Ident> = (0..outs).map(|i| format_ident!("__y{i}")).collect();
-        let (out_ty, out_param, ret) = if outs == 1 {
-            (quote!(#tensor), quote!(out: &::opforge::TensorMeta), quote!(__y0))
-        } else {
-            let tys = (0..outs).map(|_| tensor.clone());
-            (quote!((#(#tys),*)), quote!(out: &[::opforge::TensorMeta]), quote!((#(#names),*)))
-        };
-        let outs_slice = if outs == 1 { quote!(::std::slice::from_ref(out)) } else { quote!(out) };
-        quote! {
-            #[::opforge::kernel(#desc, #backend_id)]
-            fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
-                #scalars
-                let __ys = ::opforge::__private::fuse::#run(#program, &[#(#inputs),*], &__scalars, #outs_slice)?;
-                let [#(#names),*] = ::opforge::__private::fuse::array::<_, #outs>(#kernel_lit, __ys)?;
-                ::core::result::Result::Ok(#ret)
+    let backend_kernel =
+        |desc: &Ident, attrs_ty: &Ident, backend: &str, inputs: &[Ident], outs: usize, backward: bool| {
+            let (tensor, run, fn_name) = match backend {
+                "cpu" => (
+                    quote!(::opforge::backend::cpu::CpuTensor),
+                    quote!(cpu),
+                    format_ident!("__opforge_{}_cpu", desc.to_string().to_lowercase()),
+                ),
+                _ => (
+                    quote!(::opforge::backend::wgpu::WgpuTensor),
+                    quote!(wgpu),
+                    format_ident!("__opforge_{}_wgpu", desc.to_string().to_lowercase()),
+                ),
+            };
+            let backend_id = format_ident!("{backend}");
+            let program = if backward { quote!(#program_fn().backward()) } else { quote!(#program_fn()) };
+            let scalars = scalars(quote!(attrs));
+            let a = attrs_param(attrs_ty);
+            let names: Vec<Ident> = (0..outs).map(|i| format_ident!("__y{i}")).collect();
+            let (out_ty, out_param, ret) = if outs == 1 {
+                (quote!(#tensor), quote!(out: &::opforge::TensorMeta), quote!(__y0))
+            } else {
+                let tys = (0..outs).map(|_| tensor.clone());
+                (quote!((#(#tys),*)), quote!(out: &[::opforge::TensorMeta]), quote!((#(#names),*)))
+            };
+            let outs_slice = if outs == 1 { quote!(::std::slice::from_ref(out)) } else { quote!(out) };
+            quote! {
+                #[::opforge::kernel(#desc, #backend_id)]
+                fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
+                    #scalars
+                    let __ys = ::opforge::__private::fuse::#run(#program, &[#(#inputs),*], &__scalars, #outs_slice)?;
+                    let [#(#names),*] = ::opforge::__private::fuse::array::<_, #outs>(#kernel_lit, __ys)?;
+                    ::core::result::Result::Ok(#ret)
+                }
             }
-        }
-    };
+        };
     let dy = format_ident!("dy");
     let mut grad_input_idents = tensors.clone();
     grad_input_idents.push(dy.clone());
@@ -417,7 +435,8 @@ pub(crate) fn expand(func: ItemFn, span: Span) -> TokenStream {
         }
     };
     let shape_params = grad_input_idents.iter().map(|t| quote!(#t: &[usize]));
-    let shape_ret = if n == 1 { quote!(::opforge::shape::Shape) } else { quote!(::std::vec::Vec<::opforge::shape::Shape>) };
+    let shape_ret =
+        if n == 1 { quote!(::opforge::shape::Shape) } else { quote!(::std::vec::Vec<::opforge::shape::Shape>) };
     let shape_body = if n == 1 {
         quote!(::opforge::__private::fuse::shapes(&[#(#grad_input_idents),*], 1).map(|mut __s| __s.remove(0)))
     } else {
@@ -441,8 +460,12 @@ pub(crate) fn expand(func: ItemFn, span: Span) -> TokenStream {
         }
         #body
     });
+    let (vis, ident) = (&func.vis, &func.sig.ident);
     quote! {
         #op
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis type #ident = #k;
         #spec
         #program
         #shape

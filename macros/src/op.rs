@@ -12,7 +12,10 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         "" => false,
         "fuse" => true,
         _ => {
-            errors.spanned(&attr, "#[op] takes no arguments but `fuse` (`#[op(fuse)]`); the op is named after its function");
+            errors.spanned(
+                &attr,
+                "#[op] takes no arguments but `fuse` (`#[op(fuse)]`); the op is named after its function",
+            );
             false
         }
     };
@@ -34,8 +37,17 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         let __opforge_op_scope = ::opforge::__private::OpScope::enter(#name);
         #body
     });
+    // The op's name in the type namespace, so that calling it in a fused
+    // body (`#[op(fuse)]`) is the error that says composites cannot be fused.
+    let (vis, ident) = (&func.vis, &func.sig.ident);
+    let marker_doc = format!("The composite op `{name}`, by name, for the errors of `#[op(fuse)]`.");
     quote! {
         #func
+
+        #[doc = #marker_doc]
+        #[doc(hidden)]
+        #[allow(non_camel_case_types, dead_code)]
+        #vis struct #ident {}
 
         const _: () = {
             #[::opforge::__private::linkme::distributed_slice(::opforge::__private::OPS)]

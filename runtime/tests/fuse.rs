@@ -19,7 +19,8 @@ fn norm_tail(x: &Tensor, mean: &Tensor, gamma: &Tensor, beta: &Tensor, epsilon: 
     ops::clip_by_value(&picked, -0.75, 2.0 * f64::from(slope) + 0.5)
 }
 
-opforge::spec!(inline = r#"
+opforge::spec!(
+    inline = r#"
 [Cube]
 op = "cube"
 doc = "x^3, elementwise."
@@ -27,10 +28,15 @@ inputs = ["x"]
 dtypes = ["f32"]
 shape = "same(x)"
 grad = ["x"]
-"#, ops = user_ops);
+"#,
+    ops = user_ops
+);
 
 #[opforge::kernel(Cube, cpu)]
-fn cube_cpu(x: &opforge::backend::cpu::CpuTensor, out: &opforge::TensorMeta) -> Result<opforge::backend::cpu::CpuTensor> {
+fn cube_cpu(
+    x: &opforge::backend::cpu::CpuTensor,
+    out: &opforge::TensorMeta,
+) -> Result<opforge::backend::cpu::CpuTensor> {
     let v: Vec<f32> = x.as_slice::<f32>()?.iter().map(|v| v * v * v).collect();
     opforge::backend::cpu::CpuTensor::from_vec(&out.shape, v)
 }
@@ -139,7 +145,10 @@ fn fused_gradients_match_the_body_run_op_by_op() {
         }
         let (x, w) = (random(&[257], 5).to_backend(on).unwrap(), random(&[1], 6).to_backend(on).unwrap());
         let bump = |v: &[Tensor]| ops::sum(&cubic_bump(&v[0], &v[1])?, None, false);
-        let (fused, unfused) = (grads(bump)(&[x.clone(), w.clone()]).unwrap(), fuse::unfused(|| grads(bump)(&[x.clone(), w.clone()])).unwrap());
+        let (fused, unfused) = (
+            grads(bump)(&[x.clone(), w.clone()]).unwrap(),
+            fuse::unfused(|| grads(bump)(&[x.clone(), w.clone()])).unwrap(),
+        );
         close(&fused[0], &unfused[0], 1e-5, &format!("d cubic_bump / dx on {on}"));
         close(&fused[1], &unfused[1], 1e-4, &format!("d cubic_bump / dw on {on}"));
     });
@@ -174,7 +183,12 @@ fn a_fused_op_is_one_kernel_forward_and_one_backward() {
     let backward: Vec<&str> = p.kernels.iter().filter(|k| k.backward()).map(|k| k.kernel).collect();
     assert!(backward.contains(&"NormTailGrad"), "{backward:?}");
     let fused_kernels = p.kernels.iter().filter(|k| k.kernel.starts_with("NormTail")).count();
-    assert_eq!(fused_kernels, 2, "one forward and one backward kernel: {:?}", p.kernels.iter().map(|k| k.kernel).collect::<Vec<_>>());
+    assert_eq!(
+        fused_kernels,
+        2,
+        "one forward and one backward kernel: {:?}",
+        p.kernels.iter().map(|k| k.kernel).collect::<Vec<_>>()
+    );
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! W1-W5: opforge's CPU hot path and kernels beside candle, the `gemm` crate
+//! W1-W5 and W9: opforge's CPU hot path and kernels beside candle, the `gemm` crate
 //! called directly, and STREAM-style memory loops, in one run that ends with
 //! a table of ratios (see `../../BENCHMARKS.md`).
 //!
@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use candle_core::{Device, Tensor as CTensor};
 use criterion::{Criterion, Throughput};
-use opforge::{ops, Tensor};
+use opforge::{op, ops, Result, Tensor};
 use opforge_peers::{interleaved, stream, Job, Rng};
 
 const THREADS: &str = "2";
@@ -31,12 +31,26 @@ const SIDE: usize = 4096;
 const ROUNDS: usize = 15;
 const BATCH: Duration = Duration::from_millis(40);
 
+/// W9's chain of six elementwise ops, GELU's erf form clipped below:
+/// `max(x / sqrt(2) |> erf |> + 1 |> * (x * 0.5), -0.25)`, fused by
+/// `#[op(fuse)]` into one kernel (one read of x, one write).
+#[op(fuse)]
+fn gelu_chain(x: &Tensor) -> Result<Tensor> {
+    let t = ops::mul(x, &Tensor::scalar(std::f32::consts::FRAC_1_SQRT_2))?;
+    let e = ops::erf(&t)?;
+    let p = ops::add(&e, &Tensor::scalar(1.0f32))?;
+    let h = ops::mul(x, &Tensor::scalar(0.5f32))?;
+    let y = ops::mul(&h, &p)?;
+    ops::maximum(&y, &Tensor::scalar(-0.25f32))
+}
+
 /// One workload: opforge, candle and a bound, measured side by side.
 struct Workload {
     group: &'static str,
     title: &'static str,
     /// `opforge`, `candle`, then the bound (a STREAM loop, gemm called
-    /// directly, or a bare `Vec` add).
+    /// directly, or a bare `Vec` add); a fourth job, where there is one, is
+    /// reported as opforge's time over its own.
     jobs: Vec<(&'static str, Job)>,
     /// Bytes moved (GB/s) or flops (GFLOP/s) per call, for the rate column.
     work: Option<(f64, &'static str)>,
@@ -190,6 +204,29 @@ fn workloads() -> Vec<Workload> {
             max_vs_candle: None,
         });
     }
+
+    // W9: a six-op elementwise chain over 2^24, fused; candle runs it op by
+    // op, and so does opforge inside `fuse::unfused` (the fourth job).
+    let (o, o2, c) = (ox.clone(), ox.clone(), cx.clone());
+    all.push(Workload {
+        group: "w9_fused_chain",
+        title: "W9 fused 6-op chain 2^24",
+        jobs: vec![
+            ("opforge", job(move || gelu_chain(black_box(&o)).expect("fused"))),
+            (
+                "candle",
+                job(move || {
+                    let x = black_box(&c);
+                    let p = x.affine(std::f64::consts::FRAC_1_SQRT_2, 0.0)?.erf()?.affine(1.0, 1.0)?;
+                    (x.affine(0.5, 0.0)? * p)?.maximum(-0.25f32)
+                }),
+            ),
+            ("copy", copy_job(x.clone())),
+            ("unfused", job(move || opforge::fuse::unfused(|| gelu_chain(black_box(&o2))).expect("unfused"))),
+        ],
+        work: Some((8.0 * n2, "GB/s")),
+        max_vs_candle: None,
+    });
     all
 }
 
@@ -266,6 +303,7 @@ fn main() {
     );
     println!("|---|---|---|---|---|---|---|---|---|");
     let filter = name_filters();
+    let mut extra = Vec::new();
     for w in &mut all {
         if !filter.is_empty() && !filter.iter().any(|f| w.group.contains(f.as_str())) {
             continue;
@@ -290,5 +328,11 @@ fn main() {
             w.jobs[2].0,
             fmt_time(bound),
         );
+        if let Some(&(own, ratio)) = r.get(3) {
+            extra.push(format!("{}: opforge {} against {} {} (opforge / {}: {ratio:.2}x)", w.title, fmt_time(ours), w.jobs[3].0, fmt_time(own), w.jobs[3].0));
+        }
+    }
+    for line in extra {
+        println!("\n{line}");
     }
 }

@@ -149,6 +149,7 @@ macro_rules! forms {
         vjp: $vjp:expr,
         op: $op:expr $(,)?
     })*) => {$(
+        #[diagnostic::do_not_recommend]
         impl Fusable for $kernel {
             const FORM: &'static Form = &Form {
                 kernel: stringify!($kernel),

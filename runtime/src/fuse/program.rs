@@ -183,7 +183,13 @@ pub struct Program {
 }
 
 impl Program {
-    pub(crate) fn new(name: &'static str, inputs: usize, scalars: usize, nodes: Vec<Node>, outputs: Vec<Val>) -> Program {
+    pub(crate) fn new(
+        name: &'static str,
+        inputs: usize,
+        scalars: usize,
+        nodes: Vec<Node>,
+        outputs: Vec<Val>,
+    ) -> Program {
         Program { name, inputs, scalars, nodes, outputs, backward: OnceLock::new() }
     }
 

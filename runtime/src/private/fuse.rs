@@ -17,12 +17,22 @@ pub fn fusing(inputs: &[&Tensor]) -> bool {
 }
 
 /// The fused kernel on the cpu.
-pub fn cpu(program: &'static Program, inputs: &[&CpuTensor], scalars: &[f32], outs: &[TensorMeta]) -> Result<Vec<CpuTensor>> {
+pub fn cpu(
+    program: &'static Program,
+    inputs: &[&CpuTensor],
+    scalars: &[f32],
+    outs: &[TensorMeta],
+) -> Result<Vec<CpuTensor>> {
     crate::backend::cpu::fuse::run(program, inputs, scalars, outs)
 }
 
 /// The fused kernel on wgpu.
-pub fn wgpu(program: &'static Program, inputs: &[&WgpuTensor], scalars: &[f32], outs: &[TensorMeta]) -> Result<Vec<WgpuTensor>> {
+pub fn wgpu(
+    program: &'static Program,
+    inputs: &[&WgpuTensor],
+    scalars: &[f32],
+    outs: &[TensorMeta],
+) -> Result<Vec<WgpuTensor>> {
     crate::backend::wgpu::fuse::run(program, inputs, scalars, outs)
 }
 

@@ -23,7 +23,12 @@ enum Input<'a> {
 
 /// Runs `program` on `inputs` (each broadcasting to `outs[0]`'s shape) with
 /// `scalars`, into one fresh tensor per output.
-pub(crate) fn run(program: &Program, inputs: &[&CpuTensor], scalars: &[f32], outs: &[TensorMeta]) -> Result<Vec<CpuTensor>> {
+pub(crate) fn run(
+    program: &Program,
+    inputs: &[&CpuTensor],
+    scalars: &[f32],
+    outs: &[TensorMeta],
+) -> Result<Vec<CpuTensor>> {
     let shape = outs.first().map_or(&[][..], |o| &o.shape[..]);
     let n: usize = shape.iter().product();
     let ins = inputs

@@ -34,7 +34,12 @@ static SHADERS: Mutex<Option<Cache>> = Mutex::new(None);
 const MAX_PARAMS: usize = 128;
 
 /// Runs `program` on `inputs` with `scalars`, one fresh tensor per output.
-pub(crate) fn run(program: &'static Fused, inputs: &[&WgpuTensor], scalars: &[f32], outs: &[TensorMeta]) -> Result<Vec<WgpuTensor>> {
+pub(crate) fn run(
+    program: &'static Fused,
+    inputs: &[&WgpuTensor],
+    scalars: &[f32],
+    outs: &[TensorMeta],
+) -> Result<Vec<WgpuTensor>> {
     let kernel = program.name;
     let shape = outs.first().map_or(&[][..], |o| &o.shape[..]);
     let n: usize = shape.iter().product();
@@ -47,7 +52,8 @@ pub(crate) fn run(program: &'static Fused, inputs: &[&WgpuTensor], scalars: &[f3
         })
         .collect();
     let x4 = !reads.contains(&Read::Strided);
-    let strided: Vec<&&WgpuTensor> = inputs.iter().zip(&reads).filter(|(_, r)| **r == Read::Strided).map(|(t, _)| t).collect();
+    let strided: Vec<&&WgpuTensor> =
+        inputs.iter().zip(&reads).filter(|(_, r)| **r == Read::Strided).map(|(t, _)| t).collect();
     let count = if x4 { n.div_ceil(4) } else { n };
     let mut params: Vec<u32> = vec![count as u32, shape.len() as u32];
     params.extend(shape.iter().map(|&d| d as u32));
@@ -68,7 +74,8 @@ pub(crate) fn run(program: &'static Fused, inputs: &[&WgpuTensor], scalars: &[f3
         ));
     }
     let shader = shader(program, &reads, x4);
-    let ys = Program { kernel, shader, entry: "main", op: 0 }.run_outputs(inputs, outs, &params, Grid::Elements(count))?;
+    let ys =
+        Program { kernel, shader, entry: "main", op: 0 }.run_outputs(inputs, outs, &params, Grid::Elements(count))?;
     Ok(ys.into_vec())
 }
 
@@ -104,8 +111,13 @@ fn source(program: &Fused, reads: &[Read], x4: bool) -> String {
     let _ = writeln!(s, "@group(0) @binding({}) var<uniform> params: array<vec4<u32>, 32>;", ins + outs);
     let strided = reads.iter().filter(|r| **r == Read::Strided).count();
     // Scalar k is the word after the dims and every strided input's strides.
-    let _ = writeln!(s, "fn scalar(k: u32) -> f32 {{\n    return bitcast<f32>(param(2u + param(1u) * {}u + k));\n}}", 1 + strided);
-    let _ = writeln!(s, "struct Outputs {{ {} }}", (0..outs).map(|o| format!("o{o}: f32")).collect::<Vec<_>>().join(", "));
+    let _ = writeln!(
+        s,
+        "fn scalar(k: u32) -> f32 {{\n    return bitcast<f32>(param(2u + param(1u) * {}u + k));\n}}",
+        1 + strided
+    );
+    let _ =
+        writeln!(s, "struct Outputs {{ {} }}", (0..outs).map(|o| format!("o{o}: f32")).collect::<Vec<_>>().join(", "));
     // The program, on one element's input values.
     let args: Vec<String> = (0..ins).map(|i| format!("a{i}: f32")).collect();
     let _ = writeln!(s, "fn program({}) -> Outputs {{", args.join(", "));
