@@ -453,11 +453,13 @@ pub(crate) fn expand(func: ItemFn, span: Span) -> TokenStream {
     let mut op = func.clone();
     let body = &func.block;
     let fields = attrs.iter().map(|a| quote!(#a: ::core::primitive::f64::from(#a)));
+    // Fused, the kernel names the op (as a generated op's does); unfused,
+    // the scope names it around the ops of the body.
     op.block = syn::parse_quote!({
-        let __opforge_op_scope = ::opforge::__private::OpScope::enter(#name);
         if ::opforge::__private::fuse::fusing(&[#(#tensors),*]) {
             return ::opforge::Engine::run::<#k>(&[#(#tensors),*], &#k_attrs { #(#fields),* });
         }
+        let __opforge_op_scope = ::opforge::__private::OpScope::enter(#name);
         #body
     });
     let (vis, ident) = (&func.vis, &func.sig.ident);

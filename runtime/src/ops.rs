@@ -120,10 +120,35 @@ pub fn logsumexp(x: &Tensor, axes: Option<&[i64]>, keep_dims: bool) -> Result<Te
 /// ```
 #[op]
 pub fn layer_norm(x: &Tensor, gamma: &Tensor, beta: &Tensor, epsilon: f32) -> Result<Tensor> {
-    let centered = sub(x, &mean(x, Some(&[-1]), true)?)?;
-    let variance = mean(&square(&centered)?, Some(&[-1]), true)?;
-    let normalized = mul(&centered, &rsqrt(&add(&variance, &Tensor::scalar_on(epsilon, x.backend())?)?)?)?;
-    add(&mul(&normalized, gamma)?, beta)
+    let mu = mean(x, Some(&[-1]), true)?;
+    let variance = mean(&squared_difference(x, &mu)?, Some(&[-1]), true)?;
+    normalize(x, &mu, &variance, gamma, beta, epsilon)
+}
+
+/// `(x - mean) / sqrt(variance + epsilon) * scale + offset`, elementwise
+/// with broadcasting, as one fused kernel (TF.js `tf.batchNorm`, and the
+/// tail of [`layer_norm`]).
+///
+/// ```
+/// use opforge::{ops, Tensor};
+/// let x = Tensor::from_vec(vec![1.0f32, 3.0], &[2])?;
+/// let (mean, variance) = (Tensor::scalar(2.0f32), Tensor::scalar(1.0f32));
+/// let (scale, offset) = (Tensor::scalar(2.0f32), Tensor::scalar(0.5f32));
+/// let y = ops::normalize(&x, &mean, &variance, &scale, &offset, 0.0)?;
+/// assert_eq!(y.to_vec::<f32>()?, vec![-1.5, 2.5]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op(fuse)]
+pub fn normalize(
+    x: &Tensor,
+    mean: &Tensor,
+    variance: &Tensor,
+    scale: &Tensor,
+    offset: &Tensor,
+    epsilon: f32,
+) -> Result<Tensor> {
+    let inverse = rsqrt(&add(variance, &Tensor::scalar(epsilon))?)?;
+    add(&mul(&mul(&sub(x, mean)?, &inverse)?, scale)?, offset)
 }
 
 /// Rows of the embedding `table` (`f32[vocabulary, width]`) picked by the

@@ -29,7 +29,7 @@
 
 use std::collections::HashMap;
 
-use crate::{no_grad, ops, variable_grads, BackendId, Error, Result, Tensor, Variable};
+use crate::{no_grad, ops, variable_grads, Error, Result, Tensor, Variable};
 
 mod checkpoint;
 
@@ -177,33 +177,6 @@ fn check_pairs(optimizer: &str, vars: &[&Variable], grads: &[Tensor]) -> Result<
         .collect()
 }
 
-/// An update's `N` scalar constants, made on each backend its variables
-/// live on, once per update rather than once per variable.
-struct Constants<const N: usize> {
-    values: [f64; N],
-    made: Vec<(BackendId, [Tensor; N])>,
-}
-
-impl<const N: usize> Constants<N> {
-    fn new(values: [f64; N]) -> Self {
-        Constants { values, made: Vec::new() }
-    }
-
-    /// The constants, in the order given, as f32 scalars on `backend`.
-    fn on(&mut self, backend: BackendId) -> Result<&[Tensor; N]> {
-        let at = match self.made.iter().position(|(b, _)| *b == backend) {
-            Some(at) => at,
-            None => {
-                let made: Vec<Tensor> =
-                    self.values.iter().map(|&v| Tensor::scalar_on(v as f32, backend)).collect::<Result<_>>()?;
-                self.made.push((backend, std::array::from_fn(|i| made[i].clone())));
-                self.made.len() - 1
-            }
-        };
-        Ok(&self.made[at].1)
-    }
-}
-
 /// Plain gradient descent: `w -= learning_rate * g` (TF.js `tf.train.sgd`).
 ///
 /// ```
@@ -334,19 +307,48 @@ impl Momentum {
     }
 }
 
+/// The optimizers' elementwise updates, each one fused kernel (private:
+/// their descriptors are not API).
+mod fused {
+    use crate::{op, ops, Result, Tensor};
+
+    /// Momentum's accumulator update, `a * momentum + g`, as one kernel.
+    #[op(fuse)]
+    pub(super) fn accumulate(a: &Tensor, g: &Tensor, momentum: f32) -> Result<Tensor> {
+        ops::add(&ops::mul(a, &Tensor::scalar(momentum))?, g)
+    }
+
+    /// `value + step * direction`, as one kernel (`step` is minus the learning rate).
+    #[op(fuse)]
+    pub(super) fn descend(value: &Tensor, direction: &Tensor, step: f32) -> Result<Tensor> {
+        ops::add(&ops::mul(direction, &Tensor::scalar(step))?, value)
+    }
+
+    /// Nesterov's update, `value + step * (g + acc * momentum)`, as one kernel.
+    #[op(fuse)]
+    pub(super) fn nesterov_step(value: &Tensor, g: &Tensor, acc: &Tensor, step: f32, momentum: f32) -> Result<Tensor> {
+        let direction = ops::add(g, &ops::mul(acc, &Tensor::scalar(momentum))?)?;
+        ops::add(&ops::mul(&direction, &Tensor::scalar(step))?, value)
+    }
+}
+
+use fused::{accumulate, descend, nesterov_step};
+
 impl Optimizer for Momentum {
     fn apply_gradients(&mut self, vars: &[&Variable], grads: &[Tensor]) -> Result<()> {
         let values = check_pairs("Momentum", vars, grads)?;
         no_grad(|| {
-            let mut constants = Constants::new([-self.learning_rate, self.momentum]);
+            let (step, m) = (-self.learning_rate as f32, self.momentum as f32);
             for ((var, value), g) in vars.iter().zip(&values).zip(grads) {
-                let [step, m] = constants.on(value.backend())?;
                 let acc = match self.accumulators.get(&var.id()) {
-                    Some(a) => ops::add(&ops::mul(m, a)?, g)?,
+                    Some(a) => accumulate(a, g, m)?,
                     None => g.clone(), // momentum * 0 + g
                 };
-                let direction = if self.nesterov { ops::add(g, &ops::mul(&acc, m)?)? } else { acc.clone() };
-                var.assign(ops::add(&ops::mul(step, &direction)?, value)?)?;
+                let updated = match self.nesterov {
+                    true => nesterov_step(value, g, &acc, step, m)?,
+                    false => descend(value, &acc, step)?,
+                };
+                var.assign(updated)?;
                 self.accumulators.insert(var.id(), acc);
             }
             Ok(())

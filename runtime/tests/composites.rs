@@ -89,7 +89,8 @@ fn composites_agree_across_backends_and_name_themselves_in_errors() {
     }
     let short = Tensor::ones(&[3], opforge::DType::F32).unwrap();
     let e = ops::layer_norm(&x, &short, &beta, 1e-5).unwrap_err();
-    assert!(e.to_string().starts_with("op `layer_norm > mul`"), "{e}");
+    assert!(e.to_string().starts_with("op `layer_norm > normalize`"), "{e}");
+    assert!(e.to_string().contains("Normalize"), "the fused kernel is named: {e}");
 }
 
 /// Attention of one head by loops in f64: `[queries, depth] x [keys, depth] x [keys, value_depth]`.
