@@ -192,9 +192,41 @@ fn camel(name: &str) -> String {
         .collect()
 }
 
-/// The expansion of `#[op(fuse)]` on `func`.
-pub(crate) fn expand(func: ItemFn, span: Span) -> TokenStream {
+/// `, domain = [low, high]` after `fuse`: the TOML of the kernel's
+/// `domain` (the values its generated tests draw inputs from), or `None`.
+fn domain(options: TokenStream, errors: &mut Errors) -> Option<String> {
+    if options.is_empty() {
+        return None;
+    }
+    let parse = |input: syn::parse::ParseStream<'_>| -> syn::Result<Vec<String>> {
+        input.parse::<syn::Token![,]>()?;
+        let key: Ident = input.parse()?;
+        if key != "domain" {
+            return Err(syn::Error::new(key.span(), "expected `domain = [low, high]` after `fuse`"));
+        }
+        input.parse::<syn::Token![=]>()?;
+        let content;
+        syn::bracketed!(content in input);
+        let bounds = content.parse_terminated(|b| b.parse::<Expr>(), syn::Token![,])?;
+        Ok(bounds.into_iter().map(|e| e.to_token_stream().to_string().replace(' ', "")).collect())
+    };
+    match syn::parse::Parser::parse2(parse, options.clone()) {
+        Ok(b) if b.len() == 2 => Some(format!("domain = [{}, {}]\n", b[0], b[1])),
+        Ok(_) => {
+            errors.spanned(&options, "a domain is `[low, high]`: two numbers, `inf` allowed");
+            None
+        }
+        Err(e) => {
+            errors.push(e);
+            None
+        }
+    }
+}
+
+/// The expansion of `#[op(fuse)]` (with `options`, what follows `fuse`) on `func`.
+pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStream {
     let mut errors = Errors::default();
+    let domain = domain(options, &mut errors).unwrap_or_default();
     let name = func.sig.ident.to_string();
     let (mut tensors, mut attrs) = (Vec::new(), Vec::new());
     let mut params = Vec::new();
@@ -271,8 +303,8 @@ pub(crate) fn expand(func: ItemFn, span: Span) -> TokenStream {
         if n == 1 { "output = [2, 3]".to_owned() } else { format!("outputs = [{}]", vec!["[2, 3]"; n].join(", ")) }
     );
     let toml = format!(
-        "[{kernel}]\nop = \"{name}\"\ndoc = \"`{name}`, fused: one pass over memory.\"\ninputs = [{ins}]\ndtypes = [\"f32\"]\nshape = \"{shape}\"\ngrad = [{ins}]\n{a1}\n\
-         [{grad_kernel}]\nop = \"{name}_grad\"\ndoc = \"The gradient of the fused `{name}`, one output per input, before broadcasting is summed.\"\ninputs = [{gins}]\ndtypes = [\"f32\"]\noutputs = [{outs}]\nshape = \"fn({shape_fn})\"\ngrad = [{gins}]\n{example}\n{a2}",
+        "[{kernel}]\nop = \"{name}\"\ndoc = \"`{name}`, fused: one pass over memory.\"\ninputs = [{ins}]\ndtypes = [\"f32\"]\nshape = \"{shape}\"\ngrad = [{ins}]\n{domain}{a1}\n\
+         [{grad_kernel}]\nop = \"{name}_grad\"\ndoc = \"The gradient of the fused `{name}`, one output per input, before broadcasting is summed.\"\ninputs = [{gins}]\ndtypes = [\"f32\"]\noutputs = [{outs}]\nshape = \"fn({shape_fn})\"\ngrad = [{gins}]\n{domain}{example}\n{a2}",
         ins = list(&tensor_names),
         gins = list(&grad_inputs),
         outs = list(&grads),
@@ -462,8 +494,25 @@ pub(crate) fn expand(func: ItemFn, span: Span) -> TokenStream {
         let __opforge_op_scope = ::opforge::__private::OpScope::enter(#name);
         #body
     });
+    // The conformance kit's tests of both kernels, in the crate's unit tests.
+    let kit = match opforge_spec::parse(&toml, &format!("#[op(fuse)] {name}")) {
+        Ok(parsed) => {
+            let options = opforge_spec::testgen::Options::user("super::super", &format!("#[op(fuse)] {name}"));
+            let code: TokenStream = opforge_spec::testgen::generate(&parsed, &options).parse().unwrap_or_default();
+            let module = format_ident!("__opforge_{name}_kit");
+            quote! {
+                #[cfg(test)]
+                #[doc(hidden)]
+                #[allow(non_snake_case, unused)]
+                mod #module { #code }
+            }
+        }
+        // The spec's errors are reported by its expansion above.
+        Err(_) => TokenStream::new(),
+    };
     let (vis, ident) = (&func.vis, &func.sig.ident);
     quote! {
+        #kit
         #op
         #[doc(hidden)]
         #[allow(non_camel_case_types, dead_code)]

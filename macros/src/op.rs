@@ -8,15 +8,14 @@ use crate::signature;
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     let mut errors = signature::Errors::default();
-    let fuse = match attr.to_string().as_str() {
-        "" => false,
-        "fuse" => true,
+    let mut tokens = attr.clone().into_iter();
+    let fuse = match tokens.next() {
+        None => None,
+        Some(proc_macro2::TokenTree::Ident(i)) if i == "fuse" => Some(tokens.collect::<TokenStream>()),
         _ => {
-            errors.spanned(
-                &attr,
-                "#[op] takes no arguments but `fuse` (`#[op(fuse)]`); the op is named after its function",
-            );
-            false
+            let message = "#[op] takes no arguments but `fuse` (`#[op(fuse)]`); the op is named after its function";
+            errors.spanned(&attr, message);
+            None
         }
     };
     let func =
@@ -28,8 +27,8 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         return signature::with_errors(e, item, &TokenStream::new());
     }
     let Some(mut func) = func else { return item };
-    if fuse {
-        return crate::fuse::expand(func, proc_macro2::Span::call_site());
+    if let Some(options) = fuse {
+        return crate::fuse::expand(func, options, proc_macro2::Span::call_site());
     }
     let name = func.sig.ident.to_string();
     let body = &func.block;

@@ -138,7 +138,8 @@ pub fn layer_norm(x: &Tensor, gamma: &Tensor, beta: &Tensor, epsilon: f32) -> Re
 /// assert_eq!(y.to_vec::<f32>()?, vec![-1.5, 2.5]);
 /// # Ok::<(), opforge::Error>(())
 /// ```
-#[op(fuse)]
+// The generated tests draw inputs from (0, inf): a variance is not negative.
+#[op(fuse, domain = [0.0, inf])]
 pub fn normalize(
     x: &Tensor,
     mean: &Tensor,
