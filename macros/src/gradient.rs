@@ -81,6 +81,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         kernel.span(),
     );
     let fn_name = fn_ident.to_string();
+    let import_hint = signature::import_hint(kernel, fn_ident);
     Ok(quote! {
         #func
 
@@ -115,6 +116,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             };
         };
 
+        #import_hint
         #marker
     })
 }

@@ -120,6 +120,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         kernel.span(),
     );
     let fn_name = fn_ident.to_string();
+    let import_hint = signature::import_hint(kernel, fn_ident);
     Ok(quote! {
         #func
 
@@ -158,6 +159,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
             };
         };
 
+        #import_hint
         #marker
     })
 }

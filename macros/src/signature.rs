@@ -296,6 +296,62 @@ pub(crate) fn spelled(kernel: &Path, names: &TokenStream) -> TokenStream {
     quote! { const _: #ty = (); }
 }
 
+/// The names of opforge's built-in kernels, read once per compilation.
+fn builtin_kernels() -> &'static [String] {
+    static NAMES: std::sync::OnceLock<Vec<String>> = std::sync::OnceLock::new();
+    NAMES.get_or_init(|| {
+        opforge_spec::parse(opforge_spec::BUILTIN, opforge_spec::BUILTIN_FILE)
+            .map(|spec| spec.kernels.into_iter().map(|k| k.name).collect())
+            .unwrap_or_default()
+    })
+}
+
+/// A built-in kernel named by its bare name where its descriptor is not
+/// imported: rustc says only "cannot find type `Add`" (suggesting
+/// `std::ops::Add`, if anything), as it suggests no import from another
+/// crate. This adds an error, on the name, that says where the descriptor
+/// is.
+///
+/// The user's path stays as written, so no name resolves differently.
+/// Whether the name is in scope is asked without an error: a block declares
+/// `NotInScope` under it, and a block inside that one glob-imports the
+/// module, whose own item, if any, the lookup finds first. Only a module's
+/// items can be glob-imported, so the registered function itself is looked
+/// up the same way: where it is not found, the registration is in a function
+/// body, whose imports the probe cannot see, and nothing is said.
+pub(crate) fn import_hint(kernel: &Path, function: &Ident) -> TokenStream {
+    let Some(name) = kernel.get_ident() else {
+        return quote!();
+    };
+    let in_opforge = std::env::var("CARGO_CRATE_NAME").is_ok_and(|c| c == "opforge");
+    let written = name.to_string();
+    if in_opforge || function == name || !builtin_kernels().contains(&written) {
+        return quote!();
+    }
+    let message = format!(
+        "kernel descriptor `{written}` is not in scope: it is a built-in kernel, so import it with \
+         `use opforge::kernels::{written};` or write `opforge::kernels::{written}`"
+    );
+    let mut args = Group::new(Delimiter::Parenthesis, quote!("{}", #message));
+    args.set_span(name.span());
+    let private = quote_spanned!(name.span()=> ::opforge::__private);
+    quote_spanned! {name.span()=>
+        const _: () = {
+            #[allow(non_camel_case_types, dead_code)]
+            type #name = #private::NotInScope;
+            #[allow(non_upper_case_globals, dead_code)]
+            const #function: #private::NotInScope = #private::NotInScope;
+            const _: () = {
+                #[allow(unused_imports)]
+                use self::*;
+                const _: () = if #private::in_scope(&#function) && !#private::type_in_scope::<#name>() {
+                    ::core::panic! #args
+                };
+            };
+        };
+    }
+}
+
 /// A crate-level marker whose second definition is rustc's E0428, turning a
 /// same-crate duplicate registration into a compile error at the user's
 /// kernel name, whatever crate owns the descriptor (a trait impl would trip

@@ -428,8 +428,12 @@ impl fmt::Display for Error {
                     crate::registry::RUNTIME => write!(f, "registered at run time at {existing}")?,
                     function => write!(f, "`{function}`, registered with `{attribute}` at {existing}")?,
                 }
+                // The line is named once: a call that meets its own earlier
+                // registration is "called again", not "at" the same line.
                 if existing == call {
-                    f.write_str(" (by an earlier call from the same line)")?;
+                    write!(f, " (by an earlier call from the same line); `registry::{register}` called again")?;
+                } else {
+                    write!(f, "; `registry::{register}` at {call}")?;
                 }
                 let scoped = match backend {
                     Some(_) => "with_kernel_override",
@@ -437,7 +441,7 @@ impl fmt::Display for Error {
                 };
                 write!(
                     f,
-                    "; `registry::{register}` at {call} does not replace it: call `registry::{replace}` to replace it \
+                    " does not replace it: call `registry::{replace}` to replace it \
                      (`registry::{scoped}` for one thread and one closure), or remove it first with `registry::{remove}`"
                 )
             }

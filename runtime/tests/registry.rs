@@ -147,7 +147,11 @@ fn a_refused_runtime_registration_says_how_to_replace_at_run_time_and_names_both
         e.starts_with(&format!("kernel `Quadruple` already has a `cpu` kernel, registered at run time at {first}")),
         "{e}"
     );
-    assert!(e.contains("(by an earlier call from the same line)"), "{e}");
+    assert!(
+        e.contains("(by an earlier call from the same line); `registry::register_kernel` called again does not"),
+        "{e}"
+    );
+    assert_eq!(e.matches(&first.to_string()).count(), 1, "the line is named once: {e}");
     assert!(e.contains("call `registry::override_kernel::<Quadruple, Cpu>`"), "{e}");
     registry::restore_kernel("Quadruple", BackendId::Cpu);
 

@@ -11,7 +11,8 @@ use super::attrs::{attr_arg_ty, attr_read, attr_value_ty, default_tokens, dtype_
 use super::ident;
 
 /// The code computing the output shape, as a call to a rule of `opforge::shape::rules`.
-fn shape_rule(k: &KernelDef, span: Span) -> TokenStream {
+/// `at` is where the spec writes the rule (`file:line:col`).
+fn shape_rule(k: &KernelDef, at: &str, span: Span) -> TokenStream {
     let shape = |name: &str| {
         let i = k.inputs.iter().position(|n| n == name).unwrap_or(0);
         input_shape(k, i)
@@ -79,10 +80,11 @@ fn shape_rule(k: &KernelDef, span: Span) -> TokenStream {
             quote!(#rules::segment(#x, #ids, #n))
         }
         ShapeRule::Fn { path } => {
-            // Typed through `NameShapeFn`, so that a missing function or
-            // one of another signature is rustc's error, at the spec.
-            let path = respan(path_tokens(path, span), span);
+            // Typed through `NameShapeFn`, so that one of another signature
+            // is rustc's error, at the spec; a missing one is ours, naming
+            // the kernel and the spec's line.
             let ty = format_ident!("{}ShapeFn", k.name);
+            let path = shape_fn_value(k, path, &ty, at, span);
             let shapes = (0..k.inputs.len()).map(|i| {
                 if is_list(k, i) {
                     quote!(&__inputs[#i..].iter().map(|__t| __t.shape()).collect::<::std::vec::Vec<&[usize]>>())
@@ -97,6 +99,88 @@ fn shape_rule(k: &KernelDef, span: Span) -> TokenStream {
                 __shape_fn(#(#shapes,)* __attrs)
             })
         }
+    }
+}
+
+/// The value of kernel `k`'s shape function `path`, of type `ty`.
+///
+/// rustc's "cannot find value" names neither the kernel nor the spec's
+/// line, so a path into a module (`shapes::widened`) is looked up without
+/// an error and then checked by a trait whose message says both: a block
+/// declares `NotInScope` under the function's name, and a block inside that
+/// one glob-imports the module, whose function, if it has one the path can
+/// reach, the lookup finds first: the same function the path names. The
+/// trait is implemented for functions of the kernel's signature, so a
+/// generic one (`fn pool<A: AsRef<PoolParams>>`) is inferred as the path
+/// is, and `NotInScope` or a function of another signature is our error;
+/// the value is then typed through `Checked`, an error type, so that its
+/// mismatch is not reported a second time.
+/// A bare name (`fn(widened)`) stays as written: a glob can only import a
+/// module's items, which miss those of a function body a `spec!` may be
+/// in. So does a path whose parent is a type (`Rules::widened`, by its
+/// capital), or with generic arguments.
+fn shape_fn_value(k: &KernelDef, path: &str, ty: &Ident, at: &str, span: Span) -> TokenStream {
+    let as_written = respan(path_tokens(path, span), span);
+    let Ok(parsed) = syn::parse_str::<syn::Path>(path) else {
+        return as_written;
+    };
+    let segments: Vec<&syn::PathSegment> = parsed.segments.iter().collect();
+    let Some((last, parents)) = segments.split_last() else {
+        return as_written;
+    };
+    let parent_is_type =
+        parents.last().is_some_and(|p| p.ident.to_string().trim_start_matches("r#").starts_with(char::is_uppercase));
+    if parents.is_empty() || parent_is_type || segments.iter().any(|s| !s.arguments.is_none()) {
+        return as_written;
+    }
+    let module =
+        syn::Path { leading_colon: parsed.leading_colon, segments: parents.iter().map(|s| (*s).clone()).collect() };
+    let function = &last.ident;
+    let message = format!(
+        "{at}: kernel `{}`'s shape function `{path}` is not found, or is not `{}`",
+        k.name,
+        shape_fn_signature(k)
+    );
+    let parent = path.rsplit_once("::").map_or(path, |(parent, _)| parent);
+    let label = format!("declare `fn {function}` in `{parent}`, as the kernel's `{ty}` says");
+    let (params, ret) = shape_fn_parts(k);
+    let private = quote!(::opforge::__private);
+    respan(
+        quote! {{
+            #[allow(non_upper_case_globals, dead_code)]
+            const #function: #private::NotInScope = #private::NotInScope;
+            #[diagnostic::on_unimplemented(message = #message, label = #label)]
+            trait __OpforgeShapeFn {}
+            #[diagnostic::do_not_recommend]
+            impl<F: Fn(#(#params),*) -> #ret> __OpforgeShapeFn for F {}
+            const fn __opforge_found<F: __OpforgeShapeFn>(_: &F) -> bool {
+                true
+            }
+            {
+                #[allow(unused_imports)]
+                use #module::*;
+                const __OPFORGE_FOUND: bool = __opforge_found(&#function);
+                let __opforge_shape_fn: <#private::Checked<{ __OPFORGE_FOUND }> as #private::Pass<#ty>>::Out =
+                    #function;
+                __opforge_shape_fn
+            }
+        }},
+        span,
+    )
+}
+
+/// `file:line:col` of kernel `k`'s `fn(...)` shape rule in `text`: the
+/// first `shape = "fn(..."` line of its table, at the path, or the table's
+/// line.
+fn shape_fn_at(k: &KernelDef, file: &str, text: &str) -> String {
+    let found = text.lines().enumerate().skip(k.line.saturating_sub(1)).find_map(|(n, line)| {
+        let value = line.trim_start().strip_prefix("shape")?.trim_start().strip_prefix('=')?;
+        let col = line.len() - value.len() + value.find("fn(")? + "fn(".len();
+        Some((n + 1, line[..col].chars().count() + 1))
+    });
+    match found {
+        Some((line, col)) => format!("{file}:{line}:{col}"),
+        None => format!("{file}:{}", k.line),
     }
 }
 
@@ -140,32 +224,51 @@ pub(super) fn is_list(k: &KernelDef, i: usize) -> bool {
     k.variadic && i + 1 == k.inputs.len()
 }
 
+/// The signature of kernel `k`'s shape function, as its docs and errors write it.
+fn shape_fn_signature(k: &KernelDef) -> String {
+    let param = |i: usize| match (is_list(k, i), k.optional[i]) {
+        (true, _) => "&[&[usize]]",
+        (false, true) => "Option<&[usize]>",
+        (false, false) => "&[usize]",
+    };
+    let shape = if k.several_outputs() { "Vec<opforge::shape::Shape>" } else { "opforge::shape::Shape" };
+    format!(
+        "fn({}attrs: &{}Attrs) -> Result<{shape}, String>",
+        (0..k.inputs.len()).map(|i| format!("{}: {}, ", k.inputs[i], param(i))).collect::<String>(),
+        k.name
+    )
+}
+
+/// The parameter types and the return type of kernel `k`'s shape function.
+fn shape_fn_parts(k: &KernelDef) -> (Vec<TokenStream>, TokenStream) {
+    let attrs_ty = format_ident!("{}Attrs", k.name);
+    let params = (0..k.inputs.len())
+        .map(|i| match (is_list(k, i), k.optional[i]) {
+            (true, _) => quote!(&[&[usize]]),
+            (false, true) => quote!(::core::option::Option<&[usize]>),
+            (false, false) => quote!(&[usize]),
+        })
+        .chain([quote!(&#attrs_ty)])
+        .collect();
+    let shape_ty = match k.several_outputs() {
+        true => quote!(::std::vec::Vec<::opforge::shape::Shape>),
+        false => quote!(::opforge::shape::Shape),
+    };
+    (params, quote!(::core::result::Result<#shape_ty, ::std::string::String>))
+}
+
 /// `pub type NameShapeFn = fn(...)`, for a kernel whose shape is a function.
 fn shape_fn_type(k: &KernelDef) -> TokenStream {
     let ShapeRule::Fn { path } = &k.shape else {
         return quote!();
     };
     let ty = format_ident!("{}ShapeFn", k.name);
-    let attrs_ty = format_ident!("{}Attrs", k.name);
-    let param = |i: usize| match (is_list(k, i), k.optional[i]) {
-        (true, _) => ("&[&[usize]]", quote!(&[&[usize]])),
-        (false, true) => ("Option<&[usize]>", quote!(::core::option::Option<&[usize]>)),
-        (false, false) => ("&[usize]", quote!(&[usize])),
+    let (params, ret) = shape_fn_parts(k);
+    let gives = match k.several_outputs() {
+        true => "every output's shape, in order",
+        false => "the output's shape",
     };
-    let params = (0..k.inputs.len()).map(|i| param(i).1);
-    let (shape, shape_ty, gives) = if k.several_outputs() {
-        (
-            "Vec<opforge::shape::Shape>",
-            quote!(::std::vec::Vec<::opforge::shape::Shape>),
-            "every output's shape, in order",
-        )
-    } else {
-        ("opforge::shape::Shape", quote!(::opforge::shape::Shape), "the output's shape")
-    };
-    let signature = format!(
-        "fn({}attrs: &{attrs_ty}) -> Result<{shape}, String>",
-        (0..k.inputs.len()).map(|i| format!("{}: {}, ", k.inputs[i], param(i).0)).collect::<String>()
-    );
+    let signature = shape_fn_signature(k);
     let doc = format!(
         "The signature of kernel `{}`'s shape function, `{path}`: `{signature}`. It gets each input's shape \
          (`None` for an optional input the call leaves out) and the attrs, and returns {gives}, or what is \
@@ -174,11 +277,11 @@ fn shape_fn_type(k: &KernelDef) -> TokenStream {
     );
     quote! {
         #[doc = #doc]
-        pub type #ty = fn(#(#params,)* &#attrs_ty) -> ::core::result::Result<#shape_ty, ::std::string::String>;
+        pub type #ty = fn(#(#params),*) -> #ret;
     }
 }
 
-pub(super) fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStream {
+pub(super) fn descriptor(k: &KernelDef, spec_file: &str, text: &str, span: Span) -> TokenStream {
     let name = ident(&k.name);
     let attrs_ty = format_ident!("{}Attrs", k.name);
     let args_ty = format_ident!("{}Args", k.name);
@@ -235,7 +338,11 @@ pub(super) fn descriptor(k: &KernelDef, spec_file: &str, span: Span) -> TokenStr
         })
         .collect();
     let check = dtype_check(k);
-    let rule = shape_rule(k, span);
+    let at = match k.shape {
+        ShapeRule::Fn { .. } => shape_fn_at(k, spec_file, text),
+        _ => String::new(),
+    };
+    let rule = shape_rule(k, &at, span);
     let shape_fn = shape_fn_type(k);
     let outputs = outputs(k);
     let variadic = k.variadic;

@@ -155,7 +155,7 @@ pub(crate) fn expand_source(
     };
     let builtin::Claimed { errors: taken, types: reused, ops: reused_ops } = claimed;
     let prefix = if ops_module.is_some() { quote!(super::) } else { quote!() };
-    let descriptors: TokenStream = spec.kernels.iter().map(|k| descriptor(k, label, span)).collect();
+    let descriptors: TokenStream = spec.kernels.iter().map(|k| descriptor(k, label, text, span)).collect();
     let enums = enums(&spec);
     let groups = groups(&spec);
     let ops: TokenStream = spec.kernels.iter().map(|k| op_fn(k, &prefix)).collect();

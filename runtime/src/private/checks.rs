@@ -341,6 +341,30 @@ const fn distance(a: &str, b: &str) -> usize {
     prev[b.len()]
 }
 
+/// What the macros' scope probes define under a name a user may have
+/// left out: an expansion declares one in a block and looks the name up
+/// from a block inside it that glob-imports the module (`use self::*`), so
+/// that the lookup finds the user's item when the module has one and this
+/// otherwise, without an error. Its alignment, which nothing else has,
+/// tells the two apart in a constant ([`in_scope`], [`type_in_scope`]).
+#[doc(hidden)]
+#[repr(align(536870912))]
+pub struct NotInScope;
+
+const NOT_IN_SCOPE: usize = std::mem::align_of::<NotInScope>();
+
+/// Whether `value` is the user's item rather than a probe's [`NotInScope`].
+#[doc(hidden)]
+pub const fn in_scope<T>(_value: &T) -> bool {
+    std::mem::align_of::<T>() != NOT_IN_SCOPE
+}
+
+/// Whether `T` is the user's type rather than a probe's `NotInScope`-aligned one.
+#[doc(hidden)]
+pub const fn type_in_scope<T>() -> bool {
+    std::mem::align_of::<T>() != NOT_IN_SCOPE
+}
+
 /// `Checked<true>` passes its argument through `Pass`; the macros compute the
 /// flag in a constant that panics with a [`ParamCheck`] message instead of
 /// being false, so that everything typed through it becomes an error type.

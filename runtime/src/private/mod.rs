@@ -19,7 +19,9 @@ pub use crate::spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec
 /// What the tests `spec_tests!` generates call.
 pub use crate::testing;
 pub use crate::{BackendId, Location};
-pub use checks::{Checked, FromSpec, GradientReturn, KernelReturn, ParamCheck, Pass, SpecNames};
+pub use checks::{
+    in_scope, type_in_scope, Checked, FromSpec, GradientReturn, KernelReturn, NotInScope, ParamCheck, Pass, SpecNames,
+};
 pub use linkme;
 pub use smallvec::smallvec;
 
