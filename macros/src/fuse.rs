@@ -277,7 +277,6 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
     let grad_kernel = format!("{kernel}Grad");
     let (k, kg) = (format_ident!("{kernel}"), format_ident!("{grad_kernel}"));
     let (k_attrs, kg_attrs) = (format_ident!("{kernel}Attrs"), format_ident!("{grad_kernel}Attrs"));
-    let ops_module = format_ident!("__opforge_{name}_ops");
     let program_fn = format_ident!("__opforge_{name}_program");
     let shape_fn = format_ident!("__opforge_{name}_grad_shape");
     let n = tensors.len();
@@ -311,7 +310,7 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
         a1 = if attrs.is_empty() { String::new() } else { format!("[{kernel}.attrs]\n{attrs_toml}") },
         a2 = if attrs.is_empty() { String::new() } else { format!("[{grad_kernel}.attrs]\n{attrs_toml}") },
     );
-    let spec = crate::spec::expand_source(&toml, &format!("#[op(fuse)] {name}"), span, Some(&ops_module), false);
+    let spec = crate::spec::expand_kernels(&toml, &format!("#[op(fuse)] {name}"), span, crate::spec::Ops::Skip, false);
 
     // The program.
     let val = |v: Value| match v {

@@ -119,6 +119,23 @@ pub(crate) fn expand_source(
     ops_module: Option<&Ident>,
     reuse_builtin: bool,
 ) -> TokenStream {
+    expand_kernels(text, label, span, Ops::Emit(ops_module), reuse_builtin)
+}
+
+/// Where a spec's op functions go: beside the descriptors, in a module, or
+/// nowhere (`#[op(fuse)]`, whose function is the op and which may be
+/// declared inside a function body, where a module could not name them).
+pub(crate) enum Ops<'a> {
+    Emit(Option<&'a Ident>),
+    Skip,
+}
+
+/// [`expand_source`], with the op functions where `ops` says.
+pub(crate) fn expand_kernels(text: &str, label: &str, span: Span, ops: Ops<'_>, reuse_builtin: bool) -> TokenStream {
+    let (ops_module, emit_ops) = match ops {
+        Ops::Emit(m) => (m, true),
+        Ops::Skip => (None, false),
+    };
     let mut spec: Spec = match opforge_spec::parse(text, label) {
         Ok(s) => s,
         Err(errors) => {
@@ -158,7 +175,10 @@ pub(crate) fn expand_source(
     let descriptors: TokenStream = spec.kernels.iter().map(|k| descriptor(k, label, text, span)).collect();
     let enums = enums(&spec);
     let groups = groups(&spec);
-    let ops: TokenStream = spec.kernels.iter().map(|k| op_fn(k, &prefix)).collect();
+    let ops: TokenStream = match emit_ops {
+        true => spec.kernels.iter().map(|k| op_fn(k, &prefix)).collect(),
+        false => TokenStream::new(),
+    };
     // The items are emitted with the errors, so that one mistake gives one error.
     match ops_module {
         Some(m) => quote! {

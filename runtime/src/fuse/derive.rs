@@ -95,7 +95,8 @@ impl Program {
     /// use opforge::fuse::{Builder, Val};
     /// let mut b = Builder::new("Square", 1, 0);
     /// let y = b.mul(Val::Input(0), Val::Input(0));
-    /// let back = b.finish(&[y]).backward();
+    /// let square = b.finish(&[y]);
+    /// let back = square.backward();
     /// // dy * x + dy * x
     /// assert_eq!((back.inputs, back.nodes.len(), back.outputs.len()), (2, 3, 1));
     /// ```

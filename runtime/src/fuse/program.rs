@@ -6,7 +6,8 @@ use std::sync::OnceLock;
 
 use smallvec::SmallVec;
 
-use crate::{Result, Tensor};
+use crate::error::Result;
+use crate::tensor::Tensor;
 
 /// A value inside a [`Program`]: a tensor input, a scalar the kernel
 /// receives at run time (one of the composite's own `f32` parameters, or an
