@@ -77,3 +77,26 @@ fn wgpu_trains_the_transformer_as_the_cpu_does() {
     let sample = opforge::with_fallback(false, || gpu_model.generate(&ids[..5], 20, 0.8, SEED)).unwrap();
     assert_eq!(sample.len(), 20);
 }
+
+#[test]
+fn a_training_step_runs_fewer_kernels_fused() {
+    // GELU (five kernels) and each layer norm's tail (six) are one fused
+    // kernel each forward, and one each backward; the same step inside
+    // `fuse::unfused` runs them op by op.
+    let (ids, vocabulary) = text(2_000);
+    let config = Config { vocabulary, context: 16, width: 32, heads: 2, layers: 2 };
+    let model = Transformer::new(config, SEED, BackendId::Cpu).unwrap();
+    let starts = window_starts(ids.len(), config.context + 1, SEED);
+    let count = |adam: &mut Adam| {
+        let (loss, profile) = opforge::profile(|| model.step(&ids, &starts[..8], adam));
+        assert!(loss.unwrap().to_scalar::<f32>().unwrap().is_finite());
+        profile.kernels.len()
+    };
+    let mut adam = Adam::new(0.01);
+    let fused = count(&mut adam);
+    let unfused = opforge::fuse::unfused(|| count(&mut adam));
+    println!("kernels per training step, {} layers: {fused} fused, {unfused} op by op", config.layers);
+    // Forward alone saves 4 per GELU and 5 per layer norm (two per layer and a final one).
+    let forward = config.layers * (4 + 2 * 5) + 5;
+    assert!(unfused >= fused + forward, "{fused} fused, {unfused} unfused");
+}
