@@ -391,6 +391,7 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
             };
             let outs_slice = if outs == 1 { quote!(::std::slice::from_ref(out)) } else { quote!(out) };
             quote! {
+                #[allow(clippy::too_many_arguments)]
                 #[::opforge::kernel(#desc, #backend_id)]
                 fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
                     #scalars
@@ -451,12 +452,14 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
     };
     let grad_scalars = scalars(quote!(attrs));
     let gradients = quote! {
+        #[allow(clippy::too_many_arguments, clippy::needless_question_mark)]
         #[::opforge::gradient(#k)]
         fn #forward_grad(#(#tensors: &::opforge::Tensor,)* #ka dy: &::opforge::Tensor) -> ::opforge::Result<#ret_ty> {
             let __g = ::opforge::Engine::run::<#kg>(&[#(#tensors,)* dy], &#kg_attrs { #(#attr_fields),* })?;
             ::core::result::Result::Ok((#(#summed),*))
         }
 
+        #[allow(clippy::too_many_arguments)]
         #[::opforge::gradient(#kg)]
         fn #backward_grad(#(#grad_input_idents: &::opforge::Tensor,)* #kga #cot_params) -> ::opforge::Result<#higher_ret> {
             #grad_scalars
@@ -475,6 +478,7 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
     };
     let shape = quote! {
         #[doc(hidden)]
+        #[allow(clippy::too_many_arguments)]
         fn #shape_fn(#(#shape_params,)* _attrs: &#kg_attrs) -> ::core::result::Result<#shape_ret, ::std::string::String> {
             #shape_body
         }
