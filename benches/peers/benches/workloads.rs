@@ -44,13 +44,25 @@ fn gelu_chain(x: &Tensor) -> Result<Tensor> {
     ops::maximum(&y, &Tensor::scalar(-0.25f32))
 }
 
+/// W9's chain of six cheap elementwise ops, a hard-swish with a bias:
+/// `x * min(max(x + 3, 0), 6) * (1/6) + 0.1`: memory-bound op by op, so
+/// fusion shows what one pass instead of six saves.
+#[op(fuse)]
+fn hard_swish_chain(x: &Tensor) -> Result<Tensor> {
+    let t = ops::add(x, &Tensor::scalar(3.0f32))?;
+    let c = ops::minimum(&ops::maximum(&t, &Tensor::scalar(0.0f32))?, &Tensor::scalar(6.0f32))?;
+    let p = ops::mul(x, &c)?;
+    let s = ops::mul(&p, &Tensor::scalar(1.0f32 / 6.0))?;
+    ops::add(&s, &Tensor::scalar(0.1f32))
+}
+
 /// One workload: opforge, candle and a bound, measured side by side.
 struct Workload {
     group: &'static str,
     title: &'static str,
     /// `opforge`, `candle`, then the bound (a STREAM loop, gemm called
-    /// directly, or a bare `Vec` add); a fourth job, where there is one, is
-    /// reported as opforge's time over its own.
+    /// directly, or a bare `Vec` add); further jobs, where there are some,
+    /// are reported as opforge's time over theirs.
     jobs: Vec<(&'static str, Job)>,
     /// Bytes moved (GB/s) or flops (GFLOP/s) per call, for the rate column.
     work: Option<(f64, &'static str)>,
@@ -223,6 +235,30 @@ fn workloads() -> Vec<Workload> {
             ),
             ("copy", copy_job(x.clone())),
             ("unfused", job(move || opforge::fuse::unfused(|| gelu_chain(black_box(&o2))).expect("unfused"))),
+            ("erf alone", {
+                let o3 = ox.clone();
+                job(move || ops::erf(black_box(&o3)).expect("erf"))
+            }),
+        ],
+        work: Some((8.0 * n2, "GB/s")),
+        max_vs_candle: None,
+    });
+    let (o, o2, c) = (oy.clone(), oy.clone(), cy.clone());
+    all.push(Workload {
+        group: "w9_fused_cheap_chain",
+        title: "W9 fused 6-op cheap chain 2^24",
+        jobs: vec![
+            ("opforge", job(move || hard_swish_chain(black_box(&o)).expect("fused"))),
+            (
+                "candle",
+                job(move || {
+                    let x = black_box(&c);
+                    let clipped = x.affine(1.0, 3.0)?.maximum(0.0f32)?.minimum(6.0f32)?;
+                    (x * clipped)?.affine(1.0 / 6.0, 0.0)?.affine(1.0, 0.1)
+                }),
+            ),
+            ("copy", copy_job(y.clone())),
+            ("unfused", job(move || opforge::fuse::unfused(|| hard_swish_chain(black_box(&o2))).expect("unfused"))),
         ],
         work: Some((8.0 * n2, "GB/s")),
         max_vs_candle: None,
@@ -328,8 +364,14 @@ fn main() {
             w.jobs[2].0,
             fmt_time(bound),
         );
-        if let Some(&(own, ratio)) = r.get(3) {
-            extra.push(format!("{}: opforge {} against {} {} (opforge / {}: {ratio:.2}x)", w.title, fmt_time(ours), w.jobs[3].0, fmt_time(own), w.jobs[3].0));
+        for (j, &(own, ratio)) in r.iter().enumerate().skip(3) {
+            let other = w.jobs[j].0;
+            extra.push(format!(
+                "{}: opforge {} against {other} {} (opforge / {other}: {ratio:.2}x)",
+                w.title,
+                fmt_time(ours),
+                fmt_time(own)
+            ));
         }
     }
     for line in extra {
