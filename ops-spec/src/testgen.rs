@@ -1159,9 +1159,8 @@ fn special_check(k: &KernelDef, case: &Case, d: DType) -> (String, String) {
         let exprs: Vec<String> = (0..count)
             .map(|i| input_expr(case, i, dtypes[i], i, &format!("parity_input(SHAPE, DTYPE, {within}, {i})")))
             .collect();
-        let plant = (0..count)
-            .map(|i| case.bounds[i].is_none() && matches!(dtypes[i], DType::F32 | DType::I32))
-            .collect();
+        let plant =
+            (0..count).map(|i| case.bounds[i].is_none() && matches!(dtypes[i], DType::F32 | DType::I32)).collect();
         (format!("vec![{}]", exprs.join(", ")), plant)
     };
     let grad: Vec<usize> = match d {

@@ -246,7 +246,9 @@ pub fn mask_input(shape: &[usize], seed: u64) -> Tensor {
 }
 
 /// `t` with NaN, +inf and -inf written at its first three elements (f32;
-/// other dtypes unchanged): the input of the special-values check.
+/// other dtypes unchanged): an input for [`check_nan_propagates`]. The
+/// generated special-values checks draw every special value instead
+/// (see [`special_combinations`] and [`check_special_parity`]).
 ///
 /// ```
 /// let t = opforge::testing::with_specials(&opforge::Tensor::from_vec(vec![1.0f32; 4], &[4])?);
@@ -357,9 +359,10 @@ fn special_agree(want: f32, got: f32, signed_zero: bool, cancelling: bool) -> bo
     agree(want, got, how)
 }
 
-/// Output `o` of the cpu (`want`) and of `backend` (`got`) agree, as
-/// [`special_agree`] says for f32, exactly for i32 and bool; `case` names
-/// the inputs in a failure.
+/// The cpu's result (`want`) and `backend`'s (`got`) agree: the same
+/// meta, and values as [`special_agree`] says for f32 (`zero`: its
+/// `signed_zero` and `cancelling`), exactly for i32 and bool; `case` and
+/// `what` name the call and the result in a failure.
 fn assert_special(case: &str, what: &str, want: &Tensor, got: &Tensor, backend: BackendId, zero: (bool, bool)) {
     assert_eq!(got.meta(), want.meta(), "{case}, {what}: cpu vs {backend}");
     match want.dtype() {
@@ -367,12 +370,22 @@ fn assert_special(case: &str, what: &str, want: &Tensor, got: &Tensor, backend: 
             let (w, g) = (want.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
             if let Some(i) = (0..w.len()).find(|&i| !special_agree(w[i], g[i], zero.0, zero.1)) {
                 let (w, g) = (w[i], g[i]);
-                panic!("{case}, {what}, element {i}: cpu {w:?} ({:#010x}), {backend} {g:?} ({:#010x})", w.to_bits(), g.to_bits());
+                panic!(
+                    "{case}, {what}, element {i}: cpu {w:?} ({:#010x}), {backend} {g:?} ({:#010x})",
+                    w.to_bits(),
+                    g.to_bits()
+                );
             }
         }
-        DType::I32 => assert_eq!(want.to_vec::<i32>().unwrap(), got.to_vec::<i32>().unwrap(), "{case}, {what}: cpu vs {backend}"),
+        DType::I32 => {
+            assert_eq!(want.to_vec::<i32>().unwrap(), got.to_vec::<i32>().unwrap(), "{case}, {what}: cpu vs {backend}")
+        }
         DType::Bool => {
-            assert_eq!(want.to_vec::<bool>().unwrap(), got.to_vec::<bool>().unwrap(), "{case}, {what}: cpu vs {backend}")
+            assert_eq!(
+                want.to_vec::<bool>().unwrap(),
+                got.to_vec::<bool>().unwrap(),
+                "{case}, {what}: cpu vs {backend}"
+            )
         }
     }
 }
@@ -492,8 +505,7 @@ fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Speci
         return;
     }
     let ws = weights(&wants, 7);
-    let ws_there: Vec<Option<Tensor>> =
-        ws.iter().map(|w| w.as_ref().map(|w| w.to_backend(backend).unwrap())).collect();
+    let ws_there: Vec<Option<Tensor>> = ws.iter().map(|w| w.as_ref().map(|w| w.to_backend(backend).unwrap())).collect();
     let grads = first_order(xs, specials.grad, &call, &ws);
     let grads_there = there(&|| first_order(&moved, specials.grad, &call, &ws_there));
     match (grads, grads_there) {

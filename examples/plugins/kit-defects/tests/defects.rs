@@ -146,7 +146,8 @@ fn wgpu_flushing_subnormals() {
     let m = with_kernel_override::<DfRelu, Wgpu, _>(
         |a, out| {
             let x = Wgpu::wrap(a.x.clone()).to_vec::<f32>()?;
-            let y: Vec<f32> = x.iter().map(|&v| if v > 0.0 && v.is_normal() || v.is_nan() { v } else { 0.0 }).collect();
+            let relu = |v: f32| if v > 0.0 && !v.is_subnormal() || v.is_nan() { v } else { 0.0 };
+            let y: Vec<f32> = x.iter().map(|&v| relu(v)).collect();
             let t = Tensor::from_vec(y, &out.shape)?.to_backend(BackendId::Wgpu)?;
             Ok(Wgpu::view(&t).expect("a wgpu tensor").clone())
         },
