@@ -84,6 +84,7 @@
 //! | `output_dtype` | no | the output's dtype: the name of an attr of type `dtype` (the output takes the dtype the call passes), a type variable of a `dtypes` table, or a dtype such as `"bool"` (always that dtype). Absent: the inputs' dtype, or the one type variable's; a kernel with several must say. An attr is looked up first, so an attr called `bool` would win over the dtype |
 //! | `attrs` | no | the kernel's attributes, its non-tensor parameters: a table, see [attributes](#attributes) |
 //! | `data_dependent` | no | `true` when the outputs' sizes are known only once the kernel runs (`Unique`, `Where`): the shape rule then gives the largest shape each output can have. The engine checks the inputs and that bound before the kernel runs, and after it that each output has the bound's rank and dtype and no dim past it. Examples give the bounds. Default `false` |
+//! | `signed_zero` | no | `true` when the kernel keeps IEEE 754's sign of a zero result on every backend (`Neg`, `Add`, `Floor`: `neg(0)` is -0, `-0 + -0` is -0): the generated special-values tests then tell +0 from -0 in its outputs, and the doc should say so. Default `false`: a zero of either sign is a zero |
 //! | `domain` | no | `[low, high]`, the open interval of input values the kernel is defined and smooth on (`[0.0, inf]` for `Log`, `[-1.0, 1.0]` for `Asin`); the generated tests draw their inputs inside it. Absent: any value, drawn from +-(0.5, 2), away from the kinks at 0 |
 //!
 //! The dtypes are `f32`, `i32` and `bool` ([`DType`](crate::DType)). No
@@ -125,7 +126,7 @@
 //!     "ops.toml:1:2: kernel `Neg` is missing required key `dtypes`\n\
 //!      ops.toml:5:1: unknown key `dtype` in kernel `Neg`, expected one of `op`, `doc`, `inputs`, `attrs`, \
 //!      `output`, `outputs`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, `examples`, `domain`, \
-//!      `data_dependent`; did \
+//!      `data_dependent`, `signed_zero`; did \
 //!      you mean `dtypes`?"
 //! );
 //! ```
@@ -613,6 +614,41 @@
 //! )
 //! .unwrap();
 //! assert!(spec.kernel("Where").unwrap().data_dependent);
+//! ```
+//!
+//! # Special values and the sign of zero
+//!
+//! The generated tests run every kernel on the special values of its
+//! dtypes (NaN, the infinities, both zeros, subnormals, the largest
+//! floats, the values at and beside each end of its `domain`; `i32::MIN`,
+//! -1, 0, `i32::MAX`), and its gradient on them too, and require the same
+//! result from every backend: NaN where the cpu has NaN (any payload), an
+//! infinity or a zero where it has one, other values within shader
+//! rounding. A zero of either sign agrees with a zero, unless the kernel
+//! says `signed_zero = true`: it promises IEEE 754's sign of a zero result
+//! (`neg(0)` is -0, `-0 + -0` is -0, `floor(-0.5)` is -1 but `ceil(-0.5)`
+//! is -0), and its outputs' signs of zero are compared too. Its `doc`
+//! should say so.
+//!
+//! ```
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [Neg]
+//! op = "neg"
+//! doc = "Negates `x` elementwise; -0 for +0, as IEEE 754's negation."
+//! inputs = ["x"]
+//! dtypes = ["f32"]
+//! shape = "same(x)"
+//! grad = ["x"]
+//! signed_zero = true
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! assert!(spec.kernel("Neg").unwrap().signed_zero);
+//! let err = opforge_spec::parse("[Neg]\nop = \"neg\"\ndoc = \"-x\"\ninputs = [\"x\"]\ndtypes = [\"f32\"]\n\
+//!                                shape = \"same(x)\"\ngrad = [\"x\"]\nsigned_zero = 1\n", "ops.toml").unwrap_err();
+//! assert!(err.to_string().starts_with("ops.toml:8:15: `signed_zero` must be `true` or `false`"), "{err}");
 //! ```
 //!
 //! # Examples

@@ -80,6 +80,11 @@ pub struct KernelDef {
     /// inputs and that bound before the kernel runs, and after it that each
     /// output has the bound's rank and dtype and no dim past it.
     pub data_dependent: bool,
+    /// `signed_zero = true`: the kernel keeps IEEE 754's sign of a zero
+    /// result (`neg(0)` is -0, `-0 + -0` is -0), on every backend. The
+    /// generated special-values tests then tell +0 from -0 in its outputs;
+    /// for the other kernels a zero of either sign agrees with a zero.
+    pub signed_zero: bool,
     /// 1-based line of the table key in the spec file.
     pub line: usize,
     /// 1-based column (in characters) of the table key in the spec file.

@@ -954,50 +954,10 @@ fn kernel_module(k: &KernelDef, options: &Options) -> (String, Vec<String>) {
         );
     }
 
-    // NaN and infinities in the f32 inputs: NaN in gives NaN out (an
-    // elementwise kernel), and every backend agrees with the cpu.
-    if test_dtypes(k).contains(&DType::F32) && n > 0 {
-        let elementwise = matches!(k.shape, ShapeRule::Same { .. })
-            && input_dtype(k, 0, DType::F32) == DType::F32
-            && k.outputs.len() == 1
-            && matches!(k.outputs[0].dtype, OutputDType::SameAsInputs)
-            && !k.variadic;
-        let count = case.shapes.len();
-        let inputs: String = (0..count)
-            .map(|i| {
-                let d = input_dtype(k, case.declared(i), DType::F32);
-                let e = input_expr(&case, i, d, i, &format!("sample(SHAPE, {}, {i})", sample_range(k)));
-                match (d, case.bounds.get(i).cloned().flatten()) {
-                    (DType::F32, None) => format!("with_specials(&{e}), "),
-                    _ => format!("{e}, "),
-                }
-            })
-            .collect();
-        let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
-        check_fn(
-            &mut t,
-            &mut names,
-            (options.tests, &options.known_failures),
-            name,
-            "special_values",
-            true,
-            &format!(
-                r#"            let xs: Vec<Tensor> = vec![{inputs}];
-            let refs: Vec<&Tensor> = xs.iter().collect();
-            let attrs = kernels::{name}Attrs {{ {fields} }};
-            let f = |xs: &[&Tensor]| {call};
-            {nan}for target in targets({name:?}).into_iter().filter(|t| t.values) {{
-                check_parity(&target, "{name} with NaN and infinities", &refs, f);
-            }}"#,
-                fields = fields.join(", "),
-                call = engine_call(k, &case, "xs", "&attrs"),
-                nan = if elementwise {
-                    format!("check_nan_propagates({name:?}, &refs, f);\n            ")
-                } else {
-                    String::new()
-                },
-            ),
-        );
+    // The special values of each dtype (see `special_check`).
+    for d in test_dtypes(k).into_iter().filter(|&d| d != DType::Bool && n > 0) {
+        let (label, body) = special_check(k, &case, d);
+        check_fn(&mut t, &mut names, (options.tests, &options.known_failures), name, &label, true, &body);
     }
 
     // An empty input (a first dim of 0) gives empty outputs, not a panic.
@@ -1102,7 +1062,7 @@ fn kernel_module(k: &KernelDef, options: &Options) -> (String, Vec<String>) {
     // The registered gradient against central finite differences (f32 only),
     // on the valid case and on every example small enough to difference;
     // then its own gradient, where it has one, on the valid case.
-    if let (Differentiable::Inputs(diff), true) = (&k.differentiable, k.dtypes.contains(&DType::F32)) {
+    if let (Differentiable::Inputs(_), true) = (&k.differentiable, k.dtypes.contains(&DType::F32)) {
         let within = sample_range(k);
         let mut cases = vec![case];
         if matches!(k.shape, ShapeRule::Fn { .. }) {
@@ -1115,12 +1075,7 @@ fn kernel_module(k: &KernelDef, options: &Options) -> (String, Vec<String>) {
             let count = case.shapes.len();
             // A variadic last input's tensors each get a gradient.
             // The inputs the case leaves out get none.
-            let which: Vec<usize> = diff
-                .iter()
-                .filter_map(|d| k.inputs.iter().position(|i| i == d))
-                .filter_map(|j| Some((j, case.given(j)?)))
-                .flat_map(|(j, i)| if k.variadic && j + 1 == n { i..count } else { i..i + 1 })
-                .collect();
+            let which = gradient_inputs(k, case);
             let inputs: String = (0..count)
                 .map(|i| {
                     let make = format!("sample(SHAPE, {within}, {i})");
@@ -1165,6 +1120,96 @@ fn kernel_module(k: &KernelDef, options: &Options) -> (String, Vec<String>) {
 
     t.push_str("}\n");
     (t, names)
+}
+
+/// The check of kernel `k` on the special values of dtype `d` (its name
+/// and body): `special_values` for f32, `special_values_i32` for i32.
+///
+/// An elementwise kernel (shape rule `same` or `broadcast`) runs on
+/// `special_combinations`, every value of each input's dtype meeting every
+/// value of the others'; a NaN in its first input must give NaN out, where
+/// it maps f32 to f32. Any other kernel runs on the valid case's inputs
+/// with each special value planted, one at a time, in each f32 or i32
+/// input that is not indices (a NaN meets a convolution's window, an
+/// infinity a reduction's row). Every backend with the kernel must agree
+/// with the cpu (see `opforge::testing::check_special_parity`): the sign
+/// of zero counts where the spec says `signed_zero`, and for f32 the
+/// gradients of the differentiable inputs are compared too.
+fn special_check(k: &KernelDef, case: &Case, d: DType) -> (String, String) {
+    let name = &k.name;
+    let label = match d {
+        DType::F32 => "special_values".to_owned(),
+        d => format!("special_values_{}", d.name()),
+    };
+    let domain = match k.domain {
+        Some((low, high)) => format!("Some(({}, {}))", f64_expr(low), f64_expr(high)),
+        None => "None".to_owned(),
+    };
+    let count = case.shapes.len();
+    let dtypes: Vec<DType> = (0..count).map(|i| input_dtype(k, case.declared(i), d)).collect();
+    let elementwise = matches!(k.shape, ShapeRule::Same { .. } | ShapeRule::Broadcast { .. })
+        && !k.variadic
+        && !k.has_optional()
+        && case.bounds.iter().all(Option::is_none);
+    let (inputs, plant) = if elementwise {
+        let list: Vec<&str> = dtypes.iter().map(|&d| dtype_expr(d)).collect();
+        (format!("special_combinations(&[{}], {domain})", list.join(", ")), vec![false; count])
+    } else {
+        let within = sample_range(k);
+        let exprs: Vec<String> = (0..count)
+            .map(|i| input_expr(case, i, dtypes[i], i, &format!("parity_input(SHAPE, DTYPE, {within}, {i})")))
+            .collect();
+        let plant =
+            (0..count).map(|i| case.bounds[i].is_none() && matches!(dtypes[i], DType::F32 | DType::I32)).collect();
+        (format!("vec![{}]", exprs.join(", ")), plant)
+    };
+    let grad: Vec<usize> = match d {
+        DType::F32 => gradient_inputs(k, case).into_iter().filter(|&i| dtypes[i] == DType::F32).collect(),
+        _ => Vec::new(),
+    };
+    // NaN in gives NaN out, where element 0 of the first input is NaN.
+    let nan = elementwise
+        && d == DType::F32
+        && dtypes.first() == Some(&DType::F32)
+        && k.outputs.len() == 1
+        && matches!(k.outputs[0].dtype, OutputDType::SameAsInputs);
+    let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+    let body = format!(
+        r#"            let xs: Vec<Tensor> = {inputs};
+            let refs: Vec<&Tensor> = xs.iter().collect();
+            let attrs = kernels::{name}Attrs {{ {fields} }};
+            let f = |xs: &[&Tensor]| {call};
+            {nan}let specials = Specials {{ domain: {domain}, signed_zero: {signed_zero}, grad: &{grad:?} }};
+            for target in targets({name:?}) {{
+                check_special_parity(&target, {name:?}, &refs, &{plant:?}, &specials, f);
+            }}"#,
+        fields = fields.join(", "),
+        call = engine_call(k, case, "xs", "&attrs"),
+        nan = if nan { format!("check_nan_propagates({name:?}, &refs, f);\n            ") } else { String::new() },
+        signed_zero = k.signed_zero,
+    );
+    (label, body)
+}
+
+/// An f64 as a Rust expression (the infinities by name).
+fn f64_expr(x: f64) -> String {
+    match x {
+        f64::INFINITY => "f64::INFINITY".to_owned(),
+        f64::NEG_INFINITY => "f64::NEG_INFINITY".to_owned(),
+        x => format!("{x:?}f64"),
+    }
+}
+
+/// The case's inputs that get a gradient: the differentiable ones it
+/// gives (every tensor of a variadic last one).
+fn gradient_inputs(k: &KernelDef, case: &Case) -> Vec<usize> {
+    let Differentiable::Inputs(diff) = &k.differentiable else { return Vec::new() };
+    let (n, count) = (k.inputs.len(), case.shapes.len());
+    diff.iter()
+        .filter_map(|d| k.inputs.iter().position(|i| i == d))
+        .filter_map(|j| Some((j, case.given(j)?)))
+        .flat_map(|(j, i)| if k.variadic && j + 1 == n { i..count } else { i..i + 1 })
+        .collect()
 }
 
 /// Kernel `k`'s parity cases, one function per dtype taking the target

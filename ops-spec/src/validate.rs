@@ -15,7 +15,7 @@ use crate::signature::{
 };
 use crate::tree::{Entry, Value};
 
-const KEYS: [&str; 14] = [
+const KEYS: [&str; 15] = [
     "op",
     "doc",
     "inputs",
@@ -30,6 +30,7 @@ const KEYS: [&str; 14] = [
     "examples",
     "domain",
     "data_dependent",
+    "signed_zero",
 ];
 
 const REQUIRED: [&str; 5] = ["op", "doc", "inputs", "dtypes", "shape"];
@@ -377,6 +378,19 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>, groups: &[Gr
             None
         }
     };
+    let signed_zero = match field("signed_zero").map(|f| (f, &f.node.value)) {
+        None => Some(false),
+        Some((_, Value::Bool(b))) => Some(*b),
+        Some((f, other)) => {
+            let msg = format!(
+                "`signed_zero` must be `true` or `false`, found {}; `true` promises IEEE 754's sign of a zero \
+                 result (-0 where it gives -0), which the generated tests then compare",
+                other.kind()
+            );
+            d.error(at(f), msg);
+            None
+        }
+    };
     let against = Against {
         kernel: name,
         inputs: inputs.as_deref(),
@@ -440,6 +454,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>, groups: &[Gr
         variadic,
         domain: domain.unwrap_or(Some(None))?,
         data_dependent: data_dependent?,
+        signed_zero: signed_zero?,
         line,
         col,
     })

@@ -1,6 +1,6 @@
 //! Proof that the conformance kit catches bugs. This crate's kernels
 //! (`defects.toml`) are correct; `tests/defects.rs` seeds one defect at a
-//! time, twelve kinds, each with a scoped override of a kernel or
+//! time, thirteen kinds, each with a scoped override of a kernel or
 //! gradient (or [`THREAD_DEFECT`], for a defect that only shows on other
 //! threads, which overrides do not reach), and expects the check
 //! `opforge::spec_tests!` generates for it to fail, naming the kernel and

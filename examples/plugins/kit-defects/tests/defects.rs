@@ -1,4 +1,4 @@
-//! The conformance kit catches bugs: twelve kinds of defect, each seeded
+//! The conformance kit catches bugs: thirteen kinds of defect, each seeded
 //! into one of this crate's correct kernels, each caught by the check the
 //! kit generates for it, with a failure naming the kernel and the check.
 
@@ -134,6 +134,26 @@ fn wgpu_values_that_differ_from_the_cpu() {
         || caught(kit::DfRelu::check_parity_f32(), "DfRelu", "parity_f32"),
     );
     assert!(m.contains("cpu") && m.contains("wgpu"), "{m}");
+}
+
+#[test]
+fn wgpu_flushing_subnormals() {
+    if !opforge::backend::wgpu::adapter_or_skip("wgpu_flushing_subnormals") {
+        return;
+    }
+    // A wgpu kernel that keeps NaN and every ordinary value, but flushes
+    // subnormals to zero, as some GPUs' arithmetic does.
+    let m = with_kernel_override::<DfRelu, Wgpu, _>(
+        |a, out| {
+            let x = Wgpu::wrap(a.x.clone()).to_vec::<f32>()?;
+            let relu = |v: f32| if v > 0.0 && !v.is_subnormal() || v.is_nan() { v } else { 0.0 };
+            let y: Vec<f32> = x.iter().map(|&v| relu(v)).collect();
+            let t = Tensor::from_vec(y, &out.shape)?.to_backend(BackendId::Wgpu)?;
+            Ok(Wgpu::view(&t).expect("a wgpu tensor").clone())
+        },
+        || caught(kit::DfRelu::check_special_values(), "DfRelu", "special_values"),
+    );
+    assert!(m.contains("cpu 1e-45") && m.contains("wgpu 0.0"), "{m}");
 }
 
 #[test]

@@ -12,6 +12,19 @@
 //!
 //! Pooling walks each output pixel's window, channels innermost, over
 //! the taps inside the image only.
+//!
+//! # Special values
+//!
+//! A convolution's padding is zeros, as its patches have them: a tap in
+//! the padding adds `0 * filter`, nothing, unless the filter value is NaN
+//! or infinite, which makes the output NaN (IEEE 754's `0 * inf`), on both
+//! paths and on `wgpu`; the filter's gradient likewise gets `0 * dy` from
+//! those taps. The images' gradient gets nothing from the padding, which
+//! is not an input. NaN and infinities otherwise go through the sums as
+//! IEEE 754 has them. A max pool's window overhangs the image rather than
+//! reading zeros, and gives NaN if any value in it is NaN (as `Max` does);
+//! its gradient goes to the window's first NaN, or else its first largest
+//! value. An average pool divides by the taps inside the image.
 
 use rayon::prelude::*;
 
@@ -174,9 +187,15 @@ fn forward(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &TensorMeta)
                 px.fill(0.0);
                 for kh in 0..w.size[0] {
                     for kw in 0..w.size[1] {
-                        let Some((h, iw)) = tap(w, oh, ow, kh, kw) else { continue };
-                        let xp = &xv[((n * w.input[0] + h) * w.input[1] + iw) * c..][..c];
                         let fp = &fv[(kh * w.size[1] + kw) * cg * k..][..cg * k];
+                        let Some((h, iw)) = tap(w, oh, ow, kh, kw) else {
+                            // A zero of the padding: 0 * a NaN or infinite filter value is NaN.
+                            for (j, y) in px.iter_mut().enumerate() {
+                                *y += (0..cg).map(|i| 0.0 * fp[i * k + j]).sum::<f32>();
+                            }
+                            continue;
+                        };
+                        let xp = &xv[((n * w.input[0] + h) * w.input[1] + iw) * c..][..c];
                         for (j, y) in px.iter_mut().enumerate() {
                             let first = j / kg.max(1) * cg;
                             *y += (0..cg).map(|i| xp[first + i] * fp[i * k + j]).sum::<f32>();
@@ -302,9 +321,17 @@ fn backprop_filter(x: &CpuTensor, dy: &CpuTensor, g: &GroupedConv, out: &TensorM
                 for n in 0..g.batch {
                     for oh in 0..w.output[0] {
                         for ow in 0..w.output[1] {
-                            let Some((h, iw)) = tap(w, oh, ow, kh, kw) else { continue };
-                            let xp = &xv[((n * w.input[0] + h) * w.input[1] + iw) * c..][..c];
                             let dp = &dv[((n * w.output[0] + oh) * w.output[1] + ow) * k..][..k];
+                            let Some((h, iw)) = tap(w, oh, ow, kh, kw) else {
+                                // A zero of the padding: 0 * a NaN or infinite dy is NaN.
+                                for (j, &d) in dp.iter().enumerate() {
+                                    for i in 0..cg {
+                                        fp[i * k + j] += 0.0 * d;
+                                    }
+                                }
+                                continue;
+                            };
+                            let xp = &xv[((n * w.input[0] + h) * w.input[1] + iw) * c..][..c];
                             for (j, &d) in dp.iter().enumerate() {
                                 let first = j / kg.max(1) * cg;
                                 for i in 0..cg {

@@ -43,7 +43,10 @@ fn window_at(i: u32, t: u32, stride: u32, dilation: u32, pad: u32, windows: u32)
 }
 
 // a: x [batch, h, w, c]; b: filter [fh, fw, cg, k]; y: [batch, oh, ow, k].
-// Output channel k reads its group's cg channels.
+// Output channel k reads its group's cg channels. The padding is zeros, as
+// the cpu's patches have it: a tap there adds nothing, unless its filter
+// value is NaN or infinite, which makes 0 * it, and the sum, NaN (tested
+// by its bits, which no driver folds away, unlike 0 * v).
 @compute @workgroup_size(256)
 fn conv(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
@@ -57,24 +60,25 @@ fn conv(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
     let n = i / (g.k * g.ow * g.oh);
     let first = k / g.kg * g.cg;
     var sum = 0.0;
+    var padded_nan = false;
     for (var kh = 0u; kh < g.fh; kh++) {
         let h = image_at(oh, kh, g.sh, g.dh, g.pt, g.h);
-        if h < 0 {
-            continue;
-        }
         for (var kw = 0u; kw < g.fw; kw++) {
             let w = image_at(ow, kw, g.sw, g.dw, g.pl, g.w);
-            if w < 0 {
+            let f0 = (kh * g.fw + kw) * g.cg * g.k + k;
+            if h < 0 || w < 0 {
+                for (var c = 0u; c < g.cg; c++) {
+                    padded_nan = padded_nan || !is_finite(b[f0 + c * g.k]);
+                }
                 continue;
             }
             let x0 = ((n * g.h + u32(h)) * g.w + u32(w)) * g.c + first;
-            let f0 = (kh * g.fw + kw) * g.cg * g.k + k;
             for (var c = 0u; c < g.cg; c++) {
                 sum += a[x0 + c] * b[f0 + c * g.k];
             }
         }
     }
-    y[i] = sum;
+    y[i] = select(sum, nan(), padded_nan);
 }
 
 // a: dy [batch, oh, ow, k]; b: filter [fh, fw, cg, k]; y: dx [batch, h,
@@ -114,7 +118,8 @@ fn conv_backprop_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(n
 
 // a: x [batch, h, w, c]; b: dy [batch, oh, ow, k]; y: dfilter [fh, fw,
 // cg, k]. Filter (kh, kw, c, k) sums over the pixels of k's group's
-// channel c.
+// channel c. Where the tap falls in the padding, the pixel is a zero: a
+// NaN or infinite dy there makes the sum NaN, as `conv` has it.
 @compute @workgroup_size(256)
 fn conv_backprop_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = element(gid, groups);
@@ -127,23 +132,22 @@ fn conv_backprop_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(
     let kw = (i / (g.k * g.cg)) % g.fw;
     let kh = i / (g.k * g.cg * g.fw);
     var sum = 0.0;
+    var padded_nan = false;
     for (var n = 0u; n < g.batch; n++) {
         for (var oh = 0u; oh < g.oh; oh++) {
             let h = image_at(oh, kh, g.sh, g.dh, g.pt, g.h);
-            if h < 0 {
-                continue;
-            }
             for (var ow = 0u; ow < g.ow; ow++) {
                 let w = image_at(ow, kw, g.sw, g.dw, g.pl, g.w);
-                if w < 0 {
+                let dy = b[((n * g.oh + oh) * g.ow + ow) * g.k + k];
+                if h < 0 || w < 0 {
+                    padded_nan = padded_nan || !is_finite(dy);
                     continue;
                 }
-                let x = a[((n * g.h + u32(h)) * g.w + u32(w)) * g.c + c];
-                sum += x * b[((n * g.oh + oh) * g.ow + ow) * g.k + k];
+                sum += a[((n * g.h + u32(h)) * g.w + u32(w)) * g.c + c] * dy;
             }
         }
     }
-    y[i] = sum;
+    y[i] = select(sum, nan(), padded_nan);
 }
 
 // The taps [first, last) of window o along an axis of len rows that fall

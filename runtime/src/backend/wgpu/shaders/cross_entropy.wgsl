@@ -2,6 +2,13 @@
 // sum(labels * (lse - features)), with lse = max + log(sum(exp(features -
 // max))), and backprop = softmax(features) * sum(labels) - labels.
 //
+// The cpu adds the loss in f64, so a row of finite terms near f32::MAX
+// whose f32 sum would overflow (to inf, or to NaN as inf - inf) still has
+// a finite loss there. Here each term is also added scaled by 2^-63 (with
+// lse - features halved, which cannot overflow), and where the plain sum is
+// not finite but the scaled one is, the loss is the scaled sum times 2^63
+// (inf if it is still too large, as the cpu's f64 to f32 gives it).
+//
 // `cross_entropy_threads` gives each row an invocation, for short rows;
 // `cross_entropy_groups` gives each long row a workgroup, which combines
 // its invocations' running (max, sum of exponentials, label mass) as a
@@ -13,6 +20,20 @@
 @group(0) @binding(3) var<storage, read_write> backprop: array<f32>;
 // [rows, len]
 @group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+
+// 2^-63 and 2^63.
+const DOWN: f32 = 1.0842021724855044e-19;
+const UP: f32 = 9.223372036854775808e18;
+
+// A row's term l * (lse - f), scaled by 2^-63 without overflowing.
+fn scaled_term(l: f32, lse: f32, f: f32) -> f32 {
+    return (l * (2.0 * DOWN)) * (lse * 0.5 - f * 0.5);
+}
+
+// The loss from the plain sum and the scaled one (see the top).
+fn loss_of(total: f32, scaled: f32) -> f32 {
+    return select(total, scaled * UP, !is_finite(total) && is_finite(scaled));
+}
 
 @compute @workgroup_size(256)
 fn cross_entropy_threads(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
@@ -31,13 +52,15 @@ fn cross_entropy_threads(@builtin(global_invocation_id) gid: vec3<u32>, @builtin
     let lse = acc.x + log(acc.y);
     let scale = mass / acc.y;
     var total = 0.0;
+    var scaled = 0.0;
     for (var t = 0u; t < len; t++) {
         let f = features[base + t];
         let l = labels[base + t];
         total += l * (lse - f);
+        scaled += scaled_term(l, lse, f);
         backprop[base + t] = exponential(f - acc.x) * scale - l;
     }
-    loss[o] = total;
+    loss[o] = loss_of(total, scaled);
 }
 
 var<workgroup> stats: array<vec3<f32>, 256>;
@@ -93,14 +116,18 @@ fn cross_entropy_groups(
     let lse = row.x + log(row.y);
     let scale = row.z / row.y;
     var part = 0.0;
+    var part_scaled = 0.0;
     for (var i = t; i < len; i += 256u) {
         let f = features[base + i];
         let l = labels[base + i];
         part += l * (lse - f);
+        part_scaled += scaled_term(l, lse, f);
         backprop[base + i] = exponential(f - row.x) * scale - l;
     }
     let total = row_sum(t, part);
+    workgroupBarrier();
+    let scaled = row_sum(t, part_scaled);
     if t == 0u {
-        loss[o] = total;
+        loss[o] = loss_of(total, scaled);
     }
 }

@@ -135,5 +135,7 @@ fn lrn(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) g
         s += v * v;
     }
     let d = bitcast<f32>(param(3)) + bitcast<f32>(param(4)) * s;
-    y[i] = x[i] * pow(d, -bitcast<f32>(param(5)));
+    // `power`, IEEE's pow: WGSL's is undefined at 0 and infinities, and
+    // lavapipe's gives 0 for NaN.
+    y[i] = x[i] * power(d, -bitcast<f32>(param(5)));
 }
