@@ -12,7 +12,7 @@ use crate::kernels::{ApplyAdamAttrs, Atan2, FloorDiv, LogicalAnd, LogicalOr, Mod
 use crate::shape::strided::{broadcast_strides, collapse, Dims};
 use crate::{kernel, DType, Result, TensorMeta};
 
-static SHADER: Shader = shader!("binary", "math");
+static SHADER: Shader = shader!("binary");
 static ADAM: Shader = shader!("adam");
 
 /// Op codes of `apply_f32` in binary.wgsl that have no i32 version.

@@ -1,7 +1,8 @@
 // Elementwise math with IEEE 754's special values, which WGSL leaves
-// undefined: what the unary and binary kernels compute and what fused
-// programs (`fuse.rs`) call. Pure functions only, no bindings: the host
-// puts this file after `common.wgsl` in the shaders that use it.
+// undefined: what the unary kernels compute and what fused programs
+// (`fuse.rs`) call (`power`, which more shaders need, is in common.wgsl).
+// Pure functions only, no bindings: the host puts this file after
+// `common.wgsl` in the shaders that use it.
 
 // tanh as the cpu's vmath.rs computes it: below |v| = 0.625 the odd
 // polynomial v + v^3 P(v^2) (Cephes' tanhf), accurate to subnormals and
@@ -77,83 +78,4 @@ fn erf(v: f32) -> f32 {
     let erfc = t * exp(-z * z + poly);
     // NaN fails `z < 0.5` and reaches here; keep it NaN.
     return select(select(1.0 - erfc, erfc - 1.0, v < 0.0), v, is_nan(v));
-}
-
-// The logarithm base 2 of a positive finite v, subnormals included
-// (scaled into the normal range first: lavapipe's log2 is wrong there).
-fn log2_positive(v: f32) -> f32 {
-    if v < 1.17549435e-38 {
-        return log2(v * 8388608.0) - 23.0;
-    }
-    return log2(v);
-}
-
-// A NaN with its quiet bit clear.
-fn signaling(v: f32) -> bool {
-    return is_nan(v) && (bitcast<u32>(v) & 0x400000u) == 0u;
-}
-
-// x^e as the cpu's powf (IEEE 754's pow) gives it, special values
-// included, since WGSL's pow is undefined for x < 0, for x = 0 with
-// e <= 0 and for infinities, and lavapipe's gives 0 for NaN and drops
-// subnormals. x^0 and 1^e are 1 even for a quiet NaN (not a signaling
-// one, as in C); otherwise NaN if either is NaN. A negative base with a
-// non-integral e is NaN, and with an odd integral e gives the result its
-// sign (-0 included). Zero and infinite bases and exponents give 0 or inf
-// by IEEE's table. Integral exponents up to 64 multiply out (exact for
-// x^1, where exp2's rounding would overflow f32::MAX); the others go
-// through exp2 and log2.
-fn power(x: f32, e: f32) -> f32 {
-    if (e == 0.0 && !signaling(x)) || (x == 1.0 && !signaling(e)) {
-        return 1.0;
-    }
-    if is_nan(x) || is_nan(e) {
-        return nan();
-    }
-    let ax = abs(x);
-    let ae = abs(e);
-    let integral = is_finite(e) && floor(e) == e;
-    // Integers of 2^24 and more are all even.
-    let odd = integral && ae < 16777216.0 && floor(ae * 0.5) != ae * 0.5;
-    let negative = sign_bit(x) && odd;
-    if !is_finite(e) {
-        // (-1)^inf is 1; otherwise 0 or inf by whether |x| and e grow together.
-        if ax == 1.0 {
-            return 1.0;
-        }
-        return select(0.0, inf(), (ax > 1.0) == (e > 0.0));
-    }
-    if ax == 0.0 || !is_finite(ax) {
-        // 0^e is inf for e < 0 and 0 for e > 0; inf^e the other way round.
-        let r = select(0.0, inf(), (ax == 0.0) == (e < 0.0));
-        return select(r, -r, negative);
-    }
-    if sign_bit(x) && !integral {
-        return nan();
-    }
-    var r: f32;
-    if integral && ae <= 64.0 {
-        // Square and multiply; a negative exponent inverts the base first,
-        // so that a result in the subnormal range is not lost to 1 / inf.
-        var base = select(ax, 1.0 / ax, e < 0.0);
-        var n = u32(ae);
-        r = 1.0;
-        loop {
-            if (n & 1u) != 0u {
-                r *= base;
-            }
-            n >>= 1u;
-            if n == 0u {
-                break;
-            }
-            base *= base;
-        }
-    } else {
-        // exp2 flushes subnormal results on lavapipe: below 2^-126 it
-        // runs 32 higher and the result is scaled back exactly.
-        let t = e * log2_positive(ax);
-        let low = t < -126.0;
-        r = exp2(t + select(0.0, 32.0, low)) * select(1.0, 2.3283064365386963e-10, low);
-    }
-    return select(r, -r, negative);
 }
