@@ -196,7 +196,8 @@ fn declared(ours: bool) -> BTreeSet<&'static str> {
     let specs = opforge::registry::specs().iter();
     let mine = |s: &&opforge::registry::SpecEntry| match ours {
         true => s.crate_name == CRATE && s.spec_file == "tfjs.toml",
-        false => s.crate_name == "opforge",
+        // The built-in spec, not the specs opforge's fused ops bind.
+        false => s.crate_name == "opforge" && s.spec_file.ends_with("ops.toml"),
     };
     specs.filter(mine).map(|s| s.name).collect()
 }
