@@ -514,6 +514,7 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
         Err(_) => TokenStream::new(),
     };
     let (vis, ident) = (&func.vis, &func.sig.ident);
+    let registration = crate::op::registration(&name);
     quote! {
         #kit
         #op
@@ -525,14 +526,6 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
         #shape
         #kernels
         #gradients
-        const _: () = {
-            #[::opforge::__private::linkme::distributed_slice(::opforge::__private::OPS)]
-            #[linkme(crate = ::opforge::__private::linkme)]
-            static __OPFORGE_OP: ::opforge::__private::OpEntry = ::opforge::__private::OpEntry {
-                name: #name,
-                location: ::opforge::__private::Location { file: ::core::file!(), line: ::core::line!() },
-                crate_name: ::core::env!("CARGO_CRATE_NAME"),
-            };
-        };
+        #registration
     }
 }

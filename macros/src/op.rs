@@ -39,6 +39,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     // The op's name in the type namespace, so that calling it in a fused
     // body (`#[op(fuse)]`) is the error that says composites cannot be fused.
     let (vis, ident) = (&func.vis, &func.sig.ident);
+    let registration = registration(&name);
     let marker_doc = format!("The composite op `{name}`, by name, for the errors of `#[op(fuse)]`.");
     quote! {
         #func
@@ -48,6 +49,14 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         #[allow(non_camel_case_types, dead_code)]
         #vis struct #ident {}
 
+        #registration
+    }
+}
+
+/// The op's entry in the registry's list of ops (`registry::ops()`), for
+/// `#[op]` and `#[op(fuse)]` alike.
+pub(crate) fn registration(name: &str) -> TokenStream {
+    quote! {
         const _: () = {
             #[::opforge::__private::linkme::distributed_slice(::opforge::__private::OPS)]
             #[linkme(crate = ::opforge::__private::linkme)]

@@ -138,7 +138,10 @@ impl Program {
             let refs: Vec<&Tensor> = args.iter().collect();
             nodes.push((node.form.op)(&refs)?);
         }
-        let shape: Vec<i64> = broadcast_shape(inputs).iter().map(|&d| d as i64).collect();
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+        let shape = crate::shape::rules::broadcast(&shapes)
+            .map_err(|m| crate::Error::InvalidTensor { what: "fuse::Program::run_unfused", message: m })?;
+        let shape: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         self.outputs
             .iter()
             .map(|&o| {
@@ -151,19 +154,4 @@ impl Program {
             })
             .collect()
     }
-}
-
-/// The shape every input broadcasts to (the inputs were checked to).
-fn broadcast_shape(inputs: &[&Tensor]) -> Vec<usize> {
-    let rank = inputs.iter().map(|t| t.rank()).max().unwrap_or(0);
-    let mut shape = vec![1usize; rank];
-    for t in inputs {
-        let lead = rank - t.rank();
-        for (i, &d) in t.shape().iter().enumerate() {
-            if d != 1 {
-                shape[lead + i] = d;
-            }
-        }
-    }
-    shape
 }
