@@ -353,6 +353,44 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
             &PROGRAM
         }
     };
+    // The element function: the ops' scalar forms composed, which the cpu
+    // forward compiles into one loop with every intermediate in registers.
+    let eval_fn = format_ident!("__opforge_{name}_eval");
+    let elem = |v: Value| match v {
+        Value::Input(i) => quote!(__x[#i]),
+        Value::Scalar(s) => {
+            let (e, runtime) = &plan.scalars[s];
+            if *runtime {
+                let slot = plan.scalars[..s].iter().filter(|(_, r)| *r).count();
+                quote!(__s[#slot])
+            } else {
+                quote!((::core::primitive::f64::from(#e) as f32))
+            }
+        }
+        Value::Node(m) => {
+            let v = format_ident!("__v{m}");
+            quote!(#v)
+        }
+    };
+    let steps = plan.calls.iter().enumerate().map(|(m, c)| {
+        let path = &c.path;
+        let v = format_ident!("__v{m}");
+        let mut args: Vec<TokenStream> = c.args.iter().map(|&a| elem(a)).collect();
+        args.resize(3, quote!(0.0));
+        quote_spanned!(path.span()=> let #v = (&::opforge::__private::fuse::Eval::<#path>::new()).eval::<FMA>([#(#args),*]);)
+    });
+    let result = elem(output);
+    let eval = quote! {
+        #[doc(hidden)]
+        #[inline(always)]
+        #[allow(clippy::unnecessary_cast, clippy::excessive_precision, unused_variables)]
+        fn #eval_fn<const FMA: bool>(__x: [f32; #n], __s: &[f32; #n_scalars]) -> f32 {
+            #[allow(unused_imports)]
+            use ::opforge::__private::fuse::{Unfusable as _, ViaForm as _};
+            #(#steps)*
+            #result
+        }
+    };
     // Scalars from a kernel's attrs.
     let scalars = |attrs_var: TokenStream| {
         let binds = attrs.iter().map(|a| quote!(let #a: f32 = #attrs_var.#a as f32;));
@@ -390,6 +428,17 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
                 (quote!((#(#tys),*)), quote!(out: &[::opforge::TensorMeta]), quote!((#(#names),*)))
             };
             let outs_slice = if outs == 1 { quote!(::std::slice::from_ref(out)) } else { quote!(out) };
+            if backend == "cpu" && !backward {
+                return quote! {
+                    #[::opforge::kernel(#desc, #backend_id)]
+                    fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
+                        #scalars
+                        ::opforge::__private::fuse::cpu_compiled(
+                            [#(#inputs),*], &__scalars, out, #eval_fn::<false>, #eval_fn::<true>,
+                        )
+                    }
+                };
+            }
             quote! {
                 #[allow(clippy::too_many_arguments)]
                 #[::opforge::kernel(#desc, #backend_id)]
@@ -523,6 +572,7 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
         #vis type #ident = #k;
         #spec
         #program
+        #eval
         #shape
         #kernels
         #gradients

@@ -111,6 +111,16 @@ fn on_each_backend(f: impl Fn(BackendId)) {
 }
 
 #[test]
+fn fused_values_match_across_chunks_and_threads() {
+    // Above the cpu's parallel threshold, with rows that chunks split and
+    // inputs of every kind: whole, gathered through strides, and splats.
+    let xs = [random(&[3, 313, 333], 5), random(&[3, 313, 1], 6), random(&[333], 7), random(&[1, 333], 8)];
+    close(&tail(&xs).unwrap(), &fuse::unfused(|| tail(&xs)).unwrap(), 1e-6, "norm_tail over 312,687 elements");
+    let x = random(&[1 << 19], 10);
+    close(&ops::gelu(&x).unwrap(), &fuse::unfused(|| ops::gelu(&x)).unwrap(), 1e-6, "gelu over 2^19 elements");
+}
+
+#[test]
 fn fused_values_match_the_body_run_op_by_op() {
     on_each_backend(|on| {
         let xs = inputs(on);

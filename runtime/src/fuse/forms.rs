@@ -12,6 +12,31 @@ use crate::backend::cpu::vmath;
 use crate::kernels::*;
 use crate::{ops, DType, Result, Tensor};
 
+/// Runs `$body` (loops over `args` and `out` calling `f`) in the best copy
+/// this CPU executes: one compiled for AVX2 and FMA where the CPU has them,
+/// chosen at run time as `vmath` chooses, else the baseline's. The
+/// closure is inlined into each copy, so its loop is vectorized eight
+/// lanes wide on AVX2. Rust contracts no product and sum into a fused
+/// multiply-add by itself, so both copies give the same bits.
+macro_rules! best_copy {
+    ($name:ident<$f:ident: $bound:path>($($arg:ident: $ty:ty),*) $body:block) => {{
+        #[inline(always)]
+        fn baseline<$f: $bound>($($arg: $ty),*) $body
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        fn avx2_fma<$f: $bound>($($arg: $ty),*) {
+            baseline($($arg),*)
+        }
+        #[cfg(target_arch = "x86_64")]
+        if crate::backend::cpu::vmath::has_avx2_fma() {
+            // SAFETY: `has_avx2_fma` checked at run time that this CPU
+            // supports every feature `avx2_fma` is compiled with.
+            return unsafe { avx2_fma($($arg),*) };
+        }
+        baseline($($arg),*)
+    }};
+}
+
 /// `out[i] = f(args[0][i])`, in the loop the compiler vectorizes.
 ///
 /// ```
@@ -21,15 +46,17 @@ use crate::{ops, DType, Result, Tensor};
 /// assert_eq!(out, [10.0, 20.0]);
 /// ```
 #[inline(always)]
-pub fn map1(args: &[Arg<'_>], out: &mut [f32], f: impl Fn(f32) -> f32) {
-    match args[0] {
-        Arg::Slice(x) => {
-            for (o, &x) in out.iter_mut().zip(x) {
-                *o = f(x);
+pub fn map1<F: Fn(f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+    best_copy!(map1<F: Fn(f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+        match args[0] {
+            Arg::Slice(x) => {
+                for (o, &x) in out.iter_mut().zip(x) {
+                    *o = f(x);
+                }
             }
+            Arg::Splat(x) => out.fill(f(x)),
         }
-        Arg::Splat(x) => out.fill(f(x)),
-    }
+    })
 }
 
 /// `out[i] = f(args[0][i], args[1][i])`, with a vectorizable loop for
@@ -42,28 +69,32 @@ pub fn map1(args: &[Arg<'_>], out: &mut [f32], f: impl Fn(f32) -> f32) {
 /// assert_eq!(out, [4.0, 5.0]);
 /// ```
 #[inline(always)]
-pub fn map2(args: &[Arg<'_>], out: &mut [f32], f: impl Fn(f32, f32) -> f32) {
-    match (args[0], args[1]) {
-        (Arg::Slice(a), Arg::Slice(b)) => {
-            for ((o, &a), &b) in out.iter_mut().zip(a).zip(b) {
-                *o = f(a, b);
+pub fn map2<F: Fn(f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+    best_copy!(map2<F: Fn(f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+        match (args[0], args[1]) {
+            (Arg::Slice(a), Arg::Slice(b)) => {
+                for ((o, &a), &b) in out.iter_mut().zip(a).zip(b) {
+                    *o = f(a, b);
+                }
             }
-        }
-        (Arg::Slice(a), Arg::Splat(b)) => {
-            for (o, &a) in out.iter_mut().zip(a) {
-                *o = f(a, b);
+            (Arg::Slice(a), Arg::Splat(b)) => {
+                for (o, &a) in out.iter_mut().zip(a) {
+                    *o = f(a, b);
+                }
             }
-        }
-        (Arg::Splat(a), Arg::Slice(b)) => {
-            for (o, &b) in out.iter_mut().zip(b) {
-                *o = f(a, b);
+            (Arg::Splat(a), Arg::Slice(b)) => {
+                for (o, &b) in out.iter_mut().zip(b) {
+                    *o = f(a, b);
+                }
             }
+            (Arg::Splat(a), Arg::Splat(b)) => out.fill(f(a, b)),
         }
-        (Arg::Splat(a), Arg::Splat(b)) => out.fill(f(a, b)),
-    }
+    })
 }
 
-/// `out[i] = f(args[0][i], args[1][i], args[2][i])`.
+/// `out[i] = f(args[0][i], args[1][i], args[2][i])`, with vectorizable
+/// loops for three slices and for a slice with two splats (`select` of
+/// tensors, `clip_by_value`'s bounds).
 ///
 /// ```
 /// use opforge::fuse::{map3, Arg};
@@ -72,11 +103,26 @@ pub fn map2(args: &[Arg<'_>], out: &mut [f32], f: impl Fn(f32, f32) -> f32) {
 /// assert_eq!(out, [3.0, 4.0]);
 /// ```
 #[inline(always)]
-pub fn map3(args: &[Arg<'_>], out: &mut [f32], f: impl Fn(f32, f32, f32) -> f32) {
-    let (a, b, c) = (args[0], args[1], args[2]);
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = f(a.at(i), b.at(i), c.at(i));
-    }
+pub fn map3<F: Fn(f32, f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+    best_copy!(map3<F: Fn(f32, f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+        match (args[0], args[1], args[2]) {
+            (Arg::Slice(a), Arg::Slice(b), Arg::Slice(c)) => {
+                for (((o, &a), &b), &c) in out.iter_mut().zip(a).zip(b).zip(c) {
+                    *o = f(a, b, c);
+                }
+            }
+            (Arg::Slice(a), Arg::Splat(b), Arg::Splat(c)) => {
+                for (o, &a) in out.iter_mut().zip(a) {
+                    *o = f(a, b, c);
+                }
+            }
+            (a, b, c) => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = f(a.at(i), b.at(i), c.at(i));
+                }
+            }
+        }
+    })
 }
 
 /// A vectorized whole-slice function (`vmath`) as a form's cpu function.
@@ -141,10 +187,57 @@ impl Builder {
     }
 }
 
-/// `impl Fusable` for each kernel of the table.
+/// Calls a form's element function on its `arity` arguments (through
+/// `call1`..`call3`, which give a closure its parameters' type).
+macro_rules! apply {
+    (1, $f:expr, $a:ident) => {
+        call1($f, $a[0])
+    };
+    (2, $f:expr, $a:ident) => {
+        call2($f, $a[0], $a[1])
+    };
+    (3, $f:expr, $a:ident) => {
+        call3($f, $a[0], $a[1], $a[2])
+    };
+}
+
+#[inline(always)]
+fn call1(f: impl Fn(f32) -> f32, x: f32) -> f32 {
+    f(x)
+}
+
+#[inline(always)]
+fn call2(f: impl Fn(f32, f32) -> f32, x: f32, y: f32) -> f32 {
+    f(x, y)
+}
+
+#[inline(always)]
+fn call3(f: impl Fn(f32, f32, f32) -> f32, x: f32, y: f32, z: f32) -> f32 {
+    f(x, y, z)
+}
+
+/// A form's slice function from its element function, through `map1`,
+/// `map2` or `map3`.
+macro_rules! slices {
+    (1, $f:expr) => {
+        |a, o| map1(a, o, $f)
+    };
+    (2, $f:expr) => {
+        |a, o| map2(a, o, $f)
+    };
+    (3, $f:expr) => {
+        |a, o| map3(a, o, $f)
+    };
+}
+
+/// `impl Fusable` for each kernel of the table. `each` is the element
+/// function, which may use `vmath`'s in their `FMA` copy; `cpu`, where
+/// given, a faster slice function than `each` in a loop (`vmath`'s, which
+/// choose their copy themselves).
 macro_rules! forms {
-    ($($kernel:ident($arity:literal) {
-        cpu: $cpu:expr,
+    ($($kernel:ident($arity:tt) {
+        each: $each:expr,
+        $(cpu: $cpu:expr,)?
         wgsl: $wgsl:literal,
         vjp: $vjp:expr,
         op: $op:expr $(,)?
@@ -154,48 +247,61 @@ macro_rules! forms {
             const FORM: &'static Form = &Form {
                 kernel: stringify!($kernel),
                 arity: $arity,
-                cpu: $cpu,
+                cpu: forms!(@cpu $arity, $each $(, $cpu)?),
                 wgsl: $wgsl,
                 vjp: $vjp,
                 op: $op,
             };
+
+            #[inline(always)]
+            fn eval<const FMA: bool>(args: [f32; 3]) -> f32 {
+                apply!($arity, $each, args)
+            }
         }
     )*};
+    (@cpu $arity:tt, $each:expr, $cpu:expr) => {
+        $cpu
+    };
+    (@cpu $arity:tt, $each:expr) => {
+        slices!($arity, $each)
+    };
 }
 
 forms! {
     Neg(1) {
-        cpu: |a, o| map1(a, o, |x| -x),
+        each: |x| -x,
         wgsl: "-{0}",
         vjp: |b, _, _, dy| [Some(b.neg(dy)), None, None],
         op: |a| ops::neg(a[0]),
     }
     Abs(1) {
-        cpu: |a, o| map1(a, o, f32::abs),
+        each: f32::abs,
         wgsl: "abs({0})",
         vjp: |b, a, _, dy| { let s = b.call::<Sign>(&[a[0]]); [Some(b.mul(dy, s)), None, None] },
         op: |a| ops::abs(a[0]),
     }
     Exp(1) {
+        each: vmath::exp_one::<FMA>,
         cpu: |a, o| vectorized(a, o, vmath::exp),
         wgsl: "exponential({0})",
         vjp: |b, _, y, dy| [Some(b.mul(dy, y)), None, None],
         op: |a| ops::exp(a[0]),
     }
     Log(1) {
+        each: vmath::ln_one::<FMA>,
         cpu: |a, o| vectorized(a, o, vmath::ln),
         wgsl: "logarithm({0})",
         vjp: |b, a, _, dy| [Some(b.div(dy, a[0])), None, None],
         op: |a| ops::log(a[0]),
     }
     Sqrt(1) {
-        cpu: |a, o| map1(a, o, f32::sqrt),
+        each: f32::sqrt,
         wgsl: "square_root({0})",
         vjp: |b, _, y, dy| { let twice = b.add(y, y); [Some(b.div(dy, twice)), None, None] },
         op: |a| ops::sqrt(a[0]),
     }
     Rsqrt(1) {
-        cpu: |a, o| map1(a, o, |x| 1.0 / x.sqrt()),
+        each: |x| 1.0 / x.sqrt(),
         wgsl: "reciprocal_root({0})",
         vjp: |b, _, y, dy| {
             let y2 = b.mul(y, y);
@@ -206,12 +312,13 @@ forms! {
         op: |a| ops::rsqrt(a[0]),
     }
     Square(1) {
-        cpu: |a, o| map1(a, o, |x| x * x),
+        each: |x| x * x,
         wgsl: "{0} * {0}",
         vjp: |b, a, _, dy| { let twice = b.add(a[0], a[0]); [Some(b.mul(dy, twice)), None, None] },
         op: |a| ops::square(a[0]),
     }
     Sigmoid(1) {
+        each: vmath::sigmoid_one::<FMA>,
         cpu: |a, o| vectorized(a, o, vmath::sigmoid),
         wgsl: "1.0 / (1.0 + exp(-{0}))",
         vjp: |b, _, y, dy| {
@@ -222,6 +329,7 @@ forms! {
         op: |a| ops::sigmoid(a[0]),
     }
     Tanh(1) {
+        each: vmath::tanh_one::<FMA>,
         cpu: |a, o| vectorized(a, o, vmath::tanh),
         wgsl: "stable_tanh({0})",
         vjp: |b, _, y, dy| {
@@ -232,6 +340,7 @@ forms! {
         op: |a| ops::tanh(a[0]),
     }
     Erf(1) {
+        each: vmath::erf_one::<FMA>,
         cpu: |a, o| vectorized(a, o, vmath::erf),
         wgsl: "erf({0})",
         // d/dx erf(x) = 2 / sqrt(pi) e^(-x^2).
@@ -245,7 +354,7 @@ forms! {
         op: |a| ops::erf(a[0]),
     }
     Relu(1) {
-        cpu: |a, o| map1(a, o, |x| if x < 0.0 { 0.0 } else { x }),
+        each: |x| if x < 0.0 { 0.0 } else { x },
         wgsl: "select(select({0}, 0.0, {0} < 0.0), {0}, is_nan({0}))",
         // ReluBackward's product, `dy * (x > 0)`.
         vjp: |b, a, _, dy| {
@@ -255,49 +364,49 @@ forms! {
         op: |a| ops::relu(a[0]),
     }
     Reciprocal(1) {
-        cpu: |a, o| map1(a, o, |x| 1.0 / x),
+        each: |x| 1.0 / x,
         wgsl: "1.0 / {0}",
         vjp: |b, _, y, dy| { let y2 = b.mul(y, y); let s = b.neg(y2); [Some(b.mul(dy, s)), None, None] },
         op: |a| ops::reciprocal(a[0]),
     }
     Softplus(1) {
-        cpu: |a, o| map1(a, o, |x| { let x = f64::from(x); (x.max(0.0) + (-x.abs()).exp().ln_1p()) as f32 }),
+        each: |x| { let x = f64::from(x); (x.max(0.0) + (-x.abs()).exp().ln_1p()) as f32 },
         wgsl: "max({0}, 0.0) + log1p(exponential(-abs({0})))",
         vjp: |b, a, _, dy| { let s = b.call::<Sigmoid>(&[a[0]]); [Some(b.mul(dy, s)), None, None] },
         op: |a| ops::softplus(a[0]),
     }
     Log1p(1) {
-        cpu: |a, o| map1(a, o, f32::ln_1p),
+        each: f32::ln_1p,
         wgsl: "log1p({0})",
         vjp: |b, a, _, dy| { let s = b.add(a[0], Val::Const(1.0)); [Some(b.div(dy, s)), None, None] },
         op: |a| ops::log1p(a[0]),
     }
     Expm1(1) {
-        cpu: |a, o| map1(a, o, f32::exp_m1),
+        each: f32::exp_m1,
         wgsl: "expm1({0})",
         vjp: |b, _, y, dy| { let s = b.add(y, Val::Const(1.0)); [Some(b.mul(dy, s)), None, None] },
         op: |a| ops::expm1(a[0]),
     }
     Sign(1) {
-        cpu: |a, o| map1(a, o, |x| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { x }),
+        each: |x| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { x },
         wgsl: "select(select(select({0}, -1.0, {0} < 0.0), 1.0, {0} > 0.0), {0}, is_nan({0}))",
         vjp: |_, _, _, _| NONE,
         op: |a| ops::sign(a[0]),
     }
     Floor(1) {
-        cpu: |a, o| map1(a, o, f32::floor),
+        each: f32::floor,
         wgsl: "floor({0})",
         vjp: |_, _, _, _| NONE,
         op: |a| ops::floor(a[0]),
     }
     Ceil(1) {
-        cpu: |a, o| map1(a, o, f32::ceil),
+        each: f32::ceil,
         wgsl: "ceil({0})",
         vjp: |_, _, _, _| NONE,
         op: |a| ops::ceil(a[0]),
     }
     LeakyRelu(2) {
-        cpu: |a, o| map2(a, o, |x, alpha| if x < 0.0 { alpha * x } else { x }),
+        each: |x, alpha| if x < 0.0 { alpha * x } else { x },
         wgsl: "select({0}, {1} * {0}, {0} < 0.0)",
         vjp: |b, a, _, dy| {
             let negative = b.call::<Less>(&[a[0], Val::Const(0.0)]);
@@ -307,7 +416,7 @@ forms! {
         op: |a| ops::leaky_relu(a[0], attr(a[1])?),
     }
     ClipByValue(3) {
-        cpu: |a, o| map3(a, o, |x, lo, hi| if x.is_nan() { x } else { x.max(lo).min(hi) }),
+        each: |x, lo, hi| if x.is_nan() { x } else { x.max(lo).min(hi) },
         wgsl: "select(select(select({0}, {2}, {0} > {2}), {1}, {0} < {1}), {0}, is_nan({0}))",
         // TF.js: dy where lo <= x <= hi, 0 elsewhere.
         vjp: |b, a, _, dy| {
@@ -319,25 +428,25 @@ forms! {
         op: |a| ops::clip_by_value(a[0], attr(a[1])?, attr(a[2])?),
     }
     Add(2) {
-        cpu: |a, o| map2(a, o, |x, y| x + y),
+        each: |x, y| x + y,
         wgsl: "{0} + {1}",
         vjp: |_, _, _, dy| [Some(dy), Some(dy), None],
         op: |a| ops::add(a[0], a[1]),
     }
     Sub(2) {
-        cpu: |a, o| map2(a, o, |x, y| x - y),
+        each: |x, y| x - y,
         wgsl: "{0} - {1}",
         vjp: |b, _, _, dy| [Some(dy), Some(b.neg(dy)), None],
         op: |a| ops::sub(a[0], a[1]),
     }
     Mul(2) {
-        cpu: |a, o| map2(a, o, |x, y| x * y),
+        each: |x, y| x * y,
         wgsl: "{0} * {1}",
         vjp: |b, a, _, dy| [Some(b.mul(dy, a[1])), Some(b.mul(dy, a[0])), None],
         op: |a| ops::mul(a[0], a[1]),
     }
     RealDiv(2) {
-        cpu: |a, o| map2(a, o, |x, y| x / y),
+        each: |x, y| x / y,
         wgsl: "{0} / {1}",
         vjp: |b, a, y, dy| {
             let da = b.div(dy, a[1]);
@@ -348,7 +457,7 @@ forms! {
         op: |a| ops::div(a[0], a[1]),
     }
     Maximum(2) {
-        cpu: |a, o| map2(a, o, nan_max),
+        each: nan_max,
         wgsl: "select({1}, {0}, {0} > {1} || is_nan({0}))",
         // TF.js: dy to a where a >= b, to b where a < b.
         vjp: |b, a, _, dy| {
@@ -359,7 +468,7 @@ forms! {
         op: |a| ops::maximum(a[0], a[1]),
     }
     Minimum(2) {
-        cpu: |a, o| map2(a, o, nan_min),
+        each: nan_min,
         wgsl: "select({1}, {0}, {0} < {1} || is_nan({0}))",
         vjp: |b, a, _, dy| {
             let first = b.call::<LessEqual>(&[a[0], a[1]]);
@@ -369,7 +478,7 @@ forms! {
         op: |a| ops::minimum(a[0], a[1]),
     }
     Pow(2) {
-        cpu: |a, o| map2(a, o, f32::powf),
+        each: f32::powf,
         wgsl: "power({0}, {1})",
         // y x^(y-1) for the base; x^y ln x for the exponent where x > 0
         // (0 elsewhere), as TF.js.
@@ -388,7 +497,7 @@ forms! {
         op: |a| ops::pow(a[0], a[1]),
     }
     SquaredDifference(2) {
-        cpu: |a, o| map2(a, o, |x, y| (x - y) * (x - y)),
+        each: |x, y| (x - y) * (x - y),
         wgsl: "({0} - {1}) * ({0} - {1})",
         vjp: |b, a, _, dy| {
             let d = b.sub(a[0], a[1]);
@@ -399,43 +508,43 @@ forms! {
         op: |a| ops::squared_difference(a[0], a[1]),
     }
     Greater(2) {
-        cpu: |a, o| map2(a, o, |x, y| truth(x > y)),
+        each: |x, y| truth(x > y),
         wgsl: "select(0.0, 1.0, {0} > {1} && !(is_nan({0}) || is_nan({1})))",
         vjp: |_, _, _, _| NONE,
         op: |a| as_f32(ops::greater(a[0], a[1])),
     }
     GreaterEqual(2) {
-        cpu: |a, o| map2(a, o, |x, y| truth(x >= y)),
+        each: |x, y| truth(x >= y),
         wgsl: "select(0.0, 1.0, {0} >= {1} && !(is_nan({0}) || is_nan({1})))",
         vjp: |_, _, _, _| NONE,
         op: |a| as_f32(ops::greater_equal(a[0], a[1])),
     }
     Less(2) {
-        cpu: |a, o| map2(a, o, |x, y| truth(x < y)),
+        each: |x, y| truth(x < y),
         wgsl: "select(0.0, 1.0, {0} < {1} && !(is_nan({0}) || is_nan({1})))",
         vjp: |_, _, _, _| NONE,
         op: |a| as_f32(ops::less(a[0], a[1])),
     }
     LessEqual(2) {
-        cpu: |a, o| map2(a, o, |x, y| truth(x <= y)),
+        each: |x, y| truth(x <= y),
         wgsl: "select(0.0, 1.0, {0} <= {1} && !(is_nan({0}) || is_nan({1})))",
         vjp: |_, _, _, _| NONE,
         op: |a| as_f32(ops::less_equal(a[0], a[1])),
     }
     Equal(2) {
-        cpu: |a, o| map2(a, o, |x, y| truth(x == y)),
+        each: |x, y| truth(x == y),
         wgsl: "select(0.0, 1.0, {0} == {1} && !(is_nan({0}) || is_nan({1})))",
         vjp: |_, _, _, _| NONE,
         op: |a| as_f32(ops::equal(a[0], a[1])),
     }
     NotEqual(2) {
-        cpu: |a, o| map2(a, o, |x, y| truth(x != y)),
+        each: |x, y| truth(x != y),
         wgsl: "select(0.0, 1.0, {0} != {1} || is_nan({0}) || is_nan({1}))",
         vjp: |_, _, _, _| NONE,
         op: |a| as_f32(ops::not_equal(a[0], a[1])),
     }
     Select(3) {
-        cpu: |a, o| map3(a, o, |c, t, e| if c != 0.0 { t } else { e }),
+        each: |c, t, e| if c != 0.0 { t } else { e },
         wgsl: "select({2}, {1}, {0} != 0.0)",
         vjp: |b, a, _, dy| {
             let t = b.select(a[0], dy, Val::Const(0.0));

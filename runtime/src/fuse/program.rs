@@ -142,6 +142,57 @@ impl std::fmt::Debug for Form {
 pub trait Fusable {
     /// The kernel's scalar form.
     const FORM: &'static Form;
+
+    /// The kernel on one element: `args` holds the form's arguments (the
+    /// first [`Form::arity`] of them). A fused op's forward cpu kernel is
+    /// the composition of its ops' `eval`, compiled into one loop that keeps
+    /// every intermediate in registers. `FMA` is true in the copy compiled
+    /// for CPUs with fused multiply-adds, for functions whose results
+    /// depend on it (the built-in `vmath` ones); most forms ignore it.
+    ///
+    /// The default runs [`Form::cpu`] on one element: right, but a call
+    /// per element. A user's form overrides it to be inlined:
+    ///
+    /// ```
+    /// # use opforge::fuse::{Builder, Form, Fusable, Val};
+    /// # use opforge::{ops, Result, Tensor};
+    /// # opforge::spec!(inline = r#"
+    /// # [Cube]
+    /// # op = "cube"
+    /// # doc = "x^3"
+    /// # inputs = ["x"]
+    /// # dtypes = ["f32"]
+    /// # shape = "same(x)"
+    /// # grad = ["x"]
+    /// # "#);
+    /// impl Fusable for Cube {
+    ///     const FORM: &'static Form = &Form {
+    ///         kernel: "Cube",
+    ///         arity: 1,
+    ///         cpu: |args, out| opforge::fuse::map1(args, out, |x| x * x * x),
+    ///         wgsl: "{0} * {0} * {0}",
+    ///         vjp: |b: &mut Builder, a: &[Val], _y, dy| {
+    ///             let x2 = b.mul(a[0], a[0]);
+    ///             [Some(b.mul(dy, b.mul(x2, Val::Const(3.0)))), None, None]
+    ///         },
+    ///         op: |a: &[&Tensor]| -> Result<Tensor> { ops::mul(&ops::mul(a[0], a[0])?, a[0]) },
+    ///     };
+    ///
+    ///     #[inline(always)]
+    ///     fn eval<const FMA: bool>(args: [f32; 3]) -> f32 {
+    ///         args[0] * args[0] * args[0]
+    ///     }
+    /// }
+    /// assert_eq!(Cube::eval::<false>([2.0, 0.0, 0.0]), 8.0);
+    /// ```
+    #[inline]
+    fn eval<const FMA: bool>(args: [f32; 3]) -> f32 {
+        let form = Self::FORM;
+        let splats = args.map(Arg::Splat);
+        let mut out = [0.0];
+        (form.cpu)(&splats[..form.arity.min(3)], &mut out);
+        out[0]
+    }
 }
 
 /// One node of a [`Program`]: a form applied to earlier values.

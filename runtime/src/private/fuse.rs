@@ -26,6 +26,23 @@ pub fn cpu(
     crate::backend::cpu::fuse::run(program, inputs, scalars, outs)
 }
 
+/// A fused op's forward on the cpu, compiled: its element function in
+/// the portable (`plain`) and the FMA copy, over `inputs`.
+#[inline]
+pub fn cpu_compiled<const N: usize, const S: usize, P, F>(
+    inputs: [&CpuTensor; N],
+    scalars: &[f32; S],
+    out: &TensorMeta,
+    plain: P,
+    fma: F,
+) -> Result<CpuTensor>
+where
+    P: Fn([f32; N], &[f32; S]) -> f32 + Sync + Copy,
+    F: Fn([f32; N], &[f32; S]) -> f32 + Sync + Copy,
+{
+    crate::backend::cpu::fuse::run_compiled(inputs, scalars, out, plain, fma)
+}
+
 /// The fused kernel on wgpu.
 pub fn wgpu(
     program: &'static Program,
@@ -34,6 +51,53 @@ pub fn wgpu(
     outs: &[TensorMeta],
 ) -> Result<Vec<WgpuTensor>> {
     crate::backend::wgpu::fuse::run(program, inputs, scalars, outs)
+}
+
+/// Kernel `K`'s element function, named once per call of a fused body's
+/// element function. Through autoref specialization: [`ViaForm`] where `K`
+/// is [`Fusable`](crate::fuse::Fusable), [`Unfusable`] otherwise, so that
+/// a kernel without a form is reported once, by the program's
+/// `Builder::call` on the same tokens, and not again here.
+pub struct Eval<K>(std::marker::PhantomData<K>);
+
+impl<K> Eval<K> {
+    /// The probe for `K`.
+    #[inline(always)]
+    pub const fn new() -> Self {
+        Eval(std::marker::PhantomData)
+    }
+}
+
+impl<K> Default for Eval<K> {
+    fn default() -> Self {
+        Eval::new()
+    }
+}
+
+/// The element function of a fusable kernel.
+pub trait ViaForm {
+    /// `K::eval`.
+    fn eval<const FMA: bool>(&self, args: [f32; 3]) -> f32;
+}
+
+impl<K: crate::fuse::Fusable> ViaForm for Eval<K> {
+    #[inline(always)]
+    fn eval<const FMA: bool>(&self, args: [f32; 3]) -> f32 {
+        K::eval::<FMA>(args)
+    }
+}
+
+/// The fallback for a kernel with no form: never runs, because the
+/// program's `Builder::call` of that kernel fails to compile.
+pub trait Unfusable {
+    /// NaN.
+    fn eval<const FMA: bool>(&self, args: [f32; 3]) -> f32;
+}
+
+impl<K> Unfusable for &Eval<K> {
+    fn eval<const FMA: bool>(&self, _args: [f32; 3]) -> f32 {
+        f32::NAN
+    }
 }
 
 /// A kernel's outputs as an array of as many as it has.

@@ -1,11 +1,20 @@
-//! Fused programs on the cpu: one pass over the output, in chunks small
-//! enough that every node's values stay in L1. Each chunk runs the nodes in
-//! order, each a vectorizable loop over the chunk (the forms' cpu
-//! functions); inputs are read once and outputs written once. Above the
-//! parallel threshold the chunks run on rayon, as the built-in elementwise
-//! kernels do, into pooled outputs.
+//! Fused programs on the cpu, two ways:
+//!
+//! - **Compiled** ([`run_compiled`]): a fused op's forward. `#[op(fuse)]`
+//!   composes its ops' element functions (`Fusable::eval`) into one Rust
+//!   function, and this runs it in one loop per chunk, every intermediate
+//!   in registers, in a copy compiled for AVX2 and FMA where the CPU has
+//!   them. It moves what a copy moves: one read of each input, one write.
+//! - **Interpreted** ([`run`]): any [`Program`], such as a backward derived
+//!   at run time. Each chunk runs the nodes in order, each a vectorizable
+//!   loop over an L1-resident chunk (the forms' cpu functions); inputs are
+//!   read once and outputs written once, but every node also stores its
+//!   chunk to L1.
+//!
+//! Both run on rayon above the parallel threshold, as the built-in
+//! elementwise kernels do, into pooled outputs.
 
-use super::{output, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use super::{for_rows, output, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::fuse::program::{Arg, Program, Val};
 use crate::shape::strided::broadcast_strides;
 use crate::{Result, TensorMeta};
@@ -23,17 +32,98 @@ enum Input<'a> {
     Strided(&'a [f32], Vec<usize>),
 }
 
-/// Runs `program` on `inputs` (each broadcasting to `outs[0]`'s shape) with
-/// `scalars`, into one fresh tensor per output.
-pub(crate) fn run(
-    program: &Program,
-    inputs: &[&CpuTensor],
-    scalars: &[f32],
-    outs: &[TensorMeta],
-) -> Result<Vec<CpuTensor>> {
-    let shape = outs.first().map_or(&[][..], |o| &o.shape[..]);
-    let n: usize = shape.iter().product();
-    let ins = inputs
+/// Runs a fused op's forward, compiled: `plain` and `fma` are the op's
+/// element function (the composition of its ops' [`Fusable::eval`]) in
+/// its portable and its FMA copy, evaluated in one loop per chunk that
+/// keeps every intermediate in registers. `inputs` broadcast to `out`'s
+/// shape; `scalars` are the op's run-time scalars.
+///
+/// [`Fusable::eval`]: crate::fuse::Fusable::eval
+pub(crate) fn run_compiled<const N: usize, const S: usize, P, F>(
+    inputs: [&CpuTensor; N],
+    scalars: &[f32; S],
+    out: &TensorMeta,
+    plain: P,
+    fma: F,
+) -> Result<CpuTensor>
+where
+    P: Fn([f32; N], &[f32; S]) -> f32 + Sync + Copy,
+    F: Fn([f32; N], &[f32; S]) -> f32 + Sync + Copy,
+{
+    let shape = &out.shape[..];
+    let n = out.numel();
+    let ins = classify(&inputs, shape)?;
+    let mut y = output::<f32>(n);
+    for_rows(&mut y, CHUNK, n, |start, part| {
+        // Each input's values over one chunk: its own slice where it has
+        // the output's shape, else this buffer (a splat filled once, a
+        // strided input gathered per chunk).
+        let mut buffers = vec![0.0f32; N * CHUNK];
+        for (j, input) in ins.iter().enumerate() {
+            if let Input::Splat(x) = input {
+                buffers[j * CHUNK..(j + 1) * CHUNK].fill(*x);
+            }
+        }
+        for (k, chunk) in part.chunks_mut(CHUNK).enumerate() {
+            let (at, c) = (start + k * CHUNK, chunk.len());
+            for (j, input) in ins.iter().enumerate() {
+                if let Input::Strided(v, strides) = input {
+                    gather(v, shape, strides, at, &mut buffers[j * CHUNK..j * CHUNK + c]);
+                }
+            }
+            let xs: [&[f32]; N] = std::array::from_fn(|j| match &ins[j] {
+                Input::Whole(x) => &x[at..at + c],
+                _ => &buffers[j * CHUNK..j * CHUNK + c],
+            });
+            elementwise(xs, scalars, chunk, plain, fma);
+        }
+    });
+    CpuTensor::from_vec(shape, y)
+}
+
+/// `out[i] = f(xs[0][i], .., xs[N-1][i])` in the best copy this CPU runs.
+#[inline(always)]
+fn elementwise<const N: usize, const S: usize, P, F>(xs: [&[f32]; N], s: &[f32; S], out: &mut [f32], plain: P, fma: F)
+where
+    P: Fn([f32; N], &[f32; S]) -> f32,
+    F: Fn([f32; N], &[f32; S]) -> f32,
+{
+    #[cfg(target_arch = "x86_64")]
+    if super::vmath::has_avx2_fma() {
+        // SAFETY: `has_avx2_fma` checked at run time that this CPU supports
+        // every feature `elementwise_avx2_fma` is compiled with.
+        return unsafe { elementwise_avx2_fma(xs, s, out, fma) };
+    }
+    elementwise_in(xs, s, out, plain)
+}
+
+/// [`elementwise_in`] compiled for AVX2 and FMA: eight lanes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn elementwise_avx2_fma<const N: usize, const S: usize, F>(xs: [&[f32]; N], s: &[f32; S], out: &mut [f32], f: F)
+where
+    F: Fn([f32; N], &[f32; S]) -> f32,
+{
+    elementwise_in(xs, s, out, f)
+}
+
+/// The loop both copies compile: every slice cut to the output's length
+/// first, so that the compiler drops the bounds checks and vectorizes.
+#[inline(always)]
+fn elementwise_in<const N: usize, const S: usize, F>(xs: [&[f32]; N], s: &[f32; S], out: &mut [f32], f: F)
+where
+    F: Fn([f32; N], &[f32; S]) -> f32,
+{
+    let c = out.len();
+    let xs = xs.map(|x| &x[..c]);
+    for (i, o) in out.iter_mut().enumerate() {
+        *o = f(std::array::from_fn(|j| xs[j][i]), s);
+    }
+}
+
+/// How each input is read against the output's `shape`.
+fn classify<'a>(inputs: &[&'a CpuTensor], shape: &[usize]) -> Result<Vec<Input<'a>>> {
+    inputs
         .iter()
         .map(|t| {
             let v = t.as_slice::<f32>()?;
@@ -45,7 +135,20 @@ pub(crate) fn run(
                 Input::Strided(v, broadcast_strides(t.shape(), shape).to_vec())
             })
         })
-        .collect::<Result<Vec<_>>>()?;
+        .collect()
+}
+
+/// Runs `program` on `inputs` (each broadcasting to `outs[0]`'s shape) with
+/// `scalars`, into one fresh tensor per output.
+pub(crate) fn run(
+    program: &Program,
+    inputs: &[&CpuTensor],
+    scalars: &[f32],
+    outs: &[TensorMeta],
+) -> Result<Vec<CpuTensor>> {
+    let shape = outs.first().map_or(&[][..], |o| &o.shape[..]);
+    let n: usize = shape.iter().product();
+    let ins = classify(inputs, shape)?;
     let mut ys: Vec<Vec<f32>> = outs.iter().map(|_| output::<f32>(n)).collect();
     let run_range = |start: usize, parts: &mut [&mut [f32]]| {
         let mut nodes = vec![0.0f32; program.nodes.len() * CHUNK];

@@ -80,7 +80,7 @@ const EXP_P: [f32; 6] = [1.987_569_1e-4, 1.398_199_9e-3, 8.333_452e-3, 4.166_579
 
 /// `e^x` for one value.
 #[inline(always)]
-fn exp_one<const FMA: bool>(x: f32) -> f32 {
+pub(crate) fn exp_one<const FMA: bool>(x: f32) -> f32 {
     // Clamp by comparisons so that NaN passes through (`f32::max` would drop it).
     let x = if x < EXP_MIN { EXP_MIN } else { x };
     let x = if x > EXP_MAX { EXP_MAX } else { x };
@@ -115,7 +115,7 @@ const LN_P: [f32; 9] = [
 
 /// Natural logarithm of one value.
 #[inline(always)]
-fn ln_one<const FMA: bool>(x: f32) -> f32 {
+pub(crate) fn ln_one<const FMA: bool>(x: f32) -> f32 {
     // Subnormals: scale into the normal range and take 23 off the exponent.
     let subnormal = x < f32::MIN_POSITIVE;
     let xs = if subnormal { x * 8_388_608.0 } else { x };
@@ -151,7 +151,7 @@ const TANH_P: [f32; 5] = [-5.704_988_7e-3, 2.063_908_8e-2, -5.373_971_5e-2, 1.33
 
 /// Hyperbolic tangent of one value.
 #[inline(always)]
-fn tanh_one<const FMA: bool>(x: f32) -> f32 {
+pub(crate) fn tanh_one<const FMA: bool>(x: f32) -> f32 {
     let a = x.abs();
     let a = if a > TANH_ONE { TANH_ONE } else { a };
     let z = a * a;
@@ -163,7 +163,7 @@ fn tanh_one<const FMA: bool>(x: f32) -> f32 {
 
 /// Logistic sigmoid `1 / (1 + e^-x)` of one value.
 #[inline(always)]
-fn sigmoid_one<const FMA: bool>(x: f32) -> f32 {
+pub(crate) fn sigmoid_one<const FMA: bool>(x: f32) -> f32 {
     1.0 / (1.0 + exp_one::<FMA>(-x))
 }
 
@@ -188,7 +188,7 @@ const ERFC_P: [f32; 10] = [
 /// fit of `erfc` (relative error < 1.2e-7) above. Both sides are evaluated
 /// and one selected, so the loop over a slice has no branch.
 #[inline(always)]
-fn erf_one<const FMA: bool>(x: f32) -> f32 {
+pub(crate) fn erf_one<const FMA: bool>(x: f32) -> f32 {
     let z = x.abs();
     let x2 = x * x;
     let series = std::f32::consts::FRAC_2_SQRT_PI * x * horner::<FMA, 6>(x2, ERF_SERIES);
@@ -253,7 +253,7 @@ fn run_avx2_fma<F: Func>(src: &[f32], dst: &mut [f32]) {
 
 /// Whether this CPU has AVX2 and FMA, detected once.
 #[cfg(target_arch = "x86_64")]
-fn has_avx2_fma() -> bool {
+pub(crate) fn has_avx2_fma() -> bool {
     /// The detection result, set on first use.
     static HAS: OnceLock<bool> = OnceLock::new();
     *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
