@@ -249,11 +249,17 @@ fn argmax_of<T: Candidate, const L: bool>(x: &CpuTensor, axis: i64, out: &Tensor
 
 #[kernel(ArgMax, cpu)]
 fn argmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
-    match x.dtype() {
-        DType::F32 => CpuTensor::from_vec(&out.shape, argmax_of::<f32, false>(x, axis, out)?),
-        DType::I32 => CpuTensor::from_vec(&out.shape, argmax_of::<i32, false>(x, axis, out)?),
-        d => Err(unsupported("ArgMax", d)),
-    }
+    arg_search::<false>("ArgMax", x, axis, out)
+}
+
+/// `ArgMax` (`MIN` false) or `ArgMin` of an f32 or i32 `x`.
+fn arg_search<const MIN: bool>(kernel: &'static str, x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    let indices = match x.dtype() {
+        DType::F32 => argmax_of::<f32, MIN>(x, axis, out)?,
+        DType::I32 => argmax_of::<i32, MIN>(x, axis, out)?,
+        d => return Err(unsupported(kernel, d)),
+    };
+    CpuTensor::from_vec(&out.shape, indices)
 }
 
 /// The `k` highest-ranked entries of each row of `x`, by `ArgMax`'s key
@@ -364,11 +370,7 @@ fn unique_of<T: Candidate>(x: &CpuTensor) -> Result<(CpuTensor, CpuTensor)> {
 /// `ArgMax`'s search on reversed keys: the first minimum, NaN winning.
 #[kernel(ArgMin, cpu)]
 fn argmin(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
-    match x.dtype() {
-        DType::F32 => CpuTensor::from_vec(&out.shape, argmax_of::<f32, true>(x, axis, out)?),
-        DType::I32 => CpuTensor::from_vec(&out.shape, argmax_of::<i32, true>(x, axis, out)?),
-        d => Err(unsupported("ArgMin", d)),
-    }
+    arg_search::<true>("ArgMin", x, axis, out)
 }
 
 #[kernel(OneHot, cpu)]

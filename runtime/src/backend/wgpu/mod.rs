@@ -186,6 +186,21 @@ pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> Error {
     device::backend_error(kernel, format!("no wgpu implementation for dtype {dtype}"))
 }
 
+/// The entry point of a kernel written for f32 and i32 alone: `f32` or
+/// `i32` by `dtype`, [`unsupported`] for any other.
+pub(crate) fn by_dtype(
+    kernel: &'static str,
+    dtype: DType,
+    f32: &'static str,
+    i32: &'static str,
+) -> Result<&'static str> {
+    match dtype {
+        DType::F32 => Ok(f32),
+        DType::I32 => Ok(i32),
+        d => Err(unsupported(kernel, d)),
+    }
+}
+
 /// One entry point of a WGSL shader: how a `#[kernel(Name, wgpu)]`
 /// function runs its shader.
 ///
