@@ -26,7 +26,7 @@ use crate::kernels::{
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
-use crate::shape::rules::{gather_dims, GatherDims};
+use crate::shape::rules::{gather_dims, nd_dims, GatherDims, NdDims};
 use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets};
 use crate::Error;
 use crate::{kernel, DType, Element, Result, TensorMeta};
@@ -650,9 +650,8 @@ pub(crate) fn nd_rows(idx: &[i32], k: usize, rows: usize, dims: &[usize]) -> Res
 /// first axis, by the rows `indices` name.
 #[kernel(GatherNd, cpu)]
 fn gather_nd(params: &CpuTensor, indices: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    let (k, ps) = (indices.shape().last().copied().unwrap_or(0), params.shape());
-    let inner: usize = ps[k..].iter().product();
-    let n = out.numel().checked_div(inner).unwrap_or(0);
+    let ps = params.shape();
+    let NdDims { k, inner, n } = nd_dims(indices.shape(), ps, out.numel());
     let ids = nd_rows(indices.as_slice::<i32>()?, k, n, ps)?;
     let d = GatherDims { batch: 1, outer: 1, axis: ps[..k].iter().product(), inner, n };
     fn run<T: Element>(x: &CpuTensor, idx: &[i32], d: GatherDims, out: &TensorMeta) -> Result<CpuTensor> {
@@ -673,9 +672,7 @@ fn gather_nd(params: &CpuTensor, indices: &CpuTensor, out: &TensorMeta) -> Resul
 #[kernel(ScatterNd, cpu)]
 fn scatter_nd(indices: &CpuTensor, updates: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
     let _ = shape; // The output's meta has it.
-    let k = indices.shape().last().copied().unwrap_or(0);
-    let inner: usize = out.shape[k..].iter().product();
-    let n = updates.numel().checked_div(inner).unwrap_or(0);
+    let NdDims { k, inner, n } = nd_dims(indices.shape(), &out.shape, updates.numel());
     let ids = nd_rows(indices.as_slice::<i32>()?, k, n, &out.shape)?;
     segment_sum("ScatterNd", updates, &ids, inner, out)
 }

@@ -16,7 +16,7 @@ use crate::kernels::{
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
-use crate::shape::rules::gather_dims;
+use crate::shape::rules::{gather_dims, nd_dims, NdDims};
 use crate::shape::strided::broadcast_strides;
 use crate::{kernel, Error, Result, TensorMeta};
 
@@ -164,9 +164,8 @@ fn nd_ids(indices: &WgpuTensor, dims: &[usize], rows: usize) -> Result<WgpuTenso
 /// `GatherNd`: `GatherV2`'s shader on `params` seen as `[slices, inner]`.
 #[kernel(GatherNd, wgpu)]
 fn gather_nd(params: &WgpuTensor, indices: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
-    let (k, ps) = (indices.shape().last().copied().unwrap_or(0), params.shape());
-    let inner: usize = ps[k..].iter().product();
-    let n = out.numel().checked_div(inner).unwrap_or(0);
+    let ps = params.shape();
+    let NdDims { k, inner, n } = nd_dims(indices.shape(), ps, out.numel());
     let ids = nd_ids(indices, ps, n)?;
     let slices: usize = ps[..k].iter().product();
     let params_words = [out.numel() as u32, inner.max(1) as u32, n.max(1) as u32, 1, slices as u32];
@@ -178,9 +177,7 @@ fn gather_nd(params: &WgpuTensor, indices: &WgpuTensor, out: &TensorMeta) -> Res
 #[kernel(ScatterNd, wgpu)]
 fn scatter_nd(indices: &WgpuTensor, updates: &WgpuTensor, shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
     let _ = shape; // The output's meta has it.
-    let k = indices.shape().last().copied().unwrap_or(0);
-    let inner: usize = out.shape[k..].iter().product();
-    let n = updates.numel().checked_div(inner).unwrap_or(0);
+    let NdDims { inner, n, .. } = nd_dims(indices.shape(), &out.shape, updates.numel());
     let ids = nd_ids(indices, &out.shape, n)?;
     segment_sum("ScatterNd", updates, &ids, inner, out)
 }
