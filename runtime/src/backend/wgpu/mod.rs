@@ -639,6 +639,11 @@ pub(crate) fn fill_memory(m: &mut crate::BackendMemory) {
     m.peak_bytes = peak().max(m.bytes);
 }
 
+/// A host tensor copied into a GPU buffer.
+pub(crate) fn upload(t: &CpuTensor) -> Result<Tensor> {
+    Ok(Tensor::from_wgpu(WgpuTensor::upload(t)?))
+}
+
 /// The adapter, or why there is none.
 pub(crate) fn describe() -> std::result::Result<String, String> {
     device::describe()
