@@ -49,56 +49,46 @@ use opforge::{losses, ops, variable_grads, BackendId, DType, Tensor, Variable};
 
 const W2_ELEMENTS: usize = 1 << 24;
 
+// Copies at three widths, in one module (the bindings as words and as
+// vectors, as the built-in shaders have them): `copy` a u32 per
+// invocation, `copy4` a vec4; `copy4x4` four vec4s a quarter of the
+// vectors apart (so that each load of a workgroup stays contiguous), all
+// four loaded before any store: more reads in flight per invocation than
+// one vec4 gives.
 static COPY: Shader = Shader::new(
     "bench_copy",
     r#"
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
+@group(0) @binding(0) var<storage, read> x4: array<vec4<u32>>;
+@group(0) @binding(1) var<storage, read_write> y4: array<vec4<u32>>;
 @group(0) @binding(2) var<uniform> params: vec4<u32>;
+
 @compute @workgroup_size(256)
 fn copy(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
     let i = gid.y * n.x * 256u + gid.x;
     if i < params.x { y[i] = x[i]; }
 }
-"#,
-);
 
-static COPY4: Shader = Shader::new(
-    "bench_copy_vec4",
-    r#"
-@group(0) @binding(0) var<storage, read> x: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read_write> y: array<vec4<u32>>;
-@group(0) @binding(2) var<uniform> params: vec4<u32>;
 @compute @workgroup_size(256)
 fn copy4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
     let i = gid.y * n.x * 256u + gid.x;
-    if i < params.x { y[i] = x[i]; }
+    if i < params.x { y4[i] = x4[i]; }
 }
-"#,
-);
 
-// Four vec4s per invocation, a quarter of the vectors apart (so that each
-// load of a workgroup stays contiguous), all four loaded before any store:
-// more reads in flight per invocation than one vec4 gives.
-static COPY4X4: Shader = Shader::new(
-    "bench_copy_vec4x4",
-    r#"
-@group(0) @binding(0) var<storage, read> x: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read_write> y: array<vec4<u32>>;
-@group(0) @binding(2) var<uniform> params: vec4<u32>;
 @compute @workgroup_size(256)
 fn copy4x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) n: vec3<u32>) {
     let i = gid.y * n.x * 256u + gid.x;
     let q = params.x;
     if i < q {
-        let a = x[i];
-        let b = x[i + q];
-        let c = x[i + 2u * q];
-        let d = x[i + 3u * q];
-        y[i] = a;
-        y[i + q] = b;
-        y[i + 2u * q] = c;
-        y[i + 3u * q] = d;
+        let a = x4[i];
+        let b = x4[i + q];
+        let c = x4[i + 2u * q];
+        let d = x4[i + 3u * q];
+        y4[i] = a;
+        y4[i + q] = b;
+        y4[i + 2u * q] = c;
+        y4[i + 3u * q] = d;
     }
 }
 "#,
@@ -294,12 +284,12 @@ fn w2(b: &mut Bench) {
     b.run("w2_copy", bytes(2), 16, || {
         drop(black_box(copy.run(&[Wgpu::view(&x).unwrap()], &x.meta(), &[n as u32]).unwrap()));
     });
-    let copy4 = Program { kernel: "BenchCopy4", shader: &COPY4, entry: "copy4", op: 0 };
+    let copy4 = Program { kernel: "BenchCopy4", shader: &COPY, entry: "copy4", op: 0 };
     b.run("w2_copy_vec4", bytes(2), 16, || {
         let grid = opforge::backend::wgpu::Grid::Elements(n / 4);
         drop(black_box(copy4.run_grid(&[Wgpu::view(&x).unwrap()], &x.meta(), &[n as u32 / 4], grid).unwrap()));
     });
-    let copy4x4 = Program { kernel: "BenchCopy4x4", shader: &COPY4X4, entry: "copy4x4", op: 0 };
+    let copy4x4 = Program { kernel: "BenchCopy4x4", shader: &COPY, entry: "copy4x4", op: 0 };
     let copy4x4 = || {
         let grid = opforge::backend::wgpu::Grid::Elements(n / 16);
         copy4x4.run_grid(&[Wgpu::view(&x).unwrap()], &x.meta(), &[n as u32 / 16], grid).unwrap()

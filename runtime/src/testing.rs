@@ -365,28 +365,26 @@ fn special_agree(want: f32, got: f32, signed_zero: bool, cancelling: bool) -> bo
 /// `what` name the call and the result in a failure.
 fn assert_special(case: &str, what: &str, want: &Tensor, got: &Tensor, backend: BackendId, zero: (bool, bool)) {
     assert_eq!(got.meta(), want.meta(), "{case}, {what}: cpu vs {backend}");
+    assert_values(want, got, format_args!("{case}, {what}: cpu vs {backend}"), |w, g| {
+        if let Some(i) = (0..w.len()).find(|&i| !special_agree(w[i], g[i], zero.0, zero.1)) {
+            let (w, g) = (w[i], g[i]);
+            panic!(
+                "{case}, {what}, element {i}: cpu {w:?} ({:#010x}), {backend} {g:?} ({:#010x})",
+                w.to_bits(),
+                g.to_bits()
+            );
+        }
+    });
+}
+
+/// Requires `got` to hold `want`'s values: f32 ones as `floats` says (it
+/// panics naming the first that differ), i32 and bool ones exactly,
+/// `context` naming the two in a failure.
+fn assert_values(want: &Tensor, got: &Tensor, context: std::fmt::Arguments, floats: impl FnOnce(&[f32], &[f32])) {
     match want.dtype() {
-        DType::F32 => {
-            let (w, g) = (want.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
-            if let Some(i) = (0..w.len()).find(|&i| !special_agree(w[i], g[i], zero.0, zero.1)) {
-                let (w, g) = (w[i], g[i]);
-                panic!(
-                    "{case}, {what}, element {i}: cpu {w:?} ({:#010x}), {backend} {g:?} ({:#010x})",
-                    w.to_bits(),
-                    g.to_bits()
-                );
-            }
-        }
-        DType::I32 => {
-            assert_eq!(want.to_vec::<i32>().unwrap(), got.to_vec::<i32>().unwrap(), "{case}, {what}: cpu vs {backend}")
-        }
-        DType::Bool => {
-            assert_eq!(
-                want.to_vec::<bool>().unwrap(),
-                got.to_vec::<bool>().unwrap(),
-                "{case}, {what}: cpu vs {backend}"
-            )
-        }
+        DType::F32 => floats(&want.to_vec::<f32>().unwrap(), &got.to_vec::<f32>().unwrap()),
+        DType::I32 => assert_eq!(want.to_vec::<i32>().unwrap(), got.to_vec::<i32>().unwrap(), "{context}"),
+        DType::Bool => assert_eq!(want.to_vec::<bool>().unwrap(), got.to_vec::<bool>().unwrap(), "{context}"),
     }
 }
 
@@ -763,23 +761,12 @@ pub fn targets(kernel: &str) -> Vec<Target> {
 /// where it has them;
 /// i32 and bool exactly.
 fn assert_agree(case: &str, o: usize, want: &Tensor, got: &Tensor, what: &str) {
-    match want.dtype() {
-        DType::F32 => {
-            let (w, g) = (want.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
-            for (i, (w, g)) in w.iter().zip(&g).enumerate() {
-                let close = (w - g).abs() <= 2e-5 * w.abs().max(1.0) || agree(*w, *g, Agreement::EXACT);
-                assert!(close, "{case}, output {o}, element {i}: cpu {w}, {what} {g}");
-            }
+    assert_values(want, got, format_args!("{case}, output {o}: cpu vs {what}"), |w, g| {
+        for (i, (w, g)) in w.iter().zip(g).enumerate() {
+            let close = (w - g).abs() <= 2e-5 * w.abs().max(1.0) || agree(*w, *g, Agreement::EXACT);
+            assert!(close, "{case}, output {o}, element {i}: cpu {w}, {what} {g}");
         }
-        DType::I32 => {
-            assert_eq!(want.to_vec::<i32>().unwrap(), got.to_vec::<i32>().unwrap(), "{case}, output {o}: cpu vs {what}")
-        }
-        DType::Bool => assert_eq!(
-            want.to_vec::<bool>().unwrap(),
-            got.to_vec::<bool>().unwrap(),
-            "{case}, output {o}: cpu vs {what}"
-        ),
-    }
+    });
 }
 
 /// Runs `f` on `inputs` on the cpu and on copies of them on

@@ -107,11 +107,7 @@ fn a_resumed_run_reproduces_the_uninterrupted_runs_losses_bit_for_bit() {
 #[test]
 fn the_file_is_safetensors_with_the_variables_and_the_optimizer_state_by_name() {
     let dir = scratch("layout");
-    let path = dir.join("adam.safetensors");
-    let vars = mlp(3, BackendId::Cpu);
-    let mut adam = Adam::new(0.01);
-    train(&vars, &mut adam, 0..3);
-    save_checkpoint(&path, &refs(&vars), &adam).unwrap();
+    let (path, vars, _) = trained(&dir, "adam.safetensors", 3, 0..3);
     let bytes = std::fs::read(&path).unwrap();
     let n = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
     let header: serde_json::Value = serde_json::from_slice(&bytes[8..8 + n]).unwrap();
@@ -143,11 +139,7 @@ fn listing(dir: &Path) -> Vec<String> {
 #[test]
 fn a_save_that_fails_midway_leaves_the_previous_checkpoint_whole() {
     let dir = scratch("atomic");
-    let path = dir.join("run.safetensors");
-    let vars = mlp(5, BackendId::Cpu);
-    let mut adam = Adam::new(0.01);
-    train(&vars, &mut adam, 0..2);
-    save_checkpoint(&path, &refs(&vars), &adam).unwrap();
+    let (path, vars, mut adam) = trained(&dir, "run.safetensors", 5, 0..2);
     let saved = std::fs::read(&path).unwrap();
     let saved_weights = bits(&vars);
 
@@ -175,6 +167,15 @@ fn a_save_that_fails_midway_leaves_the_previous_checkpoint_whole() {
     assert!(e.contains("cannot write it"), "{e}");
     assert_eq!(listing(&dir), ["blocked.safetensors", "run.safetensors"]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// An MLP of `seed` trained over `steps` with Adam, saved to `dir/name`:
+/// the path, the variables and the optimizer.
+fn trained(dir: &Path, name: &str, seed: u64, steps: std::ops::Range<usize>) -> (PathBuf, Vec<Variable>, Adam) {
+    let vars = mlp(seed, BackendId::Cpu);
+    let mut adam = Adam::new(0.01);
+    train(&vars, &mut adam, steps);
+    (saved(dir, name, &vars, &adam), vars, adam)
 }
 
 /// Saves `vars` with `opt` to `dir/name` and returns the path.
@@ -210,10 +211,7 @@ fn refused(path: &Path, vars: &[&Variable], opt: &mut Adam, want: &str) -> Error
 #[test]
 fn bad_files_and_mismatches_are_errors_naming_the_file_and_the_tensor() {
     let dir = scratch("bad");
-    let vars = mlp(11, BackendId::Cpu);
-    let mut adam = Adam::new(0.01);
-    train(&vars, &mut adam, 0..2);
-    let good = saved(&dir, "good.safetensors", &vars, &adam);
+    let (good, vars, adam) = trained(&dir, "good.safetensors", 11, 0..2);
     let (bytes, good_bits) = (std::fs::read(&good).unwrap(), bits(&vars));
 
     let fresh = mlp(12, BackendId::Cpu);
@@ -336,10 +334,7 @@ fn loading_onto_wgpu_uploads_the_values_there() {
     let dir = scratch("wgpu");
     opforge::with_fallback(false, || {
         // Saved from the cpu, loaded onto wgpu, and trained on there.
-        let vars = mlp(21, BackendId::Cpu);
-        let mut adam = Adam::new(0.01);
-        train(&vars, &mut adam, 0..3);
-        let path = saved(&dir, "cpu.safetensors", &vars, &adam);
+        let (path, vars, mut adam) = trained(&dir, "cpu.safetensors", 21, 0..3);
         let on_gpu = mlp(22, BackendId::Wgpu);
         let mut resumed = Adam::new(0.01);
         load_checkpoint(&path, &refs(&on_gpu), &mut resumed).unwrap();

@@ -134,6 +134,14 @@ const UNARIES: [(&str, Unary, Ref1); 12] = [
     ("relu", ops::relu, |v| v.max(0.0)),
 ];
 
+/// The indices `0..len` in the order of their `keys`: a random permutation
+/// of them, for random keys.
+fn by_keys(len: usize, keys: &[u32]) -> Vec<usize> {
+    let mut order: Vec<usize> = (0..len).collect();
+    order.sort_by_key(|&i| keys[i]);
+    order
+}
+
 /// Axes either drawn raw (often out of range or repeated) or picked from the
 /// tensor's own axes, possibly negative and in reverse order.
 fn pick_axes(rank: usize, raw: &[i64], mask: &[bool], negative: bool, reverse: bool, use_raw: bool) -> Vec<i64> {
@@ -300,9 +308,7 @@ proptest! {
             raw
         } else {
             // The dims in a random order, maybe two merged, maybe one left to infer.
-            let mut order: Vec<usize> = (0..s.len()).collect();
-            order.sort_by_key(|&i| keys[i]);
-            let mut t: Vec<i64> = order.iter().map(|&i| s[i] as i64).collect();
+            let mut t: Vec<i64> = by_keys(s.len(), &keys).iter().map(|&i| s[i] as i64).collect();
             if merge && t.len() >= 2 {
                 let last = t.pop().unwrap();
                 *t.last_mut().unwrap() *= last;
@@ -339,9 +345,7 @@ proptest! {
         let perm: Vec<i64> = if use_raw {
             raw
         } else {
-            let mut order: Vec<usize> = (0..s.len()).collect();
-            order.sort_by_key(|&i| keys[i]);
-            order.iter().map(|&i| if negative { i as i64 - s.len() as i64 } else { i as i64 }).collect()
+            by_keys(s.len(), &keys).iter().map(|&i| if negative { i as i64 - s.len() as i64 } else { i as i64 }).collect()
         };
         let x = tensor_of(d, &s, seed);
         let what = format!("transpose({d}{s:?}, {perm:?})");

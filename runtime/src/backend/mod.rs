@@ -36,6 +36,31 @@
 //! # Ok::<(), opforge::Error>(())
 //! ```
 
+/// The [`Backend`] impl of a built-in backend's marker type: its tensors
+/// are the [`Tensor`] variant that `$view` reads and `$wrap` makes.
+macro_rules! builtin_backend {
+    ($marker:ident, $tensor:ident, $view:ident, $wrap:ident) => {
+        impl Backend for $marker {
+            type Tensor = $tensor;
+
+            #[inline]
+            fn id() -> BackendId {
+                BackendId::$marker
+            }
+
+            #[inline]
+            fn view(t: &Tensor) -> Option<&$tensor> {
+                t.$view()
+            }
+
+            #[inline]
+            fn wrap(t: $tensor) -> Tensor {
+                Tensor::$wrap(t)
+            }
+        }
+    };
+}
+
 pub mod cpu;
 pub(crate) mod memory;
 pub mod wgpu;
@@ -257,41 +282,33 @@ impl fmt::Debug for BackendEntry {
 #[distributed_slice]
 pub static BACKENDS: [BackendEntry];
 
-static CPU_ENTRY: BackendEntry = BackendEntry {
-    name: "cpu",
-    type_name: "Cpu",
-    location: Location { file: file!(), line: line!() },
-    crate_name: "opforge",
-    ops: DeviceOps {
-        id: || BackendId::Cpu,
-        upload: |t| Ok(Tensor::from_cpu(t.clone())),
-        download: |t| t.to_cpu_tensor(),
-        memory: cpu::fill_memory,
-        reset_peak: cpu::reset_peak,
-        trim_pool: cpu::pool::trim_to,
-        set_pool_limit: cpu::pool::set_limit,
-        describe: || Ok(format!("host memory, {} rayon threads", rayon::current_num_threads())),
-        run_any: None,
-    },
-};
+/// The entry of a built-in backend: `BackendId::$marker`, its functions
+/// those of its module `$module`.
+macro_rules! builtin_entry {
+    ($name:literal, $marker:ident, $module:ident) => {
+        BackendEntry {
+            name: $name,
+            type_name: stringify!($marker),
+            location: Location { file: file!(), line: line!() },
+            crate_name: "opforge",
+            ops: DeviceOps {
+                id: || BackendId::$marker,
+                upload: $module::upload,
+                download: |t| t.to_cpu_tensor(),
+                memory: $module::fill_memory,
+                reset_peak: $module::reset_peak,
+                trim_pool: $module::trim_to,
+                set_pool_limit: $module::set_limit,
+                describe: $module::describe,
+                run_any: None,
+            },
+        }
+    };
+}
 
-static WGPU_ENTRY: BackendEntry = BackendEntry {
-    name: "wgpu",
-    type_name: "Wgpu",
-    location: Location { file: file!(), line: line!() },
-    crate_name: "opforge",
-    ops: DeviceOps {
-        id: || BackendId::Wgpu,
-        upload: |t| Ok(Tensor::from_wgpu(wgpu::WgpuTensor::upload(t)?)),
-        download: |t| t.to_cpu_tensor(),
-        memory: wgpu::fill_memory,
-        reset_peak: wgpu::reset_peak,
-        trim_pool: wgpu::trim_to,
-        set_pool_limit: wgpu::set_limit,
-        describe: wgpu::describe,
-        run_any: None,
-    },
-};
+static CPU_ENTRY: BackendEntry = builtin_entry!("cpu", Cpu, cpu);
+
+static WGPU_ENTRY: BackendEntry = builtin_entry!("wgpu", Wgpu, wgpu);
 
 /// The backends in id order, and each declared one's id by its position
 /// in [`BACKENDS`].

@@ -78,64 +78,30 @@ impl Family {
     }
 }
 
-#[gradient(Conv2D)]
-fn conv2d_grad(x: &Tensor, filter: &Tensor, conv: &ConvParams, dy: &Tensor, needs: Conv2DNeeds) -> Result<Grads> {
-    DENSE.forward_grad(x, filter, conv, dy, [needs.x, needs.filter])
+/// Each convolution kernel's gradient: `Kernel(a, b)` with cotangent `d`
+/// is its family's `rule`, the needs of `a` and `b` passed on in order.
+macro_rules! family_gradients {
+    ($($name:ident: $kernel:ident($a:ident, $b:ident, $d:ident), $needs:ident => $family:ident.$rule:ident;)*) => {$(
+        #[gradient($kernel)]
+        fn $name($a: &Tensor, $b: &Tensor, conv: &ConvParams, $d: &Tensor, needs: $needs) -> Result<Grads> {
+            $family.$rule($a, $b, conv, $d, [needs.$a, needs.$b])
+        }
+    )*};
 }
 
-#[gradient(DepthwiseConv2dNative)]
-fn depthwise_conv2d_grad(
-    x: &Tensor,
-    filter: &Tensor,
-    conv: &ConvParams,
-    dy: &Tensor,
-    needs: DepthwiseConv2dNativeNeeds,
-) -> Result<Grads> {
-    DEPTHWISE.forward_grad(x, filter, conv, dy, [needs.x, needs.filter])
-}
-
-#[gradient(Conv2DBackpropInput)]
-fn conv2d_backprop_input_grad(
-    dy: &Tensor,
-    filter: &Tensor,
-    conv: &ConvParams,
-    ddx: &Tensor,
-    needs: Conv2DBackpropInputNeeds,
-) -> Result<Grads> {
-    DENSE.input_grad(dy, filter, conv, ddx, [needs.dy, needs.filter])
-}
-
-#[gradient(DepthwiseConv2dNativeBackpropInput)]
-fn depthwise_conv2d_backprop_input_grad(
-    dy: &Tensor,
-    filter: &Tensor,
-    conv: &ConvParams,
-    ddx: &Tensor,
-    needs: DepthwiseConv2dNativeBackpropInputNeeds,
-) -> Result<Grads> {
-    DEPTHWISE.input_grad(dy, filter, conv, ddx, [needs.dy, needs.filter])
-}
-
-#[gradient(Conv2DBackpropFilter)]
-fn conv2d_backprop_filter_grad(
-    x: &Tensor,
-    dy: &Tensor,
-    conv: &ConvParams,
-    ddfilter: &Tensor,
-    needs: Conv2DBackpropFilterNeeds,
-) -> Result<Grads> {
-    DENSE.filter_grad(x, dy, conv, ddfilter, [needs.x, needs.dy])
-}
-
-#[gradient(DepthwiseConv2dNativeBackpropFilter)]
-fn depthwise_conv2d_backprop_filter_grad(
-    x: &Tensor,
-    dy: &Tensor,
-    conv: &ConvParams,
-    ddfilter: &Tensor,
-    needs: DepthwiseConv2dNativeBackpropFilterNeeds,
-) -> Result<Grads> {
-    DEPTHWISE.filter_grad(x, dy, conv, ddfilter, [needs.x, needs.dy])
+family_gradients! {
+    conv2d_grad: Conv2D(x, filter, dy), Conv2DNeeds => DENSE.forward_grad;
+    depthwise_conv2d_grad: DepthwiseConv2dNative(x, filter, dy), DepthwiseConv2dNativeNeeds => DEPTHWISE.forward_grad;
+    conv2d_backprop_input_grad:
+        Conv2DBackpropInput(dy, filter, ddx), Conv2DBackpropInputNeeds => DENSE.input_grad;
+    depthwise_conv2d_backprop_input_grad:
+        DepthwiseConv2dNativeBackpropInput(dy, filter, ddx), DepthwiseConv2dNativeBackpropInputNeeds
+        => DEPTHWISE.input_grad;
+    conv2d_backprop_filter_grad:
+        Conv2DBackpropFilter(x, dy, ddfilter), Conv2DBackpropFilterNeeds => DENSE.filter_grad;
+    depthwise_conv2d_backprop_filter_grad:
+        DepthwiseConv2dNativeBackpropFilter(x, dy, ddfilter), DepthwiseConv2dNativeBackpropFilterNeeds
+        => DEPTHWISE.filter_grad;
 }
 
 #[gradient(MaxPool)]

@@ -186,9 +186,15 @@ pub fn norm_axis(axis: i64, rank: usize) -> Option<usize> {
 /// The reduced axes as NumPy reads them: `None` means all, an empty list
 /// none; out of range or repeated is an error.
 pub fn reduce_axes(rank: usize, axes: Option<&[i64]>) -> Option<Vec<usize>> {
-    let Some(axes) = axes else {
-        return Some((0..rank).collect());
-    };
+    match axes {
+        None => Some((0..rank).collect()),
+        Some(axes) => distinct_axes(rank, axes),
+    }
+}
+
+/// `axes` in range of `rank`, negative ones counted from the end; `None`
+/// if one is out of range or repeated.
+fn distinct_axes(rank: usize, axes: &[i64]) -> Option<Vec<usize>> {
     let mut out = Vec::new();
     for &a in axes {
         let n = norm_axis(a, rank)?;
@@ -202,17 +208,20 @@ pub fn reduce_axes(rank: usize, axes: Option<&[i64]>) -> Option<Vec<usize>> {
 
 pub fn reduce_shape(shape: &[usize], axes: Option<&[i64]>, keep: bool) -> Option<Vec<usize>> {
     let axes = reduce_axes(shape.len(), axes)?;
-    Some(
-        shape
-            .iter()
-            .enumerate()
-            .filter_map(|(i, &d)| match (axes.contains(&i), keep) {
-                (false, _) => Some(d),
-                (true, true) => Some(1),
-                (true, false) => None,
-            })
-            .collect(),
-    )
+    Some(without_axes(shape, &axes, keep, 1))
+}
+
+/// `dims` (a shape, or an index into one) less the reduced `axes`, or with
+/// `keep`, each of those set to `kept`.
+fn without_axes(dims: &[usize], axes: &[usize], keep: bool, kept: usize) -> Vec<usize> {
+    dims.iter()
+        .enumerate()
+        .filter_map(|(i, &d)| match (axes.contains(&i), keep) {
+            (false, _) => Some(d),
+            (true, true) => Some(kept),
+            (true, false) => None,
+        })
+        .collect()
 }
 
 /// A fold over the reduced axes, and how many elements each output folded.
@@ -228,15 +237,7 @@ pub fn reduce<T: Copy, A: Copy>(
     let mut data = vec![init; shape.iter().product()];
     for (i, &v) in x.data.iter().enumerate() {
         let idx = unravel(i, &x.shape);
-        let kept: Vec<usize> = idx
-            .iter()
-            .enumerate()
-            .filter_map(|(d, &j)| match (reduced.contains(&d), keep) {
-                (false, _) => Some(j),
-                (true, true) => Some(0),
-                (true, false) => None,
-            })
-            .collect();
+        let kept = without_axes(&idx, &reduced, keep, 0);
         let o = kept.iter().zip(strides(&shape)).map(|(j, s)| j * s).sum::<usize>();
         data[o] = f(data[o], v);
     }
@@ -323,15 +324,7 @@ pub fn permutation(rank: usize, perm: &[i64]) -> Option<Vec<usize>> {
     if perm.len() != rank {
         return None;
     }
-    let mut out = Vec::new();
-    for &p in perm {
-        let a = norm_axis(p, rank)?;
-        if out.contains(&a) {
-            return None;
-        }
-        out.push(a);
-    }
-    Some(out)
+    distinct_axes(rank, perm)
 }
 
 pub fn transpose<T: Copy>(x: &Arr<T>, perm: &[i64]) -> Option<Arr<T>> {

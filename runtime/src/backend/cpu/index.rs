@@ -26,7 +26,7 @@ use crate::kernels::{
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
-use crate::shape::rules::{gather_dims, GatherDims};
+use crate::shape::rules::{gather_dims, nd_dims, GatherDims, NdDims};
 use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets};
 use crate::Error;
 use crate::{kernel, DType, Element, Result, TensorMeta};
@@ -249,11 +249,17 @@ fn argmax_of<T: Candidate, const L: bool>(x: &CpuTensor, axis: i64, out: &Tensor
 
 #[kernel(ArgMax, cpu)]
 fn argmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
-    match x.dtype() {
-        DType::F32 => CpuTensor::from_vec(&out.shape, argmax_of::<f32, false>(x, axis, out)?),
-        DType::I32 => CpuTensor::from_vec(&out.shape, argmax_of::<i32, false>(x, axis, out)?),
-        d => Err(unsupported("ArgMax", d)),
-    }
+    arg_search::<false>("ArgMax", x, axis, out)
+}
+
+/// `ArgMax` (`MIN` false) or `ArgMin` of an f32 or i32 `x`.
+fn arg_search<const MIN: bool>(kernel: &'static str, x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    let indices = match x.dtype() {
+        DType::F32 => argmax_of::<f32, MIN>(x, axis, out)?,
+        DType::I32 => argmax_of::<i32, MIN>(x, axis, out)?,
+        d => return Err(unsupported(kernel, d)),
+    };
+    CpuTensor::from_vec(&out.shape, indices)
 }
 
 /// The `k` highest-ranked entries of each row of `x`, by `ArgMax`'s key
@@ -364,11 +370,7 @@ fn unique_of<T: Candidate>(x: &CpuTensor) -> Result<(CpuTensor, CpuTensor)> {
 /// `ArgMax`'s search on reversed keys: the first minimum, NaN winning.
 #[kernel(ArgMin, cpu)]
 fn argmin(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
-    match x.dtype() {
-        DType::F32 => CpuTensor::from_vec(&out.shape, argmax_of::<f32, true>(x, axis, out)?),
-        DType::I32 => CpuTensor::from_vec(&out.shape, argmax_of::<i32, true>(x, axis, out)?),
-        d => Err(unsupported("ArgMin", d)),
-    }
+    arg_search::<true>("ArgMin", x, axis, out)
 }
 
 #[kernel(OneHot, cpu)]
@@ -648,9 +650,8 @@ pub(crate) fn nd_rows(idx: &[i32], k: usize, rows: usize, dims: &[usize]) -> Res
 /// first axis, by the rows `indices` name.
 #[kernel(GatherNd, cpu)]
 fn gather_nd(params: &CpuTensor, indices: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    let (k, ps) = (indices.shape().last().copied().unwrap_or(0), params.shape());
-    let inner: usize = ps[k..].iter().product();
-    let n = out.numel().checked_div(inner).unwrap_or(0);
+    let ps = params.shape();
+    let NdDims { k, inner, n } = nd_dims(indices.shape(), ps, out.numel());
     let ids = nd_rows(indices.as_slice::<i32>()?, k, n, ps)?;
     let d = GatherDims { batch: 1, outer: 1, axis: ps[..k].iter().product(), inner, n };
     fn run<T: Element>(x: &CpuTensor, idx: &[i32], d: GatherDims, out: &TensorMeta) -> Result<CpuTensor> {
@@ -671,9 +672,7 @@ fn gather_nd(params: &CpuTensor, indices: &CpuTensor, out: &TensorMeta) -> Resul
 #[kernel(ScatterNd, cpu)]
 fn scatter_nd(indices: &CpuTensor, updates: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
     let _ = shape; // The output's meta has it.
-    let k = indices.shape().last().copied().unwrap_or(0);
-    let inner: usize = out.shape[k..].iter().product();
-    let n = updates.numel().checked_div(inner).unwrap_or(0);
+    let NdDims { k, inner, n } = nd_dims(indices.shape(), &out.shape, updates.numel());
     let ids = nd_rows(indices.as_slice::<i32>()?, k, n, &out.shape)?;
     segment_sum("ScatterNd", updates, &ids, inner, out)
 }

@@ -29,24 +29,7 @@ use crate::{DType, Element, Error, Result, Shape, Tensor};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Cpu;
 
-impl Backend for Cpu {
-    type Tensor = CpuTensor;
-
-    #[inline]
-    fn id() -> BackendId {
-        BackendId::Cpu
-    }
-
-    #[inline]
-    fn view(t: &Tensor) -> Option<&CpuTensor> {
-        t.cpu()
-    }
-
-    #[inline]
-    fn wrap(t: CpuTensor) -> Tensor {
-        Tensor::from_cpu(t)
-    }
-}
+builtin_backend!(Cpu, CpuTensor, cpu, from_cpu);
 
 /// Elements below which a kernel runs on the calling thread. Measured by
 /// `benches/threshold.rs` on the project's 2-core machine kind: handing an
@@ -144,7 +127,17 @@ pub(crate) fn fill_memory(m: &mut crate::BackendMemory) {
     m.peak_bytes = peak().max(m.bytes);
 }
 
-pub(crate) use pool::output;
+pub(crate) use pool::{output, set_limit, trim_to};
+
+/// A host tensor as a [`Tensor`]: the cpu's upload is a clone.
+pub(crate) fn upload(t: &CpuTensor) -> Result<Tensor> {
+    Ok(Tensor::from_cpu(t.clone()))
+}
+
+/// The host's memory and rayon's threads.
+pub(crate) fn describe() -> std::result::Result<String, String> {
+    Ok(format!("host memory, {} rayon threads", rayon::current_num_threads()))
+}
 
 /// Elements a buffer holds inline, inside its `Arc`: a small output then
 /// costs one allocation instead of two, which is a visible share of an op on

@@ -9,16 +9,16 @@
 //! error rather than a read or write out of bounds; that readback waits for
 //! the work that makes the indices.
 
-use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
+use super::{by_dtype, rule_error, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::CpuTensor;
 use crate::kernels::{
     ArgMax, ArgMin, GatherNd, GatherV2, Multinomial, OneHot, ScatterNd, Select, TopK, Unique, UnsortedSegmentSum, Where,
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
-use crate::shape::rules::gather_dims;
+use crate::shape::rules::{gather_dims, nd_dims, NdDims};
 use crate::shape::strided::broadcast_strides;
-use crate::{kernel, DType, Error, Result, TensorMeta};
+use crate::{kernel, Error, Result, TensorMeta};
 
 static SHADER: Shader = shader!("index");
 static GATHER: Shader = shader!("gather");
@@ -40,11 +40,7 @@ fn unique(x: &WgpuTensor, out: &[TensorMeta]) -> Result<(WgpuTensor, WgpuTensor)
 #[kernel(TopK, wgpu)]
 fn top_k(x: &WgpuTensor, k: i64, sorted: bool, out: &[TensorMeta]) -> Result<(WgpuTensor, WgpuTensor)> {
     let _ = sorted; // The results always come largest first.
-    let entry = match x.dtype() {
-        DType::F32 => "top_k_f32",
-        DType::I32 => "top_k_i32",
-        d => return Err(unsupported("TopK", d)),
-    };
+    let entry = by_dtype("TopK", x.dtype(), "top_k_f32", "top_k_i32")?;
     let n = x.shape().last().copied().unwrap_or(1);
     let rows = x.numel().checked_div(n).unwrap_or(0);
     let program = Program { kernel: "TopK", shader: &TOP_K, entry, op: 0 };
@@ -57,11 +53,7 @@ fn top_k(x: &WgpuTensor, k: i64, sorted: bool, out: &[TensorMeta]) -> Result<(Wg
 
 /// The first best index of `x` along `axis`: op 0 the largest, 1 the smallest.
 fn arg_search(kernel: &'static str, op: u32, x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
-    let entry = match x.dtype() {
-        DType::F32 => "argmax_f32",
-        DType::I32 => "argmax_i32",
-        d => return Err(unsupported(kernel, d)),
-    };
+    let entry = by_dtype(kernel, x.dtype(), "argmax_f32", "argmax_i32")?;
     let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error(kernel))?;
     // The shape rule refuses an empty axis; an empty output dispatches nothing.
     let params = [out.numel() as u32, len as u32, inner.max(1) as u32];
@@ -122,11 +114,7 @@ fn segment_sum(
     inner: usize,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let entry = match x.dtype() {
-        DType::F32 => "segment_f32",
-        DType::I32 => "segment_i32",
-        d => return Err(unsupported(kernel, d)),
-    };
+    let entry = by_dtype(kernel, x.dtype(), "segment_f32", "segment_i32")?;
     let program = |entry| Program { kernel, shader: &GATHER, entry, op: 0 };
     let zero = [out.numel() as u32];
     let add = [x.numel() as u32, inner.max(1) as u32];
@@ -176,9 +164,8 @@ fn nd_ids(indices: &WgpuTensor, dims: &[usize], rows: usize) -> Result<WgpuTenso
 /// `GatherNd`: `GatherV2`'s shader on `params` seen as `[slices, inner]`.
 #[kernel(GatherNd, wgpu)]
 fn gather_nd(params: &WgpuTensor, indices: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
-    let (k, ps) = (indices.shape().last().copied().unwrap_or(0), params.shape());
-    let inner: usize = ps[k..].iter().product();
-    let n = out.numel().checked_div(inner).unwrap_or(0);
+    let ps = params.shape();
+    let NdDims { k, inner, n } = nd_dims(indices.shape(), ps, out.numel());
     let ids = nd_ids(indices, ps, n)?;
     let slices: usize = ps[..k].iter().product();
     let params_words = [out.numel() as u32, inner.max(1) as u32, n.max(1) as u32, 1, slices as u32];
@@ -190,9 +177,7 @@ fn gather_nd(params: &WgpuTensor, indices: &WgpuTensor, out: &TensorMeta) -> Res
 #[kernel(ScatterNd, wgpu)]
 fn scatter_nd(indices: &WgpuTensor, updates: &WgpuTensor, shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
     let _ = shape; // The output's meta has it.
-    let k = indices.shape().last().copied().unwrap_or(0);
-    let inner: usize = out.shape[k..].iter().product();
-    let n = updates.numel().checked_div(inner).unwrap_or(0);
+    let NdDims { inner, n, .. } = nd_dims(indices.shape(), &out.shape, updates.numel());
     let ids = nd_ids(indices, &out.shape, n)?;
     segment_sum("ScatterNd", updates, &ids, inner, out)
 }

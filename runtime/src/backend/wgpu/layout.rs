@@ -12,7 +12,7 @@
 //! A gather of all of its input, in order, is that input (an identity
 //! transpose, a slice of everything).
 
-use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
+use super::{by_dtype, rule_error, Grid, Program, Shader, WgpuTensor};
 use crate::kernels::{
     AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice,
     StridedSliceAttrs, Tile, Unpack,
@@ -202,11 +202,7 @@ fn pack(values: TensorList<'_, WgpuTensor>, axis: i64, out: &TensorMeta) -> Resu
 /// The first value copied into the output, then each other added to it.
 #[kernel(AddN, wgpu)]
 fn add_n(values: TensorList<'_, WgpuTensor>, out: &TensorMeta) -> Result<WgpuTensor> {
-    let add = match out.dtype {
-        DType::F32 => "add_f32",
-        DType::I32 => "add_i32",
-        d => return Err(unsupported("AddN", d)),
-    };
+    let add = by_dtype("AddN", out.dtype, "add_f32", "add_i32")?;
     let n = out.numel();
     let pass =
         |entry, v| (Program { kernel: "AddN", shader: &SHADER, entry, op: 0 }, v, vec![n as u32], Grid::Elements(n));

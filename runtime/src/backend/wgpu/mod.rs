@@ -77,24 +77,7 @@ pub(crate) use pool::{memory, peak, pooled, reset_peak, set_limit, trim_to};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Wgpu;
 
-impl Backend for Wgpu {
-    type Tensor = WgpuTensor;
-
-    #[inline]
-    fn id() -> BackendId {
-        BackendId::Wgpu
-    }
-
-    #[inline]
-    fn view(t: &Tensor) -> Option<&WgpuTensor> {
-        t.wgpu()
-    }
-
-    #[inline]
-    fn wrap(t: WgpuTensor) -> Tensor {
-        Tensor::from_wgpu(t)
-    }
-}
+builtin_backend!(Wgpu, WgpuTensor, wgpu, from_wgpu);
 
 /// A tensor as the `wgpu` backend sees it: shape, dtype and a shared GPU
 /// buffer, returned to the backend's pool when the last clone drops.
@@ -201,6 +184,21 @@ impl WgpuTensor {
 /// Error for a dtype a kernel was not written for (the spec allows fewer).
 pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> Error {
     device::backend_error(kernel, format!("no wgpu implementation for dtype {dtype}"))
+}
+
+/// The entry point of a kernel written for f32 and i32 alone: `f32` or
+/// `i32` by `dtype`, [`unsupported`] for any other.
+pub(crate) fn by_dtype(
+    kernel: &'static str,
+    dtype: DType,
+    f32: &'static str,
+    i32: &'static str,
+) -> Result<&'static str> {
+    match dtype {
+        DType::F32 => Ok(f32),
+        DType::I32 => Ok(i32),
+        d => Err(unsupported(kernel, d)),
+    }
 }
 
 /// One entry point of a WGSL shader: how a `#[kernel(Name, wgpu)]`
@@ -639,6 +637,11 @@ pub(crate) fn fill_memory(m: &mut crate::BackendMemory) {
     (m.buffers, m.bytes) = memory();
     (m.pooled_buffers, m.pooled_bytes) = pooled();
     m.peak_bytes = peak().max(m.bytes);
+}
+
+/// A host tensor copied into a GPU buffer.
+pub(crate) fn upload(t: &CpuTensor) -> Result<Tensor> {
+    Ok(Tensor::from_wgpu(WgpuTensor::upload(t)?))
 }
 
 /// The adapter, or why there is none.

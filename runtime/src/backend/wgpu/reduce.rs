@@ -8,7 +8,7 @@
 //! results again until one value per output is left. A full `sum` of 2^22
 //! elements is two passes: 1024 workgroups of 4096 elements, then one.
 
-use super::{groups, rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
+use super::{by_dtype, groups, rule_error, Grid, Program, Shader, WgpuTensor};
 use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
 use crate::shape::{len_and_inner, rules::reduction_axes, strides};
 use crate::{kernel, DType, Result, TensorMeta};
@@ -191,11 +191,7 @@ fn scan(
     reverse: bool,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let entry = match x.dtype() {
-        DType::F32 => "scan_f32",
-        DType::I32 => "scan_i32",
-        d => return Err(unsupported(kernel, d)),
-    };
+    let entry = by_dtype(kernel, x.dtype(), "scan_f32", "scan_i32")?;
     let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error(kernel))?;
     let lines = out.numel().checked_div(len).unwrap_or(0);
     let params = [lines as u32, len as u32, inner.max(1) as u32, u32::from(exclusive) | u32::from(reverse) << 1];

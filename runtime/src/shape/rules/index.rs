@@ -264,6 +264,24 @@ pub fn scatter_nd(
     allocatable(shape)
 }
 
+/// The dims `GatherNd` and `ScatterNd` work over on every backend: rows of
+/// `k` indices (`indices`' last dim) into the first `k` dims of `sliced`
+/// (the gather's `params`, the scatter's output), each naming a slice of
+/// `inner` elements; `n` such rows make `elements` (the gather's output,
+/// the scatter's `updates`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NdDims {
+    pub k: usize,
+    pub inner: usize,
+    pub n: usize,
+}
+
+pub(crate) fn nd_dims(indices: &[usize], sliced: &[usize], elements: usize) -> NdDims {
+    let k = indices.last().copied().unwrap_or(0);
+    let inner: usize = sliced[k..].iter().product();
+    NdDims { k, inner, n: elements.checked_div(inner).unwrap_or(0) }
+}
+
 /// `indices` of an N-d gather or scatter into `rank` axes: the last dim
 /// `k` (each row's indices, at most `rank`) and the rows' shape.
 fn nd_rows<'a>(indices: &'a [usize], rank: usize, into: &str) -> Result<(usize, &'a [usize]), String> {
