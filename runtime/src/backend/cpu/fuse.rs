@@ -16,7 +16,7 @@
 
 use super::{for_rows, output, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::fuse::program::{Arg, Program, Val};
-use crate::shape::strided::broadcast_strides;
+use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets, Dims};
 use crate::{Result, TensorMeta};
 
 /// Elements per chunk: eight nodes of it fill a 32 KiB L1, and the
@@ -29,7 +29,8 @@ const CHUNK: usize = 1024;
 enum Input<'a> {
     Whole(&'a [f32]),
     Splat(f32),
-    Strided(&'a [f32], Vec<usize>),
+    /// Through broadcast strides, over the output's dims collapsed.
+    Strided(&'a [f32], Dims, Dims),
 }
 
 /// Runs a fused op's forward, compiled: `plain` and `fma` are the op's
@@ -67,8 +68,8 @@ where
         for (k, chunk) in part.chunks_mut(CHUNK).enumerate() {
             let (at, c) = (start + k * CHUNK, chunk.len());
             for (j, input) in ins.iter().enumerate() {
-                if let Input::Strided(v, strides) = input {
-                    gather(v, shape, strides, at, &mut buffers[j * CHUNK..j * CHUNK + c]);
+                if let Input::Strided(v, dims, strides) = input {
+                    gather(v, dims, strides, at, &mut buffers[j * CHUNK..j * CHUNK + c]);
                 }
             }
             let xs: [&[f32]; N] = std::array::from_fn(|j| match &ins[j] {
@@ -132,7 +133,8 @@ fn classify<'a>(inputs: &[&'a CpuTensor], shape: &[usize]) -> Result<Vec<Input<'
             } else if v.len() == 1 {
                 Input::Splat(v[0])
             } else {
-                Input::Strided(v, broadcast_strides(t.shape(), shape).to_vec())
+                let (dims, [strides]) = collapse_n(shape, [&broadcast_strides(t.shape(), shape)]);
+                Input::Strided(v, dims, strides)
             })
         })
         .collect()
@@ -156,7 +158,7 @@ pub(crate) fn run(
         let len = parts.first().map_or(0, |p| p.len());
         for at in (0..len).step_by(CHUNK) {
             let c = CHUNK.min(len - at);
-            chunk(program, &ins, scalars, shape, start + at, c, &mut nodes, &mut gathered, parts, at);
+            chunk(program, &ins, scalars, start + at, c, &mut nodes, &mut gathered, parts, at);
         }
     };
     if n < PAR_THRESHOLD {
@@ -183,7 +185,6 @@ fn chunk(
     program: &Program,
     ins: &[Input<'_>],
     scalars: &[f32],
-    shape: &[usize],
     start: usize,
     c: usize,
     nodes: &mut [f32],
@@ -192,8 +193,8 @@ fn chunk(
     at: usize,
 ) {
     for (j, input) in ins.iter().enumerate() {
-        if let Input::Strided(v, strides) = input {
-            gather(v, shape, strides, start, &mut gathered[j * CHUNK..j * CHUNK + c]);
+        if let Input::Strided(v, dims, strides) = input {
+            gather(v, dims, strides, start, &mut gathered[j * CHUNK..j * CHUNK + c]);
         }
     }
     let gathered: &[f32] = gathered;
@@ -248,30 +249,26 @@ fn value<'a>(
     }
 }
 
-/// Elements `start..start + out.len()` of `v` laid over `shape` with
-/// `strides`, by walking the index like an odometer.
-fn gather(v: &[f32], shape: &[usize], strides: &[usize], start: usize, out: &mut [f32]) {
-    let rank = shape.len();
-    let mut index = vec![0usize; rank];
-    let mut rest = start;
-    let mut offset = 0;
-    for d in (0..rank).rev() {
-        index[d] = rest % shape[d];
-        rest /= shape[d];
-        offset += index[d] * strides[d];
-    }
-    for o in out.iter_mut() {
-        *o = v[offset];
-        let mut d = rank;
-        while d > 0 {
-            d -= 1;
-            index[d] += 1;
-            offset += strides[d];
-            if index[d] < shape[d] {
-                break;
+/// Elements `start..start + out.len()` of `v` laid over `dims` with
+/// `strides` (collapsed, so the last dim is as long as it can be), a row
+/// at a time: a broadcast value fills its run, a contiguous row is copied.
+fn gather(v: &[f32], dims: &[usize], strides: &[usize], start: usize, out: &mut [f32]) {
+    let (inner, step) = (dims[dims.len() - 1], strides[strides.len() - 1]);
+    let (mut at, mut done) = (start, 0);
+    while done < out.len() {
+        let (row, i) = (at / inner, at % inner);
+        let w = (inner - i).min(out.len() - done);
+        let [base] = row_offsets(row, dims, [strides]);
+        let run = &mut out[done..done + w];
+        match step {
+            0 => run.fill(v[base]),
+            1 => run.copy_from_slice(&v[base + i..base + i + w]),
+            s => {
+                for (k, o) in run.iter_mut().enumerate() {
+                    *o = v[base + (i + k) * s];
+                }
             }
-            offset -= index[d] * strides[d];
-            index[d] = 0;
         }
+        (at, done) = (at + w, done + w);
     }
 }
