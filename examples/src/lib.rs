@@ -63,6 +63,9 @@ pub mod cli {
         /// A checkpoint to go on from, if any (`--resume`): training starts
         /// at the epoch after the last one it holds.
         pub resume: Option<PathBuf>,
+        /// Whether to run every fused op op by op (`--unfused`, through
+        /// `opforge::fuse::unfused`), to compare against the fused run.
+        pub unfused: bool,
     }
 
     impl Args {
@@ -76,6 +79,7 @@ pub mod cli {
         /// let a = Args::parse("train_cnn", 40, ["--save", "a.safetensors", "--resume=b.safetensors"].map(String::from));
         /// let a = a.unwrap();
         /// assert_eq!((a.save.unwrap().to_str(), a.resume.unwrap().to_str()), (Some("a.safetensors"), Some("b.safetensors")));
+        /// assert!(Args::parse("train_transformer", 3, ["--unfused".to_owned()]).unwrap().unfused);
         /// ```
         pub fn parse(
             name: &str,
@@ -84,7 +88,7 @@ pub mod cli {
         ) -> Result<Args, String> {
             let usage = format!(
                 "usage: {name} [--backend NAME] [--epochs N] [--seed N] [--profile TRACE.json] \
-                 [--save CHECKPOINT] [--resume CHECKPOINT]"
+                 [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused]"
             );
             let mut parsed = Args {
                 backend: BackendId::Cpu,
@@ -93,6 +97,7 @@ pub mod cli {
                 profile: None,
                 save: None,
                 resume: None,
+                unfused: false,
             };
             let mut it = args.into_iter();
             while let Some(arg) = it.next() {
@@ -120,6 +125,7 @@ pub mod cli {
                     "--profile" => parsed.profile = Some(value()?.into()),
                     "--save" => parsed.save = Some(value()?.into()),
                     "--resume" => parsed.resume = Some(value()?.into()),
+                    "--unfused" => parsed.unfused = true,
                     "--seed" => {
                         let v = value()?;
                         parsed.seed = v.parse().map_err(|_| format!("--seed takes a number, not `{v}`"))?;
@@ -217,7 +223,10 @@ pub mod cli {
         }
         let mut losses = Vec::new();
         for e in first..=args.epochs {
-            let mut run = || epoch(e, adam);
+            let mut run = || match args.unfused {
+                true => opforge::fuse::unfused(|| epoch(e, adam)),
+                false => epoch(e, adam),
+            };
             let loss = match (&args.profile, e) {
                 (Some(path), 1) => {
                     let (loss, profile) = opforge::profile(run);
