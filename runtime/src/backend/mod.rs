@@ -36,31 +36,6 @@
 //! # Ok::<(), opforge::Error>(())
 //! ```
 
-/// The [`Backend`] impl of a built-in backend's marker type: its tensors
-/// are the [`Tensor`] variant that `$view` reads and `$wrap` makes.
-macro_rules! builtin_backend {
-    ($marker:ident, $tensor:ident, $view:ident, $wrap:ident) => {
-        impl Backend for $marker {
-            type Tensor = $tensor;
-
-            #[inline]
-            fn id() -> BackendId {
-                BackendId::$marker
-            }
-
-            #[inline]
-            fn view(t: &Tensor) -> Option<&$tensor> {
-                t.$view()
-            }
-
-            #[inline]
-            fn wrap(t: $tensor) -> Tensor {
-                Tensor::$wrap(t)
-            }
-        }
-    };
-}
-
 pub mod cpu;
 pub(crate) mod memory;
 pub mod wgpu;

@@ -29,7 +29,24 @@ use crate::{DType, Element, Error, Result, Shape, Tensor};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Cpu;
 
-builtin_backend!(Cpu, CpuTensor, cpu, from_cpu);
+impl Backend for Cpu {
+    type Tensor = CpuTensor;
+
+    #[inline]
+    fn id() -> BackendId {
+        BackendId::Cpu
+    }
+
+    #[inline]
+    fn view(t: &Tensor) -> Option<&CpuTensor> {
+        t.cpu()
+    }
+
+    #[inline]
+    fn wrap(t: CpuTensor) -> Tensor {
+        Tensor::from_cpu(t)
+    }
+}
 
 /// Elements below which a kernel runs on the calling thread. Measured by
 /// `benches/threshold.rs` on the project's 2-core machine kind: handing an

@@ -77,7 +77,24 @@ pub(crate) use pool::{memory, peak, pooled, reset_peak, set_limit, trim_to};
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Wgpu;
 
-builtin_backend!(Wgpu, WgpuTensor, wgpu, from_wgpu);
+impl Backend for Wgpu {
+    type Tensor = WgpuTensor;
+
+    #[inline]
+    fn id() -> BackendId {
+        BackendId::Wgpu
+    }
+
+    #[inline]
+    fn view(t: &Tensor) -> Option<&WgpuTensor> {
+        t.wgpu()
+    }
+
+    #[inline]
+    fn wrap(t: WgpuTensor) -> Tensor {
+        Tensor::from_wgpu(t)
+    }
+}
 
 /// A tensor as the `wgpu` backend sees it: shape, dtype and a shared GPU
 /// buffer, returned to the backend's pool when the last clone drops.
