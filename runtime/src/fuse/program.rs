@@ -173,7 +173,8 @@ pub trait Fusable {
     ///         wgsl: "{0} * {0} * {0}",
     ///         vjp: |b: &mut Builder, a: &[Val], _y, dy| {
     ///             let x2 = b.mul(a[0], a[0]);
-    ///             [Some(b.mul(dy, b.mul(x2, Val::Const(3.0)))), None, None]
+    ///             let three = b.mul(x2, Val::Const(3.0));
+    ///             [Some(b.mul(dy, three)), None, None]
     ///         },
     ///         op: |a: &[&Tensor]| -> Result<Tensor> { ops::mul(&ops::mul(a[0], a[0])?, a[0]) },
     ///     };

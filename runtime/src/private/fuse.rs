@@ -1,11 +1,9 @@
 //! What `#[op(fuse)]` expansions call: running a program on each backend,
 //! its gradients of second order, and the shapes of its backward kernel.
 
-use crate::backend::cpu::CpuTensor;
-use crate::backend::wgpu::WgpuTensor;
 use crate::fuse::Program;
 use crate::shape::Shape;
-use crate::{ops, DType, Error, Result, Tensor, TensorMeta};
+use crate::{ops, DType, Error, Result, Tensor};
 
 pub use crate::fuse::{Builder, Val};
 
@@ -16,42 +14,11 @@ pub fn fusing(inputs: &[&Tensor]) -> bool {
     crate::fuse::enabled() && inputs.iter().all(|t| t.dtype() == DType::F32)
 }
 
-/// The fused kernel on the cpu.
-pub fn cpu(
-    program: &'static Program,
-    inputs: &[&CpuTensor],
-    scalars: &[f32],
-    outs: &[TensorMeta],
-) -> Result<Vec<CpuTensor>> {
-    crate::backend::cpu::fuse::run(program, inputs, scalars, outs)
-}
-
-/// A fused op's forward on the cpu, compiled: its element function in
-/// the portable (`plain`) and the FMA copy, over `inputs`.
-#[inline]
-pub fn cpu_compiled<const N: usize, const S: usize, P, F>(
-    inputs: [&CpuTensor; N],
-    scalars: &[f32; S],
-    out: &TensorMeta,
-    plain: P,
-    fma: F,
-) -> Result<CpuTensor>
-where
-    P: Fn([f32; N], &[f32; S]) -> f32 + Sync + Copy,
-    F: Fn([f32; N], &[f32; S]) -> f32 + Sync + Copy,
-{
-    crate::backend::cpu::fuse::run_compiled(inputs, scalars, out, plain, fma)
-}
-
-/// The fused kernel on wgpu.
-pub fn wgpu(
-    program: &'static Program,
-    inputs: &[&WgpuTensor],
-    scalars: &[f32],
-    outs: &[TensorMeta],
-) -> Result<Vec<WgpuTensor>> {
-    crate::backend::wgpu::fuse::run(program, inputs, scalars, outs)
-}
+// The fused kernels on each backend: any program interpreted on the cpu
+// (`cpu`) or run as a generated shader (`wgpu`), and a fused op's forward
+// compiled into one loop on the cpu (`cpu_compiled`).
+pub use crate::backend::cpu::fuse::{run as cpu, run_compiled as cpu_compiled};
+pub use crate::backend::wgpu::fuse::run as wgpu;
 
 /// Kernel `K`'s element function, named once per call of a fused body's
 /// element function. Through autoref specialization: [`ViaForm`] where `K`

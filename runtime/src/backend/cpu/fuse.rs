@@ -40,7 +40,7 @@ enum Input<'a> {
 /// shape; `scalars` are the op's run-time scalars.
 ///
 /// [`Fusable::eval`]: crate::fuse::Fusable::eval
-pub(crate) fn run_compiled<const N: usize, const S: usize, P, F>(
+pub fn run_compiled<const N: usize, const S: usize, P, F>(
     inputs: [&CpuTensor; N],
     scalars: &[f32; S],
     out: &TensorMeta,
@@ -142,12 +142,7 @@ fn classify<'a>(inputs: &[&'a CpuTensor], shape: &[usize]) -> Result<Vec<Input<'
 
 /// Runs `program` on `inputs` (each broadcasting to `outs[0]`'s shape) with
 /// `scalars`, into one fresh tensor per output.
-pub(crate) fn run(
-    program: &Program,
-    inputs: &[&CpuTensor],
-    scalars: &[f32],
-    outs: &[TensorMeta],
-) -> Result<Vec<CpuTensor>> {
+pub fn run(program: &Program, inputs: &[&CpuTensor], scalars: &[f32], outs: &[TensorMeta]) -> Result<Vec<CpuTensor>> {
     let shape = outs.first().map_or(&[][..], |o| &o.shape[..]);
     let n: usize = shape.iter().product();
     let ins = classify(inputs, shape)?;

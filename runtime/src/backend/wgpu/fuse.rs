@@ -34,7 +34,7 @@ static SHADERS: Mutex<Option<Cache>> = Mutex::new(None);
 const MAX_PARAMS: usize = 128;
 
 /// Runs `program` on `inputs` with `scalars`, one fresh tensor per output.
-pub(crate) fn run(
+pub fn run(
     program: &'static Fused,
     inputs: &[&WgpuTensor],
     scalars: &[f32],
