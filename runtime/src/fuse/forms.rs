@@ -19,7 +19,7 @@ use crate::{ops, DType, Result, Tensor};
 /// lanes wide on AVX2. Rust contracts no product and sum into a fused
 /// multiply-add by itself, so both copies give the same bits.
 macro_rules! best_copy {
-    ($name:ident<$f:ident: $bound:path>($($arg:ident: $ty:ty),*) $body:block) => {{
+    (<$f:ident: $bound:path>($($arg:ident: $ty:ty),*) $body:block) => {{
         #[inline(always)]
         fn baseline<$f: $bound>($($arg: $ty),*) $body
         #[cfg(target_arch = "x86_64")]
@@ -47,7 +47,7 @@ macro_rules! best_copy {
 /// ```
 #[inline(always)]
 pub fn map1<F: Fn(f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
-    best_copy!(map1<F: Fn(f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+    best_copy!(<F: Fn(f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
         match args[0] {
             Arg::Slice(x) => {
                 for (o, &x) in out.iter_mut().zip(x) {
@@ -70,7 +70,7 @@ pub fn map1<F: Fn(f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
 /// ```
 #[inline(always)]
 pub fn map2<F: Fn(f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
-    best_copy!(map2<F: Fn(f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+    best_copy!(<F: Fn(f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
         match (args[0], args[1]) {
             (Arg::Slice(a), Arg::Slice(b)) => {
                 for ((o, &a), &b) in out.iter_mut().zip(a).zip(b) {
@@ -104,7 +104,7 @@ pub fn map2<F: Fn(f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
 /// ```
 #[inline(always)]
 pub fn map3<F: Fn(f32, f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
-    best_copy!(map3<F: Fn(f32, f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+    best_copy!(<F: Fn(f32, f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
         match (args[0], args[1], args[2]) {
             (Arg::Slice(a), Arg::Slice(b), Arg::Slice(c)) => {
                 for (((o, &a), &b), &c) in out.iter_mut().zip(a).zip(b).zip(c) {

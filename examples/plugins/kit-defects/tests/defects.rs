@@ -118,19 +118,28 @@ fn a_wrong_output_dtype() {
     assert!(m.contains("i32"), "{m}");
 }
 
+/// Runs `check` with `DfRelu` on wgpu overridden by `f` on each element
+/// (computed on the host, then uploaded): a defective wgpu kernel.
+fn on_wgpu_as(f: fn(f32) -> f32, check: impl FnOnce() -> String) -> String {
+    with_kernel_override::<DfRelu, Wgpu, _>(
+        move |a, out| {
+            let x = Wgpu::wrap(a.x.clone()).to_vec::<f32>()?;
+            let y: Vec<f32> = x.into_iter().map(f).collect();
+            let t = Tensor::from_vec(y, &out.shape)?.to_backend(BackendId::Wgpu)?;
+            Ok(Wgpu::view(&t).expect("a wgpu tensor").clone())
+        },
+        check,
+    )
+}
+
 #[test]
 fn wgpu_values_that_differ_from_the_cpu() {
     if !opforge::backend::wgpu::adapter_or_skip("wgpu_values_that_differ_from_the_cpu") {
         return;
     }
-    // A wgpu kernel that adds 1e-3 (done on the host, then uploaded).
-    let m = with_kernel_override::<DfRelu, Wgpu, _>(
-        |a, out| {
-            let x = Wgpu::wrap(a.x.clone()).to_vec::<f32>()?;
-            let y: Vec<f32> = x.iter().map(|&v| if v < 0.0 { 1e-3 } else { v + 1e-3 }).collect();
-            let t = Tensor::from_vec(y, &out.shape)?.to_backend(BackendId::Wgpu)?;
-            Ok(Wgpu::view(&t).expect("a wgpu tensor").clone())
-        },
+    // A wgpu kernel that adds 1e-3.
+    let m = on_wgpu_as(
+        |v| if v < 0.0 { 1e-3 } else { v + 1e-3 },
         || caught(kit::DfRelu::check_parity_f32(), "DfRelu", "parity_f32"),
     );
     assert!(m.contains("cpu") && m.contains("wgpu"), "{m}");
@@ -143,14 +152,8 @@ fn wgpu_flushing_subnormals() {
     }
     // A wgpu kernel that keeps NaN and every ordinary value, but flushes
     // subnormals to zero, as some GPUs' arithmetic does.
-    let m = with_kernel_override::<DfRelu, Wgpu, _>(
-        |a, out| {
-            let x = Wgpu::wrap(a.x.clone()).to_vec::<f32>()?;
-            let relu = |v: f32| if v > 0.0 && !v.is_subnormal() || v.is_nan() { v } else { 0.0 };
-            let y: Vec<f32> = x.iter().map(|&v| relu(v)).collect();
-            let t = Tensor::from_vec(y, &out.shape)?.to_backend(BackendId::Wgpu)?;
-            Ok(Wgpu::view(&t).expect("a wgpu tensor").clone())
-        },
+    let m = on_wgpu_as(
+        |v| if v > 0.0 && !v.is_subnormal() || v.is_nan() { v } else { 0.0 },
         || caught(kit::DfRelu::check_special_values(), "DfRelu", "special_values"),
     );
     assert!(m.contains("cpu 1e-45") && m.contains("wgpu 0.0"), "{m}");
