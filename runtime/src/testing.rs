@@ -359,14 +359,68 @@ fn special_agree(want: f32, got: f32, signed_zero: bool, cancelling: bool) -> bo
     agree(want, got, how)
 }
 
+/// `v`, or a zero of its sign where `v` is subnormal: what a GPU that
+/// flushes subnormals makes of it. WGSL lets an implementation flush
+/// subnormal inputs and results of f32 arithmetic to zero (NVIDIA's Vulkan
+/// driver does; lavapipe does not).
+fn flushed(v: f32) -> f32 {
+    if v.is_subnormal() {
+        0.0f32.copysign(v)
+    } else {
+        v
+    }
+}
+
+/// `xs` with every f32 subnormal flushed to a zero of its sign.
+fn flush_subnormals(xs: &[Tensor]) -> Vec<Tensor> {
+    xs.iter()
+        .map(|x| match x.dtype() {
+            DType::F32 => {
+                let v: Vec<f32> = x.to_vec::<f32>().unwrap().into_iter().map(flushed).collect();
+                Tensor::from_vec(v, x.shape()).expect("the shape it had")
+            }
+            _ => x.clone(),
+        })
+        .collect()
+}
+
 /// The cpu's result (`want`) and `backend`'s (`got`) agree: the same
 /// meta, and values as [`special_agree`] says for f32 (`zero`: its
 /// `signed_zero` and `cancelling`), exactly for i32 and bool; `case` and
 /// `what` name the call and the result in a failure.
-fn assert_special(case: &str, what: &str, want: &Tensor, got: &Tensor, backend: BackendId, zero: (bool, bool)) {
+///
+/// A GPU may flush subnormals (see [`flushed`]), so an element also agrees
+/// when it matches `want` with both flushed, or `flush`'s result: the cpu's
+/// on the inputs with their subnormals flushed, computed only if needed.
+fn assert_special(
+    case: &str,
+    what: &str,
+    (want, got): (&Tensor, &Tensor),
+    flush: &dyn Fn() -> Option<Tensor>,
+    backend: BackendId,
+    zero: (bool, bool),
+) {
     assert_eq!(got.meta(), want.meta(), "{case}, {what}: cpu vs {backend}");
+    let alternative = std::cell::OnceCell::new();
+    let alternative = || alternative.get_or_init(|| flush().filter(|a| a.meta() == want.meta()));
+    // i32 and bool results (comparisons, casts) exactly, as they are or
+    // of flushed inputs.
+    if want.dtype() != DType::F32 {
+        let flushed_matches = || alternative().as_ref().is_some_and(|a| same_values(a, got));
+        if same_values(want, got) || flushed_matches() {
+            return;
+        }
+    }
     assert_values(want, got, format_args!("{case}, {what}: cpu vs {backend}"), |w, g| {
-        if let Some(i) = (0..w.len()).find(|&i| !special_agree(w[i], g[i], zero.0, zero.1)) {
+        let agree = |w: f32, g: f32| special_agree(flushed(w), flushed(g), zero.0, zero.1);
+        let a = std::cell::OnceCell::new();
+        let a = || a.get_or_init(|| alternative().as_ref().map(|a| a.to_vec::<f32>().unwrap()));
+        let differs = |i: usize| {
+            !special_agree(w[i], g[i], zero.0, zero.1)
+                && !agree(w[i], g[i])
+                && a().as_ref().is_none_or(|a| !agree(a[i], g[i]))
+        };
+        if let Some(i) = (0..w.len()).find(|&i| differs(i)) {
             let (w, g) = (w[i], g[i]);
             panic!(
                 "{case}, {what}, element {i}: cpu {w:?} ({:#010x}), {backend} {g:?} ({:#010x})",
@@ -375,6 +429,15 @@ fn assert_special(case: &str, what: &str, want: &Tensor, got: &Tensor, backend: 
             );
         }
     });
+}
+
+/// Whether two i32 or bool tensors of one meta hold the same values.
+fn same_values(a: &Tensor, b: &Tensor) -> bool {
+    match a.dtype() {
+        DType::F32 => unreachable!("f32 is compared element by element"),
+        DType::I32 => a.to_vec::<i32>().unwrap() == b.to_vec::<i32>().unwrap(),
+        DType::Bool => a.to_vec::<bool>().unwrap() == b.to_vec::<bool>().unwrap(),
+    }
 }
 
 /// Requires `got` to hold `want`'s values: f32 ones as `floats` says (it
@@ -393,7 +456,10 @@ fn assert_values(want: &Tensor, got: &Tensor, context: std::fmt::Arguments, floa
 /// output of the same meta, f32 values agreeing as IEEE 754 makes them
 /// (NaN with NaN whatever its payload, an infinity, a zero or a subnormal
 /// only with itself, the sign of a zero only where `specials.signed_zero`,
-/// normal values within shader rounding), i32 and bool exactly; and the
+/// normal values within shader rounding), i32 and bool exactly; a target
+/// that flushes subnormals to zero, as WGSL allows and NVIDIA's driver
+/// does, agrees too where its result is the cpu's with subnormals flushed
+/// in the inputs or the results; and the
 /// gradients of `sum(f(xs)[o] * w[o])` over the f32 outputs, for fixed
 /// random `w`, with respect to the inputs of `specials.grad` (the backward
 /// kernels on each backend, compared alike, zeros of either sign, and
@@ -495,9 +561,16 @@ fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Speci
     };
     let gots = there(&|| call(&moved)).unwrap_or_else(|e| panic!("{case} on {backend}: {e}"));
     assert_eq!(gots.len(), wants.len(), "{case}: outputs on {backend}");
+    // The cpu's results and gradients on the inputs with subnormals
+    // flushed, for a GPU that flushes them (see `assert_special`).
+    let flushed_xs = std::cell::OnceCell::new();
+    let flushed_xs = || flushed_xs.get_or_init(|| flush_subnormals(xs));
+    let flushed_outputs = std::cell::OnceCell::new();
+    let flushed_outputs = || flushed_outputs.get_or_init(|| call(flushed_xs()).ok());
     for (o, (want, got)) in wants.iter().zip(&gots).enumerate() {
         assert_eq!(got.backend(), backend, "{case}, output {o}");
-        assert_special(case, &format!("output {o}"), want, got, backend, (specials.signed_zero, false));
+        let flush = || flushed_outputs().as_ref().and_then(|ys| ys.get(o).cloned());
+        assert_special(case, &format!("output {o}"), (want, got), &flush, backend, (specials.signed_zero, false));
     }
     if specials.grad.is_empty() || wants.iter().all(|w| w.dtype() != DType::F32) {
         return;
@@ -506,11 +579,14 @@ fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Speci
     let ws_there: Vec<Option<Tensor>> = ws.iter().map(|w| w.as_ref().map(|w| w.to_backend(backend).unwrap())).collect();
     let grads = first_order(xs, specials.grad, &call, &ws);
     let grads_there = there(&|| first_order(&moved, specials.grad, &call, &ws_there));
+    let flushed_grads = std::cell::OnceCell::new();
+    let flushed_grads = || flushed_grads.get_or_init(|| first_order(flushed_xs(), specials.grad, &call, &ws).ok());
     match (grads, grads_there) {
         (Ok(want), Ok(got)) => {
-            for (&i, (w, g)) in specials.grad.iter().zip(want.iter().zip(&got)) {
+            for (k, (&i, (w, g))) in specials.grad.iter().zip(want.iter().zip(&got)).enumerate() {
                 assert_eq!(g.backend(), backend, "{case}, gradient of input {i}");
-                assert_special(case, &format!("gradient of input {i}"), w, g, backend, (false, true));
+                let flush = || flushed_grads().as_ref().and_then(|gs| gs.get(k).cloned());
+                assert_special(case, &format!("gradient of input {i}"), (w, g), &flush, backend, (false, true));
             }
         }
         (Err(_), Err(_)) => {}
@@ -1107,6 +1183,33 @@ mod tests {
         assert!(special_agree(1e-3, 1e-3 + 1e-6, false, false));
         // A cancelling sum: a tiny value for a zero.
         assert!(!special_agree(0.0, 1e-9, false, false) && special_agree(0.0, 1e-9, false, true));
+    }
+
+    /// Whether `assert_special` accepts `got` for `want`, `flush` being the
+    /// cpu's result on flushed inputs.
+    fn accepts<T: crate::Element>(want: &[T], got: &[T], flush: Option<&[T]>) -> bool {
+        let t = |v: &[T]| Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap();
+        let (want, got, flush) = (t(want), t(got), flush.map(t));
+        let flush = || flush.clone();
+        let call = || assert_special("X", "output 0", (&want, &got), &flush, BackendId::Wgpu, (true, false));
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).is_ok()
+    }
+
+    #[test]
+    fn a_gpu_may_flush_subnormals_and_nothing_else() {
+        let sub = f32::from_bits(1);
+        // A flushed result, of either sign's subnormal; not a wrong one.
+        assert!(accepts(&[sub, -sub, 2.0], &[0.0, -0.0, 2.0], None));
+        assert!(!accepts(&[sub, 2.0], &[1.0, 2.0], None) && !accepts(&[sub], &[-0.0], None));
+        // A flushed input: 1 / sub is inf on the cpu, 1 / 0 too, but
+        // sub * inf against 0 * inf is inf against NaN.
+        assert!(accepts(&[f32::INFINITY], &[f32::NAN], Some(&[f32::NAN])));
+        assert!(!accepts(&[f32::INFINITY], &[f32::NAN], Some(&[f32::INFINITY])));
+        assert!(!accepts(&[f32::INFINITY], &[f32::NAN], None));
+        // Comparisons and signs of flushed inputs, whole.
+        assert!(accepts(&[true, false], &[false, false], Some(&[false, false])));
+        assert!(!accepts(&[true, false], &[false, true], Some(&[false, false])));
+        assert!(accepts(&[1, 5], &[0, 5], Some(&[0, 5])) && !accepts(&[1, 5], &[0, 5], None));
     }
 
     #[test]
