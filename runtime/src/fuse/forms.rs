@@ -447,7 +447,7 @@ forms! {
     }
     RealDiv(2) {
         each: |x, y| x / y,
-        wgsl: "{0} / {1}",
+        wgsl: "quotient({0}, {1})",
         vjp: |b, a, y, dy| {
             let da = b.div(dy, a[1]);
             let q = b.div(y, a[1]);

@@ -95,7 +95,7 @@ fn fmod_exact(x: f32, y: f32) -> f32 {
 // quotient reaches 2^24 (or overflows) that formula keeps no digit, and
 // the exact remainder is moved into y's half-open interval instead.
 fn floor_mod(x: f32, y: f32) -> f32 {
-    let q = x / y;
+    let q = quotient(x, y);
     // y's zero told by its bits: a subnormal y is not zero.
     let nonzero = (bitcast<u32>(y) << 1u) != 0u;
     if is_finite(x) && is_finite(y) && nonzero && (!is_finite(q) || abs(q) >= 16777216.0) {
@@ -115,7 +115,7 @@ fn apply_f32(x: f32, z: f32) -> f32 {
         case 0u: { return x + z; }
         case 1u: { return x - z; }
         case 2u: { return x * z; }
-        case 3u: { return x / z; }
+        case 3u: { return quotient(x, z); }
         // NaN propagates through maximum and minimum, as on the cpu.
         case 4u: { return select(z, x, x > z || is_nan(x)); }
         case 5u: { return select(z, x, x < z || is_nan(x)); }
@@ -125,7 +125,7 @@ fn apply_f32(x: f32, z: f32) -> f32 {
         case 8u: { return x * select(0.0, 1.0, z > 0.0); }
         case 9u: { return arctan2(x, z); }
         case 10u: { return (x - z) * (x - z); }
-        case 11u: { return floor(x / z); }
+        case 11u: { return floor(quotient(x, z)); }
         // Mod: the floored remainder; exact where the quotient is too
         // large for the formula (as on the cpu).
         case 12u: { return floor_mod(x, z); }

@@ -70,6 +70,18 @@ fn arctan(v: f32) -> f32 {
     return select(with_sign_of(r, v), v, is_nan(v));
 }
 
+// x / y within WGSL's 2.5 ULP for every y. WGSL promises that only for
+// |y| in [2^-126, 2^126]: NVIDIA's driver computes x * (1 / y), and the
+// reciprocal of a larger y is a subnormal it flushes, so inf / f32::MAX
+// came out NaN and f32::MAX / f32::MAX 0. Above 2^126 both are scaled by
+// 2^-4 first (exactly, but for an x that underflows, whose quotient does).
+fn quotient(x: f32, y: f32) -> f32 {
+    if abs(y) > 8.5070592e37 {
+        return (x * 0.0625) / (y * 0.0625);
+    }
+    return x / y;
+}
+
 // atan2(y, x) with IEEE 754's special cases, which WGSL leaves undefined
 // (lavapipe gave 3pi/4 for atan2(0, 0) and a number for NaN): NaN if
 // either is NaN; for two zeros 0 or pi by the sign of x's zero; for two
@@ -86,9 +98,9 @@ fn arctan2(y: f32, x: f32) -> f32 {
         r = QUARTER_PI;
     } else if ay <= ax {
         // 0 / 0 for two zeros: the angle is 0 before x's sign.
-        r = select(arctan(ay / ax), 0.0, ay == 0.0);
+        r = select(arctan(quotient(ay, ax)), 0.0, ay == 0.0);
     } else {
-        r = HALF_PI - arctan(ax / ay);
+        r = HALF_PI - arctan(quotient(ax, ay));
     }
     r = select(r, PI - r, sign_bit(x));
     return with_sign_of(r, y);

@@ -19,9 +19,11 @@ override OP: u32 = 0u;
 // as f32 bits (LeakyRelu's and Step's alpha, ClipByValue's bounds)]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
-// sinh and cosh through exp(|v| / 2) squared, so that they stay finite up
-// to where the result itself overflows (exp(|v|) overflows first), and
-// sinh through expm1 below 1, accurate to subnormals. NaN stays NaN.
+// sinh and cosh as exp(|v| / 2 - ln 2) * exp(|v| / 2), so that they stay
+// finite up to where the result itself overflows (exp(|v|) overflows
+// first): each factor is computed on its own, where `(0.5 * h) * h` let
+// NVIDIA's compiler form h * h first and overflow. sinh through expm1
+// below 1, accurate to subnormals. NaN stays NaN.
 fn hyperbolic_sine(v: f32) -> f32 {
     let a = abs(v);
     var s: f32;
@@ -30,14 +32,14 @@ fn hyperbolic_sine(v: f32) -> f32 {
         s = 0.5 * (e + e / (e + 1.0));
     } else {
         let h = exp(0.5 * a);
-        s = (0.5 * h) * h - 0.5 / (h * h);
+        s = exp(0.5 * a - LN_2) * h - quotient(0.5, h * h);
     }
     return select(with_sign_of(s, v), v, is_nan(v));
 }
 
 fn hyperbolic_cosine(v: f32) -> f32 {
     let h = exp(0.5 * abs(v));
-    return select((0.5 * h) * h + 0.5 / (h * h), v, is_nan(v));
+    return select(exp(0.5 * abs(v) - LN_2) * h + quotient(0.5, h * h), v, is_nan(v));
 }
 
 const LN_2: f32 = 0.69314718055994530942;
