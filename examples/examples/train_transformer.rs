@@ -6,7 +6,10 @@
 //! passage from a prompt.
 //!
 //! `cargo run --release --example train_transformer [-- --backend cpu|wgpu] [--epochs N] [--seed N]
-//! [--save CHECKPOINT] [--resume CHECKPOINT]`
+//! [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused] [--steps N]`
+//!
+//! `--steps N` stops each epoch after N steps, to time a step without
+//! training to the end (the held-out check then fails, as it should).
 //!
 //! `--save` writes the weights and Adam's state after every epoch, and
 //! `--resume` goes on from such a checkpoint at the next epoch, as the
@@ -73,7 +76,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         model.parameters(),
         model.backend()
     );
-    let steps_per_epoch = window_starts(train.len(), context + 1, 0).len() / BATCH;
+    let whole_epoch = window_starts(train.len(), context + 1, 0).len() / BATCH;
+    let steps_per_epoch = args.steps.map_or(whole_epoch, |s| s.min(whole_epoch));
     let steps = steps_per_epoch * args.epochs;
     let mut adam = Adam::new(LEARNING_RATE);
     let show_progress = std::io::stderr().is_terminal();
@@ -81,7 +85,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let started = Instant::now();
         let starts = window_starts(train.len(), context + 1, epoch_seed(args.seed, epoch));
         let mut total = Tensor::scalar(0.0f32).to_backend(model.backend())?;
-        for (i, batch) in starts.chunks_exact(BATCH).enumerate() {
+        for (i, batch) in starts.chunks_exact(BATCH).take(steps_per_epoch).enumerate() {
             adam.set_learning_rate(learning_rate(adam.iterations() as usize, steps));
             total = ops::add(&total, &model.step(train, batch, adam)?)?;
             if show_progress && (i + 1) % 10 == 0 {

@@ -66,6 +66,10 @@ pub mod cli {
         /// Whether to run every fused op op by op (`--unfused`, through
         /// `opforge::fuse::unfused`), to compare against the fused run.
         pub unfused: bool,
+        /// At most this many steps per epoch (`--steps`), to time a run
+        /// without waiting for whole epochs; `None` runs whole epochs.
+        /// Only `train_transformer` honours it.
+        pub steps: Option<usize>,
     }
 
     impl Args {
@@ -80,6 +84,7 @@ pub mod cli {
         /// let a = a.unwrap();
         /// assert_eq!((a.save.unwrap().to_str(), a.resume.unwrap().to_str()), (Some("a.safetensors"), Some("b.safetensors")));
         /// assert!(Args::parse("train_transformer", 3, ["--unfused".to_owned()]).unwrap().unfused);
+        /// assert_eq!(Args::parse("train_transformer", 3, ["--steps=50".to_owned()]).unwrap().steps, Some(50));
         /// ```
         pub fn parse(
             name: &str,
@@ -88,7 +93,7 @@ pub mod cli {
         ) -> Result<Args, String> {
             let usage = format!(
                 "usage: {name} [--backend NAME] [--epochs N] [--seed N] [--profile TRACE.json] \
-                 [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused]"
+                 [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused] [--steps N]"
             );
             let mut parsed = Args {
                 backend: BackendId::Cpu,
@@ -98,6 +103,7 @@ pub mod cli {
                 save: None,
                 resume: None,
                 unfused: false,
+                steps: None,
             };
             let mut it = args.into_iter();
             while let Some(arg) = it.next() {
@@ -126,6 +132,11 @@ pub mod cli {
                     "--save" => parsed.save = Some(value()?.into()),
                     "--resume" => parsed.resume = Some(value()?.into()),
                     "--unfused" => parsed.unfused = true,
+                    "--steps" => {
+                        let v = value()?;
+                        let steps = v.parse().ok().filter(|&n| n > 0);
+                        parsed.steps = Some(steps.ok_or(format!("--steps takes a positive number, not `{v}`"))?);
+                    }
                     "--seed" => {
                         let v = value()?;
                         parsed.seed = v.parse().map_err(|_| format!("--seed takes a number, not `{v}`"))?;
