@@ -6,8 +6,15 @@ Each sample queues `repeat` calls and synchronizes once, as that bench does.
 Matmuls run in full f32 (TF32 off), as opforge's do.
 
     python3 benches/gpu/peers.py > peers.txt
+    python3 benches/gpu/peers.py 0.5 --compile > peers.txt   # and W9 under torch.compile
+
+W9's chains run op by op, as PyTorch eager runs them; with `--compile`,
+also under `torch.compile` (Inductor writes one Triton kernel per chain),
+as `*_compiled` lines, which the bench's table does not use (they are the
+peer of opforge's fused rows, compiled ahead of time rather than traced).
 """
 
+import os
 import statistics
 import sys
 import time
@@ -18,10 +25,16 @@ torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 dev = torch.device("cuda")
 N = 1 << 24
-BUDGET = float(sys.argv[1]) if len(sys.argv) > 1 else 0.5
+BUDGET = float(sys.argv[1]) if len(sys.argv) > 1 and not sys.argv[1].startswith("-") else 0.5
+COMPILE = "--compile" in sys.argv
+# Only the workloads whose names start with this (`PEERS_ONLY=w9`).
+ONLY = os.environ.get("PEERS_ONLY", "")
 
 
 def bench(name, repeat, f):
+    if not name.startswith(ONLY):
+        return
+
     def sample():
         start = time.perf_counter()
         for _ in range(repeat):
@@ -69,6 +82,24 @@ def main():
     bench("r_sum_all", 16, lambda: x.sum())
     bench("r_sum_rows", 16, lambda: square.sum(dim=1))
     bench("r_softmax", 16, lambda: torch.softmax(square, dim=-1))
+
+    # W9: the six-op chains of opforge's `#[op(fuse)]` composites.
+    def gelu_chain(v):
+        return torch.maximum((v * 0.5) * (torch.erf(v * 0.7071067811865476) + 1.0), torch.tensor(-0.25, device=dev))
+
+    def hswish_chain(v):
+        return v * torch.clamp(v + 3.0, 0.0, 6.0) * (1.0 / 6.0) + 0.1
+
+    x9 = (torch.rand(N, device=dev, generator=g) * 6 - 3).requires_grad_()
+    chains = [("w9_gelu_chain", gelu_chain), ("w9_hswish_chain", hswish_chain)]
+    if COMPILE:
+        chains += [(f"{n}_compiled", torch.compile(f)) for n, f in chains]
+    for name, f in chains:
+        with torch.no_grad():
+            bench(name, 16, lambda f=f: f(x9))
+        if name.startswith("w9_gelu_chain"):
+            grad = name.replace("w9_gelu_chain", "w9_gelu_chain_grad")
+            bench(grad, 8, lambda f=f: torch.autograd.grad(f(x9).sum(), x9))
 
     # W6: 784 -> 512 relu -> 10, softmax cross-entropy, SGD, batch 256.
     xs = torch.rand(256, 784, device=dev, generator=g)

@@ -14,6 +14,11 @@
 //!   lavapipe), every transpose combination, and a batched product.
 //! - R: `sum` of 2^24, `sum` over axis 1 of [4096, 4096], `softmax` of
 //!   [4096, 4096].
+//! - W9: two six-op elementwise chains over 2^24 f32 written as
+//!   `#[op(fuse)]` composites (GELU's erf form clipped below, and a
+//!   hard-swish with a bias), fused (one generated shader) and op by op
+//!   (`opforge::fuse::unfused`, six kernels); and the erf chain's forward
+//!   plus backward, fused and not. Their bound is the `w2_copy*` rows.
 //! - W6: one MLP training step (batch 256, 784 -> 512 relu -> 10, softmax
 //!   cross-entropy, SGD), on wgpu and on the cpu; and `train_mlp`'s step
 //!   (batch 32, 64 -> 128 relu -> 10, Adam, the batch uploaded each step).
@@ -45,7 +50,7 @@ use opforge::backend::wgpu::{counters, synchronize, Program, Shader};
 use opforge::backend::{Backend, Wgpu};
 use opforge::kernels::Activation;
 use opforge::train::{Adam, Optimizer as _, Sgd};
-use opforge::{losses, ops, variable_grads, BackendId, DType, Tensor, Variable};
+use opforge::{losses, op, ops, variable_grads, BackendId, DType, Result, Tensor, Variable};
 
 const W2_ELEMENTS: usize = 1 << 24;
 
@@ -96,6 +101,28 @@ fn copy4x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
 
 fn on_gpu(t: Tensor) -> Tensor {
     t.to_backend(BackendId::Wgpu).expect("a wgpu adapter")
+}
+
+/// W9's erf chain, `max(x / sqrt(2) |> erf |> + 1 |> * (x * 0.5), -0.25)`,
+/// as in `benches/peers` (one read of x and one write when fused).
+#[op(fuse)]
+fn gelu_chain(x: &Tensor) -> Result<Tensor> {
+    let t = ops::mul(x, &Tensor::scalar(std::f32::consts::FRAC_1_SQRT_2))?;
+    let e = ops::erf(&t)?;
+    let p = ops::add(&e, &Tensor::scalar(1.0f32))?;
+    let h = ops::mul(x, &Tensor::scalar(0.5f32))?;
+    let y = ops::mul(&h, &p)?;
+    ops::maximum(&y, &Tensor::scalar(-0.25f32))
+}
+
+/// W9's cheap chain, `x * min(max(x + 3, 0), 6) * (1/6) + 0.1`.
+#[op(fuse)]
+fn hard_swish_chain(x: &Tensor) -> Result<Tensor> {
+    let t = ops::add(x, &Tensor::scalar(3.0f32))?;
+    let c = ops::minimum(&ops::maximum(&t, &Tensor::scalar(0.0f32))?, &Tensor::scalar(6.0f32))?;
+    let p = ops::mul(x, &c)?;
+    let s = ops::mul(&p, &Tensor::scalar(1.0f32 / 6.0))?;
+    ops::add(&s, &Tensor::scalar(0.1f32))
 }
 
 /// What one call of a workload moves or computes, for its rate.
@@ -344,6 +371,39 @@ fn reductions(b: &mut Bench) {
     b.run("r_softmax", both, 16, || drop(black_box(ops::softmax(&square, -1).unwrap())));
 }
 
+fn w9(b: &mut Bench) {
+    // Op by op, a chain keeps five 64 MiB intermediates alive at once:
+    // more than the default pool of 256 MiB holds, so each call would
+    // allocate two buffers anew (6.5 ms of host time per call on an H200)
+    // and time the allocator rather than the kernels.
+    let x = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[W2_ELEMENTS], -3.0, 3.0, 9).unwrap()));
+    b.run("w9_hswish_chain_unfused_pool_256m", Work::Bytes((8 * W2_ELEMENTS) as f64), 16, || {
+        opforge::fuse::unfused(|| drop(black_box(hard_swish_chain(&x).unwrap())));
+    });
+    drop(x);
+    let pool = opforge::set_pool_limit(1 << 30);
+    w9_chains(b);
+    opforge::set_pool_limit(pool);
+}
+
+fn w9_chains(b: &mut Bench) {
+    let x = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[W2_ELEMENTS], -3.0, 3.0, 9).unwrap()));
+    let bytes = Work::Bytes((8 * W2_ELEMENTS) as f64);
+    type Chain = fn(&Tensor) -> Result<Tensor>;
+    for (name, chain) in [("w9_gelu_chain", gelu_chain as Chain), ("w9_hswish_chain", hard_swish_chain)] {
+        b.run(name, bytes, 16, || drop(black_box(chain(&x).unwrap())));
+        let unfused = format!("{name}_unfused");
+        b.run(&unfused, bytes, 16, || opforge::fuse::unfused(|| drop(black_box(chain(&x).unwrap()))));
+    }
+    // Forward and backward: x read, the gradient written (the bound
+    // counted is one read and one write, as above).
+    let grad = opforge::grad(|x: &Tensor| ops::sum(&gelu_chain(x)?, None, false));
+    b.run("w9_gelu_chain_grad", bytes, 8, || drop(black_box(grad(&x).unwrap())));
+    b.run("w9_gelu_chain_grad_unfused", bytes, 8, || {
+        opforge::fuse::unfused(|| drop(black_box(grad(&x).unwrap())));
+    });
+}
+
 /// The W6 step of `benches/peers` on one backend.
 struct Step {
     x: Tensor,
@@ -451,6 +511,7 @@ fn main() {
         w2(&mut b);
         w5(&mut b);
         reductions(&mut b);
+        w9(&mut b);
         w6(&mut b);
         w6_small(&mut b);
     });
