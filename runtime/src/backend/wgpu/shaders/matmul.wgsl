@@ -136,11 +136,17 @@ fn finish(i: u32, j: u32, x: vec4<f32>) -> vec4<f32> {
         v += vec4<f32>(bias[cols.x], bias[cols.y], bias[cols.z], bias[cols.w]);
     }
     let positive = v > vec4<f32>(0.0);
+    // NaN told by its bits: NVIDIA's compiler turns the comparisons below
+    // into max and clamp, which drop a NaN (WGSL leaves theirs to the
+    // driver), unless the NaN is put back explicitly.
+    let nan = (bitcast<vec4<u32>>(v) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u);
     switch (code - 1u) & 7u {
-        // Comparisons, not max and clamp, whose NaN results WGSL leaves
-        // to the driver: a NaN stays NaN, as in the Relu and Relu6 kernels.
-        case 1u: { v = select(v, vec4<f32>(0.0), v < vec4<f32>(0.0)); }
-        case 2u: { v = select(select(v, vec4<f32>(6.0), v > vec4<f32>(6.0)), vec4<f32>(0.0), v < vec4<f32>(0.0)); }
+        // Comparisons, not max and clamp: a NaN stays NaN, as in the Relu
+        // and Relu6 kernels.
+        case 1u: { v = select(select(v, vec4<f32>(0.0), v < vec4<f32>(0.0)), v, nan); }
+        case 2u: {
+            v = select(select(select(v, vec4<f32>(6.0), v > vec4<f32>(6.0)), vec4<f32>(0.0), v < vec4<f32>(0.0)), v, nan);
+        }
         case 3u: { v = select(vec4<f32>(expm1(v.x), expm1(v.y), expm1(v.z), expm1(v.w)), v, positive); }
         case 4u: { v = 1.0 / (1.0 + exp(-v)); }
         case 5u: { v = select(v * bitcast<f32>(param(tail + 2u)), v, positive); }

@@ -52,9 +52,12 @@ fn inverse_sinh(v: f32) -> f32 {
     return select(with_sign_of(r, v), v, is_nan(v));
 }
 
-// acosh(v) = ln(v + sqrt(v^2 - 1)) for v >= 1, and ln(2v) above 4096.
+// acosh(v) = log1p(t + sqrt(t (t + 2))) with t = v - 1 (exact near 1,
+// where ln(v + sqrt(v^2 - 1)) lost digits to NVIDIA's log: 1e-4 relative
+// at 1 + 2^-23) for v >= 1, and ln(2v) above 4096.
 fn inverse_cosh(v: f32) -> f32 {
-    return select(log(v + sqrt((v - 1.0) * (v + 1.0))), logarithm(v) + LN_2, v > 4096.0);
+    let t = v - 1.0;
+    return select(log1p(t + sqrt(t * (t + 2.0))), logarithm(v) + LN_2, v > 4096.0);
 }
 
 // 2/pi in binary, 32 bits a word, after a word of zeros (the bits before
