@@ -79,6 +79,43 @@ pub fn pairs<T: Copy>(values: &[T]) -> (Vec<T>, Vec<T>) {
     values.iter().flat_map(|&a| values.iter().map(move |&b| (a, b))).unzip()
 }
 
+/// `v`, or a zero of its sign where `v` is subnormal: what a GPU that
+/// flushes subnormals reads or writes. WGSL lets an implementation flush
+/// subnormal inputs and results of f32 arithmetic to zero; NVIDIA's Vulkan
+/// driver does, lavapipe does not.
+///
+/// ```
+/// use opforge::special_values::flushed;
+/// assert_eq!(flushed(-f32::from_bits(1)).to_bits(), (-0.0f32).to_bits());
+/// assert_eq!(flushed(f32::MIN_POSITIVE), f32::MIN_POSITIVE);
+/// ```
+pub fn flushed(v: f32) -> f32 {
+    if v.is_subnormal() {
+        0.0f32.copysign(v)
+    } else {
+        v
+    }
+}
+
+/// `t` with each f32 subnormal [`flushed`]; a tensor of another dtype as
+/// it is. On the cpu, for the result a flushing GPU may give.
+///
+/// ```
+/// use opforge::{special_values::flush_subnormals, Tensor};
+/// let t = Tensor::from_vec(vec![f32::from_bits(1), 2.0], &[2])?;
+/// assert_eq!(flush_subnormals(&t).to_vec::<f32>()?, [0.0, 2.0]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn flush_subnormals(t: &Tensor) -> Tensor {
+    match t.to_vec::<f32>() {
+        Ok(v) if t.dtype() == DType::F32 => {
+            let v: Vec<f32> = v.into_iter().map(flushed).collect();
+            Tensor::from_vec(v, t.shape()).expect("the shape it had")
+        }
+        _ => t.clone(),
+    }
+}
+
 /// How closely two f32 results must agree; see [`agree`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Agreement {

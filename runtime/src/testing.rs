@@ -20,7 +20,7 @@
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::special_values::{agree, Agreement};
+use crate::special_values::{agree, flush_subnormals, flushed, Agreement};
 use crate::{registry, BackendId, DType, Error, Tensor};
 
 /// A check that failed: which kernel, which check, and why.
@@ -359,31 +359,6 @@ fn special_agree(want: f32, got: f32, signed_zero: bool, cancelling: bool) -> bo
     agree(want, got, how)
 }
 
-/// `v`, or a zero of its sign where `v` is subnormal: what a GPU that
-/// flushes subnormals makes of it. WGSL lets an implementation flush
-/// subnormal inputs and results of f32 arithmetic to zero (NVIDIA's Vulkan
-/// driver does; lavapipe does not).
-fn flushed(v: f32) -> f32 {
-    if v.is_subnormal() {
-        0.0f32.copysign(v)
-    } else {
-        v
-    }
-}
-
-/// `xs` with every f32 subnormal flushed to a zero of its sign.
-fn flush_subnormals(xs: &[Tensor]) -> Vec<Tensor> {
-    xs.iter()
-        .map(|x| match x.dtype() {
-            DType::F32 => {
-                let v: Vec<f32> = x.to_vec::<f32>().unwrap().into_iter().map(flushed).collect();
-                Tensor::from_vec(v, x.shape()).expect("the shape it had")
-            }
-            _ => x.clone(),
-        })
-        .collect()
-}
-
 /// The cpu's result (`want`) and `backend`'s (`got`) agree: the same
 /// meta, and values as [`special_agree`] says for f32 (`zero`: its
 /// `signed_zero` and `cancelling`), exactly for i32 and bool; `case` and
@@ -564,7 +539,7 @@ fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Speci
     // The cpu's results and gradients on the inputs with subnormals
     // flushed, for a GPU that flushes them (see `assert_special`).
     let flushed_xs = std::cell::OnceCell::new();
-    let flushed_xs = || flushed_xs.get_or_init(|| flush_subnormals(xs));
+    let flushed_xs = || flushed_xs.get_or_init(|| xs.iter().map(flush_subnormals).collect::<Vec<_>>());
     let flushed_outputs = std::cell::OnceCell::new();
     let flushed_outputs = || flushed_outputs.get_or_init(|| call(flushed_xs()).ok());
     for (o, (want, got)) in wants.iter().zip(&gots).enumerate() {

@@ -22,7 +22,7 @@
 
 use std::any::Any;
 
-use opforge::special_values::{agree, differences, f32_values, first_difference, Agreement};
+use opforge::special_values::{agree, differences, f32_values, first_difference, flush_subnormals, flushed, Agreement};
 use opforge::special_values::{BOOL, F32, I32};
 use opforge::{kernels, BackendId, DType, Engine, KernelSpec, Tensor};
 use opforge_spec::{InputType, KernelDef, ShapeRule};
@@ -212,7 +212,7 @@ fn compare_with(
         (Err(w), Err(_)) => return vec![format!("{case}: both refuse the case: {w}")],
         (w, g) => return vec![format!("{case}: cpu {:?}, wgpu {:?}", w.err(), g.err())],
     };
-    let flushed_inputs: Vec<Tensor> = inputs.iter().map(flushed).collect();
+    let flushed_inputs: Vec<Tensor> = inputs.iter().map(flush_subnormals).collect();
     let flushed_want = std::cell::OnceCell::new();
     let flushed_want =
         || flushed_want.get_or_init(|| Engine::run_by_name_all(kernel, &refs(&flushed_inputs), attrs.as_ref()).ok());
@@ -254,16 +254,6 @@ fn compare_with(
     found
 }
 
-/// `t` with its f32 subnormals flushed to zeros of their sign: what a GPU
-/// that flushes them reads or writes.
-fn flushed(t: &Tensor) -> Tensor {
-    if t.dtype() != DType::F32 {
-        return t.clone();
-    }
-    let v = t.to_vec::<f32>().unwrap().into_iter().map(|v| if v.is_subnormal() { 0.0f32.copysign(v) } else { v });
-    Tensor::from_vec(v.collect::<Vec<f32>>(), t.shape()).unwrap()
-}
-
 /// `got` (wgpu's) against `want` (the cpu's), described as [`differences`]
 /// does, but an f32 element agrees too where it matches `want`'s with
 /// subnormals flushed in both, or so matches `flushed_want`'s, the cpu's
@@ -286,12 +276,11 @@ fn gpu_differences(
         let none = differences(&other, got, how, 0, &label).0 == 0;
         return if none { (0, Vec::new()) } else { strict };
     }
-    let flush = |v: f32| if v.is_subnormal() { 0.0f32.copysign(v) } else { v };
     let (w, g, o) = (want.to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap(), other.to_vec::<f32>().unwrap());
     // Where either flushed reading agrees, the GPU's value stands for the
     // cpu's; elsewhere the cpu's, to be compared and described as before.
     let merged: Vec<f32> = (0..w.len())
-        .map(|i| match agree(flush(w[i]), flush(g[i]), how) || agree(flush(o[i]), flush(g[i]), how) {
+        .map(|i| match agree(flushed(w[i]), flushed(g[i]), how) || agree(flushed(o[i]), flushed(g[i]), how) {
             true => g[i],
             false => w[i],
         })
@@ -533,7 +522,7 @@ fn pools_and_fused_relu_agree_at_special_values() {
         let all = match b {
             BackendId::Cpu => differences(&want_max, &got, Agreement::ROUNDED, limit(), text),
             _ => {
-                let flushed_max = || opforge::ops::max(&flushed(&pairs), Some(&[1]), false).ok();
+                let flushed_max = || opforge::ops::max(&flush_subnormals(&pairs), Some(&[1]), false).ok();
                 gpu_differences(&want_max, &got, flushed_max, Agreement::ROUNDED, text)
             }
         };
@@ -616,8 +605,10 @@ fn backends_give_what_ieee_754_says() {
         let bools = |y: opforge::Result<Tensor>| y.unwrap().to_vec::<bool>().unwrap();
         let same = |got: Vec<f32>, want: &[f32], what: &str| {
             // A GPU may flush a subnormal result (see the module's note).
-            let flush = |v: f32| if b == BackendId::Wgpu && v.is_subnormal() { 0.0f32.copysign(v) } else { v };
-            let agrees = |w: f32, g: f32| agree(w, g, agreement("Pow")) || agree(flush(w), flush(g), agreement("Pow"));
+            let gpu = b == BackendId::Wgpu;
+            let agrees = |w: f32, g: f32| {
+                agree(w, g, agreement("Pow")) || gpu && agree(flushed(w), flushed(g), agreement("Pow"))
+            };
             let ok = got.len() == want.len() && got.iter().zip(want).all(|(&g, &w)| agrees(w, g));
             assert!(ok, "{what} on {b}: {got:?}, want {want:?}");
         };
@@ -651,8 +642,8 @@ fn backends_give_what_ieee_754_says() {
         // Subnormal arguments and results, and huge ones.
         let logs = floats(ops::log(&t(&[f32::from_bits(1), -1.0, 0.0, -0.0])));
         // A GPU may flush the subnormal argument (see the module's note): ln 0.
-        let flushed = b == BackendId::Wgpu && logs[0] == -inf;
-        same(logs, &[if flushed { -inf } else { -103.278_93 }, nan, -inf, -inf], "log");
+        let of_zero = b == BackendId::Wgpu && logs[0] == -inf;
+        same(logs, &[if of_zero { -inf } else { -103.278_93 }, nan, -inf, -inf], "log");
         same(floats(ops::exp(&t(&[-88.8, 88.8, -inf]))), &[2.720_499e-39, inf, 0.0], "exp");
         same(floats(ops::tanh(&t(&[-0.0, f32::from_bits(1), -inf]))), &[-0.0, f32::from_bits(1), -1.0], "tanh");
         same(
