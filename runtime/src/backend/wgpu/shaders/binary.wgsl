@@ -91,15 +91,17 @@ fn fmod_exact(x: f32, y: f32) -> f32 {
     return bitcast<f32>(mx | sx);
 }
 
-// floor(x / y), the quotient rounded to f32 first, as on the cpu. A
-// negative quotient that rounds to a subnormal (1 / -f32::MAX) floors to
-// -1 there, but NVIDIA flushes it to -0: it is told by the quotient of x
-// scaled by 2^64, which is normal (x is below 4 for such a quotient).
-fn floor_quotient(x: f32, y: f32) -> f32 {
-    let q = floor(quotient(x, y));
-    let negative = sign_bit(x) != sign_bit(y) && is_finite(x) && is_finite(y);
-    let subnormal = abs(quotient(x * 18446744073709551616.0, y)) > 1.2924697e-26;
-    return select(q, -1.0, q == 0.0 && negative && subnormal);
+// floor(q) for q = quotient(x, y), the quotient rounded to f32 first, as
+// on the cpu. A negative quotient that rounds to a subnormal (1 / -f32::MAX)
+// floors to -1 there, but NVIDIA flushes it to -0: where q floors to zero
+// with x and y of opposite signs, the quotient of x scaled by 2^64 (normal,
+// since x is below 4 for such a quotient) tells it.
+fn floor_quotient(x: f32, y: f32, q: f32) -> f32 {
+    let f = floor(q);
+    if f != 0.0 || sign_bit(x) == sign_bit(y) || !is_finite(x) || !is_finite(y) {
+        return f;
+    }
+    return select(f, -1.0, abs(quotient(x * 18446744073709551616.0, y)) > 1.2924697e-26);
 }
 
 // The floored remainder with y's sign, `x - y * floor(x / y)`; where the
@@ -113,7 +115,7 @@ fn floor_mod(x: f32, y: f32) -> f32 {
         let r = fmod_exact(x, y);
         return select(r, r + y, r != 0.0 && ((r < 0.0) != (y < 0.0)));
     }
-    return x - y * floor_quotient(x, y);
+    return x - y * floor_quotient(x, y, q);
 }
 
 // The first word after the layout.
@@ -136,7 +138,7 @@ fn apply_f32(x: f32, z: f32) -> f32 {
         case 8u: { return x * select(0.0, 1.0, z > 0.0); }
         case 9u: { return arctan2(x, z); }
         case 10u: { return (x - z) * (x - z); }
-        case 11u: { return floor_quotient(x, z); }
+        case 11u: { return floor_quotient(x, z, quotient(x, z)); }
         // Mod: the floored remainder; exact where the quotient is too
         // large for the formula (as on the cpu).
         case 12u: { return floor_mod(x, z); }
