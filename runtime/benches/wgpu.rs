@@ -103,27 +103,7 @@ fn on_gpu(t: Tensor) -> Tensor {
     t.to_backend(BackendId::Wgpu).expect("a wgpu adapter")
 }
 
-/// W9's erf chain, `max(x / sqrt(2) |> erf |> + 1 |> * (x * 0.5), -0.25)`,
-/// as in `benches/peers` (one read of x and one write when fused).
-#[op(fuse)]
-fn gelu_chain(x: &Tensor) -> Result<Tensor> {
-    let t = ops::mul(x, &Tensor::scalar(std::f32::consts::FRAC_1_SQRT_2))?;
-    let e = ops::erf(&t)?;
-    let p = ops::add(&e, &Tensor::scalar(1.0f32))?;
-    let h = ops::mul(x, &Tensor::scalar(0.5f32))?;
-    let y = ops::mul(&h, &p)?;
-    ops::maximum(&y, &Tensor::scalar(-0.25f32))
-}
-
-/// W9's cheap chain, `x * min(max(x + 3, 0), 6) * (1/6) + 0.1`.
-#[op(fuse)]
-fn hard_swish_chain(x: &Tensor) -> Result<Tensor> {
-    let t = ops::add(x, &Tensor::scalar(3.0f32))?;
-    let c = ops::minimum(&ops::maximum(&t, &Tensor::scalar(0.0f32))?, &Tensor::scalar(6.0f32))?;
-    let p = ops::mul(x, &c)?;
-    let s = ops::mul(&p, &Tensor::scalar(1.0f32 / 6.0))?;
-    ops::add(&s, &Tensor::scalar(0.1f32))
-}
+include!("shared/w9_chains.rs");
 
 /// What one call of a workload moves or computes, for its rate.
 #[derive(Clone, Copy)]
@@ -372,23 +352,17 @@ fn reductions(b: &mut Bench) {
 }
 
 fn w9(b: &mut Bench) {
-    // Op by op, a chain keeps five 64 MiB intermediates alive at once:
-    // more than the default pool of 256 MiB holds, so each call would
-    // allocate two buffers anew (6.5 ms of host time per call on an H200)
-    // and time the allocator rather than the kernels.
-    let x = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[W2_ELEMENTS], -3.0, 3.0, 9).unwrap()));
-    b.run("w9_hswish_chain_unfused_pool_256m", Work::Bytes((8 * W2_ELEMENTS) as f64), 16, || {
-        opforge::fuse::unfused(|| drop(black_box(hard_swish_chain(&x).unwrap())));
-    });
-    drop(x);
-    let pool = opforge::set_pool_limit(1 << 30);
-    w9_chains(b);
-    opforge::set_pool_limit(pool);
-}
-
-fn w9_chains(b: &mut Bench) {
     let x = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[W2_ELEMENTS], -3.0, 3.0, 9).unwrap()));
     let bytes = Work::Bytes((8 * W2_ELEMENTS) as f64);
+    // Op by op, a chain keeps five 64 MiB intermediates alive at once:
+    // more than the default pool of 256 MiB holds, so each call allocates
+    // two buffers anew (1.8-5.0 ms a call instead of 0.26 ms on an H200)
+    // and times the allocator rather than the kernels. This row shows it;
+    // the others run under a pool of 1 GiB.
+    b.run("w9_hswish_chain_unfused_pool_256m", bytes, 16, || {
+        opforge::fuse::unfused(|| drop(black_box(hard_swish_chain(&x).unwrap())));
+    });
+    let pool = opforge::set_pool_limit(1 << 30);
     type Chain = fn(&Tensor) -> Result<Tensor>;
     for (name, chain) in [("w9_gelu_chain", gelu_chain as Chain), ("w9_hswish_chain", hard_swish_chain)] {
         b.run(name, bytes, 16, || drop(black_box(chain(&x).unwrap())));
@@ -402,6 +376,7 @@ fn w9_chains(b: &mut Bench) {
     b.run("w9_gelu_chain_grad_unfused", bytes, 8, || {
         opforge::fuse::unfused(|| drop(black_box(grad(&x).unwrap())));
     });
+    opforge::set_pool_limit(pool);
 }
 
 /// The W6 step of `benches/peers` on one backend.

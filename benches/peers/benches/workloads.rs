@@ -31,30 +31,7 @@ const SIDE: usize = 4096;
 const ROUNDS: usize = 15;
 const BATCH: Duration = Duration::from_millis(40);
 
-/// W9's chain of six elementwise ops, GELU's erf form clipped below:
-/// `max(x / sqrt(2) |> erf |> + 1 |> * (x * 0.5), -0.25)`, fused by
-/// `#[op(fuse)]` into one kernel (one read of x, one write).
-#[op(fuse)]
-fn gelu_chain(x: &Tensor) -> Result<Tensor> {
-    let t = ops::mul(x, &Tensor::scalar(std::f32::consts::FRAC_1_SQRT_2))?;
-    let e = ops::erf(&t)?;
-    let p = ops::add(&e, &Tensor::scalar(1.0f32))?;
-    let h = ops::mul(x, &Tensor::scalar(0.5f32))?;
-    let y = ops::mul(&h, &p)?;
-    ops::maximum(&y, &Tensor::scalar(-0.25f32))
-}
-
-/// W9's chain of six cheap elementwise ops, a hard-swish with a bias:
-/// `x * min(max(x + 3, 0), 6) * (1/6) + 0.1`: memory-bound op by op, so
-/// fusion shows what one pass instead of six saves.
-#[op(fuse)]
-fn hard_swish_chain(x: &Tensor) -> Result<Tensor> {
-    let t = ops::add(x, &Tensor::scalar(3.0f32))?;
-    let c = ops::minimum(&ops::maximum(&t, &Tensor::scalar(0.0f32))?, &Tensor::scalar(6.0f32))?;
-    let p = ops::mul(x, &c)?;
-    let s = ops::mul(&p, &Tensor::scalar(1.0f32 / 6.0))?;
-    ops::add(&s, &Tensor::scalar(0.1f32))
-}
+include!("../../../runtime/benches/shared/w9_chains.rs");
 
 /// One workload: opforge, candle and a bound, measured side by side.
 struct Workload {
