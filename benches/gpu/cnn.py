@@ -8,18 +8,17 @@ of 32 images copied from the host every step and shifted by up to one
 pixel (a pad and a slice on the device), as the example does. He-normal
 weights, zero biases.
 
-Prints the median time of one step (each sample runs `repeat` steps and
-synchronizes once), in the `name seconds` format of `peers.py`:
+Prints the median time of one step (`steps.median_step`), in the `name
+seconds` format of `peers.py`:
 
     python3 benches/gpu/cnn.py
 """
 
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
+from steps import median_step
 
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -59,17 +58,8 @@ def main():
         F.cross_entropy(logits, y).backward()
         adam.step()
 
-    def sample(repeat):
-        start = time.perf_counter()
-        for _ in range(repeat):
-            step()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - start) / repeat
-
     print(f"# {torch.cuda.get_device_name()}, torch {torch.__version__}", file=sys.stderr)
-    sample(5)
-    times = [sample(20) for _ in range(15)]
-    print(f"cnn_step {statistics.median(times):.9g}", flush=True)
+    print(f"cnn_step {median_step(step, repeat=20, warmup=5):.9g}", flush=True)
 
 
 if __name__ == "__main__":

@@ -8,20 +8,19 @@ windows of 64 characters of Moby-Dick, copied from the host every step as
 the example does. Weights are initialised as the example initialises them
 (normal, std 0.02, residual writers scaled by 1/sqrt(2 layers)).
 
-Prints the median time of one step (each sample runs `repeat` steps and
-synchronizes once), in the `name seconds` format of `peers.py`:
+Prints the median time of one step (`steps.median_step`), in the `name
+seconds` format of `peers.py`:
 
     python3 benches/gpu/transformer.py [--compile]
 """
 
 import gzip
 import math
-import statistics
 import sys
-import time
 
 import torch
 import torch.nn.functional as F
+from steps import median_step
 
 torch.backends.cuda.matmul.allow_tf32 = False
 dev = torch.device("cuda")
@@ -95,17 +94,8 @@ def main():
     if "--compile" in sys.argv:
         forward = torch.compile(forward)  # `step` calls it through the closure
 
-    def sample(repeat):
-        start = time.perf_counter()
-        for _ in range(repeat):
-            step()
-        torch.cuda.synchronize()
-        return (time.perf_counter() - start) / repeat
-
-    sample(3)
-    times = [sample(10) for _ in range(15)]
     name = "transformer_step_compiled" if "--compile" in sys.argv else "transformer_step"
-    print(f"{name} {statistics.median(times):.9g}", flush=True)
+    print(f"{name} {median_step(step, repeat=10, warmup=3):.9g}", flush=True)
 
 
 if __name__ == "__main__":
