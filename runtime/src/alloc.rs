@@ -27,10 +27,24 @@ fn machine_bytes() -> Option<usize> {
     })
 }
 
+/// Sizes below this are granted without a look: every machine has a
+/// mebibyte. Every op's outputs pass through [`refuse`], most of them small.
+const ALWAYS_GRANTED: usize = 1 << 20;
+
 /// `None` if `count` elements of `size` bytes each can be allocated on this
 /// machine as far as can be known without allocating them; else the bytes
 /// asked for (saturated at `u128`'s range, never wrapped), for the error.
+#[inline]
 pub(crate) fn refuse(count: usize, size: usize) -> Option<u128> {
+    match count.checked_mul(size) {
+        Some(bytes) if bytes < ALWAYS_GRANTED => None,
+        _ => refuse_large(count, size),
+    }
+}
+
+/// [`refuse`] past [`ALWAYS_GRANTED`].
+#[inline(never)]
+fn refuse_large(count: usize, size: usize) -> Option<u128> {
     let wanted = count as u128 * size as u128;
     let Some(bytes) = count.checked_mul(size).filter(|&b| b <= isize::MAX as usize) else {
         return Some(wanted);

@@ -444,7 +444,18 @@ fn scalars_follow<K: KernelSpec>(
 
 /// The backend a call runs on: its inputs', or for a kernel without inputs
 /// (`Range`, `Fill`) the default backend.
+#[inline]
 fn common_backend<K: KernelSpec>(inputs: &[&Tensor], absent: Absent) -> Result<BackendId> {
+    match inputs.first() {
+        Some(first) if inputs.iter().all(|t| t.backend() == first.backend()) => Ok(first.backend()),
+        _ => no_common_backend::<K>(inputs, absent),
+    }
+}
+
+/// [`common_backend`] for a call without inputs, or with inputs on
+/// several backends.
+#[cold]
+fn no_common_backend<K: KernelSpec>(inputs: &[&Tensor], absent: Absent) -> Result<BackendId> {
     let Some(first) = inputs.first() else {
         if K::INPUTS.len() == absent.count() {
             return Ok(default_backend());
@@ -454,15 +465,9 @@ fn common_backend<K: KernelSpec>(inputs: &[&Tensor], absent: Absent) -> Result<B
         return Err(invalid::<K>(default_backend(), inputs, absent, message));
     };
     let backend = first.backend();
-    if let Some(other) = inputs.iter().find(|t| t.backend() != backend) {
-        return Err(invalid::<K>(
-            backend,
-            inputs,
-            absent,
-            format!("inputs live on backends `{backend}` and `{}`; move them to one first", other.backend()),
-        ));
-    }
-    Ok(backend)
+    let other = inputs.iter().map(|t| t.backend()).find(|&b| b != backend).unwrap_or(backend);
+    let message = format!("inputs live on backends `{backend}` and `{other}`; move them to one first");
+    Err(invalid::<K>(backend, inputs, absent, message))
 }
 
 /// Runs a kernel; a panic inside it (a user's kernel calling

@@ -32,24 +32,22 @@ pub(super) struct Node {
     pub(super) backward: Backward,
 }
 
-struct Tape {
-    nodes: RefCell<Vec<Node>>,
-    /// Gradients being taken on this thread (nested for higher order).
-    depth: Cell<usize>,
-    /// `no_grad` scopes open on this thread.
-    paused: Cell<usize>,
-}
-
 thread_local! {
-    // `const`: every op asks whether to record, and a lazily initialised
-    // thread-local would add a state check to each ask.
-    static TAPE: Tape = const { Tape { nodes: RefCell::new(Vec::new()), depth: Cell::new(0), paused: Cell::new(0) } };
+    /// This thread's tape: the nodes recorded while a gradient is taken.
+    static NODES: RefCell<Vec<Node>> = const { RefCell::new(Vec::new()) };
+    /// Gradients being taken on this thread (nested for higher order).
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// `no_grad` scopes open on this thread.
+    static PAUSED: Cell<usize> = const { Cell::new(0) };
 }
+// Every op asks `recording()`. `DEPTH` and `PAUSED` are `const` and have
+// no destructor, so the ask is two thread-local loads; kept beside `NODES`
+// (which has one) they would add a registration check to every op.
 
 /// Whether the engine must record the kernel it just ran.
 #[inline]
 pub(crate) fn recording() -> bool {
-    TAPE.with(|t| t.depth.get() > 0 && t.paused.get() == 0)
+    DEPTH.get() > 0 && PAUSED.get() == 0
 }
 
 /// Records one kernel run. Called by the engine only when [`recording`].
@@ -62,7 +60,7 @@ pub(crate) fn record<K: KernelSpec>(inputs: &[&Tensor], absent: Absent, attrs: &
         outputs: outputs.iter().cloned().collect(),
         backward: Backward::Registry { inputs: K::INPUTS, differentiable: K::DIFFERENTIABLE, variadic: K::VARIADIC },
     };
-    TAPE.with(|t| t.nodes.borrow_mut().push(node));
+    NODES.with_borrow_mut(|nodes| nodes.push(node));
 }
 
 /// Runs `f` without recording: nothing computed inside has a gradient
@@ -83,10 +81,10 @@ pub fn no_grad<T>(f: impl FnOnce() -> T) -> T {
     struct Resume;
     impl Drop for Resume {
         fn drop(&mut self) {
-            TAPE.with(|t| t.paused.set(t.paused.get() - 1));
+            PAUSED.set(PAUSED.get() - 1);
         }
     }
-    TAPE.with(|t| t.paused.set(t.paused.get() + 1));
+    PAUSED.set(PAUSED.get() + 1);
     let _resume = Resume;
     f()
 }
@@ -100,46 +98,39 @@ pub(super) struct Level {
 
 impl Level {
     pub(super) fn open() -> Level {
-        TAPE.with(|t| {
-            t.depth.set(t.depth.get() + 1);
-            Level { start: t.nodes.borrow().len(), closed: false }
-        })
+        DEPTH.set(DEPTH.get() + 1);
+        Level { start: NODES.with_borrow(Vec::len), closed: false }
     }
 
     /// Stops recording for this level and hands over its nodes. Ops run
     /// afterwards are recorded only if an outer level is open.
     pub(super) fn close(&mut self) -> Vec<Node> {
         self.closed = true;
-        TAPE.with(|t| {
-            t.depth.set(t.depth.get() - 1);
-            t.nodes.borrow_mut().split_off(self.start)
-        })
+        DEPTH.set(DEPTH.get() - 1);
+        NODES.with_borrow_mut(|nodes| nodes.split_off(self.start))
     }
 
     /// Puts this level's nodes back before whatever the backward pass recorded,
     /// so an outer level sees them in execution order.
     pub(super) fn restore(&self, nodes: Vec<Node>) {
-        TAPE.with(|t| {
-            if t.depth.get() > 0 {
-                let mut all = t.nodes.borrow_mut();
+        if DEPTH.get() > 0 {
+            NODES.with_borrow_mut(|all| {
                 let recorded = all.split_off(self.start);
                 all.extend(nodes);
                 all.extend(recorded);
-            }
-        })
+            })
+        }
     }
 }
 
 impl Drop for Level {
     fn drop(&mut self) {
-        TAPE.with(|t| {
-            if !self.closed {
-                t.depth.set(t.depth.get() - 1);
-            }
-            if t.depth.get() == 0 {
-                t.nodes.borrow_mut().clear();
-            }
-        })
+        if !self.closed {
+            DEPTH.set(DEPTH.get() - 1);
+        }
+        if DEPTH.get() == 0 {
+            NODES.with_borrow_mut(Vec::clear);
+        }
     }
 }
 
@@ -163,5 +154,5 @@ pub(crate) fn record_move(input: &Tensor, moved: &Tensor) {
 
 /// Records a node of a `custom_grad`. Called only when [`recording`].
 pub(super) fn push(node: Node) {
-    TAPE.with(|t| t.nodes.borrow_mut().push(node));
+    NODES.with_borrow_mut(|nodes| nodes.push(node));
 }

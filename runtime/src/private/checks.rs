@@ -423,6 +423,7 @@ pub trait KernelReturn<T> {
 
 #[diagnostic::do_not_recommend]
 impl<T> KernelReturn<T> for T {
+    #[inline(always)]
     fn output(self) -> T {
         self
     }

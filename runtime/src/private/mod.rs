@@ -80,15 +80,23 @@ pub const fn device_ops<D: Device + Backend<Tensor = <D as Device>::Tensor>>() -
 
 /// As many inputs as the spec names; with a variadic last input, at
 /// least that many.
+#[inline]
 fn check_count(inputs: &[&Tensor], names: &[&str], variadic: bool) -> std::result::Result<(), String> {
     match (inputs.len(), names.len()) {
         (got, want) if got == want || (variadic && got > want) => Ok(()),
-        (got, 0) => Err(format!("expected no inputs (it makes its output from its attrs), got {got}")),
-        (got, want) if variadic => Err(format!(
-            "expected {want} or more inputs ({}, the last one or more tensors), got {got}",
-            names.join(", ")
-        )),
-        (got, want) => Err(format!("expected {want} inputs ({}), got {got}", names.join(", "))),
+        (got, want) => Err(wrong_count(got, want, names, variadic)),
+    }
+}
+
+/// [`check_count`]'s message.
+#[cold]
+fn wrong_count(got: usize, want: usize, names: &[&str], variadic: bool) -> String {
+    match (got, want) {
+        (got, 0) => format!("expected no inputs (it makes its output from its attrs), got {got}"),
+        (got, want) if variadic => {
+            format!("expected {want} or more inputs ({}, the last one or more tensors), got {got}", names.join(", "))
+        }
+        (got, want) => format!("expected {want} inputs ({}), got {got}", names.join(", ")),
     }
 }
 
@@ -102,6 +110,7 @@ pub fn input_name(names: &[&str], variadic: bool, i: usize) -> String {
 }
 
 /// The spec's input checks: count, one shared dtype, and that dtype allowed.
+#[inline]
 pub fn check_inputs(
     inputs: &[&Tensor],
     names: &[&str],
@@ -110,20 +119,27 @@ pub fn check_inputs(
 ) -> std::result::Result<DType, String> {
     check_count(inputs, names, variadic)?;
     let dtype = inputs[0].dtype();
+    match inputs.iter().all(|t| t.dtype() == dtype) && dtypes.contains(&dtype) {
+        true => Ok(dtype),
+        false => Err(wrong_dtypes(inputs, names, dtypes, variadic)),
+    }
+}
+
+/// [`check_inputs`]'s message for inputs of several dtypes, or of one not allowed.
+#[cold]
+fn wrong_dtypes(inputs: &[&Tensor], names: &[&str], dtypes: &[DType], variadic: bool) -> String {
+    let dtype = inputs[0].dtype();
     if let Some((i, t)) = inputs.iter().enumerate().find(|(_, t)| t.dtype() != dtype) {
-        return Err(format!(
+        return format!(
             "input `{}` is {} but `{}` is {}; the inputs must share one dtype",
             input_name(names, variadic, i),
             t.dtype(),
             input_name(names, variadic, 0),
             dtype
-        ));
+        );
     }
-    if !dtypes.contains(&dtype) {
-        let allowed: Vec<&str> = dtypes.iter().map(|d| d.name()).collect();
-        return Err(format!("dtype {dtype} is not supported, expected {}", allowed.join(" or ")));
-    }
-    Ok(dtype)
+    let allowed: Vec<&str> = dtypes.iter().map(|d| d.name()).collect();
+    format!("dtype {dtype} is not supported, expected {}", allowed.join(" or "))
 }
 
 /// The dtype an input may have, as `spec!` writes a kernel with type variables.
@@ -185,30 +201,44 @@ pub fn check_typed<const V: usize>(
 }
 
 /// The typed attributes of an erased call.
+#[inline]
 pub fn attrs<'a, K: KernelSpec>(
     kernel: &'static str,
     backend: crate::BackendId,
     attrs: &'a (dyn Any + Send + Sync),
 ) -> Result<&'a K::Attrs> {
-    attrs.downcast_ref::<K::Attrs>().ok_or_else(|| Error::Backend {
-        kernel,
-        backend,
-        message: format!("attributes are not `{}`", std::any::type_name::<K::Attrs>()),
-    })
+    match attrs.downcast_ref::<K::Attrs>() {
+        Some(attrs) => Ok(attrs),
+        None => Err(not_attrs(kernel, backend, std::any::type_name::<K::Attrs>())),
+    }
 }
 
-/// Input `i` of an erased call, as backend `B` sees it.
+#[cold]
+fn not_attrs(kernel: &'static str, backend: crate::BackendId, attrs: &str) -> Error {
+    Error::Backend { kernel, backend, message: format!("attributes are not `{attrs}`") }
+}
+
+/// Input `i` of an erased call, as backend `B` sees it. Every kernel
+/// reads its inputs through here, so the errors stay out of line.
+#[inline]
 pub fn input<'a, B: Backend>(call: &KernelCall<'a>, i: usize) -> Result<&'a B::Tensor> {
-    let t = call.inputs.get(i).ok_or_else(|| Error::Backend {
-        kernel: call.kernel,
-        backend: call.backend,
-        message: format!("missing input {i}"),
-    })?;
-    B::view(t).ok_or_else(|| Error::Backend {
-        kernel: call.kernel,
-        backend: B::id(),
-        message: format!("input {i} lives on backend `{}`", t.backend()),
-    })
+    match call.inputs.get(i) {
+        Some(t) => match B::view(t) {
+            Some(t) => Ok(t),
+            None => Err(elsewhere(call, i, B::id(), t.backend())),
+        },
+        None => Err(missing_input(call, i)),
+    }
+}
+
+#[cold]
+fn missing_input(call: &KernelCall<'_>, i: usize) -> Error {
+    Error::Backend { kernel: call.kernel, backend: call.backend, message: format!("missing input {i}") }
+}
+
+#[cold]
+fn elsewhere(call: &KernelCall<'_>, i: usize, backend: crate::BackendId, lives: crate::BackendId) -> Error {
+    Error::Backend { kernel: call.kernel, backend, message: format!("input {i} lives on backend `{lives}`") }
 }
 
 /// Input `i` of a kernel with optional inputs, among those the call gives.

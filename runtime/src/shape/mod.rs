@@ -46,9 +46,18 @@ pub fn numel(shape: &[usize]) -> usize {
 /// assert_eq!(checked_numel(&[2, 0, 3]), Some(0));
 /// assert_eq!(checked_numel(&[0, usize::MAX, 2]), None);
 /// ```
+#[inline]
 pub fn checked_numel(shape: &[usize]) -> Option<usize> {
-    let nonzero = shape.iter().filter(|&&d| d != 0).try_fold(1usize, |acc, &d| acc.checked_mul(d))?;
-    Some(if shape.contains(&0) { 0 } else { nonzero })
+    // One pass: the product of the nonzero dims must fit, and a zero
+    // anywhere makes the count 0.
+    let (mut n, mut zero) = (1usize, false);
+    for &d in shape {
+        match d {
+            0 => zero = true,
+            d => n = n.checked_mul(d)?,
+        }
+    }
+    Some(if zero { 0 } else { n })
 }
 
 /// Row-major strides of a contiguous tensor of this shape.

@@ -13,6 +13,7 @@ mod softmax;
 mod unary;
 pub(crate) mod vmath;
 
+use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
 use smallvec::SmallVec;
@@ -174,18 +175,28 @@ enum Data {
 /// Host memory of one tensor: a typed, immutable vector, counted by
 /// [`crate::memory`] while alive.
 #[derive(Debug)]
-pub struct CpuBuffer(Data);
+pub struct CpuBuffer {
+    data: Data,
+    /// Whether [`crate::memory`] counts it: every buffer but a [`spare`] one.
+    counted: bool,
+}
 
 impl CpuBuffer {
     fn new(data: Data) -> Self {
-        let b = CpuBuffer(data);
+        let b = CpuBuffer { data, counted: true };
         accounting::record(1, b.bytes() as isize);
         b
     }
 
+    /// An empty buffer that is not counted: what a [`spare`] allocation
+    /// holds between two tensors.
+    fn spare() -> Self {
+        CpuBuffer { data: Data::F32(Storage::new()), counted: false }
+    }
+
     /// The buffer's dtype.
     pub fn dtype(&self) -> DType {
-        match &self.0 {
+        match &self.data {
             Data::F32(_) => DType::F32,
             Data::I32(_) => DType::I32,
             Data::Bool(_) => DType::Bool,
@@ -194,7 +205,7 @@ impl CpuBuffer {
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        match &self.0 {
+        match &self.data {
             Data::F32(v) => v.len(),
             Data::I32(v) => v.len(),
             Data::Bool(v) => v.len(),
@@ -213,9 +224,11 @@ impl CpuBuffer {
 
 impl Drop for CpuBuffer {
     fn drop(&mut self) {
-        accounting::record(-1, -(self.bytes() as isize));
+        if self.counted {
+            accounting::record(-1, -(self.bytes() as isize));
+        }
         // Only heap storage can be pooled; `into_vec` does not copy it.
-        match &mut self.0 {
+        match &mut self.data {
             Data::F32(v) if v.spilled() => pool::give_back(std::mem::take(v).into_vec()),
             Data::I32(v) if v.spilled() => pool::give_back(std::mem::take(v).into_vec()),
             Data::Bool(v) if v.spilled() => pool::give_back(std::mem::take(v).into_vec()),
@@ -239,7 +252,7 @@ macro_rules! cpu_element {
                 CpuBuffer::new(Data::$v(v))
             }
             fn slice(b: &CpuBuffer) -> Option<&[Self]> {
-                match &b.0 {
+                match &b.data {
                     Data::$v(v) => Some(v),
                     _ => None,
                 }
@@ -269,7 +282,68 @@ cpu_element!(f32 => F32, i32 => I32, bool => Bool);
 #[derive(Debug, Clone)]
 pub struct CpuTensor {
     shape: Shape,
-    buf: Arc<CpuBuffer>,
+    /// Taken out only by `drop`, which hands the allocation to [`spare`].
+    buf: ManuallyDrop<Arc<CpuBuffer>>,
+}
+
+impl Drop for CpuTensor {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: `buf` is taken once, here, and not used afterwards.
+        spare::keep(unsafe { ManuallyDrop::take(&mut self.buf) });
+    }
+}
+
+/// One spare buffer allocation per thread. Every tensor's buffer is an
+/// `Arc`, one allocation; for the one-element `add` of W1, its `malloc` and
+/// `free` were a seventh of the call. A tensor dropped while nothing else
+/// shares its buffer leaves the allocation here (its data freed or pooled
+/// as ever, and no longer counted by [`crate::memory`]), and the next buffer
+/// this thread makes moves into it.
+mod spare {
+    use std::cell::Cell;
+    use std::sync::Arc;
+
+    use super::CpuBuffer;
+
+    thread_local! {
+        static SPARE: Cell<Option<Arc<CpuBuffer>>> = const { Cell::new(None) };
+    }
+
+    /// Keeps `buf`'s allocation if nothing else holds the buffer (no
+    /// clone, no `Weak`); else only lets go of it.
+    #[inline]
+    pub(super) fn keep(mut buf: Arc<CpuBuffer>) {
+        if let Some(b) = Arc::get_mut(&mut buf) {
+            // Drops the tensor's data: counted out, heap storage pooled.
+            *b = CpuBuffer::spare();
+            // During the thread's teardown the slot is gone; `buf` is then
+            // freed, and a spare buffer counts nothing as it goes.
+            let _ = SPARE.try_with(|s| s.set(Some(buf)));
+        }
+    }
+
+    /// `buffer` in an `Arc`, in this thread's spare allocation if it has one.
+    #[inline]
+    pub(super) fn shared(buffer: CpuBuffer) -> Arc<CpuBuffer> {
+        match SPARE.try_with(Cell::take) {
+            Ok(Some(mut arc)) => match Arc::get_mut(&mut arc) {
+                Some(b) => {
+                    // A spare buffer is empty and uncounted: nothing to drop.
+                    std::mem::forget(std::mem::replace(b, buffer));
+                    arc
+                }
+                // Only unshared allocations are kept; never reached.
+                None => Arc::new(buffer),
+            },
+            _ => Arc::new(buffer),
+        }
+    }
+}
+
+#[cold]
+fn not_filled(shape: &[usize], values: usize) -> Error {
+    Error::InvalidTensor { what: "from_vec", message: format!("{values} values do not fill shape {shape:?}") }
 }
 
 impl CpuTensor {
@@ -279,15 +353,12 @@ impl CpuTensor {
     }
 
     /// [`CpuTensor::from_vec`] for kernels that build small outputs inline.
+    #[inline]
     pub(crate) fn from_storage<T: Element>(shape: &[usize], data: Storage<T>) -> Result<Self> {
-        let n = crate::shape::checked_numel(shape);
-        if n != Some(data.len()) {
-            return Err(Error::InvalidTensor {
-                what: "from_vec",
-                message: format!("{} values do not fill shape {shape:?}", data.len()),
-            });
+        if crate::shape::checked_numel(shape) != Some(data.len()) {
+            return Err(not_filled(shape, data.len()));
         }
-        Ok(CpuTensor { shape: Shape::from_slice(shape), buf: Arc::new(T::into_buffer(data)) })
+        Ok(CpuTensor { shape: Shape::from_slice(shape), buf: ManuallyDrop::new(spare::shared(T::into_buffer(data))) })
     }
 
     /// The same buffer seen with another shape of the same size.
@@ -298,7 +369,7 @@ impl CpuTensor {
                 message: format!("cannot view {:?} as {shape:?}", self.shape.as_slice()),
             });
         }
-        Ok(CpuTensor { shape: Shape::from_slice(shape), buf: self.buf.clone() })
+        Ok(CpuTensor { shape: Shape::from_slice(shape), buf: ManuallyDrop::new(Arc::clone(&self.buf)) })
     }
 
     /// The shape.

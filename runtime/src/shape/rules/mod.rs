@@ -32,9 +32,18 @@ pub fn same(x: &[usize]) -> Result<Shape, String> {
 }
 
 /// `broadcast(a, b, ...)`: NumPy broadcasting of all inputs.
+#[inline]
 pub fn broadcast(shapes: &[&[usize]]) -> Result<Shape, String> {
+    // Equal shapes are the common case: no per-dim work, and no call.
+    match shapes {
+        [a, b] if same_dims(a, b) => Ok(Shape::from_slice(a)),
+        _ => broadcast_all(shapes),
+    }
+}
+
+/// [`broadcast`] of any number of shapes.
+fn broadcast_all(shapes: &[&[usize]]) -> Result<Shape, String> {
     let first = shapes.first().copied().unwrap_or(&[]);
-    // Equal shapes are the common case: no per-dim work.
     if shapes.iter().all(|s| same_dims(s, first)) {
         return Ok(Shape::from_slice(first));
     }
