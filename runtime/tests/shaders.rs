@@ -1,7 +1,8 @@
 //! Every WGSL shader parses and validates with naga: a broken shader fails
 //! here, on any machine, before a GPU ever sees it. Each is checked as the
 //! backend compiles it (`shader!("name", "library", ..)`): `common.wgsl`,
-//! the helpers they share, then its libraries, then its own file.
+//! the helpers they share, then its libraries, then its own file, with its
+//! `@elementwise` entry points written out (`expand_entries`).
 
 /// Each `shader!` of the backend's sources: the shader and its libraries.
 fn shaders(dir: &str) -> Vec<(String, Vec<String>)> {
@@ -38,6 +39,8 @@ fn every_shader_validates() {
         }
         source += &read(name);
         covered.push(format!("{name}.wgsl"));
+        // As the device compiles it: `@elementwise` entry points written out.
+        let source = opforge::backend::wgpu::expand_entries(&source).into_owned();
         let module = naga::front::wgsl::parse_str(&source)
             .unwrap_or_else(|e| panic!("{}", e.emit_to_string_with_path(&source, &format!("{name}.wgsl"))));
         naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())

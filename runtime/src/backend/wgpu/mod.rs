@@ -65,7 +65,7 @@ use crate::backend::cpu::CpuTensor;
 use crate::{DType, Error, Result, Shape, Tensor, TensorMeta};
 use device::Bound;
 pub(crate) use device::{gpu, Gpu};
-pub use pipeline::{groups, Grid, Shader};
+pub use pipeline::{expand_entries, groups, Grid, Shader};
 pub(crate) use pool::{memory, peak, pooled, reset_peak, set_limit, trim_to};
 
 /// The `wgpu` backend marker.

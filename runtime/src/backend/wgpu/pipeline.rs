@@ -40,6 +40,45 @@ impl Shader {
     }
 }
 
+/// `source` with each entry point declared `@elementwise fn name(i: u32) {`
+/// written out in full, as the device compiles every [`Shader`]: a compute
+/// entry point of 256-wide workgroups whose invocation `i` (the
+/// parameter's name is the shader's) runs the body for each element below
+/// `param(0)`, as most of opforge's kernels do. The expansion calls
+/// `element` and `param` from `shaders/common.wgsl`, which every built-in
+/// shader begins with; a shader of another crate that uses `@elementwise`
+/// defines them itself. Other lines are kept as they are.
+///
+/// ```
+/// use opforge::backend::wgpu::expand_entries;
+/// let wgsl = expand_entries("@elementwise fn fill(i: u32) {\n    y[i] = param(1);\n}\n");
+/// assert!(wgsl.starts_with("@compute @workgroup_size(256)\nfn fill(@builtin(global_invocation_id) gid"));
+/// assert!(wgsl.contains("let i = element(gid, groups);\n    if i >= param(0) {\n        return;\n    }\n    y[i] = param(1);"));
+/// assert_eq!(expand_entries("fn f() {}\n"), "fn f() {}\n");
+/// ```
+pub fn expand_entries(source: &str) -> std::borrow::Cow<'_, str> {
+    const DIRECTIVE: &str = "@elementwise fn ";
+    if !source.contains(DIRECTIVE) {
+        return source.into();
+    }
+    let mut out = String::with_capacity(source.len() + 1024);
+    for line in source.lines() {
+        let entry = line.strip_prefix(DIRECTIVE).and_then(|rest| rest.strip_suffix(": u32) {"));
+        match entry.and_then(|e| e.split_once('(')) {
+            Some((name, index)) => out.push_str(&format!(
+                "@compute @workgroup_size(256)\n\
+                 fn {name}(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{\n    \
+                 let {index} = element(gid, groups);\n    if {index} >= param(0) {{\n        return;\n    }}\n"
+            )),
+            None => {
+                out.push_str(line);
+                out.push('\n');
+            }
+        }
+    }
+    out.into()
+}
+
 impl Gpu {
     /// The layouts of programs with `inputs` input and `outputs` output
     /// tensors, made once.
@@ -107,7 +146,7 @@ impl Gpu {
                 .or_insert_with(|| {
                     self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
                         label: Some(shader.name),
-                        source: wgpu::ShaderSource::Wgsl(shader.source.into()),
+                        source: wgpu::ShaderSource::Wgsl(expand_entries(shader.source)),
                     })
                 })
                 .clone();

@@ -41,24 +41,14 @@ fn adam(w: vec4<f32>, m: vec4<f32>, v: vec4<f32>, g: vec4<f32>) -> Step {
     return Step(constant(6u) * update + w, new_m, new_v);
 }
 
-@compute @workgroup_size(256)
-fn apply_adam(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn apply_adam(i: u32) {
     let s = adam(vec4<f32>(w[i]), vec4<f32>(m[i]), vec4<f32>(v[i]), vec4<f32>(g[i]));
     new_w[i] = s.w.x;
     new_m[i] = s.m.x;
     new_v[i] = s.v.x;
 }
 
-@compute @workgroup_size(256)
-fn apply_adam_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn apply_adam_x4(i: u32) {
     let s = adam(w4[i], m4[i], v4[i], g4[i]);
     new_w4[i] = s.w;
     new_m4[i] = s.m;

@@ -13,12 +13,7 @@
 // mean, variance, offset and scale]
 @group(0) @binding(6) var<uniform> params: array<vec4<u32>, 32>;
 
-@compute @workgroup_size(256)
-fn batch_norm(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn batch_norm(i: u32) {
     let rank = param(1);
     let epsilon = bitcast<f32>(param(2));
     let flags = param(3);

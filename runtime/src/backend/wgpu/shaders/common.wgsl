@@ -2,6 +2,11 @@
 // (see `shader!` in mod.rs). Each shader declares its own `params`, a
 // uniform `array<vec4<u32>, 32>`; WGSL resolves module-scope names in any
 // order.
+//
+// An entry point over elements is declared `@elementwise fn name(i: u32) {`:
+// the host writes it out (`expand_entries` in pipeline.rs) as a compute
+// entry point of 256-wide workgroups whose body runs for each element `i`
+// below `param(0)`.
 
 // Word i of the parameters (a uniform array's elements are 16 bytes).
 fn param(i: u32) -> u32 {

@@ -47,12 +47,7 @@ fn window_at(i: u32, t: u32, stride: u32, dilation: u32, pad: u32, windows: u32)
 // the cpu's patches have it: a tap there adds nothing, unless its filter
 // value is NaN or infinite, which makes 0 * it, and the sum, NaN (tested
 // by its bits, which no driver folds away, unlike 0 * v).
-@compute @workgroup_size(256)
-fn conv(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn conv(i: u32) {
     let g = geometry();
     let k = i % g.k;
     let ow = (i / g.k) % g.ow;
@@ -83,12 +78,7 @@ fn conv(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 
 // a: dy [batch, oh, ow, k]; b: filter [fh, fw, cg, k]; y: dx [batch, h,
 // w, c]. Input channel c gets the cotangents of its group's kg outputs.
-@compute @workgroup_size(256)
-fn conv_backprop_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn conv_backprop_input(i: u32) {
     let g = geometry();
     let c = i % g.c;
     let w = (i / g.c) % g.w;
@@ -120,12 +110,7 @@ fn conv_backprop_input(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(n
 // cg, k]. Filter (kh, kw, c, k) sums over the pixels of k's group's
 // channel c. Where the tap falls in the padding, the pixel is a zero: a
 // NaN or infinite dy there makes the sum NaN, as `conv` has it.
-@compute @workgroup_size(256)
-fn conv_backprop_filter(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn conv_backprop_filter(i: u32) {
     let g = geometry();
     let k = i % g.k;
     let c = (i / g.k) % g.cg + k / g.kg * g.cg;
@@ -198,12 +183,7 @@ fn window_count(oh: u32, ow: u32, g: Geometry) -> f32 {
 // a = b = x; y: [batch, oh, ow, c]. OP 0: max, 1: mean.
 override OP: u32 = 0u;
 
-@compute @workgroup_size(256)
-fn pool(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn pool(i: u32) {
     let g = geometry();
     let c = i % g.c;
     let ow = (i / g.c) % g.ow;
@@ -241,12 +221,7 @@ fn covering(i: u32, size: u32, stride: u32, pad: u32, windows: u32) -> vec2<u32>
 // a: dy [batch, oh, ow, c]; b: x; y: dx [batch, h, w, c]. Each
 // window that holds this element gives it its cotangent: OP 0, when the
 // element is the window's first largest; OP 1, divided by its tap count.
-@compute @workgroup_size(256)
-fn pool_grad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn pool_grad(i: u32) {
     let g = geometry();
     let c = i % g.c;
     let w = (i / g.c) % g.w;

@@ -35,12 +35,7 @@ fn loss_of(total: f32, scaled: f32) -> f32 {
     return select(total, scaled * UP, !is_finite(total) && is_finite(scaled));
 }
 
-@compute @workgroup_size(256)
-fn cross_entropy_threads(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let o = element(gid, groups);
-    if o >= param(0) {
-        return;
-    }
+@elementwise fn cross_entropy_threads(o: u32) {
     let len = param(1);
     let base = o * len;
     var acc = vec2<f32>(neg_inf(), 0.0);

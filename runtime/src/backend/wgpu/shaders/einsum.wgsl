@@ -50,12 +50,7 @@ fn steps(outputs: u32, summed: u32) -> u32 {
     return n;
 }
 
-@compute @workgroup_size(256)
-fn einsum_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn einsum_f32(i: u32) {
     let outputs = param(1);
     let summed = param(2);
     let base = start(i, outputs);
@@ -71,12 +66,7 @@ fn einsum_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
     y[i] = bitcast<u32>(acc);
 }
 
-@compute @workgroup_size(256)
-fn einsum_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn einsum_i32(i: u32) {
     let outputs = param(1);
     let summed = param(2);
     let base = start(i, outputs);

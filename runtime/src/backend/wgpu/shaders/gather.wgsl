@@ -12,12 +12,7 @@
 // segment_*: [count, inner] for x as [ids, inner]; zero: [count]
 @group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
 
-@compute @workgroup_size(256)
-fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let o = element(gid, groups);
-    if o >= param(0) {
-        return;
-    }
+@elementwise fn gather(o: u32) {
     let inner = param(1);
     let n = param(2);
     let i = o % inner;
@@ -38,24 +33,14 @@ fn zero(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) 
 }
 
 // One invocation per element of x, added into its segment's row.
-@compute @workgroup_size(256)
-fn segment_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let j = element(gid, groups);
-    if j >= param(0) {
-        return;
-    }
+@elementwise fn segment_i32(j: u32) {
     let inner = param(1);
     let at = u32(indices[j / inner]) * inner + j % inner;
     atomicAdd(&sums[at], x[j]);
 }
 
 // f32 has no atomic add in WGSL: a compare-exchange loop on the bits.
-@compute @workgroup_size(256)
-fn segment_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let j = element(gid, groups);
-    if j >= param(0) {
-        return;
-    }
+@elementwise fn segment_f32(j: u32) {
     let inner = param(1);
     let at = u32(indices[j / inner]) * inner + j % inner;
     let v = bitcast<f32>(x[j]);

@@ -62,12 +62,7 @@ fn argmax_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 }
 
 // An index outside 0..depth gives a row of off_value, as in TF.js.
-@compute @workgroup_size(256)
-fn one_hot(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn one_hot(i: u32) {
     let depth = param(1);
     let index = bitcast<i32>(x[i / depth]);
     let hot = index >= 0i && u32(index) == i % depth;
@@ -77,12 +72,7 @@ fn one_hot(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
 // Draw i: the first class of its row whose running weight passes u times
 // the row's total, the weights exp(l - max) (or the probabilities), summed
 // in order as the cpu kernel sums them; a row without weight gives its last.
-@compute @workgroup_size(256)
-fn multinomial(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn multinomial(i: u32) {
     let classes = param(1);
     let base = (i / param(2)) * classes;
     let normalized = param(3) != 0u;

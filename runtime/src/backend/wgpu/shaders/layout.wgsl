@@ -22,24 +22,14 @@ override OP: u32 = 0u;
 // Output element i is input element base + sum(index[d] * x_strides[d]): a
 // permutation of the strides transposes, a zero stride repeats, a base
 // and the block's shape slice.
-@compute @workgroup_size(256)
-fn gather(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn gather(i: u32) {
     let rank = param(1);
     y[i] = x[param(2) + strided(i, rank, 3u, 3u + rank)];
 }
 
 // Output element i is the input element `before` earlier along each axis,
 // or the word `value` where that lies outside the input.
-@compute @workgroup_size(256)
-fn pad(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn pad(i: u32) {
     let rank = param(1);
     var rest = i;
     var at = 0u;
@@ -96,62 +86,32 @@ fn convert(w: u32) -> u32 {
     return w;
 }
 
-@compute @workgroup_size(256)
-fn convert_words(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn convert_words(i: u32) {
     y[i] = convert(x[i]);
 }
 
-@compute @workgroup_size(256)
-fn convert_words_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn convert_words_x4(i: u32) {
     let v = x4[i];
     y4[i] = vec4<u32>(convert(v.x), convert(v.y), convert(v.z), convert(v.w));
 }
 
 // Element i of an input of rows `width` long goes to column at + i % width
 // of row i / width of an output of rows `row` long.
-@compute @workgroup_size(256)
-fn join_rows(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn join_rows(i: u32) {
     let width = param(1);
     y[(i / width) * param(2) + param(3) + i % width] = x[i];
 }
 
-@compute @workgroup_size(256)
-fn copy_words(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn copy_words(i: u32) {
     y[i] = x[i];
 }
 
 // The output, already holding a sum, plus the input (i32 wraps).
-@compute @workgroup_size(256)
-fn add_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn add_f32(i: u32) {
     y[i] = bitcast<u32>(bitcast<f32>(y[i]) + bitcast<f32>(x[i]));
 }
 
-@compute @workgroup_size(256)
-fn add_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn add_i32(i: u32) {
     y[i] = bitcast<u32>(bitcast<i32>(y[i]) + bitcast<i32>(x[i]));
 }
 
@@ -159,12 +119,7 @@ fn add_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroup
 // mode: 0 the same, 1 from the end (Reverse), 2 modulo x's dim (Tile), 3
 // and 4 shifted back by `before` and mirrored in about the edge (reflect)
 // or repeating it (symmetric) (MirrorPad).
-@compute @workgroup_size(256)
-fn remap(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn remap(i: u32) {
     let rank = param(1);
     var rest = i;
     var offset = 0u;

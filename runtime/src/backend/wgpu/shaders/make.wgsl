@@ -6,41 +6,21 @@
 // f32 or i32 bits; random_uniform: [count, low bits, high bits, key 0, key 1].
 @group(0) @binding(1) var<uniform> params: array<vec4<u32>, 32>;
 
-@compute @workgroup_size(256)
-fn fill(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn fill(i: u32) {
     y[i] = param(1);
 }
 
-@compute @workgroup_size(256)
-fn range_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn range_f32(i: u32) {
     y[i] = bitcast<u32>(bitcast<f32>(param(1)) + f32(i) * bitcast<f32>(param(2)));
 }
 
-@compute @workgroup_size(256)
-fn range_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn range_i32(i: u32) {
     y[i] = bitcast<u32>(bitcast<i32>(param(1)) + i32(i) * bitcast<i32>(param(2)));
 }
 
 // low + (high - low) * u, kept below high where rounding would reach it, as
 // the cpu kernel computes it.
-@compute @workgroup_size(256)
-fn random_uniform(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn random_uniform(i: u32) {
     let low = bitcast<f32>(param(1));
     let high = bitcast<f32>(param(2));
     let v = low + (high - low) * random_unit(i, param(3), param(4));

@@ -59,30 +59,15 @@ fn bilinear(i: u32, ints: bool) -> f32 {
     return top + (bottom - top) * rw;
 }
 
-@compute @workgroup_size(256)
-fn resize_bilinear_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn resize_bilinear_f32(i: u32) {
     y[i] = bitcast<u32>(bilinear(i, false));
 }
 
-@compute @workgroup_size(256)
-fn resize_bilinear_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn resize_bilinear_i32(i: u32) {
     y[i] = bitcast<u32>(bilinear(i, true));
 }
 
-@compute @workgroup_size(256)
-fn resize_nearest(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn resize_nearest(i: u32) {
     let p = pixel(i);
     y[i] = images[at(p.n, taps[p.row], taps[p.col], p.c)];
 }

@@ -8,12 +8,7 @@
 // [n, rank, dims[rank], condition strides[rank], t strides[rank], e strides[rank]]
 @group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
 
-@compute @workgroup_size(256)
-fn select_words(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn select_words(i: u32) {
     let rank = param(1);
     let pick = condition[strided(i, rank, 2u, 2u + rank)] != 0u;
     let ct = strided2(i, rank, 2u, 2u + 2u * rank, 2u + 3u * rank);

@@ -118,12 +118,7 @@ fn softmax_groups_x4(
 // LRN along the last axis: each element over (bias + alpha * s)^beta, s the
 // sum of squares within `radius` channels, added in the cpu's order.
 // params: [n, channels, radius, bias bits, alpha bits, beta bits]
-@compute @workgroup_size(256)
-fn lrn(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn lrn(i: u32) {
     let c = param(1);
     let r = param(2);
     let ch = i % c;

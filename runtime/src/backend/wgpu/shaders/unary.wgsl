@@ -264,59 +264,29 @@ fn apply_i32(v: i32) -> i32 {
     }
 }
 
-@compute @workgroup_size(256)
-fn unary_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn unary_f32(i: u32) {
     y[i] = bitcast<u32>(apply_f32(bitcast<f32>(x[i])));
 }
 
-@compute @workgroup_size(256)
-fn unary_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn unary_i32(i: u32) {
     y[i] = bitcast<u32>(apply_i32(bitcast<i32>(x[i])));
 }
 
-@compute @workgroup_size(256)
-fn unary_f32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn unary_f32_x4(i: u32) {
     let v = bitcast<vec4<f32>>(x4[i]);
     y4[i] = bitcast<vec4<u32>>(vec4<f32>(apply_f32(v.x), apply_f32(v.y), apply_f32(v.z), apply_f32(v.w)));
 }
 
-@compute @workgroup_size(256)
-fn unary_i32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn unary_i32_x4(i: u32) {
     let v = bitcast<vec4<i32>>(x4[i]);
     y4[i] = bitcast<vec4<u32>>(vec4<i32>(apply_i32(v.x), apply_i32(v.y), apply_i32(v.z), apply_i32(v.w)));
 }
 
-@compute @workgroup_size(256)
-fn test_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn test_f32(i: u32) {
     y[i] = select(0u, 1u, check_f32(bitcast<f32>(x[i])));
 }
 
-@compute @workgroup_size(256)
-fn test_f32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+@elementwise fn test_f32_x4(i: u32) {
     let v = bitcast<vec4<f32>>(x4[i]);
     y4[i] = select(vec4<u32>(0u), vec4<u32>(1u), vec4<bool>(check_f32(v.x), check_f32(v.y), check_f32(v.z), check_f32(v.w)));
 }
