@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{error_of, Rng};
+use common::{error_of, Rng, BINARY_OPS};
 use opforge::{ops, DType, Error, Tensor};
 
 /// Asserts the error's message contains every part.
@@ -16,7 +16,6 @@ fn assert_says(e: &Error, parts: &[&str]) {
     }
 }
 
-type Binary = fn(&Tensor, &Tensor) -> opforge::Result<Tensor>;
 type Unary = fn(&Tensor) -> opforge::Result<Tensor>;
 
 fn f32s(shape: &[usize]) -> Tensor {
@@ -43,16 +42,8 @@ fn shape_mismatch_in_add() {
         other => panic!("expected InvalidArgument, got {other:?}"),
     }
     // Every binary op, every mismatch flavour.
-    let binaries: [(&str, &str, Binary); 7] = [
-        ("add", "Add", ops::add),
-        ("sub", "Sub", ops::sub),
-        ("mul", "Mul", ops::mul),
-        ("div", "RealDiv", ops::div),
-        ("maximum", "Maximum", ops::maximum),
-        ("minimum", "Minimum", ops::minimum),
-        ("pow", "Pow", ops::pow),
-    ];
-    for (op, kernel, f) in binaries {
+    let kernels = ["Add", "Sub", "Mul", "RealDiv", "Maximum", "Minimum", "Pow"];
+    for ((op, f), kernel) in BINARY_OPS.into_iter().zip(kernels) {
         for (sa, sb) in [(&[3][..], &[2][..]), (&[2, 3], &[3, 2]), (&[0], &[2]), (&[4, 1, 3], &[2, 2])] {
             let e = error_of(|| f(&f32s(sa), &f32s(sb)));
             let header = format!("op `{op}` (kernel `{kernel}`, backend `cpu`)");

@@ -3,8 +3,11 @@
 //! cpu and on wgpu, and what runs (one kernel; `fuse_dispatches.rs` counts
 //! the dispatches).
 
+mod common;
+
+use opforge::backend::cpu::CpuTensor;
 use opforge::fuse::{self, Builder, Form, Fusable, Val};
-use opforge::{grad, grads, op, ops, BackendId, Result, Tensor};
+use opforge::{grad, grads, op, ops, BackendId, Result, Tensor, TensorMeta};
 
 /// A layer norm's elementwise tail with a clipped, leaky twist: broadcasting
 /// (`gamma`, `beta` along the last axis), two `f32` attributes, a
@@ -34,12 +37,8 @@ grad = ["x"]
 );
 
 #[opforge::kernel(Cube, cpu)]
-fn cube_cpu(
-    x: &opforge::backend::cpu::CpuTensor,
-    out: &opforge::TensorMeta,
-) -> Result<opforge::backend::cpu::CpuTensor> {
-    let v: Vec<f32> = x.as_slice::<f32>()?.iter().map(|v| v * v * v).collect();
-    opforge::backend::cpu::CpuTensor::from_vec(&out.shape, v)
+fn cube_cpu(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    common::cube_on_cpu(x, out)
 }
 
 #[opforge::gradient(Cube)]
@@ -218,7 +217,7 @@ fn other_dtypes_run_the_body() {
 fn fused_kernels_can_be_overridden() {
     let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
     let y = opforge::registry::with_kernel_override::<ops::Silu, opforge::backend::Cpu, _>(
-        |a, out| opforge::backend::cpu::CpuTensor::from_vec(&out.shape, vec![7.0f32; a.x.numel()]),
+        |a, out| CpuTensor::from_vec(&out.shape, vec![7.0f32; a.x.numel()]),
         || ops::silu(&x),
     );
     assert_eq!(y.unwrap().to_vec::<f32>().unwrap(), vec![7.0, 7.0]);

@@ -6,7 +6,8 @@
 mod common;
 
 use common::BINARY_OPS;
-use opforge::{ops, BackendId, DType, Error, Result, Tensor};
+use opforge::backend::cpu::CpuTensor;
+use opforge::{ops, BackendId, DType, Error, Result, Tensor, TensorMeta};
 
 /// Whether a wgpu adapter exists; see the module doc.
 #[track_caller]
@@ -196,12 +197,8 @@ non_differentiable = "only dispatch is under test"
 );
 
 #[opforge::kernel(CubeCpuOnly, cpu)]
-fn cube_cpu_only_cpu(
-    x: &opforge::backend::cpu::CpuTensor,
-    out: &opforge::TensorMeta,
-) -> Result<opforge::backend::cpu::CpuTensor> {
-    let v: Vec<f32> = x.as_slice::<f32>()?.iter().map(|v| v * v * v).collect();
-    opforge::backend::cpu::CpuTensor::from_vec(&out.shape, v)
+fn cube_cpu_only_cpu(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    common::cube_on_cpu(x, out)
 }
 
 #[test]

@@ -41,6 +41,16 @@ pub fn error_of<T: std::fmt::Debug>(f: impl FnOnce() -> opforge::Result<T>) -> o
     }
 }
 
+/// `x` cubed elementwise on the cpu: the body of the `Cube`-like kernels the
+/// tests declare in their own specs.
+pub fn cube_on_cpu(
+    x: &opforge::backend::cpu::CpuTensor,
+    out: &opforge::TensorMeta,
+) -> opforge::Result<opforge::backend::cpu::CpuTensor> {
+    let v: Vec<f32> = x.as_slice::<f32>()?.iter().map(|v| v * v * v).collect();
+    opforge::backend::cpu::CpuTensor::from_vec(&out.shape, v)
+}
+
 /// SplitMix64: deterministic test data independent of opforge's own generator.
 pub struct Rng(u64);
 

@@ -5,7 +5,7 @@ opforge::spec!(
     inline = r#"
 [Cube]
 op = "cube"
-doc = "Cubes each element."
+doc = "Cubes each element; its cpu kernel is registered twice below."
 inputs = ["x"]
 dtypes = ["f32"]
 shape = "same(x)"

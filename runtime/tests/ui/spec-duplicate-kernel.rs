@@ -1,20 +1,12 @@
+// A second `[Cube]` is refused as the spec is read, before any kernel's keys
+// are checked, so neither needs more keys than these.
 opforge::spec!(
     inline = r#"
 [Cube]
 op = "cube"
-doc = "Cubes each element."
-inputs = ["x"]
-dtypes = ["f32"]
-shape = "same(x)"
-grad = ["x"]
 
 [Cube]
 op = "cube_again"
-doc = "Cubes each element, again."
-inputs = ["x"]
-dtypes = ["f32"]
-shape = "same(x)"
-grad = ["x"]
 "#
 );
 

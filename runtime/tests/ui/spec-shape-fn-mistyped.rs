@@ -4,7 +4,7 @@ opforge::spec!(
     inline = r#"
 [Widen]
 op = "widen"
-doc = "Pads the last axis."
+doc = "Pads the last axis by `by`."
 inputs = ["x"]
 dtypes = ["f32"]
 shape = "fn(widened)"
