@@ -511,11 +511,28 @@ mod tests {
         exhaustive::<Sigmoid>("sigmoid", sigmoid64, f32::MIN_POSITIVE);
     }
 
-    /// `F` over `xs` in each copy equals `want` exactly (NaN matching NaN, sign of zero included).
-    fn exactly<F: Func>(what: &str, xs: &[f32], want: &[f32]) {
-        for (name, run) in copies::<F>() {
+    /// `F` over `xs` in each copy, with the copy's name.
+    fn outputs<F: Func>(xs: &[f32]) -> Vec<(&'static str, Vec<f32>)> {
+        let each = |(name, run): (&'static str, SliceFn)| {
             let mut got = vec![0.0; xs.len()];
             run(xs, &mut got);
+            (name, got)
+        };
+        copies::<F>().into_iter().map(each).collect()
+    }
+
+    /// Every copy of `F` within one ulp of the f64 reference `f` at each of `xs`.
+    fn within_one_ulp<F: Func>(what: &str, xs: &[f32], f: Ref) {
+        for (name, got) in outputs::<F>(xs) {
+            for (&x, &g) in xs.iter().zip(&got) {
+                assert!(ulps(g, reference(f, x)) <= 1, "{what} [{name}]({x:e}) = {g:e}");
+            }
+        }
+    }
+
+    /// `F` over `xs` in each copy equals `want` exactly (NaN matching NaN, sign of zero included).
+    fn exactly<F: Func>(what: &str, xs: &[f32], want: &[f32]) {
+        for (name, got) in outputs::<F>(xs) {
             for ((&x, &g), &w) in xs.iter().zip(&got).zip(want) {
                 let same = (g.is_nan() && w.is_nan()) || g.to_bits() == w.to_bits();
                 assert!(same, "{what} [{name}]({x:e}) = {g:e}, want {w:e}");
@@ -554,14 +571,8 @@ mod tests {
             &[NAN, NAN, INF, 0.0, 1.0, 1.0, r(88.72283), INF, INF, INF, r(-103.0), f32::from_bits(1), 0.0, 0.0, 0.0],
         );
         // Subnormal results, against the reference.
-        for (name, run) in copies::<Exp>() {
-            let xs: Vec<f32> = (0..2000).map(|i| -87.0 - i as f32 * 0.0085).collect();
-            let mut got = vec![0.0; xs.len()];
-            run(&xs, &mut got);
-            for (&x, &g) in xs.iter().zip(&got) {
-                assert!(ulps(g, reference(f64::exp, x)) <= 1, "exp [{name}]({x:e}) = {g:e}");
-            }
-        }
+        let xs: Vec<f32> = (0..2000).map(|i| -87.0 - i as f32 * 0.0085).collect();
+        within_one_ulp::<Exp>("exp", &xs, f64::exp);
     }
 
     /// Zeros, negatives, infinities, NaN, and every subnormal exponent for `ln`.
@@ -587,15 +598,9 @@ mod tests {
             ],
         );
         // Every subnormal exponent, several mantissas each.
-        for (name, run) in copies::<Ln>() {
-            let xs: Vec<f32> =
-                (0..23).flat_map(|s| [1u32 << s, (1 << s) | 1, (2 << s) - 1]).map(f32::from_bits).collect();
-            let mut got = vec![0.0; xs.len()];
-            run(&xs, &mut got);
-            for (&x, &g) in xs.iter().zip(&got) {
-                assert!(ulps(g, reference(f64::ln, x)) <= 1, "ln [{name}]({x:e}) = {g:e}");
-            }
-        }
+        let xs: Vec<f32> =
+            (0..23).flat_map(|s| [1u32 << s, (1 << s) | 1, (2 << s) - 1]).map(f32::from_bits).collect();
+        within_one_ulp::<Ln>("ln", &xs, f64::ln);
     }
 
     /// Infinities, NaN, ±0 with its sign, saturation, and tiny inputs of `tanh`.

@@ -23,7 +23,7 @@ use crate::shape::strided::{broadcast_strides, collapse};
 use crate::shape::{rules::permutation, strides};
 use crate::{kernel, DType, Result, TensorList, TensorMeta};
 
-static SHADER: Shader = shader!("layout");
+static SHADER: Shader = shader!("layout", "words");
 
 #[kernel(Reshape, wgpu)]
 fn reshape(x: &WgpuTensor, shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {

@@ -7,7 +7,7 @@ use crate::kernels::{Atan, Ceil, Cosh, Elu, Expm1, Floor, Log1p, Reciprocal, Rou
 use crate::kernels::{ClipByValue, IsInf, IsNan, LeakyRelu, LogicalNot, Step, Tan};
 use crate::{kernel, DType, Result, TensorMeta};
 
-static SHADER: Shader = shader!("unary", "math");
+static SHADER: Shader = shader!("unary", "words", "math");
 
 /// Runs op `op` (its code in `apply_f32` / `apply_i32` of unary.wgsl, or
 /// `test_f32` for a bool result), with `attrs` as parameter words after the

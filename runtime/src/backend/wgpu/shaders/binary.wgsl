@@ -181,29 +181,29 @@ fn apply_i32(x: i32, z: i32) -> i32 {
     }
 }
 
-// NaN is unordered: every comparison with it is false but `!=`, told by
-// its bits, as a driver may assume there is no NaN and fold `x != x`.
-fn test_f32(x: f32, z: f32) -> bool {
-    let unordered = is_nan(x) || is_nan(z);
+// Comparison OP of x and z from whether x < z, x == z or x > z: `equal`
+// false, and so `!=` true, for NaN, which is unordered.
+fn test(less: bool, equal: bool, greater: bool) -> bool {
     switch OP {
-        case 0u: { return x > z && !unordered; }
-        case 1u: { return x >= z && !unordered; }
-        case 2u: { return x < z && !unordered; }
-        case 3u: { return x <= z && !unordered; }
-        case 4u: { return x == z && !unordered; }
-        default: { return x != z || unordered; }
+        case 0u: { return greater; }
+        case 1u: { return greater || equal; }
+        case 2u: { return less; }
+        case 3u: { return less || equal; }
+        case 4u: { return equal; }
+        default: { return !equal; }
     }
 }
 
+// NaN told by its bits, as a driver may assume there is no NaN and fold
+// `x != x`.
+fn test_f32(x: f32, z: f32) -> bool {
+    let ordered = !(is_nan(x) || is_nan(z));
+    return test(x < z && ordered, x == z && ordered, x > z && ordered);
+}
+
+// (Parenthesized: WGSL would read `x < z, x == z, x >` as a template list.)
 fn test_i32(x: i32, z: i32) -> bool {
-    switch OP {
-        case 0u: { return x > z; }
-        case 1u: { return x >= z; }
-        case 2u: { return x < z; }
-        case 3u: { return x <= z; }
-        case 4u: { return x == z; }
-        default: { return x != z; }
-    }
+    return test((x < z), x == z, (x > z));
 }
 
 // The word of output element i: kind 0 is arithmetic, 1 a comparison
@@ -222,61 +222,39 @@ fn word(x: u32, z: u32, kind: u32, float: bool) -> u32 {
     return bitcast<u32>(apply_i32(bitcast<i32>(x), bitcast<i32>(z)));
 }
 
-fn run(gid: vec3<u32>, groups: vec3<u32>, kind: u32, float: bool) {
-    let i = element(gid, groups);
-    if i >= param(0) {
-        return;
-    }
+fn run(i: u32, kind: u32, float: bool) {
     let o = offsets(i);
     y[i] = word(a[o.x], b[o.y], kind, float);
 }
 
-@compute @workgroup_size(256)
-fn binary_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    run(gid, groups, 0u, true);
+@elementwise fn binary_f32(i: u32) {
+    run(i, 0u, true);
 }
 
-@compute @workgroup_size(256)
-fn binary_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    run(gid, groups, 0u, false);
+@elementwise fn binary_i32(i: u32) {
+    run(i, 0u, false);
 }
 
-@compute @workgroup_size(256)
-fn compare_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    run(gid, groups, 1u, true);
+@elementwise fn compare_f32(i: u32) {
+    run(i, 1u, true);
 }
 
-@compute @workgroup_size(256)
-fn compare_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    run(gid, groups, 1u, false);
+@elementwise fn compare_i32(i: u32) {
+    run(i, 1u, false);
 }
 
-// Four words of an input at element offset `o`: a vector where the input
-// runs along the innermost dim (stride 1, so `o` is a multiple of four),
-// else its one word, splat.
-fn quad_a(o: u32, inner: u32) -> vec4<u32> {
-    if inner == 1u {
-        return a4[o >> 2u];
-    }
-    return vec4<u32>(a4[o >> 2u][o & 3u]);
+// Four words of an input at element offset `o`, from the vector `v` that
+// holds it: all of v where the input runs along the innermost dim (stride
+// 1, so `o` is a multiple of four), else its one word, splat.
+fn quad(v: vec4<u32>, o: u32, inner: u32) -> vec4<u32> {
+    return select(vec4<u32>(v[o & 3u]), v, inner == 1u);
 }
 
-fn quad_b(o: u32, inner: u32) -> vec4<u32> {
-    if inner == 1u {
-        return b4[o >> 2u];
-    }
-    return vec4<u32>(b4[o >> 2u][o & 3u]);
-}
-
-fn run_x4(gid: vec3<u32>, groups: vec3<u32>, kind: u32, float: bool) {
-    let v = element(gid, groups);
-    if v >= param(0) {
-        return;
-    }
+fn run_x4(v: u32, kind: u32, float: bool) {
     let rank = param(1);
     let o = offsets(v * 4u);
-    let x = quad_a(o.x, param(1u + 2u * rank));
-    let z = quad_b(o.y, param(1u + 3u * rank));
+    let x = quad(a4[o.x >> 2u], o.x, param(1u + 2u * rank));
+    let z = quad(b4[o.y >> 2u], o.y, param(1u + 3u * rank));
     y4[v] = vec4<u32>(
         word(x.x, z.x, kind, float),
         word(x.y, z.y, kind, float),
@@ -285,22 +263,18 @@ fn run_x4(gid: vec3<u32>, groups: vec3<u32>, kind: u32, float: bool) {
     );
 }
 
-@compute @workgroup_size(256)
-fn binary_f32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    run_x4(gid, groups, 0u, true);
+@elementwise fn binary_f32_x4(v: u32) {
+    run_x4(v, 0u, true);
 }
 
-@compute @workgroup_size(256)
-fn binary_i32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    run_x4(gid, groups, 0u, false);
+@elementwise fn binary_i32_x4(v: u32) {
+    run_x4(v, 0u, false);
 }
 
-@compute @workgroup_size(256)
-fn compare_f32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    run_x4(gid, groups, 1u, true);
+@elementwise fn compare_f32_x4(v: u32) {
+    run_x4(v, 1u, true);
 }
 
-@compute @workgroup_size(256)
-fn compare_i32_x4(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    run_x4(gid, groups, 1u, false);
+@elementwise fn compare_i32_x4(v: u32) {
+    run_x4(v, 1u, false);
 }

@@ -19,6 +19,22 @@ fn element(gid: vec3<u32>, groups: vec3<u32>) -> u32 {
     return gid.y * groups.x * 256u + gid.x;
 }
 
+// The arguments of an entry point that gives each item (a row, an output's
+// chunk) a 256-wide workgroup: `fn name(g: Workgroup)`.
+struct Workgroup {
+    @builtin(workgroup_id) id: vec3<u32>,
+    @builtin(num_workgroups) count: vec3<u32>,
+    // The invocation within the workgroup.
+    @builtin(local_invocation_index) t: u32,
+}
+
+// The item of workgroup g, in a grid laid out in 2D as `element`'s is.
+// Uniform per workgroup, so returning where it is out of range keeps the
+// barriers that follow uniform.
+fn item(g: Workgroup) -> u32 {
+    return g.id.y * g.count.x + g.id.x;
+}
+
 // NaN by its bits: a driver may fold `v != v` away.
 fn is_nan(v: f32) -> bool {
     return (bitcast<u32>(v) & 0x7fffffffu) > 0x7f800000u;

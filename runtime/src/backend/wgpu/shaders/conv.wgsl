@@ -26,6 +26,20 @@ fn geometry() -> Geometry {
         param(10), param(11), param(12), param(13), param(14), param(15), param(4) / groups, param(7) / groups);
 }
 
+// Element i of an NHWC tensor of `rows` x `cols` pixels of `channels`
+// channels: its image, row, column and channel.
+struct Nhwc {
+    n: u32,
+    row: u32,
+    col: u32,
+    c: u32,
+}
+
+fn nhwc(i: u32, rows: u32, cols: u32, channels: u32) -> Nhwc {
+    let p = i / channels;
+    return Nhwc(p / (cols * rows), (p / cols) % rows, p % cols, i % channels);
+}
+
 // The image row (or column) of tap t of window o, or -1 outside [0, len).
 fn image_at(o: u32, t: u32, stride: u32, dilation: u32, pad: u32, len: u32) -> i32 {
     let at = i32(o * stride + t * dilation) - i32(pad);
@@ -49,25 +63,22 @@ fn window_at(i: u32, t: u32, stride: u32, dilation: u32, pad: u32, windows: u32)
 // by its bits, which no driver folds away, unlike 0 * v).
 @elementwise fn conv(i: u32) {
     let g = geometry();
-    let k = i % g.k;
-    let ow = (i / g.k) % g.ow;
-    let oh = (i / (g.k * g.ow)) % g.oh;
-    let n = i / (g.k * g.ow * g.oh);
-    let first = k / g.kg * g.cg;
+    let o = nhwc(i, g.oh, g.ow, g.k);
+    let first = o.c / g.kg * g.cg;
     var sum = 0.0;
     var padded_nan = false;
     for (var kh = 0u; kh < g.fh; kh++) {
-        let h = image_at(oh, kh, g.sh, g.dh, g.pt, g.h);
+        let h = image_at(o.row, kh, g.sh, g.dh, g.pt, g.h);
         for (var kw = 0u; kw < g.fw; kw++) {
-            let w = image_at(ow, kw, g.sw, g.dw, g.pl, g.w);
-            let f0 = (kh * g.fw + kw) * g.cg * g.k + k;
+            let w = image_at(o.col, kw, g.sw, g.dw, g.pl, g.w);
+            let f0 = (kh * g.fw + kw) * g.cg * g.k + o.c;
             if h < 0 || w < 0 {
                 for (var c = 0u; c < g.cg; c++) {
                     padded_nan = padded_nan || !is_finite(b[f0 + c * g.k]);
                 }
                 continue;
             }
-            let x0 = ((n * g.h + u32(h)) * g.w + u32(w)) * g.c + first;
+            let x0 = ((o.n * g.h + u32(h)) * g.w + u32(w)) * g.c + first;
             for (var c = 0u; c < g.cg; c++) {
                 sum += a[x0 + c] * b[f0 + c * g.k];
             }
@@ -80,24 +91,21 @@ fn window_at(i: u32, t: u32, stride: u32, dilation: u32, pad: u32, windows: u32)
 // w, c]. Input channel c gets the cotangents of its group's kg outputs.
 @elementwise fn conv_backprop_input(i: u32) {
     let g = geometry();
-    let c = i % g.c;
-    let w = (i / g.c) % g.w;
-    let h = (i / (g.c * g.w)) % g.h;
-    let n = i / (g.c * g.w * g.h);
-    let first = c / g.cg * g.kg;
+    let p = nhwc(i, g.h, g.w, g.c);
+    let first = p.c / g.cg * g.kg;
     var sum = 0.0;
     for (var kh = 0u; kh < g.fh; kh++) {
-        let oh = window_at(h, kh, g.sh, g.dh, g.pt, g.oh);
+        let oh = window_at(p.row, kh, g.sh, g.dh, g.pt, g.oh);
         if oh < 0 {
             continue;
         }
         for (var kw = 0u; kw < g.fw; kw++) {
-            let ow = window_at(w, kw, g.sw, g.dw, g.pl, g.ow);
+            let ow = window_at(p.col, kw, g.sw, g.dw, g.pl, g.ow);
             if ow < 0 {
                 continue;
             }
-            let d0 = ((n * g.oh + u32(oh)) * g.ow + u32(ow)) * g.k + first;
-            let f0 = ((kh * g.fw + kw) * g.cg + c % g.cg) * g.k + first;
+            let d0 = ((p.n * g.oh + u32(oh)) * g.ow + u32(ow)) * g.k + first;
+            let f0 = ((kh * g.fw + kw) * g.cg + p.c % g.cg) * g.k + first;
             for (var k = 0u; k < g.kg; k++) {
                 sum += a[d0 + k] * b[f0 + k];
             }
@@ -185,17 +193,14 @@ override OP: u32 = 0u;
 
 @elementwise fn pool(i: u32) {
     let g = geometry();
-    let c = i % g.c;
-    let ow = (i / g.c) % g.ow;
-    let oh = (i / (g.c * g.ow)) % g.oh;
-    let n = i / (g.c * g.ow * g.oh);
+    let o = nhwc(i, g.oh, g.ow, g.c);
     var acc = select(bitcast<f32>(0xff800000u), 0.0, OP == 1u);
-    let rows = inside(oh, g.fh, g.sh, g.pt, g.h);
-    let cols = inside(ow, g.fw, g.sw, g.pl, g.w);
+    let rows = inside(o.row, g.fh, g.sh, g.pt, g.h);
+    let cols = inside(o.col, g.fw, g.sw, g.pl, g.w);
     for (var kh = rows.x; kh < rows.y; kh++) {
-        let h = oh * g.sh + kh - g.pt;
+        let h = o.row * g.sh + kh - g.pt;
         for (var kw = cols.x; kw < cols.y; kw++) {
-            let v = a[((n * g.h + h) * g.w + ow * g.sw + kw - g.pl) * g.c + c];
+            let v = a[((o.n * g.h + h) * g.w + o.col * g.sw + kw - g.pl) * g.c + o.c];
             if OP == 1u {
                 acc += v;
             } else if beats(v, acc) {
@@ -204,7 +209,7 @@ override OP: u32 = 0u;
         }
     }
     if OP == 1u {
-        acc = acc / window_count(oh, ow, g);
+        acc = acc / window_count(o.row, o.col, g);
     }
     y[i] = acc;
 }
@@ -223,19 +228,16 @@ fn covering(i: u32, size: u32, stride: u32, pad: u32, windows: u32) -> vec2<u32>
 // element is the window's first largest; OP 1, divided by its tap count.
 @elementwise fn pool_grad(i: u32) {
     let g = geometry();
-    let c = i % g.c;
-    let w = (i / g.c) % g.w;
-    let h = (i / (g.c * g.w)) % g.h;
-    let n = i / (g.c * g.w * g.h);
+    let p = nhwc(i, g.h, g.w, g.c);
     var sum = 0.0;
-    let rows = covering(h, g.fh, g.sh, g.pt, g.oh);
-    let cols = covering(w, g.fw, g.sw, g.pl, g.ow);
+    let rows = covering(p.row, g.fh, g.sh, g.pt, g.oh);
+    let cols = covering(p.col, g.fw, g.sw, g.pl, g.ow);
     for (var oh = rows.x; oh < rows.y; oh++) {
         for (var ow = cols.x; ow < cols.y; ow++) {
-            let dy = a[((n * g.oh + oh) * g.ow + ow) * g.c + c];
+            let dy = a[((p.n * g.oh + oh) * g.ow + ow) * g.c + p.c];
             if OP == 1u {
                 sum += dy / window_count(oh, ow, g);
-            } else if window_max(n, oh, ow, c, g) == i {
+            } else if window_max(p.n, oh, ow, p.c, g) == i {
                 sum += dy;
             }
         }

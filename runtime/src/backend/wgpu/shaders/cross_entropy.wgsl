@@ -91,38 +91,33 @@ fn row_sum(t: u32, own: f32) -> f32 {
 }
 
 @compute @workgroup_size(256)
-fn cross_entropy_groups(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) t: u32,
-) {
-    // Uniform per workgroup, so returning keeps the barriers uniform.
-    let o = wid.y * groups.x + wid.x;
+fn cross_entropy_groups(g: Workgroup) {
+    let o = item(g);
     if o >= param(0) {
         return;
     }
     let len = param(1);
     let base = o * len;
     var own = vec3<f32>(neg_inf(), 0.0, 0.0);
-    for (var i = t; i < len; i += 256u) {
+    for (var i = g.t; i < len; i += 256u) {
         own = vec3<f32>(add_value(own.xy, features[base + i]), own.z + labels[base + i]);
     }
-    let row = row_stats(t, own);
+    let row = row_stats(g.t, own);
     let lse = row.x + log(row.y);
     let scale = row.z / row.y;
     var part = 0.0;
     var part_scaled = 0.0;
-    for (var i = t; i < len; i += 256u) {
+    for (var i = g.t; i < len; i += 256u) {
         let f = features[base + i];
         let l = labels[base + i];
         part += l * (lse - f);
         part_scaled += scaled_term(l, lse, f);
         backprop[base + i] = exponential(f - row.x) * scale - l;
     }
-    let total = row_sum(t, part);
+    let total = row_sum(g.t, part);
     workgroupBarrier();
-    let scaled = row_sum(t, part_scaled);
-    if t == 0u {
+    let scaled = row_sum(g.t, part_scaled);
+    if g.t == 0u {
         loss[o] = loss_of(total, scaled);
     }
 }

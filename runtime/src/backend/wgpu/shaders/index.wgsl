@@ -31,11 +31,7 @@ fn beats(v: u32, best: u32, float: bool) -> bool {
 
 // One invocation per output walks its axis; `float` is a constant in each
 // entry point, so each pipeline keeps only its own dtype's comparison.
-fn argmax(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
-    let o = element(gid, groups);
-    if o >= param(0) {
-        return;
-    }
+fn argmax(o: u32, float: bool) {
     let len = param(1);
     let inner = param(2);
     let base = (o / inner) * len * inner + o % inner;
@@ -51,14 +47,12 @@ fn argmax(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
     y[o] = index;
 }
 
-@compute @workgroup_size(256)
-fn argmax_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    argmax(gid, groups, true);
+@elementwise fn argmax_f32(o: u32) {
+    argmax(o, true);
 }
 
-@compute @workgroup_size(256)
-fn argmax_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    argmax(gid, groups, false);
+@elementwise fn argmax_i32(o: u32) {
+    argmax(o, false);
 }
 
 // An index outside 0..depth gives a row of off_value, as in TF.js.

@@ -1,23 +1,18 @@
 // Kernels that move or convert words: a strided gather (Transpose and
 // BroadcastTo) and Cast; and, one pass per tensor into a shared output,
 // Concat and Pack (`join_rows`) and AddN (`copy_words`, then `add_*`).
-// Elements are raw 32-bit words (see unary.wgsl).
-
-// For `convert_words`: the source dtype times 3 plus the target dtype, with f32 = 0,
-// i32 = 1 and bool = 2 (see layout.rs). Unused by `gather`.
-override OP: u32 = 0u;
-
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read_write> y: array<u32>;
-// As vectors, for `convert_words_x4` (see unary.wgsl).
-@group(0) @binding(0) var<storage, read> x4: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read_write> y4: array<vec4<u32>>;
-// gather: [n, rank, base, out_shape[rank], x_strides[rank]]; pad: [n, rank,
-// value, out_shape[rank], x_shape[rank], before[rank], x_strides[rank]];
-// convert_words: [n]; convert_words_x4: [vector count]; join_rows: [n,
-// width, row, at]; copy_words, add_f32, add_i32: [n]; remap: [n, rank,
-// modes[rank], out_shape[rank], x_shape[rank], x_strides[rank], before[rank]]
-@group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
+// Elements are raw 32-bit words; the bindings x, y, x4 (for
+// `convert_words_x4`) and y4, `params` and OP are words.wgsl's.
+//
+// OP, for `convert_words`: the source dtype times 3 plus the target dtype,
+// with f32 = 0, i32 = 1 and bool = 2 (see layout.rs). Unused by `gather`.
+//
+// params: gather: [n, rank, base, out_shape[rank], x_strides[rank]]; pad:
+// [n, rank, value, out_shape[rank], x_shape[rank], before[rank],
+// x_strides[rank]]; convert_words: [n]; convert_words_x4: [vector count];
+// join_rows: [n, width, row, at]; copy_words, add_f32, add_i32: [n]; remap:
+// [n, rank, modes[rank], out_shape[rank], x_shape[rank], x_strides[rank],
+// before[rank]]
 
 // Output element i is input element base + sum(index[d] * x_strides[d]): a
 // permutation of the strides transposes, a zero stride repeats, a base

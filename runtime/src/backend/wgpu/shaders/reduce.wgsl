@@ -105,17 +105,21 @@ fn finish(v: u32, float: bool) -> u32 {
 }
 
 // One invocation folds all of output o.
-fn reduce_thread(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
-    let o = gid.y * groups.x * 256u + gid.x;
-    if o >= param(0) {
-        return;
-    }
+fn reduce_thread(o: u32, float: bool) {
     let base = kept_offset(o);
     var acc = init(float);
     for (var j = 0u; j < param(1); j++) {
         acc = fold(acc, x[base + reduced_offset(j)], float);
     }
     y[o] = finish(acc, float);
+}
+
+@elementwise fn reduce_threads_f32(o: u32) {
+    reduce_thread(o, true);
+}
+
+@elementwise fn reduce_threads_i32(o: u32) {
+    reduce_thread(o, false);
 }
 
 // Workgroup w's output and the range [start, end) of its chunk.
@@ -141,90 +145,59 @@ fn finish_group(w: u32, t: u32, acc: u32, float: bool) {
     }
 }
 
-// Workgroup w folds one chunk of one output: strided partial values, then
+// Workgroup g folds one chunk of one output: strided partial values, then
 // a tree in workgroup memory.
-fn reduce_group(wid: vec3<u32>, groups: vec3<u32>, t: u32, float: bool) {
-    // Uniform per workgroup, so returning keeps the barriers uniform.
-    let w = wid.y * groups.x + wid.x;
+fn reduce_group(g: Workgroup, float: bool) {
+    let w = item(g);
     if w >= param(0) * param(3) {
         return;
     }
     let c = chunk_of(w);
     var acc = init(float);
-    for (var j = c.y + t; j < c.z; j += 256u) {
+    for (var j = c.y + g.t; j < c.z; j += 256u) {
         acc = fold(acc, x[c.x + reduced_offset(j)], float);
     }
-    finish_group(w, t, acc, float);
+    finish_group(w, g.t, acc, float);
 }
 
 // `reduce_group` reading four contiguous elements at a time.
-fn reduce_group_x4(wid: vec3<u32>, groups: vec3<u32>, t: u32, float: bool) {
-    let w = wid.y * groups.x + wid.x;
+fn reduce_group_x4(g: Workgroup, float: bool) {
+    let w = item(g);
     if w >= param(0) * param(3) {
         return;
     }
     let c = chunk_of(w);
     var acc = init(float);
-    for (var j = c.y + 4u * t; j < c.z; j += 1024u) {
+    for (var j = c.y + 4u * g.t; j < c.z; j += 1024u) {
         let v = x4[(c.x + j) >> 2u];
         acc = fold(fold(fold(fold(acc, v.x, float), v.y, float), v.z, float), v.w, float);
     }
-    finish_group(w, t, acc, float);
+    finish_group(w, g.t, acc, float);
 }
 
 @compute @workgroup_size(256)
-fn reduce_threads_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    reduce_thread(gid, groups, true);
+fn reduce_groups_f32(g: Workgroup) {
+    reduce_group(g, true);
 }
 
 @compute @workgroup_size(256)
-fn reduce_threads_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    reduce_thread(gid, groups, false);
+fn reduce_groups_i32(g: Workgroup) {
+    reduce_group(g, false);
 }
 
 @compute @workgroup_size(256)
-fn reduce_groups_f32(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) t: u32,
-) {
-    reduce_group(wid, groups, t, true);
+fn reduce_groups_f32_x4(g: Workgroup) {
+    reduce_group_x4(g, true);
 }
 
 @compute @workgroup_size(256)
-fn reduce_groups_i32(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) t: u32,
-) {
-    reduce_group(wid, groups, t, false);
-}
-
-@compute @workgroup_size(256)
-fn reduce_groups_f32_x4(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) t: u32,
-) {
-    reduce_group_x4(wid, groups, t, true);
-}
-
-@compute @workgroup_size(256)
-fn reduce_groups_i32_x4(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) t: u32,
-) {
-    reduce_group_x4(wid, groups, t, false);
+fn reduce_groups_i32_x4(g: Workgroup) {
+    reduce_group_x4(g, false);
 }
 
 // Scans: [lines, len, inner, flags (1: exclusive, 2: reverse)] for x seen as
 // [outer, len, inner]. Invocation l walks line l of the axis in order.
-fn scan(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
-    let l = element(gid, groups);
-    if l >= param(0) {
-        return;
-    }
+fn scan(l: u32, float: bool) {
     let len = param(1);
     let inner = param(2);
     let exclusive = (param(3) & 1u) != 0u;
@@ -240,12 +213,10 @@ fn scan(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
     }
 }
 
-@compute @workgroup_size(256)
-fn scan_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    scan(gid, groups, true);
+@elementwise fn scan_f32(l: u32) {
+    scan(l, true);
 }
 
-@compute @workgroup_size(256)
-fn scan_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    scan(gid, groups, false);
+@elementwise fn scan_i32(l: u32) {
+    scan(l, false);
 }

@@ -23,12 +23,7 @@ fn row_start(o: u32) -> u32 {
     return (o / inner) * param(1) * inner + o % inner;
 }
 
-@compute @workgroup_size(256)
-fn softmax_threads(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    let o = gid.y * groups.x * 256u + gid.x;
-    if o >= param(0) {
-        return;
-    }
+@elementwise fn softmax_threads(o: u32) {
     let len = param(1);
     let step = param(2);
     let base = row_start(o);
@@ -65,13 +60,8 @@ fn row_total(t: u32, own: vec2<f32>) -> vec2<f32> {
 }
 
 @compute @workgroup_size(256)
-fn softmax_groups(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) t: u32,
-) {
-    // Uniform per workgroup, so returning keeps the barriers uniform.
-    let o = wid.y * groups.x + wid.x;
+fn softmax_groups(g: Workgroup) {
+    let o = item(g);
     if o >= param(0) {
         return;
     }
@@ -79,12 +69,12 @@ fn softmax_groups(
     let step = param(2);
     let base = row_start(o);
     var own = vec2<f32>(neg_inf(), 0.0);
-    for (var i = t; i < len; i += 256u) {
+    for (var i = g.t; i < len; i += 256u) {
         own = add_value(own, x[base + i * step]);
     }
-    let total = row_total(t, own);
+    let total = row_total(g.t, own);
     let scale = 1.0 / total.y;
-    for (var i = t; i < len; i += 256u) {
+    for (var i = g.t; i < len; i += 256u) {
         y[base + i * step] = exponential(x[base + i * step] - total.x) * scale;
     }
 }
@@ -92,25 +82,21 @@ fn softmax_groups(
 // `softmax_groups` for contiguous rows (inner 1) of a multiple of four:
 // 16-byte loads and stores.
 @compute @workgroup_size(256)
-fn softmax_groups_x4(
-    @builtin(workgroup_id) wid: vec3<u32>,
-    @builtin(num_workgroups) groups: vec3<u32>,
-    @builtin(local_invocation_index) t: u32,
-) {
-    let o = wid.y * groups.x + wid.x;
+fn softmax_groups_x4(g: Workgroup) {
+    let o = item(g);
     if o >= param(0) {
         return;
     }
     let quads = param(1) / 4u;
     let base = o * quads;
     var own = vec2<f32>(neg_inf(), 0.0);
-    for (var i = t; i < quads; i += 256u) {
+    for (var i = g.t; i < quads; i += 256u) {
         let v = x4[base + i];
         own = add_value(add_value(add_value(add_value(own, v.x), v.y), v.z), v.w);
     }
-    let total = row_total(t, own);
+    let total = row_total(g.t, own);
     let scale = 1.0 / total.y;
-    for (var i = t; i < quads; i += 256u) {
+    for (var i = g.t; i < quads; i += 256u) {
         y4[base + i] = exponential4(x4[base + i] - vec4<f32>(total.x)) * scale;
     }
 }

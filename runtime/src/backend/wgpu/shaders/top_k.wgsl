@@ -29,11 +29,7 @@ fn above(ka: i32, ia: u32, kb: i32, ib: u32) -> bool {
     return ka > kb || (ka == kb && ia < ib);
 }
 
-fn top_k(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
-    let row = element(gid, groups);
-    if row >= param(0) {
-        return;
-    }
+fn top_k(row: u32, float: bool) {
     let n = param(1);
     let k = param(2);
     let base = row * n;
@@ -58,12 +54,10 @@ fn top_k(gid: vec3<u32>, groups: vec3<u32>, float: bool) {
     }
 }
 
-@compute @workgroup_size(256)
-fn top_k_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    top_k(gid, groups, true);
+@elementwise fn top_k_f32(row: u32) {
+    top_k(row, true);
 }
 
-@compute @workgroup_size(256)
-fn top_k_i32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
-    top_k(gid, groups, false);
+@elementwise fn top_k_i32(row: u32) {
+    top_k(row, false);
 }

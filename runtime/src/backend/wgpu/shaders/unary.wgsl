@@ -2,22 +2,12 @@
 // function (codes in unary.rs), so one module serves every unary kernel and
 // pipelines are specialized per op, never per shape.
 //
-// Elements are stored as raw 32-bit words and bitcast per dtype: one set of
-// bindings then serves both the f32 and the i32 entry point.
-
-override OP: u32 = 0u;
-
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read_write> y: array<u32>;
-// The same bindings as vectors, for the `_x4` entry points: each
-// invocation takes four elements with one 16-byte load and store. The last
-// vector may run past the tensor into its buffer's slack (buffers are whole
-// vectors long), where nothing reads the result.
-@group(0) @binding(0) var<storage, read> x4: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read_write> y4: array<vec4<u32>>;
-// [element count, or vector count for `_x4`; then the kernel's attributes
-// as f32 bits (LeakyRelu's and Step's alpha, ClipByValue's bounds)]
-@group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
+// Elements are stored as raw 32-bit words and bitcast per dtype; the
+// bindings x, y, x4 and y4, `params` and OP are words.wgsl's.
+//
+// params: [element count, or vector count for `_x4`; then the kernel's
+// attributes as f32 bits (LeakyRelu's and Step's alpha, ClipByValue's
+// bounds)]
 
 // sinh and cosh as exp(|v| / 2 - ln 2) * exp(|v| / 2), so that they stay
 // finite up to where the result itself overflows (exp(|v|) overflows
