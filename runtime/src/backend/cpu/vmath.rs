@@ -598,8 +598,7 @@ mod tests {
             ],
         );
         // Every subnormal exponent, several mantissas each.
-        let xs: Vec<f32> =
-            (0..23).flat_map(|s| [1u32 << s, (1 << s) | 1, (2 << s) - 1]).map(f32::from_bits).collect();
+        let xs: Vec<f32> = (0..23).flat_map(|s| [1u32 << s, (1 << s) | 1, (2 << s) - 1]).map(f32::from_bits).collect();
         within_one_ulp::<Ln>("ln", &xs, f64::ln);
     }
 
