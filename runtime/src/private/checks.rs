@@ -514,33 +514,41 @@ mod tests {
 
     #[test]
     fn gradient_parameters() {
-        for name in ["a", "transpose_b", "y", "dy", "needs"] {
-            assert_eq!(message(ParamCheck::gradient_param(MATMUL, name, &[name])), None, "{name}");
-        }
-        assert_eq!(
-            message(ParamCheck::gradient_param(CAST, "dz", &["dz"])).as_deref(),
-            Some(
+        // Each kernel with the names its gradient may take, and the message
+        // of one it may not.
+        let cases = [
+            (
+                MATMUL,
+                &["a", "transpose_b", "y", "dy", "needs"][..],
+                "dz",
+                "unknown parameter `dz`: the gradient of `BatchMatMul` may take its inputs `a`, `b`, attributes \
+                 `transpose_a`, `transpose_b` (or `attrs`, all of them), its output `y`, `dy`, the cotangent of the \
+                 output, and `needs`, which inputs want a gradient; did you mean `dy`?",
+            ),
+            (
+                CAST,
+                &["x", "dtype", "attrs", "y", "dy"][..],
+                "dz",
                 "unknown parameter `dz`: the gradient of `Cast` may take its input `x`, attribute `dtype` (or \
                  `attrs`, all of them), its output `y`, `dy`, the cotangent of the output, and `needs`, which inputs want a gradient; \
-                 did you mean `dy`?"
-            )
-        );
-    }
-
-    #[test]
-    fn gradient_parameters_of_several_outputs() {
-        for name in ["x", "k", "values", "dindices", "needs"] {
-            assert_eq!(message(ParamCheck::gradient_param(TOP_K, name, &[name])), None, "{name}");
-        }
-        assert_eq!(
-            message(ParamCheck::gradient_param(TOP_K, "dy", &["dy"])).as_deref(),
-            Some(
+                 did you mean `dy`?",
+            ),
+            (
+                TOP_K,
+                &["x", "k", "values", "dindices", "needs"][..],
+                "dy",
                 "unknown parameter `dy`: the gradient of `TopK` may take its input `x`, attributes `k`, `sorted` (or \
                  `attrs`, all of them), its outputs `values`, `indices`, their cotangents `dvalues`, `dindices` (each an `Option`: `None` \
                  for an output nothing downstream differentiated), and `needs`, which inputs want a gradient; a \
-                 kernel of several outputs has a cotangent per output, `d` and its name"
-            )
-        );
+                 kernel of several outputs has a cotangent per output, `d` and its name",
+            ),
+        ];
+        for (kernel, known, unknown, want) in cases {
+            for &name in known {
+                assert_eq!(message(ParamCheck::gradient_param(kernel, name, &[name])), None, "{name}");
+            }
+            assert_eq!(message(ParamCheck::gradient_param(kernel, unknown, &[unknown])).as_deref(), Some(want));
+        }
     }
 
     #[test]

@@ -35,7 +35,7 @@
 //!   `Square` give +0. The other kernels promise no sign for a zero.
 //! - **`i32`**: `Neg` and `Abs` wrap, so both give `i32::MIN` for it.
 
-use super::{map, unsupported, CpuTensor};
+use super::{map, unsupported, CpuTensor, Storage};
 use crate::kernels::{Abs, Cos, Erf, Exp, Log, Neg, Relu, Rsqrt, Sigmoid, Sin, Sqrt, Square, Tanh};
 use crate::kernels::{Acos, Acosh, Asin, Asinh, Atanh, IsFinite, Relu6};
 use crate::kernels::{Atan, Ceil, Cosh, Elu, Expm1, Floor, Log1p, Reciprocal, Round, Selu, Sign, Sinh, Softplus};
@@ -145,49 +145,38 @@ fn clip_by_value(x: &CpuTensor, clip_value_min: f64, clip_value_max: f64, out: &
     })
 }
 
-/// Tests of f32 values, producing bool.
-macro_rules! f32_test {
-    ($($kernel:ident => $name:ident: $f:expr;)*) => {$(
-        #[kernel($kernel, cpu)]
-        fn $name(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-            CpuTensor::from_storage(&out.shape, map(x.as_slice::<f32>()?, $f))
-        }
-    )*};
-}
-
-f32_test! {
-    IsNan => is_nan: f32::is_nan;
-    IsInf => is_inf: f32::is_infinite;
-    IsFinite => is_finite: f32::is_finite;
-}
-
 #[kernel(LogicalNot, cpu)]
 fn logical_not(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
     unary::<bool>(x, out, |v| !v)
 }
 
-/// f32 kernels backed by a [`super::vmath`] slice function, applied to whole
-/// chunks: on the calling thread below [`super::PAR_THRESHOLD`] elements, in
-/// [`super::PAR_CHUNK`] pieces on rayon above.
-macro_rules! vmath_unary {
-    ($($kernel:ident => $name:ident: $f:path;)*) => {$(
+/// Kernels of one f32 input, each through `map` (an element function: the
+/// tests, giving bool) or `vmath_map` (a [`super::vmath`] slice function
+/// applied to whole chunks: on the calling thread below
+/// [`super::PAR_THRESHOLD`] elements, in [`super::PAR_CHUNK`] pieces on
+/// rayon above).
+macro_rules! f32_kernels {
+    ($($kernel:ident => $name:ident: $via:ident($f:path);)*) => {$(
         #[kernel($kernel, cpu)]
         fn $name(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-            CpuTensor::from_vec(&out.shape, vmath_map(x.as_slice::<f32>()?, $f))
+            CpuTensor::from_storage(&out.shape, $via(x.as_slice::<f32>()?, $f))
         }
     )*};
 }
 
-vmath_unary! {
-    Exp => exp: super::vmath::exp;
-    Log => log: super::vmath::ln;
-    Tanh => tanh: super::vmath::tanh;
-    Sigmoid => sigmoid: super::vmath::sigmoid;
-    Erf => erf: super::vmath::erf;
+f32_kernels! {
+    IsNan => is_nan: map(f32::is_nan);
+    IsInf => is_inf: map(f32::is_infinite);
+    IsFinite => is_finite: map(f32::is_finite);
+    Exp => exp: vmath_map(super::vmath::exp);
+    Log => log: vmath_map(super::vmath::ln);
+    Tanh => tanh: vmath_map(super::vmath::tanh);
+    Sigmoid => sigmoid: vmath_map(super::vmath::sigmoid);
+    Erf => erf: vmath_map(super::vmath::erf);
 }
 
-/// `f(x, out)` into a new vector, split across rayon above the threshold.
-fn vmath_map(x: &[f32], f: fn(&[f32], &mut [f32])) -> Vec<f32> {
+/// `f(x, out)` into new storage, split across rayon above the threshold.
+fn vmath_map(x: &[f32], f: fn(&[f32], &mut [f32])) -> Storage<f32> {
     // Initialised memory (pooled or zeroed), which `f`'s `&mut [f32]` needs.
     let mut out = super::output::<f32>(x.len());
     // About 4x the work of an `add` per element: the pool pays off sooner.
@@ -197,5 +186,5 @@ fn vmath_map(x: &[f32], f: fn(&[f32], &mut [f32])) -> Vec<f32> {
         use rayon::prelude::*;
         out.par_chunks_mut(super::PAR_CHUNK).zip(x.par_chunks(super::PAR_CHUNK)).for_each(|(o, x)| f(x, o));
     }
-    out
+    Storage::from_vec(out)
 }

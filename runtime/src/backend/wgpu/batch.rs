@@ -12,35 +12,31 @@ use super::device::{
 use super::pipeline::{groups, Grid};
 use crate::{DType, Result};
 
+/// One kernel's work for [`Gpu::dispatch`]: `pipeline` over `grid`, with
+/// `buffers` (the inputs, then the outputs) and `params` bound in order;
+/// `kernel` is named in errors.
+pub(crate) struct Dispatch<'a> {
+    pub kernel: &'static str,
+    pub pipeline: &'a Pipeline,
+    pub buffers: &'a [Bound<'a>],
+    pub params: &'a [u32],
+    pub grid: Grid,
+}
+
 impl Gpu {
-    /// Records `pipeline` over `grid` with `buffers` (the inputs, then the
-    /// output) and `params` bound in order, into the open batch. Nothing is
+    /// Records `d` into the open batch. Nothing is
     /// created per call that can be made once: the parameters take a slot
     /// of the batch's arena, bind groups are cached by the buffers they
     /// bind, and one compute pass holds the batch's kernels. The batch is
     /// submitted when its arena is full, when it holds much work, or when
     /// a readback or an upload needs it.
-    pub(crate) fn dispatch(
-        &self,
-        kernel: &'static str,
-        pipeline: &Pipeline,
-        buffers: &[Bound<'_>],
-        params: &[u32],
-        grid: Grid,
-    ) -> Result<()> {
-        self.record(&mut lock(&self.batch), kernel, pipeline, buffers, params, grid)
+    pub(crate) fn dispatch(&self, d: Dispatch<'_>) -> Result<()> {
+        self.record(&mut lock(&self.batch), d)
     }
 
     /// [`Gpu::dispatch`] into the batch `b`, whose lock the caller holds.
-    pub(super) fn record(
-        &self,
-        b: &mut Batch,
-        kernel: &'static str,
-        pipeline: &Pipeline,
-        buffers: &[Bound<'_>],
-        params: &[u32],
-        grid: Grid,
-    ) -> Result<()> {
+    pub(super) fn record(&self, b: &mut Batch, d: Dispatch<'_>) -> Result<()> {
+        let Dispatch { kernel, pipeline, buffers, params, grid } = d;
         let [x, y, z] = match grid {
             Grid::Elements(n) => groups(n.div_ceil(256)),
             Grid::Groups(g) => g,
@@ -261,14 +257,15 @@ impl Gpu {
             let aligned = b.staged.len().next_multiple_of(16);
             b.staged.resize(aligned, 0);
             let buffers = [Bound::whole(&self.staged), Bound::whole(slab)];
-            return self.record(
-                &mut b,
-                "upload",
-                &pipeline,
-                &buffers,
-                &[words as u32, at as u32],
-                Grid::Elements(words),
-            );
+            let params = [words as u32, at as u32];
+            let upload = Dispatch {
+                kernel: "upload",
+                pipeline: &pipeline,
+                buffers: &buffers,
+                params: &params,
+                grid: Grid::Elements(words),
+            };
+            return self.record(&mut b, upload);
         }
         let mut b = lock(&self.batch);
         if slab.used_in.load(Ordering::Relaxed) == b.serial {

@@ -63,13 +63,13 @@ impl Layout {
     }
 }
 
-/// Runs `entry` (its `_x4` form where the layout allows) with op `op`;
-/// `extra` words follow the layout in the parameters. Only a rank-1
-/// layout (same shapes, or a one-element operand) is ever sliced, and then
-/// the one dim is the slice's length.
+/// Runs binary.wgsl with `OP = op` (see [`arithmetic_op`] and
+/// [`compare_op`]), four elements an invocation where the layout allows;
+/// `extra` words follow the layout in the parameters. Only a rank-1 layout
+/// (same shapes, or a one-element operand) is ever sliced, and then the
+/// one dim is the slice's length.
 fn run(
     kernel: &'static str,
-    entries: (&'static str, &'static str),
     op: u32,
     a: &WgpuTensor,
     b: &WgpuTensor,
@@ -77,52 +77,52 @@ fn run(
     extra: &[u32],
 ) -> Result<WgpuTensor> {
     let layout = Layout::of(a, b, out);
-    let (vectors, single) = entries;
     if layout.vectors() {
-        let program = Program { kernel, shader: &SHADER, entry: vectors, op };
+        let program = Program { kernel, shader: &SHADER, entry: "binary_x4", op };
         if let Some(y) = program.run_x4(&[a, b], out, &layout.params(out.numel(), extra))? {
             return Ok(y);
         }
     }
-    Program { kernel, shader: &SHADER, entry: single, op }.run_sliced(&[a, b], out, |len| {
+    Program { kernel, shader: &SHADER, entry: "binary", op }.run_sliced(&[a, b], out, |len| {
         let mut params = vec![len as u32];
         params.extend(layout.params(len, extra));
         params
     })
 }
 
-/// Runs arithmetic op `op` (its code in `apply_f32` / `apply_i32` of
-/// binary.wgsl); `extra` words follow the layout in the parameters.
-fn binary(
-    kernel: &'static str,
-    op: u32,
-    a: &WgpuTensor,
-    b: &WgpuTensor,
-    out: &TensorMeta,
-    extra: &[u32],
-) -> Result<WgpuTensor> {
-    let entries = match a.dtype() {
-        DType::F32 => ("binary_f32_x4", "binary_f32"),
-        DType::I32 if !F32_ONLY.contains(&op) && !BOOL.contains(&op) => ("binary_i32_x4", "binary_i32"),
-        DType::Bool if BOOL.contains(&op) => ("binary_i32_x4", "binary_i32"),
-        d => return Err(unsupported(kernel, d)),
-    };
-    run(kernel, entries, op, a, b, out, extra)
+/// Bit 8 of binary.wgsl's `OP`: the function compares (a bool word out).
+const COMPARES: u32 = 1 << 8;
+/// Bit 9 of binary.wgsl's `OP`: the words are i32 (bool too), not f32.
+const I32: u32 = 1 << 9;
+
+/// The `OP` of arithmetic function `code` (in `apply_f32` / `apply_i32`)
+/// on inputs of `dtype`.
+fn arithmetic_op(kernel: &'static str, code: u32, dtype: DType) -> Result<u32> {
+    match dtype {
+        DType::F32 => Ok(code),
+        DType::I32 if !F32_ONLY.contains(&code) && !BOOL.contains(&code) => Ok(code | I32),
+        DType::Bool if BOOL.contains(&code) => Ok(code | I32),
+        d => Err(unsupported(kernel, d)),
+    }
 }
 
-/// Runs comparison `op` (its code in `test_f32` / `test_i32`): bool words out.
-fn compare(kernel: &'static str, op: u32, a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
-    let entries = match a.dtype() {
-        DType::F32 => ("compare_f32_x4", "compare_f32"),
-        DType::I32 => ("compare_i32_x4", "compare_i32"),
-        d => return Err(unsupported(kernel, d)),
-    };
-    run(kernel, entries, op, a, b, out, &[])
+/// The `OP` of comparison `code` (in `test`) on inputs of `dtype`.
+fn compare_op(kernel: &'static str, code: u32, dtype: DType) -> Result<u32> {
+    match dtype {
+        DType::F32 => Ok(code | COMPARES),
+        DType::I32 => Ok(code | COMPARES | I32),
+        d => Err(unsupported(kernel, d)),
+    }
 }
 
-/// [`binary`] with no extra parameters.
-fn arithmetic(kernel: &'static str, op: u32, a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
-    binary(kernel, op, a, b, out, &[])
+/// Runs arithmetic function `code`, with no extra parameters.
+fn arithmetic(kernel: &'static str, code: u32, a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    run(kernel, arithmetic_op(kernel, code, a.dtype())?, a, b, out, &[])
+}
+
+/// Runs comparison `code`: bool words out.
+fn compare(kernel: &'static str, code: u32, a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    run(kernel, compare_op(kernel, code, a.dtype())?, a, b, out, &[])
 }
 
 macro_rules! binary_kernels {
@@ -162,7 +162,8 @@ binary_kernels! { compare:
 /// `var - alpha * delta`: op 7, with `alpha` after the layout.
 #[kernel(ApplyGradientDescent, wgpu)]
 fn apply_gradient_descent(var: &WgpuTensor, delta: &WgpuTensor, alpha: f64, out: &TensorMeta) -> Result<WgpuTensor> {
-    binary("ApplyGradientDescent", 7, var, delta, out, &[(alpha as f32).to_bits()])
+    let op = arithmetic_op("ApplyGradientDescent", 7, var.dtype())?;
+    run("ApplyGradientDescent", op, var, delta, out, &[(alpha as f32).to_bits()])
 }
 
 /// One invocation per four elements (see adam.wgsl), or per element in

@@ -63,6 +63,7 @@ use smallvec::SmallVec;
 use super::{Backend, BackendId};
 use crate::backend::cpu::CpuTensor;
 use crate::{DType, Error, Result, Shape, Tensor, TensorMeta};
+use batch::Dispatch;
 use device::Bound;
 pub(crate) use device::{gpu, Gpu};
 pub use pipeline::{expand_entries, groups, Grid, Shader};
@@ -353,7 +354,13 @@ impl Program {
             let dtype = inputs.first().map_or(outs[0].dtype, |t| t.dtype);
             for (program, params, grid) in passes {
                 let pipeline = program.pipeline_for(g, dtype, (inputs.len(), outs.len()))?;
-                g.dispatch(program.kernel, &pipeline, &bound, params, *grid)?;
+                g.dispatch(Dispatch {
+                    kernel: program.kernel,
+                    pipeline: &pipeline,
+                    buffers: &bound,
+                    params,
+                    grid: *grid,
+                })?;
             }
         }
         Ok(ys
@@ -377,7 +384,13 @@ impl Program {
             for (program, x, params, grid) in passes.iter().filter(|p| p.1.numel() > 0) {
                 let pipeline = program.pipeline(g, &[x], out)?;
                 let bound = [Bound::whole(x.buf.slab()), Bound::whole(y.slab())];
-                g.dispatch(program.kernel, &pipeline, &bound, params, *grid)?;
+                g.dispatch(Dispatch {
+                    kernel: program.kernel,
+                    pipeline: &pipeline,
+                    buffers: &bound,
+                    params,
+                    grid: *grid,
+                })?;
             }
         }
         Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
@@ -458,7 +471,14 @@ impl Program {
                 })
                 .chain(ys.iter().map(|y| slice(y.slab())))
                 .collect();
-            g.dispatch(self.kernel, &pipeline, &bound, &params(len), Grid::Elements(len))?;
+            let params = params(len);
+            g.dispatch(Dispatch {
+                kernel: self.kernel,
+                pipeline: &pipeline,
+                buffers: &bound,
+                params: &params,
+                grid: Grid::Elements(len),
+            })?;
         }
         Ok(ys
             .into_iter()

@@ -8,7 +8,7 @@
 //! results again until one value per output is left. A full `sum` of 2^22
 //! elements is two passes: 1024 workgroups of 4096 elements, then one.
 
-use super::{by_dtype, groups, rule_error, Grid, Program, Shader, WgpuTensor};
+use super::{groups, rule_error, Grid, Program, Shader, WgpuTensor};
 use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
 use crate::shape::{len_and_inner, rules::reduction_axes, strides};
 use crate::{kernel, DType, Result, TensorMeta};
@@ -40,6 +40,15 @@ fn merged(shape: &[usize], strides: &[usize], axes: impl Iterator<Item = usize>)
         }
     }
     (dims, step)
+}
+
+/// reduce.wgsl's `OP` for fold `code` over words of `dtype`: bit 8 marks
+/// i32 words, which bool's are too (All and Any fold them).
+fn op(code: u32, dtype: DType) -> u32 {
+    match dtype {
+        DType::F32 => code,
+        DType::I32 | DType::Bool => code | 1 << 8,
+    }
 }
 
 /// One pass: `n_out` outputs of `r` elements each, in `chunks` chunks.
@@ -83,20 +92,15 @@ impl Pass<'_> {
             0 => params.extend([1, 0]),
             _ => params.extend(wide(&self.reduced.0).iter().chain(&wide(&self.reduced.1))),
         }
-        let (entry, scale) = match (x.dtype(), r <= SHORT) {
-            (DType::F32, true) => ("reduce_threads_f32", self.scale),
-            // Bool words fold as i32 (All and Any).
-            (DType::I32 | DType::Bool, true) => ("reduce_threads_i32", 1.0),
-            (DType::F32, false) => (
-                if vectors { "reduce_groups_f32_x4" } else { "reduce_groups_f32" },
-                if chunks == 1 { self.scale } else { 1.0 },
-            ),
-            (DType::I32 | DType::Bool, false) => {
-                (if vectors { "reduce_groups_i32_x4" } else { "reduce_groups_i32" }, 1.0)
-            }
+        let entry = match (r <= SHORT, vectors) {
+            (true, _) => "reduce_threads",
+            (false, true) => "reduce_groups_x4",
+            (false, false) => "reduce_groups",
         };
+        // A mean's scale applies to f32 once, where the last pass finishes.
+        let scale = if x.dtype() == DType::F32 && (r <= SHORT || chunks == 1) { self.scale } else { 1.0 };
         params.push(scale.to_bits());
-        let program = Program { kernel: self.kernel, shader: &SHADER, entry, op: self.op };
+        let program = Program { kernel: self.kernel, shader: &SHADER, entry, op: op(self.op, x.dtype()) };
         if r <= SHORT {
             return program.run(&[x], self.out, &params);
         }
@@ -180,22 +184,21 @@ folds! {
     Any => any: 5;
 }
 
-/// A scan along `axis` with op `op` (0 sum, 3 product): one invocation per
+/// A scan along `axis` with fold `code` (0 sum, 3 product): one invocation per
 /// line of the axis walks it in order.
 fn scan(
     kernel: &'static str,
-    op: u32,
+    code: u32,
     x: &WgpuTensor,
     axis: i64,
     exclusive: bool,
     reverse: bool,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let entry = by_dtype(kernel, x.dtype(), "scan_f32", "scan_i32")?;
     let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error(kernel))?;
     let lines = out.numel().checked_div(len).unwrap_or(0);
     let params = [lines as u32, len as u32, inner.max(1) as u32, u32::from(exclusive) | u32::from(reverse) << 1];
-    let program = Program { kernel, shader: &SHADER, entry, op };
+    let program = Program { kernel, shader: &SHADER, entry: "scan_lines", op: op(code, x.dtype()) };
     program.run_grid(&[x], out, &params, Grid::Elements(lines))
 }
 

@@ -1,10 +1,18 @@
 // Elementwise kernels of two inputs with NumPy broadcasting. The pipeline
-// constant OP picks the function (codes in binary.rs); shapes and strides
-// come in `params`, so one pipeline per (dtype, op) serves every shape.
+// constant OP picks the function and the dtype (see below); shapes and
+// strides come in `params`, so one pipeline per (dtype, op) serves every
+// shape.
 //
 // Elements are raw 32-bit words, bitcast per dtype (see unary.wgsl).
 
 override OP: u32 = 0u;
+// OP's fields (binary.rs writes them): the function's code in bits 0-7,
+// whether it compares (a bool word out) in bit 8, whether the words are
+// i32 (bool too) rather than f32 in bit 9. Each pipeline's compiler sees
+// them as constants and keeps only its own code.
+override CODE: u32 = OP & 0xffu;
+override COMPARES: bool = (OP & 0x100u) != 0u;
+override FLOAT: bool = (OP & 0x200u) == 0u;
 
 @group(0) @binding(0) var<storage, read> a: array<u32>;
 @group(0) @binding(1) var<storage, read> b: array<u32>;
@@ -27,6 +35,21 @@ fn offsets(i: u32) -> vec2<u32> {
     return strided2(i, rank, 2u, 2u + rank, 2u + 2u * rank);
 }
 
+// The significand of word `u`, whose exponent field is `*e`, with its
+// leading bit at bit 23: a subnormal's is shifted up, and `*e` lowered to
+// match (musl's fmodf normalizes so).
+fn significand(u: u32, e: ptr<function, i32>) -> u32 {
+    if *e != 0 {
+        return (u & 0x007fffffu) | 0x00800000u;
+    }
+    var i = u << 9u;
+    while (i >> 31u) == 0u {
+        *e -= 1;
+        i = i << 1u;
+    }
+    return u << u32(1 - *e);
+}
+
 // C's fmod, exact, by long division of the significands (musl's fmodf):
 // x and y finite, y not zero. The result has x's sign.
 fn fmod_exact(x: f32, y: f32) -> f32 {
@@ -38,29 +61,8 @@ fn fmod_exact(x: f32, y: f32) -> f32 {
     if (ux << 1u) <= (uy << 1u) {
         return select(x, with_sign_of(0.0, x), (ux << 1u) == (uy << 1u));
     }
-    var mx = ux;
-    var my = uy;
-    // Normalize: the significands with their leading bit at bit 23.
-    if ex == 0 {
-        var i = mx << 9u;
-        while (i >> 31u) == 0u {
-            ex -= 1;
-            i = i << 1u;
-        }
-        mx = mx << u32(1 - ex);
-    } else {
-        mx = (mx & 0x007fffffu) | 0x00800000u;
-    }
-    if ey == 0 {
-        var i = my << 9u;
-        while (i >> 31u) == 0u {
-            ey -= 1;
-            i = i << 1u;
-        }
-        my = my << u32(1 - ey);
-    } else {
-        my = (my & 0x007fffffu) | 0x00800000u;
-    }
+    var mx = significand(ux, &ex);
+    var my = significand(uy, &ey);
     while ex > ey {
         let d = mx - my;
         if (d >> 31u) == 0u {
@@ -124,7 +126,7 @@ fn extra() -> u32 {
 }
 
 fn apply_f32(x: f32, z: f32) -> f32 {
-    switch OP {
+    switch CODE {
         case 0u: { return x + z; }
         case 1u: { return x - z; }
         case 2u: { return x * z; }
@@ -151,7 +153,7 @@ fn apply_f32(x: f32, z: f32) -> f32 {
 
 // i32 arithmetic wraps on overflow in WGSL, as the cpu kernels' does.
 fn apply_i32(x: i32, z: i32) -> i32 {
-    switch OP {
+    switch CODE {
         case 0u: { return x + z; }
         case 1u: { return x - z; }
         case 2u: { return x * z; }
@@ -181,10 +183,10 @@ fn apply_i32(x: i32, z: i32) -> i32 {
     }
 }
 
-// Comparison OP of x and z from whether x < z, x == z or x > z: `equal`
+// Comparison CODE of x and z from whether x < z, x == z or x > z: `equal`
 // false, and so `!=` true, for NaN, which is unordered.
 fn test(less: bool, equal: bool, greater: bool) -> bool {
-    switch OP {
+    switch CODE {
         case 0u: { return greater; }
         case 1u: { return greater || equal; }
         case 2u: { return less; }
@@ -206,41 +208,23 @@ fn test_i32(x: i32, z: i32) -> bool {
     return test((x < z), x == z, (x > z));
 }
 
-// The word of output element i: kind 0 is arithmetic, 1 a comparison
-// (a bool word); `float` picks the dtype. Both are constants in each entry
-// point, so each pipeline keeps only its own code.
-fn word(x: u32, z: u32, kind: u32, float: bool) -> u32 {
-    if kind == 1u {
-        if float {
+// The word of output element i.
+fn word(x: u32, z: u32) -> u32 {
+    if COMPARES {
+        if FLOAT {
             return select(0u, 1u, test_f32(bitcast<f32>(x), bitcast<f32>(z)));
         }
         return select(0u, 1u, test_i32(bitcast<i32>(x), bitcast<i32>(z)));
     }
-    if float {
+    if FLOAT {
         return bitcast<u32>(apply_f32(bitcast<f32>(x), bitcast<f32>(z)));
     }
     return bitcast<u32>(apply_i32(bitcast<i32>(x), bitcast<i32>(z)));
 }
 
-fn run(i: u32, kind: u32, float: bool) {
+@elementwise fn binary(i: u32) {
     let o = offsets(i);
-    y[i] = word(a[o.x], b[o.y], kind, float);
-}
-
-@elementwise fn binary_f32(i: u32) {
-    run(i, 0u, true);
-}
-
-@elementwise fn binary_i32(i: u32) {
-    run(i, 0u, false);
-}
-
-@elementwise fn compare_f32(i: u32) {
-    run(i, 1u, true);
-}
-
-@elementwise fn compare_i32(i: u32) {
-    run(i, 1u, false);
+    y[i] = word(a[o.x], b[o.y]);
 }
 
 // Four words of an input at element offset `o`, from the vector `v` that
@@ -250,31 +234,10 @@ fn quad(v: vec4<u32>, o: u32, inner: u32) -> vec4<u32> {
     return select(vec4<u32>(v[o & 3u]), v, inner == 1u);
 }
 
-fn run_x4(v: u32, kind: u32, float: bool) {
+@elementwise fn binary_x4(v: u32) {
     let rank = param(1);
     let o = offsets(v * 4u);
     let x = quad(a4[o.x >> 2u], o.x, param(1u + 2u * rank));
     let z = quad(b4[o.y >> 2u], o.y, param(1u + 3u * rank));
-    y4[v] = vec4<u32>(
-        word(x.x, z.x, kind, float),
-        word(x.y, z.y, kind, float),
-        word(x.z, z.z, kind, float),
-        word(x.w, z.w, kind, float),
-    );
-}
-
-@elementwise fn binary_f32_x4(v: u32) {
-    run_x4(v, 0u, true);
-}
-
-@elementwise fn binary_i32_x4(v: u32) {
-    run_x4(v, 0u, false);
-}
-
-@elementwise fn compare_f32_x4(v: u32) {
-    run_x4(v, 1u, true);
-}
-
-@elementwise fn compare_i32_x4(v: u32) {
-    run_x4(v, 1u, false);
+    y4[v] = vec4<u32>(word(x.x, z.x), word(x.y, z.y), word(x.z, z.z), word(x.w, z.w));
 }

@@ -10,8 +10,13 @@
 // chunk and combines its 256 partial values as a tree; with several chunks
 // per output the host reduces the partial results again.
 
-// 0: sum, 1: max, 2: min, 3: prod, 4: all, 5: any
 override OP: u32 = 0u;
+// OP's fields (reduce.rs writes them): the fold in bits 0-7 (0: sum, 1:
+// max, 2: min, 3: prod, 4: all, 5: any), and in bit 8 whether the words are
+// i32 (bool too) rather than f32. Each pipeline's compiler sees both as
+// constants and keeps only its own dtype's arithmetic.
+override CODE: u32 = OP & 0xffu;
+override FLOAT: bool = (OP & 0x100u) == 0u;
 
 @group(0) @binding(0) var<storage, read> x: array<u32>;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
@@ -40,7 +45,7 @@ fn scale() -> f32 {
 }
 
 fn init_f32() -> f32 {
-    switch OP {
+    switch CODE {
         case 1u: { return bitcast<f32>(0xff800000u); } // -inf
         case 2u: { return bitcast<f32>(0x7f800000u); } // inf
         case 3u: { return 1.0; }
@@ -50,7 +55,7 @@ fn init_f32() -> f32 {
 
 // max and min propagate NaN, as on the cpu.
 fn fold_f32(a: f32, b: f32) -> f32 {
-    switch OP {
+    switch CODE {
         case 1u: { return select(b, a, a > b || is_nan(a)); }
         case 2u: { return select(b, a, a < b || is_nan(a)); }
         case 3u: { return a * b; }
@@ -59,7 +64,7 @@ fn fold_f32(a: f32, b: f32) -> f32 {
 }
 
 fn init_i32() -> i32 {
-    switch OP {
+    switch CODE {
         case 1u: { return bitcast<i32>(0x80000000u); } // i32::MIN
         case 2u: { return 0x7fffffffi; } // i32::MAX
         case 3u, 4u: { return 1i; }
@@ -70,7 +75,7 @@ fn init_i32() -> i32 {
 // i32 addition and multiplication wrap in WGSL, as the cpu kernels' do;
 // All and Any fold bool words.
 fn fold_i32(a: i32, b: i32) -> i32 {
-    switch OP {
+    switch CODE {
         case 1u: { return max(a, b); }
         case 2u: { return min(a, b); }
         case 3u: { return a * b; }
@@ -80,143 +85,107 @@ fn fold_i32(a: i32, b: i32) -> i32 {
     }
 }
 
-// The entry points below are one per dtype; `float` is a constant in each,
-// so each pipeline keeps only its own dtype's arithmetic.
-fn init(float: bool) -> u32 {
-    if float {
+fn init() -> u32 {
+    if FLOAT {
         return bitcast<u32>(init_f32());
     }
     return bitcast<u32>(init_i32());
 }
 
-fn fold(a: u32, b: u32, float: bool) -> u32 {
-    if float {
+fn fold(a: u32, b: u32) -> u32 {
+    if FLOAT {
         return bitcast<u32>(fold_f32(bitcast<f32>(a), bitcast<f32>(b)));
     }
     return bitcast<u32>(fold_i32(bitcast<i32>(a), bitcast<i32>(b)));
 }
 
 // The result scaled (a mean), for f32.
-fn finish(v: u32, float: bool) -> u32 {
-    if float {
+fn finish(v: u32) -> u32 {
+    if FLOAT {
         return bitcast<u32>(bitcast<f32>(v) * scale());
     }
     return v;
 }
 
 // One invocation folds all of output o.
-fn reduce_thread(o: u32, float: bool) {
+@elementwise fn reduce_threads(o: u32) {
     let base = kept_offset(o);
-    var acc = init(float);
+    var acc = init();
     for (var j = 0u; j < param(1); j++) {
-        acc = fold(acc, x[base + reduced_offset(j)], float);
+        acc = fold(acc, x[base + reduced_offset(j)]);
     }
-    y[o] = finish(acc, float);
+    y[o] = finish(acc);
 }
 
-@elementwise fn reduce_threads_f32(o: u32) {
-    reduce_thread(o, true);
-}
-
-@elementwise fn reduce_threads_i32(o: u32) {
-    reduce_thread(o, false);
-}
-
-// Workgroup w's output and the range [start, end) of its chunk.
-fn chunk_of(w: u32) -> vec3<u32> {
+// Workgroup g's output offset and the range [start, end) of its chunk:
+// empty for a workgroup past the last chunk, which only takes part in the
+// tree (its barriers must be reached by the whole workgroup).
+fn chunk_of(g: Workgroup) -> vec3<u32> {
+    let w = item(g);
+    if w >= param(0) * param(3) {
+        return vec3<u32>(0u);
+    }
     let chunks = param(3);
     let start = (w % chunks) * param(2);
     return vec3<u32>(kept_offset(w / chunks), start, min(start + param(2), param(1)));
 }
 
 // Combines the workgroup's 256 partial values as a tree; invocation 0
-// writes the result.
-fn finish_group(w: u32, t: u32, acc: u32, float: bool) {
+// writes the result of a workgroup that has a chunk.
+fn finish_group(g: Workgroup, acc: u32) {
+    let t = g.t;
     scratch[t] = acc;
     workgroupBarrier();
     for (var s = 128u; s > 0u; s >>= 1u) {
         if t < s {
-            scratch[t] = fold(scratch[t], scratch[t + s], float);
+            scratch[t] = fold(scratch[t], scratch[t + s]);
         }
         workgroupBarrier();
     }
-    if t == 0u {
-        y[w] = finish(scratch[0], float);
+    let w = item(g);
+    if t == 0u && w < param(0) * param(3) {
+        y[w] = finish(scratch[0]);
     }
 }
 
 // Workgroup g folds one chunk of one output: strided partial values, then
 // a tree in workgroup memory.
-fn reduce_group(g: Workgroup, float: bool) {
-    let w = item(g);
-    if w >= param(0) * param(3) {
-        return;
-    }
-    let c = chunk_of(w);
-    var acc = init(float);
+@compute @workgroup_size(256)
+fn reduce_groups(g: Workgroup) {
+    let c = chunk_of(g);
+    var acc = init();
     for (var j = c.y + g.t; j < c.z; j += 256u) {
-        acc = fold(acc, x[c.x + reduced_offset(j)], float);
+        acc = fold(acc, x[c.x + reduced_offset(j)]);
     }
-    finish_group(w, g.t, acc, float);
+    finish_group(g, acc);
 }
 
-// `reduce_group` reading four contiguous elements at a time.
-fn reduce_group_x4(g: Workgroup, float: bool) {
-    let w = item(g);
-    if w >= param(0) * param(3) {
-        return;
-    }
-    let c = chunk_of(w);
-    var acc = init(float);
+// `reduce_groups` reading four contiguous elements at a time.
+@compute @workgroup_size(256)
+fn reduce_groups_x4(g: Workgroup) {
+    let c = chunk_of(g);
+    var acc = init();
     for (var j = c.y + 4u * g.t; j < c.z; j += 1024u) {
         let v = x4[(c.x + j) >> 2u];
-        acc = fold(fold(fold(fold(acc, v.x, float), v.y, float), v.z, float), v.w, float);
+        acc = fold(fold(fold(fold(acc, v.x), v.y), v.z), v.w);
     }
-    finish_group(w, g.t, acc, float);
-}
-
-@compute @workgroup_size(256)
-fn reduce_groups_f32(g: Workgroup) {
-    reduce_group(g, true);
-}
-
-@compute @workgroup_size(256)
-fn reduce_groups_i32(g: Workgroup) {
-    reduce_group(g, false);
-}
-
-@compute @workgroup_size(256)
-fn reduce_groups_f32_x4(g: Workgroup) {
-    reduce_group_x4(g, true);
-}
-
-@compute @workgroup_size(256)
-fn reduce_groups_i32_x4(g: Workgroup) {
-    reduce_group_x4(g, false);
+    finish_group(g, acc);
 }
 
 // Scans: [lines, len, inner, flags (1: exclusive, 2: reverse)] for x seen as
 // [outer, len, inner]. Invocation l walks line l of the axis in order.
-fn scan(l: u32, float: bool) {
+@elementwise fn scan_lines(l: u32) {
     let len = param(1);
     let inner = param(2);
     let exclusive = (param(3) & 1u) != 0u;
     let reverse = (param(3) & 2u) != 0u;
     let base = (l / inner) * len * inner + l % inner;
-    var acc = init(float);
+    var acc = init();
     for (var step = 0u; step < len; step++) {
         let t = select(step, len - 1u - step, reverse);
         let at = base + t * inner;
-        let next = fold(acc, x[at], float);
+        let next = fold(acc, x[at]);
         y[at] = select(next, acc, exclusive);
         acc = next;
     }
-}
-
-@elementwise fn scan_f32(l: u32) {
-    scan(l, true);
-}
-
-@elementwise fn scan_i32(l: u32) {
-    scan(l, false);
 }
