@@ -123,15 +123,23 @@ pub(crate) fn closest_kernel(name: &str) -> Option<&'static str> {
         .map(|(_, n)| n)
 }
 
+// The link-time slices. Hidden: users read them through `registry`'s
+// functions, which add the run-time overlay, and macros add to them
+// through `__private`.
+
+/// Every kernel of every linked crate, one entry per `#[kernel]`.
 #[doc(hidden)]
 #[distributed_slice]
 pub static KERNELS: [KernelEntry];
+/// Every gradient, one entry per `#[gradient]`.
 #[doc(hidden)]
 #[distributed_slice]
 pub static GRADIENTS: [GradientEntry];
+/// Every composite op, one entry per `#[op]`.
 #[doc(hidden)]
 #[distributed_slice]
 pub static OPS: [OpEntry];
+/// Every spec bound with `spec!`, the built-in one included.
 #[doc(hidden)]
 #[distributed_slice]
 pub static SPECS: [SpecEntry];

@@ -33,10 +33,9 @@ use std::borrow::Cow;
 use super::matmul::{gemm_into, parallelism, Operand};
 use super::{for_rows, output, rule_error, CpuTensor, PAR_THRESHOLD};
 use crate::kernels::{
-    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropFilterAttrs, Conv2DBackpropInput,
-    Conv2DBackpropInputAttrs, ConvParams, DepthwiseConv2dNative, DepthwiseConv2dNativeBackpropFilter,
-    DepthwiseConv2dNativeBackpropFilterAttrs, DepthwiseConv2dNativeBackpropInput,
-    DepthwiseConv2dNativeBackpropInputAttrs, MaxPool, MaxPoolGrad, PoolParams, ResizeBilinear, ResizeNearestNeighbor,
+    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
+    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, PoolParams,
+    ResizeBilinear, ResizeBilinearAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
 };
 use crate::shape::rules::{resize_taps, ConvFilter, GroupedConv, Tap, Window};
 use crate::{kernel, Result, TensorMeta};
@@ -60,63 +59,40 @@ fn grouped(
     kind.conv(x, filter, p).map_err(rule_error(kernel))
 }
 
-#[kernel(Conv2D, cpu)]
-fn conv2d(x: &CpuTensor, filter: &CpuTensor, conv: &ConvParams, out: &TensorMeta) -> Result<CpuTensor> {
-    forward(x, filter, &grouped("Conv2D", ConvFilter::Dense, x.shape(), filter.shape(), conv)?, out)
+/// The convolutions and their two gradients, dense and depthwise: each
+/// runs `run` (`forward`, `backprop_input` or `backprop_filter`) over the
+/// grouped convolution that the (images, filter) shapes `shapes` give. A
+/// backprop's output is one of those: its `input_shape` or `filter_shape`
+/// (`given`, unread), which its shape function checked against the
+/// attributes.
+macro_rules! convolutions {
+    ($(
+        $kernel:ident => $name:ident: $filter:ident, $run:ident,
+        |$a:ident, $b:ident, $out:ident $(, $given:ident)?| $shapes:expr;
+    )*) => {$(
+        #[kernel($kernel, cpu)]
+        fn $name(
+            $a: &CpuTensor, $b: &CpuTensor, $($given: &[i64],)? conv: &ConvParams, $out: &TensorMeta,
+        ) -> Result<CpuTensor> {
+            $(let _ = $given;)?
+            let (images, filter) = $shapes;
+            let g = grouped(stringify!($kernel), ConvFilter::$filter, images, filter, conv)?;
+            $run($a, $b, &g, $out)
+        }
+    )*};
 }
 
-#[kernel(DepthwiseConv2dNative, cpu)]
-fn depthwise_conv2d(x: &CpuTensor, filter: &CpuTensor, conv: &ConvParams, out: &TensorMeta) -> Result<CpuTensor> {
-    let g = grouped("DepthwiseConv2dNative", ConvFilter::Depthwise, x.shape(), filter.shape(), conv)?;
-    forward(x, filter, &g, out)
-}
-
-// A backprop's `out` has the `input_shape` or `filter_shape` its shape
-// function checked: the kernels read the geometry from `attrs`.
-
-#[kernel(Conv2DBackpropInput, cpu)]
-fn conv2d_backprop_input(
-    dy: &CpuTensor,
-    filter: &CpuTensor,
-    attrs: &Conv2DBackpropInputAttrs,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let g = grouped("Conv2DBackpropInput", ConvFilter::Dense, &out.shape, filter.shape(), &attrs.conv)?;
-    backprop_input(dy, filter, &g, out)
-}
-
-#[kernel(DepthwiseConv2dNativeBackpropInput, cpu)]
-fn depthwise_conv2d_backprop_input(
-    dy: &CpuTensor,
-    filter: &CpuTensor,
-    attrs: &DepthwiseConv2dNativeBackpropInputAttrs,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let kernel = "DepthwiseConv2dNativeBackpropInput";
-    let g = grouped(kernel, ConvFilter::Depthwise, &out.shape, filter.shape(), &attrs.conv)?;
-    backprop_input(dy, filter, &g, out)
-}
-
-#[kernel(Conv2DBackpropFilter, cpu)]
-fn conv2d_backprop_filter(
-    x: &CpuTensor,
-    dy: &CpuTensor,
-    attrs: &Conv2DBackpropFilterAttrs,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let g = grouped("Conv2DBackpropFilter", ConvFilter::Dense, x.shape(), &out.shape, &attrs.conv)?;
-    backprop_filter(x, dy, &g, out)
-}
-
-#[kernel(DepthwiseConv2dNativeBackpropFilter, cpu)]
-fn depthwise_conv2d_backprop_filter(
-    x: &CpuTensor,
-    dy: &CpuTensor,
-    attrs: &DepthwiseConv2dNativeBackpropFilterAttrs,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let kernel = "DepthwiseConv2dNativeBackpropFilter";
-    backprop_filter(x, dy, &grouped(kernel, ConvFilter::Depthwise, x.shape(), &out.shape, &attrs.conv)?, out)
+convolutions! {
+    Conv2D => conv2d: Dense, forward, |x, filter, out| (x.shape(), filter.shape());
+    DepthwiseConv2dNative => depthwise_conv2d: Depthwise, forward, |x, filter, out| (x.shape(), filter.shape());
+    Conv2DBackpropInput => conv2d_backprop_input: Dense, backprop_input,
+        |dy, filter, out, input_shape| (&out.shape[..], filter.shape());
+    DepthwiseConv2dNativeBackpropInput => depthwise_conv2d_backprop_input: Depthwise, backprop_input,
+        |dy, filter, out, input_shape| (&out.shape[..], filter.shape());
+    Conv2DBackpropFilter => conv2d_backprop_filter: Dense, backprop_filter,
+        |x, dy, out, filter_shape| (x.shape(), &out.shape[..]);
+    DepthwiseConv2dNativeBackpropFilter => depthwise_conv2d_backprop_filter: Depthwise, backprop_filter,
+        |x, dy, out, filter_shape| (x.shape(), &out.shape[..]);
 }
 
 /// Output pixels per block of a blocked convolution: a block's patch rows
@@ -532,14 +508,8 @@ fn resize_rows<T: crate::Element + Send>(
 /// `ResizeBilinear`: each output pixel interpolates the four input pixels
 /// its row and column taps name, along the columns first (TF.js's order).
 #[kernel(ResizeBilinear, cpu)]
-fn resize_bilinear(
-    images: &CpuTensor,
-    size: &[i64],
-    align_corners: bool,
-    half_pixel_centers: bool,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let _ = size; // The output's meta has it.
+fn resize_bilinear(images: &CpuTensor, attrs: &ResizeBilinearAttrs, out: &TensorMeta) -> Result<CpuTensor> {
+    let (align_corners, half_pixel_centers) = (attrs.align_corners, attrs.half_pixel_centers);
     if out.numel() == 0 {
         // No taps: a size of 2^32 rows of nothing costs nothing.
         return CpuTensor::from_vec(&out.shape, Vec::<f32>::new());
@@ -565,11 +535,10 @@ fn resize_bilinear(
 #[kernel(ResizeNearestNeighbor, cpu)]
 fn resize_nearest_neighbor(
     images: &CpuTensor,
-    size: &[i64],
-    align_corners: bool,
-    half_pixel_centers: bool,
+    attrs: &ResizeNearestNeighborAttrs,
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
+    let (align_corners, half_pixel_centers) = (attrs.align_corners, attrs.half_pixel_centers);
     fn copy<T: crate::Element>(images: &CpuTensor, out: &TensorMeta, rows: &[Tap], cols: &[Tap]) -> Result<CpuTensor> {
         let src = images.as_slice::<T>()?;
         let &[_, h, w, c] = images.shape() else {
@@ -580,7 +549,6 @@ fn resize_nearest_neighbor(
             px.copy_from_slice(&src[from..from + c]);
         })
     }
-    let _ = size; // The output's meta has it.
     let [_, h, w, _] = images.shape()[..] else {
         return Err(rule_error("ResizeNearestNeighbor")("images are not NHWC".into()));
     };

@@ -7,10 +7,9 @@
 use super::{rule_error, Program, Shader, WgpuTensor};
 use crate::backend::cpu::CpuTensor;
 use crate::kernels::{
-    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropFilterAttrs, Conv2DBackpropInput,
-    Conv2DBackpropInputAttrs, ConvParams, DepthwiseConv2dNative, DepthwiseConv2dNativeBackpropFilter,
-    DepthwiseConv2dNativeBackpropFilterAttrs, DepthwiseConv2dNativeBackpropInput,
-    DepthwiseConv2dNativeBackpropInputAttrs, MaxPool, MaxPoolGrad, PoolParams, ResizeBilinear, ResizeNearestNeighbor,
+    AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
+    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, PoolParams,
+    ResizeBilinear, ResizeBilinearAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
 };
 use crate::shape::rules::{resize_taps, ConvFilter, GroupedConv, Window};
 use crate::{kernel, DType, Result, TensorMeta};
@@ -67,63 +66,39 @@ fn grouped(
     run(kernel, entry, 0, inputs, out, &p)
 }
 
-#[kernel(Conv2D, wgpu)]
-fn conv2d(x: &WgpuTensor, filter: &WgpuTensor, conv: &ConvParams, out: &TensorMeta) -> Result<WgpuTensor> {
-    let g = ConvFilter::Dense.conv(x.shape(), filter.shape(), conv);
-    grouped("Conv2D", "conv", [x, filter], g, out)
+/// The convolutions and their two gradients, dense and depthwise: each
+/// runs its conv.wgsl entry over the grouped convolution that the
+/// (images, filter) shapes `shapes` give. A backprop's output is one of
+/// those: its `input_shape` or `filter_shape` (`given`, unread), which its
+/// shape function checked against the attributes.
+macro_rules! convolutions {
+    ($(
+        $kernel:ident => $name:ident: $filter:ident, $entry:literal,
+        |$a:ident, $b:ident, $out:ident $(, $given:ident)?| $shapes:expr;
+    )*) => {$(
+        #[kernel($kernel, wgpu)]
+        fn $name(
+            $a: &WgpuTensor, $b: &WgpuTensor, $($given: &[i64],)? conv: &ConvParams, $out: &TensorMeta,
+        ) -> Result<WgpuTensor> {
+            $(let _ = $given;)?
+            let (images, filter) = $shapes;
+            let g = ConvFilter::$filter.conv(images, filter, conv);
+            grouped(stringify!($kernel), $entry, [$a, $b], g, $out)
+        }
+    )*};
 }
 
-#[kernel(DepthwiseConv2dNative, wgpu)]
-fn depthwise_conv2d(x: &WgpuTensor, filter: &WgpuTensor, conv: &ConvParams, out: &TensorMeta) -> Result<WgpuTensor> {
-    let g = ConvFilter::Depthwise.conv(x.shape(), filter.shape(), conv);
-    grouped("DepthwiseConv2dNative", "conv", [x, filter], g, out)
-}
-
-// A backprop's `out` has the `input_shape` or `filter_shape` its shape
-// function checked: the kernels read the geometry from `attrs`.
-
-#[kernel(Conv2DBackpropInput, wgpu)]
-fn conv2d_backprop_input(
-    dy: &WgpuTensor,
-    filter: &WgpuTensor,
-    attrs: &Conv2DBackpropInputAttrs,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    let g = ConvFilter::Dense.conv(&out.shape, filter.shape(), &attrs.conv);
-    grouped("Conv2DBackpropInput", "conv_backprop_input", [dy, filter], g, out)
-}
-
-#[kernel(DepthwiseConv2dNativeBackpropInput, wgpu)]
-fn depthwise_conv2d_backprop_input(
-    dy: &WgpuTensor,
-    filter: &WgpuTensor,
-    attrs: &DepthwiseConv2dNativeBackpropInputAttrs,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    let g = ConvFilter::Depthwise.conv(&out.shape, filter.shape(), &attrs.conv);
-    grouped("DepthwiseConv2dNativeBackpropInput", "conv_backprop_input", [dy, filter], g, out)
-}
-
-#[kernel(Conv2DBackpropFilter, wgpu)]
-fn conv2d_backprop_filter(
-    x: &WgpuTensor,
-    dy: &WgpuTensor,
-    attrs: &Conv2DBackpropFilterAttrs,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    let g = ConvFilter::Dense.conv(x.shape(), &out.shape, &attrs.conv);
-    grouped("Conv2DBackpropFilter", "conv_backprop_filter", [x, dy], g, out)
-}
-
-#[kernel(DepthwiseConv2dNativeBackpropFilter, wgpu)]
-fn depthwise_conv2d_backprop_filter(
-    x: &WgpuTensor,
-    dy: &WgpuTensor,
-    attrs: &DepthwiseConv2dNativeBackpropFilterAttrs,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    let g = ConvFilter::Depthwise.conv(x.shape(), &out.shape, &attrs.conv);
-    grouped("DepthwiseConv2dNativeBackpropFilter", "conv_backprop_filter", [x, dy], g, out)
+convolutions! {
+    Conv2D => conv2d: Dense, "conv", |x, filter, out| (x.shape(), filter.shape());
+    DepthwiseConv2dNative => depthwise_conv2d: Depthwise, "conv", |x, filter, out| (x.shape(), filter.shape());
+    Conv2DBackpropInput => conv2d_backprop_input: Dense, "conv_backprop_input",
+        |dy, filter, out, input_shape| (&out.shape[..], filter.shape());
+    DepthwiseConv2dNativeBackpropInput => depthwise_conv2d_backprop_input: Depthwise, "conv_backprop_input",
+        |dy, filter, out, input_shape| (&out.shape[..], filter.shape());
+    Conv2DBackpropFilter => conv2d_backprop_filter: Dense, "conv_backprop_filter",
+        |x, dy, out, filter_shape| (x.shape(), &out.shape[..]);
+    DepthwiseConv2dNativeBackpropFilter => depthwise_conv2d_backprop_filter: Depthwise, "conv_backprop_filter",
+        |x, dy, out, filter_shape| (x.shape(), &out.shape[..]);
 }
 
 /// A pooling of `x` (`grad`: its gradient, given `dy`); `op` 0
@@ -200,14 +175,8 @@ fn resize(
 }
 
 #[kernel(ResizeBilinear, wgpu)]
-fn resize_bilinear(
-    images: &WgpuTensor,
-    size: &[i64],
-    align_corners: bool,
-    half_pixel_centers: bool,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    let _ = size; // The output's meta has it.
+fn resize_bilinear(images: &WgpuTensor, attrs: &ResizeBilinearAttrs, out: &TensorMeta) -> Result<WgpuTensor> {
+    let (align_corners, half_pixel_centers) = (attrs.align_corners, attrs.half_pixel_centers);
     let entry = if images.dtype() == DType::I32 { "resize_bilinear_i32" } else { "resize_bilinear_f32" };
     resize("ResizeBilinear", entry, images, align_corners, half_pixel_centers, true, out)
 }
@@ -215,11 +184,9 @@ fn resize_bilinear(
 #[kernel(ResizeNearestNeighbor, wgpu)]
 fn resize_nearest_neighbor(
     images: &WgpuTensor,
-    size: &[i64],
-    align_corners: bool,
-    half_pixel_centers: bool,
+    attrs: &ResizeNearestNeighborAttrs,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let _ = size; // The output's meta has it.
+    let (align_corners, half_pixel_centers) = (attrs.align_corners, attrs.half_pixel_centers);
     resize("ResizeNearestNeighbor", "resize_nearest", images, align_corners, half_pixel_centers, false, out)
 }

@@ -64,8 +64,8 @@ use super::{Backend, BackendId};
 use crate::backend::cpu::CpuTensor;
 use crate::{DType, Error, Result, Shape, Tensor, TensorMeta};
 use batch::Dispatch;
-use device::Bound;
 pub(crate) use device::{gpu, Gpu};
+use device::{Bound, Pipeline};
 pub use pipeline::{expand_entries, groups, Grid, Shader};
 pub(crate) use pool::{memory, peak, pooled, reset_peak, set_limit, trim_to};
 
@@ -354,13 +354,7 @@ impl Program {
             let dtype = inputs.first().map_or(outs[0].dtype, |t| t.dtype);
             for (program, params, grid) in passes {
                 let pipeline = program.pipeline_for(g, dtype, (inputs.len(), outs.len()))?;
-                g.dispatch(Dispatch {
-                    kernel: program.kernel,
-                    pipeline: &pipeline,
-                    buffers: &bound,
-                    params,
-                    grid: *grid,
-                })?;
+                g.dispatch(program.dispatch(&pipeline, &bound, params, *grid))?;
             }
         }
         Ok(ys
@@ -384,16 +378,21 @@ impl Program {
             for (program, x, params, grid) in passes.iter().filter(|p| p.1.numel() > 0) {
                 let pipeline = program.pipeline(g, &[x], out)?;
                 let bound = [Bound::whole(x.buf.slab()), Bound::whole(y.slab())];
-                g.dispatch(Dispatch {
-                    kernel: program.kernel,
-                    pipeline: &pipeline,
-                    buffers: &bound,
-                    params,
-                    grid: *grid,
-                })?;
+                g.dispatch(program.dispatch(&pipeline, &bound, params, *grid))?;
             }
         }
         Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
+    }
+
+    /// This program's work for [`Gpu::dispatch`].
+    fn dispatch<'a>(
+        &self,
+        pipeline: &'a Pipeline,
+        buffers: &'a [Bound<'a>],
+        params: &'a [u32],
+        grid: Grid,
+    ) -> Dispatch<'a> {
+        Dispatch { kernel: self.kernel, pipeline, buffers, params, grid }
     }
 
     fn pipeline(&self, g: &Gpu, inputs: &[&WgpuTensor], out: &TensorMeta) -> Result<device::Pipeline> {
@@ -471,14 +470,7 @@ impl Program {
                 })
                 .chain(ys.iter().map(|y| slice(y.slab())))
                 .collect();
-            let params = params(len);
-            g.dispatch(Dispatch {
-                kernel: self.kernel,
-                pipeline: &pipeline,
-                buffers: &bound,
-                params: &params,
-                grid: Grid::Elements(len),
-            })?;
+            g.dispatch(self.dispatch(&pipeline, &bound, &params(len), Grid::Elements(len)))?;
         }
         Ok(ys
             .into_iter()
