@@ -24,6 +24,8 @@ enum Value {
 struct Call {
     path: syn::Path,
     args: Vec<Value>,
+    /// A `cast`, to bool where true: the macro reads its target itself.
+    cast: Option<bool>,
 }
 
 /// What the body computes.
@@ -122,11 +124,22 @@ impl Parser<'_> {
                 let Expr::Path(p) = &*c.func else {
                     return Err(error(&c.func, "a fused body can call only ops, by their path (`ops::exp(x)`)"));
                 };
+                let is_cast = p.path.segments.last().is_some_and(|s| s.ident == "cast") && c.args.len() == 2;
                 let mut args = Vec::new();
-                for a in &c.args {
+                for a in c.args.iter().take(if is_cast { 1 } else { c.args.len() }) {
                     args.push(self.value(a)?);
                 }
-                self.plan.calls.push(Call { path: p.path.clone(), args });
+                let cast = match is_cast {
+                    true => {
+                        let to_bool = cast_target(&c.args[1])?;
+                        // The target's code in the program: `DType`'s order, f32 0, bool 2.
+                        let code: Expr = if to_bool { syn::parse_quote!(2.0) } else { syn::parse_quote!(0.0) };
+                        args.push(self.scalar(&code));
+                        Some(to_bool)
+                    }
+                    false => None,
+                };
+                self.plan.calls.push(Call { path: p.path.clone(), args, cast });
                 Ok(Value::Node(self.plan.calls.len() - 1))
             }
             Expr::MethodCall(m) => Err(error(
@@ -178,7 +191,35 @@ impl Parser<'_> {
         if matches!(v, Value::Scalar(_)) {
             return Err(error(e, "a fused op returns a tensor computed by ops"));
         }
+        if matches!(v, Value::Node(m) if self.plan.calls[m].cast == Some(true)) {
+            return Err(error(e, RETURNS_F32));
+        }
         Ok(v)
+    }
+}
+
+/// Why a fused body may not end with a bool.
+const RETURNS_F32: &str = "a fused op returns f32, and this gives bool: end with `ops::cast(.., DType::F32)` of it, \
+                           or use it as `select`'s condition";
+
+/// Whether a fused `cast` goes to bool (else to f32), from its target
+/// written in place: `DType::F32` or `DType::Bool`.
+fn cast_target(e: &Expr) -> syn::Result<bool> {
+    let target = match e {
+        Expr::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.to_string()),
+        Expr::Reference(r) => return cast_target(&r.expr),
+        Expr::Paren(p) => return cast_target(&p.expr),
+        _ => None,
+    };
+    match target.as_deref() {
+        Some("F32") => Ok(false),
+        Some("Bool") => Ok(true),
+        Some("I32") => Err(error(
+            e,
+            "a fused program computes in f32, where i32 arithmetic cannot be kept exact: cast to i32 outside \
+             the fused op",
+        )),
+        _ => Err(error(e, "a fused body casts to a dtype written in place: `DType::F32` or `DType::Bool`")),
     }
 }
 
@@ -340,6 +381,15 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
         quote_spanned!(path.span()=> __b.call::<#path>(&[#(#args),*]);)
     });
     let out_val = val(output);
+    // A body may not end with a kernel that gives bool (a comparison): the
+    // fused kernel returns f32. Checked when the crate compiles.
+    let returns_f32 = match output {
+        Value::Node(m) if plan.calls[m].cast.is_none() => {
+            let path = &plan.calls[m].path;
+            quote_spanned!(path.span()=> const _: () = ::opforge::__private::fuse::returns_f32::<#path>(#RETURNS_F32);)
+        }
+        _ => TokenStream::new(),
+    };
     let kernel_lit = kernel.as_str();
     let program = quote! {
         #[doc(hidden)]
@@ -572,6 +622,7 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
         #vis type #ident = #k;
         #spec
         #program
+        #returns_f32
         #eval
         #shape
         #kernels

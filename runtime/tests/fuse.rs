@@ -7,7 +7,7 @@ mod common;
 
 use opforge::backend::cpu::CpuTensor;
 use opforge::fuse::{self, Builder, Form, Fusable, Val};
-use opforge::{grad, grads, op, ops, BackendId, Result, Tensor, TensorMeta};
+use opforge::{grad, grads, op, ops, BackendId, DType, Result, Tensor, TensorMeta};
 
 /// A layer norm's elementwise tail with a clipped, leaky twist: broadcasting
 /// (`gamma`, `beta` along the last axis), two `f32` attributes, a
@@ -68,6 +68,15 @@ impl Fusable for Cube {
 fn cubic_bump(x: &Tensor, w: &Tensor) -> Result<Tensor> {
     let c = user_ops::cube(&ops::sub(x, w)?)?;
     ops::mul(&c, &ops::exp(&ops::neg(&ops::square(x)?)?)?)
+}
+
+/// Casts inside a fused body: a comparison's mask cast to f32 scales `g`,
+/// and `x` cast to bool picks, as a ReLU's backward with a pass-through
+/// where `x` is zero would.
+#[op(fuse)]
+fn masked(g: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let mask = ops::cast(&ops::greater(x, &Tensor::scalar(0.0f32))?, DType::F32)?;
+    ops::select(&ops::cast(x, DType::Bool)?, &ops::mul(g, &mask)?, &ops::cast(g, DType::F32)?)
 }
 
 fn random(shape: &[usize], seed: u64) -> Tensor {
@@ -201,6 +210,32 @@ fn a_fused_op_is_one_kernel_forward_and_one_backward() {
         "one forward and one backward kernel: {:?}",
         p.kernels.iter().map(|k| k.kernel).collect::<Vec<_>>()
     );
+}
+
+#[test]
+fn casts_to_f32_and_bool_fuse() {
+    // Zeros of both signs, NaN and infinities, where a cast to bool and a
+    // comparison disagree.
+    let specials = [0.0, -0.0, f32::NAN, f32::INFINITY, f32::NEG_INFINITY, 1e-30, -1e-30, 2.5, -2.5, 1.0];
+    let g: Vec<f32> = (0..specials.len()).map(|i| i as f32 - 4.5).collect();
+    on_each_backend(|on| {
+        let x = Tensor::from_vec(specials.to_vec(), &[10]).unwrap().to_backend(on).unwrap();
+        let g = Tensor::from_vec(g.clone(), &[10]).unwrap().to_backend(on).unwrap();
+        let (fused, unfused) = (masked(&g, &x).unwrap(), fuse::unfused(|| masked(&g, &x)).unwrap());
+        close(&fused, &unfused, 0.0, &format!("masked on {on}"));
+        let want = [-4.5, -3.5, 0.0, -1.5, 0.0, 0.5, 0.0, 2.5, 0.0, 4.5];
+        assert_eq!(fused.to_vec::<f32>().unwrap(), want, "on {on}");
+        let (_, p) = opforge::profile(|| masked(&g, &x));
+        assert_eq!(p.kernels.iter().map(|k| k.kernel).collect::<Vec<_>>(), ["Masked"], "on {on}");
+        // The cotangent reaches `g` through the mask and the pass-through.
+        let loss = |g: &Tensor, x: &Tensor| ops::sum(&ops::mul(&masked(g, x)?, g)?, None, false);
+        let by_g = |g: &Tensor| grad(|g| loss(g, &x))(g);
+        close(&by_g(&g).unwrap(), &fuse::unfused(|| by_g(&g)).unwrap(), 0.0, &format!("d masked / dg on {on}"));
+        // `x` reaches it only through a comparison and a cast to bool: op
+        // by op, `grads` finds no path to it; fused, its gradient is zero.
+        let dx = grads(|v: &[Tensor]| loss(&v[0], &v[1]))(&[g.clone(), x.clone()]).unwrap().remove(1);
+        assert!(dx.to_vec::<f32>().unwrap().iter().all(|&d| d == 0.0), "on {on}");
+    });
 }
 
 #[test]

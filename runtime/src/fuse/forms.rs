@@ -159,6 +159,9 @@ fn attr(t: &Tensor) -> Result<f64> {
 
 const NONE: Cotangents = [None, None, None];
 
+/// A `Cast` node's target code for bool.
+const BOOL: f32 = 2.0;
+
 /// Builder shorthands for the forms the backward lines use.
 impl Builder {
     /// `a + b`.
@@ -236,6 +239,7 @@ macro_rules! slices {
 /// choose their copy themselves).
 macro_rules! forms {
     ($($kernel:ident($arity:tt) {
+        $(gives_bool: $gives_bool:literal,)?
         each: $each:expr,
         $(cpu: $cpu:expr,)?
         wgsl: $wgsl:literal,
@@ -252,6 +256,7 @@ macro_rules! forms {
                 vjp: $vjp,
                 op: $op,
             };
+            $(const GIVES_BOOL: bool = $gives_bool;)?
 
             #[inline(always)]
             fn eval<const FMA: bool>(args: [f32; 3]) -> f32 {
@@ -508,40 +513,60 @@ forms! {
         op: |a| ops::squared_difference(a[0], a[1]),
     }
     Greater(2) {
+        gives_bool: true,
         each: |x, y| truth(x > y),
         wgsl: "select(0.0, 1.0, {0} > {1} && !(is_nan({0}) || is_nan({1})))",
         vjp: |_, _, _, _| NONE,
         op: |a| as_f32(ops::greater(a[0], a[1])),
     }
     GreaterEqual(2) {
+        gives_bool: true,
         each: |x, y| truth(x >= y),
         wgsl: "select(0.0, 1.0, {0} >= {1} && !(is_nan({0}) || is_nan({1})))",
         vjp: |_, _, _, _| NONE,
         op: |a| as_f32(ops::greater_equal(a[0], a[1])),
     }
     Less(2) {
+        gives_bool: true,
         each: |x, y| truth(x < y),
         wgsl: "select(0.0, 1.0, {0} < {1} && !(is_nan({0}) || is_nan({1})))",
         vjp: |_, _, _, _| NONE,
         op: |a| as_f32(ops::less(a[0], a[1])),
     }
     LessEqual(2) {
+        gives_bool: true,
         each: |x, y| truth(x <= y),
         wgsl: "select(0.0, 1.0, {0} <= {1} && !(is_nan({0}) || is_nan({1})))",
         vjp: |_, _, _, _| NONE,
         op: |a| as_f32(ops::less_equal(a[0], a[1])),
     }
     Equal(2) {
+        gives_bool: true,
         each: |x, y| truth(x == y),
         wgsl: "select(0.0, 1.0, {0} == {1} && !(is_nan({0}) || is_nan({1})))",
         vjp: |_, _, _, _| NONE,
         op: |a| as_f32(ops::equal(a[0], a[1])),
     }
     NotEqual(2) {
+        gives_bool: true,
         each: |x, y| truth(x != y),
         wgsl: "select(0.0, 1.0, {0} != {1} || is_nan({0}) || is_nan({1}))",
         vjp: |_, _, _, _| NONE,
         op: |a| as_f32(ops::not_equal(a[0], a[1])),
+    }
+    // A cast to f32 or bool (`#[op(fuse)]` admits no other target), the
+    // target's code (`DType`'s order: f32 0, bool 2) a constant argument.
+    // To f32 a value stays as it is: a program's bool already is 0.0 or
+    // 1.0. To bool, nonzero is 1.0, NaN included, and -0.0 is 0.0, as the
+    // kernels cast. A float-to-float cast passes its cotangent through.
+    Cast(2) {
+        each: |x, to| if to == BOOL { truth(x != 0.0) } else { x },
+        wgsl: "select({0}, select(0.0, 1.0, (bitcast<u32>({0}) & 0x7fffffffu) != 0u), {1} == 2.0)",
+        vjp: |_, a, _, dy| [(a[1] == Val::Const(0.0)).then_some(dy), None, None],
+        op: |a| match attr(a[1])? == f64::from(BOOL) {
+            true => as_f32(ops::cast(a[0], DType::Bool)),
+            false => ops::cast(a[0], DType::F32),
+        },
     }
     Select(3) {
         each: |c, t, e| if c != 0.0 { t } else { e },

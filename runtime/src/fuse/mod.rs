@@ -38,11 +38,15 @@
 //! arithmetic, `maximum`/`minimum`, `pow`, the comparisons, `select`,
 //! `clip_by_value`, `leaky_relu` and the unary functions), on the
 //! function's tensor parameters, earlier bindings, and scalars: the
-//! function's `f32` parameters, constants, `Tensor::scalar(..)`.
+//! function's `f32` parameters, constants, `Tensor::scalar(..)`; and
+//! `cast` to `DType::F32` or `DType::Bool`, the target written in place.
 //! Comparisons give 1.0 and 0.0 inside a program, which `select` reads
-//! back as a condition. Anything else is a compile error at the call: an
-//! op that is not elementwise (`matmul`, `sum`), another composite, a
-//! method call, a `let` of something that is not an op.
+//! back as a condition and a cast to f32 keeps. Anything else is a compile
+//! error at the call: an op that is not elementwise (`matmul`, `sum`),
+//! another composite, a method call, a `let` of something that is not an
+//! op, a cast to i32 (a program computes in f32, where i32 arithmetic
+//! would not stay exact), and a body that ends with a bool (a comparison,
+//! a cast to bool), since the fused kernel returns f32.
 //!
 //! The fused kernel runs on f32 inputs; a call with inputs of another
 //! dtype, and any call inside [`unfused`], runs the body as written.

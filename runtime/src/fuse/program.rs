@@ -143,6 +143,17 @@ pub trait Fusable {
     /// The kernel's scalar form.
     const FORM: &'static Form;
 
+    /// Whether the kernel gives bool (a comparison): 1.0 and 0.0 inside a
+    /// program, which `select` reads as a condition. A fused body may not
+    /// end with such a kernel, since a fused kernel returns f32.
+    ///
+    /// ```
+    /// use opforge::fuse::Fusable;
+    /// use opforge::kernels::{Exp, Greater};
+    /// assert!(Greater::GIVES_BOOL && !Exp::GIVES_BOOL);
+    /// ```
+    const GIVES_BOOL: bool = false;
+
     /// The kernel on one element: `args` holds the form's arguments (the
     /// first [`Form::arity`] of them). A fused op's forward cpu kernel is
     /// the composition of its ops' `eval`, compiled into one loop that keeps

@@ -67,6 +67,15 @@ impl<K> Unfusable for &Eval<K> {
     }
 }
 
+/// Refuses, when the crate compiles, a fused body ending with kernel `K`
+/// where `K` gives bool (`Fusable::GIVES_BOOL`): the message is the
+/// macro's.
+pub const fn returns_f32<K: crate::fuse::Fusable>(message: &'static str) {
+    if K::GIVES_BOOL {
+        panic!("{}", message);
+    }
+}
+
 /// A kernel's outputs as an array of as many as it has.
 pub fn array<T, const N: usize>(kernel: &'static str, ys: Vec<T>) -> Result<[T; N]> {
     let n = ys.len();

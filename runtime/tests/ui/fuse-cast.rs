@@ -1,0 +1,19 @@
+// A fused program computes in f32: a cast to i32 cannot be fused, and a
+// cast's target is written in place so the macro can read it.
+use opforge::{op, ops, DType, Result, Tensor};
+
+#[op(fuse)]
+fn truncated(x: &Tensor) -> Result<Tensor> {
+    ops::cast(&ops::cast(x, DType::I32)?, DType::F32)
+}
+
+fn target() -> DType {
+    DType::F32
+}
+
+#[op(fuse)]
+fn cast_to_target(x: &Tensor) -> Result<Tensor> {
+    ops::exp(&ops::cast(x, target())?)
+}
+
+fn main() {}
