@@ -125,20 +125,16 @@ impl Parser<'_> {
                     return Err(error(&c.func, "a fused body can call only ops, by their path (`ops::exp(x)`)"));
                 };
                 let is_cast = p.path.segments.last().is_some_and(|s| s.ident == "cast") && c.args.len() == 2;
+                let cast = if is_cast { Some(cast_target(&c.args[1])?) } else { None };
                 let mut args = Vec::new();
-                for a in c.args.iter().take(if is_cast { 1 } else { c.args.len() }) {
+                for a in c.args.iter().take(c.args.len() - usize::from(is_cast)) {
                     args.push(self.value(a)?);
                 }
-                let cast = match is_cast {
-                    true => {
-                        let to_bool = cast_target(&c.args[1])?;
-                        // The target's code in the program: `DType`'s order, f32 0, bool 2.
-                        let code: Expr = if to_bool { syn::parse_quote!(2.0) } else { syn::parse_quote!(0.0) };
-                        args.push(self.scalar(&code));
-                        Some(to_bool)
-                    }
-                    false => None,
-                };
+                // A cast's target is a program boolean: whether it goes to bool.
+                if let Some(to_bool) = cast {
+                    let flag: Expr = if to_bool { syn::parse_quote!(1.0) } else { syn::parse_quote!(0.0) };
+                    args.push(self.scalar(&flag));
+                }
                 self.plan.calls.push(Call { path: p.path.clone(), args, cast });
                 Ok(Value::Node(self.plan.calls.len() - 1))
             }

@@ -159,9 +159,6 @@ fn attr(t: &Tensor) -> Result<f64> {
 
 const NONE: Cotangents = [None, None, None];
 
-/// A `Cast` node's target code for bool.
-const BOOL: f32 = 2.0;
-
 /// Builder shorthands for the forms the backward lines use.
 impl Builder {
     /// `a + b`.
@@ -555,15 +552,15 @@ forms! {
         op: |a| as_f32(ops::not_equal(a[0], a[1])),
     }
     // A cast to f32 or bool (`#[op(fuse)]` admits no other target), the
-    // target's code (`DType`'s order: f32 0, bool 2) a constant argument.
-    // To f32 a value stays as it is: a program's bool already is 0.0 or
-    // 1.0. To bool, nonzero is 1.0, NaN included, and -0.0 is 0.0, as the
-    // kernels cast. A float-to-float cast passes its cotangent through.
+    // second argument a program boolean: whether it goes to bool. To f32 a
+    // value stays as it is: a program's bool already is 0.0 or 1.0. To
+    // bool, nonzero is 1.0, NaN included, and -0.0 is 0.0, as the kernels
+    // cast. A float-to-float cast passes its cotangent through.
     Cast(2) {
-        each: |x, to| if to == BOOL { truth(x != 0.0) } else { x },
-        wgsl: "select({0}, select(0.0, 1.0, (bitcast<u32>({0}) & 0x7fffffffu) != 0u), {1} == 2.0)",
+        each: |x, to_bool| if to_bool != 0.0 { truth(x != 0.0) } else { x },
+        wgsl: "select({0}, select(0.0, 1.0, (bitcast<u32>({0}) & 0x7fffffffu) != 0u), {1} != 0.0)",
         vjp: |_, a, _, dy| [(a[1] == Val::Const(0.0)).then_some(dy), None, None],
-        op: |a| match attr(a[1])? == f64::from(BOOL) {
+        op: |a| match attr(a[1])? != 0.0 {
             true => as_f32(ops::cast(a[0], DType::Bool)),
             false => ops::cast(a[0], DType::F32),
         },

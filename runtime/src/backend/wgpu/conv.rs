@@ -176,9 +176,8 @@ fn resize(
 
 #[kernel(ResizeBilinear, wgpu)]
 fn resize_bilinear(images: &WgpuTensor, attrs: &ResizeBilinearAttrs, out: &TensorMeta) -> Result<WgpuTensor> {
-    let (align_corners, half_pixel_centers) = (attrs.align_corners, attrs.half_pixel_centers);
     let entry = if images.dtype() == DType::I32 { "resize_bilinear_i32" } else { "resize_bilinear_f32" };
-    resize("ResizeBilinear", entry, images, align_corners, half_pixel_centers, true, out)
+    resize("ResizeBilinear", entry, images, attrs.align_corners, attrs.half_pixel_centers, true, out)
 }
 
 #[kernel(ResizeNearestNeighbor, wgpu)]
@@ -187,6 +186,5 @@ fn resize_nearest_neighbor(
     attrs: &ResizeNearestNeighborAttrs,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let (align_corners, half_pixel_centers) = (attrs.align_corners, attrs.half_pixel_centers);
-    resize("ResizeNearestNeighbor", "resize_nearest", images, align_corners, half_pixel_centers, false, out)
+    resize("ResizeNearestNeighbor", "resize_nearest", images, attrs.align_corners, attrs.half_pixel_centers, false, out)
 }

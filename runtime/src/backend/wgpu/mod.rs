@@ -354,7 +354,7 @@ impl Program {
             let dtype = inputs.first().map_or(outs[0].dtype, |t| t.dtype);
             for (program, params, grid) in passes {
                 let pipeline = program.pipeline_for(g, dtype, (inputs.len(), outs.len()))?;
-                g.dispatch(program.dispatch(&pipeline, &bound, params, *grid))?;
+                g.dispatch(program.work(&pipeline, &bound, params, *grid))?;
             }
         }
         Ok(ys
@@ -378,14 +378,15 @@ impl Program {
             for (program, x, params, grid) in passes.iter().filter(|p| p.1.numel() > 0) {
                 let pipeline = program.pipeline(g, &[x], out)?;
                 let bound = [Bound::whole(x.buf.slab()), Bound::whole(y.slab())];
-                g.dispatch(program.dispatch(&pipeline, &bound, params, *grid))?;
+                g.dispatch(program.work(&pipeline, &bound, params, *grid))?;
             }
         }
         Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
     }
 
-    /// This program's work for [`Gpu::dispatch`].
-    fn dispatch<'a>(
+    /// This program's work for [`Gpu::dispatch`], over `grid` with
+    /// `buffers` and `params` bound.
+    fn work<'a>(
         &self,
         pipeline: &'a Pipeline,
         buffers: &'a [Bound<'a>],
@@ -470,7 +471,7 @@ impl Program {
                 })
                 .chain(ys.iter().map(|y| slice(y.slab())))
                 .collect();
-            g.dispatch(self.dispatch(&pipeline, &bound, &params(len), Grid::Elements(len)))?;
+            g.dispatch(self.work(&pipeline, &bound, &params(len), Grid::Elements(len)))?;
         }
         Ok(ys
             .into_iter()

@@ -42,12 +42,15 @@ fn merged(shape: &[usize], strides: &[usize], axes: impl Iterator<Item = usize>)
     (dims, step)
 }
 
-/// reduce.wgsl's `OP` for fold `code` over words of `dtype`: bit 8 marks
-/// i32 words, which bool's are too (All and Any fold them).
+/// Bit 8 of reduce.wgsl's `OP`: the words are i32 (bool too), not f32.
+const I32: u32 = 1 << 8;
+
+/// reduce.wgsl's `OP` for fold `code` over words of `dtype` (bool words
+/// fold as i32: All and Any).
 fn op(code: u32, dtype: DType) -> u32 {
     match dtype {
         DType::F32 => code,
-        DType::I32 | DType::Bool => code | 1 << 8,
+        DType::I32 | DType::Bool => code | I32,
     }
 }
 
@@ -97,8 +100,9 @@ impl Pass<'_> {
             (false, true) => "reduce_groups_x4",
             (false, false) => "reduce_groups",
         };
-        // A mean's scale applies to f32 once, where the last pass finishes.
-        let scale = if x.dtype() == DType::F32 && (r <= SHORT || chunks == 1) { self.scale } else { 1.0 };
+        // A mean's scale applies once, where the last pass finishes (the
+        // shader scales f32 words only).
+        let scale = if r <= SHORT || chunks == 1 { self.scale } else { 1.0 };
         params.push(scale.to_bits());
         let program = Program { kernel: self.kernel, shader: &SHADER, entry, op: op(self.op, x.dtype()) };
         if r <= SHORT {
