@@ -146,19 +146,10 @@ impl Engine {
                 return Err(out_of_memory::<K>(backend, inputs, absent, meta, bytes));
             }
         }
-        let call = KernelCall {
-            kernel: K::NAME,
-            backend,
-            inputs,
-            absent,
-            attrs,
-            outs: &metas,
-            data_dependent: K::DATA_DEPENDENT,
-        };
         let ys = if crate::profile::watching() {
-            Engine::watched::<K>(&call, attrs)?
+            Engine::watched::<K>(inputs, absent, attrs, backend, &metas)?
         } else {
-            Engine::execute::<K>(&call, attrs)?.0
+            Engine::execute::<K>(inputs, absent, attrs, backend, &metas)?.0
         };
         Ok((backend, ys))
     }
@@ -166,10 +157,15 @@ impl Engine {
     /// [`Engine::execute`] while profiling or debugging: reported to the
     /// profiler, which times it and checks its outputs.
     #[cold]
-    fn watched<K: KernelSpec>(call: &KernelCall<'_>, attrs: &K::Attrs) -> Result<Tensors> {
-        let &KernelCall { inputs, absent, backend, outs: metas, .. } = call;
+    fn watched<K: KernelSpec>(
+        inputs: &[&Tensor],
+        absent: Absent,
+        attrs: &K::Attrs,
+        backend: BackendId,
+        metas: &[TensorMeta],
+    ) -> Result<Tensors> {
         let watch = crate::profile::Watch::start();
-        let (outputs, fallback) = Engine::execute::<K>(call, attrs)?;
+        let (outputs, fallback) = Engine::execute::<K>(inputs, absent, attrs, backend, metas)?;
         watch.finish(&crate::profile::KernelRun {
             kernel: K::NAME,
             op: &|| op_path(K::OP),
@@ -184,15 +180,28 @@ impl Engine {
         Ok(outputs)
     }
 
-    /// Steps 2-4 of [`Engine::run`] for a validated `call` (whose attrs
-    /// are `attrs`): the outputs, and whether the cpu fallback ran the
-    /// kernel.
+    /// Steps 2-4 of [`Engine::run`] for validated inputs: the outputs, and
+    /// whether the cpu fallback ran the kernel.
     #[inline]
-    fn execute<K: KernelSpec>(call: &KernelCall<'_>, attrs: &K::Attrs) -> Result<(Tensors, bool)> {
-        let &KernelCall { inputs, absent, backend, outs: metas, .. } = call;
+    fn execute<K: KernelSpec>(
+        inputs: &[&Tensor],
+        absent: Absent,
+        attrs: &K::Attrs,
+        backend: BackendId,
+        metas: &[TensorMeta],
+    ) -> Result<(Tensors, bool)> {
+        let call = KernelCall {
+            kernel: K::NAME,
+            backend,
+            inputs,
+            absent,
+            attrs,
+            outs: metas,
+            data_dependent: K::DATA_DEPENDENT,
+        };
         let (ys, fell_back) = match K::slot().find(backend) {
-            Some(entry) => (execute::<K>(entry, call)?, false),
-            None => (fallback::<K>(call)?, true),
+            Some(entry) => (execute::<K>(entry, &call)?, false),
+            None => (fallback::<K>(&call)?, true),
         };
         // The kernel's contract, checked in every build: each output has
         // its meta's dtype and shape, or, for a data-dependent kernel, its
