@@ -36,8 +36,14 @@ pub(crate) fn permute<T: Element>(x: &CpuTensor, perm: &[usize]) -> Result<Vec<T
     for_rows(&mut out, inner, n, |start, chunk| {
         for (r, row) in chunk.chunks_mut(inner.max(1)).enumerate() {
             let offset = offset(start / inner.max(1) + r, &dims[..dims.len() - 1], &from[..dims.len() - 1]);
-            for (j, o) in row.iter_mut().enumerate() {
-                *o = src[offset + j * step];
+            match step {
+                // The last axis stays last: each row is one contiguous copy.
+                1 => row.copy_from_slice(&src[offset..offset + row.len()]),
+                _ => {
+                    for (j, o) in row.iter_mut().enumerate() {
+                        *o = src[offset + j * step];
+                    }
+                }
             }
         }
     });

@@ -47,57 +47,62 @@ fn fused_matmul(
     let mut data = product(a, b, transpose_a, transpose_b, out)?;
     let so = out.shape.as_slice();
     let (m, n) = (so[so.len() - 2], so[so.len() - 1]);
-    // The bias's strides along the matrix's rows and columns (0 where it
-    // broadcasts); the shape rule keeps it within [m, n].
-    let (bias_values, row, col) = match bias {
+    // The bias's values and strides along the matrix's rows and columns
+    // (0 where it broadcasts); the shape rule keeps it within [m, n].
+    let bias = match bias {
         Some(t) => {
             let strides = broadcast_strides(t.shape(), &[m, n]);
-            (t.as_slice::<f32>()?, strides[0], strides[1])
+            Some((t.as_slice::<f32>()?, strides[0], strides[1]))
         }
-        None => (&[][..], 0, 0),
+        None => None,
     };
     let alpha = leakyrelu_alpha as f32;
-    let act = move |v: f32| match activation {
-        Activation::Linear => v,
+    // One loop per activation, so that the match is not inside it and the
+    // common ones (linear, relu) vectorize.
+    match activation {
+        Activation::Linear => epilogue(&mut data, m, n, bias, |v| v),
         // As the `Relu` and `Relu6` kernels: a NaN stays NaN (`f32::max` would drop it).
-        Activation::Relu => {
-            if v < 0.0 {
-                0.0
-            } else {
-                v
-            }
-        }
-        Activation::Relu6 => v.clamp(0.0, 6.0),
-        Activation::Elu => {
-            if v > 0.0 {
-                v
-            } else {
-                v.exp_m1()
-            }
-        }
-        Activation::Sigmoid => 1.0 / (1.0 + (-v).exp()),
-        Activation::Leakyrelu => {
-            if v > 0.0 {
-                v
-            } else {
-                alpha * v
-            }
-        }
-    };
-    for_rows(&mut data, n, so.iter().product(), |start, chunk| {
-        for (r, values) in chunk.chunks_mut(n.max(1)).enumerate() {
-            let i = (start / n.max(1) + r) % m.max(1);
+        Activation::Relu => epilogue(&mut data, m, n, bias, |v| if v < 0.0 { 0.0 } else { v }),
+        Activation::Relu6 => epilogue(&mut data, m, n, bias, |v| v.clamp(0.0, 6.0)),
+        Activation::Elu => epilogue(&mut data, m, n, bias, |v| if v > 0.0 { v } else { v.exp_m1() }),
+        Activation::Sigmoid => epilogue(&mut data, m, n, bias, |v| 1.0 / (1.0 + (-v).exp())),
+        Activation::Leakyrelu => epilogue(&mut data, m, n, bias, |v| if v > 0.0 { v } else { alpha * v }),
+    }
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// Each element `v` at row `i`, column `j` of every `m x n` matrix in
+/// `data` becomes `act(v + bias[i, j])` (`bias` as values and the strides
+/// of its rows and columns, 0 where it broadcasts), a row at a time, in
+/// row-aligned chunks (on rayon when large) while the product is in cache.
+fn epilogue(
+    data: &mut [f32],
+    m: usize,
+    n: usize,
+    bias: Option<(&[f32], usize, usize)>,
+    act: impl Fn(f32) -> f32 + Sync,
+) {
+    let (m, n) = (m.max(1), n.max(1));
+    let len = data.len();
+    for_rows(data, n, len, |start, chunk| {
+        for (r, values) in chunk.chunks_mut(n).enumerate() {
+            let i = (start / n + r) % m;
             match bias {
-                Some(_) => {
+                // A row of the bias is contiguous: the loop vectorizes.
+                Some((b, row, 1)) => {
+                    for (v, &b) in values.iter_mut().zip(&b[i * row..i * row + n]) {
+                        *v = act(*v + b);
+                    }
+                }
+                Some((b, row, col)) => {
                     for (j, v) in values.iter_mut().enumerate() {
-                        *v = act(*v + bias_values[i * row + j * col]);
+                        *v = act(*v + b[i * row + j * col]);
                     }
                 }
                 None => values.iter_mut().for_each(|v| *v = act(*v)),
             }
         }
     });
-    CpuTensor::from_vec(&out.shape, data)
 }
 
 /// `matmul(a, b)`'s elements, row-major in `out`'s shape.
