@@ -104,30 +104,8 @@ pub fn logsumexp(x: &Tensor, axes: Option<&[i64]>, keep_dims: bool) -> Result<Te
     reshape(&y, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
 }
 
-/// Layer normalization over the last axis: `(x - mean) / sqrt(var +
-/// epsilon) * gamma + beta`, with `gamma` and `beta` the size of that axis
-/// (or broadcasting to it), as a transformer block uses it.
-///
-/// ```
-/// use opforge::{ops, Tensor};
-/// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 10.0, 10.0, 10.0], &[2, 3])?;
-/// let (gamma, beta) = (Tensor::from_vec(vec![1.0f32; 3], &[3])?, Tensor::from_vec(vec![0.5f32; 3], &[3])?);
-/// let y = ops::layer_norm(&x, &gamma, &beta, 1e-5)?.to_vec::<f32>()?;
-/// let s = 1.0 / (2.0f32 / 3.0 + 1e-5).sqrt();
-/// assert!((y[0] - (0.5 - s)).abs() < 1e-5 && (y[1] - 0.5).abs() < 1e-6 && (y[2] - (0.5 + s)).abs() < 1e-5);
-/// assert!(y[3..].iter().all(|v| (v - 0.5).abs() < 1e-6), "a constant row normalizes to beta");
-/// # Ok::<(), opforge::Error>(())
-/// ```
-#[op]
-pub fn layer_norm(x: &Tensor, gamma: &Tensor, beta: &Tensor, epsilon: f32) -> Result<Tensor> {
-    let mu = mean(x, Some(&[-1]), true)?;
-    let variance = mean(&squared_difference(x, &mu)?, Some(&[-1]), true)?;
-    normalize(x, &mu, &variance, gamma, beta, epsilon)
-}
-
 /// `(x - mean) / sqrt(variance + epsilon) * scale + offset`, elementwise
-/// with broadcasting, as one fused kernel (TF.js `tf.batchNorm`, and the
-/// tail of [`layer_norm`]).
+/// with broadcasting, as one fused kernel (TF.js `tf.batchNorm`).
 ///
 /// ```
 /// use opforge::{ops, Tensor};

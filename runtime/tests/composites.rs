@@ -89,8 +89,63 @@ fn composites_agree_across_backends_and_name_themselves_in_errors() {
     }
     let short = Tensor::ones(&[3], opforge::DType::F32).unwrap();
     let e = ops::layer_norm(&x, &short, &beta, 1e-5).unwrap_err();
-    assert!(e.to_string().starts_with("op `layer_norm > normalize`"), "{e}");
-    assert!(e.to_string().contains("Normalize"), "the fused kernel is named: {e}");
+    assert!(e.to_string().starts_with("op `layer_norm`"), "{e}");
+    assert!(e.to_string().contains("LayerNorm") && e.to_string().contains("gamma [3]"), "{e}");
+}
+
+#[test]
+fn layer_norm_normalizes_rows_on_every_backend() {
+    let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 10.0, 10.0, 10.0], &[2, 3]).unwrap();
+    let (gamma, beta) = (Tensor::from_vec(vec![1.0f32; 3], &[3]).unwrap(), Tensor::scalar(0.5f32));
+    let s = 1.0 / (2.0f32 / 3.0 + 1e-5).sqrt();
+    for b in backends("layer_norm_normalizes_rows_on_every_backend") {
+        let on = |t: &Tensor| t.to_backend(b).unwrap();
+        let y = ops::layer_norm(&on(&x), &on(&gamma), &on(&beta), 1e-5).unwrap().to_vec::<f32>().unwrap();
+        assert!(
+            (y[0] - (0.5 - s)).abs() < 1e-5 && (y[1] - 0.5).abs() < 1e-6 && (y[2] - (0.5 + s)).abs() < 1e-5,
+            "{y:?} on {b}"
+        );
+        assert!(y[3..].iter().all(|v| (v - 0.5).abs() < 1e-6), "a constant row normalizes to beta: {y:?} on {b}");
+    }
+}
+
+/// The first-order gradient runs `LayerNormGrad`; differentiated again, it
+/// runs through ops. The second derivative, taken through the ops, must
+/// match central differences of the first, taken through the kernel, on
+/// each backend; and each backend's first gradient is one kernel.
+#[test]
+fn layer_norm_gradients_of_first_and_second_order_agree() {
+    let x = Tensor::random_uniform(&[4, 6], -2.0, 2.0, 11).unwrap();
+    let (w, v) = (
+        Tensor::random_uniform(&[4, 6], -1.0, 1.0, 12).unwrap(),
+        Tensor::random_uniform(&[4, 6], -1.0, 1.0, 13).unwrap(),
+    );
+    let gamma = Tensor::random_uniform(&[6], 0.5, 1.5, 14).unwrap();
+    for b in backends("layer_norm_gradients_of_first_and_second_order_agree") {
+        let on = |t: &Tensor| t.to_backend(b).unwrap();
+        let (w, v, gamma, beta) = (on(&w), on(&v), on(&gamma), on(&Tensor::zeros(&[6], opforge::DType::F32).unwrap()));
+        let loss = |x: &Tensor| ops::sum(&ops::mul(&ops::layer_norm(x, &gamma, &beta, 1e-5)?, &w)?, None, false);
+        // f(x) = <grad loss(x), v>, and its own gradient.
+        let f = |x: &Tensor| ops::sum(&ops::mul(&opforge::grad(loss)(x)?, &v)?, None, false);
+        let (_, p) = opforge::profile(|| opforge::grad(loss)(&on(&x)).unwrap());
+        let kernels: Vec<&str> = p.summary().iter().filter(|k| k.backward > 0).map(|k| k.kernel).collect();
+        assert!(kernels.contains(&"LayerNormGrad") && !kernels.contains(&"Mean"), "{kernels:?} on {b}");
+        let second = opforge::grad(f)(&on(&x)).unwrap().to_vec::<f32>().unwrap();
+        let base = x.to_vec::<f32>().unwrap();
+        for i in [0, 5, 7, 13, 23] {
+            let at = |d: f32| {
+                let mut moved = base.clone();
+                moved[i] += d;
+                f(&on(&Tensor::from_vec(moved, &[4, 6]).unwrap())).unwrap().to_scalar::<f32>().unwrap()
+            };
+            let numeric = (at(1e-2) - at(-1e-2)) / 2e-2;
+            assert!(
+                (second[i] - numeric).abs() <= 2e-2 * numeric.abs().max(1.0),
+                "element {i} on {b}: {} vs {numeric}",
+                second[i]
+            );
+        }
+    }
 }
 
 /// Attention of one head by loops in f64: `[queries, depth] x [keys, depth] x [keys, value_depth]`.

@@ -1,8 +1,9 @@
 //! Gradients of `Softmax`, `y * (dy - sum(dy * y))` along the axis, of
-//! `SoftmaxCrossEntropyWithLogits`, of `LRN`, and of `FusedBatchNorm`.
+//! `SoftmaxCrossEntropyWithLogits`, of `LRN`, of `FusedBatchNorm`, and of
+//! `LayerNorm`.
 
 use crate::autodiff::unbroadcast;
-use crate::kernels::{FusedBatchNorm, FusedBatchNormGrads, Softmax, LRN};
+use crate::kernels::{FusedBatchNorm, FusedBatchNormGrads, LayerNorm, LayerNormGrads, Softmax, LRN};
 use crate::kernels::{SoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogitsNeeds};
 use crate::{gradient, ops, Result, Tensor};
 
@@ -126,5 +127,34 @@ fn batch_norm_grad(
         offset: offset.map(|o| unbroadcast(dy, o.shape())).transpose()?,
         scale: scale.map(|s| unbroadcast(&ops::mul(&ops::mul(dy, &centered)?, &r)?, s.shape())).transpose()?,
         x: dx,
+    })
+}
+
+/// `LayerNormGrad`, one kernel. When this gradient is itself recorded (a
+/// second derivative is coming), the same formula runs through ops
+/// instead, which can be differentiated again: with `xhat` the normalized
+/// rows and `g = dy * gamma`, `dx = (g - mean(g) - xhat * mean(g * xhat))
+/// * rstd`, `dgamma = sum(dy * xhat)` and `dbeta = sum(dy)` over the rows.
+#[gradient(LayerNorm)]
+fn layer_norm_grad(x: &Tensor, gamma: &Tensor, beta: &Tensor, epsilon: f64, dy: &Tensor) -> Result<LayerNormGrads> {
+    if !crate::autodiff::tape::recording() {
+        let g = ops::layer_norm_grad(dy, x, gamma, epsilon)?;
+        return Ok(LayerNormGrads {
+            x: g.dx,
+            gamma: unbroadcast(&g.dgamma, gamma.shape())?,
+            beta: unbroadcast(&g.dbeta, beta.shape())?,
+        });
+    }
+    let row = |t: &Tensor| ops::mean(t, Some(&[-1]), true);
+    let centered = ops::sub(x, &row(x)?)?;
+    let variance = row(&ops::square(&centered)?)?;
+    let rstd = ops::rsqrt(&ops::add(&variance, &Tensor::scalar_on(epsilon as f32, x.backend())?)?)?;
+    let xhat = ops::mul(&centered, &rstd)?;
+    let g = ops::mul(dy, gamma)?;
+    let tilted = ops::sub(&ops::sub(&g, &row(&g)?)?, &ops::mul(&xhat, &row(&ops::mul(&g, &xhat)?)?)?)?;
+    Ok(LayerNormGrads {
+        x: ops::mul(&tilted, &rstd)?,
+        gamma: unbroadcast(&ops::mul(dy, &xhat)?, gamma.shape())?,
+        beta: unbroadcast(dy, beta.shape())?,
     })
 }

@@ -1,10 +1,13 @@
 //! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`;
 //! `SoftmaxCrossEntropyWithLogits`, its loss and gradient in one pass;
 //! `LRN`, which normalizes each element by its neighbours along the last
-//! axis; and `FusedBatchNorm`, by given statistics.
+//! axis; `FusedBatchNorm`, by given statistics; and `LayerNorm` with its
+//! gradient `LayerNormGrad`, by each row's own.
 
-use super::{for_rows, rule_error, CpuTensor};
-use crate::kernels::{FusedBatchNorm, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
+use std::borrow::Cow;
+
+use super::{for_rows, rule_error, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use crate::kernels::{FusedBatchNorm, LayerNorm, LayerNormGrad, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
 use crate::shape::len_and_inner;
 use crate::shape::strided::{broadcast_strides, Dims};
 use crate::{kernel, BackendId, Result, TensorMeta};
@@ -182,4 +185,183 @@ fn batch_norm(
         });
     }
     CpuTensor::from_vec(&out.shape, data)
+}
+
+/// `gamma` or `beta` of a layer norm as a row of `n` values: its own, or
+/// its one value repeated (the shape rule allows `[n]`, `[1]` and `[]`).
+fn row_values(t: &CpuTensor, n: usize) -> Result<Cow<'_, [f32]>> {
+    let v = t.as_slice::<f32>()?;
+    Ok(match v.len() == n {
+        true => Cow::Borrowed(v),
+        false => Cow::Owned(vec![v.first().copied().unwrap_or(0.0); n]),
+    })
+}
+
+/// A row's mean and `1 / sqrt(variance + epsilon)`: two passes over the
+/// row (in L1), the variance from the centered values, each summed in
+/// eight f32 lanes (vectorized). In f32 throughout, as wgpu computes them:
+/// a row holding `f32::MAX` overflows its variance to infinity on both.
+#[inline(always)]
+fn moments(row: &[f32], epsilon: f64) -> (f32, f32) {
+    #[inline(always)]
+    fn lanes(row: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+        let mut acc = [0.0f32; 8];
+        let octets = row.chunks_exact(8);
+        let rest: f32 = octets.remainder().iter().map(|&v| f(v)).sum();
+        for o in octets {
+            for k in 0..8 {
+                acc[k] += f(o[k]);
+            }
+        }
+        acc.iter().sum::<f32>() + rest
+    }
+    let n = row.len() as f32;
+    let mean = lanes(row, |v| v) / n;
+    let variance = lanes(row, |v| (v - mean) * (v - mean)) / n;
+    (mean, 1.0 / (variance + epsilon as f32).sqrt())
+}
+
+/// Defines `$best`, which runs `$rows` (an `#[inline(always)]` function
+/// of whole rows) in the best copy this CPU executes: one compiled for
+/// AVX2 and FMA where it has them (chosen at run time, as `vmath`
+/// chooses), else the baseline's. Rust contracts nothing into an FMA by
+/// itself, so both give the same bits.
+macro_rules! best_copy {
+    ($best:ident => $rows:ident($($arg:ident: $ty:ty),*)) => {
+        #[allow(clippy::too_many_arguments)]
+        fn $best($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            #[target_feature(enable = "avx2,fma")]
+            #[allow(clippy::too_many_arguments)]
+            fn avx2_fma($($arg: $ty),*) {
+                $rows($($arg),*)
+            }
+            #[cfg(target_arch = "x86_64")]
+            if super::vmath::has_avx2_fma() {
+                // SAFETY: `has_avx2_fma` checked at run time that this CPU
+                // supports every feature `avx2_fma` is compiled with.
+                return unsafe { avx2_fma($($arg),*) };
+            }
+            $rows($($arg),*)
+        }
+    };
+}
+
+best_copy!(norm_rows_best => norm_rows(x: &[f32], y: &mut [f32], gamma: &[f32], beta: &[f32], epsilon: f64));
+best_copy!(grad_rows_best => grad_rows(
+    x: &[f32], dy: &[f32], gamma: &[f32], dx: &mut [f32], dg: &mut [f32], db: &mut [f32], epsilon: f64
+));
+
+/// Each row: its moments, then `(x - mean) * rstd * gamma + beta`, rows
+/// across threads when large.
+#[kernel(LayerNorm, cpu)]
+fn layer_norm(x: &CpuTensor, gamma: &CpuTensor, beta: &CpuTensor, epsilon: f64, out: &TensorMeta) -> Result<CpuTensor> {
+    let src = x.as_slice::<f32>()?;
+    let n = out.shape.last().copied().unwrap_or(1);
+    let mut data = super::output::<f32>(src.len());
+    if n == 0 || src.is_empty() {
+        return CpuTensor::from_vec(&out.shape, data);
+    }
+    let (gamma, beta) = (row_values(gamma, n)?, row_values(beta, n)?);
+    for_rows(&mut data, n, src.len() * 4, |start, y| {
+        let x = &src[start..start + y.len()];
+        norm_rows_best(x, y, &gamma, &beta, epsilon);
+    });
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// Whole rows of `x` (each `gamma.len()` long) normalized into `y`.
+#[inline(always)]
+fn norm_rows(x: &[f32], y: &mut [f32], gamma: &[f32], beta: &[f32], epsilon: f64) {
+    let n = gamma.len();
+    for (y, x) in y.chunks_exact_mut(n).zip(x.chunks_exact(n)) {
+        let (mean, rstd) = moments(x, epsilon);
+        for (((y, &x), &g), &b) in y.iter_mut().zip(x).zip(gamma).zip(beta) {
+            *y = (x - mean) * rstd * g + b;
+        }
+    }
+}
+
+/// Per row: the moments again, `m1 = mean(g)` and `m2 = mean(g * xhat)`
+/// with `g = dy * gamma`, then `dx`; each task of rows also sums its share
+/// of `dgamma` and `dbeta`, and the shares are added in f64.
+#[kernel(LayerNormGrad, cpu)]
+fn layer_norm_grad(
+    dy: &CpuTensor,
+    x: &CpuTensor,
+    gamma: &CpuTensor,
+    epsilon: f64,
+    out: &[TensorMeta],
+) -> Result<(CpuTensor, CpuTensor, CpuTensor)> {
+    let [dx_meta, dgamma_meta, dbeta_meta] = out else {
+        let message = format!("three outputs, not {}", out.len());
+        return Err(crate::Error::Backend { kernel: "LayerNormGrad", backend: BackendId::Cpu, message });
+    };
+    let (dys, src) = (dy.as_slice::<f32>()?, x.as_slice::<f32>()?);
+    let n = x.shape().last().copied().unwrap_or(1);
+    let gamma = row_values(gamma, n)?;
+    let mut dx = super::output::<f32>(src.len());
+    let (mut dgamma, mut dbeta) = (vec![0.0f64; n], vec![0.0f64; n]);
+    let task = |start: usize, dx: &mut [f32]| {
+        let mut shares = vec![0.0f32; 2 * n];
+        let (dg, db) = shares.split_at_mut(n);
+        let rows = start..start + dx.len();
+        grad_rows_best(&src[rows.clone()], &dys[rows], &gamma, dx, dg, db, epsilon);
+        shares
+    };
+    if n > 0 && !src.is_empty() {
+        // Tasks of whole rows; the shares' f32 sums stay short.
+        let size = (PAR_CHUNK / n).max(1) * n;
+        let shares: Vec<Vec<f32>> = match src.len() * 4 < PAR_THRESHOLD {
+            true => dx.chunks_mut(size).enumerate().map(|(i, c)| task(i * size, c)).collect(),
+            false => {
+                use rayon::prelude::*;
+                dx.par_chunks_mut(size).enumerate().map(|(i, c)| task(i * size, c)).collect()
+            }
+        };
+        for share in shares {
+            for j in 0..n {
+                dgamma[j] += f64::from(share[j]);
+                dbeta[j] += f64::from(share[n + j]);
+            }
+        }
+    }
+    let narrow = |v: Vec<f64>| v.into_iter().map(|v| v as f32).collect::<Vec<f32>>();
+    Ok((
+        CpuTensor::from_vec(&dx_meta.shape, dx)?,
+        CpuTensor::from_vec(&dgamma_meta.shape, narrow(dgamma))?,
+        CpuTensor::from_vec(&dbeta_meta.shape, narrow(dbeta))?,
+    ))
+}
+
+/// Whole rows of `dx` from those of `x` and `dy`, adding into `dg` and `db`.
+#[inline(always)]
+#[allow(clippy::too_many_arguments)]
+fn grad_rows(x: &[f32], dy: &[f32], gamma: &[f32], dx: &mut [f32], dg: &mut [f32], db: &mut [f32], epsilon: f64) {
+    let n = gamma.len();
+    for ((dx, x), dy) in dx.chunks_exact_mut(n).zip(x.chunks_exact(n)).zip(dy.chunks_exact(n)) {
+        let (mean, rstd) = moments(x, epsilon);
+        // Eight lanes of m1 and m2, over whole octets and then the rest.
+        let (mut m1, mut m2) = ([0.0f32; 8], [0.0f32; 8]);
+        for ((x, dy), gamma) in x.chunks_exact(8).zip(dy.chunks_exact(8)).zip(gamma.chunks_exact(8)) {
+            for k in 0..8 {
+                let g = dy[k] * gamma[k];
+                m1[k] += g;
+                m2[k] += g * ((x[k] - mean) * rstd);
+            }
+        }
+        let whole = n - n % 8;
+        for ((&x, &dy), &gamma) in x[whole..].iter().zip(&dy[whole..]).zip(&gamma[whole..]) {
+            m1[0] += dy * gamma;
+            m2[0] += dy * gamma * ((x - mean) * rstd);
+        }
+        let (m1, m2) = (m1.iter().sum::<f32>() / n as f32, m2.iter().sum::<f32>() / n as f32);
+        let row = dx.iter_mut().zip(x).zip(dy).zip(gamma).zip(dg.iter_mut().zip(db.iter_mut()));
+        for ((((dx, &x), &dy), &gamma), (dg, db)) in row {
+            let xhat = (x - mean) * rstd;
+            *dx = (dy * gamma - m1 - xhat * m2) * rstd;
+            *dg += dy * xhat;
+            *db += dy;
+        }
+    }
 }

@@ -1,10 +1,11 @@
 //! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`;
 //! `SoftmaxCrossEntropyWithLogits`, its loss and gradient in one kernel;
 //! `LRN`, which normalizes each element by its neighbours along the last
-//! axis; and `FusedBatchNorm`, by given statistics.
+//! axis; `FusedBatchNorm`, by given statistics; and `LayerNorm` with its
+//! gradient `LayerNormGrad`, by each row's own.
 
 use super::{groups, rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::kernels::{FusedBatchNorm, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
+use crate::kernels::{FusedBatchNorm, LayerNorm, LayerNormGrad, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
 use crate::shape::len_and_inner;
 use crate::shape::strided::broadcast_strides;
 use crate::{kernel, DType, Result, TensorMeta};
@@ -12,6 +13,8 @@ use crate::{kernel, DType, Result, TensorMeta};
 static SHADER: Shader = shader!("softmax");
 static BATCH_NORM: Shader = shader!("batch_norm");
 static CROSS_ENTROPY: Shader = shader!("cross_entropy");
+static LAYER_NORM: Shader = shader!("layer_norm", "rows");
+static LAYER_NORM_GRAD: Shader = shader!("layer_norm_grad", "rows");
 
 /// Rows up to this long get one invocation each; longer ones a workgroup.
 const SHORT: usize = 64;
@@ -94,4 +97,63 @@ fn batch_norm(
     }
     let program = Program { kernel: "FusedBatchNorm", shader: &BATCH_NORM, entry: "batch_norm", op: 0 };
     program.run(&[x, stats[0], stats[1], stats[2], stats[3]], out, &params)
+}
+
+/// The step of `gamma` or `beta` along a row: 1, or 0 for one value.
+fn row_step(t: &WgpuTensor) -> u32 {
+    u32::from(t.numel() > 1)
+}
+
+/// A workgroup per row (see layer_norm.wgsl).
+#[kernel(LayerNorm, wgpu)]
+fn layer_norm(
+    x: &WgpuTensor,
+    gamma: &WgpuTensor,
+    beta: &WgpuTensor,
+    epsilon: f64,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    if x.dtype() != DType::F32 {
+        return Err(unsupported("LayerNorm", x.dtype()));
+    }
+    let n = out.shape.last().copied().unwrap_or(1);
+    let rows = out.numel().checked_div(n).unwrap_or(0);
+    let params = [rows as u32, n as u32, (epsilon as f32).to_bits(), row_step(gamma), row_step(beta)];
+    let program = Program { kernel: "LayerNorm", shader: &LAYER_NORM, entry: "layer_norm", op: 0 };
+    program.run_grid(&[x, gamma, beta], out, &params, Grid::Groups(groups(rows)))
+}
+
+/// Two passes over the same buffers (see layer_norm_grad.wgsl): a
+/// workgroup per row for `dx`, keeping each row's statistics in a fourth
+/// buffer, then an invocation per column for `dgamma` and `dbeta`.
+#[kernel(LayerNormGrad, wgpu)]
+fn layer_norm_grad(
+    dy: &WgpuTensor,
+    x: &WgpuTensor,
+    gamma: &WgpuTensor,
+    epsilon: f64,
+    out: &[TensorMeta],
+) -> Result<(WgpuTensor, WgpuTensor, WgpuTensor)> {
+    const KERNEL: &str = "LayerNormGrad";
+    if x.dtype() != DType::F32 {
+        return Err(unsupported(KERNEL, x.dtype()));
+    }
+    let n = x.shape().last().copied().unwrap_or(1);
+    let rows = x.numel().checked_div(n).unwrap_or(0);
+    let stats = TensorMeta::new(&[rows.max(1), 2], DType::F32);
+    let outs = [out.to_vec(), vec![stats]].concat();
+    let program = |entry| Program { kernel: KERNEL, shader: &LAYER_NORM_GRAD, entry, op: 0 };
+    let passes = [
+        (
+            program("layer_norm_grad_rows"),
+            &[rows as u32, n as u32, (epsilon as f32).to_bits(), row_step(gamma)][..],
+            Grid::Groups(groups(rows)),
+        ),
+        (program("layer_norm_grad_columns"), &[n as u32, rows as u32][..], Grid::Elements(n)),
+    ];
+    let ys = Program::run_passes_into(&passes, &[dy, x, gamma], &outs)?;
+    match <[WgpuTensor; 4]>::try_from(ys.into_vec()) {
+        Ok([dx, dgamma, dbeta, _stats]) => Ok((dx, dgamma, dbeta)),
+        Err(_) => Err(super::device::backend_error(KERNEL, "four buffers".into())),
+    }
 }

@@ -1,4 +1,5 @@
-//! Normalizations: softmax with its cross entropy, local response and batch normalization.
+//! Normalizations: softmax with its cross entropy, local response, batch
+//! and layer normalization.
 
 use crate::shape::{broadcast_shapes, Shape};
 
@@ -76,4 +77,71 @@ pub fn batch_norm(
         return Err(format!("variance_epsilon {} is not 0 or more", attrs.variance_epsilon));
     }
     Ok(Shape::from_slice(x))
+}
+
+/// `gamma` or `beta` of a layer norm: it must broadcast to `[n]`, the
+/// last axis of `x` (`[n]`, `[1]` or a scalar).
+fn row_parameter(name: &str, shape: &[usize], x: &[usize], n: usize) -> Result<(), String> {
+    match shape {
+        [] | [1] => Ok(()),
+        [d] if *d == n => Ok(()),
+        _ => Err(format!("{name} {shape:?} does not broadcast to the last axis of x {x:?} ([{n}], [1] or a scalar)")),
+    }
+}
+
+/// The shape function of kernel `LayerNorm`: `x`'s shape; `x` has a last
+/// axis, `gamma` and `beta` broadcast to it, and `epsilon` is not negative.
+///
+/// ```
+/// use opforge::{kernels::LayerNormAttrs, shape::rules::layer_norm};
+/// let attrs = LayerNormAttrs::default();
+/// assert_eq!(layer_norm(&[2, 3], &[3], &[1], &attrs).unwrap().as_slice(), &[2, 3]);
+/// assert!(layer_norm(&[2, 3], &[2, 3], &[3], &attrs).unwrap_err().contains("gamma [2, 3]"));
+/// assert!(layer_norm(&[], &[], &[], &attrs).unwrap_err().contains("scalar"));
+/// ```
+pub fn layer_norm(
+    x: &[usize],
+    gamma: &[usize],
+    beta: &[usize],
+    attrs: &crate::kernels::LayerNormAttrs,
+) -> Result<Shape, String> {
+    let Some(&n) = x.last() else {
+        return Err("x is a scalar, which has no last axis to normalize along".into());
+    };
+    row_parameter("gamma", gamma, x, n)?;
+    row_parameter("beta", beta, x, n)?;
+    if attrs.epsilon.is_nan() || attrs.epsilon < 0.0 {
+        return Err(format!("epsilon {} is not 0 or more", attrs.epsilon));
+    }
+    Ok(Shape::from_slice(x))
+}
+
+/// The shape function of kernel `LayerNormGrad`: `dx` has `x`'s shape,
+/// `dgamma` and `dbeta` the last axis's length; `dy` is `x`'s shape and
+/// `gamma` broadcasts to its last axis.
+///
+/// ```
+/// use opforge::{kernels::LayerNormGradAttrs, shape::rules::layer_norm_grad};
+/// let attrs = LayerNormGradAttrs::default();
+/// let shapes = layer_norm_grad(&[4, 3], &[4, 3], &[], &attrs).unwrap();
+/// assert_eq!((shapes[0].as_slice(), shapes[1].as_slice()), (&[4, 3][..], &[3][..]));
+/// assert!(layer_norm_grad(&[4, 2], &[4, 3], &[3], &attrs).unwrap_err().contains("dy [4, 2]"));
+/// ```
+pub fn layer_norm_grad(
+    dy: &[usize],
+    x: &[usize],
+    gamma: &[usize],
+    attrs: &crate::kernels::LayerNormGradAttrs,
+) -> Result<Vec<Shape>, String> {
+    let Some(&n) = x.last() else {
+        return Err("x is a scalar, which has no last axis to normalize along".into());
+    };
+    if dy != x {
+        return Err(format!("dy {dy:?} is not the shape of x {x:?}"));
+    }
+    row_parameter("gamma", gamma, x, n)?;
+    if attrs.epsilon.is_nan() || attrs.epsilon < 0.0 {
+        return Err(format!("epsilon {} is not 0 or more", attrs.epsilon));
+    }
+    Ok(vec![Shape::from_slice(x), Shape::from_slice(&[n]), Shape::from_slice(&[n])])
 }

@@ -1,0 +1,36 @@
+// LayerNorm: each row of x (its last axis, n long) normalized by its own
+// mean and variance, then scaled by gamma and shifted by beta. A workgroup
+// per row: one read of the row finds its mean, a second its variance from
+// the centered values (as the cpu), a third writes it.
+
+@group(0) @binding(0) var<storage, read> x: array<f32>;
+@group(0) @binding(1) var<storage, read> gamma: array<f32>;
+@group(0) @binding(2) var<storage, read> beta: array<f32>;
+@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+// [rows, n, epsilon bits, gamma's step, beta's step] (a step is 0 where
+// the parameter is one value for the whole row)
+@group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+
+@compute @workgroup_size(256)
+fn layer_norm(g: Workgroup) {
+    let r = item(g);
+    if r >= param(0) {
+        return;
+    }
+    let n = param(1);
+    let base = r * n;
+    var own = 0.0;
+    for (var i = g.t; i < n; i += 256u) {
+        own += x[base + i];
+    }
+    let mean = row_sum2(g.t, vec2<f32>(own, 0.0)).x / f32(n);
+    own = 0.0;
+    for (var i = g.t; i < n; i += 256u) {
+        let d = x[base + i] - mean;
+        own += d * d;
+    }
+    let rstd = 1.0 / sqrt(row_sum2(g.t, vec2<f32>(own, 0.0)).x / f32(n) + bitcast<f32>(param(2)));
+    for (var i = g.t; i < n; i += 256u) {
+        y[base + i] = (x[base + i] - mean) * rstd * gamma[i * param(3)] + beta[i * param(4)];
+    }
+}
