@@ -157,8 +157,13 @@ pub mod cli {
         }
     }
 
-    /// Checks that `backend` is available and says which adapter it is.
+    /// Makes this thread one of the cpu backend's workers (see
+    /// [`opforge::backend::cpu::work_on_this_thread`]), checks that
+    /// `backend` is available and says which adapter it is.
     pub fn check_backend(backend: BackendId) -> Result<(), Box<dyn Error>> {
+        // Fails only where the pool exists already (a second call in one
+        // process, as in the tests): kernels then run as they would anyway.
+        let _ = opforge::backend::cpu::work_on_this_thread(None);
         let info = opforge::backends().into_iter().find(|b| b.backend == backend).ok_or("a listed backend")?;
         if !info.available {
             return Err(format!("backend `{backend}` is not available: {}", info.description).into());
