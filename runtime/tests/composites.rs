@@ -225,3 +225,29 @@ fn attention_matches_its_definition_on_every_backend() {
         .unwrap_err();
     assert!(e.to_string().contains("scaled_dot_product_attention") && e.to_string().contains("rank"), "{e}");
 }
+
+/// `LayerNormGrad` over many short rows (wgpu sums the columns in chunks
+/// of 64 rows) and a few long ones (longer than a workgroup), against the
+/// cpu.
+#[test]
+fn layer_norm_grad_agrees_across_backends_over_many_rows_and_long_ones() {
+    for (shape, seed) in [([200usize, 5usize], 21u64), ([3, 700], 22)] {
+        let x = Tensor::random_uniform(&shape, -3.0, 3.0, seed).unwrap();
+        let dy = Tensor::random_uniform(&shape, -1.0, 1.0, seed + 1).unwrap();
+        let gamma = Tensor::random_uniform(&shape[1..], 0.5, 1.5, seed + 2).unwrap();
+        let want = ops::layer_norm_grad(&dy, &x, &gamma, 1e-5).unwrap();
+        for b in backends("layer_norm_grad_agrees_across_backends_over_many_rows_and_long_ones") {
+            let on = |t: &Tensor| t.to_backend(b).unwrap();
+            let got = ops::layer_norm_grad(&on(&dy), &on(&x), &on(&gamma), 1e-5).unwrap();
+            for (name, w, g) in
+                [("dx", &want.dx, &got.dx), ("dgamma", &want.dgamma, &got.dgamma), ("dbeta", &want.dbeta, &got.dbeta)]
+            {
+                let (w, g) = (w.to_vec::<f32>().unwrap(), g.to_vec::<f32>().unwrap());
+                assert_eq!(w.len(), g.len(), "{name} of {shape:?} on {b}");
+                for (i, (w, g)) in w.iter().zip(&g).enumerate() {
+                    assert!((w - g).abs() <= 1e-4 * w.abs().max(1.0), "{name}[{i}] of {shape:?} on {b}: {g} vs {w}");
+                }
+            }
+        }
+    }
+}

@@ -123,9 +123,10 @@ fn layer_norm(
     program.run_grid(&[x, gamma, beta], out, &params, Grid::Groups(groups(rows)))
 }
 
-/// Two passes over the same buffers (see layer_norm_grad.wgsl): a
-/// workgroup per row for `dx`, keeping each row's statistics in a fourth
-/// buffer, then an invocation per column for `dgamma` and `dbeta`.
+/// Three passes over the same buffers (see layer_norm_grad.wgsl): a
+/// workgroup per row for `dx`, keeping each row's statistics in a scratch
+/// buffer; an invocation per column and chunk of rows for their partial
+/// sums, after them; and one per column for `dgamma` and `dbeta`.
 #[kernel(LayerNormGrad, wgpu)]
 fn layer_norm_grad(
     dy: &WgpuTensor,
@@ -135,25 +136,27 @@ fn layer_norm_grad(
     out: &[TensorMeta],
 ) -> Result<(WgpuTensor, WgpuTensor, WgpuTensor)> {
     const KERNEL: &str = "LayerNormGrad";
+    /// Rows per chunk of the column sums (`CHUNK` in the shader).
+    const CHUNK: usize = 64;
     if x.dtype() != DType::F32 {
         return Err(unsupported(KERNEL, x.dtype()));
     }
     let n = x.shape().last().copied().unwrap_or(1);
     let rows = x.numel().checked_div(n).unwrap_or(0);
-    let stats = TensorMeta::new(&[rows.max(1), 2], DType::F32);
-    let outs = [out.to_vec(), vec![stats]].concat();
+    let chunks = rows.div_ceil(CHUNK);
+    let scratch = TensorMeta::new(&[(rows + chunks * n).max(1), 2], DType::F32);
+    let outs = [out.to_vec(), vec![scratch]].concat();
     let program = |entry| Program { kernel: KERNEL, shader: &LAYER_NORM_GRAD, entry, op: 0 };
+    let (n32, rows32, chunks32) = (n as u32, rows as u32, chunks as u32);
+    let rows_params = [rows32, n32, (epsilon as f32).to_bits(), row_step(gamma)];
     let passes = [
-        (
-            program("layer_norm_grad_rows"),
-            &[rows as u32, n as u32, (epsilon as f32).to_bits(), row_step(gamma)][..],
-            Grid::Groups(groups(rows)),
-        ),
-        (program("layer_norm_grad_columns"), &[n as u32, rows as u32][..], Grid::Elements(n)),
+        (program("layer_norm_grad_rows"), &rows_params[..], Grid::Groups(groups(rows))),
+        (program("layer_norm_grad_chunks"), &[chunks32 * n32, n32, rows32][..], Grid::Elements(chunks * n)),
+        (program("layer_norm_grad_columns"), &[n32, chunks32, rows32][..], Grid::Elements(n)),
     ];
     let ys = Program::run_passes_into(&passes, &[dy, x, gamma], &outs)?;
     match <[WgpuTensor; 4]>::try_from(ys.into_vec()) {
-        Ok([dx, dgamma, dbeta, _stats]) => Ok((dx, dgamma, dbeta)),
+        Ok([dx, dgamma, dbeta, _scratch]) => Ok((dx, dgamma, dbeta)),
         Err(_) => Err(super::device::backend_error(KERNEL, "four buffers".into())),
     }
 }

@@ -1,9 +1,13 @@
-// LayerNormGrad, in two passes over the same bindings. `rows`, a workgroup
-// per row: the row's mean and rstd again (as layer_norm.wgsl), then m1 =
-// mean(g) and m2 = mean(g * xhat) with g = dy * gamma, and dx = (g - m1 -
-// xhat * m2) * rstd; it keeps the row's mean and rstd in `stats`.
-// `columns`, an invocation per column j: dgamma[j] = sum(dy * xhat) and
-// dbeta[j] = sum(dy) over the rows, reading `stats`.
+// LayerNormGrad, in three passes over the same bindings. `rows`, a
+// workgroup per row: the row's mean and rstd again (as layer_norm.wgsl),
+// then m1 = mean(g) and m2 = mean(g * xhat) with g = dy * gamma, and dx =
+// (g - m1 - xhat * m2) * rstd; it keeps the row's mean and rstd at the
+// row's place in `scratch`. dgamma[j] = sum(dy * xhat) and dbeta[j] = sum(dy) over the rows
+// then take two passes, so that no invocation walks every row (a chain of
+// dependent loads, milliseconds on a GPU): `chunks`, an invocation per
+// column and chunk of 64 rows, writes both sums of its chunk to `scratch`
+// past the rows' statistics; `columns`, an invocation per column, adds the
+// chunks'.
 
 @group(0) @binding(0) var<storage, read> dy: array<f32>;
 @group(0) @binding(1) var<storage, read> x: array<f32>;
@@ -11,9 +15,15 @@
 @group(0) @binding(3) var<storage, read_write> dx: array<f32>;
 @group(0) @binding(4) var<storage, read_write> dgamma: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dbeta: array<f32>;
-@group(0) @binding(6) var<storage, read_write> stats: array<vec2<f32>>;
-// rows: [rows, n, epsilon bits, gamma's step]; columns: [n, rows]
+// Element r: row r's mean and rstd; element rows + c * n + j: column j's
+// two sums over chunk c.
+@group(0) @binding(6) var<storage, read_write> scratch: array<vec2<f32>>;
+// rows: [rows, n, epsilon bits, gamma's step]; chunks: [chunks * n, n,
+// rows]; columns: [n, chunks, rows]
 @group(0) @binding(7) var<uniform> params: array<vec4<u32>, 32>;
+
+// Rows per chunk of the column sums.
+const CHUNK: u32 = 64u;
 
 @compute @workgroup_size(256)
 fn layer_norm_grad_rows(g: Workgroup) {
@@ -45,16 +55,28 @@ fn layer_norm_grad_rows(g: Workgroup) {
         dx[base + i] = (gi - m.x - (x[base + i] - mean) * rstd * m.y) * rstd;
     }
     if g.t == 0u {
-        stats[r] = vec2<f32>(mean, rstd);
+        scratch[r] = vec2<f32>(mean, rstd);
     }
+}
+
+@elementwise fn layer_norm_grad_chunks(i: u32) {
+    let n = param(1);
+    let j = i % n;
+    let first = (i / n) * CHUNK;
+    var sums = vec2<f32>(0.0);
+    for (var r = first; r < min(first + CHUNK, param(2)); r++) {
+        let d = dy[r * n + j];
+        let stats = scratch[r];
+        sums += vec2<f32>(d * ((x[r * n + j] - stats.x) * stats.y), d);
+    }
+    scratch[param(2) + i] = sums;
 }
 
 @elementwise fn layer_norm_grad_columns(j: u32) {
     let n = param(0);
     var sums = vec2<f32>(0.0);
-    for (var r = 0u; r < param(1); r++) {
-        let d = dy[r * n + j];
-        sums += vec2<f32>(d * ((x[r * n + j] - stats[r].x) * stats[r].y), d);
+    for (var c = 0u; c < param(1); c++) {
+        sums += scratch[param(2) + c * n + j];
     }
     dgamma[j] = sums.x;
     dbeta[j] = sums.y;
