@@ -19,17 +19,9 @@ fn layer_norm(g: Workgroup) {
     }
     let n = param(1);
     let base = r * n;
-    var own = 0.0;
-    for (var i = g.t; i < n; i += 256u) {
-        own += x[base + i];
-    }
-    let mean = row_sum2(g.t, vec2<f32>(own, 0.0)).x / f32(n);
-    own = 0.0;
-    for (var i = g.t; i < n; i += 256u) {
-        let d = x[base + i] - mean;
-        own += d * d;
-    }
-    let rstd = 1.0 / sqrt(row_sum2(g.t, vec2<f32>(own, 0.0)).x / f32(n) + bitcast<f32>(param(2)));
+    let moments = row_moments(g.t, base, n);
+    let mean = moments.x;
+    let rstd = moments.y;
     for (var i = g.t; i < n; i += 256u) {
         y[base + i] = (x[base + i] - mean) * rstd * gamma[i * param(3)] + beta[i * param(4)];
     }

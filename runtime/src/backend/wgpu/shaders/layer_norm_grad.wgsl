@@ -33,23 +33,15 @@ fn layer_norm_grad_rows(g: Workgroup) {
     }
     let n = param(1);
     let base = r * n;
-    var own = 0.0;
-    for (var i = g.t; i < n; i += 256u) {
-        own += x[base + i];
-    }
-    let mean = row_sum2(g.t, vec2<f32>(own, 0.0)).x / f32(n);
-    own = 0.0;
-    for (var i = g.t; i < n; i += 256u) {
-        let d = x[base + i] - mean;
-        own += d * d;
-    }
-    let rstd = 1.0 / sqrt(row_sum2(g.t, vec2<f32>(own, 0.0)).x / f32(n) + bitcast<f32>(param(2)));
-    var moments = vec2<f32>(0.0);
+    let moments = row_moments(g.t, base, n);
+    let mean = moments.x;
+    let rstd = moments.y;
+    var own = vec2<f32>(0.0);
     for (var i = g.t; i < n; i += 256u) {
         let gi = dy[base + i] * gamma[i * param(3)];
-        moments += vec2<f32>(gi, gi * ((x[base + i] - mean) * rstd));
+        own += vec2<f32>(gi, gi * ((x[base + i] - mean) * rstd));
     }
-    let m = row_sum2(g.t, moments) / f32(n);
+    let m = row_sum2(g.t, own) / f32(n);
     for (var i = g.t; i < n; i += 256u) {
         let gi = dy[base + i] * gamma[i * param(3)];
         dx[base + i] = (gi - m.x - (x[base + i] - mean) * rstd * m.y) * rstd;

@@ -1,5 +1,6 @@
 // Sums over a row held by one 256-wide workgroup, for the kernels that
-// give each row a workgroup (layer_norm.wgsl, layer_norm_grad.wgsl).
+// give each row a workgroup (layer_norm.wgsl, layer_norm_grad.wgsl, which
+// bind the `x` that `row_moments` reads).
 
 var<workgroup> row_sums: array<vec2<f32>, 256>;
 
@@ -19,4 +20,22 @@ fn row_sum2(t: u32, own: vec2<f32>) -> vec2<f32> {
         workgroupBarrier();
     }
     return row_sums[0];
+}
+
+// The mean of the row of x at `base`, n long, and 1 / sqrt(variance +
+// epsilon), epsilon's bits in param(2), in every invocation: one read
+// finds the mean, a second the variance from the centered values, as the
+// cpu computes them.
+fn row_moments(t: u32, base: u32, n: u32) -> vec2<f32> {
+    var own = 0.0;
+    for (var i = t; i < n; i += 256u) {
+        own += x[base + i];
+    }
+    let mean = row_sum2(t, vec2<f32>(own, 0.0)).x / f32(n);
+    own = 0.0;
+    for (var i = t; i < n; i += 256u) {
+        let d = x[base + i] - mean;
+        own += d * d;
+    }
+    return vec2<f32>(mean, 1.0 / sqrt(row_sum2(t, vec2<f32>(own, 0.0)).x / f32(n) + bitcast<f32>(param(2))));
 }
