@@ -115,6 +115,8 @@ pub fn sparse_softmax_cross_entropy(labels: &Tensor, logits: &Tensor) -> Result<
 /// assert_eq!(loss.to_scalar::<f32>()?, (0.0 + 1.0 + 4.0 + 0.0) / 4.0);
 /// let d = grad(|p| losses::mean_squared_error(&labels, p))(&predictions)?;
 /// assert_eq!(d.to_vec::<f32>()?, vec![0.0, 0.5, 1.0, 0.0]); // 2 (p - y) / 4
+/// let (_, profile) = opforge::profile(|| losses::mean_squared_error(&labels, &predictions));
+/// assert_eq!(profile.kernels.len(), 2, "SquaredDifference and Mean: {profile}");
 /// # Ok::<(), opforge::Error>(())
 /// ```
 #[op]
@@ -125,7 +127,8 @@ pub fn mean_squared_error(labels: &Tensor, predictions: &Tensor) -> Result<Tenso
             format!("labels are {} but predictions are {}; they must match", labels.meta(), predictions.meta()),
         ));
     }
-    ops::mean(&ops::square(&ops::sub(labels, predictions)?)?, None, false)
+    // Two kernels: the elementwise `SquaredDifference`, then the mean.
+    ops::mean(&ops::squared_difference(labels, predictions)?, None, false)
 }
 
 #[cfg(test)]

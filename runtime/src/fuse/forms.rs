@@ -8,34 +8,9 @@
 
 use super::program::{Arg, Builder, Cotangents, Form, Fusable, Val};
 use crate::backend::cpu::binary::{nan_max, nan_min};
-use crate::backend::cpu::vmath;
+use crate::backend::cpu::vmath::{self, best_copy};
 use crate::kernels::*;
 use crate::{ops, DType, Result, Tensor};
-
-/// Runs `$body` (loops over `args` and `out` calling `f`) in the best copy
-/// this CPU executes: one compiled for AVX2 and FMA where the CPU has them,
-/// chosen at run time as `vmath` chooses, else the baseline's. The
-/// closure is inlined into each copy, so its loop is vectorized eight
-/// lanes wide on AVX2. Rust contracts no product and sum into a fused
-/// multiply-add by itself, so both copies give the same bits.
-macro_rules! best_copy {
-    (<$f:ident: $bound:path>($($arg:ident: $ty:ty),*) $body:block) => {{
-        #[inline(always)]
-        fn baseline<$f: $bound>($($arg: $ty),*) $body
-        #[cfg(target_arch = "x86_64")]
-        #[target_feature(enable = "avx2,fma")]
-        fn avx2_fma<$f: $bound>($($arg: $ty),*) {
-            baseline($($arg),*)
-        }
-        #[cfg(target_arch = "x86_64")]
-        if crate::backend::cpu::vmath::has_avx2_fma() {
-            // SAFETY: `has_avx2_fma` checked at run time that this CPU
-            // supports every feature `avx2_fma` is compiled with.
-            return unsafe { avx2_fma($($arg),*) };
-        }
-        baseline($($arg),*)
-    }};
-}
 
 /// `out[i] = f(args[0][i])`, in the loop the compiler vectorizes.
 ///

@@ -6,6 +6,7 @@
 
 use std::borrow::Cow;
 
+use super::vmath::best_copy;
 use super::{for_rows, rule_error, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::kernels::{FusedBatchNorm, LayerNorm, LayerNormGrad, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
 use crate::shape::len_and_inner;
@@ -221,36 +222,20 @@ fn moments(row: &[f32], epsilon: f64) -> (f32, f32) {
     (mean, 1.0 / (variance + epsilon as f32).sqrt())
 }
 
-/// Defines `$best`, which runs `$rows` (an `#[inline(always)]` function
-/// of whole rows) in the best copy this CPU executes: one compiled for
-/// AVX2 and FMA where it has them (chosen at run time, as `vmath`
-/// chooses), else the baseline's. Rust contracts nothing into an FMA by
-/// itself, so both give the same bits.
-macro_rules! best_copy {
-    ($best:ident => $rows:ident($($arg:ident: $ty:ty),*)) => {
-        #[allow(clippy::too_many_arguments)]
-        fn $best($($arg: $ty),*) {
-            #[cfg(target_arch = "x86_64")]
-            #[target_feature(enable = "avx2,fma")]
-            #[allow(clippy::too_many_arguments)]
-            fn avx2_fma($($arg: $ty),*) {
-                $rows($($arg),*)
-            }
-            #[cfg(target_arch = "x86_64")]
-            if super::vmath::has_avx2_fma() {
-                // SAFETY: `has_avx2_fma` checked at run time that this CPU
-                // supports every feature `avx2_fma` is compiled with.
-                return unsafe { avx2_fma($($arg),*) };
-            }
-            $rows($($arg),*)
-        }
-    };
+/// [`norm_rows`] in the best copy this CPU executes.
+fn norm_rows_best(x: &[f32], y: &mut [f32], gamma: &[f32], beta: &[f32], epsilon: f64) {
+    best_copy!(<>(x: &[f32], y: &mut [f32], gamma: &[f32], beta: &[f32], epsilon: f64) {
+        norm_rows(x, y, gamma, beta, epsilon)
+    })
 }
 
-best_copy!(norm_rows_best => norm_rows(x: &[f32], y: &mut [f32], gamma: &[f32], beta: &[f32], epsilon: f64));
-best_copy!(grad_rows_best => grad_rows(
-    x: &[f32], dy: &[f32], gamma: &[f32], dx: &mut [f32], dg: &mut [f32], db: &mut [f32], epsilon: f64
-));
+/// [`grad_rows`] in the best copy this CPU executes.
+#[allow(clippy::too_many_arguments)]
+fn grad_rows_best(x: &[f32], dy: &[f32], gamma: &[f32], dx: &mut [f32], dg: &mut [f32], db: &mut [f32], epsilon: f64) {
+    best_copy!(<>(x: &[f32], dy: &[f32], gamma: &[f32], dx: &mut [f32], dg: &mut [f32], db: &mut [f32], epsilon: f64) {
+        grad_rows(x, dy, gamma, dx, dg, db, epsilon)
+    })
+}
 
 /// Each row: its moments, then `(x - mean) * rstd * gamma + beta`, rows
 /// across threads when large.

@@ -258,6 +258,37 @@ pub(crate) fn has_avx2_fma() -> bool {
     *HAS.get_or_init(|| is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma"))
 }
 
+/// Runs `$body` in the best copy this CPU executes: a function compiled
+/// for AVX2 and FMA where the CPU has them (chosen at run time, as
+/// [`dispatch`] chooses), else the baseline's. The body, and whatever it
+/// inlines (`#[inline(always)]` loops, closures), is compiled into each
+/// copy, so its loops vectorize eight lanes wide on AVX2. Rust contracts
+/// no product and sum into a fused multiply-add by itself, so both copies
+/// give the same bits. Written inside a function, with that function's
+/// parameters (and type parameters, if any):
+/// `best_copy!(<F: Fn(f32) -> f32>(xs: &[f32], f: F) { .. })`.
+macro_rules! best_copy {
+    (<$($f:ident: $bound:path)?>($($arg:ident: $ty:ty),*) $body:block) => {{
+        #[inline(always)]
+        #[allow(clippy::too_many_arguments)]
+        fn baseline<$($f: $bound)?>($($arg: $ty),*) $body
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        #[allow(clippy::too_many_arguments)]
+        fn avx2_fma<$($f: $bound)?>($($arg: $ty),*) {
+            baseline($($arg),*)
+        }
+        #[cfg(target_arch = "x86_64")]
+        if $crate::backend::cpu::vmath::has_avx2_fma() {
+            // SAFETY: `has_avx2_fma` checked at run time that this CPU
+            // supports every feature `avx2_fma` is compiled with.
+            return unsafe { avx2_fma($($arg),*) };
+        }
+        baseline($($arg),*)
+    }};
+}
+pub(crate) use best_copy;
+
 /// [`run`] in the best copy this CPU can execute.
 fn dispatch<F: Func>(src: &[f32], dst: &mut [f32]) {
     assert_eq!(src.len(), dst.len(), "vmath: source and destination lengths differ");
