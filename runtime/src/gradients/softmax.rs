@@ -10,7 +10,22 @@ use crate::{gradient, ops, Result, Tensor};
 #[gradient(Softmax)]
 fn softmax_grad(axis: i64, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let dot = ops::sum(&ops::mul(dy, y)?, Some(&[axis]), true)?;
-    ops::mul(y, &ops::sub(dy, &dot)?)
+    fused::softmax_grad_tail(y, dy, &dot)
+}
+
+/// The gradients' elementwise tails, each one fused kernel (private: their
+/// descriptors are not API).
+mod fused {
+    use crate::{op, ops, Result, Tensor};
+
+    /// `probs * (cotangent - dot)`, `dot` each row's `sum(cotangent *
+    /// probs)`: one pass over a softmax's elements instead of two (a
+    /// causal attention's scores are the largest tensor of a transformer's
+    /// step).
+    #[op(fuse)]
+    pub(super) fn softmax_grad_tail(probs: &Tensor, cotangent: &Tensor, dot: &Tensor) -> Result<Tensor> {
+        ops::mul(probs, &ops::sub(cotangent, dot)?)
+    }
 }
 
 /// With `p = softmax(features)` and `mass = sum(labels)` per row, the
