@@ -1,7 +1,9 @@
-//! Vectorizable f32 `exp`, `ln`, `tanh` and `sigmoid` over slices.
+//! Vectorizable f32 `exp`, `ln`, `tanh`, `sigmoid` and `erf` over slices,
+//! and softmax over rows.
 //!
-//! Each function is branch-free: a range reduction, a Cephes-style polynomial,
-//! exponent arithmetic through `to_bits`/`from_bits`, and selects rather than
+//! Each function is branch-free: a range reduction, a Cephes-style polynomial
+//! (for `erf`, a rational function of a clamped argument), exponent
+//! arithmetic through `to_bits`/`from_bits`, and selects rather than
 //! branches for the special values, so LLVM vectorizes the loop over a slice.
 //! Every slice function is compiled twice: a portable copy (SSE2 on x86_64)
 //! and, on x86_64 CPUs that have AVX2 and FMA, a copy that evaluates with
