@@ -30,7 +30,7 @@ impl<'s> Diag<'s> {
     }
 
     pub fn error(&mut self, at: usize, message: impl Into<String>) {
-        let message = message.into();
+        let message = one_line(message.into());
         // An error must say what is wrong: a blank one is a bug here, as when
         // toml's empty messages were passed through.
         debug_assert!(!message.trim().is_empty(), "blank error message at byte {at}");
@@ -43,6 +43,17 @@ impl<'s> Diag<'s> {
         self.errors.sort_by_key(|e| (e.line, e.col));
         self.errors
     }
+}
+
+/// `message` with its control characters escaped as Rust writes them
+/// (`\r`, `\n`, `\u{1}`): a name from the spec may hold any character
+/// a TOML string can (`"a\rb"`), and an error stays one line that shows
+/// what was written.
+fn one_line(message: String) -> String {
+    if !message.contains(char::is_control) {
+        return message;
+    }
+    message.chars().map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() }).collect()
 }
 
 /// "`a`, `b`, `c`": names quoted as code, for "expected one of ..." lists.

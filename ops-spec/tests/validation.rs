@@ -150,6 +150,17 @@ fn control_characters_are_named() {
 }
 
 #[test]
+fn escaped_control_characters_in_names_stay_escaped_in_the_message() {
+    // `"a\rd\n"` in TOML is a name holding a carriage return and a line feed; the error
+    // stays one line and shows the name as it was written.
+    assert_errors(
+        &edit(ADD, "op =", r#"op = "a\rd\n""#),
+        &["ops.toml:2:6: op name `a\\rd\\n` is not a snake_case identifier (lowercase ASCII letters, digits \
+           and `_`, starting with a letter)"],
+    );
+}
+
+#[test]
 fn truncated_strings_and_headers_name_the_end() {
     assert_errors("[Add", &["ops.toml:1:5: invalid table header; expected `.`, `]`, found the end of the file"]);
     assert_errors("[Add]\nop = \"ad", &["ops.toml:2:9: invalid basic string, found the end of the file"]);
