@@ -418,13 +418,13 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
             quote!(#v)
         }
     };
-    let steps = plan.calls.iter().enumerate().map(|(m, c)| {
+    let steps: Vec<TokenStream> = plan.calls.iter().enumerate().map(|(m, c)| {
         let path = &c.path;
         let v = format_ident!("__v{m}");
         let mut args: Vec<TokenStream> = c.args.iter().map(|&a| elem(a)).collect();
         args.resize(3, quote!(0.0));
         quote_spanned!(path.span()=> let #v = (&::opforge::__private::fuse::Eval::<#path>::new()).eval::<FMA>([#(#args),*]);)
-    });
+    }).collect();
     let result = elem(output);
     let eval = quote! {
         #[doc(hidden)]
@@ -435,6 +435,56 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
             use ::opforge::__private::fuse::{Unfusable as _, ViaForm as _};
             #(#steps)*
             #result
+        }
+    };
+    // The backward's element function: the forward again, then each node's
+    // `vjp_eval` in reverse, adding contributions in the order the derived
+    // backward program adds them (`fuse/derive.rs`), so that the compiled
+    // backward computes what the interpreted one does. `None` where a form
+    // has no `vjp_eval`: the kernel then interprets the program.
+    let grad_eval_fn = format_ident!("__opforge_{name}_grad_eval");
+    let cot = |v: Value| match v {
+        Value::Input(i) => Some(format_ident!("__d_x{i}")),
+        Value::Node(m) => Some(format_ident!("__d_v{m}")),
+        Value::Scalar(_) => None,
+    };
+    let cot_decls = (0..n).map(Value::Input).chain((0..plan.calls.len()).map(Value::Node)).filter_map(cot);
+    let seed =
+        cot(output).map(|d| quote!(#d = ::opforge::__private::fuse::acc(#d, ::core::option::Option::Some(__x[#n]));));
+    let back_steps = plan.calls.iter().enumerate().rev().map(|(m, c)| {
+        let path = &c.path;
+        let (v, d) = (format_ident!("__v{m}"), format_ident!("__d_v{m}"));
+        let mut args: Vec<TokenStream> = c.args.iter().map(|&a| elem(a)).collect();
+        args.resize(3, quote!(0.0));
+        let adds = c
+            .args
+            .iter()
+            .enumerate()
+            .filter_map(|(k, &a)| cot(a).map(|t| quote!(#t = ::opforge::__private::fuse::acc(#t, __g[#k]);)));
+        quote_spanned! {path.span()=>
+            if let ::core::option::Option::Some(__dy) = #d {
+                let __g = (&::opforge::__private::fuse::Eval::<#path>::new()).vjp_eval::<FMA>([#(#args),*], #v, __dy)?;
+                #(#adds)*
+            }
+        }
+    });
+    let grad_results = (0..n).map(|i| {
+        let d = format_ident!("__d_x{i}");
+        quote!(#d.unwrap_or(0.0))
+    });
+    let n_grad = n + 1;
+    let grad_eval = quote! {
+        #[doc(hidden)]
+        #[inline(always)]
+        #[allow(clippy::unnecessary_cast, clippy::excessive_precision, unused_variables, unused_mut)]
+        fn #grad_eval_fn<const FMA: bool>(__x: [f32; #n_grad], __s: &[f32; #n_scalars]) -> ::core::option::Option<[f32; #n]> {
+            #[allow(unused_imports)]
+            use ::opforge::__private::fuse::{Unfusable as _, ViaForm as _};
+            #(#steps)*
+            #(let mut #cot_decls: ::core::option::Option<f32> = ::core::option::Option::None;)*
+            #seed
+            #(#back_steps)*
+            ::core::option::Option::Some([#(#grad_results),*])
         }
     };
     // Scalars from a kernel's attrs.
@@ -448,54 +498,72 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
     let attrs_param = |ty: &Ident| if attrs.is_empty() { quote!() } else { quote!(attrs: &#ty,) };
 
     // Kernels: the forward (one output) and the backward (one per input).
-    let backend_kernel =
-        |desc: &Ident, attrs_ty: &Ident, backend: &str, inputs: &[Ident], outs: usize, backward: bool| {
-            let (tensor, run, fn_name) = match backend {
-                "cpu" => (
-                    quote!(::opforge::backend::cpu::CpuTensor),
-                    quote!(cpu),
-                    format_ident!("__opforge_{}_cpu", desc.to_string().to_lowercase()),
-                ),
-                _ => (
-                    quote!(::opforge::backend::wgpu::WgpuTensor),
-                    quote!(wgpu),
-                    format_ident!("__opforge_{}_wgpu", desc.to_string().to_lowercase()),
-                ),
-            };
-            let backend_id = format_ident!("{backend}");
-            let program = if backward { quote!(#program_fn().backward()) } else { quote!(#program_fn()) };
-            let scalars = scalars(quote!(attrs));
-            let a = attrs_param(attrs_ty);
-            let names: Vec<Ident> = (0..outs).map(|i| format_ident!("__y{i}")).collect();
-            let (out_ty, out_param, ret) = if outs == 1 {
-                (quote!(#tensor), quote!(out: &::opforge::TensorMeta), quote!(__y0))
-            } else {
-                let tys = (0..outs).map(|_| tensor.clone());
-                (quote!((#(#tys),*)), quote!(out: &[::opforge::TensorMeta]), quote!((#(#names),*)))
-            };
-            let outs_slice = if outs == 1 { quote!(::std::slice::from_ref(out)) } else { quote!(out) };
-            if backend == "cpu" && !backward {
-                return quote! {
-                    #[::opforge::kernel(#desc, #backend_id)]
-                    fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
-                        #scalars
-                        ::opforge::__private::fuse::cpu_compiled(
-                            [#(#inputs),*], &__scalars, out, #eval_fn::<false>, #eval_fn::<true>,
-                        )
-                    }
-                };
-            }
-            quote! {
+    let backend_kernel = |desc: &Ident,
+                          attrs_ty: &Ident,
+                          backend: &str,
+                          inputs: &[Ident],
+                          outs: usize,
+                          backward: bool| {
+        let (tensor, run, fn_name) = match backend {
+            "cpu" => (
+                quote!(::opforge::backend::cpu::CpuTensor),
+                quote!(cpu),
+                format_ident!("__opforge_{}_cpu", desc.to_string().to_lowercase()),
+            ),
+            _ => (
+                quote!(::opforge::backend::wgpu::WgpuTensor),
+                quote!(wgpu),
+                format_ident!("__opforge_{}_wgpu", desc.to_string().to_lowercase()),
+            ),
+        };
+        let backend_id = format_ident!("{backend}");
+        let program = if backward { quote!(#program_fn().backward()) } else { quote!(#program_fn()) };
+        let scalars = scalars(quote!(attrs));
+        let a = attrs_param(attrs_ty);
+        let names: Vec<Ident> = (0..outs).map(|i| format_ident!("__y{i}")).collect();
+        let (out_ty, out_param, ret) = if outs == 1 {
+            (quote!(#tensor), quote!(out: &::opforge::TensorMeta), quote!(__y0))
+        } else {
+            let tys = (0..outs).map(|_| tensor.clone());
+            (quote!((#(#tys),*)), quote!(out: &[::opforge::TensorMeta]), quote!((#(#names),*)))
+        };
+        let outs_slice = if outs == 1 { quote!(::std::slice::from_ref(out)) } else { quote!(out) };
+        if backend == "cpu" && backward {
+            return quote! {
                 #[allow(clippy::too_many_arguments)]
                 #[::opforge::kernel(#desc, #backend_id)]
                 fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
                     #scalars
-                    let __ys = ::opforge::__private::fuse::#run(#program, &[#(#inputs),*], &__scalars, #outs_slice)?;
+                    let __ys = ::opforge::__private::fuse::cpu_compiled_grad(
+                        #program, [#(#inputs),*], &__scalars, #outs_slice, #grad_eval_fn::<false>, #grad_eval_fn::<true>,
+                    )?;
                     let [#(#names),*] = ::opforge::__private::fuse::array::<_, #outs>(#kernel_lit, __ys)?;
                     ::core::result::Result::Ok(#ret)
                 }
+            };
+        }
+        if backend == "cpu" && !backward {
+            return quote! {
+                #[::opforge::kernel(#desc, #backend_id)]
+                fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
+                    #scalars
+                    ::opforge::__private::fuse::cpu_compiled(
+                        [#(#inputs),*], &__scalars, out, #eval_fn::<false>, #eval_fn::<true>,
+                    )
+                }
+            };
+        }
+        quote! {
+            #[allow(clippy::too_many_arguments)]
+            #[::opforge::kernel(#desc, #backend_id)]
+            fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
+                #scalars
+                let __ys = ::opforge::__private::fuse::#run(#program, &[#(#inputs),*], &__scalars, #outs_slice)?;
+                let [#(#names),*] = ::opforge::__private::fuse::array::<_, #outs>(#kernel_lit, __ys)?;
+                ::core::result::Result::Ok(#ret)
             }
-        };
+        }
+    };
     let dy = format_ident!("dy");
     let mut grad_input_idents = tensors.clone();
     grad_input_idents.push(dy.clone());
@@ -620,6 +688,7 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
         #program
         #returns_f32
         #eval
+        #grad_eval
         #shape
         #kernels
         #gradients

@@ -6,7 +6,7 @@
 //! helpers the wgpu kernels call, and the backward lines are the
 //! kernels' gradients (`gradients/`) written on scalars.
 
-use super::program::{Arg, Builder, Cotangents, Form, Fusable, Val};
+use super::program::{Algebra, Arg, Builder, Form, Fusable, Scalar, Val};
 use crate::backend::cpu::binary::{nan_max, nan_min};
 use crate::backend::cpu::vmath::{self, best_copy};
 use crate::kernels::*;
@@ -132,8 +132,6 @@ fn attr(t: &Tensor) -> Result<f64> {
     Ok(f64::from(t.to_scalar::<f32>()?))
 }
 
-const NONE: Cotangents = [None, None, None];
-
 /// Builder shorthands for the forms the backward lines use.
 impl Builder {
     /// `a + b`.
@@ -205,19 +203,34 @@ macro_rules! slices {
     };
 }
 
+/// A built-in form's backward rule, written once over [`Algebra`]: as a
+/// [`Builder`] it is the form's `vjp`, as a [`Scalar`] its `vjp_eval`.
+trait Rule {
+    fn rule<M: Algebra>(b: &mut M, a: &[M::V], y: M::V, dy: M::V) -> [Option<M::V>; 3];
+}
+
 /// `impl Fusable` for each kernel of the table. `each` is the element
 /// function, which may use `vmath`'s in their `FMA` copy; `cpu`, where
 /// given, a faster slice function than `each` in a loop (`vmath`'s, which
-/// choose their copy themselves).
+/// choose their copy themselves); `vjp` the backward rule, over any
+/// [`Algebra`].
 macro_rules! forms {
     ($($kernel:ident($arity:tt) {
         $(gives_bool: $gives_bool:literal,)?
         each: $each:expr,
         $(cpu: $cpu:expr,)?
         wgsl: $wgsl:literal,
-        vjp: $vjp:expr,
+        vjp: |$b:tt, $a:tt, $y:tt, $dy:tt| $vjp:expr,
         op: $op:expr $(,)?
     })*) => {$(
+        impl Rule for $kernel {
+            #[inline(always)]
+            #[allow(unused_variables)]
+            fn rule<M: Algebra>($b: &mut M, $a: &[M::V], $y: M::V, $dy: M::V) -> [Option<M::V>; 3] {
+                $vjp
+            }
+        }
+
         #[diagnostic::do_not_recommend]
         impl Fusable for $kernel {
             const FORM: &'static Form = &Form {
@@ -225,7 +238,7 @@ macro_rules! forms {
                 arity: $arity,
                 cpu: forms!(@cpu $arity, $each $(, $cpu)?),
                 wgsl: $wgsl,
-                vjp: $vjp,
+                vjp: <$kernel as Rule>::rule::<Builder>,
                 op: $op,
             };
             $(const GIVES_BOOL: bool = $gives_bool;)?
@@ -233,6 +246,11 @@ macro_rules! forms {
             #[inline(always)]
             fn eval<const FMA: bool>(args: [f32; 3]) -> f32 {
                 apply!($arity, $each, args)
+            }
+
+            #[inline(always)]
+            fn vjp_eval<const FMA: bool>(args: [f32; 3], y: f32, dy: f32) -> Option<[Option<f32>; 3]> {
+                Some(<$kernel as Rule>::rule(&mut Scalar::<FMA>, &args[..$arity], y, dy))
             }
         }
     )*};
@@ -283,7 +301,7 @@ forms! {
         vjp: |b, _, y, dy| {
             let y2 = b.mul(y, y);
             let y3 = b.mul(y2, y);
-            let s = b.mul(y3, Val::Const(-0.5));
+            let s = b.mul(y3, b.constant(-0.5));
             [Some(b.mul(dy, s)), None, None]
         },
         op: |a| ops::rsqrt(a[0]),
@@ -299,7 +317,7 @@ forms! {
         cpu: |a, o| vectorized(a, o, vmath::sigmoid),
         wgsl: "1.0 / (1.0 + exp(-{0}))",
         vjp: |b, _, y, dy| {
-            let rest = b.sub(Val::Const(1.0), y);
+            let rest = b.sub(b.constant(1.0), y);
             let s = b.mul(y, rest);
             [Some(b.mul(dy, s)), None, None]
         },
@@ -311,7 +329,7 @@ forms! {
         wgsl: "stable_tanh({0})",
         vjp: |b, _, y, dy| {
             let y2 = b.mul(y, y);
-            let s = b.sub(Val::Const(1.0), y2);
+            let s = b.sub(b.constant(1.0), y2);
             [Some(b.mul(dy, s)), None, None]
         },
         op: |a| ops::tanh(a[0]),
@@ -325,7 +343,7 @@ forms! {
             let x2 = b.mul(a[0], a[0]);
             let nx2 = b.neg(x2);
             let e = b.call::<Exp>(&[nx2]);
-            let s = b.mul(e, Val::Const(std::f32::consts::FRAC_2_SQRT_PI));
+            let s = b.mul(e, b.constant(std::f32::consts::FRAC_2_SQRT_PI));
             [Some(b.mul(dy, s)), None, None]
         },
         op: |a| ops::erf(a[0]),
@@ -335,7 +353,7 @@ forms! {
         wgsl: "select(select({0}, 0.0, {0} < 0.0), {0}, is_nan({0}))",
         // ReluBackward's product, `dy * (x > 0)`.
         vjp: |b, a, _, dy| {
-            let positive = b.call::<Greater>(&[a[0], Val::Const(0.0)]);
+            let positive = b.call::<Greater>(&[a[0], b.constant(0.0)]);
             [Some(b.mul(dy, positive)), None, None]
         },
         op: |a| ops::relu(a[0]),
@@ -355,38 +373,38 @@ forms! {
     Log1p(1) {
         each: f32::ln_1p,
         wgsl: "log1p({0})",
-        vjp: |b, a, _, dy| { let s = b.add(a[0], Val::Const(1.0)); [Some(b.div(dy, s)), None, None] },
+        vjp: |b, a, _, dy| { let s = b.add(a[0], b.constant(1.0)); [Some(b.div(dy, s)), None, None] },
         op: |a| ops::log1p(a[0]),
     }
     Expm1(1) {
         each: f32::exp_m1,
         wgsl: "expm1({0})",
-        vjp: |b, _, y, dy| { let s = b.add(y, Val::Const(1.0)); [Some(b.mul(dy, s)), None, None] },
+        vjp: |b, _, y, dy| { let s = b.add(y, b.constant(1.0)); [Some(b.mul(dy, s)), None, None] },
         op: |a| ops::expm1(a[0]),
     }
     Sign(1) {
         each: |x| if x > 0.0 { 1.0 } else if x < 0.0 { -1.0 } else { x },
         wgsl: "select(select(select({0}, -1.0, {0} < 0.0), 1.0, {0} > 0.0), {0}, is_nan({0}))",
-        vjp: |_, _, _, _| NONE,
+        vjp: |_, _, _, _| [None, None, None],
         op: |a| ops::sign(a[0]),
     }
     Floor(1) {
         each: f32::floor,
         wgsl: "floor({0})",
-        vjp: |_, _, _, _| NONE,
+        vjp: |_, _, _, _| [None, None, None],
         op: |a| ops::floor(a[0]),
     }
     Ceil(1) {
         each: f32::ceil,
         wgsl: "ceil({0})",
-        vjp: |_, _, _, _| NONE,
+        vjp: |_, _, _, _| [None, None, None],
         op: |a| ops::ceil(a[0]),
     }
     LeakyRelu(2) {
         each: |x, alpha| if x < 0.0 { alpha * x } else { x },
         wgsl: "select({0}, {1} * {0}, {0} < 0.0)",
         vjp: |b, a, _, dy| {
-            let negative = b.call::<Less>(&[a[0], Val::Const(0.0)]);
+            let negative = b.call::<Less>(&[a[0], b.constant(0.0)]);
             let scaled = b.mul(dy, a[1]);
             [Some(b.select(negative, scaled, dy)), None, None]
         },
@@ -460,16 +478,16 @@ forms! {
         // y x^(y-1) for the base; x^y ln x for the exponent where x > 0
         // (0 elsewhere), as TF.js.
         vjp: |b, a, y, dy| {
-            let e1 = b.sub(a[1], Val::Const(1.0));
+            let e1 = b.sub(a[1], b.constant(1.0));
             let p = b.call::<Pow>(&[a[0], e1]);
             let s = b.mul(a[1], p);
             let dx = b.mul(dy, s);
-            let positive = b.call::<Greater>(&[a[0], Val::Const(0.0)]);
-            let safe = b.select(positive, a[0], Val::Const(1.0));
+            let positive = b.call::<Greater>(&[a[0], b.constant(0.0)]);
+            let safe = b.select(positive, a[0], b.constant(1.0));
             let ln = b.call::<Log>(&[safe]);
             let t = b.mul(y, ln);
             let de = b.mul(dy, t);
-            [Some(dx), Some(b.select(positive, de, Val::Const(0.0))), None]
+            [Some(dx), Some(b.select(positive, de, b.constant(0.0))), None]
         },
         op: |a| ops::pow(a[0], a[1]),
     }
@@ -488,42 +506,42 @@ forms! {
         gives_bool: true,
         each: |x, y| truth(x > y),
         wgsl: "select(0.0, 1.0, {0} > {1} && !(is_nan({0}) || is_nan({1})))",
-        vjp: |_, _, _, _| NONE,
+        vjp: |_, _, _, _| [None, None, None],
         op: |a| as_f32(ops::greater(a[0], a[1])),
     }
     GreaterEqual(2) {
         gives_bool: true,
         each: |x, y| truth(x >= y),
         wgsl: "select(0.0, 1.0, {0} >= {1} && !(is_nan({0}) || is_nan({1})))",
-        vjp: |_, _, _, _| NONE,
+        vjp: |_, _, _, _| [None, None, None],
         op: |a| as_f32(ops::greater_equal(a[0], a[1])),
     }
     Less(2) {
         gives_bool: true,
         each: |x, y| truth(x < y),
         wgsl: "select(0.0, 1.0, {0} < {1} && !(is_nan({0}) || is_nan({1})))",
-        vjp: |_, _, _, _| NONE,
+        vjp: |_, _, _, _| [None, None, None],
         op: |a| as_f32(ops::less(a[0], a[1])),
     }
     LessEqual(2) {
         gives_bool: true,
         each: |x, y| truth(x <= y),
         wgsl: "select(0.0, 1.0, {0} <= {1} && !(is_nan({0}) || is_nan({1})))",
-        vjp: |_, _, _, _| NONE,
+        vjp: |_, _, _, _| [None, None, None],
         op: |a| as_f32(ops::less_equal(a[0], a[1])),
     }
     Equal(2) {
         gives_bool: true,
         each: |x, y| truth(x == y),
         wgsl: "select(0.0, 1.0, {0} == {1} && !(is_nan({0}) || is_nan({1})))",
-        vjp: |_, _, _, _| NONE,
+        vjp: |_, _, _, _| [None, None, None],
         op: |a| as_f32(ops::equal(a[0], a[1])),
     }
     NotEqual(2) {
         gives_bool: true,
         each: |x, y| truth(x != y),
         wgsl: "select(0.0, 1.0, {0} != {1} || is_nan({0}) || is_nan({1}))",
-        vjp: |_, _, _, _| NONE,
+        vjp: |_, _, _, _| [None, None, None],
         op: |a| as_f32(ops::not_equal(a[0], a[1])),
     }
     // A cast to f32 or bool (`#[op(fuse)]` admits no other target), the
@@ -534,7 +552,7 @@ forms! {
     Cast(2) {
         each: |x, to_bool| if to_bool != 0.0 { truth(x != 0.0) } else { x },
         wgsl: "select({0}, select(0.0, 1.0, (bitcast<u32>({0}) & 0x7fffffffu) != 0u), {1} != 0.0)",
-        vjp: |_, a, _, dy| [(a[1] == Val::Const(0.0)).then_some(dy), None, None],
+        vjp: |b, a, _, dy| [(a[1] == b.constant(0.0)).then_some(dy), None, None],
         op: |a| match attr(a[1])? != 0.0 {
             true => as_f32(ops::cast(a[0], DType::Bool)),
             false => ops::cast(a[0], DType::F32),
@@ -544,8 +562,8 @@ forms! {
         each: |c, t, e| if c != 0.0 { t } else { e },
         wgsl: "select({2}, {1}, {0} != 0.0)",
         vjp: |b, a, _, dy| {
-            let t = b.select(a[0], dy, Val::Const(0.0));
-            let e = b.select(a[0], Val::Const(0.0), dy);
+            let t = b.select(a[0], dy, b.constant(0.0));
+            let e = b.select(a[0], b.constant(0.0), dy);
             [None, Some(t), Some(e)]
         },
         op: |a| ops::select(&as_bool(a[0])?, a[1], a[2]),

@@ -60,7 +60,7 @@ pub(crate) mod program;
 use std::cell::Cell;
 
 pub use forms::{map1, map2, map3};
-pub use program::{Arg, Builder, Cotangents, Form, Fusable, Node, Program, Val};
+pub use program::{Algebra, Arg, Builder, Cotangents, Form, Fusable, Node, Program, Scalar, Val};
 
 thread_local! {
     /// Whether fused ops run their fused kernel on this thread.

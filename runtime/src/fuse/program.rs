@@ -205,6 +205,168 @@ pub trait Fusable {
         (form.cpu)(&splats[..form.arity.min(3)], &mut out);
         out[0]
     }
+
+    /// The kernel's backward on one element: [`Form::vjp`] computed
+    /// instead of recorded, each argument's contribution given the
+    /// arguments, the result `y` and its cotangent `dy`. A fused op's
+    /// backward cpu kernel composes these into one loop, as its forward
+    /// composes [`Fusable::eval`].
+    ///
+    /// `None` (the default) says the form has none: a fused op using the
+    /// kernel then runs its backward interpreted, node by node, which gives
+    /// the same values. A form that gives one must give it for every
+    /// element, computing what `vjp` records operation for operation (the
+    /// same kernels in the same order), so that the compiled backward and
+    /// the interpreted one, which wgpu runs, agree. The built-in forms
+    /// write each rule once, over [`Algebra`], and get both.
+    ///
+    /// ```
+    /// # use opforge::fuse::{Builder, Form, Fusable, Val};
+    /// # use opforge::{ops, Result, Tensor};
+    /// # opforge::spec!(inline = r#"
+    /// # [Cube]
+    /// # op = "cube"
+    /// # doc = "x^3"
+    /// # inputs = ["x"]
+    /// # dtypes = ["f32"]
+    /// # shape = "same(x)"
+    /// # grad = ["x"]
+    /// # "#);
+    /// impl Fusable for Cube {
+    ///     const FORM: &'static Form = &Form {
+    ///         kernel: "Cube",
+    ///         arity: 1,
+    ///         cpu: |args, out| opforge::fuse::map1(args, out, |x| x * x * x),
+    ///         wgsl: "{0} * {0} * {0}",
+    ///         // dy * (x * x * 3)
+    ///         vjp: |b: &mut Builder, a: &[Val], _y, dy| {
+    ///             let x2 = b.mul(a[0], a[0]);
+    ///             let three = b.mul(x2, Val::Const(3.0));
+    ///             [Some(b.mul(dy, three)), None, None]
+    ///         },
+    ///         op: |a: &[&Tensor]| -> Result<Tensor> { ops::mul(&ops::mul(a[0], a[0])?, a[0]) },
+    ///     };
+    ///
+    ///     #[inline(always)]
+    ///     fn eval<const FMA: bool>(args: [f32; 3]) -> f32 {
+    ///         args[0] * args[0] * args[0]
+    ///     }
+    ///
+    ///     // The same operations, in the same order, as `vjp`.
+    ///     #[inline(always)]
+    ///     fn vjp_eval<const FMA: bool>(args: [f32; 3], _y: f32, dy: f32) -> Option<[Option<f32>; 3]> {
+    ///         let x2 = args[0] * args[0];
+    ///         Some([Some(dy * (x2 * 3.0)), None, None])
+    ///     }
+    /// }
+    /// assert_eq!(Cube::vjp_eval::<false>([2.0, 0.0, 0.0], 8.0, 0.5), Some([Some(6.0), None, None]));
+    /// ```
+    #[inline]
+    fn vjp_eval<const FMA: bool>(args: [f32; 3], y: f32, dy: f32) -> Option<[Option<f32>; 3]> {
+        let _ = (args, y, dy);
+        None
+    }
+}
+
+/// What a backward rule is written with: values, constants, and calls of
+/// fusable kernels. A [`Builder`] records them as a program's nodes (the
+/// backward wgpu runs, and the cpu interprets); [`Scalar`] computes them on
+/// one element (the backward the cpu compiles). The built-in forms write
+/// each rule once over `Algebra`, so the two cannot disagree.
+///
+/// ```
+/// use opforge::fuse::{Algebra, Builder, Scalar, Val};
+/// use opforge::kernels::Exp;
+///
+/// /// d/dx e^(x^2) = 2x e^(x^2), over any algebra.
+/// fn rule<M: Algebra>(m: &mut M, x: M::V, dy: M::V) -> M::V {
+///     let x2 = m.mul(x, x);
+///     let e = m.call::<Exp>(&[x2]);
+///     let two = m.constant(2.0);
+///     let twice = m.mul(two, x);
+///     let s = m.mul(twice, e);
+///     m.mul(dy, s)
+/// }
+///
+/// assert!((rule(&mut Scalar::<false>, 1.0, 1.0) - 2.0 * 1f32.exp()).abs() < 1e-6);
+/// // Five nodes recorded (a constant is not one); the last is the result.
+/// let mut b = Builder::new("Rule", 2, 0);
+/// assert_eq!(rule(&mut b, Val::Input(0), Val::Input(1)), Val::Node(4));
+/// ```
+pub trait Algebra {
+    /// A value: a program's [`Val`], or an `f32`.
+    type V: Copy + PartialEq;
+
+    /// Kernel `K` applied to `args` (its form's arity of them).
+    fn call<K: Fusable>(&mut self, args: &[Self::V]) -> Self::V;
+
+    /// The constant `c`.
+    fn constant(&self, c: f32) -> Self::V;
+
+    /// `a + b`.
+    fn add(&mut self, a: Self::V, b: Self::V) -> Self::V {
+        self.call::<crate::kernels::Add>(&[a, b])
+    }
+    /// `a - b`.
+    fn sub(&mut self, a: Self::V, b: Self::V) -> Self::V {
+        self.call::<crate::kernels::Sub>(&[a, b])
+    }
+    /// `a * b`.
+    fn mul(&mut self, a: Self::V, b: Self::V) -> Self::V {
+        self.call::<crate::kernels::Mul>(&[a, b])
+    }
+    /// `a / b`.
+    fn div(&mut self, a: Self::V, b: Self::V) -> Self::V {
+        self.call::<crate::kernels::RealDiv>(&[a, b])
+    }
+    /// `-a`.
+    fn neg(&mut self, a: Self::V) -> Self::V {
+        self.call::<crate::kernels::Neg>(&[a])
+    }
+    /// `c ? t : e`, with `c` a program boolean (0.0 or 1.0).
+    fn select(&mut self, c: Self::V, t: Self::V, e: Self::V) -> Self::V {
+        self.call::<crate::kernels::Select>(&[c, t, e])
+    }
+}
+
+impl Algebra for Builder {
+    type V = Val;
+
+    fn call<K: Fusable>(&mut self, args: &[Val]) -> Val {
+        self.apply(K::FORM, args)
+    }
+
+    fn constant(&self, c: f32) -> Val {
+        Val::Const(c)
+    }
+}
+
+/// The [`Algebra`] of one element: each call is the kernel's
+/// [`Fusable::eval`], in its FMA copy where `FMA` is true.
+///
+/// ```
+/// use opforge::fuse::{Algebra, Scalar};
+/// use opforge::kernels::Maximum;
+/// // NaN wins, as in the kernel (where `f32::max` would drop it).
+/// assert!(Scalar::<false>.call::<Maximum>(&[1.0, f32::NAN]).is_nan());
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Scalar<const FMA: bool>;
+
+impl<const FMA: bool> Algebra for Scalar<FMA> {
+    type V = f32;
+
+    #[inline(always)]
+    fn call<K: Fusable>(&mut self, args: &[f32]) -> f32 {
+        let mut all = [0.0; 3];
+        all[..args.len()].copy_from_slice(args);
+        K::eval::<FMA>(all)
+    }
+
+    #[inline(always)]
+    fn constant(&self, c: f32) -> f32 {
+        c
+    }
 }
 
 /// One node of a [`Program`]: a form applied to earlier values.

@@ -17,7 +17,7 @@ pub fn fusing(inputs: &[&Tensor]) -> bool {
 // The fused kernels on each backend: any program interpreted on the cpu
 // (`cpu`) or run as a generated shader (`wgpu`), and a fused op's forward
 // compiled into one loop on the cpu (`cpu_compiled`).
-pub use crate::backend::cpu::fuse::{run as cpu, run_compiled as cpu_compiled};
+pub use crate::backend::cpu::fuse::{run as cpu, run_compiled as cpu_compiled, run_compiled_grad as cpu_compiled_grad};
 pub use crate::backend::wgpu::fuse::run as wgpu;
 
 /// Kernel `K`'s element function, named once per call of a fused body's
@@ -45,12 +45,19 @@ impl<K> Default for Eval<K> {
 pub trait ViaForm {
     /// `K::eval`.
     fn eval<const FMA: bool>(&self, args: [f32; 3]) -> f32;
+    /// `K::vjp_eval`.
+    fn vjp_eval<const FMA: bool>(&self, args: [f32; 3], y: f32, dy: f32) -> Option<[Option<f32>; 3]>;
 }
 
 impl<K: crate::fuse::Fusable> ViaForm for Eval<K> {
     #[inline(always)]
     fn eval<const FMA: bool>(&self, args: [f32; 3]) -> f32 {
         K::eval::<FMA>(args)
+    }
+
+    #[inline(always)]
+    fn vjp_eval<const FMA: bool>(&self, args: [f32; 3], y: f32, dy: f32) -> Option<[Option<f32>; 3]> {
+        K::vjp_eval::<FMA>(args, y, dy)
     }
 }
 
@@ -59,11 +66,29 @@ impl<K: crate::fuse::Fusable> ViaForm for Eval<K> {
 pub trait Unfusable {
     /// NaN.
     fn eval<const FMA: bool>(&self, args: [f32; 3]) -> f32;
+    /// None.
+    fn vjp_eval<const FMA: bool>(&self, args: [f32; 3], y: f32, dy: f32) -> Option<[Option<f32>; 3]>;
 }
 
 impl<K> Unfusable for &Eval<K> {
     fn eval<const FMA: bool>(&self, _args: [f32; 3]) -> f32 {
         f32::NAN
+    }
+
+    fn vjp_eval<const FMA: bool>(&self, _args: [f32; 3], _y: f32, _dy: f32) -> Option<[Option<f32>; 3]> {
+        None
+    }
+}
+
+/// A cotangent so far plus one contribution, in the order the derived
+/// backward program adds them (`prev + g`; the first one alone, so that a
+/// lone `-0.0` stays).
+#[inline(always)]
+pub fn acc(prev: Option<f32>, g: Option<f32>) -> Option<f32> {
+    match (prev, g) {
+        (Some(p), Some(g)) => Some(p + g),
+        (None, g) => g,
+        (p, None) => p,
     }
 }
 

@@ -1,12 +1,15 @@
 //! Fused programs on the cpu, two ways:
 //!
-//! - **Compiled** ([`run_compiled`]): a fused op's forward. `#[op(fuse)]`
-//!   composes its ops' element functions (`Fusable::eval`) into one Rust
-//!   function, and this runs it in one loop per chunk, every intermediate
-//!   in registers, in a copy compiled for AVX2 and FMA where the CPU has
-//!   them. It moves what a copy moves: one read of each input, one write.
-//! - **Interpreted** ([`run`]): any [`Program`], such as a backward derived
-//!   at run time. Each chunk runs the nodes in order, each a vectorizable
+//! - **Compiled** ([`run_compiled`], [`run_compiled_grad`]): a fused op's
+//!   forward and backward. `#[op(fuse)]` composes its ops' element
+//!   functions (`Fusable::eval`, and `Fusable::vjp_eval` in reverse for the
+//!   backward) into one Rust function, and this runs it in one loop per
+//!   chunk, every intermediate in registers, in a copy compiled for AVX2
+//!   and FMA where the CPU has them. It moves what a copy moves: one read
+//!   of each input, one write of each output.
+//! - **Interpreted** ([`run`]): any [`Program`]: a fused op's backward
+//!   where one of its forms has no `vjp_eval`, and the backward's own
+//!   backward. Each chunk runs the nodes in order, each a vectorizable
 //!   loop over an L1-resident chunk (the forms' cpu functions); inputs are
 //!   read once and outputs written once, but every node also stores its
 //!   chunk to L1.
@@ -14,7 +17,7 @@
 //! Both run on rayon above the parallel threshold, as the built-in
 //! elementwise kernels do, into pooled outputs.
 
-use super::{for_rows, output, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use super::{output, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::fuse::program::{Arg, Program, Val};
 use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets, Dims};
 use crate::{Result, TensorMeta};
@@ -51,11 +54,64 @@ where
     P: Fn([f32; N], &[f32; S]) -> f32 + Sync + Copy,
     F: Fn([f32; N], &[f32; S]) -> f32 + Sync + Copy,
 {
-    let shape = &out.shape[..];
-    let n = out.numel();
+    let [y] = compiled(inputs, scalars, &out.shape, move |x, s| [plain(x, s)], move |x, s| [fma(x, s)])?;
+    Ok(y)
+}
+
+/// Runs a fused op's backward, compiled: `plain` and `fma` are its
+/// element function in two copies (the forward again, then each node's
+/// [`Fusable::vjp_eval`] in reverse), giving every input's cotangent at
+/// the broadcast shape of `outs`. Where a form in the op has no
+/// `vjp_eval` (a user's may not) the function gives `None`, and
+/// `program`, the derived backward, runs interpreted instead.
+///
+/// [`Fusable::vjp_eval`]: crate::fuse::Fusable::vjp_eval
+pub fn run_compiled_grad<const N: usize, const S: usize, const M: usize, P, F>(
+    program: &Program,
+    inputs: [&CpuTensor; N],
+    scalars: &[f32; S],
+    outs: &[TensorMeta],
+    plain: P,
+    fma: F,
+) -> Result<Vec<CpuTensor>>
+where
+    P: Fn([f32; N], &[f32; S]) -> Option<[f32; M]> + Sync + Copy,
+    F: Fn([f32; N], &[f32; S]) -> Option<[f32; M]> + Sync + Copy,
+{
+    // Whether every form has a `vjp_eval` does not depend on the values.
+    if plain([0.0; N], scalars).is_none() {
+        return run(program, &inputs, scalars, outs);
+    }
+    let shape = outs.first().map_or(&[][..], |o| &o.shape[..]);
+    let none = [f32::NAN; M];
+    let ys = compiled(
+        inputs,
+        scalars,
+        shape,
+        move |x, s| plain(x, s).unwrap_or(none),
+        move |x, s| fma(x, s).unwrap_or(none),
+    )?;
+    Ok(ys.into())
+}
+
+/// `M` outputs of `shape` from an element function of `N` inputs, in one
+/// loop per chunk: each input read once (gathered per chunk where it
+/// broadcasts), each output written once.
+fn compiled<const N: usize, const S: usize, const M: usize, P, F>(
+    inputs: [&CpuTensor; N],
+    scalars: &[f32; S],
+    shape: &[usize],
+    plain: P,
+    fma: F,
+) -> Result<[CpuTensor; M]>
+where
+    P: Fn([f32; N], &[f32; S]) -> [f32; M] + Sync + Copy,
+    F: Fn([f32; N], &[f32; S]) -> [f32; M] + Sync + Copy,
+{
+    let n: usize = shape.iter().product();
     let ins = classify(&inputs, shape)?;
-    let mut y = output::<f32>(n);
-    for_rows(&mut y, CHUNK, n, |start, part| {
+    let mut ys: Vec<Vec<f32>> = (0..M).map(|_| output::<f32>(n)).collect();
+    for_pieces(&mut ys, n, |start, parts| {
         // Each input's values over one chunk: its own slice where it has
         // the output's shape, else this buffer (a splat filled once, a
         // strided input gathered per chunk).
@@ -65,60 +121,102 @@ where
                 buffers[j * CHUNK..(j + 1) * CHUNK].fill(*x);
             }
         }
-        for (k, chunk) in part.chunks_mut(CHUNK).enumerate() {
-            let (at, c) = (start + k * CHUNK, chunk.len());
+        let len = parts.first().map_or(0, |p| p.len());
+        for at in (0..len).step_by(CHUNK) {
+            let c = CHUNK.min(len - at);
             for (j, input) in ins.iter().enumerate() {
                 if let Input::Strided(v, dims, strides) = input {
-                    gather(v, dims, strides, at, &mut buffers[j * CHUNK..j * CHUNK + c]);
+                    gather(v, dims, strides, start + at, &mut buffers[j * CHUNK..j * CHUNK + c]);
                 }
             }
             let xs: [&[f32]; N] = std::array::from_fn(|j| match &ins[j] {
-                Input::Whole(x) => &x[at..at + c],
+                Input::Whole(x) => &x[start + at..start + at + c],
                 _ => &buffers[j * CHUNK..j * CHUNK + c],
             });
-            elementwise(xs, scalars, chunk, plain, fma);
+            let mut pieces = parts.iter_mut();
+            let outs: [&mut [f32]; M] = std::array::from_fn(|_| match pieces.next() {
+                Some(p) => &mut p[at..at + c],
+                None => &mut [],
+            });
+            elementwise(xs, scalars, outs, plain, fma);
         }
     });
-    CpuTensor::from_vec(shape, y)
+    let ys: Vec<CpuTensor> = ys.into_iter().map(|y| CpuTensor::from_vec(shape, y)).collect::<Result<_>>()?;
+    Ok(ys.try_into().unwrap_or_else(|_| unreachable!("one tensor per output")))
 }
 
-/// `out[i] = f(xs[0][i], .., xs[N-1][i])` in the best copy this CPU runs.
+/// `f(start, pieces)` over `n` elements of every output in `ys`: inline
+/// below the parallel threshold, else one rayon task per `PAR_CHUNK`
+/// elements, holding its piece of each output.
+fn for_pieces(ys: &mut [Vec<f32>], n: usize, f: impl Fn(usize, &mut [&mut [f32]]) + Sync) {
+    if n < PAR_THRESHOLD {
+        let mut parts: Vec<&mut [f32]> = ys.iter_mut().map(|y| &mut y[..]).collect();
+        return f(0, &mut parts);
+    }
+    use rayon::prelude::*;
+    let mut tasks: Vec<Vec<&mut [f32]>> = (0..n.div_ceil(PAR_CHUNK)).map(|_| Vec::new()).collect();
+    for y in ys.iter_mut() {
+        for (task, piece) in tasks.iter_mut().zip(y.chunks_mut(PAR_CHUNK)) {
+            task.push(piece);
+        }
+    }
+    tasks.into_par_iter().enumerate().for_each(|(i, mut parts)| f(i * PAR_CHUNK, &mut parts));
+}
+
+/// `outs[m][i] = f(xs[0][i], .., xs[N-1][i])[m]` in the best copy this CPU runs.
 #[inline(always)]
-fn elementwise<const N: usize, const S: usize, P, F>(xs: [&[f32]; N], s: &[f32; S], out: &mut [f32], plain: P, fma: F)
-where
-    P: Fn([f32; N], &[f32; S]) -> f32,
-    F: Fn([f32; N], &[f32; S]) -> f32,
+fn elementwise<const N: usize, const S: usize, const M: usize, P, F>(
+    xs: [&[f32]; N],
+    s: &[f32; S],
+    outs: [&mut [f32]; M],
+    plain: P,
+    fma: F,
+) where
+    P: Fn([f32; N], &[f32; S]) -> [f32; M],
+    F: Fn([f32; N], &[f32; S]) -> [f32; M],
 {
     #[cfg(target_arch = "x86_64")]
     if super::vmath::has_avx2_fma() {
         // SAFETY: `has_avx2_fma` checked at run time that this CPU supports
         // every feature `elementwise_avx2_fma` is compiled with.
-        return unsafe { elementwise_avx2_fma(xs, s, out, fma) };
+        return unsafe { elementwise_avx2_fma(xs, s, outs, fma) };
     }
-    elementwise_in(xs, s, out, plain)
+    elementwise_in(xs, s, outs, plain)
 }
 
 /// [`elementwise_in`] compiled for AVX2 and FMA: eight lanes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn elementwise_avx2_fma<const N: usize, const S: usize, F>(xs: [&[f32]; N], s: &[f32; S], out: &mut [f32], f: F)
-where
-    F: Fn([f32; N], &[f32; S]) -> f32,
+fn elementwise_avx2_fma<const N: usize, const S: usize, const M: usize, F>(
+    xs: [&[f32]; N],
+    s: &[f32; S],
+    outs: [&mut [f32]; M],
+    f: F,
+) where
+    F: Fn([f32; N], &[f32; S]) -> [f32; M],
 {
-    elementwise_in(xs, s, out, f)
+    elementwise_in(xs, s, outs, f)
 }
 
-/// The loop both copies compile: every slice cut to the output's length
+/// The loop both copies compile: every slice cut to the chunk's length
 /// first, so that the compiler drops the bounds checks and vectorizes.
 #[inline(always)]
-fn elementwise_in<const N: usize, const S: usize, F>(xs: [&[f32]; N], s: &[f32; S], out: &mut [f32], f: F)
-where
-    F: Fn([f32; N], &[f32; S]) -> f32,
+fn elementwise_in<const N: usize, const S: usize, const M: usize, F>(
+    xs: [&[f32]; N],
+    s: &[f32; S],
+    outs: [&mut [f32]; M],
+    f: F,
+) where
+    F: Fn([f32; N], &[f32; S]) -> [f32; M],
 {
-    let c = out.len();
+    let c = outs.first().map_or(0, |o| o.len());
     let xs = xs.map(|x| &x[..c]);
-    for (i, o) in out.iter_mut().enumerate() {
-        *o = f(std::array::from_fn(|j| xs[j][i]), s);
+    let mut outs = outs.map(|o| &mut o[..c]);
+    for i in 0..c {
+        let ys = f(std::array::from_fn(|j| xs[j][i]), s);
+        for (o, y) in outs.iter_mut().zip(ys) {
+            o[i] = y;
+        }
     }
 }
 
@@ -147,7 +245,7 @@ pub fn run(program: &Program, inputs: &[&CpuTensor], scalars: &[f32], outs: &[Te
     let n: usize = shape.iter().product();
     let ins = classify(inputs, shape)?;
     let mut ys: Vec<Vec<f32>> = outs.iter().map(|_| output::<f32>(n)).collect();
-    let run_range = |start: usize, parts: &mut [&mut [f32]]| {
+    for_pieces(&mut ys, n, |start, parts| {
         let mut nodes = vec![0.0f32; program.nodes.len() * CHUNK];
         let mut gathered = vec![0.0f32; ins.len() * CHUNK];
         let len = parts.first().map_or(0, |p| p.len());
@@ -155,21 +253,7 @@ pub fn run(program: &Program, inputs: &[&CpuTensor], scalars: &[f32], outs: &[Te
             let c = CHUNK.min(len - at);
             chunk(program, &ins, scalars, start + at, c, &mut nodes, &mut gathered, parts, at);
         }
-    };
-    if n < PAR_THRESHOLD {
-        let mut parts: Vec<&mut [f32]> = ys.iter_mut().map(|y| &mut y[..]).collect();
-        run_range(0, &mut parts);
-    } else {
-        use rayon::prelude::*;
-        // One task per PAR_CHUNK elements, holding its piece of each output.
-        let mut tasks: Vec<Vec<&mut [f32]>> = (0..n.div_ceil(PAR_CHUNK)).map(|_| Vec::new()).collect();
-        for y in ys.iter_mut() {
-            for (task, piece) in tasks.iter_mut().zip(y.chunks_mut(PAR_CHUNK)) {
-                task.push(piece);
-            }
-        }
-        tasks.into_par_iter().enumerate().for_each(|(i, mut parts)| run_range(i * PAR_CHUNK, &mut parts));
-    }
+    });
     ys.into_iter().map(|y| CpuTensor::from_vec(shape, y)).collect()
 }
 
