@@ -6,7 +6,7 @@
 mod common;
 
 use opforge::backend::cpu::CpuTensor;
-use opforge::fuse::{self, Builder, Form, Fusable, Val};
+use opforge::fuse::{self, Algebra, Builder, Form, Fusable, Val};
 use opforge::{grad, grads, op, ops, BackendId, DType, Result, Tensor, TensorMeta};
 
 /// A layer norm's elementwise tail with a clipped, leaky twist: broadcasting

@@ -4,8 +4,20 @@
 
 use rustc_hash::FxHashMap;
 
-use super::program::{Builder, Node, Program, Val};
+use super::program::{Algebra, Builder, Node, Program, Val};
 use crate::{ops, Result, Tensor};
+
+/// A cotangent so far plus one more contribution: `prev + g`, or `g` alone
+/// for the first (so that a lone `-0.0` stays). The derived backward adds
+/// through this as nodes, the cpu's compiled backward as values, so the two
+/// add in one order.
+#[inline(always)]
+pub(crate) fn accumulate<M: Algebra>(m: &mut M, prev: Option<M::V>, g: M::V) -> M::V {
+    match prev {
+        Some(prev) => m.add(prev, g),
+        None => g,
+    }
+}
 
 /// The backward of `p`: inputs `p`'s inputs then one cotangent per output,
 /// outputs the cotangent of each input, at the broadcast shape.
@@ -25,10 +37,7 @@ pub(super) fn backward(p: &Program) -> Program {
     };
     let add = |b: &mut Builder, cot: &mut FxHashMap<u32, Val>, at: Val, g: Val| {
         if let Some(k) = key(at) {
-            let sum = match cot.get(&k) {
-                Some(&prev) => b.add(prev, g),
-                None => g,
-            };
+            let sum = accumulate(b, cot.get(&k).copied(), g);
             cot.insert(k, sum);
         }
     };
@@ -92,7 +101,7 @@ impl Program {
     /// get an input's gradient). It reads the same scalars.
     ///
     /// ```
-    /// use opforge::fuse::{Builder, Val};
+    /// use opforge::fuse::{Algebra, Builder, Val};
     /// let mut b = Builder::new("Square", 1, 0);
     /// let y = b.mul(Val::Input(0), Val::Input(0));
     /// let square = b.finish(&[y]);
@@ -110,7 +119,7 @@ impl Program {
     /// tensor inputs and `scalars` its scalars.
     ///
     /// ```
-    /// use opforge::fuse::{Builder, Val};
+    /// use opforge::fuse::{Algebra, Builder, Val};
     /// use opforge::Tensor;
     /// let mut b = Builder::new("Axpy", 2, 1);
     /// let ax = b.mul(Val::Scalar(0), Val::Input(0));

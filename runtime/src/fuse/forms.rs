@@ -6,7 +6,7 @@
 //! helpers the wgpu kernels call, and the backward lines are the
 //! kernels' gradients (`gradients/`) written on scalars.
 
-use super::program::{Algebra, Arg, Builder, Form, Fusable, Scalar, Val};
+use super::program::{Algebra, Arg, Builder, Form, Fusable, Scalar};
 use crate::backend::cpu::binary::{nan_max, nan_min};
 use crate::backend::cpu::vmath::{self, best_copy};
 use crate::kernels::*;
@@ -130,34 +130,6 @@ fn as_bool(t: &Tensor) -> Result<Tensor> {
 /// A scalar argument's value, where an op takes it as an attribute.
 fn attr(t: &Tensor) -> Result<f64> {
     Ok(f64::from(t.to_scalar::<f32>()?))
-}
-
-/// Builder shorthands for the forms the backward lines use.
-impl Builder {
-    /// `a + b`.
-    pub fn add(&mut self, a: Val, b: Val) -> Val {
-        self.call::<Add>(&[a, b])
-    }
-    /// `a - b`.
-    pub fn sub(&mut self, a: Val, b: Val) -> Val {
-        self.call::<Sub>(&[a, b])
-    }
-    /// `a * b`.
-    pub fn mul(&mut self, a: Val, b: Val) -> Val {
-        self.call::<Mul>(&[a, b])
-    }
-    /// `a / b`.
-    pub fn div(&mut self, a: Val, b: Val) -> Val {
-        self.call::<RealDiv>(&[a, b])
-    }
-    /// `-a`.
-    pub fn neg(&mut self, a: Val) -> Val {
-        self.call::<Neg>(&[a])
-    }
-    /// `c ? t : e`, with `c` a program boolean (0.0 or 1.0).
-    pub fn select(&mut self, c: Val, t: Val, e: Val) -> Val {
-        self.call::<Select>(&[c, t, e])
-    }
 }
 
 /// Calls a form's element function on its `arity` arguments (through

@@ -105,7 +105,7 @@ impl std::fmt::Debug for Form {
 /// implementing it beside its kernels.
 ///
 /// ```
-/// use opforge::fuse::{Arg, Builder, Cotangents, Form, Fusable, Val};
+/// use opforge::fuse::{Algebra, Arg, Builder, Cotangents, Form, Fusable, Val};
 /// use opforge::{ops, Result, Tensor};
 ///
 /// opforge::spec!(inline = r#"
@@ -165,7 +165,7 @@ pub trait Fusable {
     /// per element. A user's form overrides it to be inlined:
     ///
     /// ```
-    /// # use opforge::fuse::{Builder, Form, Fusable, Val};
+    /// # use opforge::fuse::{Algebra, Builder, Form, Fusable, Val};
     /// # use opforge::{ops, Result, Tensor};
     /// # opforge::spec!(inline = r#"
     /// # [Cube]
@@ -221,7 +221,7 @@ pub trait Fusable {
     /// write each rule once, over [`Algebra`], and get both.
     ///
     /// ```
-    /// # use opforge::fuse::{Builder, Form, Fusable, Val};
+    /// # use opforge::fuse::{Algebra, Builder, Form, Fusable, Val};
     /// # use opforge::{ops, Result, Tensor};
     /// # opforge::spec!(inline = r#"
     /// # [Cube]
@@ -333,7 +333,7 @@ impl Algebra for Builder {
     type V = Val;
 
     fn call<K: Fusable>(&mut self, args: &[Val]) -> Val {
-        self.apply(K::FORM, args)
+        Builder::call::<K>(self, args)
     }
 
     fn constant(&self, c: f32) -> Val {
@@ -383,7 +383,7 @@ pub struct Node {
 /// has the broadcast shape of the inputs.
 ///
 /// ```
-/// use opforge::fuse::{Builder, Val};
+/// use opforge::fuse::{Algebra, Builder, Val};
 /// let mut b = Builder::new("Axpy", 2, 1);
 /// let ax = b.mul(Val::Scalar(0), Val::Input(0));
 /// let y = b.add(ax, Val::Input(1));
@@ -426,10 +426,11 @@ impl Program {
 }
 
 /// Builds a [`Program`] node by node; what `#[op(fuse)]` expands to, and
-/// what a [`Form`]'s `vjp` writes its backward with.
+/// what a [`Form`]'s `vjp` writes its backward with (its arithmetic
+/// shorthands, `add` to `select`, are [`Algebra`]'s).
 ///
 /// ```
-/// use opforge::fuse::{Builder, Val};
+/// use opforge::fuse::{Algebra, Builder, Val};
 /// let mut b = Builder::new("Twice", 1, 0);
 /// let y = b.add(Val::Input(0), Val::Input(0));
 /// assert_eq!(y, Val::Node(0));

@@ -14,9 +14,10 @@ pub fn fusing(inputs: &[&Tensor]) -> bool {
     crate::fuse::enabled() && inputs.iter().all(|t| t.dtype() == DType::F32)
 }
 
-// The fused kernels on each backend: any program interpreted on the cpu
-// (`cpu`) or run as a generated shader (`wgpu`), and a fused op's forward
-// compiled into one loop on the cpu (`cpu_compiled`).
+// The fused kernels on each backend: a program run as a generated shader
+// (`wgpu`); a fused op's forward and backward compiled into one loop on the
+// cpu (`cpu_compiled`, `cpu_compiled_grad`), and the program interpreted
+// (`cpu`), which the compiled backward falls back to and is tested against.
 pub use crate::backend::cpu::fuse::{run as cpu, run_compiled as cpu_compiled, run_compiled_grad as cpu_compiled_grad};
 pub use crate::backend::wgpu::fuse::run as wgpu;
 
@@ -80,15 +81,13 @@ impl<K> Unfusable for &Eval<K> {
     }
 }
 
-/// A cotangent so far plus one contribution, in the order the derived
-/// backward program adds them (`prev + g`; the first one alone, so that a
-/// lone `-0.0` stays).
+/// A cotangent so far plus one node's contribution, if it gives one: the
+/// derived backward's own accumulation, on values.
 #[inline(always)]
 pub fn acc(prev: Option<f32>, g: Option<f32>) -> Option<f32> {
-    match (prev, g) {
-        (Some(p), Some(g)) => Some(p + g),
-        (None, g) => g,
-        (p, None) => p,
+    match g {
+        Some(g) => Some(crate::fuse::derive::accumulate(&mut crate::fuse::Scalar::<false>, prev, g)),
+        None => prev,
     }
 }
 
