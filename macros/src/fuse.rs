@@ -418,11 +418,19 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
             quote!(#v)
         }
     };
-    let steps: Vec<TokenStream> = plan.calls.iter().enumerate().map(|(m, c)| {
+    // Each call's arguments as elements, padded to the three a form takes.
+    let call_args: Vec<Vec<TokenStream>> = plan
+        .calls
+        .iter()
+        .map(|c| {
+            let mut args: Vec<TokenStream> = c.args.iter().map(|&a| elem(a)).collect();
+            args.resize(3, quote!(0.0));
+            args
+        })
+        .collect();
+    let steps: Vec<TokenStream> = plan.calls.iter().zip(&call_args).enumerate().map(|(m, (c, args))| {
         let path = &c.path;
         let v = format_ident!("__v{m}");
-        let mut args: Vec<TokenStream> = c.args.iter().map(|&a| elem(a)).collect();
-        args.resize(3, quote!(0.0));
         quote_spanned!(path.span()=> let #v = (&::opforge::__private::fuse::Eval::<#path>::new()).eval::<FMA>([#(#args),*]);)
     }).collect();
     let result = elem(output);
@@ -451,11 +459,9 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
     let cot_decls = (0..n).map(Value::Input).chain((0..plan.calls.len()).map(Value::Node)).filter_map(cot);
     let seed =
         cot(output).map(|d| quote!(#d = ::opforge::__private::fuse::acc(#d, ::core::option::Option::Some(__x[#n]));));
-    let back_steps = plan.calls.iter().enumerate().rev().map(|(m, c)| {
+    let back_steps = plan.calls.iter().zip(&call_args).enumerate().rev().map(|(m, (c, args))| {
         let path = &c.path;
         let (v, d) = (format_ident!("__v{m}"), format_ident!("__d_v{m}"));
-        let mut args: Vec<TokenStream> = c.args.iter().map(|&a| elem(a)).collect();
-        args.resize(3, quote!(0.0));
         let adds = c
             .args
             .iter()
@@ -504,18 +510,11 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
                           inputs: &[Ident],
                           outs: usize,
                           backward: bool| {
-        let (tensor, run, fn_name) = match backend {
-            "cpu" => (
-                quote!(::opforge::backend::cpu::CpuTensor),
-                quote!(cpu),
-                format_ident!("__opforge_{}_cpu", desc.to_string().to_lowercase()),
-            ),
-            _ => (
-                quote!(::opforge::backend::wgpu::WgpuTensor),
-                quote!(wgpu),
-                format_ident!("__opforge_{}_wgpu", desc.to_string().to_lowercase()),
-            ),
+        let tensor = match backend {
+            "cpu" => quote!(::opforge::backend::cpu::CpuTensor),
+            _ => quote!(::opforge::backend::wgpu::WgpuTensor),
         };
+        let fn_name = format_ident!("__opforge_{}_{backend}", desc.to_string().to_lowercase());
         let backend_id = format_ident!("{backend}");
         let program = if backward { quote!(#program_fn().backward()) } else { quote!(#program_fn()) };
         let scalars = scalars(quote!(attrs));
@@ -528,37 +527,34 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
             (quote!((#(#tys),*)), quote!(out: &[::opforge::TensorMeta]), quote!((#(#names),*)))
         };
         let outs_slice = if outs == 1 { quote!(::std::slice::from_ref(out)) } else { quote!(out) };
-        if backend == "cpu" && backward {
-            return quote! {
-                #[allow(clippy::too_many_arguments)]
-                #[::opforge::kernel(#desc, #backend_id)]
-                fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
-                    #scalars
-                    let __ys = ::opforge::__private::fuse::cpu_compiled_grad(
-                        #program, [#(#inputs),*], &__scalars, #outs_slice, #grad_eval_fn::<false>, #grad_eval_fn::<true>,
-                    )?;
-                    let [#(#names),*] = ::opforge::__private::fuse::array::<_, #outs>(#kernel_lit, __ys)?;
-                    ::core::result::Result::Ok(#ret)
-                }
-            };
-        }
-        if backend == "cpu" && !backward {
-            return quote! {
-                #[::opforge::kernel(#desc, #backend_id)]
-                fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
-                    #scalars
-                    ::opforge::__private::fuse::cpu_compiled(
-                        [#(#inputs),*], &__scalars, out, #eval_fn::<false>, #eval_fn::<true>,
-                    )
-                }
-            };
-        }
+        // The cpu forward: one compiled loop, one output. The others give
+        // their outputs as a list: the cpu backward from its compiled loop,
+        // wgpu's forward and backward from their program run as one shader.
+        let run = match (backend, backward) {
+            ("cpu", false) => {
+                return quote! {
+                    #[::opforge::kernel(#desc, #backend_id)]
+                    fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
+                        #scalars
+                        ::opforge::__private::fuse::cpu_compiled(
+                            [#(#inputs),*], &__scalars, out, #eval_fn::<false>, #eval_fn::<true>,
+                        )
+                    }
+                };
+            }
+            ("cpu", true) => quote! {
+                cpu_compiled_grad(
+                    #program, [#(#inputs),*], &__scalars, #outs_slice, #grad_eval_fn::<false>, #grad_eval_fn::<true>,
+                )
+            },
+            _ => quote!(wgpu(#program, &[#(#inputs),*], &__scalars, #outs_slice)),
+        };
         quote! {
             #[allow(clippy::too_many_arguments)]
             #[::opforge::kernel(#desc, #backend_id)]
             fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
                 #scalars
-                let __ys = ::opforge::__private::fuse::#run(#program, &[#(#inputs),*], &__scalars, #outs_slice)?;
+                let __ys = ::opforge::__private::fuse::#run?;
                 let [#(#names),*] = ::opforge::__private::fuse::array::<_, #outs>(#kernel_lit, __ys)?;
                 ::core::result::Result::Ok(#ret)
             }
