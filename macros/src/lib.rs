@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod elementwise;
 mod fuse;
 mod gradient;
 mod kernel;
@@ -41,6 +42,15 @@ pub fn spec(input: TokenStream) -> TokenStream {
 #[proc_macro]
 pub fn spec_tests(input: TokenStream) -> TokenStream {
     spec_tests::expand(input.into()).into()
+}
+
+/// A table of elementwise kernels, one row each: the element function
+/// (written once for every float type), its WGSL, and its backward rule.
+/// Each row gives the kernel's fused form (`opforge::fuse::Fusable`), its
+/// `cpu` and `wgpu` kernels and its gradient. See `opforge::elementwise`.
+#[proc_macro]
+pub fn elementwise(input: TokenStream) -> TokenStream {
+    elementwise::expand(input.into()).into()
 }
 
 /// Registers a function as the kernel of `(Name, backend)`:

@@ -60,6 +60,7 @@ pub mod backend;
 pub mod call;
 mod display;
 pub mod dtype;
+mod elementwise;
 pub mod engine;
 pub mod error;
 pub mod fuse;
@@ -87,7 +88,7 @@ pub use engine::{
     trim_pool, with_default_backend, with_fallback, BackendMemory, Engine,
 };
 pub use error::{Error, InputDesc, Location, Result};
-pub use opforge_macros::{backend, gradient, kernel, op, spec, spec_tests};
+pub use opforge_macros::{backend, elementwise, gradient, kernel, op, spec, spec_tests};
 pub use profile::{debug_enabled, profile, set_debug, with_debug, Profile};
 pub use shape::Shape;
 pub use spec::{Absent, Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec, Metas, TensorList, Tensors};

@@ -57,7 +57,7 @@ fn two_threads_at_once_each_see_their_own_kernel() {
         assert_eq!(inside, [1.0, -2.0], "the override, on its thread");
         assert_eq!(file, file!(), "kernel_for gives this thread's override, registered here");
         assert_eq!(doubling.join().unwrap(), [2.0, -4.0], "another override, on another thread");
-        assert_eq!(plain.join().unwrap(), (vec![-1.0, 2.0], "neg"), "the registry's, beside them");
+        assert_eq!(plain.join().unwrap(), (vec![-1.0, 2.0], "neg_cpu"), "the registry's, beside them");
     });
     assert_eq!(neg(), [-1.0, 2.0], "after both closures");
 }

@@ -2,7 +2,11 @@
 //! here, on any machine, before a GPU ever sees it. Each is checked as the
 //! backend compiles it (`shader!("name", "library", ..)`): `common.wgsl`,
 //! the helpers they share, then its libraries, then its own file, with its
-//! `@elementwise` entry points written out (`expand_entries`).
+//! `@elementwise` entry points written out (`expand_entries`); and every
+//! elementwise row's shader, per dtype, a template with the row's WGSL put
+//! in (`WgpuRow::source`).
+
+use opforge::backend::wgpu::{expand_entries, hand_written_rows};
 
 /// Each `shader!` of the backend's sources: the shader and its libraries.
 fn shaders(dir: &str) -> Vec<(String, Vec<String>)> {
@@ -24,6 +28,16 @@ fn shaders(dir: &str) -> Vec<(String, Vec<String>)> {
     found
 }
 
+fn validate(name: &str, source: &str) {
+    // As the device compiles it: `@elementwise` entry points written out.
+    let source = expand_entries(source).into_owned();
+    let module = naga::front::wgsl::parse_str(&source)
+        .unwrap_or_else(|e| panic!("{}", e.emit_to_string_with_path(&source, &format!("{name}.wgsl"))));
+    naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+        .validate(&module)
+        .unwrap_or_else(|e| panic!("{name}.wgsl: {}", e.emit_to_string(&source)));
+}
+
 #[test]
 fn every_shader_validates() {
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/src/backend/wgpu/shaders");
@@ -39,14 +53,14 @@ fn every_shader_validates() {
         }
         source += &read(name);
         covered.push(format!("{name}.wgsl"));
-        // As the device compiles it: `@elementwise` entry points written out.
-        let source = opforge::backend::wgpu::expand_entries(&source).into_owned();
-        let module = naga::front::wgsl::parse_str(&source)
-            .unwrap_or_else(|e| panic!("{}", e.emit_to_string_with_path(&source, &format!("{name}.wgsl"))));
-        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
-            .validate(&module)
-            .unwrap_or_else(|e| panic!("{name}.wgsl: {}", e.emit_to_string(&source)));
+        validate(name, &source);
     }
+    // The rows' shaders: the templates, `math.wgsl` and `words.wgsl` in them.
+    let rows = opforge::registry::rows().iter().flat_map(|r| r.wgpu.iter().copied());
+    for (i, row) in rows.chain(hand_written_rows()).enumerate() {
+        validate(&format!("row {i}"), &row.source());
+    }
+    covered.extend(["unary.wgsl", "binary.wgsl", "math.wgsl", "words.wgsl"].map(String::from));
     covered.sort();
     covered.dedup();
     // Every file of the folder is some shader's, so every one was checked.

@@ -266,6 +266,38 @@ pub trait Fusable {
         let _ = (args, y, dy);
         None
     }
+
+    /// The kernel on one `f64` element: the element function computed in
+    /// f64, where [`Fusable::eval`] computes it in f32. The built-in forms
+    /// write their element function once (`elementwise!`) and give both;
+    /// the default rounds to f32 and runs `eval`.
+    ///
+    /// ```
+    /// use opforge::fuse::Fusable;
+    /// use opforge::kernels::Exp;
+    /// assert_eq!(Exp::eval_f64([1.0, 0.0, 0.0]), std::f64::consts::E);
+    /// ```
+    #[inline]
+    fn eval_f64(args: [f64; 3]) -> f64 {
+        f64::from(Self::eval::<false>(args.map(|a| a as f32)))
+    }
+
+    /// The kernel as an op on tensors, in its own dtypes (a comparison
+    /// gives bool): what a backward rule run on tensors (a kernel's
+    /// gradient) calls. The default is [`Form::op`], which gives f32.
+    ///
+    /// ```
+    /// use opforge::fuse::Fusable;
+    /// use opforge::kernels::Greater;
+    /// use opforge::{DType, Tensor};
+    /// let (a, b) = (Tensor::from_vec(vec![1.0f32, 3.0], &[2])?, Tensor::scalar(2.0f32));
+    /// assert_eq!(Greater::apply(&[&a, &b])?.dtype(), DType::Bool);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    #[inline]
+    fn apply(args: &[&Tensor]) -> Result<Tensor> {
+        (Self::FORM.op)(args)
+    }
 }
 
 /// What a backward rule is written with: values, constants, and calls of
@@ -326,6 +358,13 @@ pub trait Algebra {
     /// `c ? t : e`, with `c` a program boolean (0.0 or 1.0).
     fn select(&mut self, c: Self::V, t: Self::V, e: Self::V) -> Self::V {
         self.call::<crate::kernels::Select>(&[c, t, e])
+    }
+    /// Whether the cotangent of argument `i` is wanted: a rule skips the
+    /// work of one that is not. Every argument's is, but where a kernel's
+    /// gradient runs the rule on tensors and its caller wants fewer.
+    fn wants(&self, i: usize) -> bool {
+        let _ = i;
+        true
     }
 }
 

@@ -1,15 +1,14 @@
 //! The gradients of the built-in kernels: one `#[gradient]` each, grouped by
 //! family as the backends are, written with ops so that they run on any
-//! backend and can be differentiated again.
+//! backend and can be differentiated again. The elementwise kernels' come
+//! from their rows (`elementwise/`), each the rule its fused form uses.
 
-mod binary;
 mod conv;
 mod index;
 mod layout;
 mod matmul;
 mod reduce;
 mod softmax;
-mod unary;
 
 use crate::{ops, Result, Tensor};
 

@@ -5,7 +5,28 @@ use crate::fuse::Program;
 use crate::shape::Shape;
 use crate::{ops, DType, Error, Result, Tensor};
 
-pub use crate::fuse::{Builder, Val};
+pub use crate::backend::cpu::fuse::{map1, map2, map3, vectorized};
+pub use crate::fuse::{Algebra, Builder, Form, Fusable, Scalar, Val};
+
+/// 0.0 or 1.0: a boolean as a program holds it.
+#[inline(always)]
+pub fn truth(b: bool) -> f32 {
+    f32::from(u8::from(b))
+}
+
+/// A scalar argument's value, where the op takes it as an attribute.
+pub fn attr(t: &Tensor) -> Result<f64> {
+    Ok(f64::from(t.to_scalar::<f32>()?))
+}
+
+/// A kernel's result as a program value: a bool tensor as 0.0 and 1.0.
+pub fn program_value(t: Result<Tensor>) -> Result<Tensor> {
+    let t = t?;
+    match t.dtype() {
+        DType::Bool => ops::cast(&t, DType::F32),
+        _ => Ok(t),
+    }
+}
 
 /// Whether a call on `inputs` runs its fused kernel: fusion is on for
 /// this thread and every input is f32 (the body runs as written otherwise).

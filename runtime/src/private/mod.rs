@@ -4,28 +4,33 @@
 //! `#[gradient]` (in `checks`). Not public API: it changes without notice.
 
 mod checks;
+pub mod elementwise;
 pub mod fuse;
 
 use std::any::Any;
 
+pub use crate::backend::cpu::CpuTensor;
+pub use crate::backend::wgpu::WgpuTensor;
 pub use crate::backend::{declared_id, Backend, BackendEntry, Cpu, Device, DeviceOps, Wgpu, BACKENDS};
 pub use crate::call::{GradCall, KernelCall, Metas, Tensors};
 pub use crate::engine::OpScope;
 pub use crate::registry::{
-    DispatchSlot, GradientEntry, KernelEntry, OpEntry, SpecEntry, GRADIENTS, KERNELS, OPS, SPECS,
+    DispatchSlot, GradientEntry, KernelEntry, OpEntry, RowEntry, SpecEntry, GRADIENTS, KERNELS, OPS, ROWS, SPECS,
 };
 pub use crate::shape::rules;
 pub use crate::spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec};
 /// What the tests `spec_tests!` generates call.
 pub use crate::testing;
+pub use crate::{kernels, DType, Engine, Result, Tensor, TensorMeta};
 pub use crate::{BackendId, Location};
 pub use checks::{
     in_scope, type_in_scope, Checked, FromSpec, GradientReturn, KernelReturn, NotInScope, ParamCheck, Pass, SpecNames,
 };
 pub use linkme;
+pub use opforge_macros::{gradient, kernel};
 pub use smallvec::smallvec;
 
-use crate::{DType, Error, Result, Tensor, TensorMeta};
+use crate::Error;
 
 /// What `#[kernel(Name, path::To)]` names a backend through: `B`,
 /// required to be a [`Backend`] once, where the user wrote it.

@@ -44,7 +44,7 @@ pub fn gradients() -> Vec<&'static GradientEntry> {
 /// ```
 /// use opforge::BackendId;
 /// let e = opforge::registry::kernel_for("Add", BackendId::Cpu)?;
-/// assert_eq!(e.function, "add");
+/// assert_eq!(e.function, "add_cpu");
 /// assert!(opforge::registry::kernel_for("Nope", BackendId::Cpu).is_err());
 /// # Ok::<(), opforge::Error>(())
 /// ```

@@ -24,9 +24,12 @@ mod scoped;
 mod slot;
 
 pub(crate) use entries::{closest_kernel, RUNTIME};
-pub use entries::{ops, require, spec, specs, GradientEntry, GradientFn, KernelEntry, KernelFn, OpEntry, SpecEntry};
+pub use entries::{
+    ops, require, rows, spec, specs, GradientEntry, GradientFn, KernelEntry, KernelFn, OpEntry, RowEntry, SpecEntry,
+    VjpEval,
+};
 #[doc(hidden)]
-pub use entries::{GRADIENTS, KERNELS, OPS, SPECS};
+pub use entries::{GRADIENTS, KERNELS, OPS, ROWS, SPECS};
 pub use lookup::{check, coverage_markdown, gradient_for, gradients, kernel_for, kernels};
 pub use runtime::{
     override_gradient, override_kernel, register_gradient, register_kernel, restore_gradient, restore_kernel,

@@ -1,5 +1,7 @@
-//! Elementwise kernels of two inputs, with NumPy broadcasting, and the
-//! optimizer updates (`ApplyGradientDescent`, and `ApplyAdam` of four).
+//! Elementwise kernels of two inputs, with NumPy broadcasting: how a row
+//! of `elementwise/binary.rs` runs on the cpu ([`binary`]), the bool
+//! kernels, which have no row, and the optimizer update `ApplyAdam` (four
+//! inputs, three outputs).
 //!
 //! Equal shapes and scalar operands take contiguous fast paths. Otherwise
 //! both inputs get broadcast strides (0 along broadcast dims), adjacent dims
@@ -50,15 +52,13 @@
 //!   `UnsortedSegmentSum` and `ScatterNd`. `FloorDiv` and `Mod` by 0 give 0,
 //!   and `i32::MIN / -1` wraps to `i32::MIN`.
 
-use super::{for_rows, map, output, unsupported, CpuTensor, Storage, PAR_CHUNK, PAR_THRESHOLD};
-use crate::kernels::{
-    Add, ApplyAdam, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul,
-    NotEqual, Pow, RealDiv, ReluBackward, Sub,
-};
-use crate::kernels::{ApplyAdamAttrs, Atan2, FloorDiv, LogicalAnd, LogicalOr, Mod, Prelu, SquaredDifference};
+use super::{for_rows, map, output, CpuTensor, Storage, PAR_CHUNK, PAR_THRESHOLD};
+use crate::kernels::{ApplyAdam, ApplyAdamAttrs, LogicalAnd, LogicalOr};
 use crate::shape::strided::{broadcast_strides, collapse, row_offsets};
-use crate::{kernel, shape, BackendId, DType, Element, Error, Result, TensorMeta};
+use crate::{kernel, shape, BackendId, Element, Error, Result, TensorMeta};
 
+/// A row's kernel of two inputs: `f` on every pair of elements, the inputs
+/// broadcast to `out`'s shape.
 pub(crate) fn binary<T: Element, U: Element>(
     a: &CpuTensor,
     b: &CpuTensor,
@@ -128,98 +128,6 @@ pub(crate) fn binary<T: Element, U: Element>(
     CpuTensor::from_vec(&out.shape, data)
 }
 
-/// Kernels for f32 and i32, with i32 arithmetic wrapping rather than panicking.
-macro_rules! numeric_binary {
-    ($($kernel:ident => $name:ident: $f32:expr, $i32:expr;)*) => {$(
-        #[kernel($kernel, cpu)]
-        fn $name(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-            match a.dtype() {
-                DType::F32 => binary::<f32, f32>(a, b, out, $f32),
-                DType::I32 => binary::<i32, i32>(a, b, out, $i32),
-                d => Err(unsupported(stringify!($kernel), d)),
-            }
-        }
-    )*};
-}
-
-numeric_binary! {
-    Add => add: |x, y| x + y, i32::wrapping_add;
-    Sub => sub: |x, y| x - y, i32::wrapping_sub;
-    Mul => mul: |x, y| x * y, i32::wrapping_mul;
-    Maximum => maximum: nan_max, i32::max;
-    Minimum => minimum: nan_min, i32::min;
-    SquaredDifference => squared_difference: |x, y| (x - y) * (x - y), |x, y| {
-        let d = x.wrapping_sub(y);
-        d.wrapping_mul(d)
-    };
-    FloorDiv => floor_div: |x, y| (x / y).floor(), floor_div_i32;
-    Mod => modulo: floor_mod_f32, floor_mod_i32;
-}
-
-/// The floored remainder, `x - y * floor(x / y)`, with `y`'s sign. Where
-/// the quotient is too large for that formula to keep a digit (2^24 or
-/// more, infinity included), the exact remainder: `fmod`, moved into `y`'s
-/// half-open interval. The wgpu kernel takes the same two paths.
-pub(crate) fn floor_mod_f32(x: f32, y: f32) -> f32 {
-    let q = x / y;
-    if !(x.is_finite() && y.is_finite() && y != 0.0 && q.abs() >= 16_777_216.0) {
-        return x - y * q.floor();
-    }
-    let r = x % y;
-    if r != 0.0 && (r < 0.0) != (y < 0.0) {
-        r + y
-    } else {
-        r
-    }
-}
-
-/// `x / y` rounded toward negative infinity; 0 for `y == 0` (as the wgpu
-/// kernel gives, where Rust would panic) and wrapping for `MIN / -1`.
-fn floor_div_i32(x: i32, y: i32) -> i32 {
-    if y == 0 {
-        return 0;
-    }
-    let q = x.wrapping_div(y);
-    if x.wrapping_rem(y) != 0 && ((x < 0) != (y < 0)) {
-        q - 1
-    } else {
-        q
-    }
-}
-
-/// The remainder with `y`'s sign; 0 for `y == 0`.
-fn floor_mod_i32(x: i32, y: i32) -> i32 {
-    if y == 0 {
-        return 0;
-    }
-    let r = x.wrapping_rem(y);
-    if r != 0 && ((r < 0) != (y < 0)) {
-        r + y
-    } else {
-        r
-    }
-}
-
-#[kernel(Atan2, cpu)]
-fn atan2(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    binary::<f32, f32>(a, b, out, f32::atan2)
-}
-
-#[kernel(Prelu, cpu)]
-fn prelu(x: &CpuTensor, alpha: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    binary::<f32, f32>(x, alpha, out, prelu_f32)
-}
-
-/// `alpha * x` below zero, `x` above and at a zero, except that a zero
-/// times a NaN or infinite `alpha` is NaN there too.
-fn prelu_f32(v: f32, a: f32) -> f32 {
-    if v < 0.0 || (v == 0.0 && !a.is_finite()) {
-        a * v
-    } else {
-        v
-    }
-}
-
 #[kernel(LogicalAnd, cpu)]
 fn logical_and(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
     binary::<bool, bool>(a, b, out, |x, y| x && y)
@@ -228,33 +136,6 @@ fn logical_and(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTens
 #[kernel(LogicalOr, cpu)]
 fn logical_or(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
     binary::<bool, bool>(a, b, out, |x, y| x || y)
-}
-
-/// `max` that propagates NaN, as TF.js and NumPy do (`f32::max` drops it).
-pub(crate) fn nan_max(x: f32, y: f32) -> f32 {
-    if x > y || x.is_nan() {
-        x
-    } else {
-        y
-    }
-}
-
-/// `min` that propagates NaN.
-pub(crate) fn nan_min(x: f32, y: f32) -> f32 {
-    if x < y || x.is_nan() {
-        x
-    } else {
-        y
-    }
-}
-
-/// The SGD update in one pass: one read of each operand and one write,
-/// where `var + (-alpha) * delta` as two ops would write and reread a
-/// temporary as large as the weights.
-#[kernel(ApplyGradientDescent, cpu)]
-fn apply_gradient_descent(var: &CpuTensor, delta: &CpuTensor, alpha: f64, out: &TensorMeta) -> Result<CpuTensor> {
-    let alpha = alpha as f32;
-    binary::<f32, f32>(var, delta, out, move |v, d| v - alpha * d)
 }
 
 /// The Adam update in one pass: each element's `var`, `m`, `v` and `grad`
@@ -301,45 +182,4 @@ fn apply_adam(
         CpuTensor::from_vec(&m_meta.shape, new_m)?,
         CpuTensor::from_vec(&v_meta.shape, new_v)?,
     ))
-}
-
-/// Relu's backward pass in one pass: where `dy * (x > 0)` as ops would be
-/// a comparison, a cast and a product, each a pass over the activations.
-#[kernel(ReluBackward, cpu)]
-fn relu_backward(gradients: &CpuTensor, features: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    // A product, not a select, as TensorFlow's: NaN in `gradients` stays NaN.
-    binary::<f32, f32>(gradients, features, out, |g, f| g * if f > 0.0 { 1.0 } else { 0.0 })
-}
-
-#[kernel(RealDiv, cpu)]
-fn real_div(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    binary::<f32, f32>(a, b, out, |x, y| x / y)
-}
-
-#[kernel(Pow, cpu)]
-fn pow(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    binary::<f32, f32>(a, b, out, f32::powf)
-}
-
-/// Comparisons of f32 or i32 inputs, producing bool.
-macro_rules! comparison {
-    ($($kernel:ident => $name:ident: $op:tt;)*) => {$(
-        #[kernel($kernel, cpu)]
-        fn $name(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-            match a.dtype() {
-                DType::F32 => binary::<f32, bool>(a, b, out, |x, y| x $op y),
-                DType::I32 => binary::<i32, bool>(a, b, out, |x, y| x $op y),
-                d => Err(unsupported(stringify!($kernel), d)),
-            }
-        }
-    )*};
-}
-
-comparison! {
-    Greater => greater: >;
-    GreaterEqual => greater_equal: >=;
-    Less => less: <;
-    LessEqual => less_equal: <=;
-    Equal => equal: ==;
-    NotEqual => not_equal: !=;
 }

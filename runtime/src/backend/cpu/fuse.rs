@@ -17,6 +17,7 @@
 //! Both run on rayon above the parallel threshold, as the built-in
 //! elementwise kernels do, into pooled outputs.
 
+use super::vmath::best_copy;
 use super::{output, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::fuse::program::{Arg, Program, Val};
 use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets, Dims};
@@ -349,5 +350,116 @@ fn gather(v: &[f32], dims: &[usize], strides: &[usize], start: usize, out: &mut 
             }
         }
         (at, done) = (at + w, done + w);
+    }
+}
+
+// A form's cpu function (`Form::cpu`) from its element function: the
+// loops the compiler vectorizes, for each mix of slices and splats.
+
+/// `out[i] = f(args[0][i])`, in the loop the compiler vectorizes.
+///
+/// ```
+/// use opforge::fuse::{map1, Arg};
+/// let mut out = [0.0; 2];
+/// map1(&[Arg::Slice(&[1.0, 2.0])], &mut out, |x| x * 10.0);
+/// assert_eq!(out, [10.0, 20.0]);
+/// ```
+#[inline(always)]
+pub fn map1<F: Fn(f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+    best_copy!(<F: Fn(f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+        match args[0] {
+            Arg::Slice(x) => {
+                for (o, &x) in out.iter_mut().zip(x) {
+                    *o = f(x);
+                }
+            }
+            Arg::Splat(x) => out.fill(f(x)),
+        }
+    })
+}
+
+/// `out[i] = f(args[0][i], args[1][i])`, with a vectorizable loop for
+/// each mix of slices and splats.
+///
+/// ```
+/// use opforge::fuse::{map2, Arg};
+/// let mut out = [0.0; 2];
+/// map2(&[Arg::Slice(&[1.0, 2.0]), Arg::Splat(3.0)], &mut out, |x, y| x + y);
+/// assert_eq!(out, [4.0, 5.0]);
+/// ```
+#[inline(always)]
+pub fn map2<F: Fn(f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+    best_copy!(<F: Fn(f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+        match (args[0], args[1]) {
+            (Arg::Slice(a), Arg::Slice(b)) => {
+                for ((o, &a), &b) in out.iter_mut().zip(a).zip(b) {
+                    *o = f(a, b);
+                }
+            }
+            (Arg::Slice(a), Arg::Splat(b)) => {
+                for (o, &a) in out.iter_mut().zip(a) {
+                    *o = f(a, b);
+                }
+            }
+            (Arg::Splat(a), Arg::Slice(b)) => {
+                for (o, &b) in out.iter_mut().zip(b) {
+                    *o = f(a, b);
+                }
+            }
+            (Arg::Splat(a), Arg::Splat(b)) => out.fill(f(a, b)),
+        }
+    })
+}
+
+/// `out[i] = f(args[0][i], args[1][i], args[2][i])`, with vectorizable
+/// loops for three slices and for a slice with two splats (`select` of
+/// tensors, `clip_by_value`'s bounds).
+///
+/// ```
+/// use opforge::fuse::{map3, Arg};
+/// let mut out = [0.0; 2];
+/// map3(&[Arg::Slice(&[1.0, 0.0]), Arg::Splat(3.0), Arg::Splat(4.0)], &mut out, |c, t, e| if c != 0.0 { t } else { e });
+/// assert_eq!(out, [3.0, 4.0]);
+/// ```
+#[inline(always)]
+pub fn map3<F: Fn(f32, f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+    best_copy!(<F: Fn(f32, f32, f32) -> f32>(args: &[Arg<'_>], out: &mut [f32], f: F) {
+        match (args[0], args[1], args[2]) {
+            (Arg::Slice(a), Arg::Slice(b), Arg::Slice(c)) => {
+                for (((o, &a), &b), &c) in out.iter_mut().zip(a).zip(b).zip(c) {
+                    *o = f(a, b, c);
+                }
+            }
+            (Arg::Slice(a), Arg::Splat(b), Arg::Splat(c)) => {
+                for (o, &a) in out.iter_mut().zip(a) {
+                    *o = f(a, b, c);
+                }
+            }
+            (a, b, c) => {
+                for (i, o) in out.iter_mut().enumerate() {
+                    *o = f(a.at(i), b.at(i), c.at(i));
+                }
+            }
+        }
+    })
+}
+
+/// A vectorized whole-slice function (`vmath`'s) as a form's cpu
+/// function: the slice, or one value splat.
+///
+/// ```
+/// use opforge::fuse::{vectorized, Arg};
+/// let mut out = [0.0; 2];
+/// vectorized(&[Arg::Splat(4.0)], &mut out, |x, o| o.iter_mut().zip(x).for_each(|(o, x)| *o = x.sqrt()));
+/// assert_eq!(out, [2.0, 2.0]);
+/// ```
+pub fn vectorized(args: &[Arg<'_>], out: &mut [f32], f: fn(&[f32], &mut [f32])) {
+    match args[0] {
+        Arg::Slice(x) => f(x, out),
+        Arg::Splat(x) => {
+            let mut one = [0.0];
+            f(&[x], &mut one);
+            out.fill(one[0]);
+        }
     }
 }

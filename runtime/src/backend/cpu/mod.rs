@@ -10,7 +10,7 @@ mod matmul;
 pub(crate) mod pool;
 mod reduce;
 mod softmax;
-mod unary;
+pub(crate) mod unary;
 pub(crate) mod vmath;
 
 use std::mem::ManuallyDrop;

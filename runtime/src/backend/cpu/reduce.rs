@@ -108,9 +108,9 @@ macro_rules! fold_ops {
 
 fold_ops! {
     SumI32: i32 = 0, |a, b| a.wrapping_add(b);
-    MaxF32: f32 = f32::NEG_INFINITY, |a, b| super::binary::nan_max(a, b);
+    MaxF32: f32 = f32::NEG_INFINITY, |a, b| crate::shape::rules::nan_max(a, b);
     MaxI32: i32 = i32::MIN, |a, b| a.max(b);
-    MinF32: f32 = f32::INFINITY, |a, b| super::binary::nan_min(a, b);
+    MinF32: f32 = f32::INFINITY, |a, b| crate::shape::rules::nan_min(a, b);
     MinI32: i32 = i32::MAX, |a, b| a.min(b);
     ProdF32: f32 = 1.0, |a, b| a * b;
     ProdI32: i32 = 1, |a, b| a.wrapping_mul(b);

@@ -1,24 +1,16 @@
-//! Elementwise kernels of two inputs with NumPy broadcasting: one shader,
-//! the op a pipeline constant, shapes and strides a parameter buffer. And
-//! the optimizer updates: `ApplyGradientDescent` among them, `ApplyAdam`
-//! (four inputs, three outputs) in a shader of its own.
+//! Elementwise kernels of two inputs with NumPy broadcasting: how a row's
+//! kernel runs its shader (`shaders/binary.wgsl` with the row's `word`,
+//! see `elementwise.rs`), shapes and strides a parameter buffer; the bool
+//! kernels, which have no row; and the optimizer update `ApplyAdam` (four
+//! inputs, three outputs) in a shader of its own.
 
-use super::{device, unsupported, Grid, Program, Shader, WgpuTensor};
-use crate::kernels::{
-    Add, ApplyAdam, ApplyGradientDescent, Equal, Greater, GreaterEqual, Less, LessEqual, Maximum, Minimum, Mul,
-    NotEqual, Pow, RealDiv, ReluBackward, Sub,
-};
-use crate::kernels::{ApplyAdamAttrs, Atan2, FloorDiv, LogicalAnd, LogicalOr, Mod, Prelu, SquaredDifference};
+use super::elementwise::{WgpuRow, Word};
+use super::{device, Grid, Program, Shader, WgpuTensor};
+use crate::kernels::{ApplyAdam, ApplyAdamAttrs, LogicalAnd, LogicalOr};
 use crate::shape::strided::{broadcast_strides, collapse, Dims};
-use crate::{kernel, DType, Result, TensorMeta};
+use crate::{kernel, Result, TensorMeta};
 
-static SHADER: Shader = shader!("binary");
 static ADAM: Shader = shader!("adam");
-
-/// Op codes of `apply_f32` in binary.wgsl that have no i32 version.
-const F32_ONLY: [u32; 6] = [3, 6, 7, 8, 9, 13];
-/// Op codes of `apply_i32` that also serve bool words (LogicalAnd, LogicalOr).
-const BOOL: [u32; 2] = [14, 15];
 
 /// The output's dims and each input's strides over them, merged where both
 /// inputs advance together (which keeps the shader's index loop short).
@@ -63,14 +55,14 @@ impl Layout {
     }
 }
 
-/// Runs binary.wgsl with `OP = op` (see [`arithmetic_op`] and
-/// [`compare_op`]), four elements an invocation where the layout allows;
-/// `extra` words follow the layout in the parameters. Only a rank-1 layout
+/// Runs a binary template `shader` (see `elementwise.rs`), four elements
+/// an invocation where the layout allows; `extra` words (the kernel's
+/// attributes) follow the layout in the parameters. Only a rank-1 layout
 /// (same shapes, or a one-element operand) is ever sliced, and then the
 /// one dim is the slice's length.
-fn run(
+pub(super) fn run(
     kernel: &'static str,
-    op: u32,
+    shader: &'static Shader,
     a: &WgpuTensor,
     b: &WgpuTensor,
     out: &TensorMeta,
@@ -78,92 +70,30 @@ fn run(
 ) -> Result<WgpuTensor> {
     let layout = Layout::of(a, b, out);
     if layout.vectors() {
-        let program = Program { kernel, shader: &SHADER, entry: "binary_x4", op };
+        let program = Program { kernel, shader, entry: "binary_x4", op: 0 };
         if let Some(y) = program.run_x4(&[a, b], out, &layout.params(out.numel(), extra))? {
             return Ok(y);
         }
     }
-    Program { kernel, shader: &SHADER, entry: "binary", op }.run_sliced(&[a, b], out, |len| {
+    Program { kernel, shader, entry: "binary", op: 0 }.run_sliced(&[a, b], out, |len| {
         let mut params = vec![len as u32];
         params.extend(layout.params(len, extra));
         params
     })
 }
 
-/// Bit 8 of binary.wgsl's `OP`: the function compares (a bool word out).
-const COMPARES: u32 = 1 << 8;
-/// Bit 9 of binary.wgsl's `OP`: the words are i32 (bool too), not f32.
-const I32: u32 = 1 << 9;
+/// `LogicalAnd` and `LogicalOr` on bool words (0 or 1, read as i32).
+pub(super) static AND: WgpuRow = WgpuRow::new("LogicalAnd", 2, 2, Word::I32, false, "{0} & {1}");
+pub(super) static OR: WgpuRow = WgpuRow::new("LogicalOr", 2, 2, Word::I32, false, "{0} | {1}");
 
-/// The `OP` of arithmetic function `code` (in `apply_f32` / `apply_i32`)
-/// on inputs of `dtype`.
-fn arithmetic_op(kernel: &'static str, code: u32, dtype: DType) -> Result<u32> {
-    match dtype {
-        DType::F32 => Ok(code),
-        DType::I32 if !F32_ONLY.contains(&code) && !BOOL.contains(&code) => Ok(code | I32),
-        DType::Bool if BOOL.contains(&code) => Ok(code | I32),
-        d => Err(unsupported(kernel, d)),
-    }
+#[kernel(LogicalAnd, wgpu)]
+fn logical_and(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    AND.run(&[a, b], out, &[])
 }
 
-/// The `OP` of comparison `code` (in `test`) on inputs of `dtype`.
-fn compare_op(kernel: &'static str, code: u32, dtype: DType) -> Result<u32> {
-    match dtype {
-        DType::F32 => Ok(code | COMPARES),
-        DType::I32 => Ok(code | COMPARES | I32),
-        d => Err(unsupported(kernel, d)),
-    }
-}
-
-/// Runs arithmetic function `code`, with no extra parameters.
-fn arithmetic(kernel: &'static str, code: u32, a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
-    run(kernel, arithmetic_op(kernel, code, a.dtype())?, a, b, out, &[])
-}
-
-/// Runs comparison `code`: bool words out.
-fn compare(kernel: &'static str, code: u32, a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
-    run(kernel, compare_op(kernel, code, a.dtype())?, a, b, out, &[])
-}
-
-macro_rules! binary_kernels {
-    ($run:ident: $($kernel:ident => $name:ident: $op:literal;)*) => {$(
-        #[kernel($kernel, wgpu)]
-        fn $name(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
-            $run(stringify!($kernel), $op, a, b, out)
-        }
-    )*};
-}
-
-binary_kernels! { arithmetic:
-    Add => add: 0;
-    Sub => sub: 1;
-    Mul => mul: 2;
-    RealDiv => real_div: 3;
-    Maximum => maximum: 4;
-    Minimum => minimum: 5;
-    Pow => pow: 6;
-    Atan2 => atan2: 9;
-    SquaredDifference => squared_difference: 10;
-    FloorDiv => floor_div: 11;
-    Mod => modulo: 12;
-    LogicalAnd => logical_and: 14;
-    LogicalOr => logical_or: 15;
-}
-
-binary_kernels! { compare:
-    Greater => greater: 0;
-    GreaterEqual => greater_equal: 1;
-    Less => less: 2;
-    LessEqual => less_equal: 3;
-    Equal => equal: 4;
-    NotEqual => not_equal: 5;
-}
-
-/// `var - alpha * delta`: op 7, with `alpha` after the layout.
-#[kernel(ApplyGradientDescent, wgpu)]
-fn apply_gradient_descent(var: &WgpuTensor, delta: &WgpuTensor, alpha: f64, out: &TensorMeta) -> Result<WgpuTensor> {
-    let op = arithmetic_op("ApplyGradientDescent", 7, var.dtype())?;
-    run("ApplyGradientDescent", op, var, delta, out, &[(alpha as f32).to_bits()])
+#[kernel(LogicalOr, wgpu)]
+fn logical_or(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    OR.run(&[a, b], out, &[])
 }
 
 /// One invocation per four elements (see adam.wgsl), or per element in
@@ -191,16 +121,4 @@ fn apply_adam(
         Ok([new_var, new_m, new_v]) => Ok((new_var, new_m, new_v)),
         Err(_) => Err(device::backend_error("ApplyAdam", "three outputs".into())),
     }
-}
-
-/// `gradients * (features > 0)`: op 8.
-#[kernel(ReluBackward, wgpu)]
-fn relu_backward(gradients: &WgpuTensor, features: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
-    arithmetic("ReluBackward", 8, gradients, features, out)
-}
-
-/// `x` below zero scaled by the slope `alpha`: op 13.
-#[kernel(Prelu, wgpu)]
-fn prelu(x: &WgpuTensor, alpha: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
-    arithmetic("Prelu", 13, x, alpha, out)
 }

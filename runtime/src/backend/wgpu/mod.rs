@@ -40,6 +40,7 @@ mod batch;
 mod binary;
 mod conv;
 mod device;
+pub(crate) mod elementwise;
 pub(crate) mod fuse;
 mod index;
 mod layout;
@@ -66,6 +67,7 @@ use crate::{DType, Error, Result, Shape, Tensor, TensorMeta};
 use batch::Dispatch;
 pub(crate) use device::{gpu, Gpu};
 use device::{Bound, Pipeline};
+pub use elementwise::{hand_written_rows, WgpuRow, Word};
 pub use pipeline::{expand_entries, groups, Grid, Shader};
 pub(crate) use pool::{memory, peak, pooled, reset_peak, set_limit, trim_to};
 

@@ -1,6 +1,44 @@
-//! Elementwise kernels of several inputs: the optimizer updates.
+//! Elementwise kernels of several inputs: the optimizer updates, and the
+//! NaN-keeping `max` and `min` that `Maximum` and `Minimum` and the
+//! reductions `Max` and `Min` share.
 
 use crate::shape::Shape;
+
+/// The larger of `a` and `b`, NaN if either is (NumPy's and TF.js's
+/// `maximum`; `f32::max` drops NaN); `b` for `+0` against `-0`.
+///
+/// ```
+/// use opforge::shape::rules::nan_max;
+/// assert!(nan_max(1.0, f32::NAN).is_nan() && nan_max(f64::NAN, 1.0).is_nan());
+/// assert_eq!(nan_max(1, 2), 2);
+/// ```
+#[inline(always)]
+#[allow(clippy::eq_op)]
+pub fn nan_max<T: PartialOrd + Copy>(a: T, b: T) -> T {
+    // `a != a` only for NaN.
+    if a > b || a != a {
+        a
+    } else {
+        b
+    }
+}
+
+/// The smaller of `a` and `b`, NaN if either is.
+///
+/// ```
+/// use opforge::shape::rules::nan_min;
+/// assert!(nan_min(f32::NAN, 1.0).is_nan());
+/// assert_eq!(nan_min(-0.0f32, 0.0).to_bits(), 0.0f32.to_bits());
+/// ```
+#[inline(always)]
+#[allow(clippy::eq_op)]
+pub fn nan_min<T: PartialOrd + Copy>(a: T, b: T) -> T {
+    if a < b || a != a {
+        a
+    } else {
+        b
+    }
+}
 
 /// The shape function of kernel `ApplyAdam`: `var`'s shape three times
 /// (`new_var`, `new_m`, `new_v`), where `m`, `v` and `grad` have it too;
