@@ -673,7 +673,7 @@ pub(crate) fn expand(func: ItemFn, options: TokenStream, span: Span) -> TokenStr
         Err(_) => TokenStream::new(),
     };
     let (vis, ident) = (&func.vis, &func.sig.ident);
-    let registration = crate::op::registration(&name);
+    let registration = crate::registration::op(&name);
     quote! {
         #kit
         #op
