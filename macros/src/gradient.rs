@@ -69,7 +69,9 @@ fn expand_checked(args: &RegistrationArgs, func: &ItemFn, params: &[Param]) -> T
         wrapper: Wrapper {
             name: "__opforge_gradient",
             call: quote!(::opforge::__private::GradCall<'_>),
-            ret: quote!(::opforge::Result<::std::vec::Vec<::core::option::Option<::opforge::Tensor>>>),
+            ret: quote!(
+                ::opforge::__private::Result<::std::vec::Vec<::core::option::Option<::opforge::__private::Tensor>>>
+            ),
             read: signature::spec_item(k, quote!(grad_args)),
             first: quote!(),
             then: quote! {

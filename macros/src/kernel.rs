@@ -114,12 +114,12 @@ fn expand_checked(
         wrapper: Wrapper {
             name: "__opforge_kernel",
             call: quote!(::opforge::__private::KernelCall<'_>),
-            ret: quote!(::opforge::Result<::opforge::Tensors>),
+            ret: quote!(::opforge::__private::Result<::opforge::__private::Tensors>),
             read: signature::spec_item(k, quote!(args::<#b>)),
             first: quote! { let _: #check_alias = (); },
             then: quote! {
                 #out_binding
-                let __opforge_out = <#ret as ::opforge::__private::KernelReturn<::opforge::Result<#kernel_out>>>::output(
+                let __opforge_out = <#ret as ::opforge::__private::KernelReturn<::opforge::__private::Result<#kernel_out>>>::output(
                     #function(#(#call_args),*),
                 );
                 ::core::result::Result::Ok(#wrap(__opforge_out?))

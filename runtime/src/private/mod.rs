@@ -25,7 +25,12 @@ pub use checks::{
 pub use linkme;
 pub use smallvec::smallvec;
 
-use crate::{DType, Error, Result, Tensor, TensorMeta};
+pub use crate::backend::cpu::CpuTensor;
+pub use crate::backend::wgpu::WgpuTensor;
+pub use crate::fuse::Program;
+pub use crate::{gradient, kernel, kernels, ops};
+pub use crate::{Absent, Engine, Shape, TensorList};
+pub use crate::{DType, Error, Result, Tensor, TensorMeta};
 
 /// What `#[kernel(Name, path::To)]` names a backend through: `B`,
 /// required to be a [`Backend`] once, where the user wrote it.

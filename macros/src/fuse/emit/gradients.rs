@@ -23,9 +23,9 @@ pub(super) fn gradients(plan: &Plan) -> TokenStream {
         quote!(::opforge::__private::fuse::unbroadcast(&#value, #t.shape())?)
     });
     let ret_ty = if n == 1 {
-        quote!(::opforge::Tensor)
+        quote!(::opforge::__private::Tensor)
     } else {
-        let tys = (0..n).map(|_| quote!(::opforge::Tensor));
+        let tys = (0..n).map(|_| quote!(::opforge::__private::Tensor));
         quote!((#(#tys),*))
     };
     let ka = attrs_param(plan, &k_attrs);
@@ -35,9 +35,9 @@ pub(super) fn gradients(plan: &Plan) -> TokenStream {
     let cotangents: Vec<Ident> = grads.iter().map(|g| format_ident!("d{g}")).collect();
     let cot_params = if n == 1 {
         let c = &cotangents[0];
-        quote!(#c: &::opforge::Tensor)
+        quote!(#c: &::opforge::__private::Tensor)
     } else {
-        quote!(#(#cotangents: ::core::option::Option<&::opforge::Tensor>),*)
+        quote!(#(#cotangents: ::core::option::Option<&::opforge::__private::Tensor>),*)
     };
     let cot_values = if n == 1 {
         let c = &cotangents[0];
@@ -47,7 +47,7 @@ pub(super) fn gradients(plan: &Plan) -> TokenStream {
     };
     let higher_names: Vec<Ident> = (0..=n).map(|i| format_ident!("__g{i}")).collect();
     let higher_ret = {
-        let tys = (0..=n).map(|_| quote!(::opforge::Tensor));
+        let tys = (0..=n).map(|_| quote!(::opforge::__private::Tensor));
         quote!((#(#tys),*))
     };
     let grad_scalars = scalars(plan, quote!(attrs));
@@ -55,15 +55,15 @@ pub(super) fn gradients(plan: &Plan) -> TokenStream {
     let kernel_lit = plan.kernel.as_str();
     quote! {
         #[allow(clippy::too_many_arguments, clippy::needless_question_mark)]
-        #[::opforge::gradient(#k)]
-        fn #forward_grad(#(#tensors: &::opforge::Tensor,)* #ka dy: &::opforge::Tensor) -> ::opforge::Result<#ret_ty> {
-            let __g = ::opforge::Engine::run::<#kg>(&[#(#tensors,)* dy], &#kg_attrs { #(#attr_fields),* })?;
+        #[::opforge::__private::gradient(#k)]
+        fn #forward_grad(#(#tensors: &::opforge::__private::Tensor,)* #ka dy: &::opforge::__private::Tensor) -> ::opforge::__private::Result<#ret_ty> {
+            let __g = ::opforge::__private::Engine::run::<#kg>(&[#(#tensors,)* dy], &#kg_attrs { #(#attr_fields),* })?;
             ::core::result::Result::Ok((#(#summed),*))
         }
 
         #[allow(clippy::too_many_arguments)]
-        #[::opforge::gradient(#kg)]
-        fn #backward_grad(#(#grad_input_idents: &::opforge::Tensor,)* #kga #cot_params) -> ::opforge::Result<#higher_ret> {
+        #[::opforge::__private::gradient(#kg)]
+        fn #backward_grad(#(#grad_input_idents: &::opforge::__private::Tensor,)* #kga #cot_params) -> ::opforge::__private::Result<#higher_ret> {
             #grad_scalars
             let __gs = ::opforge::__private::fuse::higher(#program_fn(), &[#(#grad_input_idents),*], &__scalars, &[#cot_values])?;
             let [#(#higher_names),*] = ::opforge::__private::fuse::array::<_, { #n + 1 }>(#kernel_lit, __gs)?;
@@ -80,7 +80,7 @@ pub(super) fn shape(plan: &Plan) -> TokenStream {
     let (shape_fn, (_, kg_attrs)) = (plan.item("grad_shape"), plan.attrs_types());
     let shape_params = grad_input_idents.iter().map(|t| quote!(#t: &[usize]));
     let shape_ret =
-        if n == 1 { quote!(::opforge::shape::Shape) } else { quote!(::std::vec::Vec<::opforge::shape::Shape>) };
+        if n == 1 { quote!(::opforge::__private::Shape) } else { quote!(::std::vec::Vec<::opforge::__private::Shape>) };
     let shape_body = if n == 1 {
         quote!(::opforge::__private::fuse::shapes(&[#(#grad_input_idents),*], 1).map(|mut __s| __s.remove(0)))
     } else {

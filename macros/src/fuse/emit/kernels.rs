@@ -72,8 +72,8 @@ pub(super) fn kernels(plan: &Plan) -> TokenStream {
 fn backend_kernel(plan: &Plan, kernel: &Kernel<'_>) -> TokenStream {
     let Kernel { desc, attrs_ty, backend, inputs, outs, backward } = *kernel;
     let tensor = match backend {
-        "cpu" => quote!(::opforge::backend::cpu::CpuTensor),
-        _ => quote!(::opforge::backend::wgpu::WgpuTensor),
+        "cpu" => quote!(::opforge::__private::CpuTensor),
+        _ => quote!(::opforge::__private::WgpuTensor),
     };
     let (program_fn, eval_fn, grad_eval_fn) = (plan.item("program"), plan.item("eval"), plan.item("grad_eval"));
     let fn_name = format_ident!("__opforge_{}_{backend}", desc.to_string().to_lowercase());
@@ -83,17 +83,17 @@ fn backend_kernel(plan: &Plan, kernel: &Kernel<'_>) -> TokenStream {
     let a = attrs_param(plan, attrs_ty);
     let names: Vec<Ident> = (0..outs).map(|i| format_ident!("__y{i}")).collect();
     let (out_ty, out_param, ret) = if outs == 1 {
-        (quote!(#tensor), quote!(out: &::opforge::TensorMeta), quote!(__y0))
+        (quote!(#tensor), quote!(out: &::opforge::__private::TensorMeta), quote!(__y0))
     } else {
         let tys = (0..outs).map(|_| tensor.clone());
-        (quote!((#(#tys),*)), quote!(out: &[::opforge::TensorMeta]), quote!((#(#names),*)))
+        (quote!((#(#tys),*)), quote!(out: &[::opforge::__private::TensorMeta]), quote!((#(#names),*)))
     };
     let outs_slice = if outs == 1 { quote!(::std::slice::from_ref(out)) } else { quote!(out) };
     let run = match (backend, backward) {
         ("cpu", false) => {
             return quote! {
-                #[::opforge::kernel(#desc, #backend_id)]
-                fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
+                #[::opforge::__private::kernel(#desc, #backend_id)]
+                fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::__private::Result<#out_ty> {
                     #scalars
                     ::opforge::__private::fuse::cpu_compiled(
                         [#(#inputs),*], &__scalars, out, #eval_fn::<false>, #eval_fn::<true>,
@@ -111,8 +111,8 @@ fn backend_kernel(plan: &Plan, kernel: &Kernel<'_>) -> TokenStream {
     let kernel_lit = plan.kernel.as_str();
     quote! {
         #[allow(clippy::too_many_arguments)]
-        #[::opforge::kernel(#desc, #backend_id)]
-        fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::Result<#out_ty> {
+        #[::opforge::__private::kernel(#desc, #backend_id)]
+        fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::__private::Result<#out_ty> {
             #scalars
             let __ys = ::opforge::__private::fuse::#run?;
             let [#(#names),*] = ::opforge::__private::fuse::array::<_, #outs>(#kernel_lit, __ys)?;

@@ -16,7 +16,7 @@ pub(super) fn op(plan: &Plan) -> syn::ItemFn {
     let fields = attrs.iter().map(|a| quote!(#a: ::core::primitive::f64::from(#a)));
     op.block = syn::parse_quote!({
         if ::opforge::__private::fuse::fusing(&[#(#tensors),*]) {
-            return ::opforge::Engine::run::<#k>(&[#(#tensors),*], &#k_attrs { #(#fields),* });
+            return ::opforge::__private::Engine::run::<#k>(&[#(#tensors),*], &#k_attrs { #(#fields),* });
         }
         let __opforge_op_scope = ::opforge::__private::OpScope::enter(#name);
         #body

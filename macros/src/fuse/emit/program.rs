@@ -46,8 +46,8 @@ pub(super) fn program(plan: &Plan) -> TokenStream {
     quote! {
         #[doc(hidden)]
         #[allow(clippy::unnecessary_cast, clippy::excessive_precision)]
-        fn #program_fn() -> &'static ::opforge::fuse::Program {
-            static PROGRAM: ::std::sync::LazyLock<::opforge::fuse::Program> = ::std::sync::LazyLock::new(|| {
+        fn #program_fn() -> &'static ::opforge::__private::Program {
+            static PROGRAM: ::std::sync::LazyLock<::opforge::__private::Program> = ::std::sync::LazyLock::new(|| {
                 let mut __b = ::opforge::__private::fuse::Builder::new(#kernel_lit, #n, #n_scalars);
                 #(#nodes)*
                 __b.finish(&[#out_val])

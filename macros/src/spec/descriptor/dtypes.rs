@@ -20,7 +20,7 @@ pub(super) fn dtype_check(k: &KernelDef) -> TokenStream {
     if k.shares_one_dtype() {
         let dtypes = k.dtypes.iter().map(|d| dtype_tokens(*d));
         return quote! {
-            let __checked: ::opforge::DType =
+            let __checked: ::opforge::__private::DType =
                 #private::check_inputs(__inputs, #names, &[#(#dtypes),*], Self::VARIADIC)?;
         };
     }

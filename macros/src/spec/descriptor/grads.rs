@@ -23,9 +23,9 @@ pub(super) fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
     let field_tys: Vec<TokenStream> = names
         .iter()
         .map(|n| match (list(n), optional(n)) {
-            (true, _) => quote!(::std::vec::Vec<::opforge::Tensor>),
-            (false, true) => quote!(::core::option::Option<::opforge::Tensor>),
-            (false, false) => quote!(::opforge::Tensor),
+            (true, _) => quote!(::std::vec::Vec<::opforge::__private::Tensor>),
+            (false, true) => quote!(::core::option::Option<::opforge::__private::Tensor>),
+            (false, false) => quote!(::opforge::__private::Tensor),
         })
         .collect();
     let into_grads: Vec<TokenStream> = names
@@ -63,21 +63,21 @@ pub(super) fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
     let single = if names.len() == 1 && list(&names[0]) {
         quote! {
             impl<G: ::opforge::__private::GradSlot> ::opforge::__private::IntoGrads<#name> for ::std::vec::Vec<G> {
-                fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> {
+                fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::__private::Tensor>> {
                     ::opforge::__private::GradSlots::into_slots(self)
                 }
             }
         }
     } else if names.len() == 1 {
         quote! {
-            impl ::opforge::__private::IntoGrads<#name> for ::opforge::Tensor {
-                fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> {
+            impl ::opforge::__private::IntoGrads<#name> for ::opforge::__private::Tensor {
+                fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::__private::Tensor>> {
                     ::std::vec![::core::option::Option::Some(self)]
                 }
             }
 
-            impl ::opforge::__private::IntoGrads<#name> for ::core::option::Option<::opforge::Tensor> {
-                fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> {
+            impl ::opforge::__private::IntoGrads<#name> for ::core::option::Option<::opforge::__private::Tensor> {
+                fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::__private::Tensor>> {
                     ::std::vec![self]
                 }
             }
@@ -103,7 +103,7 @@ pub(super) fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
         }
 
         impl ::opforge::__private::IntoGrads<#name> for #grads_ty {
-            fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> {
+            fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::__private::Tensor>> {
                 let mut __grads = ::std::vec::Vec::new();
                 #(#into_grads)*
                 __grads
@@ -111,7 +111,7 @@ pub(super) fn grads(k: &KernelDef, names: &[String]) -> TokenStream {
         }
 
         impl<#(#slots: #slot_bounds),*> ::opforge::__private::IntoGrads<#name> for (#(#slots,)*) {
-            fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::Tensor>> {
+            fn into_grads(self) -> ::std::vec::Vec<::core::option::Option<::opforge::__private::Tensor>> {
                 let mut __grads = ::std::vec::Vec::new();
                 #(#slot_reads)*
                 __grads

@@ -61,8 +61,8 @@ pub(super) fn outputs(k: &KernelDef) -> Outputs {
 
 /// A variadic output: any number of tensors, of one dtype.
 fn variadic(k: &KernelDef, n: &Names) -> Outputs {
-    let tensor = quote!(::opforge::Tensor);
-    let meta = quote!(::opforge::TensorMeta);
+    let tensor = quote!(::opforge::__private::Tensor);
+    let meta = quote!(::opforge::__private::TensorMeta);
     let ok = quote!(::core::result::Result::Ok);
     let (name, cotangent, dtype) = (&n.names[0], &n.cotangents[0], &n.dtypes[0]);
     let doc = format!("The kernel's outputs `{}`, in order.", k.outputs[0].name);
@@ -94,8 +94,8 @@ fn variadic(k: &KernelDef, n: &Names) -> Outputs {
 /// One output.
 fn one(n: &Names) -> Outputs {
     let private = quote!(::opforge::__private);
-    let tensor = quote!(::opforge::Tensor);
-    let meta = quote!(::opforge::TensorMeta);
+    let tensor = quote!(::opforge::__private::Tensor);
+    let meta = quote!(::opforge::__private::TensorMeta);
     let ok = quote!(::core::result::Result::Ok);
     let (name, cotangent, dtype) = (&n.names[0], &n.cotangents[0], &n.dtypes[0]);
     Outputs {
@@ -181,7 +181,7 @@ impl<'a> Several<'a> {
     }
 
     fn outputs(&self) -> Outputs {
-        let meta = quote!(::opforge::TensorMeta);
+        let meta = quote!(::opforge::__private::TensorMeta);
         let (grad_fields, grad_reads) = self.grad_parts();
         let (wrap, unwrap) = self.conversions();
         let outputs_ty = &self.outputs_ty;
@@ -212,7 +212,7 @@ impl<'a> Several<'a> {
 
     /// `NameOutputs`.
     fn items(&self) -> TokenStream {
-        let tensor = quote!(::opforge::Tensor);
+        let tensor = quote!(::opforge::__private::Tensor);
         let (k, names, outputs_ty) = (self.k, &self.n.names, &self.outputs_ty);
         let docs = self.docs();
         let struct_doc = format!("The outputs of kernel `{}`, as its op returns them.", k.name);
@@ -241,7 +241,7 @@ impl<'a> Several<'a> {
     /// their values, read from `__call`.
     fn grad_parts(&self) -> (TokenStream, TokenStream) {
         let private = quote!(::opforge::__private);
-        let tensor = quote!(::opforge::Tensor);
+        let tensor = quote!(::opforge::__private::Tensor);
         let (names, cotangents) = (&self.n.names, &self.n.cotangents);
         let docs = self.docs();
         let cotangent_docs: Vec<String> = (self.k.outputs.iter())
@@ -296,7 +296,7 @@ impl<'a> Several<'a> {
         let (too_few, _) = self.too_few();
         let count_list = self.count_list();
         let wrap = quote! {
-            let mut __tensors = ::opforge::Tensors::new();
+            let mut __tensors = ::opforge::__private::Tensors::new();
             #(#wraps)*
             __tensors
         };
@@ -315,7 +315,7 @@ impl<'a> Several<'a> {
 
     /// The end of `infer`: each output's meta.
     fn metas(&self) -> TokenStream {
-        let meta = quote!(::opforge::TensorMeta);
+        let meta = quote!(::opforge::__private::TensorMeta);
         let ok = quote!(::core::result::Result::Ok);
         let n = self.len();
         let dtype_items = (0..n).map(|j| {
@@ -333,7 +333,7 @@ impl<'a> Several<'a> {
                 return ::core::result::Result::Err(::std::format!(#wrong, __total, #n));
             }
             #count_list
-            let mut __dtypes: ::std::vec::Vec<::opforge::DType> = ::std::vec::Vec::with_capacity(__total);
+            let mut __dtypes: ::std::vec::Vec<::opforge::__private::DType> = ::std::vec::Vec::with_capacity(__total);
             #(#dtype_items)*
             #ok(__dtypes.into_iter().zip(__shape).map(|(__dtype, __shape)| #meta { shape: __shape, dtype: __dtype }).collect())
         }

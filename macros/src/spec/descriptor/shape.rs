@@ -248,8 +248,8 @@ fn shape_fn_parts(k: &KernelDef) -> (Vec<TokenStream>, TokenStream) {
         .chain([quote!(&#attrs_ty)])
         .collect();
     let shape_ty = match k.several_outputs() {
-        true => quote!(::std::vec::Vec<::opforge::shape::Shape>),
-        false => quote!(::opforge::shape::Shape),
+        true => quote!(::std::vec::Vec<::opforge::__private::Shape>),
+        false => quote!(::opforge::__private::Shape),
     };
     (params, quote!(::core::result::Result<#shape_ty, ::std::string::String>))
 }

@@ -92,27 +92,27 @@ fn infer(d: &Descriptor<'_>, spec_file: &str, text: &str, span: Span) -> TokenSt
     quote! {
         #[inline]
         fn infer_with(
-            __inputs: &[&::opforge::Tensor],
-            __absent: ::opforge::Absent,
+            __inputs: &[&::opforge::__private::Tensor],
+            __absent: ::opforge::__private::Absent,
             __attrs: &#attrs_ty,
-        ) -> ::core::result::Result<::opforge::Metas, ::std::string::String> {
+        ) -> ::core::result::Result<::opforge::__private::Metas, ::std::string::String> {
             #check
             let __shape = #rule?;
             #metas
         }
 
         #[inline]
-        fn wrap<B: ::opforge::__private::Backend>(__out: #out_ty) -> ::opforge::Tensors {
+        fn wrap<B: ::opforge::__private::Backend>(__out: #out_ty) -> ::opforge::__private::Tensors {
             #wrap
         }
 
         #[inline]
-        fn outputs(__tensors: ::opforge::Tensors) -> ::core::option::Option<#outputs_ty> {
+        fn outputs(__tensors: ::opforge::__private::Tensors) -> ::core::option::Option<#outputs_ty> {
             #unwrap
         }
 
         #[inline]
-        fn out_meta(__metas: &[::opforge::TensorMeta]) -> ::core::option::Option<&#out_meta_ty> {
+        fn out_meta(__metas: &[::opforge::__private::TensorMeta]) -> ::core::option::Option<&#out_meta_ty> {
             #out_meta
         }
     }
@@ -148,7 +148,7 @@ fn readers(d: &Descriptor<'_>) -> TokenStream {
     quote! {
         fn args<'a, B: ::opforge::__private::Backend>(
             __call: &::opforge::__private::KernelCall<'a>,
-        ) -> ::opforge::Result<#args_ty<'a, B>> {
+        ) -> ::opforge::__private::Result<#args_ty<'a, B>> {
             let __attrs: &'a #attrs_ty = ::opforge::__private::attrs::<Self>(__call.kernel, __call.backend, __call.attrs)?;
             ::core::result::Result::Ok(#args_ty {
                 #( #inputs: #arg_reads, )*
@@ -160,8 +160,8 @@ fn readers(d: &Descriptor<'_>) -> TokenStream {
 
         fn grad_args<'a>(
             __call: &::opforge::__private::GradCall<'a>,
-        ) -> ::opforge::Result<#grad_args_ty<'a>> {
-            let __attrs: &'a #attrs_ty = ::opforge::__private::attrs::<Self>(__call.kernel, ::opforge::BackendId::Cpu, __call.attrs)?;
+        ) -> ::opforge::__private::Result<#grad_args_ty<'a>> {
+            let __attrs: &'a #attrs_ty = ::opforge::__private::attrs::<Self>(__call.kernel, ::opforge::__private::BackendId::Cpu, __call.attrs)?;
             #grad_prelude
             ::core::result::Result::Ok(#grad_args_ty {
                 #( #inputs: #grad_arg_reads, )*

@@ -90,7 +90,7 @@ fn args_struct(d: &Descriptor<'_>) -> TokenStream {
     let (attr_idents, attr_docs, attr_arg_tys) = (&d.attr_idents, &d.attr_docs, &d.attr_arg_tys);
     let arg_tys: Vec<TokenStream> = (0..k.inputs.len())
         .map(|i| match (is_list(k, i), k.optional[i]) {
-            (true, _) => quote!(::opforge::TensorList<'a, B::Tensor>),
+            (true, _) => quote!(::opforge::__private::TensorList<'a, B::Tensor>),
             (false, true) => quote!(::core::option::Option<&'a B::Tensor>),
             (false, false) => quote!(&'a B::Tensor),
         })
@@ -117,9 +117,9 @@ fn grad_args_struct(d: &Descriptor<'_>) -> TokenStream {
     let (attr_idents, attr_docs, attr_arg_tys) = (&d.attr_idents, &d.attr_docs, &d.attr_arg_tys);
     let grad_arg_tys: Vec<TokenStream> = (0..k.inputs.len())
         .map(|i| match (is_list(k, i), k.optional[i]) {
-            (true, _) => quote!(&'a [::opforge::Tensor]),
-            (false, true) => quote!(::core::option::Option<&'a ::opforge::Tensor>),
-            (false, false) => quote!(&'a ::opforge::Tensor),
+            (true, _) => quote!(&'a [::opforge::__private::Tensor]),
+            (false, true) => quote!(::core::option::Option<&'a ::opforge::__private::Tensor>),
+            (false, false) => quote!(&'a ::opforge::__private::Tensor),
         })
         .collect();
     let grad_args_doc = if k.several_outputs() {
