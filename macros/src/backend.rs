@@ -98,17 +98,17 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
                 #tensor
 
                 #[inline]
-                fn id() -> ::opforge::BackendId {
+                fn id() -> ::opforge::__private::BackendId {
                     ::opforge::__private::declared_id(&__OPFORGE_BACKEND)
                 }
 
                 #[inline]
-                fn view(t: &::opforge::Tensor) -> ::core::option::Option<&Self::Tensor> {
+                fn view(t: &::opforge::__private::Tensor) -> ::core::option::Option<&Self::Tensor> {
                     ::opforge::__private::device_view::<Self>(t, <Self as ::opforge::__private::Backend>::id())
                 }
 
                 #[inline]
-                fn wrap(t: Self::Tensor) -> ::opforge::Tensor {
+                fn wrap(t: Self::Tensor) -> ::opforge::__private::Tensor {
                     ::opforge::__private::device_wrap::<Self>(t, <Self as ::opforge::__private::Backend>::id())
                 }
             }

@@ -1,11 +1,12 @@
-//! `#[gradient(Name[, override])]`: parse -> validate -> expand.
+//! `#[gradient(Name[, override])]`: parse -> validate, then expand through
+//! the registration it shares with `#[kernel]` (`registration.rs`).
 
 use proc_macro2::{Span, TokenStream};
-use quote::{quote, quote_spanned};
-use syn::spanned::Spanned;
+use quote::quote;
 use syn::{GenericArgument, Ident, ItemFn, PathArguments, ReturnType, Type};
 
-use crate::signature::{self, Errors, GradientArgs, Param};
+use crate::registration::{self, Entry, Named, Registration, Wrapper};
+use crate::signature::{self, Errors, GradientArgs, Param, RegistrationArgs};
 
 pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     match try_expand(attr.clone(), item.clone()) {
@@ -25,25 +26,24 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let (Some(GradientArgs(args)), Some(func)) = (args, func) else {
         return Err(syn::Error::new(proc_macro2::Span::call_site(), "#[gradient] could not be expanded"));
     };
+    Ok(expand_checked(&args, &func, &params))
+}
 
-    // Expand. Gradients may take any of the inputs, attributes, the output
-    // and `dy`; a name that is none of them is an error at the user's token.
-    // The kernel is named once, by an alias, so that a wrong name is reported once.
-    let kernel = &args.kernel;
-    let k = Ident::new("__OpforgeKernel", kernel.span());
-    let fn_ident = &func.sig.ident;
-    let args_alias = Ident::new("__OpforgeGradArgs", Span::call_site());
-    let args_value = Ident::new("__opforge_args", Span::call_site());
+/// The expansion of a checked `#[gradient]`: its [`Registration`].
+/// Gradients may take any of the inputs, attributes, the output and `dy`;
+/// a name that is none of them is an error at the user's token. The
+/// kernel is named once, by an alias, so that a wrong name is reported
+/// once.
+fn expand_checked(args: &RegistrationArgs, func: &ItemFn, params: &[Param]) -> TokenStream {
+    let kernel = Named::new(&args.kernel);
+    let (k, names) = (&kernel.alias, &kernel.names);
     let params: Vec<&Param> = params.iter().collect();
-    let check_alias = signature::check_alias(&func, &params);
-    let (spec_names, names) = signature::spec_names(&k);
-    let name_checks =
-        signature::name_checks(&params, &quote!(::opforge::__private::ParamCheck::gradient_param), &names, &args_alias);
+    let check_alias = signature::check_alias(func, &params);
     // The kernel, or an error type once it is found non-differentiable
     // (reported on the kernel name) or the return type reads as the wrong
     // number of tensors (reported on it); named after the function.
     let mut checked_kernel = quote!(#k);
-    if let (Some(count), ReturnType::Type(_, ty)) = (grads_count(&func), &func.sig.output) {
+    if let (Some(count), ReturnType::Type(_, ty)) = (grads_count(func), &func.sig.output) {
         checked_kernel = signature::checked(
             signature::span_range(ty),
             quote!(::opforge::__private::ParamCheck::arity(#names, #count)),
@@ -51,73 +51,44 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
         );
     }
     let checked_kernel = signature::checked(
-        signature::span_range(kernel),
+        signature::span_range(&args.kernel),
         quote!(::opforge::__private::ParamCheck::differentiable(#names)),
         checked_kernel,
     );
-    let spec_args = signature::spec_item(&k, quote!(GradArgs<'a>));
-    let read_args = signature::spec_item(&k, quote!(grad_args));
-    let call_arg = Ident::new("__call", Span::call_site());
-    let read_args = quote_spanned! {k.span()=> let #args_value = #read_args(#call_arg)?; };
-    let spec_name = signature::spec_item(&k, quote!(NAME));
-    let bindings = signature::field_bindings(&params, &args_value, &k);
     let call_args = params.iter().map(|p| &p.ident);
-    // Taken before the parameters are bound, which may shadow its name.
-    let function = Ident::new("__opforge_function", Span::call_site());
-    let ret = signature::return_type(&func);
-    let call = quote! {
-        let __opforge_grads = <#ret as ::opforge::__private::GradientReturn<#check_alias>>::grads(
-            #function(#(#call_args),*),
-        )?;
-    };
-    let replaces = args.replaces;
-    let spelled = signature::spelled(kernel, &names);
-    let marker = signature::duplicate_marker(
-        format!(
-            "opforge_gradient_{}{}_registered_twice_in_this_crate__remove_one_or_mark_the_replacement_override",
-            signature::kernel_ident(kernel),
-            if replaces { "_override" } else { "" }
-        ),
-        kernel.span(),
-    );
-    let fn_name = fn_ident.to_string();
-    let import_hint = signature::import_hint(kernel, fn_ident);
-    Ok(quote! {
-        #func
-
-        const _: () = {
-            type #k = #kernel;
-            #spec_names
-            #spelled
-            type #args_alias<'a> = #spec_args;
-            #name_checks
-            #[allow(non_camel_case_types)]
-            type #check_alias = #checked_kernel;
-
-            fn __opforge_gradient(
-                __call: &::opforge::__private::GradCall<'_>,
-            ) -> ::opforge::Result<::std::vec::Vec<::core::option::Option<::opforge::Tensor>>> {
-                let #function = #fn_ident;
-                #read_args
-                #bindings
-                #call
+    let function = registration::function();
+    let ret = signature::return_type(func);
+    registration::expand(&Registration {
+        func,
+        kernel: &kernel,
+        aliases: quote!(),
+        params: &params,
+        args: (Ident::new("__OpforgeGradArgs", Span::call_site()), signature::spec_item(k, quote!(GradArgs<'a>))),
+        param_check: quote!(::opforge::__private::ParamCheck::gradient_param),
+        check: (&check_alias, checked_kernel),
+        wrapper: Wrapper {
+            name: "__opforge_gradient",
+            call: quote!(::opforge::__private::GradCall<'_>),
+            ret: quote!(
+                ::opforge::__private::Result<::std::vec::Vec<::core::option::Option<::opforge::__private::Tensor>>>
+            ),
+            read: signature::spec_item(k, quote!(grad_args)),
+            first: quote!(),
+            then: quote! {
+                let __opforge_grads = <#ret as ::opforge::__private::GradientReturn<#check_alias>>::grads(
+                    #function(#(#call_args),*),
+                )?;
                 ::core::result::Result::Ok(__opforge_grads)
-            }
-
-            #[::opforge::__private::linkme::distributed_slice(::opforge::__private::GRADIENTS)]
-            #[linkme(crate = ::opforge::__private::linkme)]
-            static __OPFORGE_GRADIENT: ::opforge::__private::GradientEntry = ::opforge::__private::GradientEntry {
-                kernel: #spec_name,
-                func: &__opforge_gradient,
-                replaces: #replaces,
-                location: ::opforge::__private::Location { file: ::core::file!(), line: ::core::line!() },
-                function: #fn_name,
-                crate_name: ::core::env!("CARGO_CRATE_NAME"),
-            };
-        };
-
-        #import_hint
-        #marker
+            },
+        },
+        entry: Entry {
+            slice: "GRADIENTS",
+            name: "__OPFORGE_GRADIENT",
+            ty: "GradientEntry",
+            fields: quote!(),
+            marker: format!("gradient_{}", signature::kernel_ident(&args.kernel)),
+        },
+        replaces: args.replaces,
     })
 }
 

@@ -1,4 +1,5 @@
-//! `#[kernel(Name, backend[, override])]`: parse -> validate -> expand.
+//! `#[kernel(Name, backend[, override])]`: parse -> validate, then expand
+//! through the registration it shares with `#[gradient]` (`registration.rs`).
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
@@ -6,7 +7,8 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Ident, ItemFn};
 
-use crate::signature::{self, Errors, KernelArgs, Param};
+use crate::registration::{self, Entry, Named, Registration, Wrapper};
+use crate::signature::{self, Errors, KernelArgs, Param, RegistrationArgs};
 
 /// Backends a kernel may name, with the type that implements `Backend`.
 pub(crate) const BACKENDS: &[(&str, &str)] = &[("cpu", "Cpu"), ("wgpu", "Wgpu")];
@@ -25,56 +27,63 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     let func =
         syn::parse2::<ItemFn>(item.clone()).map_err(|_| errors.push(signature::not_a_function(&item, "kernel"))).ok();
 
-    // Validate. `cpu` and `wgpu` are opforge's own; any other backend is a
-    // type path that rustc resolves and checks to be a `Backend`.
-    let backend = args.as_ref().and_then(|a| a.backend.as_ref()).and_then(|b| {
-        let builtin = b.get_ident().filter(|i| i.to_string().starts_with(|c: char| c.is_ascii_lowercase()));
-        let Some(ident) = builtin else {
-            // Named once, through a projection that requires `Backend`, so
-            // that an unknown type or one that is no backend is reported
-            // once, at the user's path.
-            let checked = quote_spanned!(b.span()=> <#b as ::opforge::__private::IsBackend>::This);
-            return Some((checked, signature::kernel_ident(b).to_string().to_lowercase(), b.span()));
-        };
-        let name = ident.to_string();
-        match BACKENDS.iter().find(|(n, _)| *n == name) {
-            Some((_, ty)) => {
-                let ty = Ident::new(ty, ident.span());
-                Some((quote!(::opforge::__private::#ty), name, ident.span()))
-            }
-            None => {
-                let known: Vec<String> = BACKENDS.iter().map(|(n, _)| format!("`{n}`")).collect();
-                errors.spanned(
-                    ident,
-                    format!(
-                        "unknown backend `{name}`, expected {} or the path of a type declared with \
-                         `#[opforge::backend]`{}",
-                        known.join(", "),
-                        opforge_spec::did_you_mean(&name, BACKENDS.iter().map(|(n, _)| *n))
-                    ),
-                );
-                None
-            }
-        }
-    });
+    // Validate.
+    let backend = args.as_ref().and_then(|a| a.backend.as_ref()).and_then(|b| backend(b, &mut errors));
     let params = func.as_ref().map(|f| signature::params(f, "kernel", &mut errors)).unwrap_or_default();
     errors.into_result()?;
-    let (Some(args), Some(func), Some((backend_ty, backend_name, backend_span))) = (args, func, backend) else {
+    let (Some(args), Some(func), Some(backend)) = (args, func, backend) else {
         return Err(syn::Error::new(proc_macro2::Span::call_site(), "#[kernel] could not be expanded"));
     };
+    Ok(expand_checked(&args, &func, &params, backend))
+}
 
-    // Expand. The kernel is named once, by an alias, so that a wrong name is
-    // reported once.
-    let kernel = &args.kernel;
-    let k = Ident::new("__OpforgeKernel", kernel.span());
-    let fn_ident = &func.sig.ident;
+/// The backend a kernel names: its type, its name (in the duplicate
+/// marker) and where it is written. `cpu` and `wgpu` are opforge's own;
+/// any other backend is a type path that rustc resolves and checks to be a
+/// `Backend`.
+fn backend(b: &syn::Path, errors: &mut Errors) -> Option<(TokenStream, String, Span)> {
+    let builtin = b.get_ident().filter(|i| i.to_string().starts_with(|c: char| c.is_ascii_lowercase()));
+    let Some(ident) = builtin else {
+        // Named once, through a projection that requires `Backend`, so
+        // that an unknown type or one that is no backend is reported
+        // once, at the user's path.
+        let checked = quote_spanned!(b.span()=> <#b as ::opforge::__private::IsBackend>::This);
+        return Some((checked, signature::kernel_ident(b).to_string().to_lowercase(), b.span()));
+    };
+    let name = ident.to_string();
+    match BACKENDS.iter().find(|(n, _)| *n == name) {
+        Some((_, ty)) => {
+            let ty = Ident::new(ty, ident.span());
+            Some((quote!(::opforge::__private::#ty), name, ident.span()))
+        }
+        None => {
+            let known: Vec<String> = BACKENDS.iter().map(|(n, _)| format!("`{n}`")).collect();
+            errors.spanned(
+                ident,
+                format!(
+                    "unknown backend `{name}`, expected {} or the path of a type declared with \
+                     `#[opforge::backend]`{}",
+                    known.join(", "),
+                    opforge_spec::did_you_mean(&name, BACKENDS.iter().map(|(n, _)| *n))
+                ),
+            );
+            None
+        }
+    }
+}
+
+/// The expansion of a checked `#[kernel]`: its [`Registration`]. The kernel
+/// is named once, by an alias, so that a wrong name is reported once.
+fn expand_checked(
+    args: &RegistrationArgs,
+    func: &ItemFn,
+    params: &[Param],
+    (backend_ty, backend_name, backend_span): (TokenStream, String, Span),
+) -> TokenStream {
+    let kernel = Named::new(&args.kernel);
+    let (k, names) = (&kernel.alias, &kernel.names);
     let (out_param, named): (Vec<&Param>, Vec<&Param>) = params.iter().partition(|p| p.ident == "out");
-    let check_alias = signature::check_alias(&func, &named);
-    let args_alias = Ident::new("__OpforgeArgs", Span::call_site());
-    let args_value = Ident::new("__opforge_args", Span::call_site());
-    let (spec_names, names) = signature::spec_names(&k);
-    let name_checks =
-        signature::name_checks(&named, &quote!(::opforge::__private::ParamCheck::kernel_param), &names, &args_alias);
+    let check_alias = signature::check_alias(func, &named);
     // Every input and attribute is taken; checked once all names are known,
     // reported on the parameter list and named after the function.
     let given: Vec<String> = named.iter().map(|p| p.ident.unraw().to_string()).collect();
@@ -86,81 +95,44 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     );
     let b = Ident::new("__OpforgeBackend", Span::call_site());
     let backend_id = signature::respan(quote!(<#b as ::opforge::__private::Backend>::id), backend_span);
-    let backend_alias = quote! { type #b = #backend_ty; };
-    let backend_ty = quote!(#b);
-    let spec_args = signature::spec_item(&k, quote!(Args<'a, #backend_ty>));
-    let read_args = signature::spec_item(&k, quote!(args::<#backend_ty>));
-    let call_arg = Ident::new("__call", Span::call_site());
-    let read_args = quote_spanned! {k.span()=> let #args_value = #read_args(#call_arg)?; };
-    let spec_name = signature::spec_item(&k, quote!(NAME));
-    let bindings = signature::field_bindings(&named, &args_value, &k);
     let out_binding = out_param
         .first()
         .map(|p| signature::from_spec(&p.ident, &p.ty, quote!(::opforge::__private::out_meta::<#k>(__call)?)));
     let call_args = params.iter().map(|p| &p.ident);
-    // Taken before the parameters are bound, which may shadow its name.
-    let function = Ident::new("__opforge_function", Span::call_site());
-    let ret = signature::return_type(&func);
-    let kernel_out = signature::spec_item(&k, quote!(Out<#backend_ty>));
-    let call = quote! {
-        let __opforge_out = <#ret as ::opforge::__private::KernelReturn<::opforge::Result<#kernel_out>>>::output(
-            #function(#(#call_args),*),
-        );
-    };
-    let wrap = signature::spec_item(&k, quote!(wrap::<#backend_ty>));
-    let replaces = args.replaces;
-    let spelled = signature::spelled(kernel, &names);
-    let marker = signature::duplicate_marker(
-        format!(
-            "opforge_kernel_{}_{}{}_registered_twice_in_this_crate__remove_one_or_mark_the_replacement_override",
-            signature::kernel_ident(kernel),
-            backend_name,
-            if replaces { "_override" } else { "" }
-        ),
-        kernel.span(),
-    );
-    let fn_name = fn_ident.to_string();
-    let import_hint = signature::import_hint(kernel, fn_ident);
-    Ok(quote! {
-        #func
-
-        const _: () = {
-            type #k = #kernel;
-            #backend_alias
-            #spec_names
-            #spelled
-            type #args_alias<'a> = #spec_args;
-            #name_checks
-            #[allow(non_camel_case_types)]
-            type #check_alias = #complete;
-
-            fn __opforge_kernel(
-                __call: &::opforge::__private::KernelCall<'_>,
-            ) -> ::opforge::Result<::opforge::Tensors> {
-                let _: #check_alias = ();
-                let #function = #fn_ident;
-                #read_args
-                #bindings
+    let function = registration::function();
+    let ret = signature::return_type(func);
+    let kernel_out = signature::spec_item(k, quote!(Out<#b>));
+    let wrap = signature::spec_item(k, quote!(wrap::<#b>));
+    registration::expand(&Registration {
+        func,
+        kernel: &kernel,
+        aliases: quote! { type #b = #backend_ty; },
+        params: &named,
+        args: (Ident::new("__OpforgeArgs", Span::call_site()), signature::spec_item(k, quote!(Args<'a, #b>))),
+        param_check: quote!(::opforge::__private::ParamCheck::kernel_param),
+        check: (&check_alias, complete),
+        wrapper: Wrapper {
+            name: "__opforge_kernel",
+            call: quote!(::opforge::__private::KernelCall<'_>),
+            ret: quote!(::opforge::__private::Result<::opforge::__private::Tensors>),
+            read: signature::spec_item(k, quote!(args::<#b>)),
+            first: quote! { let _: #check_alias = (); },
+            then: quote! {
                 #out_binding
-                #call
+                let __opforge_out = <#ret as ::opforge::__private::KernelReturn<::opforge::__private::Result<#kernel_out>>>::output(
+                    #function(#(#call_args),*),
+                );
                 ::core::result::Result::Ok(#wrap(__opforge_out?))
-            }
-
-            #[::opforge::__private::linkme::distributed_slice(::opforge::__private::KERNELS)]
-            #[linkme(crate = ::opforge::__private::linkme)]
-            static __OPFORGE_KERNEL: ::opforge::__private::KernelEntry = ::opforge::__private::KernelEntry {
-                kernel: #spec_name,
-                backend_id: #backend_id,
-                func: &__opforge_kernel,
-                replaces: #replaces,
-                location: ::opforge::__private::Location { file: ::core::file!(), line: ::core::line!() },
-                function: #fn_name,
-                crate_name: ::core::env!("CARGO_CRATE_NAME"),
-            };
-        };
-
-        #import_hint
-        #marker
+            },
+        },
+        entry: Entry {
+            slice: "KERNELS",
+            name: "__OPFORGE_KERNEL",
+            ty: "KernelEntry",
+            fields: quote! { backend_id: #backend_id, },
+            marker: format!("kernel_{}_{backend_name}", signature::kernel_ident(&args.kernel)),
+        },
+        replaces: args.replaces,
     })
 }
 

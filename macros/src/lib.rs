@@ -14,6 +14,7 @@ mod fuse;
 mod gradient;
 mod kernel;
 mod op;
+mod registration;
 mod signature;
 mod spec;
 mod spec_tests;

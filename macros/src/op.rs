@@ -39,7 +39,7 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
     // The op's name in the type namespace, so that calling it in a fused
     // body (`#[op(fuse)]`) is the error that says composites cannot be fused.
     let (vis, ident) = (&func.vis, &func.sig.ident);
-    let registration = registration(&name);
+    let registration = crate::registration::op(&name);
     let marker_doc = format!("The composite op `{name}`, by name, for the errors of `#[op(fuse)]`.");
     quote! {
         #func
@@ -50,22 +50,6 @@ pub(crate) fn expand(attr: TokenStream, item: TokenStream) -> TokenStream {
         #vis struct #ident {}
 
         #registration
-    }
-}
-
-/// The op's entry in the registry's list of ops (`registry::ops()`), for
-/// `#[op]` and `#[op(fuse)]` alike.
-pub(crate) fn registration(name: &str) -> TokenStream {
-    quote! {
-        const _: () = {
-            #[::opforge::__private::linkme::distributed_slice(::opforge::__private::OPS)]
-            #[linkme(crate = ::opforge::__private::linkme)]
-            static __OPFORGE_OP: ::opforge::__private::OpEntry = ::opforge::__private::OpEntry {
-                name: #name,
-                location: ::opforge::__private::Location { file: ::core::file!(), line: ::core::line!() },
-                crate_name: ::core::env!("CARGO_CRATE_NAME"),
-            };
-        };
     }
 }
 

@@ -105,38 +105,62 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
     let index_bounds = index_bounds(d, field("index_bounds"), n, k);
     // How many inputs the example gives; unknown when `absent` is broken.
     let given = k.inputs.zip(absent.as_ref()).map(|(i, a)| i.len() - a.len());
-    let shapes = shapes_entry.and_then(|f| {
-        let what = format!("`shapes` of example {n}");
-        let Value::Array(items) = &f.node.value else {
-            d.error(f.node.at_or(f.at), format!("{what} must be an array of shapes, found {}", f.node.value.kind()));
-            return None;
+    let shapes = shapes_entry.and_then(|f| shapes(d, f, n, given, k));
+    let outputs = output_entry.and_then(|f| outputs(d, f, n, k));
+    let attrs = attrs(d, field("attrs"), n, at, k);
+    if !ok {
+        return None;
+    }
+    let (line, _) = d.line_col(at);
+    let outputs = outputs?;
+    let output = outputs.first().cloned().unwrap_or_default();
+    Some(Example {
+        shapes: shapes?,
+        absent: absent?,
+        index_bounds: index_bounds?,
+        attrs: attrs?,
+        output,
+        outputs,
+        line,
+    })
+}
+
+/// `shapes` of example `n`: one per input it gives (`given`, when known).
+fn shapes(d: &mut Diag, f: &Entry, n: usize, given: Option<usize>, k: &Against) -> Option<Vec<Vec<usize>>> {
+    let what = format!("`shapes` of example {n}");
+    let Value::Array(items) = &f.node.value else {
+        d.error(f.node.at_or(f.at), format!("{what} must be an array of shapes, found {}", f.node.value.kind()));
+        return None;
+    };
+    let fits = |n: usize| if k.variadic { items.len() >= n } else { items.len() == n };
+    if let (Some(inputs), Some(given)) = (k.inputs, given.filter(|&g| !fits(g))) {
+        let each = if k.variadic { ", the last of which takes one or more" } else { "" };
+        let left_out = match inputs.len() - given {
+            0 => String::new(),
+            n => format!(" and {n} left out in `absent`"),
         };
-        let fits = |n: usize| if k.variadic { items.len() >= n } else { items.len() == n };
-        if let (Some(inputs), Some(given)) = (k.inputs, given.filter(|&g| !fits(g))) {
-            let each = if k.variadic { ", the last of which takes one or more" } else { "" };
-            let left_out = match inputs.len() - given {
-                0 => String::new(),
-                n => format!(" and {n} left out in `absent`"),
-            };
-            let msg = format!(
-                "{what} gives {} shapes, but kernel `{}` has {} inputs ({}){each}{left_out}, expected one shape per \
-                 input{}{}",
-                items.len(),
-                k.kernel,
-                inputs.len(),
-                quoted(inputs),
-                if k.variadic { " tensor" } else { "" },
-                if k.optional.is_empty() { "" } else { " the example gives" }
-            );
-            d.error(f.node.at_or(f.at), msg);
-            return None;
-        }
-        let shapes: Vec<Vec<usize>> = (items.iter().enumerate())
-            .filter_map(|(j, s)| shape(d, &format!("shape {} of example {n}", j + 1), s, f.node.at_or(f.at)))
-            .collect();
-        (shapes.len() == items.len()).then_some(shapes)
-    });
-    let outputs = output_entry.and_then(|f| match k.several {
+        let msg = format!(
+            "{what} gives {} shapes, but kernel `{}` has {} inputs ({}){each}{left_out}, expected one shape per \
+             input{}{}",
+            items.len(),
+            k.kernel,
+            inputs.len(),
+            quoted(inputs),
+            if k.variadic { " tensor" } else { "" },
+            if k.optional.is_empty() { "" } else { " the example gives" }
+        );
+        d.error(f.node.at_or(f.at), msg);
+        return None;
+    }
+    let shapes: Vec<Vec<usize>> = (items.iter().enumerate())
+        .filter_map(|(j, s)| shape(d, &format!("shape {} of example {n}", j + 1), s, f.node.at_or(f.at)))
+        .collect();
+    (shapes.len() == items.len()).then_some(shapes)
+}
+
+/// `output` of example `n`, or `outputs` for a kernel of several.
+fn outputs(d: &mut Diag, f: &Entry, n: usize, k: &Against) -> Option<Vec<Vec<usize>>> {
+    match k.several {
         None => dims(d, &format!("`output` of example {n}"), &f.node, f.at, k.data_dependent).map(|s| vec![s]),
         Some((count, variadic)) => {
             let Value::Array(items) = &f.node.value else {
@@ -164,23 +188,7 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
                 .collect();
             (shapes.len() == items.len()).then_some(shapes)
         }
-    });
-    let attrs = attrs(d, field("attrs"), n, at, k);
-    if !ok {
-        return None;
     }
-    let (line, _) = d.line_col(at);
-    let outputs = outputs?;
-    let output = outputs.first().cloned().unwrap_or_default();
-    Some(Example {
-        shapes: shapes?,
-        absent: absent?,
-        index_bounds: index_bounds?,
-        attrs: attrs?,
-        output,
-        outputs,
-        line,
-    })
 }
 
 /// `index_bounds`: a table from input names to their bounds, one or more

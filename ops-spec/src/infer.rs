@@ -30,132 +30,170 @@ pub fn example_output(k: &KernelDef, e: &Example) -> Option<Result<Vec<usize>, S
     if k.variadic || !e.absent.is_empty() || e.shapes.len() != k.inputs.len() || e.outputs.len() != 1 {
         return None;
     }
-    let shape = |name: &str| k.inputs.iter().position(|i| i == name).map(|i| e.shapes[i].clone());
-    let value = |name: &str| -> Option<Option<AttrValue>> {
-        let a = k.attrs.iter().find(|a| a.name == name)?;
-        match (e.attrs.iter().find(|(n, _)| n == name), &a.default) {
+    let c = Call { k, e };
+    match &k.shape {
+        ShapeRule::Same { input } => Some(Ok(c.shape(input)?)),
+        ShapeRule::Along { input, axis } => {
+            let x = c.shape(input)?;
+            Some(axis_of(c.int(axis)?, x.len()).map(|_| x))
+        }
+        ShapeRule::Broadcast { inputs } => {
+            let mut out: Vec<usize> = Vec::new();
+            for i in inputs {
+                match broadcast(&out, &c.shape(i)?) {
+                    Ok(s) => out = s,
+                    Err(e) => return Some(Err(e)),
+                }
+            }
+            Some(Ok(out))
+        }
+        ShapeRule::Reduce { input, axes, keep_dims } => reduce(&c, input, axes, keep_dims),
+        ShapeRule::MatMul { a, b, transpose_a, transpose_b } => matmul(&c, (a, b), (transpose_a, transpose_b)),
+        ShapeRule::Reshape { input, shape: attr } => reshape(&c, input, attr),
+        ShapeRule::Transpose { input, perm } => transpose(&c, input, perm),
+        ShapeRule::ArgReduce { input, axis } => {
+            let x = c.shape(input)?;
+            Some(axis_of(c.int(axis)?, x.len()).map(|a| (0..x.len()).filter(|&d| d != a).map(|d| x[d]).collect()))
+        }
+        ShapeRule::OneHot { input, depth } => {
+            let mut x = c.shape(input)?;
+            let depth = c.int(depth)?;
+            if depth < 0 {
+                return Some(Err(format!("depth {depth} is negative")));
+            }
+            x.push(depth as usize);
+            Some(Ok(x))
+        }
+        ShapeRule::BroadcastTo { input, shape: attr } => {
+            let x = c.shape(input)?;
+            let to: Vec<usize> = c.ints(attr)??.iter().map(|&d| d as usize).collect();
+            Some(match broadcast(&x, &to) {
+                Ok(s) if s == to => Ok(to),
+                _ => Err(format!("cannot broadcast {x:?} to {to:?}")),
+            })
+        }
+        ShapeRule::Gather { .. } | ShapeRule::Segment { .. } | ShapeRule::Fn { .. } => None,
+    }
+}
+
+/// Kernel `k` called as example `e` says: each input's shape and each
+/// attribute's value, `None` where it cannot be told.
+struct Call<'a> {
+    k: &'a KernelDef,
+    e: &'a Example,
+}
+
+impl Call<'_> {
+    /// The shape of input `name`.
+    fn shape(&self, name: &str) -> Option<Vec<usize>> {
+        self.k.inputs.iter().position(|i| i == name).map(|i| self.e.shapes[i].clone())
+    }
+
+    /// The value of attr `name`: the example's, else its default; `Some(None)`
+    /// for an optional attr without either.
+    fn value(&self, name: &str) -> Option<Option<AttrValue>> {
+        let a = self.k.attrs.iter().find(|a| a.name == name)?;
+        match (self.e.attrs.iter().find(|(n, _)| n == name), &a.default) {
             (Some((_, v)), _) => Some(Some(v.clone())),
             (None, Some(v)) => Some(Some(v.clone())),
             (None, None) if a.optional => Some(None),
             (None, None) => None,
         }
+    }
+
+    fn int(&self, name: &str) -> Option<i64> {
+        match self.value(name)? {
+            Some(AttrValue::Int(i)) => Some(i),
+            _ => None,
+        }
+    }
+
+    fn ints(&self, name: &str) -> Option<Option<Vec<i64>>> {
+        match self.value(name)? {
+            Some(AttrValue::Ints(v)) => Some(Some(v)),
+            None => Some(None),
+            _ => None,
+        }
+    }
+
+    fn boolean(&self, name: &str) -> Option<bool> {
+        match self.value(name)? {
+            Some(AttrValue::Bool(b)) => Some(b),
+            _ => None,
+        }
+    }
+}
+
+/// `reduce(input, axes, keep_dims)`: `None` axes reduce every one.
+fn reduce(c: &Call<'_>, input: &str, axes: &str, keep_dims: &str) -> Option<Result<Vec<usize>, String>> {
+    let x = c.shape(input)?;
+    let keep = c.boolean(keep_dims)?;
+    let axes: Vec<usize> = match c.ints(axes)? {
+        None => (0..x.len()).collect(),
+        Some(v) => match v.iter().map(|&a| axis_of(a, x.len())).collect() {
+            Ok(v) => v,
+            Err(e) => return Some(Err(e)),
+        },
     };
-    let int = |name: &str| match value(name)? {
-        Some(AttrValue::Int(i)) => Some(i),
-        _ => None,
-    };
-    let ints = |name: &str| match value(name)? {
-        Some(AttrValue::Ints(v)) => Some(Some(v)),
-        None => Some(None),
-        _ => None,
-    };
-    let boolean = |name: &str| match value(name)? {
-        Some(AttrValue::Bool(b)) => Some(b),
-        _ => None,
-    };
-    Some(match &k.shape {
-        ShapeRule::Same { input } => Ok(shape(input)?),
-        ShapeRule::Along { input, axis } => {
-            let x = shape(input)?;
-            axis_of(int(axis)?, x.len()).map(|_| x)
+    Some(Ok((0..x.len())
+        .filter_map(|d| match (axes.contains(&d), keep) {
+            (false, _) => Some(x[d]),
+            (true, true) => Some(1),
+            (true, false) => None,
+        })
+        .collect()))
+}
+
+/// `matmul(a, b, transpose_a, transpose_b)`, batch dims broadcast.
+fn matmul(c: &Call<'_>, (a, b): (&str, &str), (ta, tb): (&str, &str)) -> Option<Result<Vec<usize>, String>> {
+    let (mut a, mut b) = (c.shape(a)?, c.shape(b)?);
+    if a.len() < 2 || b.len() < 2 {
+        return Some(Err(format!("matmul takes operands of rank 2 or more, got {a:?} and {b:?}")));
+    }
+    let (na, nb) = (a.len(), b.len());
+    if c.boolean(ta)? {
+        a.swap(na - 2, na - 1);
+    }
+    if c.boolean(tb)? {
+        b.swap(nb - 2, nb - 1);
+    }
+    if a[na - 1] != b[nb - 2] {
+        return Some(Err(format!("inner dimensions differ: {a:?} and {b:?}")));
+    }
+    Some(broadcast(&a[..na - 2], &b[..nb - 2]).map(|mut batch| {
+        batch.extend([a[na - 2], b[nb - 1]]);
+        batch
+    }))
+}
+
+/// `reshape(input, shape)`, one `-1` taking what the others leave.
+fn reshape(c: &Call<'_>, input: &str, attr: &str) -> Option<Result<Vec<usize>, String>> {
+    let x = c.shape(input)?;
+    let target = c.ints(attr)??;
+    let n: usize = x.iter().product();
+    let known: i64 = target.iter().filter(|&&d| d != -1).product();
+    Some(match target.iter().filter(|&&d| d == -1).count() {
+        0 if known as usize == n => Ok(target.iter().map(|&d| d as usize).collect()),
+        1 if known > 0 && n.is_multiple_of(known as usize) => {
+            Ok(target.iter().map(|&d| if d == -1 { n / known as usize } else { d as usize }).collect())
         }
-        ShapeRule::Broadcast { inputs } => {
-            let mut out: Vec<usize> = Vec::new();
-            for i in inputs {
-                match broadcast(&out, &shape(i)?) {
-                    Ok(s) => out = s,
-                    Err(e) => return Some(Err(e)),
-                }
-            }
-            Ok(out)
-        }
-        ShapeRule::Reduce { input, axes, keep_dims } => {
-            let x = shape(input)?;
-            let keep = boolean(keep_dims)?;
-            let axes: Vec<usize> = match ints(axes)? {
-                None => (0..x.len()).collect(),
-                Some(v) => match v.iter().map(|&a| axis_of(a, x.len())).collect() {
-                    Ok(v) => v,
-                    Err(e) => return Some(Err(e)),
-                },
-            };
-            Ok((0..x.len())
-                .filter_map(|d| match (axes.contains(&d), keep) {
-                    (false, _) => Some(x[d]),
-                    (true, true) => Some(1),
-                    (true, false) => None,
-                })
-                .collect())
-        }
-        ShapeRule::MatMul { a, b, transpose_a, transpose_b } => {
-            let (mut a, mut b) = (shape(a)?, shape(b)?);
-            if a.len() < 2 || b.len() < 2 {
-                return Some(Err(format!("matmul takes operands of rank 2 or more, got {a:?} and {b:?}")));
-            }
-            let (na, nb) = (a.len(), b.len());
-            if boolean(transpose_a)? {
-                a.swap(na - 2, na - 1);
-            }
-            if boolean(transpose_b)? {
-                b.swap(nb - 2, nb - 1);
-            }
-            if a[na - 1] != b[nb - 2] {
-                return Some(Err(format!("inner dimensions differ: {a:?} and {b:?}")));
-            }
-            broadcast(&a[..na - 2], &b[..nb - 2]).map(|mut batch| {
-                batch.extend([a[na - 2], b[nb - 1]]);
-                batch
-            })
-        }
-        ShapeRule::Reshape { input, shape: attr } => {
-            let x = shape(input)?;
-            let target = ints(attr)??;
-            let n: usize = x.iter().product();
-            let known: i64 = target.iter().filter(|&&d| d != -1).product();
-            match target.iter().filter(|&&d| d == -1).count() {
-                0 if known as usize == n => Ok(target.iter().map(|&d| d as usize).collect()),
-                1 if known > 0 && n.is_multiple_of(known as usize) => {
-                    Ok(target.iter().map(|&d| if d == -1 { n / known as usize } else { d as usize }).collect())
-                }
-                _ => Err(format!("cannot reshape {x:?} to {target:?}")),
-            }
-        }
-        ShapeRule::Transpose { input, perm } => {
-            let x = shape(input)?;
-            let perm = ints(perm)??;
-            if perm.is_empty() {
-                return Some(Ok(x.iter().rev().copied().collect()));
-            }
-            let mut sorted = perm.clone();
-            sorted.sort_unstable();
-            if sorted != (0..x.len() as i64).collect::<Vec<_>>() {
-                return Some(Err(format!("perm {perm:?} is not a permutation of {x:?}'s axes")));
-            }
-            Ok(perm.iter().map(|&p| x[p as usize]).collect())
-        }
-        ShapeRule::ArgReduce { input, axis } => {
-            let x = shape(input)?;
-            axis_of(int(axis)?, x.len()).map(|a| (0..x.len()).filter(|&d| d != a).map(|d| x[d]).collect())
-        }
-        ShapeRule::OneHot { input, depth } => {
-            let mut x = shape(input)?;
-            let depth = int(depth)?;
-            if depth < 0 {
-                return Some(Err(format!("depth {depth} is negative")));
-            }
-            x.push(depth as usize);
-            Ok(x)
-        }
-        ShapeRule::BroadcastTo { input, shape: attr } => {
-            let x = shape(input)?;
-            let to: Vec<usize> = ints(attr)??.iter().map(|&d| d as usize).collect();
-            match broadcast(&x, &to) {
-                Ok(s) if s == to => Ok(to),
-                _ => Err(format!("cannot broadcast {x:?} to {to:?}")),
-            }
-        }
-        ShapeRule::Gather { .. } | ShapeRule::Segment { .. } | ShapeRule::Fn { .. } => return None,
+        _ => Err(format!("cannot reshape {x:?} to {target:?}")),
     })
+}
+
+/// `transpose(input, perm)`, an empty `perm` reversing the axes.
+fn transpose(c: &Call<'_>, input: &str, perm: &str) -> Option<Result<Vec<usize>, String>> {
+    let x = c.shape(input)?;
+    let perm = c.ints(perm)??;
+    if perm.is_empty() {
+        return Some(Ok(x.iter().rev().copied().collect()));
+    }
+    let mut sorted = perm.clone();
+    sorted.sort_unstable();
+    if sorted != (0..x.len() as i64).collect::<Vec<_>>() {
+        return Some(Err(format!("perm {perm:?} is not a permutation of {x:?}'s axes")));
+    }
+    Some(Ok(perm.iter().map(|&p| x[p as usize]).collect()))
 }
 
 /// Axis `a` of a rank-`rank` shape, negative counting from the end.

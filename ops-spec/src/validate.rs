@@ -4,14 +4,15 @@
 //! everything; a part that is itself broken (say `inputs` is not an array)
 //! only suppresses the checks that refer to it, to avoid follow-on noise.
 
-use crate::attrs::attrs;
+use crate::attrs::{attrs, Attrs};
 use crate::diag::{camel_case_problem, did_you_mean, quoted, reserved_problem, Diag};
 use crate::examples::{examples, Against};
 use crate::fields::{at, ident, inner_at, non_empty, string};
-use crate::model::{AttrDef, AttrType, Differentiable, GroupDef, KernelDef, OutputDef, ShapeRule};
+use crate::model::{AttrDef, AttrType, Differentiable, Example, GroupDef, InputType, KernelDef, OutputDef, ShapeRule};
 use crate::rule::{self, Scope};
 use crate::signature::{
-    declared, default_output_dtype, differentiable, input_types, output_dtype, output_types, outputs, type_vars, Vars,
+    declared, default_output_dtype, differentiable, input_types, output_dtype, output_types, outputs, type_vars,
+    Declared, Vars,
 };
 use crate::tree::{Entry, Value};
 
@@ -198,244 +199,103 @@ fn generated_names(d: &mut Diag, defs: &[(usize, KernelDef)], groups: &[GroupDef
     }
 }
 
-fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>, groups: &[GroupDef]) -> Option<KernelDef> {
-    let name = &e.key;
-    // TF.js marks its internal kernels with a leading `_` (`_FusedMatMul`).
-    if let Some(problem) = camel_case_problem(name.strip_prefix('_').unwrap_or(name)) {
-        d.error(e.at, format!("kernel name `{name}` {problem}"));
-    }
-    let Value::Table(fields) = &e.node.value else {
-        let found = e.node.value.kind();
-        d.error(e.node.at_or(e.at), format!("kernel `{name}` must be a table, found {found}"));
-        return None;
-    };
-    for f in fields.iter().filter(|f| !KEYS.contains(&f.key.as_str())) {
-        let msg = format!(
-            "unknown key `{}` in kernel `{name}`, expected one of {}{}",
-            f.key,
-            quoted(KEYS),
-            did_you_mean(&f.key, KEYS)
-        );
-        d.error(f.at, msg);
-    }
-    let field = |k: &str| fields.iter().find(|f| f.key == k);
-    // A kernel without tensor inputs has no input dtypes to declare.
-    let no_inputs = matches!(field("inputs").map(|f| &f.node.value), Some(Value::Array(items)) if items.is_empty());
-    for key in REQUIRED.into_iter().filter(|k| field(k).is_none() && !(no_inputs && *k == "dtypes")) {
-        d.error(e.at, format!("kernel `{name}` is missing required key `{key}`"));
+/// A kernel's table: its entry, and its fields once it is a table.
+struct Table<'a> {
+    e: &'a Entry,
+    fields: &'a [Entry],
+}
+
+impl<'a> Table<'a> {
+    /// The kernel's name.
+    fn name(&self) -> &'a String {
+        &self.e.key
     }
 
-    let op = field("op").and_then(|f| op_name(d, f, name, ops));
-    let doc = field("doc").and_then(|f| non_empty(d, f, "a one-line description"));
-    let declared = field("inputs").and_then(|f| declared(d, f, "input"));
-    let inputs: Option<Vec<String>> = declared.as_ref().map(|i| i.iter().map(|i| i.name.clone()).collect());
-    let optional: Vec<String> = declared.iter().flatten().filter(|i| i.optional).map(|i| i.name.clone()).collect();
-    let attrs = attrs(d, field("attrs"), inputs.as_deref(), Some(groups));
-    // What examples give values by: each group's members in its place.
-    let flat: Option<Vec<AttrDef>> = attrs.as_ref().map(|a| {
-        a.defs.iter().flat_map(|def| def.group.as_ref().map_or(vec![def.clone()], |g| g.attrs.clone())).collect()
-    });
-    // A broken group attr hides its members' names: the examples' attrs
-    // are then not checked.
-    let broken_group = |a: &crate::attrs::Attrs| {
-        a.scope.iter().any(|(n, ty)| *ty == Some(AttrType::Group) && !a.defs.iter().any(|def| def.name == *n))
-    };
-    let flat_names: Option<Vec<&str>> = attrs.as_ref().filter(|a| !broken_group(a)).map(|a| {
-        a.scope
-            .iter()
-            .flat_map(|(n, _)| match a.defs.iter().find(|def| def.name == *n).and_then(|def| def.group.as_ref()) {
-                Some(g) => g.attrs.iter().map(|m| m.name.as_str()).collect(),
-                None => vec![n.as_str()],
-            })
-            .collect()
-    });
-    // `outputs` declares every output with its dtype; `output` and
-    // `output_dtype` describe the one output of the other kernels.
-    let several = field("outputs");
-    for key in ["output", "output_dtype"] {
-        if let (Some(_), Some(f)) = (several, field(key)) {
-            let msg = format!(
-                "`{key}` describes a kernel's one output, but `outputs` declares them all; give each output's name \
-                 and dtype in `outputs` (like `\"indices: i32\"`) and remove `{key}`"
-            );
-            d.error(f.at, msg);
-        }
+    /// The field `key`, if given.
+    fn field(&self, key: &str) -> Option<&'a Entry> {
+        self.fields.iter().find(|f| f.key == key)
     }
-    let declared_outputs = several.and_then(|f| outputs(d, f, declared.as_deref(), attrs.as_ref()));
-    let output = match field("output").filter(|_| several.is_none()) {
-        _ if several.is_some() => declared_outputs.as_ref().and_then(|o| Some(o.first()?.name.clone())),
-        // The default name must not be taken (TF.js's `EluGrad` has an input `y`).
-        None => {
-            let taken = declared.as_ref().and_then(|i| i.iter().find(|i| i.name == "y")).map(|i| ("input", i.at));
-            let taken = taken.or_else(|| {
-                let attr = attrs.as_ref()?.scope.iter().any(|(n, _)| n == "y");
-                attr.then_some(("attr", e.at))
-            });
-            match taken {
-                None => Some("y".to_owned()),
-                Some((what, at)) => {
-                    let msg = format!(
-                        "{what} `y` takes the output's default name, expected `output = \"...\"` naming the \
-                         output otherwise, or another name for the {what}"
-                    );
-                    d.error(at, msg);
-                    None
-                }
-            }
-        }
-        Some(f) => string(d, f).and_then(|s| ident(d, f, s, "output name")).and_then(|s| {
-            if let Some(problem) = reserved_problem(&s) {
-                d.error(at(f), format!("output name `{s}` {problem}"));
-                return None;
-            }
-            let attr = attrs.as_ref().is_some_and(|a| a.scope.iter().any(|(n, _)| *n == s));
-            if attr || inputs.as_ref().is_some_and(|i| i.contains(&s)) {
-                let what = if attr { "an attr" } else { "an input" };
-                d.error(at(f), format!("output `{s}` has the same name as {what}, expected distinct names"));
-                return None;
-            }
-            Some(s)
-        }),
-    };
-    // The gradient receives the output's cotangent as `d` + the output's
-    // name, so no input or attr may be called that.
-    if let Some(out) = output.as_ref().filter(|_| several.is_none()) {
-        let cotangent = format!("d{out}");
-        let input = declared.as_ref().and_then(|i| i.iter().find(|i| i.name == cotangent)).map(|i| ("input", i.at));
-        let attr = attrs.as_ref().and_then(|a| a.scope.iter().any(|(n, _)| *n == cotangent).then_some(("attr", e.at)));
-        if let Some((what, at)) = input.or(attr) {
-            let msg = format!(
-                "{what} `{cotangent}` takes the name of the output's cotangent, which a gradient receives as \
-                 `{cotangent}` (`d` and the output's name `{out}`); name the output otherwise (`output = \"dx\"` \
-                 makes it `ddx`), or the {what}"
-            );
-            d.error(at, msg);
-        }
+
+    /// Whether the kernel takes no tensor inputs (`inputs = []`): it has
+    /// no input dtypes to declare.
+    fn no_inputs(&self) -> bool {
+        matches!(self.field("inputs").map(|f| &f.node.value), Some(Value::Array(items)) if items.is_empty())
     }
-    let vars = match (no_inputs, field("dtypes")) {
-        (true, None) => Some(Vars { vars: Vec::new(), list: false, at: Vec::new() }),
-        (true, Some(f)) => {
-            let msg = format!(
-                "kernel `{name}` has no inputs, so `dtypes` (the inputs' dtypes) does not apply; remove it, and give \
-                 the output's dtype with `output_dtype`"
-            );
-            d.error(f.at, msg);
-            None
-        }
-        (false, f) => f.and_then(|f| type_vars(d, f)),
-    };
-    let input_types = match (&declared, &vars) {
-        (Some(declared), Some(vars)) => input_types(d, name, declared, vars),
-        _ => None,
-    };
-    let output_dtype = match (field("output_dtype"), &vars, &input_types) {
-        _ if several.is_some() => None,
-        (Some(f), _, _) => output_dtype(d, f, attrs.as_ref(), vars.as_ref()),
-        (None, Some(vars), Some(types)) => default_output_dtype(d, e, vars, types),
-        (None, _, _) => None,
-    };
-    // Every output with its dtype: the one of `output`/`output_dtype`, or
-    // those `outputs` declares.
-    let outputs: Option<Vec<OutputDef>> = match (&declared_outputs, &output, &output_dtype) {
-        (None, Some(name), Some(dtype)) if several.is_none() => {
-            Some(vec![OutputDef { name: name.clone(), list: false, dtype: dtype.clone() }])
-        }
-        (Some(declared), _, _) => match (&vars, &input_types) {
-            (Some(vars), Some(types)) => output_types(d, name, declared, vars, types, attrs.as_ref()).map(|dtypes| {
-                (declared.iter().zip(dtypes))
-                    .map(|(o, dtype)| OutputDef { name: o.name.clone(), list: o.variadic, dtype })
-                    .collect()
-            }),
-            _ => None,
-        },
-        _ => None,
-    };
-    let has_list = declared_outputs.as_ref().is_some_and(|o| o.iter().any(|o| o.variadic));
-    let variadic_output = has_list && declared_outputs.as_ref().is_some_and(|o| o.len() == 1);
-    let several_outputs = variadic_output || declared_outputs.as_ref().is_some_and(|o| o.len() > 1);
+}
+
+/// What a kernel declares of itself, its inputs and its attributes.
+struct Signature {
+    op: Option<String>,
+    doc: Option<String>,
+    declared: Option<Vec<Declared>>,
+    inputs: Option<Vec<String>>,
+    optional: Vec<String>,
+    attrs: Option<Attrs>,
+}
+
+/// What a kernel declares of its outputs and dtypes.
+struct Outs {
+    /// Whether `outputs` is given, which declares every output with its dtype.
+    several: bool,
+    declared: Option<Vec<Declared>>,
+    /// The first output's name.
+    output: Option<String>,
+    vars: Option<Vars>,
+    input_types: Option<Vec<InputType>>,
+    /// Every output with its dtype.
+    outputs: Option<Vec<OutputDef>>,
+    has_list: bool,
+    variadic_output: bool,
+    several_outputs: bool,
+}
+
+fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>, groups: &[GroupDef]) -> Option<KernelDef> {
+    let t = table(d, e)?;
+    let sig = signature(d, &t, ops, groups);
+    let outs = outputs_of(d, &t, &sig);
     let scope = Scope {
-        inputs: inputs.as_deref(),
-        attrs: attrs.as_ref().map(|a| a.scope.as_slice()),
-        optional: attrs.as_ref().map_or(&[], |a| a.optional.as_slice()),
-        optional_inputs: &optional,
+        inputs: sig.inputs.as_deref(),
+        attrs: sig.attrs.as_ref().map(|a| a.scope.as_slice()),
+        optional: sig.attrs.as_ref().map_or(&[], |a| a.optional.as_slice()),
+        optional_inputs: &sig.optional,
     };
     let src = d.source();
-    let shape = field("shape").and_then(|f| {
+    let shape = t.field("shape").and_then(|f| {
         let text = string(d, f)?;
         rule::check(d, text, |offset| inner_at(src, f, text, offset), &scope)
     });
-    let variadic = declared.as_ref().is_some_and(|i| i.last().is_some_and(|i| i.variadic));
-    let data_dependent = match field("data_dependent").map(|f| (f, &f.node.value)) {
-        None => Some(false),
-        Some((_, Value::Bool(b))) => Some(*b),
-        Some((f, other)) => {
-            let msg = format!(
-                "`data_dependent` must be `true` or `false`, found {}; `true` says the outputs' shapes are known \
-                 only once the kernel runs, and the shape rule gives the largest they can be",
-                other.kind()
-            );
-            d.error(at(f), msg);
-            None
-        }
-    };
-    let signed_zero = match field("signed_zero").map(|f| (f, &f.node.value)) {
-        None => Some(false),
-        Some((_, Value::Bool(b))) => Some(*b),
-        Some((f, other)) => {
-            let msg = format!(
-                "`signed_zero` must be `true` or `false`, found {}; `true` promises IEEE 754's sign of a zero \
-                 result (-0 where it gives -0), which the generated tests then compare",
-                other.kind()
-            );
-            d.error(at(f), msg);
-            None
-        }
-    };
-    let against = Against {
-        kernel: name,
-        inputs: inputs.as_deref(),
-        optional: &optional,
-        variadic,
-        attrs: flat.as_deref(),
-        attr_names: flat_names,
-        several: several_outputs.then(|| (declared_outputs.as_ref().map_or(0, Vec::len), has_list)),
-        data_dependent: data_dependent == Some(true),
-        outputs_broken: several.is_some() && declared_outputs.is_none(),
-    };
-    let examples = examples(d, field("examples"), &against);
-    if let (Some(ShapeRule::Fn { path }), Some(ex)) = (&shape, &examples) {
-        if ex.is_empty() {
-            let msg = format!(
-                "kernel `{name}` computes its shape with the Rust function `{path}`, so its generated tests need \
-                 `examples`, like `examples = [{{ shapes = [[2, 3]], output = [2, 3] }}]`"
-            );
-            d.error(field("shape").map_or(e.at, at), msg);
-        }
+    let variadic = sig.declared.as_ref().is_some_and(|i| i.last().is_some_and(|i| i.variadic));
+    let data_dependent = flag(
+        d,
+        t.field("data_dependent"),
+        "says the outputs' shapes are known only once the kernel runs, and the shape rule gives the largest they \
+         can be",
+    );
+    let signed_zero = flag(
+        d,
+        t.field("signed_zero"),
+        "promises IEEE 754's sign of a zero result (-0 where it gives -0), which the generated tests then compare",
+    );
+    let examples = kernel_examples(d, &t, &sig, &outs, (variadic, data_dependent == Some(true)), shape.as_ref());
+    let differentiable = differentiable(d, t.e, t.field("grad"), t.field("non_differentiable"), &scope);
+    let shape_fn = "expected `shape = \"fn(path::to::function)\"`";
+    if variadic {
+        let why =
+            format!("takes any number of tensors, so its shape must be a Rust function that gets them all, {shape_fn}");
+        shape_is_fn(d, &t, shape.as_ref(), &why);
     }
-    let differentiable = differentiable(d, e, field("grad"), field("non_differentiable"), &scope);
-    if let (true, Some(rule), Some(f)) = (variadic, &shape, field("shape")) {
-        if !matches!(rule, ShapeRule::Fn { .. }) {
-            let msg = format!(
-                "kernel `{name}` takes any number of tensors, so its shape must be a Rust function that gets them \
-                 all, expected `shape = \"fn(path::to::function)\"`"
-            );
-            d.error(at(f), msg);
-        }
+    if outs.several_outputs {
+        let why =
+            format!("has several outputs, so its shape must be a Rust function that gives each one's, {shape_fn}");
+        shape_is_fn(d, &t, shape.as_ref(), &why);
     }
-    if let (true, Some(rule), Some(f)) = (several_outputs, &shape, field("shape")) {
-        if !matches!(rule, ShapeRule::Fn { .. }) {
-            let msg = format!(
-                "kernel `{name}` has several outputs, so its shape must be a Rust function that gives each one's, \
-                 expected `shape = \"fn(path::to::function)\"`"
-            );
-            d.error(at(f), msg);
-        }
-    }
-    let domain = field("domain").map(|f| domain(d, f));
+    let domain = t.field("domain").map(|f| domain(d, f));
 
     let (line, col) = d.line_col(e.at);
+    let Signature { op, doc, inputs, optional, attrs, .. } = sig;
+    let Outs { output, vars, input_types, outputs, variadic_output, .. } = outs;
     Some(KernelDef {
-        name: name.clone(),
+        name: t.name().clone(),
         op: op?,
         doc: doc?,
         optional: inputs.iter().flatten().map(|i| optional.contains(i)).collect(),
@@ -458,6 +318,257 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>, groups: &[Gr
         line,
         col,
     })
+}
+
+/// Kernel `e`'s table: its name, that it is a table, its keys known and
+/// the required ones given.
+fn table<'a>(d: &mut Diag, e: &'a Entry) -> Option<Table<'a>> {
+    let name = &e.key;
+    // TF.js marks its internal kernels with a leading `_` (`_FusedMatMul`).
+    if let Some(problem) = camel_case_problem(name.strip_prefix('_').unwrap_or(name)) {
+        d.error(e.at, format!("kernel name `{name}` {problem}"));
+    }
+    let Value::Table(fields) = &e.node.value else {
+        let found = e.node.value.kind();
+        d.error(e.node.at_or(e.at), format!("kernel `{name}` must be a table, found {found}"));
+        return None;
+    };
+    for f in fields.iter().filter(|f| !KEYS.contains(&f.key.as_str())) {
+        let msg = format!(
+            "unknown key `{}` in kernel `{name}`, expected one of {}{}",
+            f.key,
+            quoted(KEYS),
+            did_you_mean(&f.key, KEYS)
+        );
+        d.error(f.at, msg);
+    }
+    let t = Table { e, fields };
+    // A kernel without tensor inputs has no input dtypes to declare.
+    let no_inputs = t.no_inputs();
+    for key in REQUIRED.into_iter().filter(|k| t.field(k).is_none() && !(no_inputs && *k == "dtypes")) {
+        d.error(e.at, format!("kernel `{name}` is missing required key `{key}`"));
+    }
+    Some(t)
+}
+
+/// The kernel's op name, doc, inputs and attributes.
+fn signature(d: &mut Diag, t: &Table<'_>, ops: &mut Vec<(String, String)>, groups: &[GroupDef]) -> Signature {
+    let op = t.field("op").and_then(|f| op_name(d, f, t.name(), ops));
+    let doc = t.field("doc").and_then(|f| non_empty(d, f, "a one-line description"));
+    let declared = t.field("inputs").and_then(|f| declared(d, f, "input"));
+    let inputs: Option<Vec<String>> = declared.as_ref().map(|i| i.iter().map(|i| i.name.clone()).collect());
+    let optional: Vec<String> = declared.iter().flatten().filter(|i| i.optional).map(|i| i.name.clone()).collect();
+    let attrs = attrs(d, t.field("attrs"), inputs.as_deref(), Some(groups));
+    Signature { op, doc, declared, inputs, optional, attrs }
+}
+
+/// The kernel's outputs, their names and dtypes, and its type variables.
+/// `outputs` declares every output with its dtype; `output` and
+/// `output_dtype` describe the one output of the other kernels.
+fn outputs_of(d: &mut Diag, t: &Table<'_>, sig: &Signature) -> Outs {
+    let several = t.field("outputs");
+    for key in ["output", "output_dtype"] {
+        if let (Some(_), Some(f)) = (several, t.field(key)) {
+            let msg = format!(
+                "`{key}` describes a kernel's one output, but `outputs` declares them all; give each output's name \
+                 and dtype in `outputs` (like `\"indices: i32\"`) and remove `{key}`"
+            );
+            d.error(f.at, msg);
+        }
+    }
+    let declared_outputs = several.and_then(|f| outputs(d, f, sig.declared.as_deref(), sig.attrs.as_ref()));
+    let output = match several {
+        Some(_) => declared_outputs.as_ref().and_then(|o| Some(o.first()?.name.clone())),
+        None => output_name(d, t, sig),
+    };
+    if let Some(out) = output.as_ref().filter(|_| several.is_none()) {
+        cotangent_name(d, t, sig, out);
+    }
+    let vars = match (t.no_inputs(), t.field("dtypes")) {
+        (true, None) => Some(Vars { vars: Vec::new(), list: false, at: Vec::new() }),
+        (true, Some(f)) => {
+            let msg = format!(
+                "kernel `{}` has no inputs, so `dtypes` (the inputs' dtypes) does not apply; remove it, and give \
+                 the output's dtype with `output_dtype`",
+                t.name()
+            );
+            d.error(f.at, msg);
+            None
+        }
+        (false, f) => f.and_then(|f| type_vars(d, f)),
+    };
+    let input_types = match (&sig.declared, &vars) {
+        (Some(declared), Some(vars)) => input_types(d, t.name(), declared, vars),
+        _ => None,
+    };
+    let output_dtype = match (t.field("output_dtype"), &vars, &input_types) {
+        _ if several.is_some() => None,
+        (Some(f), _, _) => output_dtype(d, f, sig.attrs.as_ref(), vars.as_ref()),
+        (None, Some(vars), Some(types)) => default_output_dtype(d, t.e, vars, types),
+        (None, _, _) => None,
+    };
+    // Every output with its dtype: the one of `output`/`output_dtype`, or
+    // those `outputs` declares.
+    let outputs: Option<Vec<OutputDef>> = match (&declared_outputs, &output, &output_dtype) {
+        (None, Some(name), Some(dtype)) if several.is_none() => {
+            Some(vec![OutputDef { name: name.clone(), list: false, dtype: dtype.clone() }])
+        }
+        (Some(declared), _, _) => match (&vars, &input_types) {
+            (Some(vars), Some(types)) => {
+                output_types(d, t.name(), declared, vars, types, sig.attrs.as_ref()).map(|dtypes| {
+                    (declared.iter().zip(dtypes))
+                        .map(|(o, dtype)| OutputDef { name: o.name.clone(), list: o.variadic, dtype })
+                        .collect()
+                })
+            }
+            _ => None,
+        },
+        _ => None,
+    };
+    let has_list = declared_outputs.as_ref().is_some_and(|o| o.iter().any(|o| o.variadic));
+    let variadic_output = has_list && declared_outputs.as_ref().is_some_and(|o| o.len() == 1);
+    let several_outputs = variadic_output || declared_outputs.as_ref().is_some_and(|o| o.len() > 1);
+    Outs {
+        several: several.is_some(),
+        declared: declared_outputs,
+        output,
+        vars,
+        input_types,
+        outputs,
+        has_list,
+        variadic_output,
+        several_outputs,
+    }
+}
+
+/// The name of a kernel's one output: `output`, or `y`, which must then
+/// not be taken (TF.js's `EluGrad` has an input `y`).
+fn output_name(d: &mut Diag, t: &Table<'_>, sig: &Signature) -> Option<String> {
+    let Some(f) = t.field("output") else {
+        let declared = sig.declared.as_ref();
+        let taken = declared.and_then(|i| i.iter().find(|i| i.name == "y")).map(|i| ("input", i.at));
+        let taken = taken.or_else(|| {
+            let attr = sig.attrs.as_ref()?.scope.iter().any(|(n, _)| n == "y");
+            attr.then_some(("attr", t.e.at))
+        });
+        return match taken {
+            None => Some("y".to_owned()),
+            Some((what, at)) => {
+                let msg = format!(
+                    "{what} `y` takes the output's default name, expected `output = \"...\"` naming the \
+                     output otherwise, or another name for the {what}"
+                );
+                d.error(at, msg);
+                None
+            }
+        };
+    };
+    string(d, f).and_then(|s| ident(d, f, s, "output name")).and_then(|s| {
+        if let Some(problem) = reserved_problem(&s) {
+            d.error(at(f), format!("output name `{s}` {problem}"));
+            return None;
+        }
+        let attr = sig.attrs.as_ref().is_some_and(|a| a.scope.iter().any(|(n, _)| *n == s));
+        if attr || sig.inputs.as_ref().is_some_and(|i| i.contains(&s)) {
+            let what = if attr { "an attr" } else { "an input" };
+            d.error(at(f), format!("output `{s}` has the same name as {what}, expected distinct names"));
+            return None;
+        }
+        Some(s)
+    })
+}
+
+/// The gradient receives the one output's cotangent as `d` + the
+/// output's name `out`, so no input or attr may be called that.
+fn cotangent_name(d: &mut Diag, t: &Table<'_>, sig: &Signature, out: &str) {
+    let cotangent = format!("d{out}");
+    let input = sig.declared.as_ref().and_then(|i| i.iter().find(|i| i.name == cotangent)).map(|i| ("input", i.at));
+    let attr =
+        sig.attrs.as_ref().and_then(|a| a.scope.iter().any(|(n, _)| *n == cotangent).then_some(("attr", t.e.at)));
+    if let Some((what, at)) = input.or(attr) {
+        let msg = format!(
+            "{what} `{cotangent}` takes the name of the output's cotangent, which a gradient receives as \
+             `{cotangent}` (`d` and the output's name `{out}`); name the output otherwise (`output = \"dx\"` \
+             makes it `ddx`), or the {what}"
+        );
+        d.error(at, msg);
+    }
+}
+
+/// A `true`/`false` key, `false` when absent; `meaning` says what `true` does.
+fn flag(d: &mut Diag, f: Option<&Entry>, meaning: &str) -> Option<bool> {
+    match f.map(|f| (f, &f.node.value)) {
+        None => Some(false),
+        Some((_, Value::Bool(b))) => Some(*b),
+        Some((f, other)) => {
+            let msg = format!("`{}` must be `true` or `false`, found {}; `true` {meaning}", f.key, other.kind());
+            d.error(at(f), msg);
+            None
+        }
+    }
+}
+
+/// The kernel's `examples`, checked against its signature and outputs
+/// (`variadic`: its last input; `data_dependent`: its outputs' shapes);
+/// a shape function needs some.
+fn kernel_examples(
+    d: &mut Diag,
+    t: &Table<'_>,
+    sig: &Signature,
+    outs: &Outs,
+    (variadic, data_dependent): (bool, bool),
+    shape: Option<&ShapeRule>,
+) -> Option<Vec<Example>> {
+    // What examples give values by: each group's members in its place.
+    let flat: Option<Vec<AttrDef>> = sig.attrs.as_ref().map(|a| {
+        a.defs.iter().flat_map(|def| def.group.as_ref().map_or(vec![def.clone()], |g| g.attrs.clone())).collect()
+    });
+    // A broken group attr hides its members' names: the examples' attrs
+    // are then not checked.
+    let broken_group = |a: &Attrs| {
+        a.scope.iter().any(|(n, ty)| *ty == Some(AttrType::Group) && !a.defs.iter().any(|def| def.name == *n))
+    };
+    let flat_names: Option<Vec<&str>> = sig.attrs.as_ref().filter(|a| !broken_group(a)).map(|a| {
+        a.scope
+            .iter()
+            .flat_map(|(n, _)| match a.defs.iter().find(|def| def.name == *n).and_then(|def| def.group.as_ref()) {
+                Some(g) => g.attrs.iter().map(|m| m.name.as_str()).collect(),
+                None => vec![n.as_str()],
+            })
+            .collect()
+    });
+    let against = Against {
+        kernel: t.name(),
+        inputs: sig.inputs.as_deref(),
+        optional: &sig.optional,
+        variadic,
+        attrs: flat.as_deref(),
+        attr_names: flat_names,
+        several: outs.several_outputs.then(|| (outs.declared.as_ref().map_or(0, Vec::len), outs.has_list)),
+        data_dependent,
+        outputs_broken: outs.several && outs.declared.is_none(),
+    };
+    let examples = examples(d, t.field("examples"), &against);
+    if let (Some(ShapeRule::Fn { path }), Some(ex)) = (shape, &examples) {
+        if ex.is_empty() {
+            let msg = format!(
+                "kernel `{}` computes its shape with the Rust function `{path}`, so its generated tests need \
+                 `examples`, like `examples = [{{ shapes = [[2, 3]], output = [2, 3] }}]`",
+                t.name()
+            );
+            d.error(t.field("shape").map_or(t.e.at, at), msg);
+        }
+    }
+    examples
+}
+
+/// An error at `shape` unless it is a Rust function: the kernel `why`.
+fn shape_is_fn(d: &mut Diag, t: &Table<'_>, shape: Option<&ShapeRule>, why: &str) {
+    if let (Some(rule), Some(f)) = (shape, t.field("shape")) {
+        if !matches!(rule, ShapeRule::Fn { .. }) {
+            d.error(at(f), format!("kernel `{}` {why}", t.name()));
+        }
+    }
 }
 
 /// `domain = [low, high]`: two numbers, `low < high` (either may be infinite).

@@ -22,7 +22,7 @@ fn attr_value_ty_in(a: &AttrDef, prefix: &TokenStream) -> TokenStream {
         AttrType::Ints => quote!(::std::vec::Vec<i64>),
         AttrType::Floats => quote!(::std::vec::Vec<f64>),
         AttrType::IntLists => quote!(::std::vec::Vec<::std::vec::Vec<i64>>),
-        AttrType::DType => quote!(::opforge::DType),
+        AttrType::DType => quote!(::opforge::__private::DType),
         AttrType::String => quote!(::std::string::String),
         AttrType::Strings => quote!(::std::vec::Vec<::std::string::String>),
         AttrType::Enum => {
@@ -91,9 +91,9 @@ fn group_ident(a: &AttrDef) -> TokenStream {
 
 pub(super) fn dtype_tokens(d: DType) -> TokenStream {
     match d {
-        DType::F32 => quote!(::opforge::DType::F32),
-        DType::I32 => quote!(::opforge::DType::I32),
-        DType::Bool => quote!(::opforge::DType::Bool),
+        DType::F32 => quote!(::opforge::__private::DType::F32),
+        DType::I32 => quote!(::opforge::__private::DType::I32),
+        DType::Bool => quote!(::opforge::__private::DType::Bool),
     }
 }
 

@@ -54,7 +54,7 @@ pub(crate) fn claimed(spec: &mut Spec, label: &str, span: Span, reuse: bool) -> 
             None => {
                 claimed.types.extend(types(b));
                 let op = ident(&b.op);
-                claimed.ops.extend(quote! { pub use ::opforge::ops::#op; });
+                claimed.ops.extend(quote! { pub use ::opforge::__private::ops::#op; });
             }
         }
         // Its declaration here has been dealt with either way: an error
@@ -79,7 +79,7 @@ fn types(b: &KernelDef) -> TokenStream {
         names.push(format!("{}ShapeFn", b.name));
     }
     let names: Vec<Ident> = names.iter().map(|n| format_ident!("{n}")).collect();
-    quote! { pub use ::opforge::kernels::{#(#names),*}; }
+    quote! { pub use ::opforge::__private::kernels::{#(#names),*}; }
 }
 
 /// How the user's declaration `k` of a built-in kernel differs from the

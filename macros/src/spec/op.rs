@@ -27,9 +27,9 @@ pub(super) fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
     let op = ident(&k.op);
     let inputs: Vec<Ident> = k.inputs.iter().map(|i| ident(i)).collect();
     let input_tys = (0..k.inputs.len()).map(|i| match (is_list(k, i), k.optional[i]) {
-        (true, _) => quote!(&[::opforge::Tensor]),
-        (false, true) => quote!(::core::option::Option<&::opforge::Tensor>),
-        (false, false) => quote!(&::opforge::Tensor),
+        (true, _) => quote!(&[::opforge::__private::Tensor]),
+        (false, true) => quote!(::core::option::Option<&::opforge::__private::Tensor>),
+        (false, false) => quote!(&::opforge::__private::Tensor),
     });
     // Every tensor, the variadic input's spread out, as the engine takes
     // them; with optional inputs, every input as an `Option`.
@@ -47,7 +47,7 @@ pub(super) fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
     } else if k.variadic {
         let (fixed, list) = inputs.split_at(inputs.len() - 1);
         quote! {
-            let mut __inputs: ::std::vec::Vec<&::opforge::Tensor> = ::std::vec![#(#fixed),*];
+            let mut __inputs: ::std::vec::Vec<&::opforge::__private::Tensor> = ::std::vec![#(#fixed),*];
             __inputs.extend(#(#list)*.iter());
         }
     } else {
@@ -84,12 +84,12 @@ pub(super) fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
         doc.push_str(&format!("\n- `{}`: {}{default}", a.name, a.doc));
     }
     let ret = if k.variadic_output {
-        quote!(::std::vec::Vec<::opforge::Tensor>)
+        quote!(::std::vec::Vec<::opforge::__private::Tensor>)
     } else if k.outputs.len() > 1 {
         let outputs = format_ident!("{}Outputs", k.name);
         quote!(#prefix #outputs)
     } else {
-        quote!(::opforge::Tensor)
+        quote!(::opforge::__private::Tensor)
     };
     // As many parameters as the spec has inputs and attrs (`StridedSlice`'s nine).
     // The kernel by the op's name, in the type namespace: what a fused body
@@ -103,9 +103,9 @@ pub(super) fn op_fn(k: &KernelDef, prefix: &TokenStream) -> TokenStream {
         #[doc = #doc]
         #[inline]
         #[allow(clippy::too_many_arguments)]
-        pub fn #op(#(#inputs: #input_tys,)* #(#params),*) -> ::opforge::Result<#ret> {
+        pub fn #op(#(#inputs: #input_tys,)* #(#params),*) -> ::opforge::__private::Result<#ret> {
             #gather
-            ::opforge::Engine::#run::<#prefix #name>(&__inputs, &#prefix #attrs_ty { #(#values),* })
+            ::opforge::__private::Engine::#run::<#prefix #name>(&__inputs, &#prefix #attrs_ty { #(#values),* })
         }
     }
 }

@@ -26,11 +26,12 @@ pub use crate::{BackendId, Location};
 pub use checks::{
     in_scope, type_in_scope, Checked, FromSpec, GradientReturn, KernelReturn, NotInScope, ParamCheck, Pass, SpecNames,
 };
+pub use crate::{gradient, kernel};
 pub use linkme;
-pub use opforge_macros::{gradient, kernel};
 pub use smallvec::smallvec;
 
-use crate::Error;
+pub use crate::fuse::Program;
+pub use crate::{ops, Absent, Error, Shape, TensorList};
 
 /// What `#[kernel(Name, path::To)]` names a backend through: `B`,
 /// required to be a [`Backend`] once, where the user wrote it.

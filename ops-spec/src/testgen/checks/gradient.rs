@@ -1,0 +1,48 @@
+//! `gradient_matches_finite_differences`: the registered gradient against
+//! central finite differences (f32 only), on the valid case and on every
+//! example small enough to difference; then `second_order_gradient`, its
+//! own gradient, where it has one, on the valid case.
+
+use crate::testgen::cases::{gradient_cases, gradient_inputs, input_dtype, sample_range, Case};
+use crate::testgen::write::{engine_call, input_expr, Module};
+use crate::{DType, KernelDef};
+
+/// Writes the checks of kernel `k`, from its valid `case`, where it is
+/// differentiable in f32.
+pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef, case: Case) {
+    let Some(cases) = gradient_cases(k, case) else { return };
+    let checks: Vec<String> = cases.iter().map(|case| gradient_call(k, case)).collect();
+    let first = checks.join("\n").replace("CHECK(", "check_gradient(");
+    m.check("gradient_matches_finite_differences", true, &first);
+    let second = checks[0].replace("CHECK(", "let _ = check_second_order(");
+    m.check("second_order_gradient", true, &second);
+}
+
+/// The block checking kernel `k`'s gradient on `case`, through `CHECK(`,
+/// which the checks replace by theirs.
+fn gradient_call(k: &KernelDef, case: &Case) -> String {
+    let name = &k.name;
+    let within = sample_range(k);
+    let count = case.shapes.len();
+    // A variadic last input's tensors each get a gradient.
+    // The inputs the case leaves out get none.
+    let which = gradient_inputs(k, case);
+    let inputs: String = (0..count)
+        .map(|i| {
+            let make = format!("sample(SHAPE, {within}, {i})");
+            let dtype = if which.contains(&i) { DType::F32 } else { input_dtype(k, case.declared(i), DType::F32) };
+            format!("{}, ", input_expr(case, i, dtype, i, &make))
+        })
+        .collect();
+    let refs: String = (0..count).map(|i| format!("&xs[{i}], ")).collect();
+    let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+    format!(
+        r#"            {{
+                let inputs = vec![{inputs}];
+                let attrs = kernels::{name}Attrs {{ {fields} }};
+                CHECK(inputs, &{which:?}, |xs| {call});
+            }}"#,
+        call = engine_call(k, case, &format!("&[{refs}]"), "&attrs"),
+        fields = fields.join(", ")
+    )
+}

@@ -1,0 +1,130 @@
+//! Writing the generated source: a kernel's module and its checks
+//! ([`Module`]), and the lines every check writes: its inputs, and the
+//! engine call running the kernel on them.
+
+use std::fmt::Write;
+
+use super::cases::{input_dtype, Case};
+use super::exprs::dtype_expr;
+use super::Options;
+use crate::{DType, KernelDef};
+
+/// A kernel's module as it is written: its text and the names of its
+/// checks, in order.
+pub(super) struct Module<'a> {
+    /// The module's source so far.
+    pub(super) text: String,
+    /// The names of the checks written.
+    pub(super) names: Vec<String>,
+    /// The kernel's name.
+    kernel: &'a str,
+    /// Whether checks get `#[test]`s, and the known failures.
+    tests: bool,
+    known_failures: &'a [(String, String)],
+}
+
+impl<'a> Module<'a> {
+    /// The module of kernel `k`, empty, written with `options`.
+    pub(super) fn new(k: &'a KernelDef, options: &'a Options) -> Module<'a> {
+        Module {
+            text: String::new(),
+            names: Vec::new(),
+            kernel: &k.name,
+            tests: options.tests,
+            known_failures: &options.known_failures,
+        }
+    }
+
+    /// Writes check `name`: `check_<name>()`, its body run by
+    /// `testing::check`, and the `#[test]` that expects it to pass. `skip`
+    /// starts the body with a return where no cpu kernel is registered;
+    /// without `tests`, no `#[test]`.
+    pub(super) fn check(&mut self, name: &str, skip: bool, body: &str) {
+        let kernel = self.kernel;
+        let skip = if skip { format!("        if !implemented({kernel:?}) {{ return; }}\n") } else { String::new() };
+        writeln!(
+            self.text,
+            r#"
+    #[cfg(test)]
+    pub fn check_{name}() -> CheckResult {{
+        check({kernel:?}, {name:?}, || {{
+{skip}{body}
+        }})
+    }}"#
+        )
+        .unwrap();
+        if self.tests {
+            let known = self.known_failures.iter().any(|(k, c)| k == kernel && c == name);
+            let body = match known {
+                // Fails where another backend runs it; passing there means fixed.
+                true => format!(
+                    "match check_{name}() {{\n            Err(e) => {{\n                let _ = writeln!(std::io::stderr(), \"KNOWN FAILURE: {{e}}\");\n            }}\n            Ok(()) => assert!(targets({kernel:?}).is_empty(), \"known failure `{kernel}` `{name}` passes: take it off `known_failures`\"),\n        }}"
+                ),
+                false => format!("expect(check_{name}());"),
+            };
+            writeln!(self.text, "\n    #[test]\n    fn {name}() {{\n        {body}\n    }}").unwrap();
+        }
+        self.names.push(name.to_owned());
+    }
+}
+
+/// The expression of a test input: indices in range, a mixed mask for
+/// bool, else `make(shape, dtype)`.
+pub(super) fn input_expr(case: &Case, i: usize, dtype: DType, seed: usize, make: &str) -> String {
+    let shape = &case.shapes[i];
+    match (case.bounds.get(i).cloned().flatten(), dtype) {
+        (Some(n), DType::I32) => format!("index_input(&{shape:?}, &{n:?}, {seed})"),
+        (Some(n), d) => {
+            format!("ops::cast(&index_input(&{shape:?}, &{n:?}, {seed}), {}).unwrap()", dtype_expr(d))
+        }
+        (None, DType::Bool) => format!("mask_input(&{shape:?}, {seed})"),
+        (None, d) => make.replace("SHAPE", &format!("&{shape:?}")).replace("DTYPE", dtype_expr(d)),
+    }
+}
+
+/// `let t{i} = ...;` for each input of `case`, of the dtypes the tests of `d` give them.
+pub(super) fn tensors(k: &KernelDef, case: &Case, d: DType) -> String {
+    let dtypes: Vec<DType> = (0..case.shapes.len())
+        .map(|i| if case.declared(i) < k.inputs.len() || k.variadic { input_dtype(k, case.declared(i), d) } else { d })
+        .collect();
+    tensors_of(case, &dtypes)
+}
+
+/// `let t{i} = ...;` for each input of `case`, of `dtypes` (the last one
+/// for each tensor of a variadic input).
+pub(super) fn tensors_of(case: &Case, dtypes: &[DType]) -> String {
+    (0..case.shapes.len())
+        .map(|i| {
+            // A variadic input's tensors take its dtype, the last.
+            let dtype = dtypes[i.min(dtypes.len() - 1)];
+            format!("let t{i} = {};\n", input_expr(case, i, dtype, i, "input(SHAPE, DTYPE)"))
+        })
+        .collect()
+}
+
+/// The engine call running kernel `k` on the first `n_inputs` inputs
+/// `t0`, `t1`, ... with `attrs`.
+pub(super) fn run_expr(k: &KernelDef, case: &Case, n_inputs: usize, attrs: &[(String, String)]) -> String {
+    let inputs: Vec<String> = (0..n_inputs).map(|i| format!("&t{i}")).collect();
+    let fields: Vec<String> = attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
+    engine_call(
+        k,
+        case,
+        &format!("&[{}]", inputs.join(", ")),
+        &format!("&kernels::{}Attrs {{ {} }}", k.name, fields.join(", ")),
+    )
+}
+
+/// The engine call running kernel `k` on `inputs` (an expression of type
+/// `&[&Tensor]`, the inputs `case` gives) with `attrs`, giving a
+/// `Result<Vec<Tensor>>`: with optional inputs, those `case` leaves out
+/// are spread in as `None`.
+pub(super) fn engine_call(k: &KernelDef, case: &Case, inputs: &str, attrs: &str) -> String {
+    match k.has_optional() {
+        false => format!("Engine::run_all::<kernels::{}>({inputs}, {attrs})", k.name),
+        true => {
+            let absent = if case.absent.is_empty() { vec![false; k.inputs.len()] } else { case.absent.clone() };
+            format!("Engine::run_optional_all::<kernels::{}>(&spread({inputs}, &{absent:?}), {attrs})", k.name)
+        }
+    }
+}
