@@ -316,3 +316,38 @@ fn broadcast_and_empty_shapes_agree() {
         }
     }
 }
+
+/// `Mod` is the floored remainder with the divisor's sign, NumPy's and
+/// TensorFlow's rule, for tiny remainders too (a remainder of the other
+/// sign plus the divisor, rounded), on both backends (issue 47).
+#[test]
+fn mod_of_tiny_values_takes_the_divisors_sign() {
+    on_each_backend(|on| {
+        let a = Tensor::from_vec(vec![1e-45f32, -1e-30, -1e-45, -0.0, 0.0, 7.0], &[6]).unwrap().to_backend(on).unwrap();
+        let b = Tensor::from_vec(vec![-2.5f32, 1e16, 2.5, 3.0, -3.0, -2.0], &[6]).unwrap().to_backend(on).unwrap();
+        let r = ops::modulo(&a, &b).unwrap().to_vec::<f32>().unwrap();
+        let want = [-2.5f32, 1e16, 2.5, 0.0, -0.0, -1.0];
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&r), bits(&want), "on {on}: {r:?}");
+    });
+}
+
+/// `Pow`'s exponent gradient at a subnormal base is `y ln(a)` with the
+/// logarithm of the subnormal itself (it was clamped to the smallest
+/// normal): -3.87e-21 for `d/db pow(1e-45, b)` at 0.5; exactly 0 where
+/// `a <= 0`, NaN for a NaN base (issue 47).
+#[test]
+fn pow_exponent_gradient_at_a_subnormal_base() {
+    on_each_backend(|on| {
+        let a = Tensor::from_vec(vec![1e-45f32, 0.0, -2.0, f32::NAN], &[4]).unwrap().to_backend(on).unwrap();
+        let b = Tensor::full(&[4], 0.5f32).unwrap().to_backend(on).unwrap();
+        let g = grads(|v: &[Tensor]| ops::sum(&ops::pow(&a, &v[0])?, None, false))(&[b]).unwrap();
+        let g = g[0].to_vec::<f32>().unwrap();
+        let base = f64::from(1e-45f32);
+        let exact = base.sqrt() * base.ln();
+        assert!(((g[0] as f64 - exact) / exact).abs() < 1e-5, "on {on}: {} against {exact:e}", g[0]);
+        assert_eq!(g[1].to_bits(), 0.0f32.to_bits(), "on {on}");
+        assert_eq!(g[2].to_bits(), 0.0f32.to_bits(), "on {on}");
+        assert!(g[3].is_nan(), "on {on}");
+    });
+}

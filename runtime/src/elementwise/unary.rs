@@ -159,6 +159,12 @@ elementwise! {
         wgsl: "max(x, 0.0) + log1p(exponential(-abs(x)))",
         grad: dy * Sigmoid(x),
     }
+    // TensorFlow's SoftsignGrad: dy / (1 + |x|)^2.
+    Softsign(x) {
+        each: x / (1.0 + x.abs()),
+        wgsl: "quotient(x, 1.0 + abs(x))",
+        grad: dy / Square(Abs(x) + 1.0),
+    }
     // 1 where x > 0, else elu(x) + 1 = e^x.
     Elu(x) {
         each: if x > 0.0 { x } else { x.exp_m1() },

@@ -21,12 +21,12 @@ pub use crate::shape::rules;
 pub use crate::spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec};
 /// What the tests `spec_tests!` generates call.
 pub use crate::testing;
+pub use crate::{gradient, kernel};
 pub use crate::{kernels, DType, Engine, Result, Tensor, TensorMeta};
 pub use crate::{BackendId, Location};
 pub use checks::{
     in_scope, type_in_scope, Checked, FromSpec, GradientReturn, KernelReturn, NotInScope, ParamCheck, Pass, SpecNames,
 };
-pub use crate::{gradient, kernel};
 pub use linkme;
 pub use smallvec::smallvec;
 
