@@ -200,7 +200,7 @@ impl Engine {
             data_dependent: K::DATA_DEPENDENT,
         };
         let (ys, fell_back) = match K::slot().find(backend) {
-            Some(entry) => (execute::<K>(entry, &call)?, false),
+            Some(entry) => (run_guarded::<K>(entry, &call)?, false),
             None => (fallback::<K>(&call)?, true),
         };
         // The kernel's contract, checked in every build: each output has
@@ -384,7 +384,7 @@ fn fallback<K: KernelSpec>(call: &KernelCall<'_>) -> Result<Tensors> {
     };
     let Some(entry) = cpu else {
         // Usually the error; a kernel registered since the lookup runs.
-        return execute::<K>(slot.get(backend)?, call);
+        return run_guarded::<K>(slot.get(backend)?, call);
     };
     static WARNED: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
     if WARNED.lock().unwrap_or_else(PoisonError::into_inner).insert(K::NAME) {
@@ -397,7 +397,7 @@ fn fallback<K: KernelSpec>(call: &KernelCall<'_>) -> Result<Tensors> {
     let moved: Vec<Tensor> = call.inputs.iter().map(|t| t.to_backend(BackendId::Cpu)).collect::<Result<_>>()?;
     let moved: Vec<&Tensor> = moved.iter().collect();
     let on_cpu = KernelCall { backend: BackendId::Cpu, inputs: &moved, ..*call };
-    execute::<K>(entry, &on_cpu)?.iter().map(|y| y.to_backend(backend)).collect()
+    run_guarded::<K>(entry, &on_cpu)?.iter().map(|y| y.to_backend(backend)).collect()
 }
 
 /// The spec's checks and shape rule; a panic inside a rule (a user's
@@ -477,7 +477,7 @@ fn no_common_backend<K: KernelSpec>(inputs: &[&Tensor], absent: Absent) -> Resul
 /// leave half-updated: their inputs are immutable and their output is
 /// dropped.
 #[inline]
-fn execute<K: KernelSpec>(entry: &crate::registry::KernelEntry, call: &KernelCall<'_>) -> Result<Tensors> {
+fn run_guarded<K: KernelSpec>(entry: &crate::registry::KernelEntry, call: &KernelCall<'_>) -> Result<Tensors> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (entry.func)(call))) {
         Ok(Ok(y)) => Ok(y),
         Ok(Err(e)) => Err(with_context::<K>(e, call)),

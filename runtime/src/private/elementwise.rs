@@ -11,7 +11,7 @@ pub use crate::backend::wgpu::elementwise::{WgpuRow, Word};
 pub use crate::fuse::Eager;
 
 /// The kernel of one input: `f` on every element.
-#[inline]
+#[inline(always)]
 pub fn cpu_map<T: Element, U: Element>(
     x: &CpuTensor,
     out: &TensorMeta,
@@ -21,13 +21,13 @@ pub fn cpu_map<T: Element, U: Element>(
 }
 
 /// The kernel of one input through a vectorized slice function (`vmath`'s).
-#[inline]
+#[inline(always)]
 pub fn cpu_slices(x: &CpuTensor, out: &TensorMeta, f: fn(&[f32], &mut [f32])) -> Result<CpuTensor> {
     crate::backend::cpu::unary::row_slices(x, out, f)
 }
 
 /// The kernel of two inputs, with NumPy broadcasting: `f` on every pair.
-#[inline]
+#[inline(always)]
 pub fn cpu_zip<T: Element, U: Element>(
     a: &CpuTensor,
     b: &CpuTensor,

@@ -15,12 +15,12 @@
 //! The files, bottom to top: `entries.rs` what is registered and the
 //! link-time slices; `lookup.rs` the runtime overlay, scoped overrides and
 //! the lookups through them; `slot.rs` the dispatch cache; `runtime.rs`
-//! registration at run time; `scoped.rs` overrides for one thread.
+//! registration at run time; `overrides.rs` overrides for one thread.
 
 mod entries;
 mod lookup;
 mod runtime;
-mod scoped;
+mod overrides;
 mod slot;
 
 pub(crate) use entries::{closest_kernel, RUNTIME};
@@ -35,5 +35,5 @@ pub use runtime::{
     override_gradient, override_kernel, register_gradient, register_kernel, restore_gradient, restore_kernel,
     unregister_gradient, unregister_kernel,
 };
-pub use scoped::{with_gradient_override, with_kernel_override};
+pub use overrides::{with_gradient_override, with_kernel_override};
 pub use slot::DispatchSlot;

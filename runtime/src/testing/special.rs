@@ -1,0 +1,399 @@
+//! Special values: the inputs that hold them, and the check that every
+//! backend agrees with the cpu on them, gradients included.
+
+use super::check::CallRefs;
+use super::gradients::{first_order, weights};
+use super::parity::Target;
+use crate::special_values::{agree, flush_subnormals, flushed, Agreement};
+use crate::{BackendId, DType, Tensor};
+
+/// `t` with NaN, +inf and -inf written at its first three elements (f32;
+/// other dtypes unchanged): an input for [`check_nan_propagates`]. The
+/// generated special-values checks draw every special value instead
+/// (see [`special_combinations`] and [`check_special_parity`]).
+///
+/// ```
+/// let t = opforge::testing::with_specials(&opforge::Tensor::from_vec(vec![1.0f32; 4], &[4])?);
+/// let v = t.to_vec::<f32>()?;
+/// assert!(v[0].is_nan() && v[1] == f32::INFINITY && v[2] == f32::NEG_INFINITY && v[3] == 1.0);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn with_specials(t: &Tensor) -> Tensor {
+    if t.dtype() != DType::F32 {
+        return t.clone();
+    }
+    let mut v = t.to_vec::<f32>().unwrap();
+    for (x, s) in v.iter_mut().zip([f32::NAN, f32::INFINITY, f32::NEG_INFINITY]) {
+        *x = s;
+    }
+    Tensor::from_vec(v, t.shape()).unwrap()
+}
+
+/// How [`check_special_parity`] runs a kernel on special values and
+/// compares the backends: what the spec says of the kernel.
+///
+/// ```
+/// let s = opforge::testing::Specials { domain: Some((0.0, f64::INFINITY)), signed_zero: false, grad: &[0] };
+/// assert_eq!(s.grad, [0]);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Specials<'a> {
+    /// The spec's `domain`: the values at and beside its finite ends are
+    /// drawn too (see [`special_values::f32_values`](crate::special_values::f32_values)).
+    pub domain: Option<(f64, f64)>,
+    /// The spec's `signed_zero`: the kernel keeps IEEE 754's sign of a
+    /// zero result, so +0 and -0 differ in its outputs (not in its
+    /// gradients, which are sums whose zeros have no promised sign).
+    pub signed_zero: bool,
+    /// The inputs whose gradients are compared too: the kernel's
+    /// differentiable f32 inputs; empty for none.
+    pub grad: &'a [usize],
+}
+
+/// The special values an input of `dtype` draws from: for f32
+/// [`special_values::f32_values`](crate::special_values::f32_values) of
+/// `domain` as f32 bits (NaN, both infinities, both zeros, the smallest
+/// subnormals, +-`f32::MAX`, ordinary values, and each finite domain end
+/// with its neighbours), for i32 `i32::MIN`, -1, 0, 1, `i32::MAX`, for bool
+/// both values; each as a 32-bit word.
+fn special_words(dtype: DType, domain: Option<(f64, f64)>) -> Vec<u32> {
+    match dtype {
+        DType::F32 => crate::special_values::f32_values(domain).into_iter().map(f32::to_bits).collect(),
+        DType::I32 => crate::special_values::I32.iter().map(|&v| v as u32).collect(),
+        DType::Bool => vec![0, 1],
+    }
+}
+
+/// A tensor of `dtype` and `shape` made of 32-bit words.
+fn from_words(words: Vec<u32>, shape: &[usize], dtype: DType) -> Tensor {
+    match dtype {
+        DType::F32 => Tensor::from_vec(words.into_iter().map(f32::from_bits).collect::<Vec<f32>>(), shape),
+        DType::I32 => Tensor::from_vec(words.into_iter().map(|w| w as i32).collect::<Vec<i32>>(), shape),
+        DType::Bool => Tensor::from_vec(words.into_iter().map(|w| w != 0).collect::<Vec<bool>>(), shape),
+    }
+    .expect("as many words as the shape holds")
+}
+
+/// Inputs of `dtypes` that meet every special value of each with every
+/// one of the others (as far as 65536 elements go, past which the last
+/// inputs cycle): element `e` of input `i` is value `(e / s_i) % n_i` of
+/// its dtype's list (see [`Specials`]), `s_i` the product of the later
+/// inputs' list lengths. All of one shape `[n]`, so an elementwise kernel
+/// (its shape rule `same` or `broadcast`) takes them as they are. Element
+/// 0 of a first f32 input is NaN.
+///
+/// ```
+/// use opforge::{testing::special_combinations, DType};
+/// let xs = special_combinations(&[DType::F32, DType::I32], None);
+/// let (a, b) = (xs[0].to_vec::<f32>()?, xs[1].to_vec::<i32>()?);
+/// assert!(a[0].is_nan() && b.contains(&i32::MIN) && b.contains(&i32::MAX));
+/// // Every pair occurs: -0 with i32::MAX among them.
+/// assert!(a.iter().zip(&b).any(|(x, y)| x.to_bits() == (-0.0f32).to_bits() && *y == i32::MAX));
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn special_combinations(dtypes: &[DType], domain: Option<(f64, f64)>) -> Vec<Tensor> {
+    let lists: Vec<Vec<u32>> = dtypes.iter().map(|&d| special_words(d, domain)).collect();
+    let n = lists.iter().map(Vec::len).product::<usize>().min(1 << 16);
+    let mut stride = lists.iter().map(Vec::len).product::<usize>();
+    (lists.iter().zip(dtypes))
+        .map(|(list, &d)| {
+            stride /= list.len();
+            let s = stride;
+            from_words((0..n).map(|e| list[(e / s) % list.len()]).collect(), &[n], d)
+        })
+        .collect()
+}
+
+/// Whether two f32 results of the special-values check agree: NaN with
+/// NaN (any payload); an infinity, a zero (of the same sign, where
+/// `signed_zero`) or a subnormal only with itself (a subnormal within a
+/// unit of its last place); two normal values within shader rounding, 2e-5
+/// of the value or of 1 below it (as [`check_parity`] has it). With
+/// `cancelling` (gradients, which are sums whose terms may cancel in
+/// another order), every two finite values within that rounding agree.
+fn special_agree(want: f32, got: f32, signed_zero: bool, cancelling: bool) -> bool {
+    let near = |w: f32, g: f32| (f64::from(w) - f64::from(g)).abs() <= 2e-5 * f64::from(w.abs()).max(1.0);
+    let finite = want.is_finite() && got.is_finite();
+    if (want.is_normal() && got.is_normal() || cancelling && finite) && near(want, got) {
+        return true;
+    }
+    let how = Agreement { signed_zero, ..Agreement::ROUNDED };
+    agree(want, got, how)
+}
+
+/// The cpu's result (`want`) and `backend`'s (`got`) agree: the same
+/// meta, and values as [`special_agree`] says for f32 (`zero`: its
+/// `signed_zero` and `cancelling`), exactly for i32 and bool; `case` and
+/// `what` name the call and the result in a failure.
+///
+/// A GPU may flush subnormals (see [`flushed`]), so an element also agrees
+/// when it matches `want` with both flushed, or `flush`'s result: the cpu's
+/// on the inputs with their subnormals flushed, computed only if needed.
+fn assert_special(
+    case: &str,
+    what: &str,
+    (want, got): (&Tensor, &Tensor),
+    flush: &dyn Fn() -> Option<Tensor>,
+    backend: BackendId,
+    zero: (bool, bool),
+) {
+    assert_eq!(got.meta(), want.meta(), "{case}, {what}: cpu vs {backend}");
+    let alternative = std::cell::OnceCell::new();
+    let alternative = || alternative.get_or_init(|| flush().filter(|a| a.meta() == want.meta()));
+    // i32 and bool results (comparisons, casts) exactly, as they are or
+    // of flushed inputs.
+    if want.dtype() != DType::F32 {
+        let flushed_matches = || alternative().as_ref().is_some_and(|a| same_values(a, got));
+        if same_values(want, got) || flushed_matches() {
+            return;
+        }
+    }
+    assert_values(want, got, format_args!("{case}, {what}: cpu vs {backend}"), |w, g| {
+        let agree = |w: f32, g: f32| special_agree(flushed(w), flushed(g), zero.0, zero.1);
+        let a = std::cell::OnceCell::new();
+        let a = || a.get_or_init(|| alternative().as_ref().map(|a| a.to_vec::<f32>().unwrap()));
+        let differs = |i: usize| {
+            !special_agree(w[i], g[i], zero.0, zero.1)
+                && !agree(w[i], g[i])
+                && a().as_ref().is_none_or(|a| !agree(a[i], g[i]))
+        };
+        if let Some(i) = (0..w.len()).find(|&i| differs(i)) {
+            let (w, g) = (w[i], g[i]);
+            panic!(
+                "{case}, {what}, element {i}: cpu {w:?} ({:#010x}), {backend} {g:?} ({:#010x})",
+                w.to_bits(),
+                g.to_bits()
+            );
+        }
+    });
+}
+
+/// Whether two i32 or bool tensors of one meta hold the same values.
+fn same_values(a: &Tensor, b: &Tensor) -> bool {
+    match a.dtype() {
+        DType::F32 => unreachable!("f32 is compared element by element"),
+        DType::I32 => a.to_vec::<i32>().unwrap() == b.to_vec::<i32>().unwrap(),
+        DType::Bool => a.to_vec::<bool>().unwrap() == b.to_vec::<bool>().unwrap(),
+    }
+}
+
+/// Requires `got` to hold `want`'s values: f32 ones as `floats` says (it
+/// panics naming the first that differ), i32 and bool ones exactly,
+/// `context` naming the two in a failure.
+pub(super) fn assert_values(
+    want: &Tensor,
+    got: &Tensor,
+    context: std::fmt::Arguments,
+    floats: impl FnOnce(&[f32], &[f32]),
+) {
+    match want.dtype() {
+        DType::F32 => floats(&want.to_vec::<f32>().unwrap(), &got.to_vec::<f32>().unwrap()),
+        DType::I32 => assert_eq!(want.to_vec::<i32>().unwrap(), got.to_vec::<i32>().unwrap(), "{context}"),
+        DType::Bool => assert_eq!(want.to_vec::<bool>().unwrap(), got.to_vec::<bool>().unwrap(), "{context}"),
+    }
+}
+
+/// Runs `f` (one kernel's call, `kernel` in failures) on special values,
+/// on the cpu and on `target`, and requires the same results of both: each
+/// output of the same meta, f32 values agreeing as IEEE 754 makes them
+/// (NaN with NaN whatever its payload, an infinity, a zero or a subnormal
+/// only with itself, the sign of a zero only where `specials.signed_zero`,
+/// normal values within shader rounding), i32 and bool exactly; a target
+/// that flushes subnormals to zero, as WGSL allows and NVIDIA's driver
+/// does, agrees too where its result is the cpu's with subnormals flushed
+/// in the inputs or the results; and the
+/// gradients of `sum(f(xs)[o] * w[o])` over the f32 outputs, for fixed
+/// random `w`, with respect to the inputs of `specials.grad` (the backward
+/// kernels on each backend, compared alike, zeros of either sign, and
+/// finite values that cancel within rounding).
+///
+/// The special values go where `plant` says: each input it marks gets, in
+/// turn, each special value of its dtype (see [`Specials`]) at one element,
+/// the other inputs and elements keeping their ordinary values, one call
+/// per value and input. So a reduction, a product or a convolution sees
+/// each value alone, and its result does not hang on the order of a sum
+/// (`f32::MAX - f32::MAX + 1` against `f32::MAX + 1 - f32::MAX`), which
+/// IEEE 754 leaves to each backend. With no input marked, `inputs` are
+/// taken as they are, once: [`special_combinations`] for an elementwise
+/// kernel, which meets every value with every other.
+///
+/// A call the cpu refuses (an `i32::MAX` that sizes an allocation) must be
+/// refused by the target too. For the cpu itself ([`Target::THREADS`]) it
+/// does nothing: the cpu is the reference.
+///
+/// ```
+/// use opforge::{ops, testing::{check_special_parity, targets, Specials}, Tensor};
+/// let x = Tensor::from_vec(vec![1.0f32, -0.5, 2.0, 0.7], &[2, 2])?;
+/// let specials = Specials { domain: None, signed_zero: false, grad: &[0] };
+/// for target in targets("Sum") {
+///     check_special_parity(&target, "Sum", &[&x], &[true], &specials, |xs| Ok(vec![ops::sum(xs[0], Some(&[1]), false)?]));
+/// }
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[track_caller]
+pub fn check_special_parity(
+    target: &Target,
+    kernel: &str,
+    inputs: &[&Tensor],
+    plant: &[bool],
+    specials: &Specials<'_>,
+    f: impl Fn(&[&Tensor]) -> crate::Result<Vec<Tensor>> + Sync,
+) {
+    special_values(target, kernel, inputs, plant, specials, &f)
+}
+
+fn special_values(
+    target: &Target,
+    kernel: &str,
+    inputs: &[&Tensor],
+    plant: &[bool],
+    specials: &Specials<'_>,
+    f: CallRefs<'_>,
+) {
+    if target.backend == BackendId::Cpu || !target.values {
+        return;
+    }
+    let originals: Vec<Tensor> = inputs.iter().map(|&t| t.clone()).collect();
+    let mut rounds: Vec<(String, Vec<Tensor>)> = Vec::new();
+    for (i, x) in inputs.iter().enumerate().filter(|(i, x)| plant.get(*i) == Some(&true) && x.numel() > 0) {
+        let words: Vec<u32> = match x.dtype() {
+            DType::F32 => x.to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect(),
+            DType::I32 => x.to_vec::<i32>().unwrap().into_iter().map(|v| v as u32).collect(),
+            DType::Bool => continue,
+        };
+        let values = special_words(x.dtype(), specials.domain);
+        for (r, &v) in values.iter().enumerate() {
+            // A different element each time: corners, edges and the middle.
+            let at = (r * 7 + 3 * i) % x.numel();
+            let mut w: Vec<u32> = words.clone();
+            w[at] = v;
+            let mut xs = originals.clone();
+            xs[i] = from_words(w, x.shape(), x.dtype());
+            let value = match x.dtype() {
+                DType::F32 => format!("{:?}", f32::from_bits(v)),
+                _ => (v as i32).to_string(),
+            };
+            let label = format!("{kernel} with input {i} element {at} = {value}");
+            rounds.push((label, xs));
+        }
+    }
+    if rounds.is_empty() {
+        rounds.push((format!("{kernel} on special values"), originals));
+    }
+    for (case, xs) in &rounds {
+        special_round(target.backend, case, xs, specials, f);
+    }
+}
+
+/// One call of [`check_special_parity`]: `f` on `xs` on the cpu and on
+/// `backend`, outputs then gradients.
+fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Specials<'_>, f: CallRefs<'_>) {
+    let moved: Vec<Tensor> = xs.iter().map(|t| t.to_backend(backend).unwrap()).collect();
+    let there = |g: &dyn Fn() -> crate::Result<Vec<Tensor>>| {
+        crate::with_default_backend(backend, || crate::with_fallback(false, g)).and_then(|r| r)
+    };
+    let call = |xs: &[Tensor]| f(&xs.iter().collect::<Vec<_>>());
+    let wants = match call(xs) {
+        Ok(w) => w,
+        Err(e) => {
+            let got = there(&|| call(&moved));
+            assert!(got.is_err(), "{case}: the cpu refuses it ({e}), but {backend} runs it");
+            return;
+        }
+    };
+    let gots = there(&|| call(&moved)).unwrap_or_else(|e| panic!("{case} on {backend}: {e}"));
+    assert_eq!(gots.len(), wants.len(), "{case}: outputs on {backend}");
+    // The cpu's results and gradients on the inputs with subnormals
+    // flushed, for a GPU that flushes them (see `assert_special`).
+    let flushed_xs = std::cell::OnceCell::new();
+    let flushed_xs = || flushed_xs.get_or_init(|| xs.iter().map(flush_subnormals).collect::<Vec<_>>());
+    let flushed_outputs = std::cell::OnceCell::new();
+    let flushed_outputs = || flushed_outputs.get_or_init(|| call(flushed_xs()).ok());
+    for (o, (want, got)) in wants.iter().zip(&gots).enumerate() {
+        assert_eq!(got.backend(), backend, "{case}, output {o}");
+        let flush = || flushed_outputs().as_ref().and_then(|ys| ys.get(o).cloned());
+        assert_special(case, &format!("output {o}"), (want, got), &flush, backend, (specials.signed_zero, false));
+    }
+    if specials.grad.is_empty() || wants.iter().all(|w| w.dtype() != DType::F32) {
+        return;
+    }
+    let ws = weights(&wants, 7);
+    let ws_there: Vec<Option<Tensor>> = ws.iter().map(|w| w.as_ref().map(|w| w.to_backend(backend).unwrap())).collect();
+    let grads = first_order(xs, specials.grad, &call, &ws);
+    let grads_there = there(&|| first_order(&moved, specials.grad, &call, &ws_there));
+    let flushed_grads = std::cell::OnceCell::new();
+    let flushed_grads = || flushed_grads.get_or_init(|| first_order(flushed_xs(), specials.grad, &call, &ws).ok());
+    match (grads, grads_there) {
+        (Ok(want), Ok(got)) => {
+            for (k, (&i, (w, g))) in specials.grad.iter().zip(want.iter().zip(&got)).enumerate() {
+                assert_eq!(g.backend(), backend, "{case}, gradient of input {i}");
+                let flush = || flushed_grads().as_ref().and_then(|gs| gs.get(k).cloned());
+                assert_special(case, &format!("gradient of input {i}"), (w, g), &flush, backend, (false, true));
+            }
+        }
+        (Err(_), Err(_)) => {}
+        (w, g) => panic!("{case}, gradients: cpu {:?}, {backend} {:?}", w.err(), g.err()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn special_agreement_catches_what_it_is_for() {
+        let sub = f32::from_bits(1);
+        // Special results exactly: a lost NaN, a flushed subnormal, an overflow.
+        assert!(special_agree(f32::NAN, f32::from_bits(0xffc0_0001), false, false));
+        assert!(!special_agree(f32::NAN, 0.0, false, false) && !special_agree(0.0, f32::NAN, false, true));
+        assert!(!special_agree(sub, 0.0, false, false) && special_agree(sub, sub, true, false));
+        assert!(!special_agree(f32::MAX, f32::INFINITY, false, true));
+        // The sign of zero only where promised, and never in a cancelling sum.
+        assert!(!special_agree(-0.0, 0.0, true, false) && special_agree(-0.0, 0.0, false, false));
+        // Normal values within shader rounding; near zero, of 1.
+        assert!(special_agree(1.0, 1.000_01, true, false) && !special_agree(1.0, 1.001, false, false));
+        assert!(special_agree(1e-3, 1e-3 + 1e-6, false, false));
+        // A cancelling sum: a tiny value for a zero.
+        assert!(!special_agree(0.0, 1e-9, false, false) && special_agree(0.0, 1e-9, false, true));
+    }
+
+    /// Whether `assert_special` accepts `got` for `want`, `flush` being the
+    /// cpu's result on flushed inputs.
+    fn accepts<T: crate::Element>(want: &[T], got: &[T], flush: Option<&[T]>) -> bool {
+        let t = |v: &[T]| Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap();
+        let (want, got, flush) = (t(want), t(got), flush.map(t));
+        let flush = || flush.clone();
+        let call = || assert_special("X", "output 0", (&want, &got), &flush, BackendId::Wgpu, (true, false));
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(call)).is_ok()
+    }
+
+    #[test]
+    fn a_gpu_may_flush_subnormals_and_nothing_else() {
+        let sub = f32::from_bits(1);
+        // A flushed result, of either sign's subnormal; not a wrong one.
+        assert!(accepts(&[sub, -sub, 2.0], &[0.0, -0.0, 2.0], None));
+        assert!(!accepts(&[sub, 2.0], &[1.0, 2.0], None) && !accepts(&[sub], &[-0.0], None));
+        // A flushed input: 1 / sub is inf on the cpu, 1 / 0 too, but
+        // sub * inf against 0 * inf is inf against NaN.
+        assert!(accepts(&[f32::INFINITY], &[f32::NAN], Some(&[f32::NAN])));
+        assert!(!accepts(&[f32::INFINITY], &[f32::NAN], Some(&[f32::INFINITY])));
+        assert!(!accepts(&[f32::INFINITY], &[f32::NAN], None));
+        // Comparisons and signs of flushed inputs, whole.
+        assert!(accepts(&[true, false], &[false, false], Some(&[false, false])));
+        assert!(!accepts(&[true, false], &[false, true], Some(&[false, false])));
+        assert!(accepts(&[1, 5], &[0, 5], Some(&[0, 5])) && !accepts(&[1, 5], &[0, 5], None));
+    }
+
+    #[test]
+    fn combinations_meet_every_pair() {
+        let xs = special_combinations(&[DType::I32, DType::I32], None);
+        let (a, b) = (xs[0].to_vec::<i32>().unwrap(), xs[1].to_vec::<i32>().unwrap());
+        let n = crate::special_values::I32.len();
+        assert_eq!(a.len(), n * n);
+        for x in crate::special_values::I32 {
+            for y in crate::special_values::I32 {
+                assert!(a.iter().zip(&b).any(|(p, q)| (*p, *q) == (x, y)), "({x}, {y})");
+            }
+        }
+    }
+}
