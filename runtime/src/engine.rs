@@ -228,8 +228,8 @@ impl Engine {
                 found: list(ys.iter().map(Tensor::meta)),
             });
         }
-        if crate::autodiff::tape::recording() {
-            crate::autodiff::tape::record::<K>(inputs, absent, attrs, &ys);
+        if crate::tape::recording() {
+            crate::tape::record::<K>(inputs, absent, attrs, &ys);
         }
         Ok((ys, fell_back))
     }
@@ -429,8 +429,8 @@ fn scalars_follow<K: KernelSpec>(
     let follow = |t: &Tensor| -> Result<Tensor> {
         let moved = t.to_backend(backend)?;
         // Its gradient goes back where it came from.
-        if crate::autodiff::tape::recording() {
-            crate::autodiff::tape::record_move(t, &moved);
+        if crate::tape::recording() {
+            crate::tape::record_move(t, &moved);
         }
         Ok(moved)
     };

@@ -1,4 +1,4 @@
-//! Every elementwise row (`registry::rows()`), fused against unfused: its
+//! Every elementwise row (`elementwise::rows()`), fused against unfused: its
 //! fused form run as a one-node program (`fuse::run`) against its kernel,
 //! values and first and second derivatives against its `#[gradient]` run
 //! through `grads`, on every pair or triple of special values for inputs
@@ -8,8 +8,9 @@
 
 use std::sync::LazyLock;
 
+use opforge::elementwise::{self, RowEntry};
 use opforge::fuse::{self, Builder, Program, Val};
-use opforge::registry::{self, RowEntry};
+use opforge::registry;
 use opforge::{grads, ops, variable_grads, BackendId, Result, Tensor, Variable};
 
 /// The special values every argument and cotangent takes.
@@ -114,7 +115,7 @@ fn unfused_grads(row: &RowEntry, xs: &[Tensor], attrs: &[Tensor], dy: &Tensor) -
 }
 
 fn rows() -> impl Iterator<Item = &'static RowEntry> {
-    registry::rows().iter().filter(|r| r.crate_name == "opforge")
+    elementwise::rows().iter().filter(|r| r.crate_name == "opforge")
 }
 
 fn on_each_backend(f: impl Fn(BackendId)) {

@@ -56,7 +56,7 @@ fn every_shader_validates() {
         validate(name, &source);
     }
     // The rows' shaders: the templates, `math.wgsl` and `words.wgsl` in them.
-    let rows = opforge::registry::rows().iter().flat_map(|r| r.wgpu.iter().copied());
+    let rows = opforge::elementwise::rows().iter().flat_map(|r| r.wgpu.iter().copied());
     for (i, row) in rows.chain(hand_written_rows()).enumerate() {
         validate(&format!("row {i}"), &row.source());
     }

@@ -319,7 +319,7 @@ fn gradient(row: &Row, names: &Names, differentiable: &[bool]) -> TokenStream {
     }
 }
 
-/// The row's entry in `registry::rows()`.
+/// The row's entry in `elementwise::rows()`.
 fn registration(row: &Row, differentiable: &[bool], shaders: &[Ident]) -> TokenStream {
     let k = &row.kernel;
     let p = quote!(::opforge::__private);

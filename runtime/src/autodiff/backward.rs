@@ -5,8 +5,8 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
-use super::tape::{Backward, Node};
 use crate::call::GradCall;
+use crate::tape::{Backward, Node};
 use crate::{ops, registry, Error, Result, Tensor, TensorId};
 
 pub(super) fn backward(nodes: &[Node], y: &Tensor, dy: Tensor, sources: &[Tensor]) -> Result<Vec<Option<Tensor>>> {

@@ -8,19 +8,18 @@
 //! `grad(grad(f))` works. Kernels never see the tape.
 
 mod backward;
-pub(crate) mod tape;
 
 use std::rc::Rc;
 
 use smallvec::SmallVec;
 
 use crate::call::Absent;
+use crate::tape::{self, recording, Backward, Level, Node};
 use crate::{ops, Error, Result, Tensor};
 use backward::backward;
-use tape::{recording, Backward, Level, Node};
 
 pub use crate::ops::unbroadcast;
-pub use tape::no_grad;
+pub use crate::tape::no_grad;
 
 /// Runs `f` on `sources` with recording on, then backpropagates from its
 /// result (with cotangent `dy`, ones by default) to each source.

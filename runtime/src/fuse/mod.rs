@@ -53,9 +53,11 @@
 //! A trailing reduction is not fused: end the body before it, and reduce
 //! outside.
 
+pub(crate) mod cpu;
 pub(crate) mod derive;
 pub(crate) mod eager;
 pub(crate) mod program;
+pub(crate) mod wgpu;
 
 use std::cell::Cell;
 
@@ -63,7 +65,7 @@ use crate::backend::cpu::CpuTensor;
 use crate::backend::wgpu::WgpuTensor;
 use crate::{BackendId, DType, Error, Result, Tensor, TensorMeta};
 
-pub use crate::backend::cpu::fuse::{map1, map2, map3, vectorized};
+pub use cpu::{map1, map2, map3, vectorized};
 pub use eager::Eager;
 pub use program::{Algebra, Arg, Builder, Cotangents, Form, Fusable, Node, Program, Scalar, Val};
 
@@ -151,12 +153,12 @@ pub fn run(program: &'static Program, inputs: &[&Tensor], scalars: &[f32]) -> Re
     match backend {
         BackendId::Cpu => {
             let xs: Vec<&CpuTensor> = inputs.iter().filter_map(|t| t.cpu()).collect();
-            let ys = crate::backend::cpu::fuse::run(program, &xs, scalars, &outs)?;
+            let ys = cpu::run(program, &xs, scalars, &outs)?;
             Ok(ys.into_iter().map(Tensor::from_cpu).collect())
         }
         BackendId::Wgpu => {
             let xs: Vec<&WgpuTensor> = inputs.iter().filter_map(|t| t.wgpu()).collect();
-            let ys = crate::backend::wgpu::fuse::run(program, &xs, scalars, &outs)?;
+            let ys = wgpu::run(program, &xs, scalars, &outs)?;
             Ok(ys.into_iter().map(Tensor::from_wgpu).collect())
         }
         other => Err(fail(format!("fused programs run on cpu and wgpu, not {other}"))),

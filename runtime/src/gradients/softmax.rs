@@ -152,7 +152,7 @@ fn batch_norm_grad(
 /// * rstd`, `dgamma = sum(dy * xhat)` and `dbeta = sum(dy)` over the rows.
 #[gradient(LayerNorm)]
 fn layer_norm_grad(x: &Tensor, gamma: &Tensor, beta: &Tensor, epsilon: f64, dy: &Tensor) -> Result<LayerNormGrads> {
-    if !crate::autodiff::tape::recording() {
+    if !crate::tape::recording() {
         let g = ops::layer_norm_grad(dy, x, gamma, epsilon)?;
         return Ok(LayerNormGrads {
             x: g.dx,

@@ -5,7 +5,7 @@ use crate::fuse::Program;
 use crate::shape::Shape;
 use crate::{ops, DType, Error, Result, Tensor};
 
-pub use crate::backend::cpu::fuse::{map1, map2, map3, vectorized};
+pub use crate::fuse::cpu::{map1, map2, map3, vectorized};
 pub use crate::fuse::{Algebra, Builder, Form, Fusable, Scalar, Val};
 
 /// 0.0 or 1.0: a boolean as a program holds it.
@@ -39,8 +39,8 @@ pub fn fusing(inputs: &[&Tensor]) -> bool {
 // (`wgpu`); a fused op's forward and backward compiled into one loop on the
 // cpu (`cpu_compiled`, `cpu_compiled_grad`), and the program interpreted
 // (`cpu`), which the compiled backward falls back to and is tested against.
-pub use crate::backend::cpu::fuse::{run as cpu, run_compiled as cpu_compiled, run_compiled_grad as cpu_compiled_grad};
-pub use crate::backend::wgpu::fuse::run as wgpu;
+pub use crate::fuse::cpu::{run as cpu, run_compiled as cpu_compiled, run_compiled_grad as cpu_compiled_grad};
+pub use crate::fuse::wgpu::run as wgpu;
 
 /// Kernel `K`'s element function, named once per call of a fused body's
 /// element function. Through autoref specialization: [`ViaForm`] where `K`

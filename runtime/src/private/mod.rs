@@ -13,9 +13,10 @@ pub use crate::backend::cpu::CpuTensor;
 pub use crate::backend::wgpu::WgpuTensor;
 pub use crate::backend::{declared_id, Backend, BackendEntry, Cpu, Device, DeviceOps, Wgpu, BACKENDS};
 pub use crate::call::{GradCall, KernelCall, Metas, Tensors};
+pub use crate::elementwise::{RowEntry, ROWS};
 pub use crate::engine::OpScope;
 pub use crate::registry::{
-    DispatchSlot, GradientEntry, KernelEntry, OpEntry, RowEntry, SpecEntry, GRADIENTS, KERNELS, OPS, ROWS, SPECS,
+    DispatchSlot, GradientEntry, KernelEntry, OpEntry, SpecEntry, GRADIENTS, KERNELS, OPS, SPECS,
 };
 pub use crate::shape::rules;
 pub use crate::spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec};

@@ -19,21 +19,18 @@
 
 mod entries;
 mod lookup;
-mod runtime;
 mod overrides;
+mod runtime;
 mod slot;
 
 pub(crate) use entries::{closest_kernel, RUNTIME};
-pub use entries::{
-    ops, require, rows, spec, specs, GradientEntry, GradientFn, KernelEntry, KernelFn, OpEntry, RowEntry, SpecEntry,
-    VjpEval,
-};
+pub use entries::{ops, require, spec, specs, GradientEntry, GradientFn, KernelEntry, KernelFn, OpEntry, SpecEntry};
 #[doc(hidden)]
-pub use entries::{GRADIENTS, KERNELS, OPS, ROWS, SPECS};
+pub use entries::{GRADIENTS, KERNELS, OPS, SPECS};
 pub use lookup::{check, coverage_markdown, gradient_for, gradients, kernel_for, kernels};
+pub use overrides::{with_gradient_override, with_kernel_override};
 pub use runtime::{
     override_gradient, override_kernel, register_gradient, register_kernel, restore_gradient, restore_kernel,
     unregister_gradient, unregister_kernel,
 };
-pub use overrides::{with_gradient_override, with_kernel_override};
 pub use slot::DispatchSlot;

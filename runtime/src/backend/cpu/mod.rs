@@ -2,7 +2,6 @@
 
 pub(crate) mod binary;
 mod conv;
-pub(crate) mod fuse;
 pub(crate) mod index;
 pub(crate) mod layout;
 mod make;

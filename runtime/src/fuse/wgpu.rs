@@ -9,8 +9,8 @@ use std::collections::HashMap;
 use std::fmt::Write;
 use std::sync::Mutex;
 
-use super::{device, Grid, Program, Shader, WgpuTensor};
-use crate::fuse::program::{Program as Fused, Val};
+use super::program::{Program as Fused, Val};
+use crate::backend::wgpu::{backend_error, lock, Grid, Program, Shader, WgpuTensor};
 use crate::shape::strided::broadcast_strides;
 use crate::{Result, TensorMeta};
 
@@ -62,7 +62,7 @@ pub fn run(
     }
     params.extend(scalars.iter().map(|s| s.to_bits()));
     if params.len() > MAX_PARAMS || n > u32::MAX as usize {
-        return Err(device::backend_error(
+        return Err(backend_error(
             kernel,
             format!(
                 "a fused kernel of rank {} with {} broadcast inputs and {} scalars needs {} parameter words, over {MAX_PARAMS}",
@@ -82,7 +82,7 @@ pub fn run(
 /// The shader of `program` for inputs read as `reads`, generated once.
 fn shader(program: &'static Fused, reads: &[Read], x4: bool) -> &'static Shader {
     let key = (program as *const Fused as usize, reads.to_vec(), x4);
-    let mut cache = device::lock(&SHADERS);
+    let mut cache = lock(&SHADERS);
     let cache = cache.get_or_insert_with(HashMap::new);
     cache.entry(key).or_insert_with(|| {
         let source: &'static str = Box::leak(source(program, reads, x4).into_boxed_str());
@@ -98,8 +98,8 @@ fn constant(c: f32) -> String {
 /// The WGSL of `program` with inputs read as `reads`.
 fn source(program: &Fused, reads: &[Read], x4: bool) -> String {
     let mut s = String::new();
-    s.push_str(include_str!("shaders/common.wgsl"));
-    s.push_str(include_str!("shaders/math.wgsl"));
+    s.push_str(include_str!("../backend/wgpu/shaders/common.wgsl"));
+    s.push_str(include_str!("../backend/wgpu/shaders/math.wgsl"));
     let (ins, outs) = (program.inputs, program.outputs.len());
     let vector = |whole: bool| if x4 && whole { "array<vec4<u32>>" } else { "array<u32>" };
     for (i, r) in reads.iter().enumerate() {

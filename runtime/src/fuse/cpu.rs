@@ -17,9 +17,9 @@
 //! Both run on rayon above the parallel threshold, as the built-in
 //! elementwise kernels do, into pooled outputs.
 
-use super::vmath::best_copy;
-use super::{output, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
-use crate::fuse::program::{Arg, Program, Val};
+use super::program::{Arg, Program, Val};
+use crate::backend::cpu::vmath::{self, best_copy};
+use crate::backend::cpu::{output, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets, Dims};
 use crate::{Result, TensorMeta};
 
@@ -177,7 +177,7 @@ fn elementwise<const N: usize, const S: usize, const M: usize, P, F>(
     F: Fn([f32; N], &[f32; S]) -> [f32; M],
 {
     #[cfg(target_arch = "x86_64")]
-    if super::vmath::has_avx2_fma() {
+    if vmath::has_avx2_fma() {
         // SAFETY: `has_avx2_fma` checked at run time that this CPU supports
         // every feature `elementwise_avx2_fma` is compiled with.
         return unsafe { elementwise_avx2_fma(xs, s, outs, fma) };
