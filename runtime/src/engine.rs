@@ -554,7 +554,8 @@ fn out_of_memory<K: KernelSpec>(
     meta: &TensorMeta,
     bytes: u128,
 ) -> Error {
-    let (op, kernel, tensor, inputs) = (op_path(K::OP), K::NAME, meta.to_string(), describe::<K>(inputs, absent));
+    // Never an unknown bound (those are left to the kernel): every dim is a size.
+    let (op, kernel, tensor, inputs) = (op_path(K::OP), K::NAME, meta.sized(), describe::<K>(inputs, absent));
     Error::OutOfMemory { op, kernel, backend, tensor, bytes, inputs }
 }
 
