@@ -362,3 +362,16 @@ fn loading_onto_wgpu_uploads_the_values_there() {
     });
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn a_variable_named_like_the_safetensors_metadata_is_refused_at_save() {
+    let dir = scratch("reserved");
+    let path = dir.join("meta.safetensors");
+    let meta = Variable::named("__metadata__", Tensor::zeros(&[2], DType::F32).unwrap());
+    let e = save_checkpoint(&path, &[&meta], &Sgd::new(0.1)).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(&e, Error::Checkpoint { tensor: Some(t), .. } if t == "__metadata__"), "{e:?}");
+    assert!(text.contains("reserved"), "{text}");
+    assert!(!path.exists(), "nothing written");
+    let _ = std::fs::remove_dir_all(&dir);
+}

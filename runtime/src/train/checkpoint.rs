@@ -80,7 +80,9 @@ pub(crate) fn state_tensor_for(name: &str, t: &Tensor, var: &Variable) -> Result
 ///
 /// Every variable must have a name of its own ([`Variable::named`]), and
 /// no two the same: the names are how [`load_checkpoint`] finds them again,
-/// in another process where ids differ. Errors are [`Error::Checkpoint`].
+/// in another process where ids differ. `__metadata__` is not a name a
+/// tensor can have (the safetensors format keeps it for the metadata).
+/// Errors are [`Error::Checkpoint`].
 ///
 /// ```
 /// use opforge::train::{load_checkpoint, save_checkpoint, Adam, Optimizer};
@@ -117,6 +119,11 @@ pub fn save_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &d
     }
     let mut seen = HashMap::new();
     for (i, (name, _)) in stored.iter().enumerate() {
+        if name == RESERVED {
+            let message = "the safetensors format reserves this name for the file's metadata, so no tensor can \
+                           have it; rename the variable";
+            return Err(fail(Some(name), message.to_owned()));
+        }
         if seen.insert(name.as_str(), i).is_some() {
             let message = "a variable and the optimizer's state both have this name; rename the variable";
             return Err(fail(Some(name), message.to_owned()));
@@ -211,6 +218,8 @@ pub fn load_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &m
 
 /// What the file's metadata says it is.
 const FORMAT: &str = "opforge checkpoint";
+/// The name the safetensors format keeps for the file's metadata.
+const RESERVED: &str = "__metadata__";
 
 /// The error of a checkpoint at `path`, about one tensor or about the file.
 fn checkpoint_error(path: &Path) -> impl Fn(Option<&str>, String) -> Error + '_ {
