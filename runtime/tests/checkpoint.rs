@@ -1,8 +1,10 @@
 //! Checkpoints through the public API: a run stopped, saved, loaded into
 //! fresh variables and a fresh optimizer and resumed gives the uninterrupted
 //! run's losses to the bit; a save that fails midway leaves the previous
-//! file whole; a bad file is an error naming the file and the tensor, never
-//! a panic, and changes nothing; variables on wgpu get their values there.
+//! file whole; a bad file is an error
+//! naming the file and the tensor, never a panic, and changes nothing, and
+//! a flipped bit anywhere in the file is one; variables on wgpu get their
+//! values there.
 
 use std::path::{Path, PathBuf};
 
@@ -188,6 +190,11 @@ fn saved(dir: &Path, name: &str, vars: &[Variable], opt: &dyn Optimizer) -> Path
 /// Loads `path` into a fresh MLP and `opt`, expecting an error whose text
 /// has `want` (and names the file); checks that nothing changed.
 fn refused(path: &Path, vars: &[&Variable], opt: &mut Adam, want: &str) -> Error {
+    refused_as(path, vars, opt, want, "")
+}
+
+/// [`refused`], its failures saying `what` was loaded.
+fn refused_as(path: &Path, vars: &[&Variable], opt: &mut Adam, want: &str, what: &str) -> Error {
     let values = |v: &Variable| {
         let t = v.value();
         match t.dtype() {
@@ -198,13 +205,16 @@ fn refused(path: &Path, vars: &[&Variable], opt: &mut Adam, want: &str) -> Error
     };
     let before: Vec<String> = vars.iter().map(|v| values(v)).collect();
     let steps = opt.iterations();
-    let e = load_checkpoint(path, vars, opt).unwrap_err();
+    let e = match load_checkpoint(path, vars, opt) {
+        Ok(()) => panic!("{what}: loaded"),
+        Err(e) => e,
+    };
     let text = e.to_string();
-    assert!(matches!(&e, Error::Checkpoint { .. }), "{e:?}");
-    assert!(text.starts_with(&format!("checkpoint `{}`: ", path.display())), "{text}");
-    assert!(text.contains(want), "wanted `{want}` in: {text}");
+    assert!(matches!(&e, Error::Checkpoint { .. }), "{what}: {e:?}");
+    assert!(text.starts_with(&format!("checkpoint `{}`: ", path.display())), "{what}: {text}");
+    assert!(text.contains(want), "{what}: wanted `{want}` in: {text}");
     let after: Vec<String> = vars.iter().map(|v| values(v)).collect();
-    assert_eq!((after, opt.iterations()), (before, steps), "nothing changed: {text}");
+    assert_eq!((after, opt.iterations()), (before, steps), "{what}: nothing changed: {text}");
     e
 }
 
@@ -225,18 +235,7 @@ fn bad_files_and_mismatches_are_errors_naming_the_file_and_the_tensor() {
         std::fs::write(&cut, &bytes[..n]).unwrap();
         refused(&cut, &all, &mut opt, "not a whole safetensors file");
     }
-    // Corrupt: bytes changed in the header; any outcome but a panic, and a
-    // change of the length prefix is always refused.
-    let corrupt = dir.join("corrupt.safetensors");
-    for i in 0..200.min(bytes.len()) {
-        let mut b = bytes.clone();
-        b[i] ^= 0x5a;
-        std::fs::write(&corrupt, &b).unwrap();
-        let loaded = load_checkpoint(&corrupt, &all, &mut Adam::new(0.01));
-        if i < 8 {
-            assert!(loaded.is_err(), "byte {i} of the length");
-        }
-    }
+    // Corrupt: every flipped bit, in its own test below.
     // A header whose offsets point past the end of the file, adding up
     // past usize.
     let huge = dir.join("huge.safetensors");
@@ -252,14 +251,10 @@ fn bad_files_and_mismatches_are_errors_naming_the_file_and_the_tensor() {
     );
     // Not there at all.
     refused(&dir.join("missing.safetensors"), &all, &mut opt, "cannot read it");
-    // A dtype opforge does not have.
+    // A dtype opforge does not have, from another tool (without checksums).
     let f16 = dir.join("f16.safetensors");
-    let (from, to) = (br#""dtype":"F32","shape":[16]"#, br#""dtype":"F16","shape":[32]"#);
-    let mut b = bytes.clone();
-    while let Some(at) = b.windows(from.len()).position(|w| w == from) {
-        b[at..at + from.len()].copy_from_slice(to);
-    }
-    std::fs::write(&f16, &b).unwrap();
+    let kernel: Vec<u8> = fresh[0].value().to_vec::<f32>().unwrap().iter().flat_map(|v| v.to_le_bytes()).collect();
+    foreign_file(&f16, &[("dense1/kernel", "F32", &[8, 16], kernel), ("dense1/bias", "F16", &[32], vec![0; 64])]);
     refused(&f16, &all, &mut opt, "tensor `dense1/bias`: its dtype F16 is not one opforge has");
 
     // A variable of another name, shape or dtype than the file has.
@@ -374,4 +369,83 @@ fn a_variable_named_like_the_safetensors_metadata_is_refused_at_save() {
     assert!(text.contains("reserved"), "{text}");
     assert!(!path.exists(), "nothing written");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A checkpoint of two small variables with Adam: its path, the file's
+/// bytes, and where its data section begins.
+fn small_checkpoint(dir: &Path) -> (PathBuf, Vec<u8>, usize) {
+    let w = Variable::named("w", Tensor::from_vec(vec![0.5f32, -1.0, 2.0, 3.5, -0.25, 1.0], &[2, 3]).unwrap());
+    let b = Variable::named("b", Tensor::from_vec(vec![0.1f32, 0.2, 0.3], &[3]).unwrap());
+    let mut adam = Adam::new(0.01);
+    let loss = || ops::sum(&ops::square(&ops::add(&w.value(), &b.value())?)?, None, false);
+    adam.minimize(loss, &[&w, &b]).unwrap();
+    let path = dir.join("small.safetensors");
+    save_checkpoint(&path, &[&w, &b], &adam).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let header = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    (path, bytes, 8 + header)
+}
+
+/// The tensor of the file whose bytes hold the data section's byte `at`.
+fn tensor_at(bytes: &[u8], data: usize, at: usize) -> String {
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..data]).unwrap();
+    let held = header.as_object().unwrap().iter().find(|(name, info)| {
+        let offsets = &info["data_offsets"];
+        *name != "__metadata__"
+            && offsets[0].as_u64().unwrap() as usize <= at - data
+            && at - data < offsets[1].as_u64().unwrap() as usize
+    });
+    held.expect("every data byte is some tensor's").0.clone()
+}
+
+/// Every bit of a checkpoint flipped in turn, the length prefix, the
+/// header and the data: each load is an error that changes nothing, and
+/// in the data a checksum error naming the tensor the byte belongs to. No
+/// flip may still parse and pass.
+#[test]
+fn every_flipped_bit_of_a_checkpoint_is_an_error_and_in_the_data_a_checksum_error() {
+    let dir = scratch("flips");
+    let (path, bytes, data) = small_checkpoint(&dir);
+    let w = Variable::named("w", Tensor::zeros(&[2, 3], DType::F32).unwrap());
+    let b = Variable::named("b", Tensor::zeros(&[3], DType::F32).unwrap());
+    let mut adam = Adam::new(0.01);
+    let flipped = dir.join("flipped.safetensors");
+    for at in 0..bytes.len() {
+        for bit in 0..8 {
+            let mut changed = bytes.clone();
+            changed[at] ^= 1 << bit;
+            std::fs::write(&flipped, &changed).unwrap();
+            let e = refused_as(&flipped, &[&w, &b], &mut adam, "", &format!("bit {bit} of byte {at}"));
+            if at >= data {
+                let tensor = tensor_at(&bytes, data, at);
+                let text = e.to_string();
+                assert!(
+                    matches!(&e, Error::Checkpoint { tensor: Some(t), .. } if *t == tensor)
+                        && text.contains("checksum"),
+                    "bit {bit} of byte {at} (data of `{tensor}`): {text}"
+                );
+            }
+        }
+    }
+    load_checkpoint(&path, &[&w, &b], &mut adam).unwrap();
+    assert_eq!(adam.iterations(), 1, "the file itself loads");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A safetensors file as another tool writes it, without opforge's
+/// metadata: `tensors` of (name, dtype, shape, little-endian bytes).
+fn foreign_file(path: &Path, tensors: &[(&str, &str, &[usize], Vec<u8>)]) {
+    let (mut header, mut data) = (serde_json::Map::new(), Vec::new());
+    for (name, dtype, shape, bytes) in tensors {
+        let offsets = [data.len(), data.len() + bytes.len()];
+        header
+            .insert((*name).to_owned(), serde_json::json!({ "dtype": dtype, "shape": shape, "data_offsets": offsets }));
+        data.extend_from_slice(bytes);
+    }
+    let mut text = serde_json::to_vec(&header).unwrap();
+    text.resize(text.len().next_multiple_of(8), b' ');
+    let mut file = (text.len() as u64).to_le_bytes().to_vec();
+    file.extend(text);
+    file.extend(data);
+    std::fs::write(path, file).unwrap();
 }
