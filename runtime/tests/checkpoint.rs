@@ -449,3 +449,39 @@ fn foreign_file(path: &Path, tensors: &[(&str, &str, &[usize], Vec<u8>)]) {
     file.extend(data);
     std::fs::write(path, file).unwrap();
 }
+
+#[test]
+fn an_implausible_step_count_is_refused_and_files_without_checksums_still_load() {
+    let dir = scratch("steps");
+    let path = dir.join("foreign.safetensors");
+    let w = Variable::named("w", Tensor::scalar(1.0f32));
+    let file = |step: u64| {
+        foreign_file(
+            &path,
+            &[("adam/step", "U64", &[], step.to_le_bytes().to_vec()), ("w", "F32", &[], 2.5f32.to_le_bytes().to_vec())],
+        )
+    };
+    // Written by another tool, without a checksum: it loads.
+    file(3);
+    let mut adam = Adam::new(0.1);
+    load_checkpoint(&path, &[&w], &mut adam).unwrap();
+    assert_eq!((w.value().to_scalar::<f32>().unwrap(), adam.iterations()), (2.5, 3));
+
+    // A step count no run reaches is refused, at load and through set_state.
+    file(u64::MAX);
+    let fresh = Variable::named("w", Tensor::scalar(1.0f32));
+    let mut adam = Adam::new(0.1);
+    refused(&path, &[&fresh], &mut adam, "tensor `adam/step`: 18446744073709551615 steps is implausible");
+    let mut state = opforge::train::OptimizerState::default();
+    state.counters.insert("adam/step".to_owned(), u64::MAX);
+    let e = adam.set_state(&[&fresh], state).unwrap_err().to_string();
+    assert!(e.contains("tensor `adam/step`: 18446744073709551615 steps is implausible"), "{e}");
+    assert_eq!(adam.iterations(), 0, "unchanged");
+    // The most it takes still steps on.
+    let most = 1u64 << 53;
+    file(most);
+    load_checkpoint(&path, &[&fresh], &mut adam).unwrap();
+    adam.apply_gradients(&[&fresh], &[Tensor::scalar(1.0f32)]).unwrap();
+    assert_eq!(adam.iterations(), most + 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -165,7 +165,8 @@ pub fn save_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &d
 /// variable without a name of its own or whose name the file lacks; a
 /// tensor whose shape or dtype is not its variable's; a tensor that neither
 /// a variable nor the optimizer takes (a checkpoint of another model, or of
-/// another optimizer).
+/// another optimizer); an optimizer state it refuses (Adam's step count
+/// past any run's, say).
 ///
 /// A file without checksums, written by another tool (or by opforge
 /// before it wrote them), loads unverified: only its structure is checked.
