@@ -1,7 +1,7 @@
 //! Checkpoints through the public API: a run stopped, saved, loaded into
 //! fresh variables and a fresh optimizer and resumed gives the uninterrupted
-//! run's losses to the bit; a save that fails midway leaves the previous
-//! file whole; a bad file is an error
+//! run's losses to the bit; a save that fails midway, or whose process is
+//! killed midway, leaves the previous file whole; a bad file is an error
 //! naming the file and the tensor, never a panic, and changes nothing, and
 //! a flipped bit anywhere in the file is one; variables on wgpu get their
 //! values there.
@@ -483,5 +483,85 @@ fn an_implausible_step_count_is_refused_and_files_without_checksums_still_load()
     load_checkpoint(&path, &[&fresh], &mut adam).unwrap();
     adam.apply_gradients(&[&fresh], &[Tensor::scalar(1.0f32)]).unwrap();
     assert_eq!(adam.iterations(), most + 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Set in the child that [`a_save_killed_at_any_moment_leaves_the_previous_checkpoint_whole`]
+/// starts: the path it saves to, over and over, until it is killed.
+const SAVER: &str = "OPFORGE_TEST_CHECKPOINT_SAVER";
+
+/// The child's loop: checkpoint `first`, `first + 1`, ... to `path`, each
+/// a variable whose every element is the number and Adam's step count
+/// the same number, so that a torn file shows.
+fn save_until_killed(path: &Path, first: u64) -> ! {
+    for k in first.. {
+        let w = Variable::named("w", Tensor::full(&[1 << 16], k as f32).unwrap());
+        let mut adam = Adam::new(0.1);
+        let mut state = opforge::train::OptimizerState::default();
+        state.counters.insert("adam/step".to_owned(), k);
+        adam.set_state(&[&w], state).unwrap();
+        save_checkpoint(path, &[&w], &adam).unwrap();
+    }
+    unreachable!("the loop runs until the process is killed")
+}
+
+/// What the checkpoint at `path` holds: the number every element of its
+/// variable is, which is also its step count.
+fn whole(path: &Path, what: &str) -> u64 {
+    let w = Variable::named("w", Tensor::zeros(&[1 << 16], DType::F32).unwrap());
+    let mut adam = Adam::new(0.1);
+    load_checkpoint(path, &[&w], &mut adam).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let values = w.value().to_vec::<f32>().unwrap();
+    assert!(values.iter().all(|&v| v == values[0]), "{what}: a torn variable");
+    assert_eq!(values[0] as u64, adam.iterations(), "{what}: the variable and the step count of one save");
+    adam.iterations()
+}
+
+/// The test binary runs itself as a child that saves over one checkpoint
+/// in a loop, and kills it at a random moment, many times: whatever the
+/// moment, the checkpoint is one save's, whole.
+#[test]
+fn a_save_killed_at_any_moment_leaves_the_previous_checkpoint_whole() {
+    const NAME: &str = "a_save_killed_at_any_moment_leaves_the_previous_checkpoint_whole";
+    if let Some(path) = std::env::var_os(SAVER) {
+        let first = std::env::var("OPFORGE_TEST_CHECKPOINT_FIRST").unwrap().parse().unwrap();
+        save_until_killed(Path::new(&path), first);
+    }
+    let dir = scratch("killed");
+    let path = dir.join("run.safetensors");
+    let w = Variable::named("w", Tensor::zeros(&[1 << 16], DType::F32).unwrap());
+    save_checkpoint(&path, &[&w], &Adam::new(0.1)).unwrap();
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let mut random = seed;
+    let (mut last, mut advanced) = (0, 0);
+    const ROUNDS: u64 = 60;
+    for round in 0..ROUNDS {
+        // SplitMix64: a delay of 0 to 40 ms, after which the child is in
+        // its start-up, or in some save's write, flush or rename.
+        random = random.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = random;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        let delay = std::time::Duration::from_micros((z ^ (z >> 31)) % 40_000);
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--test-threads", "1"])
+            .env(SAVER, &path)
+            .env("OPFORGE_TEST_CHECKPOINT_FIRST", (1 + round * 100_000).to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let what = format!("round {round}, killed after {delay:?} (seed {seed})");
+        let now = whole(&path, &what);
+        assert!(now == last || now > round * 100_000, "{what}: step {now}, neither the last ({last}) nor this child's");
+        advanced += u64::from(now != last);
+        last = now;
+    }
+    // Most children got to save before they were killed: the kills fell
+    // among saves, not only before the first.
+    assert!(advanced >= ROUNDS / 4, "only {advanced} of {ROUNDS} children saved (seed {seed})");
     let _ = std::fs::remove_dir_all(&dir);
 }
