@@ -540,10 +540,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// (see [`crate::alloc`]).
 #[inline]
 fn too_large(meta: &TensorMeta) -> Option<u128> {
-    match crate::shape::checked_numel(&meta.shape) {
-        Some(n) => crate::alloc::refuse(n, meta.dtype.size_in_bytes()),
-        None => Some(meta.shape.iter().fold(meta.dtype.size_in_bytes() as u128, |b, &d| b.saturating_mul(d as u128))),
-    }
+    crate::shape::refused_bytes(&meta.shape, meta.dtype.size_in_bytes())
 }
 
 #[cold]
