@@ -540,10 +540,7 @@ fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// (see [`crate::alloc`]).
 #[inline]
 fn too_large(meta: &TensorMeta) -> Option<u128> {
-    match crate::shape::checked_numel(&meta.shape) {
-        Some(n) => crate::alloc::refuse(n, meta.dtype.size_in_bytes()),
-        None => Some(meta.shape.iter().fold(meta.dtype.size_in_bytes() as u128, |b, &d| b.saturating_mul(d as u128))),
-    }
+    crate::shape::refused_bytes(&meta.shape, meta.dtype.size_in_bytes())
 }
 
 #[cold]
@@ -554,7 +551,8 @@ fn out_of_memory<K: KernelSpec>(
     meta: &TensorMeta,
     bytes: u128,
 ) -> Error {
-    let (op, kernel, tensor, inputs) = (op_path(K::OP), K::NAME, meta.to_string(), describe::<K>(inputs, absent));
+    // Never an unknown bound (those are left to the kernel): every dim is a size.
+    let (op, kernel, tensor, inputs) = (op_path(K::OP), K::NAME, meta.sized(), describe::<K>(inputs, absent));
     Error::OutOfMemory { op, kernel, backend, tensor, bytes, inputs }
 }
 

@@ -240,7 +240,9 @@ pub enum Error {
         kernel: &'static str,
         /// The backend the tensor was for.
         backend: BackendId,
-        /// The tensor, as `dtype[shape]`.
+        /// The tensor, as `dtype[shape]`: an output of the op, or with
+        /// `intermediate ` before it, a tensor the kernel makes on the way
+        /// (an einsum's contraction of two operands).
         tensor: String,
         /// Bytes it needs (never wrapped: a product past `usize` is exact here).
         bytes: u128,
@@ -513,11 +515,11 @@ impl fmt::Display for Error {
                 write!(f, "{op} on backend `{backend}`: out of memory: {tensor} needs {bytes} bytes")
             }
             Error::OutOfMemory { op, kernel, backend, tensor, bytes, inputs } => {
-                write!(
-                    f,
-                    "op `{op}` (kernel `{kernel}`, backend `{backend}`): out of memory: its output {tensor} needs \
-                     {bytes} bytes"
-                )?;
+                write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`): out of memory: ")?;
+                match tensor.strip_prefix(INTERMEDIATE) {
+                    Some(tensor) => write!(f, "its intermediate {tensor} needs {bytes} bytes")?,
+                    None => write!(f, "its output {tensor} needs {bytes} bytes")?,
+                }
                 write_inputs(f, inputs)
             }
             Error::Checkpoint { path, tensor, message } => {
@@ -545,6 +547,10 @@ impl std::error::Error for Error {
         }
     }
 }
+
+/// What [`Error::OutOfMemory`]'s `tensor` begins with when the tensor is
+/// one a kernel makes on the way rather than an output.
+const INTERMEDIATE: &str = "intermediate ";
 
 /// `; inputs: a: f32[2], b: f32[3]`, or nothing for no inputs.
 fn write_inputs(f: &mut fmt::Formatter<'_>, inputs: &[InputDesc]) -> fmt::Result {

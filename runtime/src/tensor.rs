@@ -44,13 +44,22 @@ impl TensorMeta {
     pub fn numel(&self) -> usize {
         shape::numel(&self.shape)
     }
+
+    /// As it displays, but every dim a number: for a tensor being made,
+    /// whose size is known (an out-of-memory error's), where a dim of
+    /// `usize::MAX` is a size and not a data-dependent bound's `?`.
+    pub(crate) fn sized(&self) -> String {
+        let dims: Vec<String> = self.shape.iter().map(usize::to_string).collect();
+        format!("{}[{}]", self.dtype, dims.join(", "))
+    }
 }
 
 impl std::fmt::Display for TensorMeta {
     /// `f32[2, 3]`; a data-dependent bound's [`crate::shape::ANY`] dim as
     /// `?`. A tensor can have a dim of `usize::MAX` only beside a 0 (no
     /// buffer holds that many elements), so in a shape with a 0 it is a
-    /// real size and prints as one.
+    /// real size and prints as one; an out-of-memory error, naming a
+    /// tensor that could not be made, prints every dim as a number.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let bound = !self.shape.contains(&0);
         let dims: Vec<String> = self
@@ -615,7 +624,7 @@ fn checked(shape: &[usize], dtype: DType, what: &'static str) -> Result<usize> {
             op: what.to_owned(),
             kernel: "",
             backend: crate::default_backend(),
-            tensor: TensorMeta { shape: Shape::from_slice(shape), dtype }.to_string(),
+            tensor: TensorMeta { shape: Shape::from_slice(shape), dtype }.sized(),
             bytes,
             inputs: Vec::new(),
         }),

@@ -386,6 +386,10 @@ const MOMENTUM: &str = "momentum/accumulator";
 const ADAM_M: &str = "adam/m";
 const ADAM_V: &str = "adam/v";
 const ADAM_STEP: &str = "adam/step";
+/// The most steps an Adam state may say it has taken: 2^53, where TF.js's
+/// count (a JavaScript number) stops counting exactly, and past any run
+/// (three centuries at a step a microsecond). A larger count is corrupt.
+const ADAM_MAX_STEPS: u64 = 1 << 53;
 
 /// Adam (TF.js `tf.train.adam`), with TF.js's defaults `beta1 = 0.9`,
 /// `beta2 = 0.999`, `epsilon = 1e-7` and its bias correction: at update
@@ -527,7 +531,13 @@ impl Optimizer for Adam {
     /// start as zeros on a variable's first update.
     fn apply_gradients(&mut self, vars: &[&Variable], grads: &[Tensor]) -> Result<()> {
         let values = check_pairs("Adam", vars, grads)?;
-        let t = self.iterations.saturating_add(1).min(i32::MAX as u64) as i32;
+        let Some(next) = self.iterations.checked_add(1) else {
+            return Err(Error::InvalidTensor {
+                what: "Optimizer::apply_gradients",
+                message: format!("Adam has counted {} steps, and its count cannot go on", self.iterations),
+            });
+        };
+        let t = next.min(i32::MAX as u64) as i32;
         // beta^t in f64 from t, where TF.js multiplies an f32 scalar each step.
         let (beta1_power, beta2_power) = (self.beta1.powi(t), self.beta2.powi(t));
         no_grad(|| {
@@ -556,7 +566,7 @@ impl Optimizer for Adam {
             }
             Ok::<(), Error>(())
         })?;
-        self.iterations += 1;
+        self.iterations = next;
         Ok(())
     }
 
@@ -575,10 +585,17 @@ impl Optimizer for Adam {
         Ok(state)
     }
 
+    /// Takes the moments and `adam/step`, which must be at most 2^53 (no
+    /// run counts further: a larger count is a corrupt one, and would
+    /// overflow the count).
     fn set_state(&mut self, vars: &[&Variable], mut state: OptimizerState) -> Result<()> {
         let Some(step) = state.counters.remove(ADAM_STEP) else {
             return Err(state_error(ADAM_STEP, "missing: Adam needs its step count to resume its bias correction"));
         };
+        if step > ADAM_MAX_STEPS {
+            let message = format!("{step} steps is implausible (no run takes more than 2^53); the count is corrupt");
+            return Err(state_error(ADAM_STEP, message));
+        }
         let m = take_per_variable(&mut state, ADAM_M, vars)?;
         let second = take_per_variable(&mut state, ADAM_V, vars)?;
         leftover(&state, &format!("`{ADAM_M}/<variable name>`, `{ADAM_V}/<variable name>` and `{ADAM_STEP}`"))?;

@@ -1,8 +1,10 @@
 //! Checkpoints through the public API: a run stopped, saved, loaded into
 //! fresh variables and a fresh optimizer and resumed gives the uninterrupted
-//! run's losses to the bit; a save that fails midway leaves the previous
-//! file whole; a bad file is an error naming the file and the tensor, never
-//! a panic, and changes nothing; variables on wgpu get their values there.
+//! run's losses to the bit; a save that fails midway, or whose process is
+//! killed midway, leaves the previous file whole; a bad file is an error
+//! naming the file and the tensor, never a panic, and changes nothing, and
+//! a flipped bit anywhere in the file is one; variables on wgpu get their
+//! values there.
 
 use std::path::{Path, PathBuf};
 
@@ -188,6 +190,11 @@ fn saved(dir: &Path, name: &str, vars: &[Variable], opt: &dyn Optimizer) -> Path
 /// Loads `path` into a fresh MLP and `opt`, expecting an error whose text
 /// has `want` (and names the file); checks that nothing changed.
 fn refused(path: &Path, vars: &[&Variable], opt: &mut Adam, want: &str) -> Error {
+    refused_as(path, vars, opt, want, "")
+}
+
+/// [`refused`], its failures saying `what` was loaded.
+fn refused_as(path: &Path, vars: &[&Variable], opt: &mut Adam, want: &str, what: &str) -> Error {
     let values = |v: &Variable| {
         let t = v.value();
         match t.dtype() {
@@ -198,13 +205,16 @@ fn refused(path: &Path, vars: &[&Variable], opt: &mut Adam, want: &str) -> Error
     };
     let before: Vec<String> = vars.iter().map(|v| values(v)).collect();
     let steps = opt.iterations();
-    let e = load_checkpoint(path, vars, opt).unwrap_err();
+    let e = match load_checkpoint(path, vars, opt) {
+        Ok(()) => panic!("{what}: loaded"),
+        Err(e) => e,
+    };
     let text = e.to_string();
-    assert!(matches!(&e, Error::Checkpoint { .. }), "{e:?}");
-    assert!(text.starts_with(&format!("checkpoint `{}`: ", path.display())), "{text}");
-    assert!(text.contains(want), "wanted `{want}` in: {text}");
+    assert!(matches!(&e, Error::Checkpoint { .. }), "{what}: {e:?}");
+    assert!(text.starts_with(&format!("checkpoint `{}`: ", path.display())), "{what}: {text}");
+    assert!(text.contains(want), "{what}: wanted `{want}` in: {text}");
     let after: Vec<String> = vars.iter().map(|v| values(v)).collect();
-    assert_eq!((after, opt.iterations()), (before, steps), "nothing changed: {text}");
+    assert_eq!((after, opt.iterations()), (before, steps), "{what}: nothing changed: {text}");
     e
 }
 
@@ -225,18 +235,7 @@ fn bad_files_and_mismatches_are_errors_naming_the_file_and_the_tensor() {
         std::fs::write(&cut, &bytes[..n]).unwrap();
         refused(&cut, &all, &mut opt, "not a whole safetensors file");
     }
-    // Corrupt: bytes changed in the header; any outcome but a panic, and a
-    // change of the length prefix is always refused.
-    let corrupt = dir.join("corrupt.safetensors");
-    for i in 0..200.min(bytes.len()) {
-        let mut b = bytes.clone();
-        b[i] ^= 0x5a;
-        std::fs::write(&corrupt, &b).unwrap();
-        let loaded = load_checkpoint(&corrupt, &all, &mut Adam::new(0.01));
-        if i < 8 {
-            assert!(loaded.is_err(), "byte {i} of the length");
-        }
-    }
+    // Corrupt: every flipped bit, in its own test below.
     // A header whose offsets point past the end of the file, adding up
     // past usize.
     let huge = dir.join("huge.safetensors");
@@ -252,14 +251,10 @@ fn bad_files_and_mismatches_are_errors_naming_the_file_and_the_tensor() {
     );
     // Not there at all.
     refused(&dir.join("missing.safetensors"), &all, &mut opt, "cannot read it");
-    // A dtype opforge does not have.
+    // A dtype opforge does not have, from another tool (without checksums).
     let f16 = dir.join("f16.safetensors");
-    let (from, to) = (br#""dtype":"F32","shape":[16]"#, br#""dtype":"F16","shape":[32]"#);
-    let mut b = bytes.clone();
-    while let Some(at) = b.windows(from.len()).position(|w| w == from) {
-        b[at..at + from.len()].copy_from_slice(to);
-    }
-    std::fs::write(&f16, &b).unwrap();
+    let kernel: Vec<u8> = fresh[0].value().to_vec::<f32>().unwrap().iter().flat_map(|v| v.to_le_bytes()).collect();
+    foreign_file(&f16, &[("dense1/kernel", "F32", &[8, 16], kernel), ("dense1/bias", "F16", &[32], vec![0; 64])]);
     refused(&f16, &all, &mut opt, "tensor `dense1/bias`: its dtype F16 is not one opforge has");
 
     // A variable of another name, shape or dtype than the file has.
@@ -360,5 +355,213 @@ fn loading_onto_wgpu_uploads_the_values_there() {
             "the same kernels, the same bits"
         );
     });
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn a_variable_named_like_the_safetensors_metadata_is_refused_at_save() {
+    let dir = scratch("reserved");
+    let path = dir.join("meta.safetensors");
+    let meta = Variable::named("__metadata__", Tensor::zeros(&[2], DType::F32).unwrap());
+    let e = save_checkpoint(&path, &[&meta], &Sgd::new(0.1)).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(&e, Error::Checkpoint { tensor: Some(t), .. } if t == "__metadata__"), "{e:?}");
+    assert!(text.contains("reserved"), "{text}");
+    assert!(!path.exists(), "nothing written");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A checkpoint of two small variables with Adam: its path, the file's
+/// bytes, and where its data section begins.
+fn small_checkpoint(dir: &Path) -> (PathBuf, Vec<u8>, usize) {
+    let w = Variable::named("w", Tensor::from_vec(vec![0.5f32, -1.0, 2.0, 3.5, -0.25, 1.0], &[2, 3]).unwrap());
+    let b = Variable::named("b", Tensor::from_vec(vec![0.1f32, 0.2, 0.3], &[3]).unwrap());
+    let mut adam = Adam::new(0.01);
+    let loss = || ops::sum(&ops::square(&ops::add(&w.value(), &b.value())?)?, None, false);
+    adam.minimize(loss, &[&w, &b]).unwrap();
+    let path = dir.join("small.safetensors");
+    save_checkpoint(&path, &[&w, &b], &adam).unwrap();
+    let bytes = std::fs::read(&path).unwrap();
+    let header = u64::from_le_bytes(bytes[..8].try_into().unwrap()) as usize;
+    (path, bytes, 8 + header)
+}
+
+/// The tensor of the file whose bytes hold the data section's byte `at`.
+fn tensor_at(bytes: &[u8], data: usize, at: usize) -> String {
+    let header: serde_json::Value = serde_json::from_slice(&bytes[8..data]).unwrap();
+    let held = header.as_object().unwrap().iter().find(|(name, info)| {
+        let offsets = &info["data_offsets"];
+        *name != "__metadata__"
+            && offsets[0].as_u64().unwrap() as usize <= at - data
+            && at - data < offsets[1].as_u64().unwrap() as usize
+    });
+    held.expect("every data byte is some tensor's").0.clone()
+}
+
+/// Every bit of a checkpoint flipped in turn, the length prefix, the
+/// header and the data: each load is an error that changes nothing, and
+/// in the data a checksum error naming the tensor the byte belongs to. No
+/// flip may still parse and pass.
+#[test]
+fn every_flipped_bit_of_a_checkpoint_is_an_error_and_in_the_data_a_checksum_error() {
+    let dir = scratch("flips");
+    let (path, bytes, data) = small_checkpoint(&dir);
+    let w = Variable::named("w", Tensor::zeros(&[2, 3], DType::F32).unwrap());
+    let b = Variable::named("b", Tensor::zeros(&[3], DType::F32).unwrap());
+    let mut adam = Adam::new(0.01);
+    let flipped = dir.join("flipped.safetensors");
+    for at in 0..bytes.len() {
+        for bit in 0..8 {
+            let mut changed = bytes.clone();
+            changed[at] ^= 1 << bit;
+            std::fs::write(&flipped, &changed).unwrap();
+            let e = refused_as(&flipped, &[&w, &b], &mut adam, "", &format!("bit {bit} of byte {at}"));
+            if at >= data {
+                let tensor = tensor_at(&bytes, data, at);
+                let text = e.to_string();
+                assert!(
+                    matches!(&e, Error::Checkpoint { tensor: Some(t), .. } if *t == tensor)
+                        && text.contains("checksum"),
+                    "bit {bit} of byte {at} (data of `{tensor}`): {text}"
+                );
+            }
+        }
+    }
+    load_checkpoint(&path, &[&w, &b], &mut adam).unwrap();
+    assert_eq!(adam.iterations(), 1, "the file itself loads");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A safetensors file as another tool writes it, without opforge's
+/// metadata: `tensors` of (name, dtype, shape, little-endian bytes).
+fn foreign_file(path: &Path, tensors: &[(&str, &str, &[usize], Vec<u8>)]) {
+    let (mut header, mut data) = (serde_json::Map::new(), Vec::new());
+    for (name, dtype, shape, bytes) in tensors {
+        let offsets = [data.len(), data.len() + bytes.len()];
+        header
+            .insert((*name).to_owned(), serde_json::json!({ "dtype": dtype, "shape": shape, "data_offsets": offsets }));
+        data.extend_from_slice(bytes);
+    }
+    let mut text = serde_json::to_vec(&header).unwrap();
+    text.resize(text.len().next_multiple_of(8), b' ');
+    let mut file = (text.len() as u64).to_le_bytes().to_vec();
+    file.extend(text);
+    file.extend(data);
+    std::fs::write(path, file).unwrap();
+}
+
+#[test]
+fn an_implausible_step_count_is_refused_and_files_without_checksums_still_load() {
+    let dir = scratch("steps");
+    let path = dir.join("foreign.safetensors");
+    let w = Variable::named("w", Tensor::scalar(1.0f32));
+    let file = |step: u64| {
+        foreign_file(
+            &path,
+            &[("adam/step", "U64", &[], step.to_le_bytes().to_vec()), ("w", "F32", &[], 2.5f32.to_le_bytes().to_vec())],
+        )
+    };
+    // Written by another tool, without a checksum: it loads.
+    file(3);
+    let mut adam = Adam::new(0.1);
+    load_checkpoint(&path, &[&w], &mut adam).unwrap();
+    assert_eq!((w.value().to_scalar::<f32>().unwrap(), adam.iterations()), (2.5, 3));
+
+    // A step count no run reaches is refused, at load and through set_state.
+    file(u64::MAX);
+    let fresh = Variable::named("w", Tensor::scalar(1.0f32));
+    let mut adam = Adam::new(0.1);
+    refused(&path, &[&fresh], &mut adam, "tensor `adam/step`: 18446744073709551615 steps is implausible");
+    let mut state = opforge::train::OptimizerState::default();
+    state.counters.insert("adam/step".to_owned(), u64::MAX);
+    let e = adam.set_state(&[&fresh], state).unwrap_err().to_string();
+    assert!(e.contains("tensor `adam/step`: 18446744073709551615 steps is implausible"), "{e}");
+    assert_eq!(adam.iterations(), 0, "unchanged");
+    // The most it takes still steps on.
+    let most = 1u64 << 53;
+    file(most);
+    load_checkpoint(&path, &[&fresh], &mut adam).unwrap();
+    adam.apply_gradients(&[&fresh], &[Tensor::scalar(1.0f32)]).unwrap();
+    assert_eq!(adam.iterations(), most + 1);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Set in the child that [`a_save_killed_at_any_moment_leaves_the_previous_checkpoint_whole`]
+/// starts: the path it saves to, over and over, until it is killed.
+const SAVER: &str = "OPFORGE_TEST_CHECKPOINT_SAVER";
+
+/// The child's loop: checkpoint `first`, `first + 1`, ... to `path`, each
+/// a variable whose every element is the number and Adam's step count
+/// the same number, so that a torn file shows.
+fn save_until_killed(path: &Path, first: u64) -> ! {
+    for k in first.. {
+        let w = Variable::named("w", Tensor::full(&[1 << 16], k as f32).unwrap());
+        let mut adam = Adam::new(0.1);
+        let mut state = opforge::train::OptimizerState::default();
+        state.counters.insert("adam/step".to_owned(), k);
+        adam.set_state(&[&w], state).unwrap();
+        save_checkpoint(path, &[&w], &adam).unwrap();
+    }
+    unreachable!("the loop runs until the process is killed")
+}
+
+/// What the checkpoint at `path` holds: the number every element of its
+/// variable is, which is also its step count.
+fn whole(path: &Path, what: &str) -> u64 {
+    let w = Variable::named("w", Tensor::zeros(&[1 << 16], DType::F32).unwrap());
+    let mut adam = Adam::new(0.1);
+    load_checkpoint(path, &[&w], &mut adam).unwrap_or_else(|e| panic!("{what}: {e}"));
+    let values = w.value().to_vec::<f32>().unwrap();
+    assert!(values.iter().all(|&v| v == values[0]), "{what}: a torn variable");
+    assert_eq!(values[0] as u64, adam.iterations(), "{what}: the variable and the step count of one save");
+    adam.iterations()
+}
+
+/// The test binary runs itself as a child that saves over one checkpoint
+/// in a loop, and kills it at a random moment, many times: whatever the
+/// moment, the checkpoint is one save's, whole.
+#[test]
+fn a_save_killed_at_any_moment_leaves_the_previous_checkpoint_whole() {
+    const NAME: &str = "a_save_killed_at_any_moment_leaves_the_previous_checkpoint_whole";
+    if let Some(path) = std::env::var_os(SAVER) {
+        let first = std::env::var("OPFORGE_TEST_CHECKPOINT_FIRST").unwrap().parse().unwrap();
+        save_until_killed(Path::new(&path), first);
+    }
+    let dir = scratch("killed");
+    let path = dir.join("run.safetensors");
+    let w = Variable::named("w", Tensor::zeros(&[1 << 16], DType::F32).unwrap());
+    save_checkpoint(&path, &[&w], &Adam::new(0.1)).unwrap();
+    let seed = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos() as u64;
+    let mut random = seed;
+    let (mut last, mut advanced) = (0, 0);
+    const ROUNDS: u64 = 60;
+    for round in 0..ROUNDS {
+        // SplitMix64: a delay of 0 to 40 ms, after which the child is in
+        // its start-up, or in some save's write, flush or rename.
+        random = random.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = random;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        let delay = std::time::Duration::from_micros((z ^ (z >> 31)) % 40_000);
+        let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["--exact", NAME, "--test-threads", "1"])
+            .env(SAVER, &path)
+            .env("OPFORGE_TEST_CHECKPOINT_FIRST", (1 + round * 100_000).to_string())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(delay);
+        child.kill().unwrap();
+        child.wait().unwrap();
+        let what = format!("round {round}, killed after {delay:?} (seed {seed})");
+        let now = whole(&path, &what);
+        assert!(now == last || now > round * 100_000, "{what}: step {now}, neither the last ({last}) nor this child's");
+        advanced += u64::from(now != last);
+        last = now;
+    }
+    // Most children got to save before they were killed: the kills fell
+    // among saves, not only before the first.
+    assert!(advanced >= ROUNDS / 4, "only {advanced} of {ROUNDS} children saved (seed {seed})");
     let _ = std::fs::remove_dir_all(&dir);
 }

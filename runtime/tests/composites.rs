@@ -251,3 +251,53 @@ fn layer_norm_grad_agrees_across_backends_over_many_rows_and_long_ones() {
         }
     }
 }
+
+/// Issue 47: rows whose mean is large against their spread, `1e7 + 16 *
+/// U(-1, 1)` (the spread a few of f32's steps at 1e7), with epsilon 0:
+/// `LayerNorm` and `LayerNormGrad` against f64 on the same f32 inputs.
+/// An f32 sum of the row's values lost the mean by several units, and
+/// with it 4-5% of every normalized value.
+#[test]
+fn layer_norm_keeps_its_precision_when_the_mean_dwarfs_the_spread() {
+    for n in [7, 64, 1000, 4096] {
+        let rows = 3;
+        let noise = Tensor::random_uniform(&[rows, n], -16.0, 16.0, n as u64).unwrap();
+        let x = ops::add(&noise, &Tensor::scalar(1e7f32)).unwrap();
+        let dy = Tensor::random_uniform(&[rows, n], -1.0, 1.0, 7).unwrap();
+        let gamma = Tensor::random_uniform(&[n], 0.5, 1.5, 8).unwrap();
+        let beta = Tensor::zeros(&[n], opforge::DType::F32).unwrap();
+        let (xs, dys, gs) = (x.to_vec::<f32>().unwrap(), dy.to_vec::<f32>().unwrap(), gamma.to_vec::<f32>().unwrap());
+        // The f64 reference: y = xhat * gamma; dx, dgamma and dbeta.
+        let (mut y, mut dx, mut dgamma, mut dbeta) = (vec![], vec![], vec![0.0f64; n], vec![0.0f64; n]);
+        for r in 0..rows {
+            let row: Vec<f64> = xs[r * n..][..n].iter().map(|&v| f64::from(v)).collect();
+            let mean = row.iter().sum::<f64>() / n as f64;
+            let rstd = 1.0 / (row.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / n as f64).sqrt();
+            let xhat: Vec<f64> = row.iter().map(|v| (v - mean) * rstd).collect();
+            let g: Vec<f64> = (0..n).map(|j| f64::from(dys[r * n + j]) * f64::from(gs[j])).collect();
+            let m1 = g.iter().sum::<f64>() / n as f64;
+            let m2 = g.iter().zip(&xhat).map(|(g, h)| g * h).sum::<f64>() / n as f64;
+            for j in 0..n {
+                y.push(xhat[j] * f64::from(gs[j]));
+                dx.push((g[j] - m1 - xhat[j] * m2) * rstd);
+                dgamma[j] += f64::from(dys[r * n + j]) * xhat[j];
+                dbeta[j] += f64::from(dys[r * n + j]);
+            }
+        }
+        for b in backends("layer_norm_keeps_its_precision_when_the_mean_dwarfs_the_spread") {
+            let on = |t: &Tensor| t.to_backend(b).unwrap();
+            let close = |what: &str, got: &Tensor, want: &[f64], tolerance: f64| {
+                let got = got.to_vec::<f32>().unwrap();
+                let scale = want.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+                let worst = got.iter().zip(want).map(|(&g, w)| (f64::from(g) - w).abs()).fold(0.0, f64::max);
+                assert!(worst <= tolerance * scale, "{what}, rows of {n} on {b}: off by {worst} against {scale}");
+            };
+            let out = ops::layer_norm(&on(&x), &on(&gamma), &on(&beta), 0.0).unwrap();
+            close("y", &out, &y, 1e-5);
+            let g = ops::layer_norm_grad(&on(&dy), &on(&x), &on(&gamma), 0.0).unwrap();
+            close("dx", &g.dx, &dx, 1e-4);
+            close("dgamma", &g.dgamma, &dgamma, 1e-5);
+            close("dbeta", &g.dbeta, &dbeta, 1e-6);
+        }
+    }
+}

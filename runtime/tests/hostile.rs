@@ -50,6 +50,22 @@ fn allocations_past_the_machine_are_errors_not_aborts() {
     assert_eq!(Tensor::zeros(&[4], DType::F32).unwrap().to_vec::<f32>().unwrap(), vec![0.0; 4]);
 }
 
+/// A dim of `usize::MAX` is a real size in an out-of-memory error (the
+/// tensor was being made), not the `?` of a data-dependent bound.
+#[test]
+fn out_of_memory_errors_print_a_dim_of_usize_max_as_a_number() {
+    let max = usize::MAX;
+    let e = out_of_memory("zeros", Tensor::zeros(&[max], DType::F32));
+    assert_eq!(
+        e.to_string(),
+        format!("zeros on backend `cpu`: out of memory: f32[{max}] needs {} bytes", max as u128 * 4)
+    );
+    let empty = Tensor::zeros(&[max, 0], DType::F32).unwrap();
+    let e = out_of_memory("sum", ops::sum(&empty, Some(&[1]), false)).to_string();
+    assert!(e.contains(&format!("its output f32[{max}] needs")), "{e}");
+    assert!(e.contains(&format!("inputs: x: f32[{max}, 0]")), "{e}");
+}
+
 #[test]
 fn float_casts_pass_the_gradient_and_integer_casts_stop_it() {
     let x = Tensor::from_vec(vec![1.5f32, -2.0, 3.0], &[3]).unwrap();

@@ -60,6 +60,17 @@ pub fn checked_numel(shape: &[usize]) -> Option<usize> {
     Some(if zero { 0 } else { n })
 }
 
+/// The bytes a new tensor of `shape`, of elements `size` bytes each,
+/// needs, if that is more than this machine can give (see
+/// [`crate::alloc`]): exact, never wrapped, for the out-of-memory error.
+#[inline]
+pub(crate) fn refused_bytes(shape: &[usize], size: usize) -> Option<u128> {
+    match checked_numel(shape) {
+        Some(n) => crate::alloc::refuse(n, size),
+        None => Some(shape.iter().fold(size as u128, |b, &d| b.saturating_mul(d as u128))),
+    }
+}
+
 /// Row-major strides of a contiguous tensor of this shape.
 ///
 /// ```

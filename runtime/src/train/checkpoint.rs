@@ -1,5 +1,6 @@
 //! Checkpoints: variables and an optimizer's state in a safetensors file,
-//! written atomically, read back with every mismatch an error.
+//! written atomically with checksums of its header and of each tensor, read
+//! back with every mismatch an error.
 
 use std::cell::Cell;
 use std::collections::{BTreeMap, HashMap};
@@ -76,11 +77,19 @@ pub(crate) fn state_tensor_for(name: &str, t: &Tensor, var: &Variable) -> Result
 /// The write is atomic: the file is written beside `path` under a
 /// temporary name, flushed to disk, and renamed over `path` (and the
 /// directory flushed, on unix), so a crash or an error while saving leaves
-/// the previous checkpoint whole.
+/// the previous checkpoint whole. (A process killed midway may leave its
+/// temporary file, `.<file name>.<pid>-<n>.tmp`, beside it.)
+///
+/// The metadata holds checksums that [`load_checkpoint`] verifies: the
+/// CRC-32 of each tensor's bytes (`crc32`, a JSON object by tensor name),
+/// and of the header's own content, every other metadata entry and each
+/// tensor's name, dtype and shape (`header_crc32`).
 ///
 /// Every variable must have a name of its own ([`Variable::named`]), and
 /// no two the same: the names are how [`load_checkpoint`] finds them again,
-/// in another process where ids differ. Errors are [`Error::Checkpoint`].
+/// in another process where ids differ. `__metadata__` is not a name a
+/// tensor can have (the safetensors format keeps it for the metadata).
+/// Errors are [`Error::Checkpoint`].
 ///
 /// ```
 /// use opforge::train::{load_checkpoint, save_checkpoint, Adam, Optimizer};
@@ -117,12 +126,24 @@ pub fn save_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &d
     }
     let mut seen = HashMap::new();
     for (i, (name, _)) in stored.iter().enumerate() {
+        if name == RESERVED {
+            let message = "the safetensors format reserves this name for the file's metadata, so no tensor can \
+                           have it; rename the variable";
+            return Err(fail(Some(name), message.to_owned()));
+        }
         if seen.insert(name.as_str(), i).is_some() {
             let message = "a variable and the optimizer's state both have this name; rename the variable";
             return Err(fail(Some(name), message.to_owned()));
         }
     }
-    let metadata = HashMap::from([("format".to_owned(), FORMAT.to_owned())]);
+    let sums: serde_json::Map<String, serde_json::Value> =
+        stored.iter().map(|(name, t)| (name.clone(), hex(crc32fast::hash(&t.bytes)).into())).collect();
+    let mut metadata = HashMap::from([
+        ("format".to_owned(), FORMAT.to_owned()),
+        (CHECKSUMS.to_owned(), serde_json::Value::Object(sums).to_string()),
+    ]);
+    let header = header_checksum(&metadata, stored.iter().map(|(name, t)| (name.as_str(), t.dtype, &t.shape[..])));
+    metadata.insert(HEADER_CHECKSUM.to_owned(), hex(header));
     let bytes = safetensors::serialize(stored, Some(metadata))
         .map_err(|e| fail(None, format!("cannot encode it as safetensors: {e}")))?;
     write_atomically(path, &bytes).map_err(|e| fail(None, format!("cannot write it: {e}")))
@@ -139,10 +160,16 @@ pub fn save_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &d
 ///
 /// Errors, changing nothing, with an [`Error::Checkpoint`] naming the file
 /// and the tensor concerned: a file that cannot be read, is truncated or is
-/// not safetensors; a variable without a name of its own or whose name the
-/// file lacks; a tensor whose shape or dtype is not its variable's; a
-/// tensor that neither a variable nor the optimizer takes (a checkpoint of
-/// another model, or of another optimizer).
+/// not safetensors; a file whose checksums do not match what it holds (a
+/// corrupt file: a tensor's bytes or the header changed since the save); a
+/// variable without a name of its own or whose name the file lacks; a
+/// tensor whose shape or dtype is not its variable's; a tensor that neither
+/// a variable nor the optimizer takes (a checkpoint of another model, or of
+/// another optimizer); an optimizer state it refuses (Adam's step count
+/// past any run's, say).
+///
+/// A file without checksums, written by another tool (or by opforge
+/// before it wrote them), loads unverified: only its structure is checked.
 ///
 /// ```
 /// use opforge::train::{load_checkpoint, save_checkpoint, Sgd};
@@ -169,6 +196,7 @@ pub fn load_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &m
         };
         fail(tensor, format!("not a whole safetensors file (truncated or corrupt?): {e}"))
     })?;
+    verify(&bytes, &file).map_err(|(tensor, message)| fail(tensor.as_deref(), message))?;
     let mut left: BTreeMap<&str, safetensors::tensor::TensorView<'_>> = file.iter().collect();
     let mut values = Vec::with_capacity(vars.len());
     for v in vars {
@@ -211,6 +239,90 @@ pub fn load_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &m
 
 /// What the file's metadata says it is.
 const FORMAT: &str = "opforge checkpoint";
+/// The metadata entry of each tensor's checksum: a JSON object from each
+/// tensor's name to the CRC-32 of its bytes, as [`hex`] writes it.
+const CHECKSUMS: &str = "crc32";
+/// The metadata entry of the header's checksum ([`header_checksum`]).
+const HEADER_CHECKSUM: &str = "header_crc32";
+/// The name the safetensors format keeps for the file's metadata.
+const RESERVED: &str = "__metadata__";
+
+/// A checksum as the file writes it: 8 lowercase hex digits, compared as
+/// text (so that `1A` for `1a` is a change too).
+fn hex(crc: u32) -> String {
+    format!("{crc:08x}")
+}
+
+/// The CRC-32 of what the header says, but for its own checksum: every
+/// other metadata entry by key, then each tensor's name, dtype and shape by
+/// name, each field preceded by its length so that no two headers give the
+/// same bytes. (Where each tensor's bytes lie is checked by the safetensors
+/// crate, which refuses offsets that do not tile the data section.)
+fn header_checksum<'a>(
+    metadata: &HashMap<String, String>,
+    tensors: impl IntoIterator<Item = (&'a str, Dtype, &'a [usize])>,
+) -> u32 {
+    let mut crc = crc32fast::Hasher::new();
+    let mut field = |bytes: &[u8]| {
+        crc.update(&(bytes.len() as u64).to_le_bytes());
+        crc.update(bytes);
+    };
+    let mut entries: Vec<(&String, &String)> = metadata.iter().filter(|(k, _)| *k != HEADER_CHECKSUM).collect();
+    entries.sort();
+    for (key, value) in entries {
+        field(key.as_bytes());
+        field(value.as_bytes());
+    }
+    let mut tensors: Vec<(&str, Dtype, &[usize])> = tensors.into_iter().collect();
+    tensors.sort_by_key(|&(name, _, _)| name);
+    for (name, dtype, shape) in tensors {
+        field(name.as_bytes());
+        field(format!("{dtype:?}").as_bytes());
+        field(&shape.iter().flat_map(|&d| (d as u64).to_le_bytes()).collect::<Vec<u8>>());
+    }
+    crc.finalize()
+}
+
+/// Checks the checksums [`save_checkpoint`] writes, where the file has
+/// them: the header's, then each tensor's bytes'. A file with neither (one
+/// another tool wrote, or opforge before it wrote checksums) is taken as it
+/// is; a file with one but not the other lost it. The tensor concerned, if
+/// one is, and what is wrong.
+fn verify(bytes: &[u8], file: &SafeTensors<'_>) -> std::result::Result<(), (Option<String>, String)> {
+    let corrupt = |tensor: Option<&str>, what: String| (tensor.map(str::to_owned), format!("corrupt: {what}"));
+    let metadata = match SafeTensors::read_metadata(bytes) {
+        Ok((_, header)) => header.metadata().clone().unwrap_or_default(),
+        Err(e) => return Err(corrupt(None, e.to_string())),
+    };
+    let (sums, header) = match (metadata.get(CHECKSUMS), metadata.get(HEADER_CHECKSUM)) {
+        (None, None) => return Ok(()),
+        (Some(sums), Some(header)) => (sums, header),
+        (Some(_), None) => return Err(corrupt(None, format!("it has `{CHECKSUMS}` but no `{HEADER_CHECKSUM}`"))),
+        (None, Some(_)) => return Err(corrupt(None, format!("it has `{HEADER_CHECKSUM}` but no `{CHECKSUMS}`"))),
+    };
+    let views: Vec<(&str, safetensors::tensor::TensorView<'_>)> = file.iter().collect();
+    let want = hex(header_checksum(&metadata, views.iter().map(|(name, v)| (*name, v.dtype(), v.shape()))));
+    if *header != want {
+        return Err(corrupt(None, format!("its header's checksum is {want}, but the file says {header}")));
+    }
+    let Ok(sums) = serde_json::from_str::<BTreeMap<String, String>>(sums) else {
+        return Err(corrupt(None, format!("its `{CHECKSUMS}` is not a JSON object of checksums")));
+    };
+    for (name, view) in &views {
+        let Some(said) = sums.get(*name) else {
+            return Err(corrupt(Some(name), "it has no checksum".to_owned()));
+        };
+        let found = hex(crc32fast::hash(view.data()));
+        if *said != found {
+            let what = format!("the checksum of its bytes is {found}, but the file says {said}");
+            return Err(corrupt(Some(name), what));
+        }
+    }
+    match sums.keys().find(|name| !views.iter().any(|(n, _)| n == name)) {
+        Some(name) => Err(corrupt(Some(name), "it has a checksum but the file has no such tensor".to_owned())),
+        None => Ok(()),
+    }
+}
 
 /// The error of a checkpoint at `path`, about one tensor or about the file.
 fn checkpoint_error(path: &Path) -> impl Fn(Option<&str>, String) -> Error + '_ {

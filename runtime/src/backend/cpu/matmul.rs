@@ -5,8 +5,6 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use std::borrow::Cow;
-
 use super::{for_rows, output, rule_error, unsupported, CpuTensor};
 use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
 use crate::shape::rules::{EinsumPlan, EinsumStep};
@@ -235,9 +233,12 @@ fn batch_strides(dims: &[usize], out: &[usize], matrix: usize) -> Vec<usize> {
     strides
 }
 
-/// `Einsum`: the summation one contraction at a time ([`EinsumPlan::steps`]),
-/// each output element walking the letters summed over, the last fastest,
-/// elements across threads. i32 products and sums wrap, as TensorFlow's do.
+/// `Einsum`: the summation one contraction at a time, in the order
+/// [`EinsumPlan::steps`] gives, each output element walking the letters
+/// summed over, the last fastest, elements across threads. Each
+/// intermediate is checked against the machine's memory before it is
+/// made, and freed once read; an empty operand gives zeros at once. i32
+/// products and sums wrap, as TensorFlow's do.
 #[kernel(Einsum, cpu)]
 fn einsum(operands: TensorList<'_, CpuTensor>, equation: &str, out: &TensorMeta) -> Result<CpuTensor> {
     let shapes: Vec<&[usize]> = operands.iter().map(CpuTensor::shape).collect();
@@ -249,7 +250,7 @@ fn einsum(operands: TensorList<'_, CpuTensor>, equation: &str, out: &TensorMeta)
     }
 }
 
-/// Runs `plan`'s steps over `operands`, the running result feeding the next.
+/// Runs `plan`'s steps over `operands`, each result read by a later step.
 fn contract<T: Element + Default>(
     plan: &EinsumPlan,
     operands: TensorList<'_, CpuTensor>,
@@ -257,20 +258,66 @@ fn contract<T: Element + Default>(
     mul: fn(T, T) -> T,
     add: fn(T, T) -> T,
 ) -> Result<CpuTensor> {
-    let first = operands.get(0).ok_or_else(|| rule_error("Einsum")("no operands".into()))?;
-    let mut running: (Cow<'_, [T]>, Shape) = (Cow::Borrowed(first.as_slice::<T>()?), Shape::from_slice(first.shape()));
-    for (k, step) in plan.steps().iter().enumerate() {
-        let b = match step.b {
-            Some(_) => {
-                operands.get(k + 1).map(|t| Ok::<_, crate::Error>((t.as_slice::<T>()?, t.shape()))).transpose()?
-            }
-            None => None,
-        };
+    let steps = plan.steps();
+    let n = operands.len();
+    // Each step's result, until a later step has read it.
+    let mut results: Vec<Option<(Vec<T>, Shape)>> = Vec::with_capacity(steps.len());
+    for (k, step) in steps.iter().enumerate() {
         let shape: Shape = step.output.iter().map(|&l| plan.size(l)).collect();
-        let y = contract_step(step, &plan.sizes, (&running.0, &running.1), b, &shape, mul, add);
-        running = (Cow::Owned(y), shape);
+        if k + 1 < steps.len() {
+            check_intermediate(&shape, out.dtype)?;
+        }
+        let y = {
+            let tensor = |i: usize| -> Result<(&[T], &[usize])> {
+                match i.checked_sub(n) {
+                    None => {
+                        let t = operands.get(i).ok_or_else(|| rule_error("Einsum")(format!("no operand {i}")))?;
+                        Ok((t.as_slice::<T>()?, t.shape()))
+                    }
+                    Some(r) => match results.get(r) {
+                        Some(Some((data, shape))) => Ok((&data[..], &shape[..])),
+                        _ => Err(rule_error("Einsum")(format!("step {k} reads step {r}'s result, which is gone"))),
+                    },
+                }
+            };
+            let a = tensor(step.from.0)?;
+            let b = step.from.1.map(tensor).transpose()?;
+            contract_step(step, &plan.sizes, a, b, &shape, mul, add)
+        };
+        for read in [Some(step.from.0), step.from.1].into_iter().flatten() {
+            if let Some(r) = read.checked_sub(n) {
+                results[r] = None;
+            }
+        }
+        results.push(Some((y, shape)));
     }
-    CpuTensor::from_vec(&out.shape, running.0.into_owned())
+    let data = match results.pop().flatten() {
+        Some((data, _)) => data,
+        // No steps: an operand is empty, and every output element an empty sum.
+        None => {
+            let mut zeros = output::<T>(out.numel());
+            zeros.fill(T::default());
+            zeros
+        }
+    };
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// An error if an intermediate of `shape` is more than this machine can
+/// hold (see [`crate::alloc`]), as the engine checks each output.
+fn check_intermediate(shape: &[usize], dtype: DType) -> Result<()> {
+    match shape::refused_bytes(shape, dtype.size_in_bytes()) {
+        None => Ok(()),
+        // The engine adds the op and the inputs.
+        Some(bytes) => Err(crate::Error::OutOfMemory {
+            op: String::new(),
+            kernel: "Einsum",
+            backend: crate::BackendId::Cpu,
+            tensor: format!("intermediate {}", TensorMeta::new(shape, dtype).sized()),
+            bytes,
+            inputs: Vec::new(),
+        }),
+    }
 }
 
 /// One contraction: `y[o] = sum over the summed letters of a[..] * b[..]`.
@@ -336,4 +383,41 @@ fn contract_step<T: Element + Default>(
         }
     });
     y
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An intermediate past the machine (2^42 f32, 16 TiB) or past `usize`
+    /// is an out-of-memory error naming it as an intermediate, which the
+    /// engine completes with the op and the inputs.
+    #[test]
+    fn intermediates_past_the_machine_are_out_of_memory_errors() {
+        assert!(check_intermediate(&[1 << 10, 3], DType::F32).is_ok());
+        let e = check_intermediate(&[1 << 21, 1 << 21], DType::F32).unwrap_err();
+        assert!(
+            matches!(&e, crate::Error::OutOfMemory { tensor, bytes, .. }
+                if tensor == "intermediate f32[2097152, 2097152]" && *bytes == 1 << 44),
+            "{e:?}"
+        );
+        let crate::Error::OutOfMemory { tensor, .. } = check_intermediate(&[usize::MAX, 2], DType::I32).unwrap_err()
+        else {
+            unreachable!()
+        };
+        assert_eq!(tensor, format!("intermediate i32[{}, 2]", usize::MAX));
+        let shown = crate::Error::OutOfMemory {
+            op: "einsum".into(),
+            kernel: "Einsum",
+            backend: crate::BackendId::Cpu,
+            tensor: "intermediate f32[2097152, 2097152]".into(),
+            bytes: 1 << 44,
+            inputs: Vec::new(),
+        };
+        assert_eq!(
+            shown.to_string(),
+            "op `einsum` (kernel `Einsum`, backend `cpu`): out of memory: its intermediate f32[2097152, 2097152] \
+             needs 17592186044416 bytes"
+        );
+    }
 }

@@ -198,28 +198,47 @@ fn row_values(t: &CpuTensor, n: usize) -> Result<Cow<'_, [f32]>> {
     })
 }
 
-/// A row's mean and `1 / sqrt(variance + epsilon)`: two passes over the
-/// row (in L1), the variance from the centered values, each summed in
-/// eight f32 lanes (vectorized). In f32 throughout, as wgpu computes them:
-/// a row holding `f32::MAX` overflows its variance to infinity on both.
+/// Writes `row` less its mean into `centered` and returns
+/// `1 / sqrt(variance + epsilon)`: two passes over the row (in L1), from
+/// its values less a pivot, its first value (the shifted-data algorithm).
+/// The first finds `shift`, the mean of `x - pivot`, so that the mean is
+/// `pivot + shift`, kept in two parts; the second writes
+/// `(x - pivot) - shift` and sums its squares. Each sum adds terms of about
+/// the row's spread rather than of its mean: a row of `1e7 + 16 * U(-1, 1)`,
+/// whose sum of values lost the mean by several units (f32's step at 1e7
+/// is 1) and 5% of every normalized value with it, keeps f32's precision.
+/// Each sum runs in eight f32 lanes (vectorized); the caller reads
+/// `centered` back from L1 rather than subtracting again. In f32
+/// throughout, as wgpu computes them (rows.wgsl's `row_moments`): a row
+/// holding `f32::MAX` overflows its variance to infinity on both.
 #[inline(always)]
-fn moments(row: &[f32], epsilon: f64) -> (f32, f32) {
-    #[inline(always)]
-    fn lanes(row: &[f32], f: impl Fn(f32) -> f32) -> f32 {
-        let mut acc = [0.0f32; 8];
-        let octets = row.chunks_exact(8);
-        let rest: f32 = octets.remainder().iter().map(|&v| f(v)).sum();
-        for o in octets {
-            for k in 0..8 {
-                acc[k] += f(o[k]);
-            }
-        }
-        acc.iter().sum::<f32>() + rest
-    }
+fn center(row: &[f32], centered: &mut [f32], epsilon: f64) -> f32 {
     let n = row.len() as f32;
-    let mean = lanes(row, |v| v) / n;
-    let variance = lanes(row, |v| (v - mean) * (v - mean)) / n;
-    (mean, 1.0 / (variance + epsilon as f32).sqrt())
+    let pivot = row.first().copied().unwrap_or(0.0);
+    let mut sums = [0.0f32; 8];
+    let octets = row.chunks_exact(8);
+    let rest: f32 = octets.remainder().iter().map(|&v| v - pivot).sum();
+    for o in octets {
+        for k in 0..8 {
+            sums[k] += o[k] - pivot;
+        }
+    }
+    let shift = (sums.iter().sum::<f32>() + rest) / n;
+    let whole = row.len() - row.len() % 8;
+    let mut rest = 0.0f32;
+    for (&v, c) in row[whole..].iter().zip(&mut centered[whole..]) {
+        *c = (v - pivot) - shift;
+        rest += *c * *c;
+    }
+    let mut squares = [0.0f32; 8];
+    for (o, c) in row.chunks_exact(8).zip(centered.chunks_exact_mut(8)) {
+        for k in 0..8 {
+            c[k] = (o[k] - pivot) - shift;
+            squares[k] += c[k] * c[k];
+        }
+    }
+    let variance = (squares.iter().sum::<f32>() + rest) / n;
+    1.0 / (variance + epsilon as f32).sqrt()
 }
 
 /// [`norm_rows`] in the best copy this CPU executes.
@@ -260,9 +279,9 @@ fn layer_norm(x: &CpuTensor, gamma: &CpuTensor, beta: &CpuTensor, epsilon: f64, 
 fn norm_rows(x: &[f32], y: &mut [f32], gamma: &[f32], beta: &[f32], epsilon: f64) {
     let n = gamma.len();
     for (y, x) in y.chunks_exact_mut(n).zip(x.chunks_exact(n)) {
-        let (mean, rstd) = moments(x, epsilon);
-        for (((y, &x), &g), &b) in y.iter_mut().zip(x).zip(gamma).zip(beta) {
-            *y = (x - mean) * rstd * g + b;
+        let rstd = center(x, y, epsilon);
+        for ((y, &g), &b) in y.iter_mut().zip(gamma).zip(beta) {
+            *y = *y * rstd * g + b;
         }
     }
 }
@@ -325,25 +344,27 @@ fn layer_norm_grad(
 fn grad_rows(x: &[f32], dy: &[f32], gamma: &[f32], dx: &mut [f32], dg: &mut [f32], db: &mut [f32], epsilon: f64) {
     let n = gamma.len();
     for ((dx, x), dy) in dx.chunks_exact_mut(n).zip(x.chunks_exact(n)).zip(dy.chunks_exact(n)) {
-        let (mean, rstd) = moments(x, epsilon);
+        // The moments LayerNorm used, found again the same way; `dx`
+        // holds the row less its mean until the last loop.
+        let rstd = center(x, dx, epsilon);
         // Eight lanes of m1 and m2, over whole octets and then the rest.
         let (mut m1, mut m2) = ([0.0f32; 8], [0.0f32; 8]);
-        for ((x, dy), gamma) in x.chunks_exact(8).zip(dy.chunks_exact(8)).zip(gamma.chunks_exact(8)) {
+        for ((c, dy), gamma) in dx.chunks_exact(8).zip(dy.chunks_exact(8)).zip(gamma.chunks_exact(8)) {
             for k in 0..8 {
                 let g = dy[k] * gamma[k];
                 m1[k] += g;
-                m2[k] += g * ((x[k] - mean) * rstd);
+                m2[k] += g * (c[k] * rstd);
             }
         }
         let whole = n - n % 8;
-        for ((&x, &dy), &gamma) in x[whole..].iter().zip(&dy[whole..]).zip(&gamma[whole..]) {
+        for ((&c, &dy), &gamma) in dx[whole..].iter().zip(&dy[whole..]).zip(&gamma[whole..]) {
             m1[0] += dy * gamma;
-            m2[0] += dy * gamma * ((x - mean) * rstd);
+            m2[0] += dy * gamma * (c * rstd);
         }
         let (m1, m2) = (m1.iter().sum::<f32>() / n as f32, m2.iter().sum::<f32>() / n as f32);
-        let row = dx.iter_mut().zip(x).zip(dy).zip(gamma).zip(dg.iter_mut().zip(db.iter_mut()));
-        for ((((dx, &x), &dy), &gamma), (dg, db)) in row {
-            let xhat = (x - mean) * rstd;
+        let row = dx.iter_mut().zip(dy).zip(gamma).zip(dg.iter_mut().zip(db.iter_mut()));
+        for (((dx, &dy), &gamma), (dg, db)) in row {
+            let xhat = *dx * rstd;
             *dx = (dy * gamma - m1 - xhat * m2) * rstd;
             *dg += dy * xhat;
             *db += dy;

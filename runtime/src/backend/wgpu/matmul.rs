@@ -6,7 +6,7 @@ use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
 use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
 use crate::shape::rules::{EinsumPlan, EinsumStep};
 use crate::shape::strided::{broadcast_strides, collapse};
-use crate::{kernel, DType, Result, TensorList, TensorMeta};
+use crate::{kernel, DType, Result, Shape, TensorList, TensorMeta};
 
 static SHADER: Shader = shader!("matmul");
 
@@ -140,40 +140,91 @@ mod tests {
 
 static EINSUM: Shader = shader!("einsum");
 
-/// `Einsum`: one dispatch per contraction of [`EinsumPlan::steps`] (einsum.wgsl),
-/// each running result feeding the next, the last written to the output.
+/// `Einsum`: one dispatch per contraction of [`EinsumPlan::steps`]
+/// (einsum.wgsl), each result read by a later step, the last written to
+/// the output. Each intermediate is checked as the engine checks an
+/// output (its size, then the binding limit); a step whose summed terms
+/// or indices pass 32 bits is refused. An empty operand is one dispatch
+/// summing over a letter of length 0: zeros.
 #[kernel(Einsum, wgpu)]
 fn einsum(operands: TensorList<'_, WgpuTensor>, equation: &str, out: &TensorMeta) -> Result<WgpuTensor> {
     let shapes: Vec<&[usize]> = operands.iter().map(WgpuTensor::shape).collect();
     let plan = EinsumPlan::parse(equation, &shapes).map_err(rule_error("Einsum"))?;
     let entry = if out.dtype == DType::I32 { "einsum_i32" } else { "einsum_f32" };
     let program = Program { kernel: "Einsum", shader: &EINSUM, entry, op: 0 };
-    let mut running = operands.get(0).ok_or_else(|| rule_error("Einsum")("no operands".into()))?.clone();
+    let too_large = || rule_error("Einsum")(format!("{equation:?} is too large for 32-bit indices"));
+    let first = operands.get(0).ok_or_else(|| rule_error("Einsum")("no operands".into()))?;
     let steps = plan.steps();
+    if steps.is_empty() {
+        // An empty operand: every element an empty sum. No output letters
+        // to walk, one summed letter of length 0; the operand is not read.
+        let count = u32::try_from(out.numel()).map_err(|_| too_large())?;
+        return program.run(&[first, first], out, &[count, 0, 1, 0, 0, 0, 0]);
+    }
+    let n = operands.len();
+    // Each step's result, until a later step has read it.
+    let mut results: Vec<Option<WgpuTensor>> = Vec::with_capacity(steps.len());
     for (k, step) in steps.iter().enumerate() {
-        let b = step.b.as_ref().and_then(|_| operands.get(k + 1));
         let meta = match k + 1 == steps.len() {
             true => out.clone(),
-            false => TensorMeta { shape: step.output.iter().map(|&l| plan.size(l)).collect(), dtype: out.dtype },
+            false => intermediate(step.output.iter().map(|&l| plan.size(l)).collect(), out.dtype)?,
         };
-        let walk = |l: u8| {
-            let in_b = b.map_or(0, |b| EinsumStep::stride(step.b.as_deref().unwrap_or_default(), b.shape(), l));
-            [plan.size(l), EinsumStep::stride(&step.a, running.shape(), l), in_b]
+        let y = {
+            let tensor = |i: usize| -> Result<&WgpuTensor> {
+                match i.checked_sub(n) {
+                    None => operands.get(i).ok_or_else(|| rule_error("Einsum")(format!("no operand {i}"))),
+                    Some(r) => results.get(r).and_then(Option::as_ref).ok_or_else(|| {
+                        rule_error("Einsum")(format!("step {k} reads step {r}'s result, which is gone"))
+                    }),
+                }
+            };
+            let a = tensor(step.from.0)?;
+            let b = step.from.1.map(tensor).transpose()?;
+            let walk = |l: u8| {
+                let in_b = b.map_or(0, |b| EinsumStep::stride(step.b.as_deref().unwrap_or_default(), b.shape(), l));
+                [plan.size(l), EinsumStep::stride(&step.a, a.shape(), l), in_b]
+            };
+            let summed = step.summed();
+            // The shader counts the summed letters' terms in 32 bits.
+            let terms = summed.iter().try_fold(1usize, |t, &l| t.checked_mul(plan.size(l)));
+            if terms.is_none_or(|t| u32::try_from(t).is_err()) {
+                return Err(too_large());
+            }
+            let mut params = vec![meta.numel(), step.output.len(), summed.len(), usize::from(b.is_some())];
+            params.extend(step.output.iter().chain(&summed).flat_map(|&l| walk(l)));
+            // einsum.wgsl's parameters are 128 words: 4, then 3 per letter.
+            if params.len() > 128 {
+                let letters = step.output.len() + summed.len();
+                return Err(rule_error("Einsum")(format!(
+                    "{equation:?} contracts {letters} letters at once; wgpu takes 41"
+                )));
+            }
+            let words: Option<Vec<u32>> = params.iter().map(|&w| u32::try_from(w).ok()).collect();
+            program.run(&[a, b.unwrap_or(a)], &meta, &words.ok_or_else(too_large)?)?
         };
-        let summed = step.summed();
-        let mut params = vec![meta.numel(), step.output.len(), summed.len(), usize::from(b.is_some())];
-        params.extend(step.output.iter().chain(&summed).flat_map(|&l| walk(l)));
-        // einsum.wgsl's parameters are 128 words: 4, then 3 per letter.
-        if params.len() > 128 {
-            let letters = step.output.len() + summed.len();
-            return Err(rule_error("Einsum")(format!(
-                "{equation:?} contracts {letters} letters at once; wgpu takes 41"
-            )));
+        for read in [Some(step.from.0), step.from.1].into_iter().flatten() {
+            if let Some(r) = read.checked_sub(n) {
+                results[r] = None;
+            }
         }
-        let words: Option<Vec<u32>> = params.iter().map(|&w| u32::try_from(w).ok()).collect();
-        let words =
-            words.ok_or_else(|| rule_error("Einsum")(format!("{equation:?} is too large for 32-bit indices")))?;
-        running = program.run(&[&running, b.unwrap_or(&running)], &meta, &words)?;
+        results.push(Some(y));
     }
-    Ok(running)
+    results.pop().flatten().ok_or_else(|| rule_error("Einsum")("no result".into()))
+}
+
+/// The meta of an intermediate of `shape`, or the out-of-memory error the
+/// engine gives an output of that size.
+fn intermediate(shape: Shape, dtype: DType) -> Result<TensorMeta> {
+    match crate::shape::refused_bytes(&shape, dtype.size_in_bytes()) {
+        None => Ok(TensorMeta { shape, dtype }),
+        // The engine adds the op and the inputs.
+        Some(bytes) => Err(crate::Error::OutOfMemory {
+            op: String::new(),
+            kernel: "Einsum",
+            backend: crate::BackendId::Wgpu,
+            tensor: format!("intermediate {}", TensorMeta { shape, dtype }.sized()),
+            bytes,
+            inputs: Vec::new(),
+        }),
+    }
 }

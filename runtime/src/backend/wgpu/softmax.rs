@@ -144,7 +144,8 @@ fn layer_norm_grad(
     let n = x.shape().last().copied().unwrap_or(1);
     let rows = x.numel().checked_div(n).unwrap_or(0);
     let chunks = rows.div_ceil(CHUNK);
-    let scratch = TensorMeta::new(&[(rows + chunks * n).max(1), 2], DType::F32);
+    // Two vec2s of statistics per row, then the chunks' column sums.
+    let scratch = TensorMeta::new(&[(2 * rows + chunks * n).max(1), 2], DType::F32);
     let outs = [out.to_vec(), vec![scratch]].concat();
     let program = |entry| Program { kernel: KERNEL, shader: &LAYER_NORM_GRAD, entry, op: 0 };
     let (n32, rows32, chunks32) = (n as u32, rows as u32, chunks as u32);

@@ -195,35 +195,126 @@ impl EinsumPlan {
         String::from_utf8_lossy(&summed.collect::<Vec<u8>>()).into_owned()
     }
 
-    /// The summation as one contraction of the operands at a time, left to
-    /// right: each step contracts the running result (operand 0 at first)
-    /// with the next operand, keeping the letters the rest or the output
-    /// need; the last step gives the output. An operand alone is one step.
-    /// Each step is an Einstein summation of one or two operands.
+    /// Whether an operand has no elements: then the summation has no
+    /// terms, and every element of the output is 0.
+    ///
+    /// ```
+    /// use opforge::shape::rules::EinsumPlan;
+    /// assert!(EinsumPlan::parse("ij,jk->ik", &[&[2, 0], &[0, 3]]).unwrap().is_empty_sum());
+    /// assert!(!EinsumPlan::parse("ij,jk->ik", &[&[2, 1], &[1, 3]]).unwrap().is_empty_sum());
+    /// ```
+    pub fn is_empty_sum(&self) -> bool {
+        self.operands.iter().flatten().any(|&l| self.size(l) == 0)
+    }
+
+    /// The summation as contractions of one or two tensors at a time, in an
+    /// order that keeps what they build small. A tensor is named by number:
+    /// operand `i` is `i`, and step `k`'s result is `operands + k`
+    /// ([`EinsumStep::from`]); each result is read by one later step, and the
+    /// last step gives the output.
+    ///
+    /// First, each operand with letters that no other operand nor the
+    /// output has sums them within itself (`ij,k->i` sums `k` over the
+    /// second operand alone). Then, while more than one tensor is left,
+    /// the two whose contraction is smallest (the letters it keeps for the
+    /// others and the output; the first such pair in order on a tie) are
+    /// contracted; with more than 64 left, the pair is sought among the
+    /// first 64, so that planning stays quadratic in the operands. A single operand is one step; no steps
+    /// at all when an operand is empty ([`EinsumPlan::is_empty_sum`]).
+    ///
+    /// ```
+    /// use opforge::shape::rules::EinsumPlan;
+    /// let plan = EinsumPlan::parse("i,j,ik,jk->", &[&[1 << 20], &[1 << 20], &[1 << 20, 1], &[1 << 20, 1]]).unwrap();
+    /// let steps = plan.steps();
+    /// // `i` with `ik`, `j` with `jk`, then the two results: never `ij`, 2^40 elements.
+    /// let from: Vec<_> = steps.iter().map(|s| s.from).collect();
+    /// assert_eq!(from, [(0, Some(2)), (1, Some(3)), (4, Some(5))]);
+    /// assert!(steps.iter().all(|s| s.output.len() <= 1));
+    /// let empty = EinsumPlan::parse("i,j,ijk->", &[&[1 << 20], &[1 << 20], &[1 << 20, 1 << 20, 0]]).unwrap();
+    /// assert!(empty.is_empty_sum() && empty.steps().is_empty());
+    /// ```
     pub fn steps(&self) -> Vec<EinsumStep> {
-        let mut running = self.operands.first().cloned().unwrap_or_default();
-        if self.operands.len() <= 1 {
-            return vec![EinsumStep { a: running, b: None, output: self.output.clone() }];
+        let n = self.operands.len();
+        if self.is_empty_sum() {
+            return Vec::new();
         }
-        let mut steps = Vec::with_capacity(self.operands.len() - 1);
-        for (k, b) in self.operands.iter().enumerate().skip(1) {
-            let output = if k + 1 == self.operands.len() {
-                self.output.clone()
-            } else {
-                let later = |l: &u8| self.output.contains(l) || self.operands[k + 1..].iter().any(|o| o.contains(l));
-                let mut kept: Vec<u8> = Vec::new();
-                for &l in running.iter().chain(b).filter(|l| later(l)) {
-                    if !kept.contains(&l) {
+        if n <= 1 {
+            let a = self.operands.first().cloned().unwrap_or_default();
+            return vec![EinsumStep { a, b: None, output: self.output.clone(), from: (0, None) }];
+        }
+        // The tensors left, by number and letters, and in how many of them
+        // each letter is.
+        let mut left: Vec<(usize, Vec<u8>)> = self.operands.iter().cloned().enumerate().collect();
+        let mut count = [0usize; 256];
+        for (_, letters) in &left {
+            for l in distinct(letters) {
+                count[l as usize] += 1;
+            }
+        }
+        let mut steps: Vec<EinsumStep> = Vec::with_capacity(2 * n);
+        for t in &mut left {
+            let alone = |l: &u8| count[*l as usize] == 1 && !self.output.contains(l) && self.size(*l) > 1;
+            if !t.1.iter().any(alone) {
+                continue;
+            }
+            let kept: Vec<u8> = distinct(&t.1).into_iter().filter(|l| !alone(l)).collect();
+            steps.push(EinsumStep { a: t.1.clone(), b: None, output: kept.clone(), from: (t.0, None) });
+            *t = (n + steps.len() - 1, kept);
+        }
+        while left.len() > 1 {
+            // The letters contracting tensors i and j keeps: those the
+            // output or a third tensor has.
+            let kept = |i: usize, j: usize| -> Vec<u8> {
+                let (a, b) = (&left[i].1, &left[j].1);
+                let mut kept = Vec::new();
+                for l in distinct(&[&a[..], &b[..]].concat()) {
+                    let here = usize::from(a.contains(&l)) + usize::from(b.contains(&l));
+                    if self.output.contains(&l) || count[l as usize] > here {
                         kept.push(l);
                     }
                 }
                 kept
             };
-            steps.push(EinsumStep { a: running, b: Some(b.clone()), output: output.clone() });
-            running = output;
+            let size = |letters: &[u8]| letters.iter().fold(1u128, |n, &l| n.saturating_mul(self.size(l) as u128));
+            let window = left.len().min(WINDOW);
+            let mut best = (u128::MAX, 0, 1);
+            for i in 0..window {
+                for j in i + 1..window {
+                    let s = size(&kept(i, j));
+                    if s < best.0 {
+                        best = (s, i, j);
+                    }
+                }
+            }
+            let (_, i, j) = best;
+            let output = if left.len() == 2 { self.output.clone() } else { kept(i, j) };
+            let (b, a) = (left.remove(j), left.remove(i));
+            for l in distinct(&a.1).into_iter().chain(distinct(&b.1)) {
+                count[l as usize] -= 1;
+            }
+            for &l in &output {
+                count[l as usize] += 1;
+            }
+            steps.push(EinsumStep { a: a.1, b: Some(b.1), output: output.clone(), from: (a.0, Some(b.0)) });
+            left.push((n + steps.len() - 1, output));
         }
         steps
     }
+}
+
+/// How many of the tensors left [`EinsumPlan::steps`] looks among for the
+/// next pair to contract.
+const WINDOW: usize = 64;
+
+/// `letters` without repeats, in the order first written.
+fn distinct(letters: &[u8]) -> Vec<u8> {
+    let mut seen = Vec::with_capacity(letters.len());
+    for &l in letters {
+        if !seen.contains(&l) {
+            seen.push(l);
+        }
+    }
+    seen
 }
 
 /// One contraction of an [`EinsumPlan`]: `output[..] = sum over the other
@@ -236,6 +327,9 @@ pub struct EinsumStep {
     pub b: Option<Vec<u8>>,
     /// The result's letters, one per axis, each written once.
     pub output: Vec<u8>,
+    /// Which tensors `a` and `b` are: operand `i` of the summation is `i`,
+    /// and the result of step `k` is the number of operands plus `k`.
+    pub from: (usize, Option<usize>),
 }
 
 impl EinsumStep {

@@ -4,7 +4,9 @@
 // 32-bit words, f32 or i32 bits (i32 products and sums wrap as u32's do).
 // params: [count, output letters, summed letters, whether b is an operand,
 // then per output letter and then per summed letter: its size, its stride
-// in a, its stride in b]. Without a second operand b binds a, unread.
+// in a, its stride in b]. Without a second operand b binds a, unread. A
+// summed letter of length 0 makes every element 0, an empty sum (what
+// the kernel dispatches when an operand is empty).
 
 @group(0) @binding(0) var<storage, read> a: array<u32>;
 @group(0) @binding(1) var<storage, read> b: array<u32>;

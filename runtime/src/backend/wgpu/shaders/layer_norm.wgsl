@@ -1,7 +1,8 @@
 // LayerNorm: each row of x (its last axis, n long) normalized by its own
 // mean and variance, then scaled by gamma and shifted by beta. A workgroup
 // per row: one read of the row finds its mean, a second its variance from
-// the centered values (as the cpu), a third writes it.
+// the values less it (as the cpu, rows.wgsl's row_moments), a third
+// writes it.
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
 @group(0) @binding(1) var<storage, read> gamma: array<f32>;
@@ -20,9 +21,8 @@ fn layer_norm(g: Workgroup) {
     let n = param(1);
     let base = r * n;
     let moments = row_moments(g.t, base, n);
-    let mean = moments.x;
-    let rstd = moments.y;
+    let rstd = moments.z;
     for (var i = g.t; i < n; i += 256u) {
-        y[base + i] = (x[base + i] - mean) * rstd * gamma[i * param(3)] + beta[i * param(4)];
+        y[base + i] = centered(x[base + i], moments) * rstd * gamma[i * param(3)] + beta[i * param(4)];
     }
 }

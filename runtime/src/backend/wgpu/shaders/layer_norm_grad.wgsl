@@ -1,8 +1,8 @@
 // LayerNormGrad, in three passes over the same bindings. `rows`, a
 // workgroup per row: the row's mean and rstd again (as layer_norm.wgsl),
 // then m1 = mean(g) and m2 = mean(g * xhat) with g = dy * gamma, and dx =
-// (g - m1 - xhat * m2) * rstd; it keeps the row's mean and rstd at the
-// row's place in `scratch`. dgamma[j] = sum(dy * xhat) and dbeta[j] = sum(dy) over the rows
+// (g - m1 - xhat * m2) * rstd; it keeps the row's statistics at the
+// row's two places in `scratch`. dgamma[j] = sum(dy * xhat) and dbeta[j] = sum(dy) over the rows
 // then take two passes, so that no invocation walks every row (a chain of
 // dependent loads, milliseconds on a GPU): `chunks`, an invocation per
 // column and chunk of 64 rows, writes both sums of its chunk to `scratch`
@@ -15,8 +15,9 @@
 @group(0) @binding(3) var<storage, read_write> dx: array<f32>;
 @group(0) @binding(4) var<storage, read_write> dgamma: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dbeta: array<f32>;
-// Element r: row r's mean and rstd; element rows + c * n + j: column j's
-// two sums over chunk c.
+// Elements 2r and 2r + 1: row r's (pivot, shift) and (rstd, 0) (see
+// row_moments); element 2 * rows + c * n + j: column j's two sums over
+// chunk c.
 @group(0) @binding(6) var<storage, read_write> scratch: array<vec2<f32>>;
 // rows: [rows, n, epsilon bits, gamma's step]; chunks: [chunks * n, n,
 // rows]; columns: [n, chunks, rows]
@@ -34,20 +35,20 @@ fn layer_norm_grad_rows(g: Workgroup) {
     let n = param(1);
     let base = r * n;
     let moments = row_moments(g.t, base, n);
-    let mean = moments.x;
-    let rstd = moments.y;
+    let rstd = moments.z;
     var own = vec2<f32>(0.0);
     for (var i = g.t; i < n; i += 256u) {
         let gi = dy[base + i] * gamma[i * param(3)];
-        own += vec2<f32>(gi, gi * ((x[base + i] - mean) * rstd));
+        own += vec2<f32>(gi, gi * (centered(x[base + i], moments) * rstd));
     }
     let m = row_sum2(g.t, own) / f32(n);
     for (var i = g.t; i < n; i += 256u) {
         let gi = dy[base + i] * gamma[i * param(3)];
-        dx[base + i] = (gi - m.x - (x[base + i] - mean) * rstd * m.y) * rstd;
+        dx[base + i] = (gi - m.x - centered(x[base + i], moments) * rstd * m.y) * rstd;
     }
     if g.t == 0u {
-        scratch[r] = vec2<f32>(mean, rstd);
+        scratch[2u * r] = moments.xy;
+        scratch[2u * r + 1u] = vec2<f32>(rstd, 0.0);
     }
 }
 
@@ -58,17 +59,17 @@ fn layer_norm_grad_rows(g: Workgroup) {
     var sums = vec2<f32>(0.0);
     for (var r = first; r < min(first + CHUNK, param(2)); r++) {
         let d = dy[r * n + j];
-        let stats = scratch[r];
-        sums += vec2<f32>(d * ((x[r * n + j] - stats.x) * stats.y), d);
+        let moments = vec3<f32>(scratch[2u * r], scratch[2u * r + 1u].x);
+        sums += vec2<f32>(d * (centered(x[r * n + j], moments) * moments.z), d);
     }
-    scratch[param(2) + i] = sums;
+    scratch[2u * param(2) + i] = sums;
 }
 
 @elementwise fn layer_norm_grad_columns(j: u32) {
     let n = param(0);
     var sums = vec2<f32>(0.0);
     for (var c = 0u; c < param(1); c++) {
-        sums += scratch[param(2) + c * n + j];
+        sums += scratch[2u * param(2) + c * n + j];
     }
     dgamma[j] = sums.x;
     dbeta[j] = sums.y;

@@ -22,20 +22,31 @@ fn row_sum2(t: u32, own: vec2<f32>) -> vec2<f32> {
     return row_sums[0];
 }
 
-// The mean of the row of x at `base`, n long, and 1 / sqrt(variance +
-// epsilon), epsilon's bits in param(2), in every invocation: one read
-// finds the mean, a second the variance from the centered values, as the
-// cpu computes them.
-fn row_moments(t: u32, base: u32, n: u32) -> vec2<f32> {
+// The moments of the row of x at `base`, n long, in every invocation, as
+// the cpu computes them (`moments` in cpu/softmax.rs), epsilon's bits in
+// param(2): the mean in two parts, the row's first value (the pivot) and
+// `shift`, the mean of the values less it (one read), then the variance
+// from the values less the mean (a second). Returns (pivot, shift, 1 /
+// sqrt(variance + epsilon)); a value less the row's mean is
+// `centered(x, moments)`.
+fn row_moments(t: u32, base: u32, n: u32) -> vec3<f32> {
+    let pivot = x[base];
     var own = 0.0;
     for (var i = t; i < n; i += 256u) {
-        own += x[base + i];
+        own += x[base + i] - pivot;
     }
-    let mean = row_sum2(t, vec2<f32>(own, 0.0)).x / f32(n);
+    let shift = row_sum2(t, vec2<f32>(own, 0.0)).x / f32(n);
+    let moments = vec3<f32>(pivot, shift, 0.0);
     own = 0.0;
     for (var i = t; i < n; i += 256u) {
-        let d = x[base + i] - mean;
+        let d = centered(x[base + i], moments);
         own += d * d;
     }
-    return vec2<f32>(mean, 1.0 / sqrt(row_sum2(t, vec2<f32>(own, 0.0)).x / f32(n) + bitcast<f32>(param(2))));
+    let variance = row_sum2(t, vec2<f32>(own, 0.0)).x / f32(n);
+    return vec3<f32>(pivot, shift, 1.0 / sqrt(variance + bitcast<f32>(param(2))));
+}
+
+// v less its row's mean, by row_moments' (pivot, shift, rstd).
+fn centered(v: f32, moments: vec3<f32>) -> f32 {
+    return (v - moments.x) - moments.y;
 }
