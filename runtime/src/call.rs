@@ -4,7 +4,8 @@
 
 use std::any::Any;
 
-use crate::{BackendId, Tensor, TensorMeta};
+use crate::backend::BackendId;
+use crate::tensor::{Tensor, TensorMeta};
 
 /// Which optional inputs (`"bias?"` in the spec) a call leaves out: bit
 /// `i` for the kernel's input `i`. The call's input slice holds the

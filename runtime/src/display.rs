@@ -6,7 +6,8 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 
-use crate::{DType, Element, Tensor};
+use crate::dtype::{DType, Element};
+use crate::tensor::Tensor;
 
 /// A dim longer than this prints summarized, whatever the tensor's size
 /// (TF.js's `FORMAT_LIMIT_NUM_VALS`: `zeros([100])` prints `[0, 0, 0, ..., 0, 0, 0]`).

@@ -3,7 +3,9 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::{BackendId, DType, Shape};
+use crate::backend::BackendId;
+use crate::dtype::DType;
+use crate::shape::Shape;
 
 /// `Result` with [`Error`] as its error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;

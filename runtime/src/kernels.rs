@@ -1,6 +1,6 @@
 //! Descriptors of the built-in kernels, generated from `ops-spec/ops.toml`.
 //!
-//! Each kernel `K` has a unit struct `K` implementing [`crate::KernelSpec`],
+//! Each kernel `K` has a unit struct `K` implementing [`crate::spec::KernelSpec`],
 //! `KAttrs` (its attributes), `KArgs` (what a kernel function receives),
 //! `KGradientArgs` (what a gradient receives) and, when differentiable, `KGrads`.
 //! The op functions are in [`crate::ops`].

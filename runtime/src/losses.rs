@@ -4,7 +4,10 @@
 //! TensorFlow's is; [`mean_squared_error`] is plain ops. Either way the
 //! registry's gradients apply.
 
-use crate::{op, ops, Error, Result, Tensor};
+use crate::error::{Error, Result};
+use crate::ops;
+use crate::tensor::Tensor;
+use opforge_macros::op;
 
 fn invalid(what: &'static str, message: String) -> Error {
     Error::InvalidTensor { what, message }
@@ -81,7 +84,7 @@ pub fn softmax_cross_entropy(labels: &Tensor, logits: &Tensor) -> Result<Tensor>
 pub fn sparse_softmax_cross_entropy(labels: &Tensor, logits: &Tensor) -> Result<Tensor> {
     const WHAT: &str = "sparse_softmax_cross_entropy";
     let classes = match logits.shape().split_last() {
-        Some((&classes, batch)) if batch == labels.shape() && labels.dtype() == crate::DType::I32 => classes,
+        Some((&classes, batch)) if batch == labels.shape() && labels.dtype() == crate::dtype::DType::I32 => classes,
         _ => {
             return Err(invalid(
                 WHAT,
@@ -134,7 +137,7 @@ pub fn mean_squared_error(labels: &Tensor, predictions: &Tensor) -> Result<Tenso
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::grads;
+    use crate::autodiff::grads;
 
     fn t(v: &[f32], shape: &[usize]) -> Tensor {
         Tensor::from_vec(v.to_vec(), shape).unwrap()

@@ -6,7 +6,10 @@
 
 pub use crate::kernels::generated::*;
 
-use crate::{op, Element, Result, Tensor};
+use crate::dtype::Element;
+use crate::error::Result;
+use crate::tensor::Tensor;
+use opforge_macros::op;
 
 /// Exponential moving average: `v * decay + x * (1 - decay)`, the guide's
 /// example of an op built from other ops.
@@ -100,7 +103,7 @@ pub fn logsumexp(x: &Tensor, axes: Option<&[i64]>, keep_dims: bool) -> Result<Te
         return Ok(y);
     }
     let shape = crate::shape::rules::reduce(x.shape(), axes, false)
-        .map_err(|m| crate::Error::InvalidTensor { what: "logsumexp", message: m })?;
+        .map_err(|m| crate::error::Error::InvalidTensor { what: "logsumexp", message: m })?;
     reshape(&y, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
 }
 
@@ -172,7 +175,7 @@ pub fn embedding(table: &Tensor, ids: &Tensor) -> Result<Tensor> {
 #[op]
 pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, causal: bool) -> Result<Tensor> {
     let (Some(&depth), [.., queries, _], [.., keys, _]) = (q.shape().last(), q.shape(), k.shape()) else {
-        return Err(crate::Error::InvalidTensor {
+        return Err(crate::error::Error::InvalidTensor {
             what: "scaled_dot_product_attention",
             message: format!("q is {} and k {}; both need a rank of at least 2", q.meta(), k.meta()),
         });
@@ -213,7 +216,7 @@ pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, causal: 
 #[op]
 pub fn dropout(x: &Tensor, rate: f32, seed: i64) -> Result<Tensor> {
     if !(0.0..1.0).contains(&rate) {
-        return Err(crate::Error::InvalidTensor {
+        return Err(crate::error::Error::InvalidTensor {
             what: "dropout",
             message: format!("rate {rate} must be in [0, 1) for x {}", x.meta()),
         });
@@ -277,8 +280,8 @@ pub fn unbroadcast(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
 /// A scalar of `like`'s dtype, on `like`'s backend (ops refuse mixed ones).
 pub(crate) fn scalar(v: f64, like: &Tensor) -> Result<Tensor> {
     match like.dtype() {
-        crate::DType::F32 => Tensor::scalar_on(f32::from_f64(v), like.backend()),
-        crate::DType::I32 => Tensor::scalar_on(i32::from_f64(v), like.backend()),
-        crate::DType::Bool => Tensor::scalar_on(bool::from_f64(v), like.backend()),
+        crate::dtype::DType::F32 => Tensor::scalar_on(f32::from_f64(v), like.backend()),
+        crate::dtype::DType::I32 => Tensor::scalar_on(i32::from_f64(v), like.backend()),
+        crate::dtype::DType::Bool => Tensor::scalar_on(bool::from_f64(v), like.backend()),
     }
 }

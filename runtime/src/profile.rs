@@ -13,7 +13,11 @@ use std::fmt::{self, Write as _};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::{BackendId, DType, Error, InputDesc, Result, Shape, Tensor, TensorMeta};
+use crate::backend::BackendId;
+use crate::dtype::DType;
+use crate::error::{Error, InputDesc, Result};
+use crate::shape::Shape;
+use crate::tensor::{Tensor, TensorMeta};
 
 /// One kernel run seen by [`profile`].
 #[derive(Debug, Clone)]

@@ -6,15 +6,16 @@
 use std::borrow::Cow;
 
 use crate::backend::Backend;
+use crate::error::{InputDesc, Result};
 use crate::registry::DispatchSlot;
-use crate::{InputDesc, Result, Tensor, TensorMeta};
+use crate::tensor::{Tensor, TensorMeta};
 
 pub use crate::call::{Absent, GradCall, KernelCall, Metas, Tensors};
 
 /// A kernel descriptor: the compile-time form of one kernel of a spec.
 ///
 /// `spec!` implements it for a unit struct per kernel (`opforge::kernels::Sqrt`);
-/// nobody implements it by hand. Ops call [`crate::Engine::run`] with it, and
+/// nobody implements it by hand. Ops call [`crate::engine::Engine::run`] with it, and
 /// `#[kernel]`/`#[gradient]` check their functions against its associated types.
 ///
 /// ```

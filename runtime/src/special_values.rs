@@ -14,7 +14,8 @@
 //! assert!(!agree(0.0, -0.0, Agreement::EXACT.signed_zero()));
 //! ```
 
-use crate::{DType, Tensor};
+use crate::dtype::DType;
+use crate::tensor::Tensor;
 
 /// The f32 values every case draws from: NaN (a quiet one, and a negative
 /// signaling one with a payload, which `pow(1, y)` tells apart), both
@@ -228,7 +229,7 @@ pub fn first_difference(
 }
 
 /// The tensor's elements as 32-bit words (a bool as 0 or 1).
-fn words(t: &Tensor) -> crate::Result<Vec<u32>> {
+fn words(t: &Tensor) -> crate::error::Result<Vec<u32>> {
     Ok(match t.dtype() {
         DType::F32 => t.to_vec::<f32>()?.into_iter().map(f32::to_bits).collect(),
         DType::I32 => t.to_vec::<i32>()?.into_iter().map(|v| v as u32).collect(),

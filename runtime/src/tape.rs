@@ -9,8 +9,9 @@ use std::rc::Rc;
 use smallvec::SmallVec;
 
 use crate::call::{Absent, Tensors};
+use crate::error::Result;
 use crate::spec::KernelSpec;
-use crate::{Result, Tensor};
+use crate::tensor::Tensor;
 
 pub(super) type CustomGradFn = dyn Fn(&Tensor) -> Result<Vec<Tensor>>;
 

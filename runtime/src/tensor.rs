@@ -2,7 +2,11 @@
 
 use crate::backend::cpu::CpuTensor;
 use crate::backend::wgpu::WgpuTensor;
-use crate::{shape, BackendId, DType, Element, Error, Result, Shape};
+use crate::backend::BackendId;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::shape;
+use crate::shape::Shape;
 
 /// Device scalars a thread keeps for [`Tensor::scalar_on`].
 const DEVICE_SCALARS: usize = 16;
@@ -148,7 +152,7 @@ impl TensorId {
 
 impl Tensor {
     /// A tensor of `shape` holding `data` in row-major order, on the
-    /// [default backend](crate::set_default_backend) (the cpu unless set).
+    /// [default backend](crate::backend::set_default_backend) (the cpu unless set).
     /// Every constructor below goes through it, except where it says not.
     ///
     /// ```
@@ -623,7 +627,7 @@ fn checked(shape: &[usize], dtype: DType, what: &'static str) -> Result<usize> {
         Some(bytes) => Err(Error::OutOfMemory {
             op: what.to_owned(),
             kernel: "",
-            backend: crate::default_backend(),
+            backend: crate::backend::default_backend(),
             tensor: TensorMeta { shape: Shape::from_slice(shape), dtype }.sized(),
             bytes,
             inputs: Vec::new(),

@@ -29,7 +29,12 @@
 
 use std::collections::HashMap;
 
-use crate::{no_grad, ops, variable_grads, Error, Result, Tensor, Variable};
+use crate::autodiff::variable_grads;
+use crate::error::{Error, Result};
+use crate::ops;
+use crate::tape::no_grad;
+use crate::tensor::Tensor;
+use crate::variable::Variable;
 
 mod checkpoint;
 
@@ -310,7 +315,10 @@ impl Momentum {
 /// The optimizers' elementwise updates, each one fused kernel (private:
 /// their descriptors are not API).
 mod fused {
-    use crate::{op, ops, Result, Tensor};
+    use crate::error::Result;
+    use crate::ops;
+    use crate::tensor::Tensor;
+    use opforge_macros::op;
 
     /// Momentum's accumulator update, `a * momentum + g`, as one kernel.
     #[op(fuse)]
@@ -786,7 +794,7 @@ mod tests {
     fn updates_are_not_recorded() {
         // An optimizer step inside a gradient computation adds nothing to it.
         let w = Variable::new(Tensor::scalar(2.0f32));
-        let dx = crate::grad(|x| {
+        let dx = crate::autodiff::grad(|x| {
             Sgd::new(0.1).apply_gradients(&[&w], &[Tensor::scalar(1.0f32)])?;
             ops::mul(x, &w.value())
         })(&Tensor::scalar(1.0f32))

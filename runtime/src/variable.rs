@@ -3,7 +3,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, PoisonError, RwLock};
 
-use crate::{Error, Result, Tensor};
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
 
 /// A tensor that training updates in place (TF.js `tf.variable`). Clones
 /// share the slot; [`Variable::value`] returns the current tensor, which

@@ -6,8 +6,10 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
 use crate::call::GradCall;
+use crate::error::{Error, Result};
 use crate::tape::{Backward, Node};
-use crate::{ops, registry, Error, Result, Tensor, TensorId};
+use crate::tensor::{Tensor, TensorId};
+use crate::{ops, registry};
 
 pub(super) fn backward(nodes: &[Node], y: &Tensor, dy: Tensor, sources: &[Tensor]) -> Result<Vec<Option<Tensor>>> {
     // Tensors that depend on a source: only their nodes need a gradient.

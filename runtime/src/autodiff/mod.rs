@@ -1,6 +1,6 @@
 //! Reverse-mode autodiff with a tape per thread, as in TF.js.
 //!
-//! While a gradient is being taken, [`crate::Engine::run`] records every
+//! While a gradient is being taken, [`crate::engine::Engine::run`] records every
 //! kernel it runs (kernel, inputs, attributes, output) on this thread's tape.
 //! The backward pass walks the recorded nodes in reverse and asks the
 //! gradient registry for each kernel's rule. Rules are written with ops, so
@@ -14,8 +14,10 @@ use std::rc::Rc;
 use smallvec::SmallVec;
 
 use crate::call::Absent;
+use crate::error::{Error, Result};
+use crate::ops;
 use crate::tape::{self, recording, Backward, Level, Node};
-use crate::{ops, Error, Result, Tensor};
+use crate::tensor::Tensor;
 use backward::backward;
 
 pub use crate::ops::unbroadcast;
@@ -145,7 +147,10 @@ where
 /// assert_eq!(g[0].to_vec::<f32>()?, vec![2.0, 4.0]);
 /// # Ok::<(), opforge::Error>(())
 /// ```
-pub fn variable_grads(f: impl FnOnce() -> Result<Tensor>, vars: &[&crate::Variable]) -> Result<(Tensor, Vec<Tensor>)> {
+pub fn variable_grads(
+    f: impl FnOnce() -> Result<Tensor>,
+    vars: &[&crate::variable::Variable],
+) -> Result<(Tensor, Vec<Tensor>)> {
     let sources: Vec<Tensor> = vars.iter().map(|v| v.value()).collect();
     let (y, g) = value_and_source_grads(&sources, None, |_| f())?;
     let g = g

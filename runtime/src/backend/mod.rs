@@ -49,7 +49,8 @@ use linkme::distributed_slice;
 
 use crate::backend::cpu::CpuTensor;
 use crate::call::{KernelCall, Tensors};
-use crate::{Error, Location, Result, Tensor, TensorMeta};
+use crate::error::{Error, Location, Result};
+use crate::tensor::{Tensor, TensorMeta};
 
 pub use memory::{memory, reset_peak, set_pool_limit, trim_pool, BackendMemory};
 
@@ -71,7 +72,7 @@ pub struct BackendId(u16);
 impl BackendId {
     /// Host memory, kernels parallelized with rayon.
     pub const Cpu: BackendId = BackendId(0);
-    /// GPU memory through `wgpu` (Vulkan); see [`crate::backends`].
+    /// GPU memory through `wgpu` (Vulkan); see [`crate::backend::backends`].
     pub const Wgpu: BackendId = BackendId(1);
 
     /// Every backend this program links, in slot order: `cpu`, `wgpu`,
@@ -188,14 +189,14 @@ pub trait Device: Send + Sync + 'static {
     /// data returns an error saying so.
     fn download(t: &Self::Tensor) -> Result<CpuTensor>;
 
-    /// Fills in what [`crate::memory`] reports for this backend; `counts`
+    /// Fills in what [`crate::backend::memory::memory`] reports for this backend; `counts`
     /// comes zeroed, with `backend` set. By default it reports nothing.
     fn memory(counts: &mut BackendMemory) {
         let _ = counts;
     }
 
     /// `Ok` with a description if the backend can hold tensors here, else
-    /// why not (see [`crate::backends`]). Available by default.
+    /// why not (see [`crate::backend::backends`]). Available by default.
     fn describe() -> std::result::Result<String, String> {
         Ok(String::new())
     }
@@ -231,7 +232,7 @@ pub struct BackendEntry {
 /// A backend's operations, type-erased. Not public API.
 #[doc(hidden)]
 pub struct DeviceOps {
-    pub id: fn() -> crate::BackendId,
+    pub id: fn() -> crate::backend::BackendId,
     pub upload: fn(&CpuTensor) -> Result<Tensor>,
     pub download: fn(&Tensor) -> Result<CpuTensor>,
     pub memory: fn(&mut BackendMemory),

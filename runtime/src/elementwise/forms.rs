@@ -2,9 +2,12 @@
 //! `Select`, whose condition is a bool, and `Cast`, whose target is an
 //! attribute. Each backward rule is still written once, over `Algebra`.
 
+use crate::dtype::DType;
+use crate::error::Result;
 use crate::fuse::{map2, map3, Algebra, Builder, Form, Fusable, Scalar};
 use crate::kernels::{Cast, Select};
-use crate::{ops, DType, Result, Tensor};
+use crate::ops;
+use crate::tensor::Tensor;
 
 /// 0.0 or 1.0.
 fn truth(b: bool) -> f32 {

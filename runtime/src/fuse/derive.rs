@@ -5,7 +5,9 @@
 use rustc_hash::FxHashMap;
 
 use super::program::{Algebra, Builder, Node, Program, Val};
-use crate::{ops, Result, Tensor};
+use crate::error::Result;
+use crate::ops;
+use crate::tensor::Tensor;
 
 /// A cotangent so far plus one more contribution: `prev + g`, or `g` alone
 /// for the first (so that a lone `-0.0` stays). The derived backward adds
@@ -149,7 +151,7 @@ impl Program {
         }
         let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
         let shape = crate::shape::rules::broadcast(&shapes)
-            .map_err(|m| crate::Error::InvalidTensor { what: "fuse::Program::run_unfused", message: m })?;
+            .map_err(|m| crate::error::Error::InvalidTensor { what: "fuse::Program::run_unfused", message: m })?;
         let shape: Vec<i64> = shape.iter().map(|&d| d as i64).collect();
         self.outputs
             .iter()

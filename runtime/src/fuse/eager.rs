@@ -5,7 +5,11 @@
 //! from the same rule are one computation.
 
 use super::program::{Algebra, Fusable, Val};
-use crate::{ops, BackendId, DType, Error, Result, Tensor};
+use crate::backend::BackendId;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::ops;
+use crate::tensor::Tensor;
 
 /// The [`Algebra`] of tensors: values are the rule's inputs and what its
 /// operations gave, each operation an op run on the spot. Booleans stay

@@ -63,7 +63,10 @@ use std::cell::Cell;
 
 use crate::backend::cpu::CpuTensor;
 use crate::backend::wgpu::WgpuTensor;
-use crate::{BackendId, DType, Error, Result, Tensor, TensorMeta};
+use crate::backend::BackendId;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::{Tensor, TensorMeta};
 
 pub use cpu::{map1, map2, map3, vectorized};
 pub use eager::Eager;

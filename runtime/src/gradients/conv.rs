@@ -8,6 +8,8 @@
 //! and `ddfilter`.
 
 use super::dims;
+use crate::engine::Engine;
+use crate::error::Result;
 use crate::kernels::{
     AvgPool, AvgPoolAttrs, AvgPoolGrad, AvgPoolGradAttrs, Conv2D, Conv2DAttrs, Conv2DBackpropFilter,
     Conv2DBackpropFilterAttrs, Conv2DBackpropFilterNeeds, Conv2DBackpropInput, Conv2DBackpropInputAttrs,
@@ -17,8 +19,10 @@ use crate::kernels::{
     DepthwiseConv2dNativeBackpropInputAttrs, DepthwiseConv2dNativeBackpropInputNeeds, DepthwiseConv2dNativeNeeds,
     MaxPool, MaxPoolGrad, MaxPoolGradAttrs, PoolParams, ResizeBilinear, ResizeNearestNeighbor,
 };
+use crate::ops;
 use crate::shape::rules::resize_taps;
-use crate::{gradient, ops, Engine, Result, Tensor};
+use crate::tensor::Tensor;
+use opforge_macros::gradient;
 
 type Grads = (Option<Tensor>, Option<Tensor>);
 

@@ -2,10 +2,13 @@
 //! each the other's adjoint.
 
 use super::dims;
+use crate::error::{Error, Result};
 use crate::kernels::{GatherNd, GatherV2, ScatterNd, Select, SelectNeeds, TopK, UnsortedSegmentSum};
+use crate::ops;
 use crate::ops::{scalar, unbroadcast};
 use crate::shape::rules::gather_dims;
-use crate::{gradient, ops, Error, Result, Tensor};
+use crate::tensor::Tensor;
+use opforge_macros::gradient;
 
 /// `dy` goes to `t` where the condition holds and to `e` elsewhere.
 /// A side that wants no gradient (a mask's constant floor) costs nothing.

@@ -2,14 +2,18 @@
 //! kernels of several tensors, `dy` cut back into one piece per tensor.
 
 use super::dims;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
 use crate::kernels::{
     AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice,
     StridedSliceAttrs, Tile, Unpack,
 };
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
+use crate::ops;
 use crate::ops::unbroadcast;
 use crate::shape::rules::permutation;
-use crate::{gradient, ops, DType, Error, Result, Tensor};
+use crate::tensor::Tensor;
+use opforge_macros::gradient;
 
 #[gradient(Reshape)]
 fn reshape_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {

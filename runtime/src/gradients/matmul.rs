@@ -6,10 +6,13 @@
 //! and skipping it saves a gemm as large as the forward one.
 
 use super::mask;
+use crate::error::{Error, Result};
 use crate::kernels::{Activation, BatchMatMul, BatchMatMulNeeds, Einsum, FusedMatMul, FusedMatMulNeeds};
+use crate::ops;
 use crate::ops::{scalar, unbroadcast};
 use crate::shape::rules::EinsumPlan;
-use crate::{gradient, ops, Error, Result, Tensor};
+use crate::tensor::Tensor;
+use opforge_macros::gradient;
 
 #[gradient(BatchMatMul)]
 fn batch_matmul_grad(

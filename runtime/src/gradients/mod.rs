@@ -10,7 +10,9 @@ mod matmul;
 mod reduce;
 mod softmax;
 
-use crate::{ops, Result, Tensor};
+use crate::error::Result;
+use crate::ops;
+use crate::tensor::Tensor;
 
 /// `t`'s shape as the `ints` attrs that take shapes want it.
 fn dims(t: &Tensor) -> Vec<i64> {

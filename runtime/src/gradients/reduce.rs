@@ -3,10 +3,13 @@
 //! minima for `Min`, and for `Prod` the product of the others).
 
 use super::mask;
+use crate::error::{Error, Result};
 use crate::kernels::{Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
+use crate::ops;
 use crate::ops::scalar;
 use crate::shape::rules::reduction_axes;
-use crate::{gradient, ops, Error, Result, Tensor};
+use crate::tensor::Tensor;
+use opforge_macros::gradient;
 
 /// `dy` reshaped to keep the reduced axes (size 1) and broadcast to `x`'s shape.
 fn spread(dy: &Tensor, x: &Tensor, axes: Option<&[i64]>) -> Result<Tensor> {

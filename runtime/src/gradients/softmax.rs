@@ -3,9 +3,12 @@
 //! `LayerNorm`.
 
 use crate::autodiff::unbroadcast;
+use crate::error::Result;
 use crate::kernels::{FusedBatchNorm, FusedBatchNormGrads, LayerNorm, LayerNormGrads, Softmax, LRN};
 use crate::kernels::{SoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogitsNeeds};
-use crate::{gradient, ops, Result, Tensor};
+use crate::ops;
+use crate::tensor::Tensor;
+use opforge_macros::gradient;
 
 #[gradient(Softmax)]
 fn softmax_grad(axis: i64, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
@@ -16,7 +19,10 @@ fn softmax_grad(axis: i64, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
 /// The gradients' elementwise tails, each one fused kernel (private: their
 /// descriptors are not API).
 mod fused {
-    use crate::{op, ops, Result, Tensor};
+    use crate::error::Result;
+    use crate::ops;
+    use crate::tensor::Tensor;
+    use opforge_macros::op;
 
     /// `probs * (cotangent - dot)`, `dot` each row's `sum(cotangent *
     /// probs)`: one pass over a softmax's elements instead of two (a

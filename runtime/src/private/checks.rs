@@ -4,8 +4,9 @@
 //! that depend on it into errors, which keeps rustc from adding its own
 //! message for the same mistake. Not public API.
 
+use crate::error::Result;
 use crate::spec::{IntoGrads, KernelSpec};
-use crate::{Result, Tensor};
+use crate::tensor::Tensor;
 
 /// The names of a kernel's spec, as the checks below read them. The macros
 /// build it from the descriptor's [`KernelSpec`] constants, so that a type

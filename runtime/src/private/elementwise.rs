@@ -4,8 +4,12 @@
 use smallvec::SmallVec;
 
 use crate::backend::cpu::CpuTensor;
+use crate::backend::BackendId;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
 use crate::fuse::program::Val;
-use crate::{ops, BackendId, DType, Element, Error, Result, Tensor, TensorMeta};
+use crate::ops;
+use crate::tensor::{Tensor, TensorMeta};
 
 pub use crate::backend::wgpu::elementwise::{WgpuRow, Word};
 pub use crate::fuse::Eager;

@@ -1,9 +1,12 @@
 //! What `#[op(fuse)]` expansions call: running a program on each backend,
 //! its gradients of second order, and the shapes of its backward kernel.
 
+use crate::dtype::DType;
+use crate::error::{Error, Result};
 use crate::fuse::Program;
+use crate::ops;
 use crate::shape::Shape;
-use crate::{ops, DType, Error, Result, Tensor};
+use crate::tensor::Tensor;
 
 pub use crate::fuse::cpu::{map1, map2, map3, vectorized};
 pub use crate::fuse::{Algebra, Builder, Form, Fusable, Scalar, Val};
@@ -126,7 +129,7 @@ pub fn array<T, const N: usize>(kernel: &'static str, ys: Vec<T>) -> Result<[T; 
     let n = ys.len();
     ys.try_into().map_err(|_| Error::Backend {
         kernel,
-        backend: crate::BackendId::Cpu,
+        backend: crate::backend::BackendId::Cpu,
         message: format!("the fused program gave {n} outputs, not {N}"),
     })
 }

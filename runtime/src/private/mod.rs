@@ -11,28 +11,37 @@ use std::any::Any;
 
 pub use crate::backend::cpu::CpuTensor;
 pub use crate::backend::wgpu::WgpuTensor;
+pub use crate::backend::BackendId;
 pub use crate::backend::{declared_id, Backend, BackendEntry, Cpu, Device, DeviceOps, Wgpu, BACKENDS};
 pub use crate::call::{GradCall, KernelCall, Metas, Tensors};
+pub use crate::dtype::DType;
 pub use crate::elementwise::{RowEntry, ROWS};
+pub use crate::engine::Engine;
 pub use crate::engine::OpScope;
+pub use crate::error::Location;
+pub use crate::error::Result;
+pub use crate::kernels;
 pub use crate::registry::{
     DispatchSlot, GradientEntry, KernelEntry, OpEntry, SpecEntry, GRADIENTS, KERNELS, OPS, SPECS,
 };
 pub use crate::shape::rules;
 pub use crate::spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec};
+pub use crate::tensor::{Tensor, TensorMeta};
 /// What the tests `spec_tests!` generates call.
 pub use crate::testing;
-pub use crate::{gradient, kernel};
-pub use crate::{kernels, DType, Engine, Result, Tensor, TensorMeta};
-pub use crate::{BackendId, Location};
 pub use checks::{
     in_scope, type_in_scope, Checked, FromSpec, GradientReturn, KernelReturn, NotInScope, ParamCheck, Pass, SpecNames,
 };
 pub use linkme;
+pub use opforge_macros::{gradient, kernel};
 pub use smallvec::smallvec;
 
+pub use crate::call::Absent;
+pub use crate::error::Error;
 pub use crate::fuse::Program;
-pub use crate::{ops, Absent, Error, Shape, TensorList};
+pub use crate::ops;
+pub use crate::shape::Shape;
+pub use crate::spec::TensorList;
 
 /// What `#[kernel(Name, path::To)]` names a backend through: `B`,
 /// required to be a [`Backend`] once, where the user wrote it.
@@ -47,13 +56,13 @@ impl<B: Backend> IsBackend for B {
 
 /// [`Backend::view`] of a declared backend `D` of id `id`.
 #[inline]
-pub fn device_view<D: Device>(t: &Tensor, id: crate::BackendId) -> Option<&D::Tensor> {
+pub fn device_view<D: Device>(t: &Tensor, id: crate::backend::BackendId) -> Option<&D::Tensor> {
     t.declared::<D::Tensor>(id)
 }
 
 /// [`Backend::wrap`] of a declared backend `D` of id `id`.
 #[inline]
-pub fn device_wrap<D: Device>(t: D::Tensor, id: crate::BackendId) -> Tensor {
+pub fn device_wrap<D: Device>(t: D::Tensor, id: crate::backend::BackendId) -> Tensor {
     Tensor::from_declared(id, D::meta(&t), t)
 }
 
@@ -211,7 +220,7 @@ pub fn check_typed<const V: usize>(
 #[inline]
 pub fn attrs<'a, K: KernelSpec>(
     kernel: &'static str,
-    backend: crate::BackendId,
+    backend: crate::backend::BackendId,
     attrs: &'a (dyn Any + Send + Sync),
 ) -> Result<&'a K::Attrs> {
     match attrs.downcast_ref::<K::Attrs>() {
@@ -221,7 +230,7 @@ pub fn attrs<'a, K: KernelSpec>(
 }
 
 #[cold]
-fn not_attrs(kernel: &'static str, backend: crate::BackendId, attrs: &str) -> Error {
+fn not_attrs(kernel: &'static str, backend: crate::backend::BackendId, attrs: &str) -> Error {
     Error::Backend { kernel, backend, message: format!("attributes are not `{attrs}`") }
 }
 
@@ -244,7 +253,12 @@ fn missing_input(call: &KernelCall<'_>, i: usize) -> Error {
 }
 
 #[cold]
-fn elsewhere(call: &KernelCall<'_>, i: usize, backend: crate::BackendId, lives: crate::BackendId) -> Error {
+fn elsewhere(
+    call: &KernelCall<'_>,
+    i: usize,
+    backend: crate::backend::BackendId,
+    lives: crate::backend::BackendId,
+) -> Error {
     Error::Backend { kernel: call.kernel, backend, message: format!("input {i} lives on backend `{lives}`") }
 }
 
@@ -268,14 +282,17 @@ pub fn optional_input<'a, B: Backend>(call: &KernelCall<'a>, i: usize) -> Result
 /// The shape of input `i` in a call that leaves out `absent`: `None`
 /// for one left out.
 #[inline]
-pub fn shape_at<'a>(inputs: &[&'a Tensor], absent: crate::Absent, i: usize) -> Option<&'a [usize]> {
+pub fn shape_at<'a>(inputs: &[&'a Tensor], absent: crate::call::Absent, i: usize) -> Option<&'a [usize]> {
     absent.slot(i).and_then(|at| inputs.get(at)).map(|t| t.shape())
 }
 
 /// The variadic input, inputs `first..`, of an erased call, as backend `B` sees them.
-pub fn input_list<'a, B: Backend>(call: &KernelCall<'a>, first: usize) -> Result<crate::TensorList<'a, B::Tensor>> {
+pub fn input_list<'a, B: Backend>(
+    call: &KernelCall<'a>,
+    first: usize,
+) -> Result<crate::spec::TensorList<'a, B::Tensor>> {
     let tensors = call.inputs.get(first..).unwrap_or_default();
-    crate::TensorList::of::<B>(tensors).ok_or_else(|| Error::Backend {
+    crate::spec::TensorList::of::<B>(tensors).ok_or_else(|| Error::Backend {
         kernel: call.kernel,
         backend: B::id(),
         message: format!("an input from {first} on lives on another backend"),
@@ -324,7 +341,7 @@ pub fn the_one(ys: crate::call::Tensors) -> Option<Tensor> {
 fn missing(call: &GradCall<'_>, what: String) -> Error {
     Error::Backend {
         kernel: call.kernel,
-        backend: crate::BackendId::Cpu,
+        backend: crate::backend::BackendId::Cpu,
         message: format!("gradient call is missing {what}"),
     }
 }

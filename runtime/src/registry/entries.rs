@@ -3,8 +3,11 @@
 
 use linkme::distributed_slice;
 
+use crate::backend::BackendId;
 use crate::call::{GradCall, KernelCall, Tensors};
-use crate::{BackendId, DType, Error, Location, Result, Tensor};
+use crate::dtype::DType;
+use crate::error::{Error, Location, Result};
+use crate::tensor::Tensor;
 
 /// A type-erased kernel: what [`KernelEntry::func`] points to.
 pub type KernelFn = dyn Fn(&KernelCall<'_>) -> Result<Tensors> + Send + Sync;

@@ -8,8 +8,9 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Mutex, PoisonError, RwLock};
 
 use super::entries::{spec, GradientEntry, KernelEntry, SpecEntry, GRADIENTS, KERNELS, SPECS};
+use crate::backend::BackendId;
 use crate::call::{KernelCall, Tensors};
-use crate::{BackendId, Error, Result};
+use crate::error::{Error, Result};
 
 /// Every kernel registration (static and runtime), in link order.
 ///

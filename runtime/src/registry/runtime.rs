@@ -7,9 +7,10 @@ use super::entries::{GradientEntry, GradientFn, KernelEntry, KernelFn, RUNTIME};
 use super::lookup::{current_gradient, is_any_kernel, no_gradient, resolve_kernel, OVERLAY};
 use super::slot::invalidate_slots;
 use crate::backend::Backend;
+use crate::backend::BackendId;
 use crate::call::{GradCall, KernelCall};
+use crate::error::{Error, Location, Result};
 use crate::spec::{Differentiable, IntoGrads, KernelSpec};
-use crate::{BackendId, Error, Location, Result};
 
 pub(super) fn leak_kernel<K: KernelSpec, B: Backend>(
     f: impl Fn(K::Args<'_, B>, &K::OutMeta) -> Result<K::Out<B>> + Send + Sync + 'static,

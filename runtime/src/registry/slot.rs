@@ -7,7 +7,8 @@ use std::sync::{Mutex, PoisonError};
 
 use super::entries::KernelEntry;
 use super::lookup::{resolve_kernel, scoped_kernel, OVERLAY, SCOPED_KERNELS};
-use crate::{BackendId, Error, Result};
+use crate::backend::BackendId;
+use crate::error::{Error, Result};
 
 /// Slots that cached an entry, cleared whenever the overlay changes.
 static RESOLVED: Mutex<Vec<&'static DispatchSlot>> = Mutex::new(Vec::new());

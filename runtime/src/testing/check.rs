@@ -3,7 +3,7 @@
 use std::fmt;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use crate::Tensor;
+use crate::tensor::Tensor;
 
 /// A check that failed: which kernel, which check, and why.
 ///
@@ -94,7 +94,7 @@ pub fn expect(result: CheckResult) {
 }
 
 /// A kernel call on owned inputs, as the gradient checks take it.
-pub(super) type Call<'a> = &'a dyn Fn(&[Tensor]) -> crate::Result<Vec<Tensor>>;
+pub(super) type Call<'a> = &'a dyn Fn(&[Tensor]) -> crate::error::Result<Vec<Tensor>>;
 
 /// A kernel call on borrowed inputs, as the parity checks take it.
-pub(super) type CallRefs<'a> = &'a (dyn Fn(&[&Tensor]) -> crate::Result<Vec<Tensor>> + Sync);
+pub(super) type CallRefs<'a> = &'a (dyn Fn(&[&Tensor]) -> crate::error::Result<Vec<Tensor>> + Sync);

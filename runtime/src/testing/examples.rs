@@ -2,7 +2,11 @@
 
 use super::check::CallRefs;
 use super::parity::{targets, Target};
-use crate::{registry, BackendId, DType, Error, Tensor};
+use crate::backend::BackendId;
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::registry;
+use crate::tensor::Tensor;
 
 /// Whether `kernel` has a cpu kernel, which the run checks need; if not,
 /// a SKIP line on stderr.
@@ -53,7 +57,7 @@ pub fn check_example(
     want: &[Vec<usize>],
     dtypes: &[DType],
     data_dependent: bool,
-    f: impl Fn(&[&Tensor]) -> crate::Result<Vec<Tensor>> + Sync,
+    f: impl Fn(&[&Tensor]) -> crate::error::Result<Vec<Tensor>> + Sync,
 ) {
     example(kernel, label, inputs, want, dtypes, data_dependent, &f)
 }
@@ -74,8 +78,8 @@ fn example(
         }
         let backend = target.backend;
         let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(backend).unwrap()).collect();
-        let there = || crate::with_fallback(false, || f(&moved.iter().collect::<Vec<_>>()));
-        let ys = crate::with_default_backend(backend, there)
+        let there = || crate::engine::with_fallback(false, || f(&moved.iter().collect::<Vec<_>>()));
+        let ys = crate::backend::with_default_backend(backend, there)
             .and_then(|r| r)
             .unwrap_or_else(|e| panic!("{label} on {backend}: {e}"));
         let shapes: Vec<Vec<usize>> = ys.iter().map(|y| y.shape().to_vec()).collect();

@@ -1,10 +1,12 @@
 //! Gradients against finite differences, of first and second order.
 
 use super::check::Call;
-use crate::{DType, Error, Tensor};
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::tensor::Tensor;
 
 /// `sum(ys[i] * ws[i])` over the outputs that have a weight.
-fn weighted(ys: &[Tensor], ws: &[Option<Tensor>]) -> crate::Result<Tensor> {
+fn weighted(ys: &[Tensor], ws: &[Option<Tensor>]) -> crate::error::Result<Tensor> {
     use crate::ops;
     let mut total = Tensor::scalar(0.0f32);
     for (y, w) in ys.iter().zip(ws) {
@@ -68,7 +70,11 @@ pub(super) fn weights(outs: &[Tensor], seed: u64) -> Vec<Option<Tensor>> {
 /// # Ok::<(), opforge::Error>(())
 /// ```
 #[track_caller]
-pub fn check_gradient(inputs: Vec<Tensor>, which: &[usize], f: impl Fn(&[Tensor]) -> crate::Result<Vec<Tensor>>) {
+pub fn check_gradient(
+    inputs: Vec<Tensor>,
+    which: &[usize],
+    f: impl Fn(&[Tensor]) -> crate::error::Result<Vec<Tensor>>,
+) {
     gradient(inputs, which, &f)
 }
 
@@ -87,7 +93,7 @@ pub(super) fn first_order(
     which: &[usize],
     f: Call<'_>,
     ws: &[Option<Tensor>],
-) -> crate::Result<Vec<Tensor>> {
+) -> crate::error::Result<Vec<Tensor>> {
     let with = |sources: &[Tensor]| {
         let mut xs = inputs.to_vec();
         for (k, &i) in which.iter().enumerate() {
@@ -99,7 +105,7 @@ pub(super) fn first_order(
     // A binding, not the tail expression: the gradient function borrows
     // `with`, which the tail's temporaries would outlive.
     #[allow(clippy::let_and_return)]
-    let grads = crate::grads(|s: &[Tensor]| weighted(&f(&with(s))?, ws))(&sources);
+    let grads = crate::autodiff::grads(|s: &[Tensor]| weighted(&f(&with(s))?, ws))(&sources);
     grads
 }
 
@@ -119,7 +125,7 @@ pub(super) fn first_order(
 pub fn check_second_order(
     inputs: Vec<Tensor>,
     which: &[usize],
-    f: impl Fn(&[Tensor]) -> crate::Result<Vec<Tensor>>,
+    f: impl Fn(&[Tensor]) -> crate::error::Result<Vec<Tensor>>,
 ) -> bool {
     second_order(inputs, which, &f)
 }
@@ -131,7 +137,7 @@ fn second_order(inputs: Vec<Tensor>, which: &[usize], f: Call<'_>) -> bool {
         .map(|(k, &i)| Tensor::random_uniform(inputs[i].shape(), -1.0, 1.0, 31 + k as u64).unwrap())
         .collect();
     // h(xs) = sum_k sum(g_k(xs) * u_k), on the inputs in `which`.
-    let h = |xs: &[Tensor]| -> crate::Result<Tensor> {
+    let h = |xs: &[Tensor]| -> crate::error::Result<Tensor> {
         let g = first_order(xs, which, f, &ws)?;
         weighted(&g, &us.iter().cloned().map(Some).collect::<Vec<_>>())
     };
@@ -145,7 +151,7 @@ fn second_order(inputs: Vec<Tensor>, which: &[usize], f: Call<'_>) -> bool {
             xs[i] = s[0].clone();
             xs
         };
-        let got = crate::grads(|s: &[Tensor]| h(&with(s)))(std::slice::from_ref(&inputs[i]));
+        let got = crate::autodiff::grads(|s: &[Tensor]| h(&with(s)))(std::slice::from_ref(&inputs[i]));
         match got {
             Ok(mut a) => analytic.push(a.remove(0)),
             Err(Error::InvalidTensor { what: "grad", .. }) => analytic.push(Tensor::zeros_like(&inputs[i]).unwrap()),

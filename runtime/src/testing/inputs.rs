@@ -1,6 +1,8 @@
 //! The inputs the checks make: samples away from kinks, indices, masks.
 
-use crate::{DType, Error, Tensor};
+use crate::dtype::DType;
+use crate::error::Error;
+use crate::tensor::Tensor;
 
 /// A small input of `dtype`, values kept in (0.5, 2) so every op is defined.
 ///

@@ -37,6 +37,12 @@ pub use suite::*;
 #[doc(hidden)]
 pub mod prelude {
     pub use super::*;
-    pub use crate::{ops, registry, Absent, BackendId, DType, Engine, KernelSpec, Tensor};
+    pub use crate::backend::BackendId;
+    pub use crate::call::Absent;
+    pub use crate::dtype::DType;
+    pub use crate::engine::Engine;
+    pub use crate::spec::KernelSpec;
+    pub use crate::tensor::Tensor;
+    pub use crate::{ops, registry};
     pub use std::io::Write;
 }

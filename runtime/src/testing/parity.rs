@@ -3,8 +3,11 @@
 
 use super::check::CallRefs;
 use super::special::assert_values;
+use crate::backend::BackendId;
+use crate::dtype::DType;
+use crate::registry;
 use crate::special_values::{agree, Agreement};
-use crate::{registry, BackendId, DType, Tensor};
+use crate::tensor::Tensor;
 
 /// The backend the parity cases compare with the cpu.
 ///
@@ -61,7 +64,7 @@ pub struct Case {
 /// ```
 pub fn targets(kernel: &str) -> Vec<Target> {
     let mut out = Vec::new();
-    for b in crate::backends() {
+    for b in crate::backend::backends() {
         if b.backend == BackendId::Cpu || registry::kernel_for(kernel, b.backend).is_err() {
             continue;
         }
@@ -111,7 +114,7 @@ pub fn check_parity(
     target: &Target,
     case: &str,
     inputs: &[&Tensor],
-    f: impl Fn(&[&Tensor]) -> crate::Result<Vec<Tensor>> + Sync,
+    f: impl Fn(&[&Tensor]) -> crate::error::Result<Vec<Tensor>> + Sync,
 ) {
     parity(target, case, inputs, &f)
 }
@@ -124,8 +127,8 @@ fn parity(target: &Target, case: &str, inputs: &[&Tensor], f: CallRefs<'_>) {
     let wants = f(inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
     let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(backend).unwrap()).collect();
     // A kernel without inputs runs on the default backend.
-    let there = || crate::with_fallback(false, || f(&moved.iter().collect::<Vec<_>>()));
-    let gots = crate::with_default_backend(backend, there)
+    let there = || crate::engine::with_fallback(false, || f(&moved.iter().collect::<Vec<_>>()));
+    let gots = crate::backend::with_default_backend(backend, there)
         .and_then(|r| r)
         .unwrap_or_else(|e| panic!("{case} on {backend}: {e}"));
     assert_eq!(gots.len(), wants.len(), "{case}: outputs");
@@ -149,11 +152,11 @@ fn parity(target: &Target, case: &str, inputs: &[&Tensor], f: CallRefs<'_>) {
 /// # Ok::<(), opforge::Error>(())
 /// ```
 #[track_caller]
-pub fn check_threads(case: &str, f: impl Fn() -> crate::Result<Vec<Tensor>> + Sync) {
+pub fn check_threads(case: &str, f: impl Fn() -> crate::error::Result<Vec<Tensor>> + Sync) {
     threads(case, &f)
 }
 
-fn threads(case: &str, f: &(dyn Fn() -> crate::Result<Vec<Tensor>> + Sync)) {
+fn threads(case: &str, f: &(dyn Fn() -> crate::error::Result<Vec<Tensor>> + Sync)) {
     let on = |threads: usize| {
         let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool");
         pool.install(f).unwrap_or_else(|e| panic!("{case} on {threads} threads: {e}"))
@@ -182,7 +185,7 @@ fn threads(case: &str, f: &(dyn Fn() -> crate::Result<Vec<Tensor>> + Sync)) {
 pub fn check_nan_propagates(
     case: &str,
     inputs: &[&Tensor],
-    f: impl Fn(&[&Tensor]) -> crate::Result<Vec<Tensor>> + Sync,
+    f: impl Fn(&[&Tensor]) -> crate::error::Result<Vec<Tensor>> + Sync,
 ) {
     nan_propagates(case, inputs, &f)
 }

@@ -4,8 +4,10 @@
 use super::check::CallRefs;
 use super::gradients::{first_order, weights};
 use super::parity::Target;
+use crate::backend::BackendId;
+use crate::dtype::DType;
 use crate::special_values::{agree, flush_subnormals, flushed, Agreement};
-use crate::{BackendId, DType, Tensor};
+use crate::tensor::Tensor;
 
 /// `t` with NaN, +inf and -inf written at its first three elements (f32;
 /// other dtypes unchanged): an input for [`check_nan_propagates`]. The
@@ -237,7 +239,7 @@ pub fn check_special_parity(
     inputs: &[&Tensor],
     plant: &[bool],
     specials: &Specials<'_>,
-    f: impl Fn(&[&Tensor]) -> crate::Result<Vec<Tensor>> + Sync,
+    f: impl Fn(&[&Tensor]) -> crate::error::Result<Vec<Tensor>> + Sync,
 ) {
     special_values(target, kernel, inputs, plant, specials, &f)
 }
@@ -289,8 +291,8 @@ fn special_values(
 /// `backend`, outputs then gradients.
 fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Specials<'_>, f: CallRefs<'_>) {
     let moved: Vec<Tensor> = xs.iter().map(|t| t.to_backend(backend).unwrap()).collect();
-    let there = |g: &dyn Fn() -> crate::Result<Vec<Tensor>>| {
-        crate::with_default_backend(backend, || crate::with_fallback(false, g)).and_then(|r| r)
+    let there = |g: &dyn Fn() -> crate::error::Result<Vec<Tensor>>| {
+        crate::backend::with_default_backend(backend, || crate::engine::with_fallback(false, g)).and_then(|r| r)
     };
     let call = |xs: &[Tensor]| f(&xs.iter().collect::<Vec<_>>());
     let wants = match call(xs) {
@@ -359,7 +361,7 @@ mod tests {
 
     /// Whether `assert_special` accepts `got` for `want`, `flush` being the
     /// cpu's result on flushed inputs.
-    fn accepts<T: crate::Element>(want: &[T], got: &[T], flush: Option<&[T]>) -> bool {
+    fn accepts<T: crate::dtype::Element>(want: &[T], got: &[T], flush: Option<&[T]>) -> bool {
         let t = |v: &[T]| Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap();
         let (want, got, flush) = (t(want), t(got), flush.map(t));
         let flush = || flush.clone();

@@ -4,7 +4,9 @@ use std::fmt;
 
 use super::check::check;
 use super::parity::{Case, Target};
-use crate::{registry, BackendId, Tensor};
+use crate::backend::BackendId;
+use crate::registry;
+use crate::tensor::Tensor;
 
 /// How one kernel fared in a [`backend_suite`].
 ///

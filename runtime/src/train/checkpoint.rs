@@ -12,7 +12,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, View};
 
 use super::Optimizer;
-use crate::{DType, Error, Result, Tensor, Variable};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::tensor::Tensor;
+use crate::variable::Variable;
 
 /// What an optimizer keeps between updates, as a checkpoint holds it
 /// ([`Optimizer::state`], [`Optimizer::set_state`]): tensors, each named

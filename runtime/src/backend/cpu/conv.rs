@@ -32,13 +32,15 @@ use std::borrow::Cow;
 
 use super::matmul::{gemm_into, parallelism, Operand};
 use super::{for_rows, output, rule_error, CpuTensor, PAR_THRESHOLD};
+use crate::error::Result;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
     DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, PoolParams,
     ResizeBilinear, ResizeBilinearAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
 };
 use crate::shape::rules::{resize_taps, ConvFilter, GroupedConv, Tap, Window};
-use crate::{kernel, Result, TensorMeta};
+use crate::tensor::TensorMeta;
+use opforge_macros::kernel;
 
 /// The image rows and columns of a window's taps: `(h, w)` of tap `(kh,
 /// kw)` for output pixel `(oh, ow)`, `None` outside the image.
@@ -477,14 +479,14 @@ fn avg_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorM
 /// The images as f32: borrowed, or converted from i32.
 fn as_f32(images: &CpuTensor) -> Result<Cow<'_, [f32]>> {
     Ok(match images.dtype() {
-        crate::DType::F32 => Cow::Borrowed(images.as_slice::<f32>()?),
+        crate::dtype::DType::F32 => Cow::Borrowed(images.as_slice::<f32>()?),
         _ => Cow::Owned(images.as_slice::<i32>()?.iter().map(|&v| v as f32).collect()),
     })
 }
 
 /// Runs `pixel(n, row tap, column tap, channels out)` for every output
 /// pixel of a resize to `out`, rows spread over threads.
-fn resize_rows<T: crate::Element + Send>(
+fn resize_rows<T: crate::dtype::Element + Send>(
     out: &TensorMeta,
     (rows, cols): (&[Tap], &[Tap]),
     mut data: Vec<T>,
@@ -539,7 +541,12 @@ fn resize_nearest_neighbor(
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
     let (align_corners, half_pixel_centers) = (attrs.align_corners, attrs.half_pixel_centers);
-    fn copy<T: crate::Element>(images: &CpuTensor, out: &TensorMeta, rows: &[Tap], cols: &[Tap]) -> Result<CpuTensor> {
+    fn copy<T: crate::dtype::Element>(
+        images: &CpuTensor,
+        out: &TensorMeta,
+        rows: &[Tap],
+        cols: &[Tap],
+    ) -> Result<CpuTensor> {
         let src = images.as_slice::<T>()?;
         let &[_, h, w, c] = images.shape() else {
             return Err(rule_error("ResizeNearestNeighbor")("images are not NHWC".into()));
@@ -557,7 +564,7 @@ fn resize_nearest_neighbor(
     let rows = resize_taps(h, oh, align_corners, half_pixel_centers, false);
     let cols = resize_taps(w, ow, align_corners, half_pixel_centers, false);
     match images.dtype() {
-        crate::DType::I32 => copy::<i32>(images, out, &rows, &cols),
+        crate::dtype::DType::I32 => copy::<i32>(images, out, &rows, &cols),
         _ => copy::<f32>(images, out, &rows, &cols),
     }
 }

@@ -21,6 +21,9 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::{for_rows, rule_error, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use crate::dtype::{DType, Element};
+use crate::error::Error;
+use crate::error::Result;
 use crate::kernels::{
     ArgMax, ArgMin, GatherNd, GatherV2, Multinomial, OneHot, ScatterNd, Select, TopK, Unique, UnsortedSegmentSum, Where,
 };
@@ -28,8 +31,8 @@ use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
 use crate::shape::rules::{gather_dims, nd_dims, GatherDims, NdDims};
 use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets};
-use crate::Error;
-use crate::{kernel, DType, Element, Result, TensorMeta};
+use crate::tensor::TensorMeta;
+use opforge_macros::kernel;
 
 /// An element `ArgMax` can rank. A later element displaces the best so far
 /// only with a strictly greater key, so ties keep the first index (TF.js).
@@ -278,7 +281,11 @@ fn top_k(x: &CpuTensor, k: i64, sorted: bool, out: &[TensorMeta]) -> Result<(Cpu
 
 fn top_k_of<T: Candidate>(x: &CpuTensor, k: usize, out: &[TensorMeta]) -> Result<(CpuTensor, CpuTensor)> {
     let [values_meta, indices_meta] = out else {
-        return Err(Error::Backend { kernel: "TopK", backend: crate::BackendId::Cpu, message: "two outputs".into() });
+        return Err(Error::Backend {
+            kernel: "TopK",
+            backend: crate::backend::BackendId::Cpu,
+            message: "two outputs".into(),
+        });
     };
     let src = x.as_slice::<T>()?;
     let n = x.shape().last().copied().unwrap_or(1);

@@ -3,6 +3,8 @@
 //! kernels of several outputs `Unpack` and `SplitV`.
 
 use super::{for_rows, offset, output, rule_error, unsupported, CpuTensor};
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
 use crate::kernels::StridedSliceAttrs;
 use crate::kernels::{
     AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice, Tile,
@@ -11,7 +13,9 @@ use crate::kernels::{
 use crate::kernels::{Cast, Reshape, Transpose};
 use crate::shape::rules::{block_view, mirrors, permutation, reversed_axes, strided_plan, Remap, StridedPlan};
 use crate::shape::strides;
-use crate::{kernel, DType, Element, Error, Result, TensorList, TensorMeta};
+use crate::spec::TensorList;
+use crate::tensor::TensorMeta;
+use opforge_macros::kernel;
 
 #[kernel(Reshape, cpu)]
 fn reshape(x: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
@@ -68,7 +72,7 @@ fn convert<T: Element, U: Element>(x: &CpuTensor, out: &TensorMeta) -> Result<Cp
 }
 
 #[kernel(Cast, cpu)]
-fn cast(x: &CpuTensor, dtype: crate::DType, out: &TensorMeta) -> Result<CpuTensor> {
+fn cast(x: &CpuTensor, dtype: crate::dtype::DType, out: &TensorMeta) -> Result<CpuTensor> {
     use DType::*;
     match (x.dtype(), dtype) {
         (from, to) if from == to => Ok(x.clone()),
@@ -215,7 +219,7 @@ fn pieces(
 #[kernel(Unpack, cpu)]
 fn unpack(x: &CpuTensor, axis: i64, out: &[TensorMeta]) -> Result<Vec<CpuTensor>> {
     let axis = crate::shape::normalize_axis(axis, x.shape().len()).map_err(rule_error("Unpack"))?;
-    let mut one = TensorMeta { shape: crate::Shape::from_slice(x.shape()), dtype: x.dtype() };
+    let mut one = TensorMeta { shape: crate::shape::Shape::from_slice(x.shape()), dtype: x.dtype() };
     one.shape[axis] = 1;
     let starts: Vec<usize> = (0..out.len()).collect();
     pieces(x, axis, &starts, &vec![one; out.len()], out)

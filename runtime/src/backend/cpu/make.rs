@@ -2,8 +2,11 @@
 //! `Range`, `Fill` and `RandomUniform`.
 
 use super::{output, CpuTensor};
+use crate::dtype::{DType, Element};
+use crate::error::Result;
 use crate::kernels::{Fill, RandomUniform, Range};
-use crate::{kernel, DType, Element, Result, TensorMeta};
+use crate::tensor::TensorMeta;
+use opforge_macros::kernel;
 
 /// `n` values `f(i)`, in parallel above the usual threshold.
 fn generate<T: Element>(out: &TensorMeta, f: impl Fn(usize) -> T + Sync) -> Result<CpuTensor> {

@@ -6,10 +6,16 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use super::{for_rows, output, rule_error, unsupported, CpuTensor};
+use crate::dtype::{DType, Element};
+use crate::error::Result;
 use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
+use crate::shape;
 use crate::shape::rules::{EinsumPlan, EinsumStep};
 use crate::shape::strided::broadcast_strides;
-use crate::{kernel, shape, DType, Element, Result, Shape, TensorList, TensorMeta};
+use crate::shape::Shape;
+use crate::spec::TensorList;
+use crate::tensor::TensorMeta;
+use opforge_macros::kernel;
 
 /// Below this many multiply-adds per matrix, one thread does the whole
 /// product: `benches/threshold.rs` has a parallel 96^3 slower than a serial
@@ -309,10 +315,10 @@ fn check_intermediate(shape: &[usize], dtype: DType) -> Result<()> {
     match shape::refused_bytes(shape, dtype.size_in_bytes()) {
         None => Ok(()),
         // The engine adds the op and the inputs.
-        Some(bytes) => Err(crate::Error::OutOfMemory {
+        Some(bytes) => Err(crate::error::Error::OutOfMemory {
             op: String::new(),
             kernel: "Einsum",
-            backend: crate::BackendId::Cpu,
+            backend: crate::backend::BackendId::Cpu,
             tensor: format!("intermediate {}", TensorMeta::new(shape, dtype).sized()),
             bytes,
             inputs: Vec::new(),
@@ -397,19 +403,20 @@ mod tests {
         assert!(check_intermediate(&[1 << 10, 3], DType::F32).is_ok());
         let e = check_intermediate(&[1 << 21, 1 << 21], DType::F32).unwrap_err();
         assert!(
-            matches!(&e, crate::Error::OutOfMemory { tensor, bytes, .. }
+            matches!(&e, crate::error::Error::OutOfMemory { tensor, bytes, .. }
                 if tensor == "intermediate f32[2097152, 2097152]" && *bytes == 1 << 44),
             "{e:?}"
         );
-        let crate::Error::OutOfMemory { tensor, .. } = check_intermediate(&[usize::MAX, 2], DType::I32).unwrap_err()
+        let crate::error::Error::OutOfMemory { tensor, .. } =
+            check_intermediate(&[usize::MAX, 2], DType::I32).unwrap_err()
         else {
             unreachable!()
         };
         assert_eq!(tensor, format!("intermediate i32[{}, 2]", usize::MAX));
-        let shown = crate::Error::OutOfMemory {
+        let shown = crate::error::Error::OutOfMemory {
             op: "einsum".into(),
             kernel: "Einsum",
-            backend: crate::BackendId::Cpu,
+            backend: crate::backend::BackendId::Cpu,
             tensor: "intermediate f32[2097152, 2097152]".into(),
             bytes: 1 << 44,
             inputs: Vec::new(),

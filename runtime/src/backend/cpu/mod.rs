@@ -18,7 +18,10 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::{Backend, BackendId};
-use crate::{DType, Element, Error, Result, Shape, Tensor};
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::shape::Shape;
+use crate::tensor::Tensor;
 
 /// The `cpu` backend marker.
 ///
@@ -57,7 +60,7 @@ pub(crate) const PAR_THRESHOLD: usize = 1 << 18;
 /// Elements per parallel task.
 pub(crate) const PAR_CHUNK: usize = 1 << 14;
 
-/// Live-buffer accounting for [`crate::memory`]. Each thread owns a counter
+/// Live-buffer accounting for [`crate::backend::memory::memory`]. Each thread owns a counter
 /// that only it writes, with plain loads and stores rather than locked
 /// read-modify-writes (those cost more than the rest of a tiny op's
 /// bookkeeping); `memory()` sums them. A buffer freed on another thread than
@@ -137,8 +140,8 @@ pub(crate) fn memory() -> (usize, usize) {
 
 pub(crate) use accounting::{peak, reset_peak};
 
-/// What [`crate::memory`] reports for the cpu.
-pub(crate) fn fill_memory(m: &mut crate::BackendMemory) {
+/// What [`crate::backend::memory::memory`] reports for the cpu.
+pub(crate) fn fill_memory(m: &mut crate::backend::memory::BackendMemory) {
     (m.buffers, m.bytes) = memory();
     (m.pooled_buffers, m.pooled_bytes) = pool::pooled();
     m.peak_bytes = peak().max(m.bytes);
@@ -210,11 +213,11 @@ enum Data {
 }
 
 /// Host memory of one tensor: a typed, immutable vector, counted by
-/// [`crate::memory`] while alive.
+/// [`crate::backend::memory::memory`] while alive.
 #[derive(Debug)]
 pub struct CpuBuffer {
     data: Data,
-    /// Whether [`crate::memory`] counts it: every buffer but a [`spare`] one.
+    /// Whether [`crate::backend::memory::memory`] counts it: every buffer but a [`spare`] one.
     counted: bool,
 }
 
@@ -335,7 +338,7 @@ impl Drop for CpuTensor {
 /// `Arc`, one allocation; for the one-element `add` of W1, its `malloc` and
 /// `free` were a seventh of the call. A tensor dropped while nothing else
 /// shares its buffer leaves the allocation here (its data freed or pooled
-/// as ever, and no longer counted by [`crate::memory`]), and the next buffer
+/// as ever, and no longer counted by [`crate::backend::memory::memory`]), and the next buffer
 /// this thread makes moves into it.
 mod spare {
     use std::cell::Cell;

@@ -9,8 +9,8 @@
 //! outputs reuse warm memory.
 //!
 //! The pool holds at most [`limit`] bytes (256 MiB unless
-//! [`crate::set_pool_limit`] says otherwise), evicting its oldest buffers
-//! first; [`crate::trim_pool`] frees all of them. Small buffers never enter
+//! [`crate::backend::memory::set_pool_limit`] says otherwise), evicting its oldest buffers
+//! first; [`crate::backend::memory::trim_pool`] frees all of them. Small buffers never enter
 //! it: `malloc` already reuses them well, and a lock per tiny op would cost
 //! more than it saves.
 
@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
 use super::CpuElement;
-use crate::Element;
+use crate::dtype::Element;
 
 /// Buffers smaller than this are freed, not pooled.
 pub(crate) const MIN_POOLED_BYTES: usize = 256 << 10;
@@ -44,7 +44,7 @@ impl<T> FreeList<T> {
 
 static LIMIT: AtomicUsize = AtomicUsize::new(DEFAULT_LIMIT);
 /// Bytes and buffers in all free lists. Updated under the list's lock, read
-/// without one by [`crate::memory`].
+/// without one by [`crate::backend::memory::memory`].
 static POOLED_BYTES: AtomicUsize = AtomicUsize::new(0);
 static POOLED_BUFFERS: AtomicUsize = AtomicUsize::new(0);
 

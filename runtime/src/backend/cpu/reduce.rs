@@ -30,10 +30,13 @@
 use rayon::prelude::*;
 
 use super::{layout::permute, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use crate::dtype::{DType, Element};
+use crate::error::Result;
 use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
 use crate::shape::len_and_inner;
 use crate::shape::rules::reduction_axes;
-use crate::{kernel, DType, Element, Result, TensorMeta};
+use crate::tensor::TensorMeta;
+use opforge_macros::kernel;
 
 const LANES: usize = 16;
 /// Inputs below which a reduction runs on the calling thread: it only reads,
@@ -121,9 +124,9 @@ fold_ops! {
 /// `[outer, r, inner]` reduced over `r`.
 fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: Option<&[i64]>, out: &TensorMeta) -> Result<(Vec<T>, usize)> {
     let shape = x.shape();
-    let axes = reduction_axes(shape.len(), axes).map_err(|m| crate::Error::Backend {
+    let axes = reduction_axes(shape.len(), axes).map_err(|m| crate::error::Error::Backend {
         kernel: "reduce",
-        backend: crate::BackendId::Cpu,
+        backend: crate::backend::BackendId::Cpu,
         message: m,
     })?;
     let contiguous = axes.windows(2).all(|w| w[1] == w[0] + 1);
@@ -239,7 +242,7 @@ fn scan<T: Element, F: Fold<T>>(
     reverse: bool,
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
-    let (len, inner) = len_and_inner(x.shape(), axis).map_err(crate::Error::kernel_failed)?;
+    let (len, inner) = len_and_inner(x.shape(), axis).map_err(crate::error::Error::kernel_failed)?;
     let src = x.as_slice::<T>()?;
     let mut dst = super::output::<T>(out.numel());
     let slab = len * inner;

@@ -8,10 +8,13 @@ use std::borrow::Cow;
 
 use super::vmath::best_copy;
 use super::{for_rows, rule_error, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use crate::backend::BackendId;
+use crate::error::Result;
 use crate::kernels::{FusedBatchNorm, LayerNorm, LayerNormGrad, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
 use crate::shape::len_and_inner;
 use crate::shape::strided::{broadcast_strides, Dims};
-use crate::{kernel, BackendId, Result, TensorMeta};
+use crate::tensor::TensorMeta;
+use opforge_macros::kernel;
 
 #[kernel(Softmax, cpu)]
 fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
@@ -67,7 +70,7 @@ fn softmax_cross_entropy_with_logits(
     let (f, l) = (features.as_slice::<f32>()?, labels.as_slice::<f32>()?);
     let [loss_meta, backprop_meta] = out else {
         let message = format!("two outputs, not {}", out.len());
-        return Err(crate::Error::Backend {
+        return Err(crate::error::Error::Backend {
             kernel: "SoftmaxCrossEntropyWithLogits",
             backend: BackendId::Cpu,
             message,
@@ -299,7 +302,7 @@ fn layer_norm_grad(
 ) -> Result<(CpuTensor, CpuTensor, CpuTensor)> {
     let [dx_meta, dgamma_meta, dbeta_meta] = out else {
         let message = format!("three outputs, not {}", out.len());
-        return Err(crate::Error::Backend { kernel: "LayerNormGrad", backend: BackendId::Cpu, message });
+        return Err(crate::error::Error::Backend { kernel: "LayerNormGrad", backend: BackendId::Cpu, message });
     };
     let (dys, src) = (dy.as_slice::<f32>()?, x.as_slice::<f32>()?);
     let n = x.shape().last().copied().unwrap_or(1);

@@ -38,8 +38,11 @@
 //! - **`i32`**: `Neg` and `Abs` wrap, so both give `i32::MIN` for it.
 
 use super::{map, CpuTensor, Storage};
+use crate::dtype::Element;
+use crate::error::Result;
 use crate::kernels::LogicalNot;
-use crate::{kernel, Element, Result, TensorMeta};
+use crate::tensor::TensorMeta;
+use opforge_macros::kernel;
 
 /// A row's kernel: `f` on every element, inline below the parallel
 /// threshold and on rayon above.

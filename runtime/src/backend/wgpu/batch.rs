@@ -10,7 +10,8 @@ use super::device::{
     MAX_PENDING_TIMINGS, PARAM_WORDS, SLOT, SLOTS, STAGED, STAGED_UPLOAD,
 };
 use super::pipeline::{groups, Grid};
-use crate::{DType, Result};
+use crate::dtype::DType;
+use crate::error::Result;
 
 /// One kernel's work for [`Gpu::dispatch`]: `pipeline` over `grid`, with
 /// `buffers` (the inputs, then the outputs) and `params` bound in order;

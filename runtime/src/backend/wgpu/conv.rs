@@ -6,13 +6,16 @@
 
 use super::{rule_error, Program, Shader, WgpuTensor};
 use crate::backend::cpu::CpuTensor;
+use crate::dtype::DType;
+use crate::error::Result;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
     DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, PoolParams,
     ResizeBilinear, ResizeBilinearAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
 };
 use crate::shape::rules::{resize_taps, ConvFilter, GroupedConv, Window};
-use crate::{kernel, DType, Result, TensorMeta};
+use crate::tensor::TensorMeta;
+use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("conv");
 

@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-use crate::{BackendId, DType, Error, Result};
+use crate::backend::BackendId;
+use crate::dtype::DType;
+use crate::error::{Error, Result};
 
 /// The longest any wait on the device may take. Lavapipe runs the largest
 /// kernels here in well under a second; a wait this long means a hung

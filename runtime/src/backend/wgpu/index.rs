@@ -11,6 +11,7 @@
 
 use super::{by_dtype, rule_error, Grid, Program, Shader, WgpuTensor};
 use crate::backend::cpu::CpuTensor;
+use crate::error::{Error, Result};
 use crate::kernels::{
     ArgMax, ArgMin, GatherNd, GatherV2, Multinomial, OneHot, ScatterNd, Select, TopK, Unique, UnsortedSegmentSum, Where,
 };
@@ -18,7 +19,8 @@ use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
 use crate::shape::rules::{gather_dims, nd_dims, NdDims};
 use crate::shape::strided::broadcast_strides;
-use crate::{kernel, Error, Result, TensorMeta};
+use crate::tensor::TensorMeta;
+use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("index");
 static GATHER: Shader = shader!("gather");
@@ -47,7 +49,11 @@ fn top_k(x: &WgpuTensor, k: i64, sorted: bool, out: &[TensorMeta]) -> Result<(Wg
     let mut ys = program.run_outputs(&[x], out, &[rows as u32, n as u32, k as u32], Grid::Elements(rows))?.into_iter();
     match (ys.next(), ys.next()) {
         (Some(values), Some(indices)) => Ok((values, indices)),
-        _ => Err(Error::Backend { kernel: "TopK", backend: crate::BackendId::Wgpu, message: "two outputs".into() }),
+        _ => Err(Error::Backend {
+            kernel: "TopK",
+            backend: crate::backend::BackendId::Wgpu,
+            message: "two outputs".into(),
+        }),
     }
 }
 
@@ -81,7 +87,7 @@ fn one_hot(indices: &WgpuTensor, depth: i64, on_value: f64, off_value: f64, out:
 /// Checks every index of `indices` against `0..len` on the host.
 fn checked(what: &str, indices: &WgpuTensor, len: usize) -> Result<()> {
     let host = indices.download()?;
-    check_indices(what, host.as_slice::<i32>()?, len).map_err(crate::Error::kernel_failed)
+    check_indices(what, host.as_slice::<i32>()?, len).map_err(crate::error::Error::kernel_failed)
 }
 
 #[kernel(GatherV2, wgpu)]

@@ -13,6 +13,8 @@
 //! transpose, a slice of everything).
 
 use super::{by_dtype, rule_error, Grid, Program, Shader, WgpuTensor};
+use crate::dtype::DType;
+use crate::error::Result;
 use crate::kernels::{
     AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice,
     StridedSliceAttrs, Tile, Unpack,
@@ -21,7 +23,9 @@ use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::rules::{block_view, mirrors, reversed_axes, Remap};
 use crate::shape::strided::{broadcast_strides, collapse};
 use crate::shape::{rules::permutation, strides};
-use crate::{kernel, DType, Result, TensorList, TensorMeta};
+use crate::spec::TensorList;
+use crate::tensor::TensorMeta;
+use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("layout", "words");
 

@@ -3,10 +3,15 @@
 //! the bias and applying the activation as they store each output.
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
+use crate::dtype::DType;
+use crate::error::Result;
 use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
 use crate::shape::rules::{EinsumPlan, EinsumStep};
 use crate::shape::strided::{broadcast_strides, collapse};
-use crate::{kernel, DType, Result, Shape, TensorList, TensorMeta};
+use crate::shape::Shape;
+use crate::spec::TensorList;
+use crate::tensor::TensorMeta;
+use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("matmul");
 
@@ -218,10 +223,10 @@ fn intermediate(shape: Shape, dtype: DType) -> Result<TensorMeta> {
     match crate::shape::refused_bytes(&shape, dtype.size_in_bytes()) {
         None => Ok(TensorMeta { shape, dtype }),
         // The engine adds the op and the inputs.
-        Some(bytes) => Err(crate::Error::OutOfMemory {
+        Some(bytes) => Err(crate::error::Error::OutOfMemory {
             op: String::new(),
             kernel: "Einsum",
-            backend: crate::BackendId::Wgpu,
+            backend: crate::backend::BackendId::Wgpu,
             tensor: format!("intermediate {}", TensorMeta { shape, dtype }.sized()),
             bytes,
             inputs: Vec::new(),

@@ -3,7 +3,7 @@
 //!
 //! - The adapter comes from the backends `WGPU_BACKEND` names (default:
 //!   Vulkan), a real GPU preferred over a CPU rasterizer such as lavapipe;
-//!   [`crate::backends`] reports which one was chosen, or why there is none.
+//!   [`crate::backend::backends`] reports which one was chosen, or why there is none.
 //! - Elements are 32-bit words: f32 and i32 as they are, bool as a u32 0 or 1.
 //! - One storage binding spans at most 128 MiB on every adapter (lavapipe's
 //!   limit). Elementwise kernels and casts on larger tensors run in slices
@@ -17,7 +17,7 @@
 //!   broadcast_to as one strided gather; reshape without a copy.
 //!   Tensors are always contiguous: a layout kernel writes a new buffer.
 //! - A kernel with no `wgpu` implementation (a user's, say) runs on the cpu
-//!   instead (see [`crate::set_fallback`]).
+//!   instead (see [`crate::engine::set_fallback`]).
 
 /// A built-in shader: `shaders/common.wgsl` (the helpers every shader
 /// shares; WGSL has no includes), then each library named after the
@@ -62,7 +62,10 @@ use smallvec::SmallVec;
 
 use super::{Backend, BackendId};
 use crate::backend::cpu::CpuTensor;
-use crate::{DType, Error, Result, Shape, Tensor, TensorMeta};
+use crate::dtype::DType;
+use crate::error::{Error, Result};
+use crate::shape::Shape;
+use crate::tensor::{Tensor, TensorMeta};
 use batch::Dispatch;
 pub(crate) use device::{backend_error, gpu, lock, Gpu};
 use device::{Bound, Pipeline};
@@ -662,9 +665,9 @@ pub fn adapter_or_skip(what: &str) -> bool {
     false
 }
 
-/// What [`crate::memory`] reports for `wgpu`; counting buffers does not
+/// What [`crate::backend::memory::memory`] reports for `wgpu`; counting buffers does not
 /// open the device.
-pub(crate) fn fill_memory(m: &mut crate::BackendMemory) {
+pub(crate) fn fill_memory(m: &mut crate::backend::memory::BackendMemory) {
     (m.buffers, m.bytes) = memory();
     (m.pooled_buffers, m.pooled_bytes) = pooled();
     m.peak_bytes = peak().max(m.bytes);

@@ -5,7 +5,8 @@ use std::num::NonZeroU64;
 use std::sync::Arc;
 
 use super::device::{lock, Arity, Gpu, Layout, Pipeline, SLOT};
-use crate::{DType, Result};
+use crate::dtype::DType;
+use crate::error::Result;
 
 /// A WGSL compute module, compiled once on first use. Its source (by
 /// address) keys the module and pipeline caches; its name labels it in

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicIsize, AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
 use super::device::{gpu, Slab};
-use crate::Result;
+use crate::error::Result;
 
 static LIVE_BUFFERS: AtomicIsize = AtomicIsize::new(0);
 static LIVE_BYTES: AtomicIsize = AtomicIsize::new(0);
@@ -41,7 +41,7 @@ fn class(bytes: u64) -> u64 {
     bytes.max(256).next_power_of_two()
 }
 
-/// A storage buffer of one tensor, counted by [`crate::memory`] while alive.
+/// A storage buffer of one tensor, counted by [`crate::backend::memory::memory`] while alive.
 #[derive(Debug)]
 pub(crate) struct GpuBuffer {
     slab: Option<Slab>,
@@ -66,10 +66,10 @@ impl GpuBuffer {
         }
         if class > g.max_buffer {
             // The engine adds the op and the tensor.
-            return Err(crate::Error::OutOfMemory {
+            return Err(crate::error::Error::OutOfMemory {
                 op: String::new(),
                 kernel,
-                backend: crate::BackendId::Wgpu,
+                backend: crate::backend::BackendId::Wgpu,
                 tensor: String::new(),
                 bytes: u128::from(bytes),
                 inputs: Vec::new(),

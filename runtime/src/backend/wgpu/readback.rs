@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use super::device::{backend_error, lock, Gpu, TIMEOUT};
-use crate::Result;
+use crate::error::Result;
 
 /// Where a `map_async` callback leaves its outcome for the waiting thread.
 type MapResult = Arc<Mutex<Option<std::result::Result<(), String>>>>;

@@ -4,8 +4,10 @@
 
 use super::elementwise::{WgpuRow, Word};
 use super::{Program, Shader, WgpuTensor};
+use crate::error::Result;
 use crate::kernels::LogicalNot;
-use crate::{kernel, Result, TensorMeta};
+use crate::tensor::TensorMeta;
+use opforge_macros::kernel;
 
 /// Runs a unary template `shader` (see `elementwise.rs`) with `attrs` as
 /// parameter words after the count: four elements per invocation, or one

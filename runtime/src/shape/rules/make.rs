@@ -21,8 +21,8 @@ pub fn range(attrs: &crate::kernels::RangeAttrs) -> Result<Shape, String> {
         return Err(format!("range({start}, {stop}, {step}) needs finite bounds and a step other than 0"));
     }
     match dtype {
-        crate::DType::Bool => return Err("a range is f32 or i32, not bool".to_owned()),
-        crate::DType::I32 => {
+        crate::dtype::DType::Bool => return Err("a range is f32 or i32, not bool".to_owned()),
+        crate::dtype::DType::I32 => {
             let int = |v: f64| v.fract() == 0.0 && (i32::MIN as f64..=i32::MAX as f64).contains(&v);
             if !(int(start) && int(stop) && int(step)) {
                 return Err(format!(
@@ -30,7 +30,7 @@ pub fn range(attrs: &crate::kernels::RangeAttrs) -> Result<Shape, String> {
                 ));
             }
         }
-        crate::DType::F32 => {}
+        crate::dtype::DType::F32 => {}
     }
     let n = ((stop - start) / step).ceil().max(0.0);
     if n > (isize::MAX as usize / 8) as f64 {
