@@ -5,13 +5,14 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError};
 
-use crate::backend::BackendId;
-use crate::call::{Absent, KernelCall, Tensors};
+use crate::backend::call::TensorMeta;
+use crate::backend::call::{Absent, KernelCall, Tensors};
+use crate::backend_id::BackendId;
 use crate::error::{Error, Result};
+use crate::registry::spec::describe;
+use crate::registry::spec::KernelSpec;
 use crate::scoped::scoped;
-use crate::spec::describe;
-use crate::spec::KernelSpec;
-use crate::tensor::{Tensor, TensorMeta};
+use crate::tensor::Tensor;
 
 pub use crate::backend::{
     default_backend, memory, reset_peak, set_default_backend, set_pool_limit, trim_pool, with_default_backend,
@@ -407,7 +408,11 @@ fn fallback<K: KernelSpec>(call: &KernelCall<'_>) -> Result<Tensors> {
 /// escaping the op. The built-in rules use checked arithmetic and do not
 /// panic (`tests/hardening.rs` drives them with extreme integers).
 #[inline]
-fn infer<K: KernelSpec>(inputs: &[&Tensor], absent: Absent, attrs: &K::Attrs) -> Result<crate::call::Metas, String> {
+fn infer<K: KernelSpec>(
+    inputs: &[&Tensor],
+    absent: Absent,
+    attrs: &K::Attrs,
+) -> Result<crate::backend::call::Metas, String> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| K::infer_with(inputs, absent, attrs)))
         .unwrap_or_else(|payload| Err(format!("the shape rule panicked: {}", panic_message(&*payload))))
 }

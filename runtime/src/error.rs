@@ -3,9 +3,13 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::backend::BackendId;
+use crate::backend_id::BackendId;
 use crate::dtype::DType;
 use crate::shape::Shape;
+
+/// The function and crate name of registrations made at run time (what
+/// `Error::AlreadyRegistered` prints as "registered at run time").
+pub(crate) const RUNTIME: &str = "<runtime>";
 
 /// `Result` with [`Error`] as its error type.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -132,15 +136,15 @@ pub enum Error {
         /// Where the second was registered.
         second: Location,
     },
-    /// A registration at run time ([`crate::registry::register_kernel`] or
-    /// [`crate::registry::register_gradient`]) of a kernel or gradient that
+    /// A registration at run time (`registry::register_kernel` or
+    /// `registry::register_gradient`) of a kernel or gradient that
     /// already has one. It replaces nothing: the `override_` forms of those
     /// functions do.
     AlreadyRegistered {
         /// The kernel (registering a kernel), or the kernel the gradient differentiates.
         kernel: &'static str,
         /// For a kernel, its backend and the backend's type as
-        /// [`crate::registry::override_kernel`] takes it (`Cpu`); `None` for a gradient.
+        /// `registry::override_kernel` takes it (`Cpu`); `None` for a gradient.
         backend: Option<(BackendId, &'static str)>,
         /// Where the registration in place was made: the `#[kernel]` or
         /// `#[gradient]` attribute, or the call that made it at run time.
@@ -206,7 +210,7 @@ pub enum Error {
         /// A close known name, if there is one.
         suggestion: Option<&'static str>,
     },
-    /// A crate that [`crate::registry::require`] asked for registered
+    /// A crate that `registry::require` asked for registered
     /// nothing in this program: the linker dropped it.
     NotLinked {
         /// The crate, with `_` for `-`.
@@ -327,8 +331,8 @@ pub enum Error {
         /// The panic's message.
         message: String,
     },
-    /// A checkpoint ([`crate::train::save_checkpoint`],
-    /// [`crate::train::load_checkpoint`]) that could not be written, or a
+    /// A checkpoint (`train::save_checkpoint`,
+    /// `train::load_checkpoint`) that could not be written, or a
     /// file that does not hold what the variables and optimizer given to
     /// load it need: unreadable, truncated or corrupt, or with a tensor
     /// missing, left over, or of another shape or dtype. Nothing was
@@ -429,7 +433,7 @@ impl fmt::Display for Error {
                 };
                 write!(f, "kernel `{kernel}` already has {has}, ")?;
                 match *existing_function {
-                    crate::registry::RUNTIME => write!(f, "registered at run time at {existing}")?,
+                    RUNTIME => write!(f, "registered at run time at {existing}")?,
                     function => write!(f, "`{function}`, registered with `{attribute}` at {existing}")?,
                 }
                 // The line is named once: a call that meets its own earlier

@@ -1,8 +1,8 @@
 //! Descriptors of the built-in kernels, generated from `ops-spec/ops.toml`.
 //!
-//! Each kernel `K` has a unit struct `K` implementing [`crate::spec::KernelSpec`],
+//! Each kernel `K` has a unit struct `K` implementing `opforge::KernelSpec`,
 //! `KAttrs` (its attributes), `KArgs` (what a kernel function receives),
 //! `KGradientArgs` (what a gradient receives) and, when differentiable, `KGrads`.
-//! The op functions are in [`crate::ops`].
+//! The op functions are in `opforge::ops`.
 
-crate::spec!("../ops-spec/ops.toml", ops = generated);
+opforge_macros::spec!("../ops-spec/ops.toml", ops = generated);

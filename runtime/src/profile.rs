@@ -13,11 +13,12 @@ use std::fmt::{self, Write as _};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::backend::BackendId;
+use crate::backend::call::TensorMeta;
+use crate::backend_id::BackendId;
 use crate::dtype::DType;
 use crate::error::{Error, InputDesc, Result};
 use crate::shape::Shape;
-use crate::tensor::{Tensor, TensorMeta};
+use crate::tensor::Tensor;
 
 /// One kernel run seen by [`profile`].
 #[derive(Debug, Clone)]

@@ -8,9 +8,9 @@ use std::rc::Rc;
 
 use smallvec::SmallVec;
 
-use crate::call::{Absent, Tensors};
+use crate::backend::call::{Absent, Tensors};
 use crate::error::Result;
-use crate::spec::KernelSpec;
+use crate::registry::spec::KernelSpec;
 use crate::tensor::Tensor;
 
 pub(super) type CustomGradFn = dyn Fn(&Tensor) -> Result<Vec<Tensor>>;

@@ -2,11 +2,13 @@
 
 use crate::backend::cpu::CpuTensor;
 use crate::backend::wgpu::WgpuTensor;
-use crate::backend::BackendId;
+use crate::backend_id::BackendId;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::shape;
 use crate::shape::Shape;
+
+pub use crate::backend::call::TensorMeta;
 
 /// Device scalars a thread keeps for [`Tensor::scalar_on`].
 const DEVICE_SCALARS: usize = 16;
@@ -19,60 +21,6 @@ thread_local! {
     /// oldest first.
     static SCALARS: std::cell::RefCell<std::collections::VecDeque<(ScalarKey, Tensor)>> =
         const { std::cell::RefCell::new(std::collections::VecDeque::new()) };
-}
-
-/// The shape and dtype of a tensor, known before any data exists: what the
-/// spec's shape rule computes and a kernel must produce.
-///
-/// ```
-/// use opforge::{DType, TensorMeta};
-/// let m = TensorMeta::new(&[2, 3], DType::F32);
-/// assert_eq!(m.numel(), 6);
-/// assert_eq!(m.to_string(), "f32[2, 3]");
-/// ```
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct TensorMeta {
-    /// Dimensions, outermost first.
-    pub shape: Shape,
-    /// Element type.
-    pub dtype: DType,
-}
-
-impl TensorMeta {
-    /// A meta of this shape and dtype.
-    pub fn new(shape: &[usize], dtype: DType) -> Self {
-        TensorMeta { shape: Shape::from_slice(shape), dtype }
-    }
-
-    /// Number of elements.
-    pub fn numel(&self) -> usize {
-        shape::numel(&self.shape)
-    }
-
-    /// As it displays, but every dim a number: for a tensor being made,
-    /// whose size is known (an out-of-memory error's), where a dim of
-    /// `usize::MAX` is a size and not a data-dependent bound's `?`.
-    pub(crate) fn sized(&self) -> String {
-        let dims: Vec<String> = self.shape.iter().map(usize::to_string).collect();
-        format!("{}[{}]", self.dtype, dims.join(", "))
-    }
-}
-
-impl std::fmt::Display for TensorMeta {
-    /// `f32[2, 3]`; a data-dependent bound's [`crate::shape::ANY`] dim as
-    /// `?`. A tensor can have a dim of `usize::MAX` only beside a 0 (no
-    /// buffer holds that many elements), so in a shape with a 0 it is a
-    /// real size and prints as one; an out-of-memory error, naming a
-    /// tensor that could not be made, prints every dim as a number.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let bound = !self.shape.contains(&0);
-        let dims: Vec<String> = self
-            .shape
-            .iter()
-            .map(|&d| if d == crate::shape::ANY && bound { "?".into() } else { d.to_string() })
-            .collect();
-        write!(f, "{}[{}]", self.dtype, dims.join(", "))
-    }
 }
 
 #[derive(Clone)]
@@ -163,7 +111,7 @@ impl Tensor {
     /// ```
     pub fn from_vec<T: Element>(data: Vec<T>, shape: &[usize]) -> Result<Tensor> {
         let t = Tensor::from_cpu(CpuTensor::from_vec(shape, data)?);
-        match crate::engine::default_backend() {
+        match crate::backend::default_backend() {
             BackendId::Cpu => Ok(t),
             other => t.to_backend(other),
         }
@@ -192,7 +140,7 @@ impl Tensor {
     /// ```
     pub fn scalar<T: Element>(value: T) -> Tensor {
         let t = Tensor::from_cpu(CpuTensor::from_vec(&[], vec![value]).expect("one value fills a scalar"));
-        match crate::engine::default_backend() {
+        match crate::backend::default_backend() {
             BackendId::Cpu => t,
             other => t.to_backend(other).unwrap_or(t),
         }

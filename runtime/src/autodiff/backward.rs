@@ -5,7 +5,7 @@
 use rustc_hash::{FxHashMap, FxHashSet};
 use smallvec::SmallVec;
 
-use crate::call::GradCall;
+use crate::backend::call::GradCall;
 use crate::error::{Error, Result};
 use crate::tape::{Backward, Node};
 use crate::tensor::{Tensor, TensorId};

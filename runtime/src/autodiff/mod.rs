@@ -13,7 +13,7 @@ use std::rc::Rc;
 
 use smallvec::SmallVec;
 
-use crate::call::Absent;
+use crate::backend::call::Absent;
 use crate::error::{Error, Result};
 use crate::ops;
 use crate::tape::{self, recording, Backward, Level, Node};

@@ -36,7 +36,9 @@
 //! # Ok::<(), opforge::Error>(())
 //! ```
 
+pub mod call;
 pub mod cpu;
+mod list;
 pub(crate) mod memory;
 pub mod wgpu;
 
@@ -47,38 +49,25 @@ use std::sync::OnceLock;
 
 use linkme::distributed_slice;
 
-use crate::backend::cpu::CpuTensor;
-use crate::call::{KernelCall, Tensors};
-use crate::error::{Error, Location, Result};
-use crate::tensor::{Tensor, TensorMeta};
+pub use crate::backend_id::BackendId;
 
+use crate::backend::call::TensorMeta;
+use crate::backend::call::{KernelCall, Tensors};
+use crate::backend::cpu::CpuTensor;
+use crate::error::{Error, Location, Result};
+use crate::tensor::Tensor;
+
+pub use list::TensorList;
 pub use memory::{memory, reset_peak, set_pool_limit, trim_pool, BackendMemory};
 
-/// Identifies a backend: an index into the backends this program links,
-/// which addresses dispatch slots. `BackendId::Cpu` and `BackendId::Wgpu`
-/// are constants (usable in patterns); a declared backend's id comes from
-/// [`Backend::id`] or [`BackendId::from_name`].
-///
-/// ```
-/// use opforge::BackendId;
-/// assert_eq!(BackendId::Cpu.name(), "cpu");
-/// assert_eq!(BackendId::from_name("cpu"), Some(BackendId::Cpu));
-/// assert_eq!(BackendId::all()[..2], [BackendId::Cpu, BackendId::Wgpu]);
-/// ```
-#[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct BackendId(u16);
-
-#[allow(non_upper_case_globals)]
+/// What the backends' table says of an id: names, entries and how many
+/// backends there are ([`BackendId`] itself is `backend_id.rs`'s, below
+/// the errors that name it).
 impl BackendId {
-    /// Host memory, kernels parallelized with rayon.
-    pub const Cpu: BackendId = BackendId(0);
-    /// GPU memory through `wgpu` (Vulkan); see [`crate::backend::backends`].
-    pub const Wgpu: BackendId = BackendId(1);
-
     /// Every backend this program links, in slot order: `cpu`, `wgpu`,
     /// then declared ones by name.
     pub fn all() -> Vec<BackendId> {
-        (0..table().entries.len()).map(|i| BackendId(i as u16)).collect()
+        (0..table().entries.len()).map(|i| BackendId::from_index(i as u16)).collect()
     }
 
     /// Number of backends: how many slots each kernel's dispatch has.
@@ -94,30 +83,7 @@ impl BackendId {
 
     /// Looks a backend up by its name.
     pub fn from_name(name: &str) -> Option<BackendId> {
-        table().entries.iter().position(|e| e.name == name).map(|i| BackendId(i as u16))
-    }
-
-    /// Position in [`BackendId::all`].
-    #[inline]
-    pub const fn index(self) -> usize {
-        self.0 as usize
-    }
-
-    /// The backend at `index` in slot order; only for an index read back
-    /// from [`BackendId::index`].
-    #[inline]
-    pub(crate) const fn from_index(index: u16) -> BackendId {
-        BackendId(index)
-    }
-
-    /// How many backends are opforge's own (`cpu`, `wgpu`): the first
-    /// indices, whose dispatch cells sit inline in every slot.
-    pub(crate) const BUILTIN: usize = 2;
-
-    /// Whether it is `cpu` or `wgpu`, opforge's own.
-    #[inline]
-    pub(crate) const fn is_builtin(self) -> bool {
-        self.index() < Self::BUILTIN
+        table().entries.iter().position(|e| e.name == name).map(|i| BackendId::from_index(i as u16))
     }
 
     /// Where and how the backend was declared.
@@ -232,7 +198,7 @@ pub struct BackendEntry {
 /// A backend's operations, type-erased. Not public API.
 #[doc(hidden)]
 pub struct DeviceOps {
-    pub id: fn() -> crate::backend::BackendId,
+    pub id: fn() -> crate::backend_id::BackendId,
     pub upload: fn(&CpuTensor) -> Result<Tensor>,
     pub download: fn(&Tensor) -> Result<CpuTensor>,
     pub memory: fn(&mut BackendMemory),
@@ -313,7 +279,7 @@ fn table() -> &'static Table {
 #[inline]
 pub fn declared_id(entry: &'static BackendEntry) -> BackendId {
     let at = (std::ptr::from_ref(entry) as usize - BACKENDS.as_ptr() as usize) / size_of::<BackendEntry>();
-    BackendId(table().declared[at])
+    BackendId::from_index(table().declared[at])
 }
 
 /// Every problem with the declared backends: a name two of them take.

@@ -18,11 +18,11 @@
 //! elementwise kernels do, into pooled outputs.
 
 use super::program::{Arg, Program, Val};
+use crate::backend::call::TensorMeta;
 use crate::backend::cpu::vmath::{self, best_copy};
 use crate::backend::cpu::{output, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::error::Result;
 use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets, Dims};
-use crate::tensor::TensorMeta;
 
 /// Elements per chunk: eight nodes of it fill a 32 KiB L1, and the
 /// per-node cost of a chunk (finding the arguments, one call) stays small

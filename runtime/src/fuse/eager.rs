@@ -5,7 +5,7 @@
 //! from the same rule are one computation.
 
 use super::program::{Algebra, Fusable, Val};
-use crate::backend::BackendId;
+use crate::backend_id::BackendId;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::ops;

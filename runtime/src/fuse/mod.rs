@@ -61,12 +61,13 @@ pub(crate) mod wgpu;
 
 use std::cell::Cell;
 
+use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::backend::wgpu::WgpuTensor;
-use crate::backend::BackendId;
+use crate::backend_id::BackendId;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-use crate::tensor::{Tensor, TensorMeta};
+use crate::tensor::Tensor;
 
 pub use cpu::{map1, map2, map3, vectorized};
 pub use eager::Eager;

@@ -10,10 +10,10 @@ use std::fmt::Write;
 use std::sync::Mutex;
 
 use super::program::{Program as Fused, Val};
+use crate::backend::call::TensorMeta;
 use crate::backend::wgpu::{backend_error, lock, Grid, Program, Shader, WgpuTensor};
 use crate::error::Result;
 use crate::shape::strided::broadcast_strides;
-use crate::tensor::TensorMeta;
 
 /// How an input is read by one shader variant.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]

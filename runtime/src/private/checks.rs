@@ -5,7 +5,7 @@
 //! message for the same mistake. Not public API.
 
 use crate::error::Result;
-use crate::spec::{IntoGrads, KernelSpec};
+use crate::registry::spec::{IntoGrads, KernelSpec};
 use crate::tensor::Tensor;
 
 /// The names of a kernel's spec, as the checks below read them. The macros

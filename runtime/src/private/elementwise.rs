@@ -3,13 +3,14 @@
 
 use smallvec::SmallVec;
 
+use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
-use crate::backend::BackendId;
+use crate::backend_id::BackendId;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::fuse::program::Val;
 use crate::ops;
-use crate::tensor::{Tensor, TensorMeta};
+use crate::tensor::Tensor;
 
 pub use crate::backend::wgpu::elementwise::{WgpuRow, Word};
 pub use crate::fuse::Eager;

@@ -129,7 +129,7 @@ pub fn array<T, const N: usize>(kernel: &'static str, ys: Vec<T>) -> Result<[T; 
     let n = ys.len();
     ys.try_into().map_err(|_| Error::Backend {
         kernel,
-        backend: crate::backend::BackendId::Cpu,
+        backend: crate::backend_id::BackendId::Cpu,
         message: format!("the fused program gave {n} outputs, not {N}"),
     })
 }

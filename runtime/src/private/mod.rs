@@ -9,11 +9,12 @@ pub mod fuse;
 
 use std::any::Any;
 
+pub use crate::backend::call::TensorMeta;
+pub use crate::backend::call::{GradCall, KernelCall, Metas, Tensors};
 pub use crate::backend::cpu::CpuTensor;
 pub use crate::backend::wgpu::WgpuTensor;
-pub use crate::backend::BackendId;
 pub use crate::backend::{declared_id, Backend, BackendEntry, Cpu, Device, DeviceOps, Wgpu, BACKENDS};
-pub use crate::call::{GradCall, KernelCall, Metas, Tensors};
+pub use crate::backend_id::BackendId;
 pub use crate::dtype::DType;
 pub use crate::elementwise::{RowEntry, ROWS};
 pub use crate::engine::Engine;
@@ -21,12 +22,12 @@ pub use crate::engine::OpScope;
 pub use crate::error::Location;
 pub use crate::error::Result;
 pub use crate::kernels;
+pub use crate::registry::spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec};
 pub use crate::registry::{
     DispatchSlot, GradientEntry, KernelEntry, OpEntry, SpecEntry, GRADIENTS, KERNELS, OPS, SPECS,
 };
 pub use crate::shape::rules;
-pub use crate::spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec};
-pub use crate::tensor::{Tensor, TensorMeta};
+pub use crate::tensor::Tensor;
 /// What the tests `spec_tests!` generates call.
 pub use crate::testing;
 pub use checks::{
@@ -36,12 +37,12 @@ pub use linkme;
 pub use opforge_macros::{gradient, kernel};
 pub use smallvec::smallvec;
 
-pub use crate::call::Absent;
+pub use crate::backend::call::Absent;
+pub use crate::backend::TensorList;
 pub use crate::error::Error;
 pub use crate::fuse::Program;
 pub use crate::ops;
 pub use crate::shape::Shape;
-pub use crate::spec::TensorList;
 
 /// What `#[kernel(Name, path::To)]` names a backend through: `B`,
 /// required to be a [`Backend`] once, where the user wrote it.
@@ -56,13 +57,13 @@ impl<B: Backend> IsBackend for B {
 
 /// [`Backend::view`] of a declared backend `D` of id `id`.
 #[inline]
-pub fn device_view<D: Device>(t: &Tensor, id: crate::backend::BackendId) -> Option<&D::Tensor> {
+pub fn device_view<D: Device>(t: &Tensor, id: crate::backend_id::BackendId) -> Option<&D::Tensor> {
     t.declared::<D::Tensor>(id)
 }
 
 /// [`Backend::wrap`] of a declared backend `D` of id `id`.
 #[inline]
-pub fn device_wrap<D: Device>(t: D::Tensor, id: crate::backend::BackendId) -> Tensor {
+pub fn device_wrap<D: Device>(t: D::Tensor, id: crate::backend_id::BackendId) -> Tensor {
     Tensor::from_declared(id, D::meta(&t), t)
 }
 
@@ -220,7 +221,7 @@ pub fn check_typed<const V: usize>(
 #[inline]
 pub fn attrs<'a, K: KernelSpec>(
     kernel: &'static str,
-    backend: crate::backend::BackendId,
+    backend: crate::backend_id::BackendId,
     attrs: &'a (dyn Any + Send + Sync),
 ) -> Result<&'a K::Attrs> {
     match attrs.downcast_ref::<K::Attrs>() {
@@ -230,7 +231,7 @@ pub fn attrs<'a, K: KernelSpec>(
 }
 
 #[cold]
-fn not_attrs(kernel: &'static str, backend: crate::backend::BackendId, attrs: &str) -> Error {
+fn not_attrs(kernel: &'static str, backend: crate::backend_id::BackendId, attrs: &str) -> Error {
     Error::Backend { kernel, backend, message: format!("attributes are not `{attrs}`") }
 }
 
@@ -256,8 +257,8 @@ fn missing_input(call: &KernelCall<'_>, i: usize) -> Error {
 fn elsewhere(
     call: &KernelCall<'_>,
     i: usize,
-    backend: crate::backend::BackendId,
-    lives: crate::backend::BackendId,
+    backend: crate::backend_id::BackendId,
+    lives: crate::backend_id::BackendId,
 ) -> Error {
     Error::Backend { kernel: call.kernel, backend, message: format!("input {i} lives on backend `{lives}`") }
 }
@@ -282,7 +283,7 @@ pub fn optional_input<'a, B: Backend>(call: &KernelCall<'a>, i: usize) -> Result
 /// The shape of input `i` in a call that leaves out `absent`: `None`
 /// for one left out.
 #[inline]
-pub fn shape_at<'a>(inputs: &[&'a Tensor], absent: crate::call::Absent, i: usize) -> Option<&'a [usize]> {
+pub fn shape_at<'a>(inputs: &[&'a Tensor], absent: crate::backend::call::Absent, i: usize) -> Option<&'a [usize]> {
     absent.slot(i).and_then(|at| inputs.get(at)).map(|t| t.shape())
 }
 
@@ -290,9 +291,9 @@ pub fn shape_at<'a>(inputs: &[&'a Tensor], absent: crate::call::Absent, i: usize
 pub fn input_list<'a, B: Backend>(
     call: &KernelCall<'a>,
     first: usize,
-) -> Result<crate::spec::TensorList<'a, B::Tensor>> {
+) -> Result<crate::backend::TensorList<'a, B::Tensor>> {
     let tensors = call.inputs.get(first..).unwrap_or_default();
-    crate::spec::TensorList::of::<B>(tensors).ok_or_else(|| Error::Backend {
+    crate::backend::TensorList::of::<B>(tensors).ok_or_else(|| Error::Backend {
         kernel: call.kernel,
         backend: B::id(),
         message: format!("an input from {first} on lives on another backend"),
@@ -316,19 +317,19 @@ pub fn out_meta<'a, K: KernelSpec>(call: &KernelCall<'a>) -> Result<&'a K::OutMe
 
 /// The metas of a kernel of one output.
 #[inline]
-pub fn one_meta(meta: TensorMeta) -> crate::call::Metas {
-    crate::call::Metas::from_buf([meta])
+pub fn one_meta(meta: TensorMeta) -> crate::backend::call::Metas {
+    crate::backend::call::Metas::from_buf([meta])
 }
 
 /// The outputs of a kernel of one output.
 #[inline]
-pub fn one(y: Tensor) -> crate::call::Tensors {
-    crate::call::Tensors::from_buf([y])
+pub fn one(y: Tensor) -> crate::backend::call::Tensors {
+    crate::backend::call::Tensors::from_buf([y])
 }
 
 /// The one output of a kernel of one output; `None` for another count.
 #[inline]
-pub fn the_one(ys: crate::call::Tensors) -> Option<Tensor> {
+pub fn the_one(ys: crate::backend::call::Tensors) -> Option<Tensor> {
     match ys.into_inner() {
         Ok([y]) => Some(y),
         Err(_) => None,
@@ -341,7 +342,7 @@ pub fn the_one(ys: crate::call::Tensors) -> Option<Tensor> {
 fn missing(call: &GradCall<'_>, what: String) -> Error {
     Error::Backend {
         kernel: call.kernel,
-        backend: crate::backend::BackendId::Cpu,
+        backend: crate::backend_id::BackendId::Cpu,
         message: format!("gradient call is missing {what}"),
     }
 }

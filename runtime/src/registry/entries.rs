@@ -3,8 +3,8 @@
 
 use linkme::distributed_slice;
 
-use crate::backend::BackendId;
-use crate::call::{GradCall, KernelCall, Tensors};
+use crate::backend::call::{GradCall, KernelCall, Tensors};
+use crate::backend_id::BackendId;
 use crate::dtype::DType;
 use crate::error::{Error, Location, Result};
 use crate::tensor::Tensor;
@@ -198,6 +198,3 @@ pub fn require(crate_name: &str) -> Result<()> {
 pub fn spec(kernel: &str) -> Option<&'static SpecEntry> {
     SPECS.iter().find(|s| s.name == kernel)
 }
-
-/// The function and crate name of registrations made at run time.
-pub(crate) const RUNTIME: &str = "<runtime>";

@@ -8,8 +8,8 @@ use std::sync::atomic::AtomicUsize;
 use std::sync::{Mutex, PoisonError, RwLock};
 
 use super::entries::{spec, GradientEntry, KernelEntry, SpecEntry, GRADIENTS, KERNELS, SPECS};
-use crate::backend::BackendId;
-use crate::call::{KernelCall, Tensors};
+use crate::backend::call::{KernelCall, Tensors};
+use crate::backend_id::BackendId;
 use crate::error::{Error, Result};
 
 /// Every kernel registration (static and runtime), in link order.

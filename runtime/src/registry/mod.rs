@@ -22,8 +22,9 @@ mod lookup;
 mod overrides;
 mod runtime;
 mod slot;
+pub mod spec;
 
-pub(crate) use entries::{closest_kernel, RUNTIME};
+pub(crate) use entries::closest_kernel;
 pub use entries::{ops, require, spec, specs, GradientEntry, GradientFn, KernelEntry, KernelFn, OpEntry, SpecEntry};
 #[doc(hidden)]
 pub use entries::{GRADIENTS, KERNELS, OPS, SPECS};

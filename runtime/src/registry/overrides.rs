@@ -11,7 +11,7 @@ use super::lookup::{GRADIENT_OVERRIDES, KERNEL_OVERRIDES, SCOPED_KERNELS};
 use super::runtime::{caller, leak_gradient, leak_kernel};
 use crate::backend::Backend;
 use crate::error::{Location, Result};
-use crate::spec::{Differentiable, IntoGrads, KernelSpec};
+use crate::registry::spec::{Differentiable, IntoGrads, KernelSpec};
 
 /// Entries made for scoped overrides whose function captures nothing, by
 /// its type and the call's place: a test that overrides in a loop makes
@@ -38,8 +38,8 @@ fn scoped_entry<F, Key: 'static, E: Any + Send + Sync>(
 
 /// Runs `body` with `f` as the kernel of `(K, B)` on this thread only, and
 /// puts back what this thread had before when `body` returns or panics:
-/// the scoped form of [`override_kernel`](super::runtime::override_kernel), as [`crate::engine::with_fallback`] is of
-/// [`crate::engine::set_fallback`]. Other threads, and kernels that `body` runs on
+/// the scoped form of [`override_kernel`](super::runtime::override_kernel), as `opforge::with_fallback` is of
+/// `opforge::set_fallback`. Other threads, and kernels that `body` runs on
 /// other threads, keep dispatching to the registry's kernel meanwhile; a
 /// test that overrides a built-in kernel this way runs safely beside the
 /// others. Scopes nest, the innermost winning.

@@ -3,14 +3,15 @@
 
 use std::sync::PoisonError;
 
-use super::entries::{GradientEntry, GradientFn, KernelEntry, KernelFn, RUNTIME};
+use super::entries::{GradientEntry, GradientFn, KernelEntry, KernelFn};
 use super::lookup::{current_gradient, is_any_kernel, no_gradient, resolve_kernel, OVERLAY};
 use super::slot::invalidate_slots;
+use crate::backend::call::{GradCall, KernelCall};
 use crate::backend::Backend;
-use crate::backend::BackendId;
-use crate::call::{GradCall, KernelCall};
+use crate::backend_id::BackendId;
+use crate::error::RUNTIME;
 use crate::error::{Error, Location, Result};
-use crate::spec::{Differentiable, IntoGrads, KernelSpec};
+use crate::registry::spec::{Differentiable, IntoGrads, KernelSpec};
 
 pub(super) fn leak_kernel<K: KernelSpec, B: Backend>(
     f: impl Fn(K::Args<'_, B>, &K::OutMeta) -> Result<K::Out<B>> + Send + Sync + 'static,

@@ -7,7 +7,7 @@ use std::sync::{Mutex, PoisonError};
 
 use super::entries::KernelEntry;
 use super::lookup::{resolve_kernel, scoped_kernel, OVERLAY, SCOPED_KERNELS};
-use crate::backend::BackendId;
+use crate::backend_id::BackendId;
 use crate::error::{Error, Result};
 
 /// Slots that cached an entry, cleared whenever the overlay changes.

@@ -2,7 +2,7 @@
 
 use super::check::CallRefs;
 use super::parity::{targets, Target};
-use crate::backend::BackendId;
+use crate::backend_id::BackendId;
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::registry;

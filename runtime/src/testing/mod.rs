@@ -37,11 +37,11 @@ pub use suite::*;
 #[doc(hidden)]
 pub mod prelude {
     pub use super::*;
-    pub use crate::backend::BackendId;
-    pub use crate::call::Absent;
+    pub use crate::backend::call::Absent;
+    pub use crate::backend_id::BackendId;
     pub use crate::dtype::DType;
     pub use crate::engine::Engine;
-    pub use crate::spec::KernelSpec;
+    pub use crate::registry::spec::KernelSpec;
     pub use crate::tensor::Tensor;
     pub use crate::{ops, registry};
     pub use std::io::Write;

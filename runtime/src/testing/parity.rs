@@ -3,7 +3,7 @@
 
 use super::check::CallRefs;
 use super::special::assert_values;
-use crate::backend::BackendId;
+use crate::backend_id::BackendId;
 use crate::dtype::DType;
 use crate::registry;
 use crate::special_values::{agree, Agreement};

@@ -4,7 +4,7 @@
 use super::check::CallRefs;
 use super::gradients::{first_order, weights};
 use super::parity::Target;
-use crate::backend::BackendId;
+use crate::backend_id::BackendId;
 use crate::dtype::DType;
 use crate::special_values::{agree, flush_subnormals, flushed, Agreement};
 use crate::tensor::Tensor;

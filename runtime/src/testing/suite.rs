@@ -4,7 +4,7 @@ use std::fmt;
 
 use super::check::check;
 use super::parity::{Case, Target};
-use crate::backend::BackendId;
+use crate::backend_id::BackendId;
 use crate::registry;
 use crate::tensor::Tensor;
 

@@ -53,13 +53,13 @@
 //!   and `i32::MIN / -1` wraps to `i32::MIN`.
 
 use super::{for_rows, map, output, CpuTensor, Storage, PAR_CHUNK, PAR_THRESHOLD};
-use crate::backend::BackendId;
+use crate::backend::call::TensorMeta;
+use crate::backend_id::BackendId;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
 use crate::kernels::{ApplyAdam, ApplyAdamAttrs, LogicalAnd, LogicalOr};
 use crate::shape;
 use crate::shape::strided::{broadcast_strides, collapse, row_offsets};
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 /// A row's kernel of two inputs: `f` on every pair of elements, the inputs

@@ -32,6 +32,7 @@ use std::borrow::Cow;
 
 use super::matmul::{gemm_into, parallelism, Operand};
 use super::{for_rows, output, rule_error, CpuTensor, PAR_THRESHOLD};
+use crate::backend::call::TensorMeta;
 use crate::error::Result;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
@@ -39,7 +40,6 @@ use crate::kernels::{
     ResizeBilinear, ResizeBilinearAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
 };
 use crate::shape::rules::{resize_taps, ConvFilter, GroupedConv, Tap, Window};
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 /// The image rows and columns of a window's taps: `(h, w)` of tap `(kh,

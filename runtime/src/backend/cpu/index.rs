@@ -21,6 +21,7 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::{for_rows, rule_error, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use crate::backend::call::TensorMeta;
 use crate::dtype::{DType, Element};
 use crate::error::Error;
 use crate::error::Result;
@@ -31,7 +32,6 @@ use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
 use crate::shape::rules::{gather_dims, nd_dims, GatherDims, NdDims};
 use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets};
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 /// An element `ArgMax` can rank. A later element displaces the best so far
@@ -283,7 +283,7 @@ fn top_k_of<T: Candidate>(x: &CpuTensor, k: usize, out: &[TensorMeta]) -> Result
     let [values_meta, indices_meta] = out else {
         return Err(Error::Backend {
             kernel: "TopK",
-            backend: crate::backend::BackendId::Cpu,
+            backend: crate::backend_id::BackendId::Cpu,
             message: "two outputs".into(),
         });
     };

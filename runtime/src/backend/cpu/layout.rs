@@ -3,6 +3,8 @@
 //! kernels of several outputs `Unpack` and `SplitV`.
 
 use super::{for_rows, offset, output, rule_error, unsupported, CpuTensor};
+use crate::backend::call::TensorMeta;
+use crate::backend::TensorList;
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::StridedSliceAttrs;
@@ -13,8 +15,6 @@ use crate::kernels::{
 use crate::kernels::{Cast, Reshape, Transpose};
 use crate::shape::rules::{block_view, mirrors, permutation, reversed_axes, strided_plan, Remap, StridedPlan};
 use crate::shape::strides;
-use crate::spec::TensorList;
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 #[kernel(Reshape, cpu)]

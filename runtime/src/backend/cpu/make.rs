@@ -2,10 +2,10 @@
 //! `Range`, `Fill` and `RandomUniform`.
 
 use super::{output, CpuTensor};
+use crate::backend::call::TensorMeta;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::kernels::{Fill, RandomUniform, Range};
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 /// `n` values `f(i)`, in parallel above the usual threshold.

@@ -6,6 +6,8 @@ use gemm::Parallelism;
 use rayon::prelude::*;
 
 use super::{for_rows, output, rule_error, unsupported, CpuTensor};
+use crate::backend::call::TensorMeta;
+use crate::backend::TensorList;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
@@ -13,8 +15,6 @@ use crate::shape;
 use crate::shape::rules::{EinsumPlan, EinsumStep};
 use crate::shape::strided::broadcast_strides;
 use crate::shape::Shape;
-use crate::spec::TensorList;
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 /// Below this many multiply-adds per matrix, one thread does the whole
@@ -318,7 +318,7 @@ fn check_intermediate(shape: &[usize], dtype: DType) -> Result<()> {
         Some(bytes) => Err(crate::error::Error::OutOfMemory {
             op: String::new(),
             kernel: "Einsum",
-            backend: crate::backend::BackendId::Cpu,
+            backend: crate::backend_id::BackendId::Cpu,
             tensor: format!("intermediate {}", TensorMeta::new(shape, dtype).sized()),
             bytes,
             inputs: Vec::new(),
@@ -416,7 +416,7 @@ mod tests {
         let shown = crate::error::Error::OutOfMemory {
             op: "einsum".into(),
             kernel: "Einsum",
-            backend: crate::backend::BackendId::Cpu,
+            backend: crate::backend_id::BackendId::Cpu,
             tensor: "intermediate f32[2097152, 2097152]".into(),
             bytes: 1 << 44,
             inputs: Vec::new(),

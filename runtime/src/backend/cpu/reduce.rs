@@ -30,12 +30,12 @@
 use rayon::prelude::*;
 
 use super::{layout::permute, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use crate::backend::call::TensorMeta;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
 use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
 use crate::shape::len_and_inner;
 use crate::shape::rules::reduction_axes;
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 const LANES: usize = 16;
@@ -126,7 +126,7 @@ fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: Option<&[i64]>, out: &Ten
     let shape = x.shape();
     let axes = reduction_axes(shape.len(), axes).map_err(|m| crate::error::Error::Backend {
         kernel: "reduce",
-        backend: crate::backend::BackendId::Cpu,
+        backend: crate::backend_id::BackendId::Cpu,
         message: m,
     })?;
     let contiguous = axes.windows(2).all(|w| w[1] == w[0] + 1);

@@ -8,12 +8,12 @@ use std::borrow::Cow;
 
 use super::vmath::best_copy;
 use super::{for_rows, rule_error, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
-use crate::backend::BackendId;
+use crate::backend::call::TensorMeta;
+use crate::backend_id::BackendId;
 use crate::error::Result;
 use crate::kernels::{FusedBatchNorm, LayerNorm, LayerNormGrad, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
 use crate::shape::len_and_inner;
 use crate::shape::strided::{broadcast_strides, Dims};
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 #[kernel(Softmax, cpu)]

@@ -38,10 +38,10 @@
 //! - **`i32`**: `Neg` and `Abs` wrap, so both give `i32::MIN` for it.
 
 use super::{map, CpuTensor, Storage};
+use crate::backend::call::TensorMeta;
 use crate::dtype::Element;
 use crate::error::Result;
 use crate::kernels::LogicalNot;
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 /// A row's kernel: `f` on every element, inline below the parallel

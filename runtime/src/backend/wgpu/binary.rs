@@ -6,10 +6,10 @@
 
 use super::elementwise::{WgpuRow, Word};
 use super::{device, Grid, Program, Shader, WgpuTensor};
+use crate::backend::call::TensorMeta;
 use crate::error::Result;
 use crate::kernels::{ApplyAdam, ApplyAdamAttrs, LogicalAnd, LogicalOr};
 use crate::shape::strided::{broadcast_strides, collapse, Dims};
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 static ADAM: Shader = shader!("adam");

@@ -5,6 +5,7 @@
 //! points for the forward pass and its two gradients.
 
 use super::{rule_error, Program, Shader, WgpuTensor};
+use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -14,7 +15,6 @@ use crate::kernels::{
     ResizeBilinear, ResizeBilinearAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
 };
 use crate::shape::rules::{resize_taps, ConvFilter, GroupedConv, Window};
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("conv");

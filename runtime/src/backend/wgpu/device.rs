@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use rustc_hash::FxHashMap;
 use smallvec::SmallVec;
 
-use crate::backend::BackendId;
+use crate::backend_id::BackendId;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 

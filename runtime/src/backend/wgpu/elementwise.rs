@@ -11,8 +11,8 @@ use std::sync::OnceLock;
 use smallvec::SmallVec;
 
 use super::{binary, device, unary, Shader, WgpuTensor};
+use crate::backend::call::TensorMeta;
 use crate::error::Result;
-use crate::tensor::TensorMeta;
 
 /// The words a row's kernel reads: f32 or i32 (bool results are 0 and 1).
 ///

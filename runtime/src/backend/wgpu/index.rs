@@ -10,6 +10,7 @@
 //! the work that makes the indices.
 
 use super::{by_dtype, rule_error, Grid, Program, Shader, WgpuTensor};
+use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::error::{Error, Result};
 use crate::kernels::{
@@ -19,7 +20,6 @@ use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
 use crate::shape::rules::{gather_dims, nd_dims, NdDims};
 use crate::shape::strided::broadcast_strides;
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("index");
@@ -51,7 +51,7 @@ fn top_k(x: &WgpuTensor, k: i64, sorted: bool, out: &[TensorMeta]) -> Result<(Wg
         (Some(values), Some(indices)) => Ok((values, indices)),
         _ => Err(Error::Backend {
             kernel: "TopK",
-            backend: crate::backend::BackendId::Wgpu,
+            backend: crate::backend_id::BackendId::Wgpu,
             message: "two outputs".into(),
         }),
     }

@@ -13,6 +13,8 @@
 //! transpose, a slice of everything).
 
 use super::{by_dtype, rule_error, Grid, Program, Shader, WgpuTensor};
+use crate::backend::call::TensorMeta;
+use crate::backend::TensorList;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{
@@ -23,8 +25,6 @@ use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::rules::{block_view, mirrors, reversed_axes, Remap};
 use crate::shape::strided::{broadcast_strides, collapse};
 use crate::shape::{rules::permutation, strides};
-use crate::spec::TensorList;
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("layout", "words");

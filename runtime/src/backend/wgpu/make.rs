@@ -2,10 +2,10 @@
 //! `Range`, `Fill` and `RandomUniform`, one word per invocation (make.wgsl).
 
 use super::{Program, Shader, WgpuTensor};
+use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{Fill, RandomUniform, Range};
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("make");

@@ -3,14 +3,14 @@
 //! the bias and applying the activation as they store each output.
 
 use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
+use crate::backend::call::TensorMeta;
+use crate::backend::TensorList;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
 use crate::shape::rules::{EinsumPlan, EinsumStep};
 use crate::shape::strided::{broadcast_strides, collapse};
 use crate::shape::Shape;
-use crate::spec::TensorList;
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("matmul");
@@ -226,7 +226,7 @@ fn intermediate(shape: Shape, dtype: DType) -> Result<TensorMeta> {
         Some(bytes) => Err(crate::error::Error::OutOfMemory {
             op: String::new(),
             kernel: "Einsum",
-            backend: crate::backend::BackendId::Wgpu,
+            backend: crate::backend_id::BackendId::Wgpu,
             tensor: format!("intermediate {}", TensorMeta { shape, dtype }.sized()),
             bytes,
             inputs: Vec::new(),

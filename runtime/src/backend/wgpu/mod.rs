@@ -17,7 +17,7 @@
 //!   broadcast_to as one strided gather; reshape without a copy.
 //!   Tensors are always contiguous: a layout kernel writes a new buffer.
 //! - A kernel with no `wgpu` implementation (a user's, say) runs on the cpu
-//!   instead (see [`crate::engine::set_fallback`]).
+//!   instead (see `opforge::set_fallback`).
 
 /// A built-in shader: `shaders/common.wgsl` (the helpers every shader
 /// shares; WGSL has no includes), then each library named after the
@@ -61,11 +61,12 @@ use std::sync::Arc;
 use smallvec::SmallVec;
 
 use super::{Backend, BackendId};
+use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::shape::Shape;
-use crate::tensor::{Tensor, TensorMeta};
+use crate::tensor::Tensor;
 use batch::Dispatch;
 pub(crate) use device::{backend_error, gpu, lock, Gpu};
 use device::{Bound, Pipeline};
@@ -618,7 +619,7 @@ pub fn counters() -> Counters {
     }
 }
 
-/// Whether [`crate::profile()`] can time kernels on the device: the adapter
+/// Whether `opforge::profile` can time kernels on the device: the adapter
 /// writes timestamps inside compute passes (Vulkan on most discrete GPUs;
 /// often not a CPU rasterizer such as lavapipe). Opens the device.
 ///

@@ -69,7 +69,7 @@ impl GpuBuffer {
             return Err(crate::error::Error::OutOfMemory {
                 op: String::new(),
                 kernel,
-                backend: crate::backend::BackendId::Wgpu,
+                backend: crate::backend_id::BackendId::Wgpu,
                 tensor: String::new(),
                 bytes: u128::from(bytes),
                 inputs: Vec::new(),

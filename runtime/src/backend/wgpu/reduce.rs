@@ -9,11 +9,11 @@
 //! elements is two passes: 1024 workgroups of 4096 elements, then one.
 
 use super::{groups, rule_error, Grid, Program, Shader, WgpuTensor};
+use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
 use crate::shape::{len_and_inner, rules::reduction_axes, strides};
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("reduce");

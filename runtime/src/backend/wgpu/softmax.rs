@@ -5,12 +5,12 @@
 //! gradient `LayerNormGrad`, by each row's own.
 
 use super::{groups, rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
+use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{FusedBatchNorm, LayerNorm, LayerNormGrad, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
 use crate::shape::len_and_inner;
 use crate::shape::strided::broadcast_strides;
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("softmax");

@@ -4,9 +4,9 @@
 
 use super::elementwise::{WgpuRow, Word};
 use super::{Program, Shader, WgpuTensor};
+use crate::backend::call::TensorMeta;
 use crate::error::Result;
 use crate::kernels::LogicalNot;
-use crate::tensor::TensorMeta;
 use opforge_macros::kernel;
 
 /// Runs a unary template `shader` (see `elementwise.rs`) with `attrs` as

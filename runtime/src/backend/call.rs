@@ -4,8 +4,64 @@
 
 use std::any::Any;
 
-use crate::backend::BackendId;
-use crate::tensor::{Tensor, TensorMeta};
+use crate::backend_id::BackendId;
+use crate::dtype::DType;
+use crate::shape::{self, Shape};
+use crate::tensor::Tensor;
+
+/// The shape and dtype of a tensor, known before any data exists: what the
+/// spec's shape rule computes and a kernel must produce.
+///
+/// ```
+/// use opforge::{DType, TensorMeta};
+/// let m = TensorMeta::new(&[2, 3], DType::F32);
+/// assert_eq!(m.numel(), 6);
+/// assert_eq!(m.to_string(), "f32[2, 3]");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TensorMeta {
+    /// Dimensions, outermost first.
+    pub shape: Shape,
+    /// Element type.
+    pub dtype: DType,
+}
+
+impl TensorMeta {
+    /// A meta of this shape and dtype.
+    pub fn new(shape: &[usize], dtype: DType) -> Self {
+        TensorMeta { shape: Shape::from_slice(shape), dtype }
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        shape::numel(&self.shape)
+    }
+
+    /// As it displays, but every dim a number: for a tensor being made,
+    /// whose size is known (an out-of-memory error's), where a dim of
+    /// `usize::MAX` is a size and not a data-dependent bound's `?`.
+    pub(crate) fn sized(&self) -> String {
+        let dims: Vec<String> = self.shape.iter().map(usize::to_string).collect();
+        format!("{}[{}]", self.dtype, dims.join(", "))
+    }
+}
+
+impl std::fmt::Display for TensorMeta {
+    /// `f32[2, 3]`; a data-dependent bound's [`crate::shape::ANY`] dim as
+    /// `?`. A tensor can have a dim of `usize::MAX` only beside a 0 (no
+    /// buffer holds that many elements), so in a shape with a 0 it is a
+    /// real size and prints as one; an out-of-memory error, naming a
+    /// tensor that could not be made, prints every dim as a number.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let bound = !self.shape.contains(&0);
+        let dims: Vec<String> = self
+            .shape
+            .iter()
+            .map(|&d| if d == crate::shape::ANY && bound { "?".into() } else { d.to_string() })
+            .collect();
+        write!(f, "{}[{}]", self.dtype, dims.join(", "))
+    }
+}
 
 /// Which optional inputs (`"bias?"` in the spec) a call leaves out: bit
 /// `i` for the kernel's input `i`. The call's input slice holds the
@@ -59,7 +115,7 @@ impl Absent {
     }
 }
 
-/// The metas of a kernel's outputs, as [`KernelSpec::infer`](crate::spec::KernelSpec::infer) gives them:
+/// The metas of a kernel's outputs, as `KernelSpec::infer` gives them:
 /// inline for the usual one output, so that a call allocates nothing.
 pub type Metas = smallvec::SmallVec<[TensorMeta; 1]>;
 
