@@ -32,7 +32,7 @@ impl Target {
     pub const THREADS: Target = Target { backend: BackendId::Cpu, values: true };
 }
 
-/// One kernel's parity cases for one dtype: what [`backend_suite`] runs.
+/// One kernel's parity cases for one dtype: what [`backend_suite`](super::backend_suite) runs.
 ///
 /// ```
 /// let c = opforge::testing::Case { kernel: "Relu", dtype: opforge::DType::F32, data_dependent: false, run: |_| () };
@@ -170,7 +170,7 @@ fn threads(case: &str, f: &(dyn Fn() -> crate::error::Result<Vec<Tensor>> + Sync
 }
 
 /// Runs `f` (an elementwise kernel) on `inputs`, the first of which has
-/// NaN, +inf and -inf at its first three elements (see [`with_specials`]),
+/// NaN, +inf and -inf at its first three elements (see [`with_specials`](super::with_specials)),
 /// on the cpu: a NaN in gives a NaN out at the same place, in every f32
 /// output of the first input's size. Every other backend then agrees with
 /// the cpu on the special values through [`check_parity`].

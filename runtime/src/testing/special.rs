@@ -10,7 +10,7 @@ use crate::special_values::{agree, flush_subnormals, flushed, Agreement};
 use crate::tensor::Tensor;
 
 /// `t` with NaN, +inf and -inf written at its first three elements (f32;
-/// other dtypes unchanged): an input for [`check_nan_propagates`]. The
+/// other dtypes unchanged): an input for [`check_nan_propagates`](super::check_nan_propagates). The
 /// generated special-values checks draw every special value instead
 /// (see [`special_combinations`] and [`check_special_parity`]).
 ///
