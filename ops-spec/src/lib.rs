@@ -91,6 +91,27 @@ pub const BUILTIN: &str = include_str!("../ops.toml");
 /// The file name errors in [`BUILTIN`] are reported against.
 pub const BUILTIN_FILE: &str = "ops.toml";
 
+/// The kernels opforge declares besides [`BUILTIN`]'s: its own fused ops
+/// (`#[op(fuse)]`), each a kernel of that name and a backward kernel of
+/// the name with `Grad` after it (`Gelu` and `GeluGrad`). A user's spec or
+/// fused op may not take these names either, since kernel names are
+/// unique across every spec a program binds; opforge's tests hold this
+/// list to the fused ops it registers.
+///
+/// ```
+/// assert!(opforge_spec::BUILTIN_FUSED.contains(&"Gelu"));
+/// assert!(opforge_spec::builtin_fused("SiluGrad"));
+/// assert!(!opforge_spec::builtin_fused("Exp"));
+/// ```
+pub const BUILTIN_FUSED: &[&str] =
+    &["Gelu", "Silu", "Normalize", "Accumulate", "Descend", "NesterovStep", "SoftmaxGradTail"];
+
+/// Whether `name` is one of opforge's fused kernels or their backward
+/// kernels ([`BUILTIN_FUSED`]).
+pub fn builtin_fused(name: &str) -> bool {
+    BUILTIN_FUSED.iter().any(|f| name == *f || name.strip_suffix("Grad") == Some(f))
+}
+
 /// Parses and validates the spec `source`, naming it `file` in errors.
 ///
 /// Returns every error found, ordered by position, rather than the first.

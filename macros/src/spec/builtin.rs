@@ -30,7 +30,26 @@ pub(crate) fn claimed(spec: &mut Spec, label: &str, span: Span, reuse: bool) -> 
         return claimed;
     };
     let at = |k: &KernelDef| format!("{label}:{}:{}", k.line, k.col);
+    let names: Vec<String> = spec.kernels.iter().map(|k| k.name.clone()).collect();
     spec.kernels.retain(|k| {
+        if opforge_spec::builtin_fused(&k.name) {
+            let fused = k.name.strip_suffix("Grad").filter(|f| opforge_spec::BUILTIN_FUSED.contains(f));
+            // A fused op's backward kernel goes with its forward one: one error.
+            if fused.is_some_and(|f| names.iter().any(|n| n == f)) {
+                return false;
+            }
+            let message = format!(
+                "{}: kernel `{}` is opforge's own{}: its fused ops (`#[op(fuse)]`) declare {}; kernel names are \
+                 unique across specs, so choose another name (a fused op is named after its function: rename \
+                 the function)",
+                at(k),
+                k.name,
+                if fused.is_some() { " fused backward kernel" } else { " fused kernel" },
+                opforge_spec::BUILTIN_FUSED.iter().map(|f| format!("`{f}`, `{f}Grad`")).collect::<Vec<_>>().join(", "),
+            );
+            claimed.errors.extend(syn::Error::new(span, message).to_compile_error());
+            return false;
+        }
         let Some(b) = builtin.kernel(&k.name) else { return true };
         let problem = match reuse {
             false => Some(format!(

@@ -1,0 +1,16 @@
+// A plugin's spec may not declare a kernel named like one of opforge's
+// fused kernels (`Descend`, the Momentum update's): every Momentum step
+// would fail at run time with "declared by two specs".
+opforge::spec!(
+    inline = r#"
+[Descend]
+op = "my_descend"
+doc = "A descent, again."
+inputs = ["x"]
+dtypes = ["f32"]
+shape = "same(x)"
+non_differentiable = "a test"
+"#
+);
+
+fn main() {}
