@@ -53,9 +53,9 @@
 //!   `UnsortedSegmentSum` and `ScatterNd`. `FloorDiv` and `Mod` by 0 give 0,
 //!   and `i32::MIN / -1` wraps to `i32::MIN`.
 
-use crate::elementwise;
 use crate::kernels::*;
 use crate::shape::rules::{nan_max, nan_min};
+use opforge_macros::elementwise;
 
 elementwise! {
     Add(a, b) {

@@ -46,9 +46,9 @@
 //! - **`i32`**: `Neg` and `Abs` wrap, so both give `i32::MIN` for it.
 
 use crate::backend::cpu::vmath;
-use crate::elementwise;
 use crate::kernels::*;
 use crate::shape::rules::{clip_bounds, SELU_ALPHA, SELU_SCALE};
+use opforge_macros::elementwise;
 
 elementwise! {
     Neg(x) {

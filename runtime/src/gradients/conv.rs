@@ -7,7 +7,7 @@
 //! kernels take TF.js's `dy` as an input, so their own cotangents are `ddx`
 //! and `ddfilter`.
 
-use super::dims;
+use super::convert::dims;
 use crate::engine::Engine;
 use crate::error::Result;
 use crate::kernels::{

@@ -1,7 +1,7 @@
 //! Gradients of the indexing kernels: selection, gathers and segment sums,
 //! each the other's adjoint.
 
-use super::dims;
+use super::convert::dims;
 use crate::error::{Error, Result};
 use crate::kernels::{GatherNd, GatherV2, ScatterNd, Select, SelectNeeds, TopK, UnsortedSegmentSum};
 use crate::ops;
@@ -76,7 +76,7 @@ fn top_k_grad(x: &Tensor, indices: &Tensor, dvalues: Option<&Tensor>) -> Result<
     let ids = ops::reshape(&ops::add(&ops::reshape(indices, &[rows as i64, k as i64])?, &offsets)?, &[-1])?;
     let flat = ops::reshape(dvalues, &[-1])?;
     let dx = ops::unsorted_segment_sum(&flat, &ids, (rows * n) as i64)?;
-    ops::reshape(&dx, &super::dims(x))
+    ops::reshape(&dx, &dims(x))
 }
 
 /// Each element's cotangent is its segment's: a gather of `dy` by the ids.

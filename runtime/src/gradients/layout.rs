@@ -1,7 +1,7 @@
 //! Gradients of the layout kernels: the inverse rearrangement; for the
 //! kernels of several tensors, `dy` cut back into one piece per tensor.
 
-use super::dims;
+use super::convert::dims;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::{

@@ -5,7 +5,7 @@
 //! when its gradient is needed: a first layer's input batch needs none,
 //! and skipping it saves a gemm as large as the forward one.
 
-use super::mask;
+use super::convert::mask;
 use crate::error::{Error, Result};
 use crate::kernels::{Activation, BatchMatMul, BatchMatMulNeeds, Einsum, FusedMatMul, FusedMatMulNeeds};
 use crate::ops;

@@ -4,22 +4,9 @@
 //! from their rows (`elementwise/`), each the rule its fused form uses.
 
 mod conv;
+mod convert;
 mod index;
 mod layout;
 mod matmul;
 mod reduce;
 mod softmax;
-
-use crate::error::Result;
-use crate::ops;
-use crate::tensor::Tensor;
-
-/// `t`'s shape as the `ints` attrs that take shapes want it.
-fn dims(t: &Tensor) -> Vec<i64> {
-    t.shape().iter().map(|&d| d as i64).collect()
-}
-
-/// A boolean mask as 0/1 of `like`'s dtype.
-fn mask(m: &Tensor, like: &Tensor) -> Result<Tensor> {
-    ops::cast(m, like.dtype())
-}

@@ -2,7 +2,7 @@
 //! element (all of them for `Sum` and `Mean`, the maxima for `Max`, the
 //! minima for `Min`, and for `Prod` the product of the others).
 
-use super::mask;
+use super::convert::mask;
 use crate::error::{Error, Result};
 use crate::kernels::{Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
 use crate::ops;

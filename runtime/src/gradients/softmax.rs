@@ -2,11 +2,11 @@
 //! `SoftmaxCrossEntropyWithLogits`, of `LRN`, of `FusedBatchNorm`, and of
 //! `LayerNorm`.
 
-use crate::autodiff::unbroadcast;
 use crate::error::Result;
 use crate::kernels::{FusedBatchNorm, FusedBatchNormGrads, LayerNorm, LayerNormGrads, Softmax, LRN};
 use crate::kernels::{SoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogitsNeeds};
 use crate::ops;
+use crate::ops::unbroadcast;
 use crate::tensor::Tensor;
 use opforge_macros::gradient;
 

@@ -9,7 +9,7 @@ pub(crate) type Dims = SmallVec<[usize; 6]>;
 
 /// Strides of `shape` seen as broadcast to `out` (rank-aligned from the right).
 pub(crate) fn broadcast_strides(shape: &[usize], out: &[usize]) -> Dims {
-    let own = super::strides(shape);
+    let own = super::arithmetic::strides(shape);
     let lead = out.len() - shape.len();
     (0..out.len()).map(|i| if i < lead || shape[i - lead] == 1 { 0 } else { own[i - lead] }).collect()
 }

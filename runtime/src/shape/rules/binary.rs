@@ -2,7 +2,7 @@
 //! NaN-keeping `max` and `min` that `Maximum` and `Minimum` and the
 //! reductions `Max` and `Min` share.
 
-use crate::shape::Shape;
+use crate::shape::arithmetic::Shape;
 
 /// The larger of `a` and `b`, NaN if either is (NumPy's and TF.js's
 /// `maximum`; `f32::max` drops NaN); `b` for `+0` against `-0`.

@@ -4,7 +4,7 @@ use crate::kernels::{
     Conv2DAttrs, Conv2DBackpropFilterAttrs, Conv2DBackpropInputAttrs, ConvParams, DepthwiseConv2dNativeAttrs,
     DepthwiseConv2dNativeBackpropFilterAttrs, DepthwiseConv2dNativeBackpropInputAttrs, Padding, PoolParams,
 };
-use crate::shape::{allocatable, Shape};
+use crate::shape::arithmetic::{allocatable, Shape};
 
 /// Where the windows of a 2-D convolution or pooling fall on an
 /// image's height and width: the kernels on every backend and the

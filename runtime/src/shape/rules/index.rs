@@ -1,6 +1,6 @@
 //! Indexing: gathers, scatters, segments and the kernels that give indices.
 
-use crate::shape::{allocatable, checked_numel, normalize_axis, Shape};
+use crate::shape::arithmetic::{allocatable, checked_numel, normalize_axis, Shape};
 
 /// `arg_reduce(x, axis)`: the input's shape without `axis`, for ops that
 /// give the i32 index of a value along it (`argmax`). The axis must exist

@@ -2,7 +2,7 @@
 
 use smallvec::SmallVec;
 
-use crate::shape::{allocatable, checked_numel, normalize_axis, numel, strides, Shape, MAX_OUTPUTS};
+use crate::shape::arithmetic::{allocatable, checked_numel, normalize_axis, numel, strides, Shape, MAX_OUTPUTS};
 
 /// `reshape(x, shape)`: same number of elements; one `-1` is inferred.
 pub fn reshape(x: &[usize], shape: &[i64]) -> Result<Shape, String> {

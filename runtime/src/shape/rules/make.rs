@@ -1,6 +1,6 @@
 //! Kernels that make tensors from their attrs alone.
 
-use crate::shape::{allocatable, Shape};
+use crate::shape::arithmetic::{allocatable, Shape};
 
 /// The shape function of `Range`: `[n]`, the count of `start + i *
 /// step` short of `stop`. `step` is not 0; an `i32` range has integral

@@ -1,6 +1,6 @@
 //! Matrix products.
 
-use crate::shape::{allocatable, broadcast_shapes, too_large, Shape};
+use crate::shape::arithmetic::{allocatable, broadcast_shapes, too_large, Shape};
 
 /// `matmul(a, b, transpose_a, transpose_b)`: `[..., m, k] x [..., k, n] -> [..., m, n]`,
 /// batch dims broadcast.
@@ -349,7 +349,7 @@ impl EinsumStep {
     /// laid out contiguously with `shape`: the sum of its axes' strides
     /// (a letter written twice walks a diagonal), 0 where it has none.
     pub fn stride(letters: &[u8], shape: &[usize], letter: u8) -> usize {
-        let strides = crate::shape::strides(shape);
+        let strides = crate::shape::arithmetic::strides(shape);
         letters.iter().zip(strides.iter()).filter(|(l, _)| **l == letter).map(|(_, s)| s).sum()
     }
 }

@@ -5,6 +5,7 @@
 //! backends' and the gradients' files of that family are.
 
 mod binary;
+mod broadcast;
 mod conv;
 mod index;
 mod layout;
@@ -15,6 +16,7 @@ mod softmax;
 mod unary;
 
 pub use binary::*;
+pub use broadcast::{broadcast, same};
 pub use conv::*;
 pub use index::*;
 pub use layout::*;
@@ -23,33 +25,3 @@ pub use matmul::*;
 pub use reduce::*;
 pub use softmax::*;
 pub use unary::*;
-
-use super::{broadcast_shapes, same_dims, Shape};
-
-/// `same(x)`: the output has the input's shape.
-pub fn same(x: &[usize]) -> Result<Shape, String> {
-    Ok(Shape::from_slice(x))
-}
-
-/// `broadcast(a, b, ...)`: NumPy broadcasting of all inputs.
-#[inline]
-pub fn broadcast(shapes: &[&[usize]]) -> Result<Shape, String> {
-    // Equal shapes are the common case: no per-dim work, and no call.
-    match shapes {
-        [a, b] if same_dims(a, b) => Ok(Shape::from_slice(a)),
-        _ => broadcast_all(shapes),
-    }
-}
-
-/// [`broadcast`] of any number of shapes.
-fn broadcast_all(shapes: &[&[usize]]) -> Result<Shape, String> {
-    let first = shapes.first().copied().unwrap_or(&[]);
-    if shapes.iter().all(|s| same_dims(s, first)) {
-        return Ok(Shape::from_slice(first));
-    }
-    let mut out = Shape::from_slice(first);
-    for s in &shapes[1.min(shapes.len())..] {
-        out = broadcast_shapes(&out, s)?;
-    }
-    Ok(out)
-}

@@ -2,7 +2,7 @@
 
 use smallvec::SmallVec;
 
-use crate::shape::{normalize_axis, Shape};
+use crate::shape::arithmetic::{normalize_axis, Shape};
 
 /// Normalizes reduction axes: `None` means every axis and an empty list
 /// none (as in NumPy), negatives count from the end, duplicates are an

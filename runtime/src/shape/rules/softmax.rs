@@ -1,7 +1,7 @@
 //! Normalizations: softmax with its cross entropy, local response, batch
 //! and layer normalization.
 
-use crate::shape::{broadcast_shapes, Shape};
+use crate::shape::arithmetic::{broadcast_shapes, Shape};
 
 /// The shape function of kernel `LRN`: `x`'s shape; `x` has an axis
 /// to normalize along, and the window's radius is not negative.
