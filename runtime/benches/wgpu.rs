@@ -5,7 +5,7 @@
 //! - W1: one `add` of 1-element tensors: the host cost of a kernel.
 //! - W2: elementwise kernels on 2^24 f32 elements (unary, binary, binary
 //!   broadcasting a row, a cast, the fused SGD update) against plain WGSL
-//!   copy kernels written with opforge's public `Program` API, one word and
+//!   copy kernels written with opforge's public `EntryPoint` API, one word and
 //!   one vec4 per invocation, and four vec4s per invocation: the bandwidth
 //!   a shader can reach here; and a slice of whole rows, which is the
 //!   device's copy command. PyTorch's copy (`clone`) is the driver's
@@ -46,7 +46,7 @@ use std::collections::HashMap;
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use opforge::backend::wgpu::{counters, synchronize, Program, Shader};
+use opforge::backend::wgpu::{counters, synchronize, EntryPoint, Shader};
 use opforge::backend::{Backend, Wgpu};
 use opforge::kernels::Activation;
 use opforge::train::{Adam, Optimizer as _, Sgd};
@@ -287,16 +287,16 @@ fn w2(b: &mut Bench) {
     let row = LazyCell::new(|| on_gpu(Tensor::random_uniform(&[4096], -1.0, 1.0, 3).unwrap()));
     let square = LazyCell::new(|| ops::reshape(&x, &[4096, 4096]).unwrap());
     let bytes = |operands: usize| Work::Bytes((operands * 4 * n) as f64);
-    let copy = Program { kernel: "BenchCopy", shader: &COPY, entry: "copy", op: 0 };
+    let copy = EntryPoint { kernel: "BenchCopy", shader: &COPY, entry: "copy", op: 0 };
     b.run("w2_copy", bytes(2), 16, || {
         drop(black_box(copy.run(&[Wgpu::view(&x).unwrap()], &x.meta(), &[n as u32]).unwrap()));
     });
-    let copy4 = Program { kernel: "BenchCopy4", shader: &COPY, entry: "copy4", op: 0 };
+    let copy4 = EntryPoint { kernel: "BenchCopy4", shader: &COPY, entry: "copy4", op: 0 };
     b.run("w2_copy_vec4", bytes(2), 16, || {
         let grid = opforge::backend::wgpu::Grid::Elements(n / 4);
         drop(black_box(copy4.run_grid(&[Wgpu::view(&x).unwrap()], &x.meta(), &[n as u32 / 4], grid).unwrap()));
     });
-    let copy4x4 = Program { kernel: "BenchCopy4x4", shader: &COPY, entry: "copy4x4", op: 0 };
+    let copy4x4 = EntryPoint { kernel: "BenchCopy4x4", shader: &COPY, entry: "copy4x4", op: 0 };
     let copy4x4 = || {
         let grid = opforge::backend::wgpu::Grid::Elements(n / 16);
         copy4x4.run_grid(&[Wgpu::view(&x).unwrap()], &x.meta(), &[n as u32 / 16], grid).unwrap()

@@ -6,6 +6,8 @@
 //! The compiled backward (`vjp_eval`) is held to the interpreted program,
 //! and each row's f32 element function to its f64 one.
 
+mod common;
+
 use std::sync::LazyLock;
 
 use opforge::elementwise::{self, RowEntry};
@@ -119,10 +121,7 @@ fn rows() -> impl Iterator<Item = &'static RowEntry> {
 }
 
 fn on_each_backend(f: impl Fn(BackendId)) {
-    f(BackendId::Cpu);
-    if opforge::backend::wgpu::adapter_or_skip("fused rows against their kernels on wgpu") {
-        f(BackendId::Wgpu);
-    }
+    common::backends("fused rows against their kernels on wgpu").into_iter().for_each(f);
 }
 
 #[test]

@@ -277,30 +277,44 @@ fn no_module_names_one_above_it() {
     }
 }
 
+/// The lines of a `mod.rs`'s `source` that neither declare nor re-export:
+/// (line number, line).
+fn definitions(source: &str) -> Vec<(usize, String)> {
+    let mut found = Vec::new();
+    let mut depth = 0;
+    for (n, line) in source.lines().enumerate() {
+        let t = line.trim();
+        let allowed = depth > 0
+            || t.is_empty()
+            || t.starts_with("//")
+            || t.starts_with("#[")
+            || t.starts_with("#![")
+            // The end of an inline module of re-exports (`pub mod prelude {`).
+            || t == "}"
+            || ["mod ", "pub mod ", "pub(crate) mod ", "pub(super) mod ", "use ", "pub use ", "pub(crate) use "]
+                .iter()
+                .any(|p| t.starts_with(p));
+        if !allowed {
+            found.push((n + 1, t.to_owned()));
+        }
+        // A `use` spread over lines.
+        if (t.starts_with("use ") || t.starts_with("pub use ") || t.starts_with("pub(crate) use ") || depth > 0)
+            && !t.starts_with("//")
+        {
+            depth += t.matches('{').count() as i32 - t.matches('}').count() as i32;
+        }
+    }
+    found
+}
+
 #[test]
 fn mod_rs_files_only_declare_and_re_export() {
     let mut all = Vec::new();
     files(&src(), &mut all);
     for rel in all.iter().filter(|r| r.ends_with("/mod.rs")) {
         let source = std::fs::read_to_string(src().join(rel)).unwrap();
-        let mut depth = 0;
-        for (n, line) in source.lines().enumerate() {
-            let t = line.trim();
-            let allowed = depth > 0
-                || t.is_empty()
-                || t.starts_with("//")
-                || t.starts_with("#[")
-                || t.starts_with("#![")
-                || ["mod ", "pub mod ", "pub(crate) mod ", "pub(super) mod ", "use ", "pub use ", "pub(crate) use "]
-                    .iter()
-                    .any(|p| t.starts_with(p));
-            assert!(allowed, "{rel}:{}: a mod.rs only declares and re-exports, found `{t}`", n + 1);
-            // A `use` spread over lines.
-            if (t.starts_with("use ") || t.starts_with("pub use ") || t.starts_with("pub(crate) use ") || depth > 0)
-                && !t.starts_with("//")
-            {
-                depth += t.matches('{').count() as i32 - t.matches('}').count() as i32;
-            }
+        if let Some((n, t)) = definitions(&source).first() {
+            panic!("{rel}:{n}: a mod.rs only declares and re-exports, found `{t}`");
         }
     }
 }
@@ -320,4 +334,6 @@ fn the_readers_find_what_they_look_for() {
     assert_eq!(file_of(&["Tensor".into()]), "lib.rs", "a name at the root is lib.rs's re-export");
     let layers = layers();
     assert!(layer_of(&layers, "dtype.rs") < layer_of(&layers, "engine.rs"));
+    let seeded = "//! Docs.\nmod a;\npub use a::{\n    B,\n    C,\n};\n#[macro_use]\nmod m;\nfn defined() {}\n";
+    assert_eq!(definitions(seeded), [(9, "fn defined() {}".to_owned())]);
 }

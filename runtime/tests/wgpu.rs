@@ -335,7 +335,7 @@ fn optimizers_update_wgpu_variables_as_on_the_cpu() {
 
 #[test]
 fn a_users_wgsl_program_runs_and_its_mistakes_are_errors() {
-    use opforge::backend::wgpu::{Program, Shader};
+    use opforge::backend::wgpu::{EntryPoint, Shader};
     use opforge::backend::{Backend, Wgpu};
     let Some(()) = gpu() else { return };
     static HALF: Shader = Shader::new(
@@ -354,16 +354,16 @@ fn a_users_wgsl_program_runs_and_its_mistakes_are_errors() {
     );
     let x = on_gpu(&Tensor::from_vec(vec![4.0f32, -8.0, 1.0], &[3]).unwrap());
     let view = Wgpu::view(&x).unwrap();
-    let half = Program { kernel: "Half", shader: &HALF, entry: "half", op: 0 };
+    let half = EntryPoint { kernel: "Half", shader: &HALF, entry: "half", op: 0 };
     let y = Wgpu::wrap(half.run(&[view], &x.meta(), &[3]).unwrap());
     assert_eq!(y.to_vec::<f32>().unwrap(), vec![2.0, -4.0, 0.5]);
     // A nonzero op sets the shader's OP: a second pipeline, divisor 4.
-    let quarter = Program { op: 2, ..half };
+    let quarter = EntryPoint { op: 2, ..half };
     assert_eq!(Wgpu::wrap(quarter.run(&[view], &x.meta(), &[3]).unwrap()).to_vec::<f32>().unwrap(), [1.0, -2.0, 0.25]);
     // Mistakes name the kernel: too many parameter words, a missing entry point.
     let err = half.run(&[view], &x.meta(), &[0; 129]).unwrap_err().to_string();
     assert!(err.starts_with("kernel `Half` on backend `wgpu`: 129 parameter words exceed the 128-word block"), "{err}");
-    let err = Program { entry: "nope", ..half }.run(&[view], &x.meta(), &[3]).unwrap_err().to_string();
+    let err = EntryPoint { entry: "nope", ..half }.run(&[view], &x.meta(), &[3]).unwrap_err().to_string();
     assert!(err.starts_with("kernel `Half` on backend `wgpu`: "), "{err}");
 }
 

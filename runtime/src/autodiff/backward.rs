@@ -160,7 +160,7 @@ fn check_grad(node: &Node, input: usize, x: &Tensor, g: &Tensor) -> Result<()> {
 fn input_name(node: &Node, input: usize) -> String {
     match &node.backward {
         Backward::Registry { inputs, variadic, .. } => {
-            crate::__private::input_name(&node.absent.keep(inputs), *variadic, input)
+            crate::registry::spec::input_name(&node.absent.keep(inputs), *variadic, input)
         }
         Backward::Custom(_) => format!("#{input}"),
     }

@@ -79,7 +79,7 @@ impl Fusable for Cast {
         cpu: |a, o| map2(a, o, |x, to_bool| if to_bool != 0.0 { truth(x != 0.0) } else { x }),
         wgsl: "select({0}, select(0.0, 1.0, (bitcast<u32>({0}) & 0x7fffffffu) != 0u), {1} != 0.0)",
         vjp: cast_rule::<Builder>,
-        op: |a| match crate::__private::fuse::attr(a[1])? != 0.0 {
+        op: |a| match crate::fuse::program::attr(a[1])? != 0.0 {
             true => as_f32(ops::cast(a[0], DType::Bool)),
             false => ops::cast(a[0], DType::F32),
         },

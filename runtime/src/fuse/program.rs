@@ -298,6 +298,28 @@ pub trait Fusable {
     fn apply(args: &[&Tensor]) -> Result<Tensor> {
         (Self::FORM.op)(args)
     }
+
+    /// The checks the kernel makes of its attributes before it runs (a
+    /// clip's bounds in order, say), on the arguments a fused body gives
+    /// it: `args[i]` is the value of argument `i` where it is a scalar of
+    /// the body (an attribute), and 0 in a tensor argument's place. A fused
+    /// op whose arguments fail a check runs its body op by op instead, so
+    /// that it fails as the body does, with the kernel's own error. The
+    /// default accepts any; the built-in forms run their row's `check`.
+    ///
+    /// ```
+    /// use opforge::fuse::Fusable;
+    /// use opforge::kernels::{ClipByValue, Exp};
+    /// assert!(ClipByValue::check([0.0, -1.0, 1.0]).is_ok());
+    /// assert!(ClipByValue::check([0.0, 1.0, -1.0]).is_err());
+    /// assert!(ClipByValue::check([0.0, f64::NAN, 1.0]).is_err());
+    /// assert!(Exp::check([0.0; 3]).is_ok());
+    /// ```
+    #[inline]
+    fn check(args: [f64; 3]) -> std::result::Result<(), String> {
+        let _ = args;
+        Ok(())
+    }
 }
 
 /// What a backward rule is written with: values, constants, and calls of
@@ -504,4 +526,9 @@ impl Builder {
     pub fn finish(self, outputs: &[Val]) -> Program {
         Program::new(self.name, self.inputs, self.scalars, self.nodes, outputs.to_vec())
     }
+}
+
+/// A scalar argument's value, where the op takes it as an attribute.
+pub fn attr(t: &Tensor) -> Result<f64> {
+    Ok(f64::from(t.to_scalar::<f32>()?))
 }

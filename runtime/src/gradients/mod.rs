@@ -8,5 +8,5 @@ mod convert;
 mod index;
 mod layout;
 mod matmul;
+mod normalization;
 mod reduce;
-mod softmax;

@@ -9,6 +9,7 @@ use crate::shape::Shape;
 use crate::tensor::Tensor;
 
 pub use crate::fuse::cpu::{map1, map2, map3, vectorized};
+pub use crate::fuse::program::attr;
 pub use crate::fuse::{Algebra, Builder, Form, Fusable, Scalar, Val};
 
 /// 0.0 or 1.0: a boolean as a program holds it.
@@ -17,9 +18,12 @@ pub fn truth(b: bool) -> f32 {
     f32::from(u8::from(b))
 }
 
-/// A scalar argument's value, where the op takes it as an attribute.
-pub fn attr(t: &Tensor) -> Result<f64> {
-    Ok(f64::from(t.to_scalar::<f32>()?))
+/// The value of a fused body's `Tensor::scalar(v)`: an f32, so that a body
+/// whose scalar tensor would be of another dtype (an error unfused) does
+/// not compile.
+#[inline(always)]
+pub const fn tensor_scalar(v: f32) -> f32 {
+    v
 }
 
 /// A kernel's result as a program value: a bool tensor as 0.0 and 1.0.
@@ -72,6 +76,8 @@ pub trait ViaForm {
     fn eval<const FMA: bool>(&self, args: [f32; 3]) -> f32;
     /// `K::vjp_eval`.
     fn vjp_eval<const FMA: bool>(&self, args: [f32; 3], y: f32, dy: f32) -> Option<[Option<f32>; 3]>;
+    /// `K::check`.
+    fn check(&self, args: [f64; 3]) -> std::result::Result<(), String>;
 }
 
 impl<K: crate::fuse::Fusable> ViaForm for Eval<K> {
@@ -84,6 +90,11 @@ impl<K: crate::fuse::Fusable> ViaForm for Eval<K> {
     fn vjp_eval<const FMA: bool>(&self, args: [f32; 3], y: f32, dy: f32) -> Option<[Option<f32>; 3]> {
         K::vjp_eval::<FMA>(args, y, dy)
     }
+
+    #[inline(always)]
+    fn check(&self, args: [f64; 3]) -> std::result::Result<(), String> {
+        K::check(args)
+    }
 }
 
 /// The fallback for a kernel with no form: never runs, because the
@@ -93,6 +104,8 @@ pub trait Unfusable {
     fn eval<const FMA: bool>(&self, args: [f32; 3]) -> f32;
     /// None.
     fn vjp_eval<const FMA: bool>(&self, args: [f32; 3], y: f32, dy: f32) -> Option<[Option<f32>; 3]>;
+    /// Accepts.
+    fn check(&self, args: [f64; 3]) -> std::result::Result<(), String>;
 }
 
 impl<K> Unfusable for &Eval<K> {
@@ -102,6 +115,10 @@ impl<K> Unfusable for &Eval<K> {
 
     fn vjp_eval<const FMA: bool>(&self, _args: [f32; 3], _y: f32, _dy: f32) -> Option<[Option<f32>; 3]> {
         None
+    }
+
+    fn check(&self, _args: [f64; 3]) -> std::result::Result<(), String> {
+        Ok(())
     }
 }
 

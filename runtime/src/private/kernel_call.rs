@@ -88,16 +88,6 @@ pub fn input_list<'a, B: Backend>(
     })
 }
 
-/// What a kernel's `out` parameter gets: the meta of its one output,
-/// or every output's.
-pub fn out_meta<'a, K: KernelSpec>(call: &KernelCall<'a>) -> Result<&'a K::OutMeta> {
-    K::out_meta(call.outs).ok_or_else(|| Error::Backend {
-        kernel: call.kernel,
-        backend: call.backend,
-        message: format!("the call gives {} output metas", call.outs.len()),
-    })
-}
-
 /// The metas of a kernel of one output.
 #[inline]
 pub fn one_meta(meta: TensorMeta) -> crate::backend::call::Metas {

@@ -48,9 +48,10 @@ pub use crate::fuse::Program;
 pub use crate::ops;
 pub use crate::shape::Shape;
 
+pub use crate::registry::spec::{input_name, out_meta};
 pub use backend::{device_ops, device_view, device_wrap, IsBackend};
 pub use grad_call::{
     grad_cotangent, grad_cotangent_opt, grad_input, grad_input_at, grad_input_list, grad_optional_input, grad_output,
 };
-pub use kernel_call::{attrs, input, input_at, input_list, one, one_meta, optional_input, out_meta, the_one};
-pub use validate::{check_inputs, check_typed, input_name, shape_at, InputDType};
+pub use kernel_call::{attrs, input, input_at, input_list, one, one_meta, optional_input, the_one};
+pub use validate::{check_inputs, check_typed, shape_at, InputDType};

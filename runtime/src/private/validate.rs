@@ -4,6 +4,7 @@
 //! for the shape rule.
 
 use crate::dtype::DType;
+use crate::registry::spec::input_name;
 use crate::tensor::Tensor;
 
 /// As many inputs as the spec names; with a variadic last input, at
@@ -25,15 +26,6 @@ fn wrong_count(got: usize, want: usize, names: &[&str], variadic: bool) -> Strin
             format!("expected {want} or more inputs ({}, the last one or more tensors), got {got}", names.join(", "))
         }
         (got, want) => format!("expected {want} inputs ({}), got {got}", names.join(", ")),
-    }
-}
-
-/// Input `i`'s name in errors: its spec name, or `values[2]` for the
-/// third tensor of a variadic `values`.
-pub fn input_name(names: &[&str], variadic: bool, i: usize) -> String {
-    match names.len().checked_sub(1) {
-        Some(last) if variadic && i >= last => format!("{}[{}]", names[last], i - last),
-        _ => names.get(i).copied().unwrap_or("?").to_owned(),
     }
 }
 

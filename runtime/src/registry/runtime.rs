@@ -19,7 +19,7 @@ pub(super) fn leak_kernel<K: KernelSpec, B: Backend>(
     location: Location,
 ) -> &'static KernelEntry {
     let func: Box<KernelFn> = Box::new(move |call: &KernelCall<'_>| {
-        let out = crate::__private::out_meta::<K>(call)?;
+        let out = crate::registry::spec::out_meta::<K>(call)?;
         Ok(K::wrap::<B>(f(K::args::<B>(call)?, out)?))
     });
     Box::leak(Box::new(KernelEntry {

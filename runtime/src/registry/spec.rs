@@ -8,7 +8,7 @@ use std::borrow::Cow;
 use crate::backend::call::TensorMeta;
 use crate::backend::Backend;
 pub use crate::backend::TensorList;
-use crate::error::{InputDesc, Result};
+use crate::error::{Error, InputDesc, Result};
 use crate::registry::DispatchSlot;
 use crate::tensor::Tensor;
 
@@ -190,7 +190,7 @@ pub(crate) fn describe<K: KernelSpec>(inputs: &[&Tensor], absent: Absent) -> Vec
         .map(|(i, t)| InputDesc {
             name: match names.get(i) {
                 Some(&name) if !variadic || i + 1 < names.len() => Cow::Borrowed(name),
-                _ if variadic => Cow::Owned(crate::__private::input_name(&names, variadic, i)),
+                _ if variadic => Cow::Owned(input_name(&names, variadic, i)),
                 // More inputs than a kernel without a list takes (refused).
                 _ => Cow::Borrowed("extra"),
             },
@@ -198,4 +198,23 @@ pub(crate) fn describe<K: KernelSpec>(inputs: &[&Tensor], absent: Absent) -> Vec
             shape: t.meta().shape,
         })
         .collect()
+}
+
+/// Input `i`'s name in errors: its spec name, or `values[2]` for the
+/// third tensor of a variadic `values`.
+pub fn input_name(names: &[&str], variadic: bool, i: usize) -> String {
+    match names.len().checked_sub(1) {
+        Some(last) if variadic && i >= last => format!("{}[{}]", names[last], i - last),
+        _ => names.get(i).copied().unwrap_or("?").to_owned(),
+    }
+}
+
+/// What a kernel's `out` parameter gets: the meta of its one output,
+/// or every output's.
+pub fn out_meta<'a, K: KernelSpec>(call: &KernelCall<'a>) -> Result<&'a K::OutMeta> {
+    K::out_meta(call.outs).ok_or_else(|| Error::Backend {
+        kernel: call.kernel,
+        backend: call.backend,
+        message: format!("the call gives {} output metas", call.outs.len()),
+    })
 }

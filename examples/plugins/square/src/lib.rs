@@ -14,7 +14,7 @@
 //! ```
 
 use opforge::backend::cpu::CpuTensor;
-use opforge::backend::wgpu::{Program, Shader, WgpuTensor};
+use opforge::backend::wgpu::{EntryPoint, Shader, WgpuTensor};
 use opforge::{autodiff::unbroadcast, gradient, kernel, ops, DType, Result, Tensor, TensorMeta};
 
 opforge::spec!("my_ops.toml");
@@ -52,7 +52,7 @@ pub fn my_square_wgpu(x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
         DType::I32 => "square_i32",
         _ => "square_f32",
     };
-    Program { kernel: "MySquare", shader: &SQUARE, entry, op: 0 }.run(&[x], out, &[out.numel() as u32])
+    EntryPoint { kernel: "MySquare", shader: &SQUARE, entry, op: 0 }.run(&[x], out, &[out.numel() as u32])
 }
 
 /// d(x^2)/dx = 2x, written with ops so it runs on any backend.

@@ -52,7 +52,9 @@
 //!   `UnsortedSegmentSum` and `ScatterNd`. `FloorDiv` and `Mod` by 0 give 0,
 //!   and `i32::MIN / -1` wraps to `i32::MIN`.
 
-use super::{for_rows, map, output, CpuTensor, Storage, PAR_CHUNK, PAR_THRESHOLD};
+use super::parallel::{for_rows, map, PAR_CHUNK, PAR_THRESHOLD};
+use super::pool::output;
+use super::tensor::{CpuTensor, Storage};
 use crate::backend::call::TensorMeta;
 use crate::backend_id::BackendId;
 use crate::dtype::Element;

@@ -30,8 +30,11 @@ use rayon::prelude::*;
 
 use std::borrow::Cow;
 
+use super::error::rule_error;
 use super::matmul::{gemm_into, parallelism, Operand};
-use super::{for_rows, output, rule_error, CpuTensor, PAR_THRESHOLD};
+use super::parallel::{for_rows, PAR_THRESHOLD};
+use super::pool::output;
+use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::error::Result;
 use crate::kernels::{

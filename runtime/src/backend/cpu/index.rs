@@ -20,7 +20,9 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::{for_rows, rule_error, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use super::error::{rule_error, unsupported};
+use super::parallel::{for_rows, PAR_CHUNK, PAR_THRESHOLD};
+use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::dtype::{DType, Element};
 use crate::error::Error;
@@ -289,7 +291,7 @@ fn top_k_of<T: Candidate>(x: &CpuTensor, k: usize, out: &[TensorMeta]) -> Result
     };
     let src = x.as_slice::<T>()?;
     let n = x.shape().last().copied().unwrap_or(1);
-    let mut indices = super::output::<i32>(indices_meta.numel());
+    let mut indices = super::pool::output::<i32>(indices_meta.numel());
     for_rows(&mut indices, k, src.len() * k.max(1).ilog2().max(1) as usize, |start, chunk| {
         let mut order: Vec<u32> = Vec::with_capacity(n);
         for (r, picked) in chunk.chunks_mut(k).enumerate() {
@@ -310,7 +312,7 @@ fn top_k_of<T: Candidate>(x: &CpuTensor, k: usize, out: &[TensorMeta]) -> Result
             }
         }
     });
-    let mut values = super::output::<T>(values_meta.numel());
+    let mut values = super::pool::output::<T>(values_meta.numel());
     let work = values.len();
     for_rows(&mut values, k, work, |start, chunk| {
         for (j, v) in chunk.iter_mut().enumerate() {
@@ -428,7 +430,7 @@ fn gather(x: &CpuTensor, indices: &CpuTensor, axis: i64, batch_dims: i64, out: &
     check_indices("indices", idx, d.axis).map_err(Error::kernel_failed)?;
     fn run<T: Element>(x: &CpuTensor, idx: &[i32], d: GatherDims, out: &TensorMeta) -> Result<CpuTensor> {
         // Every element is written: pooled memory, not freshly zeroed pages.
-        let mut data = super::output::<T>(out.numel());
+        let mut data = super::pool::output::<T>(out.numel());
         gather_of(x.as_slice::<T>()?, idx, d, &mut data);
         CpuTensor::from_vec(&out.shape, data)
     }
@@ -522,7 +524,7 @@ fn select(condition: &CpuTensor, t: &CpuTensor, e: &CpuTensor, out: &TensorMeta)
         let (t, e) = (t.as_slice::<T>()?, e.as_slice::<T>()?);
         let [sc, st, se] = strides;
         let same = |x: usize| x == out.numel();
-        let mut data = super::output::<T>(out.numel());
+        let mut data = super::pool::output::<T>(out.numel());
         if same(c.len()) && same(t.len()) && same(e.len()) {
             for_rows(&mut data, 1, out.numel(), |start, chunk| {
                 for (k, o) in chunk.iter_mut().enumerate() {
@@ -663,7 +665,7 @@ fn gather_nd(params: &CpuTensor, indices: &CpuTensor, out: &TensorMeta) -> Resul
     let d = GatherDims { batch: 1, outer: 1, axis: ps[..k].iter().product(), inner, n };
     fn run<T: Element>(x: &CpuTensor, idx: &[i32], d: GatherDims, out: &TensorMeta) -> Result<CpuTensor> {
         // Every element is written: pooled memory, not freshly zeroed pages.
-        let mut data = super::output::<T>(out.numel());
+        let mut data = super::pool::output::<T>(out.numel());
         gather_of(x.as_slice::<T>()?, idx, d, &mut data);
         CpuTensor::from_vec(&out.shape, data)
     }

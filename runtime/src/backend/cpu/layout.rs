@@ -2,7 +2,10 @@
 //! `Slice`, `PadV2`, and those of several tensors: `Concat`, `Pack`, `AddN`, and the
 //! kernels of several outputs `Unpack` and `SplitV`.
 
-use super::{for_rows, offset, output, rule_error, unsupported, CpuTensor};
+use super::error::{rule_error, unsupported};
+use super::parallel::for_rows;
+use super::pool::output;
+use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::backend::TensorList;
 use crate::dtype::{DType, Element};
@@ -21,6 +24,18 @@ use opforge_macros::kernel;
 fn reshape(x: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
     let _ = shape; // Resolved (including any -1) by the spec's rule into `out`.
     x.reshaped(&out.shape)
+}
+
+/// The offset of element `i` of a row-major index space of `dims` in a
+/// tensor laid over it with `strides` (0 along a broadcast dim).
+#[inline]
+pub(crate) fn offset(mut i: usize, dims: &[usize], strides: &[usize]) -> usize {
+    let mut at = 0;
+    for d in (0..dims.len()).rev() {
+        at += (i % dims[d]) * strides[d];
+        i /= dims[d];
+    }
+    at
 }
 
 /// The elements of `x` with its axes reordered: output axis `i` is input axis `perm[i]`.
@@ -68,7 +83,7 @@ fn transpose(x: &CpuTensor, perm: &[i64], out: &TensorMeta) -> Result<CpuTensor>
 }
 
 fn convert<T: Element, U: Element>(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    CpuTensor::from_storage(&out.shape, super::map(x.as_slice::<T>()?, |v| U::from_f64(v.to_f64())))
+    CpuTensor::from_storage(&out.shape, super::parallel::map(x.as_slice::<T>()?, |v| U::from_f64(v.to_f64())))
 }
 
 #[kernel(Cast, cpu)]

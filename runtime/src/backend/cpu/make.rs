@@ -1,7 +1,8 @@
 //! Kernels with no tensor input, which make their output from attrs:
 //! `Range`, `Fill` and `RandomUniform`.
 
-use super::{output, CpuTensor};
+use super::pool::output;
+use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -12,7 +13,7 @@ use opforge_macros::kernel;
 fn generate<T: Element>(out: &TensorMeta, f: impl Fn(usize) -> T + Sync) -> Result<CpuTensor> {
     let n = out.numel();
     let mut data = output::<T>(n);
-    super::for_rows(&mut data, 1, n, |start, chunk| {
+    super::parallel::for_rows(&mut data, 1, n, |start, chunk| {
         for (i, v) in chunk.iter_mut().enumerate() {
             *v = f(start + i);
         }

@@ -5,7 +5,10 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use super::{for_rows, output, rule_error, unsupported, CpuTensor};
+use super::error::{rule_error, unsupported};
+use super::parallel::for_rows;
+use super::pool::output;
+use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::backend::TensorList;
 use crate::dtype::{DType, Element};
@@ -116,7 +119,7 @@ fn product(a: &CpuTensor, b: &CpuTensor, transpose_a: bool, transpose_b: bool, o
     let (ra, rb, ro) = (sa.len(), sb.len(), so.len());
     let (m, n) = (so[ro - 2], so[ro - 1]);
     let k = if transpose_a { sa[ra - 2] } else { sa[ra - 1] };
-    let mut data = super::output::<f32>(out.numel());
+    let mut data = super::pool::output::<f32>(out.numel());
     // Also when a batch dim is 0: then `m * n * k` need not even fit in usize.
     if m == 0 || n == 0 || k == 0 || data.is_empty() {
         data.fill(0.0); // An empty sum: k == 0 leaves an m x n output of zeros.

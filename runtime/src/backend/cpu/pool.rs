@@ -17,7 +17,7 @@
 use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
-use super::CpuElement;
+use super::tensor::CpuElement;
 use crate::dtype::Element;
 
 /// Buffers smaller than this are freed, not pooled.

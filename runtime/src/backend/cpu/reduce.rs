@@ -29,7 +29,10 @@
 
 use rayon::prelude::*;
 
-use super::{layout::permute, unsupported, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
+use super::error::unsupported;
+use super::layout::permute;
+use super::parallel::{PAR_CHUNK, PAR_THRESHOLD};
+use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -148,7 +151,7 @@ fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: Option<&[i64]>, out: &Ten
         data = &moved;
     }
     let n = out.numel();
-    let mut result = super::output::<T>(n);
+    let mut result = super::pool::output::<T>(n);
     result.fill(F::INIT);
     if r == 0 || n == 0 {
         return Ok((result, r));
@@ -244,7 +247,7 @@ fn scan<T: Element, F: Fold<T>>(
 ) -> Result<CpuTensor> {
     let (len, inner) = len_and_inner(x.shape(), axis).map_err(crate::error::Error::kernel_failed)?;
     let src = x.as_slice::<T>()?;
-    let mut dst = super::output::<T>(out.numel());
+    let mut dst = super::pool::output::<T>(out.numel());
     let slab = len * inner;
     if slab > 0 {
         let walk = |(s, d): (&[T], &mut [T])| {

@@ -37,7 +37,8 @@
 //!   `Square` give +0. The other kernels promise no sign for a zero.
 //! - **`i32`**: `Neg` and `Abs` wrap, so both give `i32::MIN` for it.
 
-use super::{map, CpuTensor, Storage};
+use super::parallel::map;
+use super::tensor::{CpuTensor, Storage};
 use crate::backend::call::TensorMeta;
 use crate::dtype::Element;
 use crate::error::Result;
@@ -56,7 +57,7 @@ pub(crate) fn row<T: Element, U: Element>(
 
 /// A row's kernel through its vectorized slice function (`vmath`'s), applied
 /// to whole chunks: on the calling thread below half the parallel
-/// threshold, in [`super::PAR_CHUNK`] pieces on rayon above.
+/// threshold, in [`super::parallel::PAR_CHUNK`] pieces on rayon above.
 pub(crate) fn row_slices(x: &CpuTensor, out: &TensorMeta, f: fn(&[f32], &mut [f32])) -> Result<CpuTensor> {
     CpuTensor::from_storage(&out.shape, vmath_map(x.as_slice::<f32>()?, f))
 }
@@ -69,13 +70,15 @@ fn logical_not(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
 /// `f(x, out)` into new storage, split across rayon above the threshold.
 fn vmath_map(x: &[f32], f: fn(&[f32], &mut [f32])) -> Storage<f32> {
     // Initialised memory (pooled or zeroed), which `f`'s `&mut [f32]` needs.
-    let mut out = super::output::<f32>(x.len());
+    let mut out = super::pool::output::<f32>(x.len());
     // About 4x the work of an `add` per element: the pool pays off sooner.
-    if x.len() < super::PAR_THRESHOLD / 2 {
+    if x.len() < super::parallel::PAR_THRESHOLD / 2 {
         f(x, &mut out);
     } else {
         use rayon::prelude::*;
-        out.par_chunks_mut(super::PAR_CHUNK).zip(x.par_chunks(super::PAR_CHUNK)).for_each(|(o, x)| f(x, o));
+        out.par_chunks_mut(super::parallel::PAR_CHUNK)
+            .zip(x.par_chunks(super::parallel::PAR_CHUNK))
+            .for_each(|(o, x)| f(x, o));
     }
     Storage::from_vec(out)
 }

@@ -9,9 +9,12 @@ use super::device::{
     backend_error, lock, Arity, Batch, BindKey, Bound, Gpu, Pipeline, Slab, EAGER, MAX_BIND_GROUPS,
     MAX_PENDING_TIMINGS, PARAM_WORDS, SLOT, SLOTS, STAGED, STAGED_UPLOAD,
 };
-use super::pipeline::{groups, Grid};
+use super::pipeline::{groups, Grid, Shader};
 use crate::dtype::DType;
 use crate::error::Result;
+
+/// The kernel behind small uploads to buffers that queued kernels bind.
+static UPLOAD: Shader = shader!("upload");
 
 /// One kernel's work for [`Gpu::dispatch`]: `pipeline` over `grid`, with
 /// `buffers` (the inputs, then the outputs) and `params` bound in order;
@@ -248,7 +251,7 @@ impl Gpu {
     pub(crate) fn write(&self, slab: &Slab, data: &[u8]) -> Result<()> {
         if data.len() <= STAGED_UPLOAD {
             let words = data.len() / 4;
-            let pipeline = self.pipeline("upload", &super::UPLOAD, "upload", DType::F32, 0, (1, 1))?;
+            let pipeline = self.pipeline("upload", &UPLOAD, "upload", DType::F32, 0, (1, 1))?;
             let mut b = lock(&self.batch);
             if (b.staged.len() + data.len()) as u64 > STAGED {
                 self.submit(&mut b);

@@ -5,7 +5,7 @@
 //! inputs, three outputs) in a shader of its own.
 
 use super::elementwise::{WgpuRow, Word};
-use super::{device, Grid, Program, Shader, WgpuTensor};
+use super::{device, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::error::Result;
 use crate::kernels::{ApplyAdam, ApplyAdamAttrs, LogicalAnd, LogicalOr};
@@ -72,12 +72,12 @@ pub(super) fn run(
 ) -> Result<WgpuTensor> {
     let layout = Layout::of(a, b, out);
     if layout.vectors() {
-        let program = Program { kernel, shader, entry: "binary_x4", op: 0 };
+        let program = EntryPoint { kernel, shader, entry: "binary_x4", op: 0 };
         if let Some(y) = program.run_x4(&[a, b], out, &layout.params(out.numel(), extra))? {
             return Ok(y);
         }
     }
-    Program { kernel, shader, entry: "binary", op: 0 }.run_sliced(&[a, b], out, |len| {
+    EntryPoint { kernel, shader, entry: "binary", op: 0 }.run_sliced(&[a, b], out, |len| {
         let mut params = vec![len as u32];
         params.extend(layout.params(len, extra));
         params
@@ -112,7 +112,7 @@ fn apply_adam(
     let constants = attrs.constants().map(f32::to_bits);
     let params = |len: usize| [len as u32].into_iter().chain(constants).collect::<Vec<u32>>();
     let (inputs, n) = ([var, m, v, grad], var.numel());
-    let program = |entry| Program { kernel: "ApplyAdam", shader: &ADAM, entry, op: 0 };
+    let program = |entry| EntryPoint { kernel: "ApplyAdam", shader: &ADAM, entry, op: 0 };
     let ys = if n as u64 * 4 <= device::MAX_BINDING {
         let vectors = n.div_ceil(4);
         program("apply_adam_x4").run_outputs(&inputs, out, &params(vectors), Grid::Elements(vectors))?

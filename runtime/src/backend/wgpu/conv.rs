@@ -4,7 +4,7 @@
 //! and `DepthwiseConv2dNative` are one grouped convolution, three entry
 //! points for the forward pass and its two gradients.
 
-use super::{rule_error, Program, Shader, WgpuTensor};
+use super::{rule_error, EntryPoint, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::dtype::DType;
@@ -53,7 +53,7 @@ fn run(
     out: &TensorMeta,
     p: &[u32],
 ) -> Result<WgpuTensor> {
-    Program { kernel, shader: &SHADER, entry, op }.run(&inputs, out, p)
+    EntryPoint { kernel, shader: &SHADER, entry, op }.run(&inputs, out, p)
 }
 
 /// Runs `entry` of a grouped convolution `g` of kernel `kernel`.
@@ -174,7 +174,7 @@ fn resize(
     let words: Vec<i32> = taps.flat_map(|t| [t.first as i32, t.second as i32, t.weight.to_bits() as i32]).collect();
     let taps = WgpuTensor::upload(&CpuTensor::from_vec(&[words.len()], words)?)?;
     let params = [out.numel(), h, w, c, oh, ow].map(|d| d as u32);
-    Program { kernel, shader: &RESIZE, entry, op: 0 }.run(&[images, &taps], out, &params)
+    EntryPoint { kernel, shader: &RESIZE, entry, op: 0 }.run(&[images, &taps], out, &params)
 }
 
 #[kernel(ResizeBilinear, wgpu)]

@@ -9,7 +9,7 @@
 //! error rather than a read or write out of bounds; that readback waits for
 //! the work that makes the indices.
 
-use super::{by_dtype, rule_error, Grid, Program, Shader, WgpuTensor};
+use super::{by_dtype, rule_error, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::error::{Error, Result};
@@ -45,7 +45,7 @@ fn top_k(x: &WgpuTensor, k: i64, sorted: bool, out: &[TensorMeta]) -> Result<(Wg
     let entry = by_dtype("TopK", x.dtype(), "top_k_f32", "top_k_i32")?;
     let n = x.shape().last().copied().unwrap_or(1);
     let rows = x.numel().checked_div(n).unwrap_or(0);
-    let program = Program { kernel: "TopK", shader: &TOP_K, entry, op: 0 };
+    let program = EntryPoint { kernel: "TopK", shader: &TOP_K, entry, op: 0 };
     let mut ys = program.run_outputs(&[x], out, &[rows as u32, n as u32, k as u32], Grid::Elements(rows))?.into_iter();
     match (ys.next(), ys.next()) {
         (Some(values), Some(indices)) => Ok((values, indices)),
@@ -63,7 +63,7 @@ fn arg_search(kernel: &'static str, op: u32, x: &WgpuTensor, axis: i64, out: &Te
     let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error(kernel))?;
     // The shape rule refuses an empty axis; an empty output dispatches nothing.
     let params = [out.numel() as u32, len as u32, inner.max(1) as u32];
-    Program { kernel, shader: &SHADER, entry, op }.run(&[x], out, &params)
+    EntryPoint { kernel, shader: &SHADER, entry, op }.run(&[x], out, &params)
 }
 
 #[kernel(ArgMax, wgpu)]
@@ -81,7 +81,7 @@ fn one_hot(indices: &WgpuTensor, depth: i64, on_value: f64, off_value: f64, out:
     let _ = depth; // Checked by the spec's rule, and the last dim of `out`.
     let depth = out.shape.last().copied().unwrap_or(0);
     let params = [out.numel() as u32, depth as u32, (on_value as f32).to_bits(), (off_value as f32).to_bits()];
-    Program { kernel: "OneHot", shader: &SHADER, entry: "one_hot", op: 0 }.run(&[indices], out, &params)
+    EntryPoint { kernel: "OneHot", shader: &SHADER, entry: "one_hot", op: 0 }.run(&[indices], out, &params)
 }
 
 /// Checks every index of `indices` against `0..len` on the host.
@@ -95,7 +95,7 @@ fn gather(x: &WgpuTensor, indices: &WgpuTensor, axis: i64, batch_dims: i64, out:
     let (_, _, d) = gather_dims(x.shape(), indices.shape(), axis, batch_dims).map_err(Error::kernel_failed)?;
     checked("indices", indices, d.axis)?;
     let params = [out.numel() as u32, d.inner.max(1) as u32, d.n.max(1) as u32, d.outer.max(1) as u32, d.axis as u32];
-    Program { kernel: "GatherV2", shader: &GATHER, entry: "gather", op: 0 }.run(&[x, indices], out, &params)
+    EntryPoint { kernel: "GatherV2", shader: &GATHER, entry: "gather", op: 0 }.run(&[x, indices], out, &params)
 }
 
 #[kernel(UnsortedSegmentSum, wgpu)]
@@ -121,14 +121,14 @@ fn segment_sum(
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
     let entry = by_dtype(kernel, x.dtype(), "segment_f32", "segment_i32")?;
-    let program = |entry| Program { kernel, shader: &GATHER, entry, op: 0 };
+    let program = |entry| EntryPoint { kernel, shader: &GATHER, entry, op: 0 };
     let zero = [out.numel() as u32];
     let add = [x.numel() as u32, inner.max(1) as u32];
     let passes = [
         (program("zero"), &zero[..], Grid::Elements(out.numel())),
         (program(entry), &add[..], Grid::Elements(if inner == 0 { 0 } else { x.numel() })),
     ];
-    Program::run_passes(&passes, &[x, ids], out)
+    EntryPoint::run_passes(&passes, &[x, ids], out)
 }
 
 #[kernel(Select, wgpu)]
@@ -139,7 +139,7 @@ fn select(condition: &WgpuTensor, t: &WgpuTensor, e: &WgpuTensor, out: &TensorMe
     for x in [condition, t, e] {
         params.extend(broadcast_strides(x.shape(), dims).iter().map(|&s| s as u32));
     }
-    Program { kernel: "Select", shader: &SELECT, entry: "select_words", op: 0 }.run(&[condition, t, e], out, &params)
+    EntryPoint { kernel: "Select", shader: &SELECT, entry: "select_words", op: 0 }.run(&[condition, t, e], out, &params)
 }
 
 /// One invocation per draw walks its row, as the cpu kernel does.
@@ -155,7 +155,7 @@ fn multinomial(
     let samples = usize::try_from(num_samples).unwrap_or(0).max(1);
     let [k0, k1] = crate::random::keys(seed);
     let params = [out.numel() as u32, classes as u32, samples as u32, u32::from(normalized), k0, k1];
-    Program { kernel: "Multinomial", shader: &SHADER, entry: "multinomial", op: 0 }.run(&[logits], out, &params)
+    EntryPoint { kernel: "Multinomial", shader: &SHADER, entry: "multinomial", op: 0 }.run(&[logits], out, &params)
 }
 
 /// The flat rows an N-d gather or scatter names, checked on the host (as
@@ -175,7 +175,7 @@ fn gather_nd(params: &WgpuTensor, indices: &WgpuTensor, out: &TensorMeta) -> Res
     let ids = nd_ids(indices, ps, n)?;
     let slices: usize = ps[..k].iter().product();
     let params_words = [out.numel() as u32, inner.max(1) as u32, n.max(1) as u32, 1, slices as u32];
-    Program { kernel: "GatherNd", shader: &GATHER, entry: "gather", op: 0 }.run(&[params, &ids], out, &params_words)
+    EntryPoint { kernel: "GatherNd", shader: &GATHER, entry: "gather", op: 0 }.run(&[params, &ids], out, &params_words)
 }
 
 /// `ScatterNd`: `UnsortedSegmentSum`'s passes on `updates` seen as `[rows,

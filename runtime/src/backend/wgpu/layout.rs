@@ -12,7 +12,7 @@
 //! A gather of all of its input, in order, is that input (an identity
 //! transpose, a slice of everything).
 
-use super::{by_dtype, rule_error, Grid, Program, Shader, WgpuTensor};
+use super::{by_dtype, rule_error, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::backend::TensorList;
 use crate::dtype::DType;
@@ -50,7 +50,7 @@ fn gather(kernel: &'static str, x: &WgpuTensor, base: usize, from: &[usize], out
     let (dims, from, _) = collapse(&out.shape, from, from);
     let mut params = vec![out.numel() as u32, dims.len() as u32, base as u32];
     params.extend(dims.iter().chain(&from).map(|&v| v as u32));
-    Program { kernel, shader: &SHADER, entry: "gather", op: 0 }.run(&[x], out, &params)
+    EntryPoint { kernel, shader: &SHADER, entry: "gather", op: 0 }.run(&[x], out, &params)
 }
 
 #[kernel(Transpose, wgpu)]
@@ -88,11 +88,11 @@ fn cast(x: &WgpuTensor, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
         return Ok(x.clone());
     }
     let op = code(x.dtype()) * 3 + code(dtype);
-    let vectors = Program { kernel: "Cast", shader: &SHADER, entry: "convert_words_x4", op };
+    let vectors = EntryPoint { kernel: "Cast", shader: &SHADER, entry: "convert_words_x4", op };
     if let Some(y) = vectors.run_x4(&[x], out, &[])? {
         return Ok(y);
     }
-    Program { kernel: "Cast", shader: &SHADER, entry: "convert_words", op }
+    EntryPoint { kernel: "Cast", shader: &SHADER, entry: "convert_words", op }
         .run_sliced(&[x], out, |len| vec![len as u32])
 }
 
@@ -117,7 +117,7 @@ fn strided_slice(x: &WgpuTensor, attrs: &StridedSliceAttrs, out: &TensorMeta) ->
     let mut params = vec![out.numel() as u32, plan.shape.len() as u32, plan.base as u32];
     params.extend(plan.shape.iter().map(|&d| d as u32));
     params.extend(plan.steps.iter().map(|&s| s as i32 as u32));
-    Program { kernel: "StridedSlice", shader: &SHADER, entry: "gather", op: 0 }.run(&[x], out, &params)
+    EntryPoint { kernel: "StridedSlice", shader: &SHADER, entry: "gather", op: 0 }.run(&[x], out, &params)
 }
 
 /// Each slice along `axis`: a strided gather without the axis.
@@ -159,7 +159,7 @@ fn pad(x: &WgpuTensor, paddings: &[Vec<i64>], constant_value: f64, out: &TensorM
     params.extend(out.shape.iter().chain(x.shape()).map(|&d| d as u32));
     params.extend(paddings.iter().map(|p| p[0] as u32));
     params.extend(strides(x.shape()).iter().map(|&s| s as u32));
-    Program { kernel: "PadV2", shader: &SHADER, entry: "pad", op: 0 }.run(&[x], out, &params)
+    EntryPoint { kernel: "PadV2", shader: &SHADER, entry: "pad", op: 0 }.run(&[x], out, &params)
 }
 
 /// Each value's rows, `widths[i]` long, side by side in rows of the output:
@@ -174,7 +174,7 @@ fn join(
     if out.numel() == row && out.numel() >= super::COPY_AT_LEAST {
         return WgpuTensor::concatenated(kernel, values.iter(), out);
     }
-    let program = Program { kernel, shader: &SHADER, entry: "join_rows", op: 0 };
+    let program = EntryPoint { kernel, shader: &SHADER, entry: "join_rows", op: 0 };
     let mut at = 0;
     let passes = values
         .iter()
@@ -185,7 +185,7 @@ fn join(
             (program, v, params, Grid::Elements(v.numel()))
         })
         .collect::<Vec<_>>();
-    Program::run_each(&passes, out)
+    EntryPoint::run_each(&passes, out)
 }
 
 #[kernel(Concat, wgpu)]
@@ -209,10 +209,10 @@ fn add_n(values: TensorList<'_, WgpuTensor>, out: &TensorMeta) -> Result<WgpuTen
     let add = by_dtype("AddN", out.dtype, "add_f32", "add_i32")?;
     let n = out.numel();
     let pass =
-        |entry, v| (Program { kernel: "AddN", shader: &SHADER, entry, op: 0 }, v, vec![n as u32], Grid::Elements(n));
+        |entry, v| (EntryPoint { kernel: "AddN", shader: &SHADER, entry, op: 0 }, v, vec![n as u32], Grid::Elements(n));
     let passes: Vec<_> =
         values.iter().enumerate().map(|(i, v)| pass(if i == 0 { "copy_words" } else { add }, v)).collect();
-    Program::run_each(&passes, out)
+    EntryPoint::run_each(&passes, out)
 }
 
 /// Each output element read from `x` at its coordinates remapped per axis
@@ -234,7 +234,7 @@ fn remap(kernel: &'static str, x: &WgpuTensor, modes: &[Remap], out: &TensorMeta
     params.extend(modes.iter().map(code));
     params.extend(out.shape.iter().chain(x.shape()).chain(&strides(x.shape())).map(|&v| v as u32));
     params.extend(modes.iter().map(|m| before(m) as u32));
-    Program { kernel, shader: &SHADER, entry: "remap", op: 0 }.run(&[x], out, &params)
+    EntryPoint { kernel, shader: &SHADER, entry: "remap", op: 0 }.run(&[x], out, &params)
 }
 
 #[kernel(Reverse, wgpu)]

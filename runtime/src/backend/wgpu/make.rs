@@ -1,7 +1,7 @@
 //! Kernels with no tensor input, which make their output from attrs:
 //! `Range`, `Fill` and `RandomUniform`, one word per invocation (make.wgsl).
 
-use super::{Program, Shader, WgpuTensor};
+use super::{EntryPoint, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -19,7 +19,7 @@ fn range(start: f64, stop: f64, step: f64, dtype: DType, out: &TensorMeta) -> Re
         // Integral, checked by the shape function.
         _ => ("range_i32", [n, start as i32 as u32, step as i32 as u32]),
     };
-    Program { kernel: "Range", shader: &SHADER, entry, op: 0 }.run(&[], out, &params)
+    EntryPoint { kernel: "Range", shader: &SHADER, entry, op: 0 }.run(&[], out, &params)
 }
 
 #[kernel(Fill, wgpu)]
@@ -30,7 +30,7 @@ fn fill(shape: &[i64], value: f64, dtype: DType, out: &TensorMeta) -> Result<Wgp
         DType::I32 => value as i32 as u32,
         DType::Bool => u32::from(value != 0.0),
     };
-    Program { kernel: "Fill", shader: &SHADER, entry: "fill", op: 0 }.run(&[], out, &[out.numel() as u32, word])
+    EntryPoint { kernel: "Fill", shader: &SHADER, entry: "fill", op: 0 }.run(&[], out, &[out.numel() as u32, word])
 }
 
 /// `crate::random`'s counter-based draw, as the cpu kernel computes it.
@@ -39,5 +39,5 @@ fn random_uniform(shape: &[i64], minval: f64, maxval: f64, seed: i64, out: &Tens
     let _ = shape; // Checked by the shape function, and `out`'s shape.
     let [k0, k1] = crate::random::keys(seed);
     let params = [out.numel() as u32, (minval as f32).to_bits(), (maxval as f32).to_bits(), k0, k1];
-    Program { kernel: "RandomUniform", shader: &SHADER, entry: "random_uniform", op: 0 }.run(&[], out, &params)
+    EntryPoint { kernel: "RandomUniform", shader: &SHADER, entry: "random_uniform", op: 0 }.run(&[], out, &params)
 }

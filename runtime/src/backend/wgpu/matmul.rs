@@ -2,7 +2,7 @@
 //! copies), batch dims broadcast; `FusedMatMul`, the same kernels adding
 //! the bias and applying the activation as they store each output.
 
-use super::{rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
+use super::{rule_error, unsupported, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::backend::TensorList;
 use crate::dtype::DType;
@@ -121,7 +121,7 @@ impl Product {
         let grid = [n.div_ceil(tile), m.div_ceil(tile), count].map(|g| g.min(u32::MAX as usize) as u32);
         // A product without a bias binds `b` in its place, unread.
         let inputs = [a, b, bias.unwrap_or(b)];
-        Program { kernel: self.kernel, shader: &SHADER, entry, op: 0 }.run_grid(
+        EntryPoint { kernel: self.kernel, shader: &SHADER, entry, op: 0 }.run_grid(
             &inputs,
             out,
             &params,
@@ -156,7 +156,7 @@ fn einsum(operands: TensorList<'_, WgpuTensor>, equation: &str, out: &TensorMeta
     let shapes: Vec<&[usize]> = operands.iter().map(WgpuTensor::shape).collect();
     let plan = EinsumPlan::parse(equation, &shapes).map_err(rule_error("Einsum"))?;
     let entry = if out.dtype == DType::I32 { "einsum_i32" } else { "einsum_f32" };
-    let program = Program { kernel: "Einsum", shader: &EINSUM, entry, op: 0 };
+    let program = EntryPoint { kernel: "Einsum", shader: &EINSUM, entry, op: 0 };
     let too_large = || rule_error("Einsum")(format!("{equation:?} is too large for 32-bit indices"));
     let first = operands.get(0).ok_or_else(|| rule_error("Einsum")("no operands".into()))?;
     let steps = plan.steps();

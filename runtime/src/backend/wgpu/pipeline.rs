@@ -170,7 +170,7 @@ impl Gpu {
     }
 }
 
-/// How many invocations a [`Program`](super::Program) runs.
+/// How many invocations a [`EntryPoint`](super::EntryPoint) runs.
 ///
 /// ```
 /// use opforge::backend::wgpu::{groups, Grid};

@@ -8,7 +8,7 @@
 //! results again until one value per output is left. A full `sum` of 2^22
 //! elements is two passes: 1024 workgroups of 4096 elements, then one.
 
-use super::{groups, rule_error, Grid, Program, Shader, WgpuTensor};
+use super::{groups, rule_error, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -107,7 +107,7 @@ impl Pass<'_> {
         // shader scales f32 words only).
         let scale = if r <= SHORT || chunks == 1 { self.scale } else { 1.0 };
         params.push(scale.to_bits());
-        let program = Program { kernel: self.kernel, shader: &SHADER, entry, op: op(self.op, x.dtype()) };
+        let program = EntryPoint { kernel: self.kernel, shader: &SHADER, entry, op: op(self.op, x.dtype()) };
         if r <= SHORT {
             return program.run(&[x], self.out, &params);
         }
@@ -205,7 +205,7 @@ fn scan(
     let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error(kernel))?;
     let lines = out.numel().checked_div(len).unwrap_or(0);
     let params = [lines as u32, len as u32, inner.max(1) as u32, u32::from(exclusive) | u32::from(reverse) << 1];
-    let program = Program { kernel, shader: &SHADER, entry: "scan_lines", op: op(code, x.dtype()) };
+    let program = EntryPoint { kernel, shader: &SHADER, entry: "scan_lines", op: op(code, x.dtype()) };
     program.run_grid(&[x], out, &params, Grid::Elements(lines))
 }
 

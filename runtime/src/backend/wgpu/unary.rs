@@ -3,7 +3,7 @@
 //! `LogicalNot`, which has no row (it is bool alone).
 
 use super::elementwise::{WgpuRow, Word};
-use super::{Program, Shader, WgpuTensor};
+use super::{EntryPoint, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::error::Result;
 use crate::kernels::LogicalNot;
@@ -19,11 +19,11 @@ pub(super) fn run(
     out: &TensorMeta,
     attrs: &[u32],
 ) -> Result<WgpuTensor> {
-    let program = Program { kernel, shader, entry: "unary_x4", op: 0 };
+    let program = EntryPoint { kernel, shader, entry: "unary_x4", op: 0 };
     if let Some(y) = program.run_x4(&[x], out, attrs)? {
         return Ok(y);
     }
-    Program { kernel, shader, entry: "unary", op: 0 }.run_sliced(&[x], out, |len| {
+    EntryPoint { kernel, shader, entry: "unary", op: 0 }.run_sliced(&[x], out, |len| {
         let mut params = vec![len as u32];
         params.extend_from_slice(attrs);
         params

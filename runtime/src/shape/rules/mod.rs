@@ -11,8 +11,8 @@ mod index;
 mod layout;
 mod make;
 mod matmul;
+mod normalization;
 mod reduce;
-mod softmax;
 mod unary;
 
 pub use binary::*;
@@ -22,6 +22,6 @@ pub use index::*;
 pub use layout::*;
 pub use make::*;
 pub use matmul::*;
+pub use normalization::*;
 pub use reduce::*;
-pub use softmax::*;
 pub use unary::*;

@@ -23,7 +23,7 @@ fn row_sum2(t: u32, own: vec2<f32>) -> vec2<f32> {
 }
 
 // The moments of the row of x at `base`, n long, in every invocation, as
-// the cpu computes them (`moments` in cpu/softmax.rs), epsilon's bits in
+// the cpu computes them (`moments` in cpu/normalization.rs), epsilon's bits in
 // param(2): the mean in two parts, the row's first value (the pivot) and
 // `shift`, the mean of the values less it (one read), then the variance
 // from the values less the mean (a second). Returns (pivot, shift, 1 /

@@ -6,8 +6,10 @@
 
 use std::borrow::Cow;
 
+use super::error::rule_error;
+use super::parallel::{for_rows, PAR_CHUNK, PAR_THRESHOLD};
+use super::tensor::CpuTensor;
 use super::vmath::best_copy;
-use super::{for_rows, rule_error, CpuTensor, PAR_CHUNK, PAR_THRESHOLD};
 use crate::backend::call::TensorMeta;
 use crate::backend_id::BackendId;
 use crate::error::Result;
@@ -20,7 +22,7 @@ use opforge_macros::kernel;
 fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     let src = x.as_slice::<f32>()?;
     let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error("Softmax"))?;
-    let mut data = super::output::<f32>(src.len());
+    let mut data = super::pool::output::<f32>(src.len());
     if len == 0 || src.is_empty() {
         return CpuTensor::from_vec(&out.shape, data);
     }
@@ -78,12 +80,12 @@ fn softmax_cross_entropy_with_logits(
     };
     let len = features.shape().last().copied().unwrap_or(1);
     let mut loss = vec![0.0f32; loss_meta.numel()];
-    let mut backprop = super::output::<f32>(f.len());
+    let mut backprop = super::pool::output::<f32>(f.len());
     if len > 0 && !f.is_empty() {
         let row = |(i, (dst, loss)): (usize, (&mut [f32], &mut f32))| {
             *loss = cross_entropy_row(&f[i * len..][..len], &l[i * len..][..len], dst);
         };
-        if f.len() * 4 < super::PAR_THRESHOLD {
+        if f.len() * 4 < super::parallel::PAR_THRESHOLD {
             backprop.chunks_mut(len).zip(&mut loss).enumerate().for_each(row);
         } else {
             use rayon::prelude::*;
@@ -122,7 +124,7 @@ fn lrn(x: &CpuTensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, out: 
     let c = x.shape().last().copied().unwrap_or(1).max(1);
     let r = (depth_radius.max(0) as usize).min(c);
     let (bias, alpha, beta) = (bias as f32, alpha as f32, beta as f32);
-    let mut data = super::output::<f32>(src.len());
+    let mut data = super::pool::output::<f32>(src.len());
     for_rows(&mut data, c, src.len() * (2 * r + 1), |start, chunk| {
         for (k, y) in chunk.iter_mut().enumerate() {
             let i = start + k;
@@ -162,7 +164,7 @@ fn batch_norm(
     let stats = [stat(Some(mean), dims)?, stat(Some(variance), dims)?, stat(offset, dims)?, stat(scale, dims)?];
     let missing = [0.0, 0.0, 0.0, 1.0];
     let norm = |m: f32, v: f32, o: f32, s: f32, x: f32| (x - m) * (s / (v + eps).sqrt()) + o;
-    let mut data = super::output::<f32>(src.len());
+    let mut data = super::pool::output::<f32>(src.len());
     let rank = dims.len();
     let per_channel = stats.iter().flatten().all(|(_, s)| s.iter().take(rank.saturating_sub(1)).all(|&d| d == 0));
     if per_channel {
@@ -180,7 +182,8 @@ fn batch_norm(
             }
         });
     } else {
-        let at = |k: usize, i: usize| stats[k].as_ref().map_or(missing[k], |(v, s)| v[super::offset(i, dims, s)]);
+        let at =
+            |k: usize, i: usize| stats[k].as_ref().map_or(missing[k], |(v, s)| v[super::layout::offset(i, dims, s)]);
         for_rows(&mut data, 1, src.len(), |start, chunk| {
             for (j, y) in chunk.iter_mut().enumerate() {
                 let i = start + j;
@@ -265,7 +268,7 @@ fn grad_rows_best(x: &[f32], dy: &[f32], gamma: &[f32], dx: &mut [f32], dg: &mut
 fn layer_norm(x: &CpuTensor, gamma: &CpuTensor, beta: &CpuTensor, epsilon: f64, out: &TensorMeta) -> Result<CpuTensor> {
     let src = x.as_slice::<f32>()?;
     let n = out.shape.last().copied().unwrap_or(1);
-    let mut data = super::output::<f32>(src.len());
+    let mut data = super::pool::output::<f32>(src.len());
     if n == 0 || src.is_empty() {
         return CpuTensor::from_vec(&out.shape, data);
     }
@@ -307,7 +310,7 @@ fn layer_norm_grad(
     let (dys, src) = (dy.as_slice::<f32>()?, x.as_slice::<f32>()?);
     let n = x.shape().last().copied().unwrap_or(1);
     let gamma = row_values(gamma, n)?;
-    let mut dx = super::output::<f32>(src.len());
+    let mut dx = super::pool::output::<f32>(src.len());
     let (mut dgamma, mut dbeta) = (vec![0.0f64; n], vec![0.0f64; n]);
     let task = |start: usize, dx: &mut [f32]| {
         let mut shares = vec![0.0f32; 2 * n];

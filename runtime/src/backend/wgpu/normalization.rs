@@ -4,7 +4,7 @@
 //! axis; `FusedBatchNorm`, by given statistics; and `LayerNorm` with its
 //! gradient `LayerNormGrad`, by each row's own.
 
-use super::{groups, rule_error, unsupported, Grid, Program, Shader, WgpuTensor};
+use super::{groups, rule_error, unsupported, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -13,7 +13,7 @@ use crate::shape::len_and_inner;
 use crate::shape::strided::broadcast_strides;
 use opforge_macros::kernel;
 
-static SHADER: Shader = shader!("softmax");
+static SHADER: Shader = shader!("normalization");
 static BATCH_NORM: Shader = shader!("batch_norm");
 static CROSS_ENTROPY: Shader = shader!("cross_entropy");
 static LAYER_NORM: Shader = shader!("layer_norm", "rows");
@@ -30,7 +30,7 @@ fn softmax(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error("Softmax"))?;
     let rows = out.numel().checked_div(len).unwrap_or(0);
     let params = [rows as u32, len as u32, inner.max(1) as u32];
-    let program = |entry| Program { kernel: "Softmax", shader: &SHADER, entry, op: 0 };
+    let program = |entry| EntryPoint { kernel: "Softmax", shader: &SHADER, entry, op: 0 };
     if len <= SHORT {
         // One invocation per row: `run` would launch one per element.
         return program("softmax_threads").run_grid(&[x], out, &params, Grid::Elements(rows));
@@ -58,7 +58,7 @@ fn softmax_cross_entropy_with_logits(
         true => ("cross_entropy_threads", Grid::Elements(rows)),
         false => ("cross_entropy_groups", Grid::Groups(groups(rows))),
     };
-    let program = Program { kernel: KERNEL, shader: &CROSS_ENTROPY, entry, op: 0 };
+    let program = EntryPoint { kernel: KERNEL, shader: &CROSS_ENTROPY, entry, op: 0 };
     let ys = program.run_outputs(&[features, labels], out, &[rows as u32, len as u32], grid)?;
     match <[WgpuTensor; 2]>::try_from(ys.into_vec()) {
         Ok([loss, backprop]) => Ok((loss, backprop)),
@@ -66,14 +66,14 @@ fn softmax_cross_entropy_with_logits(
     }
 }
 
-/// One invocation per element, reading its window (see softmax.wgsl).
+/// One invocation per element, reading its window (see normalization.wgsl).
 #[kernel(LRN, wgpu)]
 fn lrn(x: &WgpuTensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, out: &TensorMeta) -> Result<WgpuTensor> {
     let c = x.shape().last().copied().unwrap_or(1).max(1);
     let r = (depth_radius.max(0) as usize).min(c);
     let bits = |v: f64| (v as f32).to_bits();
     let params = [out.numel() as u32, c as u32, r as u32, bits(bias), bits(alpha), bits(beta)];
-    Program { kernel: "LRN", shader: &SHADER, entry: "lrn", op: 0 }.run(&[x], out, &params)
+    EntryPoint { kernel: "LRN", shader: &SHADER, entry: "lrn", op: 0 }.run(&[x], out, &params)
 }
 
 /// One invocation per element, each finding its statistics by their
@@ -98,7 +98,7 @@ fn batch_norm(
     for t in stats {
         params.extend(broadcast_strides(t.shape(), dims).iter().map(|&s| s as u32));
     }
-    let program = Program { kernel: "FusedBatchNorm", shader: &BATCH_NORM, entry: "batch_norm", op: 0 };
+    let program = EntryPoint { kernel: "FusedBatchNorm", shader: &BATCH_NORM, entry: "batch_norm", op: 0 };
     program.run(&[x, stats[0], stats[1], stats[2], stats[3]], out, &params)
 }
 
@@ -122,7 +122,7 @@ fn layer_norm(
     let n = out.shape.last().copied().unwrap_or(1);
     let rows = out.numel().checked_div(n).unwrap_or(0);
     let params = [rows as u32, n as u32, (epsilon as f32).to_bits(), row_step(gamma), row_step(beta)];
-    let program = Program { kernel: "LayerNorm", shader: &LAYER_NORM, entry: "layer_norm", op: 0 };
+    let program = EntryPoint { kernel: "LayerNorm", shader: &LAYER_NORM, entry: "layer_norm", op: 0 };
     program.run_grid(&[x, gamma, beta], out, &params, Grid::Groups(groups(rows)))
 }
 
@@ -150,7 +150,7 @@ fn layer_norm_grad(
     // Two vec2s of statistics per row, then the chunks' column sums.
     let scratch = TensorMeta::new(&[(2 * rows + chunks * n).max(1), 2], DType::F32);
     let outs = [out.to_vec(), vec![scratch]].concat();
-    let program = |entry| Program { kernel: KERNEL, shader: &LAYER_NORM_GRAD, entry, op: 0 };
+    let program = |entry| EntryPoint { kernel: KERNEL, shader: &LAYER_NORM_GRAD, entry, op: 0 };
     let (n32, rows32, chunks32) = (n as u32, rows as u32, chunks as u32);
     let rows_params = [rows32, n32, (epsilon as f32).to_bits(), row_step(gamma)];
     let passes = [
@@ -158,7 +158,7 @@ fn layer_norm_grad(
         (program("layer_norm_grad_chunks"), &[chunks32 * n32, n32, rows32][..], Grid::Elements(chunks * n)),
         (program("layer_norm_grad_columns"), &[n32, chunks32, rows32][..], Grid::Elements(n)),
     ];
-    let ys = Program::run_passes_into(&passes, &[dy, x, gamma], &outs)?;
+    let ys = EntryPoint::run_passes_into(&passes, &[dy, x, gamma], &outs)?;
     match <[WgpuTensor; 4]>::try_from(ys.into_vec()) {
         Ok([dx, dgamma, dbeta, _scratch]) => Ok((dx, dgamma, dbeta)),
         Err(_) => Err(super::device::backend_error(KERNEL, "four buffers".into())),

@@ -1,0 +1,215 @@
+//! The cpu's tensor: `CpuTensor`, a shape over a shared `CpuBuffer`, and
+//! the `CpuElement` types a buffer holds.
+
+use std::mem::ManuallyDrop;
+use std::sync::Arc;
+
+use smallvec::SmallVec;
+
+use super::{accounting, pool, spare};
+use crate::backend_id::BackendId;
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::shape::Shape;
+
+/// Elements a buffer holds inline, inside its `Arc`: a small output then
+/// costs one allocation instead of two, which is a visible share of an op on
+/// a few elements (W1 in `BENCHMARKS.md`).
+pub(crate) const INLINE: usize = 4;
+
+/// A buffer's elements: inline up to [`INLINE`], on the heap beyond.
+pub(crate) type Storage<T> = SmallVec<[T; INLINE]>;
+
+#[derive(Debug)]
+enum Data {
+    F32(Storage<f32>),
+    I32(Storage<i32>),
+    Bool(Storage<bool>),
+}
+
+/// Host memory of one tensor: a typed, immutable vector, counted by
+/// [`crate::backend::memory::memory`] while alive.
+#[derive(Debug)]
+pub struct CpuBuffer {
+    data: Data,
+    /// Whether [`crate::backend::memory::memory`] counts it: every buffer but a [`spare`] one.
+    counted: bool,
+}
+
+impl CpuBuffer {
+    fn new(data: Data) -> Self {
+        let b = CpuBuffer { data, counted: true };
+        accounting::record(1, b.bytes() as isize);
+        b
+    }
+
+    /// An empty buffer that is not counted: what a [`spare`] allocation
+    /// holds between two tensors.
+    pub(super) fn spare() -> Self {
+        CpuBuffer { data: Data::F32(Storage::new()), counted: false }
+    }
+
+    /// The buffer's dtype.
+    pub fn dtype(&self) -> DType {
+        match &self.data {
+            Data::F32(_) => DType::F32,
+            Data::I32(_) => DType::I32,
+            Data::Bool(_) => DType::Bool,
+        }
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        match &self.data {
+            Data::F32(v) => v.len(),
+            Data::I32(v) => v.len(),
+            Data::Bool(v) => v.len(),
+        }
+    }
+
+    /// Whether the buffer holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn bytes(&self) -> usize {
+        self.len() * self.dtype().size_in_bytes()
+    }
+}
+
+impl Drop for CpuBuffer {
+    fn drop(&mut self) {
+        if self.counted {
+            accounting::record(-1, -(self.bytes() as isize));
+        }
+        // Only heap storage can be pooled; `into_vec` does not copy it.
+        match &mut self.data {
+            Data::F32(v) if v.spilled() => pool::give_back(std::mem::take(v).into_vec()),
+            Data::I32(v) if v.spilled() => pool::give_back(std::mem::take(v).into_vec()),
+            Data::Bool(v) if v.spilled() => pool::give_back(std::mem::take(v).into_vec()),
+            _ => {}
+        }
+    }
+}
+
+/// Moves typed vectors in and out of [`CpuBuffer`]s; a supertrait of every [`Element`].
+#[doc(hidden)]
+pub trait CpuElement: Sized + 'static {
+    fn into_buffer(v: Storage<Self>) -> CpuBuffer;
+    fn slice(b: &CpuBuffer) -> Option<&[Self]>;
+    fn free_list() -> &'static pool::FreeList<Self>;
+}
+
+macro_rules! cpu_element {
+    ($($t:ty => $v:ident),*) => {$(
+        impl CpuElement for $t {
+            fn into_buffer(v: Storage<Self>) -> CpuBuffer {
+                CpuBuffer::new(Data::$v(v))
+            }
+            fn slice(b: &CpuBuffer) -> Option<&[Self]> {
+                match &b.data {
+                    Data::$v(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn free_list() -> &'static pool::FreeList<Self> {
+                static FREE: pool::FreeList<$t> = pool::FreeList::new();
+                &FREE
+            }
+        }
+    )*};
+}
+cpu_element!(f32 => F32, i32 => I32, bool => Bool);
+
+/// A tensor as the `cpu` backend sees it: a shape and a shared, contiguous,
+/// row-major buffer. Cloning shares the buffer.
+///
+/// Kernels read inputs with [`CpuTensor::as_slice`] and build outputs with
+/// [`CpuTensor::from_vec`].
+///
+/// ```
+/// use opforge::backend::cpu::CpuTensor;
+/// let t = CpuTensor::from_vec(&[2, 2], vec![1i32, 2, 3, 4])?;
+/// assert_eq!(t.as_slice::<i32>()?, &[1, 2, 3, 4]);
+/// assert!(t.as_slice::<f32>().is_err());
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct CpuTensor {
+    shape: Shape,
+    /// Taken out only by `drop`, which hands the allocation to [`spare`].
+    buf: ManuallyDrop<Arc<CpuBuffer>>,
+}
+
+impl Drop for CpuTensor {
+    #[inline]
+    fn drop(&mut self) {
+        // SAFETY: `buf` is taken once, here, and not used afterwards.
+        spare::keep(unsafe { ManuallyDrop::take(&mut self.buf) });
+    }
+}
+
+#[cold]
+fn not_filled(shape: &[usize], values: usize) -> Error {
+    Error::InvalidTensor { what: "from_vec", message: format!("{values} values do not fill shape {shape:?}") }
+}
+
+impl CpuTensor {
+    /// A tensor of `shape` owning `data`; errors if the lengths differ.
+    pub fn from_vec<T: Element>(shape: &[usize], data: Vec<T>) -> Result<Self> {
+        Self::from_storage(shape, Storage::from_vec(data))
+    }
+
+    /// [`CpuTensor::from_vec`] for kernels that build small outputs inline.
+    #[inline]
+    pub(crate) fn from_storage<T: Element>(shape: &[usize], data: Storage<T>) -> Result<Self> {
+        if crate::shape::checked_numel(shape) != Some(data.len()) {
+            return Err(not_filled(shape, data.len()));
+        }
+        Ok(CpuTensor { shape: Shape::from_slice(shape), buf: ManuallyDrop::new(spare::shared(T::into_buffer(data))) })
+    }
+
+    /// The same buffer seen with another shape of the same size.
+    pub fn reshaped(&self, shape: &[usize]) -> Result<Self> {
+        if crate::shape::checked_numel(shape) != Some(self.numel()) {
+            return Err(Error::InvalidTensor {
+                what: "reshape",
+                message: format!("cannot view {:?} as {shape:?}", self.shape.as_slice()),
+            });
+        }
+        Ok(CpuTensor { shape: Shape::from_slice(shape), buf: ManuallyDrop::new(Arc::clone(&self.buf)) })
+    }
+
+    /// The shape.
+    #[inline]
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The dtype.
+    #[inline]
+    pub fn dtype(&self) -> DType {
+        self.buf.dtype()
+    }
+
+    /// Number of elements.
+    #[inline]
+    pub fn numel(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// The elements, row-major; errors if `T` is not the tensor's dtype.
+    #[inline]
+    pub fn as_slice<T: Element>(&self) -> Result<&[T]> {
+        T::slice(&self.buf).ok_or_else(|| Error::Backend {
+            kernel: "",
+            backend: BackendId::Cpu,
+            message: format!("tensor has dtype {}, not {}", self.dtype(), T::DTYPE),
+        })
+    }
+
+    /// The shared buffer.
+    pub fn buffer(&self) -> &Arc<CpuBuffer> {
+        &self.buf
+    }
+}

@@ -1,0 +1,46 @@
+//! The `wgpu` backend's marker type.
+
+use super::WgpuTensor;
+use crate::backend::traits::Backend;
+use crate::backend_id::BackendId;
+use crate::tensor::Tensor;
+
+/// The `wgpu` backend marker.
+///
+/// ```
+/// use opforge::backend::{Backend, Wgpu};
+/// assert_eq!(Wgpu::id().name(), "wgpu");
+/// ```
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Wgpu;
+
+impl Backend for Wgpu {
+    type Tensor = WgpuTensor;
+
+    #[inline]
+    fn id() -> BackendId {
+        BackendId::Wgpu
+    }
+
+    #[inline]
+    fn view(t: &Tensor) -> Option<&WgpuTensor> {
+        t.wgpu()
+    }
+
+    #[inline]
+    fn wrap(t: WgpuTensor) -> Tensor {
+        Tensor::from_wgpu(t)
+    }
+}
+
+impl Wgpu {
+    /// [`Backend::view`] under a name that needs no trait import.
+    ///
+    /// ```
+    /// let t = opforge::Tensor::scalar(1.0f32);
+    /// assert!(opforge::backend::Wgpu::view_of(&t).is_none());
+    /// ```
+    pub fn view_of(t: &Tensor) -> Option<&WgpuTensor> {
+        t.wgpu()
+    }
+}

@@ -1,0 +1,170 @@
+//! The `wgpu` backend's tensor: a shape and dtype over a pooled GPU buffer,
+//! and the moves the device's copy command serves.
+
+use std::sync::Arc;
+
+use super::{device, gpu, pool};
+use crate::backend::call::TensorMeta;
+use crate::backend::cpu::CpuTensor;
+use crate::dtype::DType;
+use crate::error::Result;
+use crate::shape::Shape;
+use crate::tensor::Tensor;
+
+/// A tensor as the `wgpu` backend sees it: shape, dtype and a shared GPU
+/// buffer, returned to the backend's pool when the last clone drops.
+///
+/// ```
+/// use opforge::{BackendId, Tensor};
+/// if opforge::backends().iter().any(|b| b.backend == BackendId::Wgpu && b.available) {
+///     let t = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?.to_backend(BackendId::Wgpu)?;
+///     let view = opforge::backend::Wgpu::view_of(&t).expect("a wgpu tensor");
+///     assert_eq!(view.shape(), &[2]);
+///     assert_eq!(view.numel(), 2);
+/// }
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct WgpuTensor {
+    pub(super) shape: Shape,
+    pub(super) dtype: DType,
+    pub(super) buf: Arc<pool::GpuBuffer>,
+}
+
+impl WgpuTensor {
+    /// The shape.
+    pub fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+
+    /// The dtype.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// Number of elements.
+    pub fn numel(&self) -> usize {
+        crate::shape::numel(&self.shape)
+    }
+
+    pub(crate) fn same_buffer(&self, other: &WgpuTensor) -> bool {
+        Arc::ptr_eq(&self.buf, &other.buf)
+    }
+
+    pub(super) fn bytes(&self) -> u64 {
+        self.numel() as u64 * 4
+    }
+
+    /// Copies a cpu tensor to the device.
+    pub(crate) fn upload(t: &CpuTensor) -> Result<WgpuTensor> {
+        let words: Vec<u32>;
+        let bytes: &[u8] = match t.dtype() {
+            DType::F32 => bytemuck::cast_slice(t.as_slice::<f32>()?),
+            DType::I32 => bytemuck::cast_slice(t.as_slice::<i32>()?),
+            DType::Bool => {
+                // A bool is a word on the device.
+                words = t.as_slice::<bool>()?.iter().map(|&v| u32::from(v)).collect();
+                bytemuck::cast_slice(&words)
+            }
+        };
+        let buf = pool::GpuBuffer::upload("", bytes)?;
+        Ok(WgpuTensor { shape: Shape::from_slice(t.shape()), dtype: t.dtype(), buf: Arc::new(buf) })
+    }
+
+    /// Copies the tensor to host memory, blocking until queued kernels ran.
+    pub(crate) fn download(&self) -> Result<CpuTensor> {
+        let bytes = match self.numel() {
+            0 => Vec::new(),
+            _ => gpu("")?.read(self.buf.raw(), self.bytes())?,
+        };
+        self.decode(&bytes)
+    }
+
+    /// [`WgpuTensor::download`] as a future.
+    pub(crate) async fn download_async(&self) -> Result<CpuTensor> {
+        let bytes = match self.numel() {
+            0 => Vec::new(),
+            _ => gpu("")?.read_async(self.buf.raw(), self.bytes()).await?,
+        };
+        self.decode(&bytes)
+    }
+
+    fn decode(&self, bytes: &[u8]) -> Result<CpuTensor> {
+        match self.dtype {
+            DType::F32 => CpuTensor::from_vec(&self.shape, bytemuck::pod_collect_to_vec::<u8, f32>(bytes)),
+            DType::I32 => CpuTensor::from_vec(&self.shape, bytemuck::pod_collect_to_vec::<u8, i32>(bytes)),
+            DType::Bool => {
+                let words = bytemuck::pod_collect_to_vec::<u8, u32>(bytes);
+                CpuTensor::from_vec(&self.shape, words.into_iter().map(|w| w != 0).collect())
+            }
+        }
+    }
+}
+
+/// Contiguous runs of at least this many elements (4 MiB) are moved by the
+/// device's copy command rather than by a gather kernel. A copy ends the
+/// batch's compute pass, which costs the host about 1.5 us more than a
+/// kernel (`w1_row_then_add_x256` in the wgpu bench, on lavapipe). At 4 MiB
+/// the device saves about as much, if the copy command runs at the rate
+/// of PyTorch's memcpy on an H100 (2.8 TB/s; a one-word copy shader, as
+/// the gather is, ran at 1.8 TB/s there). On lavapipe a 64 MiB run took
+/// 5.9 ms as a copy and 69.5 ms as a gather.
+pub(crate) const COPY_AT_LEAST: usize = 1 << 20;
+
+impl WgpuTensor {
+    /// The same buffer under another shape of as many elements: no copy.
+    pub(crate) fn reshaped(&self, shape: &[usize]) -> WgpuTensor {
+        debug_assert_eq!(crate::shape::numel(shape), self.numel());
+        WgpuTensor { shape: Shape::from_slice(shape), dtype: self.dtype, buf: self.buf.clone() }
+    }
+
+    /// Whether [`WgpuTensor::range`] should serve `n` elements of `self`
+    /// from `start` on, rather than a kernel: all of them (the same
+    /// buffer), a run of at least [`COPY_AT_LEAST`] elements, or any run of
+    /// a tensor too large for a kernel to bind.
+    pub(crate) fn is_range(&self, start: usize, n: usize) -> bool {
+        (start == 0 && n == self.numel()) || n >= COPY_AT_LEAST || self.bytes() > device::MAX_BINDING
+    }
+
+    /// The `out.numel()` elements of `self` from element `start` on, as
+    /// `out`: all of them is the same buffer, a part of them a copy by the
+    /// device's copy command (a contiguous slice, split or unstack).
+    pub(crate) fn range(&self, kernel: &'static str, start: usize, out: &TensorMeta) -> Result<WgpuTensor> {
+        if start == 0 && out.numel() == self.numel() {
+            return Ok(self.reshaped(&out.shape));
+        }
+        WgpuTensor::copied(kernel, [(self, start, out.numel())], out)
+    }
+
+    /// `values`, each whole, one after another: a concatenation along the
+    /// outermost axis, by the device's copy command.
+    pub(crate) fn concatenated<'a>(
+        kernel: &'static str,
+        values: impl IntoIterator<Item = &'a WgpuTensor>,
+        out: &TensorMeta,
+    ) -> Result<WgpuTensor> {
+        WgpuTensor::copied(kernel, values.into_iter().map(|v| (v, 0, v.numel())), out)
+    }
+
+    /// A fresh buffer for `out`, filled by `parts` in turn: `(x, from, len)`
+    /// copies `len` elements of `x` from element `from` on.
+    fn copied<'a>(
+        kernel: &'static str,
+        parts: impl IntoIterator<Item = (&'a WgpuTensor, usize, usize)>,
+        out: &TensorMeta,
+    ) -> Result<WgpuTensor> {
+        let (g, y) = (gpu(kernel)?, pool::GpuBuffer::output(kernel, out.numel() as u64 * 4)?);
+        let mut at = 0;
+        for (x, from, len) in parts.into_iter().filter(|p| p.2 > 0) {
+            g.copy(x.buf.slab(), from as u64 * 4, y.slab(), at as u64 * 4, len as u64 * 4);
+            at += len;
+        }
+        debug_assert!(at <= out.numel(), "{kernel}: {at} elements copied into {}", out.numel());
+        Ok(WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: Arc::new(y) })
+    }
+}
+
+/// A host tensor copied into a GPU buffer.
+pub(crate) fn upload(t: &CpuTensor) -> Result<Tensor> {
+    Ok(Tensor::from_wgpu(WgpuTensor::upload(t)?))
+}
