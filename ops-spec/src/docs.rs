@@ -85,6 +85,7 @@
 //! | `attrs` | no | the kernel's attributes, its non-tensor parameters: a table, see [attributes](#attributes) |
 //! | `data_dependent` | no | `true` when the outputs' sizes are known only once the kernel runs (`Unique`, `Where`): the shape rule then gives the largest shape each output can have. The engine checks the inputs and that bound before the kernel runs, and after it that each output has the bound's rank and dtype and no dim past it. Examples give the bounds. Default `false` |
 //! | `signed_zero` | no | `true` when the kernel keeps IEEE 754's sign of a zero result on every backend (`Neg`, `Add`, `Floor`: `neg(0)` is -0, `-0 + -0` is -0): the generated special-values tests then tell +0 from -0 in its outputs, and the doc should say so. Default `false`: a zero of either sign is a zero |
+//! | `drops_nan` | no | `true` when a NaN in may give a number out (a comparison's mask cast to f32, as in `cast(greater(x, w), f32)`; a `select` on one): the generated special-values test of an elementwise kernel then does not require NaN in to give NaN out, and still compares every backend with the cpu there. Default `false` |
 //! | `domain` | no | `[low, high]`, the open interval of input values the kernel is defined and smooth on (`[0.0, inf]` for `Log`, `[-1.0, 1.0]` for `Asin`); the generated tests draw their inputs inside it. Absent: any value, drawn from +-(0.5, 2), away from the kinks at 0 |
 //!
 //! The dtypes are `f32`, `i32` and `bool` ([`DType`](crate::DType)). No
@@ -126,7 +127,7 @@
 //!     "ops.toml:1:2: kernel `Neg` is missing required key `dtypes`\n\
 //!      ops.toml:5:1: unknown key `dtype` in kernel `Neg`, expected one of `op`, `doc`, `inputs`, `attrs`, \
 //!      `output`, `outputs`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, `examples`, `domain`, \
-//!      `data_dependent`, `signed_zero`; did \
+//!      `data_dependent`, `signed_zero`, `drops_nan`; did \
 //!      you mean `dtypes`?"
 //! );
 //! ```

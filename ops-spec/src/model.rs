@@ -85,6 +85,11 @@ pub struct KernelDef {
     /// generated special-values tests then tell +0 from -0 in its outputs;
     /// for the other kernels a zero of either sign agrees with a zero.
     pub signed_zero: bool,
+    /// `drops_nan = true`: a NaN in may give a number out (a comparison's
+    /// mask cast to f32, a `select` on it). Otherwise the generated
+    /// special-values test of an elementwise kernel requires NaN in to give
+    /// NaN out.
+    pub drops_nan: bool,
     /// 1-based line of the table key in the spec file.
     pub line: usize,
     /// 1-based column (in characters) of the table key in the spec file.

@@ -16,7 +16,7 @@ use crate::signature::{
 };
 use crate::tree::{Entry, Value};
 
-const KEYS: [&str; 15] = [
+const KEYS: [&str; 16] = [
     "op",
     "doc",
     "inputs",
@@ -32,6 +32,7 @@ const KEYS: [&str; 15] = [
     "domain",
     "data_dependent",
     "signed_zero",
+    "drops_nan",
 ];
 
 const REQUIRED: [&str; 5] = ["op", "doc", "inputs", "dtypes", "shape"];
@@ -276,6 +277,8 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>, groups: &[Gr
         t.field("signed_zero"),
         "promises IEEE 754's sign of a zero result (-0 where it gives -0), which the generated tests then compare",
     );
+    let drops_nan =
+        flag(d, t.field("drops_nan"), "says a NaN in may give a number out, which the generated tests then allow");
     let examples = kernel_examples(d, &t, &sig, &outs, (variadic, data_dependent == Some(true)), shape.as_ref());
     let differentiable = differentiable(d, t.e, t.field("grad"), t.field("non_differentiable"), &scope);
     let shape_fn = "expected `shape = \"fn(path::to::function)\"`";
@@ -315,6 +318,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>, groups: &[Gr
         domain: domain.unwrap_or(Some(None))?,
         data_dependent: data_dependent?,
         signed_zero: signed_zero?,
+        drops_nan: drops_nan?,
         line,
         col,
     })

@@ -79,6 +79,46 @@ fn masked(g: &Tensor, x: &Tensor) -> Result<Tensor> {
     ops::select(&ops::cast(x, DType::Bool)?, &ops::mul(g, &mask)?, &ops::cast(g, DType::F32)?)
 }
 
+/// A mask as f32: NaN in gives 0 out (NaN is not greater), as unfused. Its
+/// kit tests (`drops_nan`, which the macro declares for a body with a
+/// `cast` or `select`) allow that, and still compare it across backends.
+#[op(fuse)]
+fn above(x: &Tensor, w: &Tensor) -> Result<Tensor> {
+    ops::cast(&ops::greater(x, w)?, DType::F32)
+}
+
+#[test]
+fn a_fused_mask_maps_nan_as_its_body_does() {
+    on_each_backend(|on| {
+        let x = Tensor::from_vec(vec![f32::NAN, 2.0, -1.0], &[3]).unwrap().to_backend(on).unwrap();
+        let w = Tensor::scalar(0.0f32).to_backend(on).unwrap();
+        let fused = above(&x, &w).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(fused, vec![0.0, 1.0, 0.0], "{on}");
+        assert_eq!(fused, fuse::unfused(|| above(&x, &w)).unwrap().to_vec::<f32>().unwrap(), "{on}");
+    });
+}
+
+/// Overflows at its first node where `x` is past half of `f32::MAX`.
+#[op(fuse)]
+fn double_then_halve(x: &Tensor) -> Result<Tensor> {
+    ops::mul(&ops::mul(x, &Tensor::scalar(2.0f32))?, &Tensor::scalar(0.5f32))
+}
+
+/// Each node rounds as the body's op does: no backend folds `* 2 * 0.5`
+/// into `* 1`, which would keep `f32::MAX` finite where the body
+/// overflows (a shader compiler may fold literals across nodes, so the
+/// fused shader reads its constants as parameters).
+#[test]
+fn a_fused_body_rounds_at_every_node_as_the_body_does() {
+    on_each_backend(|on| {
+        let x = Tensor::from_vec(vec![f32::MAX, -f32::MAX, 1.5, 3e38], &[4]).unwrap().to_backend(on).unwrap();
+        let fused = double_then_halve(&x).unwrap().to_vec::<f32>().unwrap();
+        let unfused = fuse::unfused(|| double_then_halve(&x)).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(fused, vec![f32::INFINITY, f32::NEG_INFINITY, 1.5, f32::INFINITY], "{on}");
+        assert_eq!(fused, unfused, "{on}");
+    });
+}
+
 fn random(shape: &[usize], seed: u64) -> Tensor {
     let n: usize = shape.iter().product();
     let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -112,10 +152,7 @@ fn tail(xs: &[Tensor]) -> Result<Tensor> {
 }
 
 fn on_each_backend(f: impl Fn(BackendId)) {
-    f(BackendId::Cpu);
-    if opforge::backend::wgpu::adapter_or_skip("fused kernels on wgpu") {
-        f(BackendId::Wgpu);
-    }
+    common::backends("fused kernels on wgpu").into_iter().for_each(f);
 }
 
 #[test]
@@ -334,4 +371,80 @@ fn the_compiled_backward_gives_the_interpreted_programs_bits() {
             );
         }
     }
+}
+
+/// A user's spec or `#[op(fuse)]` may not take the name of one of
+/// opforge's own fused kernels (the macros refuse it, `tests/ui/`): the
+/// list they check, `opforge_spec::BUILTIN_FUSED`, is every fused op this
+/// crate registers, no more and no less.
+#[test]
+fn the_reserved_fused_names_are_opforges_fused_kernels() {
+    let mut registered: Vec<String> = opforge::registry::specs()
+        .iter()
+        .filter(|s| s.crate_name == "opforge" && s.spec_file.starts_with("#[op(fuse)]"))
+        .map(|s| s.name.to_owned())
+        .collect();
+    registered.sort_unstable();
+    let mut reserved: Vec<String> =
+        opforge_spec::BUILTIN_FUSED.iter().flat_map(|f| [f.to_string(), format!("{f}Grad")]).collect();
+    reserved.sort_unstable();
+    assert_eq!(registered, reserved, "opforge_spec::BUILTIN_FUSED must list opforge's #[op(fuse)] kernels");
+    for name in &registered {
+        assert!(opforge_spec::builtin_fused(name), "{name}");
+    }
+    assert!(!opforge_spec::builtin_fused("NormTail"), "a user's fused op is not reserved");
+}
+
+/// A clip whose bounds come from the op's attributes: out of order or NaN,
+/// the kernel refuses them.
+#[op(fuse)]
+fn clipped_scale(x: &Tensor, low: f32, high: f32) -> Result<Tensor> {
+    ops::clip_by_value(&ops::mul(x, &Tensor::scalar(2.0f32))?, f64::from(low), f64::from(high))
+}
+
+/// `_w` is a parameter the body never reads.
+#[op(fuse)]
+fn ignores_w(x: &Tensor, _w: &Tensor) -> Result<Tensor> {
+    ops::exp(x)
+}
+
+#[test]
+fn a_fused_op_fails_as_its_body_does_on_arguments_its_kernels_refuse() {
+    on_each_backend(|on| {
+        let x = Tensor::from_vec(vec![-2.0f32, 0.25, 3.0], &[3]).unwrap().to_backend(on).unwrap();
+        for (low, high) in [(1.0, -1.0), (f32::NAN, 1.0), (-1.0, f32::NAN)] {
+            let fused = clipped_scale(&x, low, high).unwrap_err().to_string();
+            let unfused = fuse::unfused(|| clipped_scale(&x, low, high)).unwrap_err().to_string();
+            assert_eq!(fused, unfused, "{on}: [{low}, {high}]");
+            assert!(fused.contains("ClipByValue") && fused.contains("clip_value_min"), "{fused}");
+        }
+        // In order, the clip runs fused: one kernel, the body's values.
+        let (y, profile) = opforge::profile(|| clipped_scale(&x, -1.0, 1.0));
+        assert_eq!(profile.kernels.len(), 1, "{on}");
+        assert_eq!(y.unwrap().to_vec::<f32>().unwrap(), vec![-1.0, 0.5, 1.0], "{on}");
+    });
+}
+
+#[test]
+fn a_tensor_the_body_ignores_is_not_the_fused_kernels_input() {
+    on_each_backend(|on| {
+        let x = Tensor::from_vec(vec![0.0f32, 1.0, 2.0], &[3]).unwrap().to_backend(on).unwrap();
+        for w_shape in [&[2usize, 3][..], &[4], &[]] {
+            let w = Tensor::zeros(w_shape, DType::I32).unwrap().to_backend(on).unwrap();
+            let fused = ignores_w(&x, &w).unwrap();
+            let unfused = fuse::unfused(|| ignores_w(&x, &w)).unwrap();
+            assert_eq!(fused.shape(), &[3], "{on}: w {w_shape:?}");
+            assert_eq!(fused.to_vec::<f32>().unwrap(), unfused.to_vec::<f32>().unwrap(), "{on}");
+        }
+        // Nothing flows to `w`, fused as unfused: differentiating by it is
+        // the same error.
+        let w = Tensor::zeros(&[2, 3], DType::F32).unwrap().to_backend(on).unwrap();
+        let by_both = || grads(|xs| ops::sum(&ignores_w(&xs[0], &xs[1])?, None, false))(&[x.clone(), w.clone()]);
+        let fused = by_both().unwrap_err().to_string();
+        assert_eq!(fused, fuse::unfused(by_both).unwrap_err().to_string(), "{on}");
+        assert!(fused.contains("input 1"), "{fused}");
+        let by_x = || grad(|x| ops::sum(&ignores_w(x, &w)?, None, false))(&x);
+        let (dx, dx_unfused) = (by_x().unwrap(), fuse::unfused(by_x).unwrap());
+        assert_eq!(dx.to_vec::<f32>().unwrap(), dx_unfused.to_vec::<f32>().unwrap(), "{on}");
+    });
 }

@@ -25,6 +25,11 @@ non_differentiable = "a test of the registry"
     );
 }
 
+/// The kit's checks of the first declaration.
+mod kit {
+    opforge::spec_tests!("tests/specs/twice.toml", kernels = crate::first, tests = false);
+}
+
 #[kernel(first::Twice, cpu)]
 fn twice_cpu(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
     CpuTensor::from_vec(&out.shape, x.as_slice::<f32>()?.iter().map(|v| 2.0 * v).collect())
@@ -66,4 +71,11 @@ fn a_plugin_the_linker_dropped_is_reported_loudly() {
     );
     let e = opforge::Engine::run_by_name("MySquare", &[], &()).unwrap_err();
     assert!(e.to_string().contains("reference that crate (`use the_plugin as _;`)"), "{e}");
+}
+
+#[test]
+fn the_kits_registered_check_names_the_duplicate_declaration() {
+    let e = kit::Twice::check_registered().expect_err("a kernel of two specs is not registered").to_string();
+    assert!(e.starts_with("kernel `Twice`, check `registered`: "), "{e}");
+    assert!(e.contains("declared by two specs"), "{e}");
 }

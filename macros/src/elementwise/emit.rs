@@ -134,6 +134,20 @@ fn fusable(row: &Row, names: &Names, wgsl: &str) -> TokenStream {
         let i = row.inputs.len() + j;
         quote!(#a: #p::attr(__t[#i])?)
     });
+    // The row's check, on the attributes' places of a body's arguments.
+    let check_fn = row.check.as_ref().map(|c| {
+        let binds = row.attrs.iter().enumerate().map(|(j, a)| {
+            let i = row.inputs.len() + j;
+            quote!(let #a: f64 = args[#i];)
+        });
+        quote! {
+            #[inline]
+            fn check(args: [f64; 3]) -> ::core::result::Result<(), ::std::string::String> {
+                #(#binds)*
+                (#c).map(|_| ())
+            }
+        }
+    });
     quote_spanned! {k.span()=>
         #[diagnostic::do_not_recommend]
         impl #p::Fusable for #k {
@@ -165,6 +179,8 @@ fn fusable(row: &Row, names: &Names, wgsl: &str) -> TokenStream {
             fn apply(__t: &[&::opforge::__private::Tensor]) -> ::opforge::__private::Result<::opforge::__private::Tensor> {
                 ::opforge::__private::Engine::run::<#k>(&[#(#inputs),*], &#attrs_ty { #(#attr_fields),* })
             }
+
+            #check_fn
         }
     }
 }

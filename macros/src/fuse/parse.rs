@@ -5,6 +5,7 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::ToTokens;
+use syn::spanned::Spanned;
 use syn::{Expr, FnArg, Ident, ItemFn, Pat, Stmt, Type};
 
 use super::plan::{Body, Call, Params, Plan, Value, RETURNS_F32};
@@ -25,6 +26,7 @@ pub(super) fn parse(func: ItemFn, options: TokenStream, span: Span) -> Result<Pl
             None
         }
     };
+
     if let Err(e) = errors.into_result() {
         let mut out = e.to_compile_error();
         out.extend(func.to_token_stream());
@@ -178,7 +180,9 @@ impl Parser<'_> {
                         "a scalar in a fused body is made of constants and the function's `f32` parameters",
                     ));
                 }
-                Ok(self.scalar(v))
+                // An f32, as unfused: `Tensor::scalar(2i32)` is an i32
+                // tensor, which no f32 op takes; refused here, where it is written.
+                Ok(self.scalar(&syn::parse_quote_spanned!(v.span()=> ::opforge::__private::fuse::tensor_scalar(#v))))
             }
             Expr::MethodCall(m) if m.method == "to_backend" => self.value(&m.receiver),
             // `f64::from(slope)`, `1.0 - decay`, `0.5`: a scalar.

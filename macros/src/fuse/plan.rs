@@ -47,6 +47,47 @@ pub(super) struct Body {
     pub(super) scalars: Vec<Scalar>,
 }
 
+impl Body {
+    /// Which tensor parameters the value `output` reads, by index.
+    fn used(&self, output: Value) -> Vec<bool> {
+        let mut used = Vec::new();
+        let mut mark = |v: &Value| {
+            if let Value::Input(i) = *v {
+                used.resize(used.len().max(i + 1), false);
+                used[i] = true;
+            }
+        };
+        mark(&output);
+        self.calls.iter().flat_map(|c| &c.args).for_each(&mut mark);
+        used
+    }
+
+    /// The body on the tensors it reads alone: tensor parameter `i` is
+    /// input `map[i]`, or `None` where the body ignores it.
+    fn renumbered(&mut self, output: &mut Value, n: usize) -> Vec<Option<usize>> {
+        let mut used = self.used(*output);
+        used.resize(n, false);
+        let mut next = 0;
+        let map: Vec<Option<usize>> = used
+            .iter()
+            .map(|&u| {
+                u.then(|| {
+                    next += 1;
+                    next - 1
+                })
+            })
+            .collect();
+        let renumber = |v: &mut Value| {
+            if let Value::Input(i) = *v {
+                *v = Value::Input(map[i].expect("used"));
+            }
+        };
+        renumber(output);
+        self.calls.iter_mut().flat_map(|c| &mut c.args).for_each(renumber);
+        map
+    }
+}
+
 /// Why a fused body may not end with a bool: the parser's error, and the
 /// check of the last kernel's dtype when the crate compiles.
 pub(super) const RETURNS_F32: &str =
@@ -65,7 +106,7 @@ pub(super) struct Plan {
     pub(super) span: Span,
     /// The TOML of the kernels' `domain` (with its newline), or empty.
     pub(super) domain: String,
-    /// The tensor parameters, in order: the kernel's inputs.
+    /// The tensor parameters the body reads, in order: the kernels' inputs.
     pub(super) tensors: Vec<Ident>,
     /// The `f32` parameters: the kernels' attributes.
     pub(super) attrs: Vec<Ident>,
@@ -87,7 +128,12 @@ impl Plan {
         let name = func.sig.ident.to_string();
         let kernel = camel(&name);
         let grad_kernel = format!("{kernel}Grad");
-        let (Params { tensors, attrs }, Body { calls, scalars }) = (params, body);
+        // A tensor the body ignores is not the kernels' input: unfused, it
+        // neither broadcasts into the result nor is checked.
+        let (mut body, mut output) = (body, output);
+        let map = body.renumbered(&mut output, params.tensors.len());
+        let tensors = params.tensors.into_iter().zip(map).filter_map(|(t, m)| m.map(|_| t)).collect();
+        let (attrs, Body { calls, scalars }) = (params.attrs, body);
         Plan { func, name, span, domain, tensors, attrs, calls, scalars, output, kernel, grad_kernel }
     }
 

@@ -32,6 +32,11 @@ pub(super) fn toml(plan: &Plan) -> String {
         vec!["[2, 3]"; n + 1].join(", "),
         if n == 1 { "output = [2, 3]".to_owned() } else { format!("outputs = [{}]", vec!["[2, 3]"; n].join(", ")) }
     );
+    // NaN leaves a value only through a bool: a comparison, read by a
+    // `select` or cast to f32. A body with neither keeps it.
+    let drops_nan =
+        plan.calls.iter().any(|c| c.cast.is_some() || c.path.segments.last().is_some_and(|s| s.ident == "select"));
+    let domain = if drops_nan { format!("drops_nan = true\n{domain}") } else { domain.to_string() };
     format!(
         "[{kernel}]\nop = \"{name}\"\ndoc = \"`{name}`, fused: one pass over memory.\"\ninputs = [{ins}]\ndtypes = [\"f32\"]\nshape = \"{shape}\"\ngrad = [{ins}]\n{domain}{a1}\n\
          [{grad_kernel}]\nop = \"{name}_grad\"\ndoc = \"The gradient of the fused `{name}`, one output per input, before broadcasting is summed.\"\ninputs = [{gins}]\ndtypes = [\"f32\"]\noutputs = [{outs}]\nshape = \"fn({shape_fn})\"\ngrad = [{gins}]\n{domain}{example}\n{a2}",

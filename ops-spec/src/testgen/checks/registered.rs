@@ -1,5 +1,6 @@
 //! `registered`: the spec is bound, with its inputs, and some backend has
-//! a kernel for it.
+//! a kernel for it; where none has, the registry's reason if it has one
+//! (the name declared by two specs, say).
 
 use crate::testgen::write::Module;
 use crate::testgen::Options;
@@ -23,6 +24,14 @@ pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef, options: &Opt
             assert_eq!(spec.inputs, &{inputs:?} as &[&str]);
             let on: Vec<BackendId> = BackendId::all().into_iter().filter(|&b| registry::kernel_for({name:?}, b).is_ok()).collect();
             if on.is_empty() {{
+                // The registry's reason, where it has one (two specs
+                // declaring the name, two kernels without `override`).
+                for b in BackendId::all() {{
+                    match registry::kernel_for({name:?}, b) {{
+                        Err(::opforge::__private::Error::KernelNotFound {{ .. }}) | Ok(_) => {{}}
+                        Err(problem) => panic!("{{problem}}"),
+                    }}
+                }}
                 {none}
             }}"#,
             inputs = k.inputs

@@ -21,7 +21,7 @@ pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef, case: &Case) 
 /// An elementwise kernel (shape rule `same` or `broadcast`) runs on
 /// `special_combinations`, every value of each input's dtype meeting every
 /// value of the others'; a NaN in its first input must give NaN out, where
-/// it maps f32 to f32. Any other kernel runs on the valid case's inputs
+/// it maps f32 to f32 and the spec does not say `drops_nan`. Any other kernel runs on the valid case's inputs
 /// with each special value planted, one at a time, in each f32 or i32
 /// input that is not indices (a NaN meets a convolution's window, an
 /// infinity a reduction's row). Every backend with the kernel must agree
@@ -60,8 +60,10 @@ fn special_check(k: &KernelDef, case: &Case, d: DType) -> (String, String) {
         DType::F32 => gradient_inputs(k, case).into_iter().filter(|&i| dtypes[i] == DType::F32).collect(),
         _ => Vec::new(),
     };
-    // NaN in gives NaN out, where element 0 of the first input is NaN.
+    // NaN in gives NaN out, where element 0 of the first input is NaN,
+    // unless the spec says the kernel may drop it.
     let nan = elementwise
+        && !k.drops_nan
         && d == DType::F32
         && dtypes.first() == Some(&DType::F32)
         && k.outputs.len() == 1
