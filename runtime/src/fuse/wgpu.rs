@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use super::program::{Program as Fused, Val};
 use crate::backend::call::TensorMeta;
-use crate::backend::wgpu::{backend_error, lock, Grid, Program, Shader, WgpuTensor};
+use crate::backend::wgpu::{backend_error, lock, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::error::Result;
 use crate::shape::strided::broadcast_strides;
 
@@ -62,6 +62,8 @@ pub fn run(
         params.extend(broadcast_strides(t.shape(), shape).iter().map(|&s| s as u32));
     }
     params.extend(scalars.iter().map(|s| s.to_bits()));
+    let constants = constants(program);
+    params.extend(&constants);
     if params.len() > MAX_PARAMS || n > u32::MAX as usize {
         return Err(backend_error(
             kernel,
@@ -69,14 +71,18 @@ pub fn run(
                 "a fused kernel of rank {} with {} broadcast inputs and {} scalars needs {} parameter words, over {MAX_PARAMS}",
                 shape.len(),
                 strided.len(),
-                scalars.len(),
+                scalars.len() + constants.len(),
                 params.len()
             ),
         ));
     }
     let shader = shader(program, &reads, x4);
-    let ys =
-        Program { kernel, shader, entry: "main", op: 0 }.run_outputs(inputs, outs, &params, Grid::Elements(count))?;
+    let ys = EntryPoint { kernel, shader, entry: "main", op: 0 }.run_outputs(
+        inputs,
+        outs,
+        &params,
+        Grid::Elements(count),
+    )?;
     Ok(ys.into_vec())
 }
 
@@ -91,9 +97,21 @@ fn shader(program: &'static Fused, reads: &[Read], x4: bool) -> &'static Shader 
     })
 }
 
-/// A constant as WGSL, exactly (NaN and the infinities have no literal).
-fn constant(c: f32) -> String {
-    format!("bitcast<f32>({:#010x}u)", c.to_bits())
+/// The program's distinct constants, as bits, in the order its nodes name
+/// them. The shader reads them as parameters after the run-time scalars,
+/// not as literals: a shader compiler may fold literals across nodes
+/// (`(x * 2) * 0.5` into `x * 1`, which lavapipe's does), where the body
+/// run op by op rounds (and overflows) at each node.
+fn constants(program: &Fused) -> Vec<u32> {
+    let mut found: Vec<u32> = Vec::new();
+    for v in program.nodes.iter().flat_map(|n| n.args.iter()).chain(&program.outputs) {
+        if let Val::Const(c) = *v {
+            if !found.contains(&c.to_bits()) {
+                found.push(c.to_bits());
+            }
+        }
+    }
+    found
 }
 
 /// The WGSL of `program` with inputs read as `reads`.
@@ -111,7 +129,8 @@ fn source(program: &Fused, reads: &[Read], x4: bool) -> String {
     }
     let _ = writeln!(s, "@group(0) @binding({}) var<uniform> params: array<vec4<u32>, 32>;", ins + outs);
     let strided = reads.iter().filter(|r| **r == Read::Strided).count();
-    // Scalar k is the word after the dims and every strided input's strides.
+    // Scalar k is the word after the dims and every strided input's strides:
+    // the run-time scalars, then the constants.
     let _ = writeln!(
         s,
         "fn scalar(k: u32) -> f32 {{\n    return bitcast<f32>(param(2u + param(1u) * {}u + k));\n}}",
@@ -122,10 +141,14 @@ fn source(program: &Fused, reads: &[Read], x4: bool) -> String {
     // The program, on one element's input values.
     let args: Vec<String> = (0..ins).map(|i| format!("a{i}: f32")).collect();
     let _ = writeln!(s, "fn program({}) -> Outputs {{", args.join(", "));
+    let constants = constants(program);
     let name = |v: Val| match v {
         Val::Input(i) => format!("a{i}"),
         Val::Scalar(k) => format!("scalar({k}u)"),
-        Val::Const(c) => constant(c),
+        Val::Const(c) => {
+            let j = constants.iter().position(|&b| b == c.to_bits()).unwrap_or_default();
+            format!("scalar({}u)", program.scalars + j)
+        }
         Val::Node(m) => format!("v{m}"),
     };
     for (i, node) in program.nodes.iter().enumerate() {
