@@ -400,3 +400,17 @@ fn display_of_float_values() {
     assert_eq!(Tensor::zeros(&[2, 0], DType::I32).unwrap().to_string(), "Tensor\n    [[],\n     []]");
     let _ = Tensor::zeros(&[0, 3, 0], DType::Bool).unwrap().to_string();
 }
+
+/// The kit's checks show an error as users read it (`Display`), not as
+/// `unwrap`'s `Debug` of the enum.
+#[test]
+fn the_kits_checks_show_errors_with_display() {
+    let x = opforge::Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let failure = opforge::testing::check("Exp", "gradient_matches_finite_differences", || {
+        opforge::testing::check_gradient(vec![x.clone()], &[0], |xs| Ok(vec![opforge::ops::reshape(&xs[0], &[3])?]))
+    })
+    .expect_err("a kernel that fails fails the check");
+    let text = failure.to_string();
+    assert!(text.contains("valid input: ") && text.contains("Reshape"), "{text}");
+    assert!(!text.contains("InvalidArgument {"), "Debug shown: {text}");
+}

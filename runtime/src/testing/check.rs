@@ -98,3 +98,25 @@ pub(super) type Call<'a> = &'a dyn Fn(&[Tensor]) -> crate::error::Result<Vec<Ten
 
 /// A kernel call on borrowed inputs, as the parity checks take it.
 pub(super) type CallRefs<'a> = &'a (dyn Fn(&[&Tensor]) -> crate::error::Result<Vec<Tensor>> + Sync);
+
+/// An opforge result unwrapped inside a check, its error shown as users
+/// read it (`Display`: "kernel `Exp` on backend `cpu`: ...") rather than
+/// as `unwrap`'s `Debug` of the enum.
+pub(crate) trait Shown<T> {
+    /// The value, or a panic with the error's message.
+    fn shown(self) -> T;
+    /// The value, or a panic with `what` and the error's message.
+    fn shown_as(self, what: &str) -> T;
+}
+
+impl<T> Shown<T> for crate::error::Result<T> {
+    #[track_caller]
+    fn shown(self) -> T {
+        self.unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    #[track_caller]
+    fn shown_as(self, what: &str) -> T {
+        self.unwrap_or_else(|e| panic!("{what}: {e}"))
+    }
+}

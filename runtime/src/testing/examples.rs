@@ -1,6 +1,7 @@
 //! The spec's examples on every backend, and the names errors give.
 
 use super::check::CallRefs;
+use super::check::Shown;
 use super::parity::{targets, Target};
 use crate::backend_id::BackendId;
 use crate::dtype::DType;
@@ -77,7 +78,7 @@ fn example(
             continue;
         }
         let backend = target.backend;
-        let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(backend).unwrap()).collect();
+        let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(backend).shown()).collect();
         let there = || crate::engine::with_fallback(false, || f(&moved.iter().collect::<Vec<_>>()));
         let ys = crate::backend::with_default_backend(backend, there)
             .and_then(|r| r)

@@ -1,6 +1,7 @@
 //! Gradients against finite differences, of first and second order.
 
 use super::check::Call;
+use super::check::Shown;
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::tensor::Tensor;
@@ -28,16 +29,16 @@ fn compare_differences(
     loss: impl Fn(&[Tensor]) -> f64,
 ) {
     for (k, &i) in which.iter().enumerate() {
-        let base = inputs[i].to_vec::<f32>().unwrap();
+        let base = inputs[i].to_vec::<f32>().shown();
         assert_eq!(analytic[k].shape(), inputs[i].shape(), "{what} of input {i}: shape");
-        let got = analytic[k].to_vec::<f32>().unwrap();
+        let got = analytic[k].to_vec::<f32>().shown();
         for j in 0..base.len() {
             let h = step * base[j].abs().max(1.0);
             let nudged = |d: f32| {
                 let mut xs = inputs.to_vec();
                 let mut v = base.clone();
                 v[j] += d;
-                xs[i] = Tensor::from_vec(v, inputs[i].shape()).unwrap();
+                xs[i] = Tensor::from_vec(v, inputs[i].shape()).shown();
                 loss(&xs)
             };
             let numeric = (nudged(h) - nudged(-h)) / (2.0 * h as f64);
@@ -54,7 +55,7 @@ fn compare_differences(
 pub(super) fn weights(outs: &[Tensor], seed: u64) -> Vec<Option<Tensor>> {
     (outs.iter().enumerate())
         .map(|(i, y)| {
-            (y.dtype() == DType::F32).then(|| Tensor::random_uniform(y.shape(), -1.0, 1.0, seed + i as u64).unwrap())
+            (y.dtype() == DType::F32).then(|| Tensor::random_uniform(y.shape(), -1.0, 1.0, seed + i as u64).shown())
         })
         .collect()
 }
@@ -79,10 +80,10 @@ pub fn check_gradient(
 }
 
 fn gradient(inputs: Vec<Tensor>, which: &[usize], f: Call<'_>) {
-    let outs = f(&inputs).expect("valid input");
+    let outs = f(&inputs).shown_as("valid input");
     let ws = weights(&outs, 7);
-    let loss = |xs: &[Tensor]| weighted(&f(xs).expect("valid input"), &ws).unwrap().to_scalar::<f32>().unwrap() as f64;
-    let analytic = first_order(&inputs, which, f, &ws).expect("gradient");
+    let loss = |xs: &[Tensor]| weighted(&f(xs).shown_as("valid input"), &ws).shown().to_scalar::<f32>().shown() as f64;
+    let analytic = first_order(&inputs, which, f, &ws).shown_as("gradient");
     compare_differences(&inputs, which, &analytic, 1e-3, "gradient", loss);
 }
 
@@ -131,10 +132,10 @@ pub fn check_second_order(
 }
 
 fn second_order(inputs: Vec<Tensor>, which: &[usize], f: Call<'_>) -> bool {
-    let outs = f(&inputs).expect("valid input");
+    let outs = f(&inputs).shown_as("valid input");
     let ws = weights(&outs, 7);
     let us: Vec<Tensor> = (which.iter().enumerate())
-        .map(|(k, &i)| Tensor::random_uniform(inputs[i].shape(), -1.0, 1.0, 31 + k as u64).unwrap())
+        .map(|(k, &i)| Tensor::random_uniform(inputs[i].shape(), -1.0, 1.0, 31 + k as u64).shown())
         .collect();
     // h(xs) = sum_k sum(g_k(xs) * u_k), on the inputs in `which`.
     let h = |xs: &[Tensor]| -> crate::error::Result<Tensor> {
@@ -154,12 +155,12 @@ fn second_order(inputs: Vec<Tensor>, which: &[usize], f: Call<'_>) -> bool {
         let got = crate::autodiff::grads(|s: &[Tensor]| h(&with(s)))(std::slice::from_ref(&inputs[i]));
         match got {
             Ok(mut a) => analytic.push(a.remove(0)),
-            Err(Error::InvalidTensor { what: "grad", .. }) => analytic.push(Tensor::zeros_like(&inputs[i]).unwrap()),
+            Err(Error::InvalidTensor { what: "grad", .. }) => analytic.push(Tensor::zeros_like(&inputs[i]).shown()),
             Err(Error::GradientNotFound { .. }) => return false,
             Err(e) => panic!("second-order gradient of input {i}: {e}"),
         }
     }
-    let loss = |xs: &[Tensor]| h(xs).expect("gradient").to_scalar::<f32>().unwrap() as f64;
+    let loss = |xs: &[Tensor]| h(xs).shown_as("gradient").to_scalar::<f32>().shown() as f64;
     compare_differences(&inputs, which, &analytic, 1e-2, "second derivative", loss);
     true
 }

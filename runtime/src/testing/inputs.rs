@@ -1,5 +1,6 @@
 //! The inputs the checks make: samples away from kinks, indices, masks.
 
+use super::check::Shown;
 use crate::dtype::DType;
 use crate::error::Error;
 use crate::tensor::Tensor;
@@ -11,8 +12,8 @@ use crate::tensor::Tensor;
 /// assert_eq!((t.shape(), t.dtype()), (&[2, 3][..], opforge::DType::I32));
 /// ```
 pub fn input(shape: &[usize], dtype: DType) -> Tensor {
-    let f = Tensor::random_uniform(shape, 0.5, 2.0, 1).expect("a valid shape");
-    crate::ops::cast(&f, dtype).expect("cast is total")
+    let f = Tensor::random_uniform(shape, 0.5, 2.0, 1).shown_as("a valid shape");
+    crate::ops::cast(&f, dtype).shown_as("cast is total")
 }
 
 /// Each shape has its bound's rank and no dim past it (a data-dependent
@@ -63,7 +64,7 @@ pub fn assert_invalid(err: &Error, kernel: &str, what: &str) {
 /// ```
 pub fn sample(shape: &[usize], within: Option<(f32, f32)>, seed: u64) -> Tensor {
     let (low, high) = within.unwrap_or((0.5, 2.0));
-    let u = Tensor::random_uniform(shape, 0.0, 1.0, 100 + seed).expect("a valid shape").to_vec::<f32>().unwrap();
+    let u = Tensor::random_uniform(shape, 0.0, 1.0, 100 + seed).shown_as("a valid shape").to_vec::<f32>().shown();
     let mut order: Vec<usize> = (0..u.len()).collect();
     order.sort_by(|&a, &b| u[a].total_cmp(&u[b]));
     let mut v = vec![0.0f32; u.len()];
@@ -75,7 +76,7 @@ pub fn sample(shape: &[usize], within: Option<(f32, f32)>, seed: u64) -> Tensor 
         v.iter()
             .enumerate()
             .map(|(i, &x)| if within.is_some() || (i + seed as usize).is_multiple_of(2) { x } else { -x });
-    Tensor::from_vec(signed.collect(), shape).unwrap()
+    Tensor::from_vec(signed.collect(), shape).shown()
 }
 
 /// Every input of a kernel with optional inputs, as
@@ -103,7 +104,7 @@ pub fn spread<'a>(xs: &[&'a Tensor], absent: &[bool]) -> Vec<Option<&'a Tensor>>
 /// assert_eq!(t.dtype(), opforge::DType::Bool);
 /// ```
 pub fn parity_input(shape: &[usize], dtype: DType, within: Option<(f32, f32)>, seed: u64) -> Tensor {
-    crate::ops::cast(&sample(shape, within, seed), dtype).expect("cast is total")
+    crate::ops::cast(&sample(shape, within, seed), dtype).shown_as("cast is total")
 }
 
 /// Indices, seeded, each below its bound: the one in `bounds`, or its
@@ -116,14 +117,14 @@ pub fn parity_input(shape: &[usize], dtype: DType, within: Option<(f32, f32)>, s
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn index_input(shape: &[usize], bounds: &[usize], seed: u64) -> Tensor {
-    let u = Tensor::random_uniform(shape, 0.0, 1.0, 200 + seed).expect("a valid shape");
-    let v: Vec<i32> = (u.to_vec::<f32>().unwrap().iter().enumerate())
+    let u = Tensor::random_uniform(shape, 0.0, 1.0, 200 + seed).shown_as("a valid shape");
+    let v: Vec<i32> = (u.to_vec::<f32>().shown().iter().enumerate())
         .map(|(i, &x)| {
             let bound = bounds[i % bounds.len()] as i32;
             ((x * bound as f32) as i32).min(bound - 1)
         })
         .collect();
-    Tensor::from_vec(v, shape).unwrap()
+    Tensor::from_vec(v, shape).shown()
 }
 
 /// A bool mask with both values, seeded.
@@ -134,6 +135,6 @@ pub fn index_input(shape: &[usize], bounds: &[usize], seed: u64) -> Tensor {
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn mask_input(shape: &[usize], seed: u64) -> Tensor {
-    let u = Tensor::random_uniform(shape, 0.0, 1.0, 300 + seed).expect("a valid shape");
-    Tensor::from_vec(u.to_vec::<f32>().unwrap().iter().map(|&x| x < 0.5).collect::<Vec<bool>>(), shape).unwrap()
+    let u = Tensor::random_uniform(shape, 0.0, 1.0, 300 + seed).shown_as("a valid shape");
+    Tensor::from_vec(u.to_vec::<f32>().shown().iter().map(|&x| x < 0.5).collect::<Vec<bool>>(), shape).shown()
 }

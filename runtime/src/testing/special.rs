@@ -2,6 +2,7 @@
 //! backend agrees with the cpu on them, gradients included.
 
 use super::check::CallRefs;
+use super::check::Shown;
 use super::gradients::{first_order, weights};
 use super::parity::Target;
 use crate::backend_id::BackendId;
@@ -24,11 +25,11 @@ pub fn with_specials(t: &Tensor) -> Tensor {
     if t.dtype() != DType::F32 {
         return t.clone();
     }
-    let mut v = t.to_vec::<f32>().unwrap();
+    let mut v = t.to_vec::<f32>().shown();
     for (x, s) in v.iter_mut().zip([f32::NAN, f32::INFINITY, f32::NEG_INFINITY]) {
         *x = s;
     }
-    Tensor::from_vec(v, t.shape()).unwrap()
+    Tensor::from_vec(v, t.shape()).shown()
 }
 
 /// How [`check_special_parity`] runs a kernel on special values and
@@ -73,7 +74,7 @@ fn from_words(words: Vec<u32>, shape: &[usize], dtype: DType) -> Tensor {
         DType::I32 => Tensor::from_vec(words.into_iter().map(|w| w as i32).collect::<Vec<i32>>(), shape),
         DType::Bool => Tensor::from_vec(words.into_iter().map(|w| w != 0).collect::<Vec<bool>>(), shape),
     }
-    .expect("as many words as the shape holds")
+    .shown_as("as many words as the shape holds")
 }
 
 /// Inputs of `dtypes` that meet every special value of each with every
@@ -153,7 +154,7 @@ fn assert_special(
     assert_values(want, got, format_args!("{case}, {what}: cpu vs {backend}"), |w, g| {
         let agree = |w: f32, g: f32| special_agree(flushed(w), flushed(g), zero.0, zero.1);
         let a = std::cell::OnceCell::new();
-        let a = || a.get_or_init(|| alternative().as_ref().map(|a| a.to_vec::<f32>().unwrap()));
+        let a = || a.get_or_init(|| alternative().as_ref().map(|a| a.to_vec::<f32>().shown()));
         let differs = |i: usize| {
             !special_agree(w[i], g[i], zero.0, zero.1)
                 && !agree(w[i], g[i])
@@ -174,8 +175,8 @@ fn assert_special(
 fn same_values(a: &Tensor, b: &Tensor) -> bool {
     match a.dtype() {
         DType::F32 => unreachable!("f32 is compared element by element"),
-        DType::I32 => a.to_vec::<i32>().unwrap() == b.to_vec::<i32>().unwrap(),
-        DType::Bool => a.to_vec::<bool>().unwrap() == b.to_vec::<bool>().unwrap(),
+        DType::I32 => a.to_vec::<i32>().shown() == b.to_vec::<i32>().shown(),
+        DType::Bool => a.to_vec::<bool>().shown() == b.to_vec::<bool>().shown(),
     }
 }
 
@@ -189,9 +190,9 @@ pub(super) fn assert_values(
     floats: impl FnOnce(&[f32], &[f32]),
 ) {
     match want.dtype() {
-        DType::F32 => floats(&want.to_vec::<f32>().unwrap(), &got.to_vec::<f32>().unwrap()),
-        DType::I32 => assert_eq!(want.to_vec::<i32>().unwrap(), got.to_vec::<i32>().unwrap(), "{context}"),
-        DType::Bool => assert_eq!(want.to_vec::<bool>().unwrap(), got.to_vec::<bool>().unwrap(), "{context}"),
+        DType::F32 => floats(&want.to_vec::<f32>().shown(), &got.to_vec::<f32>().shown()),
+        DType::I32 => assert_eq!(want.to_vec::<i32>().shown(), got.to_vec::<i32>().shown(), "{context}"),
+        DType::Bool => assert_eq!(want.to_vec::<bool>().shown(), got.to_vec::<bool>().shown(), "{context}"),
     }
 }
 
@@ -259,8 +260,8 @@ fn special_values(
     let mut rounds: Vec<(String, Vec<Tensor>)> = Vec::new();
     for (i, x) in inputs.iter().enumerate().filter(|(i, x)| plant.get(*i) == Some(&true) && x.numel() > 0) {
         let words: Vec<u32> = match x.dtype() {
-            DType::F32 => x.to_vec::<f32>().unwrap().into_iter().map(f32::to_bits).collect(),
-            DType::I32 => x.to_vec::<i32>().unwrap().into_iter().map(|v| v as u32).collect(),
+            DType::F32 => x.to_vec::<f32>().shown().into_iter().map(f32::to_bits).collect(),
+            DType::I32 => x.to_vec::<i32>().shown().into_iter().map(|v| v as u32).collect(),
             DType::Bool => continue,
         };
         let values = special_words(x.dtype(), specials.domain);
@@ -290,7 +291,7 @@ fn special_values(
 /// One call of [`check_special_parity`]: `f` on `xs` on the cpu and on
 /// `backend`, outputs then gradients.
 fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Specials<'_>, f: CallRefs<'_>) {
-    let moved: Vec<Tensor> = xs.iter().map(|t| t.to_backend(backend).unwrap()).collect();
+    let moved: Vec<Tensor> = xs.iter().map(|t| t.to_backend(backend).shown()).collect();
     let there = |g: &dyn Fn() -> crate::error::Result<Vec<Tensor>>| {
         crate::backend::with_default_backend(backend, || crate::engine::with_fallback(false, g)).and_then(|r| r)
     };
@@ -320,7 +321,7 @@ fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Speci
         return;
     }
     let ws = weights(&wants, 7);
-    let ws_there: Vec<Option<Tensor>> = ws.iter().map(|w| w.as_ref().map(|w| w.to_backend(backend).unwrap())).collect();
+    let ws_there: Vec<Option<Tensor>> = ws.iter().map(|w| w.as_ref().map(|w| w.to_backend(backend).shown())).collect();
     let grads = first_order(xs, specials.grad, &call, &ws);
     let grads_there = there(&|| first_order(&moved, specials.grad, &call, &ws_there));
     let flushed_grads = std::cell::OnceCell::new();
@@ -362,7 +363,7 @@ mod tests {
     /// Whether `assert_special` accepts `got` for `want`, `flush` being the
     /// cpu's result on flushed inputs.
     fn accepts<T: crate::dtype::Element>(want: &[T], got: &[T], flush: Option<&[T]>) -> bool {
-        let t = |v: &[T]| Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap();
+        let t = |v: &[T]| Tensor::from_vec(v.to_vec(), &[v.len()]).shown();
         let (want, got, flush) = (t(want), t(got), flush.map(t));
         let flush = || flush.clone();
         let call = || assert_special("X", "output 0", (&want, &got), &flush, BackendId::Wgpu, (true, false));
@@ -389,7 +390,7 @@ mod tests {
     #[test]
     fn combinations_meet_every_pair() {
         let xs = special_combinations(&[DType::I32, DType::I32], None);
-        let (a, b) = (xs[0].to_vec::<i32>().unwrap(), xs[1].to_vec::<i32>().unwrap());
+        let (a, b) = (xs[0].to_vec::<i32>().shown(), xs[1].to_vec::<i32>().shown());
         let n = crate::special_values::I32.len();
         assert_eq!(a.len(), n * n);
         for x in crate::special_values::I32 {
