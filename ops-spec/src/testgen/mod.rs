@@ -69,6 +69,15 @@ pub struct Options {
     /// functions and `CHECKS`, for a test that runs them itself (one that
     /// seeds defects and expects checks to fail).
     pub tests: bool,
+    /// A function every check calls first (`spec_tests!(.., setup =
+    /// path)`): where kernels are registered at run time, it registers
+    /// them.
+    pub setup: Option<String>,
+    /// The backends the checks run on, by name (`spec_tests!(..,
+    /// backends = ["cpu"])`): a backend left out (a test helper that
+    /// accepts any kernel) neither counts as registering a kernel nor is
+    /// compared with the cpu. `None`: every linked backend.
+    pub backends: Option<Vec<String>>,
     /// Checks known to fail, `(kernel, check)`: their `#[test]` reports the
     /// failure (KNOWN FAILURE on stderr) instead of failing, and fails
     /// once the check passes on a machine with another backend (the bug is
@@ -90,6 +99,8 @@ impl Options {
             allow_unimplemented: false,
             builtin: false,
             tests: true,
+            setup: None,
+            backends: None,
             known_failures: Vec::new(),
         }
     }
@@ -106,6 +117,8 @@ impl Options {
             allow_unimplemented: false,
             builtin: true,
             tests: true,
+            setup: None,
+            backends: None,
             known_failures: Vec::new(),
         }
     }

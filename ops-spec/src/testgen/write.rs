@@ -21,6 +21,9 @@ pub(super) struct Module<'a> {
     /// Whether checks get `#[test]`s, and the known failures.
     tests: bool,
     known_failures: &'a [(String, String)],
+    /// The options: what every check runs first, the backends, whether
+    /// declared-only kernels are allowed.
+    options: &'a Options,
 }
 
 impl<'a> Module<'a> {
@@ -32,24 +35,36 @@ impl<'a> Module<'a> {
             kernel: &k.name,
             tests: options.tests,
             known_failures: &options.known_failures,
+            options,
         }
     }
 
     /// Writes check `name`: `check_<name>()`, its body run by
-    /// `testing::check`, and the `#[test]` that expects it to pass. `skip`
-    /// starts the body with a return where no cpu kernel is registered;
-    /// without `tests`, no `#[test]`.
-    pub(super) fn check(&mut self, name: &str, skip: bool, body: &str) {
+    /// `testing::check`, and the `#[test]` that expects it to pass. A
+    /// check that `runs` the kernel fails where no cpu kernel is
+    /// registered (it could run no case); under `unimplemented = allow`
+    /// its `#[test]` is ignored, with the reason, rather than passing
+    /// untested. The body runs the `setup` and among the `backends` the
+    /// options name; without `tests`, no `#[test]`.
+    pub(super) fn check(&mut self, name: &str, runs: bool, body: &str) {
         let kernel = self.kernel;
-        let skip = if skip { format!("        if !implemented({kernel:?}) {{ return; }}\n") } else { String::new() };
+        let require = if runs { format!("        require_implemented({kernel:?});\n") } else { String::new() };
+        let setup = match &self.options.setup {
+            Some(f) => format!("        {f}();\n"),
+            None => String::new(),
+        };
+        let backends = match &self.options.backends {
+            Some(names) => format!("&{names:?}"),
+            None => "&[]".to_owned(),
+        };
         writeln!(
             self.text,
             r#"
     #[cfg(test)]
     pub fn check_{name}() -> CheckResult {{
-        check({kernel:?}, {name:?}, || {{
-{skip}{body}
-        }})
+        check({kernel:?}, {name:?}, || with_kit_backends({backends}, || {{
+{setup}{require}{body}
+        }}))
     }}"#
         )
         .unwrap();
@@ -62,7 +77,11 @@ impl<'a> Module<'a> {
                 ),
                 false => format!("expect(check_{name}());"),
             };
-            writeln!(self.text, "\n    #[test]\n    fn {name}() {{\n        {body}\n    }}").unwrap();
+            let ignore = match runs && self.options.allow_unimplemented {
+                true => "\n    #[ignore = \"`unimplemented = allow`: the kernel may have no kernel to run; `--include-ignored` checks the ones that do\"]",
+                false => "",
+            };
+            writeln!(self.text, "\n    #[test]{ignore}\n    fn {name}() {{\n        {body}\n    }}").unwrap();
         }
         self.names.push(name.to_owned());
     }

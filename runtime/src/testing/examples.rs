@@ -24,6 +24,30 @@ pub fn implemented(kernel: &str) -> bool {
     false
 }
 
+/// Fails the check (a panic, which `check` catches) where `kernel` has no
+/// cpu kernel: every case of a check that runs the kernel starts from the
+/// cpu's result, so without one the check could run nothing, and a check
+/// that ran nothing must not pass. A kernel registered at run time is
+/// registered by the kit's `setup` (`spec_tests!(.., setup = path)`).
+///
+/// ```
+/// opforge::testing::require_implemented("Add");
+/// let r = opforge::testing::check("NoSuchKernel", "parity_f32", || {
+///     opforge::testing::require_implemented("NoSuchKernel")
+/// });
+/// assert!(r.unwrap_err().message.contains("no cpu kernel"));
+/// ```
+#[track_caller]
+pub fn require_implemented(kernel: &str) {
+    if let Err(e) = registry::kernel_for(kernel, BackendId::Cpu) {
+        panic!(
+            "kernel `{kernel}` has no cpu kernel when its tests run, so this check could run no case: {e}. \
+             Register one with `#[kernel({kernel}, cpu)]`, or, for a kernel registered at run time, give \
+             `spec_tests!` a `setup = path::to::fn` that registers it"
+        );
+    }
+}
+
 /// `err` names `kernel` and `backend`, as every error of a call does.
 ///
 /// ```

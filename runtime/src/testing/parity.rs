@@ -66,7 +66,7 @@ pub struct Case {
 pub fn targets(kernel: &str) -> Vec<Target> {
     let mut out = Vec::new();
     for b in crate::backend::backends() {
-        if b.backend == BackendId::Cpu || registry::kernel_for(kernel, b.backend).is_err() {
+        if b.backend == BackendId::Cpu || !kit_runs_on(b.backend) || registry::kernel_for(kernel, b.backend).is_err() {
             continue;
         }
         if b.backend == BackendId::Wgpu {
@@ -82,6 +82,50 @@ pub fn targets(kernel: &str) -> Vec<Target> {
         out.push(Target { backend: b.backend, values: probe.is_ok() });
     }
     out
+}
+
+thread_local! {
+    /// The backends this thread's checks run on, by name; empty: all.
+    static KIT_BACKENDS: std::cell::Cell<&'static [&'static str]> = const { std::cell::Cell::new(&[]) };
+}
+
+/// Runs `f` with this thread's checks limited to the backends `names`
+/// (the cpu always among them; empty: every linked backend), as
+/// `spec_tests!(.., backends = ["cpu", "wgpu"])` asks: a backend left out
+/// (a test helper that accepts any kernel) neither counts as registering
+/// a kernel nor is compared with the cpu. Scoped to this thread and
+/// restored after `f`, panics included. A name no linked backend has is
+/// a panic listing the ones there are.
+///
+/// ```
+/// use opforge::testing::{targets, with_kit_backends};
+/// with_kit_backends(&["cpu"], || assert!(targets("Add").is_empty()));
+/// ```
+pub fn with_kit_backends<R>(names: &'static [&'static str], f: impl FnOnce() -> R) -> R {
+    let known: Vec<&str> = crate::backend::backends().iter().map(|b| b.backend.name()).collect();
+    if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
+        panic!("spec_tests!'s backends name `{unknown}`, which no linked backend is: {}", known.join(", "));
+    }
+    struct Restore(&'static [&'static str]);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            KIT_BACKENDS.with(|c| c.set(self.0));
+        }
+    }
+    let _restore = Restore(KIT_BACKENDS.with(|c| c.replace(names)));
+    f()
+}
+
+/// Whether this thread's checks run on `backend` (see [`with_kit_backends`]).
+///
+/// ```
+/// use opforge::{testing::{kit_runs_on, with_kit_backends}, BackendId};
+/// assert!(kit_runs_on(BackendId::Wgpu));
+/// with_kit_backends(&["cpu"], || assert!(!kit_runs_on(BackendId::Wgpu) && kit_runs_on(BackendId::Cpu)));
+/// ```
+pub fn kit_runs_on(backend: BackendId) -> bool {
+    let names = KIT_BACKENDS.with(std::cell::Cell::get);
+    backend == BackendId::Cpu || names.is_empty() || names.contains(&backend.name())
 }
 
 /// Whether `want` and `got` agree: f32 within shader rounding (2e-5 of

@@ -22,7 +22,7 @@ pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef, options: &Opt
         &format!(
             r#"            let spec = registry::spec({name:?}).expect("bound from {file}");
             assert_eq!(spec.inputs, &{inputs:?} as &[&str]);
-            let on: Vec<BackendId> = BackendId::all().into_iter().filter(|&b| registry::kernel_for({name:?}, b).is_ok()).collect();
+            let on: Vec<BackendId> = BackendId::all().into_iter().filter(|&b| kit_runs_on(b) && registry::kernel_for({name:?}, b).is_ok()).collect();
             if on.is_empty() {{
                 // The registry's reason, where it has one (two specs
                 // declaring the name, two kernels without `override`).
