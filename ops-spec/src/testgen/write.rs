@@ -53,18 +53,19 @@ impl<'a> Module<'a> {
             Some(f) => format!("        {f}();\n"),
             None => String::new(),
         };
-        let backends = match &self.options.backends {
-            Some(names) => format!("&{names:?}"),
-            None => "&[]".to_owned(),
+        // Only a kit limited to some backends scopes its checks to them.
+        let (open, close) = match &self.options.backends {
+            Some(names) => (format!("with_kit_backends(&{names:?}, || {{"), "})"),
+            None => ("{".to_owned(), "}"),
         };
         writeln!(
             self.text,
             r#"
     #[cfg(test)]
     pub fn check_{name}() -> CheckResult {{
-        check({kernel:?}, {name:?}, || with_kit_backends({backends}, || {{
+        check({kernel:?}, {name:?}, || {open}
 {setup}{require}{body}
-        }}))
+        {close})
     }}"#
         )
         .unwrap();

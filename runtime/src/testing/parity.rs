@@ -102,9 +102,11 @@ thread_local! {
 /// with_kit_backends(&["cpu"], || assert!(targets("Add").is_empty()));
 /// ```
 pub fn with_kit_backends<R>(names: &'static [&'static str], f: impl FnOnce() -> R) -> R {
-    let known: Vec<&str> = crate::backend::backends().iter().map(|b| b.backend.name()).collect();
-    if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
-        panic!("spec_tests!'s backends name `{unknown}`, which no linked backend is: {}", known.join(", "));
+    if !names.is_empty() {
+        let known: Vec<&str> = crate::backend::backends().iter().map(|b| b.backend.name()).collect();
+        if let Some(unknown) = names.iter().find(|n| !known.contains(n)) {
+            panic!("spec_tests!'s backends name `{unknown}`, which no linked backend is: {}", known.join(", "));
+        }
     }
     struct Restore(&'static [&'static str]);
     impl Drop for Restore {
