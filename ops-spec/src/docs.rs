@@ -88,8 +88,46 @@
 //! | `drops_nan` | no | `true` when a NaN in may give a number out (a comparison's mask cast to f32, as in `cast(greater(x, w), f32)`; a `select` on one): the generated special-values test of an elementwise kernel then does not require NaN in to give NaN out, and still compares every backend with the cpu there. Default `false` |
 //! | `domain` | no | `[low, high]`, the open interval of input values the kernel is defined and smooth on (`[0.0, inf]` for `Log`, `[-1.0, 1.0]` for `Asin`); the generated tests draw their inputs inside it. Absent: any value, drawn from +-(0.5, 2), away from the kinks at 0 |
 //!
-//! The dtypes are `f32`, `i32` and `bool` ([`DType`](crate::DType)). No
-//! other key is accepted; a misspelt one gets a suggestion.
+//! No other key is accepted; a misspelt one gets a suggestion.
+//!
+//! # Dtypes
+//!
+//! The dtypes ([`DType`](crate::DType)) are the floats `f16`, `bf16`,
+//! `f32` and `f64`, the integers `u8`, `i32` and `i64`, and `bool`. A
+//! `dtypes` list may name a class instead of spelling out its members
+//! ([`DTYPE_CLASSES`](crate::DTYPE_CLASSES)): `float` is `f32`,
+//! `f16`, `bf16` and `f64`; `int` is `i32`, `i64` and `u8`; `any` is all
+//! eight. A class stands for its members in that order, beside other
+//! names (`["float", "i32"]`); a dtype listed twice, by name or through a
+//! class, is an error.
+//!
+//! ```
+//! use opforge_spec::DType;
+//! let spec = opforge_spec::parse(
+//!     r#"
+//! [Square]
+//! op = "square"
+//! doc = "`x * x`."
+//! inputs = ["x"]
+//! dtypes = ["float", "i32"]
+//! shape = "same(x)"
+//! grad = ["x"]
+//! "#,
+//!     "ops.toml",
+//! )
+//! .unwrap();
+//! let k = spec.kernel("Square").unwrap();
+//! assert_eq!(k.dtypes, [DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32]);
+//!
+//! let twice = "[Neg]\nop = \"neg\"\ndoc = \"-x\"\ninputs = [\"x\"]\ndtypes = [\"f64\", \"float\"]\n\
+//!              shape = \"same(x)\"\ngrad = [\"x\"]\n";
+//! let err = opforge_spec::parse(twice, "ops.toml").unwrap_err().to_string();
+//! assert!(err.contains("duplicate dtype `f64` (of `float`)"), "{err}");
+//!
+//! let unknown = twice.replace("\"float\"", "\"floats\"");
+//! let err = opforge_spec::parse(&unknown, "ops.toml").unwrap_err().to_string();
+//! assert!(err.contains("unknown dtype `floats`") && err.contains("did you mean `float`?"), "{err}");
+//! ```
 //!
 //! ```
 //! use opforge_spec::{DType, Differentiable, OutputDType};

@@ -32,7 +32,14 @@ pub(crate) fn at(f: &Entry) -> usize {
 
 pub(crate) fn unknown_dtype(name: &str) -> String {
     let names = DType::ALL.map(DType::name);
-    format!("unknown dtype `{name}`, expected one of {}{}", quoted(names), did_you_mean(name, names))
+    let classes = crate::model::DTYPE_CLASSES.map(|(class, _)| class);
+    let all: Vec<&str> = names.iter().chain(&classes).copied().collect();
+    format!(
+        "unknown dtype `{name}`, expected one of {} (or, in a `dtypes` list, a class: {}){}",
+        quoted(names),
+        quoted(classes),
+        did_you_mean(name, &all)
+    )
 }
 
 /// The entry's value as a string.

@@ -55,12 +55,13 @@
 //! assert_eq!(add.output, "y");
 //! assert_eq!(add.shape, ShapeRule::Broadcast { inputs: vec!["a".into(), "b".into()] });
 //!
-//! let err = parse("[Neg]\nop = \"neg\"\ndoc = \"-x\"\ninputs = [\"x\"]\ndtypes = [\"f64\"]\n\
+//! let err = parse("[Neg]\nop = \"neg\"\ndoc = \"-x\"\ninputs = [\"x\"]\ndtypes = [\"c64\"]\n\
 //!                  shape = \"same(x)\"\ngrad = [\"x\"]\n", "ops.toml")
 //!     .unwrap_err();
 //! assert_eq!(
 //!     err.to_string(),
-//!     "ops.toml:5:11: unknown dtype `f64`, expected one of `f32`, `i32`, `bool`; did you mean `f32`?"
+//!     "ops.toml:5:11: unknown dtype `c64`, expected one of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8` \
+//!      (or, in a `dtypes` list, a class: `float`, `int`, `any`); did you mean `f64`?"
 //! );
 //! ```
 
@@ -82,7 +83,7 @@ mod validate;
 pub use diag::did_you_mean;
 pub use model::{
     AttrDef, AttrType, AttrValue, DType, Differentiable, EnumType, Error, Errors, Example, GroupDef, InputType,
-    KernelDef, OutputDType, OutputDef, ShapeRule, Spec, TypeVar,
+    KernelDef, OutputDType, OutputDef, ShapeRule, Spec, TypeVar, DTYPE_CLASSES,
 };
 
 /// The text of the built-in spec, opforge's own kernels.

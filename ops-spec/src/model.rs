@@ -205,7 +205,8 @@ pub enum InputType {
     Fixed(DType),
 }
 
-/// Element type of a tensor.
+/// Element type of a tensor: the same eight, in the same order, as
+/// `opforge::DType` (a test of `opforge` holds the two to each other).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {
     /// 32-bit float, spelled `f32`.
@@ -214,24 +215,73 @@ pub enum DType {
     I32,
     /// Boolean, spelled `bool`.
     Bool,
+    /// 16-bit float, spelled `f16`.
+    F16,
+    /// bfloat16, spelled `bf16`.
+    BF16,
+    /// 64-bit float, spelled `f64`.
+    F64,
+    /// 64-bit signed integer, spelled `i64`.
+    I64,
+    /// 8-bit unsigned integer, spelled `u8`.
+    U8,
 }
+
+/// The classes a `dtypes` list may name instead of spelling their members:
+/// each stands for its dtypes, in [`DType::ALL`]'s order.
+pub const DTYPE_CLASSES: [(&str, &[DType]); 3] = [
+    ("float", &[DType::F32, DType::F16, DType::BF16, DType::F64]),
+    ("int", &[DType::I32, DType::I64, DType::U8]),
+    ("any", &DType::ALL),
+];
 
 impl DType {
     /// Every dtype, in the order error messages list them.
-    pub const ALL: [DType; 3] = [DType::F32, DType::I32, DType::Bool];
+    pub const ALL: [DType; 8] =
+        [DType::F32, DType::I32, DType::Bool, DType::F16, DType::BF16, DType::F64, DType::I64, DType::U8];
 
-    /// The spec spelling: `"f32"`, `"i32"` or `"bool"`.
+    /// The spec spelling: `"f32"`, `"bf16"`, `"u8"`, ...
     pub fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
             DType::I32 => "i32",
             DType::Bool => "bool",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F64 => "f64",
+            DType::I64 => "i64",
+            DType::U8 => "u8",
         }
     }
 
     /// Parses the spec spelling; `None` for anything else.
     pub fn from_name(name: &str) -> Option<DType> {
         DType::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// The name of its variant, here and in `opforge::DType` (`BF16`).
+    pub fn variant(self) -> &'static str {
+        match self {
+            DType::F32 => "F32",
+            DType::I32 => "I32",
+            DType::Bool => "Bool",
+            DType::F16 => "F16",
+            DType::BF16 => "BF16",
+            DType::F64 => "F64",
+            DType::I64 => "I64",
+            DType::U8 => "U8",
+        }
+    }
+
+    /// The members of a class ([`DTYPE_CLASSES`]) by its name.
+    ///
+    /// ```
+    /// use opforge_spec::DType;
+    /// assert_eq!(DType::class("int"), Some(&[DType::I32, DType::I64, DType::U8][..]));
+    /// assert_eq!(DType::class("f32"), None);
+    /// ```
+    pub fn class(name: &str) -> Option<&'static [DType]> {
+        DTYPE_CLASSES.iter().find(|(n, _)| *n == name).map(|(_, members)| *members)
     }
 }
 

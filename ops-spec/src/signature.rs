@@ -373,16 +373,23 @@ pub(crate) fn dtypes(d: &mut Diag, f: &Entry, what: &str) -> Option<Vec<DType>> 
     let mut dtypes = Vec::new();
     let mut ok = true;
     for (name, at) in items {
-        match DType::from_name(name) {
-            None => {
+        let members = match (DType::from_name(name), DType::class(name)) {
+            (Some(dt), _) => vec![dt],
+            (None, Some(class)) => class.to_vec(),
+            (None, None) => {
                 d.error(at, unknown_dtype(name));
                 ok = false;
+                continue;
             }
-            Some(dt) if dtypes.contains(&dt) => {
-                d.error(at, format!("duplicate dtype `{name}`, expected each dtype at most once"));
+        };
+        for dt in members {
+            if dtypes.contains(&dt) {
+                let what = if DType::from_name(name).is_some() { String::new() } else { format!(" (of `{name}`)") };
+                d.error(at, format!("duplicate dtype `{dt}`{what}, expected each dtype at most once"));
                 ok = false;
+            } else {
+                dtypes.push(dt);
             }
-            Some(dt) => dtypes.push(dt),
         }
     }
     ok.then_some(dtypes)

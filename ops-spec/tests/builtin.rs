@@ -14,7 +14,6 @@ fn strings(names: &[&str]) -> Vec<String> {
 
 const F: &[DType] = &[DType::F32];
 const FI: &[DType] = &[DType::F32, DType::I32];
-const ALL: &[DType] = &[DType::F32, DType::I32, DType::Bool];
 
 #[test]
 fn has_every_kernel_in_file_order_with_unique_ops() {
@@ -121,14 +120,14 @@ fn batch_matmul() {
 fn layout_kernels() {
     let spec = builtin();
     let reshape = spec.kernel("Reshape").unwrap();
-    assert_eq!(reshape.dtypes, ALL);
+    assert_eq!(reshape.dtypes, DType::ALL);
     assert_eq!((reshape.attrs[0].ty, &reshape.attrs[0].default), (AttrType::Ints, &None));
     let rule = ShapeRule::Reshape { input: "x".into(), shape: "shape".into() };
     assert_eq!(reshape.shape, rule);
     assert_eq!(reshape.differentiable, Differentiable::Inputs(strings(&["x"])));
 
     let transpose = spec.kernel("Transpose").unwrap();
-    assert_eq!(transpose.dtypes, ALL);
+    assert_eq!(transpose.dtypes, DType::ALL);
     assert_eq!(transpose.attrs[0].name, "perm");
     assert_eq!(transpose.attrs[0].default, Some(AttrValue::Ints(vec![])));
     let rule = ShapeRule::Transpose { input: "x".into(), perm: "perm".into() };
@@ -140,7 +139,7 @@ fn layout_kernels() {
 fn cast() {
     let spec = builtin();
     let k = spec.kernel("Cast").unwrap();
-    assert_eq!(k.dtypes, ALL);
+    assert_eq!(k.dtypes, DType::ALL);
     assert_eq!((k.attrs[0].name.as_str(), k.attrs[0].ty), ("dtype", AttrType::DType));
     assert_eq!(k.attrs[0].default, None);
     assert_eq!(k.output_dtype, OutputDType::Attr("dtype".into()));

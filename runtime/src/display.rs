@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 use std::fmt::{self, Write};
 
-use crate::dtype::{DType, Element};
+use crate::dtype::{for_dtype, Element};
 use crate::tensor::Tensor;
 
 /// A dim longer than this prints summarized, whatever the tensor's size
@@ -14,50 +14,57 @@ use crate::tensor::Tensor;
 const SUMMARIZE_ABOVE: usize = 20;
 const EDGE: usize = 3;
 
-/// A tensor's elements, borrowed where they live on the cpu.
-enum Values<'a> {
-    F32(Cow<'a, [f32]>),
-    I32(Cow<'a, [i32]>),
-    Bool(Cow<'a, [bool]>),
+/// A tensor's elements, borrowed where they live on the cpu, and how one prints.
+struct Values<'a> {
+    len: usize,
+    format: Box<dyn Fn(usize) -> Option<String> + 'a>,
 }
+
+/// How an element prints.
+trait Show: Element {
+    fn show(self) -> String;
+}
+
+macro_rules! show {
+    ($($t:ty),* => |$v:ident| $e:expr) => {$(
+        impl Show for $t {
+            fn show(self) -> String {
+                let $v = self;
+                $e
+            }
+        }
+    )*};
+}
+show!(f32, f64, crate::dtype::f16, crate::dtype::bf16 => |v| float(v.to_f64()));
+show!(i32, i64, u8, bool => |v| v.to_string());
 
 impl Values<'_> {
     fn of(t: &Tensor) -> Values<'_> {
-        fn get<'a, T: Element>(t: &'a Tensor) -> Cow<'a, [T]> {
+        fn get<'a, T: Show>(t: &'a Tensor) -> Values<'a> {
             // Reading a tensor as its own dtype cannot fail; a failed
             // download prints as empty rather than failing `Display`.
-            match t.cpu().and_then(|c| c.as_slice::<T>().ok()) {
+            let v: Cow<'a, [T]> = match t.cpu().and_then(|c| c.as_slice::<T>().ok()) {
                 Some(slice) => Cow::Borrowed(slice),
                 None => Cow::Owned(t.to_vec::<T>().unwrap_or_default()),
-            }
+            };
+            Values { len: v.len(), format: Box::new(move |i| v.get(i).map(|&x| x.show())) }
         }
-        match t.dtype() {
-            DType::F32 => Values::F32(get(t)),
-            DType::I32 => Values::I32(get(t)),
-            DType::Bool => Values::Bool(get(t)),
-        }
+        for_dtype!(t.dtype(), T => get::<T>(t))
     }
 
     fn len(&self) -> usize {
-        match self {
-            Values::F32(v) => v.len(),
-            Values::I32(v) => v.len(),
-            Values::Bool(v) => v.len(),
-        }
+        self.len
     }
 
     /// Element `i` as printed; empty past the end (a failed download).
     fn format(&self, i: usize) -> String {
-        match self {
-            Values::F32(v) => v.get(i).map_or_else(String::new, |&v| float(v)),
-            Values::I32(v) => v.get(i).map_or_else(String::new, i32::to_string),
-            Values::Bool(v) => v.get(i).map_or_else(String::new, bool::to_string),
-        }
+        (self.format)(i).unwrap_or_default()
     }
 }
 
-/// Seven decimals at most, trailing zeros dropped, as TF.js formats float32.
-fn float(v: f32) -> String {
+/// Seven decimals at most, trailing zeros dropped, as TF.js formats float32
+/// (and opforge every float dtype).
+fn float(v: f64) -> String {
     if v.is_infinite() {
         // JavaScript's spelling, as TF.js prints it.
         return if v > 0.0 { "Infinity" } else { "-Infinity" }.into();

@@ -1,15 +1,26 @@
 //! Element types.
+//!
+//! Eight dtypes: the floats `f16`, `bf16`, `f32` and `f64`, the integers
+//! `u8`, `i32` and `i64`, and `bool`. Half types (`half::f16`,
+//! `half::bf16`) are stored in two bytes and compute in f32.
 
 use std::fmt;
+
+pub use half::{bf16, f16};
 
 /// The element type of a tensor.
 ///
 /// ```
 /// use opforge::DType;
 /// assert_eq!(DType::F32.size_in_bytes(), 4);
-/// assert_eq!(DType::from_name("i32"), Some(DType::I32));
+/// assert_eq!(DType::BF16.size_in_bytes(), 2);
+/// assert_eq!(DType::from_name("i64"), Some(DType::I64));
 /// assert_eq!(DType::Bool.to_string(), "bool");
 /// ```
+///
+/// The order of the variants is the order of [`DType::ALL`], which error
+/// messages and the conformance kit follow: the three dtypes opforge began
+/// with, then the others.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum DType {
     /// 32-bit IEEE float.
@@ -18,18 +29,35 @@ pub enum DType {
     I32,
     /// Boolean, one byte per element.
     Bool,
+    /// 16-bit IEEE float (`half::f16`): 11 bits of precision, largest
+    /// finite value 65504.
+    F16,
+    /// bfloat16 (`half::bf16`): f32's exponent with 8 bits of precision.
+    BF16,
+    /// 64-bit IEEE float.
+    F64,
+    /// 64-bit signed integer; arithmetic wraps on overflow.
+    I64,
+    /// 8-bit unsigned integer; arithmetic wraps on overflow.
+    U8,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 3] = [DType::F32, DType::I32, DType::Bool];
+    pub const ALL: [DType; 8] =
+        [DType::F32, DType::I32, DType::Bool, DType::F16, DType::BF16, DType::F64, DType::I64, DType::U8];
 
-    /// The spec's name of the dtype (`f32`, `i32`, `bool`).
+    /// The spec's name of the dtype (`f32`, `bf16`, `u8`, ...).
     pub const fn name(self) -> &'static str {
         match self {
             DType::F32 => "f32",
             DType::I32 => "i32",
             DType::Bool => "bool",
+            DType::F16 => "f16",
+            DType::BF16 => "bf16",
+            DType::F64 => "f64",
+            DType::I64 => "i64",
+            DType::U8 => "u8",
         }
     }
 
@@ -38,23 +66,46 @@ impl DType {
         DType::ALL.into_iter().find(|d| d.name() == name)
     }
 
-    /// Whether values of this dtype carry gradients (f32 does; integers
-    /// and booleans do not).
+    /// Whether values of this dtype carry gradients: the floats do;
+    /// integers and booleans do not.
     ///
     /// ```
     /// use opforge::DType;
-    /// assert!(DType::F32.is_float() && !DType::I32.is_float() && !DType::Bool.is_float());
+    /// assert!(DType::F32.is_float() && DType::BF16.is_float() && DType::F64.is_float());
+    /// assert!(!DType::I32.is_float() && !DType::U8.is_float() && !DType::Bool.is_float());
     /// ```
     pub const fn is_float(self) -> bool {
-        matches!(self, DType::F32)
+        matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
+    }
+
+    /// Whether this is an integer dtype (`u8`, `i32`, `i64`).
+    ///
+    /// ```
+    /// use opforge::DType;
+    /// assert!(DType::U8.is_int() && DType::I64.is_int() && !DType::Bool.is_int());
+    /// ```
+    pub const fn is_int(self) -> bool {
+        matches!(self, DType::U8 | DType::I32 | DType::I64)
     }
 
     /// Bytes one element takes.
     pub const fn size_in_bytes(self) -> usize {
         match self {
+            DType::Bool | DType::U8 => 1,
+            DType::F16 | DType::BF16 => 2,
             DType::F32 | DType::I32 => 4,
-            DType::Bool => 1,
+            DType::F64 | DType::I64 => 8,
         }
+    }
+
+    /// A bit of a dtype mask: `1 << index` in [`DType::ALL`].
+    ///
+    /// ```
+    /// use opforge::DType;
+    /// assert_eq!(DType::F32.bit() | DType::Bool.bit(), 0b101);
+    /// ```
+    pub const fn bit(self) -> u16 {
+        1 << self as u16
     }
 }
 
@@ -64,19 +115,74 @@ impl fmt::Display for DType {
     }
 }
 
+/// Runs `$body` with `$T` the element type of the [`DType`] `$dtype`:
+/// how a kernel that moves elements without computing on them covers every
+/// dtype with one generic function (candle's `match_dtype`).
+///
+/// ```ignore
+/// for_dtype!(x.dtype(), T => permute::<T>(x, &perm))
+/// ```
+macro_rules! for_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::dtype::DType::F32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::dtype::DType::I32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::dtype::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            $crate::dtype::DType::F16 => {
+                type $T = $crate::dtype::f16;
+                $body
+            }
+            $crate::dtype::DType::BF16 => {
+                type $T = $crate::dtype::bf16;
+                $body
+            }
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            $crate::dtype::DType::I64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::dtype::DType::U8 => {
+                type $T = u8;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use for_dtype;
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for f32 {}
     impl Sealed for i32 {}
     impl Sealed for bool {}
+    impl Sealed for super::f16 {}
+    impl Sealed for super::bf16 {}
+    impl Sealed for f64 {}
+    impl Sealed for i64 {}
+    impl Sealed for u8 {}
 }
 
-/// A Rust type that is the element of some [`DType`]: `f32`, `i32` or `bool`.
+/// A Rust type that is the element of some [`DType`]: `f32`, `i32`,
+/// `bool`, [`f16`](struct@f16), [`bf16`], `f64`, `i64` or `u8`.
 ///
 /// ```
 /// use opforge::{DType, Element};
 /// assert_eq!(<i32 as Element>::DTYPE, DType::I32);
 /// assert_eq!(f32::from_f64(2.5), 2.5);
+/// assert_eq!(opforge::dtype::f16::from_f64(1e6), opforge::dtype::f16::INFINITY);
+/// assert_eq!(u8::from_f64(300.0), 255);
 /// ```
 pub trait Element:
     sealed::Sealed
@@ -92,39 +198,165 @@ pub trait Element:
 {
     /// The dtype of this element type.
     const DTYPE: DType;
-    /// Lossy conversion to f64 (`true` is 1).
+    /// Conversion to f64: exact for every dtype but `i64` beyond 2^53
+    /// (rounded to nearest); `true` is 1.
     fn to_f64(self) -> f64;
-    /// Conversion from f64: saturating for `i32` (NaN gives 0), `!= 0` for `bool`.
+    /// Conversion from f64: rounded to nearest even for the floats;
+    /// truncated toward zero and saturating for the integers (NaN gives 0);
+    /// `!= 0` for `bool`. [`Element::cast`]'s rule, from f64.
     fn from_f64(v: f64) -> Self;
+    /// This value as another element type, by the `Cast` kernel's rule:
+    ///
+    /// - **to a float**, the nearest value, ties to even, rounded once
+    ///   (an `i64` or `f64` reaches `f16` without rounding twice); NaN stays
+    ///   NaN, infinities and signed zeros stay what they are, subnormals are
+    ///   kept, and what passes the largest finite value is infinity (f16's
+    ///   is 65504: 65519.99 rounds to it, 65520 is infinity);
+    /// - **a float to an integer** truncates toward zero and saturates at
+    ///   the integer's ends; NaN is 0 (Rust's `as`, and what PyTorch and
+    ///   NumPy give on x86 for values in range);
+    /// - **an integer to an integer** keeps the low bits (wraps: `-1` is
+    ///   `255` as `u8`, `300` is `44`), as TensorFlow and NumPy do;
+    /// - **to `bool`**, anything nonzero is `true`, NaN included; `bool` to
+    ///   a number is 0 or 1.
+    ///
+    /// ```
+    /// use opforge::{dtype::{bf16, f16}, Element};
+    /// assert_eq!(65519.99f32.cast::<f16>(), f16::MAX);
+    /// assert_eq!(65520.0f32.cast::<f16>(), f16::INFINITY);
+    /// assert_eq!((-1i32).cast::<u8>(), 255);
+    /// assert_eq!((-1.5f32).cast::<u8>(), 0);
+    /// assert_eq!(f32::NAN.cast::<i64>(), 0);
+    /// assert_eq!(bf16::from_f32(3.0).cast::<i32>(), 3);
+    /// assert!(f32::NAN.cast::<bool>());
+    /// ```
+    #[inline]
+    fn cast<U: Element>(self) -> U {
+        U::from_element(self)
+    }
+    /// `v` converted to this type by [`Element::cast`]'s rule.
+    #[doc(hidden)]
+    fn from_element<U: Element>(v: U) -> Self;
+    /// The value as [`Element::cast`] moves it.
+    #[doc(hidden)]
+    fn to_value(self) -> Value;
+    /// The value of this type nearest `v`, by [`Element::cast`]'s rule.
+    #[doc(hidden)]
+    fn from_value(v: Value) -> Self;
 }
 
-/// The numeric elements, whose conversions are Rust's `as` casts.
-macro_rules! numeric_elements {
-    ($($t:ty => $dtype:ident),*) => {$(
+/// A value between two element types, as `Cast` moves it: a float's exact
+/// value, or an integer's (a `bool` is 0 or 1).
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub enum Value {
+    Float(f64),
+    Int(i64),
+}
+
+/// Rounds `v` to an f64 of 53 bits, to odd where inexact: rounding that to
+/// a narrower float (at most 51 bits) to nearest even then gives the
+/// correctly rounded result, where rounding to nearest twice could not.
+fn i64_to_odd_f64(v: i64) -> f64 {
+    let a = v.unsigned_abs();
+    let bits = 64 - a.leading_zeros();
+    if bits <= 53 {
+        return v as f64;
+    }
+    let shift = bits - 53;
+    let sticky = u64::from(a & ((1 << shift) - 1) != 0);
+    let m = ((a >> shift) | sticky) as f64 * f64::from(shift).exp2();
+    if v < 0 {
+        -m
+    } else {
+        m
+    }
+}
+
+/// Rounds `v` to f32, to odd where inexact (toward zero, then the last bit
+/// set); an f64 beyond f32's range gives f32's largest, whose last bit is
+/// set, so a narrower float then overflows to infinity as it should.
+fn f64_to_odd_f32(v: f64) -> f32 {
+    let r = v as f32;
+    if f64::from(r) == v || v.is_nan() {
+        return r;
+    }
+    if r.is_infinite() {
+        return f32::MAX.copysign(r);
+    }
+    let mut bits = r.to_bits();
+    if f64::from(r).abs() > v.abs() {
+        bits -= 1;
+    }
+    f32::from_bits(bits | 1)
+}
+
+impl Value {
+    fn to_odd_f32(self) -> f32 {
+        match self {
+            Value::Float(v) => f64_to_odd_f32(v),
+            Value::Int(i) => f64_to_odd_f32(i64_to_odd_f64(i)),
+        }
+    }
+}
+
+/// The `Element` impl of one type: how it enters and leaves a [`Value`].
+macro_rules! element {
+    ($t:ty => $dtype:ident, |$v:ident| $to:expr, $from:expr) => {
         impl Element for $t {
             const DTYPE: DType = DType::$dtype;
+            #[inline]
             fn to_f64(self) -> f64 {
-                self as f64
+                match self.to_value() {
+                    Value::Float(v) => v,
+                    Value::Int(i) => i as f64,
+                }
             }
+            #[inline]
             fn from_f64(v: f64) -> Self {
-                v as $t
+                Self::from_value(Value::Float(v))
+            }
+            #[inline]
+            fn from_element<U: Element>(v: U) -> Self {
+                Self::from_value(v.to_value())
+            }
+            #[inline]
+            fn to_value(self) -> Value {
+                let $v = self;
+                $to
+            }
+            #[inline]
+            fn from_value(v: Value) -> Self {
+                let from: fn(Value) -> Self = $from;
+                from(v)
             }
         }
-    )*};
+    };
 }
 
-numeric_elements!(f32 => F32, i32 => I32);
-
-impl Element for bool {
-    const DTYPE: DType = DType::Bool;
-    fn to_f64(self) -> f64 {
-        if self {
-            1.0
-        } else {
-            0.0
-        }
-    }
-    fn from_f64(v: f64) -> Self {
-        v != 0.0
-    }
-}
+element!(f32 => F32, |v| Value::Float(f64::from(v)), |v| match v {
+    Value::Float(v) => v as f32,
+    Value::Int(i) => i64_to_odd_f64(i) as f32,
+});
+element!(f64 => F64, |v| Value::Float(v), |v| match v {
+    Value::Float(v) => v,
+    Value::Int(i) => i as f64,
+});
+element!(f16 => F16, |v| Value::Float(v.to_f64()), |v| f16::from_f32(v.to_odd_f32()));
+element!(bf16 => BF16, |v| Value::Float(v.to_f64()), |v| bf16::from_f32(v.to_odd_f32()));
+element!(i32 => I32, |v| Value::Int(i64::from(v)), |v| match v {
+    Value::Float(v) => v as i32,
+    Value::Int(i) => i as i32,
+});
+element!(i64 => I64, |v| Value::Int(v), |v| match v {
+    Value::Float(v) => v as i64,
+    Value::Int(i) => i,
+});
+element!(u8 => U8, |v| Value::Int(i64::from(v)), |v| match v {
+    Value::Float(v) => v as u8,
+    Value::Int(i) => i as u8,
+});
+element!(bool => Bool, |v| Value::Int(i64::from(v)), |v| match v {
+    Value::Float(v) => v != 0.0,
+    Value::Int(i) => i != 0,
+});

@@ -8,6 +8,7 @@ use std::sync::{Mutex, PoisonError};
 use crate::backend::call::TensorMeta;
 use crate::backend::call::{Absent, KernelCall, Tensors};
 use crate::backend_id::BackendId;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::registry::spec::describe;
 use crate::registry::spec::KernelSpec;
@@ -138,7 +139,10 @@ impl Engine {
             Ok(backend) => backend,
             Err(e) => return scalars_follow::<K>(inputs, absent, attrs, e),
         };
-        let metas = infer::<K>(inputs, absent, attrs).map_err(|m| invalid::<K>(backend, inputs, absent, m))?;
+        let metas = match infer::<K>(inputs, absent, attrs) {
+            Ok(metas) => metas,
+            Err(m) => return scalars_follow::<K>(inputs, absent, attrs, invalid::<K>(backend, inputs, absent, m)),
+        };
         // A data-dependent bound with a dim only the data decides is the
         // kernel's to allocate; so is all memory of a declared backend,
         // which may hold no data at all (or hold it elsewhere).
@@ -417,10 +421,14 @@ fn infer<K: KernelSpec>(
         .unwrap_or_else(|payload| Err(format!("the shape rule panicked: {}", panic_message(&*payload))))
 }
 
-/// A call whose inputs live on two backends. Where all but scalars (rank
-/// 0) share one, the scalars follow it, so that `Tensor::scalar(2.0)`, made
-/// on the default backend, works beside a tensor on any other, in a
-/// gradient as anywhere. Otherwise `e`, the error that names both.
+/// A call whose inputs differ in backend, or that its spec refuses (`e`).
+/// Where all but scalars (rank 0) share a backend, the scalars follow it,
+/// so that `Tensor::scalar(2.0)`, made on the default backend, works beside
+/// a tensor on any other, in a gradient as anywhere. And a scalar of a
+/// float dtype takes the float dtype of the other inputs, where they share
+/// one (an integer scalar the integer one), as PyTorch's zero-dim tensors
+/// do: `mul(x_bf16, Tensor::scalar(0.5))` is bf16 (the literal is f64),
+/// and no tensor of rank 1 or more is ever converted. Otherwise `e`.
 #[cold]
 fn scalars_follow<K: KernelSpec>(
     inputs: &[&Tensor],
@@ -428,23 +436,42 @@ fn scalars_follow<K: KernelSpec>(
     attrs: &K::Attrs,
     e: Error,
 ) -> Result<(BackendId, Tensors)> {
-    let mut tensors = inputs.iter().filter(|t| t.rank() > 0).map(|t| t.backend());
-    let Some(backend) = tensors.next() else { return Err(e) };
-    if tensors.any(|b| b != backend) {
+    let mut tensors = inputs.iter().filter(|t| t.rank() > 0);
+    let Some(backend) = tensors.next().map(|t| t.backend()) else { return Err(e) };
+    if tensors.any(|t| t.backend() != backend) {
+        return Err(e);
+    }
+    // The one dtype of `d`'s kind among the tensors, if they share one.
+    let kind = |d: DType| (d.is_float(), d.is_int());
+    let shared = |d: DType| {
+        let mut of_kind = inputs.iter().filter(|t| t.rank() > 0 && kind(t.dtype()) == kind(d)).map(|t| t.dtype());
+        let first = of_kind.next()?;
+        of_kind.all(|o| o == first).then_some(first)
+    };
+    let adopts = |t: &Tensor| -> Option<DType> {
+        let d = t.dtype();
+        (t.rank() == 0 && d != DType::Bool).then(|| shared(d)).flatten().filter(|&s| s != d)
+    };
+    if !inputs.iter().any(|t| t.backend() != backend || adopts(t).is_some()) {
         return Err(e);
     }
     let follow = |t: &Tensor| -> Result<Tensor> {
+        let mut t = t.clone();
+        if let Some(dtype) = adopts(&t) {
+            // An op like any other: recorded, so its gradient reaches the scalar in its own dtype.
+            t = Engine::run::<crate::kernels::Cast>(&[&t], &crate::kernels::CastAttrs { dtype })?;
+        }
+        if t.backend() == backend {
+            return Ok(t);
+        }
         let moved = t.to_backend(backend)?;
         // Its gradient goes back where it came from.
         if crate::tape::recording() {
-            crate::tape::record_move(t, &moved);
+            crate::tape::record_move(&t, &moved);
         }
         Ok(moved)
     };
-    let moved: Vec<Tensor> = inputs
-        .iter()
-        .map(|&t| if t.backend() == backend { Ok(t.clone()) } else { follow(t) })
-        .collect::<Result<_>>()?;
+    let moved: Vec<Tensor> = inputs.iter().map(|&t| follow(t)).collect::<Result<_>>()?;
     let moved: Vec<&Tensor> = moved.iter().collect();
     Engine::run_tensors::<K>(&moved, absent, attrs)
 }

@@ -64,7 +64,7 @@ pub fn log_softmax(x: &Tensor, axis: i64) -> Result<Tensor> {
 #[op(fuse)]
 pub fn gelu(x: &Tensor) -> Result<Tensor> {
     let phi = erf(&mul(x, &Tensor::scalar_on(std::f32::consts::FRAC_1_SQRT_2, x.backend())?)?)?;
-    let half = mul(x, &Tensor::scalar_on(0.5, x.backend())?)?;
+    let half = mul(x, &Tensor::scalar_on(0.5f32, x.backend())?)?;
     add(&half, &mul(&half, &phi)?)
 }
 
@@ -279,9 +279,5 @@ pub fn unbroadcast(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
 
 /// A scalar of `like`'s dtype, on `like`'s backend (ops refuse mixed ones).
 pub(crate) fn scalar(v: f64, like: &Tensor) -> Result<Tensor> {
-    match like.dtype() {
-        crate::dtype::DType::F32 => Tensor::scalar_on(f32::from_f64(v), like.backend()),
-        crate::dtype::DType::I32 => Tensor::scalar_on(i32::from_f64(v), like.backend()),
-        crate::dtype::DType::Bool => Tensor::scalar_on(bool::from_f64(v), like.backend()),
-    }
+    crate::dtype::for_dtype!(like.dtype(), T => Tensor::scalar_on(T::from_f64(v), like.backend()))
 }

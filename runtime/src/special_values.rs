@@ -14,7 +14,7 @@
 //! assert!(!agree(0.0, -0.0, Agreement::EXACT.signed_zero()));
 //! ```
 
-use crate::dtype::DType;
+use crate::dtype::{for_dtype, DType, Element, Value};
 use crate::tensor::Tensor;
 
 /// The f32 values every case draws from: NaN (a quiet one, and a negative
@@ -160,6 +160,20 @@ impl Agreement {
 /// itself, and (with `absolute` 0) a zero never with a nonzero value: those
 /// are what the special values are there to catch.
 pub fn agree(want: f32, got: f32, how: Agreement) -> bool {
+    agree_as(f64::from(want), f64::from(got), how, DType::F32)
+}
+
+/// [`agree`] for values of any float `dtype`, given exactly as f64 (every
+/// float dtype's values are): a unit in the last place of its subnormals
+/// is rounding, where `how.relative` is not 0.
+///
+/// ```
+/// use opforge::{special_values::{agree_as, Agreement}, DType};
+/// let tiny = 2f64.powi(-24); // f16's smallest subnormal
+/// assert!(agree_as(tiny, 2.0 * tiny, Agreement::ROUNDED, DType::F16));
+/// assert!(!agree_as(tiny, 2.0 * tiny, Agreement::ROUNDED, DType::F32));
+/// ```
+pub fn agree_as(want: f64, got: f64, how: Agreement, dtype: DType) -> bool {
     if want.is_nan() || got.is_nan() {
         return want.is_nan() && got.is_nan();
     }
@@ -167,7 +181,7 @@ pub fn agree(want: f32, got: f32, how: Agreement) -> bool {
         return true;
     }
     let both_finite = want.is_finite() && got.is_finite();
-    if both_finite && how.absolute > 0.0 && (f64::from(want) - f64::from(got)).abs() <= f64::from(how.absolute) {
+    if both_finite && how.absolute > 0.0 && (want - got).abs() <= f64::from(how.absolute) {
         return true;
     }
     if want == 0.0 || got == 0.0 {
@@ -175,10 +189,27 @@ pub fn agree(want: f32, got: f32, how: Agreement) -> bool {
     }
     let finite = both_finite && want.is_sign_negative() == got.is_sign_negative();
     // Subnormals have fewer bits than `relative` asks for: unless it is 0,
-    // one unit of their last place (2^-149) is rounding too.
-    let subnormal_unit = if how.relative > 0.0 { f64::from(f32::from_bits(1)) } else { 0.0 };
-    let bound = (f64::from(how.relative) * f64::from(want).abs()).max(subnormal_unit);
-    finite && (f64::from(want) - f64::from(got)).abs() <= bound
+    // one unit of their last place is rounding too.
+    let subnormal_unit = if how.relative > 0.0 { smallest_subnormal(dtype) } else { 0.0 };
+    let bound = (f64::from(how.relative) * want.abs()).max(subnormal_unit);
+    finite && (want - got).abs() <= bound
+}
+
+/// The smallest positive value of a float dtype (0 for the others).
+///
+/// ```
+/// use opforge::{special_values::smallest_subnormal, DType};
+/// assert_eq!(smallest_subnormal(DType::F32), f64::from(f32::from_bits(1)));
+/// assert_eq!(smallest_subnormal(DType::BF16), 2f64.powi(-133));
+/// ```
+pub fn smallest_subnormal(dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => 2f64.powi(-24),
+        DType::BF16 => 2f64.powi(-133),
+        DType::F32 => 2f64.powi(-149),
+        DType::F64 => f64::from_bits(1),
+        _ => 0.0,
+    }
 }
 
 /// The elements where `got` disagrees with `want` (see [`agree`]; i32 and
@@ -195,18 +226,21 @@ pub fn differences(
     if want.meta() != got.meta() {
         return (1, vec![format!("want {}, got {}", want.meta(), got.meta())]);
     }
-    let (w, g) = match (words(want), words(got)) {
+    let (w, g) = match (values(want), values(got)) {
         (Ok(w), Ok(g)) => (w, g),
         (Err(e), _) | (_, Err(e)) => return (1, vec![format!("could not read a result: {e}")]),
     };
-    let show = |v: u32| match want.dtype() {
-        DType::F32 => format!("{:?} ({v:#010x})", f32::from_bits(v)),
-        DType::I32 => (v as i32).to_string(),
-        DType::Bool => (v != 0).to_string(),
+    let dtype = want.dtype();
+    let show = |v: Value| match (v, dtype) {
+        (Value::Float(v), DType::F32) => format!("{:?} ({:#010x})", v as f32, (v as f32).to_bits()),
+        (Value::Float(v), _) => format!("{v:?}"),
+        (Value::Int(i), DType::Bool) => (i != 0).to_string(),
+        (Value::Int(i), _) => i.to_string(),
     };
-    let differs = |i: &usize| match want.dtype() {
-        DType::F32 => !agree(f32::from_bits(w[*i]), f32::from_bits(g[*i]), how),
-        DType::I32 | DType::Bool => w[*i] != g[*i],
+    let differs = |i: &usize| match (w[*i], g[*i]) {
+        (Value::Float(a), Value::Float(b)) => !agree_as(a, b, how, dtype),
+        (Value::Int(a), Value::Int(b)) => a != b,
+        _ => true,
     };
     let (mut count, mut described) = (0, Vec::new());
     for i in (0..w.len()).filter(differs) {
@@ -228,13 +262,10 @@ pub fn first_difference(
     differences(want, got, how, 1, inputs).1.pop()
 }
 
-/// The tensor's elements as 32-bit words (a bool as 0 or 1).
-fn words(t: &Tensor) -> crate::error::Result<Vec<u32>> {
-    Ok(match t.dtype() {
-        DType::F32 => t.to_vec::<f32>()?.into_iter().map(f32::to_bits).collect(),
-        DType::I32 => t.to_vec::<i32>()?.into_iter().map(|v| v as u32).collect(),
-        DType::Bool => t.to_vec::<bool>()?.into_iter().map(u32::from).collect(),
-    })
+/// The tensor's elements, exactly: a float's value, an integer's (a bool
+/// as 0 or 1).
+fn values(t: &Tensor) -> crate::error::Result<Vec<Value>> {
+    for_dtype!(t.dtype(), T => Ok(t.to_vec::<T>()?.into_iter().map(Element::to_value).collect()))
 }
 
 #[cfg(test)]

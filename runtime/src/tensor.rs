@@ -3,7 +3,7 @@
 use crate::backend::cpu::CpuTensor;
 use crate::backend::wgpu::WgpuTensor;
 use crate::backend_id::BackendId;
-use crate::dtype::{DType, Element};
+use crate::dtype::{for_dtype, DType, Element};
 use crate::error::{Error, Result};
 use crate::shape;
 use crate::shape::Shape;
@@ -196,11 +196,7 @@ impl Tensor {
 
     fn filled_like(t: &Tensor, v: f64, what: &'static str) -> Result<Tensor> {
         let n = checked(t.shape(), t.dtype(), what)?;
-        let cpu = match t.dtype() {
-            DType::F32 => CpuTensor::from_vec(t.shape(), vec![f32::from_f64(v); n])?,
-            DType::I32 => CpuTensor::from_vec(t.shape(), vec![i32::from_f64(v); n])?,
-            DType::Bool => CpuTensor::from_vec(t.shape(), vec![bool::from_f64(v); n])?,
-        };
+        let cpu = for_dtype!(t.dtype(), T => CpuTensor::from_vec(t.shape(), vec![T::from_f64(v); n])?);
         Tensor::from_cpu(cpu).to_backend(t.backend())
     }
 
@@ -244,11 +240,7 @@ impl Tensor {
     }
 
     fn filled(shape: &[usize], dtype: DType, v: f64, what: &'static str) -> Result<Tensor> {
-        match dtype {
-            DType::F32 => Tensor::full_as(shape, f32::from_f64(v), what),
-            DType::I32 => Tensor::full_as(shape, i32::from_f64(v), what),
-            DType::Bool => Tensor::full_as(shape, bool::from_f64(v), what),
-        }
+        for_dtype!(dtype, T => Tensor::full_as(shape, T::from_f64(v), what))
     }
 
     /// `start, start + step, ...` up to but excluding `end`, as a rank-1 tensor
@@ -271,11 +263,7 @@ impl Tensor {
         }
         let n = checked(&[count.ceil().max(0.0) as usize], dtype, "arange")?;
         let values = (0..n).map(|i| start + i as f64 * step);
-        match dtype {
-            DType::F32 => Tensor::from_vec(values.map(f32::from_f64).collect(), &[n]),
-            DType::I32 => Tensor::from_vec(values.map(i32::from_f64).collect(), &[n]),
-            DType::Bool => Tensor::from_vec(values.map(bool::from_f64).collect(), &[n]),
-        }
+        for_dtype!(dtype, T => Tensor::from_vec(values.map(T::from_f64).collect(), &[n]))
     }
 
     /// Uniform random f32 values in `[low, high)`, reproducible from `seed`.

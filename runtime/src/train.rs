@@ -38,7 +38,7 @@ use crate::variable::Variable;
 
 mod checkpoint;
 
-pub use checkpoint::{load_checkpoint, save_checkpoint, OptimizerState};
+pub use checkpoint::{load_checkpoint, load_safetensors, save_checkpoint, OptimizerState};
 
 #[doc(hidden)]
 pub use checkpoint::fail_writes_after as __fail_checkpoint_writes_after;

@@ -196,12 +196,8 @@ fn refused(path: &Path, vars: &[&Variable], opt: &mut Adam, want: &str) -> Error
 /// [`refused`], its failures saying `what` was loaded.
 fn refused_as(path: &Path, vars: &[&Variable], opt: &mut Adam, want: &str, what: &str) -> Error {
     let values = |v: &Variable| {
-        let t = v.value();
-        match t.dtype() {
-            DType::F32 => format!("{:?}", t.to_vec::<f32>().unwrap()),
-            DType::I32 => format!("{:?}", t.to_vec::<i32>().unwrap()),
-            DType::Bool => format!("{:?}", t.to_vec::<bool>().unwrap()),
-        }
+        // Every dtype's values are exact in f64.
+        format!("{:?}", opforge::ops::cast(&v.value(), DType::F64).unwrap().to_vec::<f64>().unwrap())
     };
     let before: Vec<String> = vars.iter().map(|v| values(v)).collect();
     let steps = opt.iterations();
@@ -252,10 +248,17 @@ fn bad_files_and_mismatches_are_errors_naming_the_file_and_the_tensor() {
     // Not there at all.
     refused(&dir.join("missing.safetensors"), &all, &mut opt, "cannot read it");
     // A dtype opforge does not have, from another tool (without checksums).
-    let f16 = dir.join("f16.safetensors");
+    let u16 = dir.join("u16.safetensors");
     let kernel: Vec<u8> = fresh[0].value().to_vec::<f32>().unwrap().iter().flat_map(|v| v.to_le_bytes()).collect();
-    foreign_file(&f16, &[("dense1/kernel", "F32", &[8, 16], kernel), ("dense1/bias", "F16", &[32], vec![0; 64])]);
-    refused(&f16, &all, &mut opt, "tensor `dense1/bias`: its dtype F16 is not one opforge has");
+    foreign_file(
+        &u16,
+        &[("dense1/kernel", "F32", &[8, 16], kernel.clone()), ("dense1/bias", "U16", &[32], vec![0; 64])],
+    );
+    refused(&u16, &all, &mut opt, "tensor `dense1/bias`: its dtype U16 is not one opforge has (F32, I32, BOOL, F16");
+    // One it has, but not the variable's: named with both.
+    let f16 = dir.join("f16.safetensors");
+    foreign_file(&f16, &[("dense1/kernel", "F32", &[8, 16], kernel), ("dense1/bias", "F16", &[16], vec![0; 32])]);
+    refused(&f16, &all, &mut opt, "tensor `dense1/bias`: it is f16[16] in the file but the variable is f32[16]");
 
     // A variable of another name, shape or dtype than the file has.
     let renamed = Variable::named("dense1/weights", fresh[0].value());

@@ -383,6 +383,22 @@ fn display_matches_tfjs_layout() {
                     let s = v.iter().map(bool::to_string).collect();
                     (Tensor::from_vec(v, shape).unwrap(), s)
                 }
+                DType::I64 => {
+                    let s = ints.iter().map(i64::to_string).collect();
+                    (Tensor::from_vec(ints.clone(), shape).unwrap(), s)
+                }
+                DType::U8 => {
+                    let v: Vec<u8> = ints.iter().map(|&i| i as u8).collect();
+                    let s = v.iter().map(u8::to_string).collect();
+                    (Tensor::from_vec(v, shape).unwrap(), s)
+                }
+                // The other floats print as f32 does, each value as the dtype holds it.
+                float => {
+                    let v: Vec<f64> = ints.iter().map(|&i| i as f64 / 8.0).collect();
+                    let t = opforge::ops::cast(&Tensor::from_vec(v, shape).unwrap(), float).unwrap();
+                    let held = opforge::ops::cast(&t, DType::F32).unwrap().to_vec::<f32>().unwrap();
+                    (t, held.iter().map(|&x| js_float(x)).collect())
+                }
             };
             assert_eq!(t.to_string(), tfjs_to_string(&vals, shape), "{dtype}{shape:?}");
         }

@@ -693,11 +693,7 @@ fn cast_between_all_dtypes() {
             for to in DType::ALL {
                 let y = ops::cast(&x, to).unwrap();
                 assert_eq!((y.shape(), y.dtype()), (shape, to), "cast {from} -> {to}");
-                let want = f64s(&x).map(|v| match to {
-                    DType::F32 => v as f32 as f64,
-                    DType::I32 => v.trunc(),
-                    DType::Bool => (v != 0.0) as i32 as f64,
-                });
+                let want = f64s(&x).map(|v| cast_value(v, from, to));
                 assert_exact(&format!("cast {shape:?} {from} -> {to}"), &y, &want);
             }
         }

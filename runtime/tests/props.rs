@@ -362,11 +362,7 @@ proptest! {
         let what = format!("cast({from}{s:?}, {to})");
         let got = no_panic(&what, || ops::cast(&x, to))?;
         if let Some(y) = check_outcome(&what, &got, Some((&s, to)))? {
-            let want = f64s(&x).map(|v| match to {
-                DType::F32 => v as f32 as f64,
-                DType::I32 => v.trunc(),
-                DType::Bool => (v != 0.0) as i32 as f64,
-            });
+            let want = f64s(&x).map(|v| cast_value(v, from, to));
             prop_assert_eq!(f64s(&y).data, want.data, "{}", what);
         }
     }

@@ -90,11 +90,8 @@ fn group_ident(a: &AttrDef) -> TokenStream {
 }
 
 pub(super) fn dtype_tokens(d: DType) -> TokenStream {
-    match d {
-        DType::F32 => quote!(::opforge::__private::DType::F32),
-        DType::I32 => quote!(::opforge::__private::DType::I32),
-        DType::Bool => quote!(::opforge::__private::DType::Bool),
-    }
+    let variant = quote::format_ident!("{}", d.variant());
+    quote!(::opforge::__private::DType::#variant)
 }
 
 /// A default as a value of the attr's field type.

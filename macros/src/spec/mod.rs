@@ -249,10 +249,10 @@ window = { group = "Window" }
 
     #[test]
     fn spec_errors_carry_line_and_column() {
-        let bad = SPEC.replace("dtypes = [\"f32\"]", "dtypes = [\"f64\"]");
+        let bad = SPEC.replace("dtypes = [\"f32\"]", "dtypes = [\"c64\"]");
         let out = super::expand_source(&bad, "my_ops.toml", Span::call_site(), None, false).to_string();
         assert!(out.contains("compile_error"), "{out}");
-        assert!(out.contains("my_ops.toml:6:11: unknown dtype `f64`"), "{out}");
+        assert!(out.contains("my_ops.toml:6:11: unknown dtype `c64`"), "{out}");
     }
 
     #[test]

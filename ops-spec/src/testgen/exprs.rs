@@ -4,12 +4,8 @@
 use crate::{AttrDef, AttrValue, DType, EnumType};
 
 /// `DType::F32` for `f32`, and so on.
-pub(super) fn dtype_expr(d: DType) -> &'static str {
-    match d {
-        DType::F32 => "DType::F32",
-        DType::I32 => "DType::I32",
-        DType::Bool => "DType::Bool",
-    }
+pub(super) fn dtype_expr(d: DType) -> String {
+    format!("DType::{}", d.variant())
 }
 
 /// A value of attr `a` as the expression of its `KernelAttrs` field.
@@ -23,7 +19,7 @@ pub(super) fn value_expr(a: &AttrDef, v: &AttrValue) -> String {
         AttrValue::IntLists(v) => {
             format!("vec![{}]", v.iter().map(|r| format!("vec!{r:?}")).collect::<Vec<_>>().join(", "))
         }
-        AttrValue::DType(d) => dtype_expr(*d).into(),
+        AttrValue::DType(d) => dtype_expr(*d),
         AttrValue::Str(s) => format!("String::from({s:?})"),
         AttrValue::Strs(v) => {
             format!("vec![{}]", v.iter().map(|s| format!("String::from({s:?})")).collect::<Vec<_>>().join(", "))

@@ -37,6 +37,7 @@
 //! ```
 
 mod cases;
+pub use cases::KIT_DTYPES;
 mod checks;
 mod exprs;
 mod write;

@@ -98,7 +98,7 @@ pub(super) fn input_expr(case: &Case, i: usize, dtype: DType, seed: usize, make:
             format!("ops::cast(&index_input(&{shape:?}, &{n:?}, {seed}), {}).unwrap()", dtype_expr(d))
         }
         (None, DType::Bool) => format!("mask_input(&{shape:?}, {seed})"),
-        (None, d) => make.replace("SHAPE", &format!("&{shape:?}")).replace("DTYPE", dtype_expr(d)),
+        (None, d) => make.replace("SHAPE", &format!("&{shape:?}")).replace("DTYPE", &dtype_expr(d)),
     }
 }
 

@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use safetensors::tensor::{Dtype, SafeTensorError, SafeTensors, View};
 
 use super::Optimizer;
-use crate::dtype::DType;
+use crate::dtype::{bf16, f16, for_dtype, DType, Element};
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 use crate::variable::Variable;
@@ -191,15 +191,7 @@ pub fn load_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &m
     let fail = checkpoint_error(path);
     check_names(vars).map_err(|(tensor, message)| fail(tensor, message))?;
     let bytes = fs::read(path).map_err(|e| fail(None, format!("cannot read it: {e}")))?;
-    check_offsets(&bytes).map_err(|(tensor, message)| fail(tensor.as_deref(), message))?;
-    let file = SafeTensors::deserialize(&bytes).map_err(|e| {
-        let tensor = match &e {
-            SafeTensorError::InvalidOffset(name) | SafeTensorError::TensorNotFound(name) => Some(name.as_str()),
-            _ => None,
-        };
-        fail(tensor, format!("not a whole safetensors file (truncated or corrupt?): {e}"))
-    })?;
-    verify(&bytes, &file).map_err(|(tensor, message)| fail(tensor.as_deref(), message))?;
+    let file = open(&bytes, &fail)?;
     let mut left: BTreeMap<&str, safetensors::tensor::TensorView<'_>> = file.iter().collect();
     let mut values = Vec::with_capacity(vars.len());
     for v in vars {
@@ -238,6 +230,60 @@ pub fn load_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &m
         v.assign(value).map_err(|e| fail(Some(v.name()), e.to_string()))?;
     }
     Ok(())
+}
+
+/// The safetensors file in `bytes`, its structure and any checksums
+/// checked; errors through `fail`.
+fn open<'a>(bytes: &'a [u8], fail: &impl Fn(Option<&str>, String) -> Error) -> Result<SafeTensors<'a>> {
+    check_offsets(bytes).map_err(|(tensor, message)| fail(tensor.as_deref(), message))?;
+    let file = SafeTensors::deserialize(bytes).map_err(|e| {
+        let tensor = match &e {
+            SafeTensorError::InvalidOffset(name) | SafeTensorError::TensorNotFound(name) => Some(name.as_str()),
+            _ => None,
+        };
+        fail(tensor, format!("not a whole safetensors file (truncated or corrupt?): {e}"))
+    })?;
+    verify(bytes, &file).map_err(|(tensor, message)| fail(tensor.as_deref(), message))?;
+    Ok(file)
+}
+
+/// Every tensor of a safetensors file by name, in its own dtype, on the
+/// cpu: the weights of a published model (most are `bf16` or `f16`, their
+/// token ids `i64`), or a checkpoint's tensors, for inference rather than
+/// resuming. A checkpoint's counters (`u64` scalars) are left out.
+///
+/// Errors with an [`Error::Checkpoint`] naming the file (and the tensor,
+/// where one is to blame): a file that cannot be read, is not a whole
+/// safetensors file, fails its checksums (one that [`save_checkpoint`]
+/// wrote), or holds a dtype opforge does not have (`F8_E4M3`, `U16`, ...).
+///
+/// ```
+/// use opforge::train::{load_safetensors, save_checkpoint, Sgd};
+/// use opforge::{dtype::bf16, Tensor, Variable};
+/// let path = std::env::temp_dir().join(format!("opforge-doc-weights-{}.safetensors", std::process::id()));
+/// let w = Variable::named("w", Tensor::from_vec(vec![bf16::from_f32(1.5), bf16::from_f32(-2.0)], &[2])?);
+/// let ids = Variable::named("ids", Tensor::from_vec(vec![7i64, 1 << 40], &[2])?);
+/// save_checkpoint(&path, &[&w, &ids], &Sgd::new(0.1))?;
+/// let tensors = load_safetensors(&path)?;
+/// assert_eq!(tensors["w"].to_vec::<bf16>()?, [bf16::from_f32(1.5), bf16::from_f32(-2.0)]);
+/// assert_eq!(tensors["ids"].to_vec::<i64>()?, [7, 1 << 40]);
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn load_safetensors(path: impl AsRef<Path>) -> Result<BTreeMap<String, Tensor>> {
+    let path = path.as_ref();
+    let fail = checkpoint_error(path);
+    let bytes = fs::read(path).map_err(|e| fail(None, format!("cannot read it: {e}")))?;
+    let file = open(&bytes, &fail)?;
+    let mut out = BTreeMap::new();
+    for (name, view) in file.iter() {
+        if view.dtype() == Dtype::U64 && view.shape().is_empty() {
+            continue;
+        }
+        let t = read_view(&view).map_err(|m| fail(Some(name), m))?;
+        out.insert(name.to_owned(), t);
+    }
+    Ok(out)
 }
 
 /// What the file's metadata says it is.
@@ -373,12 +419,56 @@ struct Stored {
 
 impl Stored {
     fn of(t: &Tensor) -> Result<Stored> {
-        let (dtype, bytes) = match t.dtype() {
-            DType::F32 => (Dtype::F32, t.to_vec::<f32>()?.iter().flat_map(|v| v.to_le_bytes()).collect()),
-            DType::I32 => (Dtype::I32, t.to_vec::<i32>()?.iter().flat_map(|v| v.to_le_bytes()).collect()),
-            DType::Bool => (Dtype::BOOL, t.to_vec::<bool>()?.into_iter().map(u8::from).collect()),
-        };
-        Ok(Stored { dtype, shape: t.shape().to_vec(), bytes })
+        let bytes = for_dtype!(t.dtype(), T => <T as LeBytes>::encode(&t.to_vec::<T>()?));
+        Ok(Stored { dtype: file_dtype(t.dtype()), shape: t.shape().to_vec(), bytes })
+    }
+}
+
+/// The file's name of a dtype: safetensors has each of opforge's.
+fn file_dtype(dtype: DType) -> Dtype {
+    match dtype {
+        DType::F32 => Dtype::F32,
+        DType::I32 => Dtype::I32,
+        DType::Bool => Dtype::BOOL,
+        DType::F16 => Dtype::F16,
+        DType::BF16 => Dtype::BF16,
+        DType::F64 => Dtype::F64,
+        DType::I64 => Dtype::I64,
+        DType::U8 => Dtype::U8,
+    }
+}
+
+/// An element as safetensors stores it: little-endian bytes.
+trait LeBytes: Element {
+    fn encode(values: &[Self]) -> Vec<u8>;
+    /// An error for bytes that are no value of the type (a bool other than 0 or 1): the offending element.
+    fn decode(bytes: &[u8]) -> std::result::Result<Vec<Self>, usize>;
+}
+
+macro_rules! le_bytes {
+    ($($t:ty),*) => {$(
+        impl LeBytes for $t {
+            fn encode(values: &[Self]) -> Vec<u8> {
+                values.iter().flat_map(|v| v.to_le_bytes()).collect()
+            }
+            fn decode(bytes: &[u8]) -> std::result::Result<Vec<Self>, usize> {
+                const N: usize = size_of::<$t>();
+                Ok(bytes.chunks_exact(N).map(|b| <$t>::from_le_bytes(b.try_into().expect("N bytes"))).collect())
+            }
+        }
+    )*};
+}
+le_bytes!(f32, i32, f16, bf16, f64, i64, u8);
+
+impl LeBytes for bool {
+    fn encode(values: &[Self]) -> Vec<u8> {
+        values.iter().map(|&b| u8::from(b)).collect()
+    }
+    fn decode(bytes: &[u8]) -> std::result::Result<Vec<Self>, usize> {
+        match bytes.iter().position(|&b| b > 1) {
+            Some(i) => Err(i),
+            None => Ok(bytes.iter().map(|&b| b == 1).collect()),
+        }
     }
 }
 
@@ -400,24 +490,18 @@ impl View for Stored {
     }
 }
 
-/// A tensor of the file as a cpu tensor; the message if its dtype is not one of opforge's.
+/// A tensor of the file as a cpu tensor; the message if its dtype is not
+/// one of opforge's (or its bytes are no values of it).
 fn read_view(view: &safetensors::tensor::TensorView<'_>) -> std::result::Result<Tensor, String> {
     let (data, shape) = (view.data(), view.shape());
-    let made = match view.dtype() {
-        Dtype::F32 => Tensor::from_vec(
-            data.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
-            shape,
-        ),
-        Dtype::I32 => Tensor::from_vec(
-            data.chunks_exact(4).map(|b| i32::from_le_bytes([b[0], b[1], b[2], b[3]])).collect(),
-            shape,
-        ),
-        Dtype::BOOL => match data.iter().position(|&b| b > 1) {
-            Some(i) => return Err(format!("element {i} of a BOOL tensor is {}, not 0 or 1", data[i])),
-            None => Tensor::from_vec(data.iter().map(|&b| b == 1).collect(), shape),
-        },
-        other => return Err(format!("its dtype {other:?} is not one opforge has (F32, I32, BOOL)")),
+    let Some(dtype) = DType::ALL.into_iter().find(|&d| file_dtype(d) == view.dtype()) else {
+        let names: Vec<String> = DType::ALL.iter().map(|&d| format!("{:?}", file_dtype(d))).collect();
+        return Err(format!("its dtype {:?} is not one opforge has ({})", view.dtype(), names.join(", ")));
     };
+    let made = for_dtype!(dtype, T => match <T as LeBytes>::decode(data) {
+        Ok(values) => crate::backend::cpu::CpuTensor::from_vec(shape, values).map(Tensor::from_cpu),
+        Err(i) => return Err(format!("element {i} of a BOOL tensor is {}, not 0 or 1", data[i])),
+    });
     made.map_err(|e| e.to_string())
 }
 

@@ -96,6 +96,26 @@ pub fn tensor_of(dtype: DType, shape: &[usize], seed: u64) -> Tensor {
         DType::F32 => Tensor::random_uniform(shape, -3.0, 3.0, seed).unwrap(),
         DType::I32 => int_tensor(shape, -20, 20, seed),
         DType::Bool => bool_tensor(shape, seed),
+        other => opforge::ops::cast(&Tensor::random_uniform(shape, -3.0, 3.0, seed).unwrap(), other).unwrap(),
+    }
+}
+
+/// `v`, a value of dtype `from` (the values [`tensor_of`] draws), cast to
+/// `to` and read back as f64: the reference of the cast tests.
+pub fn cast_value(v: f64, from: DType, to: DType) -> f64 {
+    match to {
+        DType::F32 => v as f32 as f64,
+        DType::F64 => v,
+        // Exact in f32 (the values drawn are), so rounding from f64 is rounding once.
+        DType::F16 => opforge::dtype::f16::from_f32(v as f32).to_f64(),
+        DType::BF16 => opforge::dtype::bf16::from_f32(v as f32).to_f64(),
+        DType::I32 if from.is_int() => f64::from(v as i64 as i32),
+        DType::I32 => f64::from(v as i32),
+        DType::I64 => v.trunc(),
+        // An integer wraps into a byte; a float saturates.
+        DType::U8 if from.is_int() => f64::from(v as i64 as u8),
+        DType::U8 => f64::from(v as u8),
+        DType::Bool => f64::from(u8::from(v != 0.0)),
     }
 }
 
@@ -119,11 +139,7 @@ impl<T: Copy> Arr<T> {
 
 /// The tensor's values as f64, whatever its dtype (`true` is 1).
 pub fn f64s(t: &Tensor) -> Arr<f64> {
-    let data = match t.dtype() {
-        DType::F32 => t.to_vec::<f32>().unwrap().into_iter().map(f64::from).collect(),
-        DType::I32 => t.to_vec::<i32>().unwrap().into_iter().map(f64::from).collect(),
-        DType::Bool => t.to_vec::<bool>().unwrap().into_iter().map(|b| if b { 1.0 } else { 0.0 }).collect(),
-    };
+    let data = opforge::ops::cast(t, DType::F64).unwrap().to_vec::<f64>().unwrap();
     Arr::new(t.shape(), data)
 }
 

@@ -4,7 +4,7 @@ opforge::spec!(
 op = "cube"
 doc = "Cubes each element."
 inputs = ["x"]
-dtypes = ["f64"]
+dtypes = ["c64"]
 shape = "same(x)"
 grad = ["x"]
 "#

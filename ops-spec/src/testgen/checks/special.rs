@@ -45,7 +45,7 @@ fn special_check(k: &KernelDef, case: &Case, d: DType) -> (String, String) {
         && !k.has_optional()
         && case.bounds.iter().all(Option::is_none);
     let (inputs, plant) = if elementwise {
-        let list: Vec<&str> = dtypes.iter().map(|&d| dtype_expr(d)).collect();
+        let list: Vec<String> = dtypes.iter().map(|&d| dtype_expr(d)).collect();
         (format!("special_combinations(&[{}], {domain})", list.join(", ")), vec![false; count])
     } else {
         let within = sample_range(k);

@@ -24,7 +24,7 @@ use super::error::{rule_error, unsupported};
 use super::parallel::{for_rows, PAR_CHUNK, PAR_THRESHOLD};
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
-use crate::dtype::{DType, Element};
+use crate::dtype::{for_dtype, DType, Element};
 use crate::error::Error;
 use crate::error::Result;
 use crate::kernels::{
@@ -357,6 +357,7 @@ pub(crate) fn unique(x: &CpuTensor, out: &[TensorMeta]) -> Result<(CpuTensor, Cp
             let flags: Vec<bool> = values.as_slice::<i32>()?.iter().map(|&v| v != 0).collect();
             Ok((CpuTensor::from_vec(values.shape(), flags)?, indices))
         }
+        other => Err(unsupported("Unique", other)),
     }
 }
 
@@ -434,11 +435,7 @@ fn gather(x: &CpuTensor, indices: &CpuTensor, axis: i64, batch_dims: i64, out: &
         gather_of(x.as_slice::<T>()?, idx, d, &mut data);
         CpuTensor::from_vec(&out.shape, data)
     }
-    match x.dtype() {
-        DType::F32 => run::<f32>(x, idx, d, out),
-        DType::I32 => run::<i32>(x, idx, d, out),
-        DType::Bool => run::<bool>(x, idx, d, out),
-    }
+    for_dtype!(x.dtype(), T => run::<T>(x, idx, d, out))
 }
 
 /// `out[s] = sum of x[j] for each j with ids[j] == s`, rows of `inner`
@@ -547,11 +544,7 @@ fn select(condition: &CpuTensor, t: &CpuTensor, e: &CpuTensor, out: &TensorMeta)
         CpuTensor::from_vec(&out.shape, data)
     }
     let strides = [&sc[..], &st[..], &se[..]];
-    match t.dtype() {
-        DType::F32 => run::<f32>(c, t, e, dims, strides, out),
-        DType::I32 => run::<i32>(c, t, e, dims, strides, out),
-        DType::Bool => run::<bool>(c, t, e, dims, strides, out),
-    }
+    for_dtype!(t.dtype(), T => run::<T>(c, t, e, dims, strides, out))
 }
 
 /// One output row of `Select` from the operands' rows, each stepping by
@@ -669,11 +662,7 @@ fn gather_nd(params: &CpuTensor, indices: &CpuTensor, out: &TensorMeta) -> Resul
         gather_of(x.as_slice::<T>()?, idx, d, &mut data);
         CpuTensor::from_vec(&out.shape, data)
     }
-    match params.dtype() {
-        DType::F32 => run::<f32>(params, &ids, d, out),
-        DType::I32 => run::<i32>(params, &ids, d, out),
-        DType::Bool => run::<bool>(params, &ids, d, out),
-    }
+    for_dtype!(params.dtype(), T => run::<T>(params, &ids, d, out))
 }
 
 /// `ScatterNd`: a segment sum of `updates` seen as `[rows, inner]` into

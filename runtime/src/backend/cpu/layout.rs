@@ -8,7 +8,7 @@ use super::pool::output;
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::backend::TensorList;
-use crate::dtype::{DType, Element};
+use crate::dtype::{for_dtype, DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::StridedSliceAttrs;
 use crate::kernels::{
@@ -75,30 +75,20 @@ fn transpose(x: &CpuTensor, perm: &[i64], out: &TensorMeta) -> Result<CpuTensor>
     if perm.iter().enumerate().all(|(i, &p)| i == p) {
         return x.reshaped(&out.shape);
     }
-    match x.dtype() {
-        DType::F32 => CpuTensor::from_vec(&out.shape, permute::<f32>(x, &perm)?),
-        DType::I32 => CpuTensor::from_vec(&out.shape, permute::<i32>(x, &perm)?),
-        DType::Bool => CpuTensor::from_vec(&out.shape, permute::<bool>(x, &perm)?),
-    }
+    for_dtype!(x.dtype(), T => CpuTensor::from_vec(&out.shape, permute::<T>(x, &perm)?))
 }
 
 fn convert<T: Element, U: Element>(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    CpuTensor::from_storage(&out.shape, super::parallel::map(x.as_slice::<T>()?, |v| U::from_f64(v.to_f64())))
+    CpuTensor::from_storage(&out.shape, super::parallel::map(x.as_slice::<T>()?, |v| v.cast::<U>()))
 }
 
+/// Every dtype to every other, by [`Element::cast`]'s rule.
 #[kernel(Cast, cpu)]
-fn cast(x: &CpuTensor, dtype: crate::dtype::DType, out: &TensorMeta) -> Result<CpuTensor> {
-    use DType::*;
-    match (x.dtype(), dtype) {
-        (from, to) if from == to => Ok(x.clone()),
-        (F32, I32) => convert::<f32, i32>(x, out),
-        (F32, Bool) => convert::<f32, bool>(x, out),
-        (I32, F32) => convert::<i32, f32>(x, out),
-        (I32, Bool) => convert::<i32, bool>(x, out),
-        (Bool, F32) => convert::<bool, f32>(x, out),
-        (Bool, I32) => convert::<bool, i32>(x, out),
-        (from, _) => Err(unsupported("Cast", from)),
+fn cast(x: &CpuTensor, dtype: DType, out: &TensorMeta) -> Result<CpuTensor> {
+    if x.dtype() == dtype {
+        return Ok(x.clone());
     }
+    for_dtype!(x.dtype(), T => for_dtype!(dtype, U => convert::<T, U>(x, out)))
 }
 
 // `BroadcastTo`, walking output rows with binary.rs's broadcast strides.
@@ -137,11 +127,7 @@ fn broadcast_to(x: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTen
     if x.numel() == out.numel() {
         return x.reshaped(&out.shape);
     }
-    match x.dtype() {
-        DType::F32 => broadcast::<f32>(x, out),
-        DType::I32 => broadcast::<i32>(x, out),
-        DType::Bool => broadcast::<bool>(x, out),
-    }
+    for_dtype!(x.dtype(), T => broadcast::<T>(x, out))
 }
 
 // `Slice` and `PadV2`, adjoint to each other: row by row over the output.
@@ -170,11 +156,7 @@ fn block<T: Element>(x: &CpuTensor, begin: &[i64], out: &TensorMeta) -> Result<C
 #[kernel(Slice, cpu)]
 fn slice(x: &CpuTensor, begin: &[i64], size: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
     let _ = size; // Resolved (including any -1) by the shape function into `out`.
-    match x.dtype() {
-        DType::F32 => block::<f32>(x, begin, out),
-        DType::I32 => block::<i32>(x, begin, out),
-        DType::Bool => block::<bool>(x, begin, out),
-    }
+    for_dtype!(x.dtype(), T => block::<T>(x, begin, out))
 }
 
 /// `x` read along the plan's signed steps from its base, a row at a time.
@@ -199,11 +181,7 @@ fn strided_rows<T: Element>(x: &CpuTensor, plan: &StridedPlan, out: &TensorMeta)
 #[kernel(StridedSlice, cpu)]
 fn strided_slice(x: &CpuTensor, attrs: &StridedSliceAttrs, out: &TensorMeta) -> Result<CpuTensor> {
     let plan = strided_plan(x.shape(), attrs).map_err(rule_error("StridedSlice"))?;
-    match x.dtype() {
-        DType::F32 => strided_rows::<f32>(x, &plan, out),
-        DType::I32 => strided_rows::<i32>(x, &plan, out),
-        DType::Bool => strided_rows::<bool>(x, &plan, out),
-    }
+    for_dtype!(x.dtype(), T => strided_rows::<T>(x, &plan, out))
 }
 
 /// The blocks of `x` that start at `starts` along `axis` and have the
@@ -216,11 +194,7 @@ fn pieces(
     pieces: &[TensorMeta],
     out: &[TensorMeta],
 ) -> Result<Vec<CpuTensor>> {
-    let block_of = match x.dtype() {
-        DType::F32 => block::<f32>,
-        DType::I32 => block::<i32>,
-        DType::Bool => block::<bool>,
-    };
+    let block_of = for_dtype!(x.dtype(), T => block::<T>);
     let mut begin = vec![0i64; x.shape().len()];
     (starts.iter().zip(pieces).zip(out))
         .map(|((&start, piece), out)| {
@@ -311,11 +285,7 @@ fn join<T: Element>(values: TensorList<'_, CpuTensor>, widths: &[usize], out: &T
 
 /// [`join`] for any dtype.
 fn join_any(values: TensorList<'_, CpuTensor>, widths: &[usize], out: &TensorMeta) -> Result<CpuTensor> {
-    match out.dtype {
-        DType::F32 => CpuTensor::from_vec(&out.shape, join::<f32>(values, widths, out)?),
-        DType::I32 => CpuTensor::from_vec(&out.shape, join::<i32>(values, widths, out)?),
-        DType::Bool => CpuTensor::from_vec(&out.shape, join::<bool>(values, widths, out)?),
-    }
+    for_dtype!(out.dtype, T => CpuTensor::from_vec(&out.shape, join::<T>(values, widths, out)?))
 }
 
 #[kernel(Concat, cpu)]
@@ -386,11 +356,7 @@ fn remap<T: Element>(x: &CpuTensor, modes: &[Remap], out: &TensorMeta) -> Result
 }
 
 fn remap_any(x: &CpuTensor, modes: &[Remap], out: &TensorMeta) -> Result<CpuTensor> {
-    match x.dtype() {
-        DType::F32 => CpuTensor::from_vec(&out.shape, remap::<f32>(x, modes, out)?),
-        DType::I32 => CpuTensor::from_vec(&out.shape, remap::<i32>(x, modes, out)?),
-        DType::Bool => CpuTensor::from_vec(&out.shape, remap::<bool>(x, modes, out)?),
-    }
+    for_dtype!(x.dtype(), T => CpuTensor::from_vec(&out.shape, remap::<T>(x, modes, out)?))
 }
 
 #[kernel(Reverse, cpu)]
@@ -408,11 +374,7 @@ fn tile(x: &CpuTensor, reps: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
 fn blocks_moved(x: &CpuTensor, block: i64, depth: bool, out: &TensorMeta) -> Result<CpuTensor> {
     let view = x.reshaped(&block_view(x.shape(), block, depth).map_err(Error::kernel_failed)?)?;
     let perm = [0, 1, 3, 2, 4, 5];
-    match x.dtype() {
-        DType::F32 => CpuTensor::from_vec(&out.shape, permute::<f32>(&view, &perm)?),
-        DType::I32 => CpuTensor::from_vec(&out.shape, permute::<i32>(&view, &perm)?),
-        DType::Bool => CpuTensor::from_vec(&out.shape, permute::<bool>(&view, &perm)?),
-    }
+    for_dtype!(x.dtype(), T => CpuTensor::from_vec(&out.shape, permute::<T>(&view, &perm)?))
 }
 
 #[kernel(DepthToSpace, cpu)]

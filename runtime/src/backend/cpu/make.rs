@@ -4,7 +4,7 @@
 use super::pool::output;
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
-use crate::dtype::{DType, Element};
+use crate::dtype::{bf16, f16, for_dtype, DType, Element};
 use crate::error::Result;
 use crate::kernels::{Fill, RandomUniform, Range};
 use opforge_macros::kernel;
@@ -27,19 +27,21 @@ fn range(start: f64, stop: f64, step: f64, dtype: DType, out: &TensorMeta) -> Re
     match dtype {
         // As the wgpu kernel computes it: f32 arithmetic on the f32 bounds.
         DType::F32 => generate(out, |i| start as f32 + i as f32 * step as f32),
+        DType::F64 => generate(out, |i| start + i as f64 * step),
         // Integral, checked by the shape function: exact in i32 arithmetic.
-        _ => generate(out, |i| (start as i32).wrapping_add((i as i32).wrapping_mul(step as i32))),
+        DType::I32 => generate(out, |i| (start as i32).wrapping_add((i as i32).wrapping_mul(step as i32))),
+        DType::I64 => generate(out, |i| (start as i64).wrapping_add((i as i64).wrapping_mul(step as i64))),
+        // The half types: f32's values, each rounded once.
+        DType::F16 => generate(out, |i| f16::from_f32(start as f32 + i as f32 * step as f32)),
+        DType::BF16 => generate(out, |i| bf16::from_f32(start as f32 + i as f32 * step as f32)),
+        other => Err(super::error::unsupported("Range", other)),
     }
 }
 
 #[kernel(Fill, cpu)]
 fn fill(shape: &[i64], value: f64, dtype: DType, out: &TensorMeta) -> Result<CpuTensor> {
     let _ = shape; // Checked by the shape function, and `out`'s shape.
-    match dtype {
-        DType::F32 => generate(out, |_| value as f32),
-        DType::I32 => generate(out, |_| value as i32),
-        DType::Bool => generate(out, |_| value != 0.0),
-    }
+    for_dtype!(dtype, T => generate(out, |_| T::from_f64(value)))
 }
 
 /// The counter-based draw of `crate::random`, as the wgpu kernel computes

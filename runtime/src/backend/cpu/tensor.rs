@@ -8,7 +8,7 @@ use smallvec::SmallVec;
 
 use super::{accounting, pool, spare};
 use crate::backend_id::BackendId;
-use crate::dtype::{DType, Element};
+use crate::dtype::{bf16, f16, DType, Element};
 use crate::error::{Error, Result};
 use crate::shape::Shape;
 
@@ -25,6 +25,27 @@ enum Data {
     F32(Storage<f32>),
     I32(Storage<i32>),
     Bool(Storage<bool>),
+    F16(Storage<f16>),
+    BF16(Storage<bf16>),
+    F64(Storage<f64>),
+    I64(Storage<i64>),
+    U8(Storage<u8>),
+}
+
+/// `$body` with `$v` bound to the storage of whichever dtype `$data` holds.
+macro_rules! each_data {
+    ($data:expr, $v:ident => $body:expr) => {
+        match $data {
+            Data::F32($v) => $body,
+            Data::I32($v) => $body,
+            Data::Bool($v) => $body,
+            Data::F16($v) => $body,
+            Data::BF16($v) => $body,
+            Data::F64($v) => $body,
+            Data::I64($v) => $body,
+            Data::U8($v) => $body,
+        }
+    };
 }
 
 /// Host memory of one tensor: a typed, immutable vector, counted by
@@ -55,16 +76,17 @@ impl CpuBuffer {
             Data::F32(_) => DType::F32,
             Data::I32(_) => DType::I32,
             Data::Bool(_) => DType::Bool,
+            Data::F16(_) => DType::F16,
+            Data::BF16(_) => DType::BF16,
+            Data::F64(_) => DType::F64,
+            Data::I64(_) => DType::I64,
+            Data::U8(_) => DType::U8,
         }
     }
 
     /// Number of elements.
     pub fn len(&self) -> usize {
-        match &self.data {
-            Data::F32(v) => v.len(),
-            Data::I32(v) => v.len(),
-            Data::Bool(v) => v.len(),
-        }
+        each_data!(&self.data, v => v.len())
     }
 
     /// Whether the buffer holds no element.
@@ -83,12 +105,9 @@ impl Drop for CpuBuffer {
             accounting::record(-1, -(self.bytes() as isize));
         }
         // Only heap storage can be pooled; `into_vec` does not copy it.
-        match &mut self.data {
-            Data::F32(v) if v.spilled() => pool::give_back(std::mem::take(v).into_vec()),
-            Data::I32(v) if v.spilled() => pool::give_back(std::mem::take(v).into_vec()),
-            Data::Bool(v) if v.spilled() => pool::give_back(std::mem::take(v).into_vec()),
-            _ => {}
-        }
+        each_data!(&mut self.data, v => if v.spilled() {
+            pool::give_back(std::mem::take(v).into_vec())
+        })
     }
 }
 
@@ -119,7 +138,7 @@ macro_rules! cpu_element {
         }
     )*};
 }
-cpu_element!(f32 => F32, i32 => I32, bool => Bool);
+cpu_element!(f32 => F32, i32 => I32, bool => Bool, f16 => F16, bf16 => BF16, f64 => F64, i64 => I64, u8 => U8);
 
 /// A tensor as the `cpu` backend sees it: a shape and a shared, contiguous,
 /// row-major buffer. Cloning shares the buffer.

@@ -8,15 +8,11 @@ use smallvec::SmallVec;
 
 use super::batch::Dispatch;
 use super::device::{self, gpu, Bound, Gpu, Pipeline};
+use super::tensor::unsupported;
 use super::{pool, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
-
-/// Error for a dtype a kernel was not written for (the spec allows fewer).
-pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> Error {
-    device::backend_error(kernel, format!("no wgpu implementation for dtype {dtype}"))
-}
 
 /// The entry point of a kernel written for f32 and i32 alone: `f32` or
 /// `i32` by `dtype`, [`unsupported`] for any other.

@@ -12,7 +12,7 @@
 //! A gather of all of its input, in order, is that input (an identity
 //! transpose, a slice of everything).
 
-use super::{by_dtype, rule_error, EntryPoint, Grid, Shader, WgpuTensor};
+use super::{by_dtype, rule_error, unsupported, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::backend::TensorList;
 use crate::dtype::DType;
@@ -74,11 +74,12 @@ fn broadcast_to(x: &WgpuTensor, shape: &[i64], out: &TensorMeta) -> Result<WgpuT
 }
 
 /// The dtype's code in layout.wgsl's `convert`.
-fn code(d: DType) -> u32 {
+fn code(d: DType) -> Result<u32> {
     match d {
-        DType::F32 => 0,
-        DType::I32 => 1,
-        DType::Bool => 2,
+        DType::F32 => Ok(0),
+        DType::I32 => Ok(1),
+        DType::Bool => Ok(2),
+        other => Err(unsupported("Cast", other)),
     }
 }
 
@@ -87,7 +88,7 @@ fn cast(x: &WgpuTensor, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
     if x.dtype() == dtype {
         return Ok(x.clone());
     }
-    let op = code(x.dtype()) * 3 + code(dtype);
+    let op = code(x.dtype())? * 3 + code(dtype)?;
     let vectors = EntryPoint { kernel: "Cast", shader: &SHADER, entry: "convert_words_x4", op };
     if let Some(y) = vectors.run_x4(&[x], out, &[])? {
         return Ok(y);
@@ -154,6 +155,7 @@ fn pad(x: &WgpuTensor, paddings: &[Vec<i64>], constant_value: f64, out: &TensorM
         DType::F32 => (constant_value as f32).to_bits(),
         DType::I32 => (constant_value as i32) as u32,
         DType::Bool => u32::from(constant_value != 0.0),
+        other => return Err(unsupported("PadV2", other)),
     };
     let mut params = vec![out.numel() as u32, out.shape.len() as u32, value];
     params.extend(out.shape.iter().chain(x.shape()).map(|&d| d as u32));

@@ -1,7 +1,7 @@
 //! Kernels with no tensor input, which make their output from attrs:
 //! `Range`, `Fill` and `RandomUniform`, one word per invocation (make.wgsl).
 
-use super::{EntryPoint, Shader, WgpuTensor};
+use super::{unsupported, EntryPoint, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -17,7 +17,8 @@ fn range(start: f64, stop: f64, step: f64, dtype: DType, out: &TensorMeta) -> Re
     let (entry, params) = match dtype {
         DType::F32 => ("range_f32", [n, (start as f32).to_bits(), (step as f32).to_bits()]),
         // Integral, checked by the shape function.
-        _ => ("range_i32", [n, start as i32 as u32, step as i32 as u32]),
+        DType::I32 => ("range_i32", [n, start as i32 as u32, step as i32 as u32]),
+        other => return Err(unsupported("Range", other)),
     };
     EntryPoint { kernel: "Range", shader: &SHADER, entry, op: 0 }.run(&[], out, &params)
 }
@@ -29,6 +30,7 @@ fn fill(shape: &[i64], value: f64, dtype: DType, out: &TensorMeta) -> Result<Wgp
         DType::F32 => (value as f32).to_bits(),
         DType::I32 => value as i32 as u32,
         DType::Bool => u32::from(value != 0.0),
+        other => return Err(unsupported("Fill", other)),
     };
     EntryPoint { kernel: "Fill", shader: &SHADER, entry: "fill", op: 0 }.run(&[], out, &[out.numel() as u32, word])
 }

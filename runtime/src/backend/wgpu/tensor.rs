@@ -55,7 +55,7 @@ impl WgpuTensor {
         self.numel() as u64 * 4
     }
 
-    /// Copies a cpu tensor to the device.
+    /// Copies a cpu tensor to the device; an error for a dtype it does not [hold](holds).
     pub(crate) fn upload(t: &CpuTensor) -> Result<WgpuTensor> {
         let words: Vec<u32>;
         let bytes: &[u8] = match t.dtype() {
@@ -66,6 +66,7 @@ impl WgpuTensor {
                 words = t.as_slice::<bool>()?.iter().map(|&v| u32::from(v)).collect();
                 bytemuck::cast_slice(&words)
             }
+            other => return Err(unsupported("", other)),
         };
         let buf = pool::GpuBuffer::upload("", bytes)?;
         Ok(WgpuTensor { shape: Shape::from_slice(t.shape()), dtype: t.dtype(), buf: Arc::new(buf) })
@@ -97,8 +98,23 @@ impl WgpuTensor {
                 let words = bytemuck::pod_collect_to_vec::<u8, u32>(bytes);
                 CpuTensor::from_vec(&self.shape, words.into_iter().map(|w| w != 0).collect())
             }
+            other => Err(unsupported("", other)),
         }
     }
+}
+
+/// Error for a dtype a kernel was not written for: one the device does not
+/// [hold](holds), or one the kernel's spec does not list.
+pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> crate::error::Error {
+    let held = if holds(dtype) { "" } else { " (the device holds f32, i32 and bool tensors only)" };
+    device::backend_error(kernel, format!("no wgpu implementation for dtype {dtype}{held}"))
+}
+
+/// Whether the device holds tensors of `dtype`: f32, i32 and bool, one
+/// 32-bit word an element. The other dtypes are the cpu's for now; an
+/// upload or a kernel asked for one returns [`unsupported`]'s error.
+pub(crate) fn holds(dtype: DType) -> bool {
+    matches!(dtype, DType::F32 | DType::I32 | DType::Bool)
 }
 
 /// Contiguous runs of at least this many elements (4 MiB) are moved by the

@@ -4,7 +4,8 @@ use crate::shape::arithmetic::{allocatable, Shape};
 
 /// The shape function of `Range`: `[n]`, the count of `start + i *
 /// step` short of `stop`. `step` is not 0; an `i32` range has integral
-/// `start`, `stop` and `step` inside `i32`, and no range is `bool`.
+/// `start`, `stop` and `step` inside `i32`, an `i64` one within 2^53, and
+/// no range is `bool` or `u8`.
 ///
 /// ```
 /// use opforge::kernels::RangeAttrs;
@@ -20,17 +21,22 @@ pub fn range(attrs: &crate::kernels::RangeAttrs) -> Result<Shape, String> {
     if !(start.is_finite() && stop.is_finite() && step.is_finite()) || step == 0.0 {
         return Err(format!("range({start}, {stop}, {step}) needs finite bounds and a step other than 0"));
     }
+    use crate::dtype::DType;
+    let integral = |lo: f64, hi: f64| [start, stop, step].iter().all(|&v| v.fract() == 0.0 && (lo..=hi).contains(&v));
     match dtype {
-        crate::dtype::DType::Bool => return Err("a range is f32 or i32, not bool".to_owned()),
-        crate::dtype::DType::I32 => {
-            let int = |v: f64| v.fract() == 0.0 && (i32::MIN as f64..=i32::MAX as f64).contains(&v);
-            if !(int(start) && int(stop) && int(step)) {
-                return Err(format!(
-                    "an i32 range takes integral start, stop and step inside i32, got {start}, {stop}, {step}"
-                ));
-            }
+        DType::Bool | DType::U8 => return Err(format!("a range is a float or i32 or i64, not {dtype}")),
+        DType::I32 if !integral(i32::MIN as f64, i32::MAX as f64) => {
+            return Err(format!(
+                "an i32 range takes integral start, stop and step inside i32, got {start}, {stop}, {step}"
+            ))
         }
-        crate::dtype::DType::F32 => {}
+        // Exact in f64 up to 2^53, and i64 arithmetic from there.
+        DType::I64 if !integral(-(2f64.powi(53)), 2f64.powi(53)) => {
+            return Err(format!(
+                "an i64 range takes integral start, stop and step within 2^53, got {start}, {stop}, {step}"
+            ))
+        }
+        _ => {}
     }
     let n = ((stop - start) / step).ceil().max(0.0);
     if n > (isize::MAX as usize / 8) as f64 {

@@ -1,0 +1,445 @@
+//! The eight dtypes through the public API: tensors of each made, read
+//! and printed; `Cast` between every pair, held to IEEE 754's rounding by
+//! a reference that searches every half value; checkpoints and published
+//! safetensors files in every dtype; and the errors where a dtype is not
+//! (yet) served: an op whose spec does not list it, a wgpu tensor of it.
+
+use opforge::dtype::{bf16, f16};
+use opforge::special_values::agree_as;
+use opforge::{ops, BackendId, DType, Element, Tensor};
+
+/// Values of `T` from f64s.
+fn of<T: Element>(values: &[f64]) -> Vec<T> {
+    values.iter().map(|&v| T::from_f64(v)).collect()
+}
+
+#[test]
+fn every_dtype_makes_reads_and_prints_tensors() {
+    fn check<T: Element>(printed: &str) {
+        let d = T::DTYPE;
+        let values = of::<T>(&[0.0, 1.0, 2.0, 3.0]);
+        let t = Tensor::from_vec(values.clone(), &[2, 2]).unwrap();
+        assert_eq!((t.dtype(), t.shape()), (d, &[2, 2][..]));
+        assert_eq!(t.to_vec::<T>().unwrap(), values);
+        assert_eq!(t.to_string(), printed, "{d}");
+        assert_eq!(Tensor::from_slice(&values, &[4]).unwrap().to_vec::<T>().unwrap(), values);
+        assert_eq!(Tensor::scalar(values[1]).to_scalar::<T>().unwrap(), values[1]);
+        assert_eq!(Tensor::zeros(&[3], d).unwrap().to_vec::<T>().unwrap(), of::<T>(&[0.0; 3]));
+        assert_eq!(Tensor::ones(&[2], d).unwrap().to_vec::<T>().unwrap(), of::<T>(&[1.0; 2]));
+        assert_eq!(Tensor::full(&[2], values[3]).unwrap().to_vec::<T>().unwrap(), [values[3]; 2]);
+        assert_eq!(Tensor::zeros_like(&t).unwrap().dtype(), d);
+        assert_eq!(Tensor::ones_like(&t).unwrap().to_vec::<T>().unwrap(), of::<T>(&[1.0; 4]));
+        if d != DType::Bool {
+            assert_eq!(Tensor::arange(0.0, 4.0, 1.0, d).unwrap().to_vec::<T>().unwrap(), values);
+        }
+        // Read as another dtype, it is an error naming both.
+        let other = if d == DType::F32 { DType::I32 } else { DType::F32 };
+        let e = match other {
+            DType::I32 => t.to_vec::<i32>().unwrap_err(),
+            _ => t.to_vec::<f32>().unwrap_err(),
+        };
+        assert!(e.to_string().contains(d.name()) && e.to_string().contains(other.name()), "{e}");
+    }
+    check::<f32>("Tensor\n    [[0, 1],\n     [2, 3]]");
+    check::<f16>("Tensor\n    [[0, 1],\n     [2, 3]]");
+    check::<bf16>("Tensor\n    [[0, 1],\n     [2, 3]]");
+    check::<f64>("Tensor\n    [[0, 1],\n     [2, 3]]");
+    check::<i32>("Tensor\n    [[0, 1],\n     [2, 3]]");
+    check::<i64>("Tensor\n    [[0, 1],\n     [2, 3]]");
+    check::<u8>("Tensor\n    [[0, 1],\n     [2, 3]]");
+    check::<bool>("Tensor\n    [[false, true],\n     [true , true]]");
+}
+
+#[test]
+fn dtypes_have_their_names_sizes_and_classes() {
+    let sizes: Vec<(&str, usize, bool)> =
+        DType::ALL.iter().map(|d| (d.name(), d.size_in_bytes(), d.is_float())).collect();
+    assert_eq!(
+        sizes,
+        [
+            ("f32", 4, true),
+            ("i32", 4, false),
+            ("bool", 1, false),
+            ("f16", 2, true),
+            ("bf16", 2, true),
+            ("f64", 8, true),
+            ("i64", 8, false),
+            ("u8", 1, false)
+        ]
+    );
+    // The spec's dtypes are the runtime's, in one order: one list, read twice.
+    let spec: Vec<&str> = opforge_spec::DType::ALL.iter().map(|d| d.name()).collect();
+    let runtime: Vec<&str> = DType::ALL.iter().map(|d| d.name()).collect();
+    assert_eq!(spec, runtime);
+    for d in opforge_spec::DType::ALL {
+        assert_eq!(format!("{:?}", DType::from_name(d.name()).unwrap()), d.variant());
+    }
+    let float = opforge_spec::DType::class("float").unwrap().iter().map(|d| d.name());
+    assert!(float.eq(DType::ALL.iter().filter(|d| d.is_float()).map(|d| d.name())));
+    let int = opforge_spec::DType::class("int").unwrap().iter().map(|d| d.name());
+    assert!(int.eq(DType::ALL.iter().filter(|d| d.is_int()).map(|d| d.name())));
+}
+
+/// The half value nearest `v` by IEEE 754 (ties to even; past the largest
+/// finite value by half an ulp or more, infinity), found by searching every
+/// finite value of the type: an independent reference for `Cast`.
+fn nearest_half(v: f64, finite: &[(f64, u16)], inf: u16, nan: u16) -> u16 {
+    if v.is_nan() {
+        return nan;
+    }
+    if v.is_infinite() {
+        return inf | if v < 0.0 { 0x8000 } else { 0 };
+    }
+    let i = finite.partition_point(|&(x, _)| x < v);
+    let candidates = [i.checked_sub(1), Some(i)].into_iter().flatten().filter_map(|j| finite.get(j));
+    let mut best: Option<(f64, u16)> = None;
+    for &(x, bits) in candidates {
+        let better = match best {
+            None => true,
+            Some((b, bbits)) => {
+                let (dx, db) = ((x - v).abs(), (b - v).abs());
+                dx < db || (dx == db && bits & 1 == 0 && bbits & 1 == 1)
+            }
+        };
+        if better {
+            best = Some((x, bits));
+        }
+    }
+    let (x, bits) = best.unwrap();
+    // Beyond the largest finite value: infinity from half an ulp past it on.
+    let (max, _) = finite[finite.len() - 1];
+    let ulp = max - finite[finite.len() - 2].0;
+    if v.abs() >= max + ulp / 2.0 {
+        return inf | if v < 0.0 { 0x8000 } else { 0 };
+    }
+    // A zero keeps the sign of what rounded to it.
+    if x == 0.0 {
+        return if v.is_sign_negative() { 0x8000 } else { 0 };
+    }
+    bits
+}
+
+/// Every finite value of a half type, sorted, with its bits (one zero).
+fn finite_halves(to_f64: impl Fn(u16) -> f64) -> Vec<(f64, u16)> {
+    let mut v: Vec<(f64, u16)> =
+        (0..=u16::MAX).filter(|&b| b != 0x8000).map(|b| (to_f64(b), b)).filter(|(x, _)| x.is_finite()).collect();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    v
+}
+
+/// f64s that test a rounding: the special values, both sides of each
+/// half type's boundaries, ties with and without bits far below them (the
+/// low 32 bits of an f64, which a conversion through its high half would
+/// miss), and a spread of ordinary values.
+fn hard_values() -> Vec<f64> {
+    let mut v = vec![
+        0.0,
+        -0.0,
+        f64::NAN,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        65504.0,
+        65519.99,
+        65520.0,
+        -65520.0,
+        2f64.powi(-24),
+        2f64.powi(-25),
+        2f64.powi(-25) * (1.0 + 2f64.powi(-40)),
+        2f64.powi(-26),
+        f64::from(f32::MAX),
+        3.3895314e38,
+        3.4e38,
+        1e300,
+        2f64.powi(-133),
+        2f64.powi(-134) * (1.0 + 2f64.powi(-45)),
+        f64::from_bits(1),
+        1.0 + 2f64.powi(-11),
+        1.0 + 3.0 * 2f64.powi(-11),
+        1.0 + 2f64.powi(-11) + 2f64.powi(-50),
+        1.0 + 2f64.powi(-8),
+        1.0 + 2f64.powi(-8) + 2f64.powi(-52),
+        1.0 + 2f64.powi(-24),
+        1.0 + 2f64.powi(-24) + 2f64.powi(-52),
+    ];
+    let mut state = 0x9e37_79b9_7f4a_7c15u64;
+    for _ in 0..2000 {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        // Exponents from 2^-30 to 2^20, any mantissa, either sign.
+        let bits = (state >> 12) | (((state % 51) + 1023 - 30) << 52) | (state & (1 << 63));
+        v.push(f64::from_bits(bits));
+    }
+    v.extend(v.clone().iter().map(|x| -x));
+    v
+}
+
+#[test]
+fn casts_to_half_types_round_once_to_nearest_even() {
+    let f16s = finite_halves(|b| f16::from_bits(b).to_f64());
+    let bf16s = finite_halves(|b| bf16::from_bits(b).to_f64());
+    let values = hard_values();
+    for (source, from) in [(DType::F64, "f64"), (DType::F32, "f32")] {
+        // The values the source dtype holds (an f32 source rounds them first).
+        let exact: Vec<f64> = match source {
+            DType::F64 => values.clone(),
+            _ => values.iter().map(|&v| f64::from(v as f32)).collect(),
+        };
+        let x = match source {
+            DType::F64 => Tensor::from_vec(exact.clone(), &[exact.len()]).unwrap(),
+            _ => Tensor::from_vec(exact.iter().map(|&v| v as f32).collect::<Vec<f32>>(), &[exact.len()]).unwrap(),
+        };
+        let to_f16 = ops::cast(&x, DType::F16).unwrap().to_vec::<f16>().unwrap();
+        let to_bf16 = ops::cast(&x, DType::BF16).unwrap().to_vec::<bf16>().unwrap();
+        for (i, &v) in exact.iter().enumerate() {
+            let want = nearest_half(v, &f16s, 0x7c00, 0x7e00);
+            let got = to_f16[i].to_bits();
+            let same = got == want || (v.is_nan() && f16::from_bits(got).is_nan());
+            assert!(same, "{from} {v:e} ({:#x}) to f16: want {want:#06x}, got {got:#06x}", v.to_bits());
+            let want = nearest_half(v, &bf16s, 0x7f80, 0x7fc0);
+            let got = to_bf16[i].to_bits();
+            let same = got == want || (v.is_nan() && bf16::from_bits(got).is_nan());
+            assert!(same, "{from} {v:e} ({:#x}) to bf16: want {want:#06x}, got {got:#06x}", v.to_bits());
+        }
+    }
+}
+
+#[test]
+fn casts_from_integers_round_once() {
+    // 2^62 + 2^54 + 1 is just above a tie of bf16's: rounding to f64 first
+    // (to 2^62 + 2^54, the tie) and then to even would give 2^62.
+    let big = (1i64 << 62) + (1 << 54) + 1;
+    let x = Tensor::from_vec(vec![big, -big, i64::MAX, i64::MIN, (1 << 24) + 1, 65520, -7], &[7]).unwrap();
+    let bf = ops::cast(&x, DType::BF16).unwrap().to_vec::<bf16>().unwrap();
+    assert_eq!(bf[0].to_f64(), 2f64.powi(62) + 2f64.powi(55));
+    assert_eq!(bf[1].to_f64(), -(2f64.powi(62) + 2f64.powi(55)));
+    let f32s = ops::cast(&x, DType::F32).unwrap().to_vec::<f32>().unwrap();
+    // Rust's `as` rounds an i64 to f32 once, to nearest even: the reference.
+    let ints = x.to_vec::<i64>().unwrap();
+    assert_eq!(f32s, ints.iter().map(|&i| i as f32).collect::<Vec<_>>());
+    let halves = ops::cast(&x, DType::F16).unwrap().to_vec::<f16>().unwrap();
+    assert_eq!(halves[4].to_f64(), f64::INFINITY, "2^24 + 1 is past f16's range");
+    assert_eq!((halves[5], halves[6].to_f64()), (f16::INFINITY, -7.0));
+    // Every i32 to bf16 through f64 is exact then rounded once: the reference.
+    let mut state = 7u64;
+    let ints: Vec<i32> = (0..4096)
+        .map(|_| {
+            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (state >> 32) as i32 >> (state % 24)
+        })
+        .collect();
+    let bfs = ops::cast(&Tensor::from_vec(ints.clone(), &[4096]).unwrap(), DType::BF16).unwrap();
+    let bf16s = finite_halves(|b| bf16::from_bits(b).to_f64());
+    for (i, got) in ints.iter().zip(bfs.to_vec::<bf16>().unwrap()) {
+        assert_eq!(got.to_bits(), nearest_half(f64::from(*i), &bf16s, 0x7f80, 0x7fc0), "{i}");
+    }
+}
+
+#[test]
+fn casts_to_integers_truncate_and_saturate_and_integers_wrap() {
+    let x = Tensor::from_vec(vec![-1.5f64, 2.9, 300.0, -300.0, f64::NAN, f64::INFINITY, 1e19, -0.0], &[8]).unwrap();
+    assert_eq!(ops::cast(&x, DType::U8).unwrap().to_vec::<u8>().unwrap(), [0, 2, 255, 0, 0, 255, 255, 0]);
+    assert_eq!(
+        ops::cast(&x, DType::I32).unwrap().to_vec::<i32>().unwrap(),
+        [-1, 2, 300, -300, 0, i32::MAX, i32::MAX, 0]
+    );
+    assert_eq!(
+        ops::cast(&x, DType::I64).unwrap().to_vec::<i64>().unwrap(),
+        [-1, 2, 300, -300, 0, i64::MAX, i64::MAX, 0]
+    );
+    assert_eq!(
+        ops::cast(&x, DType::Bool).unwrap().to_vec::<bool>().unwrap(),
+        [true, true, true, true, true, true, true, false]
+    );
+    let ints = Tensor::from_vec(vec![-1i64, 300, 1 << 40, i64::MIN], &[4]).unwrap();
+    assert_eq!(ops::cast(&ints, DType::U8).unwrap().to_vec::<u8>().unwrap(), [255, 44, 0, 0]);
+    assert_eq!(ops::cast(&ints, DType::I32).unwrap().to_vec::<i32>().unwrap(), [-1, 300, 0, 0]);
+    let bytes = Tensor::from_vec(vec![0u8, 1, 255], &[3]).unwrap();
+    assert_eq!(ops::cast(&bytes, DType::I64).unwrap().to_vec::<i64>().unwrap(), [0, 1, 255]);
+    assert_eq!(ops::cast(&bytes, DType::BF16).unwrap().to_vec::<bf16>().unwrap(), of::<bf16>(&[0.0, 1.0, 255.0]));
+    let half = Tensor::from_vec(of::<f16>(&[-2.5, 65504.0]), &[2]).unwrap();
+    assert_eq!(ops::cast(&half, DType::I32).unwrap().to_vec::<i32>().unwrap(), [-2, 65504]);
+}
+
+#[test]
+fn every_pair_of_dtypes_casts_by_one_rule() {
+    let values = [0.0, -0.0, 1.0, -1.0, 2.5, 255.0, 300.0, -65520.0, 1e10, f64::NAN, f64::INFINITY];
+    for from in DType::ALL {
+        let x = ops::cast(&Tensor::from_vec(values.to_vec(), &[values.len()]).unwrap(), from).unwrap();
+        for to in DType::ALL {
+            let y = ops::cast(&x, to).unwrap();
+            assert_eq!((y.dtype(), y.shape()), (to, x.shape()), "{from} to {to}");
+            // Through f64 and back by `Element::cast`, the rule documented on it.
+            let want = ops::cast(&x, DType::F64).unwrap().to_vec::<f64>().unwrap();
+            let back = ops::cast(&y, DType::F64).unwrap().to_vec::<f64>().unwrap();
+            for (i, (&w, &b)) in want.iter().zip(&back).enumerate() {
+                let expect = expected(w, from, to);
+                let ok = agree_as(expect, b, opforge::special_values::Agreement::EXACT.signed_zero(), DType::F64);
+                assert!(ok, "{from} {w} to {to}: want {expect}, got {b} (element {i})");
+            }
+        }
+    }
+
+    /// `v` (a value of `from`, exactly) as `to` holds it, read back as f64.
+    fn expected(v: f64, from: DType, to: DType) -> f64 {
+        match to {
+            DType::F64 => v,
+            DType::F32 => f64::from(v as f32),
+            DType::F16 => f16::from_f64(v).to_f64(),
+            DType::BF16 => bf16::from_f64(v).to_f64(),
+            DType::Bool => f64::from(u8::from(v != 0.0)),
+            // An integer source wraps into a narrower integer; a float one saturates.
+            DType::I32 if from.is_int() => f64::from(v as i64 as i32),
+            DType::U8 if from.is_int() => f64::from(v as i64 as u8),
+            DType::I32 => f64::from(v as i32),
+            DType::U8 => f64::from(v as u8),
+            DType::I64 => v as i64 as f64,
+        }
+    }
+}
+
+#[test]
+fn casts_between_floats_pass_the_gradient_in_the_source_dtype() {
+    let x = Tensor::from_vec(of::<bf16>(&[1.0, -2.0]), &[2]).unwrap();
+    let g = opforge::grad(|x| ops::sum(&ops::cast(x, DType::F32)?, None, false))(&x).unwrap();
+    assert_eq!((g.dtype(), g.to_vec::<bf16>().unwrap()), (DType::BF16, of::<bf16>(&[1.0, 1.0])));
+    // From an integer, the cast is a step function: its gradient is zeros of the input's dtype.
+    let ints = Tensor::from_vec(vec![1i64, 2], &[2]).unwrap();
+    let g = opforge::grad(|x| ops::sum(&ops::cast(x, DType::F32)?, None, false))(&ints).unwrap();
+    assert_eq!(g.to_vec::<i64>().unwrap(), [0, 0]);
+}
+
+#[test]
+fn ops_do_not_promote_mixed_or_unlisted_dtypes() {
+    let a = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap();
+    let b = Tensor::from_vec(vec![1.0f64, 2.0], &[2]).unwrap();
+    let e = ops::add(&a, &b).unwrap_err().to_string();
+    assert!(e.contains("Add") && e.contains("f32") && e.contains("f64"), "{e}");
+    // A dtype the kernel's spec does not list yet is refused by name.
+    let h = Tensor::from_vec(of::<f16>(&[1.0, 2.0]), &[2]).unwrap();
+    let e = ops::exp(&h).unwrap_err().to_string();
+    assert!(e.contains("Exp") && e.contains("f16"), "{e}");
+}
+
+#[test]
+fn a_scalar_takes_the_dtype_of_the_tensors_of_its_kind() {
+    // An unsuffixed float literal is f64 in Rust; beside f32 tensors the
+    // scalar computes as f32, as PyTorch's zero-dim tensors do.
+    let x = Tensor::from_vec(vec![1.0f32, 3.0], &[2]).unwrap();
+    let y = ops::mul(&x, &Tensor::scalar(0.1)).unwrap();
+    assert_eq!((y.dtype(), y.to_vec::<f32>().unwrap()[0]), (DType::F32, 0.1f32));
+    // Rounded once, to f32, then multiplied in f32: what `0.1f32` gives.
+    assert_eq!(y.to_vec::<f32>().unwrap()[1], 3.0f32 * 0.1f32);
+    // An integer literal is i32; beside i64 tensors it is i64.
+    let ints = Tensor::from_vec(vec![1i64 << 40, -2], &[2]).unwrap();
+    let mask = Tensor::from_vec(vec![true, false], &[2]).unwrap();
+    let picked = ops::select(&mask, &ints, &Tensor::scalar(7)).unwrap();
+    assert_eq!(picked.to_vec::<i64>().unwrap(), [1 << 40, 7]);
+    // Its gradient reaches the scalar in the scalar's own dtype.
+    let s = Tensor::scalar(2.0f64);
+    let g = opforge::grad(|s| ops::sum(&ops::mul(&x, s)?, None, false))(&s).unwrap();
+    assert_eq!((g.dtype(), g.to_scalar::<f64>().unwrap()), (DType::F64, 4.0));
+    // Never across kinds, never a tensor of rank 1 or more, never bool.
+    let e = ops::mul(&x, &Tensor::scalar(2i32)).unwrap_err().to_string();
+    assert!(e.contains("i32") && e.contains("f32"), "{e}");
+    let e = ops::mul(&x, &Tensor::from_vec(vec![2.0f64], &[1]).unwrap()).unwrap_err().to_string();
+    assert!(e.contains("f64") && e.contains("f32"), "{e}");
+    // Scalars alone keep their dtypes: two of them in different ones is an error.
+    let e = ops::add(&Tensor::scalar(1.0f32), &Tensor::scalar(1.0)).unwrap_err().to_string();
+    assert!(e.contains("f64") && e.contains("f32"), "{e}");
+}
+
+#[test]
+fn layout_kernels_move_every_dtype() {
+    fn check<T: Element>() {
+        let x = Tensor::from_vec(of::<T>(&[1.0, 2.0, 3.0, 4.0, 5.0, 0.0]), &[2, 3]).unwrap();
+        let t = ops::transpose(&x, &[1, 0]).unwrap();
+        assert_eq!(t.to_vec::<T>().unwrap(), of::<T>(&[1.0, 4.0, 2.0, 5.0, 3.0, 0.0]), "{}", T::DTYPE);
+        let s = ops::slice(&x, &[0, 1], &[2, 2]).unwrap();
+        assert_eq!(s.to_vec::<T>().unwrap(), of::<T>(&[2.0, 3.0, 5.0, 0.0]));
+        let b = ops::broadcast_to(&ops::reshape(&x, &[1, 6]).unwrap(), &[2, 6]).unwrap();
+        assert_eq!(b.to_vec::<T>().unwrap()[6..], x.to_vec::<T>().unwrap()[..]);
+        let c = ops::concat(&[x.clone(), x.clone()], 0).unwrap();
+        assert_eq!(c.to_vec::<T>().unwrap()[6..], x.to_vec::<T>().unwrap()[..]);
+        let g = ops::gather(&x, &Tensor::from_vec(vec![2i32, 0], &[2]).unwrap(), 1, 0).unwrap();
+        assert_eq!(g.to_vec::<T>().unwrap(), of::<T>(&[3.0, 1.0, 0.0, 4.0]));
+        let r = ops::reverse(&x, &[1]).unwrap();
+        assert_eq!(r.to_vec::<T>().unwrap(), of::<T>(&[3.0, 2.0, 1.0, 0.0, 5.0, 4.0]));
+        let mask = Tensor::from_vec(vec![true, false, true, false, true, false], &[2, 3]).unwrap();
+        let s = ops::select(&mask, &x, &ops::reshape(&t, &[2, 3]).unwrap()).unwrap();
+        assert_eq!(s.to_vec::<T>().unwrap(), of::<T>(&[1.0, 4.0, 3.0, 5.0, 5.0, 0.0]));
+    }
+    check::<f16>();
+    check::<bf16>();
+    check::<f64>();
+    check::<i64>();
+    check::<u8>();
+}
+
+#[test]
+fn checkpoints_keep_every_dtype() {
+    use opforge::train::{load_checkpoint, save_checkpoint, Sgd};
+    use opforge::Variable;
+    let path = std::env::temp_dir().join(format!("opforge-dtypes-{}.safetensors", std::process::id()));
+    let make = |scale: f64| -> Vec<Variable> {
+        DType::ALL
+            .iter()
+            .map(|&d| {
+                let t = Tensor::from_vec(vec![scale, -scale, 0.5 * scale], &[3]).unwrap();
+                Variable::named(d.name(), ops::cast(&t, d).unwrap())
+            })
+            .collect()
+    };
+    let saved = make(3.0);
+    let refs: Vec<&Variable> = saved.iter().collect();
+    save_checkpoint(&path, &refs, &Sgd::new(0.1)).unwrap();
+    let loaded = make(0.0);
+    let refs: Vec<&Variable> = loaded.iter().collect();
+    load_checkpoint(&path, &refs, &mut Sgd::new(0.1)).unwrap();
+    for (s, l) in saved.iter().zip(&loaded) {
+        assert_eq!(l.value().dtype(), s.value().dtype());
+        let (s, l) = (ops::cast(&s.value(), DType::F64).unwrap(), ops::cast(&l.value(), DType::F64).unwrap());
+        assert_eq!(s.to_vec::<f64>().unwrap(), l.to_vec::<f64>().unwrap());
+    }
+    let all = opforge::train::load_safetensors(&path).unwrap();
+    assert_eq!(all.len(), DType::ALL.len());
+    std::fs::remove_file(&path).ok();
+}
+
+#[test]
+fn a_file_written_by_python_safetensors_loads_with_its_values() {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/dtypes.safetensors");
+    let t = opforge::train::load_safetensors(path).unwrap();
+    let names: Vec<&str> = t.keys().map(String::as_str).collect();
+    assert_eq!(names, ["bf16", "bool", "f16", "f32", "f64", "i32", "i64", "u8"]);
+    let bits16 = |v: Vec<u16>| v;
+    let f16s = t["f16"].to_vec::<f16>().unwrap().iter().map(|v| v.to_bits()).collect();
+    // 1, -0, 65504, 2^-24, inf, NaN (numpy's quiet one).
+    assert_eq!(bits16(f16s), [0x3c00, 0x8000, 0x7bff, 0x0001, 0x7c00, 0x7e00]);
+    assert_eq!(t["bf16"].shape(), &[2, 2]);
+    let bf16s: Vec<u16> = t["bf16"].to_vec::<bf16>().unwrap().iter().map(|v| v.to_bits()).collect();
+    // 1.5, -2, bf16's largest finite value, 2^-133 (its smallest subnormal).
+    assert_eq!(bf16s, [0x3fc0, 0xc000, 0x7f7f, 0x0001]);
+    assert_eq!(t["f64"].to_vec::<f64>().unwrap(), [std::f64::consts::PI, 1e300, 5e-324, f64::NEG_INFINITY]);
+    assert_eq!(t["i64"].to_vec::<i64>().unwrap(), [(1 << 62) + 1, -1, i64::MIN]);
+    assert_eq!((t["u8"].shape(), t["u8"].to_vec::<u8>().unwrap()), (&[2, 3][..], vec![0, 51, 102, 153, 204, 255]));
+    assert_eq!(t["f32"].to_vec::<f32>().unwrap(), [0.1]);
+    assert_eq!(t["i32"].to_vec::<i32>().unwrap(), [i32::MIN, i32::MAX]);
+    assert_eq!(t["bool"].to_vec::<bool>().unwrap(), [true, false, true]);
+    // Published weights then compute: bf16 to f32 is exact.
+    let w = ops::cast(&t["bf16"], DType::F32).unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(w[..2], [1.5, -2.0]);
+}
+
+#[test]
+fn wgpu_refuses_the_dtypes_it_does_not_hold_by_name() {
+    if !opforge::backend::wgpu::adapter_or_skip("dtypes on wgpu") {
+        return;
+    }
+    let h = Tensor::from_vec(of::<f16>(&[1.0]), &[1]).unwrap();
+    let e = h.to_backend(BackendId::Wgpu).unwrap_err().to_string();
+    assert!(e.contains("wgpu") && e.contains("f16"), "{e}");
+    let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap().to_backend(BackendId::Wgpu).unwrap();
+    let e = ops::cast(&x, DType::BF16).unwrap_err().to_string();
+    assert!(e.contains("Cast") && e.contains("wgpu") && e.contains("bf16"), "{e}");
+    // What it holds still casts there.
+    assert_eq!(ops::cast(&x, DType::I32).unwrap().to_vec::<i32>().unwrap(), [1, 2]);
+}
