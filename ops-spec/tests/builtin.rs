@@ -13,7 +13,10 @@ fn strings(names: &[&str]) -> Vec<String> {
 }
 
 const F: &[DType] = &[DType::F32];
-const FI: &[DType] = &[DType::F32, DType::I32];
+/// `["float"]`: what the elementwise rows and the reductions declare.
+const FLOAT: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64];
+/// `["float", "i32"]`.
+const FLOAT_I: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32];
 
 #[test]
 fn has_every_kernel_in_file_order_with_unique_ops() {
@@ -48,9 +51,15 @@ fn every_kernel_is_documented_with_output_y_a_gradients_name_or_named_outputs() 
 #[test]
 fn binary_kernels() {
     let spec = builtin();
-    for (name, dtypes) in
-        [("Add", FI), ("Sub", FI), ("Mul", FI), ("RealDiv", F), ("Maximum", FI), ("Minimum", FI), ("Pow", F)]
-    {
+    for (name, dtypes) in [
+        ("Add", FLOAT_I),
+        ("Sub", FLOAT_I),
+        ("Mul", FLOAT_I),
+        ("RealDiv", FLOAT),
+        ("Maximum", FLOAT_I),
+        ("Minimum", FLOAT_I),
+        ("Pow", FLOAT),
+    ] {
         let k = spec.kernel(name).unwrap();
         assert_eq!(k.inputs, strings(&["a", "b"]), "{name}");
         assert!(k.attrs.is_empty(), "{name}");
@@ -67,7 +76,7 @@ fn unary_kernels() {
     let f_only = ["Sqrt", "Rsqrt", "Square", "Exp", "Log", "Sin", "Cos", "Tanh", "Sigmoid", "Relu"];
     for name in ["Neg", "Abs"].into_iter().chain(f_only) {
         let k = spec.kernel(name).unwrap();
-        let dtypes = if f_only.contains(&name) { F } else { FI };
+        let dtypes = if f_only.contains(&name) { FLOAT } else { FLOAT_I };
         assert_eq!(k.inputs, strings(&["x"]), "{name}");
         assert!(k.attrs.is_empty(), "{name}");
         assert_eq!(k.dtypes, dtypes, "{name}");
@@ -79,7 +88,7 @@ fn unary_kernels() {
 #[test]
 fn reductions() {
     let spec = builtin();
-    for (name, dtypes) in [("Sum", FI), ("Max", FI), ("Mean", F)] {
+    for (name, dtypes) in [("Sum", FLOAT_I), ("Max", FLOAT_I), ("Mean", FLOAT)] {
         let k = spec.kernel(name).unwrap();
         assert_eq!(k.dtypes, dtypes, "{name}");
         // Absent axes mean every axis; an empty list none (NumPy's reading).

@@ -315,8 +315,11 @@ fn ops_do_not_promote_mixed_or_unlisted_dtypes() {
     assert!(e.contains("Add") && e.contains("f32") && e.contains("f64"), "{e}");
     // A dtype the kernel's spec does not list yet is refused by name.
     let h = Tensor::from_vec(of::<f16>(&[1.0, 2.0]), &[2]).unwrap();
-    let e = ops::exp(&h).unwrap_err().to_string();
-    assert!(e.contains("Exp") && e.contains("f16"), "{e}");
+    let e = ops::softmax(&h, -1).unwrap_err().to_string();
+    assert!(e.contains("Softmax") && e.contains("f16"), "{e}");
+    let bytes = Tensor::from_vec(vec![1u8, 2], &[2]).unwrap();
+    let e = ops::add(&bytes, &bytes).unwrap_err().to_string();
+    assert!(e.contains("Add") && e.contains("u8"), "{e}");
 }
 
 #[test]
@@ -442,4 +445,179 @@ fn wgpu_refuses_the_dtypes_it_does_not_hold_by_name() {
     assert!(e.contains("Cast") && e.contains("wgpu") && e.contains("bf16"), "{e}");
     // What it holds still casts there.
     assert_eq!(ops::cast(&x, DType::I32).unwrap().to_vec::<i32>().unwrap(), [1, 2]);
+}
+
+/// The built-in elementwise rows.
+fn rows() -> impl Iterator<Item = &'static opforge::elementwise::RowEntry> {
+    opforge::elementwise::rows().iter().filter(|r| r.crate_name == "opforge")
+}
+
+/// Inputs inside every row's domain and away from its kinks: (0.3, 0.9),
+/// of either sign where the row takes one (`Acosh` is defined above 1,
+/// `Pow`'s base and `Log`'s argument above 0).
+fn row_inputs(row: &opforge::elementwise::RowEntry, n: usize) -> Vec<Vec<f64>> {
+    let positive = ["Sqrt", "Rsqrt", "Log", "Pow", "Acosh", "FloorDiv", "Mod"].contains(&row.form.kernel);
+    let shift = if row.form.kernel == "Acosh" { 1.0 } else { 0.0 };
+    (0..row.inputs)
+        .map(|i| {
+            (0..n)
+                .map(|j| {
+                    // Off the grid of simple fractions, where `Round` and `Mod` jump.
+                    let v = 0.3123 + 0.577 * ((j * 7 + i * 3) % n) as f64 / n as f64;
+                    let sign = if positive || (j + i) % 2 == 0 { 1.0 } else { -1.0 };
+                    shift + sign * v
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// A row's attributes, valid for every built-in row (a clip's minimum below its maximum).
+fn row_attrs(row: &opforge::elementwise::RowEntry) -> Vec<f64> {
+    match row.form.arity - row.inputs {
+        0 => vec![],
+        1 => vec![0.2],
+        _ => vec![-0.75, 2.0],
+    }
+}
+
+/// `row` on `inputs` as `dtype` tensors, read back as f64.
+fn run_row(row: &opforge::elementwise::RowEntry, inputs: &[Vec<f64>], dtype: DType) -> Vec<f64> {
+    let xs: Vec<Tensor> = inputs
+        .iter()
+        .map(|v| ops::cast(&Tensor::from_vec(v.clone(), &[v.len()]).unwrap(), dtype).unwrap())
+        .chain(row_attrs(row).into_iter().map(|a| Tensor::scalar(a as f32)))
+        .collect();
+    let refs: Vec<&Tensor> = xs.iter().collect();
+    let y = (row.apply)(&refs).unwrap_or_else(|e| panic!("{} on {dtype}: {e}", row.form.kernel));
+    let want = if row.gives_bool { DType::Bool } else { dtype };
+    assert_eq!(y.dtype(), want, "{}", row.form.kernel);
+    ops::cast(&y, DType::F64).unwrap().to_vec::<f64>().unwrap()
+}
+
+#[test]
+fn every_elementwise_row_runs_in_every_float_dtype() {
+    let mut checked = 0;
+    for row in rows().filter(|r| !r.gives_bool) {
+        let inputs = row_inputs(row, 40);
+        // The reference: the row's element function in f64, on the values
+        // each dtype holds.
+        for (dtype, tolerance) in [(DType::F64, 1e-12), (DType::F32, 2e-6), (DType::F16, 2e-3), (DType::BF16, 1.6e-2)] {
+            let held: Vec<Vec<f64>> = inputs.iter().map(|v| run_row_cast(v, dtype)).collect();
+            let got = run_row(row, &inputs, dtype);
+            let attrs = row_attrs(row);
+            for (i, &g) in got.iter().enumerate() {
+                let mut args = [0.0; 3];
+                for (k, col) in held.iter().enumerate() {
+                    args[k] = col[i];
+                }
+                for (k, &a) in attrs.iter().enumerate() {
+                    args[row.inputs + k] = f64::from(a as f32);
+                }
+                let exact = (row.eval_f64)(args);
+                // The half types round the f32 result once more.
+                let close = (g - exact).abs() <= tolerance * exact.abs().max(1.0);
+                assert!(close, "{} on {dtype}, element {i} ({args:?}): want {exact}, got {g}", row.form.kernel);
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked > 40, "{checked} rows");
+}
+
+/// `v` as `dtype` holds it, back in f64.
+fn run_row_cast(v: &[f64], dtype: DType) -> Vec<f64> {
+    let t = ops::cast(&Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap(), dtype).unwrap();
+    ops::cast(&t, DType::F64).unwrap().to_vec::<f64>().unwrap()
+}
+
+/// The gradient of `sum(row(x) * w)` by central differences in f64: with
+/// h = 1e-6 the error is about h^2 = 1e-12 of the curvature, and rounding
+/// 1e-16 / h = 1e-10, where f32 differences, with h near 1e-3, are good to
+/// only about 1e-3. PyTorch's `gradcheck` runs in f64 for this reason.
+#[test]
+fn every_elementwise_gradient_matches_central_differences_in_f64() {
+    let mut checked = 0;
+    for row in rows().filter(|r| !r.gives_bool && r.differentiable.iter().any(|&d| d)) {
+        let inputs = row_inputs(row, 12);
+        let attrs: Vec<Tensor> = row_attrs(row).into_iter().map(|a| Tensor::scalar(a as f32)).collect();
+        let weights: Vec<f64> = (0..12).map(|j| 0.5 + j as f64 / 12.0).collect();
+        let w = Tensor::from_vec(weights.clone(), &[12]).unwrap();
+        let f = |xs: &[Tensor]| -> opforge::Result<Tensor> {
+            let mut refs: Vec<&Tensor> = xs.iter().collect();
+            refs.extend(attrs.iter());
+            ops::sum(&ops::mul(&(row.apply)(&refs)?, &w)?, None, false)
+        };
+        let xs: Vec<Tensor> = inputs.iter().map(|v| Tensor::from_vec(v.clone(), &[12]).unwrap()).collect();
+        for (k, x) in inputs.iter().enumerate().filter(|(k, _)| row.differentiable[*k]) {
+            let with = |xk: &Tensor| {
+                let mut all = xs.clone();
+                all[k] = xk.clone();
+                f(&all)
+            };
+            // A rule whose cotangent is zero (`ReluBackward`'s for `x`) leaves no path to it.
+            let g = match opforge::grad(with)(&xs[k]) {
+                Ok(g) => g,
+                Err(e) if e.to_string().contains("does not depend on it") => Tensor::zeros(&[12], DType::F64).unwrap(),
+                Err(e) => panic!("{}: {e}", row.form.kernel),
+            };
+            assert_eq!(g.dtype(), DType::F64, "{}", row.form.kernel);
+            let g = g.to_vec::<f64>().unwrap();
+            for j in 0..12 {
+                let h = 1e-6 * x[j].abs().max(1.0);
+                let at = |d: f64| {
+                    let moved: Vec<Tensor> = (0..inputs.len())
+                        .map(|i| {
+                            let mut v = inputs[i].clone();
+                            if i == k {
+                                v[j] += d;
+                            }
+                            Tensor::from_vec(v, &[12]).unwrap()
+                        })
+                        .collect();
+                    f(&moved).unwrap().to_scalar::<f64>().unwrap()
+                };
+                let numeric = (at(h) - at(-h)) / (2.0 * h);
+                let close = (g[j] - numeric).abs() <= 1e-7 * numeric.abs().max(1.0);
+                assert!(
+                    close,
+                    "{} d/d input {k}, element {j}: rule {}, central differences {numeric}",
+                    row.form.kernel, g[j]
+                );
+            }
+        }
+        checked += 1;
+    }
+    assert!(checked > 35, "{checked} rows");
+}
+
+/// A gradient 0.5% too large passes a check by central differences in f32
+/// (the kit's, which must tolerate 1e-2 of the gradient: f32 differences
+/// are good to about 1e-3) and fails the same check in f64.
+#[test]
+fn an_f64_gradient_check_catches_what_the_f32_one_passes() {
+    fn wrong_exp(x: &Tensor) -> opforge::Result<Tensor> {
+        opforge::custom_grad(&[x], |xs| {
+            let y = ops::exp(&xs[0])?;
+            let kept = y.clone();
+            Ok((y, move |dy: &Tensor| Ok(vec![ops::mul(&ops::mul(dy, &kept)?, &Tensor::scalar(1.005))?])))
+        })
+    }
+    let x32 = Tensor::from_vec(vec![0.5f32, -1.5], &[2]).unwrap();
+    opforge::testing::check_gradient(vec![x32], &[0], |xs| Ok(vec![wrong_exp(&xs[0])?]));
+
+    let x = [0.5f64, -1.5];
+    let loss = |x: &Tensor| ops::sum(&wrong_exp(x)?, None, false);
+    let g = opforge::grad(loss)(&Tensor::from_vec(x.to_vec(), &[2]).unwrap()).unwrap().to_vec::<f64>().unwrap();
+    for j in 0..2 {
+        let h = 1e-6;
+        let at = |d: f64| {
+            let mut v = x.to_vec();
+            v[j] += d;
+            loss(&Tensor::from_vec(v, &[2]).unwrap()).unwrap().to_scalar::<f64>().unwrap()
+        };
+        let numeric = (at(h) - at(-h)) / (2.0 * h);
+        let off = (g[j] - numeric).abs() / numeric.abs();
+        assert!(off > 4e-3 && off < 6e-3, "element {j}: rule {}, central differences {numeric}", g[j]);
+    }
 }

@@ -226,6 +226,7 @@ fn cpu_kernel(row: &Row, names: &Names) -> TokenStream {
         let call = run(&names.i32, quote!());
         quote!(::opforge::__private::DType::I32 => #call,)
     });
+    let float_arms = float_arms(row, names);
     let check = check(row);
     let kernel = k.to_string();
     let name = &names.cpu;
@@ -237,10 +238,53 @@ fn cpu_kernel(row: &Row, names: &Names) -> TokenStream {
             #check
             match #first.dtype() {
                 ::opforge::__private::DType::F32 => #f32_arm,
+                #float_arms
                 #i32_arm
                 __d => ::core::result::Result::Err(#e::unsupported(#kernel, ::opforge::__private::BackendId::Cpu, __d)),
             }
         }
+    }
+}
+
+/// The cpu kernel's arms for the other floats: f64 through the row's
+/// element function instantiated for f64; f16 and bf16 through its f32
+/// one (or `vmath`'s slice function), each element widened and the result
+/// rounded once, as the half types compute.
+fn float_arms(row: &Row, names: &Names) -> TokenStream {
+    let e = quote!(::opforge::__private::elementwise);
+    let p = quote!(::opforge::__private);
+    let (f32, f64) = (&names.f32, &names.f64);
+    let inputs = &row.inputs;
+    let first = &row.inputs[0];
+    let xs: Vec<Ident> = row.inputs.iter().map(|i| format_ident!("__{i}")).collect();
+    let attrs32: Vec<TokenStream> = row.attrs.iter().map(|a| quote!(#a as f32)).collect();
+    let attrs64: Vec<TokenStream> = row.attrs.iter().map(|a| quote!(#a as f64)).collect();
+    let each = |body: TokenStream, ty: TokenStream| match row.inputs.len() {
+        1 => quote!(#e::cpu_map(#first, out, move |#(#xs: #ty),*| #body)),
+        _ => quote!(#e::cpu_zip(#(#inputs,)* out, move |#(#xs: #ty),*| #body)),
+    };
+    let f64_arm = each(quote!(#f64(#(#xs,)* #(#attrs64),*)), quote!(f64));
+    let half = |h: TokenStream| {
+        let widened = quote!(#f32::<false>(#(#e::widen(#xs),)* #(#attrs32),*));
+        match (row.inputs.len(), row.gives_bool, &row.slice) {
+            (_, true, _) => each(widened, h),
+            (1, false, Some(slice)) => quote!(#e::cpu_half::<#h>(#first, out, #slice)),
+            (1, false, None) => {
+                let x = &xs[0];
+                quote!(#e::cpu_half::<#h>(#first, out, move |__xs: &[f32], __ys: &mut [f32]| {
+                    for (#x, __y) in __xs.iter().zip(__ys) {
+                        *__y = #f32::<false>(*#x, #(#attrs32),*);
+                    }
+                }))
+            }
+            _ => each(quote!(#e::narrow::<#h>(#widened)), h),
+        }
+    };
+    let (f16_arm, bf16_arm) = (half(quote!(#p::f16)), half(quote!(#p::bf16)));
+    quote! {
+        #p::DType::F64 => #f64_arm,
+        #p::DType::F16 => #f16_arm,
+        #p::DType::BF16 => #bf16_arm,
     }
 }
 

@@ -36,6 +36,8 @@ pub struct Eager {
     wants: [bool; 3],
     error: Option<Error>,
     backend: BackendId,
+    /// The float dtype the rule computes in: its first float input's.
+    float: DType,
 }
 
 impl Eager {
@@ -43,7 +45,8 @@ impl Eager {
     /// the cotangents of the arguments `wants` marks.
     pub fn new(inputs: Vec<Tensor>, wants: [bool; 3]) -> Eager {
         let backend = inputs.first().map_or_else(crate::backend::default_backend, Tensor::backend);
-        Eager { inputs, nodes: Vec::new(), wants, error: None, backend }
+        let float = inputs.iter().map(Tensor::dtype).find(|d| d.is_float()).unwrap_or(DType::F32);
+        Eager { inputs, nodes: Vec::new(), wants, error: None, backend, float }
     }
 
     /// The tensor of value `v`, or the first error an operation met.
@@ -59,11 +62,11 @@ impl Eager {
         }
     }
 
-    /// `v` as a number: a bool tensor as 0.0 and 1.0.
+    /// `v` as a number: a bool tensor as 0.0 and 1.0, in the dtype the rule computes in.
     fn number(&self, v: Val) -> Result<Tensor> {
         let t = self.tensor(v)?;
         match t.dtype() {
-            DType::Bool => ops::cast(&t, DType::F32),
+            DType::Bool => ops::cast(&t, self.float),
             _ => Ok(t),
         }
     }

@@ -12,6 +12,7 @@ use crate::fuse::program::Val;
 use crate::ops;
 use crate::tensor::Tensor;
 
+pub use crate::backend::cpu::unary::Half;
 pub use crate::backend::wgpu::elementwise::{WgpuRow, Word};
 pub use crate::fuse::Eager;
 
@@ -23,6 +24,25 @@ pub fn cpu_map<T: Element, U: Element>(
     f: impl Fn(T) -> U + Sync,
 ) -> Result<CpuTensor> {
     crate::backend::cpu::unary::row(x, out, f)
+}
+
+/// The kernel of one input of a half type `H`: `f` on f32 chunks of it
+/// (the row's f32 function, or `vmath`'s slice function), rounded back.
+#[inline(always)]
+pub fn cpu_half<H: Half>(x: &CpuTensor, out: &TensorMeta, f: impl Fn(&[f32], &mut [f32]) + Sync) -> Result<CpuTensor> {
+    crate::backend::cpu::unary::row_half::<H>(x, out, f)
+}
+
+/// One element of a half type, widened to f32 (exactly).
+#[inline(always)]
+pub fn widen<H: Element>(v: H) -> f32 {
+    v.cast::<f32>()
+}
+
+/// An f32 result, rounded to the half type `H` (to nearest even).
+#[inline(always)]
+pub fn narrow<H: Element>(v: f32) -> H {
+    v.cast::<H>()
 }
 
 /// The kernel of one input through a vectorized slice function (`vmath`'s).

@@ -34,7 +34,7 @@ use super::layout::permute;
 use super::parallel::{PAR_CHUNK, PAR_THRESHOLD};
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
-use crate::dtype::{DType, Element};
+use crate::dtype::{for_dtype, DType, Element};
 use crate::error::Result;
 use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
 use crate::shape::len_and_inner;
@@ -113,6 +113,10 @@ macro_rules! fold_ops {
 }
 
 fold_ops! {
+    SumF64: f64 = 0.0, |a, b| a + b;
+    MaxF64: f64 = f64::NEG_INFINITY, |a, b| if a.is_nan() || b.is_nan() { a + b } else { a.max(b) };
+    MinF64: f64 = f64::INFINITY, |a, b| if a.is_nan() || b.is_nan() { a + b } else { a.min(b) };
+    ProdF64: f64 = 1.0, |a, b| a * b;
     SumI32: i32 = 0, |a, b| a.wrapping_add(b);
     MaxF32: f32 = f32::NEG_INFINITY, |a, b| crate::shape::rules::nan_max(a, b);
     MaxI32: i32 = i32::MIN, |a, b| a.max(b);
@@ -206,20 +210,53 @@ fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: Option<&[i64]>, out: &Ten
 #[kernel(Mean, cpu)]
 fn mean(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
     let _ = keep_dims;
-    let (mut sums, r) = reduce::<f32, SumF32>(x, axes, out)?;
-    let scale = 1.0 / r as f32;
-    sums.iter_mut().for_each(|v| *v *= scale);
-    CpuTensor::from_vec(&out.shape, sums)
+    match x.dtype() {
+        DType::F64 => {
+            let (mut sums, r) = reduce::<f64, SumF64>(x, axes, out)?;
+            let scale = 1.0 / r as f64;
+            sums.iter_mut().for_each(|v| *v *= scale);
+            CpuTensor::from_vec(&out.shape, sums)
+        }
+        DType::F16 | DType::BF16 => narrowed(mean(&widened(x)?, axes, keep_dims, &wide(out))?, x.dtype()),
+        _ => {
+            let (mut sums, r) = reduce::<f32, SumF32>(x, axes, out)?;
+            let scale = 1.0 / r as f32;
+            sums.iter_mut().for_each(|v| *v *= scale);
+            CpuTensor::from_vec(&out.shape, sums)
+        }
+    }
+}
+
+/// A half-type tensor in f32, where its reductions accumulate.
+fn widened(x: &CpuTensor) -> Result<CpuTensor> {
+    let wide = for_dtype!(x.dtype(), T => x.as_slice::<T>()?.iter().map(|v| v.cast::<f32>()).collect::<Vec<f32>>());
+    CpuTensor::from_vec(x.shape(), wide)
+}
+
+/// `out`, as its f32 form.
+fn wide(out: &TensorMeta) -> TensorMeta {
+    TensorMeta { dtype: DType::F32, ..out.clone() }
+}
+
+/// An f32 result rounded back to `dtype`, once.
+fn narrowed(y: CpuTensor, dtype: DType) -> Result<CpuTensor> {
+    let values = y.as_slice::<f32>()?;
+    for_dtype!(dtype, T => CpuTensor::from_vec(y.shape(), values.iter().map(|v| v.cast::<T>()).collect::<Vec<T>>()))
 }
 
 /// Reductions of f32 and i32 (or of bool) that differ only in their fold: one line each.
+/// The half types (`halves`) reduce in f32, accumulating there, and round once.
 macro_rules! folds {
-    ($($kernel:ident => $name:ident: $($dtype:ident => $ty:ty, $fold:ty),+;)*) => {$(
+    ($($kernel:ident => $name:ident: $($dtype:ident => $ty:ty, $fold:ty),+ $(| $halves:ident)?;)*) => {$(
         #[kernel($kernel, cpu)]
         fn $name(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
             let _ = keep_dims; // The output shape, from the spec's rule, already says it.
             match x.dtype() {
                 $(DType::$dtype => CpuTensor::from_vec(&out.shape, reduce::<$ty, $fold>(x, axes, out)?.0),)+
+                $(d @ (DType::F16 | DType::BF16) => {
+                    let _ = stringify!($halves);
+                    narrowed($name(&widened(x)?, axes, keep_dims, &wide(out))?, d)
+                })?
                 d => Err(unsupported(stringify!($kernel), d)),
             }
         }
@@ -227,10 +264,10 @@ macro_rules! folds {
 }
 
 folds! {
-    Sum => sum: F32 => f32, SumF32, I32 => i32, SumI32;
-    Max => max: F32 => f32, MaxF32, I32 => i32, MaxI32;
-    Min => min: F32 => f32, MinF32, I32 => i32, MinI32;
-    Prod => prod: F32 => f32, ProdF32, I32 => i32, ProdI32;
+    Sum => sum: F32 => f32, SumF32, F64 => f64, SumF64, I32 => i32, SumI32 | halves;
+    Max => max: F32 => f32, MaxF32, F64 => f64, MaxF64, I32 => i32, MaxI32 | halves;
+    Min => min: F32 => f32, MinF32, F64 => f64, MinF64, I32 => i32, MinI32 | halves;
+    Prod => prod: F32 => f32, ProdF32, F64 => f64, ProdF64, I32 => i32, ProdI32 | halves;
     All => all: Bool => bool, AllBool;
     Any => any: Bool => bool, AnyBool;
 }

@@ -62,6 +62,65 @@ pub(crate) fn row_slices(x: &CpuTensor, out: &TensorMeta, f: fn(&[f32], &mut [f3
     CpuTensor::from_storage(&out.shape, vmath_map(x.as_slice::<f32>()?, f))
 }
 
+/// A 16-bit float type that computes in f32: converted a slice at a time
+/// (the `half` crate's, F16C instructions where the CPU has them).
+pub trait Half: Element {
+    /// `src` widened into `dst`, exactly.
+    fn widen(src: &[Self], dst: &mut [f32]);
+    /// `src` rounded into `dst`, to nearest even.
+    fn narrow(src: &[f32], dst: &mut [Self]);
+}
+
+macro_rules! half {
+    ($($t:ty),*) => {$(
+        impl Half for $t {
+            #[inline]
+            fn widen(src: &[Self], dst: &mut [f32]) {
+                use half::slice::HalfFloatSliceExt;
+                src.convert_to_f32_slice(dst);
+            }
+            #[inline]
+            fn narrow(src: &[f32], dst: &mut [Self]) {
+                use half::slice::HalfFloatSliceExt;
+                dst.convert_from_f32_slice(src);
+            }
+        }
+    )*};
+}
+half!(crate::dtype::f16, crate::dtype::bf16);
+
+/// A row's kernel on a half type: each chunk of `x` widened to f32, `f`
+/// on it (the row's f32 element function or `vmath`'s slice function),
+/// and the result rounded back, once per element; parallel as
+/// [`row_slices`] is.
+pub(crate) fn row_half<H: Half>(
+    x: &CpuTensor,
+    out: &TensorMeta,
+    f: impl Fn(&[f32], &mut [f32]) + Sync,
+) -> Result<CpuTensor> {
+    const CHUNK: usize = 512;
+    let x = x.as_slice::<H>()?;
+    let mut y = super::pool::output::<H>(x.len());
+    let run = |x: &[H], y: &mut [H]| {
+        let (mut wide, mut done) = ([0f32; CHUNK], [0f32; CHUNK]);
+        for (x, y) in x.chunks(CHUNK).zip(y.chunks_mut(CHUNK)) {
+            let n = x.len();
+            H::widen(x, &mut wide[..n]);
+            f(&wide[..n], &mut done[..n]);
+            H::narrow(&done[..n], y);
+        }
+    };
+    if x.len() < super::parallel::PAR_THRESHOLD / 2 {
+        run(x, &mut y);
+    } else {
+        use rayon::prelude::*;
+        y.par_chunks_mut(super::parallel::PAR_CHUNK)
+            .zip(x.par_chunks(super::parallel::PAR_CHUNK))
+            .for_each(|(y, x)| run(x, y));
+    }
+    CpuTensor::from_storage(&out.shape, Storage::from_vec(y))
+}
+
 #[kernel(LogicalNot, cpu)]
 fn logical_not(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
     row::<bool, bool>(x, out, |v| !v)
