@@ -109,7 +109,7 @@ fn batch_matmul() {
     let spec = builtin();
     let k = spec.kernel("BatchMatMul").unwrap();
     assert_eq!(k.inputs, strings(&["a", "b"]));
-    assert_eq!(k.dtypes, F);
+    assert_eq!(k.dtypes, FLOAT);
     for (attr, name) in k.attrs.iter().zip(["transpose_a", "transpose_b"]) {
         assert_eq!(attr.name, name);
         assert_eq!(attr.ty, AttrType::Bool);

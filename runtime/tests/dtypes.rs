@@ -621,3 +621,44 @@ fn an_f64_gradient_check_catches_what_the_f32_one_passes() {
         assert!(off > 4e-3 && off < 6e-3, "element {j}: rule {}, central differences {numeric}", g[j]);
     }
 }
+
+#[test]
+fn matmul_runs_in_every_float_dtype() {
+    let (m, k, n) = (5, 33, 7);
+    let a: Vec<f64> = (0..m * k).map(|i| ((i * 37 % 101) as f64 - 50.0) / 64.0).collect();
+    let b: Vec<f64> = (0..k * n).map(|i| ((i * 53 % 97) as f64 - 48.0) / 32.0).collect();
+    // The reference: the product of the values each dtype holds, in f64.
+    let reference = |a: &[f64], b: &[f64]| -> Vec<f64> {
+        (0..m * n).map(|o| (0..k).map(|p| a[(o / n) * k + p] * b[p * n + o % n]).sum()).collect()
+    };
+    for (dtype, tolerance) in [(DType::F64, 1e-13), (DType::F32, 1e-5), (DType::F16, 1e-2), (DType::BF16, 1e-2)] {
+        let (ha, hb) = (run_row_cast(&a, dtype), run_row_cast(&b, dtype));
+        let want = reference(&ha, &hb);
+        let ta = ops::cast(&Tensor::from_vec(a.clone(), &[m, k]).unwrap(), dtype).unwrap();
+        let tb = ops::cast(&Tensor::from_vec(b.clone(), &[k, n]).unwrap(), dtype).unwrap();
+        let y = ops::matmul(&ta, &tb, false, false).unwrap();
+        assert_eq!((y.dtype(), y.shape()), (dtype, &[m, n][..]));
+        let got = ops::cast(&y, DType::F64).unwrap().to_vec::<f64>().unwrap();
+        for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+            assert!((g - w).abs() <= tolerance * w.abs().max(1.0), "{dtype} element {i}: want {w}, got {g}");
+        }
+        // Transposed operands, as strides.
+        let yt = ops::matmul(&ops::transpose(&ta, &[1, 0]).unwrap(), &tb, true, false).unwrap();
+        assert_eq!(ops::cast(&yt, DType::F64).unwrap().to_vec::<f64>().unwrap(), got, "{dtype} transposed");
+    }
+    // Its gradient in f64, against central differences.
+    let ta = Tensor::from_vec(a.clone(), &[m, k]).unwrap();
+    let tb = Tensor::from_vec(b.clone(), &[k, n]).unwrap();
+    let loss = |a: &Tensor| ops::sum(&ops::square(&ops::matmul(a, &tb, false, false)?)?, None, false);
+    let g = opforge::grad(loss)(&ta).unwrap().to_vec::<f64>().unwrap();
+    for j in [0, 17, m * k - 1] {
+        let h = 1e-6;
+        let at = |d: f64| {
+            let mut v = a.clone();
+            v[j] += d;
+            loss(&Tensor::from_vec(v, &[m, k]).unwrap()).unwrap().to_scalar::<f64>().unwrap()
+        };
+        let numeric = (at(h) - at(-h)) / (2.0 * h);
+        assert!((g[j] - numeric).abs() <= 1e-7 * numeric.abs().max(1.0), "element {j}: {} vs {numeric}", g[j]);
+    }
+}

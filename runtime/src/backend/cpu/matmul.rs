@@ -11,7 +11,7 @@ use super::pool::output;
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::backend::TensorList;
-use crate::dtype::{DType, Element};
+use crate::dtype::{bf16, f16, DType, Element};
 use crate::error::Result;
 use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
 use crate::shape;
@@ -25,6 +25,9 @@ use opforge_macros::kernel;
 /// one, and 128^3 (2^21) about even.
 const PAR_FLOPS: usize = 1 << 21;
 
+/// f32, f64 and f16 through `gemm`'s kernels for each (f16's accumulate in
+/// f32); bf16, which `gemm` lacks, through f32, each operand widened and
+/// the product rounded once.
 #[kernel(BatchMatMul, cpu)]
 fn batch_matmul(
     a: &CpuTensor,
@@ -33,7 +36,40 @@ fn batch_matmul(
     transpose_b: bool,
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
-    CpuTensor::from_vec(&out.shape, product(a, b, transpose_a, transpose_b, out)?)
+    match a.dtype() {
+        DType::F32 => CpuTensor::from_vec(&out.shape, product::<f32>(a, b, transpose_a, transpose_b, out)?),
+        DType::F64 => CpuTensor::from_vec(&out.shape, product::<f64>(a, b, transpose_a, transpose_b, out)?),
+        DType::F16 => CpuTensor::from_vec(&out.shape, product::<f16>(a, b, transpose_a, transpose_b, out)?),
+        DType::BF16 => {
+            let wide = |t: &CpuTensor| -> Result<CpuTensor> {
+                CpuTensor::from_vec(t.shape(), t.as_slice::<bf16>()?.iter().map(|v| v.to_f32()).collect())
+            };
+            let y = product::<f32>(&wide(a)?, &wide(b)?, transpose_a, transpose_b, out)?;
+            CpuTensor::from_vec(&out.shape, y.into_iter().map(bf16::from_f32).collect::<Vec<_>>())
+        }
+        d => Err(unsupported("BatchMatMul", d)),
+    }
+}
+
+/// An element type `gemm` multiplies.
+pub(crate) trait Gemm: Element {
+    const ZERO: Self;
+    const ONE: Self;
+}
+
+impl Gemm for f32 {
+    const ZERO: f32 = 0.0;
+    const ONE: f32 = 1.0;
+}
+
+impl Gemm for f64 {
+    const ZERO: f64 = 0.0;
+    const ONE: f64 = 1.0;
+}
+
+impl Gemm for f16 {
+    const ZERO: f16 = f16::ZERO;
+    const ONE: f16 = f16::ONE;
 }
 
 /// The product, then each element `v` of row `i`, column `j` of every
@@ -113,16 +149,22 @@ fn epilogue(
 }
 
 /// `matmul(a, b)`'s elements, row-major in `out`'s shape.
-fn product(a: &CpuTensor, b: &CpuTensor, transpose_a: bool, transpose_b: bool, out: &TensorMeta) -> Result<Vec<f32>> {
-    let (av, bv) = (a.as_slice::<f32>()?, b.as_slice::<f32>()?);
+fn product<T: Gemm>(
+    a: &CpuTensor,
+    b: &CpuTensor,
+    transpose_a: bool,
+    transpose_b: bool,
+    out: &TensorMeta,
+) -> Result<Vec<T>> {
+    let (av, bv) = (a.as_slice::<T>()?, b.as_slice::<T>()?);
     let (sa, sb, so) = (a.shape(), b.shape(), out.shape.as_slice());
     let (ra, rb, ro) = (sa.len(), sb.len(), so.len());
     let (m, n) = (so[ro - 2], so[ro - 1]);
     let k = if transpose_a { sa[ra - 2] } else { sa[ra - 1] };
-    let mut data = super::pool::output::<f32>(out.numel());
+    let mut data = super::pool::output::<T>(out.numel());
     // Also when a batch dim is 0: then `m * n * k` need not even fit in usize.
     if m == 0 || n == 0 || k == 0 || data.is_empty() {
-        data.fill(0.0); // An empty sum: k == 0 leaves an m x n output of zeros.
+        data.fill(T::ZERO); // An empty sum: k == 0 leaves an m x n output of zeros.
         return Ok(data);
     }
     // Element (i, p) of op(a) and (p, j) of op(b), as row and column strides.
@@ -141,7 +183,7 @@ fn product(a: &CpuTensor, b: &CpuTensor, transpose_a: bool, transpose_b: bool, o
         (oa, ob)
     };
     let flops = m * n * k;
-    let gemm_one = |bi: usize, dst: &mut [f32], par: Parallelism| {
+    let gemm_one = |bi: usize, dst: &mut [T], par: Parallelism| {
         let (oa, ob) = offsets(bi);
         let lhs = Operand { data: &av[oa..oa + m * k], row: a_rs, col: a_cs };
         let rhs = Operand { data: &bv[ob..ob + k * n], row: b_rs, col: b_cs };
@@ -165,21 +207,21 @@ fn product(a: &CpuTensor, b: &CpuTensor, transpose_a: bool, transpose_b: bool, o
 /// One operand of [`gemm_into`]: its elements, and the strides of a row
 /// and of a column (a transpose swaps them).
 #[derive(Clone, Copy)]
-pub(crate) struct Operand<'a> {
-    pub data: &'a [f32],
+pub(crate) struct Operand<'a, T = f32> {
+    pub data: &'a [T],
     pub row: usize,
     pub col: usize,
 }
 
 /// `dst` (m x n, row-major) = `lhs` (m x k) times `rhs` (k x n), with the
 /// given parallelism ([`parallelism`] picks it by size for one product).
-pub(crate) fn gemm_into(
-    dst: &mut [f32],
+pub(crate) fn gemm_into<T: Gemm>(
+    dst: &mut [T],
     m: usize,
     n: usize,
     k: usize,
-    lhs: Operand<'_>,
-    rhs: Operand<'_>,
+    lhs: Operand<'_, T>,
+    rhs: Operand<'_, T>,
     par: Parallelism,
 ) {
     assert_eq!(dst.len(), m * n, "gemm destination");
@@ -187,10 +229,10 @@ pub(crate) fn gemm_into(
         return;
     }
     if k == 0 {
-        dst.fill(0.0);
+        dst.fill(T::ZERO);
         return;
     }
-    let last = |o: &Operand<'_>, rows: usize, cols: usize| (rows - 1) * o.row + (cols - 1) * o.col;
+    let last = |o: &Operand<'_, T>, rows: usize, cols: usize| (rows - 1) * o.row + (cols - 1) * o.col;
     // The soundness of the call below rests on these: every index gemm
     // reads lies inside its slice.
     assert!(last(&lhs, m, k) < lhs.data.len() && last(&rhs, k, n) < rhs.data.len(), "gemm operand bounds");
@@ -212,8 +254,8 @@ pub(crate) fn gemm_into(
             rhs.data.as_ptr(),
             rhs.col as isize,
             rhs.row as isize,
-            0.0,
-            1.0,
+            T::ZERO,
+            T::ONE,
             false,
             false,
             false,
