@@ -96,6 +96,7 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
 
             impl ::opforge::__private::Backend for #ty {
                 #tensor
+                const DTYPES: ::opforge::__private::DTypes = <#ty as ::opforge::__private::Device>::DTYPES;
 
                 #[inline]
                 fn id() -> ::opforge::__private::BackendId {

@@ -74,6 +74,10 @@ fn expand_checked(args: &RegistrationArgs, func: &ItemFn, params: &[Param]) -> T
             ),
             read: signature::spec_item(k, quote!(grad_args)),
             first: quote!(),
+            bind: {
+                let name = &func.sig.ident;
+                quote!(let #function = #name;)
+            },
             then: quote! {
                 let __opforge_grads = <#ret as ::opforge::__private::GradientReturn<#check_alias>>::grads(
                     #function(#(#call_args),*),

@@ -7,6 +7,7 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Ident, ItemFn};
 
+use crate::coverage::Coverage;
 use crate::registration::{self, Entry, Named, Registration, Wrapper};
 use crate::signature::{self, Errors, KernelArgs, Param, RegistrationArgs};
 
@@ -30,11 +31,15 @@ fn try_expand(attr: TokenStream, item: TokenStream) -> syn::Result<TokenStream> 
     // Validate.
     let backend = args.as_ref().and_then(|a| a.backend.as_ref()).and_then(|b| backend(b, &mut errors));
     let params = func.as_ref().map(|f| signature::params(f, "kernel", &mut errors)).unwrap_or_default();
+    let coverage = match (&args, &func) {
+        (Some(a), Some(f)) => Some(Coverage::new(f, &a.dtypes, &mut errors)),
+        _ => None,
+    };
     errors.into_result()?;
-    let (Some(args), Some(func), Some(backend)) = (args, func, backend) else {
+    let (Some(args), Some(func), Some(backend), Some(coverage)) = (&args, &func, backend, coverage) else {
         return Err(syn::Error::new(proc_macro2::Span::call_site(), "#[kernel] could not be expanded"));
     };
-    Ok(expand_checked(&args, &func, &params, backend))
+    Ok(expand_checked(args, func, &params, backend, &coverage))
 }
 
 /// The backend a kernel names: its type, its name (in the duplicate
@@ -72,6 +77,12 @@ fn backend(b: &syn::Path, errors: &mut Errors) -> Option<(TokenStream, String, S
     }
 }
 
+/// The kernel's name as written last in its path (`Sqrt` for
+/// `opforge::kernels::Sqrt`), for messages.
+fn kernel_name(path: &syn::Path) -> String {
+    signature::kernel_ident(path).to_string()
+}
+
 /// The expansion of a checked `#[kernel]`: its [`Registration`]. The kernel
 /// is named once, by an alias, so that a wrong name is reported once.
 fn expand_checked(
@@ -79,6 +90,7 @@ fn expand_checked(
     func: &ItemFn,
     params: &[Param],
     (backend_ty, backend_name, backend_span): (TokenStream, String, Span),
+    coverage: &Coverage<'_>,
 ) -> TokenStream {
     let kernel = Named::new(&args.kernel);
     let (k, names) = (&kernel.alias, &kernel.names);
@@ -98,15 +110,20 @@ fn expand_checked(
     let out_binding = out_param
         .first()
         .map(|p| signature::from_spec(&p.ident, &p.ty, quote!(::opforge::__private::out_meta::<#k>(__call)?)));
-    let call_args = params.iter().map(|p| &p.ident);
+    let call_args: Vec<&Ident> = params.iter().map(|p| &p.ident).collect();
     let function = registration::function();
+    let call = coverage.call(k, &function, &call_args);
+    let check = coverage.check(k, &b, &kernel_name(&args.kernel), &backend_name);
     let ret = signature::return_type(func);
     let kernel_out = signature::spec_item(k, quote!(Out<#b>));
     let wrap = signature::spec_item(k, quote!(wrap::<#b>));
     registration::expand(&Registration {
         func,
         kernel: &kernel,
-        aliases: quote! { type #b = #backend_ty; },
+        aliases: quote! {
+            type #b = #backend_ty;
+            #check
+        },
         params: &named,
         args: (Ident::new("__OpforgeArgs", Span::call_site()), signature::spec_item(k, quote!(Args<'a, #b>))),
         param_check: quote!(::opforge::__private::ParamCheck::kernel_param),
@@ -116,11 +133,15 @@ fn expand_checked(
             call: quote!(::opforge::__private::KernelCall<'_>),
             ret: quote!(::opforge::__private::Result<::opforge::__private::Tensors>),
             read: signature::spec_item(k, quote!(args::<#b>)),
-            first: quote! { let _: #check_alias = (); },
+            first: {
+                let guard = coverage.guard(k);
+                quote! { let _: #check_alias = (); #guard }
+            },
+            bind: coverage.bind(func, &function),
             then: quote! {
                 #out_binding
                 let __opforge_out = <#ret as ::opforge::__private::KernelReturn<::opforge::__private::Result<#kernel_out>>>::output(
-                    #function(#(#call_args),*),
+                    #call,
                 );
                 ::core::result::Result::Ok(#wrap(__opforge_out?))
             },
@@ -129,7 +150,10 @@ fn expand_checked(
             slice: "KERNELS",
             name: "__OPFORGE_KERNEL",
             ty: "KernelEntry",
-            fields: quote! { backend_id: #backend_id, },
+            fields: {
+                let dtypes = coverage.entry_fields();
+                quote! { backend_id: #backend_id, #dtypes }
+            },
             marker: format!("kernel_{}_{backend_name}", signature::kernel_ident(&args.kernel)),
         },
         replaces: args.replaces,
@@ -163,6 +187,27 @@ mod tests {
             quote! { fn fast_sqrt(x: &CpuTensor) -> Result<CpuTensor> { todo!() } },
         );
         insta::assert_snapshot!(pretty(out));
+    }
+
+    #[test]
+    fn generic_expansion() {
+        let out = super::expand(
+            quote!(CvSquare, wgpu, leaves(i32)),
+            quote! { fn square<T: Float>(x: &WgpuTensor) -> Result<WgpuTensor> { todo!() } },
+        );
+        insta::assert_snapshot!(pretty(out));
+    }
+
+    #[test]
+    fn dtype_lists_are_checked_before_the_spec_is_read() {
+        let item = quote! { fn f<T: Float>(x: &CpuTensor) -> Result<CpuTensor> { todo!() } };
+        let out = super::expand(quote!(Sqrt, cpu, leaves(f32), refuses(float)), item).to_string();
+        assert!(out.contains("the kernel runs f32 and also leaves it"), "{out}");
+        assert!(out.contains("the kernel runs bf16 and also refuses it"), "{out}");
+        let out = super::expand(quote!(Sqrt, cpu, dtypes(f32), dtypes(f64)), quote! { fn f(x: u8) {} }).to_string();
+        assert!(out.contains("`dtypes(..)` is given twice"), "{out}");
+        let out = super::expand(quote!(Sqrt, cpu, refuses()), quote! { fn f(x: u8) {} }).to_string();
+        assert!(out.contains("`refuses(..)` names no dtype"), "{out}");
     }
 
     #[test]

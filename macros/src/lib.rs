@@ -9,6 +9,7 @@
 #![warn(missing_docs)]
 
 mod backend;
+mod coverage;
 mod elementwise;
 mod fuse;
 mod gradient;
@@ -59,6 +60,14 @@ pub fn elementwise(input: TokenStream) -> TokenStream {
 /// another registration on purpose. Parameters are named after the spec's
 /// inputs and attributes (any order), or take every attribute at once as
 /// `attrs: &NameAttrs`, plus an optional `out: &TensorMeta`.
+///
+/// A kernel may be generic over one element type, named after its spec's
+/// type variable (`fn halve<T: Float>(..)`): it is instantiated for each
+/// dtype its bound covers (`Float`, `Int`, `Element`) or that
+/// `dtypes(f32, f64)` names. Each dtype the spec lists for the variable,
+/// of those the backend holds, must be run, left to the cpu
+/// (`leaves(i32)`) or refused (`refuses(u8)`), or the crate does not
+/// compile; a list may name a class (`float`, `int`, `any`).
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()

@@ -77,6 +77,10 @@ pub(crate) struct Wrapper {
     pub(crate) read: TokenStream,
     /// Statements before everything else (a use of the check's alias).
     pub(crate) first: TokenStream,
+    /// The binding of the user's function, before the parameters (which
+    /// may shadow its name): `let __opforge_function = name;`, or one
+    /// instance per dtype for a generic kernel.
+    pub(crate) bind: TokenStream,
     /// Statements after the bindings: the call of the function (named
     /// [`function`]) and the wrapper's result.
     pub(crate) then: TokenStream,
@@ -122,7 +126,10 @@ pub(crate) fn expand(r: &Registration<'_>) -> TokenStream {
         ),
         kernel.span(),
     );
-    let import_hint = signature::import_hint(kernel, &func.sig.ident);
+    // The probe names the function, which it cannot without its type
+    // arguments when it is generic: a generic kernel goes without the hint.
+    let generic = func.sig.generics.type_params().next().is_some();
+    let import_hint = if generic { quote!() } else { signature::import_hint(kernel, &func.sig.ident) };
     quote! {
         #func
 
@@ -152,8 +159,7 @@ fn wrapper(r: &Registration<'_>) -> TokenStream {
     let k = &r.kernel.alias;
     let name = Ident::new(w.name, Span::call_site());
     let (call_ty, ret, first, then) = (&w.call, &w.ret, &w.first, &w.then);
-    let fn_ident = &r.func.sig.ident;
-    let function = function();
+    let bind = &w.bind;
     let args_value = Ident::new("__opforge_args", Span::call_site());
     let call_arg = Ident::new("__call", Span::call_site());
     let read = &w.read;
@@ -164,7 +170,7 @@ fn wrapper(r: &Registration<'_>) -> TokenStream {
             __call: &#call_ty,
         ) -> #ret {
             #first
-            let #function = #fn_ident;
+            #bind
             #read_args
             #bindings
             #then

@@ -42,8 +42,13 @@ pub(crate) fn params(func: &ItemFn, what: &str, errors: &mut Errors) -> Vec<Para
     if let Some(a) = &sig.asyncness {
         errors.spanned(a, format!("a {what} cannot be async; kernels and gradients run synchronously"));
     }
-    if let Some(p) = sig.generics.type_params().next() {
-        errors.spanned(p, format!("a {what} cannot be generic; the registry stores one function per registration"));
+    let type_params = sig.generics.type_params().count();
+    if let Some(p) = sig.generics.type_params().nth(usize::from(what == "kernel")) {
+        let why = match (what, type_params) {
+            ("kernel", _) => "a kernel is generic over one element type at most, named after its spec's type variable",
+            _ => "a gradient is written with ops, which run every dtype; it cannot be generic",
+        };
+        errors.spanned(p, why);
     }
     if let Some(p) = sig.generics.const_params().next() {
         errors.spanned(p, format!("a {what} cannot be generic; the registry stores one function per registration"));
@@ -220,11 +225,14 @@ pub(crate) fn return_type(func: &ItemFn) -> TokenStream {
     }
 }
 
-/// `Name` or `Name, override` (gradients) / `Name, backend[, override]` (kernels).
+/// `Name` or `Name, override` (gradients) / `Name, backend[, options]`
+/// (kernels), where a kernel's options are `override` and the dtype lists
+/// `dtypes(..)`, `leaves(..)` and `refuses(..)` (see `coverage.rs`).
 pub(crate) struct RegistrationArgs {
     pub kernel: Path,
     pub backend: Option<Path>,
     pub replaces: bool,
+    pub dtypes: crate::coverage::Lists,
 }
 
 impl RegistrationArgs {
@@ -245,25 +253,30 @@ impl RegistrationArgs {
             input.parse::<Token![,]>()?;
             backend = Some(input.call(Path::parse_mod_style)?);
         }
-        let mut replaces = false;
-        if input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {
+        let options: &[&str] = if with_backend { &["override", "dtypes", "leaves", "refuses"] } else { &["override"] };
+        let (mut replaces, mut dtypes) = (false, crate::coverage::Lists::default());
+        while input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {
             let opt = input.call(<Ident as syn::ext::IdentExt>::parse_any)?;
-            if opt != "override" {
-                return Err(syn::Error::new_spanned(
-                    &opt,
-                    format!(
-                        "unknown option `{opt}`, expected `override`{}",
-                        opforge_spec::did_you_mean(&opt.to_string(), ["override"])
-                    ),
-                ));
+            match opt.to_string().as_str() {
+                "override" => replaces = true,
+                name if options.contains(&name) => dtypes.parse(&opt, input)?,
+                name => {
+                    let expected: Vec<String> = options.iter().map(|o| format!("`{o}`")).collect();
+                    return Err(syn::Error::new_spanned(
+                        &opt,
+                        format!(
+                            "unknown option `{opt}`, expected {}{}",
+                            expected.join(", "),
+                            opforge_spec::did_you_mean(name, options.iter().copied())
+                        ),
+                    ));
+                }
             }
-            replaces = true;
-            input.parse::<Option<Token![,]>>()?;
         }
         if !input.is_empty() {
             return Err(input.error(format!("unexpected tokens; expected `{what}` with an optional `override`")));
         }
-        Ok(RegistrationArgs { kernel, backend, replaces })
+        Ok(RegistrationArgs { kernel, backend, replaces, dtypes })
     }
 }
 

@@ -109,6 +109,89 @@ impl DType {
     }
 }
 
+/// A set of dtypes: what a spec lists for a type variable, what a backend
+/// holds, what a kernel registration runs, leaves or refuses. A bit per
+/// dtype ([`DType::bit`]), so every operation is `const`: the registration
+/// macros check coverage when the code is compiled.
+///
+/// ```
+/// use opforge::dtype::DTypes;
+/// use opforge::DType;
+/// let floats = DTypes::FLOAT;
+/// assert!(floats.contains(DType::BF16) && !floats.contains(DType::I32));
+/// let listed = DTypes::of(&[DType::F32, DType::I32]);
+/// assert_eq!(listed.minus(floats), DTypes::of(&[DType::I32]));
+/// assert_eq!(listed.to_string(), "f32, i32");
+/// assert_eq!(DTypes::ALL.iter().count(), 8);
+/// ```
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub struct DTypes(u16);
+
+impl DTypes {
+    /// No dtype.
+    pub const EMPTY: DTypes = DTypes(0);
+    /// Every dtype.
+    pub const ALL: DTypes = DTypes::of(&DType::ALL);
+    /// The floats: `f32`, `f16`, `bf16`, `f64` (the spec's class `float`).
+    pub const FLOAT: DTypes = DTypes::of(&[DType::F32, DType::F16, DType::BF16, DType::F64]);
+    /// The integers: `i32`, `i64`, `u8` (the spec's class `int`).
+    pub const INT: DTypes = DTypes::of(&[DType::I32, DType::I64, DType::U8]);
+
+    /// The set of `dtypes`.
+    pub const fn of(dtypes: &[DType]) -> DTypes {
+        let (mut bits, mut i) = (0, 0);
+        while i < dtypes.len() {
+            bits |= dtypes[i].bit();
+            i += 1;
+        }
+        DTypes(bits)
+    }
+
+    /// Whether `dtype` is in the set.
+    #[inline]
+    pub const fn contains(self, dtype: DType) -> bool {
+        self.0 & dtype.bit() != 0
+    }
+
+    /// The dtypes in either set.
+    pub const fn union(self, other: DTypes) -> DTypes {
+        DTypes(self.0 | other.0)
+    }
+
+    /// The dtypes in both sets.
+    pub const fn intersect(self, other: DTypes) -> DTypes {
+        DTypes(self.0 & other.0)
+    }
+
+    /// The dtypes of `self` not in `other`.
+    pub const fn minus(self, other: DTypes) -> DTypes {
+        DTypes(self.0 & !other.0)
+    }
+
+    /// Whether the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The dtypes in the set, in the order of [`DType::ALL`].
+    pub fn iter(self) -> impl Iterator<Item = DType> {
+        DType::ALL.into_iter().filter(move |d| self.contains(*d))
+    }
+}
+
+impl fmt::Display for DTypes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self.iter().map(DType::name).collect();
+        f.write_str(&names.join(", "))
+    }
+}
+
+impl fmt::Debug for DTypes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "DTypes[{self}]")
+    }
+}
+
 impl fmt::Display for DType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.name())
@@ -244,6 +327,45 @@ pub trait Element:
     #[doc(hidden)]
     fn from_value(v: Value) -> Self;
 }
+
+/// A float element type: [`f16`](struct@f16), [`bf16`], `f32` or `f64`,
+/// with [`num_traits::Float`]'s arithmetic (the half types compute in
+/// f32). A kernel generic over `T: Float` is instantiated by `#[kernel]`
+/// for each of the four, and covers the spec's class `float`:
+///
+/// ```
+/// use opforge::dtype::{bf16, Float};
+/// fn hypot<T: Float>(a: T, b: T) -> T {
+///     (a * a + b * b).sqrt()
+/// }
+/// assert_eq!(hypot(3.0f64, 4.0), 5.0);
+/// assert_eq!(hypot(bf16::from_f32(3.0), bf16::from_f32(4.0)), bf16::from_f32(5.0));
+/// ```
+pub trait Float: Element + num_traits::Float {}
+impl Float for f32 {}
+impl Float for f64 {}
+impl Float for f16 {}
+impl Float for bf16 {}
+
+/// An integer element type: `i32`, `i64` or `u8`, whose arithmetic wraps
+/// (TensorFlow's rule, held by every built-in kernel). A kernel generic
+/// over `T: Int` covers the spec's class `int`:
+///
+/// ```
+/// use opforge::dtype::Int;
+/// fn square<T: Int>(v: T) -> T {
+///     v.wrapping_mul(&v)
+/// }
+/// assert_eq!(square(20u8), 144);
+/// assert_eq!(square(1i64 << 32), 0);
+/// ```
+pub trait Int:
+    Element + num_traits::PrimInt + num_traits::WrappingAdd + num_traits::WrappingSub + num_traits::WrappingMul
+{
+}
+impl Int for i32 {}
+impl Int for i64 {}
+impl Int for u8 {}
 
 /// A value between two element types, as `Cast` moves it: a float's exact
 /// value, or an integer's (a `bool` is 0 or 1).

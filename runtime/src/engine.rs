@@ -207,7 +207,10 @@ impl Engine {
             data_dependent: K::DATA_DEPENDENT,
         };
         let (ys, fell_back) = match K::slot().find(backend) {
-            Some(entry) => (run_guarded::<K>(entry, &call)?, false),
+            Some(entry) => match run_guarded::<K>(entry, &call) {
+                Ok(ys) => (ys, false),
+                Err(e) => (left_to_cpu::<K>(e, &call)?, true),
+            },
             None => (fallback::<K>(&call)?, true),
         };
         // The kernel's contract, checked in every build: each output has
@@ -401,10 +404,32 @@ fn fallback<K: KernelSpec>(call: &KernelCall<'_>) -> Result<Tensors> {
             K::NAME
         );
     }
+    on_cpu::<K>(entry, call)
+}
+
+/// Runs the cpu's `entry` on a call's inputs, moved there, and moves its
+/// outputs back to the call's backend.
+fn on_cpu<K: KernelSpec>(entry: &crate::registry::KernelEntry, call: &KernelCall<'_>) -> Result<Tensors> {
     let moved: Vec<Tensor> = call.inputs.iter().map(|t| t.to_backend(BackendId::Cpu)).collect::<Result<_>>()?;
     let moved: Vec<&Tensor> = moved.iter().collect();
     let on_cpu = KernelCall { backend: BackendId::Cpu, inputs: &moved, ..*call };
-    run_guarded::<K>(entry, &on_cpu)?.iter().map(|y| y.to_backend(backend)).collect()
+    run_guarded::<K>(entry, &on_cpu)?.iter().map(|y| y.to_backend(call.backend)).collect()
+}
+
+/// A kernel's error `e`, or, where its registration leaves the inputs'
+/// dtype to the cpu (`#[kernel(.., leaves(f64))]`) and the fallback is
+/// on, the cpu's kernel run on them.
+#[cold]
+fn left_to_cpu<K: KernelSpec>(e: Error, call: &KernelCall<'_>) -> Result<Tensors> {
+    let left = matches!(e, Error::DTypeNotCovered { left: true, .. });
+    let cpu = match left && call.backend != BackendId::Cpu && fallback_enabled() {
+        true => K::slot().find(BackendId::Cpu),
+        false => None,
+    };
+    match cpu {
+        Some(entry) => on_cpu::<K>(entry, call),
+        None => Err(e),
+    }
 }
 
 /// The spec's checks and shape rule; a panic inside a rule (a user's

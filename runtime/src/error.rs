@@ -95,6 +95,19 @@ pub enum Error {
         /// Backends that do have the kernel.
         available: Vec<BackendId>,
     },
+    /// A kernel registration that does not run a dtype its spec allows:
+    /// it refuses it (`#[kernel(.., refuses(u8))]`), or leaves it to the
+    /// cpu (`leaves(f64)`) while the cpu fallback is off.
+    DTypeNotCovered {
+        /// The kernel.
+        kernel: &'static str,
+        /// The backend whose registration does not run it.
+        backend: BackendId,
+        /// The inputs' dtype.
+        dtype: DType,
+        /// Whether the registration leaves it to the cpu (else it refuses it).
+        left: bool,
+    },
     /// Two registrations of one (kernel, backend), neither replacing the other on purpose.
     DuplicateKernel {
         /// The kernel.
@@ -393,6 +406,14 @@ impl fmt::Display for Error {
                     let names: Vec<_> = available.iter().map(|b| format!("`{b}`")).collect();
                     write!(f, "; it is registered for {}", names.join(", "))
                 }
+            }
+            Error::DTypeNotCovered { kernel, backend, dtype, left: true } => write!(
+                f,
+                "kernel `{kernel}` on `{backend}` leaves dtype {dtype} to the cpu, and the cpu fallback is off \
+                 (opforge::with_fallback(true, ..) runs it there)"
+            ),
+            Error::DTypeNotCovered { kernel, backend, dtype, left: false } => {
+                write!(f, "kernel `{kernel}` on `{backend}` does not run dtype {dtype}: its registration refuses it")
             }
             Error::DuplicateKernel { kernel, backend, first, second } => write!(
                 f,

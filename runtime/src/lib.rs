@@ -93,7 +93,9 @@ pub use error::{Error, InputDesc, Location, Result};
 pub use opforge_macros::{backend, elementwise, gradient, kernel, op, spec, spec_tests};
 pub use profile::{debug_enabled, profile, set_debug, with_debug, Profile};
 pub use shape::Shape;
-pub use spec::{Absent, Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec, Metas, TensorList, Tensors};
+pub use spec::{
+    Absent, Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec, Metas, TensorList, Tensors, TypeVar,
+};
 pub use tensor::{Tensor, TensorId, TensorMeta};
 pub use variable::Variable;
 

@@ -6,6 +6,7 @@ use crate::backend::call::KernelCall;
 use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::backend_id::BackendId;
+use crate::dtype::DTypes;
 use crate::error::{Error, Result};
 use crate::tensor::Tensor;
 
@@ -29,6 +30,10 @@ use crate::tensor::Tensor;
 pub trait Backend: Sized + Send + Sync + 'static {
     /// The backend's view of a tensor: shape, dtype and backend memory.
     type Tensor: Clone + Send + Sync + 'static;
+    /// The dtypes its tensors may have: what `#[kernel]` requires a
+    /// registration on it to cover, of those its spec lists. Every dtype
+    /// unless the backend says otherwise (`wgpu` holds f32, i32 and bool).
+    const DTYPES: DTypes = DTypes::ALL;
     /// This backend's id.
     fn id() -> BackendId;
     /// The backend's view of `t`, if `t` lives on this backend.
@@ -48,6 +53,11 @@ pub trait Backend: Sized + Send + Sync + 'static {
 pub trait Device: Send + Sync + 'static {
     /// What the backend's kernels take and return.
     type Tensor: Clone + Send + Sync + 'static;
+
+    /// The dtypes its tensors may have ([`Backend::DTYPES`]): every dtype
+    /// unless it says otherwise. A kernel registered for it must cover,
+    /// leave or refuse those its spec lists of these, when compiled.
+    const DTYPES: DTypes = DTypes::ALL;
 
     /// The shape and dtype of one of its tensors.
     fn meta(t: &Self::Tensor) -> TensorMeta;

@@ -2,11 +2,13 @@
 //! registry's slices and entries, the readers of type-erased calls (in
 //! `kernel_call` and `grad_call`), the spec's input checks (in
 //! `validate`), what names a backend (in `backend`), and the compile-time
-//! checks of `#[kernel]` and `#[gradient]` (in `checks`). Not public API:
+//! checks of `#[kernel]` and `#[gradient]` (in `checks`), and its dtype
+//! coverage (in `dtypes`). Not public API:
 //! it changes without notice.
 
 mod backend;
 mod checks;
+mod dtypes;
 pub mod elementwise;
 pub mod fuse;
 mod grad_call;
@@ -19,13 +21,14 @@ pub use crate::backend::cpu::CpuTensor;
 pub use crate::backend::wgpu::WgpuTensor;
 pub use crate::backend::{declared_id, Backend, BackendEntry, Cpu, Device, DeviceOps, Wgpu, BACKENDS};
 pub use crate::backend_id::BackendId;
-pub use crate::dtype::{bf16, f16, DType};
+pub use crate::dtype::{bf16, f16, DType, DTypes};
 pub use crate::elementwise::{RowEntry, ROWS};
 pub use crate::engine::Engine;
 pub use crate::engine::OpScope;
 pub use crate::error::Location;
 pub use crate::error::Result;
 pub use crate::kernels;
+pub use crate::registry::spec::TypeVar;
 pub use crate::registry::spec::{Differentiable, GradSlot, GradSlots, IntoGrads, KernelSpec};
 pub use crate::registry::{
     DispatchSlot, GradientEntry, KernelEntry, OpEntry, SpecEntry, GRADIENTS, KERNELS, OPS, SPECS,
@@ -37,6 +40,7 @@ pub use crate::testing;
 pub use checks::{
     in_scope, type_in_scope, Checked, FromSpec, GradientReturn, KernelReturn, NotInScope, ParamCheck, Pass, SpecNames,
 };
+pub use dtypes::{dispatch_dtype, dispatch_input, listed, not_covered, required, type_var};
 pub use linkme;
 pub use opforge_macros::{gradient, kernel};
 pub use smallvec::smallvec;

@@ -5,7 +5,7 @@ use linkme::distributed_slice;
 
 use crate::backend::call::{GradCall, KernelCall, Tensors};
 use crate::backend_id::BackendId;
-use crate::dtype::DType;
+use crate::dtype::{DType, DTypes};
 use crate::error::{Error, Location, Result};
 use crate::tensor::Tensor;
 
@@ -24,6 +24,13 @@ pub struct KernelEntry {
     pub backend_id: fn() -> BackendId,
     /// The implementation.
     pub func: &'static KernelFn,
+    /// The dtypes it runs (of its spec's first type variable, or of the
+    /// one it is generic over): [`DTypes::ALL`] for a kernel that decides
+    /// in its body, as one that names no dtypes does.
+    pub runs: DTypes,
+    /// The dtypes it leaves to the cpu (`#[kernel(.., leaves(f64))]`). A
+    /// listed dtype it neither runs nor leaves, it refuses.
+    pub leaves: DTypes,
     /// Registered with `override`: replaces another registration on purpose.
     pub replaces: bool,
     /// Where it was registered.
@@ -40,6 +47,35 @@ impl KernelEntry {
     pub fn backend(&self) -> BackendId {
         (self.backend_id)()
     }
+
+    /// What this registration does with inputs of `dtype`.
+    ///
+    /// ```
+    /// use opforge::registry::{kernel_for, Coverage};
+    /// use opforge::{BackendId, DType};
+    /// let sqrt = kernel_for("Sqrt", BackendId::Cpu)?;
+    /// assert_eq!(sqrt.covers(DType::BF16), Coverage::Runs);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn covers(&self, dtype: DType) -> Coverage {
+        match (self.runs.contains(dtype), self.leaves.contains(dtype)) {
+            (true, _) => Coverage::Runs,
+            (false, true) => Coverage::Leaves,
+            (false, false) => Coverage::Refuses,
+        }
+    }
+}
+
+/// What a kernel registration does with a dtype ([`KernelEntry::covers`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Coverage {
+    /// It runs it.
+    Runs,
+    /// It leaves it to the cpu's kernel: the cpu fallback runs it where it
+    /// is on, and it is an error where it is off.
+    Leaves,
+    /// It refuses it: an error naming the kernel, the backend and the dtype.
+    Refuses,
 }
 
 /// One registered gradient.

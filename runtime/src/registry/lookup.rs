@@ -7,9 +7,10 @@ use std::fmt::Write;
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Mutex, PoisonError, RwLock};
 
-use super::entries::{spec, GradientEntry, KernelEntry, SpecEntry, GRADIENTS, KERNELS, SPECS};
+use super::entries::{spec, Coverage, GradientEntry, KernelEntry, SpecEntry, GRADIENTS, KERNELS, SPECS};
 use crate::backend::call::{KernelCall, Tensors};
 use crate::backend_id::BackendId;
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 
 /// Every kernel registration (static and runtime), in link order.
@@ -55,6 +56,28 @@ pub fn kernel_for(kernel: &str, backend: BackendId) -> Result<&'static KernelEnt
     }
     let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
     resolve_kernel(&overlay, kernel, backend)
+}
+
+/// The registration that runs `(kernel, backend)` on inputs of `dtype`:
+/// [`kernel_for`]'s, or, where that one leaves `dtype` to the cpu
+/// (`#[kernel(.., leaves(f64))]`), the cpu's, which the engine runs where
+/// the cpu fallback is on (and otherwise returns
+/// [`Error::DTypeNotCovered`]). A registration that refuses `dtype` is an
+/// error naming the kernel, the backend and the dtype, as running it is.
+///
+/// ```
+/// use opforge::{BackendId, DType};
+/// let e = opforge::registry::kernel_for_dtype("Sqrt", BackendId::Cpu, DType::F64)?;
+/// assert_eq!(e.backend(), BackendId::Cpu);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn kernel_for_dtype(kernel: &str, backend: BackendId, dtype: DType) -> Result<&'static KernelEntry> {
+    let entry = kernel_for(kernel, backend)?;
+    match entry.covers(dtype) {
+        Coverage::Runs => Ok(entry),
+        Coverage::Leaves if backend != BackendId::Cpu => kernel_for(kernel, BackendId::Cpu),
+        left => Err(Error::DTypeNotCovered { kernel: entry.kernel, backend, dtype, left: left == Coverage::Leaves }),
+    }
 }
 
 /// The gradient of `kernel` that a backward pass on this thread uses, if
@@ -209,6 +232,8 @@ fn any_kernel(
             kernel,
             backend_id: declared.ops.id,
             func: Box::leak(Box::new(run)),
+            runs: crate::dtype::DTypes::ALL,
+            leaves: crate::dtype::DTypes::EMPTY,
             replaces: false,
             location: declared.location,
             function: ANY_KERNEL,

@@ -25,10 +25,12 @@ mod slot;
 pub mod spec;
 
 pub(crate) use entries::closest_kernel;
-pub use entries::{ops, require, spec, specs, GradientEntry, GradientFn, KernelEntry, KernelFn, OpEntry, SpecEntry};
+pub use entries::{
+    ops, require, spec, specs, Coverage, GradientEntry, GradientFn, KernelEntry, KernelFn, OpEntry, SpecEntry,
+};
 #[doc(hidden)]
 pub use entries::{GRADIENTS, KERNELS, OPS, SPECS};
-pub use lookup::{check, coverage_markdown, gradient_for, gradients, kernel_for, kernels};
+pub use lookup::{check, coverage_markdown, gradient_for, gradients, kernel_for, kernel_for_dtype, kernels};
 pub use overrides::{with_gradient_override, with_kernel_override};
 pub use runtime::{
     override_gradient, override_kernel, register_gradient, register_kernel, restore_gradient, restore_kernel,

@@ -26,6 +26,8 @@ pub(super) fn leak_kernel<K: KernelSpec, B: Backend>(
         kernel: K::NAME,
         backend_id: B::id,
         func: Box::leak(func),
+        runs: crate::dtype::DTypes::ALL,
+        leaves: crate::dtype::DTypes::EMPTY,
         replaces,
         location,
         function: RUNTIME,

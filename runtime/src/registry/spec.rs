@@ -14,6 +14,29 @@ use crate::tensor::Tensor;
 
 pub use crate::backend::call::{Absent, GradCall, KernelCall, Metas, Tensors};
 
+/// One type variable of a kernel's spec: its name, the dtypes it may
+/// take, and the input whose dtype decides it at run time.
+///
+/// ```
+/// use opforge::{kernels::{GatherV2, Sqrt}, DType, KernelSpec};
+/// let t = &Sqrt::TYPE_VARS[0];
+/// assert_eq!((t.name, t.input), ("T", Some(0)));
+/// assert!(t.dtypes.contains(DType::BF16) && !t.dtypes.contains(DType::I32));
+/// let names: Vec<&str> = GatherV2::TYPE_VARS.iter().map(|v| v.name).collect();
+/// assert_eq!(names, ["T", "Tindices"]);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TypeVar {
+    /// Its name (`T`, `Tindices`).
+    pub name: &'static str,
+    /// The dtypes the spec lists for it.
+    pub dtypes: crate::dtype::DTypes,
+    /// The first required input of this type (its index among the spec's
+    /// inputs), whose dtype a kernel generic over the variable dispatches
+    /// on; `None` if every input of this type is optional.
+    pub input: Option<usize>,
+}
+
 /// A kernel descriptor: the compile-time form of one kernel of a spec.
 ///
 /// `spec!` implements it for a unit struct per kernel (`opforge::kernels::Sqrt`);
@@ -71,6 +94,10 @@ pub trait KernelSpec: Sized + Send + Sync + 'static {
     /// The optional inputs (`"bias?"` in the spec), which a call may leave
     /// out: an `Option` in the op, the kernel and the gradient.
     const OPTIONAL: &'static [&'static str] = &[];
+    /// The spec's type variables, in declaration order: `dtypes = [...]`
+    /// declares one, `T`. What `#[kernel]` checks a registration's dtype
+    /// coverage against when the code is compiled.
+    const TYPE_VARS: &'static [TypeVar] = &[];
     /// The typed attributes (a struct with one field per spec attribute).
     type Attrs: Clone + std::fmt::Debug + Send + Sync + 'static;
     /// What a kernel on backend `B` receives: inputs as `&B::Tensor`, attributes by value.

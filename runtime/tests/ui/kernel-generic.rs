@@ -1,6 +1,6 @@
 use opforge::backend::cpu::CpuTensor;
 use opforge::kernels::{Neg, Sqrt};
-use opforge::{kernel, Result};
+use opforge::{gradient, kernel, Result, Tensor};
 
 #[kernel(Sqrt, cpu)]
 fn sqrt<T>(x: &CpuTensor) -> Result<CpuTensor> {
@@ -10,6 +10,16 @@ fn sqrt<T>(x: &CpuTensor) -> Result<CpuTensor> {
 #[kernel(Neg, cpu)]
 fn neg<'a>(x: &'a CpuTensor) -> Result<CpuTensor> {
     Ok(x.clone())
+}
+
+#[kernel(Sqrt, wgpu)]
+fn two<T: opforge::dtype::Float, U: opforge::dtype::Int>(x: &CpuTensor) -> Result<CpuTensor> {
+    Ok(x.clone())
+}
+
+#[gradient(Neg)]
+fn neg_grad<T: opforge::dtype::Float>(dy: &Tensor) -> Result<Tensor> {
+    opforge::ops::neg(dy)
 }
 
 fn main() {}

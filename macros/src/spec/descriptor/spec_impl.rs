@@ -8,7 +8,7 @@ use quote::{format_ident, quote};
 use super::dtypes::dtype_check;
 use super::shape::{shape_fn_at, shape_rule};
 use super::{is_list, Descriptor};
-use crate::spec::attrs::attr_read;
+use crate::spec::attrs::{attr_read, dtype_tokens};
 use crate::spec::ident;
 use opforge_spec::ShapeRule;
 
@@ -52,6 +52,22 @@ fn consts(d: &Descriptor<'_>) -> TokenStream {
     let diff_names = &d.diff_names;
     let optional_names: Vec<&String> = (0..k.inputs.len()).filter(|&i| k.optional[i]).map(|i| &k.inputs[i]).collect();
     let (outputs_ty, out_ty, out_meta_ty) = (&d.outputs.ty, &d.outputs.out_ty, &d.outputs.out_meta_ty);
+    let type_vars = k.type_vars.iter().map(|v| {
+        let (name, dtypes) = (&v.name, v.dtypes.iter().map(|d| dtype_tokens(*d)));
+        let first = (0..k.inputs.len())
+            .find(|&i| !k.optional[i] && matches!(&k.input_types[i], opforge_spec::InputType::Var(n) if *n == v.name));
+        let input = match first {
+            Some(i) => quote!(::core::option::Option::Some(#i)),
+            None => quote!(::core::option::Option::None),
+        };
+        quote! {
+            ::opforge::__private::TypeVar {
+                name: #name,
+                dtypes: ::opforge::__private::DTypes::of(&[#(#dtypes),*]),
+                input: #input,
+            }
+        }
+    });
     quote! {
         const NAME: &'static str = #kernel_name;
         const OP: &'static str = #op_name;
@@ -66,6 +82,7 @@ fn consts(d: &Descriptor<'_>) -> TokenStream {
         const DIFFERENTIABLE: &'static [&'static str] = &[#(#diff_names),*];
         const VARIADIC: bool = #variadic;
         const OPTIONAL: &'static [&'static str] = &[#(#optional_names),*];
+        const TYPE_VARS: &'static [::opforge::__private::TypeVar] = &[#(#type_vars),*];
         type Attrs = #attrs_ty;
         type Args<'a, B: ::opforge::__private::Backend> = #args_ty<'a, B>;
         type GradArgs<'a> = #grad_args_ty<'a>;

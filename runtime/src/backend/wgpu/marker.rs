@@ -3,6 +3,7 @@
 use super::WgpuTensor;
 use crate::backend::traits::Backend;
 use crate::backend_id::BackendId;
+use crate::dtype::{DType, DTypes};
 use crate::tensor::Tensor;
 
 /// The `wgpu` backend marker.
@@ -16,6 +17,8 @@ pub struct Wgpu;
 
 impl Backend for Wgpu {
     type Tensor = WgpuTensor;
+    /// One 32-bit word an element, so far (issue 51 adds the others).
+    const DTYPES: DTypes = DTypes::of(&[DType::F32, DType::I32, DType::Bool]);
 
     #[inline]
     fn id() -> BackendId {

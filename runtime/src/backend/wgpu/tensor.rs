@@ -114,7 +114,7 @@ pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> crate::error::E
 /// 32-bit word an element. The other dtypes are the cpu's for now; an
 /// upload or a kernel asked for one returns [`unsupported`]'s error.
 pub(crate) fn holds(dtype: DType) -> bool {
-    matches!(dtype, DType::F32 | DType::I32 | DType::Bool)
+    <super::Wgpu as crate::backend::Backend>::DTYPES.contains(dtype)
 }
 
 /// Contiguous runs of at least this many elements (4 MiB) are moved by the

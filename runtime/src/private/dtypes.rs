@@ -1,0 +1,91 @@
+//! What `#[kernel]`'s dtype coverage names: the spec's type variables as
+//! constants, the sets the check compares when the code is compiled, and
+//! the dtype a call dispatches on when it runs.
+
+use crate::backend::call::KernelCall;
+use crate::dtype::{DType, DTypes};
+use crate::error::{Error, Result};
+use crate::registry::spec::TypeVar;
+
+/// The type variable `name` of a kernel's spec, or its first where `name`
+/// is `None`; `None` if it has no such variable. Evaluated when compiled.
+pub const fn type_var(vars: &[TypeVar], name: Option<&str>) -> Option<TypeVar> {
+    let Some(name) = name else {
+        return if vars.is_empty() { None } else { Some(vars[0]) };
+    };
+    let mut i = 0;
+    while i < vars.len() {
+        if same(vars[i].name, name) {
+            return Some(vars[i]);
+        }
+        i += 1;
+    }
+    None
+}
+
+/// Byte equality, as `const` code can write it.
+const fn same(a: &str, b: &str) -> bool {
+    let (a, b) = (a.as_bytes(), b.as_bytes());
+    if a.len() != b.len() {
+        return false;
+    }
+    let mut i = 0;
+    while i < a.len() {
+        if a[i] != b[i] {
+            return false;
+        }
+        i += 1;
+    }
+    true
+}
+
+/// What a registration must cover: the dtypes its spec lists for the type
+/// variable, of those its backend holds.
+pub const fn required(var: Option<TypeVar>, backend: DTypes) -> DTypes {
+    match var {
+        Some(v) => v.dtypes.intersect(backend),
+        None => DTypes::EMPTY,
+    }
+}
+
+/// The dtypes a spec lists for a type variable (none if it has no such
+/// variable).
+pub const fn listed(var: Option<TypeVar>) -> DTypes {
+    match var {
+        Some(v) => v.dtypes,
+        None => DTypes::EMPTY,
+    }
+}
+
+/// The input a kernel over `var` dispatches on, as the wrapper reads it.
+pub const fn dispatch_input(var: Option<TypeVar>) -> Option<usize> {
+    match var {
+        Some(v) => v.input,
+        None => None,
+    }
+}
+
+/// The dtype a call dispatches on: that of input `input` of the spec (the
+/// first of its list, for a variadic one), or the first output's for a
+/// kernel with no such input (`Fill`'s dtype is an attribute).
+#[inline]
+pub fn dispatch_dtype(call: &KernelCall<'_>, input: Option<usize>) -> Result<DType> {
+    let tensor = input.and_then(|i| call.absent.slot(i)).and_then(|s| call.inputs.get(s));
+    match (tensor, call.outs.first()) {
+        (Some(t), _) => Ok(t.dtype()),
+        (None, Some(out)) => Ok(out.dtype),
+        (None, None) => Err(Error::Backend {
+            kernel: call.kernel,
+            backend: call.backend,
+            message: "no input or output whose dtype the kernel dispatches on (an empty list?)".into(),
+        }),
+    }
+}
+
+/// The error of a registration that does not run `dtype`: it leaves it to
+/// the cpu (the engine then runs the cpu's kernel, where the fallback is
+/// on) or refuses it.
+#[cold]
+pub fn not_covered(call: &KernelCall<'_>, dtype: DType, leaves: DTypes) -> Error {
+    Error::DTypeNotCovered { kernel: call.kernel, backend: call.backend, dtype, left: leaves.contains(dtype) }
+}
