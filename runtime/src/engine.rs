@@ -477,12 +477,13 @@ fn scalars_follow<K: KernelSpec>(
         let d = t.dtype();
         (t.rank() == 0 && d != DType::Bool).then(|| shared(d)).flatten().filter(|&s| s != d)
     };
-    if !inputs.iter().any(|t| t.backend() != backend || adopts(t).is_some()) {
+    let adopted: Vec<Option<DType>> = inputs.iter().map(|t| adopts(t)).collect();
+    if !inputs.iter().zip(&adopted).any(|(t, a)| t.backend() != backend || a.is_some()) {
         return Err(e);
     }
-    let follow = |t: &Tensor| -> Result<Tensor> {
+    let follow = |(t, adopted): (&Tensor, Option<DType>)| -> Result<Tensor> {
         let mut t = t.clone();
-        if let Some(dtype) = adopts(&t) {
+        if let Some(dtype) = adopted {
             // An op like any other: recorded, so its gradient reaches the scalar in its own dtype.
             t = Engine::run::<crate::kernels::Cast>(&[&t], &crate::kernels::CastAttrs { dtype })?;
         }
@@ -496,7 +497,7 @@ fn scalars_follow<K: KernelSpec>(
         }
         Ok(moved)
     };
-    let moved: Vec<Tensor> = inputs.iter().map(|&t| follow(t)).collect::<Result<_>>()?;
+    let moved: Vec<Tensor> = inputs.iter().zip(adopted).map(|(&t, a)| follow((t, a))).collect::<Result<_>>()?;
     let moved: Vec<&Tensor> = moved.iter().collect();
     Engine::run_tensors::<K>(&moved, absent, attrs)
 }

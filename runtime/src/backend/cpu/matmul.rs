@@ -9,6 +9,7 @@ use super::error::{rule_error, unsupported};
 use super::parallel::for_rows;
 use super::pool::output;
 use super::tensor::CpuTensor;
+use super::unary::{narrowed, widened};
 use crate::backend::call::TensorMeta;
 use crate::backend::TensorList;
 use crate::dtype::{bf16, f16, DType, Element};
@@ -41,11 +42,9 @@ fn batch_matmul(
         DType::F64 => CpuTensor::from_vec(&out.shape, product::<f64>(a, b, transpose_a, transpose_b, out)?),
         DType::F16 => CpuTensor::from_vec(&out.shape, product::<f16>(a, b, transpose_a, transpose_b, out)?),
         DType::BF16 => {
-            let wide = |t: &CpuTensor| -> Result<CpuTensor> {
-                CpuTensor::from_vec(t.shape(), t.as_slice::<bf16>()?.iter().map(|v| v.to_f32()).collect())
-            };
+            let wide = |t: &CpuTensor| CpuTensor::from_vec(t.shape(), widened(t.as_slice::<bf16>()?));
             let y = product::<f32>(&wide(a)?, &wide(b)?, transpose_a, transpose_b, out)?;
-            CpuTensor::from_vec(&out.shape, y.into_iter().map(bf16::from_f32).collect::<Vec<_>>())
+            CpuTensor::from_vec(&out.shape, narrowed::<bf16>(&y))
         }
         d => Err(unsupported("BatchMatMul", d)),
     }

@@ -33,8 +33,9 @@ use super::error::unsupported;
 use super::layout::permute;
 use super::parallel::{PAR_CHUNK, PAR_THRESHOLD};
 use super::tensor::CpuTensor;
+use super::unary::{narrowed, widened, Half};
 use crate::backend::call::TensorMeta;
-use crate::dtype::{for_dtype, DType, Element};
+use crate::dtype::{bf16, f16, DType, Element, Float};
 use crate::error::Result;
 use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
 use crate::shape::len_and_inner;
@@ -207,67 +208,69 @@ fn reduce<T: Element, F: Fold<T>>(x: &CpuTensor, axes: Option<&[i64]>, out: &Ten
     Ok((result, r))
 }
 
+/// The mean: the sum, scaled by one over the count in the input's dtype.
+fn mean_of<T: Float, F: Fold<T>>(x: &CpuTensor, axes: Option<&[i64]>, out: &TensorMeta) -> Result<CpuTensor> {
+    let (mut sums, r) = reduce::<T, F>(x, axes, out)?;
+    let scale = T::one() / T::from(r).unwrap_or_else(T::infinity);
+    sums.iter_mut().for_each(|v| *v = *v * scale);
+    CpuTensor::from_vec(&out.shape, sums)
+}
+
 #[kernel(Mean, cpu)]
 fn mean(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = keep_dims;
+    let _ = keep_dims; // The output shape, from the spec's rule, already says it.
     match x.dtype() {
-        DType::F64 => {
-            let (mut sums, r) = reduce::<f64, SumF64>(x, axes, out)?;
-            let scale = 1.0 / r as f64;
-            sums.iter_mut().for_each(|v| *v *= scale);
-            CpuTensor::from_vec(&out.shape, sums)
-        }
-        DType::F16 | DType::BF16 => narrowed(mean(&widened(x)?, axes, keep_dims, &wide(out))?, x.dtype()),
-        _ => {
-            let (mut sums, r) = reduce::<f32, SumF32>(x, axes, out)?;
-            let scale = 1.0 / r as f32;
-            sums.iter_mut().for_each(|v| *v *= scale);
-            CpuTensor::from_vec(&out.shape, sums)
-        }
+        DType::F32 => mean_of::<f32, SumF32>(x, axes, out),
+        DType::F64 => mean_of::<f64, SumF64>(x, axes, out),
+        _ => in_f32("Mean", x, out, |x, out| mean(x, axes, keep_dims, out)),
     }
 }
 
-/// A half-type tensor in f32, where its reductions accumulate.
-fn widened(x: &CpuTensor) -> Result<CpuTensor> {
-    let wide = for_dtype!(x.dtype(), T => x.as_slice::<T>()?.iter().map(|v| v.cast::<f32>()).collect::<Vec<f32>>());
-    CpuTensor::from_vec(x.shape(), wide)
+/// A reduction `f` of a half-type input, run on its values in f32, where
+/// they accumulate, and rounded back once.
+fn in_f32(
+    kernel: &'static str,
+    x: &CpuTensor,
+    out: &TensorMeta,
+    f: impl Fn(&CpuTensor, &TensorMeta) -> Result<CpuTensor>,
+) -> Result<CpuTensor> {
+    fn via<H: Half>(
+        x: &CpuTensor,
+        out: &TensorMeta,
+        f: impl Fn(&CpuTensor, &TensorMeta) -> Result<CpuTensor>,
+    ) -> Result<CpuTensor> {
+        let wide = CpuTensor::from_vec(x.shape(), widened(x.as_slice::<H>()?))?;
+        let y = f(&wide, &TensorMeta { dtype: DType::F32, ..out.clone() })?;
+        CpuTensor::from_vec(y.shape(), narrowed::<H>(y.as_slice::<f32>()?))
+    }
+    match x.dtype() {
+        DType::F16 => via::<f16>(x, out, f),
+        DType::BF16 => via::<bf16>(x, out, f),
+        d => Err(unsupported(kernel, d)),
+    }
 }
 
-/// `out`, as its f32 form.
-fn wide(out: &TensorMeta) -> TensorMeta {
-    TensorMeta { dtype: DType::F32, ..out.clone() }
-}
-
-/// An f32 result rounded back to `dtype`, once.
-fn narrowed(y: CpuTensor, dtype: DType) -> Result<CpuTensor> {
-    let values = y.as_slice::<f32>()?;
-    for_dtype!(dtype, T => CpuTensor::from_vec(y.shape(), values.iter().map(|v| v.cast::<T>()).collect::<Vec<T>>()))
-}
-
-/// Reductions of f32 and i32 (or of bool) that differ only in their fold: one line each.
-/// The half types (`halves`) reduce in f32, accumulating there, and round once.
+/// Reductions that differ only in their fold and dtypes: one line each.
+/// The half types reduce in f32 ([`in_f32`]; `All` and `Any`, whose specs
+/// list only `bool`, never reach it).
 macro_rules! folds {
-    ($($kernel:ident => $name:ident: $($dtype:ident => $ty:ty, $fold:ty),+ $(| $halves:ident)?;)*) => {$(
+    ($($kernel:ident => $name:ident: $($dtype:ident => $ty:ty, $fold:ty),+;)*) => {$(
         #[kernel($kernel, cpu)]
         fn $name(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
             let _ = keep_dims; // The output shape, from the spec's rule, already says it.
             match x.dtype() {
                 $(DType::$dtype => CpuTensor::from_vec(&out.shape, reduce::<$ty, $fold>(x, axes, out)?.0),)+
-                $(d @ (DType::F16 | DType::BF16) => {
-                    let _ = stringify!($halves);
-                    narrowed($name(&widened(x)?, axes, keep_dims, &wide(out))?, d)
-                })?
-                d => Err(unsupported(stringify!($kernel), d)),
+                _ => in_f32(stringify!($kernel), x, out, |x, out| $name(x, axes, keep_dims, out)),
             }
         }
     )*};
 }
 
 folds! {
-    Sum => sum: F32 => f32, SumF32, F64 => f64, SumF64, I32 => i32, SumI32 | halves;
-    Max => max: F32 => f32, MaxF32, F64 => f64, MaxF64, I32 => i32, MaxI32 | halves;
-    Min => min: F32 => f32, MinF32, F64 => f64, MinF64, I32 => i32, MinI32 | halves;
-    Prod => prod: F32 => f32, ProdF32, F64 => f64, ProdF64, I32 => i32, ProdI32 | halves;
+    Sum => sum: F32 => f32, SumF32, F64 => f64, SumF64, I32 => i32, SumI32;
+    Max => max: F32 => f32, MaxF32, F64 => f64, MaxF64, I32 => i32, MaxI32;
+    Min => min: F32 => f32, MinF32, F64 => f64, MinF64, I32 => i32, MinI32;
+    Prod => prod: F32 => f32, ProdF32, F64 => f64, ProdF64, I32 => i32, ProdI32;
     All => all: Bool => bool, AllBool;
     Any => any: Bool => bool, AnyBool;
 }

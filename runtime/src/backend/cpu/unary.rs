@@ -89,6 +89,20 @@ macro_rules! half {
 }
 half!(crate::dtype::f16, crate::dtype::bf16);
 
+/// A half type's values in f32, exactly.
+pub(crate) fn widened<H: Half>(x: &[H]) -> Vec<f32> {
+    let mut wide = vec![0f32; x.len()];
+    H::widen(x, &mut wide);
+    wide
+}
+
+/// f32 values rounded to a half type, once each.
+pub(crate) fn narrowed<H: Half>(x: &[f32]) -> Vec<H> {
+    let mut narrow = vec![H::default(); x.len()];
+    H::narrow(x, &mut narrow);
+    narrow
+}
+
 /// A row's kernel on a half type: each chunk of `x` widened to f32, `f`
 /// on it (the row's f32 element function or `vmath`'s slice function),
 /// and the result rounded back, once per element; parallel as
