@@ -40,6 +40,9 @@ pub(crate) struct Lists {
     pub(crate) leaves: Vec<Named>,
     /// `refuses(..)`: what it refuses.
     pub(crate) refuses: Vec<Named>,
+    /// `widens(..)`: the half types it runs in f32, each input of the
+    /// type widened exactly and each output of it rounded once.
+    pub(crate) widens: Vec<Named>,
 }
 
 impl Lists {
@@ -77,13 +80,20 @@ impl Lists {
             }
             "dtypes" => self.dtypes = Some((opt.clone(), named)),
             "leaves" => self.leaves.extend(named),
+            "widens" => {
+                if let Some(n) = named.iter().find(|n| !matches!(n.dtype, DType::F16 | DType::BF16)) {
+                    let message = format!("only the half types widen to f32 (`widens(f16, bf16)`), not {}", n.dtype);
+                    return Err(syn::Error::new_spanned(&n.ident, message));
+                }
+                self.widens.extend(named)
+            }
             _ => self.refuses.extend(named),
         }
         Ok(())
     }
 
     fn any(&self) -> bool {
-        self.dtypes.is_some() || !self.leaves.is_empty() || !self.refuses.is_empty()
+        self.dtypes.is_some() || !self.leaves.is_empty() || !self.refuses.is_empty() || !self.widens.is_empty()
     }
 }
 
@@ -135,7 +145,8 @@ impl<'a> Coverage<'a> {
                         );
                         return None;
                     };
-                    dtypes.iter().map(|d| (*d, span)).collect()
+                    let widened = |d: &DType| lists.widens.iter().any(|w| w.dtype == *d);
+                    dtypes.iter().filter(|d| !widened(d)).map(|d| (*d, span)).collect()
                 }
             };
             Some(Element { ident: p.ident.clone(), runs })
@@ -150,6 +161,15 @@ impl<'a> Coverage<'a> {
                 errors.spanned(&n.ident, format!("the kernel runs {0} and also {what} it; drop {0} from one", n.dtype));
             } else if i < lists.leaves.len() && other.iter().any(|o| o.dtype == n.dtype) {
                 errors.spanned(&n.ident, format!("the kernel {what} {0} and also {also} it; say one", n.dtype));
+            }
+        }
+        for w in &lists.widens {
+            let also = [("leaves", &lists.leaves), ("refuses", &lists.refuses)]
+                .into_iter()
+                .chain(lists.dtypes.iter().map(|(_, n)| ("runs", n)))
+                .find(|(_, l)| l.iter().any(|n| n.dtype == w.dtype));
+            if let Some((what, _)) = also {
+                errors.spanned(&w.ident, format!("the kernel widens {0} and also {what} it; say one", w.dtype));
             }
         }
         Coverage { lists, element }
@@ -183,7 +203,7 @@ impl<'a> Coverage<'a> {
             return quote! { runs: ::opforge::__private::DTypes::ALL, leaves: ::opforge::__private::DTypes::EMPTY, };
         }
         let runs = match &self.element {
-            Some(e) => set(e.runs.iter().map(|r| r.0)),
+            Some(e) => set(e.runs.iter().map(|r| r.0).chain(self.lists.widens.iter().map(|n| n.dtype))),
             None => self.runs_set(),
         };
         let leaves = self.leaves_set();
@@ -222,7 +242,8 @@ impl<'a> Coverage<'a> {
         let named = self.lists.dtypes.iter().flat_map(|(o, n)| n.iter().map(move |n| (o.to_string(), n)));
         let named = named
             .chain(self.lists.leaves.iter().map(|n| ("leaves".to_owned(), n)))
-            .chain(self.lists.refuses.iter().map(|n| ("refuses".to_owned(), n)));
+            .chain(self.lists.refuses.iter().map(|n| ("refuses".to_owned(), n)))
+            .chain(self.lists.widens.iter().map(|n| ("widens".to_owned(), n)));
         for (opt, n) in named {
             let variant = format_ident!("{}", n.dtype.variant());
             let message = format!(
@@ -237,11 +258,8 @@ impl<'a> Coverage<'a> {
         // Each dtype the spec lists, of those the backend holds, is run,
         // left or refused.
         if let Some(e) = &self.element {
-            let covered = set(e
-                .runs
-                .iter()
-                .map(|r| r.0)
-                .chain(self.lists.leaves.iter().chain(&self.lists.refuses).map(|n| n.dtype)));
+            let named = self.lists.leaves.iter().chain(&self.lists.refuses).chain(&self.lists.widens);
+            let covered = set(e.runs.iter().map(|r| r.0).chain(named.map(|n| n.dtype)));
             let span = e.runs.first().map_or(e.ident.span(), |r| r.1);
             let runs: Vec<&str> = e.runs.iter().map(|r| r.0.name()).collect();
             let runs = runs.join(", ");
@@ -299,19 +317,38 @@ impl<'a> Coverage<'a> {
     /// What the wrapper does before reading its arguments: for a
     /// registration that names dtypes but is not generic, refuse (or
     /// leave) a dtype it does not run.
-    pub(crate) fn guard(&self, k: &Ident) -> TokenStream {
-        if self.element.is_some() || !self.lists.any() {
+    pub(crate) fn guard(&self, k: &Ident, wrapper: &Ident) -> TokenStream {
+        let widen = match self.lists.widens.is_empty() {
+            true => quote!(),
+            false => {
+                let widens = set(self.lists.widens.iter().map(|n| n.dtype));
+                quote! {
+                    if #widens.contains(__dtype) {
+                        return ::opforge::__private::in_f32(__call, __dtype, #wrapper);
+                    }
+                }
+            }
+        };
+        let refuse = match self.element.is_some() || !self.lists.any() {
+            true => quote!(),
+            false => {
+                let (runs, leaves) = (self.runs_set(), self.leaves_set());
+                quote! {
+                    if !#runs.contains(__dtype) {
+                        return ::core::result::Result::Err(::opforge::__private::not_covered(__call, __dtype, #leaves));
+                    }
+                }
+            }
+        };
+        if widen.is_empty() && refuse.is_empty() {
             return quote!();
         }
         let dispatch = self.dispatch(k);
-        let runs = self.runs_set();
-        let leaves = self.leaves_set();
         quote! {
             #dispatch
             let __dtype = ::opforge::__private::dispatch_dtype(__call, __DISPATCH)?;
-            if !#runs.contains(__dtype) {
-                return ::core::result::Result::Err(::opforge::__private::not_covered(__call, __dtype, #leaves));
-            }
+            #widen
+            #refuse
         }
     }
 
@@ -319,7 +356,7 @@ impl<'a> Coverage<'a> {
     /// everything it neither leaves nor refuses.
     fn runs_set(&self) -> TokenStream {
         match &self.lists.dtypes {
-            Some((_, named)) => set(named.iter().map(|n| n.dtype)),
+            Some((_, named)) => set(named.iter().chain(&self.lists.widens).map(|n| n.dtype)),
             None => {
                 let not = set(self.lists.leaves.iter().chain(&self.lists.refuses).map(|n| n.dtype));
                 quote!(::opforge::__private::DTypes::ALL.minus(#not))

@@ -134,7 +134,7 @@ fn expand_checked(
             ret: quote!(::opforge::__private::Result<::opforge::__private::Tensors>),
             read: signature::spec_item(k, quote!(args::<#b>)),
             first: {
-                let guard = coverage.guard(k);
+                let guard = coverage.guard(k, &Ident::new("__opforge_kernel", Span::call_site()));
                 quote! { let _: #check_alias = (); #guard }
             },
             bind: coverage.bind(func, &function),
@@ -208,6 +208,10 @@ mod tests {
         assert!(out.contains("`dtypes(..)` is given twice"), "{out}");
         let out = super::expand(quote!(Sqrt, cpu, refuses()), quote! { fn f(x: u8) {} }).to_string();
         assert!(out.contains("`refuses(..)` names no dtype"), "{out}");
+        let out = super::expand(quote!(Sqrt, cpu, widens(f32)), quote! { fn f(x: u8) {} }).to_string();
+        assert!(out.contains("only the half types widen to f32"), "{out}");
+        let out = super::expand(quote!(Sqrt, cpu, widens(f16), refuses(f16)), quote! { fn f(x: u8) {} }).to_string();
+        assert!(out.contains("the kernel widens f16 and also refuses it"), "{out}");
     }
 
     #[test]

@@ -253,7 +253,8 @@ impl RegistrationArgs {
             input.parse::<Token![,]>()?;
             backend = Some(input.call(Path::parse_mod_style)?);
         }
-        let options: &[&str] = if with_backend { &["override", "dtypes", "leaves", "refuses"] } else { &["override"] };
+        let options: &[&str] =
+            if with_backend { &["override", "dtypes", "leaves", "refuses", "widens"] } else { &["override"] };
         let (mut replaces, mut dtypes) = (false, crate::coverage::Lists::default());
         while input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {
             let opt = input.call(<Ident as syn::ext::IdentExt>::parse_any)?;

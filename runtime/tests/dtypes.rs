@@ -662,3 +662,81 @@ fn matmul_runs_in_every_float_dtype() {
         assert!((g[j] - numeric).abs() <= 1e-7 * numeric.abs().max(1.0), "element {j}: {} vs {numeric}", g[j]);
     }
 }
+
+/// The kernels whose cpu registration says `widens(f16, bf16)` (the
+/// normalizations, convolutions, pools and `FusedMatMul`) run a half type
+/// in f32: their result is the f32 kernel's on the widened inputs, rounded
+/// once, bit for bit. They refuse f64 by name, as their registration says.
+#[test]
+fn widened_kernels_run_half_types_in_f32_and_round_once() -> opforge::Result<()> {
+    use opforge::kernels::{Activation, Padding};
+    type Op = fn(&[Tensor]) -> opforge::Result<Tensor>;
+    let cases: [(&str, &[&[usize]], Op); 8] = [
+        ("softmax", &[&[3, 7]], |t| ops::softmax(&t[0], -1)),
+        ("layer_norm", &[&[4, 6], &[6], &[6]], |t| ops::layer_norm(&t[0], &t[1], &t[2], 1e-5)),
+        ("conv2d", &[&[1, 5, 5, 2], &[3, 3, 2, 3]], |t| {
+            ops::conv2d(&t[0], &t[1], &[1, 1], Padding::Same, None, &[1, 1])
+        }),
+        ("depthwise_conv2d", &[&[1, 5, 4, 2], &[2, 2, 2, 2]], |t| {
+            ops::depthwise_conv2d(&t[0], &t[1], &[1, 1], Padding::Valid, None, &[1, 1])
+        }),
+        ("max_pool", &[&[1, 4, 6, 2]], |t| ops::max_pool(&t[0], &[2, 2], &[2, 2], Padding::Valid, None)),
+        ("avg_pool", &[&[1, 4, 6, 2]], |t| ops::avg_pool(&t[0], &[2, 3], &[1, 2], Padding::Same, None)),
+        ("fused_matmul", &[&[3, 4], &[4, 5], &[5]], |t| {
+            ops::fused_matmul(&t[0], &t[1], Some(&t[2]), false, false, Activation::Relu, 0.0)
+        }),
+        ("lrn", &[&[2, 3, 5]], |t| ops::local_response_normalization(&t[0], 2, 1.0, 1e-3, 0.75)),
+    ];
+    for (name, shapes, op) in cases {
+        let wide: Vec<Tensor> = shapes
+            .iter()
+            .enumerate()
+            .map(|(k, s)| {
+                let n: usize = s.iter().product();
+                let v = (0..n).map(|i| ((i * 37 + k * 11) % 23) as f32 * 0.173 - 1.9).collect();
+                Tensor::from_vec(v, s)
+            })
+            .collect::<opforge::Result<_>>()?;
+        for dtype in [DType::F16, DType::BF16] {
+            let narrow: Vec<Tensor> = wide.iter().map(|t| ops::cast(t, dtype)).collect::<opforge::Result<_>>()?;
+            let widened: Vec<Tensor> =
+                narrow.iter().map(|t| ops::cast(t, DType::F32)).collect::<opforge::Result<_>>()?;
+            let expected = ops::cast(&op(&widened)?, dtype)?;
+            let got = op(&narrow)?;
+            assert_eq!(got.dtype(), dtype, "{name}");
+            let bits = |t: &Tensor| -> opforge::Result<Vec<u32>> {
+                Ok(ops::cast(t, DType::F32)?.to_vec::<f32>()?.iter().map(|v| v.to_bits()).collect())
+            };
+            assert_eq!(bits(&got)?, bits(&expected)?, "{name} in {dtype}");
+        }
+        let f64s: Vec<Tensor> = wide.iter().map(|t| ops::cast(t, DType::F64)).collect::<opforge::Result<_>>()?;
+        let e = op(&f64s).unwrap_err();
+        assert!(matches!(e, opforge::Error::DTypeNotCovered { dtype: DType::F64, left: false, .. }), "{name}: {e}");
+    }
+    Ok(())
+}
+
+/// Their gradients run in the input's dtype too: a bf16 layer norm and
+/// convolution differentiate in bf16, near the f32 gradient.
+#[test]
+fn widened_kernels_differentiate_in_half_types() -> opforge::Result<()> {
+    use opforge::autodiff::grad;
+    use opforge::kernels::Padding;
+    let x = Tensor::from_vec((0..24).map(|i| (i % 7) as f32 * 0.3 - 1.0).collect(), &[1, 4, 3, 2])?;
+    let f = Tensor::from_vec((0..12).map(|i| (i % 5) as f32 * 0.2 - 0.4).collect(), &[2, 3, 2, 1])?;
+    let loss = |x: &Tensor, f: &Tensor| -> opforge::Result<Tensor> {
+        let y = ops::conv2d(x, f, &[1, 1], Padding::Same, None, &[1, 1])?;
+        let pooled = ops::max_pool(&ops::softmax(&y, 1)?, &[2, 1], &[2, 1], Padding::Valid, None)?;
+        ops::sum(&pooled, None, false)
+    };
+    let reference = grad(|x| loss(x, &f))(&x)?.to_vec::<f32>()?;
+    let xb = ops::cast(&x, DType::BF16)?;
+    let fb = ops::cast(&f, DType::BF16)?;
+    let g = grad(|x| loss(x, &fb))(&xb)?;
+    assert_eq!(g.dtype(), DType::BF16);
+    let g = ops::cast(&g, DType::F32)?.to_vec::<f32>()?;
+    for (a, b) in g.iter().zip(&reference) {
+        assert!((a - b).abs() <= 0.03 * b.abs().max(0.1), "bf16 {a} against f32 {b}");
+    }
+    Ok(())
+}

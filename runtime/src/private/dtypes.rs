@@ -89,3 +89,52 @@ pub fn dispatch_dtype(call: &KernelCall<'_>, input: Option<usize>) -> Result<DTy
 pub fn not_covered(call: &KernelCall<'_>, dtype: DType, leaves: DTypes) -> Error {
     Error::DTypeNotCovered { kernel: call.kernel, backend: call.backend, dtype, left: leaves.contains(dtype) }
 }
+
+/// Runs a cpu kernel's wrapper `f` on a call of a half type `dtype` in
+/// f32 (`#[kernel(.., widens(f16, bf16))]`): each input of `dtype` widened
+/// exactly, each output the spec gives `dtype` rounded back once.
+pub fn in_f32(
+    call: &KernelCall<'_>,
+    dtype: DType,
+    f: fn(&KernelCall<'_>) -> Result<crate::backend::call::Tensors>,
+) -> Result<crate::backend::call::Tensors> {
+    use crate::backend::cpu::unary::{narrowed, widened};
+    use crate::backend::cpu::CpuTensor;
+    use crate::dtype::{bf16, f16};
+    use crate::tensor::Tensor;
+    fn cast(t: &Tensor, from: DType, to: DType, kernel: &'static str) -> Result<Tensor> {
+        let Some(x) = t.cpu() else {
+            let message = format!("`widens(..)` runs {from} in f32 on the cpu; this input is on `{}`", t.backend());
+            return Err(Error::Backend { kernel, backend: t.backend(), message });
+        };
+        let y = match (from, to) {
+            (DType::F16, _) => CpuTensor::from_vec(x.shape(), widened(x.as_slice::<f16>()?))?,
+            (DType::BF16, _) => CpuTensor::from_vec(x.shape(), widened(x.as_slice::<bf16>()?))?,
+            (_, DType::F16) => CpuTensor::from_vec(x.shape(), narrowed::<f16>(x.as_slice::<f32>()?))?,
+            _ => CpuTensor::from_vec(x.shape(), narrowed::<bf16>(x.as_slice::<f32>()?))?,
+        };
+        Ok(Tensor::from_cpu(y))
+    }
+    let inputs: Vec<Tensor> = call
+        .inputs
+        .iter()
+        .map(|t| if t.dtype() == dtype { cast(t, dtype, DType::F32, call.kernel) } else { Ok((*t).clone()) })
+        .collect::<Result<_>>()?;
+    let inputs: Vec<&Tensor> = inputs.iter().collect();
+    let widen = |m: &crate::backend::call::TensorMeta| {
+        let dtype = if m.dtype == dtype { DType::F32 } else { m.dtype };
+        crate::backend::call::TensorMeta { dtype, ..m.clone() }
+    };
+    let outs: Vec<crate::backend::call::TensorMeta> = call.outs.iter().map(widen).collect();
+    let ys = f(&KernelCall { inputs: &inputs, outs: &outs, ..*call })?;
+    ys.iter()
+        .zip(call.outs)
+        .map(|(y, m)| {
+            if m.dtype == dtype && y.dtype() == DType::F32 {
+                cast(y, DType::F32, dtype, call.kernel)
+            } else {
+                Ok(y.clone())
+            }
+        })
+        .collect()
+}

@@ -75,7 +75,7 @@ macro_rules! convolutions {
         $kernel:ident => $name:ident: $filter:ident, $run:ident,
         |$a:ident, $b:ident, $out:ident $(, $given:ident)?| $shapes:expr;
     )*) => {$(
-        #[kernel($kernel, cpu)]
+        #[kernel($kernel, cpu, widens(f16, bf16), refuses(f64))]
         fn $name(
             $a: &CpuTensor, $b: &CpuTensor, $($given: &[i64],)? conv: &ConvParams, $out: &TensorMeta,
         ) -> Result<CpuTensor> {
@@ -397,14 +397,14 @@ fn beats(v: f32, best: f32) -> bool {
     v > best || (v.is_nan() && !best.is_nan())
 }
 
-#[kernel(MaxPool, cpu)]
+#[kernel(MaxPool, cpu, widens(f16, bf16), refuses(f64))]
 fn max_pool(x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
     let w = pool_of("MaxPool", x.shape(), pool)?;
     let take = |best: f32, v: f32| if beats(v, best) { v } else { best };
     pool_forward(x.as_slice::<f32>()?, x.shape(), &w, out, f32::NEG_INFINITY, take, |v, _| v)
 }
 
-#[kernel(AvgPool, cpu)]
+#[kernel(AvgPool, cpu, widens(f16, bf16), refuses(f64))]
 fn avg_pool(x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
     let w = pool_of("AvgPool", x.shape(), pool)?;
     let mean = |sum: f32, count: usize| sum / count.max(1) as f32;
@@ -442,7 +442,7 @@ fn pool_backward(
     CpuTensor::from_vec(&out.shape, dx)
 }
 
-#[kernel(MaxPoolGrad, cpu)]
+#[kernel(MaxPoolGrad, cpu, widens(f16, bf16), refuses(f64))]
 fn max_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
     let w = pool_of("MaxPoolGrad", x.shape(), pool)?;
     let xv = x.as_slice::<f32>()?;
@@ -465,7 +465,7 @@ fn max_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorM
     pool_backward(dy.as_slice::<f32>()?, x.shape(), &w, out, spread)
 }
 
-#[kernel(AvgPoolGrad, cpu)]
+#[kernel(AvgPoolGrad, cpu, widens(f16, bf16), refuses(f64))]
 fn avg_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
     let w = pool_of("AvgPoolGrad", x.shape(), pool)?;
     let spread = |taps: &[usize], _: usize, dy: &[f32], dst: &mut [f32]| {

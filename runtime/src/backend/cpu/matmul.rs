@@ -74,7 +74,7 @@ impl Gemm for f16 {
 /// The product, then each element `v` of row `i`, column `j` of every
 /// matrix becomes `activation(v + bias[i, j])`, in row-aligned chunks
 /// (on rayon when large) while the product is still in cache.
-#[kernel(FusedMatMul, cpu)]
+#[kernel(FusedMatMul, cpu, widens(f16, bf16), refuses(f64))]
 #[allow(clippy::too_many_arguments)]
 fn fused_matmul(
     a: &CpuTensor,

@@ -18,7 +18,7 @@ use crate::shape::len_and_inner;
 use crate::shape::strided::{broadcast_strides, Dims};
 use opforge_macros::kernel;
 
-#[kernel(Softmax, cpu)]
+#[kernel(Softmax, cpu, widens(f16, bf16), refuses(f64))]
 fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     let src = x.as_slice::<f32>()?;
     let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error("Softmax"))?;
@@ -63,7 +63,7 @@ fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
 /// labels`: one pass finds the max, a second the exponentials and their
 /// sum (in f64, as in `Softmax`), a third the loss and the backprop. Rows
 /// are independent, so large inputs split into tasks of whole rows.
-#[kernel(SoftmaxCrossEntropyWithLogits, cpu)]
+#[kernel(SoftmaxCrossEntropyWithLogits, cpu, widens(f16, bf16), refuses(f64))]
 fn softmax_cross_entropy_with_logits(
     features: &CpuTensor,
     labels: &CpuTensor,
@@ -118,7 +118,7 @@ fn cross_entropy_row(f: &[f32], l: &[f32], dst: &mut [f32]) -> f32 {
 
 /// Each element over `(bias + alpha * s)^beta`, `s` the sum of squares in
 /// its window, added in the order the shader adds them.
-#[kernel(LRN, cpu)]
+#[kernel(LRN, cpu, widens(f16, bf16), refuses(f64))]
 fn lrn(x: &CpuTensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, out: &TensorMeta) -> Result<CpuTensor> {
     let src = x.as_slice::<f32>()?;
     let c = x.shape().last().copied().unwrap_or(1).max(1);
@@ -141,7 +141,7 @@ fn lrn(x: &CpuTensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, out: 
 /// broadcast against `x`. When they all vary along the last axis at most
 /// (`[C]`, a scalar: channels last, the usual case), each channel's factor
 /// is computed once; otherwise every element finds its statistics.
-#[kernel(FusedBatchNorm, cpu)]
+#[kernel(FusedBatchNorm, cpu, widens(f16, bf16), refuses(f64))]
 #[allow(clippy::too_many_arguments)]
 fn batch_norm(
     x: &CpuTensor,
@@ -264,7 +264,7 @@ fn grad_rows_best(x: &[f32], dy: &[f32], gamma: &[f32], dx: &mut [f32], dg: &mut
 
 /// Each row: its moments, then `(x - mean) * rstd * gamma + beta`, rows
 /// across threads when large.
-#[kernel(LayerNorm, cpu)]
+#[kernel(LayerNorm, cpu, widens(f16, bf16), refuses(f64))]
 fn layer_norm(x: &CpuTensor, gamma: &CpuTensor, beta: &CpuTensor, epsilon: f64, out: &TensorMeta) -> Result<CpuTensor> {
     let src = x.as_slice::<f32>()?;
     let n = out.shape.last().copied().unwrap_or(1);
@@ -295,7 +295,7 @@ fn norm_rows(x: &[f32], y: &mut [f32], gamma: &[f32], beta: &[f32], epsilon: f64
 /// Per row: the moments again, `m1 = mean(g)` and `m2 = mean(g * xhat)`
 /// with `g = dy * gamma`, then `dx`; each task of rows also sums its share
 /// of `dgamma` and `dbeta`, and the shares are added in f64.
-#[kernel(LayerNormGrad, cpu)]
+#[kernel(LayerNormGrad, cpu, widens(f16, bf16), refuses(f64))]
 fn layer_norm_grad(
     dy: &CpuTensor,
     x: &CpuTensor,
