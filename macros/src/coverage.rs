@@ -217,6 +217,14 @@ impl<'a> Coverage<'a> {
             return quote!();
         }
         let var = self.var();
+        // The locals the checks read, named at the call site: a check
+        // spanned on a token from a `macro_rules!` would not see them under
+        // that token's hygiene.
+        let (var_const, listed, missing) = (
+            Ident::new("__VAR", Span::call_site()),
+            Ident::new("__listed", Span::call_site()),
+            Ident::new("__missing", Span::call_site()),
+        );
         let var_name = self
             .element
             .as_ref()
@@ -234,8 +242,8 @@ impl<'a> Coverage<'a> {
                  `{name}` to dispatch on"
             );
             checks.push(quote_spanned! {span=>
-                if __VAR.is_none() { ::core::panic!(#none) }
-                if ::opforge::__private::dispatch_input(__VAR).is_none() { ::core::panic!(#no_input) }
+                if #var_const.is_none() { ::core::panic!(#none) }
+                if ::opforge::__private::dispatch_input(#var_const).is_none() { ::core::panic!(#no_input) }
             });
         }
         // Each dtype named must be one the spec lists.
@@ -252,7 +260,7 @@ impl<'a> Coverage<'a> {
                 dtype = n.dtype
             );
             checks.push(quote_spanned! {n.ident.span()=>
-                if !__listed.contains(::opforge::__private::DType::#variant) { ::core::panic!(#message) }
+                if !#listed.contains(::opforge::__private::DType::#variant) { ::core::panic!(#message) }
             });
         }
         // Each dtype the spec lists, of those the backend holds, is run,
@@ -273,7 +281,7 @@ impl<'a> Coverage<'a> {
                     name = e.ident
                 );
                 checks.push(quote_spanned! {span=>
-                    if __missing.contains(::opforge::__private::DType::#variant) { ::core::panic!(#message) }
+                    if #missing.contains(::opforge::__private::DType::#variant) { ::core::panic!(#message) }
                 });
             }
         }

@@ -12,9 +12,10 @@ fn strings(names: &[&str]) -> Vec<String> {
     names.iter().map(|s| s.to_string()).collect()
 }
 
-const F: &[DType] = &[DType::F32];
 /// `["float"]`: what the elementwise rows and the reductions declare.
 const FLOAT: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64];
+/// `["float", "int"]`: the integer-capable reductions.
+const FLOAT_INT: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::I64, DType::U8];
 /// `["float", "i32"]`.
 const FLOAT_I: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32];
 
@@ -88,7 +89,7 @@ fn unary_kernels() {
 #[test]
 fn reductions() {
     let spec = builtin();
-    for (name, dtypes) in [("Sum", FLOAT_I), ("Max", FLOAT_I), ("Mean", FLOAT)] {
+    for (name, dtypes) in [("Sum", FLOAT_INT), ("Max", FLOAT_INT), ("Mean", FLOAT)] {
         let k = spec.kernel(name).unwrap();
         assert_eq!(k.dtypes, dtypes, "{name}");
         // Absent axes mean every axis; an empty list none (NumPy's reading).
@@ -162,7 +163,7 @@ fn cast() {
 fn softmax() {
     let spec = builtin();
     let k = spec.kernel("Softmax").unwrap();
-    assert_eq!(k.dtypes, F);
+    assert_eq!(k.dtypes, FLOAT);
     assert_eq!((k.attrs[0].name.as_str(), k.attrs[0].ty), ("axis", AttrType::Int));
     assert_eq!(k.attrs[0].default, Some(AttrValue::Int(-1)));
     assert_eq!(k.shape, ShapeRule::Along { input: "x".into(), axis: "axis".into() });

@@ -315,8 +315,8 @@ fn ops_do_not_promote_mixed_or_unlisted_dtypes() {
     assert!(e.contains("Add") && e.contains("f32") && e.contains("f64"), "{e}");
     // A dtype the kernel's spec does not list yet is refused by name.
     let h = Tensor::from_vec(of::<f16>(&[1.0, 2.0]), &[2]).unwrap();
-    let e = ops::softmax(&h, -1).unwrap_err().to_string();
-    assert!(e.contains("Softmax") && e.contains("f16"), "{e}");
+    let e = ops::argmax(&h, 0).unwrap_err().to_string();
+    assert!(e.contains("ArgMax") && e.contains("f16"), "{e}");
     let bytes = Tensor::from_vec(vec![1u8, 2], &[2]).unwrap();
     let e = ops::add(&bytes, &bytes).unwrap_err().to_string();
     assert!(e.contains("Add") && e.contains("u8"), "{e}");
@@ -738,5 +738,32 @@ fn widened_kernels_differentiate_in_half_types() -> opforge::Result<()> {
     for (a, b) in g.iter().zip(&reference) {
         assert!((a - b).abs() <= 0.03 * b.abs().max(0.1), "bf16 {a} against f32 {b}");
     }
+    Ok(())
+}
+
+/// Reductions and scans on the integer dtypes wrap, as i32's do.
+#[test]
+fn integer_reductions_and_scans_run_i64_and_u8() -> opforge::Result<()> {
+    let x = Tensor::from_vec(vec![i64::MAX, 1, -3, 4], &[2, 2])?;
+    assert_eq!(ops::sum(&x, Some(&[1]), false)?.to_vec::<i64>()?, vec![i64::MIN, 1]);
+    assert_eq!(ops::max(&x, None, false)?.to_vec::<i64>()?, vec![i64::MAX]);
+    assert_eq!(ops::min(&x, Some(&[0]), false)?.to_vec::<i64>()?, vec![-3, 1]);
+    assert_eq!(ops::prod(&x, Some(&[1]), false)?.to_vec::<i64>()?, vec![i64::MAX, -12]);
+    assert_eq!(ops::cumsum(&x, 1, false, false)?.to_vec::<i64>()?, vec![i64::MAX, i64::MIN, -3, 1]);
+    let u = Tensor::from_vec(vec![200u8, 100, 3, 7], &[4])?;
+    assert_eq!(ops::sum(&u, None, false)?.to_vec::<u8>()?, vec![54]);
+    assert_eq!(
+        (ops::max(&u, None, false)?.to_vec::<u8>()?, ops::min(&u, None, false)?.to_vec::<u8>()?),
+        (vec![200], vec![3])
+    );
+    assert_eq!(ops::cumprod(&u, 0, false, false)?.to_vec::<u8>()?, vec![200, 32, 96, 160]);
+    let h = ops::cast(&Tensor::from_vec(vec![0.1f32, 0.2, 0.3, 1000.7], &[4])?, DType::BF16)?;
+    let wide = ops::cumsum(&ops::cast(&h, DType::F32)?, 0, false, false)?;
+    let got = ops::cumsum(&h, 0, false, false)?;
+    assert_eq!(got.dtype(), DType::BF16);
+    assert_eq!(
+        ops::cast(&got, DType::F32)?.to_vec::<f32>()?,
+        ops::cast(&ops::cast(&wide, DType::BF16)?, DType::F32)?.to_vec::<f32>()?
+    );
     Ok(())
 }

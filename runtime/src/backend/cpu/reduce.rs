@@ -33,9 +33,8 @@ use super::error::unsupported;
 use super::layout::permute;
 use super::parallel::{PAR_CHUNK, PAR_THRESHOLD};
 use super::tensor::CpuTensor;
-use super::unary::{narrowed, widened, Half};
 use crate::backend::call::TensorMeta;
-use crate::dtype::{bf16, f16, DType, Element, Float};
+use crate::dtype::{DType, Element, Float};
 use crate::error::Result;
 use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
 use crate::shape::len_and_inner;
@@ -125,6 +124,14 @@ fold_ops! {
     MinI32: i32 = i32::MAX, |a, b| a.min(b);
     ProdF32: f32 = 1.0, |a, b| a * b;
     ProdI32: i32 = 1, |a, b| a.wrapping_mul(b);
+    SumI64: i64 = 0, |a, b| a.wrapping_add(b);
+    MaxI64: i64 = i64::MIN, |a, b| a.max(b);
+    MinI64: i64 = i64::MAX, |a, b| a.min(b);
+    ProdI64: i64 = 1, |a, b| a.wrapping_mul(b);
+    SumU8: u8 = 0, |a, b| a.wrapping_add(b);
+    MaxU8: u8 = u8::MIN, |a, b| a.max(b);
+    MinU8: u8 = u8::MAX, |a, b| a.min(b);
+    ProdU8: u8 = 1, |a, b| a.wrapping_mul(b);
     AllBool: bool = true, |a, b| a & b;
     AnyBool: bool = false, |a, b| a | b;
 }
@@ -216,61 +223,36 @@ fn mean_of<T: Float, F: Fold<T>>(x: &CpuTensor, axes: Option<&[i64]>, out: &Tens
     CpuTensor::from_vec(&out.shape, sums)
 }
 
-#[kernel(Mean, cpu)]
+#[kernel(Mean, cpu, widens(f16, bf16))]
 fn mean(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
     let _ = keep_dims; // The output shape, from the spec's rule, already says it.
     match x.dtype() {
-        DType::F32 => mean_of::<f32, SumF32>(x, axes, out),
         DType::F64 => mean_of::<f64, SumF64>(x, axes, out),
-        _ => in_f32("Mean", x, out, |x, out| mean(x, axes, keep_dims, out)),
+        _ => mean_of::<f32, SumF32>(x, axes, out),
     }
 }
 
-/// A reduction `f` of a half-type input, run on its values in f32, where
-/// they accumulate, and rounded back once.
-fn in_f32(
-    kernel: &'static str,
-    x: &CpuTensor,
-    out: &TensorMeta,
-    f: impl Fn(&CpuTensor, &TensorMeta) -> Result<CpuTensor>,
-) -> Result<CpuTensor> {
-    fn via<H: Half>(
-        x: &CpuTensor,
-        out: &TensorMeta,
-        f: impl Fn(&CpuTensor, &TensorMeta) -> Result<CpuTensor>,
-    ) -> Result<CpuTensor> {
-        let wide = CpuTensor::from_vec(x.shape(), widened(x.as_slice::<H>()?))?;
-        let y = f(&wide, &TensorMeta { dtype: DType::F32, ..out.clone() })?;
-        CpuTensor::from_vec(y.shape(), narrowed::<H>(y.as_slice::<f32>()?))
-    }
-    match x.dtype() {
-        DType::F16 => via::<f16>(x, out, f),
-        DType::BF16 => via::<bf16>(x, out, f),
-        d => Err(unsupported(kernel, d)),
-    }
-}
-
-/// Reductions that differ only in their fold and dtypes: one line each.
-/// The half types reduce in f32 ([`in_f32`]; `All` and `Any`, whose specs
-/// list only `bool`, never reach it).
+/// Reductions that differ only in their fold and dtypes: one line each,
+/// with the registration's dtype options; the half types reduce in f32
+/// (`widens`), where they accumulate.
 macro_rules! folds {
-    ($($kernel:ident => $name:ident: $($dtype:ident => $ty:ty, $fold:ty),+;)*) => {$(
-        #[kernel($kernel, cpu)]
+    ($($kernel:ident => $name:ident $([$($opt:tt)*])?: $($dtype:ident => $ty:ty, $fold:ty),+;)*) => {$(
+        #[kernel($kernel, cpu $(, $($opt)*)?)]
         fn $name(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
             let _ = keep_dims; // The output shape, from the spec's rule, already says it.
             match x.dtype() {
                 $(DType::$dtype => CpuTensor::from_vec(&out.shape, reduce::<$ty, $fold>(x, axes, out)?.0),)+
-                _ => in_f32(stringify!($kernel), x, out, |x, out| $name(x, axes, keep_dims, out)),
+                d => Err(unsupported(stringify!($kernel), d)),
             }
         }
     )*};
 }
 
 folds! {
-    Sum => sum: F32 => f32, SumF32, F64 => f64, SumF64, I32 => i32, SumI32;
-    Max => max: F32 => f32, MaxF32, F64 => f64, MaxF64, I32 => i32, MaxI32;
-    Min => min: F32 => f32, MinF32, F64 => f64, MinF64, I32 => i32, MinI32;
-    Prod => prod: F32 => f32, ProdF32, F64 => f64, ProdF64, I32 => i32, ProdI32;
+    Sum => sum [widens(f16, bf16)]: F32 => f32, SumF32, F64 => f64, SumF64, I32 => i32, SumI32, I64 => i64, SumI64, U8 => u8, SumU8;
+    Max => max [widens(f16, bf16)]: F32 => f32, MaxF32, F64 => f64, MaxF64, I32 => i32, MaxI32, I64 => i64, MaxI64, U8 => u8, MaxU8;
+    Min => min [widens(f16, bf16)]: F32 => f32, MinF32, F64 => f64, MinF64, I32 => i32, MinI32, I64 => i64, MinI64, U8 => u8, MinU8;
+    Prod => prod [widens(f16, bf16)]: F32 => f32, ProdF32, F64 => f64, ProdF64, I32 => i32, ProdI32, I64 => i64, ProdI64, U8 => u8, ProdU8;
     All => all: Bool => bool, AllBool;
     Any => any: Bool => bool, AnyBool;
 }
@@ -311,14 +293,14 @@ fn scan<T: Element, F: Fold<T>>(
     CpuTensor::from_vec(&out.shape, dst)
 }
 
-/// Scans that differ only in their fold: one line each.
+/// Scans that differ only in their fold and dtypes: one line each; the
+/// half types scan in f32 (`widens`), each running value rounded once.
 macro_rules! scans {
-    ($($kernel:ident => $name:ident: $f32:ty, $i32:ty;)*) => {$(
-        #[kernel($kernel, cpu)]
+    ($($kernel:ident => $name:ident: $($dtype:ident => $ty:ty, $fold:ty),+;)*) => {$(
+        #[kernel($kernel, cpu, widens(f16, bf16))]
         fn $name(x: &CpuTensor, axis: i64, exclusive: bool, reverse: bool, out: &TensorMeta) -> Result<CpuTensor> {
             match x.dtype() {
-                DType::F32 => scan::<f32, $f32>(x, axis, exclusive, reverse, out),
-                DType::I32 => scan::<i32, $i32>(x, axis, exclusive, reverse, out),
+                $(DType::$dtype => scan::<$ty, $fold>(x, axis, exclusive, reverse, out),)+
                 d => Err(unsupported(stringify!($kernel), d)),
             }
         }
@@ -326,6 +308,6 @@ macro_rules! scans {
 }
 
 scans! {
-    Cumsum => cumsum: SumF32, SumI32;
-    Cumprod => cumprod: ProdF32, ProdI32;
+    Cumsum => cumsum: F32 => f32, SumF32, F64 => f64, SumF64, I32 => i32, SumI32, I64 => i64, SumI64, U8 => u8, SumU8;
+    Cumprod => cumprod: F32 => f32, ProdF32, F64 => f64, ProdF64, I32 => i32, ProdI32, I64 => i64, ProdI64, U8 => u8, ProdU8;
 }
