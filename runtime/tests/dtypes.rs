@@ -315,8 +315,8 @@ fn ops_do_not_promote_mixed_or_unlisted_dtypes() {
     assert!(e.contains("Add") && e.contains("f32") && e.contains("f64"), "{e}");
     // A dtype the kernel's spec does not list yet is refused by name.
     let h = Tensor::from_vec(of::<f16>(&[1.0, 2.0]), &[2]).unwrap();
-    let e = ops::argmax(&h, 0).unwrap_err().to_string();
-    assert!(e.contains("ArgMax") && e.contains("f16"), "{e}");
+    let e = ops::one_hot(&h, 3, 1.0, 0.0).unwrap_err().to_string();
+    assert!(e.contains("OneHot") && e.contains("f16"), "{e}");
     let bytes = Tensor::from_vec(vec![1u8, 2], &[2]).unwrap();
     let e = ops::add(&bytes, &bytes).unwrap_err().to_string();
     assert!(e.contains("Add") && e.contains("u8"), "{e}");
@@ -765,5 +765,32 @@ fn integer_reductions_and_scans_run_i64_and_u8() -> opforge::Result<()> {
         ops::cast(&got, DType::F32)?.to_vec::<f32>()?,
         ops::cast(&ops::cast(&wide, DType::BF16)?, DType::F32)?.to_vec::<f32>()?
     );
+    Ok(())
+}
+
+/// The searches rank every dtype their keys fit: u8 natively, the half
+/// types widened (which keeps their order, and TopK's values exactly);
+/// f64 and i64 are refused by name.
+#[test]
+fn searches_rank_half_types_and_u8_and_refuse_64_bit_keys() -> opforge::Result<()> {
+    let values = [3.0, -1.0, 7.5, 7.5, 0.0, -0.0, 2.0, 9.0];
+    let x = Tensor::from_vec(values.iter().map(|&v| v as f32).collect(), &[2, 4])?;
+    let expected = (ops::argmax(&x, 1)?.to_vec::<i32>()?, ops::argmin(&x, 1)?.to_vec::<i32>()?);
+    let top = ops::top_k(&x, 2, true)?;
+    for dtype in [DType::F16, DType::BF16] {
+        let h = ops::cast(&x, dtype)?;
+        assert_eq!((ops::argmax(&h, 1)?.to_vec::<i32>()?, ops::argmin(&h, 1)?.to_vec::<i32>()?), expected);
+        let t = ops::top_k(&h, 2, true)?;
+        assert_eq!(t.values.dtype(), dtype);
+        assert_eq!(ops::cast(&t.values, DType::F32)?.to_vec::<f32>()?, top.values.to_vec::<f32>()?);
+        assert_eq!(t.indices.to_vec::<i32>()?, top.indices.to_vec::<i32>()?);
+    }
+    let u = Tensor::from_vec(vec![3u8, 255, 7, 7], &[4])?;
+    assert_eq!(ops::argmax(&u, 0)?.to_vec::<i32>()?, vec![1]);
+    assert_eq!(ops::top_k(&u, 3, true)?.values.to_vec::<u8>()?, vec![255, 7, 7]);
+    for wide in [ops::cast(&x, DType::F64)?, ops::cast(&x, DType::I64)?] {
+        let e = ops::argmax(&wide, 1).unwrap_err();
+        assert!(matches!(e, opforge::Error::DTypeNotCovered { kernel: "ArgMax", left: false, .. }), "{e}");
+    }
     Ok(())
 }

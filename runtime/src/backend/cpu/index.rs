@@ -70,6 +70,18 @@ impl Candidate for i32 {
     }
 }
 
+impl Candidate for u8 {
+    #[inline]
+    fn key(self) -> i32 {
+        i32::from(self)
+    }
+
+    #[inline]
+    fn nan(self) -> bool {
+        false
+    }
+}
+
 impl Candidate for f32 {
     /// The bits as a sign-magnitude integer turned two's complement (the
     /// order of `f32::total_cmp`), after `+ 0.0` makes -0 into +0 so that
@@ -252,16 +264,19 @@ fn argmax_of<T: Candidate, const L: bool>(x: &CpuTensor, axis: i64, out: &Tensor
     Ok(result)
 }
 
-#[kernel(ArgMax, cpu)]
+#[kernel(ArgMax, cpu, widens(f16, bf16), refuses(f64, i64))]
 fn argmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     arg_search::<false>("ArgMax", x, axis, out)
 }
 
-/// `ArgMax` (`MIN` false) or `ArgMin` of an f32 or i32 `x`.
+/// `ArgMax` (`MIN` false) or `ArgMin` of an f32, i32 or u8 `x` (the half
+/// types arrive widened; f64 and i64, whose keys need 64 bits, are refused
+/// until the keys are generic).
 fn arg_search<const MIN: bool>(kernel: &'static str, x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     let indices = match x.dtype() {
         DType::F32 => argmax_of::<f32, MIN>(x, axis, out)?,
         DType::I32 => argmax_of::<i32, MIN>(x, axis, out)?,
+        DType::U8 => argmax_of::<u8, MIN>(x, axis, out)?,
         d => return Err(unsupported(kernel, d)),
     };
     CpuTensor::from_vec(&out.shape, indices)
@@ -271,12 +286,13 @@ fn arg_search<const MIN: bool>(kernel: &'static str, x: &CpuTensor, axis: i64, o
 /// (NaN on top, -0 tied with +0), and on equal keys the lower index first:
 /// a total order, so the result does not depend on how the work is split.
 /// Each row selects its top `k` indices in linear time, then sorts them.
-#[kernel(TopK, cpu)]
+#[kernel(TopK, cpu, widens(f16, bf16), refuses(f64, i64))]
 fn top_k(x: &CpuTensor, k: i64, sorted: bool, out: &[TensorMeta]) -> Result<(CpuTensor, CpuTensor)> {
     let _ = sorted; // The results always come largest first.
     match x.dtype() {
         DType::F32 => top_k_of::<f32>(x, k as usize, out),
         DType::I32 => top_k_of::<i32>(x, k as usize, out),
+        DType::U8 => top_k_of::<u8>(x, k as usize, out),
         d => Err(unsupported("TopK", d)),
     }
 }
@@ -378,7 +394,7 @@ fn unique_of<T: Candidate>(x: &CpuTensor) -> Result<(CpuTensor, CpuTensor)> {
 }
 
 /// `ArgMax`'s search on reversed keys: the first minimum, NaN winning.
-#[kernel(ArgMin, cpu)]
+#[kernel(ArgMin, cpu, widens(f16, bf16), refuses(f64, i64))]
 fn argmin(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     arg_search::<true>("ArgMin", x, axis, out)
 }
