@@ -270,7 +270,8 @@ impl ParamCheck {
     }
 }
 
-const fn eq(a: &str, b: &str) -> bool {
+/// Byte equality, as `const` code can write it.
+pub(super) const fn eq(a: &str, b: &str) -> bool {
     let (a, b) = (a.as_bytes(), b.as_bytes());
     if a.len() != b.len() {
         return false;

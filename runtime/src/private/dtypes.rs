@@ -7,6 +7,8 @@ use crate::dtype::{DType, DTypes};
 use crate::error::{Error, Result};
 use crate::registry::spec::TypeVar;
 
+use super::checks::eq;
+
 /// The type variable `name` of a kernel's spec, or its first where `name`
 /// is `None`; `None` if it has no such variable. Evaluated when compiled.
 pub const fn type_var(vars: &[TypeVar], name: Option<&str>) -> Option<TypeVar> {
@@ -15,28 +17,12 @@ pub const fn type_var(vars: &[TypeVar], name: Option<&str>) -> Option<TypeVar> {
     };
     let mut i = 0;
     while i < vars.len() {
-        if same(vars[i].name, name) {
+        if eq(vars[i].name, name) {
             return Some(vars[i]);
         }
         i += 1;
     }
     None
-}
-
-/// Byte equality, as `const` code can write it.
-const fn same(a: &str, b: &str) -> bool {
-    let (a, b) = (a.as_bytes(), b.as_bytes());
-    if a.len() != b.len() {
-        return false;
-    }
-    let mut i = 0;
-    while i < a.len() {
-        if a[i] != b[i] {
-            return false;
-        }
-        i += 1;
-    }
-    true
 }
 
 /// What a registration must cover: the dtypes its spec lists for the type
