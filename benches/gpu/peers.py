@@ -138,6 +138,23 @@ def main():
 
     bench("w6_small_step_wgpu", 16, small_step)
 
+    # H: the half types of issue 51's targets (2^24 elements, 4096^3
+    # matmuls), cuBLAS accumulating in f32 as opforge's tiled and
+    # cooperative-matrix matmuls are to.
+    for dtype, tag in ((torch.float16, "f16"), (torch.bfloat16, "bf16")):
+        hx, hz = x.to(dtype), z.to(dtype)
+        bench(f"h_copy_{tag}", 16, lambda hx=hx: hx.clone())
+        bench(f"h_exp_{tag}", 16, lambda hx=hx: torch.exp(hx))
+        bench(f"h_add_{tag}", 16, lambda hx=hx, hz=hz: hx + hz)
+        hg = (hx * 3).requires_grad_()
+        with torch.no_grad():
+            bench(f"h_gelu_chain_{tag}", 16, lambda hg=hg: gelu_chain(hg))
+            if COMPILE:
+                compiled = torch.compile(gelu_chain)
+                bench(f"h_gelu_chain_{tag}_compiled", 16, lambda hg=hg, c=compiled: c(hg))
+        p, q = u(4096, 4096).to(dtype), u(4096, 4096).to(dtype)
+        bench(f"h_matmul_4096_{tag}", 4, lambda p=p, q=q: p @ q)
+
 
 if __name__ == "__main__":
     main()

@@ -11,7 +11,12 @@ the example does. Weights are initialised as the example initialises them
 Prints the median time of one step (`steps.median_step`), in the `name
 seconds` format of `peers.py`:
 
-    python3 benches/gpu/transformer.py [--compile]
+    python3 benches/gpu/transformer.py [--compile] [--autocast bf16|f16]
+
+`--autocast` runs the forward and the loss under `torch.autocast` in that
+dtype (matmuls on the tensor cores, f32 master weights and Adam), with a
+`GradScaler` for f16: PyTorch's mixed-precision recipe, the peer of
+`train_transformer --dtype` (issue 51).
 """
 
 import gzip
@@ -83,18 +88,26 @@ def main():
     windows = torch.stack([ids[s : s + CONTEXT + 1] for s in starts.tolist()])
     at = [0]
 
+    autocast = sys.argv[sys.argv.index("--autocast") + 1] if "--autocast" in sys.argv else None
+    half = {"bf16": torch.bfloat16, "f16": torch.float16, None: None}[autocast]
+    scaler = torch.amp.GradScaler("cuda", enabled=half is torch.float16)
+
     def step():
         w = windows[at[0] % 4096 // BATCH * BATCH :][:BATCH].to(dev, non_blocking=True)
         at[0] += BATCH
         adam.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(forward(w[:, :-1]).reshape(-1, v), w[:, 1:].reshape(-1))
-        loss.backward()
-        adam.step()
+        with torch.autocast("cuda", dtype=half or torch.float32, enabled=half is not None):
+            loss = F.cross_entropy(forward(w[:, :-1]).reshape(-1, v), w[:, 1:].reshape(-1))
+        scaler.scale(loss).backward()
+        scaler.step(adam)
+        scaler.update()
 
     if "--compile" in sys.argv:
         forward = torch.compile(forward)  # `step` calls it through the closure
 
     name = "transformer_step_compiled" if "--compile" in sys.argv else "transformer_step"
+    if autocast:
+        name += f"_autocast_{autocast}"
     print(f"{name} {median_step(step, repeat=10, warmup=3):.9g}", flush=True)
 
 
