@@ -277,7 +277,10 @@ fn float_arms(row: &Row, names: &Names) -> TokenStream {
                     }
                 }))
             }
-            _ => each(quote!(#e::narrow::<#h>(#widened)), h),
+            _ => {
+                let call = quote!(#f32::<false>(#(#xs,)* #(#attrs32),*));
+                quote!(#e::cpu_zip_half::<#h>(#(#inputs,)* out, move |#(#xs: f32),*| #call))
+            }
         }
     };
     let (f16_arm, bf16_arm) = (half(quote!(#p::f16)), half(quote!(#p::bf16)));

@@ -35,14 +35,27 @@ pub fn cpu_half<H: Half>(x: &CpuTensor, out: &TensorMeta, f: impl Fn(&[f32], &mu
 
 /// One element of a half type, widened to f32 (exactly).
 #[inline(always)]
-pub fn widen<H: Element>(v: H) -> f32 {
-    v.cast::<f32>()
+pub fn widen<H: Half>(v: H) -> f32 {
+    v.to_f32()
 }
 
 /// An f32 result, rounded to the half type `H` (to nearest even).
 #[inline(always)]
-pub fn narrow<H: Element>(v: f32) -> H {
-    v.cast::<H>()
+pub fn narrow<H: Half>(v: f32) -> H {
+    H::from_f32(v)
+}
+
+/// The kernel of two inputs of a half type `H`: both widened to f32 a
+/// slice at a time, `f` (the row's f32 function) on every pair with
+/// NumPy broadcasting, the result rounded back once per element.
+#[inline(always)]
+pub fn cpu_zip_half<H: Half>(
+    a: &CpuTensor,
+    b: &CpuTensor,
+    out: &TensorMeta,
+    f: impl Fn(f32, f32) -> f32 + Sync + Copy,
+) -> Result<CpuTensor> {
+    crate::backend::cpu::binary::binary_half::<H>(a, b, out, f)
 }
 
 /// The kernel of one input through a vectorized slice function (`vmath`'s).

@@ -55,6 +55,7 @@
 use super::parallel::{for_rows, map, PAR_CHUNK, PAR_THRESHOLD};
 use super::pool::output;
 use super::tensor::{CpuTensor, Storage};
+use super::unary::Half;
 use crate::backend::call::TensorMeta;
 use crate::backend_id::BackendId;
 use crate::dtype::Element;
@@ -133,6 +134,70 @@ pub(crate) fn binary<T: Element, U: Element>(
         }
     });
     CpuTensor::from_vec(&out.shape, data)
+}
+
+/// [`binary`] for a half type: `f` on f32 pairs, each result rounded
+/// once. Equal shapes and a scalar operand run in chunks of 512 widened
+/// into the stack a slice at a time (F16C where the CPU has it), so no
+/// f32 copy of a tensor is ever made. Other broadcasts run [`binary`]'s
+/// loops, widening and rounding an element at a time where that is cheap
+/// (bf16), or on f32 copies of both inputs (f16, whose conversions are
+/// fast only a slice at a time).
+pub(crate) fn binary_half<H: Half>(
+    a: &CpuTensor,
+    b: &CpuTensor,
+    out: &TensorMeta,
+    f: impl Fn(f32, f32) -> f32 + Sync + Copy,
+) -> Result<CpuTensor> {
+    const CHUNK: usize = 512;
+    let (av, bv) = (a.as_slice::<H>()?, b.as_slice::<H>()?);
+    let n = out.numel();
+    // `at(i)` is the operand's chunk from element `i`, or its one value.
+    let operand = |v: &[H]| -> Option<bool> {
+        match v.len() {
+            len if len == n => Some(true),
+            1 => Some(false),
+            _ => None,
+        }
+    };
+    let same = shape::same_dims(a.shape(), b.shape()) || av.len() == 1 || bv.len() == 1;
+    if let (true, Some(a_full), Some(b_full)) = (same, operand(av), operand(bv)) {
+        let (a1, b1) = (av[0].to_f32(), bv[0].to_f32());
+        let mut y = output::<H>(n);
+        let run = |start: usize, y: &mut [H]| {
+            let (mut wa, mut wb, mut done) = ([0f32; CHUNK], [0f32; CHUNK], [0f32; CHUNK]);
+            for (c, y) in y.chunks_mut(CHUNK).enumerate() {
+                let (from, len) = (start + c * CHUNK, y.len());
+                let (wa, wb, done) = (&mut wa[..len], &mut wb[..len], &mut done[..len]);
+                match a_full {
+                    true => H::widen(&av[from..from + len], wa),
+                    false => wa.fill(a1),
+                }
+                match b_full {
+                    true => H::widen(&bv[from..from + len], wb),
+                    false => wb.fill(b1),
+                }
+                for ((o, &x), &z) in done.iter_mut().zip(&*wa).zip(&*wb) {
+                    *o = f(x, z);
+                }
+                H::narrow(done, y);
+            }
+        };
+        for_rows(&mut y, 1, n, run);
+        return CpuTensor::from_vec(&out.shape, y);
+    }
+    if H::SCALAR_CONVERSIONS_ARE_CHEAP {
+        return binary::<H, H>(a, b, out, move |x, z| H::from_f32(f(x.to_f32(), z.to_f32())));
+    }
+    let wide = |t: &CpuTensor, v: &[H]| {
+        let mut w = output::<f32>(v.len());
+        H::widen(v, &mut w);
+        CpuTensor::from_vec(t.shape(), w)
+    };
+    let y = binary::<f32, f32>(&wide(a, av)?, &wide(b, bv)?, out, f)?;
+    let mut narrow = output::<H>(n);
+    H::narrow(y.as_slice::<f32>()?, &mut narrow);
+    CpuTensor::from_vec(&out.shape, narrow)
 }
 
 #[kernel(LogicalAnd, cpu)]

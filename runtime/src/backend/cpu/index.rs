@@ -23,8 +23,9 @@ use rayon::prelude::*;
 use super::error::{rule_error, unsupported};
 use super::parallel::{for_rows, PAR_CHUNK, PAR_THRESHOLD};
 use super::tensor::CpuTensor;
+use super::unary::{narrowed, widened, Half};
 use crate::backend::call::TensorMeta;
-use crate::dtype::{for_dtype, DType, Element};
+use crate::dtype::{bf16, f16, for_dtype, DType, Element};
 use crate::error::Error;
 use crate::error::Result;
 use crate::kernels::{
@@ -514,9 +515,20 @@ fn segment_sum(kernel: &'static str, x: &CpuTensor, ids: &[i32], inner: usize, o
         segment_sum_of(x.as_slice::<T>()?, ids, inner, &mut data, add);
         CpuTensor::from_vec(&out.shape, data)
     }
+    /// Half types sum in f32 and round once.
+    fn halves<H: Half>(x: &CpuTensor, ids: &[i32], inner: usize, out: &TensorMeta) -> Result<CpuTensor> {
+        let mut data = vec![0f32; out.numel()];
+        segment_sum_of(&widened(x.as_slice::<H>()?), ids, inner, &mut data, |a, b| a + b);
+        CpuTensor::from_vec(&out.shape, narrowed::<H>(&data))
+    }
     match x.dtype() {
         DType::F32 => run::<f32>(x, ids, inner, out, |a, b| a + b),
+        DType::F64 => run::<f64>(x, ids, inner, out, |a, b| a + b),
+        DType::F16 => halves::<f16>(x, ids, inner, out),
+        DType::BF16 => halves::<bf16>(x, ids, inner, out),
         DType::I32 => run::<i32>(x, ids, inner, out, i32::wrapping_add),
+        DType::I64 => run::<i64>(x, ids, inner, out, i64::wrapping_add),
+        DType::U8 => run::<u8>(x, ids, inner, out, u8::wrapping_add),
         d => Err(unsupported(kernel, d)),
     }
 }

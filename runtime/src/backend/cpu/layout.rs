@@ -6,9 +6,10 @@ use super::error::{rule_error, unsupported};
 use super::parallel::for_rows;
 use super::pool::output;
 use super::tensor::CpuTensor;
+use super::unary::{narrowed, widened, Half};
 use crate::backend::call::TensorMeta;
 use crate::backend::TensorList;
-use crate::dtype::{for_dtype, DType, Element};
+use crate::dtype::{bf16, f16, for_dtype, DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::StridedSliceAttrs;
 use crate::kernels::{
@@ -251,16 +252,15 @@ fn padded<T: Element>(x: &CpuTensor, paddings: &[Vec<i64>], value: T, out: &Tens
     CpuTensor::from_vec(&out.shape, data)
 }
 
-#[kernel(PadV2, cpu)]
-fn pad(x: &CpuTensor, paddings: &[Vec<i64>], constant_value: f64, out: &TensorMeta) -> Result<CpuTensor> {
+/// Written once for every dtype the spec lists (`float` and `int`): the
+/// macro instantiates it per dtype and checks, when the crate compiles,
+/// that none is left out. `constant_value` reaches `T` by `Cast`'s rule.
+#[kernel(PadV2, cpu, dtypes(float, int))]
+fn pad<T: Element>(x: &CpuTensor, paddings: &[Vec<i64>], constant_value: f64, out: &TensorMeta) -> Result<CpuTensor> {
     if x.shape().is_empty() {
         return Ok(x.clone()); // A scalar has no axis to pad.
     }
-    match x.dtype() {
-        DType::F32 => padded(x, paddings, constant_value as f32, out),
-        DType::I32 => padded(x, paddings, constant_value as i32, out),
-        other => Err(unsupported("PadV2", other)),
-    }
+    padded(x, paddings, T::from_f64(constant_value), out)
 }
 
 /// `values` joined row by row: the output is `[outer, sum of widths]` and
@@ -305,8 +305,7 @@ fn pack(values: TensorList<'_, CpuTensor>, axis: i64, out: &TensorMeta) -> Resul
 
 /// One pass over the output: each element the sum of the values' elements,
 /// without a temporary per addition.
-fn add_n_of<T: Element>(values: TensorList<'_, CpuTensor>, out: &TensorMeta, add: fn(T, T) -> T) -> Result<Vec<T>> {
-    let srcs: Vec<&[T]> = values.iter().map(|v| v.as_slice::<T>()).collect::<Result<_>>()?;
+fn add_n_of<T: Element>(srcs: &[&[T]], out: &TensorMeta, add: fn(T, T) -> T) -> Vec<T> {
     let mut dst = output::<T>(out.numel());
     for_rows(&mut dst, 1, out.numel() * srcs.len(), |start, chunk| {
         let end = start + chunk.len();
@@ -317,14 +316,29 @@ fn add_n_of<T: Element>(values: TensorList<'_, CpuTensor>, out: &TensorMeta, add
             }
         }
     });
-    Ok(dst)
+    dst
 }
 
+/// Half types add in f32 and round once, at the end.
 #[kernel(AddN, cpu)]
 fn add_n(values: TensorList<'_, CpuTensor>, out: &TensorMeta) -> Result<CpuTensor> {
+    fn run<T: Element>(values: TensorList<'_, CpuTensor>, out: &TensorMeta, add: fn(T, T) -> T) -> Result<CpuTensor> {
+        let srcs: Vec<&[T]> = values.iter().map(|v| v.as_slice::<T>()).collect::<Result<_>>()?;
+        CpuTensor::from_vec(&out.shape, add_n_of(&srcs, out, add))
+    }
+    fn halves<H: Half>(values: TensorList<'_, CpuTensor>, out: &TensorMeta) -> Result<CpuTensor> {
+        let wide: Vec<Vec<f32>> = values.iter().map(|v| Ok(widened(v.as_slice::<H>()?))).collect::<Result<_>>()?;
+        let srcs: Vec<&[f32]> = wide.iter().map(Vec::as_slice).collect();
+        CpuTensor::from_vec(&out.shape, narrowed::<H>(&add_n_of::<f32>(&srcs, out, |a, b| a + b)))
+    }
     match out.dtype {
-        DType::F32 => CpuTensor::from_vec(&out.shape, add_n_of::<f32>(values, out, |a, b| a + b)?),
-        DType::I32 => CpuTensor::from_vec(&out.shape, add_n_of::<i32>(values, out, i32::wrapping_add)?),
+        DType::F32 => run::<f32>(values, out, |a, b| a + b),
+        DType::F64 => run::<f64>(values, out, |a, b| a + b),
+        DType::F16 => halves::<f16>(values, out),
+        DType::BF16 => halves::<bf16>(values, out),
+        DType::I32 => run::<i32>(values, out, i32::wrapping_add),
+        DType::I64 => run::<i64>(values, out, i64::wrapping_add),
+        DType::U8 => run::<u8>(values, out, u8::wrapping_add),
         d => Err(unsupported("AddN", d)),
     }
 }

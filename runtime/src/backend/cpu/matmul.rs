@@ -44,7 +44,9 @@ fn batch_matmul(
         DType::BF16 => {
             let wide = |t: &CpuTensor| CpuTensor::from_vec(t.shape(), widened(t.as_slice::<bf16>()?));
             let y = product::<f32>(&wide(a)?, &wide(b)?, transpose_a, transpose_b, out)?;
-            CpuTensor::from_vec(&out.shape, narrowed::<bf16>(&y))
+            let narrow = narrowed::<bf16>(&y);
+            super::pool::give_back(y);
+            CpuTensor::from_vec(&out.shape, narrow)
         }
         d => Err(unsupported("BatchMatMul", d)),
     }

@@ -69,11 +69,20 @@ pub trait Half: Element {
     fn widen(src: &[Self], dst: &mut [f32]);
     /// `src` rounded into `dst`, to nearest even.
     fn narrow(src: &[f32], dst: &mut [Self]);
+    /// Whether [`Half::to_f32`] and [`Half::from_f32`] cost a few
+    /// instructions (bf16's shifts), or are fast only a slice at a time
+    /// (f16's, through F16C).
+    const SCALAR_CONVERSIONS_ARE_CHEAP: bool;
+    /// One value widened, exactly.
+    fn to_f32(self) -> f32;
+    /// One value rounded, to nearest even.
+    fn from_f32(v: f32) -> Self;
 }
 
 macro_rules! half {
     ($($t:ty),*) => {$(
         impl Half for $t {
+            const SCALAR_CONVERSIONS_ARE_CHEAP: bool = false;
             #[inline]
             fn widen(src: &[Self], dst: &mut [f32]) {
                 use half::slice::HalfFloatSliceExt;
@@ -84,21 +93,62 @@ macro_rules! half {
                 use half::slice::HalfFloatSliceExt;
                 dst.convert_from_f32_slice(src);
             }
+            #[inline(always)]
+            fn to_f32(self) -> f32 {
+                <$t>::to_f32(self)
+            }
+            #[inline(always)]
+            fn from_f32(v: f32) -> Self {
+                <$t>::from_f32(v)
+            }
         }
     )*};
 }
-half!(crate::dtype::f16, crate::dtype::bf16);
+half!(crate::dtype::f16);
+
+/// bf16 is f32's upper half: widening is a shift, and rounding adds
+/// below the kept bits, ties to even, NaN kept quiet; both loops are
+/// branch-free, so they vectorize (the `half` crate converts bf16 slices
+/// an element at a time).
+impl Half for crate::dtype::bf16 {
+    const SCALAR_CONVERSIONS_ARE_CHEAP: bool = true;
+    #[inline]
+    fn widen(src: &[Self], dst: &mut [f32]) {
+        for (d, s) in dst.iter_mut().zip(src) {
+            *d = f32::from_bits(u32::from(s.to_bits()) << 16);
+        }
+    }
+    #[inline]
+    fn narrow(src: &[f32], dst: &mut [Self]) {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = Self::from_f32(s);
+        }
+    }
+    #[inline(always)]
+    fn to_f32(self) -> f32 {
+        f32::from_bits(u32::from(self.to_bits()) << 16)
+    }
+    #[inline(always)]
+    fn from_f32(v: f32) -> Self {
+        let b = v.to_bits();
+        let rounded = (b.wrapping_add(0x7fff + ((b >> 16) & 1)) >> 16) as u16;
+        let quiet = ((b >> 16) | 0x40) as u16;
+        let nan = (b & 0x7fff_ffff) > 0x7f80_0000;
+        Self::from_bits(if nan { quiet } else { rounded })
+    }
+}
 
 /// A half type's values in f32, exactly.
+/// The vector comes from the pool (a tensor made of it gives it back).
 pub(crate) fn widened<H: Half>(x: &[H]) -> Vec<f32> {
-    let mut wide = vec![0f32; x.len()];
+    let mut wide = super::pool::output::<f32>(x.len());
     H::widen(x, &mut wide);
     wide
 }
 
 /// f32 values rounded to a half type, once each.
 pub(crate) fn narrowed<H: Half>(x: &[f32]) -> Vec<H> {
-    let mut narrow = vec![H::default(); x.len()];
+    let mut narrow = super::pool::output::<H>(x.len());
     H::narrow(x, &mut narrow);
     narrow
 }
