@@ -4,7 +4,12 @@
 //! checks its accuracy on a held-out fifth of the data.
 //!
 //! `cargo run --release --example train_cnn [-- --backend cpu|wgpu] [--epochs N] [--seed N]
-//! [--save CHECKPOINT] [--resume CHECKPOINT]`
+//! [--save CHECKPOINT] [--resume CHECKPOINT] [--dtype f32|f16|bf16|f64]`
+//!
+//! `--dtype f16` (or `bf16`, `f64`) trains in mixed precision: the weights
+//! and Adam's state stay f32, the convolutions, pools and dense layer
+//! compute in that dtype from casts of the weights, the loss is taken in
+//! f32, and in f16 each step's loss is scaled (`opforge::train::LossScale`).
 //!
 //! `--save` writes the weights and Adam's state after every epoch, and
 //! `--resume` goes on from such a checkpoint at the next epoch, as the
@@ -31,12 +36,14 @@ const TARGET_ACCURACY: f32 = 0.985;
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::from_env("train_cnn", DEFAULT_EPOCHS)?;
     let (train, test) = cli::start(&args)?;
-    let model = Cnn::new(args.seed, args.backend)?;
+    let model = Cnn::new(args.seed, args.backend)?.computing_in(args.dtype)?;
     let [c1, c2] = CHANNELS;
     println!(
         "model: 8x8x1 -> conv 3x3x{c1} relu -> max pool 2x2 -> conv 3x3x{c2} relu -> max pool 2x2 -> dense 10, \
-         Adam(learning_rate = {LEARNING_RATE}, cosine decay), batch {BATCH}, backend `{}`",
-        model.backend()
+         Adam(learning_rate = {LEARNING_RATE}, cosine decay), batch {BATCH}, backend `{}`, computing in {}{}",
+        model.backend(),
+        model.compute_dtype(),
+        if model.compute_dtype() == opforge::DType::F32 { "" } else { " from f32 master weights" },
     );
     let mut adam = Adam::new(LEARNING_RATE);
     let steps_per_epoch = train.len().div_ceil(BATCH);
@@ -44,6 +51,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         adam.set_learning_rate(learning_rate(epoch, args.epochs));
         model.train_epoch(&train, adam, epoch_seed(args.seed, epoch))
     })?;
+    if let Some(scale) = model.loss_scale() {
+        println!("loss scale: {} at the end, {} steps skipped", scale.scale(), scale.skipped());
+    }
     println!("train accuracy: {:.3}", model.accuracy(&train)?);
     let accuracy = model.accuracy(&test)?;
     println!("test accuracy: {accuracy:.3}");

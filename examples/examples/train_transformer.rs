@@ -6,7 +6,12 @@
 //! passage from a prompt.
 //!
 //! `cargo run --release --example train_transformer [-- --backend cpu|wgpu] [--epochs N] [--seed N]
-//! [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused] [--steps N]`
+//! [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused] [--steps N] [--dtype f32|bf16|f16|f64]`
+//!
+//! `--dtype bf16` (or `f16`, `f64`) trains in mixed precision: the weights
+//! and Adam's state stay f32, the forward and backward passes compute in
+//! that dtype from casts of the weights, and the loss is taken in f32; in
+//! f16 the loss is scaled (`opforge::train::LossScale`).
 //!
 //! `--steps N` stops each epoch after N steps, to time a step without
 //! training to the end (the held-out check then fails, as it should).
@@ -68,13 +73,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         held_out.len()
     );
     let config = Config::small(vocabulary.len());
-    let model = Transformer::new(config, args.seed, args.backend)?;
+    let model = Transformer::new(config, args.seed, args.backend)?.computing_in(args.dtype)?;
     let Config { context, width, heads, layers, .. } = config;
     println!(
         "model: context {context}, width {width}, {heads} heads, {layers} blocks, {} parameters; \
-         Adam(learning_rate = {LEARNING_RATE}, warmup {WARMUP} steps, cosine decay), batch {BATCH} windows, backend `{}`",
+         Adam(learning_rate = {LEARNING_RATE}, warmup {WARMUP} steps, cosine decay), batch {BATCH} windows, backend `{}`, \
+         computing in {}{}",
         model.parameters(),
-        model.backend()
+        model.backend(),
+        model.compute_dtype(),
+        if model.compute_dtype() == opforge::DType::F32 { "" } else { " from f32 master weights" },
     );
     let whole_epoch = window_starts(train.len(), context + 1, 0).len() / BATCH;
     let steps_per_epoch = args.steps.map_or(whole_epoch, |s| s.min(whole_epoch));
@@ -103,6 +111,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Ok(f64::from(total.to_scalar::<f32>()?) / steps_per_epoch.max(1) as f64)
     })?;
+    if let Some(scale) = model.loss_scale() {
+        println!("loss scale: {} at the end, {} steps skipped", scale.scale(), scale.skipped());
+    }
     let bits = model.bits_per_character(held_out, 64)?;
     println!("held-out loss: {bits:.3} bits per character");
     let sample = model.generate(&vocabulary.encode(PROMPT)?, 400, 0.8, args.seed)?;

@@ -42,7 +42,7 @@ pub mod cli {
     use std::time::Instant;
 
     use opforge::train::{load_checkpoint, save_checkpoint, Adam};
-    use opforge::{BackendId, Variable};
+    use opforge::{BackendId, DType, Variable};
 
     use crate::digits::{self, Digits};
 
@@ -70,6 +70,10 @@ pub mod cli {
         /// without waiting for whole epochs; `None` runs whole epochs.
         /// Only `train_transformer` honours it.
         pub steps: Option<usize>,
+        /// The dtype the forward pass computes in (`--dtype f32|f16|bf16|f64`,
+        /// default f32), from f32 master weights; `train_cnn` and
+        /// `train_transformer` honour it.
+        pub dtype: DType,
     }
 
     impl Args {
@@ -85,6 +89,8 @@ pub mod cli {
         /// assert_eq!((a.save.unwrap().to_str(), a.resume.unwrap().to_str()), (Some("a.safetensors"), Some("b.safetensors")));
         /// assert!(Args::parse("train_transformer", 3, ["--unfused".to_owned()]).unwrap().unfused);
         /// assert_eq!(Args::parse("train_transformer", 3, ["--steps=50".to_owned()]).unwrap().steps, Some(50));
+        /// assert_eq!(Args::parse("train_cnn", 3, ["--dtype=f16".to_owned()]).unwrap().dtype, opforge::DType::F16);
+        /// assert!(Args::parse("train_cnn", 3, ["--dtype=i32".to_owned()]).is_err());
         /// ```
         pub fn parse(
             name: &str,
@@ -93,7 +99,7 @@ pub mod cli {
         ) -> Result<Args, String> {
             let usage = format!(
                 "usage: {name} [--backend NAME] [--epochs N] [--seed N] [--profile TRACE.json] \
-                 [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused] [--steps N]"
+                 [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused] [--steps N] [--dtype f32|f16|bf16|f64]"
             );
             let mut parsed = Args {
                 backend: BackendId::Cpu,
@@ -104,6 +110,7 @@ pub mod cli {
                 resume: None,
                 unfused: false,
                 steps: None,
+                dtype: DType::F32,
             };
             let mut it = args.into_iter();
             while let Some(arg) = it.next() {
@@ -136,6 +143,12 @@ pub mod cli {
                         let v = value()?;
                         let steps = v.parse().ok().filter(|&n| n > 0);
                         parsed.steps = Some(steps.ok_or(format!("--steps takes a positive number, not `{v}`"))?);
+                    }
+                    "--dtype" => {
+                        let v = value()?;
+                        parsed.dtype = DType::from_name(&v)
+                            .filter(|d| d.is_float())
+                            .ok_or(format!("--dtype takes a float dtype (f32, f16, bf16, f64), not `{v}`"))?;
                     }
                     "--seed" => {
                         let v = value()?;
@@ -457,7 +470,7 @@ pub mod fit {
     //! an epoch of minibatches and the accuracy, shared by the MLP and the CNN.
 
     use opforge::losses::softmax_cross_entropy;
-    use opforge::train::{Adam, Optimizer};
+    use opforge::train::{Adam, LossScale, Optimizer};
     use opforge::{ops, BackendId, DType, Tensor, Variable};
 
     use crate::digits::{self, Digits};
@@ -499,7 +512,8 @@ pub mod fit {
     }
 
     /// Trains one epoch on `train` with softmax cross-entropy and `adam`,
-    /// updating `vars`; returns the mean loss. The losses stay on
+    /// updating `vars`, each step under `scaling` where there is one
+    /// (f16 training); returns the mean loss. The losses stay on
     /// `backend` and are added up and read back once, at the end: a read
     /// per step would make each step wait for the GPU.
     ///
@@ -509,8 +523,8 @@ pub mod fit {
     /// let m = Mlp::new(7, opforge::BackendId::Cpu)?;
     /// let mut adam = opforge::train::Adam::new(0.003);
     /// let batches = || fit::Batches { size: 32, seed: 1, prepare: |x, _| Ok(x) };
-    /// let first = fit::train_epoch(m.backend(), &train, &mut adam, &m.variables(), batches(), |x| m.forward(x))?;
-    /// let second = fit::train_epoch(m.backend(), &train, &mut adam, &m.variables(), batches(), |x| m.forward(x))?;
+    /// let first = fit::train_epoch(m.backend(), &train, &mut adam, None, &m.variables(), batches(), |x| m.forward(x))?;
+    /// let second = fit::train_epoch(m.backend(), &train, &mut adam, None, &m.variables(), batches(), |x| m.forward(x))?;
     /// assert!(second < first, "{second} after {first}");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -518,6 +532,7 @@ pub mod fit {
         backend: BackendId,
         train: &Digits,
         adam: &mut Adam,
+        mut scaling: Option<&mut LossScale>,
         vars: &[&Variable],
         batches: Batches<P>,
         forward: impl Fn(&Tensor) -> opforge::Result<Tensor>,
@@ -527,7 +542,11 @@ pub mod fit {
             let batch = train.select(batch);
             let x = (batches.prepare)(batch.images_tensor()?.to_backend(backend)?, i)?;
             let y = batch.labels_one_hot()?.to_backend(backend)?;
-            losses.push(adam.minimize(|| softmax_cross_entropy(&y, &forward(&x)?), vars)?);
+            let loss = || softmax_cross_entropy(&y, &forward(&x)?);
+            losses.push(match scaling.as_deref_mut() {
+                Some(scaling) => scaling.minimize(adam, loss, vars)?,
+                None => adam.minimize(loss, vars)?,
+            });
             sizes.push(batch.len() as f32);
         }
         if losses.is_empty() {
@@ -664,7 +683,7 @@ pub mod mlp {
         /// ```
         pub fn train_epoch(&self, train: &Digits, adam: &mut Adam, seed: u64) -> opforge::Result<f64> {
             let batches = crate::fit::Batches { size: BATCH, seed, prepare: |x, _| Ok(x) };
-            crate::fit::train_epoch(self.backend(), train, adam, &self.variables(), batches, |x| self.forward(x))
+            crate::fit::train_epoch(self.backend(), train, adam, None, &self.variables(), batches, |x| self.forward(x))
         }
     }
 
@@ -685,8 +704,10 @@ pub mod cnn {
     //! softmax cross-entropy, Adam, minibatches, on any backend. The example
     //! and the tests share it.
 
+    use std::cell::RefCell;
+
     use opforge::kernels::{Activation, Padding};
-    use opforge::train::Adam;
+    use opforge::train::{Adam, LossScale};
     use opforge::{ops, BackendId, DType, Tensor, Variable};
 
     use crate::digits::{Digits, CLASSES};
@@ -752,6 +773,8 @@ pub mod cnn {
         pub dense: Variable,
         /// `f32[10]`
         pub bias3: Variable,
+        compute: DType,
+        scaling: RefCell<Option<LossScale>>,
     }
 
     impl Cnn {
@@ -774,7 +797,70 @@ pub mod cnn {
                 bias2: var("conv2/bias", Tensor::zeros(&[c2], DType::F32)?)?,
                 dense: var("dense/kernel", Tensor::random_normal(&[FEATURES, CLASSES], 0.0, he(FEATURES), seed + 2)?)?,
                 bias3: var("dense/bias", Tensor::zeros(&[CLASSES], DType::F32)?)?,
+                compute: DType::F32,
+                scaling: RefCell::new(None),
             })
+        }
+
+        /// The same model computing in `dtype` (f16, bf16, f32 or f64) from
+        /// its f32 weights: the forward pass casts the images and each
+        /// weight where it reads them, and gives f32 logits; in f16 each
+        /// training step runs under a [`LossScale`].
+        ///
+        /// ```
+        /// use opforge::DType;
+        /// use opforge_examples::{cnn::Cnn, digits};
+        /// let (train, _) = digits::load()?.split(0.9, 1);
+        /// let m = Cnn::new(7, opforge::BackendId::Cpu)?.computing_in(DType::F16)?;
+        /// let mut adam = opforge::train::Adam::new(0.003);
+        /// let first = m.train_epoch(&train, &mut adam, 1)?;
+        /// let second = m.train_epoch(&train, &mut adam, 2)?;
+        /// assert!(second < first, "{second} after {first}");
+        /// assert_eq!(m.conv1.value().dtype(), DType::F32, "master weights stay f32");
+        /// assert!(m.loss_scale().is_some_and(|s| s.skipped() < 5));
+        /// # Ok::<(), Box<dyn std::error::Error>>(())
+        /// ```
+        pub fn computing_in(mut self, dtype: DType) -> opforge::Result<Cnn> {
+            if !dtype.is_float() {
+                return Err(opforge::Error::InvalidTensor {
+                    what: "Cnn",
+                    message: format!("the model computes in a float dtype, not {dtype}"),
+                });
+            }
+            self.compute = dtype;
+            self.scaling = RefCell::new((dtype == DType::F16).then(LossScale::new));
+            Ok(self)
+        }
+
+        /// The dtype the forward pass computes in (f32 unless
+        /// [`Cnn::computing_in`] said otherwise).
+        ///
+        /// ```
+        /// let m = opforge_examples::cnn::Cnn::new(7, opforge::BackendId::Cpu)?;
+        /// assert_eq!(m.compute_dtype(), opforge::DType::F32);
+        /// # Ok::<(), opforge::Error>(())
+        /// ```
+        pub fn compute_dtype(&self) -> DType {
+            self.compute
+        }
+
+        /// The loss scale of f16 training as it stands (`None` in other dtypes).
+        ///
+        /// ```
+        /// let m = opforge_examples::cnn::Cnn::new(7, opforge::BackendId::Cpu)?;
+        /// assert!(m.loss_scale().is_none());
+        /// # Ok::<(), opforge::Error>(())
+        /// ```
+        pub fn loss_scale(&self) -> Option<LossScale> {
+            self.scaling.borrow().clone()
+        }
+
+        /// `t` in the compute dtype.
+        fn computed(&self, t: Tensor) -> opforge::Result<Tensor> {
+            match t.dtype() == self.compute {
+                true => Ok(t),
+                false => ops::cast(&t, self.compute),
+            }
         }
 
         /// The backend the parameters live on.
@@ -810,16 +896,21 @@ pub mod cnn {
         /// ```
         pub fn forward(&self, x: &Tensor) -> opforge::Result<Tensor> {
             let n = x.shape()[0] as i64;
+            let weight = |v: &Variable| self.computed(v.value());
             let block = |x: &Tensor, filter: &Variable, bias: &Variable| {
-                let y = ops::conv2d(x, &filter.value(), &[1, 1], Padding::Same, None, &[1, 1])?;
-                let y = ops::relu(&ops::add(&y, &bias.value())?)?;
+                let y = ops::conv2d(x, &weight(filter)?, &[1, 1], Padding::Same, None, &[1, 1])?;
+                let y = ops::relu(&ops::add(&y, &weight(bias)?)?)?;
                 ops::max_pool(&y, &[2, 2], &[2, 2], Padding::Valid, None)
             };
-            let x = ops::reshape(x, &[n, SIDE as i64, SIDE as i64, 1])?;
+            let x = self.computed(ops::reshape(x, &[n, SIDE as i64, SIDE as i64, 1])?)?;
             let h = block(&block(&x, &self.conv1, &self.bias1)?, &self.conv2, &self.bias2)?;
             let h = ops::reshape(&h, &[n, FEATURES as i64])?;
-            let (w, b) = (self.dense.value(), self.bias3.value());
-            ops::fused_matmul(&h, &w, Some(&b), false, false, Activation::Linear, 0.0)
+            let (w, b) = (weight(&self.dense)?, weight(&self.bias3)?);
+            let logits = ops::fused_matmul(&h, &w, Some(&b), false, false, Activation::Linear, 0.0)?;
+            match logits.dtype() {
+                DType::F32 => Ok(logits),
+                _ => ops::cast(&logits, DType::F32),
+            }
         }
 
         /// Share of `data` whose most likely class is its label.
@@ -851,7 +942,10 @@ pub mod cnn {
             // Each batch shifted its own way.
             let prepare = |x: Tensor, i: usize| shifted(&x, seed.wrapping_add(i as u64));
             let batches = crate::fit::Batches { size: BATCH, seed, prepare };
-            crate::fit::train_epoch(self.backend(), train, adam, &self.variables(), batches, |x| self.forward(x))
+            let mut scaling = self.scaling.borrow_mut();
+            crate::fit::train_epoch(self.backend(), train, adam, scaling.as_mut(), &self.variables(), batches, |x| {
+                self.forward(x)
+            })
         }
     }
 }

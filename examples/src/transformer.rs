@@ -8,11 +8,17 @@
 //! Activations flow as `f32[batch * context, width]` matrices, so every
 //! dense layer is one GEMM; only attention reshapes them into
 //! `[batch, heads, context, head width]`.
+//!
+//! [`Transformer::computing_in`] trains it in mixed precision: the weights
+//! stay f32 variables, the forward pass computes in f16 or bf16 from casts
+//! of them, the loss is taken in f32, and f16 steps run under a
+//! [`LossScale`].
 
 use opforge::kernels::Activation;
 use opforge::losses::sparse_softmax_cross_entropy;
-use opforge::train::{Adam, Optimizer};
+use opforge::train::{Adam, LossScale, Optimizer};
 use opforge::{ops, BackendId, DType, Tensor, Variable};
+use std::cell::RefCell;
 
 /// The model's sizes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -63,15 +69,8 @@ pub struct Transformer {
     blocks: Vec<Block>,
     norm: [Variable; 2],
     output: [Variable; 2],
-}
-
-/// Dense layer on rows: `x w + b`.
-fn dense(x: &Tensor, [w, b]: &[Variable; 2]) -> opforge::Result<Tensor> {
-    ops::fused_matmul(x, &w.value(), Some(&b.value()), false, false, Activation::Linear, 0.0)
-}
-
-fn norm(x: &Tensor, [gamma, beta]: &[Variable; 2]) -> opforge::Result<Tensor> {
-    ops::layer_norm(x, &gamma.value(), &beta.value(), 1e-5)
+    compute: DType,
+    scaling: RefCell<Option<LossScale>>,
 }
 
 impl Transformer {
@@ -129,7 +128,91 @@ impl Transformer {
                 var("output/kernel".into(), &[width, vocabulary], std)?,
                 var("output/bias".into(), &[vocabulary], 0.0)?,
             ],
+            compute: DType::F32,
+            scaling: RefCell::new(None),
         })
+    }
+
+    /// The same model computing in `dtype` (f16, bf16, f32 or f64) from its
+    /// f32 weights: the forward pass casts each weight where it reads it
+    /// and computes in `dtype`, the logits come back to f32 for the loss,
+    /// and gradients reach the weights in f32 through the casts'. In f16,
+    /// [`Transformer::step`] scales the loss ([`LossScale`]), so that small
+    /// cotangents do not flush to zero.
+    ///
+    /// ```
+    /// use opforge::DType;
+    /// use opforge_examples::transformer::{Config, Transformer};
+    /// let config = Config { vocabulary: 3, context: 4, width: 8, heads: 2, layers: 1 };
+    /// let m = Transformer::new(config, 7, opforge::BackendId::Cpu)?.computing_in(DType::BF16)?;
+    /// assert_eq!(m.compute_dtype(), DType::BF16);
+    /// let ids: Vec<i32> = (0..40).map(|i| i % 3).collect();
+    /// let mut adam = opforge::train::Adam::new(0.03);
+    /// let first = m.step(&ids, &[0, 5, 10, 20], &mut adam)?.to_scalar::<f32>()?;
+    /// for _ in 0..30 {
+    ///     m.step(&ids, &[0, 5, 10, 20], &mut adam)?;
+    /// }
+    /// let last = m.step(&ids, &[0, 5, 10, 20], &mut adam)?.to_scalar::<f32>()?;
+    /// assert!(last < first / 4.0, "{last} after {first}");
+    /// assert_eq!(m.variables()[0].value().dtype(), DType::F32, "master weights stay f32");
+    /// assert!(Transformer::new(config, 7, opforge::BackendId::Cpu)?.computing_in(DType::I32).is_err());
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn computing_in(mut self, dtype: DType) -> opforge::Result<Transformer> {
+        if !dtype.is_float() {
+            return Err(invalid(format!("the model computes in a float dtype, not {dtype}")));
+        }
+        self.compute = dtype;
+        self.scaling = RefCell::new((dtype == DType::F16).then(LossScale::new));
+        Ok(self)
+    }
+
+    /// The dtype the forward pass computes in (f32 unless
+    /// [`Transformer::computing_in`] said otherwise).
+    ///
+    /// ```
+    /// use opforge_examples::transformer::{Config, Transformer};
+    /// let m = Transformer::new(Config::small(80), 7, opforge::BackendId::Cpu)?;
+    /// assert_eq!(m.compute_dtype(), opforge::DType::F32);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn compute_dtype(&self) -> DType {
+        self.compute
+    }
+
+    /// The loss scale of f16 training as it stands (`None` in other
+    /// dtypes): its scale and the steps it skipped.
+    ///
+    /// ```
+    /// use opforge_examples::transformer::{Config, Transformer};
+    /// let m = Transformer::new(Config::small(80), 7, opforge::BackendId::Cpu)?.computing_in(opforge::DType::F16)?;
+    /// assert_eq!(m.loss_scale().map(|s| s.scale()), Some(65536.0));
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn loss_scale(&self) -> Option<LossScale> {
+        self.scaling.borrow().clone()
+    }
+
+    /// A weight as the forward pass reads it: cast to the compute dtype.
+    fn weight(&self, v: &Variable) -> opforge::Result<Tensor> {
+        self.computed(v.value())
+    }
+
+    /// `t` in the compute dtype.
+    fn computed(&self, t: Tensor) -> opforge::Result<Tensor> {
+        match t.dtype() == self.compute {
+            true => Ok(t),
+            false => ops::cast(&t, self.compute),
+        }
+    }
+
+    /// Dense layer on rows: `x w + b`.
+    fn dense(&self, x: &Tensor, [w, b]: &[Variable; 2]) -> opforge::Result<Tensor> {
+        ops::fused_matmul(x, &self.weight(w)?, Some(&self.weight(b)?), false, false, Activation::Linear, 0.0)
+    }
+
+    fn norm(&self, x: &Tensor, [gamma, beta]: &[Variable; 2]) -> opforge::Result<Tensor> {
+        ops::layer_norm(x, &self.weight(gamma)?, &self.weight(beta)?, 1e-5)
     }
 
     /// The backend the parameters live on.
@@ -200,8 +283,10 @@ impl Transformer {
             return Err(invalid(format!("ids are {}; the model sees at most {context} positions", ids.meta())));
         }
         let rows = (batch * length) as i64;
-        let tokens = ops::embedding(&self.token.value(), &ops::reshape(ids, &[rows])?)?;
-        let positions = ops::slice(&self.position.value(), &[0, 0], &[length as i64, -1])?;
+        // Rows are gathered from the f32 tables and then cast, as autocast
+        // does: the tables' gradients are summed in f32.
+        let tokens = self.computed(ops::embedding(&self.token.value(), &ops::reshape(ids, &[rows])?)?)?;
+        let positions = self.computed(ops::slice(&self.position.value(), &[0, 0], &[length as i64, -1])?)?;
         let x = ops::reshape(
             &ops::add(&ops::reshape(&tokens, &to_i64(&[batch, length, width]))?, &positions)?,
             &[rows, width as i64],
@@ -214,15 +299,19 @@ impl Transformer {
         let merge = |t: Tensor| ops::reshape(&ops::transpose(&t, &[0, 2, 1, 3])?, &[rows, width as i64]);
         let mut x = x;
         for b in &self.blocks {
-            let h = norm(&x, &b.norm1)?;
-            let project = |w: &Variable| split(ops::matmul(&h, &w.value(), false, false)?);
+            let h = self.norm(&x, &b.norm1)?;
+            let project = |w: &Variable| split(ops::matmul(&h, &self.weight(w)?, false, false)?);
             let attended =
                 ops::scaled_dot_product_attention(&project(&b.query)?, &project(&b.key)?, &project(&b.value)?, true)?;
-            x = ops::add(&x, &dense(&merge(attended)?, &b.projection)?)?;
-            let h = ops::gelu(&dense(&norm(&x, &b.norm2)?, &b.up)?)?;
-            x = ops::add(&x, &dense(&h, &b.down)?)?;
+            x = ops::add(&x, &self.dense(&merge(attended)?, &b.projection)?)?;
+            let h = ops::gelu(&self.dense(&self.norm(&x, &b.norm2)?, &b.up)?)?;
+            x = ops::add(&x, &self.dense(&h, &b.down)?)?;
         }
-        dense(&norm(&x, &self.norm)?, &self.output)
+        let logits = self.dense(&self.norm(&x, &self.norm)?, &self.output)?;
+        match logits.dtype() {
+            DType::F32 => Ok(logits),
+            _ => ops::cast(&logits, DType::F32),
+        }
     }
 
     /// Mean cross-entropy, in nats, of predicting `targets` (`i32[batch,
@@ -263,7 +352,11 @@ impl Transformer {
     /// ```
     pub fn step(&self, ids: &[i32], starts: &[usize], adam: &mut Adam) -> opforge::Result<Tensor> {
         let (inputs, targets) = self.batch(ids, starts)?;
-        adam.minimize(|| self.loss(&inputs, &targets), &self.variables())
+        let loss = || self.loss(&inputs, &targets);
+        match self.scaling.borrow_mut().as_mut() {
+            Some(scaling) => scaling.minimize(adam, loss, &self.variables()),
+            None => adam.minimize(loss, &self.variables()),
+        }
     }
 
     /// Inputs (on the model's backend) and targets (on the cpu) of the

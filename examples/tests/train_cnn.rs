@@ -43,3 +43,42 @@ fn wgpu_trains_the_cnn_as_the_cpu_does() {
     assert!((cpu_accuracy - gpu_accuracy).abs() <= 2.5 / n, "cpu {cpu_accuracy}, wgpu {gpu_accuracy}");
     assert!(gpu_accuracy >= 0.7, "wgpu accuracy {gpu_accuracy} after {EPOCHS} epochs on a fifth of the data");
 }
+
+/// Mixed precision: the same model computing in f16 (with a loss scale)
+/// and in bf16 from f32 master weights follows the f32 run's losses
+/// closely and reaches its accuracy, on the cpu.
+#[test]
+fn the_cnn_trains_in_f16_and_bf16_as_in_f32() {
+    let run = |dtype: opforge::DType| {
+        let (test, train) = digits::load().unwrap().split(0.2, SEED);
+        let model = Cnn::new(SEED, BackendId::Cpu).unwrap().computing_in(dtype).unwrap();
+        let mut adam = Adam::new(learning_rate(1, EPOCHS));
+        let losses: Vec<f64> = (1..=EPOCHS)
+            .map(|e| {
+                adam.set_learning_rate(learning_rate(e, EPOCHS));
+                model.train_epoch(&train, &mut adam, epoch_seed(SEED, e)).unwrap()
+            })
+            .collect();
+        assert_eq!(model.conv1.value().dtype(), opforge::DType::F32, "master weights stay f32");
+        (losses, model.accuracy(&test).unwrap(), model.loss_scale())
+    };
+    let (f32_losses, f32_accuracy, _) = run(opforge::DType::F32);
+    for dtype in [opforge::DType::F16, opforge::DType::BF16] {
+        let (losses, accuracy, scale) = run(dtype);
+        for (epoch, (a, b)) in f32_losses.iter().zip(&losses).enumerate() {
+            assert!(
+                (a - b).abs() <= 0.05 * a.abs().max(0.1),
+                "{dtype} epoch {}: f32 loss {a}, {dtype} loss {b}",
+                epoch + 1
+            );
+        }
+        assert!((accuracy - f32_accuracy).abs() <= 0.02, "{dtype} accuracy {accuracy}, f32 {f32_accuracy}");
+        match dtype {
+            opforge::DType::F16 => {
+                let scale = scale.expect("f16 steps run under a loss scale");
+                assert!(scale.skipped() <= 3, "{} steps skipped", scale.skipped());
+            }
+            _ => assert!(scale.is_none(), "bf16 has f32's range: no loss scale"),
+        }
+    }
+}

@@ -15,6 +15,11 @@
 //! `adam/step`), so that a run stopped and resumed goes on as if it had
 //! never stopped.
 //!
+//! Mixed precision is explicit: f32 master weights in variables, cast to
+//! f16 or bf16 where the forward pass reads them (the cast's gradient
+//! brings each cotangent back to f32), the loss in f32, and for f16 a
+//! [`LossScale`] around the optimizer's step.
+//!
 //! ```
 //! use opforge::{ops, train::{Adam, Optimizer}, Tensor, Variable};
 //! // Fit w so that w * 3 = 6.
@@ -37,8 +42,10 @@ use crate::tensor::Tensor;
 use crate::variable::Variable;
 
 mod checkpoint;
+mod loss_scale;
 
 pub use checkpoint::{load_checkpoint, load_safetensors, save_checkpoint, OptimizerState};
+pub use loss_scale::LossScale;
 
 #[doc(hidden)]
 pub use checkpoint::fail_writes_after as __fail_checkpoint_writes_after;

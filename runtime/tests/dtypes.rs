@@ -794,3 +794,138 @@ fn searches_rank_half_types_and_u8_and_refuse_64_bit_keys() -> opforge::Result<(
     }
     Ok(())
 }
+
+/// Mixed precision's reason for a loss scale: f16 cotangents below its
+/// smallest subnormal (6e-8) flush to zero. Here each weight's gradient is
+/// `1e-3 / 65536`, 1.5e-8: unscaled, the f16 backward pass loses it and the
+/// step changes nothing; scaled by 65536, it survives, and reaches the f32
+/// master weights divided back.
+#[test]
+fn loss_scaling_keeps_f16_cotangents_that_would_flush_to_zero() {
+    use opforge::train::{LossScale, Optimizer, Sgd};
+    use opforge::Variable;
+    let n = 1 << 16;
+    let x = ops::cast(&Tensor::from_vec(vec![1e-3f32; n], &[n]).unwrap(), DType::F16).unwrap();
+    let fresh = || Variable::new(Tensor::from_vec(vec![1.0f32; n], &[n]).unwrap());
+    let loss = |w: &Variable| {
+        let product = ops::mul(&ops::cast(&w.value(), DType::F16)?, &x)?;
+        ops::mean(&ops::cast(&product, DType::F32)?, None, false)
+    };
+    let (plain, scaled) = (fresh(), fresh());
+    Sgd::new(1e4).minimize(|| loss(&plain), &[&plain]).unwrap();
+    let mut scaling = LossScale::new();
+    let value = scaling.minimize(&mut Sgd::new(1e4), || loss(&scaled), &[&scaled]).unwrap();
+    assert!((value.to_scalar::<f32>().unwrap() - 1e-3).abs() < 1e-6, "the loss comes back unscaled");
+    assert_eq!(scaling.skipped(), 0);
+    assert!(plain.value().to_vec::<f32>().unwrap().iter().all(|&w| w == 1.0), "unscaled, the f16 gradient flushed");
+    let step = 1e4 * (1e-3f64 / n as f64);
+    for w in scaled.value().to_vec::<f32>().unwrap() {
+        assert!((f64::from(w) - (1.0 - step)).abs() < step * 0.01, "{w} against {}", 1.0 - step);
+    }
+}
+
+/// A step whose scaled gradients overflow is skipped, the variables and
+/// the optimizer's state untouched, and the scale halves until they fit.
+#[test]
+fn an_overflowing_scaled_step_is_skipped_and_the_scale_backs_off() {
+    use opforge::train::{Adam, LossScale};
+    use opforge::Variable;
+    let w = Variable::new(Tensor::from_vec(vec![200.0f32, -3.0], &[2]).unwrap());
+    // d(w^2)/dw = 400 at 200: times 65536 and 32768 it passes f16's 65504.
+    let loss = || ops::cast(&ops::sum(&ops::square(&ops::cast(&w.value(), DType::F16)?)?, None, false)?, DType::F32);
+    let (mut adam, mut scaling) = (Adam::new(0.1), LossScale::new());
+    for _ in 0..12 {
+        scaling.minimize(&mut adam, loss, &[&w]).unwrap();
+        if adam.iterations() > 0 {
+            break;
+        }
+        assert_eq!(w.value().to_vec::<f32>().unwrap(), vec![200.0, -3.0], "a skipped step changes nothing");
+    }
+    assert_eq!(adam.iterations(), 1, "a scale small enough came, and its step ran");
+    assert!(scaling.skipped() >= 2, "{} skipped", scaling.skipped());
+    assert_eq!(scaling.scale(), 65536.0 / f64::powi(2.0, scaling.skipped() as i32));
+    let now = w.value().to_vec::<f32>().unwrap();
+    assert!(now[0] < 200.0 && now[1] > -3.0, "{now:?}");
+}
+
+/// A loss that is not a float scalar is an error naming the call and the
+/// tensor, not a panic.
+#[test]
+fn loss_scaling_refuses_a_loss_that_is_not_a_float_scalar() {
+    use opforge::train::{LossScale, Sgd};
+    use opforge::Variable;
+    let w = Variable::new(Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap());
+    let err = LossScale::new().minimize(&mut Sgd::new(0.1), || Ok(w.value()), &[&w]).unwrap_err().to_string();
+    assert!(err.contains("LossScale::minimize") && err.contains("f32[2]"), "{err}");
+}
+
+/// `PadV2` (written once, generic over its element type), `AddN`,
+/// `UnsortedSegmentSum` and `ScatterNd` run every float and integer dtype:
+/// the padding value reaches each by `Cast`'s rule, integers wrap, and the
+/// half types sum in f32 and round once.
+#[test]
+fn pads_and_sums_of_many_run_every_numeric_dtype() {
+    for dtype in [DType::F16, DType::BF16, DType::F64, DType::I64, DType::U8] {
+        let x = ops::cast(&Tensor::from_vec(vec![1.0f32, 2.0], &[2]).unwrap(), dtype).unwrap();
+        let padded = ops::pad(&x, &[vec![1, 2]], 7.0).unwrap();
+        assert_eq!(padded.dtype(), dtype);
+        let back = ops::cast(&padded, DType::F64).unwrap().to_vec::<f64>().unwrap();
+        assert_eq!(back, [7.0, 1.0, 2.0, 7.0, 7.0], "pad on {dtype}");
+        let sum = ops::add_n(&[x.clone(), x.clone(), x.clone()]).unwrap();
+        assert_eq!(ops::cast(&sum, DType::F64).unwrap().to_vec::<f64>().unwrap(), [3.0, 6.0], "add_n on {dtype}");
+        let ids = Tensor::from_vec(vec![1i32, 1], &[2]).unwrap();
+        let seg = ops::unsorted_segment_sum(&x, &ids, 2).unwrap();
+        assert_eq!(ops::cast(&seg, DType::F64).unwrap().to_vec::<f64>().unwrap(), [0.0, 3.0], "segment sum on {dtype}");
+    }
+    // u8 wraps: 200 + 100 = 44.
+    let x = Tensor::from_vec(vec![200u8], &[1]).unwrap();
+    assert_eq!(
+        ops::add_n(&[x.clone(), Tensor::from_vec(vec![100u8], &[1]).unwrap()]).unwrap().to_vec::<u8>().unwrap(),
+        [44]
+    );
+    // 256 in bf16 plus sixteen 1s: one at a time, bf16 (8 bits of
+    // mantissa) would round each 257 back to 256; summed in f32, 272.
+    let mut values = vec![256.0f32];
+    values.extend([1.0f32; 16]);
+    let x = ops::cast(&Tensor::from_vec(values, &[17, 1]).unwrap(), DType::BF16).unwrap();
+    let ids = Tensor::from_vec(vec![0i32; 17], &[17]).unwrap();
+    let seg = ops::unsorted_segment_sum(&x, &ids, 1).unwrap().to_vec::<bf16>().unwrap();
+    assert_eq!(seg, [bf16::from_f32(272.0)]);
+    let parts: Vec<Tensor> = (0..17).map(|i| ops::slice(&x, &[i, 0], &[1, 1]).unwrap()).collect();
+    assert_eq!(ops::add_n(&parts).unwrap().to_vec::<bf16>().unwrap(), [bf16::from_f32(272.0)]);
+}
+
+/// bf16's own rounding, used by every bf16 kernel: ties to even, NaN
+/// stays a (quiet) NaN, past the largest finite value is infinity, and it
+/// agrees with the `half` crate on a sweep of f32 bit patterns.
+#[test]
+fn bf16_rounding_agrees_with_the_half_crate() {
+    let mut bits = 0u32;
+    let mut values = Vec::new();
+    while let Some(next) = bits.checked_add(0x0001_2345) {
+        values.push(f32::from_bits(bits));
+        bits = next;
+    }
+    values.extend([f32::NAN, -f32::NAN, f32::INFINITY, f32::MAX, 1.0 + f32::EPSILON, f32::from_bits(0x3f80_8000)]);
+    let x = ops::cast(&Tensor::from_vec(values.clone(), &[values.len()]).unwrap(), DType::BF16).unwrap();
+    // A product of two bf16 values has up to 16 significant bits: `Mul`
+    // rounds it through the kernels' bf16 path (a scalar operand and a
+    // broadcast row take different loops).
+    let factor = 1.0f32 + 1.0 / 128.0 + 1.0 / 64.0;
+    let scalar = ops::cast(&Tensor::scalar(factor), DType::BF16).unwrap();
+    let row =
+        ops::cast(&Tensor::from_vec(vec![factor; values.len()], &[1, values.len()]).unwrap(), DType::BF16).unwrap();
+    let column = ops::reshape(&x, &[values.len() as i64, 1]).unwrap();
+    let by_scalar = ops::mul(&x, &scalar).unwrap().to_vec::<bf16>().unwrap();
+    let broadcast = ops::mul(&column, &ops::slice(&row, &[0, 0], &[1, 2]).unwrap()).unwrap().to_vec::<bf16>().unwrap();
+    let f = scalar.to_vec::<bf16>().unwrap()[0].to_f32();
+    for (i, x) in x.to_vec::<bf16>().unwrap().into_iter().enumerate() {
+        let want = bf16::from_f32(x.to_f32() * f);
+        for got in [by_scalar[i], broadcast[2 * i], broadcast[2 * i + 1]] {
+            assert!(
+                want.to_bits() == got.to_bits() || (want.is_nan() && got.is_nan()),
+                "{x} * {f}: {got} against {want}"
+            );
+        }
+    }
+}
