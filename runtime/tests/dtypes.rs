@@ -929,3 +929,22 @@ fn bf16_rounding_agrees_with_the_half_crate() {
         }
     }
 }
+
+/// Empty tensors of the half types go through every loop of the
+/// two-input rows (equal shapes, a scalar, a broadcast) without touching
+/// an element.
+#[test]
+fn half_rows_of_two_inputs_take_empty_tensors() {
+    for dtype in [DType::F16, DType::BF16] {
+        let empty = ops::cast(&Tensor::zeros(&[0, 3], DType::F32).unwrap(), dtype).unwrap();
+        let one = ops::cast(&Tensor::zeros(&[1], DType::F32).unwrap(), dtype).unwrap();
+        let row = ops::cast(&Tensor::zeros(&[1, 3], DType::F32).unwrap(), dtype).unwrap();
+        for other in [&empty, &one, &row] {
+            for (a, b) in [(&empty, other), (other, &empty)] {
+                let y = ops::mul(a, b).unwrap();
+                assert_eq!((y.shape(), y.dtype()), (&[0usize, 3][..], dtype));
+                assert_eq!(ops::less(a, b).unwrap().shape(), &[0, 3]);
+            }
+        }
+    }
+}

@@ -152,7 +152,10 @@ pub(crate) fn binary_half<H: Half>(
     const CHUNK: usize = 512;
     let (av, bv) = (a.as_slice::<H>()?, b.as_slice::<H>()?);
     let n = out.numel();
-    // `at(i)` is the operand's chunk from element `i`, or its one value.
+    if n == 0 {
+        return CpuTensor::from_vec(&out.shape, Vec::<H>::new());
+    }
+    // Whether the operand has an element per output element (else its one value).
     let operand = |v: &[H]| -> Option<bool> {
         match v.len() {
             len if len == n => Some(true),
