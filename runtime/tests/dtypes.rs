@@ -948,3 +948,45 @@ fn half_rows_of_two_inputs_take_empty_tensors() {
         }
     }
 }
+
+/// A fused op (`#[op(fuse)]`, here the built-in `gelu`) on f16 or bf16
+/// runs its fused kernel on the cpu: the program in f32 and the result
+/// rounded once, so it is the f32 op's result rounded, bit for bit, and
+/// its gradient likewise; op by op (`unfused`) rounds after each op.
+#[test]
+fn fused_ops_run_the_half_types_in_f32_and_round_once() {
+    let values: Vec<f32> = (0..4096).map(|i| (i as f32 - 2048.0) / 300.0).collect();
+    let x32 = Tensor::from_vec(values.clone(), &[values.len()]).unwrap();
+    for dtype in [DType::F16, DType::BF16] {
+        // The inputs exact in both: the f32 op sees what the half op sees.
+        let x = ops::cast(&x32, dtype).unwrap();
+        let wide = ops::cast(&x, DType::F32).unwrap();
+        let y = ops::gelu(&x).unwrap();
+        let want = ops::cast(&ops::gelu(&wide).unwrap(), dtype).unwrap();
+        let (got, want) = (ops::cast(&y, DType::F32).unwrap(), ops::cast(&want, DType::F32).unwrap());
+        assert_eq!(got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), "gelu on {dtype}");
+        let (profiled, profile) = opforge::profile(|| ops::gelu(&x));
+        profiled.unwrap();
+        assert_eq!(
+            profile.kernels.iter().map(|k| k.kernel).collect::<Vec<_>>(),
+            ["Gelu"],
+            "one fused kernel on {dtype}"
+        );
+        // The gradient: the fused backward kernel, in f32, rounded once.
+        let g = opforge::grad(ops::gelu)(&x).unwrap();
+        assert_eq!(g.dtype(), dtype);
+        let want = ops::cast(&opforge::grad(ops::gelu)(&wide).unwrap(), dtype).unwrap();
+        assert_eq!(
+            ops::cast(&g, DType::F32).unwrap().to_vec::<f32>().unwrap(),
+            ops::cast(&want, DType::F32).unwrap().to_vec::<f32>().unwrap(),
+            "gelu's gradient on {dtype}"
+        );
+        // Op by op it rounds after every op: close, not always the same bits.
+        let unfused = opforge::fuse::unfused(|| ops::gelu(&x)).unwrap();
+        let (a, b) = (ops::cast(&unfused, DType::F32).unwrap().to_vec::<f32>().unwrap(), got.to_vec::<f32>().unwrap());
+        let tolerance = if dtype == DType::F16 { 4e-3 } else { 3e-2 };
+        for ((u, f), v) in a.iter().zip(&b).zip(&values) {
+            assert!((u - f).abs() <= tolerance * (1.0 + f.abs()), "{dtype} at {v}: op by op {u}, fused {f}");
+        }
+    }
+}

@@ -48,8 +48,12 @@
 //! would not stay exact), and a body that ends with a bool (a comparison,
 //! a cast to bool), since the fused kernel returns f32.
 //!
-//! The fused kernel runs on f32 inputs; a call with inputs of another
-//! dtype, and any call inside [`unfused`], runs the body as written.
+//! The fused kernel runs on f32 inputs, and on f16 or bf16 ones on the
+//! cpu, where its registration widens them (`widens(f16, bf16)`): the
+//! program computes in f32 and each output is rounded once, where the
+//! body op by op would round after every op. A call with inputs of
+//! another dtype or of two dtypes, and any call inside [`unfused`], runs
+//! the body as written.
 //! A trailing reduction is not fused: end the body before it, and reduce
 //! outside.
 

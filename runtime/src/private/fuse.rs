@@ -36,10 +36,17 @@ pub fn program_value(t: Result<Tensor>) -> Result<Tensor> {
 }
 
 /// Whether a call on `inputs` runs its fused kernel: fusion is on for
-/// this thread and every input is f32 (the body runs as written otherwise).
+/// this thread and every input has one dtype, f32 or a half type (which
+/// the cpu's fused kernels run in f32, rounding once); the body runs as
+/// written otherwise.
 #[inline]
 pub fn fusing(inputs: &[&Tensor]) -> bool {
-    crate::fuse::enabled() && inputs.iter().all(|t| t.dtype() == DType::F32)
+    let Some(first) = inputs.first().map(|t| t.dtype()) else {
+        return crate::fuse::enabled();
+    };
+    crate::fuse::enabled()
+        && matches!(first, DType::F32 | DType::F16 | DType::BF16)
+        && inputs.iter().all(|t| t.dtype() == first)
 }
 
 // The fused kernels on each backend: a program run as a generated shader

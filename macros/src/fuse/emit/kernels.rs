@@ -78,6 +78,12 @@ fn backend_kernel(plan: &Plan, kernel: &Kernel<'_>) -> TokenStream {
     let (program_fn, eval_fn, grad_eval_fn) = (plan.item("program"), plan.item("eval"), plan.item("grad_eval"));
     let fn_name = format_ident!("__opforge_{}_{backend}", desc.to_string().to_lowercase());
     let backend_id = format_ident!("{backend}");
+    // The cpu runs the half types through its f32 loop: inputs widened,
+    // outputs rounded once (a fused op on bf16 rounds once, not per op).
+    let widens = match backend {
+        "cpu" => quote!(, widens(f16, bf16)),
+        _ => TokenStream::new(),
+    };
     let program = if backward { quote!(#program_fn().backward()) } else { quote!(#program_fn()) };
     let scalars = scalars(plan, quote!(attrs));
     let a = attrs_param(plan, attrs_ty);
@@ -92,7 +98,7 @@ fn backend_kernel(plan: &Plan, kernel: &Kernel<'_>) -> TokenStream {
     let run = match (backend, backward) {
         ("cpu", false) => {
             return quote! {
-                #[::opforge::__private::kernel(#desc, #backend_id)]
+                #[::opforge::__private::kernel(#desc, #backend_id #widens)]
                 fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::__private::Result<#out_ty> {
                     #scalars
                     ::opforge::__private::fuse::cpu_compiled(
@@ -111,7 +117,7 @@ fn backend_kernel(plan: &Plan, kernel: &Kernel<'_>) -> TokenStream {
     let kernel_lit = plan.kernel.as_str();
     quote! {
         #[allow(clippy::too_many_arguments)]
-        #[::opforge::__private::kernel(#desc, #backend_id)]
+        #[::opforge::__private::kernel(#desc, #backend_id #widens)]
         fn #fn_name(#(#inputs: &#tensor,)* #a #out_param) -> ::opforge::__private::Result<#out_ty> {
             #scalars
             let __ys = ::opforge::__private::fuse::#run?;

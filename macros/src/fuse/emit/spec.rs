@@ -38,8 +38,8 @@ pub(super) fn toml(plan: &Plan) -> String {
         plan.calls.iter().any(|c| c.cast.is_some() || c.path.segments.last().is_some_and(|s| s.ident == "select"));
     let domain = if drops_nan { format!("drops_nan = true\n{domain}") } else { domain.to_string() };
     format!(
-        "[{kernel}]\nop = \"{name}\"\ndoc = \"`{name}`, fused: one pass over memory.\"\ninputs = [{ins}]\ndtypes = [\"f32\"]\nshape = \"{shape}\"\ngrad = [{ins}]\n{domain}{a1}\n\
-         [{grad_kernel}]\nop = \"{name}_grad\"\ndoc = \"The gradient of the fused `{name}`, one output per input, before broadcasting is summed.\"\ninputs = [{gins}]\ndtypes = [\"f32\"]\noutputs = [{outs}]\nshape = \"fn({shape_fn})\"\ngrad = [{gins}]\n{domain}{example}\n{a2}",
+        "[{kernel}]\nop = \"{name}\"\ndoc = \"`{name}`, fused: one pass over memory.\"\ninputs = [{ins}]\ndtypes = [\"f32\", \"f16\", \"bf16\"]\nshape = \"{shape}\"\ngrad = [{ins}]\n{domain}{a1}\n\
+         [{grad_kernel}]\nop = \"{name}_grad\"\ndoc = \"The gradient of the fused `{name}`, one output per input, before broadcasting is summed.\"\ninputs = [{gins}]\ndtypes = [\"f32\", \"f16\", \"bf16\"]\noutputs = [{outs}]\nshape = \"fn({shape_fn})\"\ngrad = [{gins}]\n{domain}{example}\n{a2}",
         ins = list(&tensor_names),
         gins = list(&grad_inputs),
         outs = list(&grads),
