@@ -7,15 +7,16 @@
 #
 #   bash benches/gpu/lend.sh
 #
-# Everything it prints is also written under $OUT.
+# Everything it prints is also written under $OUT (.gpu/out outside a
+# lend); the binaries unpack into .gpu/bin.
 set -uo pipefail
 g=$(pwd)/.gpu
-OUT=${OUT:-/tmp/lend}; mkdir -p "$OUT"
+OUT=${OUT:-.gpu/out}; mkdir -p "$OUT"
 for f in "$g"/debs/*.deb; do dpkg -x "$f" /; done
 ldconfig
 export VK_DRIVER_FILES=/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json
 export WGPU_BACKEND=vulkan OPFORGE_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
-bin=/tmp/opforge-gpu
+bin=.gpu/bin
 rm -rf "$bin" && mkdir -p "$bin" && tar -C "$bin" -xJf "$g/bins.tar.xz"
 orig=$(cat "$g/checkout-path")
 [ -e "$orig" ] || { mkdir -p "$(dirname "$orig")" && ln -s "$(pwd)" "$orig"; }

@@ -40,10 +40,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let [c1, c2] = CHANNELS;
     println!(
         "model: 8x8x1 -> conv 3x3x{c1} relu -> max pool 2x2 -> conv 3x3x{c2} relu -> max pool 2x2 -> dense 10, \
-         Adam(learning_rate = {LEARNING_RATE}, cosine decay), batch {BATCH}, backend `{}`, computing in {}{}",
+         Adam(learning_rate = {LEARNING_RATE}, cosine decay), batch {BATCH}, backend `{}`, computing in {}",
         model.backend(),
-        model.compute_dtype(),
-        if model.compute_dtype() == opforge::DType::F32 { "" } else { " from f32 master weights" },
+        model.precision().describe(),
     );
     let mut adam = Adam::new(LEARNING_RATE);
     let steps_per_epoch = train.len().div_ceil(BATCH);
@@ -51,7 +50,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         adam.set_learning_rate(learning_rate(epoch, args.epochs));
         model.train_epoch(&train, adam, epoch_seed(args.seed, epoch))
     })?;
-    if let Some(scale) = model.loss_scale() {
+    if let Some(scale) = model.precision().loss_scale() {
         println!("loss scale: {} at the end, {} steps skipped", scale.scale(), scale.skipped());
     }
     println!("train accuracy: {:.3}", model.accuracy(&train)?);

@@ -78,11 +78,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     println!(
         "model: context {context}, width {width}, {heads} heads, {layers} blocks, {} parameters; \
          Adam(learning_rate = {LEARNING_RATE}, warmup {WARMUP} steps, cosine decay), batch {BATCH} windows, backend `{}`, \
-         computing in {}{}",
+         computing in {}",
         model.parameters(),
         model.backend(),
-        model.compute_dtype(),
-        if model.compute_dtype() == opforge::DType::F32 { "" } else { " from f32 master weights" },
+        model.precision().describe(),
     );
     let whole_epoch = window_starts(train.len(), context + 1, 0).len() / BATCH;
     let steps_per_epoch = args.steps.map_or(whole_epoch, |s| s.min(whole_epoch));
@@ -111,7 +110,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         }
         Ok(f64::from(total.to_scalar::<f32>()?) / steps_per_epoch.max(1) as f64)
     })?;
-    if let Some(scale) = model.loss_scale() {
+    if let Some(scale) = model.precision().loss_scale() {
         println!("loss scale: {} at the end, {} steps skipped", scale.scale(), scale.skipped());
     }
     let bits = model.bits_per_character(held_out, 64)?;

@@ -30,6 +30,7 @@ pub fn wgpu_or_skip(what: &str) -> bool {
     opforge::backend::wgpu::adapter_or_skip(what)
 }
 
+pub mod precision;
 pub mod text;
 pub mod transformer;
 
@@ -470,10 +471,11 @@ pub mod fit {
     //! an epoch of minibatches and the accuracy, shared by the MLP and the CNN.
 
     use opforge::losses::softmax_cross_entropy;
-    use opforge::train::{Adam, LossScale, Optimizer};
+    use opforge::train::Adam;
     use opforge::{ops, BackendId, DType, Tensor, Variable};
 
     use crate::digits::{self, Digits};
+    use crate::precision::Precision;
 
     /// Share of `data` whose most likely class under `forward` (logits
     /// `f32[n, 10]` for images `f32[n, 64]`) is its label.
@@ -512,8 +514,8 @@ pub mod fit {
     }
 
     /// Trains one epoch on `train` with softmax cross-entropy and `adam`,
-    /// updating `vars`, each step under `scaling` where there is one
-    /// (f16 training); returns the mean loss. The losses stay on
+    /// updating `vars`, each step as `precision` takes it (under a loss
+    /// scale in f16); returns the mean loss. The losses stay on
     /// `backend` and are added up and read back once, at the end: a read
     /// per step would make each step wait for the GPU.
     ///
@@ -523,8 +525,8 @@ pub mod fit {
     /// let m = Mlp::new(7, opforge::BackendId::Cpu)?;
     /// let mut adam = opforge::train::Adam::new(0.003);
     /// let batches = || fit::Batches { size: 32, seed: 1, prepare: |x, _| Ok(x) };
-    /// let first = fit::train_epoch(m.backend(), &train, &mut adam, None, &m.variables(), batches(), |x| m.forward(x))?;
-    /// let second = fit::train_epoch(m.backend(), &train, &mut adam, None, &m.variables(), batches(), |x| m.forward(x))?;
+    /// let first = fit::train_epoch(m.backend(), &train, &mut adam, &Default::default(), &m.variables(), batches(), |x| m.forward(x))?;
+    /// let second = fit::train_epoch(m.backend(), &train, &mut adam, &Default::default(), &m.variables(), batches(), |x| m.forward(x))?;
     /// assert!(second < first, "{second} after {first}");
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
@@ -532,7 +534,7 @@ pub mod fit {
         backend: BackendId,
         train: &Digits,
         adam: &mut Adam,
-        mut scaling: Option<&mut LossScale>,
+        precision: &Precision,
         vars: &[&Variable],
         batches: Batches<P>,
         forward: impl Fn(&Tensor) -> opforge::Result<Tensor>,
@@ -543,10 +545,7 @@ pub mod fit {
             let x = (batches.prepare)(batch.images_tensor()?.to_backend(backend)?, i)?;
             let y = batch.labels_one_hot()?.to_backend(backend)?;
             let loss = || softmax_cross_entropy(&y, &forward(&x)?);
-            losses.push(match scaling.as_deref_mut() {
-                Some(scaling) => scaling.minimize(adam, loss, vars)?,
-                None => adam.minimize(loss, vars)?,
-            });
+            losses.push(precision.minimize(adam, loss, vars)?);
             sizes.push(batch.len() as f32);
         }
         if losses.is_empty() {
@@ -683,7 +682,8 @@ pub mod mlp {
         /// ```
         pub fn train_epoch(&self, train: &Digits, adam: &mut Adam, seed: u64) -> opforge::Result<f64> {
             let batches = crate::fit::Batches { size: BATCH, seed, prepare: |x, _| Ok(x) };
-            crate::fit::train_epoch(self.backend(), train, adam, None, &self.variables(), batches, |x| self.forward(x))
+            let f32 = crate::precision::Precision::default();
+            crate::fit::train_epoch(self.backend(), train, adam, &f32, &self.variables(), batches, |x| self.forward(x))
         }
     }
 
@@ -704,13 +704,12 @@ pub mod cnn {
     //! softmax cross-entropy, Adam, minibatches, on any backend. The example
     //! and the tests share it.
 
-    use std::cell::RefCell;
-
     use opforge::kernels::{Activation, Padding};
-    use opforge::train::{Adam, LossScale};
+    use opforge::train::Adam;
     use opforge::{ops, BackendId, DType, Tensor, Variable};
 
     use crate::digits::{Digits, CLASSES};
+    use crate::precision::Precision;
 
     /// Channels of the first and second convolutions.
     pub const CHANNELS: [usize; 2] = [32, 64];
@@ -773,8 +772,7 @@ pub mod cnn {
         pub dense: Variable,
         /// `f32[10]`
         pub bias3: Variable,
-        compute: DType,
-        scaling: RefCell<Option<LossScale>>,
+        precision: Precision,
     }
 
     impl Cnn {
@@ -797,15 +795,14 @@ pub mod cnn {
                 bias2: var("conv2/bias", Tensor::zeros(&[c2], DType::F32)?)?,
                 dense: var("dense/kernel", Tensor::random_normal(&[FEATURES, CLASSES], 0.0, he(FEATURES), seed + 2)?)?,
                 bias3: var("dense/bias", Tensor::zeros(&[CLASSES], DType::F32)?)?,
-                compute: DType::F32,
-                scaling: RefCell::new(None),
+                precision: Precision::default(),
             })
         }
 
         /// The same model computing in `dtype` (f16, bf16, f32 or f64) from
         /// its f32 weights: the forward pass casts the images and each
         /// weight where it reads them, and gives f32 logits; in f16 each
-        /// training step runs under a [`LossScale`].
+        /// training step runs under a loss scale ([`Precision`]).
         ///
         /// ```
         /// use opforge::DType;
@@ -817,50 +814,25 @@ pub mod cnn {
         /// let second = m.train_epoch(&train, &mut adam, 2)?;
         /// assert!(second < first, "{second} after {first}");
         /// assert_eq!(m.conv1.value().dtype(), DType::F32, "master weights stay f32");
-        /// assert!(m.loss_scale().is_some_and(|s| s.skipped() < 5));
+        /// assert!(m.precision().loss_scale().is_some_and(|s| s.skipped() < 5));
         /// # Ok::<(), Box<dyn std::error::Error>>(())
         /// ```
         pub fn computing_in(mut self, dtype: DType) -> opforge::Result<Cnn> {
-            if !dtype.is_float() {
-                return Err(opforge::Error::InvalidTensor {
-                    what: "Cnn",
-                    message: format!("the model computes in a float dtype, not {dtype}"),
-                });
-            }
-            self.compute = dtype;
-            self.scaling = RefCell::new((dtype == DType::F16).then(LossScale::new));
+            self.precision = Precision::new(dtype)?;
             Ok(self)
         }
 
-        /// The dtype the forward pass computes in (f32 unless
+        /// The dtype it computes in and its loss scale (f32 and none unless
         /// [`Cnn::computing_in`] said otherwise).
         ///
         /// ```
         /// let m = opforge_examples::cnn::Cnn::new(7, opforge::BackendId::Cpu)?;
-        /// assert_eq!(m.compute_dtype(), opforge::DType::F32);
+        /// assert_eq!(m.precision().compute(), opforge::DType::F32);
+        /// assert!(m.precision().loss_scale().is_none());
         /// # Ok::<(), opforge::Error>(())
         /// ```
-        pub fn compute_dtype(&self) -> DType {
-            self.compute
-        }
-
-        /// The loss scale of f16 training as it stands (`None` in other dtypes).
-        ///
-        /// ```
-        /// let m = opforge_examples::cnn::Cnn::new(7, opforge::BackendId::Cpu)?;
-        /// assert!(m.loss_scale().is_none());
-        /// # Ok::<(), opforge::Error>(())
-        /// ```
-        pub fn loss_scale(&self) -> Option<LossScale> {
-            self.scaling.borrow().clone()
-        }
-
-        /// `t` in the compute dtype.
-        fn computed(&self, t: Tensor) -> opforge::Result<Tensor> {
-            match t.dtype() == self.compute {
-                true => Ok(t),
-                false => ops::cast(&t, self.compute),
-            }
+        pub fn precision(&self) -> &Precision {
+            &self.precision
         }
 
         /// The backend the parameters live on.
@@ -896,21 +868,17 @@ pub mod cnn {
         /// ```
         pub fn forward(&self, x: &Tensor) -> opforge::Result<Tensor> {
             let n = x.shape()[0] as i64;
-            let weight = |v: &Variable| self.computed(v.value());
+            let weight = |v: &Variable| self.precision.weight(v);
             let block = |x: &Tensor, filter: &Variable, bias: &Variable| {
                 let y = ops::conv2d(x, &weight(filter)?, &[1, 1], Padding::Same, None, &[1, 1])?;
                 let y = ops::relu(&ops::add(&y, &weight(bias)?)?)?;
                 ops::max_pool(&y, &[2, 2], &[2, 2], Padding::Valid, None)
             };
-            let x = self.computed(ops::reshape(x, &[n, SIDE as i64, SIDE as i64, 1])?)?;
+            let x = self.precision.cast(ops::reshape(x, &[n, SIDE as i64, SIDE as i64, 1])?)?;
             let h = block(&block(&x, &self.conv1, &self.bias1)?, &self.conv2, &self.bias2)?;
             let h = ops::reshape(&h, &[n, FEATURES as i64])?;
             let (w, b) = (weight(&self.dense)?, weight(&self.bias3)?);
-            let logits = ops::fused_matmul(&h, &w, Some(&b), false, false, Activation::Linear, 0.0)?;
-            match logits.dtype() {
-                DType::F32 => Ok(logits),
-                _ => ops::cast(&logits, DType::F32),
-            }
+            self.precision.logits(ops::fused_matmul(&h, &w, Some(&b), false, false, Activation::Linear, 0.0)?)
         }
 
         /// Share of `data` whose most likely class is its label.
@@ -942,8 +910,7 @@ pub mod cnn {
             // Each batch shifted its own way.
             let prepare = |x: Tensor, i: usize| shifted(&x, seed.wrapping_add(i as u64));
             let batches = crate::fit::Batches { size: BATCH, seed, prepare };
-            let mut scaling = self.scaling.borrow_mut();
-            crate::fit::train_epoch(self.backend(), train, adam, scaling.as_mut(), &self.variables(), batches, |x| {
+            crate::fit::train_epoch(self.backend(), train, adam, &self.precision, &self.variables(), batches, |x| {
                 self.forward(x)
             })
         }

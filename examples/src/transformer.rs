@@ -9,16 +9,15 @@
 //! dense layer is one GEMM; only attention reshapes them into
 //! `[batch, heads, context, head width]`.
 //!
-//! [`Transformer::computing_in`] trains it in mixed precision: the weights
-//! stay f32 variables, the forward pass computes in f16 or bf16 from casts
-//! of them, the loss is taken in f32, and f16 steps run under a
-//! [`LossScale`].
+//! [`Transformer::computing_in`] trains it in mixed precision
+//! ([`Precision`]).
 
 use opforge::kernels::Activation;
 use opforge::losses::sparse_softmax_cross_entropy;
-use opforge::train::{Adam, LossScale, Optimizer};
+use opforge::train::Adam;
 use opforge::{ops, BackendId, DType, Tensor, Variable};
-use std::cell::RefCell;
+
+use crate::precision::Precision;
 
 /// The model's sizes.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -69,8 +68,7 @@ pub struct Transformer {
     blocks: Vec<Block>,
     norm: [Variable; 2],
     output: [Variable; 2],
-    compute: DType,
-    scaling: RefCell<Option<LossScale>>,
+    precision: Precision,
 }
 
 impl Transformer {
@@ -128,8 +126,7 @@ impl Transformer {
                 var("output/kernel".into(), &[width, vocabulary], std)?,
                 var("output/bias".into(), &[vocabulary], 0.0)?,
             ],
-            compute: DType::F32,
-            scaling: RefCell::new(None),
+            precision: Precision::default(),
         })
     }
 
@@ -137,7 +134,7 @@ impl Transformer {
     /// f32 weights: the forward pass casts each weight where it reads it
     /// and computes in `dtype`, the logits come back to f32 for the loss,
     /// and gradients reach the weights in f32 through the casts'. In f16,
-    /// [`Transformer::step`] scales the loss ([`LossScale`]), so that small
+    /// [`Transformer::step`] scales the loss ([`opforge::train::LossScale`]), so that small
     /// cotangents do not flush to zero.
     ///
     /// ```
@@ -145,7 +142,7 @@ impl Transformer {
     /// use opforge_examples::transformer::{Config, Transformer};
     /// let config = Config { vocabulary: 3, context: 4, width: 8, heads: 2, layers: 1 };
     /// let m = Transformer::new(config, 7, opforge::BackendId::Cpu)?.computing_in(DType::BF16)?;
-    /// assert_eq!(m.compute_dtype(), DType::BF16);
+    /// assert_eq!(m.precision().compute(), DType::BF16);
     /// let ids: Vec<i32> = (0..40).map(|i| i % 3).collect();
     /// let mut adam = opforge::train::Adam::new(0.03);
     /// let first = m.step(&ids, &[0, 5, 10, 20], &mut adam)?.to_scalar::<f32>()?;
@@ -159,51 +156,27 @@ impl Transformer {
     /// # Ok::<(), Box<dyn std::error::Error>>(())
     /// ```
     pub fn computing_in(mut self, dtype: DType) -> opforge::Result<Transformer> {
-        if !dtype.is_float() {
-            return Err(invalid(format!("the model computes in a float dtype, not {dtype}")));
-        }
-        self.compute = dtype;
-        self.scaling = RefCell::new((dtype == DType::F16).then(LossScale::new));
+        self.precision = Precision::new(dtype)?;
         Ok(self)
     }
 
-    /// The dtype the forward pass computes in (f32 unless
+    /// The dtype it computes in and its loss scale (f32 and none unless
     /// [`Transformer::computing_in`] said otherwise).
     ///
     /// ```
     /// use opforge_examples::transformer::{Config, Transformer};
-    /// let m = Transformer::new(Config::small(80), 7, opforge::BackendId::Cpu)?;
-    /// assert_eq!(m.compute_dtype(), opforge::DType::F32);
-    /// # Ok::<(), opforge::Error>(())
-    /// ```
-    pub fn compute_dtype(&self) -> DType {
-        self.compute
-    }
-
-    /// The loss scale of f16 training as it stands (`None` in other
-    /// dtypes): its scale and the steps it skipped.
-    ///
-    /// ```
-    /// use opforge_examples::transformer::{Config, Transformer};
     /// let m = Transformer::new(Config::small(80), 7, opforge::BackendId::Cpu)?.computing_in(opforge::DType::F16)?;
-    /// assert_eq!(m.loss_scale().map(|s| s.scale()), Some(65536.0));
+    /// assert_eq!(m.precision().compute(), opforge::DType::F16);
+    /// assert_eq!(m.precision().loss_scale().map(|s| s.scale()), Some(65536.0));
     /// # Ok::<(), opforge::Error>(())
     /// ```
-    pub fn loss_scale(&self) -> Option<LossScale> {
-        self.scaling.borrow().clone()
+    pub fn precision(&self) -> &Precision {
+        &self.precision
     }
 
     /// A weight as the forward pass reads it: cast to the compute dtype.
     fn weight(&self, v: &Variable) -> opforge::Result<Tensor> {
-        self.computed(v.value())
-    }
-
-    /// `t` in the compute dtype.
-    fn computed(&self, t: Tensor) -> opforge::Result<Tensor> {
-        match t.dtype() == self.compute {
-            true => Ok(t),
-            false => ops::cast(&t, self.compute),
-        }
+        self.precision.weight(v)
     }
 
     /// Dense layer on rows: `x w + b`.
@@ -285,8 +258,8 @@ impl Transformer {
         let rows = (batch * length) as i64;
         // Rows are gathered from the f32 tables and then cast, as autocast
         // does: the tables' gradients are summed in f32.
-        let tokens = self.computed(ops::embedding(&self.token.value(), &ops::reshape(ids, &[rows])?)?)?;
-        let positions = self.computed(ops::slice(&self.position.value(), &[0, 0], &[length as i64, -1])?)?;
+        let tokens = self.precision.cast(ops::embedding(&self.token.value(), &ops::reshape(ids, &[rows])?)?)?;
+        let positions = self.precision.cast(ops::slice(&self.position.value(), &[0, 0], &[length as i64, -1])?)?;
         let x = ops::reshape(
             &ops::add(&ops::reshape(&tokens, &to_i64(&[batch, length, width]))?, &positions)?,
             &[rows, width as i64],
@@ -307,11 +280,7 @@ impl Transformer {
             let h = ops::gelu(&self.dense(&self.norm(&x, &b.norm2)?, &b.up)?)?;
             x = ops::add(&x, &self.dense(&h, &b.down)?)?;
         }
-        let logits = self.dense(&self.norm(&x, &self.norm)?, &self.output)?;
-        match logits.dtype() {
-            DType::F32 => Ok(logits),
-            _ => ops::cast(&logits, DType::F32),
-        }
+        self.precision.logits(self.dense(&self.norm(&x, &self.norm)?, &self.output)?)
     }
 
     /// Mean cross-entropy, in nats, of predicting `targets` (`i32[batch,
@@ -352,11 +321,7 @@ impl Transformer {
     /// ```
     pub fn step(&self, ids: &[i32], starts: &[usize], adam: &mut Adam) -> opforge::Result<Tensor> {
         let (inputs, targets) = self.batch(ids, starts)?;
-        let loss = || self.loss(&inputs, &targets);
-        match self.scaling.borrow_mut().as_mut() {
-            Some(scaling) => scaling.minimize(adam, loss, &self.variables()),
-            None => adam.minimize(loss, &self.variables()),
-        }
+        self.precision.minimize(adam, || self.loss(&inputs, &targets), &self.variables())
     }
 
     /// Inputs (on the model's backend) and targets (on the cpu) of the

@@ -60,7 +60,7 @@ fn the_cnn_trains_in_f16_and_bf16_as_in_f32() {
             })
             .collect();
         assert_eq!(model.conv1.value().dtype(), opforge::DType::F32, "master weights stay f32");
-        (losses, model.accuracy(&test).unwrap(), model.loss_scale())
+        (losses, model.accuracy(&test).unwrap(), model.precision().loss_scale())
     };
     let (f32_losses, f32_accuracy, _) = run(opforge::DType::F32);
     for dtype in [opforge::DType::F16, opforge::DType::BF16] {
