@@ -207,39 +207,15 @@ impl fmt::Display for DType {
 /// ```
 macro_rules! for_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
+        $crate::dtype::for_dtype!(@each $dtype, $T, $body;
+            F32 f32, I32 i32, Bool bool, F16 $crate::dtype::f16, BF16 $crate::dtype::bf16, F64 f64, I64 i64, U8 u8)
+    };
+    (@each $dtype:expr, $T:ident, $body:expr; $($variant:ident $t:ty),*) => {
         match $dtype {
-            $crate::dtype::DType::F32 => {
-                type $T = f32;
+            $($crate::dtype::DType::$variant => {
+                type $T = $t;
                 $body
-            }
-            $crate::dtype::DType::I32 => {
-                type $T = i32;
-                $body
-            }
-            $crate::dtype::DType::Bool => {
-                type $T = bool;
-                $body
-            }
-            $crate::dtype::DType::F16 => {
-                type $T = $crate::dtype::f16;
-                $body
-            }
-            $crate::dtype::DType::BF16 => {
-                type $T = $crate::dtype::bf16;
-                $body
-            }
-            $crate::dtype::DType::F64 => {
-                type $T = f64;
-                $body
-            }
-            $crate::dtype::DType::I64 => {
-                type $T = i64;
-                $body
-            }
-            $crate::dtype::DType::U8 => {
-                type $T = u8;
-                $body
-            }
+            })*
         }
     };
 }

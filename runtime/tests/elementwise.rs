@@ -13,29 +13,15 @@ use std::sync::LazyLock;
 use opforge::elementwise::{self, RowEntry};
 use opforge::fuse::{self, Builder, Program, Val};
 use opforge::registry;
-use opforge::{grads, ops, variable_grads, BackendId, Result, Tensor, Variable};
+use opforge::{grads, ops, special_values, variable_grads, BackendId, Result, Tensor, Variable};
 
-/// The special values every argument and cotangent takes.
-const SPECIAL: [f32; 18] = [
-    0.0,
-    -0.0,
-    1.0,
-    -1.0,
-    0.5,
-    -2.5,
-    3.0,
-    1e-7,
-    f32::MIN_POSITIVE,
-    1e-45,
-    -1e-45,
-    88.8,
-    f32::MAX,
-    -f32::MAX,
-    f32::INFINITY,
-    f32::NEG_INFINITY,
-    f32::NAN,
-    -100.0,
-];
+/// The special values every argument and cotangent takes: the kit's
+/// (`special_values::F32`: NaNs, infinities, signed zeros, subnormals, the
+/// largest values, the small integers), and where rows' rules turn: a
+/// small value for `log1p` and `expm1`, the smallest normal, a negative
+/// non-integral base for `pow`, and an `exp` far below underflow.
+static SPECIAL: LazyLock<Vec<f32>> =
+    LazyLock::new(|| special_values::F32.iter().copied().chain([1e-7, f32::MIN_POSITIVE, -2.5, -100.0]).collect());
 
 /// The second-order cotangents (of the first derivative).
 const SECOND: [f32; 5] = [1.0, -0.5, 0.0, f32::INFINITY, f32::NAN];
@@ -161,7 +147,7 @@ fn fused_first_derivatives_are_the_gradients_bits() {
         for row in rows().filter(|r| r.differentiable.contains(&true)) {
             let p = program(row);
             let mut values = vec![&SPECIAL[..]; row.inputs + 1];
-            values[row.inputs] = &SPECIAL;
+            values[row.inputs] = &SPECIAL[..];
             let cols = grid(&values);
             let ts: Vec<Tensor> = cols.iter().map(|c| tensor(c, on)).collect();
             let (xs, dy) = ts.split_at(row.inputs);
@@ -225,7 +211,7 @@ fn the_compiled_rule_is_the_programs() {
     for row in rows().filter(|r| r.differentiable.contains(&true)) {
         let p = program(row);
         let mut values = vec![&SPECIAL[..]; row.inputs + 1];
-        values[row.inputs] = &SPECIAL;
+        values[row.inputs] = &SPECIAL[..];
         let cols = grid(&values);
         let ts: Vec<Tensor> = cols.iter().map(|c| tensor(c, BackendId::Cpu)).collect();
         let a = attrs(row);

@@ -37,19 +37,42 @@ use crate::shape::rules::{gather_dims, nd_dims, GatherDims, NdDims};
 use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets};
 use opforge_macros::kernel;
 
+/// The integer an element ranks by: `i32` for elements of 32 bits or
+/// fewer, `i64` for 64-bit ones, so that every distinct value keeps its
+/// own key.
+trait Key: Copy + Ord + std::hash::Hash + std::ops::Not<Output = Self> + Send + Sync {
+    /// The key of NaN, above every number's.
+    const TOP: Self;
+}
+
+impl Key for i32 {
+    const TOP: i32 = i32::MAX;
+}
+
+impl Key for i64 {
+    const TOP: i64 = i64::MAX;
+}
+
 /// An element `ArgMax` can rank. A later element displaces the best so far
 /// only with a strictly greater key, so ties keep the first index (TF.js).
 trait Candidate: Element {
-    /// The element's rank as an integer.
-    fn key(self) -> i32;
+    /// What it ranks by.
+    type Key: Key;
 
-    /// Whether the element is NaN, which wins either search.
-    fn nan(self) -> bool;
+    /// The element's rank as an integer.
+    fn key(self) -> Self::Key;
+
+    /// Whether the element is NaN, which wins either search: never, but
+    /// for the floats.
+    #[inline]
+    fn nan(self) -> bool {
+        false
+    }
 
     /// The key `ArgMax` ranks by, or with `LOWEST` the one `ArgMin` ranks
     /// by: the key reversed (`!k`, which cannot overflow), NaN still on top.
     #[inline]
-    fn rank<const LOWEST: bool>(self) -> i32 {
+    fn rank<const LOWEST: bool>(self) -> Self::Key {
         let k = self.key();
         if LOWEST {
             select_unpredictable(self.nan(), k, !k)
@@ -59,47 +82,43 @@ trait Candidate: Element {
     }
 }
 
-impl Candidate for i32 {
-    #[inline]
-    fn key(self) -> i32 {
-        self
-    }
-
-    #[inline]
-    fn nan(self) -> bool {
-        false
-    }
+/// The integers rank by their value.
+macro_rules! int_candidate {
+    ($($t:ty => $key:ty),*) => {$(
+        impl Candidate for $t {
+            type Key = $key;
+            #[inline]
+            fn key(self) -> $key {
+                <$key>::from(self)
+            }
+        }
+    )*};
 }
+int_candidate!(i32 => i32, u8 => i32, i64 => i64);
 
-impl Candidate for u8 {
-    #[inline]
-    fn key(self) -> i32 {
-        i32::from(self)
-    }
+/// The floats rank by their bits as a sign-magnitude integer turned two's
+/// complement (the order of `total_cmp`), after `+ 0.0` makes -0 into +0 so
+/// that the two tie; every NaN maps to the top, so NaN counts as the
+/// largest value and the first NaN wins (NumPy).
+macro_rules! float_candidate {
+    ($($t:ty => $key:ty),*) => {$(
+        impl Candidate for $t {
+            type Key = $key;
+            #[inline]
+            fn key(self) -> $key {
+                let x = self + 0.0;
+                let bits = x.to_bits() as $key;
+                select_unpredictable(x.is_nan(), <$key as Key>::TOP, bits ^ ((bits >> (<$key>::BITS - 1)) & <$key>::MAX))
+            }
 
-    #[inline]
-    fn nan(self) -> bool {
-        false
-    }
+            #[inline]
+            fn nan(self) -> bool {
+                self.is_nan()
+            }
+        }
+    )*};
 }
-
-impl Candidate for f32 {
-    /// The bits as a sign-magnitude integer turned two's complement (the
-    /// order of `f32::total_cmp`), after `+ 0.0` makes -0 into +0 so that
-    /// the two tie; every NaN maps to the top, so NaN counts as the largest
-    /// value and the first NaN wins (NumPy).
-    #[inline]
-    fn key(self) -> i32 {
-        let x = self + 0.0;
-        let bits = x.to_bits() as i32;
-        select_unpredictable(x.is_nan(), i32::MAX, bits ^ ((bits >> 31) & i32::MAX))
-    }
-
-    #[inline]
-    fn nan(self) -> bool {
-        self.is_nan()
-    }
-}
+float_candidate!(f32 => i32, f64 => i64);
 
 /// The input as `[outer, len, inner]` around the searched axis.
 #[derive(Clone, Copy)]
@@ -124,7 +143,7 @@ const LANES: usize = 8;
 /// the first maximum of every `LANES`-th element; the lanes' winners then
 /// compete, ties going to the lower index, and the tail, all later, must
 /// beat the winner outright.
-fn row_argmax<T: Candidate, const L: bool>(row: &[T]) -> (usize, i32) {
+fn row_argmax<T: Candidate, const L: bool>(row: &[T]) -> (usize, T::Key) {
     let first = row[0].rank::<L>();
     if row.len() < 4 * LANES {
         // Too short for lanes to pay for setting them up.
@@ -153,7 +172,7 @@ fn row_argmax<T: Candidate, const L: bool>(row: &[T]) -> (usize, i32) {
 
 /// The best of `best` (index and key) and `part`, whose first element has
 /// index `offset`: one lane, for short rows and tails.
-fn scan<T: Candidate, const L: bool>(part: &[T], offset: usize, best: (usize, i32)) -> (usize, i32) {
+fn scan<T: Candidate, const L: bool>(part: &[T], offset: usize, best: (usize, T::Key)) -> (usize, T::Key) {
     let (mut at, mut best) = best;
     for (t, &v) in part.iter().enumerate() {
         let key = v.rank::<L>();
@@ -172,7 +191,7 @@ fn search<T: Candidate, const L: bool>(
     l: Layout,
     base: usize,
     steps: Range<usize>,
-    best: &mut Vec<i32>,
+    best: &mut Vec<T::Key>,
     idx: &mut [i32],
 ) {
     best.clear();
@@ -241,7 +260,7 @@ fn argmax_of<T: Candidate, const L: bool>(x: &CpuTensor, axis: i64, out: &Tensor
     let steps = (PAR_CHUNK / l.inner).max(1);
     let outer = n / l.inner;
     let jobs: Vec<(usize, usize)> = (0..outer).flat_map(|o| (0..l.len).step_by(steps).map(move |t| (o, t))).collect();
-    let parts: Vec<(Vec<i32>, Vec<i32>)> = jobs
+    let parts: Vec<(Vec<T::Key>, Vec<i32>)> = jobs
         .into_par_iter()
         .map(|(o, t0)| {
             let (mut best, mut idx) = (Vec::new(), vec![0i32; l.inner]);
@@ -265,19 +284,20 @@ fn argmax_of<T: Candidate, const L: bool>(x: &CpuTensor, axis: i64, out: &Tensor
     Ok(result)
 }
 
-#[kernel(ArgMax, cpu, widens(f16, bf16), refuses(f64, i64))]
+#[kernel(ArgMax, cpu, widens(f16, bf16))]
 fn argmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     arg_search::<false>("ArgMax", x, axis, out)
 }
 
-/// `ArgMax` (`MIN` false) or `ArgMin` of an f32, i32 or u8 `x` (the half
-/// types arrive widened; f64 and i64, whose keys need 64 bits, are refused
-/// until the keys are generic).
+/// `ArgMax` (`MIN` false) or `ArgMin` of `x` (the half types arrive
+/// widened; f64 and i64 rank by 64-bit keys).
 fn arg_search<const MIN: bool>(kernel: &'static str, x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     let indices = match x.dtype() {
         DType::F32 => argmax_of::<f32, MIN>(x, axis, out)?,
         DType::I32 => argmax_of::<i32, MIN>(x, axis, out)?,
         DType::U8 => argmax_of::<u8, MIN>(x, axis, out)?,
+        DType::F64 => argmax_of::<f64, MIN>(x, axis, out)?,
+        DType::I64 => argmax_of::<i64, MIN>(x, axis, out)?,
         d => return Err(unsupported(kernel, d)),
     };
     CpuTensor::from_vec(&out.shape, indices)
@@ -287,13 +307,15 @@ fn arg_search<const MIN: bool>(kernel: &'static str, x: &CpuTensor, axis: i64, o
 /// (NaN on top, -0 tied with +0), and on equal keys the lower index first:
 /// a total order, so the result does not depend on how the work is split.
 /// Each row selects its top `k` indices in linear time, then sorts them.
-#[kernel(TopK, cpu, widens(f16, bf16), refuses(f64, i64))]
+#[kernel(TopK, cpu, widens(f16, bf16))]
 fn top_k(x: &CpuTensor, k: i64, sorted: bool, out: &[TensorMeta]) -> Result<(CpuTensor, CpuTensor)> {
     let _ = sorted; // The results always come largest first.
     match x.dtype() {
         DType::F32 => top_k_of::<f32>(x, k as usize, out),
         DType::I32 => top_k_of::<i32>(x, k as usize, out),
         DType::U8 => top_k_of::<u8>(x, k as usize, out),
+        DType::F64 => top_k_of::<f64>(x, k as usize, out),
+        DType::I64 => top_k_of::<i64>(x, k as usize, out),
         d => Err(unsupported("TopK", d)),
     }
 }
@@ -380,7 +402,7 @@ pub(crate) fn unique(x: &CpuTensor, out: &[TensorMeta]) -> Result<(CpuTensor, Cp
 
 fn unique_of<T: Candidate>(x: &CpuTensor) -> Result<(CpuTensor, CpuTensor)> {
     let src = x.as_slice::<T>()?;
-    let mut seen: std::collections::HashMap<i32, i32> = std::collections::HashMap::with_capacity(src.len());
+    let mut seen: std::collections::HashMap<T::Key, i32> = std::collections::HashMap::with_capacity(src.len());
     let mut values = Vec::new();
     let indices: Vec<i32> = src
         .iter()
@@ -395,7 +417,7 @@ fn unique_of<T: Candidate>(x: &CpuTensor) -> Result<(CpuTensor, CpuTensor)> {
 }
 
 /// `ArgMax`'s search on reversed keys: the first minimum, NaN winning.
-#[kernel(ArgMin, cpu, widens(f16, bf16), refuses(f64, i64))]
+#[kernel(ArgMin, cpu, widens(f16, bf16))]
 fn argmin(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     arg_search::<true>("ArgMin", x, axis, out)
 }

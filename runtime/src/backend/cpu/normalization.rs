@@ -215,7 +215,7 @@ fn row_values(t: &CpuTensor, n: usize) -> Result<Cow<'_, [f32]>> {
 /// is 1) and 5% of every normalized value with it, keeps f32's precision.
 /// Each sum runs in eight f32 lanes (vectorized); the caller reads
 /// `centered` back from L1 rather than subtracting again. In f32
-/// throughout, as wgpu computes them (rows.wgsl's `row_moments`): a row
+/// throughout, as wgpu computes them (rows.wgsl's `row_of`): a row
 /// holding `f32::MAX` overflows its variance to infinity on both.
 #[inline(always)]
 fn center(row: &[f32], centered: &mut [f32], epsilon: f64) -> f32 {

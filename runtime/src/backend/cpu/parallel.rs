@@ -33,13 +33,25 @@ pub(crate) fn map<T: Element, U: Element>(x: &[T], f: impl Fn(T) -> U + Sync) ->
             *o = f(x);
         }
     };
-    if x.len() < PAR_THRESHOLD {
-        fill(&mut out, x);
+    zip_chunks(x, &mut out, PAR_THRESHOLD, |x, o| fill(o, x));
+    Storage::from_vec(out)
+}
+
+/// `f(x, out)` over `x` and `out` of one length: whole on the calling
+/// thread below `threshold` elements, above it on rayon in matching
+/// [`PAR_CHUNK`]s of both.
+pub(crate) fn zip_chunks<T: Sync, U: Send>(
+    x: &[T],
+    out: &mut [U],
+    threshold: usize,
+    f: impl Fn(&[T], &mut [U]) + Sync,
+) {
+    if x.len() < threshold {
+        f(x, out);
     } else {
         use rayon::prelude::*;
-        out.par_chunks_mut(PAR_CHUNK).zip(x.par_chunks(PAR_CHUNK)).for_each(|(o, x)| fill(o, x));
+        out.par_chunks_mut(PAR_CHUNK).zip(x.par_chunks(PAR_CHUNK)).for_each(|(o, x)| f(x, o));
     }
-    Storage::from_vec(out)
 }
 
 /// Runs `f(start, chunk)` over `out` split in row-aligned chunks, in parallel

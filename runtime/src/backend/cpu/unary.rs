@@ -37,7 +37,7 @@
 //!   `Square` give +0. The other kernels promise no sign for a zero.
 //! - **`i32`**: `Neg` and `Abs` wrap, so both give `i32::MIN` for it.
 
-use super::parallel::map;
+use super::parallel::{map, zip_chunks, PAR_THRESHOLD};
 use super::tensor::{CpuTensor, Storage};
 use crate::backend::call::TensorMeta;
 use crate::dtype::Element;
@@ -174,14 +174,7 @@ pub(crate) fn row_half<H: Half>(
             H::narrow(&done[..n], y);
         }
     };
-    if x.len() < super::parallel::PAR_THRESHOLD / 2 {
-        run(x, &mut y);
-    } else {
-        use rayon::prelude::*;
-        y.par_chunks_mut(super::parallel::PAR_CHUNK)
-            .zip(x.par_chunks(super::parallel::PAR_CHUNK))
-            .for_each(|(y, x)| run(x, y));
-    }
+    zip_chunks(x, &mut y, PAR_THRESHOLD / 2, run);
     CpuTensor::from_storage(&out.shape, Storage::from_vec(y))
 }
 
@@ -195,13 +188,6 @@ fn vmath_map(x: &[f32], f: fn(&[f32], &mut [f32])) -> Storage<f32> {
     // Initialised memory (pooled or zeroed), which `f`'s `&mut [f32]` needs.
     let mut out = super::pool::output::<f32>(x.len());
     // About 4x the work of an `add` per element: the pool pays off sooner.
-    if x.len() < super::parallel::PAR_THRESHOLD / 2 {
-        f(x, &mut out);
-    } else {
-        use rayon::prelude::*;
-        out.par_chunks_mut(super::parallel::PAR_CHUNK)
-            .zip(x.par_chunks(super::parallel::PAR_CHUNK))
-            .for_each(|(o, x)| f(x, o));
-    }
+    zip_chunks(x, &mut out, PAR_THRESHOLD / 2, f);
     Storage::from_vec(out)
 }

@@ -15,9 +15,9 @@ use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("normalization");
 static BATCH_NORM: Shader = shader!("batch_norm");
-static CROSS_ENTROPY: Shader = shader!("cross_entropy");
-static LAYER_NORM: Shader = shader!("layer_norm", "rows");
-static LAYER_NORM_GRAD: Shader = shader!("layer_norm_grad", "rows");
+static CROSS_ENTROPY: Shader = shader!("cross_entropy", "row_sum");
+static LAYER_NORM: Shader = shader!("layer_norm", "row_sum", "rows");
+static LAYER_NORM_GRAD: Shader = shader!("layer_norm_grad", "row_sum", "rows");
 
 /// Rows up to this long get one invocation each; longer ones a workgroup.
 const SHORT: usize = 64;

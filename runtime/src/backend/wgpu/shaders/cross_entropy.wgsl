@@ -12,7 +12,7 @@
 // `cross_entropy_threads` gives each row an invocation, for short rows;
 // `cross_entropy_groups` gives each long row a workgroup, which combines
 // its invocations' running (max, sum of exponentials, label mass) as a
-// tree, writes the backprop, and sums the loss as a second tree.
+// tree, writes the backprop, and sums the loss as a second tree (row_sum.wgsl).
 
 @group(0) @binding(0) var<storage, read> features: array<f32>;
 @group(0) @binding(1) var<storage, read> labels: array<f32>;
@@ -59,7 +59,6 @@ fn loss_of(total: f32, scaled: f32) -> f32 {
 }
 
 var<workgroup> stats: array<vec3<f32>, 256>;
-var<workgroup> sums: array<f32, 256>;
 
 // The row's (max, sum of exponentials, label mass) in every invocation of
 // the workgroup, from each invocation's own.
@@ -77,19 +76,6 @@ fn row_stats(t: u32, own: vec3<f32>) -> vec3<f32> {
     return stats[0];
 }
 
-// The sum over the workgroup of each invocation's `own`, in invocation 0.
-fn row_sum(t: u32, own: f32) -> f32 {
-    sums[t] = own;
-    workgroupBarrier();
-    for (var s = 128u; s > 0u; s >>= 1u) {
-        if t < s {
-            sums[t] += sums[t + s];
-        }
-        workgroupBarrier();
-    }
-    return sums[0];
-}
-
 @compute @workgroup_size(256)
 fn cross_entropy_groups(g: Workgroup) {
     let o = item(g);
@@ -105,19 +91,16 @@ fn cross_entropy_groups(g: Workgroup) {
     let row = row_stats(g.t, own);
     let lse = row.x + log(row.y);
     let scale = row.z / row.y;
-    var part = 0.0;
-    var part_scaled = 0.0;
+    // The loss's plain and scaled sums, as one tree (row_sum.wgsl).
+    var part = vec2<f32>(0.0);
     for (var i = g.t; i < len; i += 256u) {
         let f = features[base + i];
         let l = labels[base + i];
-        part += l * (lse - f);
-        part_scaled += scaled_term(l, lse, f);
+        part += vec2<f32>(l * (lse - f), scaled_term(l, lse, f));
         backprop[base + i] = exponential(f - row.x) * scale - l;
     }
-    let total = row_sum(g.t, part);
-    workgroupBarrier();
-    let scaled = row_sum(g.t, part_scaled);
+    let sums = row_sum2(g.t, part);
     if g.t == 0u {
-        loss[o] = loss_of(total, scaled);
+        loss[o] = loss_of(sums.x, sums.y);
     }
 }

@@ -1,7 +1,7 @@
 // LayerNorm: each row of x (its last axis, n long) normalized by its own
 // mean and variance, then scaled by gamma and shifted by beta. A workgroup
 // per row: one read of the row finds its mean, a second its variance from
-// the values less it (as the cpu, rows.wgsl's row_moments), a third
+// the values less it (as the cpu, rows.wgsl's row_of), a third
 // writes it.
 
 @group(0) @binding(0) var<storage, read> x: array<f32>;
@@ -18,11 +18,10 @@ fn layer_norm(g: Workgroup) {
     if r >= param(0) {
         return;
     }
-    let n = param(1);
-    let base = r * n;
-    let moments = row_moments(g.t, base, n);
-    let rstd = moments.z;
-    for (var i = g.t; i < n; i += 256u) {
-        y[base + i] = centered(x[base + i], moments) * rstd * gamma[i * param(3)] + beta[i * param(4)];
+    let row = row_of(g.t, r);
+    let rstd = row.moments.z;
+    for (var i = g.t; i < row.n; i += 256u) {
+        let j = row.base + i;
+        y[j] = centered(x[j], row.moments) * rstd * gamma[i * param(3)] + beta[i * param(4)];
     }
 }

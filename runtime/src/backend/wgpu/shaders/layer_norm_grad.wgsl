@@ -16,7 +16,7 @@
 @group(0) @binding(4) var<storage, read_write> dgamma: array<f32>;
 @group(0) @binding(5) var<storage, read_write> dbeta: array<f32>;
 // Elements 2r and 2r + 1: row r's (pivot, shift) and (rstd, 0) (see
-// row_moments); element 2 * rows + c * n + j: column j's two sums over
+// row_of in rows.wgsl); element 2 * rows + c * n + j: column j's two sums over
 // chunk c.
 @group(0) @binding(6) var<storage, read_write> scratch: array<vec2<f32>>;
 // rows: [rows, n, epsilon bits, gamma's step]; chunks: [chunks * n, n,
@@ -32,22 +32,22 @@ fn layer_norm_grad_rows(g: Workgroup) {
     if r >= param(0) {
         return;
     }
-    let n = param(1);
-    let base = r * n;
-    let moments = row_moments(g.t, base, n);
-    let rstd = moments.z;
+    let row = row_of(g.t, r);
+    let rstd = row.moments.z;
     var own = vec2<f32>(0.0);
-    for (var i = g.t; i < n; i += 256u) {
-        let gi = dy[base + i] * gamma[i * param(3)];
-        own += vec2<f32>(gi, gi * (centered(x[base + i], moments) * rstd));
+    for (var i = g.t; i < row.n; i += 256u) {
+        let j = row.base + i;
+        let gi = dy[j] * gamma[i * param(3)];
+        own += vec2<f32>(gi, gi * (centered(x[j], row.moments) * rstd));
     }
-    let m = row_sum2(g.t, own) / f32(n);
-    for (var i = g.t; i < n; i += 256u) {
-        let gi = dy[base + i] * gamma[i * param(3)];
-        dx[base + i] = (gi - m.x - centered(x[base + i], moments) * rstd * m.y) * rstd;
+    let m = row_sum2(g.t, own) / f32(row.n);
+    for (var i = g.t; i < row.n; i += 256u) {
+        let j = row.base + i;
+        let gi = dy[j] * gamma[i * param(3)];
+        dx[j] = (gi - m.x - centered(x[j], row.moments) * rstd * m.y) * rstd;
     }
     if g.t == 0u {
-        scratch[2u * r] = moments.xy;
+        scratch[2u * r] = row.moments.xy;
         scratch[2u * r + 1u] = vec2<f32>(rstd, 0.0);
     }
 }
