@@ -67,14 +67,35 @@ impl Case {
     }
 }
 
-/// The dtype of input `i` in the tests of dtype `d`: `d` for inputs of the
-/// first type variable, the first allowed dtype for the others.
-pub(super) fn input_dtype(k: &KernelDef, i: usize, d: DType) -> DType {
-    // Every tensor of a variadic last input has its type.
-    let i = i.min(k.inputs.len().saturating_sub(1));
-    match &k.input_types[i] {
-        InputType::Var(v) if k.type_vars.first().is_some_and(|f| &f.name == v) => d,
-        InputType::Var(_) | InputType::Fixed(_) => k.input_dtypes(i)[0],
+/// The dtypes of one run of a kernel's dtype-dependent checks: one for
+/// each type variable, which every input of the variable has. See
+/// [`test_dtypes`] for which runs a kernel gets.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Dtypes {
+    /// Per type variable, in declaration order.
+    vars: Vec<DType>,
+    /// The first type variable's dtype (the first input's where every
+    /// input has a fixed dtype; f32 for a kernel without inputs): the
+    /// dtype of an output that has the inputs'.
+    pub(super) main: DType,
+    /// The checks' suffix: `main`'s name, then `_` and the dtype of each
+    /// further variable that takes more than one (`f32`, `i32_f32`).
+    pub(super) name: String,
+}
+
+impl Dtypes {
+    /// Input `i`'s dtype (every tensor of a variadic last input has its).
+    pub(super) fn input(&self, k: &KernelDef, i: usize) -> DType {
+        let i = i.min(k.inputs.len().saturating_sub(1));
+        match &k.input_types[i] {
+            InputType::Var(v) => self.var(k, v),
+            InputType::Fixed(d) => *d,
+        }
+    }
+
+    /// Type variable `v`'s dtype.
+    pub(super) fn var(&self, k: &KernelDef, v: &str) -> DType {
+        k.type_vars.iter().position(|t| t.name == v).map_or(self.main, |j| self.vars[j])
     }
 }
 
@@ -475,32 +496,67 @@ pub(super) fn output_of(k: &KernelDef, i: usize, total: usize) -> usize {
 /// `opforge`'s own `tests/dtypes.rs` until the kit learns them.
 pub const KIT_DTYPES: [DType; 3] = [DType::F32, DType::I32, DType::Bool];
 
-/// The dtypes the tests iterate over: the first type variable's, or the
-/// first input's when every input has a fixed dtype; of those, the ones in
-/// [`KIT_DTYPES`] (a kernel listing none of them gets its first dtype's
-/// tests, which then say what they cannot check).
-pub(super) fn test_dtypes(k: &KernelDef) -> Vec<DType> {
-    let listed = if k.inputs.is_empty() {
+/// The runs of a kernel's dtype-dependent checks: every dtype of every
+/// type variable at least once, not every combination. Run `j` gives each
+/// variable its `j`-th dtype, cycling through those it has (so `{ T =
+/// [f32, i32, bool], Tidx = [i32] }` runs `(f32, i32)`, `(i32, i32)` and
+/// `(bool, i32)`, and `{ Tidx = [i32], T = [f32, i32] }` runs `(i32, f32)`
+/// and `(i32, i32)`): as many runs as the variable with the most dtypes
+/// has. A variable's dtypes are those of [`KIT_DTYPES`] it lists (or its
+/// first, where it lists none of them: its tests then say what they cannot
+/// check).
+pub(super) fn test_dtypes(k: &KernelDef) -> Vec<Dtypes> {
+    let main = |main: DType| Dtypes { vars: Vec::new(), main, name: main.name().to_owned() };
+    if k.inputs.is_empty() {
         // No input dtype to vary: the examples choose the output's.
-        vec![DType::F32]
-    } else if k.dtypes.is_empty() {
-        vec![k.input_dtypes(0)[0]]
-    } else {
-        k.dtypes.clone()
-    };
-    let known: Vec<DType> = listed.iter().copied().filter(|d| KIT_DTYPES.contains(d)).collect();
-    if known.is_empty() {
-        listed[..1].to_vec()
-    } else {
-        known
+        return vec![main(DType::F32)];
     }
+    if k.type_vars.is_empty() {
+        return vec![main(k.input_dtypes(0)[0])];
+    }
+    let per_var: Vec<Vec<DType>> = (k.type_vars.iter())
+        .map(|v| {
+            let known: Vec<DType> = v.dtypes.iter().copied().filter(|d| KIT_DTYPES.contains(d)).collect();
+            if known.is_empty() {
+                v.dtypes[..1].to_vec()
+            } else {
+                known
+            }
+        })
+        .collect();
+    let runs = per_var.iter().map(Vec::len).max().unwrap_or(1);
+    (0..runs)
+        .map(|j| {
+            let vars: Vec<DType> = per_var.iter().map(|ds| ds[j % ds.len()]).collect();
+            let mut name = vars[0].name().to_owned();
+            for (d, _) in vars.iter().zip(&per_var).skip(1).filter(|(_, ds)| ds.len() > 1) {
+                name = format!("{name}_{}", d.name());
+            }
+            Dtypes { main: vars[0], vars, name }
+        })
+        .collect()
+}
+
+/// The dtypes of a kernel's gradient checks, which difference in f32: f32
+/// for each type variable that may take it, its first dtype for the
+/// others. `None` where a differentiable input cannot be f32.
+pub(super) fn gradient_dtypes(k: &KernelDef) -> Option<Dtypes> {
+    let Differentiable::Inputs(diff) = &k.differentiable else { return None };
+    let f32_for = |i: usize| k.input_dtypes(i).contains(&DType::F32);
+    if !diff.iter().all(|d| k.inputs.iter().position(|i| i == d).is_some_and(f32_for)) {
+        return None;
+    }
+    let vars: Vec<DType> =
+        (k.type_vars.iter()).map(|v| if v.dtypes.contains(&DType::F32) { DType::F32 } else { v.dtypes[0] }).collect();
+    let main = vars.first().copied().unwrap_or(DType::F32);
+    Some(Dtypes { vars, main, name: "f32".to_owned() })
 }
 
 /// Inputs whose dtype the spec forbids: per input dtypes where every input
 /// of one type (a variable's, or one fixed input) has a dtype outside it.
 pub(super) fn bad_dtypes(k: &KernelDef) -> Option<(Vec<DType>, DType)> {
-    let d = test_dtypes(k)[0];
-    let good: Vec<DType> = (0..k.inputs.len()).map(|i| input_dtype(k, i, d)).collect();
+    let d = &test_dtypes(k)[0];
+    let good: Vec<DType> = (0..k.inputs.len()).map(|i| d.input(k, i)).collect();
     (0..k.inputs.len()).find_map(|i| {
         let bad = *DType::ALL.iter().find(|b| !k.input_dtypes(i).contains(b))?;
         let same_type = |j: usize| match &k.input_types[i] {
@@ -584,9 +640,7 @@ pub(super) fn required_input(k: &KernelDef, case: &Case) -> Option<(usize, usize
 /// a kernel differentiable in f32: the valid `case` and, for a shape
 /// function, every other example small enough to difference.
 pub(super) fn gradient_cases(k: &KernelDef, case: Case) -> Option<Vec<Case>> {
-    if !(matches!(k.differentiable, Differentiable::Inputs(_)) && k.dtypes.contains(&DType::F32)) {
-        return None;
-    }
+    gradient_dtypes(k)?;
     let mut cases = vec![case];
     if matches!(k.shape, ShapeRule::Fn { .. }) {
         let small = |c: &Case| c.shapes.iter().map(|s| s.iter().product::<usize>()).sum::<usize>() <= GRADIENT_ELEMENTS;

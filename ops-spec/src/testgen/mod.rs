@@ -159,9 +159,9 @@ pub fn generate(spec: &Spec, options: &Options) -> String {
                 cases,
                 "    ::opforge::__private::testing::Case {{ kernel: {name:?}, dtype: ::opforge::__private::testing::prelude::{dtype}, data_dependent: {dd}, run: {name}::{d} }},",
                 name = k.name,
-                dtype = dtype_expr(d),
+                dtype = dtype_expr(d.main),
                 dd = k.data_dependent,
-                d = d.name(),
+                d = d.name,
             )
             .unwrap();
         }

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use super::cases::{input_dtype, Case};
+use super::cases::{Case, Dtypes};
 use super::exprs::dtype_expr;
 use super::Options;
 use crate::{DType, KernelDef};
@@ -103,9 +103,9 @@ pub(super) fn input_expr(case: &Case, i: usize, dtype: DType, seed: usize, make:
 }
 
 /// `let t{i} = ...;` for each input of `case`, of the dtypes the tests of `d` give them.
-pub(super) fn tensors(k: &KernelDef, case: &Case, d: DType) -> String {
+pub(super) fn tensors(k: &KernelDef, case: &Case, d: &Dtypes) -> String {
     let dtypes: Vec<DType> = (0..case.shapes.len())
-        .map(|i| if case.declared(i) < k.inputs.len() || k.variadic { input_dtype(k, case.declared(i), d) } else { d })
+        .map(|i| if case.declared(i) < k.inputs.len() || k.variadic { d.input(k, case.declared(i)) } else { d.main })
         .collect();
     tensors_of(case, &dtypes)
 }

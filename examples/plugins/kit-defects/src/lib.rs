@@ -1,6 +1,6 @@
 //! Proof that the conformance kit catches bugs. This crate's kernels
 //! (`defects.toml`) are correct; `tests/defects.rs` seeds one defect at a
-//! time, thirteen kinds, each with a scoped override of a kernel or
+//! time, fourteen kinds, each with a scoped override of a kernel or
 //! gradient (or [`THREAD_DEFECT`], for a defect that only shows on other
 //! threads, which overrides do not reach), and expects the check
 //! `opforge::spec_tests!` generates for it to fail, naming the kernel and
@@ -20,7 +20,7 @@
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 
 use opforge::backend::cpu::CpuTensor;
-use opforge::{gradient, kernel, ops, Result, Tensor, TensorMeta};
+use opforge::{gradient, kernel, ops, DType, Result, Tensor, TensorMeta};
 
 opforge::spec!("defects.toml");
 
@@ -114,6 +114,33 @@ pub fn df_row_sum_cpu(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
 pub fn df_row_sum_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let column: Vec<i64> = dy.shape().iter().map(|&s| s as i64).chain([1]).collect();
     ops::mul(&Tensor::ones_like(x)?, &ops::reshape(dy, &column)?)
+}
+
+/// `DfLdexp` on the cpu: `x * 2^k`, an f32 `x` scaled by 2^k in f32
+/// (infinite above 2^127, zero below 2^-149), an i32 `x` shifted left by
+/// `k` (right, keeping its sign, for a negative `k`), wrapping.
+#[kernel(DfLdexp, cpu)]
+pub fn df_ldexp_cpu(k: &CpuTensor, x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let e = k.as_slice::<i32>()?;
+    let at = |i: usize| (e[offset(i, k.shape(), &out.shape)], offset(i, x.shape(), &out.shape));
+    if x.dtype() == DType::I32 {
+        let v = x.as_slice::<i32>()?;
+        let shift = |x: i32, k: i32| match k {
+            0.. => x.checked_shl(k as u32).unwrap_or(0),
+            _ => x >> k.unsigned_abs().min(31),
+        };
+        return CpuTensor::from_vec(&out.shape, (0..out.numel()).map(|i| shift(v[at(i).1], at(i).0)).collect());
+    }
+    let v = x.as_slice::<f32>()?;
+    CpuTensor::from_vec(&out.shape, (0..out.numel()).map(|i| v[at(i).1] * 2f32.powi(at(i).0)).collect())
+}
+
+/// `dy * 2^k`, summed back to `x`'s shape; `k` gets none.
+#[gradient(DfLdexp)]
+pub fn df_ldexp_grad(k: &Tensor, x: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    let two = Tensor::scalar(2.0f32).to_backend(x.backend())?;
+    let scale = ops::pow(&two, &ops::cast(k, DType::F32)?)?;
+    ops::unbroadcast(&ops::mul(dy, &scale)?, x.shape())
 }
 
 /// The shape functions of this crate's specs.

@@ -1,4 +1,4 @@
-//! The conformance kit catches bugs: thirteen kinds of defect, each seeded
+//! The conformance kit catches bugs: fourteen kinds of defect, each seeded
 //! into one of this crate's correct kernels, each caught by the check the
 //! kit generates for it, with a failure naming the kernel and the check.
 
@@ -8,8 +8,8 @@ use opforge::backend::cpu::CpuTensor;
 use opforge::backend::{Backend, Cpu, Wgpu};
 use opforge::registry::{with_gradient_override, with_kernel_override};
 use opforge::testing::CheckResult;
-use opforge::{ops, BackendId, Tensor};
-use opforge_example_kit_defects::{DfCube, DfMul, DfPositive, DfRelu, THREAD_DEFECT};
+use opforge::{ops, BackendId, DType, Tensor};
+use opforge_example_kit_defects::{df_ldexp_cpu, DfCube, DfLdexp, DfMul, DfPositive, DfRelu, THREAD_DEFECT};
 
 /// The checks of `defects.toml`, one module per kernel.
 mod kit {
@@ -98,6 +98,49 @@ fn a_gradient_that_forgets_to_sum_over_broadcast_dims() {
         },
     );
     assert!(m.contains("gradient"), "{m}");
+}
+
+#[test]
+fn a_gradient_with_the_wrong_sign_behind_an_integer_input() {
+    // `DfLdexp`'s first type variable is its integer `k`'s, as `Bincount`'s
+    // is: the gradient of its f32 `x` is checked all the same.
+    let m = with_gradient_override::<DfLdexp, Tensor, _>(
+        |g| neg(opforge_example_kit_defects::df_ldexp_grad(g.k, g.x, g.dy)?),
+        || {
+            caught(
+                kit::DfLdexp::check_gradient_matches_finite_differences(),
+                "DfLdexp",
+                "gradient_matches_finite_differences",
+            )
+        },
+    );
+    assert!(m.contains("input 1") && m.contains("registered gradient"), "{m}");
+}
+
+#[test]
+fn every_dtype_of_a_later_type_variable_is_tested() {
+    // `T`, the second type variable, takes f32 and i32: each has its checks.
+    let checks: Vec<&str> = kit::CHECKS.iter().filter(|c| c.kernel == "DfLdexp").map(|c| c.name).collect();
+    for want in ["output_follows_shape_rule_i32_f32", "parity_i32_i32", "threads_i32_i32", "special_values_i32_i32"] {
+        assert!(checks.contains(&want), "{want} is not among {checks:?}");
+    }
+    // A kernel right on f32 that answers an i32 `x` in f32: only the
+    // i32 run of `T` catches it.
+    let m = with_kernel_override::<DfLdexp, Cpu, _>(
+        |a, out| match a.x.dtype() {
+            DType::F32 => df_ldexp_cpu(a.k, a.x, out),
+            _ => CpuTensor::from_vec(&out.shape, vec![0.0f32; out.numel()]),
+        },
+        || {
+            kit::DfLdexp::check_output_follows_shape_rule_i32_f32().expect("right on f32");
+            caught(
+                kit::DfLdexp::check_output_follows_shape_rule_i32_i32(),
+                "DfLdexp",
+                "output_follows_shape_rule_i32_i32",
+            )
+        },
+    );
+    assert!(m.contains("f32") && m.contains("i32"), "{m}");
 }
 
 #[test]

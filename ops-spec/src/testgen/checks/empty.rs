@@ -8,7 +8,7 @@ use crate::KernelDef;
 /// Writes the check of kernel `k`, from its valid `case`, where it applies.
 pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef, case: &Case) {
     let Some(empty) = empty_case(k, case) else { return };
-    let dtype = test_dtypes(k)[0];
+    let dtype = &test_dtypes(k)[0];
     m.check(
         "empty_input",
         true,

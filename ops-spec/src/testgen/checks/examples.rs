@@ -13,7 +13,7 @@ pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef, file: &str) {
     if k.examples.is_empty() {
         return;
     }
-    let (name, n, dtype) = (&k.name, k.inputs.len(), test_dtypes(k)[0]);
+    let (name, n, dtype) = (&k.name, k.inputs.len(), &test_dtypes(k)[0]);
     let mut body = String::new();
     for (i, (case, e)) in example_cases(k).iter().zip(&k.examples).enumerate() {
         let count = case.shapes.len();

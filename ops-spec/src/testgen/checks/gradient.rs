@@ -3,7 +3,7 @@
 //! example small enough to difference; then `second_order_gradient`, its
 //! own gradient, where it has one, on the valid case.
 
-use crate::testgen::cases::{gradient_cases, gradient_inputs, input_dtype, sample_range, Case};
+use crate::testgen::cases::{gradient_cases, gradient_dtypes, gradient_inputs, sample_range, Case, Dtypes};
 use crate::testgen::write::{engine_call, input_expr, Module};
 use crate::{DType, KernelDef};
 
@@ -11,16 +11,17 @@ use crate::{DType, KernelDef};
 /// differentiable in f32.
 pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef, case: Case) {
     let Some(cases) = gradient_cases(k, case) else { return };
-    let checks: Vec<String> = cases.iter().map(|case| gradient_call(k, case)).collect();
+    let Some(dtypes) = gradient_dtypes(k) else { return };
+    let checks: Vec<String> = cases.iter().map(|case| gradient_call(k, case, &dtypes)).collect();
     let first = checks.join("\n").replace("CHECK(", "check_gradient(");
     m.check("gradient_matches_finite_differences", true, &first);
     let second = checks[0].replace("CHECK(", "let _ = check_second_order(");
     m.check("second_order_gradient", true, &second);
 }
 
-/// The block checking kernel `k`'s gradient on `case`, through `CHECK(`,
-/// which the checks replace by theirs.
-fn gradient_call(k: &KernelDef, case: &Case) -> String {
+/// The block checking kernel `k`'s gradient on `case` in `dtypes`,
+/// through `CHECK(`, which the checks replace by theirs.
+fn gradient_call(k: &KernelDef, case: &Case, dtypes: &Dtypes) -> String {
     let name = &k.name;
     let within = sample_range(k);
     let count = case.shapes.len();
@@ -29,8 +30,13 @@ fn gradient_call(k: &KernelDef, case: &Case) -> String {
     let which = gradient_inputs(k, case);
     let inputs: String = (0..count)
         .map(|i| {
-            let make = format!("sample(SHAPE, {within}, {i})");
-            let dtype = if which.contains(&i) { DType::F32 } else { input_dtype(k, case.declared(i), DType::F32) };
+            let dtype = if which.contains(&i) { DType::F32 } else { dtypes.input(k, case.declared(i)) };
+            // An input of another dtype (an integer one beside the f32
+            // ones) is drawn as the parity cases draw it.
+            let make = match dtype {
+                DType::F32 => format!("sample(SHAPE, {within}, {i})"),
+                _ => format!("parity_input(SHAPE, DTYPE, {within}, {i})"),
+            };
             format!("{}, ", input_expr(case, i, dtype, i, &make))
         })
         .collect();

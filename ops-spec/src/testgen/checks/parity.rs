@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use crate::testgen::cases::{input_dtype, parity_cases, parity_range, test_dtypes};
+use crate::testgen::cases::{parity_cases, parity_range, test_dtypes};
 use crate::testgen::write::{engine_call, input_expr, Module};
 use crate::KernelDef;
 
@@ -32,13 +32,7 @@ pub(in crate::testgen) fn functions(k: &KernelDef) -> String {
                 .map(|i| {
                     format!(
                         "{}, ",
-                        input_expr(
-                            &case,
-                            i,
-                            input_dtype(k, case.declared(i), d),
-                            i,
-                            &make.replace("SEED", &i.to_string())
-                        )
+                        input_expr(&case, i, d.input(k, case.declared(i)), i, &make.replace("SEED", &i.to_string()))
                     )
                 })
                 .collect();
@@ -61,7 +55,7 @@ pub(in crate::testgen) fn functions(k: &KernelDef) -> String {
     /// `{name}`'s parity cases on {d} inputs against `target`.
     pub fn {d}(target: &Target) {{
 {body}    }}"#,
-            d = d.name(),
+            d = d.name,
         )
         .unwrap();
     }
@@ -73,17 +67,13 @@ pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef) {
     let name = &k.name;
     for d in test_dtypes(k) {
         m.check(
-            &format!("parity_{}", d.name()),
+            &format!("parity_{}", d.name),
             true,
             &format!(
                 "            for target in targets({name:?}) {{\n                self::{d}(&target);\n            }}",
-                d = d.name()
+                d = d.name
             ),
         );
-        m.check(
-            &format!("threads_{}", d.name()),
-            true,
-            &format!("            self::{d}(&Target::THREADS);", d = d.name()),
-        );
+        m.check(&format!("threads_{}", d.name), true, &format!("            self::{d}(&Target::THREADS);", d = d.name));
     }
 }

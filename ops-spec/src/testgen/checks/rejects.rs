@@ -32,7 +32,7 @@ pub(in crate::testgen) fn unsupported_dtype(m: &mut Module<'_>, k: &KernelDef, c
 /// `rejects_bad_shape_or_attribute`: the rule's invalid case, where it has one.
 pub(in crate::testgen) fn bad_shape_or_attribute(m: &mut Module<'_>, k: &KernelDef) {
     let Some((bad, what)) = invalid_case(k) else { return };
-    let (name, n, dtype) = (&k.name, k.inputs.len(), test_dtypes(k)[0]);
+    let (name, n, dtype) = (&k.name, k.inputs.len(), &test_dtypes(k)[0]);
     m.check(
         "rejects_bad_shape_or_attribute",
         true,
@@ -48,7 +48,7 @@ pub(in crate::testgen) fn bad_shape_or_attribute(m: &mut Module<'_>, k: &KernelD
 /// `rejects_wrong_input_count`: the valid `case` with one input too many
 /// (none, for a variadic input).
 pub(in crate::testgen) fn wrong_input_count(m: &mut Module<'_>, k: &KernelDef, case: &Case) {
-    let (name, dtype) = (&k.name, test_dtypes(k)[0]);
+    let (name, dtype) = (&k.name, &test_dtypes(k)[0]);
     let extra = wrong_count_case(k, case);
     m.check(
         "rejects_wrong_input_count",
@@ -66,7 +66,7 @@ pub(in crate::testgen) fn wrong_input_count(m: &mut Module<'_>, k: &KernelDef, c
 /// out (`None` where the call must give one), where it gives one.
 pub(in crate::testgen) fn missing_input(m: &mut Module<'_>, k: &KernelDef, case: &Case) {
     let Some((j, given)) = required_input(k, case) else { return };
-    let (name, n, dtype) = (&k.name, k.inputs.len(), test_dtypes(k)[0]);
+    let (name, n, dtype) = (&k.name, k.inputs.len(), &test_dtypes(k)[0]);
     let count = case.shapes.len();
     let refs: String = (0..count).map(|i| format!("&t{i}, ")).collect();
     let absent = if case.absent.is_empty() { vec![false; n] } else { case.absent.clone() };

@@ -12,19 +12,15 @@ pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef, case: &Case) 
         // Each output's dtype in the tests of `d`; a variadic output's
         // tensors all have its one.
         let dtype_of = |dtype: &OutputDType| match dtype {
-            OutputDType::SameAsInputs => dtype_expr(d).to_owned(),
-            OutputDType::Var(v) => {
-                let first = k.type_vars.first().is_some_and(|f| &f.name == v);
-                let var = k.type_var(v).map_or(d, |v| v.dtypes[0]);
-                dtype_expr(if first { d } else { var }).to_owned()
-            }
+            OutputDType::SameAsInputs => dtype_expr(d.main).to_owned(),
+            OutputDType::Var(v) => dtype_expr(d.var(k, v)).to_owned(),
             OutputDType::Fixed(f) => dtype_expr(*f).to_owned(),
             OutputDType::Attr(a) => case.attrs.iter().find(|(n, _)| n == a).map(|(_, v)| v.clone()).unwrap_or_default(),
         };
         let dtypes: Vec<String> =
             (0..case.expect.len()).map(|i| dtype_of(&k.outputs[output_of(k, i, case.expect.len())].dtype)).collect();
         m.check(
-            &format!("output_follows_shape_rule_{}", d.name()),
+            &format!("output_follows_shape_rule_{}", d.name),
             true,
             &format!(
                 r#"            {tensors}            let ys = {run}.expect("valid input");
@@ -33,7 +29,7 @@ pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef, case: &Case) 
             {check_shapes}
             let dtypes: Vec<DType> = ys.iter().map(|y| y.dtype()).collect();
             assert_eq!(dtypes, [{dtypes}], "output dtypes");"#,
-                tensors = tensors(k, case, d),
+                tensors = tensors(k, case, &d),
                 run = run_expr(k, case, case.shapes.len(), &case.attrs),
                 expect = case.expect.iter().map(|s| format!("vec!{s:?}")).collect::<Vec<_>>().join(", "),
                 // A data-dependent kernel's rule gives bounds: the rank, and no dim past them.

@@ -1,7 +1,7 @@
 //! `special_values` (and `special_values_i32`): the kernel on the special
 //! values of each dtype, every backend agreeing with the cpu.
 
-use crate::testgen::cases::{gradient_inputs, input_dtype, sample_range, test_dtypes, Case};
+use crate::testgen::cases::{gradient_inputs, sample_range, test_dtypes, Case, Dtypes};
 use crate::testgen::exprs::{dtype_expr, f64_expr};
 use crate::testgen::write::{engine_call, input_expr, Module};
 use crate::{DType, KernelDef, OutputDType, ShapeRule};
@@ -9,14 +9,15 @@ use crate::{DType, KernelDef, OutputDType, ShapeRule};
 /// Writes the checks of kernel `k`, which takes inputs, on its valid
 /// `case`: one per dtype but bool.
 pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef, case: &Case) {
-    for d in test_dtypes(k).into_iter().filter(|&d| d != DType::Bool && !k.inputs.is_empty()) {
-        let (label, body) = special_check(k, case, d);
+    for d in test_dtypes(k).into_iter().filter(|d| d.main != DType::Bool && !k.inputs.is_empty()) {
+        let (label, body) = special_check(k, case, &d);
         m.check(&label, true, &body);
     }
 }
 
-/// The check of kernel `k` on the special values of dtype `d` (its name
-/// and body): `special_values` for f32, `special_values_i32` for i32.
+/// The check of kernel `k` on the special values of dtypes `d` (its name
+/// and body): `special_values` for f32, `special_values_i32` for i32
+/// (`special_values_i32_f32` where a further type variable varies).
 ///
 /// An elementwise kernel (shape rule `same` or `broadcast`) runs on
 /// `special_combinations`, every value of each input's dtype meeting every
@@ -26,20 +27,20 @@ pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef, case: &Case) 
 /// input that is not indices (a NaN meets a convolution's window, an
 /// infinity a reduction's row). Every backend with the kernel must agree
 /// with the cpu (see `opforge::testing::check_special_parity`): the sign
-/// of zero counts where the spec says `signed_zero`, and for f32 the
-/// gradients of the differentiable inputs are compared too.
-fn special_check(k: &KernelDef, case: &Case, d: DType) -> (String, String) {
+/// of zero counts where the spec says `signed_zero`, and the gradients of
+/// the differentiable inputs that are f32 are compared too.
+fn special_check(k: &KernelDef, case: &Case, d: &Dtypes) -> (String, String) {
     let name = &k.name;
-    let label = match d {
-        DType::F32 => "special_values".to_owned(),
-        d => format!("special_values_{}", d.name()),
+    let label = match d.name.as_str() {
+        "f32" => "special_values".to_owned(),
+        d => format!("special_values_{d}"),
     };
     let domain = match k.domain {
         Some((low, high)) => format!("Some(({}, {}))", f64_expr(low), f64_expr(high)),
         None => "None".to_owned(),
     };
     let count = case.shapes.len();
-    let dtypes: Vec<DType> = (0..count).map(|i| input_dtype(k, case.declared(i), d)).collect();
+    let dtypes: Vec<DType> = (0..count).map(|i| d.input(k, case.declared(i))).collect();
     let elementwise = matches!(k.shape, ShapeRule::Same { .. } | ShapeRule::Broadcast { .. })
         && !k.variadic
         && !k.has_optional()
@@ -56,15 +57,12 @@ fn special_check(k: &KernelDef, case: &Case, d: DType) -> (String, String) {
             (0..count).map(|i| case.bounds[i].is_none() && matches!(dtypes[i], DType::F32 | DType::I32)).collect();
         (format!("vec![{}]", exprs.join(", ")), plant)
     };
-    let grad: Vec<usize> = match d {
-        DType::F32 => gradient_inputs(k, case).into_iter().filter(|&i| dtypes[i] == DType::F32).collect(),
-        _ => Vec::new(),
-    };
+    let grad: Vec<usize> = gradient_inputs(k, case).into_iter().filter(|&i| dtypes[i] == DType::F32).collect();
     // NaN in gives NaN out, where element 0 of the first input is NaN,
     // unless the spec says the kernel may drop it.
     let nan = elementwise
         && !k.drops_nan
-        && d == DType::F32
+        && d.main == DType::F32
         && dtypes.first() == Some(&DType::F32)
         && k.outputs.len() == 1
         && matches!(k.outputs[0].dtype, OutputDType::SameAsInputs);
