@@ -8,7 +8,7 @@ use smallvec::SmallVec;
 
 use super::backward::backward;
 use crate::backend::call::Absent;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::ops;
 use crate::tape::{self, no_grad, recording, Backward, Level, Node};
 use crate::tensor::Tensor;
@@ -34,18 +34,21 @@ fn value_and_source_grads(
     Ok((y, grads?))
 }
 
-fn disconnected(what: &str) -> Error {
-    Error::InvalidTensor {
-        what: "grad",
-        message: format!(
-            "cannot differentiate with respect to {what}: the function's result does not depend on it \
-             through the ops it ran"
-        ),
-    }
+/// A source's gradient, or zeros of its shape and dtype where nothing
+/// flowed back to it: the result does not depend on it through the ops it
+/// ran, or only through kernels without a gradient (a comparison, a
+/// rounding, `no_grad`). JAX's rule, and what a fused op's second order
+/// gives, so that a derivative is the same fused and unfused: the second
+/// derivative of `relu` or of a linear function is zero, not an error.
+fn or_zeros(g: Option<Tensor>, source: &Tensor) -> Result<Tensor> {
+    g.map_or_else(|| Tensor::zeros_like(source), Ok)
 }
 
 /// The gradient function of `f` (TF.js `tf.grad`): `grad(f)(x)` is `df/dx`,
 /// with the output's cotangent taken as ones. Compose it for higher order.
+/// Where the result does not depend on `x` through ops with gradients, the
+/// gradient is zeros (JAX's rule): `relu`'s second derivative, a
+/// constant's derivative, fused or not.
 ///
 /// ```
 /// use opforge::{autodiff::grad, ops, Tensor};
@@ -53,6 +56,7 @@ fn disconnected(what: &str) -> Error {
 /// let x = Tensor::from_vec(vec![2.0f32], &[1])?;
 /// assert_eq!(grad(f)(&x)?.to_vec::<f32>()?, vec![12.0]);          // 3x^2
 /// assert_eq!(grad(grad(f))(&x)?.to_vec::<f32>()?, vec![12.0]);    // 6x
+/// assert_eq!(grad(grad(|x: &Tensor| ops::relu(x)))(&x)?.to_vec::<f32>()?, vec![0.0]);
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn grad<F>(f: F) -> impl Fn(&Tensor) -> Result<Tensor>
@@ -61,7 +65,7 @@ where
 {
     move |x| {
         let (_, mut g) = value_and_source_grads(std::slice::from_ref(x), None, |xs| f(&xs[0]))?;
-        g.pop().flatten().ok_or_else(|| disconnected("its input"))
+        or_zeros(g.pop().flatten(), x)
     }
 }
 
@@ -96,7 +100,7 @@ where
 {
     move |x| {
         let (y, mut g) = value_and_source_grads(std::slice::from_ref(x), None, |xs| f(&xs[0]))?;
-        Ok((y, g.pop().flatten().ok_or_else(|| disconnected("its input"))?))
+        Ok((y, or_zeros(g.pop().flatten(), x)?))
     }
 }
 
@@ -116,12 +120,7 @@ where
 {
     move |xs| {
         let (y, g) = value_and_source_grads(xs, None, &f)?;
-        let g = g
-            .into_iter()
-            .enumerate()
-            .map(|(i, g)| g.ok_or_else(|| disconnected(&format!("input {i}"))))
-            .collect::<Result<_>>()?;
-        Ok((y, g))
+        Ok((y, g.into_iter().zip(xs).map(|(g, x)| or_zeros(g, x)).collect::<Result<_>>()?))
     }
 }
 
@@ -143,15 +142,7 @@ pub fn variable_grads(
 ) -> Result<(Tensor, Vec<Tensor>)> {
     let sources: Vec<Tensor> = vars.iter().map(|v| v.value()).collect();
     let (y, g) = value_and_source_grads(&sources, None, |_| f())?;
-    let g = g
-        .into_iter()
-        .zip(&sources)
-        .map(|(g, s)| match g {
-            Some(g) => Ok(g),
-            None => Tensor::zeros_like(s),
-        })
-        .collect::<Result<_>>()?;
-    Ok((y, g))
+    Ok((y, g.into_iter().zip(&sources).map(|(g, s)| or_zeros(g, s)).collect::<Result<_>>()?))
 }
 
 /// Gives a function of tensors its own gradient, bypassing the registry
