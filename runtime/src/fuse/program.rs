@@ -100,7 +100,7 @@ impl std::fmt::Debug for Form {
 }
 
 /// An elementwise kernel that can run inside a fused op: implemented on
-/// the kernel's descriptor, it gives the kernel's [`Form`]. The built-in
+/// the kernel's descriptor (a [`KernelSpec`](crate::registry::spec::KernelSpec)), it gives the kernel's [`Form`]. The built-in
 /// elementwise kernels implement it; a user's kernel joins fusion by
 /// implementing it beside its kernels.
 ///
@@ -139,7 +139,7 @@ impl std::fmt::Debug for Form {
     label = "this op cannot be part of a fused body",
     note = "a fused body (`#[op(fuse)]`) may call only elementwise ops whose kernels implement `opforge::fuse::Fusable`; call this op outside the fused composite, or give its kernel a scalar form"
 )]
-pub trait Fusable {
+pub trait Fusable: crate::registry::spec::KernelSpec {
     /// The kernel's scalar form.
     const FORM: &'static Form;
 

@@ -97,6 +97,23 @@ fn shader(program: &'static Fused, reads: &[Read], x4: bool) -> &'static Shader 
     })
 }
 
+/// Parses and validates with naga, as a device would compile it, every
+/// shader `program` can become (its inputs read whole, four at a time;
+/// through broadcast strides; as one value each): a form's WGSL that does
+/// not compile is an error on any machine, adapter or not. The error names
+/// the program and says what naga found.
+pub(crate) fn validate(program: &Fused) -> std::result::Result<(), String> {
+    for (read, x4) in [(Read::Whole, true), (Read::Strided, false), (Read::Splat, false)] {
+        let source = source(program, &vec![read; program.inputs], x4);
+        let module = naga::front::wgsl::parse_str(&source)
+            .map_err(|e| format!("fused program `{}`: {}", program.name, e.emit_to_string(&source)))?;
+        naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
+            .validate(&module)
+            .map_err(|e| format!("fused program `{}`: {}", program.name, e.emit_to_string(&source)))?;
+    }
+    Ok(())
+}
+
 /// The program's distinct constants, as bits, in the order its nodes name
 /// them. The shader reads them as parameters after the run-time scalars,
 /// not as literals: a shader compiler may fold literals across nodes
@@ -200,4 +217,32 @@ fn source(program: &Fused, reads: &[Read], x4: bool) -> String {
     }
     s.push_str("}\n");
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fuse::program::{Builder, Form};
+
+    /// A form whose WGSL does not parse.
+    static BROKEN: Form = Form {
+        kernel: "Broken",
+        arity: 1,
+        cpu: |_, _| {},
+        wgsl: "{0} +* 2.0",
+        vjp: |_, _, _, _| [None, None, None],
+        op: |a| Ok(a[0].clone()),
+    };
+
+    #[test]
+    fn a_form_whose_wgsl_does_not_compile_fails_validation_without_an_adapter() {
+        let mut b = Builder::new("UsesBroken", 1, 0);
+        let y = b.apply(&BROKEN, &[Val::Input(0)]);
+        let e = validate(&b.finish(&[y])).unwrap_err();
+        assert!(e.starts_with("fused program `UsesBroken`:") && e.contains("+*"), "{e}");
+        // A program of built-in forms compiles.
+        let mut b = Builder::new("Fine", 2, 0);
+        let y = b.call::<crate::kernels::Mul>(&[Val::Input(0), Val::Input(1)]);
+        validate(&b.finish(&[y])).unwrap();
+    }
 }

@@ -148,6 +148,39 @@ pub const fn returns_f32<K: crate::fuse::Fusable>(message: &'static str) {
     }
 }
 
+/// Refuses, when the crate compiles, a fused body's call of kernel `K`
+/// with `args` arguments where `K`'s hand-written [`Form`] does not fit
+/// it: a form that names another kernel (a typo in `Form::kernel`, which
+/// errors and programs would show), or that takes another number of
+/// arguments (which would index past them at run time). The messages are
+/// the whole of what rustc shows, spanned on the call.
+///
+/// [`Form`]: crate::fuse::Form
+pub const fn form_fits<K: crate::fuse::Fusable>(args: usize) {
+    let form = K::FORM;
+    if !super::checks::eq(form.kernel, K::NAME) {
+        panic!(
+            "the `Fusable` form of this op's kernel names another kernel: its `Form::kernel` must be the kernel's \
+             name as its spec spells it (the descriptor's `KernelSpec::NAME`)"
+        );
+    }
+    if form.arity != args {
+        panic!(
+            "the `Fusable` form of this op's kernel takes another number of arguments than the op: its \
+             `Form::arity` must count the kernel's tensor inputs and then its attributes, as the op function \
+             takes them"
+        );
+    }
+}
+
+/// Validates with naga the WGSL of a fused op's program and of its
+/// backward, for the op's generated test: a form whose WGSL does not
+/// compile fails it on any machine, adapter or not.
+pub fn validate_wgsl(program: &Program) -> std::result::Result<(), String> {
+    crate::fuse::wgpu::validate(program)?;
+    crate::fuse::wgpu::validate(program.backward())
+}
+
 /// A kernel's outputs as an array of as many as it has.
 pub fn array<T, const N: usize>(kernel: &'static str, ys: Vec<T>) -> Result<[T; N]> {
     let n = ys.len();

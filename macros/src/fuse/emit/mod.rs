@@ -20,7 +20,8 @@ use super::plan::Plan;
 pub(super) fn emit(plan: &Plan) -> TokenStream {
     let toml = spec::toml(plan);
     let (kit, op, spec) = (spec::kit(plan, &toml), op::op(plan), spec::spec(plan, &toml));
-    let (program, returns_f32) = (program::program(plan), program::returns_f32(plan));
+    let (program, returns_f32, forms_fit) =
+        (program::program(plan), program::returns_f32(plan), program::forms_fit(plan));
     let (eval, grad_eval) = (eval::eval(plan), eval::grad_eval(plan));
     let (shape, kernels, gradients) = (gradients::shape(plan), kernels::kernels(plan), gradients::gradients(plan));
     let (k, _) = plan.descriptors();
@@ -36,6 +37,7 @@ pub(super) fn emit(plan: &Plan) -> TokenStream {
         #spec
         #program
         #returns_f32
+        #forms_fit
         #eval
         #grad_eval
         #shape

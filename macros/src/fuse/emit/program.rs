@@ -57,6 +57,19 @@ pub(super) fn program(plan: &Plan) -> TokenStream {
     }
 }
 
+/// Each call's kernel has a `Fusable` form that fits it (its name, and as
+/// many arguments as the call passes), checked when the crate compiles:
+/// one `const` per call, spanned on the op.
+pub(super) fn forms_fit(plan: &Plan) -> TokenStream {
+    plan.calls
+        .iter()
+        .map(|c| {
+            let (path, n) = (&c.path, c.args.len());
+            quote_spanned!(path.span()=> const _: () = ::opforge::__private::fuse::form_fits::<#path>(#n);)
+        })
+        .collect()
+}
+
 /// A body may not end with a kernel that gives bool (a comparison): the
 /// fused kernel returns f32. Checked when the crate compiles.
 pub(super) fn returns_f32(plan: &Plan) -> TokenStream {

@@ -62,11 +62,22 @@ pub(super) fn kit(plan: &Plan, toml: &str) -> TokenStream {
             let options = opforge_spec::testgen::Options::user("super::super", &format!("#[op(fuse)] {name}"));
             let code: TokenStream = opforge_spec::testgen::generate(&parsed, &options).parse().unwrap_or_default();
             let module = format_ident!("__opforge_{name}_kit");
+            let program_fn = plan.item("program");
             quote! {
                 #[cfg(test)]
                 #[doc(hidden)]
                 #[allow(non_snake_case, unused)]
-                mod #module { #code }
+                mod #module {
+                    #code
+                    /// The program's shaders, forward and backward, compile:
+                    /// checked with naga on any machine, adapter or not.
+                    #[test]
+                    fn fused_shaders_validate() {
+                        if let Err(e) = ::opforge::__private::fuse::validate_wgsl(super::#program_fn()) {
+                            panic!("{e}");
+                        }
+                    }
+                }
             }
         }
         // The spec's errors are reported by its expansion.
