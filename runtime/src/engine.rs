@@ -46,7 +46,7 @@ impl Engine {
     #[inline]
     pub fn run<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs) -> Result<K::Outputs> {
         let (backend, ys) = Engine::run_tensors::<K>(inputs, Absent::NONE, attrs)?;
-        K::outputs(ys).ok_or_else(|| wrong_count::<K>(backend))
+        K::outputs(ys).ok_or_else(|| wrong_count::<K>(backend, inputs, Absent::NONE))
     }
 
     /// [`Engine::run`] for a kernel with optional inputs (`"bias?"` in the
@@ -68,7 +68,8 @@ impl Engine {
     /// ```
     pub fn run_optional<K: KernelSpec>(inputs: &[Option<&Tensor>], attrs: &K::Attrs) -> Result<K::Outputs> {
         let (backend, ys) = Engine::run_optional_tensors::<K>(inputs, attrs)?;
-        K::outputs(ys).ok_or_else(|| wrong_count::<K>(backend))
+        let given: smallvec::SmallVec<[&Tensor; 8]> = inputs.iter().flatten().copied().collect();
+        K::outputs(ys).ok_or_else(|| wrong_count::<K>(backend, &given, Absent::of(inputs)))
     }
 
     /// [`Engine::run_optional`] with every output in a `Vec`, as
@@ -232,10 +233,12 @@ impl Engine {
         if ys.len() != metas.len() || broken {
             let bound = if K::DATA_DEPENDENT { "at most " } else { "" };
             return Err(Error::KernelContract {
+                op: op_path(K::OP),
                 kernel: K::NAME,
                 backend,
-                expected: format!("{bound}{}", list(metas.iter())),
-                found: list(ys.iter().map(Tensor::meta)),
+                inputs: describe::<K>(inputs, absent),
+                expected: format!("{bound}{}", list(metas.iter())).into(),
+                found: list(ys.iter().map(Tensor::meta)).into(),
             });
         }
         if crate::tape::recording() {
@@ -255,12 +258,14 @@ fn list<M: std::fmt::Display>(metas: impl ExactSizeIterator<Item = M>) -> String
 
 /// A kernel that gave more or fewer outputs than its spec has.
 #[cold]
-fn wrong_count<K: KernelSpec>(backend: BackendId) -> Error {
+fn wrong_count<K: KernelSpec>(backend: BackendId, inputs: &[&Tensor], absent: Absent) -> Error {
     Error::KernelContract {
+        op: op_path(K::OP),
         kernel: K::NAME,
         backend,
-        expected: format!("outputs {}", K::OUTPUTS.join(", ")),
-        found: "another number of outputs".to_owned(),
+        inputs: describe::<K>(inputs, absent),
+        expected: format!("outputs {}", K::OUTPUTS.join(", ")).into(),
+        found: "another number of outputs".into(),
     }
 }
 

@@ -231,14 +231,18 @@ pub enum Error {
     },
     /// A kernel broke its contract: its output differs from what the spec's shape rule says.
     KernelContract {
+        /// The op that was called, with its composite ops.
+        op: String,
         /// The kernel.
         kernel: &'static str,
         /// The backend.
         backend: BackendId,
+        /// Its inputs.
+        inputs: Vec<InputDesc>,
         /// What the spec promised, as `dtype[shape]`.
-        expected: String,
+        expected: Box<str>,
         /// What the kernel returned.
-        found: String,
+        found: Box<str>,
     },
     /// Building a tensor from data that does not fit the shape or dtype asked for.
     InvalidTensor {
@@ -504,10 +508,14 @@ impl fmt::Display for Error {
                  nothing references, with its kernels, gradients and specs; add `use {crate_name} as _;` \
                  to the binary or test that depends on it"
             ),
-            Error::KernelContract { kernel, backend, expected, found } => write!(
-                f,
-                "kernel `{kernel}` on backend `{backend}` returned {found}, but its spec's shape rule gives {expected}"
-            ),
+            Error::KernelContract { op, kernel, backend, inputs, expected, found } => {
+                write!(
+                    f,
+                    "op `{op}` (kernel `{kernel}`, backend `{backend}`): the kernel returned {found}, but its spec's \
+                     shape rule gives {expected}"
+                )?;
+                write_inputs(f, inputs)
+            }
             Error::InvalidTensor { what, message } => write!(f, "{what}: {message}"),
             Error::NonFinite { op, kernel, backend, gradient_of, inputs, output, index, value } => {
                 write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`")?;

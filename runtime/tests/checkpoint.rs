@@ -273,7 +273,12 @@ fn bad_files_and_mismatches_are_errors_naming_the_file_and_the_tensor() {
     others[1] = &ints;
     refused(&good, &others, &mut opt, "it is f32[16] in the file but the variable is i32[16]");
     // A tensor nobody takes: a variable of the saved model left out.
-    refused(&good, &all[..3], &mut opt, "tensor `adam/m/dense2/bias`: not this optimizer's state, nor a variable's");
+    refused(
+        &good,
+        &all[..3],
+        &mut opt,
+        "tensor `dense2/bias`: the checkpoint holds this variable, which was not given",
+    );
     let e = load_checkpoint(&good, &all, &mut Sgd::new(0.1)).unwrap_err();
     assert!(e.to_string().contains("tensor `adam/m/dense1/bias`: this optimizer keeps no state"), "{e}");
     // Another optimizer's state.

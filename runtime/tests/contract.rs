@@ -68,7 +68,8 @@ fn a_bound_the_data_alone_decides_is_checked_for_its_rank() {
     let err = repeat(&x, &Tensor::from_vec(vec![1i32, 7], &[2]).unwrap()).unwrap_err();
     assert_eq!(
         err.to_string(),
-        "kernel `Repeat` on backend `cpu` returned f32[1, 8], but its spec's shape rule gives at most f32[?]"
+        "op `repeat` (kernel `Repeat`, backend `cpu`): the kernel returned f32[1, 8], but its spec's shape rule \
+         gives at most f32[?]; inputs: x: f32[2], counts: i32[2]"
     );
 }
 
@@ -94,7 +95,8 @@ fn a_data_dependent_kernel_past_its_bound_is_reported_in_every_build() {
     assert!(matches!(err, Error::KernelContract { kernel: "Positions", .. }), "{err}");
     assert_eq!(
         err.to_string(),
-        "kernel `Positions` on backend `cpu` returned i32[4], but its spec's shape rule gives at most i32[3]"
+        "op `positions` (kernel `Positions`, backend `cpu`): the kernel returned i32[4], but its spec's shape rule \
+         gives at most i32[3]; inputs: mask: bool[3]"
     );
 }
 
@@ -110,7 +112,8 @@ fn a_kernel_returning_the_wrong_shape_is_reported() {
     assert!(matches!(err, Error::KernelContract { kernel: "Halve", .. }), "{err}");
     assert_eq!(
         err.to_string(),
-        "kernel `Halve` on backend `cpu` returned f32[2], but its spec's shape rule gives f32[4]"
+        "op `halve` (kernel `Halve`, backend `cpu`): the kernel returned f32[2], but its spec's shape rule gives \
+         f32[4]; inputs: x: f32[4]"
     );
 
     // The wrong dtype, in the right shape.
@@ -121,6 +124,7 @@ fn a_kernel_returning_the_wrong_shape_is_reported() {
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "kernel `Halve` on backend `cpu` returned i32[4], but its spec's shape rule gives f32[4]"
+        "op `halve` (kernel `Halve`, backend `cpu`): the kernel returned i32[4], but its spec's shape rule gives \
+         f32[4]; inputs: x: f32[4]"
     );
 }

@@ -262,7 +262,8 @@ impl Parser<'_> {
 }
 
 /// Whether a fused `cast` goes to bool (else to f32), from its target
-/// written in place: `DType::F32` or `DType::Bool`.
+/// written in place: `DType::F32` or `DType::Bool`. Another dtype cannot
+/// be fused, and a name that is no dtype's is told which ones are.
 fn cast_target(e: &Expr) -> syn::Result<bool> {
     let target = match e {
         Expr::Path(p) if p.qself.is_none() => p.path.segments.last().map(|s| s.ident.to_string()),
@@ -270,14 +271,31 @@ fn cast_target(e: &Expr) -> syn::Result<bool> {
         Expr::Paren(p) => return cast_target(&p.expr),
         _ => None,
     };
-    match target.as_deref() {
-        Some("F32") => Ok(false),
-        Some("Bool") => Ok(true),
-        Some("I32") => Err(error(
+    let Some(target) = target else {
+        return Err(error(e, "a fused body casts to a dtype written in place: `DType::F32` or `DType::Bool`"));
+    };
+    let dtype = opforge_spec::DType::ALL.into_iter().find(|d| d.variant() == target);
+    match dtype {
+        Some(opforge_spec::DType::F32) => Ok(false),
+        Some(opforge_spec::DType::Bool) => Ok(true),
+        Some(d @ (opforge_spec::DType::I32 | opforge_spec::DType::I64 | opforge_spec::DType::U8)) => Err(error(
             e,
-            "a fused program computes in f32, where i32 arithmetic cannot be kept exact: cast to i32 outside \
-             the fused op",
+            &format!(
+                "a fused program computes in f32, where {d} arithmetic cannot be kept exact: cast to {d} outside \
+                 the fused op"
+            ),
         )),
-        _ => Err(error(e, "a fused body casts to a dtype written in place: `DType::F32` or `DType::Bool`")),
+        Some(d) => Err(error(
+            e,
+            &format!(
+                "a fused program computes in f32 and rounds once, at its end: a cast to {d} inside it cannot be \
+                 fused; cast outside the fused op (a fused op runs f16 and bf16 inputs, in f32)"
+            ),
+        )),
+        None => {
+            let all: Vec<String> =
+                opforge_spec::DType::ALL.iter().map(|d| format!("`DType::{}`", d.variant())).collect();
+            Err(error(e, &format!("`{target}` is not a dtype; the dtypes are {}", all.join(", "))))
+        }
     }
 }

@@ -141,9 +141,11 @@ pub fn save_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &d
     }
     let sums: serde_json::Map<String, serde_json::Value> =
         stored.iter().map(|(name, t)| (name.clone(), hex(crc32fast::hash(&t.bytes)).into())).collect();
+    let names: Vec<&str> = vars.iter().map(|v| v.name()).collect();
     let mut metadata = HashMap::from([
         ("format".to_owned(), FORMAT.to_owned()),
         (CHECKSUMS.to_owned(), serde_json::Value::Object(sums).to_string()),
+        (VARIABLES.to_owned(), serde_json::to_string(&names).unwrap_or_default()),
     ]);
     let header = header_checksum(&metadata, stored.iter().map(|(name, t)| (name.as_str(), t.dtype, &t.shape[..])));
     metadata.insert(HEADER_CHECKSUM.to_owned(), hex(header));
@@ -166,7 +168,8 @@ pub fn save_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &d
 /// not safetensors; a file whose checksums do not match what it holds (a
 /// corrupt file: a tensor's bytes or the header changed since the save); a
 /// variable without a name of its own or whose name the file lacks; a
-/// tensor whose shape or dtype is not its variable's; a tensor that neither
+/// tensor whose shape or dtype is not its variable's; a variable the file
+/// holds that was not given (named as such); a tensor that neither
 /// a variable nor the optimizer takes (a checkpoint of another model, or of
 /// another optimizer); an optimizer state it refuses (Adam's step count
 /// past any run's, say).
@@ -214,6 +217,21 @@ pub fn load_checkpoint(path: impl AsRef<Path>, vars: &[&Variable], optimizer: &m
             return Err(fail(Some(v.name()), message));
         }
         values.push(read.to_backend(value.backend()).map_err(|e| fail(Some(v.name()), e.to_string()))?);
+    }
+    // A variable saved in the file but not given (where the file lists
+    // its variables): named as such, not as state nobody takes.
+    let saved: Vec<String> = SafeTensors::read_metadata(&bytes)
+        .ok()
+        .and_then(|(_, header)| serde_json::from_str(header.metadata().as_ref()?.get(VARIABLES)?).ok())
+        .unwrap_or_default();
+    if let Some(name) = saved.iter().find(|n| !vars.iter().any(|v| v.name() == n.as_str())) {
+        let message = format!(
+            "the checkpoint holds this variable, which was not given: load it with every variable it was saved \
+             with ({} of them: {})",
+            saved.len(),
+            saved.join(", ")
+        );
+        return Err(fail(Some(name), message));
     }
     let mut state = OptimizerState::default();
     for (name, view) in left {
@@ -291,6 +309,9 @@ const FORMAT: &str = "opforge checkpoint";
 /// The metadata entry of each tensor's checksum: a JSON object from each
 /// tensor's name to the CRC-32 of its bytes, as [`hex`] writes it.
 const CHECKSUMS: &str = "crc32";
+/// The metadata entry of the variables' names: a JSON array, in the order
+/// they were saved.
+const VARIABLES: &str = "variables";
 /// The metadata entry of the header's checksum ([`header_checksum`]).
 const HEADER_CHECKSUM: &str = "header_crc32";
 /// The name the safetensors format keeps for the file's metadata.

@@ -1,5 +1,5 @@
-// A fused program computes in f32: a cast to i32 cannot be fused, and a
-// cast's target is written in place so the macro can read it.
+// A fused program computes in f32: a cast to i32 (or another float) cannot
+// be fused, and a cast's target is written in place so the macro can read it.
 use opforge::{op, ops, DType, Result, Tensor};
 
 #[op(fuse)]
@@ -14,6 +14,18 @@ fn target() -> DType {
 #[op(fuse)]
 fn cast_to_target(x: &Tensor) -> Result<Tensor> {
     ops::exp(&ops::cast(x, target())?)
+}
+
+// Another float: the program would have to round there.
+#[op(fuse)]
+fn halved(x: &Tensor) -> Result<Tensor> {
+    ops::exp(&ops::cast(x, DType::F16)?)
+}
+
+// No dtype of that name: the error lists them.
+#[op(fuse)]
+fn complex(x: &Tensor) -> Result<Tensor> {
+    ops::exp(&ops::cast(x, DType::C64)?)
 }
 
 fn main() {}
