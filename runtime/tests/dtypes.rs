@@ -662,7 +662,8 @@ fn matmul_runs_in_every_float_dtype() {
 /// The kernels whose cpu registration says `widens(f16, bf16)` (the
 /// normalizations, convolutions, pools and `FusedMatMul`) run a half type
 /// in f32: their result is the f32 kernel's on the widened inputs, rounded
-/// once, bit for bit. They refuse f64 by name, as their registration says.
+/// once, bit for bit. They run f64 natively, their f32 code being
+/// generic over `Float`.
 #[test]
 fn widened_kernels_run_half_types_in_f32_and_round_once() -> opforge::Result<()> {
     use opforge::kernels::{Activation, Padding};
@@ -705,9 +706,15 @@ fn widened_kernels_run_half_types_in_f32_and_round_once() -> opforge::Result<()>
             };
             assert_eq!(bits(&got)?, bits(&expected)?, "{name} in {dtype}");
         }
+        // f64 runs natively (their f32 code, generic over `Float`), near
+        // the f32 result.
         let f64s: Vec<Tensor> = wide.iter().map(|t| ops::cast(t, DType::F64)).collect::<opforge::Result<_>>()?;
-        let e = op(&f64s).unwrap_err();
-        assert!(matches!(e, opforge::Error::DTypeNotCovered { dtype: DType::F64, left: false, .. }), "{name}: {e}");
+        let (got, f32s) = (op(&f64s)?, op(&wide)?);
+        assert_eq!(got.dtype(), DType::F64, "{name}");
+        let got = got.to_vec::<f64>()?;
+        for (j, (g, w)) in got.iter().zip(f32s.to_vec::<f32>()?).enumerate() {
+            assert!((g - f64::from(w)).abs() <= 1e-5 * g.abs().max(1.0), "{name} element {j}: f64 {g}, f32 {w}");
+        }
     }
     Ok(())
 }

@@ -31,11 +31,12 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 
 use super::error::rule_error;
-use super::matmul::{gemm_into, parallelism, Operand};
+use super::matmul::{gemm_into, parallelism, Gemm, Operand};
 use super::parallel::{for_rows, PAR_THRESHOLD};
 use super::pool::output;
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
+use crate::dtype::{DType, Float};
 use crate::error::Result;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
@@ -75,14 +76,17 @@ macro_rules! convolutions {
         $kernel:ident => $name:ident: $filter:ident, $run:ident,
         |$a:ident, $b:ident, $out:ident $(, $given:ident)?| $shapes:expr;
     )*) => {$(
-        #[kernel($kernel, cpu, widens(f16, bf16), refuses(f64))]
+        #[kernel($kernel, cpu, widens(f16, bf16))]
         fn $name(
             $a: &CpuTensor, $b: &CpuTensor, $($given: &[i64],)? conv: &ConvParams, $out: &TensorMeta,
         ) -> Result<CpuTensor> {
             $(let _ = $given;)?
             let (images, filter) = $shapes;
             let g = grouped(stringify!($kernel), ConvFilter::$filter, images, filter, conv)?;
-            $run($a, $b, &g, $out)
+            match $a.dtype() {
+                DType::F64 => $run::<f64>($a, $b, &g, $out),
+                _ => $run::<f32>($a, $b, &g, $out),
+            }
         }
     )*};
 }
@@ -100,6 +104,17 @@ convolutions! {
         |x, dy, out, filter_shape| (x.shape(), &out.shape[..]);
 }
 
+/// What a convolution computes in: f32 (the half types widened to it)
+/// and f64, each through `gemm`'s kernels for it.
+trait Conv: Float + Gemm {}
+impl<T: Float + Gemm> Conv for T {}
+
+/// The sum of `values` as `Iterator::sum` adds floats: in order, from -0.0.
+#[inline(always)]
+fn total<T: Float>(values: impl Iterator<Item = T>) -> T {
+    values.fold(T::neg_zero(), |a, b| a + b)
+}
+
 /// Output pixels per block of a blocked convolution: a block's patch rows
 /// (128 x 576 floats, 288 KiB, for a 3x3 window over 64 channels) are made
 /// and multiplied while they sit in the core's L2, rather than the whole
@@ -108,7 +123,7 @@ const BLOCK_PIXELS: usize = 128;
 
 /// Fills `dst` with the patch rows of output pixels `first..` of NHWC `x`,
 /// one row of `taps * c` per pixel, zeros where a tap falls in the padding.
-fn fill_patches(x: &[f32], c: usize, w: &Window, first: usize, dst: &mut [f32]) {
+fn fill_patches<T: Conv>(x: &[T], c: usize, w: &Window, first: usize, dst: &mut [T]) {
     let [oh_n, ow_n] = w.output;
     let row = w.size[0] * w.size[1] * c;
     if row == 0 {
@@ -122,7 +137,7 @@ fn fill_patches(x: &[f32], c: usize, w: &Window, first: usize, dst: &mut [f32]) 
                 let d = &mut dst[(kh * w.size[1] + kw) * c..][..c];
                 match tap(w, oh, ow, kh, kw) {
                     Some((h, x_)) => d.copy_from_slice(&x[((b * w.input[0] + h) * w.input[1] + x_) * c..][..c]),
-                    None => d.fill(0.0),
+                    None => d.fill(T::zero()),
                 }
             }
         }
@@ -130,10 +145,10 @@ fn fill_patches(x: &[f32], c: usize, w: &Window, first: usize, dst: &mut [f32]) 
 }
 
 /// The patch matrix of NHWC `x`: one row per output pixel, `taps * c` wide.
-fn im2col(x: &[f32], batch: usize, c: usize, w: &Window) -> Vec<f32> {
+fn im2col<T: Conv>(x: &[T], batch: usize, c: usize, w: &Window) -> Vec<T> {
     let row = w.size[0] * w.size[1] * c;
     let n = batch * w.output[0] * w.output[1] * row;
-    let mut cols = output::<f32>(n);
+    let mut cols = output::<T>(n);
     for_rows(&mut cols, row, n, |start, chunk| fill_patches(x, c, w, start / row.max(1), chunk));
     cols
 }
@@ -145,8 +160,8 @@ fn is_pointwise(w: &Window) -> bool {
 
 /// The patch matrix of `x` for windows `w`: `x` itself for a pointwise
 /// convolution, else [`im2col`]'s copy.
-fn patches<'a>(x: &'a CpuTensor, w: &Window) -> Result<Cow<'a, [f32]>> {
-    let (xv, xs) = (x.as_slice::<f32>()?, x.shape());
+fn patches<'a, T: Conv>(x: &'a CpuTensor, w: &Window) -> Result<Cow<'a, [T]>> {
+    let (xv, xs) = (x.as_slice::<T>()?, x.shape());
     Ok(match is_pointwise(w) {
         true => Cow::Borrowed(xv),
         false => Cow::Owned(im2col(xv, xs[0], xs[3], w)),
@@ -154,10 +169,10 @@ fn patches<'a>(x: &'a CpuTensor, w: &Window) -> Result<Cow<'a, [f32]>> {
 }
 
 /// A grouped convolution of `x` by `filter` (`g.filter_shape()`).
-fn forward(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &TensorMeta) -> Result<CpuTensor> {
+fn forward<T: Conv>(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &TensorMeta) -> Result<CpuTensor> {
     let (w, c, k) = (&g.window, g.channels, g.out_channels);
-    let (xv, fv) = (x.as_slice::<f32>()?, filter.as_slice::<f32>()?);
-    let mut y = output::<f32>(out.numel());
+    let (xv, fv) = (x.as_slice::<T>()?, filter.as_slice::<T>()?);
+    let mut y = output::<T>(out.numel());
     if g.groups != 1 {
         // Each output channel `j` sums its window over its group's channels.
         let (cg, kg) = (g.in_per_group(), g.out_per_group());
@@ -165,21 +180,21 @@ fn forward(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &TensorMeta)
             for (r, px) in chunk.chunks_mut(k.max(1)).enumerate() {
                 let p = start / k.max(1) + r;
                 let (n, oh, ow) = (p / (w.output[0] * w.output[1]), p / w.output[1] % w.output[0], p % w.output[1]);
-                px.fill(0.0);
+                px.fill(T::zero());
                 for kh in 0..w.size[0] {
                     for kw in 0..w.size[1] {
                         let fp = &fv[(kh * w.size[1] + kw) * cg * k..][..cg * k];
                         let Some((h, iw)) = tap(w, oh, ow, kh, kw) else {
                             // A zero of the padding: 0 * a NaN or infinite filter value is NaN.
                             for (j, y) in px.iter_mut().enumerate() {
-                                *y += (0..cg).map(|i| 0.0 * fp[i * k + j]).sum::<f32>();
+                                *y = *y + total((0..cg).map(|i| T::zero() * fp[i * k + j]));
                             }
                             continue;
                         };
                         let xp = &xv[((n * w.input[0] + h) * w.input[1] + iw) * c..][..c];
                         for (j, y) in px.iter_mut().enumerate() {
                             let first = j / kg.max(1) * cg;
-                            *y += (0..cg).map(|i| xp[first + i] * fp[i * k + j]).sum::<f32>();
+                            *y = *y + total((0..cg).map(|i| xp[first + i] * fp[i * k + j]));
                         }
                     }
                 }
@@ -190,16 +205,16 @@ fn forward(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &TensorMeta)
     let (taps, pixels) = (w.size[0] * w.size[1] * c, out.numel() / k.max(1));
     let rhs = Operand { data: fv, row: k, col: 1 };
     if is_pointwise(w) || taps == 0 || k == 0 {
-        let lhs = patches(x, w)?;
+        let lhs = patches::<T>(x, w)?;
         let lhs = Operand { data: &lhs, row: taps, col: 1 };
         gemm_into(&mut y, pixels, k, taps, lhs, rhs, parallelism(pixels * k * taps));
         return CpuTensor::from_vec(&out.shape, y);
     }
     // Blocks of output pixels, each a small GEMM on patch rows made just
     // before, in a buffer each thread reuses.
-    let block = |i: usize, dst: &mut [f32], patch: &mut Vec<f32>| {
+    let block = |i: usize, dst: &mut [T], patch: &mut Vec<T>| {
         let n = dst.len() / k;
-        patch.resize(n * taps, 0.0);
+        patch.resize(n * taps, T::zero());
         fill_patches(xv, c, w, i * BLOCK_PIXELS, patch);
         let lhs = Operand { data: patch, row: taps, col: 1 };
         gemm_into(dst, n, k, taps, lhs, rhs, gemm::Parallelism::None);
@@ -215,11 +230,11 @@ fn forward(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &TensorMeta)
 
 /// The gradient of a grouped convolution with respect to its images:
 /// `dy` spread back through `filter` onto images of `out`'s shape.
-fn backprop_input(dy: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &TensorMeta) -> Result<CpuTensor> {
+fn backprop_input<T: Conv>(dy: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &TensorMeta) -> Result<CpuTensor> {
     let (w, c, k) = (&g.window, g.channels, g.out_channels);
-    let (dv, fv) = (dy.as_slice::<f32>()?, filter.as_slice::<f32>()?);
+    let (dv, fv) = (dy.as_slice::<T>()?, filter.as_slice::<T>()?);
     let image = w.input[0] * w.input[1] * c;
-    let mut dx = vec![0.0f32; out.numel()];
+    let mut dx = vec![T::zero(); out.numel()];
     if g.groups != 1 {
         // Each image accumulates what its output pixels' windows read.
         let (cg, kg) = (g.in_per_group(), g.out_per_group());
@@ -237,7 +252,7 @@ fn backprop_input(dy: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &Ten
                                 for (j, &d) in dp.iter().enumerate() {
                                     let first = j / kg.max(1) * cg;
                                     for i in 0..cg {
-                                        xp[first + i] += d * fp[i * k + j];
+                                        xp[first + i] = xp[first + i] + d * fp[i * k + j];
                                     }
                                 }
                             }
@@ -251,7 +266,7 @@ fn backprop_input(dy: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &Ten
     let taps = w.size[0] * w.size[1] * c;
     let pixels = g.batch * w.output[0] * w.output[1];
     // The patches' cotangents: dy times the filter, transposed.
-    let mut dcols = output::<f32>(pixels * taps);
+    let mut dcols = output::<T>(pixels * taps);
     let lhs = Operand { data: dv, row: k, col: 1 };
     let rhs = Operand { data: fv, row: 1, col: k };
     gemm_into(&mut dcols, pixels, taps, k, lhs, rhs, parallelism(pixels * taps * k));
@@ -260,7 +275,7 @@ fn backprop_input(dy: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &Ten
     }
     // col2im: each image adds its patches' cotangents back where they came from.
     let per_image = w.output[0] * w.output[1] * taps;
-    let add = |b: usize, dst: &mut [f32]| {
+    let add = |b: usize, dst: &mut [T]| {
         let src = &dcols[b * per_image..][..per_image];
         for (p, patch) in src.chunks(taps).enumerate() {
             let (oh, ow) = (p / w.output[1], p % w.output[1]);
@@ -268,8 +283,8 @@ fn backprop_input(dy: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &Ten
                 for kw in 0..w.size[1] {
                     if let Some((h, x_)) = tap(w, oh, ow, kh, kw) {
                         let d = &mut dst[(h * w.input[1] + x_) * c..][..c];
-                        for (d, s) in d.iter_mut().zip(&patch[(kh * w.size[1] + kw) * c..][..c]) {
-                            *d += s;
+                        for (d, &s) in d.iter_mut().zip(&patch[(kh * w.size[1] + kw) * c..][..c]) {
+                            *d = *d + s;
                         }
                     }
                 }
@@ -286,15 +301,15 @@ fn backprop_input(dy: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &Ten
 
 /// The gradient of a grouped convolution with respect to its filter:
 /// images `x` against `dy`, a filter of `out`'s shape.
-fn backprop_filter(x: &CpuTensor, dy: &CpuTensor, g: &GroupedConv, out: &TensorMeta) -> Result<CpuTensor> {
+fn backprop_filter<T: Conv>(x: &CpuTensor, dy: &CpuTensor, g: &GroupedConv, out: &TensorMeta) -> Result<CpuTensor> {
     let (w, c, k) = (&g.window, g.channels, g.out_channels);
     if g.groups != 1 {
         // Each tap of the filter sums its products over every image and
         // output pixel, taps across threads.
-        let (xv, dv) = (x.as_slice::<f32>()?, dy.as_slice::<f32>()?);
+        let (xv, dv) = (x.as_slice::<T>()?, dy.as_slice::<T>()?);
         let (cg, kg) = (g.in_per_group(), g.out_per_group());
         let per_tap = cg * k;
-        let mut df = vec![0.0f32; out.numel()];
+        let mut df = vec![T::zero(); out.numel()];
         for_rows(&mut df, per_tap, dy.numel() * w.size[0] * w.size[1] * cg, |start, chunk| {
             for (r, fp) in chunk.chunks_mut(per_tap.max(1)).enumerate() {
                 let t = start / per_tap.max(1) + r;
@@ -307,7 +322,7 @@ fn backprop_filter(x: &CpuTensor, dy: &CpuTensor, g: &GroupedConv, out: &TensorM
                                 // A zero of the padding: 0 * a NaN or infinite dy is NaN.
                                 for (j, &d) in dp.iter().enumerate() {
                                     for i in 0..cg {
-                                        fp[i * k + j] += 0.0 * d;
+                                        fp[i * k + j] = fp[i * k + j] + T::zero() * d;
                                     }
                                 }
                                 continue;
@@ -316,7 +331,7 @@ fn backprop_filter(x: &CpuTensor, dy: &CpuTensor, g: &GroupedConv, out: &TensorM
                             for (j, &d) in dp.iter().enumerate() {
                                 let first = j / kg.max(1) * cg;
                                 for i in 0..cg {
-                                    fp[i * k + j] += xp[first + i] * d;
+                                    fp[i * k + j] = fp[i * k + j] + xp[first + i] * d;
                                 }
                             }
                         }
@@ -328,10 +343,10 @@ fn backprop_filter(x: &CpuTensor, dy: &CpuTensor, g: &GroupedConv, out: &TensorM
     }
     let taps = w.size[0] * w.size[1] * c;
     let pixels = g.batch * w.output[0] * w.output[1];
-    let lhs = patches(x, w)?;
+    let lhs = patches::<T>(x, w)?;
     // The patches, transposed, times dy.
-    let mut dw = output::<f32>(out.numel());
-    let rhs = Operand { data: dy.as_slice::<f32>()?, row: k, col: 1 };
+    let mut dw = output::<T>(out.numel());
+    let rhs = Operand { data: dy.as_slice::<T>()?, row: k, col: 1 };
     gemm_into(&mut dw, taps, k, pixels, Operand { data: &lhs, row: 1, col: taps }, rhs, parallelism(taps * k * pixels));
     CpuTensor::from_vec(&out.shape, dw)
 }
@@ -356,18 +371,18 @@ fn taps_inside(w: &Window, oh: usize, ow: usize, taps: &mut Vec<usize>) {
 
 /// Each output pixel's `c` channels from its window's in-image taps:
 /// `start` seeds them, `take` folds in one tap, `finish` gets the tap count.
-fn pool_forward(
-    x: &[f32],
+fn pool_forward<T: Float>(
+    x: &[T],
     xs: &[usize],
     w: &Window,
     out: &TensorMeta,
-    start: f32,
-    take: impl Fn(f32, f32) -> f32 + Sync,
-    finish: impl Fn(f32, usize) -> f32 + Sync,
+    start: T,
+    take: impl Fn(T, T) -> T + Sync,
+    finish: impl Fn(T, usize) -> T + Sync,
 ) -> Result<CpuTensor> {
     let c = xs[3];
     let n = out.numel();
-    let mut y = output::<f32>(n);
+    let mut y = output::<T>(n);
     let [oh_n, ow_n] = w.output;
     // The work is what the image holds of each window, at most the image.
     let per_window = w.size[0].min(w.input[0]) * w.size[1].min(w.input[1]);
@@ -393,40 +408,52 @@ fn pool_forward(
 /// Whether `v` wins over `best` in a max pool: larger, or a NaN over a
 /// number, so that a NaN in a window gives NaN, as `Max` does.
 #[inline]
-fn beats(v: f32, best: f32) -> bool {
+fn beats<T: Float>(v: T, best: T) -> bool {
     v > best || (v.is_nan() && !best.is_nan())
 }
 
-#[kernel(MaxPool, cpu, widens(f16, bf16), refuses(f64))]
+#[kernel(MaxPool, cpu, widens(f16, bf16))]
 fn max_pool(x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
+    fn max_in<T: Float>(x: &CpuTensor, w: &Window, out: &TensorMeta) -> Result<CpuTensor> {
+        let take = |best: T, v: T| if beats(v, best) { v } else { best };
+        pool_forward(x.as_slice::<T>()?, x.shape(), w, out, T::neg_infinity(), take, |v, _| v)
+    }
     let w = pool_of("MaxPool", x.shape(), pool)?;
-    let take = |best: f32, v: f32| if beats(v, best) { v } else { best };
-    pool_forward(x.as_slice::<f32>()?, x.shape(), &w, out, f32::NEG_INFINITY, take, |v, _| v)
+    match x.dtype() {
+        DType::F64 => max_in::<f64>(x, &w, out),
+        _ => max_in::<f32>(x, &w, out),
+    }
 }
 
-#[kernel(AvgPool, cpu, widens(f16, bf16), refuses(f64))]
+#[kernel(AvgPool, cpu, widens(f16, bf16))]
 fn avg_pool(x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
+    fn mean_in<T: Float>(x: &CpuTensor, w: &Window, out: &TensorMeta) -> Result<CpuTensor> {
+        let mean = |sum: T, count: usize| sum / T::from_f64(count.max(1) as f64);
+        pool_forward(x.as_slice::<T>()?, x.shape(), w, out, T::zero(), |s, v| s + v, mean)
+    }
     let w = pool_of("AvgPool", x.shape(), pool)?;
-    let mean = |sum: f32, count: usize| sum / count.max(1) as f32;
-    pool_forward(x.as_slice::<f32>()?, x.shape(), &w, out, 0.0, |s, v| s + v, mean)
+    match x.dtype() {
+        DType::F64 => mean_in::<f64>(x, &w, out),
+        _ => mean_in::<f32>(x, &w, out),
+    }
 }
 
 /// `dx` of a pooling, image by image (in parallel when large): `spread`
 /// gets an output pixel's in-image taps (offsets into the image), the
 /// image's offset in `x`, the pixel's cotangents and the image's `dx`.
-fn pool_backward(
-    dy: &[f32],
+fn pool_backward<T: Float>(
+    dy: &[T],
     xs: &[usize],
     w: &Window,
     out: &TensorMeta,
-    spread: impl Fn(&[usize], usize, &[f32], &mut [f32]) + Sync,
+    spread: impl Fn(&[usize], usize, &[T], &mut [T]) + Sync,
 ) -> Result<CpuTensor> {
     let c = xs[3];
     let image = xs[1] * xs[2] * c;
-    let mut dx = vec![0.0f32; out.numel()];
+    let mut dx = vec![T::zero(); out.numel()];
     let [oh_n, ow_n] = w.output;
     let per_image = oh_n * ow_n * c;
-    let add = |b: usize, dst: &mut [f32]| {
+    let add = |b: usize, dst: &mut [T]| {
         let mut taps = Vec::new();
         for p in 0..oh_n * ow_n {
             taps_inside(w, p / ow_n, p % ow_n, &mut taps);
@@ -442,41 +469,53 @@ fn pool_backward(
     CpuTensor::from_vec(&out.shape, dx)
 }
 
-#[kernel(MaxPoolGrad, cpu, widens(f16, bf16), refuses(f64))]
+#[kernel(MaxPoolGrad, cpu, widens(f16, bf16))]
 fn max_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
-    let w = pool_of("MaxPoolGrad", x.shape(), pool)?;
-    let xv = x.as_slice::<f32>()?;
-    // Each channel's cotangent goes to the first largest tap (the first
-    // NaN, if any), as the forward pass found it.
-    let spread = |taps: &[usize], base: usize, dy: &[f32], dst: &mut [f32]| {
-        for (ch, &g) in dy.iter().enumerate() {
-            let mut best: Option<(usize, f32)> = None;
-            for &local in taps {
-                let v = xv[base + local + ch];
-                if best.is_none_or(|(_, b)| beats(v, b)) {
-                    best = Some((local, v));
+    fn max_grad_in<T: Float>(dy: &CpuTensor, x: &CpuTensor, w: &Window, out: &TensorMeta) -> Result<CpuTensor> {
+        let xv = x.as_slice::<T>()?;
+        // Each channel's cotangent goes to the first largest tap (the
+        // first NaN, if any), as the forward pass found it.
+        let spread = |taps: &[usize], base: usize, dy: &[T], dst: &mut [T]| {
+            for (ch, &g) in dy.iter().enumerate() {
+                let mut best: Option<(usize, T)> = None;
+                for &local in taps {
+                    let v = xv[base + local + ch];
+                    if best.is_none_or(|(_, b)| beats(v, b)) {
+                        best = Some((local, v));
+                    }
+                }
+                if let Some((local, _)) = best {
+                    dst[local + ch] = dst[local + ch] + g;
                 }
             }
-            if let Some((local, _)) = best {
-                dst[local + ch] += g;
-            }
-        }
-    };
-    pool_backward(dy.as_slice::<f32>()?, x.shape(), &w, out, spread)
+        };
+        pool_backward(dy.as_slice::<T>()?, x.shape(), w, out, spread)
+    }
+    let w = pool_of("MaxPoolGrad", x.shape(), pool)?;
+    match x.dtype() {
+        DType::F64 => max_grad_in::<f64>(dy, x, &w, out),
+        _ => max_grad_in::<f32>(dy, x, &w, out),
+    }
 }
 
-#[kernel(AvgPoolGrad, cpu, widens(f16, bf16), refuses(f64))]
+#[kernel(AvgPoolGrad, cpu, widens(f16, bf16))]
 fn avg_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
-    let w = pool_of("AvgPoolGrad", x.shape(), pool)?;
-    let spread = |taps: &[usize], _: usize, dy: &[f32], dst: &mut [f32]| {
-        let share = 1.0 / taps.len().max(1) as f32;
-        for &local in taps {
-            for (d, &g) in dst[local..][..dy.len()].iter_mut().zip(dy) {
-                *d += g * share;
+    fn mean_grad_in<T: Float>(dy: &CpuTensor, x: &CpuTensor, w: &Window, out: &TensorMeta) -> Result<CpuTensor> {
+        let spread = |taps: &[usize], _: usize, dy: &[T], dst: &mut [T]| {
+            let share = T::one() / T::from_f64(taps.len().max(1) as f64);
+            for &local in taps {
+                for (d, &g) in dst[local..][..dy.len()].iter_mut().zip(dy) {
+                    *d = *d + g * share;
+                }
             }
-        }
-    };
-    pool_backward(dy.as_slice::<f32>()?, x.shape(), &w, out, spread)
+        };
+        pool_backward(dy.as_slice::<T>()?, x.shape(), w, out, spread)
+    }
+    let w = pool_of("AvgPoolGrad", x.shape(), pool)?;
+    match dy.dtype() {
+        DType::F64 => mean_grad_in::<f64>(dy, x, &w, out),
+        _ => mean_grad_in::<f32>(dy, x, &w, out),
+    }
 }
 
 /// The images as f32: borrowed, or converted from i32.

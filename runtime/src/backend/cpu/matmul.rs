@@ -12,7 +12,7 @@ use super::tensor::CpuTensor;
 use super::unary::{narrowed, widened};
 use crate::backend::call::TensorMeta;
 use crate::backend::TensorList;
-use crate::dtype::{bf16, f16, DType, Element};
+use crate::dtype::{bf16, f16, DType, Element, Float};
 use crate::error::Result;
 use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
 use crate::shape;
@@ -76,7 +76,7 @@ impl Gemm for f16 {
 /// The product, then each element `v` of row `i`, column `j` of every
 /// matrix becomes `activation(v + bias[i, j])`, in row-aligned chunks
 /// (on rayon when large) while the product is still in cache.
-#[kernel(FusedMatMul, cpu, widens(f16, bf16), refuses(f64))]
+#[kernel(FusedMatMul, cpu, widens(f16, bf16))]
 #[allow(clippy::too_many_arguments)]
 fn fused_matmul(
     a: &CpuTensor,
@@ -88,7 +88,22 @@ fn fused_matmul(
     leakyrelu_alpha: f64,
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
-    let mut data = product(a, b, transpose_a, transpose_b, out)?;
+    let how = (transpose_a, transpose_b, activation, leakyrelu_alpha);
+    match a.dtype() {
+        DType::F64 => fused_in::<f64>(a, b, bias, how, out),
+        _ => fused_in::<f32>(a, b, bias, how, out),
+    }
+}
+
+/// [`fused_matmul`] in `T`, `how` its transposes, activation and alpha.
+fn fused_in<T: Gemm + Float>(
+    a: &CpuTensor,
+    b: &CpuTensor,
+    bias: Option<&CpuTensor>,
+    (transpose_a, transpose_b, activation, leakyrelu_alpha): (bool, bool, Activation, f64),
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let mut data = product::<T>(a, b, transpose_a, transpose_b, out)?;
     let so = out.shape.as_slice();
     let (m, n) = (so[so.len() - 2], so[so.len() - 1]);
     // The bias's values and strides along the matrix's rows and columns
@@ -96,21 +111,29 @@ fn fused_matmul(
     let bias = match bias {
         Some(t) => {
             let strides = broadcast_strides(t.shape(), &[m, n]);
-            Some((t.as_slice::<f32>()?, strides[0], strides[1]))
+            Some((t.as_slice::<T>()?, strides[0], strides[1]))
         }
         None => None,
     };
-    let alpha = leakyrelu_alpha as f32;
+    let (zero, one, six, alpha) = (T::zero(), T::one(), T::from_f64(6.0), T::from_f64(leakyrelu_alpha));
     // One loop per activation, so that the match is not inside it and the
     // common ones (linear, relu) vectorize.
     match activation {
         Activation::Linear => epilogue(&mut data, m, n, bias, |v| v),
-        // As the `Relu` and `Relu6` kernels: a NaN stays NaN (`f32::max` would drop it).
-        Activation::Relu => epilogue(&mut data, m, n, bias, |v| if v < 0.0 { 0.0 } else { v }),
-        Activation::Relu6 => epilogue(&mut data, m, n, bias, |v| v.clamp(0.0, 6.0)),
-        Activation::Elu => epilogue(&mut data, m, n, bias, |v| if v > 0.0 { v } else { v.exp_m1() }),
-        Activation::Sigmoid => epilogue(&mut data, m, n, bias, |v| 1.0 / (1.0 + (-v).exp())),
-        Activation::Leakyrelu => epilogue(&mut data, m, n, bias, |v| if v > 0.0 { v } else { alpha * v }),
+        // As the `Relu` and `Relu6` kernels: a NaN stays NaN (`max` would drop it).
+        Activation::Relu => epilogue(&mut data, m, n, bias, |v| if v < zero { zero } else { v }),
+        Activation::Relu6 => epilogue(&mut data, m, n, bias, |v| {
+            if v < zero {
+                zero
+            } else if v > six {
+                six
+            } else {
+                v
+            }
+        }),
+        Activation::Elu => epilogue(&mut data, m, n, bias, |v| if v > zero { v } else { v.exp_m1() }),
+        Activation::Sigmoid => epilogue(&mut data, m, n, bias, |v| one / (one + (-v).exp())),
+        Activation::Leakyrelu => epilogue(&mut data, m, n, bias, |v| if v > zero { v } else { alpha * v }),
     }
     CpuTensor::from_vec(&out.shape, data)
 }
@@ -119,12 +142,12 @@ fn fused_matmul(
 /// `data` becomes `act(v + bias[i, j])` (`bias` as values and the strides
 /// of its rows and columns, 0 where it broadcasts), a row at a time, in
 /// row-aligned chunks (on rayon when large) while the product is in cache.
-fn epilogue(
-    data: &mut [f32],
+fn epilogue<T: Float>(
+    data: &mut [T],
     m: usize,
     n: usize,
-    bias: Option<(&[f32], usize, usize)>,
-    act: impl Fn(f32) -> f32 + Sync,
+    bias: Option<(&[T], usize, usize)>,
+    act: impl Fn(T) -> T + Sync,
 ) {
     let (m, n) = (m.max(1), n.max(1));
     let len = data.len();

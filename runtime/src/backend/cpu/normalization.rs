@@ -12,50 +12,63 @@ use super::tensor::CpuTensor;
 use super::vmath::best_copy;
 use crate::backend::call::TensorMeta;
 use crate::backend_id::BackendId;
+use crate::dtype::{DType, Element, Float};
 use crate::error::Result;
 use crate::kernels::{FusedBatchNorm, LayerNorm, LayerNormGrad, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
 use crate::shape::len_and_inner;
 use crate::shape::strided::{broadcast_strides, Dims};
 use opforge_macros::kernel;
 
-#[kernel(Softmax, cpu, widens(f16, bf16), refuses(f64))]
+#[kernel(Softmax, cpu, widens(f16, bf16))]
 fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
-    let src = x.as_slice::<f32>()?;
     let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error("Softmax"))?;
-    let mut data = super::pool::output::<f32>(src.len());
-    if len == 0 || src.is_empty() {
+    if x.dtype() == DType::F64 {
+        let src = x.as_slice::<f64>()?;
+        let mut data = super::pool::output::<f64>(src.len());
+        softmax_slabs(src, &mut data, len, inner);
         return CpuTensor::from_vec(&out.shape, data);
     }
-    if inner == 1 {
+    let src = x.as_slice::<f32>()?;
+    let mut data = super::pool::output::<f32>(src.len());
+    if len > 0 && inner == 1 && !src.is_empty() {
         // Along the last axis: contiguous rows, vectorized.
         for_rows(&mut data, len, src.len() * 4, |start, chunk| {
             super::vmath::softmax_rows(&src[start..start + chunk.len()], chunk, len);
         });
         return CpuTensor::from_vec(&out.shape, data);
     }
-    // One task handles whole `[len, inner]` slabs, so every softmax lies in one chunk.
+    softmax_slabs(src, &mut data, len, inner);
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// Softmax along an axis of `len` elements `inner` apart: f32's strided
+/// path and f64's every path. One task handles whole `[len, inner]`
+/// slabs, so every softmax lies in one chunk.
+fn softmax_slabs<T: Float>(src: &[T], data: &mut [T], len: usize, inner: usize) {
+    if len == 0 || src.is_empty() {
+        return;
+    }
     let slab = len * inner;
-    for_rows(&mut data, slab, src.len() * 4, |start, chunk| {
+    for_rows(data, slab, src.len() * 4, |start, chunk| {
         for (s, dst) in chunk.chunks_mut(slab).enumerate() {
             let base = start + s * slab;
             for j in 0..inner {
                 let at = |t: usize| base + t * inner + j;
-                let max = (0..len).map(|t| src[at(t)]).fold(f32::NEG_INFINITY, f32::max);
+                let max = (0..len).map(|t| src[at(t)]).fold(T::neg_infinity(), T::max);
                 // Summed in f64, like `Sum`: an f32 running sum drifts by ~1e-4 over 10^5 terms.
                 let mut sum = 0.0f64;
                 for t in 0..len {
                     let e = (src[at(t)] - max).exp();
                     dst[t * inner + j] = e;
-                    sum += e as f64;
+                    sum += Element::to_f64(e);
                 }
-                let scale = (1.0 / sum) as f32;
+                let scale = T::from_f64(1.0 / sum);
                 for t in 0..len {
-                    dst[t * inner + j] *= scale;
+                    dst[t * inner + j] = dst[t * inner + j] * scale;
                 }
             }
         }
     });
-    CpuTensor::from_vec(&out.shape, data)
 }
 
 /// Each row's loss `sum(labels * (lse - features))`, with `lse = max +
@@ -63,13 +76,12 @@ fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
 /// labels`: one pass finds the max, a second the exponentials and their
 /// sum (in f64, as in `Softmax`), a third the loss and the backprop. Rows
 /// are independent, so large inputs split into tasks of whole rows.
-#[kernel(SoftmaxCrossEntropyWithLogits, cpu, widens(f16, bf16), refuses(f64))]
+#[kernel(SoftmaxCrossEntropyWithLogits, cpu, widens(f16, bf16))]
 fn softmax_cross_entropy_with_logits(
     features: &CpuTensor,
     labels: &CpuTensor,
     out: &[TensorMeta],
 ) -> Result<(CpuTensor, CpuTensor)> {
-    let (f, l) = (features.as_slice::<f32>()?, labels.as_slice::<f32>()?);
     let [loss_meta, backprop_meta] = out else {
         let message = format!("two outputs, not {}", out.len());
         return Err(crate::error::Error::Backend {
@@ -79,10 +91,28 @@ fn softmax_cross_entropy_with_logits(
         });
     };
     let len = features.shape().last().copied().unwrap_or(1);
-    let mut loss = vec![0.0f32; loss_meta.numel()];
-    let mut backprop = super::pool::output::<f32>(f.len());
+    let (loss, backprop) = match features.dtype() {
+        DType::F64 => {
+            let (loss, backprop) =
+                cross_entropy(features.as_slice::<f64>()?, labels.as_slice::<f64>()?, len, loss_meta.numel());
+            (CpuTensor::from_vec(&loss_meta.shape, loss)?, CpuTensor::from_vec(&backprop_meta.shape, backprop)?)
+        }
+        _ => {
+            let (loss, backprop) =
+                cross_entropy(features.as_slice::<f32>()?, labels.as_slice::<f32>()?, len, loss_meta.numel());
+            (CpuTensor::from_vec(&loss_meta.shape, loss)?, CpuTensor::from_vec(&backprop_meta.shape, backprop)?)
+        }
+    };
+    Ok((loss, backprop))
+}
+
+/// Each of `rows` rows' loss and backprop, rows of `len`, split into
+/// tasks of whole rows where large.
+fn cross_entropy<T: Float>(f: &[T], l: &[T], len: usize, rows: usize) -> (Vec<T>, Vec<T>) {
+    let mut loss = vec![T::zero(); rows];
+    let mut backprop = super::pool::output::<T>(f.len());
     if len > 0 && !f.is_empty() {
-        let row = |(i, (dst, loss)): (usize, (&mut [f32], &mut f32))| {
+        let row = |(i, (dst, loss)): (usize, (&mut [T], &mut T))| {
             *loss = cross_entropy_row(&f[i * len..][..len], &l[i * len..][..len], dst);
         };
         if f.len() * 4 < super::parallel::PAR_THRESHOLD {
@@ -92,56 +122,65 @@ fn softmax_cross_entropy_with_logits(
             backprop.par_chunks_mut(len).zip(&mut loss).enumerate().for_each(row);
         }
     }
-    Ok((CpuTensor::from_vec(&loss_meta.shape, loss)?, CpuTensor::from_vec(&backprop_meta.shape, backprop)?))
+    (loss, backprop)
 }
 
 /// One row of [`softmax_cross_entropy_with_logits`]: writes the backprop
 /// into `dst` and returns the loss. NaN is ignored by the maximum and
 /// spreads through the sum, as in `Softmax`.
-fn cross_entropy_row(f: &[f32], l: &[f32], dst: &mut [f32]) -> f32 {
-    let max = f.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+fn cross_entropy_row<T: Float>(f: &[T], l: &[T], dst: &mut [T]) -> T {
+    let max = f.iter().copied().fold(T::neg_infinity(), T::max);
     let mut sum = 0.0f64;
     for (&x, e) in f.iter().zip(dst.iter_mut()) {
         *e = (x - max).exp();
-        sum += f64::from(*e);
+        sum += Element::to_f64(*e);
     }
-    let lse = f64::from(max) + sum.ln();
-    let mass: f64 = l.iter().map(|&y| f64::from(y)).sum();
-    let scale = (mass / sum) as f32;
+    let lse = Element::to_f64(max) + sum.ln();
+    let mass: f64 = l.iter().map(|&y| Element::to_f64(y)).sum();
+    let scale = T::from_f64(mass / sum);
     let mut loss = 0.0f64;
     for ((e, &x), &y) in dst.iter_mut().zip(f).zip(l) {
-        loss += f64::from(y) * (lse - f64::from(x));
+        loss += Element::to_f64(y) * (lse - Element::to_f64(x));
         *e = *e * scale - y;
     }
-    loss as f32
+    T::from_f64(loss)
 }
 
 /// Each element over `(bias + alpha * s)^beta`, `s` the sum of squares in
 /// its window, added in the order the shader adds them.
-#[kernel(LRN, cpu, widens(f16, bf16), refuses(f64))]
+#[kernel(LRN, cpu, widens(f16, bf16))]
 fn lrn(x: &CpuTensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, out: &TensorMeta) -> Result<CpuTensor> {
-    let src = x.as_slice::<f32>()?;
-    let c = x.shape().last().copied().unwrap_or(1).max(1);
+    match x.dtype() {
+        DType::F64 => {
+            CpuTensor::from_vec(&out.shape, lrn_in(x.as_slice::<f64>()?, x.shape(), depth_radius, bias, alpha, beta))
+        }
+        _ => CpuTensor::from_vec(&out.shape, lrn_in(x.as_slice::<f32>()?, x.shape(), depth_radius, bias, alpha, beta)),
+    }
+}
+
+/// [`lrn`] in `T`, its attributes rounded to `T`.
+fn lrn_in<T: Float>(src: &[T], shape: &[usize], depth_radius: i64, bias: f64, alpha: f64, beta: f64) -> Vec<T> {
+    let c = shape.last().copied().unwrap_or(1).max(1);
     let r = (depth_radius.max(0) as usize).min(c);
-    let (bias, alpha, beta) = (bias as f32, alpha as f32, beta as f32);
-    let mut data = super::pool::output::<f32>(src.len());
+    let (bias, alpha, beta) = (T::from_f64(bias), T::from_f64(alpha), T::from_f64(beta));
+    let mut data = super::pool::output::<T>(src.len());
     for_rows(&mut data, c, src.len() * (2 * r + 1), |start, chunk| {
         for (k, y) in chunk.iter_mut().enumerate() {
             let i = start + k;
             let ch = i % c;
             let row = &src[i - ch..][..c];
-            let s: f32 = row[ch.saturating_sub(r)..=(ch + r).min(c - 1)].iter().map(|v| v * v).sum();
+            let s = row[ch.saturating_sub(r)..=(ch + r).min(c - 1)].iter().fold(T::zero(), |s, &v| s + v * v);
             *y = src[i] * (bias + alpha * s).powf(-beta);
         }
     });
-    CpuTensor::from_vec(&out.shape, data)
+    data
 }
 
 /// `(x - mean) * scale / sqrt(variance + epsilon) + offset`, each statistic
 /// broadcast against `x`. When they all vary along the last axis at most
 /// (`[C]`, a scalar: channels last, the usual case), each channel's factor
 /// is computed once; otherwise every element finds its statistics.
-#[kernel(FusedBatchNorm, cpu, widens(f16, bf16), refuses(f64))]
+#[kernel(FusedBatchNorm, cpu, widens(f16, bf16))]
 #[allow(clippy::too_many_arguments)]
 fn batch_norm(
     x: &CpuTensor,
@@ -152,19 +191,33 @@ fn batch_norm(
     variance_epsilon: f64,
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
-    let (src, dims, eps) = (x.as_slice::<f32>()?, &out.shape, variance_epsilon as f32);
+    let stats = [Some(mean), Some(variance), offset, scale];
+    match x.dtype() {
+        DType::F64 => batch_norm_in::<f64>(x, stats, variance_epsilon, out),
+        _ => batch_norm_in::<f32>(x, stats, variance_epsilon, out),
+    }
+}
+
+/// [`batch_norm`] in `T`: `stats` are the mean, variance, offset and scale.
+fn batch_norm_in<T: Float>(
+    x: &CpuTensor,
+    stats: [Option<&CpuTensor>; 4],
+    variance_epsilon: f64,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let (src, dims, eps) = (x.as_slice::<T>()?, &out.shape, T::from_f64(variance_epsilon));
     if src.is_empty() {
         // No element to normalize (a statistic may then be empty too).
-        return CpuTensor::from_vec(&out.shape, Vec::<f32>::new());
+        return CpuTensor::from_vec(&out.shape, Vec::<T>::new());
     }
     // mean, variance, offset, scale: values and strides against `x`.
-    fn stat<'a>(t: Option<&'a CpuTensor>, dims: &[usize]) -> Result<Option<(&'a [f32], Dims)>> {
-        t.map(|t| Ok((t.as_slice::<f32>()?, broadcast_strides(t.shape(), dims)))).transpose()
+    fn stat<'a, T: Float>(t: Option<&'a CpuTensor>, dims: &[usize]) -> Result<Option<(&'a [T], Dims)>> {
+        t.map(|t| Ok((t.as_slice::<T>()?, broadcast_strides(t.shape(), dims)))).transpose()
     }
-    let stats = [stat(Some(mean), dims)?, stat(Some(variance), dims)?, stat(offset, dims)?, stat(scale, dims)?];
-    let missing = [0.0, 0.0, 0.0, 1.0];
-    let norm = |m: f32, v: f32, o: f32, s: f32, x: f32| (x - m) * (s / (v + eps).sqrt()) + o;
-    let mut data = super::pool::output::<f32>(src.len());
+    let stats = [stat(stats[0], dims)?, stat(stats[1], dims)?, stat(stats[2], dims)?, stat(stats[3], dims)?];
+    let missing = [T::zero(), T::zero(), T::zero(), T::one()];
+    let norm = |m: T, v: T, o: T, s: T, x: T| (x - m) * (s / (v + eps).sqrt()) + o;
+    let mut data = super::pool::output::<T>(src.len());
     let rank = dims.len();
     let per_channel = stats.iter().flatten().all(|(_, s)| s.iter().take(rank.saturating_sub(1)).all(|&d| d == 0));
     if per_channel {
@@ -172,9 +225,9 @@ fn batch_norm(
         let at =
             |k: usize, ch: usize| stats[k].as_ref().map_or(missing[k], |(v, s)| v[ch * s.last().copied().unwrap_or(0)]);
         // Per channel: the mean, the factor and the offset.
-        let m: Vec<f32> = (0..c).map(|ch| at(0, ch)).collect();
-        let f: Vec<f32> = (0..c).map(|ch| at(3, ch) / (at(1, ch) + eps).sqrt()).collect();
-        let o: Vec<f32> = (0..c).map(|ch| at(2, ch)).collect();
+        let m: Vec<T> = (0..c).map(|ch| at(0, ch)).collect();
+        let f: Vec<T> = (0..c).map(|ch| at(3, ch) / (at(1, ch) + eps).sqrt()).collect();
+        let o: Vec<T> = (0..c).map(|ch| at(2, ch)).collect();
         for_rows(&mut data, c, src.len(), |start, chunk| {
             for (j, y) in chunk.iter_mut().enumerate() {
                 let (i, ch) = (start + j, (start + j) % c);
@@ -196,11 +249,11 @@ fn batch_norm(
 
 /// `gamma` or `beta` of a layer norm as a row of `n` values: its own, or
 /// its one value repeated (the shape rule allows `[n]`, `[1]` and `[]`).
-fn row_values(t: &CpuTensor, n: usize) -> Result<Cow<'_, [f32]>> {
-    let v = t.as_slice::<f32>()?;
+fn row_values<T: Float>(t: &CpuTensor, n: usize) -> Result<Cow<'_, [T]>> {
+    let v = t.as_slice::<T>()?;
     Ok(match v.len() == n {
         true => Cow::Borrowed(v),
-        false => Cow::Owned(vec![v.first().copied().unwrap_or(0.0); n]),
+        false => Cow::Owned(vec![v.first().copied().unwrap_or(T::zero()); n]),
     })
 }
 
@@ -213,66 +266,87 @@ fn row_values(t: &CpuTensor, n: usize) -> Result<Cow<'_, [f32]>> {
 /// the row's spread rather than of its mean: a row of `1e7 + 16 * U(-1, 1)`,
 /// whose sum of values lost the mean by several units (f32's step at 1e7
 /// is 1) and 5% of every normalized value with it, keeps f32's precision.
-/// Each sum runs in eight f32 lanes (vectorized); the caller reads
-/// `centered` back from L1 rather than subtracting again. In f32
-/// throughout, as wgpu computes them (rows.wgsl's `row_of`): a row
-/// holding `f32::MAX` overflows its variance to infinity on both.
+/// Each sum runs in eight lanes (vectorized); the caller reads
+/// `centered` back from L1 rather than subtracting again. In the row's
+/// dtype throughout: f32's as wgpu computes them (rows.wgsl's `row_of`),
+/// so that a row holding `f32::MAX` overflows its variance to infinity on
+/// both; f64's for an f64 row.
 #[inline(always)]
-fn center(row: &[f32], centered: &mut [f32], epsilon: f64) -> f32 {
-    let n = row.len() as f32;
-    let pivot = row.first().copied().unwrap_or(0.0);
-    let mut sums = [0.0f32; 8];
+fn center<T: Float>(row: &[T], centered: &mut [T], epsilon: f64) -> T {
+    let n = T::from_f64(row.len() as f64);
+    let pivot = row.first().copied().unwrap_or(T::zero());
+    let mut sums = [T::zero(); 8];
     let octets = row.chunks_exact(8);
-    let rest: f32 = octets.remainder().iter().map(|&v| v - pivot).sum();
+    let rest = total(octets.remainder().iter().map(|&v| v - pivot));
     for o in octets {
         for k in 0..8 {
-            sums[k] += o[k] - pivot;
+            sums[k] = sums[k] + (o[k] - pivot);
         }
     }
-    let shift = (sums.iter().sum::<f32>() + rest) / n;
+    let shift = (total(sums) + rest) / n;
     let whole = row.len() - row.len() % 8;
-    let mut rest = 0.0f32;
+    let mut rest = T::zero();
     for (&v, c) in row[whole..].iter().zip(&mut centered[whole..]) {
         *c = (v - pivot) - shift;
-        rest += *c * *c;
+        rest = rest + *c * *c;
     }
-    let mut squares = [0.0f32; 8];
+    let mut squares = [T::zero(); 8];
     for (o, c) in row.chunks_exact(8).zip(centered.chunks_exact_mut(8)) {
         for k in 0..8 {
             c[k] = (o[k] - pivot) - shift;
-            squares[k] += c[k] * c[k];
+            squares[k] = squares[k] + c[k] * c[k];
         }
     }
-    let variance = (squares.iter().sum::<f32>() + rest) / n;
-    1.0 / (variance + epsilon as f32).sqrt()
+    let variance = (total(squares) + rest) / n;
+    T::one() / (variance + T::from_f64(epsilon)).sqrt()
+}
+
+/// The sum of `values` as `Iterator::sum` adds floats: in order, from -0.0.
+#[inline(always)]
+fn total<T: Float>(values: impl IntoIterator<Item = T>) -> T {
+    values.into_iter().fold(T::neg_zero(), |a, b| a + b)
 }
 
 /// [`norm_rows`] in the best copy this CPU executes.
-fn norm_rows_best(x: &[f32], y: &mut [f32], gamma: &[f32], beta: &[f32], epsilon: f64) {
-    best_copy!(<>(x: &[f32], y: &mut [f32], gamma: &[f32], beta: &[f32], epsilon: f64) {
+fn norm_rows_best<T: Float>(x: &[T], y: &mut [T], gamma: &[T], beta: &[T], epsilon: f64) {
+    best_copy!(<T: Float>(x: &[T], y: &mut [T], gamma: &[T], beta: &[T], epsilon: f64) {
         norm_rows(x, y, gamma, beta, epsilon)
     })
 }
 
 /// [`grad_rows`] in the best copy this CPU executes.
 #[allow(clippy::too_many_arguments)]
-fn grad_rows_best(x: &[f32], dy: &[f32], gamma: &[f32], dx: &mut [f32], dg: &mut [f32], db: &mut [f32], epsilon: f64) {
-    best_copy!(<>(x: &[f32], dy: &[f32], gamma: &[f32], dx: &mut [f32], dg: &mut [f32], db: &mut [f32], epsilon: f64) {
+fn grad_rows_best<T: Float>(x: &[T], dy: &[T], gamma: &[T], dx: &mut [T], dg: &mut [T], db: &mut [T], epsilon: f64) {
+    best_copy!(<T: Float>(x: &[T], dy: &[T], gamma: &[T], dx: &mut [T], dg: &mut [T], db: &mut [T], epsilon: f64) {
         grad_rows(x, dy, gamma, dx, dg, db, epsilon)
     })
 }
 
 /// Each row: its moments, then `(x - mean) * rstd * gamma + beta`, rows
 /// across threads when large.
-#[kernel(LayerNorm, cpu, widens(f16, bf16), refuses(f64))]
+#[kernel(LayerNorm, cpu, widens(f16, bf16))]
 fn layer_norm(x: &CpuTensor, gamma: &CpuTensor, beta: &CpuTensor, epsilon: f64, out: &TensorMeta) -> Result<CpuTensor> {
-    let src = x.as_slice::<f32>()?;
+    match x.dtype() {
+        DType::F64 => layer_norm_in::<f64>(x, gamma, beta, epsilon, out),
+        _ => layer_norm_in::<f32>(x, gamma, beta, epsilon, out),
+    }
+}
+
+/// [`layer_norm`] in `T`.
+fn layer_norm_in<T: Float>(
+    x: &CpuTensor,
+    gamma: &CpuTensor,
+    beta: &CpuTensor,
+    epsilon: f64,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let src = x.as_slice::<T>()?;
     let n = out.shape.last().copied().unwrap_or(1);
-    let mut data = super::pool::output::<f32>(src.len());
+    let mut data = super::pool::output::<T>(src.len());
     if n == 0 || src.is_empty() {
         return CpuTensor::from_vec(&out.shape, data);
     }
-    let (gamma, beta) = (row_values(gamma, n)?, row_values(beta, n)?);
+    let (gamma, beta) = (row_values::<T>(gamma, n)?, row_values::<T>(beta, n)?);
     for_rows(&mut data, n, src.len() * 4, |start, y| {
         let x = &src[start..start + y.len()];
         norm_rows_best(x, y, &gamma, &beta, epsilon);
@@ -282,7 +356,7 @@ fn layer_norm(x: &CpuTensor, gamma: &CpuTensor, beta: &CpuTensor, epsilon: f64, 
 
 /// Whole rows of `x` (each `gamma.len()` long) normalized into `y`.
 #[inline(always)]
-fn norm_rows(x: &[f32], y: &mut [f32], gamma: &[f32], beta: &[f32], epsilon: f64) {
+fn norm_rows<T: Float>(x: &[T], y: &mut [T], gamma: &[T], beta: &[T], epsilon: f64) {
     let n = gamma.len();
     for (y, x) in y.chunks_exact_mut(n).zip(x.chunks_exact(n)) {
         let rstd = center(x, y, epsilon);
@@ -295,7 +369,7 @@ fn norm_rows(x: &[f32], y: &mut [f32], gamma: &[f32], beta: &[f32], epsilon: f64
 /// Per row: the moments again, `m1 = mean(g)` and `m2 = mean(g * xhat)`
 /// with `g = dy * gamma`, then `dx`; each task of rows also sums its share
 /// of `dgamma` and `dbeta`, and the shares are added in f64.
-#[kernel(LayerNormGrad, cpu, widens(f16, bf16), refuses(f64))]
+#[kernel(LayerNormGrad, cpu, widens(f16, bf16))]
 fn layer_norm_grad(
     dy: &CpuTensor,
     x: &CpuTensor,
@@ -307,13 +381,28 @@ fn layer_norm_grad(
         let message = format!("three outputs, not {}", out.len());
         return Err(crate::error::Error::Backend { kernel: "LayerNormGrad", backend: BackendId::Cpu, message });
     };
-    let (dys, src) = (dy.as_slice::<f32>()?, x.as_slice::<f32>()?);
+    let metas = [dx_meta, dgamma_meta, dbeta_meta];
+    match x.dtype() {
+        DType::F64 => layer_norm_grad_in::<f64>(dy, x, gamma, epsilon, metas),
+        _ => layer_norm_grad_in::<f32>(dy, x, gamma, epsilon, metas),
+    }
+}
+
+/// [`layer_norm_grad`] in `T`.
+fn layer_norm_grad_in<T: Float>(
+    dy: &CpuTensor,
+    x: &CpuTensor,
+    gamma: &CpuTensor,
+    epsilon: f64,
+    [dx_meta, dgamma_meta, dbeta_meta]: [&TensorMeta; 3],
+) -> Result<(CpuTensor, CpuTensor, CpuTensor)> {
+    let (dys, src) = (dy.as_slice::<T>()?, x.as_slice::<T>()?);
     let n = x.shape().last().copied().unwrap_or(1);
-    let gamma = row_values(gamma, n)?;
-    let mut dx = super::pool::output::<f32>(src.len());
+    let gamma = row_values::<T>(gamma, n)?;
+    let mut dx = super::pool::output::<T>(src.len());
     let (mut dgamma, mut dbeta) = (vec![0.0f64; n], vec![0.0f64; n]);
-    let task = |start: usize, dx: &mut [f32]| {
-        let mut shares = vec![0.0f32; 2 * n];
+    let task = |start: usize, dx: &mut [T]| {
+        let mut shares = vec![T::zero(); 2 * n];
         let (dg, db) = shares.split_at_mut(n);
         let rows = start..start + dx.len();
         grad_rows_best(&src[rows.clone()], &dys[rows], &gamma, dx, dg, db, epsilon);
@@ -322,7 +411,7 @@ fn layer_norm_grad(
     if n > 0 && !src.is_empty() {
         // Tasks of whole rows; the shares' f32 sums stay short.
         let size = (PAR_CHUNK / n).max(1) * n;
-        let shares: Vec<Vec<f32>> = match src.len() * 4 < PAR_THRESHOLD {
+        let shares: Vec<Vec<T>> = match src.len() * 4 < PAR_THRESHOLD {
             true => dx.chunks_mut(size).enumerate().map(|(i, c)| task(i * size, c)).collect(),
             false => {
                 use rayon::prelude::*;
@@ -331,12 +420,12 @@ fn layer_norm_grad(
         };
         for share in shares {
             for j in 0..n {
-                dgamma[j] += f64::from(share[j]);
-                dbeta[j] += f64::from(share[n + j]);
+                dgamma[j] += Element::to_f64(share[j]);
+                dbeta[j] += Element::to_f64(share[n + j]);
             }
         }
     }
-    let narrow = |v: Vec<f64>| v.into_iter().map(|v| v as f32).collect::<Vec<f32>>();
+    let narrow = |v: Vec<f64>| v.into_iter().map(T::from_f64).collect::<Vec<T>>();
     Ok((
         CpuTensor::from_vec(&dx_meta.shape, dx)?,
         CpuTensor::from_vec(&dgamma_meta.shape, narrow(dgamma))?,
@@ -347,33 +436,34 @@ fn layer_norm_grad(
 /// Whole rows of `dx` from those of `x` and `dy`, adding into `dg` and `db`.
 #[inline(always)]
 #[allow(clippy::too_many_arguments)]
-fn grad_rows(x: &[f32], dy: &[f32], gamma: &[f32], dx: &mut [f32], dg: &mut [f32], db: &mut [f32], epsilon: f64) {
+fn grad_rows<T: Float>(x: &[T], dy: &[T], gamma: &[T], dx: &mut [T], dg: &mut [T], db: &mut [T], epsilon: f64) {
     let n = gamma.len();
     for ((dx, x), dy) in dx.chunks_exact_mut(n).zip(x.chunks_exact(n)).zip(dy.chunks_exact(n)) {
         // The moments LayerNorm used, found again the same way; `dx`
         // holds the row less its mean until the last loop.
         let rstd = center(x, dx, epsilon);
         // Eight lanes of m1 and m2, over whole octets and then the rest.
-        let (mut m1, mut m2) = ([0.0f32; 8], [0.0f32; 8]);
+        let (mut m1, mut m2) = ([T::zero(); 8], [T::zero(); 8]);
         for ((c, dy), gamma) in dx.chunks_exact(8).zip(dy.chunks_exact(8)).zip(gamma.chunks_exact(8)) {
             for k in 0..8 {
                 let g = dy[k] * gamma[k];
-                m1[k] += g;
-                m2[k] += g * (c[k] * rstd);
+                m1[k] = m1[k] + g;
+                m2[k] = m2[k] + g * (c[k] * rstd);
             }
         }
         let whole = n - n % 8;
         for ((&c, &dy), &gamma) in dx[whole..].iter().zip(&dy[whole..]).zip(&gamma[whole..]) {
-            m1[0] += dy * gamma;
-            m2[0] += dy * gamma * (c * rstd);
+            m1[0] = m1[0] + dy * gamma;
+            m2[0] = m2[0] + dy * gamma * (c * rstd);
         }
-        let (m1, m2) = (m1.iter().sum::<f32>() / n as f32, m2.iter().sum::<f32>() / n as f32);
+        let n = T::from_f64(n as f64);
+        let (m1, m2) = (total(m1) / n, total(m2) / n);
         let row = dx.iter_mut().zip(dy).zip(gamma).zip(dg.iter_mut().zip(db.iter_mut()));
         for (((dx, &dy), &gamma), (dg, db)) in row {
             let xhat = *dx * rstd;
             *dx = (dy * gamma - m1 - xhat * m2) * rstd;
-            *dg += dy * xhat;
-            *db += dy;
+            *dg = *dg + dy * xhat;
+            *db = *db + dy;
         }
     }
 }
