@@ -21,3 +21,32 @@
 //! ```
 
 include!(concat!(env!("OUT_DIR"), "/generated.rs"));
+
+/// The f64 gradient check catches what the f32 one cannot: a gradient of
+/// `Exp` 0.5% too large passes central differences in f32 (good to about
+/// 1e-3, so the check allows 1%) and fails them in f64.
+#[cfg(test)]
+mod gradcheck_in_f64 {
+    use opforge::kernels::Exp;
+    use opforge::testing::check_gradient;
+    use opforge::{ops, registry, Tensor};
+
+    fn off_by_half_a_percent<T>(body: impl FnOnce() -> T) -> T {
+        registry::with_gradient_override::<Exp, Tensor, _>(
+            |a| ops::mul(&ops::mul(a.dy, &ops::exp(a.x)?)?, &Tensor::scalar(1.005f32)),
+            body,
+        )
+    }
+
+    #[test]
+    fn a_gradient_half_a_percent_off_passes_in_f32_and_fails_in_f64() {
+        off_by_half_a_percent(|| {
+            let x = opforge::testing::sample(&[2, 3], None, 0);
+            check_gradient(vec![x], &[0], |xs| Ok(vec![ops::exp(&xs[0])?]));
+            let failed = super::Exp::check_gradient_matches_finite_differences().expect_err("caught in f64");
+            let text = failed.to_string();
+            assert!(text.contains("(f64)") && text.contains("registered gradient"), "{text}");
+        });
+        super::Exp::check_gradient_matches_finite_differences().expect("the registered gradient passes");
+    }
+}

@@ -8,6 +8,7 @@ use super::exprs::{dtype_expr, value_expr};
 use crate::{AttrDef, AttrType, DType, Differentiable, EnumType, InputType, KernelDef, ShapeRule};
 
 /// A valid case and, where the rule has one, an invalid one.
+#[derive(Clone)]
 pub(super) struct Case {
     pub(super) shapes: Vec<Vec<usize>>,
     pub(super) attrs: Vec<(String, String)>,
@@ -76,7 +77,8 @@ pub(super) struct Dtypes {
     vars: Vec<DType>,
     /// The first type variable's dtype (the first input's where every
     /// input has a fixed dtype; f32 for a kernel without inputs): the
-    /// dtype of an output that has the inputs'.
+    /// dtype of an output that has the inputs'. In a gradient check, the
+    /// float the differentiated inputs take.
     pub(super) main: DType,
     /// The checks' suffix: `main`'s name, then `_` and the dtype of each
     /// further variable that takes more than one (`f32`, `i32_f32`).
@@ -537,19 +539,19 @@ pub(super) fn test_dtypes(k: &KernelDef) -> Vec<Dtypes> {
         .collect()
 }
 
-/// The dtypes of a kernel's gradient checks, which difference in f32: f32
-/// for each type variable that may take it, its first dtype for the
-/// others. `None` where a differentiable input cannot be f32.
-pub(super) fn gradient_dtypes(k: &KernelDef) -> Option<Dtypes> {
+/// The dtypes of a kernel's gradient checks in `float` (f32, or f64 for
+/// the `gradcheck` run): `float` for each type variable that may take it,
+/// f32 or else its first dtype for the others. `None` where a
+/// differentiable input cannot be `float`.
+pub(super) fn gradient_dtypes(k: &KernelDef, float: DType) -> Option<Dtypes> {
     let Differentiable::Inputs(diff) = &k.differentiable else { return None };
-    let f32_for = |i: usize| k.input_dtypes(i).contains(&DType::F32);
-    if !diff.iter().all(|d| k.inputs.iter().position(|i| i == d).is_some_and(f32_for)) {
+    let takes = |i: usize| k.input_dtypes(i).contains(&float);
+    if !diff.iter().all(|d| k.inputs.iter().position(|i| i == d).is_some_and(takes)) {
         return None;
     }
-    let vars: Vec<DType> =
-        (k.type_vars.iter()).map(|v| if v.dtypes.contains(&DType::F32) { DType::F32 } else { v.dtypes[0] }).collect();
-    let main = vars.first().copied().unwrap_or(DType::F32);
-    Some(Dtypes { vars, main, name: "f32".to_owned() })
+    let pick = |ds: &[DType]| [float, DType::F32].into_iter().find(|f| ds.contains(f)).unwrap_or(ds[0]);
+    let vars: Vec<DType> = k.type_vars.iter().map(|v| pick(&v.dtypes)).collect();
+    Some(Dtypes { vars, main: float, name: float.name().to_owned() })
 }
 
 /// Inputs whose dtype the spec forbids: per input dtypes where every input
@@ -640,7 +642,7 @@ pub(super) fn required_input(k: &KernelDef, case: &Case) -> Option<(usize, usize
 /// a kernel differentiable in f32: the valid `case` and, for a shape
 /// function, every other example small enough to difference.
 pub(super) fn gradient_cases(k: &KernelDef, case: Case) -> Option<Vec<Case>> {
-    gradient_dtypes(k)?;
+    gradient_dtypes(k, DType::F32)?;
     let mut cases = vec![case];
     if matches!(k.shape, ShapeRule::Fn { .. }) {
         let small = |c: &Case| c.shapes.iter().map(|s| s.iter().product::<usize>()).sum::<usize>() <= GRADIENT_ELEMENTS;
