@@ -13,7 +13,7 @@
 //! every other backend that has it, and its gradients against finite
 //! differences, first and second order.
 //!
-//! - [`KdScale`]: an enum attr ([`ScaleMode`]).
+//! - [`KdScale`]: an enum attr ([`ScaleMode`]), one generic kernel for f32 and f64.
 //! - [`KdMaskedScale`]: inputs of two dtypes (f32 values, a bool mask).
 //! - [`KdMaxArg`]: two outputs of two dtypes, shaped by [`shapes::rows`].
 //! - [`KdAffine`]: an optional input (`bias?`).
@@ -33,6 +33,7 @@
 #![deny(missing_docs)]
 
 use opforge::backend::cpu::CpuTensor;
+use opforge::dtype::Float;
 use opforge::{gradient, kernel, ops, DType, Result, Tensor, TensorList, TensorMeta};
 
 opforge::spec!("kit.toml");
@@ -46,11 +47,12 @@ fn factor(mode: ScaleMode) -> f32 {
     }
 }
 
-/// `KdScale` on the cpu.
-#[kernel(KdScale, cpu)]
-pub fn kd_scale_cpu(x: &CpuTensor, mode: ScaleMode, out: &TensorMeta) -> Result<CpuTensor> {
-    let f = factor(mode);
-    CpuTensor::from_vec(&out.shape, x.as_slice::<f32>()?.iter().map(|v| v * f).collect())
+/// `KdScale` on the cpu, written once for f32 and f64 (the kit then checks
+/// its gradient by central differences in f64 too).
+#[kernel(KdScale, cpu, dtypes(f32, f64))]
+pub fn kd_scale_cpu<T: Float>(x: &CpuTensor, mode: ScaleMode, out: &TensorMeta) -> Result<CpuTensor> {
+    let f = T::from_f64(f64::from(factor(mode)));
+    CpuTensor::from_vec(&out.shape, x.as_slice::<T>()?.iter().map(|&v| v * f).collect())
 }
 
 /// `dy` times the mode's factor.
