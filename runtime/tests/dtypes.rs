@@ -1009,3 +1009,28 @@ fn fused_ops_run_the_half_types_in_f32_and_round_once() {
         }
     }
 }
+
+/// `BitwiseAnd` is one cpu kernel for every integer dtype (TF.js's takes
+/// int32 only); wgpu runs i32, and both run `LogicalXor` on bool.
+#[test]
+fn bitwise_and_on_every_integer_and_logical_xor() -> opforge::Result<()> {
+    let a = Tensor::from_vec(vec![0b1100i32, -1, 7, i32::MIN], &[4])?;
+    let b = Tensor::from_vec(vec![0b1010i32], &[1])?;
+    assert_eq!(ops::bitwise_and(&a, &b)?.to_vec::<i32>()?, [0b1000, 0b1010, 0b0010, 0]);
+    let a64 = Tensor::from_vec(vec![(1i64 << 40) | 5, -1], &[2])?;
+    let b64 = Tensor::from_vec(vec![(1i64 << 40) | 3, 1 << 62], &[2])?;
+    assert_eq!(ops::bitwise_and(&a64, &b64)?.to_vec::<i64>()?, [(1i64 << 40) | 1, 1 << 62]);
+    let bytes = Tensor::from_vec(vec![0xF0u8, 0x3C], &[2])?;
+    assert_eq!(ops::bitwise_and(&bytes, &Tensor::from_vec(vec![0x0Fu8, 0xFF], &[2])?)?.to_vec::<u8>()?, [0x00, 0x3C]);
+    let e = ops::bitwise_and(&ops::cast(&a, DType::F32)?, &ops::cast(&b, DType::F32)?).unwrap_err().to_string();
+    assert!(e.contains("BitwiseAnd") && e.contains("f32"), "{e}");
+    let p = Tensor::from_vec(vec![false, false, true, true], &[4])?;
+    let q = Tensor::from_vec(vec![false, true, false, true], &[4])?;
+    assert_eq!(ops::logical_xor(&p, &q)?.to_vec::<bool>()?, [false, true, true, false]);
+    if opforge::backend::wgpu::adapter_or_skip("bitwise_and and logical_xor on wgpu") {
+        let on = |t: &Tensor| t.to_backend(BackendId::Wgpu);
+        assert_eq!(ops::bitwise_and(&on(&a)?, &on(&b)?)?.to_vec::<i32>()?, [0b1000, 0b1010, 0b0010, 0]);
+        assert_eq!(ops::logical_xor(&on(&p)?, &on(&q)?)?.to_vec::<bool>()?, [false, true, true, false]);
+    }
+    Ok(())
+}

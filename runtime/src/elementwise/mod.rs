@@ -6,8 +6,9 @@
 //! derivatives included (`tests/elementwise.rs` holds them to it).
 //!
 //! Hand-written code stays where a row cannot say it: the bool kernels
-//! (`LogicalAnd`, `LogicalOr`, `LogicalNot`, in the backends' `unary.rs`
-//! and `binary.rs`), and the forms of `Select` and `Cast` (`forms.rs`).
+//! (`LogicalAnd`, `LogicalOr`, `LogicalXor`, `LogicalNot`, in the
+//! backends' `unary.rs` and `binary.rs`), `BitwiseAnd` (integers only, one
+//! generic cpu kernel), and the forms of `Select` and `Cast` (`forms.rs`).
 //!
 //! A crate's own elementwise kernel is a row of [`elementwise!`] too, beside
 //! its spec entry: it gets the same kernels, gradient and fused form.

@@ -330,10 +330,10 @@ fn elementwise(c: &mut Checker) {
     c.ok::<t::Multiply>(&[T(&[2, 1, 3], F), T(&[4, 1], F)], d(), &[T(&[2, 4, 3], F)]);
     c.ok::<t::Multiply>(&[T(&[3], I), T(&[], I)], d(), &[T(&[3], I)]);
     c.bad::<t::Multiply>(&[T(&[2], F), T(&[3], F)], d(), "cannot broadcast");
-    c.ok::<t::BitwiseAnd>(&[T(&[2, 3], I), T(&[3], I)], d(), &[T(&[2, 3], I)]);
-    c.bad::<t::BitwiseAnd>(&[T(&[3], F), T(&[3], F)], d(), "dtype f32 is not supported, expected i32");
-    c.ok::<t::LogicalXor>(&[T(&[2, 3], B), T(&[3], B)], d(), &[T(&[2, 3], B)]);
-    c.bad::<t::LogicalXor>(&[T(&[2], B), T(&[3], B)], d(), "cannot broadcast");
+    c.ok::<b::BitwiseAnd>(&[T(&[2, 3], I), T(&[3], I)], d(), &[T(&[2, 3], I)]);
+    c.bad::<b::BitwiseAnd>(&[T(&[3], F), T(&[3], F)], d(), "dtype f32 is not supported, expected i32");
+    c.ok::<b::LogicalXor>(&[T(&[2, 3], B), T(&[3], B)], d(), &[T(&[2, 3], B)]);
+    c.bad::<b::LogicalXor>(&[T(&[2], B), T(&[3], B)], d(), "cannot broadcast");
     c.ok::<t::Identity>(&[T(&[2, 3], B)], d(), &[T(&[2, 3], B)]);
     c.bad::<t::Identity>(&[T(&[2], F), T(&[2], F)], d(), "expected 1 inputs (x), got 2");
     c.ok::<t::OnesLike>(&[T(&[4, 1], I)], d(), &[T(&[4, 1], I)]);

@@ -60,7 +60,7 @@ use crate::backend::call::TensorMeta;
 use crate::backend_id::BackendId;
 use crate::dtype::Element;
 use crate::error::{Error, Result};
-use crate::kernels::{ApplyAdam, ApplyAdamAttrs, LogicalAnd, LogicalOr};
+use crate::kernels::{ApplyAdam, ApplyAdamAttrs, BitwiseAnd, LogicalAnd, LogicalOr, LogicalXor};
 use crate::shape;
 use crate::shape::strided::{broadcast_strides, collapse, row_offsets};
 use opforge_macros::kernel;
@@ -211,6 +211,17 @@ fn logical_and(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTens
 #[kernel(LogicalOr, cpu)]
 fn logical_or(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
     binary::<bool, bool>(a, b, out, |x, y| x || y)
+}
+
+#[kernel(LogicalXor, cpu)]
+fn logical_xor(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    binary::<bool, bool>(a, b, out, |x, y| x ^ y)
+}
+
+/// Written once for every integer dtype.
+#[kernel(BitwiseAnd, cpu)]
+fn bitwise_and<T: crate::dtype::Int>(a: &CpuTensor, b: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    binary::<T, T>(a, b, out, |x, y| x & y)
 }
 
 /// The Adam update in one pass: each element's `var`, `m`, `v` and `grad`

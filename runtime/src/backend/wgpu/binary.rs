@@ -8,7 +8,7 @@ use super::elementwise::{WgpuRow, Word};
 use super::{device, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::error::Result;
-use crate::kernels::{ApplyAdam, ApplyAdamAttrs, LogicalAnd, LogicalOr};
+use crate::kernels::{ApplyAdam, ApplyAdamAttrs, BitwiseAnd, LogicalAnd, LogicalOr, LogicalXor};
 use crate::shape::strided::{broadcast_strides, collapse, Dims};
 use opforge_macros::kernel;
 
@@ -84,9 +84,12 @@ pub(super) fn run(
     })
 }
 
-/// `LogicalAnd` and `LogicalOr` on bool words (0 or 1, read as i32).
+/// `LogicalAnd`, `LogicalOr` and `LogicalXor` on bool words (0 or 1, read
+/// as i32), and `BitwiseAnd` on i32 words.
 pub(super) static AND: WgpuRow = WgpuRow::new("LogicalAnd", 2, 2, Word::I32, false, "{0} & {1}");
 pub(super) static OR: WgpuRow = WgpuRow::new("LogicalOr", 2, 2, Word::I32, false, "{0} | {1}");
+pub(super) static XOR: WgpuRow = WgpuRow::new("LogicalXor", 2, 2, Word::I32, false, "{0} ^ {1}");
+pub(super) static BITWISE_AND: WgpuRow = WgpuRow::new("BitwiseAnd", 2, 2, Word::I32, false, "{0} & {1}");
 
 #[kernel(LogicalAnd, wgpu)]
 fn logical_and(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
@@ -96,6 +99,17 @@ fn logical_and(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuT
 #[kernel(LogicalOr, wgpu)]
 fn logical_or(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
     OR.run(&[a, b], out, &[])
+}
+
+#[kernel(LogicalXor, wgpu)]
+fn logical_xor(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    XOR.run(&[a, b], out, &[])
+}
+
+/// i32 only: wgpu holds 32-bit words, so i64 and u8 run on the cpu.
+#[kernel(BitwiseAnd, wgpu, leaves(i64, u8))]
+fn bitwise_and(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    BITWISE_AND.run(&[a, b], out, &[])
 }
 
 /// One invocation per four elements (see adam.wgsl), or per element in

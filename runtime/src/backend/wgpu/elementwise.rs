@@ -141,13 +141,13 @@ pub(crate) fn form(wgsl: &str, word: Word, inputs: usize, arity: usize, gives_bo
 }
 
 /// The shaders of the kernels written without a row (the bool kernels
-/// `LogicalNot`, `LogicalAnd` and `LogicalOr`), for tests that validate
-/// every shader.
+/// `LogicalNot`, `LogicalAnd`, `LogicalOr` and `LogicalXor`, and
+/// `BitwiseAnd`), for tests that validate every shader.
 ///
 /// ```
-/// assert_eq!(opforge::backend::wgpu::hand_written_rows().len(), 3);
+/// assert_eq!(opforge::backend::wgpu::hand_written_rows().len(), 5);
 /// ```
 #[doc(hidden)]
-pub fn hand_written_rows() -> [&'static WgpuRow; 3] {
-    [&unary::NOT, &binary::AND, &binary::OR]
+pub fn hand_written_rows() -> [&'static WgpuRow; 5] {
+    [&unary::NOT, &binary::AND, &binary::OR, &binary::XOR, &binary::BITWISE_AND]
 }
