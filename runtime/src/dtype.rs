@@ -318,6 +318,14 @@ pub trait Element:
 /// assert_eq!(hypot(bf16::from_f32(3.0), bf16::from_f32(4.0)), bf16::from_f32(5.0));
 /// ```
 pub trait Float: Element + num_traits::Float {}
+
+/// The sum of `values` as `Iterator::sum` adds floats: in order, from
+/// -0.0. Kernels generic over [`Float`] sum through it, so that their f32
+/// instantiation adds as the f32 code it replaced did.
+#[inline(always)]
+pub(crate) fn float_sum<T: Float>(values: impl IntoIterator<Item = T>) -> T {
+    values.into_iter().fold(T::neg_zero(), |a, b| a + b)
+}
 impl Float for f32 {}
 impl Float for f64 {}
 impl Float for f16 {}

@@ -36,7 +36,7 @@ use super::parallel::{for_rows, PAR_THRESHOLD};
 use super::pool::output;
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
-use crate::dtype::{DType, Float};
+use crate::dtype::{float_sum, DType, Float};
 use crate::error::Result;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
@@ -108,12 +108,6 @@ convolutions! {
 /// and f64, each through `gemm`'s kernels for it.
 trait Conv: Float + Gemm {}
 impl<T: Float + Gemm> Conv for T {}
-
-/// The sum of `values` as `Iterator::sum` adds floats: in order, from -0.0.
-#[inline(always)]
-fn total<T: Float>(values: impl Iterator<Item = T>) -> T {
-    values.fold(T::neg_zero(), |a, b| a + b)
-}
 
 /// Output pixels per block of a blocked convolution: a block's patch rows
 /// (128 x 576 floats, 288 KiB, for a 3x3 window over 64 channels) are made
@@ -187,14 +181,14 @@ fn forward<T: Conv>(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &Te
                         let Some((h, iw)) = tap(w, oh, ow, kh, kw) else {
                             // A zero of the padding: 0 * a NaN or infinite filter value is NaN.
                             for (j, y) in px.iter_mut().enumerate() {
-                                *y = *y + total((0..cg).map(|i| T::zero() * fp[i * k + j]));
+                                *y = *y + float_sum((0..cg).map(|i| T::zero() * fp[i * k + j]));
                             }
                             continue;
                         };
                         let xp = &xv[((n * w.input[0] + h) * w.input[1] + iw) * c..][..c];
                         for (j, y) in px.iter_mut().enumerate() {
                             let first = j / kg.max(1) * cg;
-                            *y = *y + total((0..cg).map(|i| xp[first + i] * fp[i * k + j]));
+                            *y = *y + float_sum((0..cg).map(|i| xp[first + i] * fp[i * k + j]));
                         }
                     }
                 }

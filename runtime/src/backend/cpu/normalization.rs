@@ -12,7 +12,7 @@ use super::tensor::CpuTensor;
 use super::vmath::best_copy;
 use crate::backend::call::TensorMeta;
 use crate::backend_id::BackendId;
-use crate::dtype::{DType, Element, Float};
+use crate::dtype::{float_sum, DType, Element, Float};
 use crate::error::Result;
 use crate::kernels::{FusedBatchNorm, LayerNorm, LayerNormGrad, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
 use crate::shape::len_and_inner;
@@ -277,13 +277,13 @@ fn center<T: Float>(row: &[T], centered: &mut [T], epsilon: f64) -> T {
     let pivot = row.first().copied().unwrap_or(T::zero());
     let mut sums = [T::zero(); 8];
     let octets = row.chunks_exact(8);
-    let rest = total(octets.remainder().iter().map(|&v| v - pivot));
+    let rest = float_sum(octets.remainder().iter().map(|&v| v - pivot));
     for o in octets {
         for k in 0..8 {
             sums[k] = sums[k] + (o[k] - pivot);
         }
     }
-    let shift = (total(sums) + rest) / n;
+    let shift = (float_sum(sums) + rest) / n;
     let whole = row.len() - row.len() % 8;
     let mut rest = T::zero();
     for (&v, c) in row[whole..].iter().zip(&mut centered[whole..]) {
@@ -297,14 +297,8 @@ fn center<T: Float>(row: &[T], centered: &mut [T], epsilon: f64) -> T {
             squares[k] = squares[k] + c[k] * c[k];
         }
     }
-    let variance = (total(squares) + rest) / n;
+    let variance = (float_sum(squares) + rest) / n;
     T::one() / (variance + T::from_f64(epsilon)).sqrt()
-}
-
-/// The sum of `values` as `Iterator::sum` adds floats: in order, from -0.0.
-#[inline(always)]
-fn total<T: Float>(values: impl IntoIterator<Item = T>) -> T {
-    values.into_iter().fold(T::neg_zero(), |a, b| a + b)
 }
 
 /// [`norm_rows`] in the best copy this CPU executes.
@@ -457,7 +451,7 @@ fn grad_rows<T: Float>(x: &[T], dy: &[T], gamma: &[T], dx: &mut [T], dg: &mut [T
             m2[0] = m2[0] + dy * gamma * (c * rstd);
         }
         let n = T::from_f64(n as f64);
-        let (m1, m2) = (total(m1) / n, total(m2) / n);
+        let (m1, m2) = (float_sum(m1) / n, float_sum(m2) / n);
         let row = dx.iter_mut().zip(dy).zip(gamma).zip(dg.iter_mut().zip(db.iter_mut()));
         for (((dx, &dy), &gamma), (dg, db)) in row {
             let xhat = *dx * rstd;
