@@ -158,7 +158,10 @@ pub fn embedding(table: &Tensor, ids: &Tensor) -> Result<Tensor> {
 /// (`[..., keys, value_depth]`), the leading axes (batch, heads)
 /// broadcasting as in [`matmul`]. With `causal`, query `i` sees keys `0..=i`
 /// only (PyTorch's `is_causal`: the mask aligned at the top left), as a
-/// decoder's self-attention needs.
+/// decoder's self-attention needs. It runs the `Attention` kernel, which
+/// never holds the `queries x keys` scores (see [`attention`] for a mask
+/// and a scale of one's own, and [`attention_composite`] for the same
+/// through matmuls and a softmax).
 ///
 /// ```
 /// use opforge::{ops, Tensor};
@@ -174,26 +177,120 @@ pub fn embedding(table: &Tensor, ids: &Tensor) -> Result<Tensor> {
 /// ```
 #[op]
 pub fn scaled_dot_product_attention(q: &Tensor, k: &Tensor, v: &Tensor, causal: bool) -> Result<Tensor> {
+    let (q, k, v) = broadcast_leading(q, k, v)?;
+    Ok(attention(&q, &k, &v, None, causal, None)?.y)
+}
+
+/// `q`, `k` and `v` with their leading axes (all but the last two)
+/// broadcast to one shape, as `Attention` takes them; unchanged where they
+/// agree already.
+fn broadcast_leading(q: &Tensor, k: &Tensor, v: &Tensor) -> Result<(Tensor, Tensor, Tensor)> {
+    let lead = |t: &Tensor| t.shape()[..t.rank().saturating_sub(2)].to_vec();
+    let (lq, lk, lv) = (lead(q), lead(k), lead(v));
+    if lq == lk && lq == lv || q.rank() < 2 || k.rank() < 2 || v.rank() < 2 {
+        return Ok((q.clone(), k.clone(), v.clone()));
+    }
+    use crate::shape::broadcast_shapes;
+    let shape =
+        broadcast_shapes(&lq, &lk).and_then(|s| broadcast_shapes(&s, &lv)).map_err(|m| lead_error(q, k, v, m))?;
+    let to = |t: &Tensor| {
+        let dims: Vec<i64> = shape.iter().chain(&t.shape()[t.rank() - 2..]).map(|&d| d as i64).collect();
+        match t.shape()[..t.rank() - 2] == shape[..] {
+            true => Ok(t.clone()),
+            false => broadcast_to(t, &dims),
+        }
+    };
+    Ok((to(q)?, to(k)?, to(v)?))
+}
+
+fn lead_error(q: &Tensor, k: &Tensor, v: &Tensor, message: String) -> crate::error::Error {
+    crate::error::Error::InvalidTensor {
+        what: "scaled_dot_product_attention",
+        message: format!(
+            "the leading axes of q {}, k {} and v {} do not broadcast: {message}",
+            q.meta(),
+            k.meta(),
+            v.meta()
+        ),
+    }
+}
+
+/// The reference the `Attention` kernel is tested against, through ops:
+/// the scores `q k^T * scale` (`scale` absent: `1 / sqrt(depth)`) as a
+/// tensor, `mask` added, the keys a causal query may not see floored at
+/// the float's lowest value, then a softmax and a second matmul. It holds
+/// the `queries x keys` scores, as the kernel does not, and can be
+/// differentiated to any order.
+///
+/// ```
+/// use opforge::{ops, Tensor};
+/// let q = Tensor::from_vec(vec![0.5f32, -1.0, 2.0, 0.25], &[1, 2, 2])?;
+/// let v = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[1, 2, 2])?;
+/// let one = ops::attention(&q, &q, &v, None, true, None)?.y.to_vec::<f32>()?;
+/// let reference = ops::attention_composite(&q, &q, &v, None, true, None)?.to_vec::<f32>()?;
+/// assert!(one.iter().zip(&reference).all(|(a, b)| (a - b).abs() < 1e-6));
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn attention_composite(
+    q: &Tensor,
+    k: &Tensor,
+    v: &Tensor,
+    mask: Option<&Tensor>,
+    causal: bool,
+    scale: Option<f64>,
+) -> Result<Tensor> {
+    let scores = attention_scores(q, k, mask, causal, scale)?;
+    matmul(&softmax(&scores, -1)?, v, false, false)
+}
+
+/// The scores of [`attention_composite`], before its softmax: `q k^T *
+/// scale + mask` (`scale` absent: `1 / sqrt(depth)`), the keys a causal
+/// query may not see floored at the float's lowest value (a finite floor,
+/// not -inf: no row turns into inf - inf), as a `[..., queries, keys]`
+/// tensor: what an attention map shows.
+///
+/// ```
+/// use opforge::{ops, Tensor};
+/// let q = Tensor::from_vec(vec![1.0f32, 2.0], &[2, 1])?;
+/// let s = ops::attention_scores(&q, &q, None, true, Some(1.0))?.to_vec::<f32>()?;
+/// assert_eq!(s, vec![1.0, f32::MIN, 2.0, 4.0]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn attention_scores(
+    q: &Tensor,
+    k: &Tensor,
+    mask: Option<&Tensor>,
+    causal: bool,
+    scale: Option<f64>,
+) -> Result<Tensor> {
     let (Some(&depth), [.., queries, _], [.., keys, _]) = (q.shape().last(), q.shape(), k.shape()) else {
         return Err(crate::error::Error::InvalidTensor {
-            what: "scaled_dot_product_attention",
+            what: "attention",
             message: format!("q is {} and k {}; both need a rank of at least 2", q.meta(), k.meta()),
         });
     };
+    let (queries, keys) = (*queries, *keys);
+    let on = |value: f64| cast(&Tensor::scalar_on(value, q.backend())?, q.dtype());
     // Scaling the queries rather than the scores is a pass over `depth`
     // values per query instead of one over `keys`.
-    let scale = Tensor::scalar_on(1.0 / (depth.max(1) as f32).sqrt(), q.backend())?;
+    let scale = on(scale.unwrap_or(1.0 / (depth.max(1) as f64).sqrt()))?;
     let scores = matmul(&mul(q, &scale)?, k, false, true)?;
-    let scores = if causal {
-        let (queries, keys) = (*queries, *keys);
-        let visible: Vec<bool> = (0..queries * keys).map(|i| i % keys <= i / keys).collect();
-        let visible = Tensor::from_vec(visible, &[queries, keys])?.to_backend(q.backend())?;
-        // A finite floor, not -inf: no row can turn into inf - inf.
-        select(&visible, &scores, &Tensor::scalar_on(f32::MIN, q.backend())?)?
-    } else {
-        scores
+    let scores = match mask {
+        Some(m) => add(&scores, m)?,
+        None => scores,
     };
-    matmul(&softmax(&scores, -1)?, v, false, false)
+    if !causal {
+        return Ok(scores);
+    }
+    let visible: Vec<bool> = (0..queries * keys).map(|i| i % keys <= i / keys).collect();
+    let visible = Tensor::from_vec(visible, &[queries, keys])?.to_backend(q.backend())?;
+    let lowest = match q.dtype() {
+        crate::dtype::DType::F64 => f64::MIN,
+        _ => f32::MIN as f64,
+    };
+    select(&visible, &scores, &on(lowest)?)
 }
 
 /// Inverted dropout (TF.js `tf.dropout`): each element of `x` kept with

@@ -220,7 +220,8 @@ fn attention_matches_its_definition_on_every_backend() {
         false,
     )
     .unwrap_err();
-    assert!(e.to_string().starts_with("op `scaled_dot_product_attention > matmul`"), "{e}");
+    assert!(e.to_string().starts_with("op `scaled_dot_product_attention > attention` (kernel `Attention`"), "{e}");
+    assert!(e.to_string().contains("depth of 4 but k [2, 3, 6, 5] of 5"), "{e}");
     let e = ops::scaled_dot_product_attention(&Tensor::ones(&[4], opforge::DType::F32).unwrap(), &k, &v, false)
         .unwrap_err();
     assert!(e.to_string().contains("scaled_dot_product_attention") && e.to_string().contains("rank"), "{e}");

@@ -5,6 +5,9 @@
 //!
 //! `cargo bench --bench w8_block`
 //!
+//! A third job runs opforge's block with the composite attention
+//! (`ops::attention_composite`) in place of the `Attention` kernel.
+//!
 //! Both libraries read the same numbers. The backward pass differentiates
 //! `sum(block(x) * g)` for a fixed random `g` with respect to the input and
 //! every parameter. candle runs its composite `layer_norm_slow` and
@@ -35,13 +38,24 @@ const ROUNDS: usize = 9;
 const SHAPES: [&[usize]; 12] =
     [&[W], &[W], &[W, W], &[W, W], &[W, W], &[W, W], &[W], &[W], &[W, M], &[M], &[M, W], &[W]];
 
-fn opforge_block(x: &Tensor, p: &[Tensor]) -> opforge::Result<Tensor> {
+/// How the block attends: the `Attention` kernel or the composite.
+type Attend = fn(&Tensor, &Tensor, &Tensor) -> opforge::Result<Tensor>;
+
+fn kernel(q: &Tensor, k: &Tensor, v: &Tensor) -> opforge::Result<Tensor> {
+    ops::scaled_dot_product_attention(q, k, v, true)
+}
+
+fn composite(q: &Tensor, k: &Tensor, v: &Tensor) -> opforge::Result<Tensor> {
+    ops::attention_composite(q, k, v, None, true, None)
+}
+
+fn opforge_block(x: &Tensor, p: &[Tensor], attend: Attend) -> opforge::Result<Tensor> {
     let rows = (B * T) as i64;
     let split =
         |t: Tensor| ops::transpose(&ops::reshape(&t, &[B as i64, T as i64, H as i64, HD as i64])?, &[0, 2, 1, 3]);
     let h = ops::layer_norm(x, &p[0], &p[1], 1e-5)?;
     let project = |w: &Tensor| split(ops::matmul(&h, w, false, false)?);
-    let a = ops::scaled_dot_product_attention(&project(&p[2])?, &project(&p[3])?, &project(&p[4])?, true)?;
+    let a = attend(&project(&p[2])?, &project(&p[3])?, &project(&p[4])?)?;
     let a = ops::reshape(&ops::transpose(&a, &[0, 2, 1, 3])?, &[rows, W as i64])?;
     let x = ops::add(x, &ops::matmul(&a, &p[5], false, false)?)?;
     let h = ops::layer_norm(&x, &p[6], &p[7], 1e-5)?;
@@ -50,9 +64,9 @@ fn opforge_block(x: &Tensor, p: &[Tensor]) -> opforge::Result<Tensor> {
 }
 
 /// The gradients of `sum(block(x) * g)` with respect to `x` and every parameter.
-fn opforge_backward(x: &Tensor, p: &[Tensor], g: &Tensor) -> opforge::Result<Vec<Tensor>> {
+fn opforge_backward(x: &Tensor, p: &[Tensor], g: &Tensor, attend: Attend) -> opforge::Result<Vec<Tensor>> {
     let all: Vec<Tensor> = std::iter::once(x.clone()).chain(p.iter().cloned()).collect();
-    opforge::grads(|v: &[Tensor]| ops::sum(&ops::mul(&opforge_block(&v[0], &v[1..])?, g)?, None, false))(&all)
+    opforge::grads(|v: &[Tensor]| ops::sum(&ops::mul(&opforge_block(&v[0], &v[1..], attend)?, g)?, None, false))(&all)
 }
 
 fn candle_block(x: &CTensor, p: &[CTensor], mask: &CTensor) -> candle_core::Result<CTensor> {
@@ -114,27 +128,36 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
 
     // Sanity: the same output and the same gradient of the up projection.
     let ctensors: Vec<CTensor> = cp.iter().map(|v| v.as_tensor().clone()).collect();
-    let y = opforge_block(&ox, &op)?.to_vec::<f32>()?;
+    let y = opforge_block(&ox, &op, kernel)?.to_vec::<f32>()?;
     close("forward", &y, &candle_block(cx.as_tensor(), &ctensors, &mask)?.flatten_all()?.to_vec1()?);
-    let (og9, cg9) = (&opforge_backward(&ox, &op, &og)?[9], &candle_backward(&cx, &cp, &cg, &mask)?[9]);
+    let (og9, cg9) = (&opforge_backward(&ox, &op, &og, kernel)?[9], &candle_backward(&cx, &cp, &cg, &mask)?[9]);
     close("gradient of the up projection's bias", &og9.to_vec::<f32>()?, &cg9.flatten_all()?.to_vec1()?);
     println!("threads: rayon {}, candle {}", rayon::current_num_threads(), candle_core::utils::get_num_threads());
 
     let (ox2, op2, ct2, mask2) = (ox.clone(), op.clone(), ctensors.clone(), mask.clone());
+    let (ox3, op3) = (ox.clone(), op.clone());
     let mut forward: Vec<(&'static str, Job)> = vec![
-        ("opforge", Box::new(move || drop(black_box(opforge_block(&ox2, &op2).unwrap())))),
+        ("opforge", Box::new(move || drop(black_box(opforge_block(&ox2, &op2, kernel).unwrap())))),
         ("candle", Box::new(move || drop(black_box(candle_block(cx.as_tensor(), &ct2, &mask2).unwrap())))),
+        ("opforge, composite attention", Box::new(move || drop(black_box(opforge_block(&ox3, &op3, composite).unwrap())))),
     ];
     let f = interleaved(&mut forward, ROUNDS, Duration::from_millis(400));
     let cx = Var::from_slice(&x, (B * T, W), &dev)?;
+    let (ox3, op3, og3) = (ox.clone(), op.clone(), og.clone());
     let mut backward: Vec<(&'static str, Job)> = vec![
-        ("opforge", Box::new(move || drop(black_box(opforge_backward(&ox, &op, &og).unwrap())))),
+        ("opforge", Box::new(move || drop(black_box(opforge_backward(&ox, &op, &og, kernel).unwrap())))),
         ("candle", Box::new(move || drop(black_box(candle_backward(&cx, &cp, &cg, &mask).unwrap())))),
+        ("opforge, composite attention", Box::new(move || drop(black_box(opforge_backward(&ox3, &op3, &og3, composite).unwrap())))),
     ];
     let b = interleaved(&mut backward, ROUNDS, Duration::from_millis(400));
 
     println!("\nInterleaved: {ROUNDS} rounds of about 400 ms per library.");
     let rows: [(&str, &[(f64, f64)]); 2] = [("forward", &f), ("forward + backward", &b)];
     print_vs_candle(&format!("W8 block, batch {B}, sequence {T}, width {W}, {H} heads"), &rows, 0.5);
+    println!("\n| W8 | attention kernel | composite attention | kernel / composite |");
+    println!("|---|---|---|---|");
+    for (name, r) in rows {
+        println!("| {name} | {:.1} ms | {:.1} ms | {:.2}x |", r[0].0 * 1e3, r[2].0 * 1e3, 1.0 / r[2].1);
+    }
     Ok(())
 }

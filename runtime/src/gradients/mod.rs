@@ -3,6 +3,7 @@
 //! backend and can be differentiated again. The elementwise kernels' come
 //! from their rows (`elementwise/`), each the rule its fused form uses.
 
+mod attention;
 mod conv;
 mod convert;
 mod index;

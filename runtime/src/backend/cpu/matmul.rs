@@ -248,12 +248,29 @@ pub(crate) fn gemm_into<T: Gemm>(
     rhs: Operand<'_, T>,
     par: Parallelism,
 ) {
+    gemm_with(dst, m, n, k, lhs, rhs, false, par);
+}
+
+/// [`gemm_into`], or with `accumulate` `dst += lhs * rhs`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn gemm_with<T: Gemm>(
+    dst: &mut [T],
+    m: usize,
+    n: usize,
+    k: usize,
+    lhs: Operand<'_, T>,
+    rhs: Operand<'_, T>,
+    accumulate: bool,
+    par: Parallelism,
+) {
     assert_eq!(dst.len(), m * n, "gemm destination");
     if m == 0 || n == 0 {
         return;
     }
     if k == 0 {
-        dst.fill(T::ZERO);
+        if !accumulate {
+            dst.fill(T::ZERO);
+        }
         return;
     }
     let last = |o: &Operand<'_, T>, rows: usize, cols: usize| (rows - 1) * o.row + (cols - 1) * o.col;
@@ -261,8 +278,8 @@ pub(crate) fn gemm_into<T: Gemm>(
     // reads lies inside its slice.
     assert!(last(&lhs, m, k) < lhs.data.len() && last(&rhs, k, n) < rhs.data.len(), "gemm operand bounds");
     // SAFETY: `dst` is m x n row-major and exclusively borrowed; `lhs` and
-    // `rhs` reach at most the indices checked above; `read_dst` is false,
-    // so `dst`'s old contents are not read.
+    // `rhs` reach at most the indices checked above; `dst`'s old contents
+    // are read only when `accumulate` says they hold values to add to.
     unsafe {
         gemm::gemm(
             m,
@@ -271,14 +288,14 @@ pub(crate) fn gemm_into<T: Gemm>(
             dst.as_mut_ptr(),
             1,
             n as isize,
-            false,
+            accumulate,
             lhs.data.as_ptr(),
             lhs.col as isize,
             lhs.row as isize,
             rhs.data.as_ptr(),
             rhs.col as isize,
             rhs.row as isize,
-            T::ZERO,
+            if accumulate { T::ONE } else { T::ZERO },
             T::ONE,
             false,
             false,

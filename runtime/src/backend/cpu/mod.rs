@@ -1,6 +1,7 @@
 //! The `cpu` backend: host memory, rayon above a size threshold.
 
 mod accounting;
+mod attention;
 pub(crate) mod binary;
 mod conv;
 mod device_ops;

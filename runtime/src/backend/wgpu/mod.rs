@@ -22,6 +22,7 @@
 #[macro_use]
 mod macros;
 
+mod attention;
 mod batch;
 mod binary;
 mod conv;

@@ -4,6 +4,7 @@
 //! The rules of one family of kernels sit in one file, named as the
 //! backends' and the gradients' files of that family are.
 
+mod attention;
 mod binary;
 mod broadcast;
 mod conv;
@@ -15,6 +16,7 @@ mod normalization;
 mod reduce;
 mod unary;
 
+pub use attention::*;
 pub use binary::*;
 pub use broadcast::{broadcast, same};
 pub use conv::*;

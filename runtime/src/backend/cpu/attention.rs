@@ -1,0 +1,468 @@
+//! `Attention` and `AttentionGrad` as FlashAttention computes them: tiles
+//! of queries against tiles of keys, the scores of one pair of tiles at a
+//! time in a buffer of `BQ x BK` values, never the whole `queries x keys`
+//! matrix. The forward keeps each query's running maximum and sum (the
+//! online softmax) and rescales its output as a later tile raises the
+//! maximum; the backward recomputes each tile's probabilities from the
+//! saved log-sum-exp (FlashAttention-2). The tiles' products go through
+//! `gemm`'s kernels; the exponentials through `vmath` in f32.
+
+use gemm::Parallelism;
+use rayon::prelude::*;
+
+use super::matmul::{gemm_with, Gemm, Operand};
+use super::tensor::CpuTensor;
+use crate::backend::call::TensorMeta;
+use crate::backend_id::BackendId;
+use crate::dtype::{float_sum, DType, Float};
+use crate::error::Result;
+use crate::kernels::{Attention, AttentionGrad};
+use crate::shape::strided::broadcast_strides;
+use opforge_macros::kernel;
+
+/// Queries per tile.
+const BQ: usize = 64;
+/// Keys per tile.
+const BK: usize = 128;
+/// Below this many multiply-adds in all, one thread does the whole call.
+const PAR_FLOPS: usize = 1 << 20;
+
+/// An element type the kernels compute in: `gemm` multiplies it, and it
+/// has an exponential over slices.
+trait Compute: Gemm + Float {
+    /// `dst[i] = e^src[i]`.
+    fn exp_into(src: &[Self], dst: &mut [Self]);
+}
+
+impl Compute for f32 {
+    fn exp_into(src: &[f32], dst: &mut [f32]) {
+        super::vmath::exp(src, dst);
+    }
+}
+
+impl Compute for f64 {
+    fn exp_into(src: &[f64], dst: &mut [f64]) {
+        for (d, &s) in dst.iter_mut().zip(src) {
+            *d = s.exp();
+        }
+    }
+}
+
+/// The lengths of one call, the mask's layout and the attributes.
+struct Geometry<'m, T> {
+    /// How many `[queries, depth]` matrices `q` holds (the leading axes).
+    batch: usize,
+    queries: usize,
+    keys: usize,
+    depth: usize,
+    value_depth: usize,
+    scale: T,
+    causal: bool,
+    mask: Option<Mask<'m, T>>,
+}
+
+/// An additive mask broadcast to the scores `[..., queries, keys]`: its
+/// values, the offset of each matrix of the batch, and the strides of a
+/// query and of a key (0 along an axis it broadcasts over).
+struct Mask<'m, T> {
+    values: &'m [T],
+    offsets: Vec<usize>,
+    row: usize,
+    col: usize,
+}
+
+impl<'m, T: Compute> Geometry<'m, T> {
+    fn new(
+        q: &CpuTensor,
+        k: &CpuTensor,
+        v: &CpuTensor,
+        mask: Option<&'m CpuTensor>,
+        causal: bool,
+        scale: Option<f64>,
+    ) -> Result<Self> {
+        let (qs, ks, vs) = (q.shape(), k.shape(), v.shape());
+        let (r, depth) = (qs.len(), qs[qs.len() - 1]);
+        let (queries, keys, value_depth) = (qs[r - 2], ks[ks.len() - 2], vs[vs.len() - 1]);
+        let batch = qs[..r - 2].iter().product();
+        let scale = T::from_f64(scale.unwrap_or(1.0 / (depth.max(1) as f64).sqrt()));
+        let mask = match mask {
+            None => None,
+            Some(m) => {
+                let scores: Vec<usize> = qs[..r - 2].iter().copied().chain([queries, keys]).collect();
+                let strides = broadcast_strides(m.shape(), &scores);
+                let lead = &scores[..r - 2];
+                // Each matrix's offset, the last leading axis fastest.
+                let mut offsets = vec![0usize; batch];
+                for (b, o) in offsets.iter_mut().enumerate() {
+                    let mut rest = b;
+                    for axis in (0..lead.len()).rev() {
+                        *o += (rest % lead[axis]) * strides[axis];
+                        rest /= lead[axis];
+                    }
+                }
+                Some(Mask { values: m.as_slice::<T>()?, offsets, row: strides[r - 2], col: strides[r - 1] })
+            }
+        };
+        Ok(Geometry { batch, queries, keys, depth, value_depth, scale, causal, mask })
+    }
+
+    /// The keys query `i` may see end before this one (all, or `i + 1`).
+    fn visible_end(&self, last_query: usize) -> usize {
+        match self.causal {
+            true => self.keys.min(last_query + 1),
+            false => self.keys,
+        }
+    }
+
+    /// Scales the scores `s` (`rows x cols`, of queries from `i0` and keys
+    /// from `j0` of matrix `b`), adds the mask and hides the keys a causal
+    /// query may not see (`-inf`).
+    fn finish_scores(&self, s: &mut [T], b: usize, i0: usize, j0: usize, cols: usize) {
+        for (r, row) in s.chunks_exact_mut(cols).enumerate() {
+            let i = i0 + r;
+            for v in row.iter_mut() {
+                *v = *v * self.scale;
+            }
+            if let Some(m) = &self.mask {
+                let at = m.offsets[b] + i * m.row + j0 * m.col;
+                for (c, v) in row.iter_mut().enumerate() {
+                    *v = *v + m.values[at + c * m.col];
+                }
+            }
+            if self.causal && j0 + cols > i + 1 {
+                let from = (i + 1).saturating_sub(j0);
+                row[from..].fill(T::neg_infinity());
+            }
+        }
+    }
+
+    fn flops(&self) -> usize {
+        self.batch * self.queries * self.keys * (self.depth + self.value_depth)
+    }
+}
+
+/// One tile of queries: `y` (`rows x value_depth`) and `lse` (`rows`) of
+/// queries `i0..` of matrix `b`.
+fn forward_tile<T: Compute>(
+    g: &Geometry<'_, T>,
+    [q, k, v]: [&[T]; 3],
+    b: usize,
+    i0: usize,
+    y: &mut [T],
+    lse: &mut [T],
+) {
+    let (d, dv) = (g.depth, g.value_depth);
+    let rows = lse.len();
+    let q = &q[(b * g.queries + i0) * d..][..rows * d];
+    let (k, v) = (&k[b * g.keys * d..][..g.keys * d], &v[b * g.keys * dv..][..g.keys * dv]);
+    let mut s = vec![T::zero(); rows * BK];
+    let mut p = vec![T::zero(); rows * BK];
+    let mut max = vec![T::neg_infinity(); rows];
+    let mut sum = vec![T::zero(); rows];
+    y.fill(T::zero());
+    let end = g.visible_end(i0 + rows - 1);
+    for j0 in (0..end).step_by(BK) {
+        let cols = BK.min(end - j0);
+        let (s, p) = (&mut s[..rows * cols], &mut p[..rows * cols]);
+        let kt = Operand { data: &k[j0 * d..], row: 1, col: d };
+        gemm_with(s, rows, cols, d, Operand { data: q, row: d, col: 1 }, kt, false, Parallelism::None);
+        g.finish_scores(s, b, i0, j0, cols);
+        for r in 0..rows {
+            let row = &mut s[r * cols..][..cols];
+            let tile_max = row.iter().fold(T::neg_infinity(), |m, &x| if x > m || x.is_nan() { x } else { m });
+            let new = if max[r].is_nan() || tile_max.is_nan() { T::nan() } else { max[r].max(tile_max) };
+            if new == T::neg_infinity() {
+                // Nothing seen yet: the tile adds nothing.
+                p[r * cols..][..cols].fill(T::zero());
+                continue;
+            }
+            for x in row.iter_mut() {
+                *x = *x - new;
+            }
+            let correction = (max[r] - new).exp();
+            max[r] = new;
+            T::exp_into(row, &mut p[r * cols..][..cols]);
+            sum[r] = sum[r] * correction + float_sum(p[r * cols..][..cols].iter().copied());
+            if correction != T::one() {
+                for o in &mut y[r * dv..][..dv] {
+                    *o = *o * correction;
+                }
+            }
+        }
+        gemm_with(
+            y,
+            rows,
+            dv,
+            cols,
+            Operand { data: p, row: cols, col: 1 },
+            Operand { data: &v[j0 * dv..], row: dv, col: 1 },
+            true,
+            Parallelism::None,
+        );
+    }
+    for r in 0..rows {
+        if sum[r] == T::zero() {
+            // A query that sees no key: zeros, and a log-sum-exp of -inf.
+            y[r * dv..][..dv].fill(T::zero());
+            lse[r] = T::neg_infinity();
+            continue;
+        }
+        let inv = T::one() / sum[r];
+        for o in &mut y[r * dv..][..dv] {
+            *o = *o * inv;
+        }
+        lse[r] = max[r] + sum[r].ln();
+    }
+}
+
+/// Tasks of one tile of queries each, on rayon when the call is large.
+#[kernel(Attention, cpu, widens(f16, bf16))]
+fn attention(
+    q: &CpuTensor,
+    k: &CpuTensor,
+    v: &CpuTensor,
+    mask: Option<&CpuTensor>,
+    causal: bool,
+    scale: Option<f64>,
+    out: &[TensorMeta],
+) -> Result<(CpuTensor, CpuTensor)> {
+    let [y_meta, lse_meta] = out else {
+        let message = format!("two outputs, not {}", out.len());
+        return Err(crate::error::Error::Backend { kernel: "Attention", backend: BackendId::Cpu, message });
+    };
+    match q.dtype() {
+        DType::F64 => forward::<f64>(q, k, v, mask, causal, scale, [y_meta, lse_meta]),
+        _ => forward::<f32>(q, k, v, mask, causal, scale, [y_meta, lse_meta]),
+    }
+}
+
+/// [`attention`] in `T`.
+fn forward<T: Compute>(
+    q: &CpuTensor,
+    k: &CpuTensor,
+    v: &CpuTensor,
+    mask: Option<&CpuTensor>,
+    causal: bool,
+    scale: Option<f64>,
+    [y_meta, lse_meta]: [&TensorMeta; 2],
+) -> Result<(CpuTensor, CpuTensor)> {
+    let g = Geometry::<T>::new(q, k, v, mask, causal, scale)?;
+    let inputs = [q.as_slice::<T>()?, k.as_slice::<T>()?, v.as_slice::<T>()?];
+    let mut y = super::pool::output::<T>(y_meta.numel());
+    let mut lse = super::pool::output::<T>(lse_meta.numel());
+    let tiles = tiles(&g, &mut y, &mut lse);
+    let run = |(b, i0, y, lse): Tile<'_, T>| forward_tile(&g, inputs, b, i0, y, lse);
+    match g.flops() < PAR_FLOPS {
+        true => tiles.into_iter().for_each(run),
+        false => tiles.into_par_iter().for_each(run),
+    }
+    Ok((CpuTensor::from_vec(&y_meta.shape, y)?, CpuTensor::from_vec(&lse_meta.shape, lse)?))
+}
+
+/// A tile of queries: its matrix, its first query, and its rows of two
+/// outputs (`[rows, _]` and `[rows]`).
+type Tile<'a, T> = (usize, usize, &'a mut [T], &'a mut [T]);
+
+/// `wide` (rows of `width`) and `narrow` (one value a row), `[batch,
+/// queries, _]`, split into tiles of at most `BQ` queries of one matrix.
+fn tiles<'a, T>(g: &Geometry<'_, impl Sized>, mut wide: &'a mut [T], mut narrow: &'a mut [T]) -> Vec<Tile<'a, T>> {
+    let width = wide.len().checked_div(narrow.len()).unwrap_or(0);
+    let mut out = Vec::with_capacity(g.batch * g.queries.div_ceil(BQ));
+    for b in 0..g.batch {
+        for i0 in (0..g.queries).step_by(BQ) {
+            let rows = BQ.min(g.queries - i0);
+            let (w, rest) = std::mem::take(&mut wide).split_at_mut(rows * width);
+            let (n, rest_n) = std::mem::take(&mut narrow).split_at_mut(rows);
+            (wide, narrow) = (rest, rest_n);
+            out.push((b, i0, w, n));
+        }
+    }
+    out
+}
+
+/// A task per matrix of the batch: its query tiles against its key tiles,
+/// each pair's probabilities recomputed from `lse`, `dq`, `dk` and `dv`
+/// summed tile by tile in the task's own rows of them.
+#[kernel(AttentionGrad, cpu, widens(f16, bf16))]
+#[allow(clippy::too_many_arguments)]
+fn attention_grad(
+    dy: &CpuTensor,
+    q: &CpuTensor,
+    k: &CpuTensor,
+    v: &CpuTensor,
+    y: &CpuTensor,
+    lse: &CpuTensor,
+    mask: Option<&CpuTensor>,
+    dlse: Option<&CpuTensor>,
+    causal: bool,
+    scale: Option<f64>,
+    out: &[TensorMeta],
+) -> Result<(CpuTensor, CpuTensor, CpuTensor)> {
+    let [dq, dk, dv] = out else {
+        let message = format!("three outputs, not {}", out.len());
+        return Err(crate::error::Error::Backend { kernel: "AttentionGrad", backend: BackendId::Cpu, message });
+    };
+    let tensors = [dy, q, k, v, y, lse];
+    match q.dtype() {
+        DType::F64 => backward::<f64>(tensors, mask, dlse, causal, scale, [dq, dk, dv]),
+        _ => backward::<f32>(tensors, mask, dlse, causal, scale, [dq, dk, dv]),
+    }
+}
+
+/// [`attention_grad`] in `T`.
+fn backward<T: Compute>(
+    [dy, q, k, v, y, lse]: [&CpuTensor; 6],
+    mask: Option<&CpuTensor>,
+    dlse: Option<&CpuTensor>,
+    causal: bool,
+    scale: Option<f64>,
+    metas: [&TensorMeta; 3],
+) -> Result<(CpuTensor, CpuTensor, CpuTensor)> {
+    let g = Geometry::<T>::new(q, k, v, mask, causal, scale)?;
+    let inputs = Inputs {
+        dy: dy.as_slice::<T>()?,
+        q: q.as_slice::<T>()?,
+        k: k.as_slice::<T>()?,
+        v: v.as_slice::<T>()?,
+        y: y.as_slice::<T>()?,
+        lse: lse.as_slice::<T>()?,
+        dlse: dlse.map(|t| t.as_slice::<T>()).transpose()?,
+    };
+    let [mut dq, mut dk, mut dv] = metas.map(|m| super::pool::output::<T>(m.numel()));
+    let per = |len: usize| len.checked_div(g.batch).unwrap_or(0);
+    let (sq, sk, sv) = (per(dq.len()), per(dk.len()), per(dv.len()));
+    let mut tasks = Vec::with_capacity(g.batch);
+    let (mut rq, mut rk, mut rv) = (&mut dq[..], &mut dk[..], &mut dv[..]);
+    for b in 0..g.batch {
+        let (q, rest_q) = std::mem::take(&mut rq).split_at_mut(sq);
+        let (k, rest_k) = std::mem::take(&mut rk).split_at_mut(sk);
+        let (v, rest_v) = std::mem::take(&mut rv).split_at_mut(sv);
+        (rq, rk, rv) = (rest_q, rest_k, rest_v);
+        tasks.push((b, q, k, v));
+    }
+    let run = |(b, dq, dk, dv): (usize, &mut [T], &mut [T], &mut [T])| backward_matrix(&g, &inputs, b, [dq, dk, dv]);
+    match g.flops() < PAR_FLOPS {
+        true => tasks.into_iter().for_each(run),
+        false => tasks.into_par_iter().for_each(run),
+    }
+    let [mq, mk, mv] = metas;
+    Ok((CpuTensor::from_vec(&mq.shape, dq)?, CpuTensor::from_vec(&mk.shape, dk)?, CpuTensor::from_vec(&mv.shape, dv)?))
+}
+
+/// What [`backward_matrix`] reads: the cotangents, `Attention`'s inputs
+/// and its outputs, each whole.
+struct Inputs<'a, T> {
+    dy: &'a [T],
+    q: &'a [T],
+    k: &'a [T],
+    v: &'a [T],
+    y: &'a [T],
+    lse: &'a [T],
+    dlse: Option<&'a [T]>,
+}
+
+/// `dq`, `dk` and `dv` of matrix `b`.
+fn backward_matrix<T: Compute>(g: &Geometry<'_, T>, x: &Inputs<'_, T>, b: usize, [dq, dk, dv]: [&mut [T]; 3]) {
+    let (tq, tk, d, dvd) = (g.queries, g.keys, g.depth, g.value_depth);
+    for t in [&mut *dq, &mut *dk, &mut *dv] {
+        t.fill(T::zero());
+    }
+    let (q, dy, y) =
+        (&x.q[b * tq * d..][..tq * d], &x.dy[b * tq * dvd..][..tq * dvd], &x.y[b * tq * dvd..][..tq * dvd]);
+    let (k, v, lse) = (&x.k[b * tk * d..][..tk * d], &x.v[b * tk * dvd..][..tk * dvd], &x.lse[b * tq..][..tq]);
+    // delta = sum(dy * y) - dlse per query: the softmax's own term.
+    let delta: Vec<T> = (0..tq)
+        .map(|i| {
+            let dot = float_sum(dy[i * dvd..][..dvd].iter().zip(&y[i * dvd..][..dvd]).map(|(&a, &b)| a * b));
+            dot - x.dlse.map_or(T::zero(), |l| l[b * tq + i])
+        })
+        .collect();
+    let (mut s, mut p, mut ds) = (vec![T::zero(); BQ * BK], vec![T::zero(); BQ * BK], vec![T::zero(); BQ * BK]);
+    let none = Parallelism::None;
+    for i0 in (0..tq).step_by(BQ) {
+        let rows = BQ.min(tq - i0);
+        let (qi, dyi) = (&q[i0 * d..][..rows * d], &dy[i0 * dvd..][..rows * dvd]);
+        let end = g.visible_end(i0 + rows - 1);
+        for j0 in (0..end).step_by(BK) {
+            let cols = BK.min(end - j0);
+            let (s, p, ds) = (&mut s[..rows * cols], &mut p[..rows * cols], &mut ds[..rows * cols]);
+            let (kj, vj) = (&k[j0 * d..][..cols * d], &v[j0 * dvd..][..cols * dvd]);
+            gemm_with(
+                s,
+                rows,
+                cols,
+                d,
+                Operand { data: qi, row: d, col: 1 },
+                Operand { data: kj, row: 1, col: d },
+                false,
+                none,
+            );
+            g.finish_scores(s, b, i0, j0, cols);
+            for r in 0..rows {
+                let l = lse[i0 + r];
+                let (sr, pr) = (&mut s[r * cols..][..cols], &mut p[r * cols..][..cols]);
+                if l == T::neg_infinity() {
+                    // The query saw no key: it gave zeros, which no key moves.
+                    pr.fill(T::zero());
+                    continue;
+                }
+                for x in sr.iter_mut() {
+                    *x = *x - l;
+                }
+                T::exp_into(sr, pr);
+            }
+            // dv += p^T dy
+            let pt = Operand { data: p, row: 1, col: cols };
+            gemm_with(
+                &mut dv[j0 * dvd..][..cols * dvd],
+                cols,
+                dvd,
+                rows,
+                pt,
+                Operand { data: dyi, row: dvd, col: 1 },
+                true,
+                none,
+            );
+            // dp = dy v^T, then ds = p * (dp - delta) * scale.
+            gemm_with(
+                ds,
+                rows,
+                cols,
+                dvd,
+                Operand { data: dyi, row: dvd, col: 1 },
+                Operand { data: vj, row: 1, col: dvd },
+                false,
+                none,
+            );
+            for r in 0..rows {
+                let dl = delta[i0 + r];
+                for (o, &pv) in ds[r * cols..][..cols].iter_mut().zip(&p[r * cols..][..cols]) {
+                    *o = pv * (*o - dl) * g.scale;
+                }
+            }
+            // dq += ds k, dk += ds^T q
+            let dsm = Operand { data: &*ds, row: cols, col: 1 };
+            gemm_with(
+                &mut dq[i0 * d..][..rows * d],
+                rows,
+                d,
+                cols,
+                dsm,
+                Operand { data: kj, row: d, col: 1 },
+                true,
+                none,
+            );
+            let dst = Operand { data: &*ds, row: 1, col: cols };
+            gemm_with(
+                &mut dk[j0 * d..][..cols * d],
+                cols,
+                d,
+                rows,
+                dst,
+                Operand { data: qi, row: d, col: 1 },
+                true,
+                none,
+            );
+        }
+    }
+}
