@@ -272,7 +272,11 @@ pub fn attention_scores(
         });
     };
     let (queries, keys) = (*queries, *keys);
-    let on = |value: f64| cast(&Tensor::scalar_on(value, q.backend())?, q.dtype());
+    let on = |value: f64| match q.dtype() {
+        crate::dtype::DType::F64 => Tensor::scalar_on(value, q.backend()),
+        crate::dtype::DType::F32 => Tensor::scalar_on(value as f32, q.backend()),
+        other => cast(&Tensor::scalar_on(value as f32, q.backend())?, other),
+    };
     // Scaling the queries rather than the scores is a pass over `depth`
     // values per query instead of one over `keys`.
     let scale = on(scale.unwrap_or(1.0 / (depth.max(1) as f64).sqrt()))?;

@@ -277,3 +277,23 @@ fn wgpu_agrees_with_the_cpu() {
         }
     }
 }
+
+/// Forward and backward, attention is one kernel each way: the composite
+/// ran a scale, two matmuls, a select and a softmax forward and more
+/// than twice that backward.
+#[test]
+fn one_kernel_each_way() {
+    let (q, k, v) = (uniform(&[2, 2, 8, 4], 1, DType::F32), uniform(&[2, 2, 8, 4], 2, DType::F32), uniform(&[2, 2, 8, 4], 3, DType::F32));
+    let kernels = |attend: fn(&Tensor, &Tensor, &Tensor) -> opforge::Result<Tensor>| {
+        let (g, profile) = opforge::profile(|| {
+            grads(|x: &[Tensor]| ops::sum(&attend(&x[0], &x[1], &x[2])?, None, false))(&[q.clone(), k.clone(), v.clone()])
+        });
+        g.unwrap();
+        profile.kernels.iter().map(|k| k.kernel).filter(|&k| !matches!(k, "Sum" | "Fill" | "BroadcastTo" | "Reshape")).collect::<Vec<_>>()
+    };
+    let one = kernels(|q, k, v| ops::scaled_dot_product_attention(q, k, v, true));
+    assert_eq!(one, ["Attention", "AttentionGrad"]);
+    let composite = kernels(|q, k, v| ops::attention_composite(q, k, v, None, true, None));
+    println!("attention forward and backward: 2 kernels, the composite {} ({composite:?})", composite.len());
+    assert!(composite.len() >= 10, "{composite:?}");
+}

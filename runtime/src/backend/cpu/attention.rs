@@ -28,22 +28,37 @@ const BK: usize = 128;
 const PAR_FLOPS: usize = 1 << 20;
 
 /// An element type the kernels compute in: `gemm` multiplies it, and it
-/// has an exponential over slices.
+/// has the rows' exponentials (vectorized in f32, by `vmath`).
 trait Compute: Gemm + Float {
-    /// `dst[i] = e^src[i]`.
-    fn exp_into(src: &[Self], dst: &mut [Self]);
+    /// The online softmax's step over one row of a tile (see
+    /// `vmath::online_softmax_row`): `(new maximum, sum of p)`.
+    fn online_row(s: &[Self], p: &mut [Self], max: Self) -> (Self, Self);
+    /// `dst[i] = e^(src[i] - shift)`.
+    fn exp_shifted(src: &[Self], dst: &mut [Self], shift: Self);
 }
 
 impl Compute for f32 {
-    fn exp_into(src: &[f32], dst: &mut [f32]) {
-        super::vmath::exp(src, dst);
+    fn online_row(s: &[f32], p: &mut [f32], max: f32) -> (f32, f32) {
+        super::vmath::online_softmax_row(s, p, max)
+    }
+    fn exp_shifted(src: &[f32], dst: &mut [f32], shift: f32) {
+        super::vmath::exp_shifted(src, dst, shift);
     }
 }
 
 impl Compute for f64 {
-    fn exp_into(src: &[f64], dst: &mut [f64]) {
+    fn online_row(s: &[f64], p: &mut [f64], max: f64) -> (f64, f64) {
+        let new = s.iter().fold(max, |m, &x| if x > m { x } else { m });
+        if new == f64::NEG_INFINITY {
+            p.fill(0.0);
+            return (new, if s.iter().any(|x| x.is_nan()) { f64::NAN } else { 0.0 });
+        }
+        Self::exp_shifted(s, p, new);
+        (new, float_sum(p.iter().copied()))
+    }
+    fn exp_shifted(src: &[f64], dst: &mut [f64], shift: f64) {
         for (d, &s) in dst.iter_mut().zip(src) {
-            *d = s.exp();
+            *d = (s - shift).exp();
         }
     }
 }
@@ -168,21 +183,12 @@ fn forward_tile<T: Compute>(
         gemm_with(s, rows, cols, d, Operand { data: q, row: d, col: 1 }, kt, false, Parallelism::None);
         g.finish_scores(s, b, i0, j0, cols);
         for r in 0..rows {
-            let row = &mut s[r * cols..][..cols];
-            let tile_max = row.iter().fold(T::neg_infinity(), |m, &x| if x > m || x.is_nan() { x } else { m });
-            let new = if max[r].is_nan() || tile_max.is_nan() { T::nan() } else { max[r].max(tile_max) };
-            if new == T::neg_infinity() {
-                // Nothing seen yet: the tile adds nothing.
-                p[r * cols..][..cols].fill(T::zero());
-                continue;
-            }
-            for x in row.iter_mut() {
-                *x = *x - new;
-            }
-            let correction = (max[r] - new).exp();
+            let (new, tile_sum) = T::online_row(&s[r * cols..][..cols], &mut p[r * cols..][..cols], max[r]);
+            // The row's earlier sum and output, at the old maximum, move to
+            // the new one (-inf before: nothing to move).
+            let correction = if max[r] == T::neg_infinity() { T::zero() } else { (max[r] - new).exp() };
             max[r] = new;
-            T::exp_into(row, &mut p[r * cols..][..cols]);
-            sum[r] = sum[r] * correction + float_sum(p[r * cols..][..cols].iter().copied());
+            sum[r] = sum[r] * correction + tile_sum;
             if correction != T::one() {
                 for o in &mut y[r * dv..][..dv] {
                     *o = *o * correction;
@@ -400,16 +406,12 @@ fn backward_matrix<T: Compute>(g: &Geometry<'_, T>, x: &Inputs<'_, T>, b: usize,
             g.finish_scores(s, b, i0, j0, cols);
             for r in 0..rows {
                 let l = lse[i0 + r];
-                let (sr, pr) = (&mut s[r * cols..][..cols], &mut p[r * cols..][..cols]);
-                if l == T::neg_infinity() {
+                let pr = &mut p[r * cols..][..cols];
+                match l == T::neg_infinity() {
                     // The query saw no key: it gave zeros, which no key moves.
-                    pr.fill(T::zero());
-                    continue;
+                    true => pr.fill(T::zero()),
+                    false => T::exp_shifted(&s[r * cols..][..cols], pr, l),
                 }
-                for x in sr.iter_mut() {
-                    *x = *x - l;
-                }
-                T::exp_into(sr, pr);
             }
             // dv += p^T dy
             let pt = Operand { data: p, row: 1, col: cols };

@@ -396,6 +396,92 @@ fn softmax_rows_in<const FMA: bool>(src: &[f32], dst: &mut [f32], len: usize) {
     }
 }
 
+/// One row of a tile of attention scores, FlashAttention's online softmax
+/// step: with `max` the row's maximum over earlier tiles, finds `new`, the
+/// maximum with this tile's scores `s` (NaN ignored, as in `f32::max`),
+/// writes `p[i] = e^(s[i] - new)` (as [`exp`] computes it) and returns
+/// `(new, sum of p)`. A NaN score spreads through the sum; where `new` is
+/// -inf (no score seen yet) `p` is zeros and the sum 0, or NaN if `s` holds
+/// one. Panics if the lengths differ.
+pub(crate) fn online_softmax_row(s: &[f32], p: &mut [f32], max: f32) -> (f32, f32) {
+    assert_eq!(s.len(), p.len(), "vmath: attention row lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: `has_avx2_fma` checked at run time that this CPU supports
+        // every feature `online_softmax_row_avx2_fma` is compiled with.
+        return unsafe { online_softmax_row_avx2_fma(s, p, max) };
+    }
+    online_softmax_row_in::<false>(s, p, max)
+}
+
+/// [`online_softmax_row`] compiled for AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn online_softmax_row_avx2_fma(s: &[f32], p: &mut [f32], max: f32) -> (f32, f32) {
+    online_softmax_row_in::<true>(s, p, max)
+}
+
+/// [`online_softmax_row`]'s loops, inlined into each copy.
+#[inline(always)]
+fn online_softmax_row_in<const FMA: bool>(s: &[f32], p: &mut [f32], max: f32) -> (f32, f32) {
+    let mut top = [max; ROW_LANES];
+    let chunks = s.chunks_exact(ROW_LANES);
+    for &x in chunks.remainder() {
+        top[0] = if x > top[0] { x } else { top[0] };
+    }
+    for c in chunks {
+        for k in 0..ROW_LANES {
+            top[k] = if c[k] > top[k] { c[k] } else { top[k] };
+        }
+    }
+    let new = top.iter().fold(max, |m, &x| if x > m { x } else { m });
+    if new == f32::NEG_INFINITY {
+        p.fill(0.0);
+        return (new, if s.iter().any(|x| x.is_nan()) { f32::NAN } else { 0.0 });
+    }
+    let mut sum = [0.0f32; ROW_LANES];
+    let mut pc = p.chunks_exact_mut(ROW_LANES);
+    let mut sc = s.chunks_exact(ROW_LANES);
+    for (d, c) in (&mut pc).zip(&mut sc) {
+        for k in 0..ROW_LANES {
+            d[k] = exp_one::<FMA>(c[k] - new);
+            sum[k] += d[k];
+        }
+    }
+    for (d, &x) in pc.into_remainder().iter_mut().zip(sc.remainder()) {
+        *d = exp_one::<FMA>(x - new);
+        sum[0] += *d;
+    }
+    (new, sum.iter().sum())
+}
+
+/// `dst[i] = e^(src[i] - shift)`, as [`exp`] computes it. Panics if the
+/// lengths differ.
+pub(crate) fn exp_shifted(src: &[f32], dst: &mut [f32], shift: f32) {
+    assert_eq!(src.len(), dst.len(), "vmath: exp lengths differ");
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2_fma() {
+        // SAFETY: `has_avx2_fma` checked at run time that this CPU supports
+        // every feature `exp_shifted_avx2_fma` is compiled with.
+        return unsafe { exp_shifted_avx2_fma(src, dst, shift) };
+    }
+    exp_shifted_in::<false>(src, dst, shift);
+}
+
+/// [`exp_shifted`] compiled for AVX2 and FMA.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn exp_shifted_avx2_fma(src: &[f32], dst: &mut [f32], shift: f32) {
+    exp_shifted_in::<true>(src, dst, shift);
+}
+
+#[inline(always)]
+fn exp_shifted_in<const FMA: bool>(src: &[f32], dst: &mut [f32], shift: f32) {
+    for (d, &x) in dst.iter_mut().zip(src) {
+        *d = exp_one::<FMA>(x - shift);
+    }
+}
+
 /// The ULP distance the accuracy tests use, shared with `tests/vmath_accuracy.rs`.
 #[cfg(test)]
 #[path = "../../../tests/common/ulp.rs"]
