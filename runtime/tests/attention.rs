@@ -283,13 +283,26 @@ fn wgpu_agrees_with_the_cpu() {
 /// than twice that backward.
 #[test]
 fn one_kernel_each_way() {
-    let (q, k, v) = (uniform(&[2, 2, 8, 4], 1, DType::F32), uniform(&[2, 2, 8, 4], 2, DType::F32), uniform(&[2, 2, 8, 4], 3, DType::F32));
+    let (q, k, v) = (
+        uniform(&[2, 2, 8, 4], 1, DType::F32),
+        uniform(&[2, 2, 8, 4], 2, DType::F32),
+        uniform(&[2, 2, 8, 4], 3, DType::F32),
+    );
     let kernels = |attend: fn(&Tensor, &Tensor, &Tensor) -> opforge::Result<Tensor>| {
         let (g, profile) = opforge::profile(|| {
-            grads(|x: &[Tensor]| ops::sum(&attend(&x[0], &x[1], &x[2])?, None, false))(&[q.clone(), k.clone(), v.clone()])
+            grads(|x: &[Tensor]| ops::sum(&attend(&x[0], &x[1], &x[2])?, None, false))(&[
+                q.clone(),
+                k.clone(),
+                v.clone(),
+            ])
         });
         g.unwrap();
-        profile.kernels.iter().map(|k| k.kernel).filter(|&k| !matches!(k, "Sum" | "Fill" | "BroadcastTo" | "Reshape")).collect::<Vec<_>>()
+        profile
+            .kernels
+            .iter()
+            .map(|k| k.kernel)
+            .filter(|&k| !matches!(k, "Sum" | "Fill" | "BroadcastTo" | "Reshape"))
+            .collect::<Vec<_>>()
     };
     let one = kernels(|q, k, v| ops::scaled_dot_product_attention(q, k, v, true));
     assert_eq!(one, ["Attention", "AttentionGrad"]);
