@@ -28,28 +28,6 @@ pub fn moving_average(v: &Tensor, x: &Tensor, decay: f32) -> Result<Tensor> {
     add(&kept, &added)
 }
 
-/// Log of [`softmax`] along `axis`, computed stably as
-/// `x - max(x) - log(sum(exp(x - max(x))))` (TF.js `tf.logSoftmax`): large
-/// logits neither overflow nor lose the small probabilities to rounding.
-///
-/// ```
-/// use opforge::{ops, Tensor};
-/// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 1000.0, 1000.0, 1000.0], &[2, 3])?;
-/// let y = ops::log_softmax(&x, -1)?.to_vec::<f32>()?;
-/// let lse = (1f32.exp() + 2f32.exp() + 3f32.exp()).ln();
-/// assert!((y[0] - (1.0 - lse)).abs() < 1e-6 && (y[2] - (3.0 - lse)).abs() < 1e-6);
-/// assert!(y[3..].iter().all(|v| (v + 3f32.ln()).abs() < 1e-6), "no overflow at 1000");
-/// # Ok::<(), opforge::Error>(())
-/// ```
-#[op]
-pub fn log_softmax(x: &Tensor, axis: i64) -> Result<Tensor> {
-    // The result does not depend on the shift, so no gradient needs to flow through it.
-    let shift = crate::tape::no_grad(|| max(x, Some(&[axis]), true))?;
-    let shifted = sub(x, &shift)?;
-    let log_sum = log(&sum(&exp(&shifted)?, Some(&[axis]), true)?)?;
-    sub(&shifted, &log_sum)
-}
-
 /// The Gaussian error linear unit, exactly: `x * Phi(x) = 0.5 * x * (1 +
 /// erf(x / sqrt(2)))` (TF.js's and PyTorch's default, not the tanh
 /// approximation).

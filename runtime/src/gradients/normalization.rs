@@ -1,14 +1,23 @@
 //! Gradients of `Softmax`, `y * (dy - sum(dy * y))` along the axis, of
+//! `LogSoftmax`, `dy - exp(y) * sum(dy)`, of
 //! `SoftmaxCrossEntropyWithLogits`, of `LRN`, of `FusedBatchNorm`, and of
 //! `LayerNorm`.
 
 use crate::error::Result;
-use crate::kernels::{FusedBatchNorm, FusedBatchNormGrads, LayerNorm, LayerNormGrads, Softmax, LRN};
+use crate::kernels::{FusedBatchNorm, FusedBatchNormGrads, LayerNorm, LayerNormGrads, LogSoftmax, Softmax, LRN};
 use crate::kernels::{SoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogitsNeeds};
 use crate::ops;
 use crate::ops::unbroadcast;
 use crate::tensor::Tensor;
 use opforge_macros::gradient;
+
+/// `dy - softmax * sum(dy)` along the axis, the softmax read back from
+/// the output as `exp(y)`.
+#[gradient(LogSoftmax)]
+fn log_softmax_grad(axis: i64, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    let total = ops::sum(dy, Some(&[axis]), true)?;
+    ops::sub(dy, &ops::mul(&ops::exp(y)?, &total)?)
+}
 
 #[gradient(Softmax)]
 fn softmax_grad(axis: i64, y: &Tensor, dy: &Tensor) -> Result<Tensor> {

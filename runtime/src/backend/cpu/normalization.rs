@@ -14,7 +14,9 @@ use crate::backend::call::TensorMeta;
 use crate::backend_id::BackendId;
 use crate::dtype::{float_sum, DType, Element, Float};
 use crate::error::Result;
-use crate::kernels::{FusedBatchNorm, LayerNorm, LayerNormGrad, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
+use crate::kernels::{
+    FusedBatchNorm, LayerNorm, LayerNormGrad, LogSoftmax, Softmax, SoftmaxCrossEntropyWithLogits, LRN,
+};
 use crate::shape::len_and_inner;
 use crate::shape::strided::{broadcast_strides, Dims};
 use opforge_macros::kernel;
@@ -38,6 +40,42 @@ fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
         return CpuTensor::from_vec(&out.shape, data);
     }
     softmax_slabs(src, &mut data, len, inner);
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// `x - max - ln(sum(exp(x - max)))` along the axis, in slabs as
+/// [`softmax_slabs`] walks them, the sum in f64 as there.
+#[kernel(LogSoftmax, cpu, widens(f16, bf16))]
+fn log_softmax(logits: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    let (len, inner) = len_and_inner(logits.shape(), axis).map_err(rule_error("LogSoftmax"))?;
+    match logits.dtype() {
+        DType::F64 => log_softmax_in::<f64>(logits, len, inner, out),
+        _ => log_softmax_in::<f32>(logits, len, inner, out),
+    }
+}
+
+/// [`log_softmax`] in `T`.
+fn log_softmax_in<T: Float>(x: &CpuTensor, len: usize, inner: usize, out: &TensorMeta) -> Result<CpuTensor> {
+    let src = x.as_slice::<T>()?;
+    let mut data = super::pool::output::<T>(src.len());
+    if len == 0 || src.is_empty() {
+        return CpuTensor::from_vec(&out.shape, data);
+    }
+    let slab = len * inner;
+    for_rows(&mut data, slab, src.len() * 4, |start, chunk| {
+        for (s, dst) in chunk.chunks_mut(slab).enumerate() {
+            let base = start + s * slab;
+            for j in 0..inner {
+                let at = |t: usize| base + t * inner + j;
+                let max = (0..len).map(|t| src[at(t)]).fold(T::neg_infinity(), T::max);
+                let sum: f64 = (0..len).map(|t| Element::to_f64((src[at(t)] - max).exp())).sum();
+                let shift = max + T::from_f64(sum.ln());
+                for t in 0..len {
+                    dst[t * inner + j] = src[at(t)] - shift;
+                }
+            }
+        }
+    });
     CpuTensor::from_vec(&out.shape, data)
 }
 

@@ -8,7 +8,9 @@ use super::{groups, rule_error, unsupported, EntryPoint, Grid, Shader, WgpuTenso
 use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::kernels::{FusedBatchNorm, LayerNorm, LayerNormGrad, Softmax, SoftmaxCrossEntropyWithLogits, LRN};
+use crate::kernels::{
+    FusedBatchNorm, LayerNorm, LayerNormGrad, LogSoftmax, Softmax, SoftmaxCrossEntropyWithLogits, LRN,
+};
 use crate::shape::len_and_inner;
 use crate::shape::strided::broadcast_strides;
 use opforge_macros::kernel;
@@ -24,13 +26,26 @@ const SHORT: usize = 64;
 
 #[kernel(Softmax, wgpu)]
 fn softmax(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    rows_of_softmax("Softmax", x, axis, out, false)
+}
+
+/// The programs of [`softmax`], writing `x - max - log(sum)` instead (the
+/// shader's `log` parameter).
+#[kernel(LogSoftmax, wgpu)]
+fn log_softmax(logits: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    rows_of_softmax("LogSoftmax", logits, axis, out, true)
+}
+
+/// An invocation per short row, a workgroup per long one (see
+/// normalization.wgsl), for `Softmax` or, with `log`, `LogSoftmax`.
+fn rows_of_softmax(kernel: &'static str, x: &WgpuTensor, axis: i64, out: &TensorMeta, log: bool) -> Result<WgpuTensor> {
     if x.dtype() != DType::F32 {
-        return Err(unsupported("Softmax", x.dtype()));
+        return Err(unsupported(kernel, x.dtype()));
     }
-    let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error("Softmax"))?;
+    let (len, inner) = len_and_inner(x.shape(), axis).map_err(rule_error(kernel))?;
     let rows = out.numel().checked_div(len).unwrap_or(0);
-    let params = [rows as u32, len as u32, inner.max(1) as u32];
-    let program = |entry| EntryPoint { kernel: "Softmax", shader: &SHADER, entry, op: 0 };
+    let params = [rows as u32, len as u32, inner.max(1) as u32, u32::from(log)];
+    let program = |entry| EntryPoint { kernel, shader: &SHADER, entry, op: 0 };
     if len <= SHORT {
         // One invocation per row: `run` would launch one per element.
         return program("softmax_threads").run_grid(&[x], out, &params, Grid::Elements(rows));

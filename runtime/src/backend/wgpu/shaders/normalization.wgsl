@@ -13,7 +13,8 @@
 // As vectors, for `softmax_groups_x4`.
 @group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read_write> y4: array<vec4<f32>>;
-// [rows, len, inner]
+// [rows, len, inner, log]: with `log` (LogSoftmax) each entry point writes
+// `x - max - log(sum)` in place of `exp(x - max) / sum`.
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
 var<workgroup> scratch: array<f32, 256>;
@@ -36,6 +37,13 @@ fn row_start(o: u32) -> u32 {
         let e = exponential(x[base + t * step] - top);
         y[base + t * step] = e;
         sum += e;
+    }
+    if param(3) != 0u {
+        let shift = top + log(sum);
+        for (var t = 0u; t < len; t++) {
+            y[base + t * step] = x[base + t * step] - shift;
+        }
+        return;
     }
     let scale = 1.0 / sum;
     for (var t = 0u; t < len; t++) {
@@ -73,6 +81,13 @@ fn softmax_groups(g: Workgroup) {
         own = add_value(own, x[base + i * step]);
     }
     let total = row_total(g.t, own);
+    if param(3) != 0u {
+        let shift = total.x + log(total.y);
+        for (var i = g.t; i < len; i += 256u) {
+            y[base + i * step] = x[base + i * step] - shift;
+        }
+        return;
+    }
     let scale = 1.0 / total.y;
     for (var i = g.t; i < len; i += 256u) {
         y[base + i * step] = exponential(x[base + i * step] - total.x) * scale;
@@ -95,6 +110,13 @@ fn softmax_groups_x4(g: Workgroup) {
         own = add_value(add_value(add_value(add_value(own, v.x), v.y), v.z), v.w);
     }
     let total = row_total(g.t, own);
+    if param(3) != 0u {
+        let shift = vec4<f32>(total.x + log(total.y));
+        for (var i = g.t; i < quads; i += 256u) {
+            y4[base + i] = x4[base + i] - shift;
+        }
+        return;
+    }
     let scale = 1.0 / total.y;
     for (var i = g.t; i < quads; i += 256u) {
         y4[base + i] = exponential4(x4[base + i] - vec4<f32>(total.x)) * scale;
