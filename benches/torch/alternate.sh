@@ -18,7 +18,7 @@
 # and then `cpu_peers.py --only <WORKLOAD>_ $TORCH_ARGS`. opforge's figure is
 # the one BENCHMARKS.md quotes, the bench's closing interleaved table (see
 # pairs.py). Rounds: 3 unless -r says more. Every log stays in DIR
-# (default: a new folder under /tmp), as rN.rust.txt (the bench's stdout),
+# (default: a new temporary folder, from `mktemp -d`), as rN.rust.txt (the bench's stdout),
 # rN.rust.err, rN.torch.jsonl and rN.torch.err; `python3
 # benches/torch/pairs.py DIR` prints the pairs again.
 #
@@ -49,7 +49,7 @@ shift $((OPTIND - 1))
 PYTHON=${PYTHON:-python3}
 read -r -a torch_args <<< "${TORCH_ARGS:---repeat 9}"
 export RAYON_NUM_THREADS=${RAYON_NUM_THREADS:-2}
-out=${out:-$(mktemp -d /tmp/opforge-vs-torch.XXXXXX)}
+out=${out:-$(mktemp -d -t opforge-vs-torch.XXXXXX)}
 mkdir -p "$out"
 
 # The cargo bench and its arguments for a workload (from benches/peers).

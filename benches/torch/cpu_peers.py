@@ -20,7 +20,8 @@ progress and, at the end, a readable table.
 
 `torch.compile`'s first call (tracing, Inductor's C++ code generation and
 the compiler) is timed apart, as `first_call_s`; the timed rounds exclude
-it. Inductor keeps compiled code in a cache across runs (under /tmp), so a
+it. Inductor keeps compiled code in a cache across runs (in the system's
+temporary folder), so a
 second run's first call is quicker; `--fresh-cache` gives a cold compile.
 """
 
