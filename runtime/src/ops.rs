@@ -250,14 +250,9 @@ pub fn attention_scores(
         });
     };
     let (queries, keys) = (*queries, *keys);
-    let on = |value: f64| match q.dtype() {
-        crate::dtype::DType::F64 => Tensor::scalar_on(value, q.backend()),
-        crate::dtype::DType::F32 => Tensor::scalar_on(value as f32, q.backend()),
-        other => cast(&Tensor::scalar_on(value as f32, q.backend())?, other),
-    };
     // Scaling the queries rather than the scores is a pass over `depth`
     // values per query instead of one over `keys`.
-    let scale = on(scale.unwrap_or(1.0 / (depth.max(1) as f64).sqrt()))?;
+    let scale = scalar_like(crate::shape::rules::attention_scale(scale, depth), q)?;
     let scores = matmul(&mul(q, &scale)?, k, false, true)?;
     let scores = match mask {
         Some(m) => add(&scores, m)?,
@@ -272,7 +267,17 @@ pub fn attention_scores(
         crate::dtype::DType::F64 => f64::MIN,
         _ => f32::MIN as f64,
     };
-    select(&visible, &scores, &on(lowest)?)
+    select(&visible, &scores, &scalar_like(lowest, q)?)
+}
+
+/// `value` as a rank-0 tensor of `like`'s dtype on its backend: made in
+/// that dtype where it is f32 or f64 (no `Cast` kernel), cast otherwise.
+pub(crate) fn scalar_like(value: f64, like: &Tensor) -> Result<Tensor> {
+    match like.dtype() {
+        crate::dtype::DType::F64 => Tensor::scalar_on(value, like.backend()),
+        crate::dtype::DType::F32 => Tensor::scalar_on(value as f32, like.backend()),
+        other => cast(&Tensor::scalar_on(value as f32, like.backend())?, other),
+    }
 }
 
 /// Inverted dropout (TF.js `tf.dropout`): each element of `x` kept with

@@ -5,8 +5,9 @@
 //! matrix instead ([`crate::ops::attention_composite`]'s), which can be
 //! differentiated again.
 
+use super::convert::column;
 use crate::error::Result;
-use crate::kernels::{Attention, AttentionGrads, AttentionNeeds};
+use crate::kernels::{Attention, AttentionGrads};
 use crate::ops;
 use crate::tensor::Tensor;
 use opforge_macros::gradient;
@@ -27,9 +28,7 @@ fn attention_grad(
     lse: &Tensor,
     dy: Option<&Tensor>,
     dlse: Option<&Tensor>,
-    needs: AttentionNeeds,
 ) -> Result<AttentionGrads> {
-    let _ = needs;
     let dy = match dy {
         Some(dy) => dy.clone(),
         None => Tensor::zeros_like(y)?,
@@ -38,10 +37,6 @@ fn attention_grad(
         let g = ops::attention_grad(&dy, q, k, v, y, lse, mask, dlse, causal, scale)?;
         return Ok(AttentionGrads { q: g.dq, k: g.dk, v: g.dv });
     }
-    let column = |t: &Tensor| {
-        let dims: Vec<i64> = t.shape().iter().map(|&d| d as i64).chain([1]).collect();
-        ops::reshape(t, &dims)
-    };
     let scores = ops::attention_scores(q, k, mask, causal, scale)?;
     let p = ops::exp(&ops::sub(&scores, &column(lse)?)?)?;
     let dv = ops::matmul(&p, &dy, true, false)?;
@@ -51,8 +46,7 @@ fn attention_grad(
     }
     let ds = ops::mul(&p, &ops::sub(&ops::matmul(&dy, v, false, true)?, &delta)?)?;
     let depth = q.shape().last().copied().unwrap_or(1);
-    let scale =
-        ops::cast(&Tensor::scalar_on(scale.unwrap_or(1.0 / (depth.max(1) as f64).sqrt()), q.backend())?, q.dtype())?;
+    let scale = ops::scalar_like(crate::shape::rules::attention_scale(scale, depth), q)?;
     let ds = ops::mul(&ds, &scale)?;
     Ok(AttentionGrads { q: ops::matmul(&ds, k, false, false)?, k: ops::matmul(&ds, q, true, false)?, v: dv })
 }

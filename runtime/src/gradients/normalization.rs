@@ -59,11 +59,7 @@ fn softmax_cross_entropy_grad(
     needs: SoftmaxCrossEntropyWithLogitsNeeds,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
     // Each row's cotangent as a column against its classes.
-    let as_column = |d: &Tensor| {
-        let dims: Vec<i64> = d.shape().iter().map(|&v| v as i64).chain([1]).collect();
-        ops::reshape(d, &dims)
-    };
-    let column = dloss.map(as_column).transpose()?;
+    let column = dloss.map(super::convert::column).transpose()?;
     let column = column.as_ref();
     let mut dfeatures = column.filter(|_| needs.features).map(|c| ops::mul(c, backprop)).transpose()?;
     let mut dlabels = match column.filter(|_| needs.labels) {

@@ -17,6 +17,7 @@ use crate::backend_id::BackendId;
 use crate::dtype::{float_sum, DType, Float};
 use crate::error::Result;
 use crate::kernels::{Attention, AttentionGrad};
+use crate::shape::rules::attention_scale;
 use crate::shape::strided::broadcast_strides;
 use opforge_macros::kernel;
 
@@ -99,7 +100,7 @@ impl<'m, T: Compute> Geometry<'m, T> {
         let (r, depth) = (qs.len(), qs[qs.len() - 1]);
         let (queries, keys, value_depth) = (qs[r - 2], ks[ks.len() - 2], vs[vs.len() - 1]);
         let batch = qs[..r - 2].iter().product();
-        let scale = T::from_f64(scale.unwrap_or(1.0 / (depth.max(1) as f64).sqrt()));
+        let scale = T::from_f64(attention_scale(scale, depth));
         let mask = match mask {
             None => None,
             Some(m) => {
@@ -156,6 +157,12 @@ impl<'m, T: Compute> Geometry<'m, T> {
     }
 }
 
+/// `dst (m x n) = lhs (m x k) * rhs (k x n)`, or `+=` with `accumulate`:
+/// one product between tiles, on the task's own thread.
+fn tile<T: Gemm>(dst: &mut [T], [m, n, k]: [usize; 3], lhs: Operand<'_, T>, rhs: Operand<'_, T>, accumulate: bool) {
+    gemm_with(dst, m, n, k, lhs, rhs, accumulate, Parallelism::None);
+}
+
 /// One tile of queries: `y` (`rows x value_depth`) and `lse` (`rows`) of
 /// queries `i0..` of matrix `b`.
 fn forward_tile<T: Compute>(
@@ -179,8 +186,7 @@ fn forward_tile<T: Compute>(
     for j0 in (0..end).step_by(BK) {
         let cols = BK.min(end - j0);
         let (s, p) = (&mut s[..rows * cols], &mut p[..rows * cols]);
-        let kt = Operand { data: &k[j0 * d..], row: 1, col: d };
-        gemm_with(s, rows, cols, d, Operand { data: q, row: d, col: 1 }, kt, false, Parallelism::None);
+        tile(s, [rows, cols, d], Operand::rows(q, d), Operand::transposed(&k[j0 * d..], d), false);
         g.finish_scores(s, b, i0, j0, cols);
         for r in 0..rows {
             let (new, tile_sum) = T::online_row(&s[r * cols..][..cols], &mut p[r * cols..][..cols], max[r]);
@@ -195,16 +201,7 @@ fn forward_tile<T: Compute>(
                 }
             }
         }
-        gemm_with(
-            y,
-            rows,
-            dv,
-            cols,
-            Operand { data: p, row: cols, col: 1 },
-            Operand { data: &v[j0 * dv..], row: dv, col: 1 },
-            true,
-            Parallelism::None,
-        );
+        tile(y, [rows, dv, cols], Operand::rows(p, cols), Operand::rows(&v[j0 * dv..], dv), true);
     }
     for r in 0..rows {
         if sum[r] == T::zero() {
@@ -335,17 +332,9 @@ fn backward<T: Compute>(
         dlse: dlse.map(|t| t.as_slice::<T>()).transpose()?,
     };
     let [mut dq, mut dk, mut dv] = metas.map(|m| super::pool::output::<T>(m.numel()));
-    let per = |len: usize| len.checked_div(g.batch).unwrap_or(0);
-    let (sq, sk, sv) = (per(dq.len()), per(dk.len()), per(dv.len()));
-    let mut tasks = Vec::with_capacity(g.batch);
-    let (mut rq, mut rk, mut rv) = (&mut dq[..], &mut dk[..], &mut dv[..]);
-    for b in 0..g.batch {
-        let (q, rest_q) = std::mem::take(&mut rq).split_at_mut(sq);
-        let (k, rest_k) = std::mem::take(&mut rk).split_at_mut(sk);
-        let (v, rest_v) = std::mem::take(&mut rv).split_at_mut(sv);
-        (rq, rk, rv) = (rest_q, rest_k, rest_v);
-        tasks.push((b, q, k, v));
-    }
+    let tasks =
+        per_matrix(&mut dq, g.batch).into_iter().zip(per_matrix(&mut dk, g.batch)).zip(per_matrix(&mut dv, g.batch));
+    let tasks: Vec<_> = tasks.enumerate().map(|(b, ((dq, dk), dv))| (b, dq, dk, dv)).collect();
     let run = |(b, dq, dk, dv): (usize, &mut [T], &mut [T], &mut [T])| backward_matrix(&g, &inputs, b, [dq, dk, dv]);
     match g.flops() < PAR_FLOPS {
         true => tasks.into_iter().for_each(run),
@@ -353,6 +342,14 @@ fn backward<T: Compute>(
     }
     let [mq, mk, mv] = metas;
     Ok((CpuTensor::from_vec(&mq.shape, dq)?, CpuTensor::from_vec(&mk.shape, dk)?, CpuTensor::from_vec(&mv.shape, dv)?))
+}
+
+/// `data` as `batch` equal parts (empty ones where it is empty).
+fn per_matrix<T>(data: &mut [T], batch: usize) -> Vec<&mut [T]> {
+    match data.len().checked_div(batch).unwrap_or(0) {
+        0 => (0..batch).map(|_| &mut [][..]).collect(),
+        size => data.chunks_mut(size).collect(),
+    }
 }
 
 /// What [`backward_matrix`] reads: the cotangents, `Attention`'s inputs
@@ -384,7 +381,6 @@ fn backward_matrix<T: Compute>(g: &Geometry<'_, T>, x: &Inputs<'_, T>, b: usize,
         })
         .collect();
     let (mut s, mut p, mut ds) = (vec![T::zero(); BQ * BK], vec![T::zero(); BQ * BK], vec![T::zero(); BQ * BK]);
-    let none = Parallelism::None;
     for i0 in (0..tq).step_by(BQ) {
         let rows = BQ.min(tq - i0);
         let (qi, dyi) = (&q[i0 * d..][..rows * d], &dy[i0 * dvd..][..rows * dvd]);
@@ -393,16 +389,7 @@ fn backward_matrix<T: Compute>(g: &Geometry<'_, T>, x: &Inputs<'_, T>, b: usize,
             let cols = BK.min(end - j0);
             let (s, p, ds) = (&mut s[..rows * cols], &mut p[..rows * cols], &mut ds[..rows * cols]);
             let (kj, vj) = (&k[j0 * d..][..cols * d], &v[j0 * dvd..][..cols * dvd]);
-            gemm_with(
-                s,
-                rows,
-                cols,
-                d,
-                Operand { data: qi, row: d, col: 1 },
-                Operand { data: kj, row: 1, col: d },
-                false,
-                none,
-            );
+            tile(s, [rows, cols, d], Operand::rows(qi, d), Operand::transposed(kj, d), false);
             g.finish_scores(s, b, i0, j0, cols);
             for r in 0..rows {
                 let l = lse[i0 + r];
@@ -414,28 +401,10 @@ fn backward_matrix<T: Compute>(g: &Geometry<'_, T>, x: &Inputs<'_, T>, b: usize,
                 }
             }
             // dv += p^T dy
-            let pt = Operand { data: p, row: 1, col: cols };
-            gemm_with(
-                &mut dv[j0 * dvd..][..cols * dvd],
-                cols,
-                dvd,
-                rows,
-                pt,
-                Operand { data: dyi, row: dvd, col: 1 },
-                true,
-                none,
-            );
+            let dvj = &mut dv[j0 * dvd..][..cols * dvd];
+            tile(dvj, [cols, dvd, rows], Operand::transposed(p, cols), Operand::rows(dyi, dvd), true);
             // dp = dy v^T, then ds = p * (dp - delta) * scale.
-            gemm_with(
-                ds,
-                rows,
-                cols,
-                dvd,
-                Operand { data: dyi, row: dvd, col: 1 },
-                Operand { data: vj, row: 1, col: dvd },
-                false,
-                none,
-            );
+            tile(ds, [rows, cols, dvd], Operand::rows(dyi, dvd), Operand::transposed(vj, dvd), false);
             for r in 0..rows {
                 let dl = delta[i0 + r];
                 for (o, &pv) in ds[r * cols..][..cols].iter_mut().zip(&p[r * cols..][..cols]) {
@@ -443,28 +412,9 @@ fn backward_matrix<T: Compute>(g: &Geometry<'_, T>, x: &Inputs<'_, T>, b: usize,
                 }
             }
             // dq += ds k, dk += ds^T q
-            let dsm = Operand { data: &*ds, row: cols, col: 1 };
-            gemm_with(
-                &mut dq[i0 * d..][..rows * d],
-                rows,
-                d,
-                cols,
-                dsm,
-                Operand { data: kj, row: d, col: 1 },
-                true,
-                none,
-            );
-            let dst = Operand { data: &*ds, row: 1, col: cols };
-            gemm_with(
-                &mut dk[j0 * d..][..cols * d],
-                cols,
-                d,
-                rows,
-                dst,
-                Operand { data: qi, row: d, col: 1 },
-                true,
-                none,
-            );
+            let (dqi, dkj) = (&mut dq[i0 * d..][..rows * d], &mut dk[j0 * d..][..cols * d]);
+            tile(dqi, [rows, d, cols], Operand::rows(ds, cols), Operand::rows(kj, d), true);
+            tile(dkj, [cols, d, rows], Operand::transposed(ds, cols), Operand::rows(qi, d), true);
         }
     }
 }

@@ -197,10 +197,10 @@ fn forward<T: Conv>(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &Te
         return CpuTensor::from_vec(&out.shape, y);
     }
     let (taps, pixels) = (w.size[0] * w.size[1] * c, out.numel() / k.max(1));
-    let rhs = Operand { data: fv, row: k, col: 1 };
+    let rhs = Operand::rows(fv, k);
     if is_pointwise(w) || taps == 0 || k == 0 {
         let lhs = patches::<T>(x, w)?;
-        let lhs = Operand { data: &lhs, row: taps, col: 1 };
+        let lhs = Operand::rows(&lhs, taps);
         gemm_into(&mut y, pixels, k, taps, lhs, rhs, parallelism(pixels * k * taps));
         return CpuTensor::from_vec(&out.shape, y);
     }
@@ -210,7 +210,7 @@ fn forward<T: Conv>(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &Te
         let n = dst.len() / k;
         patch.resize(n * taps, T::zero());
         fill_patches(xv, c, w, i * BLOCK_PIXELS, patch);
-        let lhs = Operand { data: patch, row: taps, col: 1 };
+        let lhs = Operand::rows(patch, taps);
         gemm_into(dst, n, k, taps, lhs, rhs, gemm::Parallelism::None);
     };
     if pixels * k * taps < PAR_THRESHOLD * 64 {
@@ -261,8 +261,8 @@ fn backprop_input<T: Conv>(dy: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, 
     let pixels = g.batch * w.output[0] * w.output[1];
     // The patches' cotangents: dy times the filter, transposed.
     let mut dcols = output::<T>(pixels * taps);
-    let lhs = Operand { data: dv, row: k, col: 1 };
-    let rhs = Operand { data: fv, row: 1, col: k };
+    let lhs = Operand::rows(dv, k);
+    let rhs = Operand::transposed(fv, k);
     gemm_into(&mut dcols, pixels, taps, k, lhs, rhs, parallelism(pixels * taps * k));
     if is_pointwise(w) {
         return CpuTensor::from_vec(&out.shape, dcols);
@@ -340,8 +340,8 @@ fn backprop_filter<T: Conv>(x: &CpuTensor, dy: &CpuTensor, g: &GroupedConv, out:
     let lhs = patches::<T>(x, w)?;
     // The patches, transposed, times dy.
     let mut dw = output::<T>(out.numel());
-    let rhs = Operand { data: dy.as_slice::<T>()?, row: k, col: 1 };
-    gemm_into(&mut dw, taps, k, pixels, Operand { data: &lhs, row: 1, col: taps }, rhs, parallelism(taps * k * pixels));
+    let rhs = Operand::rows(dy.as_slice::<T>()?, k);
+    gemm_into(&mut dw, taps, k, pixels, Operand::transposed(&lhs, taps), rhs, parallelism(taps * k * pixels));
     CpuTensor::from_vec(&out.shape, dw)
 }
 

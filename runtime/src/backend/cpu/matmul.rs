@@ -237,6 +237,18 @@ pub(crate) struct Operand<'a, T = f32> {
     pub col: usize,
 }
 
+impl<'a, T> Operand<'a, T> {
+    /// A row-major matrix of rows `width` long.
+    pub(crate) fn rows(data: &'a [T], width: usize) -> Self {
+        Operand { data, row: width, col: 1 }
+    }
+
+    /// The transpose of a row-major matrix of rows `width` long.
+    pub(crate) fn transposed(data: &'a [T], width: usize) -> Self {
+        Operand { data, row: 1, col: width }
+    }
+}
+
 /// `dst` (m x n, row-major) = `lhs` (m x k) times `rhs` (k x n), with the
 /// given parallelism ([`parallelism`] picks it by size for one product).
 pub(crate) fn gemm_into<T: Gemm>(

@@ -11,6 +11,7 @@ use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{Attention, AttentionGrad};
+use crate::shape::rules::attention_scale;
 use crate::shape::strided::broadcast_strides;
 use opforge_macros::kernel;
 
@@ -46,7 +47,7 @@ fn params(
         let message = format!("q {:?} has {} leading axes; the shaders take at most {MAX_LEAD}", qs, lead.len());
         return Err(super::device::backend_error(kernel, message));
     }
-    let scale = scale.unwrap_or(1.0 / (depth.max(1) as f64).sqrt()) as f32;
+    let scale = attention_scale(scale, depth) as f32;
     let flags = u32::from(causal) | u32::from(mask.is_some()) << 1 | u32::from(dlse) << 2;
     let batch: usize = lead.iter().product();
     let mut p =
@@ -60,7 +61,9 @@ fn params(
     };
     p.extend([strides[r - 2] as u32, strides[r - 1] as u32, lead.len() as u32]);
     p.resize(11 + MAX_LEAD, 0);
-    p[11..11 + lead.len()].copy_from_slice(&lead.iter().map(|&d| d as u32).collect::<Vec<_>>());
+    for (word, &d) in p[11..].iter_mut().zip(lead) {
+        *word = d as u32;
+    }
     p.extend(strides[..lead.len()].iter().map(|&s| s as u32));
     Ok(p)
 }

@@ -37,6 +37,20 @@ fn lengths<'a>(q: &'a [usize], k: &[usize], v: &[usize], mask: Option<&[usize]>)
     Ok(Lengths { lead, queries: *queries, value_depth: *value_depth })
 }
 
+/// What `Attention` multiplies its scores by: `scale`, or `1 / sqrt(depth)`
+/// where it is absent (a depth of 0 counts as 1). Every backend and the
+/// composite read it here.
+///
+/// ```
+/// use opforge::shape::rules::attention_scale;
+/// assert_eq!(attention_scale(None, 64), 0.125);
+/// assert_eq!(attention_scale(Some(2.0), 64), 2.0);
+/// assert_eq!(attention_scale(None, 0), 1.0);
+/// ```
+pub fn attention_scale(scale: Option<f64>, depth: usize) -> f64 {
+    scale.unwrap_or(1.0 / (depth.max(1) as f64).sqrt())
+}
+
 fn check_scale(scale: Option<f64>) -> Result<(), String> {
     match scale {
         Some(s) if !s.is_finite() => Err(format!("scale {s} is not finite")),
