@@ -47,7 +47,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut adam = Adam::new(LEARNING_RATE);
     let steps_per_epoch = train.len().div_ceil(BATCH);
     cli::train(&args, &mut adam, &model.variables(), steps_per_epoch, |epoch, adam| {
-        adam.set_learning_rate(learning_rate(epoch, args.epochs));
+        adam.set_learning_rate(learning_rate(epoch, args.epochs))?;
         model.train_epoch(&train, adam, epoch_seed(args.seed, epoch))
     })?;
     if let Some(scale) = model.precision().loss_scale() {

@@ -92,8 +92,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let started = Instant::now();
         let starts = window_starts(train.len(), context + 1, epoch_seed(args.seed, epoch));
         let mut total = Tensor::scalar(0.0f32).to_backend(model.backend())?;
+        // Read once an epoch: a read per step would make each step wait for the GPU.
+        let done = adam.iterations()? as usize;
         for (i, batch) in starts.chunks_exact(BATCH).take(steps_per_epoch).enumerate() {
-            adam.set_learning_rate(learning_rate(adam.iterations() as usize, steps));
+            adam.set_learning_rate(learning_rate(done + i, steps))?;
             total = ops::add(&total, &model.step(train, batch, adam)?)?;
             if show_progress && (i + 1) % 10 == 0 {
                 let rate = (i + 1) as f64 / started.elapsed().as_secs_f64();

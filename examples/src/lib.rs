@@ -236,7 +236,7 @@ pub mod cli {
         let mut first = 1;
         if let Some(path) = &args.resume {
             load_checkpoint(path, vars, adam)?;
-            let steps = adam.iterations() as usize;
+            let steps = adam.iterations()? as usize;
             if !steps.is_multiple_of(steps_per_epoch.max(1)) {
                 return Err(format!(
                     "checkpoint `{}` holds {steps} steps, not whole epochs of {steps_per_epoch}: \
@@ -285,7 +285,7 @@ pub mod cli {
             losses.push(loss);
         }
         let elapsed = start.elapsed().as_secs_f64();
-        println!("trained {} epochs ({} steps in all) in {elapsed:.2} s", losses.len(), adam.iterations());
+        println!("trained {} epochs ({} steps in all) in {elapsed:.2} s", losses.len(), adam.iterations()?);
         Ok(losses)
     }
 }

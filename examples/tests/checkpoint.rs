@@ -29,7 +29,7 @@ fn run(flags: &[&str], init: u64, crash: Option<usize>) -> (Vec<f64>, Vec<Vec<u3
         if Some(epoch) == crash {
             return Err(opforge::Error::InvalidTensor { what: "test", message: "killed".into() });
         }
-        adam.set_learning_rate(learning_rate(epoch, args.epochs));
+        adam.set_learning_rate(learning_rate(epoch, args.epochs))?;
         let loss = model.train_epoch(&train, adam, epoch_seed(args.seed, epoch))?;
         seen.push(loss);
         Ok(loss)

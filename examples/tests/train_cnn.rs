@@ -19,7 +19,7 @@ fn train_on(backend: BackendId) -> (Vec<f64>, f32) {
     let mut adam = Adam::new(learning_rate(1, EPOCHS));
     let losses = (1..=EPOCHS)
         .map(|e| {
-            adam.set_learning_rate(learning_rate(e, EPOCHS));
+            adam.set_learning_rate(learning_rate(e, EPOCHS)).unwrap();
             model.train_epoch(&train, &mut adam, epoch_seed(SEED, e)).unwrap()
         })
         .collect::<Vec<_>>();
@@ -55,7 +55,7 @@ fn the_cnn_trains_in_f16_and_bf16_as_in_f32() {
         let mut adam = Adam::new(learning_rate(1, EPOCHS));
         let losses: Vec<f64> = (1..=EPOCHS)
             .map(|e| {
-                adam.set_learning_rate(learning_rate(e, EPOCHS));
+                adam.set_learning_rate(learning_rate(e, EPOCHS)).unwrap();
                 model.train_epoch(&train, &mut adam, epoch_seed(SEED, e)).unwrap()
             })
             .collect();

@@ -8,6 +8,7 @@ use std::sync::{Mutex, PoisonError};
 use crate::backend::call::TensorMeta;
 use crate::backend::call::{Absent, KernelCall, Tensors};
 use crate::backend_id::BackendId;
+use crate::capture::Runner;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::registry::spec::describe;
@@ -162,8 +163,9 @@ impl Engine {
         Ok((backend, ys))
     }
 
-    /// [`Engine::execute`] while profiling or debugging: reported to the
-    /// profiler, which times it and checks its outputs.
+    /// [`Engine::execute`] while profiling, debugging or capturing:
+    /// reported to the profiler, which times it and checks its outputs,
+    /// and to the capture, which records it.
     #[cold]
     fn watched<K: KernelSpec>(
         inputs: &[&Tensor],
@@ -185,6 +187,14 @@ impl Engine {
             outputs: &outputs,
             fallback,
         })?;
+        if crate::capture::recording() {
+            let runner = match fallback {
+                false => K::slot().find(backend).map(|entry| Runner::Entry(entry.func)),
+                true => Some(Runner::Fallback(replay_on_cpu::<K>)),
+            };
+            let runner = runner.ok_or_else(|| Error::kernel_failed("no kernel to capture"))?;
+            crate::capture::record_kernel::<K>(inputs, absent, attrs, backend, metas, &outputs, runner)?;
+        }
         Ok(outputs)
     }
 
@@ -419,6 +429,13 @@ fn on_cpu<K: KernelSpec>(entry: &crate::registry::KernelEntry, call: &KernelCall
     let moved: Vec<&Tensor> = moved.iter().collect();
     let on_cpu = KernelCall { backend: BackendId::Cpu, inputs: &moved, ..*call };
     run_guarded::<K>(entry, &on_cpu)?.iter().map(|y| y.to_backend(call.backend)).collect()
+}
+
+/// What a replay runs for a kernel that fell back to the cpu when it was
+/// captured: the same fallback, without looking for the backend's kernel.
+fn replay_on_cpu<K: KernelSpec>(call: &KernelCall<'_>) -> Result<Tensors> {
+    let entry = K::slot().get(BackendId::Cpu)?;
+    on_cpu::<K>(entry, call)
 }
 
 /// A kernel's error `e`, or, where its registration leaves the inputs'

@@ -373,6 +373,26 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
+    /// What a capture ([`crate::capture`]) cannot record or replay: a
+    /// kernel whose outputs a replay could not reproduce (their shapes
+    /// depend on the data, or it draws from a `seed`), a host read of a
+    /// tensor the step computed, or replay inputs of another shape, dtype
+    /// or backend than it was captured with.
+    ///
+    /// ```
+    /// use opforge::{capture, ops, Tensor};
+    /// let x = Tensor::from_vec(vec![1.0f32, 2.0], &[2])?;
+    /// let err = capture::record(&[&x], |xs| Ok(vec![Tensor::scalar(ops::sum(&xs[0], None, false)?.to_scalar::<f32>()?)]))
+    ///     .err().expect("a host read");
+    /// assert!(matches!(err, opforge::Error::Capture { .. }));
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    Capture {
+        /// What could not be captured: a kernel and its backend, a read, the inputs.
+        what: String,
+        /// Why, and what to do instead.
+        message: String,
+    },
 }
 
 impl Error {
@@ -538,6 +558,7 @@ impl fmt::Display for Error {
                 )?;
                 write_inputs(f, inputs)
             }
+            Error::Capture { what, message } => write!(f, "capture: {what}: {message}"),
             Error::KernelFailed { op, kernel, backend, inputs, message } => {
                 write!(f, "op `{op}` (kernel `{kernel}`, backend `{backend}`): {message}")?;
                 write_inputs(f, inputs)

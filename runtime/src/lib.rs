@@ -59,6 +59,7 @@ pub mod autodiff;
 pub mod backend;
 pub use backend::call;
 mod backend_id;
+pub mod capture;
 mod display;
 pub mod dtype;
 pub mod elementwise;

@@ -99,12 +99,36 @@ pub struct Profile {
 thread_local! {
     /// The recordings open on this thread, innermost last.
     static RECORDING: RefCell<Vec<Recorder>> = const { RefCell::new(Vec::new()) };
-    /// Whether `RECORDING` is not empty: the engine's one check.
-    static PROFILING: Cell<bool> = const { Cell::new(false) };
+    /// What watches the engine here: [`PROFILING`] while `RECORDING` is not
+    /// empty, [`CAPTURING`] while a capture records; the engine's one check.
+    static WATCHED: Cell<u8> = const { Cell::new(0) };
     /// The kernel whose gradient is running here, if any.
     static GRADIENT_OF: Cell<Option<&'static str>> = const { Cell::new(None) };
     static DEBUG_HERE: Cell<Option<bool>> = const { Cell::new(None) };
     static THREAD: Cell<u64> = const { Cell::new(0) };
+}
+
+/// A bit of [`WATCHED`]: a profile is open.
+const PROFILING: u8 = 1;
+/// A bit of [`WATCHED`]: a capture records (`crate::capture`).
+const CAPTURING: u8 = 2;
+
+/// Sets or clears one bit of [`WATCHED`].
+fn watch(bit: u8, on: bool) {
+    WATCHED.set(if on { WATCHED.get() | bit } else { WATCHED.get() & !bit });
+}
+
+/// Whether a profile is open on this thread.
+fn profiling() -> bool {
+    WATCHED.get() & PROFILING != 0
+}
+
+/// Sends this thread's kernels through the engine's watched path while a
+/// capture records them (`crate::capture`): the bit shares the one
+/// thread-local the engine reads on every call, so capturing adds nothing
+/// to a call made outside one.
+pub(crate) fn watch_for_capture(on: bool) {
+    watch(CAPTURING, on);
 }
 
 static NEXT_TAG: AtomicU64 = AtomicU64::new(1);
@@ -153,7 +177,7 @@ pub fn profile<T>(f: impl FnOnce() -> T) -> (T, Profile) {
             // Also on a panic in `f`: the recording must not outlive it.
             RECORDING.with_borrow_mut(|r| {
                 r.pop();
-                PROFILING.set(!r.is_empty());
+                watch(PROFILING, !r.is_empty());
             });
         }
     }
@@ -161,13 +185,13 @@ pub fn profile<T>(f: impl FnOnce() -> T) -> (T, Profile) {
     RECORDING.with_borrow_mut(|r| {
         r.push(Recorder { start, kernels: Vec::new(), ops: Vec::new(), open: Vec::new(), peak: live_bytes() });
     });
-    PROFILING.set(true);
+    watch(PROFILING, true);
     let close = Close;
     let value = f();
     std::mem::forget(close);
     let recorder = RECORDING.with_borrow_mut(|r| {
         let recorder = r.pop().expect("the recorder this call pushed");
-        PROFILING.set(!r.is_empty());
+        watch(PROFILING, !r.is_empty());
         recorder
     });
     let mut kernels = recorder.kernels;
@@ -249,7 +273,7 @@ pub fn debug_enabled() -> bool {
 /// it asks on its fast path.
 #[inline]
 pub(crate) fn watching() -> bool {
-    PROFILING.get() || DEBUG.load(Ordering::Relaxed) || DEBUG_HERE.get().is_some()
+    WATCHED.get() != 0 || DEBUG.load(Ordering::Relaxed) || DEBUG_HERE.get().is_some()
 }
 
 /// A kernel the engine ran while [`watching`], as it reports it.
@@ -282,7 +306,7 @@ impl Watch {
     /// this thread is profiling, which the backends read until the watch ends.
     #[cold]
     pub(crate) fn start() -> Watch {
-        let tag = if PROFILING.get() { NEXT_TAG.fetch_add(1, Ordering::Relaxed) } else { 0 };
+        let tag = if profiling() { NEXT_TAG.fetch_add(1, Ordering::Relaxed) } else { 0 };
         let previous_tag = crate::backend::set_timing_tag(tag);
         Watch { tag, previous_tag, started: Instant::now() }
     }
@@ -299,7 +323,7 @@ impl Watch {
                 check_finite(y, run)?;
             }
         }
-        if PROFILING.get() {
+        if profiling() {
             let live = live_bytes();
             let record = KernelRecord {
                 kernel: run.kernel,
@@ -393,7 +417,7 @@ pub(crate) fn in_gradient_of<T>(kernel: &'static str, f: impl FnOnce() -> T) -> 
 /// A composite op starts, if this thread is profiling.
 #[inline]
 pub(crate) fn op_started(op: &'static str) {
-    if PROFILING.get() {
+    if profiling() {
         RECORDING.with_borrow_mut(|r| {
             for rec in r.iter_mut() {
                 let now = rec.start.elapsed();
@@ -406,7 +430,7 @@ pub(crate) fn op_started(op: &'static str) {
 /// The innermost composite op ends, if this thread is profiling.
 #[inline]
 pub(crate) fn op_ended() {
-    if PROFILING.get() {
+    if profiling() {
         RECORDING.with_borrow_mut(|r| {
             for rec in r.iter_mut() {
                 if let Some((op, start)) = rec.open.pop() {

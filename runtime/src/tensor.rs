@@ -16,6 +16,37 @@ const DEVICE_SCALARS: usize = 16;
 /// A device scalar's backend, dtype and value (as f64 bits).
 type ScalarKey = (BackendId, DType, u64);
 
+/// What a capture (`crate::capture`, above this module) must hear of a
+/// tensor made or read other than by a kernel, installed for the thread
+/// while it records: a `Tensor` cannot name the capture, which holds
+/// tensors, so the capture hands it these functions.
+pub(crate) struct Observer {
+    /// `t`'s data read on the host by `what` (`to_vec`): an error if a
+    /// replay could not give the same answer (the capture computed `t`).
+    pub(crate) read: fn(&Tensor, &'static str) -> Result<()>,
+    /// `to` is `from` moved to another backend.
+    pub(crate) moved: fn(&Tensor, &Tensor),
+    /// `to` is `from` under an identity of its own ([`Tensor::fresh`]).
+    pub(crate) renamed: fn(&Tensor, &Tensor),
+}
+
+thread_local! {
+    /// The observer of this thread's tensors, while a capture records.
+    static OBSERVER: std::cell::Cell<Option<&'static Observer>> = const { std::cell::Cell::new(None) };
+}
+
+/// Installs `observer` for this thread (`None` removes it); returns the
+/// one it replaces.
+pub(crate) fn observe(observer: Option<&'static Observer>) -> Option<&'static Observer> {
+    OBSERVER.replace(observer)
+}
+
+/// The observer, if a capture records on this thread.
+#[inline]
+fn observer() -> Option<&'static Observer> {
+    OBSERVER.get()
+}
+
 thread_local! {
     /// The device scalars [`Tensor::scalar_on`] made last on this thread,
     /// oldest first.
@@ -325,6 +356,9 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        if let Some(o) = observer() {
+            (o.read)(self, "to_vec")?;
+        }
         let wrong =
             || Error::InvalidTensor { what: "to_vec", message: format!("tensor is {}, not {}", self.meta(), T::DTYPE) };
         match &self.repr {
@@ -358,6 +392,9 @@ impl Tensor {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub async fn to_vec_async<T: Element>(&self) -> Result<Vec<T>> {
+        if let Some(o) = observer() {
+            (o.read)(self, "to_vec_async")?;
+        }
         match self.wgpu() {
             Some(t) if t.dtype() == T::DTYPE => t.download_async().await?.as_slice::<T>().map(<[T]>::to_vec),
             _ => self.to_vec(),
@@ -384,7 +421,11 @@ impl Tensor {
         }
         // Every backend moves data to and from the cpu; between two others
         // the data goes through it.
-        (backend.entry().ops.upload)(&self.to_cpu_tensor()?)
+        let moved = (backend.entry().ops.upload)(&self.to_cpu_tensor()?)?;
+        if let Some(o) = observer() {
+            (o.moved)(self, &moved);
+        }
+        Ok(moved)
     }
 
     /// This tensor's data as a cpu tensor: itself on the cpu, else a copy.
@@ -548,7 +589,11 @@ impl Tensor {
 
     /// The same data under a new identity: autodiff treats it as a new tensor.
     pub(crate) fn fresh(&self) -> Tensor {
-        Tensor { repr: self.repr.clone(), id: TensorId::next() }
+        let fresh = Tensor { repr: self.repr.clone(), id: TensorId::next() };
+        if let Some(o) = observer() {
+            (o.renamed)(self, &fresh);
+        }
+        fresh
     }
 }
 

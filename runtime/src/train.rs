@@ -126,7 +126,7 @@ pub trait Optimizer {
     /// adam.apply_gradients(&[&w], &[Tensor::scalar(2.0f32)])?;
     /// let mut fresh = Adam::new(0.1);
     /// fresh.set_state(&[&w], adam.state(&[&w])?)?;
-    /// assert_eq!(fresh.iterations(), 1);
+    /// assert_eq!(fresh.iterations().unwrap(), 1);
     /// assert!(Sgd::new(0.1).set_state(&[&w], adam.state(&[&w])?).is_err(), "Sgd keeps no moments");
     /// # Ok::<(), opforge::Error>(())
     /// ```
@@ -264,12 +264,22 @@ impl Optimizer for Sgd {
 /// assert!((w.value().to_scalar::<f32>()? + 0.29).abs() < 1e-6);
 /// # Ok::<(), opforge::Error>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Momentum {
     learning_rate: f64,
     momentum: f64,
     nesterov: bool,
-    accumulators: HashMap<u64, Tensor>,
+    /// In variables, so that a captured step reads and updates them
+    /// (`crate::capture`).
+    accumulators: HashMap<u64, Variable>,
+}
+
+impl Clone for Momentum {
+    /// A copy with state of its own: its accumulators are new variables.
+    fn clone(&self) -> Momentum {
+        let accumulators = self.accumulators.iter().map(|(&id, a)| (id, Variable::new(a.value()))).collect();
+        Momentum { accumulators, ..*self }
+    }
 }
 
 impl Momentum {
@@ -355,16 +365,16 @@ impl Optimizer for Momentum {
         no_grad(|| {
             let (step, m) = (-self.learning_rate as f32, self.momentum as f32);
             for ((var, value), g) in vars.iter().zip(&values).zip(grads) {
-                let acc = match self.accumulators.get(&var.id()) {
-                    Some(a) => accumulate(a, g, m)?,
-                    None => g.clone(), // momentum * 0 + g
-                };
+                // The same kernels on the first update as on every other,
+                // from zeros, so that a captured first step replays right.
+                let slot = state_variable(&mut self.accumulators, var.id(), value)?;
+                let acc = accumulate(&slot.value(), g, m)?;
                 let updated = match self.nesterov {
                     true => nesterov_step(value, g, &acc, step, m)?,
                     false => descend(value, &acc, step)?,
                 };
                 var.assign(updated)?;
-                self.accumulators.insert(var.id(), acc);
+                slot.assign(acc)?;
             }
             Ok(())
         })
@@ -376,7 +386,7 @@ impl Optimizer for Momentum {
         let mut state = OptimizerState::default();
         for v in vars {
             if let Some(a) = self.accumulators.get(&v.id()) {
-                state.tensors.insert(format!("{MOMENTUM}/{}", v.name()), a.clone());
+                state.tensors.insert(format!("{MOMENTUM}/{}", v.name()), a.value());
             }
         }
         Ok(state)
@@ -386,12 +396,48 @@ impl Optimizer for Momentum {
         let accumulators = take_per_variable(&mut state, MOMENTUM, vars)?;
         leftover(&state, &format!("`{MOMENTUM}/<variable name>`"))?;
         for (v, a) in vars.iter().zip(accumulators) {
-            match a {
-                Some(a) => self.accumulators.insert(v.id(), a),
-                None => self.accumulators.remove(&v.id()),
-            };
+            restore(&mut self.accumulators, v.id(), a)?;
         }
         Ok(())
+    }
+}
+
+/// A learning rate Adam can take: a finite one.
+fn check_rate(learning_rate: f64) -> Result<()> {
+    match learning_rate.is_finite() {
+        true => Ok(()),
+        false => Err(Error::InvalidTensor {
+            what: "Adam",
+            message: format!("learning_rate = {learning_rate} is not finite"),
+        }),
+    }
+}
+
+/// The variable holding `id`'s state in `states`, made as zeros like
+/// `value` on its first update.
+fn state_variable(states: &mut HashMap<u64, Variable>, id: u64, value: &Tensor) -> Result<Variable> {
+    match states.get(&id) {
+        Some(state) => Ok(state.clone()),
+        None => {
+            let state = Variable::new(Tensor::zeros_like(value)?);
+            states.insert(id, state.clone());
+            Ok(state)
+        }
+    }
+}
+
+/// Puts a loaded state in `states[id]`: into the variable already there
+/// (which a captured step reads), else a new one; `None` (a variable not
+/// yet updated) is zeros.
+fn restore(states: &mut HashMap<u64, Variable>, id: u64, loaded: Option<Tensor>) -> Result<()> {
+    match (states.get(&id), loaded) {
+        (Some(state), Some(t)) => state.assign(t),
+        (Some(state), None) => state.assign(Tensor::zeros_like(&state.value())?),
+        (None, Some(t)) => {
+            states.insert(id, Variable::new(t));
+            Ok(())
+        }
+        (None, None) => Ok(()),
     }
 }
 
@@ -401,10 +447,10 @@ const MOMENTUM: &str = "momentum/accumulator";
 const ADAM_M: &str = "adam/m";
 const ADAM_V: &str = "adam/v";
 const ADAM_STEP: &str = "adam/step";
-/// The most steps an Adam state may say it has taken: 2^53, where TF.js's
-/// count (a JavaScript number) stops counting exactly, and past any run
-/// (three centuries at a step a microsecond). A larger count is corrupt.
-const ADAM_MAX_STEPS: u64 = 1 << 53;
+/// The most steps an Adam state may say it has taken: 2^24, where its
+/// count, an f32 beside the weights (as PyTorch's capturable Adam keeps
+/// it), stops counting. A larger count is corrupt.
+const ADAM_MAX_STEPS: u64 = 1 << 24;
 
 /// Adam (TF.js `tf.train.adam`), with TF.js's defaults `beta1 = 0.9`,
 /// `beta2 = 0.999`, `epsilon = 1e-7` and its bias correction: at update
@@ -418,6 +464,11 @@ const ADAM_MAX_STEPS: u64 = 1 << 53;
 ///
 /// `t` counts calls of [`Optimizer::apply_gradients`] on this optimizer, as
 /// TF.js's accumulated `beta^t` does, whichever variables each call updates.
+/// The count and the moments live in variables on the weights' backend,
+/// and `[beta1^t, beta2^t]` is computed there (one `Pow`), so an update
+/// reads nothing from the host and a captured step ([`crate::capture`])
+/// replays with the count it has reached. The count is an f32, exact to
+/// 2^24 steps, where it stops (and `beta^t` is 0 for any usual decay).
 ///
 /// ```
 /// use opforge::{train::{Adam, Optimizer}, Tensor, Variable};
@@ -426,17 +477,57 @@ const ADAM_MAX_STEPS: u64 = 1 << 53;
 /// adam.apply_gradients(&[&w], &[Tensor::scalar(4.0f32)])?;
 /// // The first step moves by about learning_rate whatever the gradient's size.
 /// assert!((w.value().to_scalar::<f32>()? - 0.9).abs() < 1e-6);
-/// assert_eq!(adam.iterations(), 1);
+/// assert_eq!(adam.iterations()?, 1);
 /// # Ok::<(), opforge::Error>(())
 /// ```
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Adam {
     learning_rate: f64,
     beta1: f64,
     beta2: f64,
     epsilon: f64,
-    iterations: u64,
-    moments: HashMap<u64, (Tensor, Tensor)>,
+    /// What lives on the weights' backend from their first update.
+    held: Option<Held>,
+    /// Each variable's first and second moments.
+    first: HashMap<u64, Variable>,
+    second: HashMap<u64, Variable>,
+}
+
+/// What [`Adam`] keeps on the weights' backend.
+#[derive(Debug)]
+struct Held {
+    /// `t`, an f32 scalar.
+    count: Variable,
+    /// The learning rate, `f32[1]`.
+    rate: Variable,
+    /// `[beta1, beta2]`, the bases of the powers.
+    betas: Tensor,
+}
+
+impl Held {
+    fn new(adam: &Adam, count: f32, backend: crate::BackendId) -> Result<Held> {
+        let on = |t: Tensor| t.to_backend(backend);
+        Ok(Held {
+            count: Variable::new(Tensor::scalar_on(count, backend)?),
+            rate: Variable::new(on(Tensor::from_vec(vec![adam.learning_rate as f32], &[1])?)?),
+            betas: on(Tensor::from_vec(vec![adam.beta1 as f32, adam.beta2 as f32], &[2])?)?,
+        })
+    }
+}
+
+impl Clone for Adam {
+    /// A copy with state of its own: its count, rate and moments are new variables.
+    fn clone(&self) -> Adam {
+        let copy = |states: &HashMap<u64, Variable>| -> HashMap<u64, Variable> {
+            states.iter().map(|(&id, s)| (id, Variable::new(s.value()))).collect()
+        };
+        let held = self.held.as_ref().map(|h| Held {
+            count: Variable::new(h.count.value()),
+            rate: Variable::new(h.rate.value()),
+            betas: h.betas.clone(),
+        });
+        Adam { held, first: copy(&self.first), second: copy(&self.second), ..*self }
+    }
 }
 
 impl Adam {
@@ -447,7 +538,8 @@ impl Adam {
     /// assert_eq!((adam.learning_rate(), adam.get_beta1(), adam.get_beta2()), (0.001, 0.9, 0.999));
     /// ```
     pub fn new(learning_rate: f64) -> Adam {
-        Adam { learning_rate, beta1: 0.9, beta2: 0.999, epsilon: 1e-7, iterations: 0, moments: HashMap::new() }
+        let (held, first, second) = (None, HashMap::new(), HashMap::new());
+        Adam { learning_rate, beta1: 0.9, beta2: 0.999, epsilon: 1e-7, held, first, second }
     }
 
     /// Decay of the first moment (default 0.9), in `[0, 1)`: others make
@@ -522,21 +614,40 @@ impl Adam {
     /// Changes the step size for later updates.
     ///
     /// ```
-    /// let mut adam = opforge::train::Adam::new(0.01);
-    /// adam.set_learning_rate(0.001);
-    /// assert_eq!(adam.learning_rate(), 0.001);
-    /// ```
-    pub fn set_learning_rate(&mut self, learning_rate: f64) {
-        self.learning_rate = learning_rate;
-    }
-
-    /// Updates applied so far: `t` of the bias correction (TF.js `optimizer.iterations`).
+    /// It lives beside the weights once they have been updated, where a
+    /// captured step ([`crate::capture`]) reads it on every replay, so a
+    /// schedule that sets it between steps works replayed too. A rate that
+    /// is not finite is an error, and the rate stays.
     ///
     /// ```
-    /// assert_eq!(opforge::train::Adam::new(0.01).iterations(), 0);
+    /// let mut adam = opforge::train::Adam::new(0.01);
+    /// adam.set_learning_rate(0.001)?;
+    /// assert_eq!(adam.learning_rate(), 0.001);
+    /// assert!(adam.set_learning_rate(f64::NAN).is_err());
+    /// # Ok::<(), opforge::Error>(())
     /// ```
-    pub fn iterations(&self) -> u64 {
-        self.iterations
+    pub fn set_learning_rate(&mut self, learning_rate: f64) -> Result<()> {
+        check_rate(learning_rate)?;
+        if let Some(held) = &self.held {
+            let backend = held.rate.value().backend();
+            held.rate.assign(Tensor::from_vec(vec![learning_rate as f32], &[1])?.to_backend(backend)?)?;
+        }
+        self.learning_rate = learning_rate;
+        Ok(())
+    }
+
+    /// Updates applied so far: `t` of the bias correction (TF.js
+    /// `optimizer.iterations`), read from the backend that keeps it.
+    ///
+    /// ```
+    /// assert_eq!(opforge::train::Adam::new(0.01).iterations()?, 0);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn iterations(&self) -> Result<u64> {
+        match &self.held {
+            Some(held) => Ok(held.count.value().to_scalar::<f32>()? as u64),
+            None => Ok(0),
+        }
     }
 }
 
@@ -546,43 +657,28 @@ impl Optimizer for Adam {
     /// start as zeros on a variable's first update.
     fn apply_gradients(&mut self, vars: &[&Variable], grads: &[Tensor]) -> Result<()> {
         let values = check_pairs("Adam", vars, grads)?;
-        let Some(next) = self.iterations.checked_add(1) else {
-            return Err(Error::InvalidTensor {
-                what: "Optimizer::apply_gradients",
-                message: format!("Adam has counted {} steps, and its count cannot go on", self.iterations),
-            });
-        };
-        let t = next.min(i32::MAX as u64) as i32;
-        // beta^t in f64 from t, where TF.js multiplies an f32 scalar each step.
-        let (beta1_power, beta2_power) = (self.beta1.powi(t), self.beta2.powi(t));
+        let backend = values.first().map_or_else(crate::backend::default_backend, Tensor::backend);
+        check_rate(self.learning_rate)?;
+        if self.held.is_none() {
+            self.held = Some(Held::new(self, 0.0, backend)?);
+        }
+        let Some(held) = &self.held else { unreachable!("made above") };
         no_grad(|| {
+            let t = ops::add(&held.count.value(), &Tensor::scalar_on(1.0f32, backend)?)?;
+            held.count.assign(t.clone())?;
+            // [lr, beta1^t, beta2^t] where the weights are: the host reads nothing.
+            let schedule = ops::concat(&[held.rate.value(), ops::pow(&held.betas, &t)?], 0)?;
             for ((var, value), g) in vars.iter().zip(&values).zip(grads) {
-                let (m, v) = match self.moments.get(&var.id()) {
-                    Some((m, v)) => (m.clone(), v.clone()),
-                    None => {
-                        let zeros = Tensor::zeros_like(value)?;
-                        (zeros.clone(), zeros)
-                    }
-                };
-                let step = ops::apply_adam(
-                    value,
-                    &m,
-                    &v,
-                    g,
-                    self.learning_rate,
-                    self.beta1,
-                    self.beta2,
-                    self.epsilon,
-                    beta1_power,
-                    beta2_power,
-                )?;
+                let m = state_variable(&mut self.first, var.id(), value)?;
+                let v = state_variable(&mut self.second, var.id(), value)?;
+                let (b1, b2, eps) = (self.beta1, self.beta2, self.epsilon);
+                let step = ops::apply_adam(value, &m.value(), &v.value(), g, &schedule, b1, b2, eps)?;
                 var.assign(step.new_var)?;
-                self.moments.insert(var.id(), (step.new_m, step.new_v));
+                m.assign(step.new_m)?;
+                v.assign(step.new_v)?;
             }
-            Ok::<(), Error>(())
-        })?;
-        self.iterations = next;
-        Ok(())
+            Ok(())
+        })
     }
 
     /// `adam/m/<variable name>` and `adam/v/<variable name>`, the moments
@@ -590,25 +686,25 @@ impl Optimizer for Adam {
     /// zero again), and `adam/step`, [`Adam::iterations`].
     fn state(&self, vars: &[&Variable]) -> Result<OptimizerState> {
         let mut state = OptimizerState::default();
-        state.counters.insert(ADAM_STEP.to_owned(), self.iterations);
+        state.counters.insert(ADAM_STEP.to_owned(), self.iterations()?);
         for v in vars {
-            if let Some((m, second)) = self.moments.get(&v.id()) {
-                state.tensors.insert(format!("{ADAM_M}/{}", v.name()), m.clone());
-                state.tensors.insert(format!("{ADAM_V}/{}", v.name()), second.clone());
+            if let (Some(m), Some(second)) = (self.first.get(&v.id()), self.second.get(&v.id())) {
+                state.tensors.insert(format!("{ADAM_M}/{}", v.name()), m.value());
+                state.tensors.insert(format!("{ADAM_V}/{}", v.name()), second.value());
             }
         }
         Ok(state)
     }
 
-    /// Takes the moments and `adam/step`, which must be at most 2^53 (no
-    /// run counts further: a larger count is a corrupt one, and would
-    /// overflow the count).
+    /// Takes the moments and `adam/step`, which must be at most 2^24 (the
+    /// count stops there: a larger one is corrupt). A captured step keeps
+    /// reading the same variables, which take the loaded values.
     fn set_state(&mut self, vars: &[&Variable], mut state: OptimizerState) -> Result<()> {
         let Some(step) = state.counters.remove(ADAM_STEP) else {
             return Err(state_error(ADAM_STEP, "missing: Adam needs its step count to resume its bias correction"));
         };
         if step > ADAM_MAX_STEPS {
-            let message = format!("{step} steps is implausible (no run takes more than 2^53); the count is corrupt");
+            let message = format!("{step} steps is implausible (the count stops at 2^24); the count is corrupt");
             return Err(state_error(ADAM_STEP, message));
         }
         let m = take_per_variable(&mut state, ADAM_M, vars)?;
@@ -623,12 +719,15 @@ impl Optimizer for Adam {
                 (None, Some(_)) => return Err(state_error(&format!("{ADAM_M}/{}", v.name()), "missing, beside its v")),
             });
         }
-        self.iterations = step;
+        let backend = vars.first().map_or_else(crate::backend::default_backend, |v| v.value().backend());
+        match &self.held {
+            Some(held) => held.count.assign(Tensor::scalar_on(step as f32, held.count.value().backend())?)?,
+            None => self.held = Some(Held::new(self, step as f32, backend)?),
+        }
         for (v, moments) in vars.iter().zip(moments) {
-            match moments {
-                Some(pair) => self.moments.insert(v.id(), pair),
-                None => self.moments.remove(&v.id()),
-            };
+            let (m, second) = moments.unzip();
+            restore(&mut self.first, v.id(), m)?;
+            restore(&mut self.second, v.id(), second)?;
         }
         Ok(())
     }
@@ -785,7 +884,7 @@ mod tests {
         let e = Sgd::new(0.1).apply_gradients(&[&a], &[Tensor::from_vec(vec![1i32, 1], &[2]).unwrap()]).unwrap_err();
         assert!(e.to_string().contains("i32[2]"), "{e}");
         assert_eq!(a.value().to_vec::<f32>().unwrap(), vec![1.0, 2.0], "nothing was updated");
-        assert_eq!(adam.iterations(), 0);
+        assert_eq!(adam.iterations().unwrap(), 0);
     }
 
     #[test]

@@ -107,7 +107,11 @@ impl Variable {
     /// # Ok::<(), opforge::Error>(())
     /// ```
     pub fn value(&self) -> Tensor {
-        self.slot.read().unwrap_or_else(PoisonError::into_inner).clone()
+        let value = self.slot.read().unwrap_or_else(PoisonError::into_inner).clone();
+        if crate::capture::recording() {
+            crate::capture::read_variable(&self.slot, &value);
+        }
+        value
     }
 
     /// Replaces the value; errors if the shape or dtype would change.
@@ -127,6 +131,9 @@ impl Variable {
                 what: "Variable::assign",
                 message: format!("cannot assign {} to a variable of {}", value.meta(), slot.meta()),
             });
+        }
+        if crate::capture::recording() {
+            crate::capture::assign_variable(&self.slot, &value);
         }
         *slot = value;
         Ok(())

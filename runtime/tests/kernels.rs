@@ -788,8 +788,11 @@ fn apply_adam_is_one_adam_step() {
             uniform(shape, (-3.0, 3.0), seed + 2),
         );
         let v = uniform(shape, (0.0, 2.0), seed + 3);
-        let (p1, p2) = (f64::powi(b1, t), f64::powi(b2, t));
-        let got = ops::apply_adam(&var, &m, &v, &grad, lr, b1, b2, eps, p1, p2).unwrap();
+        // The schedule is f32 data: the reference takes its rounded values.
+        let schedule = [lr as f32, f64::powi(b1, t) as f32, f64::powi(b2, t) as f32];
+        let (lr, p1, p2) = (f64::from(schedule[0]), f64::from(schedule[1]), f64::from(schedule[2]));
+        let schedule = Tensor::from_vec(schedule.to_vec(), &[3]).unwrap();
+        let got = ops::apply_adam(&var, &m, &v, &grad, &schedule, b1, b2, eps).unwrap();
         let (w, m, v, g) = (f64s(&var), f64s(&m), f64s(&v), f64s(&grad));
         let new_m = Arr::new(shape, (0..g.data.len()).map(|i| b1 * m.data[i] + (1.0 - b1) * g.data[i]).collect());
         let new_v =
@@ -806,17 +809,18 @@ fn apply_adam_is_one_adam_step() {
 fn apply_adam_refuses_what_would_not_be_a_step() {
     let x = Tensor::zeros(&[2, 3], DType::F32).unwrap();
     let row = Tensor::zeros(&[3], DType::F32).unwrap();
-    let adam = |v: &Tensor, b1: f64, p1: f64, eps: f64| ops::apply_adam(&x, &x, v, &x, 0.1, b1, 0.999, eps, p1, 0.5);
-    let err = adam(&row, 0.9, 0.9, 0.0).unwrap_err().to_string();
+    let schedule = Tensor::from_vec(vec![0.1f32, 0.9, 0.5], &[3]).unwrap();
+    let adam = |v: &Tensor, s: &Tensor, b1: f64, eps: f64| ops::apply_adam(&x, &x, v, &x, s, b1, 0.999, eps);
+    let err = adam(&row, &schedule, 0.9, 0.0).unwrap_err().to_string();
     assert!(err.contains("`apply_adam`") && err.contains("v [3] is not the shape of var [2, 3]"), "{err}");
-    let err = adam(&x, 0.9, 1.0, 0.0).unwrap_err().to_string();
-    assert!(err.contains("beta1_power = 1 must lie in [0, 1)"), "{err}");
-    let err = adam(&x, f64::NAN, 0.5, 0.0).unwrap_err().to_string();
+    let err = adam(&x, &Tensor::zeros(&[2], DType::F32).unwrap(), 0.9, 0.0).unwrap_err().to_string();
+    assert!(err.contains("schedule [2] is not [3]"), "{err}");
+    let err = adam(&x, &schedule, f64::NAN, 0.0).unwrap_err().to_string();
     assert!(err.contains("beta1 = NaN must lie in [0, 1)"), "{err}");
-    let err = adam(&x, 0.9, 0.5, -1.0).unwrap_err().to_string();
+    let err = adam(&x, &schedule, 0.9, -1.0).unwrap_err().to_string();
     assert!(err.contains("epsilon = -1 is not 0 or more"), "{err}");
     let ints = Tensor::zeros(&[2, 3], DType::I32).unwrap();
-    let err = ops::apply_adam(&ints, &x, &x, &x, 0.1, 0.9, 0.999, 0.0, 0.9, 0.999).unwrap_err().to_string();
+    let err = ops::apply_adam(&ints, &x, &x, &x, &schedule, 0.9, 0.999, 0.0).unwrap_err().to_string();
     assert!(err.contains("i32"), "{err}");
 }
 

@@ -271,8 +271,10 @@ fn elementwise_ops_past_the_binding_limit_run_in_slices() {
     assert!(shifted.iter().enumerate().all(|(i, &v)| v == (i >= 3)), "comparison, with a scalar");
     let cast = ops::cast(&gx, DType::I32).unwrap().to_vec::<i32>().unwrap();
     assert!(cast.iter().enumerate().all(|(i, &v)| v == i as f32 as i32), "cast");
-    // ApplyAdam's four inputs and three outputs are sliced alike.
-    let adam = ops::apply_adam(&gx, &gx, &gx, &gx, 0.5, 0.5, 0.5, 1e-30, 0.5, 0.5).unwrap();
+    // ApplyAdam's four inputs and three outputs are sliced alike; its
+    // schedule, [lr, beta1^t, beta2^t], is bound whole.
+    let schedule = on_gpu(&Tensor::from_vec(vec![0.5f32, 0.5, 0.5], &[3]).unwrap());
+    let adam = ops::apply_adam(&gx, &gx, &gx, &gx, &schedule, 0.5, 0.5, 1e-30).unwrap();
     let (new_var, new_m, new_v) = (
         adam.new_var.to_vec::<f32>().unwrap(),
         adam.new_m.to_vec::<f32>().unwrap(),

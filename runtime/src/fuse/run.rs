@@ -34,6 +34,10 @@ use crate::tensor::Tensor;
 /// ```
 pub fn run(program: &'static Program, inputs: &[&Tensor], scalars: &[f32]) -> Result<Vec<Tensor>> {
     let fail = |message: String| Error::InvalidTensor { what: "fuse::run", message };
+    if crate::capture::recording() {
+        let message = "it runs a program without a kernel call a capture records; call the fused op instead".into();
+        return Err(Error::Capture { what: format!("`fuse::run` of program `{}`", program.name), message });
+    }
     if inputs.len() != program.inputs || scalars.len() != program.scalars {
         return Err(fail(format!(
             "program `{}` takes {} inputs and {} scalars, not {} and {}",

@@ -108,7 +108,7 @@ pub(crate) fn state_tensor_for(name: &str, t: &Tensor, var: &Variable) -> Result
 /// let mut resumed = Adam::new(0.1);
 /// load_checkpoint(&path, &[&again], &mut resumed)?;
 /// assert_eq!(again.value().to_vec::<f32>()?, w.value().to_vec::<f32>()?);
-/// assert_eq!(resumed.iterations(), 1);
+/// assert_eq!(resumed.iterations().unwrap(), 1);
 /// # std::fs::remove_file(&path).ok();
 /// # Ok::<(), opforge::Error>(())
 /// ```

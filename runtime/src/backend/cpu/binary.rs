@@ -234,10 +234,19 @@ fn apply_adam(
     m: &CpuTensor,
     v: &CpuTensor,
     grad: &CpuTensor,
+    schedule: &CpuTensor,
     attrs: &ApplyAdamAttrs,
     out: &[TensorMeta],
 ) -> Result<(CpuTensor, CpuTensor, CpuTensor)> {
-    let [b1, b2, one_minus_b1, one_minus_b2, c1, c2, step, eps] = attrs.constants();
+    let [b1, b2, one_minus_b1, one_minus_b2, eps] = attrs.constants();
+    let &[lr, p1, p2] = schedule.as_slice::<f32>()? else {
+        return Err(Error::Backend {
+            kernel: "ApplyAdam",
+            backend: BackendId::Cpu,
+            message: "a schedule of three".into(),
+        });
+    };
+    let (step, c1, c2) = (-lr, 1.0 - p1, 1.0 - p2);
     let (w, m, v, g) = (var.as_slice::<f32>()?, m.as_slice::<f32>()?, v.as_slice::<f32>()?, grad.as_slice::<f32>()?);
     let n = w.len();
     let (mut new_w, mut new_m, mut new_v) = (output::<f32>(n), output::<f32>(n), output::<f32>(n));

@@ -1,7 +1,7 @@
 //! Elementwise kernels of two inputs with NumPy broadcasting: how a row's
 //! kernel runs its shader (`shaders/binary.wgsl` with the row's `word`,
 //! see `elementwise.rs`), shapes and strides a parameter buffer; the bool
-//! kernels, which have no row; and the optimizer update `ApplyAdam` (four
+//! kernels, which have no row; and the optimizer update `ApplyAdam` (five
 //! inputs, three outputs) in a shader of its own.
 
 use super::elementwise::{WgpuRow, Word};
@@ -120,12 +120,13 @@ fn apply_adam(
     m: &WgpuTensor,
     v: &WgpuTensor,
     grad: &WgpuTensor,
+    schedule: &WgpuTensor,
     attrs: &ApplyAdamAttrs,
     out: &[TensorMeta],
 ) -> Result<(WgpuTensor, WgpuTensor, WgpuTensor)> {
     let constants = attrs.constants().map(f32::to_bits);
     let params = |len: usize| [len as u32].into_iter().chain(constants).collect::<Vec<u32>>();
-    let (inputs, n) = ([var, m, v, grad], var.numel());
+    let (inputs, n) = ([var, m, v, grad, schedule], var.numel());
     let program = |entry| EntryPoint { kernel: "ApplyAdam", shader: &ADAM, entry, op: 0 };
     let ys = if n as u64 * 4 <= device::MAX_BINDING {
         let vectors = n.div_ceil(4);

@@ -258,7 +258,9 @@ impl EntryPoint {
         params: impl Fn(usize) -> Vec<u32>,
     ) -> Result<SmallVec<[WgpuTensor; 2]>> {
         let n = outs.first().map_or(0, TensorMeta::numel);
-        let whole = |t: &WgpuTensor| t.numel() == 1;
+        // A scalar, or a few words the shader indexes itself (Adam's two
+        // powers), is bound whole beside each slice.
+        let whole = |t: &WgpuTensor| t.numel() <= 4 && t.numel() < n;
         if n as u64 * 4 <= device::MAX_BINDING
             || inputs.iter().any(|t| t.numel() != n && !whole(t))
             || outs.iter().any(|o| o.numel() != n)

@@ -2,27 +2,29 @@
 // its new var, m and v written once. The formula and its rounding are the
 // cpu kernel's (binary.rs): m' = b1 * m + g * (1 - b1),
 // v' = b2 * v + g * g * (1 - b2),
-// var' = -lr * ((m' / c1) / (sqrt(v' / c2) + epsilon)) + var.
+// var' = -lr * ((m' / c1) / (sqrt(v' / c2) + epsilon)) + var,
+// where [lr, p1, p2] = schedule, c1 = 1 - p1 and c2 = 1 - p2, in f32.
 
 @group(0) @binding(0) var<storage, read> w: array<f32>;
 @group(0) @binding(1) var<storage, read> m: array<f32>;
 @group(0) @binding(2) var<storage, read> v: array<f32>;
 @group(0) @binding(3) var<storage, read> g: array<f32>;
-@group(0) @binding(4) var<storage, read_write> new_w: array<f32>;
-@group(0) @binding(5) var<storage, read_write> new_m: array<f32>;
-@group(0) @binding(6) var<storage, read_write> new_v: array<f32>;
+@group(0) @binding(4) var<storage, read> schedule: array<f32>;
+@group(0) @binding(5) var<storage, read_write> new_w: array<f32>;
+@group(0) @binding(6) var<storage, read_write> new_m: array<f32>;
+@group(0) @binding(7) var<storage, read_write> new_v: array<f32>;
 // The same bindings as vectors, for `apply_adam_x4`: four elements per
 // invocation, the last vector running into the buffers' slack.
 @group(0) @binding(0) var<storage, read> w4: array<vec4<f32>>;
 @group(0) @binding(1) var<storage, read> m4: array<vec4<f32>>;
 @group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
 @group(0) @binding(3) var<storage, read> g4: array<vec4<f32>>;
-@group(0) @binding(4) var<storage, read_write> new_w4: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> new_m4: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> new_v4: array<vec4<f32>>;
-// [n (vectors for `_x4`), then eight f32 words: b1, b2, 1 - b1, 1 - b2,
-// c1 = 1 - beta1_power, c2 = 1 - beta2_power, -lr, epsilon]
-@group(0) @binding(7) var<uniform> params: array<vec4<u32>, 32>;
+@group(0) @binding(5) var<storage, read_write> new_w4: array<vec4<f32>>;
+@group(0) @binding(6) var<storage, read_write> new_m4: array<vec4<f32>>;
+@group(0) @binding(7) var<storage, read_write> new_v4: array<vec4<f32>>;
+// [n (vectors for `_x4`), then five f32 words: b1, b2, 1 - b1, 1 - b2,
+// epsilon]
+@group(0) @binding(8) var<uniform> params: array<vec4<u32>, 32>;
 
 struct Step {
     w: vec4<f32>,
@@ -35,10 +37,13 @@ fn constant(i: u32) -> vec4<f32> {
 }
 
 fn adam(w: vec4<f32>, m: vec4<f32>, v: vec4<f32>, g: vec4<f32>) -> Step {
+    let step = vec4<f32>(-schedule[0]);
+    let c1 = vec4<f32>(1.0 - schedule[1]);
+    let c2 = vec4<f32>(1.0 - schedule[2]);
     let new_m = constant(0u) * m + g * constant(2u);
     let new_v = constant(1u) * v + g * g * constant(3u);
-    let update = (new_m / constant(4u)) / (sqrt(new_v / constant(5u)) + constant(7u));
-    return Step(constant(6u) * update + w, new_m, new_v);
+    let update = (new_m / c1) / (sqrt(new_v / c2) + constant(4u));
+    return Step(step * update + w, new_m, new_v);
 }
 
 @elementwise fn apply_adam(i: u32) {
