@@ -4,7 +4,11 @@
 //! checks its accuracy on a held-out fifth of the data.
 //!
 //! `cargo run --release --example train_cnn [-- --backend cpu|wgpu] [--epochs N] [--seed N]
-//! [--save CHECKPOINT] [--resume CHECKPOINT] [--dtype f32|f16|bf16|f64]`
+//! [--save CHECKPOINT] [--resume CHECKPOINT] [--eager] [--dtype f32|f16|bf16|f64]`
+//!
+//! Each epoch captures its first step and replays it for the others
+//! (`opforge::capture`); `--eager` runs every step op by op, and prints the
+//! same losses.
 //!
 //! `--dtype f16` (or `bf16`, `f64`) trains in mixed precision: the weights
 //! and Adam's state stay f32, the convolutions, pools and dense layer

@@ -3,7 +3,11 @@
 //! accuracy on a held-out fifth of the data.
 //!
 //! `cargo run --release --example train_mlp [-- --backend cpu|wgpu] [--epochs N] [--seed N]
-//! [--save CHECKPOINT] [--resume CHECKPOINT]`
+//! [--save CHECKPOINT] [--resume CHECKPOINT] [--eager]`
+//!
+//! Each epoch captures its first step and replays it for the others
+//! (`opforge::capture`); `--eager` runs every step op by op, and prints the
+//! same losses.
 //!
 //! `--save` writes the weights and Adam's state after every epoch, and
 //! `--resume` goes on from such a checkpoint at the next epoch, as the

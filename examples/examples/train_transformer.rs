@@ -6,7 +6,11 @@
 //! passage from a prompt.
 //!
 //! `cargo run --release --example train_transformer [-- --backend cpu|wgpu] [--epochs N] [--seed N]
-//! [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused] [--steps N] [--dtype f32|bf16|f16|f64]`
+//! [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused] [--eager] [--steps N] [--dtype f32|bf16|f16|f64]`
+//!
+//! Each epoch captures its first step and replays it for the others
+//! (`opforge::capture`): the same kernels, without the host's work around
+//! each; `--eager` runs every step op by op, and prints the same losses.
 //!
 //! `--dtype bf16` (or `f16`, `f64`) trains in mixed precision: the weights
 //! and Adam's state stay f32, the forward and backward passes compute in
@@ -26,13 +30,16 @@
 //! (`Erf`), `sparse_softmax_cross_entropy`, `opforge::train::Adam`, and
 //! `Multinomial` to sample.
 
+use std::cell::RefCell;
 use std::io::{IsTerminal, Write};
 use std::time::Instant;
 
+use opforge::capture::capture;
 use opforge::train::Adam;
 use opforge::{ops, Tensor};
 use opforge_examples::check;
 use opforge_examples::cli::{self, Args};
+use opforge_examples::fit;
 use opforge_examples::mlp::epoch_seed;
 use opforge_examples::text::{self, window_starts, Vocabulary};
 use opforge_examples::transformer::{Config, Transformer};
@@ -94,9 +101,21 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let mut total = Tensor::scalar(0.0f32).to_backend(model.backend())?;
         // Read once an epoch: a read per step would make each step wait for the GPU.
         let done = adam.iterations()? as usize;
+        // Captured on the epoch's first step and replayed after (unless
+        // `--eager`, or under a loss scale, which reads a flag per step):
+        // the learning rate lives in a variable, so the schedule reaches
+        // the replays.
+        let eager = fit::eager() || model.precision().loss_scale().is_some();
+        let adam = RefCell::new(adam);
+        let mut step = capture(|xs: &[Tensor]| Ok(vec![model.step_on(&xs[0], &xs[1], &mut adam.borrow_mut())?]));
         for (i, batch) in starts.chunks_exact(BATCH).take(steps_per_epoch).enumerate() {
-            adam.set_learning_rate(learning_rate(done + i, steps))?;
-            total = ops::add(&total, &model.step(train, batch, adam)?)?;
+            adam.borrow_mut().set_learning_rate(learning_rate(done + i, steps))?;
+            let (inputs, targets) = model.batch(train, batch)?;
+            let loss = match eager {
+                true => step.eager(&[&inputs, &targets])?,
+                false => step.run(&[&inputs, &targets])?,
+            };
+            total = ops::add(&total, &loss[0])?;
             if show_progress && (i + 1) % 10 == 0 {
                 let rate = (i + 1) as f64 / started.elapsed().as_secs_f64();
                 eprint!(

@@ -75,6 +75,10 @@ pub mod cli {
         /// default f32), from f32 master weights; `train_cnn` and
         /// `train_transformer` honour it.
         pub dtype: DType,
+        /// Whether to run every step eagerly (`--eager`), op by op, instead
+        /// of capturing it on an epoch's first step and replaying it
+        /// (`opforge::capture`), to compare against the replayed run.
+        pub eager: bool,
     }
 
     impl Args {
@@ -89,6 +93,7 @@ pub mod cli {
         /// let a = a.unwrap();
         /// assert_eq!((a.save.unwrap().to_str(), a.resume.unwrap().to_str()), (Some("a.safetensors"), Some("b.safetensors")));
         /// assert!(Args::parse("train_transformer", 3, ["--unfused".to_owned()]).unwrap().unfused);
+        /// assert!(Args::parse("train_mlp", 3, ["--eager".to_owned()]).unwrap().eager);
         /// assert_eq!(Args::parse("train_transformer", 3, ["--steps=50".to_owned()]).unwrap().steps, Some(50));
         /// assert_eq!(Args::parse("train_cnn", 3, ["--dtype=f16".to_owned()]).unwrap().dtype, opforge::DType::F16);
         /// assert!(Args::parse("train_cnn", 3, ["--dtype=i32".to_owned()]).is_err());
@@ -100,7 +105,7 @@ pub mod cli {
         ) -> Result<Args, String> {
             let usage = format!(
                 "usage: {name} [--backend NAME] [--epochs N] [--seed N] [--profile TRACE.json] \
-                 [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused] [--steps N] [--dtype f32|f16|bf16|f64]"
+                 [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused] [--eager] [--steps N] [--dtype f32|f16|bf16|f64]"
             );
             let mut parsed = Args {
                 backend: BackendId::Cpu,
@@ -112,6 +117,7 @@ pub mod cli {
                 unfused: false,
                 steps: None,
                 dtype: DType::F32,
+                eager: false,
             };
             let mut it = args.into_iter();
             while let Some(arg) = it.next() {
@@ -140,6 +146,7 @@ pub mod cli {
                     "--save" => parsed.save = Some(value()?.into()),
                     "--resume" => parsed.resume = Some(value()?.into()),
                     "--unfused" => parsed.unfused = true,
+                    "--eager" => parsed.eager = true,
                     "--steps" => {
                         let v = value()?;
                         let steps = v.parse().ok().filter(|&n| n > 0);
@@ -253,9 +260,11 @@ pub mod cli {
         }
         let mut losses = Vec::new();
         for e in first..=args.epochs {
-            let mut run = || match args.unfused {
-                true => opforge::fuse::unfused(|| epoch(e, adam)),
-                false => epoch(e, adam),
+            let mut run = || {
+                crate::fit::with_eager(args.eager, || match args.unfused {
+                    true => opforge::fuse::unfused(|| epoch(e, adam)),
+                    false => epoch(e, adam),
+                })
             };
             let loss = match (&args.profile, e) {
                 (Some(path), 1) => {
@@ -477,6 +486,40 @@ pub mod fit {
     use crate::digits::{self, Digits};
     use crate::precision::Precision;
 
+    thread_local! {
+        static EAGER: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    }
+
+    /// Runs `f` with this thread's training steps eager (`true`: op by op,
+    /// as written) or captured and replayed (`false`, the default; see
+    /// [`opforge::capture`]), and restores the setting afterwards.
+    ///
+    /// ```
+    /// use opforge_examples::fit::{eager, with_eager};
+    /// assert!(!eager());
+    /// assert!(with_eager(true, eager));
+    /// assert!(!eager(), "only inside");
+    /// ```
+    pub fn with_eager<T>(eager: bool, f: impl FnOnce() -> T) -> T {
+        struct Restore(bool);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                EAGER.set(self.0);
+            }
+        }
+        let _restore = Restore(EAGER.replace(eager));
+        f()
+    }
+
+    /// Whether this thread's training steps run eagerly (see [`with_eager`]).
+    ///
+    /// ```
+    /// assert!(!opforge_examples::fit::eager());
+    /// ```
+    pub fn eager() -> bool {
+        EAGER.get()
+    }
+
     /// Share of `data` whose most likely class under `forward` (logits
     /// `f32[n, 10]` for images `f32[n, 64]`) is its label.
     ///
@@ -517,7 +560,10 @@ pub mod fit {
     /// updating `vars`, each step as `precision` takes it (under a loss
     /// scale in f16); returns the mean loss. The losses stay on
     /// `backend` and are added up and read back once, at the end: a read
-    /// per step would make each step wait for the GPU.
+    /// per step would make each step wait for the GPU. The step is captured
+    /// on its first run (and on a last, smaller batch) and replayed after
+    /// (`opforge::capture`), unless [`eager`] or under a loss scale, which
+    /// reads whether a step overflowed on the host.
     ///
     /// ```
     /// use opforge_examples::{digits, fit, mlp::Mlp};
@@ -540,12 +586,20 @@ pub mod fit {
         forward: impl Fn(&Tensor) -> opforge::Result<Tensor>,
     ) -> opforge::Result<f64> {
         let (mut losses, mut sizes) = (Vec::new(), Vec::new());
+        let eager = eager() || precision.loss_scale().is_some();
+        let mut step = opforge::capture::capture(|xy: &[Tensor]| {
+            let loss = || softmax_cross_entropy(&xy[1], &forward(&xy[0])?);
+            Ok(vec![precision.minimize(adam, loss, vars)?])
+        });
         for (i, batch) in digits::shuffled(train.len(), batches.seed).chunks(batches.size.max(1)).enumerate() {
             let batch = train.select(batch);
             let x = (batches.prepare)(batch.images_tensor()?.to_backend(backend)?, i)?;
             let y = batch.labels_one_hot()?.to_backend(backend)?;
-            let loss = || softmax_cross_entropy(&y, &forward(&x)?);
-            losses.push(precision.minimize(adam, loss, vars)?);
+            let loss = match eager {
+                true => step.eager(&[&x, &y])?,
+                false => step.run(&[&x, &y])?,
+            };
+            losses.extend(loss);
             sizes.push(batch.len() as f32);
         }
         if losses.is_empty() {

@@ -321,12 +321,45 @@ impl Transformer {
     /// ```
     pub fn step(&self, ids: &[i32], starts: &[usize], adam: &mut Adam) -> opforge::Result<Tensor> {
         let (inputs, targets) = self.batch(ids, starts)?;
-        self.precision.minimize(adam, || self.loss(&inputs, &targets), &self.variables())
+        self.step_on(&inputs, &targets, adam)
+    }
+
+    /// [`Transformer::step`] on a batch made already (by
+    /// [`Transformer::batch`]): what a captured step runs, its inputs
+    /// tensors (`opforge::capture`).
+    ///
+    /// ```
+    /// use opforge_examples::transformer::{Config, Transformer};
+    /// let config = Config { vocabulary: 3, context: 4, width: 8, heads: 2, layers: 1 };
+    /// let m = Transformer::new(config, 7, opforge::BackendId::Cpu)?;
+    /// let ids: Vec<i32> = (0..40).map(|i| i % 3).collect();
+    /// let mut adam = opforge::train::Adam::new(0.03);
+    /// let mut step = opforge::capture::capture(|xs: &[opforge::Tensor]| Ok(vec![m.step_on(&xs[0], &xs[1], &mut adam)?]));
+    /// let (inputs, targets) = m.batch(&ids, &[0, 5, 10, 20])?;
+    /// let first = step.run(&[&inputs, &targets])?[0].to_scalar::<f32>()?;
+    /// for _ in 0..30 {
+    ///     step.run(&[&inputs, &targets])?; // replayed
+    /// }
+    /// let last = step.run(&[&inputs, &targets])?[0].to_scalar::<f32>()?;
+    /// assert!(last < first / 4.0, "{last} after {first}");
+    /// # Ok::<(), Box<dyn std::error::Error>>(())
+    /// ```
+    pub fn step_on(&self, inputs: &Tensor, targets: &Tensor, adam: &mut Adam) -> opforge::Result<Tensor> {
+        self.precision.minimize(adam, || self.loss(inputs, targets), &self.variables())
     }
 
     /// Inputs (on the model's backend) and targets (on the cpu) of the
     /// windows of `ids` at `starts`.
-    fn batch(&self, ids: &[i32], starts: &[usize]) -> opforge::Result<(Tensor, Tensor)> {
+    ///
+    /// ```
+    /// use opforge_examples::transformer::{Config, Transformer};
+    /// let config = Config { vocabulary: 3, context: 4, width: 8, heads: 2, layers: 1 };
+    /// let m = Transformer::new(config, 7, opforge::BackendId::Cpu)?;
+    /// let (inputs, targets) = m.batch(&[0, 1, 2, 0, 1, 2], &[0, 1])?;
+    /// assert_eq!((inputs.shape(), targets.to_vec::<i32>()?), (&[2, 4][..], vec![1, 2, 0, 1, 2, 0, 1, 2]));
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn batch(&self, ids: &[i32], starts: &[usize]) -> opforge::Result<(Tensor, Tensor)> {
         let context = self.config.context;
         let window = |s: usize, shift: usize| {
             ids.get(s + shift..s + shift + context)

@@ -78,7 +78,8 @@ fn a_wgpu_epoch_queues_its_steps_without_waiting() {
 fn a_training_step_runs_the_fused_kernels() {
     // A step is what bounds a small model on a GPU: each kernel costs the
     // host its dispatch. Dense layers are one FusedMatMul each, the loss
-    // one SoftmaxCrossEntropyWithLogits, Adam one ApplyAdam per variable.
+    // one SoftmaxCrossEntropyWithLogits, Adam one ApplyAdam per variable
+    // after the three small kernels of its schedule (Add, Pow, Concat).
     let (train, _) = digits::load().unwrap().split(0.2, SEED);
     let model = Mlp::new(SEED, BackendId::Cpu).unwrap();
     let mut adam = Adam::new(LEARNING_RATE);
@@ -93,5 +94,30 @@ fn a_training_step_runs_the_fused_kernels() {
     assert_eq!(count("FusedMatMul"), 2, "{kernels:?}");
     assert_eq!(count("SoftmaxCrossEntropyWithLogits"), 1, "{kernels:?}");
     assert_eq!(count("ApplyAdam"), 4, "{kernels:?}");
-    assert!(kernels.len() <= 17, "{} kernels: {kernels:?}", kernels.len());
+    assert_eq!(count("Add") + count("Pow") + count("Concat"), 3, "{kernels:?}");
+    assert!(kernels.len() <= 20, "{} kernels: {kernels:?}", kernels.len());
+}
+
+#[test]
+fn a_captured_epoch_trains_as_an_eager_one() {
+    // What `--eager` changes: nothing in the numbers.
+    let (train, _) = digits::load().unwrap().split(0.2, SEED);
+    let mut backends = vec![BackendId::Cpu];
+    if opforge_examples::wgpu_or_skip("a_captured_epoch_trains_as_an_eager_one") {
+        backends.push(BackendId::Wgpu);
+    }
+    let _device = DEVICE.lock().unwrap_or_else(PoisonError::into_inner);
+    for backend in backends {
+        let run = |eager: bool| {
+            opforge_examples::fit::with_eager(eager, || {
+                let model = Mlp::new(SEED, backend).unwrap();
+                let mut adam = Adam::new(LEARNING_RATE);
+                let losses: Vec<u64> = (1..=2)
+                    .map(|e| model.train_epoch(&train, &mut adam, epoch_seed(SEED, e)).unwrap().to_bits())
+                    .collect();
+                (losses, model.w1.value().to_vec::<f32>().unwrap().iter().map(|w| w.to_bits()).collect::<Vec<_>>())
+            })
+        };
+        assert!(run(false) == run(true), "{backend}: the captured epochs differ from the eager ones");
+    }
 }

@@ -100,3 +100,56 @@ fn a_training_step_runs_fewer_kernels_fused() {
     let forward = config.layers * 4;
     assert!(unfused >= fused + forward, "{fused} fused, {unfused} unfused");
 }
+
+/// A captured step replayed gives the bits of the eager steps it stands
+/// for on the cpu, every loss and every weight at the end; on wgpu, whose
+/// segment sums are not deterministic, the losses eager runs give.
+#[test]
+fn a_replayed_step_trains_the_transformer_as_eager_steps_do() {
+    let (ids, vocabulary) = text(4_000);
+    let config = Config { vocabulary, context: 16, width: 32, heads: 2, layers: 2 };
+    let mut backends = vec![BackendId::Cpu];
+    if opforge_examples::wgpu_or_skip("a_replayed_step_trains_the_transformer_as_eager_steps_do") {
+        backends.push(BackendId::Wgpu);
+    }
+    for backend in backends {
+        let run = |captured: bool| {
+            let model = Transformer::new(config, SEED, backend).unwrap();
+            let adam = std::cell::RefCell::new(Adam::new(0.01));
+            let mut step = opforge::capture::capture(|xs: &[opforge::Tensor]| {
+                Ok(vec![model.step_on(&xs[0], &xs[1], &mut adam.borrow_mut())?])
+            });
+            let starts = window_starts(ids.len(), config.context + 1, SEED);
+            let mut losses = Vec::new();
+            for (i, batch) in starts.chunks_exact(8).take(6).enumerate() {
+                adam.borrow_mut().set_learning_rate(0.01 / (1 + i) as f64).unwrap();
+                let (inputs, targets) = model.batch(&ids, batch).unwrap();
+                let loss = match captured {
+                    true => step.run(&[&inputs, &targets]).unwrap(),
+                    false => step.eager(&[&inputs, &targets]).unwrap(),
+                };
+                losses.push(loss[0].to_scalar::<f32>().unwrap().to_bits());
+            }
+            assert_eq!(step.replays().len(), usize::from(captured));
+            let weights: Vec<Vec<u32>> = model
+                .variables()
+                .iter()
+                .map(|v| v.value().to_vec::<f32>().unwrap().iter().map(|w| w.to_bits()).collect())
+                .collect();
+            (losses, weights)
+        };
+        let (replayed, eager) = (run(true), run(false));
+        match backend {
+            BackendId::Cpu => assert!(replayed == eager, "a replayed run differs from the eager one"),
+            // wgpu's UnsortedSegmentSum (the embedding's gradient) adds with
+            // atomics in no fixed order, so two eager runs differ in their
+            // last bits already: the replay is held to that.
+            _ => {
+                for (step, (r, e)) in replayed.0.iter().zip(&eager.0).enumerate() {
+                    let (r, e) = (f32::from_bits(*r), f32::from_bits(*e));
+                    assert!((r - e).abs() <= 1e-5 * e.abs(), "{backend} step {step}: replayed {r}, eager {e}");
+                }
+            }
+        }
+    }
+}

@@ -193,7 +193,8 @@ impl Engine {
                 true => Some(Runner::Fallback(replay_on_cpu::<K>)),
             };
             let runner = runner.ok_or_else(|| Error::kernel_failed("no kernel to capture"))?;
-            crate::capture::record_kernel::<K>(inputs, absent, attrs, backend, metas, &outputs, runner)?;
+            let (op, described) = (op_path(K::OP), describe::<K>(inputs, absent));
+            crate::capture::record_kernel::<K>(inputs, absent, attrs, backend, metas, &outputs, runner, op, described)?;
         }
         Ok(outputs)
     }

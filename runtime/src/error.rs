@@ -373,7 +373,7 @@ pub enum Error {
         /// What went wrong.
         message: String,
     },
-    /// What a capture ([`crate::capture`]) cannot record or replay: a
+    /// What a capture (`opforge::capture`) cannot record or replay: a
     /// kernel whose outputs a replay could not reproduce (their shapes
     /// depend on the data, or it draws from a `seed`), a host read of a
     /// tensor the step computed, or replay inputs of another shape, dtype

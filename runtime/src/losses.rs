@@ -98,10 +98,15 @@ pub fn sparse_softmax_cross_entropy(labels: &Tensor, logits: &Tensor) -> Result<
     };
     let depth = i64::try_from(classes).map_err(|_| invalid(WHAT, format!("logits are {}", logits.meta())))?;
     // OneHot turns a label outside the classes into a row of zeros, which
-    // would count as a loss of 0: read the labels and refuse it instead.
-    if let Some(bad) = labels.to_vec::<i32>()?.into_iter().find(|l| !(0..depth).contains(&i64::from(*l))) {
-        return Err(invalid(WHAT, format!("label {bad} is outside the {classes} classes of logits {}", logits.meta())));
-    }
+    // would count as a loss of 0: read the labels and refuse it instead (a
+    // captured step checks them again on every replay).
+    let meta = logits.meta();
+    crate::capture::host_check(labels, move |labels| {
+        match labels.to_vec::<i32>()?.into_iter().find(|l| !(0..depth).contains(&i64::from(*l))) {
+            Some(bad) => Err(invalid(WHAT, format!("label {bad} is outside the {classes} classes of logits {meta}"))),
+            None => Ok(()),
+        }
+    })?;
     let one_hot = ops::one_hot(&labels.to_backend(logits.backend())?, depth, 1.0, 0.0)?;
     softmax_cross_entropy(&one_hot, logits)
 }

@@ -110,7 +110,7 @@ thread_local! {
 
 /// A bit of [`WATCHED`]: a profile is open.
 const PROFILING: u8 = 1;
-/// A bit of [`WATCHED`]: a capture records (`crate::capture`).
+/// A bit of [`WATCHED`]: a capture records (the `capture` module).
 const CAPTURING: u8 = 2;
 
 /// Sets or clears one bit of [`WATCHED`].
@@ -124,7 +124,7 @@ fn profiling() -> bool {
 }
 
 /// Sends this thread's kernels through the engine's watched path while a
-/// capture records them (`crate::capture`): the bit shares the one
+/// capture records them (the `capture` module): the bit shares the one
 /// thread-local the engine reads on every call, so capturing adds nothing
 /// to a call made outside one.
 pub(crate) fn watch_for_capture(on: bool) {
@@ -410,6 +410,13 @@ fn check_finite(y: &Tensor, run: &KernelRun<'_>) -> Result<()> {
 
 /// Runs a gradient function, marking the kernels it runs as the backward
 /// pass of `kernel`.
+/// The kernel whose gradient is running on this thread, if any: what a
+/// capture keeps of a kernel it records, so that its replay profiles as
+/// the eager run did.
+pub(crate) fn gradient_of() -> Option<&'static str> {
+    GRADIENT_OF.get()
+}
+
 pub(crate) fn in_gradient_of<T>(kernel: &'static str, f: impl FnOnce() -> T) -> T {
     crate::scoped::scoped(&GRADIENT_OF, Some(kernel), f)
 }

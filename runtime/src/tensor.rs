@@ -16,7 +16,7 @@ const DEVICE_SCALARS: usize = 16;
 /// A device scalar's backend, dtype and value (as f64 bits).
 type ScalarKey = (BackendId, DType, u64);
 
-/// What a capture (`crate::capture`, above this module) must hear of a
+/// What a capture (the `capture` module, above this one) must hear of a
 /// tensor made or read other than by a kernel, installed for the thread
 /// while it records: a `Tensor` cannot name the capture, which holds
 /// tensors, so the capture hands it these functions.

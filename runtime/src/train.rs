@@ -35,6 +35,7 @@
 use std::collections::HashMap;
 
 use crate::autodiff::variable_grads;
+use crate::backend_id::BackendId;
 use crate::error::{Error, Result};
 use crate::ops;
 use crate::tape::no_grad;
@@ -413,6 +414,17 @@ fn check_rate(learning_rate: f64) -> Result<()> {
     }
 }
 
+/// Adam's settings checked before an update touches its state, so that a
+/// refused update counts no step: the rate, and the decays and epsilon as
+/// `ApplyAdam`'s shape rule would refuse them.
+fn check_settings(adam: &Adam) -> Result<()> {
+    check_rate(adam.learning_rate)?;
+    let attrs = crate::kernels::ApplyAdamAttrs { beta1: adam.beta1, beta2: adam.beta2, epsilon: adam.epsilon };
+    crate::shape::rules::apply_adam(&[], &[], &[], &[], &[3], &attrs)
+        .map(drop)
+        .map_err(|message| Error::InvalidTensor { what: "Adam", message })
+}
+
 /// The variable holding `id`'s state in `states`, made as zeros like
 /// `value` on its first update.
 fn state_variable(states: &mut HashMap<u64, Variable>, id: u64, value: &Tensor) -> Result<Variable> {
@@ -464,11 +476,13 @@ const ADAM_MAX_STEPS: u64 = 1 << 24;
 ///
 /// `t` counts calls of [`Optimizer::apply_gradients`] on this optimizer, as
 /// TF.js's accumulated `beta^t` does, whichever variables each call updates.
-/// The count and the moments live in variables on the weights' backend,
-/// and `[beta1^t, beta2^t]` is computed there (one `Pow`), so an update
-/// reads nothing from the host and a captured step ([`crate::capture`])
-/// replays with the count it has reached. The count is an f32, exact to
-/// 2^24 steps, where it stops (and `beta^t` is 0 for any usual decay).
+/// The moments live in variables beside the weights; the count and the
+/// learning rate in variables on the cpu, where `[lr, beta1^t, beta2^t]`
+/// is computed by kernels (`Add`, `Pow`, `Concat`) and moved to the
+/// weights' backend, so an update reads nothing on the host and a
+/// captured step ([`crate::capture`]) replays with the count and rate it
+/// has reached. The count is an f32, exact to 2^24 steps, where it stops
+/// (and `beta^t` is 0 for any usual decay).
 ///
 /// ```
 /// use opforge::{train::{Adam, Optimizer}, Tensor, Variable};
@@ -493,7 +507,12 @@ pub struct Adam {
     second: HashMap<u64, Variable>,
 }
 
-/// What [`Adam`] keeps on the weights' backend.
+/// What [`Adam`] keeps of its schedule, on the cpu whatever the weights'
+/// backend: `[lr, beta1^t, beta2^t]` is computed there by kernels (so a
+/// captured step replays it) and its three floats move to the weights'
+/// backend once an update. So the schedule has the same bits on every
+/// backend, as it had when the host computed it, and [`Adam::iterations`]
+/// never waits for a GPU.
 #[derive(Debug)]
 struct Held {
     /// `t`, an f32 scalar.
@@ -505,10 +524,10 @@ struct Held {
 }
 
 impl Held {
-    fn new(adam: &Adam, count: f32, backend: crate::BackendId) -> Result<Held> {
-        let on = |t: Tensor| t.to_backend(backend);
+    fn new(adam: &Adam, count: f32) -> Result<Held> {
+        let on = |t: Tensor| t.to_backend(BackendId::Cpu);
         Ok(Held {
-            count: Variable::new(Tensor::scalar_on(count, backend)?),
+            count: Variable::new(Tensor::scalar_on(count, BackendId::Cpu)?),
             rate: Variable::new(on(Tensor::from_vec(vec![adam.learning_rate as f32], &[1])?)?),
             betas: on(Tensor::from_vec(vec![adam.beta1 as f32, adam.beta2 as f32], &[2])?)?,
         })
@@ -614,8 +633,8 @@ impl Adam {
     /// Changes the step size for later updates.
     ///
     /// ```
-    /// It lives beside the weights once they have been updated, where a
-    /// captured step ([`crate::capture`]) reads it on every replay, so a
+    /// It lives in a variable once the weights have been updated, which a
+    /// captured step ([`crate::capture`]) reads on every replay, so a
     /// schedule that sets it between steps works replayed too. A rate that
     /// is not finite is an error, and the rate stays.
     ///
@@ -629,15 +648,14 @@ impl Adam {
     pub fn set_learning_rate(&mut self, learning_rate: f64) -> Result<()> {
         check_rate(learning_rate)?;
         if let Some(held) = &self.held {
-            let backend = held.rate.value().backend();
-            held.rate.assign(Tensor::from_vec(vec![learning_rate as f32], &[1])?.to_backend(backend)?)?;
+            held.rate.assign(Tensor::from_vec(vec![learning_rate as f32], &[1])?.to_backend(BackendId::Cpu)?)?;
         }
         self.learning_rate = learning_rate;
         Ok(())
     }
 
     /// Updates applied so far: `t` of the bias correction (TF.js
-    /// `optimizer.iterations`), read from the backend that keeps it.
+    /// `optimizer.iterations`), read from the cpu variable that keeps it.
     ///
     /// ```
     /// assert_eq!(opforge::train::Adam::new(0.01).iterations()?, 0);
@@ -658,16 +676,16 @@ impl Optimizer for Adam {
     fn apply_gradients(&mut self, vars: &[&Variable], grads: &[Tensor]) -> Result<()> {
         let values = check_pairs("Adam", vars, grads)?;
         let backend = values.first().map_or_else(crate::backend::default_backend, Tensor::backend);
-        check_rate(self.learning_rate)?;
+        check_settings(self)?;
         if self.held.is_none() {
-            self.held = Some(Held::new(self, 0.0, backend)?);
+            self.held = Some(Held::new(self, 0.0)?);
         }
         let Some(held) = &self.held else { unreachable!("made above") };
         no_grad(|| {
-            let t = ops::add(&held.count.value(), &Tensor::scalar_on(1.0f32, backend)?)?;
+            let t = ops::add(&held.count.value(), &Tensor::scalar_on(1.0f32, BackendId::Cpu)?)?;
             held.count.assign(t.clone())?;
-            // [lr, beta1^t, beta2^t] where the weights are: the host reads nothing.
-            let schedule = ops::concat(&[held.rate.value(), ops::pow(&held.betas, &t)?], 0)?;
+            // [lr, beta1^t, beta2^t] by kernels: the host reads nothing.
+            let schedule = ops::concat(&[held.rate.value(), ops::pow(&held.betas, &t)?], 0)?.to_backend(backend)?;
             for ((var, value), g) in vars.iter().zip(&values).zip(grads) {
                 let m = state_variable(&mut self.first, var.id(), value)?;
                 let v = state_variable(&mut self.second, var.id(), value)?;
@@ -719,10 +737,9 @@ impl Optimizer for Adam {
                 (None, Some(_)) => return Err(state_error(&format!("{ADAM_M}/{}", v.name()), "missing, beside its v")),
             });
         }
-        let backend = vars.first().map_or_else(crate::backend::default_backend, |v| v.value().backend());
         match &self.held {
-            Some(held) => held.count.assign(Tensor::scalar_on(step as f32, held.count.value().backend())?)?,
-            None => self.held = Some(Held::new(self, step as f32, backend)?),
+            Some(held) => held.count.assign(Tensor::scalar_on(step as f32, BackendId::Cpu)?)?,
+            None => self.held = Some(Held::new(self, step as f32)?),
         }
         for (v, moments) in vars.iter().zip(moments) {
             let (m, second) = moments.unzip();
@@ -819,8 +836,10 @@ mod tests {
         }
     }
 
-    /// One `ApplyAdam` per variable and step, after the zeros that start
-    /// a variable's moments.
+    /// One `ApplyAdam` per variable and step, after the three small
+    /// kernels of the schedule (the count's `Add`, the powers' `Pow`, the
+    /// `Concat` of the rate and them), and no `Fill`: the moments start as
+    /// zeros made on the host.
     #[test]
     fn adam_runs_one_kernel_per_variable() {
         let vars = [var(&[1.0, 2.0]), var(&[3.0])];
@@ -832,8 +851,9 @@ mod tests {
             done.unwrap();
             seen.kernels.iter().map(|k| k.kernel).filter(|&k| k != skip).collect::<Vec<_>>()
         };
-        assert_eq!(kernels("Fill"), ["ApplyAdam", "ApplyAdam"]);
-        assert_eq!(kernels(""), ["ApplyAdam", "ApplyAdam"]);
+        let step = ["Add", "Pow", "Concat", "ApplyAdam", "ApplyAdam"];
+        assert_eq!(kernels(""), step);
+        assert_eq!(kernels(""), step);
     }
 
     #[test]
@@ -842,6 +862,9 @@ mod tests {
         let err = Adam::new(0.1).beta1(1.0).apply_gradients(&[&w], &[t(&[1.0])]).unwrap_err().to_string();
         assert!(err.contains("beta1 = 1 must lie in [0, 1)"), "{err}");
         assert_eq!(w.value().to_vec::<f32>().unwrap(), vec![1.0]);
+        let mut adam = Adam::new(0.1).epsilon(-1.0);
+        assert!(adam.apply_gradients(&[&w], &[t(&[1.0])]).is_err());
+        assert_eq!(adam.iterations().unwrap(), 0, "a refused step counts nothing");
     }
 
     #[test]

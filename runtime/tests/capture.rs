@@ -281,3 +281,35 @@ fn a_kernel_error_on_replay_names_the_kernel() {
     let e = replay.run(&[&params, &bad]).unwrap_err().to_string();
     assert!(e.contains("kernel `GatherV2`") && e.contains("backend `cpu`"), "{e}");
 }
+
+#[test]
+fn a_host_check_runs_again_on_every_replay() {
+    let logits = uniform(&[2, 3], 5);
+    let labels = |v: [i32; 2]| Tensor::from_vec(v.to_vec(), &[2]).unwrap();
+    let step = |xs: &[Tensor]| Ok(vec![opforge::losses::sparse_softmax_cross_entropy(&xs[0], &xs[1])?]);
+    let (_, replay) = capture::record(&[&labels([0, 2]), &logits], step).unwrap();
+    let want = opforge::losses::sparse_softmax_cross_entropy(&labels([1, 1]), &logits).unwrap();
+    assert_eq!(bits(&replay.run(&[&labels([1, 1]), &logits]).unwrap()[0]), bits(&want));
+    let e = replay.run(&[&labels([1, 3]), &logits]).unwrap_err();
+    assert!(e.to_string().contains("label 3 is outside the 3 classes"), "{e}");
+}
+
+#[test]
+fn a_profile_and_debug_mode_see_a_replay_as_they_see_the_eager_run() {
+    let x = Tensor::from_vec(vec![1.0f32, 4.0], &[2]).unwrap();
+    let f = |x: &Tensor| opforge::value_and_grad(|x| ops::sum(&ops::sqrt(x)?, None, false))(x);
+    let (_, eager) = opforge::profile(|| f(&x));
+    let (_, replay) = capture::record(&[&x], |xs| {
+        let (y, dx) = f(&xs[0])?;
+        Ok(vec![y, dx])
+    })
+    .unwrap();
+    let (_, replayed) = opforge::profile(|| replay.run(&[&x]));
+    let seen = |p: &opforge::Profile| -> Vec<_> {
+        p.kernels.iter().map(|k| (k.kernel, k.op.clone(), k.gradient_of, k.attrs.clone())).collect()
+    };
+    assert_eq!(seen(&replayed), seen(&eager));
+    let e = opforge::with_debug(true, || replay.run(&[&Tensor::from_vec(vec![-1.0f32, 4.0], &[2]).unwrap()]));
+    let e = e.unwrap_err().to_string();
+    assert!(e.contains("kernel `Sqrt`") && e.contains("NaN"), "{e}");
+}

@@ -527,7 +527,7 @@ fn whole(path: &Path, what: &str) -> u64 {
     let values = w.value().to_vec::<f32>().unwrap();
     assert!(values.iter().all(|&v| v == values[0]), "{what}: a torn variable");
     assert_eq!(values[0] as u64, adam.iterations().unwrap(), "{what}: the variable and the step count of one save");
-    adam.iterations()
+    adam.iterations().unwrap()
 }
 
 /// The test binary runs itself as a child that saves over one checkpoint

@@ -21,4 +21,4 @@ mod record;
 mod replay;
 
 pub(crate) use record::{assign_variable, read_variable, record as record_kernel, recording, Runner};
-pub use replay::{capture, record, Capture, Replay};
+pub use replay::{capture, host_check, record, Capture, Replay};

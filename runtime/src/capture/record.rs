@@ -11,12 +11,12 @@ use smallvec::SmallVec;
 
 use crate::backend::call::{Absent, KernelCall, Metas, TensorMeta, Tensors};
 use crate::backend_id::BackendId;
-use crate::error::{Error, Result};
+use crate::error::{Error, InputDesc, Result};
 use crate::registry::spec::KernelSpec;
 use crate::registry::KernelFn;
 use crate::tensor::{Observer, Tensor, TensorId};
 
-/// A variable's slot, as [`crate::Variable`] holds it (a capture cannot
+/// A variable's slot, as `Variable` holds it (a capture cannot
 /// name `Variable`, which sits above the engine).
 pub(crate) type VariableSlot = Arc<RwLock<Tensor>>;
 
@@ -53,7 +53,17 @@ pub(super) struct KernelStep {
     pub(super) outs: Metas,
     /// The values its outputs become, in order.
     pub(super) outputs: SmallVec<[u32; 1]>,
+    /// What the engine knew of the call, for a replay's profile and errors:
+    /// the op path, the inputs as errors name them, the attrs as `Debug`
+    /// prints them, and the kernel whose gradient ran it.
+    pub(super) op: String,
+    pub(super) described: Vec<InputDesc>,
+    pub(super) attrs_text: String,
+    pub(super) gradient_of: Option<&'static str>,
 }
+
+/// A check a step makes of a tensor on the host (see `host_check`).
+pub(super) type HostCheck = Arc<dyn Fn(&Tensor) -> Result<()> + Send + Sync>;
 
 /// One thing a replay does.
 pub(super) enum Step {
@@ -73,6 +83,11 @@ pub(super) enum Step {
         from: Operand,
         backend: BackendId,
         out: u32,
+    },
+    /// A value checked on the host, which may only end the replay with an error.
+    Check {
+        value: Operand,
+        check: HostCheck,
     },
 }
 
@@ -171,6 +186,7 @@ fn with<T>(f: impl FnOnce(&mut Recording) -> T) -> Option<T> {
 /// replay runs it again. A kernel a replay could not run again as it ran
 /// here is refused, naming it and why.
 #[allow(clippy::too_many_arguments)]
+#[cold]
 pub(crate) fn record<K: KernelSpec>(
     inputs: &[&Tensor],
     absent: Absent,
@@ -179,6 +195,8 @@ pub(crate) fn record<K: KernelSpec>(
     metas: &[TensorMeta],
     outputs: &[Tensor],
     runner: Runner,
+    op: String,
+    described: Vec<InputDesc>,
 ) -> Result<()> {
     let reason = match () {
         _ if K::DATA_DEPENDENT => Some(
@@ -207,6 +225,10 @@ pub(crate) fn record<K: KernelSpec>(
             attrs: Box::new(attrs.clone()),
             outs: metas.iter().cloned().collect(),
             outputs,
+            op,
+            described,
+            attrs_text: format!("{attrs:?}"),
+            gradient_of: crate::profile::gradient_of(),
         }));
         Ok(())
     })
@@ -227,6 +249,21 @@ pub(crate) fn assign_variable(variable: &VariableSlot, value: &Tensor) {
         let value = r.operand(value);
         r.steps.push(Step::Assign { variable: variable.clone(), value });
     });
+}
+
+/// Records that `check` was run on `value`; returns the observer to put
+/// back once the check, which reads `value` on the host by design, ran.
+pub(super) fn record_check(value: &Tensor, check: HostCheck) -> Option<&'static Observer> {
+    with(|r| {
+        let value = r.operand(value);
+        r.steps.push(Step::Check { value, check });
+    });
+    crate::tensor::observe(None)
+}
+
+/// Puts the observer back after a check (see [`record_check`]).
+pub(super) fn checked(observer: Option<&'static Observer>) {
+    crate::tensor::observe(observer);
 }
 
 /// How the recording hears of tensors made without a kernel.

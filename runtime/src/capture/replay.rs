@@ -11,8 +11,8 @@ use smallvec::SmallVec;
 use super::record::{self, KernelStep, Operand, Recording, Runner, Step};
 use crate::backend::call::{KernelCall, TensorMeta, Tensors};
 use crate::backend_id::BackendId;
-use crate::error::{Error, InputDesc, Result};
-use crate::shape::Shape;
+use crate::error::{Error, Result};
+use crate::profile::{KernelRun, Watch};
 use crate::tensor::Tensor;
 
 /// A step captured once and replayed: its kernels run again, in order, on
@@ -54,7 +54,7 @@ impl Step {
         let (kernel, one): (&[Operand], Option<Operand>) = match self {
             Step::Kernel(k) => (&k.inputs, None),
             Step::Read { .. } => (&[], None),
-            Step::Assign { value, .. } => (&[], Some(*value)),
+            Step::Assign { value, .. } | Step::Check { value, .. } => (&[], Some(*value)),
             Step::Move { from, .. } => (&[], Some(*from)),
         };
         kernel.iter().copied().chain(one)
@@ -65,7 +65,7 @@ impl Step {
         match self {
             Step::Kernel(k) => &k.outputs,
             Step::Read { out, .. } | Step::Move { out, .. } => std::slice::from_ref(out),
-            Step::Assign { .. } => &[],
+            Step::Assign { .. } | Step::Check { .. } => &[],
         }
     }
 }
@@ -92,8 +92,8 @@ impl Replay {
         outputs.iter().filter_map(|&o| value(o)).for_each(|v| live[v] = true);
         let mut keep = vec![false; steps.len()];
         for (i, step) in steps.iter().enumerate().rev() {
-            let assigns = matches!(step, Step::Assign { .. });
-            if assigns || step.writes().iter().any(|&v| live[v as usize]) {
+            let effect = matches!(step, Step::Assign { .. } | Step::Check { .. });
+            if effect || step.writes().iter().any(|&v| live[v as usize]) {
                 keep[i] = true;
                 step.reads().filter_map(value).for_each(|v| live[v] = true);
             }
@@ -133,6 +133,8 @@ impl Replay {
     /// ```
     pub fn run(&self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         self.check(inputs)?;
+        // Asked once: a profile or debug mode sees each kernel, as eagerly.
+        let watched = crate::profile::watching();
         let mut values: Vec<Option<Tensor>> = vec![None; self.values];
         for ((slot, t), _) in values.iter_mut().zip(inputs).zip(&self.used).filter(|(_, &used)| used) {
             *slot = Some((*t).clone());
@@ -145,7 +147,10 @@ impl Replay {
                         for &o in &k.inputs {
                             args.push(self.get(&values, o)?);
                         }
-                        run_kernel(k, &args)?
+                        match watched {
+                            false => run_kernel(k, &args)?,
+                            true => watch(k, &args)?,
+                        }
                     };
                     for (&v, y) in k.outputs.iter().zip(ys) {
                         values[v as usize] = Some(y);
@@ -162,6 +167,7 @@ impl Replay {
                     let moved = self.get(&values, *from)?.to_backend(*backend)?;
                     values[*out as usize] = Some(moved);
                 }
+                Step::Check { value, check } => check(self.get(&values, *value)?)?,
             }
             for &v in releases {
                 values[v as usize] = None;
@@ -258,6 +264,38 @@ impl Replay {
     }
 }
 
+/// [`run_kernel`] reported to the profiler (and checked by debug mode),
+/// with what the capture kept of the call.
+#[cold]
+fn watch(k: &KernelStep, inputs: &[&Tensor]) -> Result<Tensors> {
+    struct Text<'a>(&'a str);
+    impl std::fmt::Debug for Text<'_> {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    let run = || {
+        let watch = Watch::start();
+        let outputs = run_kernel(k, inputs)?;
+        watch.finish(&KernelRun {
+            kernel: k.kernel,
+            op: &|| k.op.clone(),
+            backend: k.backend,
+            inputs,
+            describe: &|| k.described.clone(),
+            attrs: &Text(&k.attrs_text),
+            metas: &k.outs,
+            outputs: &outputs,
+            fallback: matches!(k.runner, Runner::Fallback(_)),
+        })?;
+        Ok(outputs)
+    };
+    match k.gradient_of {
+        Some(kernel) => crate::profile::in_gradient_of(kernel, run),
+        None => run(),
+    }
+}
+
 /// Runs a kernel step on `inputs`; its errors name it, as the engine's do.
 fn run_kernel(k: &KernelStep, inputs: &[&Tensor]) -> Result<Tensors> {
     let call = KernelCall {
@@ -274,18 +312,10 @@ fn run_kernel(k: &KernelStep, inputs: &[&Tensor]) -> Result<Tensors> {
         Runner::Fallback(f) => f(&call),
     }));
     let failed = |message: String| Error::KernelFailed {
-        op: "replay".into(),
+        op: format!("{} (replayed)", k.op),
         kernel: k.kernel,
         backend: k.backend,
-        inputs: inputs
-            .iter()
-            .enumerate()
-            .map(|(i, t)| InputDesc {
-                name: format!("input {i}").into(),
-                dtype: t.dtype(),
-                shape: Shape::from_slice(t.shape()),
-            })
-            .collect(),
+        inputs: k.described.clone(),
         message,
     };
     match ran {
@@ -312,7 +342,7 @@ fn run_kernel(k: &KernelStep, inputs: &[&Tensor]) -> Result<Tensors> {
 /// from a `seed` attribute, a host read (`to_vec`) of a tensor the step
 /// computed, and a capture inside a gradient or inside another capture.
 /// Tensors the step uses that it did not compute or read from a variable
-/// (weights held outside a [`crate::Variable`], scalars) are constants:
+/// (weights held outside a `Variable`, scalars) are constants:
 /// the same tensors on every replay. Ops the step runs on other threads
 /// are not recorded.
 ///
@@ -362,6 +392,48 @@ where
     let ys = ys?;
     let outputs = ys.iter().map(|y| recording.operand(y)).collect();
     Ok((ys, Replay::plan(recording, signature, outputs)))
+}
+
+/// Runs `check` on `t`, a check made on the host that may only end the
+/// step with an error (a label outside its classes): a replay cannot make
+/// a host decision that changes a value, but it can run a check again.
+/// While a capture records, the check is recorded as a step, reads `t` on
+/// the host (which a capture refuses of any other code), and runs again on
+/// every replay with the replay's `t`. Outside one, it just runs. Keep the
+/// tensor checked on the cpu: on a GPU each check is a wait for the device.
+///
+/// ```
+/// use opforge::{capture, ops, Error, Tensor};
+/// let positive = |t: &Tensor| match t.to_vec::<f32>()?.iter().all(|&v| v > 0.0) {
+///     true => Ok(()),
+///     false => Err(Error::InvalidTensor { what: "positive", message: "a value is not positive".into() }),
+/// };
+/// let step = |xs: &[Tensor]| {
+///     capture::host_check(&xs[0], positive)?;
+///     Ok(vec![ops::log(&xs[0])?])
+/// };
+/// let (_, replay) = capture::record(&[&Tensor::from_vec(vec![1.0f32, 2.0], &[2])?], step)?;
+/// assert!(replay.run(&[&Tensor::from_vec(vec![4.0f32, 8.0], &[2])?]).is_ok());
+/// let e = replay.run(&[&Tensor::from_vec(vec![4.0f32, -8.0], &[2])?]).unwrap_err();
+/// assert!(e.to_string().contains("not positive"), "{e}");
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn host_check<C>(t: &Tensor, check: C) -> Result<()>
+where
+    C: Fn(&Tensor) -> Result<()> + Send + Sync + 'static,
+{
+    if !record::recording() {
+        return check(t);
+    }
+    let check: record::HostCheck = std::sync::Arc::new(check);
+    struct Restore(Option<&'static crate::tensor::Observer>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            record::checked(self.0);
+        }
+    }
+    let _restore = Restore(record::record_check(t, check.clone()));
+    check(t)
 }
 
 /// A step that captures itself on its first run for each input signature
