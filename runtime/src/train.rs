@@ -6,8 +6,10 @@
 //! kernel per variable (`ApplyGradientDescent`, `ApplyAdam`), which reads
 //! the weights and their state once; [`Momentum`] is written with ops.
 //! Per-variable state (momentum accumulators, Adam moments) is kept by the
-//! optimizer, keyed by [`Variable::id`], and created as zeros on a variable's
-//! first update.
+//! optimizer in variables of its own, keyed by [`Variable::id`] and created
+//! as zeros on a variable's first update: an update reads and assigns them
+//! as it does the weights, so a captured training step ([`crate::capture`])
+//! replays the optimizer too.
 //!
 //! [`save_checkpoint`] and [`load_checkpoint`] write and read variables and
 //! an optimizer's state ([`Optimizer::state`]) as a safetensors file, each

@@ -53,9 +53,15 @@ pub(super) struct KernelStep {
     pub(super) outs: Metas,
     /// The values its outputs become, in order.
     pub(super) outputs: SmallVec<[u32; 1]>,
-    /// What the engine knew of the call, for a replay's profile and errors:
-    /// the op path, the inputs as errors name them, the attrs as `Debug`
-    /// prints them, and the kernel whose gradient ran it.
+    /// What only a profile or an error reads, apart: a replay walks the
+    /// steps in order, and the hot fields of each stay small.
+    pub(super) told: Box<Told>,
+}
+
+/// What the engine knew of a kernel call, for a replay's profile and
+/// errors: the op path, the inputs as errors name them, the attrs as
+/// `Debug` prints them, and the kernel whose gradient ran it.
+pub(super) struct Told {
     pub(super) op: String,
     pub(super) described: Vec<InputDesc>,
     pub(super) attrs_text: String,
@@ -225,10 +231,12 @@ pub(crate) fn record<K: KernelSpec>(
             attrs: Box::new(attrs.clone()),
             outs: metas.iter().cloned().collect(),
             outputs,
-            op,
-            described,
-            attrs_text: format!("{attrs:?}"),
-            gradient_of: crate::profile::gradient_of(),
+            told: Box::new(Told {
+                op,
+                described,
+                attrs_text: format!("{attrs:?}"),
+                gradient_of: crate::profile::gradient_of(),
+            }),
         }));
         Ok(())
     })

@@ -113,6 +113,24 @@ impl Replay {
             }
         }
         let used = (0..signature.len()).map(|i| last[i].is_some() || returned.contains(&i)).collect();
+        // The constants take the slots after the values, filled as a replay
+        // starts: every operand is then one index into one table.
+        let slot = |o: &mut Operand| {
+            if let Operand::Const(c) = *o {
+                *o = Operand::Value((values + c as usize) as u32);
+            }
+        };
+        let mut steps = steps;
+        for step in &mut steps {
+            match step {
+                Step::Kernel(k) => k.inputs.iter_mut().for_each(slot),
+                Step::Assign { value, .. } | Step::Check { value, .. } => slot(value),
+                Step::Move { from, .. } => slot(from),
+                Step::Read { .. } => {}
+            }
+        }
+        let mut outputs = outputs;
+        outputs.iter_mut().for_each(slot);
         Replay { signature, steps, releases, consts, used, values, outputs, recorded }
     }
 
@@ -135,45 +153,47 @@ impl Replay {
         self.check(inputs)?;
         // Asked once: a profile or debug mode sees each kernel, as eagerly.
         let watched = crate::profile::watching();
-        let mut values: Vec<Option<Tensor>> = vec![None; self.values];
-        for ((slot, t), _) in values.iter_mut().zip(inputs).zip(&self.used).filter(|(_, &used)| used) {
-            *slot = Some((*t).clone());
-        }
+        let mut values: Vec<Option<Tensor>> = Vec::with_capacity(self.values + self.consts.len());
+        let given = inputs.iter().zip(&self.used).map(|(t, &used)| used.then(|| (*t).clone()));
+        values.extend(given);
+        values.resize_with(self.values, || None);
+        values.extend(self.consts.iter().cloned().map(Some));
         for (step, releases) in self.steps.iter().zip(&self.releases) {
             match step {
                 Step::Kernel(k) => {
-                    let ys = {
-                        let mut args: SmallVec<[&Tensor; 4]> = SmallVec::with_capacity(k.inputs.len());
+                    let mut ys = {
+                        let mut args: SmallVec<[&Tensor; 4]> = SmallVec::new();
                         for &o in &k.inputs {
-                            args.push(self.get(&values, o)?);
+                            args.push(get(&values, o)?);
                         }
                         match watched {
                             false => run_kernel(k, &args)?,
                             true => watch(k, &args)?,
                         }
                     };
-                    for (&v, y) in k.outputs.iter().zip(ys) {
-                        values[v as usize] = Some(y);
+                    // Last output first: popping moves each out without an iterator to drop.
+                    for &v in k.outputs.iter().rev() {
+                        values[v as usize] = ys.pop();
                     }
                 }
                 Step::Read { variable, out } => {
                     values[*out as usize] = Some(variable.read().unwrap_or_else(PoisonError::into_inner).clone());
                 }
                 Step::Assign { variable, value } => {
-                    let value = self.get(&values, *value)?.clone();
+                    let value = get(&values, *value)?.clone();
                     *variable.write().unwrap_or_else(PoisonError::into_inner) = value;
                 }
                 Step::Move { from, backend, out } => {
-                    let moved = self.get(&values, *from)?.to_backend(*backend)?;
+                    let moved = get(&values, *from)?.to_backend(*backend)?;
                     values[*out as usize] = Some(moved);
                 }
-                Step::Check { value, check } => check(self.get(&values, *value)?)?,
+                Step::Check { value, check } => check(get(&values, *value)?)?,
             }
             for &v in releases {
                 values[v as usize] = None;
             }
         }
-        self.outputs.iter().map(|&o| self.get(&values, o).cloned()).collect()
+        self.outputs.iter().map(|&o| get(&values, o).cloned()).collect()
     }
 
     /// Whether `inputs` have the captured shapes, dtypes and backends.
@@ -251,16 +271,25 @@ impl Replay {
             None => Ok(()),
         }
     }
+}
 
-    fn get<'a>(&'a self, values: &'a [Option<Tensor>], o: Operand) -> Result<&'a Tensor> {
-        let found = match o {
-            Operand::Value(v) => values[v as usize].as_ref(),
-            Operand::Const(c) => self.consts.get(c as usize),
-        };
-        found.ok_or_else(|| Error::Capture {
-            what: "replay".into(),
-            message: format!("{o:?} was released before a step read it (a bug in the plan)"),
-        })
+/// The value `o` names (after planning, every operand is a slot of the table).
+#[inline]
+fn get(values: &[Option<Tensor>], o: Operand) -> Result<&Tensor> {
+    match o {
+        Operand::Value(v) => match values.get(v as usize) {
+            Some(Some(t)) => Ok(t),
+            _ => Err(released(o)),
+        },
+        Operand::Const(_) => Err(released(o)),
+    }
+}
+
+#[cold]
+fn released(o: Operand) -> Error {
+    Error::Capture {
+        what: "replay".into(),
+        message: format!("{o:?} was released before a step read it (a bug in the plan)"),
     }
 }
 
@@ -279,24 +308,25 @@ fn watch(k: &KernelStep, inputs: &[&Tensor]) -> Result<Tensors> {
         let outputs = run_kernel(k, inputs)?;
         watch.finish(&KernelRun {
             kernel: k.kernel,
-            op: &|| k.op.clone(),
+            op: &|| k.told.op.clone(),
             backend: k.backend,
             inputs,
-            describe: &|| k.described.clone(),
-            attrs: &Text(&k.attrs_text),
+            describe: &|| k.told.described.clone(),
+            attrs: &Text(&k.told.attrs_text),
             metas: &k.outs,
             outputs: &outputs,
             fallback: matches!(k.runner, Runner::Fallback(_)),
         })?;
         Ok(outputs)
     };
-    match k.gradient_of {
+    match k.told.gradient_of {
         Some(kernel) => crate::profile::in_gradient_of(kernel, run),
         None => run(),
     }
 }
 
 /// Runs a kernel step on `inputs`; its errors name it, as the engine's do.
+#[inline]
 fn run_kernel(k: &KernelStep, inputs: &[&Tensor]) -> Result<Tensors> {
     let call = KernelCall {
         kernel: k.kernel,
@@ -311,26 +341,33 @@ fn run_kernel(k: &KernelStep, inputs: &[&Tensor]) -> Result<Tensors> {
         Runner::Entry(f) => f(&call),
         Runner::Fallback(f) => f(&call),
     }));
-    let failed = |message: String| Error::KernelFailed {
-        op: format!("{} (replayed)", k.op),
-        kernel: k.kernel,
-        backend: k.backend,
-        inputs: k.described.clone(),
-        message,
-    };
     match ran {
         Ok(Ok(ys)) if ys.len() == k.outputs.len() => Ok(ys),
-        Ok(Ok(ys)) => Err(failed(format!("gave {} outputs on replay, not {}", ys.len(), k.outputs.len()))),
-        Ok(Err(Error::KernelFailed { kernel: "", message, .. })) => Err(failed(message)),
+        Ok(Ok(ys)) => Err(failed(k, format!("gave {} outputs on replay, not {}", ys.len(), k.outputs.len()))),
+        Ok(Err(Error::KernelFailed { kernel: "", message, .. })) => Err(failed(k, message)),
         Ok(Err(e)) => Err(e),
-        Err(payload) => {
-            let said = payload
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| payload.downcast_ref::<String>().cloned());
-            Err(failed(format!("panicked on replay: {}", said.unwrap_or_else(|| "a panic with no message".into()))))
-        }
+        Err(payload) => Err(panicked(k, payload)),
     }
+}
+
+/// A kernel's failure on replay, named as the engine names it.
+#[cold]
+fn failed(k: &KernelStep, message: String) -> Error {
+    Error::KernelFailed {
+        op: format!("{} (replayed)", k.told.op),
+        kernel: k.kernel,
+        backend: k.backend,
+        inputs: k.told.described.clone(),
+        message,
+    }
+}
+
+#[cold]
+fn panicked(k: &KernelStep, payload: Box<dyn std::any::Any + Send>) -> Error {
+    let said = (payload.downcast_ref::<&str>().map(|s| s.to_string()))
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "a panic with no message".into());
+    failed(k, format!("panicked on replay: {said}"))
 }
 
 /// Runs `step` once, eagerly, on `inputs`, recording every kernel it
