@@ -634,7 +634,6 @@ impl Adam {
 
     /// Changes the step size for later updates.
     ///
-    /// ```
     /// It lives in a variable once the weights have been updated, which a
     /// captured step ([`crate::capture`]) reads on every replay, so a
     /// schedule that sets it between steps works replayed too. A rate that
