@@ -26,21 +26,7 @@ use opforge::kernels::Activation;
 use opforge::train::{Adam, Optimizer as _};
 use opforge::{losses, ops, BackendId, Tensor, Variable};
 
-#[cfg(unix)]
-fn thread_cpu() -> Duration {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `t` is a valid timespec for the call to write.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
-    if !ok {
-        return Duration::ZERO;
-    }
-    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
-}
-
-#[cfg(not(unix))]
-fn thread_cpu() -> Duration {
-    Duration::ZERO
-}
+include!("shared/host.rs");
 
 /// One variant's samples: wall and host time per unit of work.
 #[derive(Default)]
@@ -76,39 +62,6 @@ fn us(s: f64) -> String {
     }
 }
 
-/// `train_mlp`'s model on `backend`, and its step on a batch.
-struct Mlp {
-    vars: [Variable; 4],
-    adam: Adam,
-}
-
-impl Mlp {
-    fn new(backend: BackendId) -> Mlp {
-        let normal = |shape: &[usize], seed| {
-            let t = Tensor::random_normal(shape, 0.0, 0.1, seed).unwrap();
-            Variable::new(t.to_backend(backend).unwrap())
-        };
-        let vars = [normal(&[64, 128], 11), normal(&[128], 12), normal(&[128, 10], 13), normal(&[10], 14)];
-        Mlp { vars, adam: Adam::new(0.003) }
-    }
-
-    fn step(&mut self, x: &Tensor, y: &Tensor) -> opforge::Result<Tensor> {
-        let [w1, b1, w2, b2] = &self.vars;
-        let dense = |x: &Tensor, w: &Variable, b: &Variable, activation| {
-            ops::fused_matmul(x, &w.value(), Some(&b.value()), false, false, activation, 0.0)
-        };
-        self.adam.minimize(
-            || {
-                losses::softmax_cross_entropy(
-                    y,
-                    &dense(&dense(x, w1, b1, Activation::Relu)?, w2, b2, Activation::Linear)?,
-                )
-            },
-            &[w1, b1, w2, b2],
-        )
-    }
-}
-
 struct Row {
     name: String,
     eager: Samples,
@@ -139,10 +92,10 @@ fn main() {
     let y = ops::one_hot(&labels, 10, 1.0, 0.0).unwrap();
     let backends: Vec<BackendId> =
         [BackendId::Cpu, BackendId::Wgpu].into_iter().filter(|&b| b == BackendId::Cpu || gpu).collect();
-    let mut models: Vec<(BackendId, Mlp, Mlp, Replay)> = backends
+    let mut models: Vec<(BackendId, SmallMlp, SmallMlp, Replay)> = backends
         .iter()
         .map(|&backend| {
-            let (eager, mut replayed) = (Mlp::new(backend), Mlp::new(backend));
+            let (eager, mut replayed) = (SmallMlp::new(backend), SmallMlp::new(backend));
             let on = |t: &Tensor| t.to_backend(backend).unwrap();
             let (_, replay) =
                 capture::record(&[&on(&x), &on(&y)], |xy| Ok(vec![replayed.step(&xy[0], &xy[1])?])).unwrap();

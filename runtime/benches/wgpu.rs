@@ -217,23 +217,7 @@ impl Bench {
     }
 }
 
-/// The CPU time this thread has used: the host's own cost, whatever the
-/// adapter does on other threads or while this one waits.
-#[cfg(unix)]
-fn thread_cpu() -> Duration {
-    let mut t = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: `t` is a valid timespec for the call to fill.
-    let ok = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) } == 0;
-    if !ok {
-        return Duration::ZERO;
-    }
-    Duration::new(t.tv_sec as u64, t.tv_nsec as u32)
-}
-
-#[cfg(not(unix))]
-fn thread_cpu() -> Duration {
-    Duration::ZERO
-}
+include!("shared/host.rs");
 
 fn micros(seconds: f64) -> String {
     format!("{:.1} us", seconds * 1e6)
@@ -447,25 +431,9 @@ fn w6_small(b: &mut Bench) {
         if !b.selects(&name) {
             continue;
         }
-        let on = |t: Tensor| t.to_backend(backend).unwrap();
-        let normal = |shape: &[usize], seed| Variable::new(on(Tensor::random_normal(shape, 0.0, 0.1, seed).unwrap()));
-        let vars = [normal(&[64, 128], 11), normal(&[128], 12), normal(&[128, 10], 13), normal(&[10], 14)];
-        let [w1, b1, w2, b2] = &vars;
-        let mut adam = Adam::new(0.003);
-        b.run(&name, Work::Step, 16, || {
-            let (x, y) = (on(x.clone()), on(y.clone()));
-            let loss = adam.minimize(
-                || {
-                    let dense = |x: &Tensor, w: &Variable, b: &Variable, activation| {
-                        ops::fused_matmul(x, &w.value(), Some(&b.value()), false, false, activation, 0.0)
-                    };
-                    let h = dense(&x, w1, b1, Activation::Relu)?;
-                    losses::softmax_cross_entropy(&y, &dense(&h, w2, b2, Activation::Linear)?)
-                },
-                &[w1, b1, w2, b2],
-            );
-            drop(black_box(loss.unwrap()));
-        });
+        let on = |t: &Tensor| t.to_backend(backend).unwrap();
+        let mut mlp = SmallMlp::new(backend);
+        b.run(&name, Work::Step, 16, || drop(black_box(mlp.step(&on(&x), &on(&y)).unwrap())));
     }
 }
 

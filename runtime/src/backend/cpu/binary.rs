@@ -56,6 +56,7 @@ use super::parallel::{for_rows, map, PAR_CHUNK, PAR_THRESHOLD};
 use super::pool::output;
 use super::tensor::{CpuTensor, Storage};
 use super::unary::Half;
+use super::vmath::best_copy;
 use crate::backend::call::TensorMeta;
 use crate::backend_id::BackendId;
 use crate::dtype::Element;
@@ -224,6 +225,27 @@ fn bitwise_and<T: crate::dtype::Int>(a: &CpuTensor, b: &CpuTensor, out: &TensorM
     binary::<T, T>(a, b, out, |x, y| x & y)
 }
 
+/// The Adam update of one range, `k` its constants `[beta1, beta2,
+/// 1 - beta1, 1 - beta2, -lr, 1 - beta1^t, 1 - beta2^t, epsilon]`, in the
+/// best copy this CPU executes: eight lanes on AVX2, whose divisions and
+/// square roots are as exact as the baseline's (and no product and sum is
+/// fused), so both copies give the same bits.
+fn adam_range(inputs: [&[f32]; 4], outputs: [&mut [f32]; 3], k: [f32; 8]) {
+    best_copy!(<>(inputs: [&[f32]; 4], outputs: [&mut [f32]; 3], k: [f32; 8]) {
+        let [b1, b2, one_minus_b1, one_minus_b2, step, c1, c2, eps] = k;
+        let [new_w, new_m, new_v] = outputs;
+        let n = new_w.len();
+        let [w, m, v, g] = inputs.map(|x| &x[..n]);
+        let (new_m, new_v) = (&mut new_m[..n], &mut new_v[..n]);
+        for i in 0..n {
+            let m = b1 * m[i] + g[i] * one_minus_b1;
+            let v = b2 * v[i] + g[i] * g[i] * one_minus_b2;
+            new_w[i] = step * ((m / c1) / ((v / c2).sqrt() + eps)) + w[i];
+            (new_m[i], new_v[i]) = (m, v);
+        }
+    })
+}
+
 /// The Adam update in one pass: each element's `var`, `m`, `v` and `grad`
 /// read once and its three results written once, where the same step as
 /// ops is fourteen passes over the weights. It rounds as those ops would,
@@ -250,16 +272,10 @@ fn apply_adam(
     let (w, m, v, g) = (var.as_slice::<f32>()?, m.as_slice::<f32>()?, v.as_slice::<f32>()?, grad.as_slice::<f32>()?);
     let n = w.len();
     let (mut new_w, mut new_m, mut new_v) = (output::<f32>(n), output::<f32>(n), output::<f32>(n));
+    let k = [b1, b2, one_minus_b1, one_minus_b2, step, c1, c2, eps];
     let update = |start: usize, new_w: &mut [f32], new_m: &mut [f32], new_v: &mut [f32]| {
         let end = start + new_w.len();
-        let inputs = w[start..end].iter().zip(&m[start..end]).zip(&v[start..end]).zip(&g[start..end]);
-        let outputs = new_w.iter_mut().zip(new_m.iter_mut()).zip(new_v.iter_mut());
-        for ((((&w, &m), &v), &g), ((new_w, new_m), new_v)) in inputs.zip(outputs) {
-            let m = b1 * m + g * one_minus_b1;
-            let v = b2 * v + g * g * one_minus_b2;
-            *new_w = step * ((m / c1) / ((v / c2).sqrt() + eps)) + w;
-            (*new_m, *new_v) = (m, v);
-        }
+        adam_range([&w[start..end], &m[start..end], &v[start..end], &g[start..end]], [new_w, new_m, new_v], k);
     };
     if n < PAR_THRESHOLD {
         update(0, &mut new_w, &mut new_m, &mut new_v);
