@@ -10,7 +10,7 @@ use crate::backend::call::{Absent, KernelCall, Tensors};
 use crate::backend_id::BackendId;
 use crate::capture::Runner;
 use crate::dtype::DType;
-use crate::error::{Error, Result};
+use crate::error::{panic_message, Error, Result};
 use crate::registry::spec::describe;
 use crate::registry::spec::KernelSpec;
 use crate::scoped::scoped;
@@ -607,15 +607,6 @@ fn panicked<K: KernelSpec>(
         function: entry.function,
         inputs: describe::<K>(call.inputs, call.absent),
         message,
-    }
-}
-
-/// What a panic said, if it said it with a string.
-fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
-        (Some(s), _) => (*s).to_owned(),
-        (_, Some(s)) => s.clone(),
-        _ => "a panic with no message".to_owned(),
     }
 }
 

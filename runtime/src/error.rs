@@ -609,6 +609,16 @@ impl std::error::Error for Error {
 const INTERMEDIATE: &str = "intermediate ";
 
 /// `; inputs: a: f32[2], b: f32[3]`, or nothing for no inputs.
+/// What a caught panic said, if it said it with a string: the engine's
+/// and the replay's panic errors both quote it.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    match (payload.downcast_ref::<&str>(), payload.downcast_ref::<String>()) {
+        (Some(s), _) => (*s).to_owned(),
+        (_, Some(s)) => s.clone(),
+        _ => "a panic with no message".to_owned(),
+    }
+}
+
 fn write_inputs(f: &mut fmt::Formatter<'_>, inputs: &[InputDesc]) -> fmt::Result {
     for (i, input) in inputs.iter().enumerate() {
         f.write_str(if i == 0 { "; inputs: " } else { ", " })?;

@@ -35,10 +35,20 @@ thread_local! {
     static OBSERVER: std::cell::Cell<Option<&'static Observer>> = const { std::cell::Cell::new(None) };
 }
 
-/// Installs `observer` for this thread (`None` removes it); returns the
-/// one it replaces.
-pub(crate) fn observe(observer: Option<&'static Observer>) -> Option<&'static Observer> {
-    OBSERVER.replace(observer)
+/// Installs `observer` for this thread (`None` removes it) until the
+/// returned guard drops, which puts back the one it replaced (also on a
+/// panic).
+pub(crate) fn observe(observer: Option<&'static Observer>) -> Observing {
+    Observing(OBSERVER.replace(observer))
+}
+
+/// The observer [`observe`] replaced, put back when this drops.
+pub(crate) struct Observing(Option<&'static Observer>);
+
+impl Drop for Observing {
+    fn drop(&mut self) {
+        OBSERVER.set(self.0);
+    }
 }
 
 /// The observer, if a capture records on this thread.

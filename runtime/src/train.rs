@@ -280,8 +280,7 @@ pub struct Momentum {
 impl Clone for Momentum {
     /// A copy with state of its own: its accumulators are new variables.
     fn clone(&self) -> Momentum {
-        let accumulators = self.accumulators.iter().map(|(&id, a)| (id, Variable::new(a.value()))).collect();
-        Momentum { accumulators, ..*self }
+        Momentum { accumulators: copied(&self.accumulators), ..*self }
     }
 }
 
@@ -427,6 +426,12 @@ fn check_settings(adam: &Adam) -> Result<()> {
         .map_err(|message| Error::InvalidTensor { what: "Adam", message })
 }
 
+/// New variables holding the values of `states`: a cloned optimizer's
+/// state of its own.
+fn copied(states: &HashMap<u64, Variable>) -> HashMap<u64, Variable> {
+    states.iter().map(|(&id, s)| (id, Variable::new(s.value()))).collect()
+}
+
 /// The variable holding `id`'s state in `states`, made as zeros like
 /// `value` on its first update.
 fn state_variable(states: &mut HashMap<u64, Variable>, id: u64, value: &Tensor) -> Result<Variable> {
@@ -530,24 +535,26 @@ impl Held {
         let on = |t: Tensor| t.to_backend(BackendId::Cpu);
         Ok(Held {
             count: Variable::new(Tensor::scalar_on(count, BackendId::Cpu)?),
-            rate: Variable::new(on(Tensor::from_vec(vec![adam.learning_rate as f32], &[1])?)?),
+            rate: Variable::new(rate_tensor(adam.learning_rate)?),
             betas: on(Tensor::from_vec(vec![adam.beta1 as f32, adam.beta2 as f32], &[2])?)?,
         })
     }
 }
 
+/// The learning rate as [`Held::rate`] keeps it: `f32[1]` on the cpu.
+fn rate_tensor(learning_rate: f64) -> Result<Tensor> {
+    Tensor::from_vec(vec![learning_rate as f32], &[1])?.to_backend(BackendId::Cpu)
+}
+
 impl Clone for Adam {
     /// A copy with state of its own: its count, rate and moments are new variables.
     fn clone(&self) -> Adam {
-        let copy = |states: &HashMap<u64, Variable>| -> HashMap<u64, Variable> {
-            states.iter().map(|(&id, s)| (id, Variable::new(s.value()))).collect()
-        };
         let held = self.held.as_ref().map(|h| Held {
             count: Variable::new(h.count.value()),
             rate: Variable::new(h.rate.value()),
             betas: h.betas.clone(),
         });
-        Adam { held, first: copy(&self.first), second: copy(&self.second), ..*self }
+        Adam { held, first: copied(&self.first), second: copied(&self.second), ..*self }
     }
 }
 
@@ -649,7 +656,7 @@ impl Adam {
     pub fn set_learning_rate(&mut self, learning_rate: f64) -> Result<()> {
         check_rate(learning_rate)?;
         if let Some(held) = &self.held {
-            held.rate.assign(Tensor::from_vec(vec![learning_rate as f32], &[1])?.to_backend(BackendId::Cpu)?)?;
+            held.rate.assign(rate_tensor(learning_rate)?)?;
         }
         self.learning_rate = learning_rate;
         Ok(())

@@ -159,12 +159,13 @@ pub(super) fn open(recording: Recording) -> Open {
     RECORDING.set(Some(recording));
     let observer = crate::tensor::observe(Some(&OBSERVER));
     crate::profile::watch_for_capture(true);
-    Open { observer }
+    Open { _observer: observer }
 }
 
 /// An open recording; see [`open`].
 pub(super) struct Open {
-    observer: Option<&'static Observer>,
+    /// Puts the observer this recording replaced back, after `drop`.
+    _observer: crate::tensor::Observing,
 }
 
 impl Open {
@@ -179,7 +180,6 @@ impl Open {
 impl Drop for Open {
     fn drop(&mut self) {
         crate::profile::watch_for_capture(false);
-        crate::tensor::observe(self.observer);
         RECORDING.set(None);
     }
 }
@@ -259,19 +259,14 @@ pub(crate) fn assign_variable(variable: &VariableSlot, value: &Tensor) {
     });
 }
 
-/// Records that `check` was run on `value`; returns the observer to put
-/// back once the check, which reads `value` on the host by design, ran.
-pub(super) fn record_check(value: &Tensor, check: HostCheck) -> Option<&'static Observer> {
+/// Records that `check` was run on `value`; removes the observer until the
+/// returned guard drops, since the check reads `value` on the host by design.
+pub(super) fn record_check(value: &Tensor, check: HostCheck) -> crate::tensor::Observing {
     with(|r| {
         let value = r.operand(value);
         r.steps.push(Step::Check { value, check });
     });
     crate::tensor::observe(None)
-}
-
-/// Puts the observer back after a check (see [`record_check`]).
-pub(super) fn checked(observer: Option<&'static Observer>) {
-    crate::tensor::observe(observer);
 }
 
 /// How the recording hears of tensors made without a kernel.

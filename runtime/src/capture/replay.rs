@@ -11,7 +11,7 @@ use smallvec::SmallVec;
 use super::record::{self, KernelStep, Operand, Recording, Runner, Step};
 use crate::backend::call::{KernelCall, TensorMeta, Tensors};
 use crate::backend_id::BackendId;
-use crate::error::{Error, Result};
+use crate::error::{panic_message, Error, Result};
 use crate::profile::{KernelRun, Watch};
 use crate::tensor::Tensor;
 
@@ -364,10 +364,7 @@ fn failed(k: &KernelStep, message: String) -> Error {
 
 #[cold]
 fn panicked(k: &KernelStep, payload: Box<dyn std::any::Any + Send>) -> Error {
-    let said = (payload.downcast_ref::<&str>().map(|s| s.to_string()))
-        .or_else(|| payload.downcast_ref::<String>().cloned())
-        .unwrap_or_else(|| "a panic with no message".into());
-    failed(k, format!("panicked on replay: {said}"))
+    failed(k, format!("panicked on replay: {}", panic_message(&*payload)))
 }
 
 /// Runs `step` once, eagerly, on `inputs`, recording every kernel it
@@ -463,13 +460,7 @@ where
         return check(t);
     }
     let check: record::HostCheck = std::sync::Arc::new(check);
-    struct Restore(Option<&'static crate::tensor::Observer>);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            record::checked(self.0);
-        }
-    }
-    let _restore = Restore(record::record_check(t, check.clone()));
+    let _observing = record::record_check(t, check.clone());
     check(t)
 }
 
