@@ -664,6 +664,37 @@ fn matmul_runs_in_every_float_dtype() {
 /// in f32: their result is the f32 kernel's on the widened inputs, rounded
 /// once, bit for bit. They run f64 natively, their f32 code being
 /// generic over `Float`.
+/// The half types' elementwise kernels widen and round a slice at a time
+/// (F16C's 8 lanes for f16, vectorized shifts for bf16): every one of the
+/// 65,536 values, plus a tail shorter than a vector, comes out of `x * 1`
+/// (a scalar operand and a full one) exactly, and out of `sqrt` as the
+/// scalar conversions round it, bit for bit (a NaN as a NaN).
+#[test]
+fn half_kernels_convert_every_value_as_scalars_do() -> opforge::Result<()> {
+    fn check<H: Element + Copy>(to_bits: fn(H) -> u16, from_bits: fn(u16) -> H, to: fn(H) -> f32, from: fn(f32) -> H) {
+        let values: Vec<H> = (0..=u16::MAX).chain(0x3c00..0x3c07).map(from_bits).collect();
+        let n = values.len();
+        let x = Tensor::from_vec(values.clone(), &[n]).unwrap();
+        let one = |t: Tensor| ops::cast(&t, H::DTYPE).unwrap();
+        let by_scalar = ops::mul(&x, &one(Tensor::scalar(1.0f32))).unwrap();
+        let by_ones = ops::mul(&x, &one(Tensor::ones(&[n], DType::F32).unwrap())).unwrap();
+        let roots = ops::sqrt(&x).unwrap();
+        let same = |got: &Tensor, expected: &dyn Fn(H) -> H, what: &str| {
+            for (&v, g) in values.iter().zip(got.to_vec::<H>().unwrap()) {
+                let e = expected(v);
+                let both_nan = to(g).is_nan() && to(e).is_nan();
+                assert!(both_nan || to_bits(g) == to_bits(e), "{what} of {:#06x} in {}", to_bits(v), H::DTYPE);
+            }
+        };
+        same(&by_scalar, &|v| v, "x * 1 (scalar)");
+        same(&by_ones, &|v| v, "x * 1 (full)");
+        same(&roots, &|v| from(to(v).sqrt()), "sqrt");
+    }
+    check::<f16>(f16::to_bits, f16::from_bits, f16::to_f32, f16::from_f32);
+    check::<bf16>(bf16::to_bits, bf16::from_bits, bf16::to_f32, bf16::from_f32);
+    Ok(())
+}
+
 #[test]
 fn widened_kernels_run_half_types_in_f32_and_round_once() -> opforge::Result<()> {
     use opforge::kernels::{Activation, Padding};

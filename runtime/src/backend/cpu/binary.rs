@@ -137,6 +137,37 @@ pub(crate) fn binary<T: Element, U: Element>(
     CpuTensor::from_vec(&out.shape, data)
 }
 
+/// One operand of [`zip_through_f32`]: an element per output element, or one value.
+#[derive(Clone, Copy)]
+enum Side<'a, H> {
+    Full(&'a [H]),
+    One(f32),
+}
+
+/// `y[i] = f(a[start + i], b[start + i])` on a half type: both widened to
+/// f32 a stack chunk at a time, the results rounded once, in the best copy
+/// this CPU runs (so the conversions and `f`'s loop vectorize together).
+fn zip_through_f32<H: Half, F: Fn(f32, f32) -> f32>(a: Side<'_, H>, b: Side<'_, H>, start: usize, y: &mut [H], f: F) {
+    best_copy!(<H: Half, F: Fn(f32, f32) -> f32>(a: Side<'_, H>, b: Side<'_, H>, start: usize, y: &mut [H], f: F) {
+        const CHUNK: usize = 512;
+        let (mut wa, mut wb, mut done) = ([0f32; CHUNK], [0f32; CHUNK], [0f32; CHUNK]);
+        for (c, y) in y.chunks_mut(CHUNK).enumerate() {
+            let (from, len) = (start + c * CHUNK, y.len());
+            let (wa, wb, done) = (&mut wa[..len], &mut wb[..len], &mut done[..len]);
+            for (side, wide) in [(a, &mut *wa), (b, &mut *wb)] {
+                match side {
+                    Side::Full(v) => H::widen(&v[from..from + len], wide),
+                    Side::One(value) => wide.fill(value),
+                }
+            }
+            for ((o, &x), &z) in done.iter_mut().zip(&*wa).zip(&*wb) {
+                *o = f(x, z);
+            }
+            H::narrow(done, y);
+        }
+    })
+}
+
 /// [`binary`] for a half type: `f` on f32 pairs, each result rounded
 /// once. Equal shapes and a scalar operand run in chunks of 512 widened
 /// into the stack a slice at a time (F16C where the CPU has it), so no
@@ -150,7 +181,6 @@ pub(crate) fn binary_half<H: Half>(
     out: &TensorMeta,
     f: impl Fn(f32, f32) -> f32 + Sync + Copy,
 ) -> Result<CpuTensor> {
-    const CHUNK: usize = 512;
     let (av, bv) = (a.as_slice::<H>()?, b.as_slice::<H>()?);
     let n = out.numel();
     if n == 0 {
@@ -166,28 +196,16 @@ pub(crate) fn binary_half<H: Half>(
     };
     let same = shape::same_dims(a.shape(), b.shape()) || av.len() == 1 || bv.len() == 1;
     if let (true, Some(a_full), Some(b_full)) = (same, operand(av), operand(bv)) {
-        let (a1, b1) = (av[0].to_f32(), bv[0].to_f32());
-        let mut y = output::<H>(n);
-        let run = |start: usize, y: &mut [H]| {
-            let (mut wa, mut wb, mut done) = ([0f32; CHUNK], [0f32; CHUNK], [0f32; CHUNK]);
-            for (c, y) in y.chunks_mut(CHUNK).enumerate() {
-                let (from, len) = (start + c * CHUNK, y.len());
-                let (wa, wb, done) = (&mut wa[..len], &mut wb[..len], &mut done[..len]);
-                match a_full {
-                    true => H::widen(&av[from..from + len], wa),
-                    false => wa.fill(a1),
-                }
-                match b_full {
-                    true => H::widen(&bv[from..from + len], wb),
-                    false => wb.fill(b1),
-                }
-                for ((o, &x), &z) in done.iter_mut().zip(&*wa).zip(&*wb) {
-                    *o = f(x, z);
-                }
-                H::narrow(done, y);
+        fn side<H: Half>(v: &[H], full: bool) -> Side<'_, H> {
+            if full {
+                Side::Full(v)
+            } else {
+                Side::One(v[0].to_f32())
             }
-        };
-        for_rows(&mut y, 1, n, run);
+        }
+        let (a, b) = (side(av, a_full), side(bv, b_full));
+        let mut y = output::<H>(n);
+        for_rows(&mut y, 1, n, |start, y: &mut [H]| zip_through_f32(a, b, start, y, f));
         return CpuTensor::from_vec(&out.shape, y);
     }
     if H::SCALAR_CONVERSIONS_ARE_CHEAP {

@@ -270,14 +270,14 @@ pub(crate) fn has_avx2_fma() -> bool {
 /// parameters (and type parameters, if any):
 /// `best_copy!(<F: Fn(f32) -> f32>(xs: &[f32], f: F) { .. })`.
 macro_rules! best_copy {
-    (<$($f:ident: $bound:path)?>($($arg:ident: $ty:ty),*) $body:block) => {{
+    (<$($f:ident: $bound:path),*>($($arg:ident: $ty:ty),*) $body:block) => {{
         #[inline(always)]
         #[allow(clippy::too_many_arguments)]
-        fn baseline<$($f: $bound)?>($($arg: $ty),*) $body
+        fn baseline<$($f: $bound),*>($($arg: $ty),*) $body
         #[cfg(target_arch = "x86_64")]
         #[target_feature(enable = "avx2,fma")]
         #[allow(clippy::too_many_arguments)]
-        fn avx2_fma<$($f: $bound)?>($($arg: $ty),*) {
+        fn avx2_fma<$($f: $bound),*>($($arg: $ty),*) {
             baseline($($arg),*)
         }
         #[cfg(target_arch = "x86_64")]
