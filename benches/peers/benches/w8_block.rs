@@ -139,7 +139,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut forward: Vec<(&'static str, Job)> = vec![
         ("opforge", Box::new(move || drop(black_box(opforge_block(&ox2, &op2, kernel).unwrap())))),
         ("candle", Box::new(move || drop(black_box(candle_block(cx.as_tensor(), &ct2, &mask2).unwrap())))),
-        ("opforge, composite attention", Box::new(move || drop(black_box(opforge_block(&ox3, &op3, composite).unwrap())))),
+        (
+            "opforge, composite attention",
+            Box::new(move || drop(black_box(opforge_block(&ox3, &op3, composite).unwrap()))),
+        ),
     ];
     let f = interleaved(&mut forward, ROUNDS, Duration::from_millis(400));
     let cx = Var::from_slice(&x, (B * T, W), &dev)?;
@@ -147,7 +150,10 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut backward: Vec<(&'static str, Job)> = vec![
         ("opforge", Box::new(move || drop(black_box(opforge_backward(&ox, &op, &og, kernel).unwrap())))),
         ("candle", Box::new(move || drop(black_box(candle_backward(&cx, &cp, &cg, &mask).unwrap())))),
-        ("opforge, composite attention", Box::new(move || drop(black_box(opforge_backward(&ox3, &op3, &og3, composite).unwrap())))),
+        (
+            "opforge, composite attention",
+            Box::new(move || drop(black_box(opforge_backward(&ox3, &op3, &og3, composite).unwrap()))),
+        ),
     ];
     let b = interleaved(&mut backward, ROUNDS, Duration::from_millis(400));
 

@@ -45,6 +45,9 @@ struct Workload {
     work: Option<(f64, &'static str)>,
     /// The target: opforge's time over candle's must be at most this.
     max_vs_candle: Option<f64>,
+    /// The target against the bound: opforge's speed over the bound's must
+    /// be at least this.
+    min_of_bound: Option<f64>,
 }
 
 fn data(n: usize, low: f32, high: f32, seed: u64) -> Vec<f32> {
@@ -85,6 +88,7 @@ fn workloads() -> Vec<Workload> {
         ],
         work: None,
         max_vs_candle: Some(0.4),
+        min_of_bound: None,
     });
 
     // W2: `sqrt` and `exp` (unary, bound: copy) and `add` (binary, bound:
@@ -115,6 +119,7 @@ fn workloads() -> Vec<Workload> {
             ],
             work: Some((8.0 * n2, "GB/s")),
             max_vs_candle: Some(if unary { 1.0 / 3.0 } else { 0.25 }),
+            min_of_bound: None,
         });
     }
     let (ox2, oy2, cx2, cy2) = (ox.clone(), oy.clone(), cx.clone(), cy.clone());
@@ -128,6 +133,7 @@ fn workloads() -> Vec<Workload> {
         ],
         work: Some((12.0 * n2, "GB/s")),
         max_vs_candle: Some(1.0 / 3.0),
+        min_of_bound: None,
     });
 
     // W3: `[4096, 4096] + [4096]`. The row stays in cache: the matrix is
@@ -145,6 +151,7 @@ fn workloads() -> Vec<Workload> {
         ],
         work: Some((8.0 * n2, "GB/s")),
         max_vs_candle: Some(1.0 / 3.0),
+        min_of_bound: None,
     });
 
     // W4: `sum` of 2^24 elements, and over axis 1 of `[4096, 4096]`; bound:
@@ -160,7 +167,10 @@ fn workloads() -> Vec<Workload> {
             group,
             title,
             jobs: vec![
-                ("opforge", job(move || ops::sum(black_box(&o), if axis1 { Some(&[1]) } else { None }, false).expect("sum"))),
+                (
+                    "opforge",
+                    job(move || ops::sum(black_box(&o), if axis1 { Some(&[1]) } else { None }, false).expect("sum")),
+                ),
                 (
                     "candle",
                     job(move || if axis1 { black_box(&c).sum(1) } else { black_box(&c).sum_all() }.expect("sum")),
@@ -169,6 +179,7 @@ fn workloads() -> Vec<Workload> {
             ],
             work: Some((4.0 * n2, "GB/s")),
             max_vs_candle: Some(1.0 / 1.3),
+            min_of_bound: None,
         });
     }
 
@@ -191,6 +202,7 @@ fn workloads() -> Vec<Workload> {
             ],
             work: Some((2.0 * (n as f64).powi(3), "GFLOP/s")),
             max_vs_candle: None,
+            min_of_bound: None,
         });
     }
 
@@ -219,6 +231,7 @@ fn workloads() -> Vec<Workload> {
         ],
         work: Some((8.0 * n2, "GB/s")),
         max_vs_candle: None,
+        min_of_bound: None,
     });
     let (o, o2, c) = (oy.clone(), oy.clone(), cy.clone());
     all.push(Workload {
@@ -239,7 +252,100 @@ fn workloads() -> Vec<Workload> {
         ],
         work: Some((8.0 * n2, "GB/s")),
         max_vs_candle: None,
+        min_of_bound: None,
     });
+    all.extend(half_workloads());
+    all
+}
+
+/// Issue 46's targets for the half types and f64: `sqrt`, `exp` and `add`
+/// over 2^24 f16 and bf16 elements (at least 70% of a copy loop over the
+/// same 2-byte arrays, and faster than candle), f16 matmul 1024^3 (at least
+/// 0.9x of `gemm` on f16 called directly) and f64 matmul 1024^3 (0.95x).
+fn half_workloads() -> Vec<Workload> {
+    use half::{bf16, f16};
+    let x = data(N2, 0.0, 4.0, 1);
+    let y = data(N2, -4.0, 4.0, 2);
+    let mut all = Vec::new();
+    fn rows<T: opforge::dtype::Element + candle_core::WithDType + Send + Sync>(
+        all: &mut Vec<Workload>,
+        name: &'static str,
+        (x, y): (&[f32], &[f32]),
+        from: fn(f32) -> T,
+    ) {
+        let n2 = N2 as f64;
+        let (x, y): (Vec<T>, Vec<T>) = (x.iter().map(|&v| from(v)).collect(), y.iter().map(|&v| from(v)).collect());
+        let o = |v: &[T]| Tensor::from_slice(v, &[N2]).expect("opforge tensor");
+        let c = |v: &[T]| CTensor::from_slice(v, N2, &Device::Cpu).expect("candle tensor");
+        let copy = |src: Vec<T>| {
+            let mut dst = src.clone();
+            job(move || stream::copy(black_box(&src), &mut dst))
+        };
+        let leak = |s: String| -> &'static str { Box::leak(s.into_boxed_str()) };
+        type Unary<A, B> = (fn(&A) -> B, &'static str);
+        let ops: [(Unary<Tensor, opforge::Result<Tensor>>, Unary<CTensor, candle_core::Result<CTensor>>); 2] =
+            [((ops::sqrt, "sqrt"), (CTensor::sqrt, "sqrt")), ((ops::exp, "exp"), (CTensor::exp, "exp"))];
+        for ((of, op), (cf, _)) in ops {
+            let src = if op == "sqrt" { &x } else { &y };
+            let (ot, ct) = (o(src), c(src));
+            all.push(Workload {
+                group: leak(format!("half_{name}_{op}")),
+                title: leak(format!("{name} {op} 2^24")),
+                jobs: vec![
+                    ("opforge", job(move || of(black_box(&ot)).expect("opforge"))),
+                    ("candle", job(move || cf(black_box(&ct)).expect("candle"))),
+                    ("copy", copy(src.clone())),
+                ],
+                work: Some((4.0 * n2, "GB/s")),
+                max_vs_candle: Some(1.0),
+                min_of_bound: Some(0.7),
+            });
+        }
+        let (ox, oy, cx, cy) = (o(&x), o(&y), c(&x), c(&y));
+        all.push(Workload {
+            group: leak(format!("half_{name}_add")),
+            title: leak(format!("{name} add 2^24")),
+            jobs: vec![
+                ("opforge", job(move || ops::add(black_box(&ox), black_box(&oy)).expect("add"))),
+                ("candle", job(move || black_box(&cx).add(black_box(&cy)).expect("add"))),
+                ("copy", copy(x)),
+            ],
+            work: Some((6.0 * n2, "GB/s")),
+            max_vs_candle: Some(1.0),
+            min_of_bound: Some(0.7),
+        });
+    }
+    rows::<f16>(&mut all, "f16", (&x, &y), f16::from_f32);
+    rows::<bf16>(&mut all, "bf16", (&x, &y), bf16::from_f32);
+
+    fn matmul<T: opforge::dtype::Element + candle_core::WithDType + stream::GemmElement + Send + Sync>(
+        name: &'static str,
+        from: fn(f32) -> T,
+        min_of_bound: f64,
+    ) -> Workload {
+        const N: usize = 1024;
+        let threads = rayon::current_num_threads();
+        let a: Vec<T> = data(N * N, -1.0, 1.0, 6).into_iter().map(from).collect();
+        let b: Vec<T> = data(N * N, -1.0, 1.0, 7).into_iter().map(from).collect();
+        let (oa, ob) = (Tensor::from_slice(&a, &[N, N]).expect("a"), Tensor::from_slice(&b, &[N, N]).expect("b"));
+        let ca = CTensor::from_slice(&a, (N, N), &Device::Cpu).expect("a");
+        let cb = CTensor::from_slice(&b, (N, N), &Device::Cpu).expect("b");
+        let mut dst = a.clone();
+        Workload {
+            group: Box::leak(format!("half_{name}_matmul_1024").into_boxed_str()),
+            title: Box::leak(format!("{name} matmul 1024^3").into_boxed_str()),
+            jobs: vec![
+                ("opforge", job(move || ops::matmul(&oa, &ob, false, false).expect("matmul"))),
+                ("candle", job(move || ca.matmul(&cb).expect("matmul"))),
+                ("gemm", job(move || stream::gemm(N, &a, &b, &mut dst, threads))),
+            ],
+            work: Some((2.0 * (N as f64).powi(3), "GFLOP/s")),
+            max_vs_candle: None,
+            min_of_bound: Some(min_of_bound),
+        }
+    }
+    all.push(matmul::<f16>("f16", f16::from_f32, 0.9));
+    all.push(matmul::<f64>("f64", f64::from, 0.95));
     all
 }
 
@@ -296,7 +402,7 @@ fn main() {
                 Throughput::Elements(work as u64)
             });
         }
-        if w.group.starts_with("w5") {
+        if w.group.starts_with("w5") || w.group.ends_with("matmul_1024") {
             g.sample_size(10);
         }
         for (name, f) in &mut w.jobs {
@@ -329,10 +435,14 @@ fn main() {
         };
         let rate = w.work.map(|(work, unit)| format!("{:.1} {unit}", work / ours / 1e9)).unwrap_or_else(|| "-".into());
         // For the bounds, the rate relative to the bound's: its speed over ours.
-        let bound_col = match w.work {
+        let mut bound_col = match w.work {
             Some(_) => format!("{:.0}% of {}", 100.0 / vs_bound, w.jobs[2].0),
             None => format!("{:.1}x {}", vs_bound, w.jobs[2].0),
         };
+        if let Some(min) = w.min_of_bound {
+            let met = if 1.0 / vs_bound >= min { "yes" } else { "no" };
+            bound_col += &format!(" (target >= {:.0}%: {met})", min * 100.0);
+        }
         println!(
             "| {} | {} | {} | {vs_candle:.2}x | {target} | {met} | {rate} | {} {} | {bound_col} |",
             w.title,

@@ -94,8 +94,9 @@ pub mod stream {
     /// scheduling is noise, small enough that both cores stay busy to the end.
     const CHUNK: usize = 1 << 14;
 
-    /// STREAM copy: `dst[i] = src[i]`.
-    pub fn copy(src: &[f32], dst: &mut [f32]) {
+    /// STREAM copy: `dst[i] = src[i]`, for any element (the half types'
+    /// copy is the bound of their elementwise kernels).
+    pub fn copy<T: Copy + Send + Sync>(src: &[T], dst: &mut [T]) {
         dst.par_chunks_mut(CHUNK).zip(src.par_chunks(CHUNK)).for_each(|(d, s)| d.copy_from_slice(s));
     }
 
@@ -138,13 +139,36 @@ pub mod stream {
 
     /// `dst = a @ b` for row-major `n x n` matrices through the `gemm` crate,
     /// as a user calling it directly would, on `threads` rayon threads.
-    pub fn gemm(n: usize, a: &[f32], b: &[f32], dst: &mut [f32], threads: usize) {
+    pub fn gemm<T: GemmElement>(n: usize, a: &[T], b: &[T], dst: &mut [T], threads: usize) {
         gemm_mkn(n, n, n, a, b, dst, threads);
+    }
+
+    /// An element `gemm` multiplies: f32, f64 and f16 here.
+    pub trait GemmElement: Copy + 'static {
+        /// The additive identity (`beta`: the old `dst` is not read).
+        const ZERO: Self;
+        /// The multiplicative identity (`alpha`).
+        const ONE: Self;
+    }
+
+    impl GemmElement for f32 {
+        const ZERO: Self = 0.0;
+        const ONE: Self = 1.0;
+    }
+
+    impl GemmElement for f64 {
+        const ZERO: Self = 0.0;
+        const ONE: Self = 1.0;
+    }
+
+    impl GemmElement for half::f16 {
+        const ZERO: Self = half::f16::ZERO;
+        const ONE: Self = half::f16::ONE;
     }
 
     /// `dst = a @ b` for row-major `m x k` and `k x n` matrices through the
     /// `gemm` crate, on `threads` rayon threads.
-    pub fn gemm_mkn(m: usize, k: usize, n: usize, a: &[f32], b: &[f32], dst: &mut [f32], threads: usize) {
+    pub fn gemm_mkn<T: GemmElement>(m: usize, k: usize, n: usize, a: &[T], b: &[T], dst: &mut [T], threads: usize) {
         assert!(a.len() == m * k && b.len() == k * n && dst.len() == m * n);
         let par = if threads > 1 { gemm::Parallelism::Rayon(threads) } else { gemm::Parallelism::None };
         // SAFETY: the asserts prove the three row-major matrices' lengths
@@ -165,8 +189,8 @@ pub mod stream {
                 b.as_ptr(),
                 1,
                 n as isize,
-                0.0,
-                1.0,
+                T::ZERO,
+                T::ONE,
                 false,
                 false,
                 false,
