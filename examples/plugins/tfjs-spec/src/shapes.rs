@@ -26,14 +26,14 @@ use opforge::shape::{broadcast_shapes, checked_numel, normalize_axis, rules::mat
 use crate::{
     _FusedMatMulAttrs, Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, BatchToSpaceNDAttrs, BincountAttrs,
     BroadcastArgsAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs, Conv3DBackpropInputV2Attrs, CropAndResizeAttrs,
-    DataFormat, DataFormat3D, DenseBincountAttrs, DiagAttrs, Dilation2DAttrs, Dilation2DBackpropFilterAttrs,
+    DataFormat, DataFormat3D, DenseBincountAttrs, Dilation2DAttrs, Dilation2DBackpropFilterAttrs,
     Dilation2DBackpropInputAttrs, DimRoundingMode, EinsumAttrs, EluGradAttrs, ExpandDimsAttrs, FlipLeftRightAttrs,
-    FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, LRNGradAttrs, LinSpaceAttrs, LowerBoundAttrs, MatrixBandPartAttrs,
-    MaxPool3DAttrs, MaxPool3DGradAttrs, MaxPoolWithArgmaxAttrs, NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs,
-    NonMaxSuppressionV5Attrs, Padding, RaggedGatherAttrs, RaggedRangeAttrs, RaggedTensorToTensorAttrs,
-    ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, SearchSortedAttrs,
-    SpaceToBatchNDAttrs, SparseFillEmptyRowsAttrs, SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs,
-    SparseToDenseAttrs, TensorScatterUpdateAttrs, TransformAttrs, UpperBoundAttrs, ValidOrSame,
+    FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, LRNGradAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs,
+    MaxPoolWithArgmaxAttrs, NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs, NonMaxSuppressionV5Attrs, Padding,
+    RaggedGatherAttrs, RaggedRangeAttrs, RaggedTensorToTensorAttrs, ResizeBilinearGradAttrs,
+    ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, SpaceToBatchNDAttrs, SparseFillEmptyRowsAttrs,
+    SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs, TensorScatterUpdateAttrs,
+    TransformAttrs, ValidOrSame,
 };
 
 // Shared helpers.
@@ -533,31 +533,6 @@ fn bincount_shape(x: &[usize], weights: &[usize], size: i64, rows: bool) -> Resu
     }
 }
 
-/// The index search of `SearchSorted`, `LowerBound` and `UpperBound`:
-/// `values`' shape, each row of `values` searched in the same row of
-/// `sorted_sequence` (their leading dims, flattened, must agree).
-fn search(sorted: &[usize], values: &[usize]) -> Result<Shape, String> {
-    let (Some((&n, sorted_rows)), Some((_, value_rows))) = (sorted.split_last(), values.split_last()) else {
-        return Err(format!(
-            "sorted_sequence {sorted:?} and values {values:?} must both have rank 1 or more, their last axis the \
-             one searched"
-        ));
-    };
-    let rows = |s: &[usize]| checked_numel(s).unwrap_or(usize::MAX);
-    if rows(sorted_rows) != rows(value_rows) {
-        return Err(format!(
-            "sorted_sequence {sorted:?} has {} rows but values {values:?} has {}; each row of values is searched in \
-             its row of sorted_sequence",
-            rows(sorted_rows),
-            rows(value_rows)
-        ));
-    }
-    if n > i32::MAX as usize {
-        return Err(format!("sorted_sequence rows of {n} are past an i32 index"));
-    }
-    Ok(Shape::from_slice(values))
-}
-
 /// Checks a scatter of `updates` at `indices` into a tensor of `target`:
 /// `indices`' last axis addresses `k` leading dims of `target`, and
 /// `updates` is `indices.shape[..-1] ++ target[k..]`.
@@ -599,12 +574,6 @@ pub fn expand_dims(input: &[usize], attrs: &ExpandDimsAttrs) -> Result<Shape, St
     let mut out = Shape::from_slice(input);
     out.insert(axis, 1);
     Ok(out)
-}
-
-/// `Diag`: `x.shape ++ x.shape`.
-pub fn diag(x: &[usize], attrs: &DiagAttrs) -> Result<Shape, String> {
-    let _ = attrs;
-    fits(x.iter().chain(x).copied().collect())
 }
 
 /// `BatchToSpaceND`: `[batch / prod(block_shape), spatial * block - crops..., rest...]`.
@@ -752,49 +721,6 @@ pub fn bincount(x: &[usize], weights: &[usize], attrs: &BincountAttrs) -> Result
 /// `DenseBincount`: `[size]` for a 1-D `x`, `[rows, size]` for a 2-D one.
 pub fn dense_bincount(x: &[usize], weights: &[usize], attrs: &DenseBincountAttrs) -> Result<Shape, String> {
     bincount_shape(x, weights, attrs.size, true)
-}
-
-/// `SearchSorted`: `values`' shape.
-pub fn search_sorted(sorted_sequence: &[usize], values: &[usize], attrs: &SearchSortedAttrs) -> Result<Shape, String> {
-    let _ = attrs;
-    search(sorted_sequence, values)
-}
-
-/// `LowerBound`: `values`' shape.
-pub fn lower_bound(sorted_sequence: &[usize], values: &[usize], attrs: &LowerBoundAttrs) -> Result<Shape, String> {
-    let _ = attrs;
-    search(sorted_sequence, values)
-}
-
-/// `UpperBound`: `values`' shape.
-pub fn upper_bound(sorted_sequence: &[usize], values: &[usize], attrs: &UpperBoundAttrs) -> Result<Shape, String> {
-    let _ = attrs;
-    search(sorted_sequence, values)
-}
-
-/// `MatrixBandPart`: `input`'s shape, of rank 2 or more, with scalar band widths.
-pub fn matrix_band_part(
-    input: &[usize],
-    num_lower: &[usize],
-    num_upper: &[usize],
-    attrs: &MatrixBandPartAttrs,
-) -> Result<Shape, String> {
-    let _ = attrs;
-    if input.len() < 2 {
-        return Err(format!("input has shape {input:?}, expected rank 2 or more: its last two axes are matrices"));
-    }
-    if !num_lower.is_empty() || !num_upper.is_empty() {
-        return Err(format!("num_lower {num_lower:?} and num_upper {num_upper:?} must be scalars"));
-    }
-    Ok(Shape::from_slice(input))
-}
-
-/// `LinSpace`: `[num]`, `num` 1 or more.
-pub fn linspace(attrs: &LinSpaceAttrs) -> Result<Shape, String> {
-    match usize::try_from(attrs.num) {
-        Ok(n) if n >= 1 => fits(Shape::from_slice(&[n])),
-        _ => Err(format!("num {} must be 1 or more", attrs.num)),
-    }
 }
 
 /// `FlipLeftRight`: the NHWC `image`'s shape.

@@ -357,9 +357,9 @@ fn layout(c: &mut Checker) {
     c.ok::<t::ExpandDims>(&[T(&[2, 3], B)], dim(-1), &[T(&[2, 3, 1], B)]);
     c.ok::<t::ExpandDims>(&[T(&[], I)], dim(0), &[T(&[1], I)]);
     c.bad::<t::ExpandDims>(&[T(&[2, 3], F)], dim(3), "dim: axis 3 is out of range");
-    c.ok::<t::Diag>(&[T(&[2, 3], I)], d(), &[T(&[2, 3, 2, 3], I)]);
-    c.ok::<t::Diag>(&[T(&[4], F)], d(), &[T(&[4, 4], F)]);
-    c.bad::<t::Diag>(&[T(&[0, 1 << 40], F)], d(), "too large");
+    c.ok::<b::Diag>(&[T(&[2, 3], I)], d(), &[T(&[2, 3, 2, 3], I)]);
+    c.ok::<b::Diag>(&[T(&[4], F)], d(), &[T(&[4, 4], F)]);
+    c.bad::<b::Diag>(&[T(&[0, 1 << 40], F)], d(), "too large");
     let b2s = |block_shape: Vec<i64>, crops: Vec<Vec<i64>>| t::BatchToSpaceNDAttrs { block_shape, crops };
     let zero = || vec![vec![0, 0], vec![0, 0]];
     c.ok::<t::BatchToSpaceND>(&[T(&[4, 1, 1, 1], F)], b2s(vec![2, 2], zero()), &[T(&[1, 2, 2, 1], F)]);
@@ -407,21 +407,21 @@ fn indexing(c: &mut Checker) {
     c.ok::<t::DenseBincount>(&[T(&[6], I), T(&[0], F)], size(4), &[T(&[4], F)]);
     c.ok::<t::DenseBincount>(&[T(&[3, 6], I), T(&[3, 6], I)], size(4), &[T(&[3, 4], I)]);
     c.bad::<t::DenseBincount>(&[T(&[3, 6], I), T(&[5], F)], size(4), "weights has shape [5]");
-    c.ok::<t::SearchSorted>(&[T(&[2, 5], F), T(&[2, 3], F)], d(), &[T(&[2, 3], I)]);
-    let right = t::SearchSortedAttrs { side: t::Side::Right };
-    c.ok::<t::SearchSorted>(&[T(&[5], I), T(&[3], I)], right, &[T(&[3], I)]);
-    c.bad::<t::SearchSorted>(&[T(&[2, 5], F), T(&[3, 3], F)], d(), "has 2 rows but values [3, 3] has 3");
-    c.ok::<t::LowerBound>(&[T(&[5], I), T(&[3], I)], d(), &[T(&[3], I)]);
-    c.bad::<t::LowerBound>(&[T(&[], F), T(&[3], F)], d(), "rank 1 or more");
-    c.ok::<t::UpperBound>(&[T(&[3, 5], F), T(&[3, 2], F)], d(), &[T(&[3, 2], I)]);
-    c.bad::<t::UpperBound>(&[T(&[5], F), T(&[2, 3], F)], d(), "has 1 rows but values [2, 3] has 2");
-    c.ok::<t::MatrixBandPart>(&[T(&[2, 4, 4], F), T(&[], I), T(&[], I)], d(), &[T(&[2, 4, 4], F)]);
-    c.bad::<t::MatrixBandPart>(&[T(&[4], F), T(&[], I), T(&[], I)], d(), "rank 2 or more");
-    c.bad::<t::MatrixBandPart>(&[T(&[4, 4], F), T(&[], F), T(&[], I)], d(), "input `num_lower` is f32");
-    let linspace = |num| t::LinSpaceAttrs { start: 0.0, stop: 1.0, num };
-    c.ok::<t::LinSpace>(&[], linspace(5), &[T(&[5], F)]);
-    c.bad::<t::LinSpace>(&[], linspace(0), "num 0 must be 1 or more");
-    c.bad::<t::LinSpace>(&[T(&[5], F)], linspace(5), "expected no inputs");
+    c.ok::<b::SearchSorted>(&[T(&[2, 5], F), T(&[2, 3], F)], d(), &[T(&[2, 3], I)]);
+    let right = b::SearchSortedAttrs { side: b::Side::Right };
+    c.ok::<b::SearchSorted>(&[T(&[5], I), T(&[3], I)], right, &[T(&[3], I)]);
+    c.bad::<b::SearchSorted>(&[T(&[2, 5], F), T(&[3, 3], F)], d(), "has 2 rows but values [3, 3] has 3");
+    c.ok::<b::LowerBound>(&[T(&[5], I), T(&[3], I)], d(), &[T(&[3], I)]);
+    c.bad::<b::LowerBound>(&[T(&[], F), T(&[3], F)], d(), "rank 1 or more");
+    c.ok::<b::UpperBound>(&[T(&[3, 5], F), T(&[3, 2], F)], d(), &[T(&[3, 2], I)]);
+    c.bad::<b::UpperBound>(&[T(&[5], F), T(&[2, 3], F)], d(), "has 1 rows but values [2, 3] has 2");
+    c.ok::<b::MatrixBandPart>(&[T(&[2, 4, 4], F), T(&[], I), T(&[], I)], d(), &[T(&[2, 4, 4], F)]);
+    c.bad::<b::MatrixBandPart>(&[T(&[4], F), T(&[], I), T(&[], I)], d(), "rank 2 or more");
+    c.bad::<b::MatrixBandPart>(&[T(&[4, 4], F), T(&[], F), T(&[], I)], d(), "input `num_lower` is f32");
+    let linspace = |num| b::LinSpaceAttrs { start: 0.0, stop: 1.0, num };
+    c.ok::<b::LinSpace>(&[], linspace(5), &[T(&[5], F)]);
+    c.bad::<b::LinSpace>(&[], linspace(0), "num 0 must be 1 or more");
+    c.bad::<b::LinSpace>(&[T(&[5], F)], linspace(5), "expected no inputs");
 }
 
 fn images(c: &mut Checker) {
@@ -929,6 +929,6 @@ fn shape_helpers_refuse_overflow() {
     assert!(shapes::space_to_batch_nd(&[1 << 40, 1 << 40, 1 << 40], &attrs).is_err());
     let attrs = t::BatchToSpaceNDAttrs { block_shape: vec![1 << 40, 1 << 40], crops: vec![vec![0, 0]; 2] };
     assert!(shapes::batch_to_space_nd(&[4, 1 << 40, 1 << 40], &attrs).is_err());
-    let attrs = t::LinSpaceAttrs { start: 0.0, stop: 1.0, num: i64::MAX };
-    assert!(shapes::linspace(&attrs).unwrap_err().contains("too large"));
+    let attrs = b::LinSpaceAttrs { start: 0.0, stop: 1.0, num: i64::MAX };
+    assert!(opforge::shape::rules::linspace(&attrs).unwrap_err().contains("too large"));
 }

@@ -1,6 +1,7 @@
 //! Kernels that produce or consume indices: `ArgMax`, `ArgMin`, `TopK`, `Multinomial`,
 //! `OneHot`, `GatherV2`, `UnsortedSegmentSum`, `Select`, which picks by a mask, and
-//! `Where` and `Unique`, whose outputs' sizes depend on the data.
+//! `Where` and `Unique`, whose outputs' sizes depend on the data; and
+//! `SearchSorted` with its two sides, `LowerBound` and `UpperBound`.
 //!
 //! `GatherV2` and `UnsortedSegmentSum` check every index before writing
 //! anything, so an index out of range is an error and never a wrong result.
@@ -29,7 +30,8 @@ use crate::dtype::{bf16, f16, for_dtype, DType, Element};
 use crate::error::Error;
 use crate::error::Result;
 use crate::kernels::{
-    ArgMax, ArgMin, GatherNd, GatherV2, Multinomial, OneHot, ScatterNd, Select, TopK, Unique, UnsortedSegmentSum, Where,
+    ArgMax, ArgMin, GatherNd, GatherV2, LowerBound, Multinomial, OneHot, ScatterNd, SearchSorted, Select, Side, TopK,
+    Unique, UnsortedSegmentSum, UpperBound, Where,
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
@@ -723,4 +725,63 @@ fn scatter_nd(indices: &CpuTensor, updates: &CpuTensor, shape: &[i64], out: &Ten
     let NdDims { k, inner, n } = nd_dims(indices.shape(), &out.shape, updates.numel());
     let ids = nd_rows(indices.as_slice::<i32>()?, k, n, &out.shape)?;
     segment_sum("ScatterNd", updates, &ids, inner, out)
+}
+
+/// Where `value` goes in `row`, by TF.js's binary search: past every
+/// element below it (`left`), or not above it (`right`). A comparison with
+/// NaN is false, so a NaN value goes first, and an unsorted row gives
+/// where the search ends, as the wgpu kernel's step-for-step search does.
+#[inline]
+pub(crate) fn search_row<T: PartialOrd>(row: &[T], value: T, right: bool) -> i32 {
+    let (mut lo, mut hi) = (0, row.len());
+    while lo < hi {
+        let mid = lo + (hi - lo) / 2;
+        let past = if right { row[mid] <= value } else { row[mid] < value };
+        if past {
+            lo = mid + 1;
+        } else {
+            hi = mid;
+        }
+    }
+    // The shape rule keeps rows within i32.
+    hi as i32
+}
+
+/// Each of `values` searched in its row of `sorted` (the last axes the
+/// rows), in parallel over the values.
+fn searched<T: Element>(sorted: &CpuTensor, values: &CpuTensor, right: bool, out: &TensorMeta) -> Result<CpuTensor> {
+    let (s, v) = (sorted.as_slice::<T>()?, values.as_slice::<T>()?);
+    let n = sorted.shape().last().copied().unwrap_or(1);
+    let m = values.shape().last().copied().unwrap_or(1).max(1);
+    let mut y = super::pool::output::<i32>(v.len());
+    // About log2(n) comparisons a value.
+    let work = v.len().saturating_mul(n.max(2).ilog2() as usize);
+    for_rows(&mut y, 1, work, |start, chunk| {
+        for (k, y) in chunk.iter_mut().enumerate() {
+            let o = start + k;
+            let base = o / m * n;
+            *y = search_row(&s[base..base + n], v[o], right);
+        }
+    });
+    CpuTensor::from_vec(&out.shape, y)
+}
+
+#[kernel(SearchSorted, cpu, dtypes(float, int))]
+fn search_sorted<T: Element>(
+    sorted_sequence: &CpuTensor,
+    values: &CpuTensor,
+    side: Side,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    searched::<T>(sorted_sequence, values, side == Side::Right, out)
+}
+
+#[kernel(LowerBound, cpu, dtypes(float, int))]
+fn lower_bound<T: Element>(sorted_sequence: &CpuTensor, values: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    searched::<T>(sorted_sequence, values, false, out)
+}
+
+#[kernel(UpperBound, cpu, dtypes(float, int))]
+fn upper_bound<T: Element>(sorted_sequence: &CpuTensor, values: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    searched::<T>(sorted_sequence, values, true, out)
 }

@@ -1,6 +1,7 @@
 //! Kernels that move or reinterpret data: `Reshape`, `Transpose`, `Cast`, `BroadcastTo`,
 //! `Slice`, `PadV2`, and those of several tensors: `Concat`, `Pack`, `AddN`, and the
-//! kernels of several outputs `Unpack` and `SplitV`.
+//! kernels of several outputs `Unpack` and `SplitV`; and `MatrixBandPart`
+//! and `Diag`, which place elements and zeros around them.
 
 use super::error::{rule_error, unsupported};
 use super::parallel::for_rows;
@@ -13,8 +14,8 @@ use crate::dtype::{bf16, f16, for_dtype, DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::StridedSliceAttrs;
 use crate::kernels::{
-    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice, Tile,
-    Unpack,
+    AddN, Concat, DepthToSpace, Diag, MatrixBandPart, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV,
+    StridedSlice, Tile, Unpack,
 };
 use crate::kernels::{Cast, Reshape, Transpose};
 use crate::shape::rules::{block_view, mirrors, permutation, reversed_axes, strided_plan, Remap, StridedPlan};
@@ -404,4 +405,48 @@ fn space_to_depth(x: &CpuTensor, block_size: i64, out: &TensorMeta) -> Result<Cp
 #[kernel(MirrorPad, cpu)]
 fn mirror_pad(x: &CpuTensor, paddings: &[Vec<i64>], mode: MirrorPadMode, out: &TensorMeta) -> Result<CpuTensor> {
     remap_any(x, &mirrors(paddings, mode), out)
+}
+
+/// The band's widths, each a scalar i32 (checked by the shape rule).
+fn band_width(t: &CpuTensor) -> Result<i64> {
+    match t.as_slice::<i32>()? {
+        [w] => Ok(i64::from(*w)),
+        other => Err(Error::kernel_failed(format!("a band width is a scalar, not {} values", other.len()))),
+    }
+}
+
+#[kernel(MatrixBandPart, cpu)]
+fn matrix_band_part<T: Element>(
+    input: &CpuTensor,
+    num_lower: &CpuTensor,
+    num_upper: &CpuTensor,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let (lower, upper) = (band_width(num_lower)?, band_width(num_upper)?);
+    let x = input.as_slice::<T>()?;
+    let [rows, cols] = [out.shape[out.shape.len() - 2], out.shape[out.shape.len() - 1]].map(|d| d.max(1));
+    let mut y = output::<T>(x.len());
+    for_rows(&mut y, 1, x.len(), |start, chunk| {
+        for (k, y) in chunk.iter_mut().enumerate() {
+            let o = start + k;
+            let (i, j) = (((o / cols) % rows) as i64, (o % cols) as i64);
+            let keep = (lower < 0 || i - j <= lower) && (upper < 0 || j - i <= upper);
+            *y = if keep { x[o] } else { T::default() };
+        }
+    });
+    CpuTensor::from_vec(&out.shape, y)
+}
+
+#[kernel(Diag, cpu)]
+fn diag<T: Element>(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let x = x.as_slice::<T>()?;
+    let n = x.len().max(1);
+    let mut y = output::<T>(out.numel());
+    for_rows(&mut y, 1, out.numel(), |start, chunk| {
+        for (k, y) in chunk.iter_mut().enumerate() {
+            let (i, j) = ((start + k) / n, (start + k) % n);
+            *y = if i == j { x[i] } else { T::default() };
+        }
+    });
+    CpuTensor::from_vec(&out.shape, y)
 }

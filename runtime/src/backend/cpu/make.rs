@@ -1,12 +1,12 @@
 //! Kernels with no tensor input, which make their output from attrs:
-//! `Range`, `Fill` and `RandomUniform`.
+//! `Range`, `Fill`, `RandomUniform` and `LinSpace`.
 
 use super::pool::output;
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::dtype::{bf16, f16, for_dtype, DType, Element};
 use crate::error::Result;
-use crate::kernels::{Fill, RandomUniform, Range};
+use crate::kernels::{Fill, LinSpace, RandomUniform, Range};
 use opforge_macros::kernel;
 
 /// `n` values `f(i)`, in parallel above the usual threshold.
@@ -51,4 +51,26 @@ fn random_uniform(shape: &[i64], minval: f64, maxval: f64, seed: i64, out: &Tens
     let _ = shape; // Checked by the shape function, and `out`'s shape.
     let (low, high, keys) = (minval as f32, maxval as f32, crate::random::keys(seed));
     generate(out, |i| crate::random::between(low, high, crate::random::unit(i as u32, keys)))
+}
+
+/// `LinSpace`'s values by TF.js's rule (`linSpaceImpl`): `start`, then each
+/// the one before plus `(stop - start) / (num - 1)`, added in f64 and
+/// rounded to f32 at every step. A recurrence, so one pass on the host;
+/// the wgpu kernel uploads these values, as TF.js's WebGPU backend does.
+pub(crate) fn linspace_values(start: f64, stop: f64, out: &TensorMeta) -> Result<CpuTensor> {
+    let n = out.numel();
+    let step = (stop - start) / (n as f64 - 1.0);
+    let mut data = output::<f32>(n);
+    let mut value = start as f32;
+    for v in data.iter_mut() {
+        *v = value;
+        value = (f64::from(value) + step) as f32;
+    }
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+#[kernel(LinSpace, cpu)]
+fn linspace(start: f64, stop: f64, num: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = num; // Checked by the shape function, and `out`'s shape.
+    linspace_values(start, stop, out)
 }

@@ -8,7 +8,7 @@ mod device_ops;
 mod error;
 pub(crate) mod index;
 pub(crate) mod layout;
-mod make;
+pub(crate) mod make;
 mod marker;
 mod matmul;
 mod normalization;

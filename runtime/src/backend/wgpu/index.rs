@@ -1,5 +1,6 @@
 //! `ArgMax` and `ArgMin` along one axis, `TopK`, `Multinomial`, `OneHot`, `GatherV2`,
-//! `UnsortedSegmentSum` and `Select`; and `Where` and `Unique`, whose outputs'
+//! `UnsortedSegmentSum`, `Select`, `SearchSorted` (and `LowerBound` and
+//! `UpperBound`), `Diag` and `MatrixBandPart`; and `Where` and `Unique`, whose outputs'
 //! sizes depend on the data, which read their input back and run on the
 //! host, as TF.js's WebGL backend does (a compaction would need the count
 //! on the host anyway before it could size the output).
@@ -14,7 +15,8 @@ use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::error::{Error, Result};
 use crate::kernels::{
-    ArgMax, ArgMin, GatherNd, GatherV2, Multinomial, OneHot, ScatterNd, Select, TopK, Unique, UnsortedSegmentSum, Where,
+    ArgMax, ArgMin, Diag, GatherNd, GatherV2, LowerBound, MatrixBandPart, Multinomial, OneHot, ScatterNd, SearchSorted,
+    Select, Side, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
@@ -26,6 +28,8 @@ static SHADER: Shader = shader!("index");
 static GATHER: Shader = shader!("gather");
 static SELECT: Shader = shader!("select");
 static TOP_K: Shader = shader!("top_k");
+static SEARCH: Shader = shader!("search");
+static BAND_PART: Shader = shader!("band_part");
 
 #[kernel(Where, wgpu)]
 fn where_true(condition: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
@@ -186,4 +190,63 @@ fn scatter_nd(indices: &WgpuTensor, updates: &WgpuTensor, shape: &[i64], out: &T
     let NdDims { inner, n, .. } = nd_dims(indices.shape(), &out.shape, updates.numel());
     let ids = nd_ids(indices, &out.shape, n)?;
     segment_sum("ScatterNd", updates, &ids, inner, out)
+}
+
+/// One invocation per value, the cpu kernel's binary search step for step
+/// (search.wgsl).
+fn searched(
+    kernel: &'static str,
+    sorted: &WgpuTensor,
+    values: &WgpuTensor,
+    right: bool,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let entry = by_dtype(kernel, values.dtype(), "search_f32", "search_i32")?;
+    let n = sorted.shape().last().copied().unwrap_or(1);
+    let m = values.shape().last().copied().unwrap_or(1).max(1);
+    let params = [out.numel() as u32, n as u32, m as u32, u32::from(right)];
+    EntryPoint { kernel, shader: &SEARCH, entry, op: 0 }.run(&[sorted, values], out, &params)
+}
+
+#[kernel(SearchSorted, wgpu)]
+fn search_sorted(
+    sorted_sequence: &WgpuTensor,
+    values: &WgpuTensor,
+    side: Side,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    searched("SearchSorted", sorted_sequence, values, side == Side::Right, out)
+}
+
+#[kernel(LowerBound, wgpu)]
+fn lower_bound(sorted_sequence: &WgpuTensor, values: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    searched("LowerBound", sorted_sequence, values, false, out)
+}
+
+#[kernel(UpperBound, wgpu)]
+fn upper_bound(sorted_sequence: &WgpuTensor, values: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    searched("UpperBound", sorted_sequence, values, true, out)
+}
+
+#[kernel(Diag, wgpu)]
+fn diag(x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    let params = [out.numel() as u32, x.numel().max(1) as u32];
+    EntryPoint { kernel: "Diag", shader: &SHADER, entry: "diag", op: 0 }.run(&[x], out, &params)
+}
+
+/// One invocation per element (band_part.wgsl); the widths stay on the device.
+#[kernel(MatrixBandPart, wgpu)]
+fn matrix_band_part(
+    input: &WgpuTensor,
+    num_lower: &WgpuTensor,
+    num_upper: &WgpuTensor,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let rank = out.shape.len();
+    let params = [out.numel() as u32, out.shape[rank - 2].max(1) as u32, out.shape[rank - 1].max(1) as u32];
+    EntryPoint { kernel: "MatrixBandPart", shader: &BAND_PART, entry: "band_part", op: 0 }.run(
+        &[input, num_lower, num_upper],
+        out,
+        &params,
+    )
 }

@@ -1,11 +1,13 @@
 //! Kernels with no tensor input, which make their output from attrs:
-//! `Range`, `Fill` and `RandomUniform`, one word per invocation (make.wgsl).
+//! `Range`, `Fill` and `RandomUniform`, one word per invocation (make.wgsl),
+//! and `LinSpace`, whose values TF.js defines as a recurrence: made on the
+//! host and uploaded, as TF.js's WebGPU backend does.
 
 use super::{unsupported, EntryPoint, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::kernels::{Fill, RandomUniform, Range};
+use crate::kernels::{Fill, LinSpace, RandomUniform, Range};
 use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("make");
@@ -42,4 +44,10 @@ fn random_uniform(shape: &[i64], minval: f64, maxval: f64, seed: i64, out: &Tens
     let [k0, k1] = crate::random::keys(seed);
     let params = [out.numel() as u32, (minval as f32).to_bits(), (maxval as f32).to_bits(), k0, k1];
     EntryPoint { kernel: "RandomUniform", shader: &SHADER, entry: "random_uniform", op: 0 }.run(&[], out, &params)
+}
+
+#[kernel(LinSpace, wgpu)]
+fn linspace(start: f64, stop: f64, num: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = num; // Checked by the shape function, and `out`'s shape.
+    WgpuTensor::upload(&crate::backend::cpu::make::linspace_values(start, stop, out)?)
 }

@@ -641,3 +641,44 @@ pub(crate) fn mirrors(paddings: &[Vec<i64>], mode: crate::kernels::MirrorPadMode
     let symmetric = mode == crate::kernels::MirrorPadMode::Symmetric;
     paddings.iter().map(|p| Remap::Mirror { before: p.first().map_or(0, |&b| b as usize), symmetric }).collect()
 }
+
+/// The shape function of `MatrixBandPart`: `input`'s shape, of rank 2 or
+/// more (its last two axes are the matrices), with scalar band widths.
+///
+/// ```
+/// use opforge::kernels::MatrixBandPartAttrs;
+/// use opforge::shape::rules::matrix_band_part;
+/// let a = MatrixBandPartAttrs {};
+/// assert_eq!(matrix_band_part(&[2, 4, 4], &[], &[], &a).unwrap().as_slice(), &[2, 4, 4]);
+/// assert!(matrix_band_part(&[4], &[], &[], &a).unwrap_err().contains("rank 2 or more"));
+/// assert!(matrix_band_part(&[4, 4], &[1], &[], &a).unwrap_err().contains("scalars"));
+/// ```
+pub fn matrix_band_part(
+    input: &[usize],
+    num_lower: &[usize],
+    num_upper: &[usize],
+    attrs: &crate::kernels::MatrixBandPartAttrs,
+) -> Result<Shape, String> {
+    let _ = attrs;
+    if input.len() < 2 {
+        return Err(format!("input has shape {input:?}, expected rank 2 or more: its last two axes are matrices"));
+    }
+    if !num_lower.is_empty() || !num_upper.is_empty() {
+        return Err(format!("num_lower {num_lower:?} and num_upper {num_upper:?} must be scalars"));
+    }
+    Ok(Shape::from_slice(input))
+}
+
+/// The shape function of `Diag`: `x.shape ++ x.shape`.
+///
+/// ```
+/// use opforge::kernels::DiagAttrs;
+/// use opforge::shape::rules::diag;
+/// assert_eq!(diag(&[2, 3], &DiagAttrs {}).unwrap().as_slice(), &[2, 3, 2, 3]);
+/// assert_eq!(diag(&[], &DiagAttrs {}).unwrap().as_slice(), &[] as &[usize]);
+/// assert!(diag(&[1 << 40], &DiagAttrs {}).unwrap_err().contains("too large"));
+/// ```
+pub fn diag(x: &[usize], attrs: &crate::kernels::DiagAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    allocatable(x.iter().chain(x).copied().collect())
+}

@@ -89,3 +89,26 @@ pub fn random_uniform(attrs: &crate::kernels::RandomUniformAttrs) -> Result<Shap
     });
     allocatable(dims.collect::<Result<Shape, String>>()?)
 }
+
+/// The shape function of `LinSpace`: `[num]`, `num` 1 or more, with
+/// finite `start` and `stop`.
+///
+/// ```
+/// use opforge::kernels::LinSpaceAttrs;
+/// use opforge::shape::rules::linspace;
+/// let l = |start, num| LinSpaceAttrs { start, stop: 1.0, num };
+/// assert_eq!(linspace(&l(0.0, 5)).unwrap().as_slice(), &[5]);
+/// assert!(linspace(&l(0.0, 0)).unwrap_err().contains("num 0 must be 1 or more"));
+/// assert!(linspace(&l(f64::NAN, 3)).unwrap_err().contains("finite"));
+/// assert!(linspace(&l(0.0, i64::MAX)).unwrap_err().contains("too large"));
+/// ```
+pub fn linspace(attrs: &crate::kernels::LinSpaceAttrs) -> Result<Shape, String> {
+    let &crate::kernels::LinSpaceAttrs { start, stop, num } = attrs;
+    if !start.is_finite() || !stop.is_finite() {
+        return Err(format!("start {start} and stop {stop} must be finite"));
+    }
+    match usize::try_from(num) {
+        Ok(n) if n >= 1 => allocatable(Shape::from_slice(&[n])),
+        _ => Err(format!("num {num} must be 1 or more")),
+    }
+}

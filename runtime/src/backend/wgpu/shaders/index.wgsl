@@ -1,4 +1,4 @@
-// Index kernels: ArgMax and ArgMin along one axis, and OneHot. Elements
+// Index kernels: ArgMax and ArgMin along one axis, OneHot, and Diag. Elements
 // are raw 32-bit words (see unary.wgsl).
 
 // 0: ArgMax, 1: ArgMin
@@ -8,6 +8,7 @@ override OP: u32 = 0u;
 @group(0) @binding(1) var<storage, read_write> y: array<u32>;
 // argmax: [n, len, inner] for x seen as [outer, len, inner]
 // one_hot: [n, depth, on_value bits, off_value bits]
+// diag: [n * n, n] for x of n elements
 // multinomial: [n, classes, samples, normalized, key 0, key 1]
 @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
 
@@ -94,4 +95,11 @@ fn argmax(o: u32, float: bool) {
         }
     }
     y[i] = pick;
+}
+
+// Diag: x on the diagonal of an n x n output, zero words elsewhere.
+@elementwise fn diag(o: u32) {
+    let n = param(1);
+    let i = o / n;
+    y[o] = select(0u, x[i], o % n == i);
 }

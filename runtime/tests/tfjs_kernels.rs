@@ -1,0 +1,208 @@
+//! Kernels that issue 52 moved from the TF.js plugin's declared-only spec
+//! into the built-in one: `SearchSorted` (with `LowerBound` and
+//! `UpperBound`), `MatrixBandPart`, `Diag` and `LinSpace`. Each is held to
+//! the examples TF.js documents for its op, on every backend, and to a
+//! plain reference on data of its own (sorted rows with repeats and NaN,
+//! bands of every width, every dtype).
+
+mod common;
+
+use common::{backends, Rng};
+use opforge::kernels::Side;
+use opforge::{ops, BackendId, DType, Tensor};
+
+fn on(b: BackendId, t: Tensor) -> Tensor {
+    t.to_backend(b).unwrap()
+}
+
+fn f32s(v: &[f32], shape: &[usize]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), shape).unwrap()
+}
+
+/// TF.js's `tf.searchSorted`, `tf.lowerBound` and `tf.upperBound` examples.
+#[test]
+fn searches_give_tfjs_documented_positions() {
+    for b in backends("searches_give_tfjs_documented_positions") {
+        let edges = on(b, f32s(&[-1.0, 3.3, 9.1, 10.0], &[4]));
+        let values = on(b, f32s(&[0.0, 4.1, 12.0], &[3]));
+        let found = ops::search_sorted(&edges, &values, Side::Left).unwrap();
+        assert_eq!((found.backend(), found.dtype()), (b, DType::I32));
+        assert_eq!(found.to_vec::<i32>().unwrap(), [1, 2, 4], "{b}");
+        let seq = on(b, f32s(&[0.0, 3.0, 9.0, 10.0, 10.0], &[5]));
+        let values = on(b, f32s(&[0.0, 4.0, 10.0], &[3]));
+        assert_eq!(ops::search_sorted(&seq, &values, Side::Left).unwrap().to_vec::<i32>().unwrap(), [0, 2, 3]);
+        assert_eq!(ops::search_sorted(&seq, &values, Side::Right).unwrap().to_vec::<i32>().unwrap(), [1, 2, 5]);
+        assert_eq!(ops::lower_bound(&seq, &values).unwrap().to_vec::<i32>().unwrap(), [0, 2, 3]);
+        assert_eq!(ops::upper_bound(&seq, &values).unwrap().to_vec::<i32>().unwrap(), [1, 2, 5]);
+        let rows = on(b, f32s(&[0.0, 3.0, 8.0, 9.0, 10.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[2, 5]));
+        let values = on(b, f32s(&[9.8, 2.1, 4.3, 0.1, 6.6, 4.5], &[2, 3]));
+        let found = ops::search_sorted(&rows, &values, Side::Left).unwrap();
+        assert_eq!((found.shape(), found.to_vec::<i32>().unwrap()), (&[2, 3][..], vec![4, 1, 2, 0, 5, 4]));
+    }
+}
+
+/// Where each value goes by a linear scan: the count of elements below it
+/// (`left`) or not above it (`right`); a NaN value counts none.
+fn scan(row: &[f64], v: f64, right: bool) -> i32 {
+    row.iter().filter(|&&e| if right { e <= v } else { e < v }).count() as i32
+}
+
+/// Sorted rows with repeats, searched for values among them, between them,
+/// past both ends and NaN, in every dtype the cpu holds and the two wgpu
+/// holds, against the scan.
+#[test]
+fn searches_agree_with_a_scan_in_every_dtype() {
+    let (rows, n, m) = (7, 300, 50);
+    let mut rng = Rng::new(52);
+    let mut sorted = Vec::new();
+    for _ in 0..rows {
+        let mut row: Vec<f64> = (0..n).map(|_| rng.int(-40, 40) as f64).collect();
+        row.sort_by(f64::total_cmp);
+        sorted.extend(row);
+    }
+    let values: Vec<f64> = (0..rows * m)
+        .map(|i| match i % 10 {
+            0 => f64::NAN,
+            1 => -100.0,
+            2 => 100.0,
+            3 => rng.int(-40, 40) as f64 + 0.5,
+            _ => rng.int(-40, 40) as f64,
+        })
+        .collect();
+    let dtypes = [DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::I64, DType::U8];
+    for b in backends("searches_agree_with_a_scan_in_every_dtype") {
+        for dtype in dtypes {
+            if b == BackendId::Wgpu && !matches!(dtype, DType::F32 | DType::I32) {
+                continue;
+            }
+            // u8 holds neither the negative nor NaN values: shift and clamp them.
+            let fit = |v: f64| if dtype == DType::U8 { (v + 50.0).clamp(0.0, 255.0) } else { v };
+            let fits = |v: &[f64]| -> Vec<f64> { v.iter().map(|&v| fit(v)).collect() };
+            let make = |v: &[f64], shape: &[usize]| {
+                let t = Tensor::from_vec(v.iter().map(|&v| v as f32).collect::<Vec<_>>(), shape).unwrap();
+                on(b, ops::cast(&t, dtype).unwrap())
+            };
+            // The values each dtype holds (ints drop NaN to 0 and the halves round).
+            let held = |t: &Tensor| -> Vec<f64> {
+                let f = ops::cast(&t.to_backend(BackendId::Cpu).unwrap(), DType::F64).unwrap();
+                f.to_vec::<f64>().unwrap()
+            };
+            let (s, v) = (make(&fits(&sorted), &[rows, n]), make(&fits(&values), &[rows, 1, m]));
+            let (hs, hv) = (held(&s), held(&v));
+            for side in [Side::Left, Side::Right] {
+                let right = side == Side::Right;
+                let got = ops::search_sorted(&s, &v, side).unwrap();
+                assert_eq!((got.shape(), got.backend()), (&[rows, 1, m][..], b));
+                let expected: Vec<i32> =
+                    (0..rows * m).map(|o| scan(&hs[o / m * n..(o / m + 1) * n], hv[o], right)).collect();
+                assert_eq!(got.to_vec::<i32>().unwrap(), expected, "{dtype} {side:?} on {b}");
+            }
+        }
+    }
+}
+
+#[test]
+fn searches_refuse_rows_that_do_not_match() {
+    let e = ops::search_sorted(&f32s(&[0.0; 10], &[2, 5]), &f32s(&[0.0; 9], &[3, 3]), Side::Left).unwrap_err();
+    let message = e.to_string();
+    assert!(message.contains("SearchSorted") && message.contains("has 2 rows but values [3, 3] has 3"), "{message}");
+    let e = ops::lower_bound(&f32s(&[1.0], &[]), &f32s(&[0.0; 3], &[3])).unwrap_err();
+    assert!(e.to_string().contains("rank 1 or more"), "{e}");
+    let ints = Tensor::from_vec(vec![1i32, 2], &[2]).unwrap();
+    let e = ops::upper_bound(&f32s(&[0.0; 2], &[2]), &ints).unwrap_err();
+    assert!(e.to_string().contains("i32") && e.to_string().contains("f32"), "{e}");
+}
+
+/// TF.js's `tf.linalg.bandPart` example, and a reference over widths that
+/// keep nothing, a triangle, a band, or everything (negative), on every
+/// backend and in an integer and a bool dtype too.
+#[test]
+fn band_parts_keep_tfjs_documented_bands() {
+    let x: Vec<f32> =
+        [[0, 1, 2, 3], [-1, 0, 1, 2], [-2, -1, 0, 1], [-3, -2, -1, 0]].iter().flatten().map(|&v| v as f32).collect();
+    let width = |b: BackendId, w: i32| on(b, Tensor::scalar(w));
+    for b in backends("band_parts_keep_tfjs_documented_bands") {
+        let t = on(b, f32s(&x, &[4, 4]));
+        let band = |lower, upper| {
+            let y = ops::matrix_band_part(&t, &width(b, lower), &width(b, upper)).unwrap();
+            assert_eq!(y.backend(), b);
+            y.to_vec::<f32>().unwrap()
+        };
+        let upper_triangle = [0, 1, 2, 3, -1, 0, 1, 2, 0, -1, 0, 1, 0, 0, -1, 0].map(|v| v as f32);
+        assert_eq!(band(1, -1), upper_triangle, "{b}");
+        let band_2_1 = [0, 1, 0, 0, -1, 0, 1, 0, -2, -1, 0, 1, 0, -2, -1, 0].map(|v| v as f32);
+        assert_eq!(band(2, 1), band_2_1, "{b}");
+        // A batch of 3 x 5 matrices in i32 and bool against the rule itself.
+        let (batch, rows, cols) = (2, 3, 5);
+        let values: Vec<i32> = (1..=(batch * rows * cols) as i32).collect();
+        for (lower, upper) in [(0, 0), (-1, 0), (1, 2), (-1, -1), (7, -1)] {
+            let kept = |o: usize| {
+                let (i, j) = (((o / cols) % rows) as i32, (o % cols) as i32);
+                (lower < 0 || i - j <= lower) && (upper < 0 || j - i <= upper)
+            };
+            let ints = on(b, Tensor::from_vec(values.clone(), &[batch, rows, cols]).unwrap());
+            let got = ops::matrix_band_part(&ints, &width(b, lower), &width(b, upper)).unwrap();
+            let expected: Vec<i32> = values.iter().enumerate().map(|(o, &v)| if kept(o) { v } else { 0 }).collect();
+            assert_eq!(got.to_vec::<i32>().unwrap(), expected, "i32 ({lower}, {upper}) on {b}");
+            let bools = on(b, Tensor::from_vec(vec![true; values.len()], &[batch, rows, cols]).unwrap());
+            let got = ops::matrix_band_part(&bools, &width(b, lower), &width(b, upper)).unwrap();
+            let expected: Vec<bool> = (0..values.len()).map(kept).collect();
+            assert_eq!(got.to_vec::<bool>().unwrap(), expected, "bool ({lower}, {upper}) on {b}");
+        }
+    }
+    let e = ops::matrix_band_part(&f32s(&x, &[16]), &Tensor::scalar(1i32), &Tensor::scalar(1i32)).unwrap_err();
+    assert!(e.to_string().contains("MatrixBandPart") && e.to_string().contains("rank 2 or more"), "{e}");
+}
+
+/// TF.js's `tf.diag` examples (a vector, and a `[4, 2]` matrix whose
+/// result is `[4, 2, 4, 2]`), on every backend and in f64 and u8 on the cpu.
+#[test]
+fn diag_places_tfjs_documented_diagonals() {
+    for b in backends("diag_places_tfjs_documented_diagonals") {
+        let d = ops::diag(&on(b, f32s(&[1.0, 2.0, 3.0, 4.0], &[4]))).unwrap();
+        let mut expected = vec![0.0f32; 16];
+        for i in 0..4 {
+            expected[i * 5] = (i + 1) as f32;
+        }
+        assert_eq!((d.backend(), d.shape(), d.to_vec::<f32>().unwrap()), (b, &[4, 4][..], expected));
+        let m: Vec<i32> = vec![1, 2, 3, 4, 5, 6, 6, 8];
+        let d = ops::diag(&on(b, Tensor::from_vec(m.clone(), &[4, 2]).unwrap())).unwrap();
+        assert_eq!(d.shape(), &[4, 2, 4, 2]);
+        let got = d.to_vec::<i32>().unwrap();
+        for (o, g) in got.iter().enumerate() {
+            let (i, j) = (o / 8, o % 8);
+            assert_eq!(*g, if i == j { m[i] } else { 0 }, "element {o} on {b}");
+        }
+    }
+    let d = ops::diag(&Tensor::from_vec(vec![1.5f64, -2.0], &[2]).unwrap()).unwrap();
+    assert_eq!(d.to_vec::<f64>().unwrap(), [1.5, 0.0, 0.0, -2.0]);
+    let d = ops::diag(&Tensor::from_vec(vec![7u8], &[1]).unwrap()).unwrap();
+    assert_eq!((d.shape(), d.to_vec::<u8>().unwrap()), (&[1, 1][..], vec![7]));
+}
+
+/// TF.js's `tf.linspace(0, 9, 10)`, and its rule for the rest: each value
+/// the one before plus the step, in f64, rounded to f32 at every step (not
+/// `start + i * step`, which differs from it in the last bits), on the
+/// default backend.
+#[test]
+fn linspace_gives_tfjs_values() {
+    for b in backends("linspace_gives_tfjs_values") {
+        let made = |start, stop, num| opforge::with_default_backend(b, || ops::linspace(start, stop, num)).unwrap();
+        let t = made(0.0, 9.0, 10).unwrap();
+        assert_eq!((t.backend(), t.to_vec::<f32>().unwrap()), (b, (0..10).map(|v| v as f32).collect::<Vec<_>>()));
+        assert_eq!(made(3.0, -4.0, 1).unwrap().to_vec::<f32>().unwrap(), [3.0]);
+        let (start, stop, num) = (-1.5f64, 0.7f64, 1000);
+        let step = (stop - start) / (num as f64 - 1.0);
+        let mut expected = vec![start as f32];
+        while expected.len() < num {
+            let last = *expected.last().unwrap();
+            expected.push((f64::from(last) + step) as f32);
+        }
+        let got = made(start, stop, num as i64).unwrap().to_vec::<f32>().unwrap();
+        assert_eq!(got, expected, "{b}");
+        let direct: Vec<f32> = (0..num).map(|i| (start + i as f64 * step) as f32).collect();
+        assert_ne!(got, direct, "the recurrence and the direct formula should differ somewhere at this length");
+        let e = made(0.0, 1.0, 0).unwrap_err();
+        assert!(e.to_string().contains("LinSpace") && e.to_string().contains("num 0 must be 1 or more"), "{e}");
+    }
+}
