@@ -1,7 +1,8 @@
 //! Kernels that issue 52 moved from the TF.js plugin's declared-only spec
 //! into the built-in one: `SearchSorted` (with `LowerBound` and
-//! `UpperBound`), `MatrixBandPart`, `Diag` and `LinSpace`. Each is held to
-//! the examples TF.js documents for its op, on every backend, and to a
+//! `UpperBound`), `MatrixBandPart`, `Diag`, `LinSpace`, `ExpandDims`,
+//! `FlipLeftRight` and `BroadcastArgs`. Each is held to the examples TF.js
+//! documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
 
@@ -204,5 +205,66 @@ fn linspace_gives_tfjs_values() {
         assert_ne!(got, direct, "the recurrence and the direct formula should differ somewhere at this length");
         let e = made(0.0, 1.0, 0).unwrap_err();
         assert!(e.to_string().contains("LinSpace") && e.to_string().contains("num 0 must be 1 or more"), "{e}");
+    }
+}
+
+/// TF.js's `x.expandDims(1)` of a vector, at every place a new axis can go,
+/// and its gradient, which reshapes `dy` back.
+#[test]
+fn expand_dims_inserts_an_axis_and_differentiates() {
+    for b in backends("expand_dims_inserts_an_axis_and_differentiates") {
+        let x = on(b, f32s(&[1.0, 2.0, 3.0, 4.0], &[4]));
+        let y = ops::expand_dims(&x, 1).unwrap();
+        assert_eq!((y.backend(), y.shape(), y.to_vec::<f32>().unwrap()), (b, &[4, 1][..], vec![1.0, 2.0, 3.0, 4.0]));
+        let m = on(b, Tensor::from_vec((0..6).collect::<Vec<i32>>(), &[2, 3]).unwrap());
+        for (dim, shape) in [(0, [1, 2, 3]), (1, [2, 1, 3]), (2, [2, 3, 1]), (-1, [2, 3, 1]), (-3, [1, 2, 3])] {
+            assert_eq!(ops::expand_dims(&m, dim).unwrap().shape(), shape, "dim {dim}");
+        }
+        let e = ops::expand_dims(&m, 3).unwrap_err();
+        assert!(e.to_string().contains("ExpandDims") && e.to_string().contains("out of range"), "{e}");
+        let g = opforge::grad(|x| ops::sum(&ops::square(&ops::expand_dims(x, 0)?)?, None, false))(&x).unwrap();
+        assert_eq!((g.shape(), g.to_vec::<f32>().unwrap()), (&[4][..], vec![2.0, 4.0, 6.0, 8.0]));
+    }
+}
+
+/// Each image's columns in reverse order, channels and rows kept, in f32
+/// and u8 (an image's usual dtype, on the cpu).
+#[test]
+fn flip_left_right_mirrors_each_image() {
+    let (n, h, w, c) = (2, 3, 5, 3);
+    let values: Vec<f32> = (0..n * h * w * c).map(|v| v as f32).collect();
+    let mirrored: Vec<f32> = (0..n * h * w * c)
+        .map(|o| {
+            let (rest, ch) = (o / c, o % c);
+            let (row, col) = (rest / w, rest % w);
+            ((row * w + (w - 1 - col)) * c + ch) as f32
+        })
+        .collect();
+    for b in backends("flip_left_right_mirrors_each_image") {
+        let y = ops::flip_left_right(&on(b, f32s(&values, &[n, h, w, c]))).unwrap();
+        assert_eq!((y.backend(), y.to_vec::<f32>().unwrap()), (b, mirrored.clone()));
+    }
+    let bytes = ops::cast(&f32s(&values, &[n, h, w, c]), DType::U8).unwrap();
+    let y = ops::flip_left_right(&bytes).unwrap().to_vec::<u8>().unwrap();
+    assert_eq!(y, mirrored.iter().map(|&v| v as u8).collect::<Vec<_>>());
+    let e = ops::flip_left_right(&f32s(&values, &[h * n, w, c])).unwrap_err();
+    assert!(e.to_string().contains("FlipLeftRight") && e.to_string().contains("expected rank 4"), "{e}");
+}
+
+/// NumPy's rule on shapes held as values: ones stretch, missing leading
+/// axes count as ones, and a mismatch is an error naming both shapes.
+#[test]
+fn broadcast_args_broadcasts_shapes_held_as_values() {
+    let shape = |v: &[i32]| Tensor::from_vec(v.to_vec(), &[v.len()]).unwrap();
+    for b in backends("broadcast_args_broadcasts_shapes_held_as_values") {
+        let args = |s0: &[i32], s1: &[i32]| ops::broadcast_args(&on(b, shape(s0)), &on(b, shape(s1)));
+        let y = args(&[2, 1, 4], &[3, 1]).unwrap();
+        assert_eq!((y.backend(), y.to_vec::<i32>().unwrap()), (b, vec![2, 3, 4]));
+        assert_eq!(args(&[5], &[1, 1, 1]).unwrap().to_vec::<i32>().unwrap(), [1, 1, 5]);
+        assert_eq!(args(&[0, 1], &[1, 7]).unwrap().to_vec::<i32>().unwrap(), [0, 7]);
+        let e = args(&[2, 4], &[3, 4]).unwrap_err().to_string();
+        assert!(e.contains("BroadcastArgs") && e.contains("[2, 4] and [3, 4] do not broadcast"), "{e}");
+        let e = args(&[-2], &[1]).unwrap_err().to_string();
+        assert!(e.contains("negative"), "{e}");
     }
 }

@@ -8,7 +8,7 @@ use crate::kernels::{
     AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice,
     StridedSliceAttrs, Tile, Unpack,
 };
-use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
+use crate::kernels::{BroadcastTo, Cast, ExpandDims, PadV2, Reshape, Slice, Transpose};
 use crate::ops;
 use crate::ops::unbroadcast;
 use crate::shape::rules::permutation;
@@ -205,4 +205,9 @@ fn mirror_pad_grad(x: &Tensor, paddings: &[Vec<i64>], mode: MirrorPadMode, dy: &
         g = folded;
     }
     Ok(g)
+}
+
+#[gradient(ExpandDims)]
+fn expand_dims_grad(input: &Tensor, dy: &Tensor) -> Result<Tensor> {
+    ops::reshape(dy, &dims(input))
 }

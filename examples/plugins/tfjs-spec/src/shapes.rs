@@ -21,19 +21,18 @@
 //! splits, one more than its rows), [`ANY`] where only the data does (a
 //! sparse segment reduction's rows, as many as its last segment id says).
 
-use opforge::shape::{broadcast_shapes, checked_numel, normalize_axis, rules::matmul, Shape, ANY};
+use opforge::shape::{broadcast_shapes, checked_numel, rules::matmul, Shape, ANY};
 
 use crate::{
-    _FusedMatMulAttrs, Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, BatchToSpaceNDAttrs, BincountAttrs,
-    BroadcastArgsAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs, Conv3DBackpropInputV2Attrs, CropAndResizeAttrs,
-    DataFormat, DataFormat3D, DenseBincountAttrs, Dilation2DAttrs, Dilation2DBackpropFilterAttrs,
-    Dilation2DBackpropInputAttrs, DimRoundingMode, EinsumAttrs, EluGradAttrs, ExpandDimsAttrs, FlipLeftRightAttrs,
-    FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, LRNGradAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs,
-    MaxPoolWithArgmaxAttrs, NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs, NonMaxSuppressionV5Attrs, Padding,
-    RaggedGatherAttrs, RaggedRangeAttrs, RaggedTensorToTensorAttrs, ResizeBilinearGradAttrs,
-    ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, SpaceToBatchNDAttrs, SparseFillEmptyRowsAttrs,
-    SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs, TensorScatterUpdateAttrs,
-    TransformAttrs, ValidOrSame,
+    _FusedMatMulAttrs, Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, BatchToSpaceNDAttrs, BincountAttrs, Conv3DAttrs,
+    Conv3DBackpropFilterV2Attrs, Conv3DBackpropInputV2Attrs, CropAndResizeAttrs, DataFormat, DataFormat3D,
+    DenseBincountAttrs, Dilation2DAttrs, Dilation2DBackpropFilterAttrs, Dilation2DBackpropInputAttrs, DimRoundingMode,
+    EinsumAttrs, EluGradAttrs, FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, LRNGradAttrs, MaxPool3DAttrs,
+    MaxPool3DGradAttrs, MaxPoolWithArgmaxAttrs, NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs,
+    NonMaxSuppressionV5Attrs, Padding, RaggedGatherAttrs, RaggedRangeAttrs, RaggedTensorToTensorAttrs,
+    ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, SpaceToBatchNDAttrs,
+    SparseFillEmptyRowsAttrs, SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs,
+    TensorScatterUpdateAttrs, TransformAttrs, ValidOrSame,
 };
 
 // Shared helpers.
@@ -567,15 +566,6 @@ pub fn lrn_grad(x: &[usize], y: &[usize], dy: &[usize], attrs: &LRNGradAttrs) ->
     same_shapes(&[("x", x), ("y", y), ("dy", dy)])
 }
 
-/// `ExpandDims`: `input` with a 1 inserted at `dim`, which lies in
-/// `-(rank + 1)..=rank`.
-pub fn expand_dims(input: &[usize], attrs: &ExpandDimsAttrs) -> Result<Shape, String> {
-    let axis = normalize_axis(attrs.dim, input.len() + 1).map_err(|e| format!("dim: {e}"))?;
-    let mut out = Shape::from_slice(input);
-    out.insert(axis, 1);
-    Ok(out)
-}
-
 /// `BatchToSpaceND`: `[batch / prod(block_shape), spatial * block - crops..., rest...]`.
 pub fn batch_to_space_nd(x: &[usize], attrs: &BatchToSpaceNDAttrs) -> Result<Shape, String> {
     let (blocks, crops) = (&attrs.block_shape, &attrs.crops);
@@ -635,15 +625,6 @@ pub fn space_to_batch_nd(x: &[usize], attrs: &SpaceToBatchNDAttrs) -> Result<Sha
     }
     out[0] = batch;
     fits(out)
-}
-
-/// `BroadcastArgs`: `[max(len s0, len s1)]` for the 1-D shapes `s0` and `s1`.
-pub fn broadcast_args(s0: &[usize], s1: &[usize], attrs: &BroadcastArgsAttrs) -> Result<Shape, String> {
-    let _ = attrs;
-    match (s0, s1) {
-        (&[a], &[b]) => Ok(Shape::from_slice(&[a.max(b)])),
-        _ => Err(format!("s0 {s0:?} and s1 {s1:?} must both be 1-D: each holds a shape")),
-    }
 }
 
 /// `TensorScatterUpdate`: `tensor`'s shape, which `updates` at `indices` fit.
@@ -721,13 +702,6 @@ pub fn bincount(x: &[usize], weights: &[usize], attrs: &BincountAttrs) -> Result
 /// `DenseBincount`: `[size]` for a 1-D `x`, `[rows, size]` for a 2-D one.
 pub fn dense_bincount(x: &[usize], weights: &[usize], attrs: &DenseBincountAttrs) -> Result<Shape, String> {
     bincount_shape(x, weights, attrs.size, true)
-}
-
-/// `FlipLeftRight`: the NHWC `image`'s shape.
-pub fn flip_left_right(image: &[usize], attrs: &FlipLeftRightAttrs) -> Result<Shape, String> {
-    let _ = attrs;
-    rank("image", image, 4)?;
-    Ok(Shape::from_slice(image))
 }
 
 /// `RotateWithOffset`: the NHWC `image`'s shape; `fill_value` gives one

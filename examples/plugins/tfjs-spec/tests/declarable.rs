@@ -352,11 +352,11 @@ fn elementwise(c: &mut Checker) {
 }
 
 fn layout(c: &mut Checker) {
-    let dim = |dim| t::ExpandDimsAttrs { dim };
-    c.ok::<t::ExpandDims>(&[T(&[2, 3], F)], dim(1), &[T(&[2, 1, 3], F)]);
-    c.ok::<t::ExpandDims>(&[T(&[2, 3], B)], dim(-1), &[T(&[2, 3, 1], B)]);
-    c.ok::<t::ExpandDims>(&[T(&[], I)], dim(0), &[T(&[1], I)]);
-    c.bad::<t::ExpandDims>(&[T(&[2, 3], F)], dim(3), "dim: axis 3 is out of range");
+    let dim = |dim| b::ExpandDimsAttrs { dim };
+    c.ok::<b::ExpandDims>(&[T(&[2, 3], F)], dim(1), &[T(&[2, 1, 3], F)]);
+    c.ok::<b::ExpandDims>(&[T(&[2, 3], B)], dim(-1), &[T(&[2, 3, 1], B)]);
+    c.ok::<b::ExpandDims>(&[T(&[], I)], dim(0), &[T(&[1], I)]);
+    c.bad::<b::ExpandDims>(&[T(&[2, 3], F)], dim(3), "dim: axis 3 is out of range");
     c.ok::<b::Diag>(&[T(&[2, 3], I)], d(), &[T(&[2, 3, 2, 3], I)]);
     c.ok::<b::Diag>(&[T(&[4], F)], d(), &[T(&[4, 4], F)]);
     c.bad::<b::Diag>(&[T(&[0, 1 << 40], F)], d(), "too large");
@@ -373,8 +373,8 @@ fn layout(c: &mut Checker) {
     let padded = s2b(vec![2, 2], vec![vec![0, 0], vec![2, 0]]);
     c.ok::<t::SpaceToBatchND>(&[T(&[1, 2, 4, 1], I)], padded, &[T(&[4, 1, 3, 1], I)]);
     c.bad::<t::SpaceToBatchND>(&[T(&[1, 3, 2, 1], F)], s2b(vec![2, 2], zero()), "not a multiple of its block 2");
-    c.ok::<t::BroadcastArgs>(&[T(&[2], I), T(&[4], I)], d(), &[T(&[4], I)]);
-    c.bad::<t::BroadcastArgs>(&[T(&[2, 1], I), T(&[4], I)], d(), "must both be 1-D");
+    c.ok::<b::BroadcastArgs>(&[T(&[2], I), T(&[4], I)], d(), &[T(&[4], I)]);
+    c.bad::<b::BroadcastArgs>(&[T(&[2, 1], I), T(&[4], I)], d(), "must both be 1-D");
 }
 
 fn indexing(c: &mut Checker) {
@@ -425,8 +425,8 @@ fn indexing(c: &mut Checker) {
 }
 
 fn images(c: &mut Checker) {
-    c.ok::<t::FlipLeftRight>(&[T(&[2, 4, 5, 3], F)], d(), &[T(&[2, 4, 5, 3], F)]);
-    c.bad::<t::FlipLeftRight>(&[T(&[4, 5, 3], F)], d(), "image has shape [4, 5, 3] of rank 3, expected rank 4");
+    c.ok::<b::FlipLeftRight>(&[T(&[2, 4, 5, 3], F)], d(), &[T(&[2, 4, 5, 3], F)]);
+    c.bad::<b::FlipLeftRight>(&[T(&[4, 5, 3], F)], d(), "image has shape [4, 5, 3] of rank 3, expected rank 4");
     let rotate = |fill_value: Vec<f64>| t::RotateWithOffsetAttrs { radians: 0.5, fill_value, center: vec![0.5, 0.25] };
     c.ok::<t::RotateWithOffset>(&[T(&[1, 4, 5, 3], F)], rotate(vec![0.0, 0.5, 1.0]), &[T(&[1, 4, 5, 3], F)]);
     c.bad::<t::RotateWithOffset>(&[T(&[1, 4, 5, 3], F)], rotate(vec![0.0, 0.5]), "one value or three");

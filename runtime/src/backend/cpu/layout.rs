@@ -1,7 +1,9 @@
 //! Kernels that move or reinterpret data: `Reshape`, `Transpose`, `Cast`, `BroadcastTo`,
 //! `Slice`, `PadV2`, and those of several tensors: `Concat`, `Pack`, `AddN`, and the
-//! kernels of several outputs `Unpack` and `SplitV`; and `MatrixBandPart`
-//! and `Diag`, which place elements and zeros around them.
+//! kernels of several outputs `Unpack` and `SplitV`; `MatrixBandPart` and
+//! `Diag`, which place elements and zeros around them; `ExpandDims` (a
+//! reshape), `FlipLeftRight` (a `Reverse`) and `BroadcastArgs`, a shape
+//! computed from two shapes held as values.
 
 use super::error::{rule_error, unsupported};
 use super::parallel::for_rows;
@@ -14,8 +16,8 @@ use crate::dtype::{bf16, f16, for_dtype, DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::StridedSliceAttrs;
 use crate::kernels::{
-    AddN, Concat, DepthToSpace, Diag, MatrixBandPart, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV,
-    StridedSlice, Tile, Unpack,
+    AddN, BroadcastArgs, Concat, DepthToSpace, Diag, ExpandDims, FlipLeftRight, MatrixBandPart, MirrorPad,
+    MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice, Tile, Unpack,
 };
 use crate::kernels::{Cast, Reshape, Transpose};
 use crate::shape::rules::{block_view, mirrors, permutation, reversed_axes, strided_plan, Remap, StridedPlan};
@@ -449,4 +451,48 @@ fn diag<T: Element>(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
         }
     });
     CpuTensor::from_vec(&out.shape, y)
+}
+
+#[kernel(ExpandDims, cpu)]
+fn expand_dims(input: &CpuTensor, dim: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = dim; // Placed by the shape rule into `out`.
+    input.reshaped(&out.shape)
+}
+
+/// `Reverse` along the width of NHWC images (axis 2).
+#[kernel(FlipLeftRight, cpu)]
+fn flip_left_right(image: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let modes = reversed_axes(4, &[2]).map_err(rule_error("FlipLeftRight"))?;
+    remap_any(image, &modes, out)
+}
+
+/// NumPy's broadcast of two shapes held as values: a pair of dims broadcasts
+/// where they are equal or one of them is 1. TF.js's `broadcastArgs`
+/// checks the same; its wgpu kernel reads the two shapes back and calls this.
+pub(crate) fn broadcast_args_values(s0: &CpuTensor, s1: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let (a, b) = (s0.as_slice::<i32>()?, s1.as_slice::<i32>()?);
+    let rank = a.len().max(b.len());
+    let dim = |s: &[i32], i: usize| if i < rank - s.len() { 1 } else { s[i - (rank - s.len())] };
+    let mut shape = Vec::with_capacity(rank);
+    for i in 0..rank {
+        let (da, db) = (dim(a, i), dim(b, i));
+        shape.push(match (da, db) {
+            _ if da < 0 || db < 0 => {
+                return Err(Error::kernel_failed(format!("the shapes {a:?} and {b:?} hold a negative dim")))
+            }
+            _ if da == db || db == 1 => da,
+            (1, _) => db,
+            _ => {
+                return Err(Error::kernel_failed(format!(
+                    "the shapes {a:?} and {b:?} do not broadcast: axis {i} has {da} and {db}"
+                )))
+            }
+        });
+    }
+    CpuTensor::from_vec(&out.shape, shape)
+}
+
+#[kernel(BroadcastArgs, cpu)]
+fn broadcast_args(s0: &CpuTensor, s1: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    broadcast_args_values(s0, s1, out)
 }

@@ -11,6 +11,10 @@
 //! PyTorch's copy is, with no binding limit (see [`super::COPY_AT_LEAST`]).
 //! A gather of all of its input, in order, is that input (an identity
 //! transpose, a slice of everything).
+//!
+//! `ExpandDims` is a reshape, `FlipLeftRight` a `Reverse` of the width, and
+//! `BroadcastArgs` reads its two shapes back, as a check that can fail
+//! must, and runs the cpu's rule on them.
 
 use super::{by_dtype, rule_error, unsupported, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
@@ -18,8 +22,8 @@ use crate::backend::TensorList;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{
-    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice,
-    StridedSliceAttrs, Tile, Unpack,
+    AddN, BroadcastArgs, Concat, DepthToSpace, ExpandDims, FlipLeftRight, MirrorPad, MirrorPadMode, Pack, Reverse,
+    SpaceToDepth, SplitV, StridedSlice, StridedSliceAttrs, Tile, Unpack,
 };
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
 use crate::shape::rules::{block_view, mirrors, reversed_axes, Remap};
@@ -275,4 +279,25 @@ fn space_to_depth(x: &WgpuTensor, block_size: i64, out: &TensorMeta) -> Result<W
 #[kernel(MirrorPad, wgpu)]
 fn mirror_pad(x: &WgpuTensor, paddings: &[Vec<i64>], mode: MirrorPadMode, out: &TensorMeta) -> Result<WgpuTensor> {
     remap("MirrorPad", x, &mirrors(paddings, mode), out)
+}
+
+#[kernel(ExpandDims, wgpu)]
+fn expand_dims(input: &WgpuTensor, dim: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = dim; // Placed by the shape rule into `out`.
+    Ok(input.reshaped(&out.shape))
+}
+
+/// `Reverse` along the width of NHWC images (axis 2): one strided gather.
+#[kernel(FlipLeftRight, wgpu)]
+fn flip_left_right(image: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    let modes = reversed_axes(4, &[2]).map_err(rule_error("FlipLeftRight"))?;
+    remap("FlipLeftRight", image, &modes, out)
+}
+
+/// The two shapes are read back, checked and broadcast on the host (a
+/// few integers; an error needs the host anyway), and the result uploaded.
+#[kernel(BroadcastArgs, wgpu)]
+fn broadcast_args(s0: &WgpuTensor, s1: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    let shape = crate::backend::cpu::layout::broadcast_args_values(&s0.download()?, &s1.download()?, out)?;
+    WgpuTensor::upload(&shape)
 }

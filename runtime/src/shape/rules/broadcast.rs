@@ -31,3 +31,21 @@ fn broadcast_all(shapes: &[&[usize]]) -> Result<Shape, String> {
     }
     Ok(out)
 }
+
+/// The shape function of `BroadcastArgs`: `[max(len s0, len s1)]` for the
+/// 1-D shapes `s0` and `s1` (whether their values broadcast, only the
+/// kernel can tell).
+///
+/// ```
+/// use opforge::kernels::BroadcastArgsAttrs;
+/// use opforge::shape::rules::broadcast_args;
+/// assert_eq!(broadcast_args(&[2], &[4], &BroadcastArgsAttrs {}).unwrap().as_slice(), &[4]);
+/// assert!(broadcast_args(&[2, 1], &[4], &BroadcastArgsAttrs {}).unwrap_err().contains("must both be 1-D"));
+/// ```
+pub fn broadcast_args(s0: &[usize], s1: &[usize], attrs: &crate::kernels::BroadcastArgsAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    match (s0, s1) {
+        (&[a], &[b]) => Ok(Shape::from_slice(&[a.max(b)])),
+        _ => Err(format!("s0 {s0:?} and s1 {s1:?} must both be 1-D: each holds a shape")),
+    }
+}

@@ -682,3 +682,37 @@ pub fn diag(x: &[usize], attrs: &crate::kernels::DiagAttrs) -> Result<Shape, Str
     let _ = attrs;
     allocatable(x.iter().chain(x).copied().collect())
 }
+
+/// The shape function of `ExpandDims`: `input` with a 1 inserted at `dim`,
+/// which lies in `-(rank + 1)..=rank`.
+///
+/// ```
+/// use opforge::kernels::ExpandDimsAttrs;
+/// use opforge::shape::rules::expand_dims;
+/// assert_eq!(expand_dims(&[2, 3], &ExpandDimsAttrs { dim: 1 }).unwrap().as_slice(), &[2, 1, 3]);
+/// assert_eq!(expand_dims(&[2, 3], &ExpandDimsAttrs { dim: -1 }).unwrap().as_slice(), &[2, 3, 1]);
+/// assert!(expand_dims(&[2, 3], &ExpandDimsAttrs { dim: 3 }).unwrap_err().contains("dim: axis 3 is out of range"));
+/// ```
+pub fn expand_dims(input: &[usize], attrs: &crate::kernels::ExpandDimsAttrs) -> Result<Shape, String> {
+    let axis = normalize_axis(attrs.dim, input.len() + 1).map_err(|e| format!("dim: {e}"))?;
+    let mut out = Shape::from_slice(input);
+    out.insert(axis, 1);
+    Ok(out)
+}
+
+/// The shape function of `FlipLeftRight`: the NHWC `image`'s shape.
+///
+/// ```
+/// use opforge::kernels::FlipLeftRightAttrs;
+/// use opforge::shape::rules::flip_left_right;
+/// assert_eq!(flip_left_right(&[2, 4, 5, 3], &FlipLeftRightAttrs {}).unwrap().as_slice(), &[2, 4, 5, 3]);
+/// let e = flip_left_right(&[4, 5, 3], &FlipLeftRightAttrs {}).unwrap_err();
+/// assert!(e.contains("image has shape [4, 5, 3] of rank 3, expected rank 4"));
+/// ```
+pub fn flip_left_right(image: &[usize], attrs: &crate::kernels::FlipLeftRightAttrs) -> Result<Shape, String> {
+    let _ = attrs;
+    match image.len() {
+        4 => Ok(Shape::from_slice(image)),
+        r => Err(format!("image has shape {image:?} of rank {r}, expected rank 4 (NHWC)")),
+    }
+}

@@ -18,7 +18,7 @@ mod unary;
 
 pub use attention::*;
 pub use binary::*;
-pub use broadcast::{broadcast, same};
+pub use broadcast::{broadcast, broadcast_args, same};
 pub use conv::*;
 pub use index::*;
 pub use layout::*;
