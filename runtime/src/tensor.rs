@@ -213,7 +213,9 @@ impl Tensor {
     }
 
     /// Zeros shaped and typed like `t`, on `t`'s backend (TF.js `zerosLike`),
-    /// whatever the default backend.
+    /// whatever the default backend: made on the host and moved there, with
+    /// no kernel (what an optimizer's fresh state wants). `ops::zeros_like`
+    /// runs the `ZerosLike` kernel instead, which a tape or a capture sees.
     ///
     /// ```
     /// let t = opforge::Tensor::from_vec(vec![1i32, 2], &[2])?;
@@ -224,7 +226,9 @@ impl Tensor {
         Tensor::filled_like(t, 0.0, "zeros_like")
     }
 
-    /// Ones shaped and typed like `t`, on `t`'s backend (TF.js `onesLike`).
+    /// Ones shaped and typed like `t`, on `t`'s backend (TF.js `onesLike`),
+    /// made on the host as [`Tensor::zeros_like`] is; `ops::ones_like` runs
+    /// the `OnesLike` kernel.
     ///
     /// ```
     /// let t = opforge::Tensor::from_vec(vec![1.5f32, 2.0], &[2])?;

@@ -1,7 +1,8 @@
 //! Kernels that issue 52 moved from the TF.js plugin's declared-only spec
 //! into the built-in one: `SearchSorted` (with `LowerBound` and
 //! `UpperBound`), `MatrixBandPart`, `Diag`, `LinSpace`, `ExpandDims`,
-//! `FlipLeftRight` and `BroadcastArgs`. Each is held to the examples TF.js
+//! `FlipLeftRight`, `BroadcastArgs`, `Identity`, `OnesLike` and
+//! `ZerosLike`. Each is held to the examples TF.js
 //! documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
@@ -267,4 +268,38 @@ fn broadcast_args_broadcasts_shapes_held_as_values() {
         let e = args(&[-2], &[1]).unwrap_err().to_string();
         assert!(e.contains("negative"), "{e}");
     }
+}
+
+/// `tf.clone`, `tf.onesLike` and `tf.zerosLike`: values, dtypes (bool
+/// included) and backend kept, and TF.js's gradients (`dy` through the
+/// clone, zero through the others).
+#[test]
+fn identity_ones_like_and_zeros_like_keep_shape_dtype_and_backend() {
+    for b in backends("identity_ones_like_and_zeros_like_keep_shape_dtype_and_backend") {
+        let x = on(b, f32s(&[1.5, -0.0, f32::NAN, 4.0], &[2, 2]));
+        let same = ops::identity(&x).unwrap();
+        assert_eq!((same.backend(), same.shape()), (b, &[2, 2][..]));
+        let bits = |t: &Tensor| t.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&same), bits(&x));
+        assert_eq!(ops::ones_like(&x).unwrap().to_vec::<f32>().unwrap(), [1.0; 4]);
+        assert_eq!(ops::zeros_like(&x).unwrap().to_vec::<f32>().unwrap(), [0.0; 4]);
+        let flags = on(b, Tensor::from_vec(vec![false, true, false], &[3]).unwrap());
+        assert_eq!(ops::ones_like(&flags).unwrap().to_vec::<bool>().unwrap(), [true; 3]);
+        assert_eq!(ops::zeros_like(&flags).unwrap().to_vec::<bool>().unwrap(), [false; 3]);
+        assert_eq!(ops::identity(&flags).unwrap().to_vec::<bool>().unwrap(), [false, true, false]);
+        let ints = on(b, Tensor::from_vec(vec![7i32, -3], &[2]).unwrap());
+        let ones = ops::ones_like(&ints).unwrap();
+        assert_eq!((ones.dtype(), ones.backend(), ones.to_vec::<i32>().unwrap()), (DType::I32, b, vec![1, 1]));
+        let v = on(b, f32s(&[1.0, 2.0, 3.0], &[3]));
+        let through = |f: fn(&Tensor) -> opforge::Result<Tensor>| {
+            let g = opforge::grad(move |x| ops::sum(&ops::mul(&f(x)?, x)?, None, false))(&v).unwrap();
+            g.to_vec::<f32>().unwrap()
+        };
+        // d/dx sum(f(x) * x): f(x) + x * f'(x).
+        assert_eq!(through(ops::identity), [2.0, 4.0, 6.0], "{b}");
+        assert_eq!(through(ops::ones_like), [1.0, 1.0, 1.0], "{b}");
+        assert_eq!(through(ops::zeros_like), [0.0, 0.0, 0.0], "{b}");
+    }
+    let halves = ops::cast(&f32s(&[2.0, 3.0], &[2]), DType::F16).unwrap();
+    assert_eq!(ops::ones_like(&halves).unwrap().dtype(), DType::F16);
 }

@@ -8,6 +8,7 @@ mod conv;
 mod convert;
 mod index;
 mod layout;
+mod make;
 mod matmul;
 mod normalization;
 mod reduce;

@@ -1,12 +1,14 @@
 //! Kernels with no tensor input, which make their output from attrs:
-//! `Range`, `Fill`, `RandomUniform` and `LinSpace`.
+//! `Range`, `Fill`, `RandomUniform` and `LinSpace`; and those that read no
+//! value of their input, only its shape and dtype: `OnesLike`, `ZerosLike`
+//! and `Identity`, which is its input.
 
 use super::pool::output;
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::dtype::{bf16, f16, for_dtype, DType, Element};
 use crate::error::Result;
-use crate::kernels::{Fill, LinSpace, RandomUniform, Range};
+use crate::kernels::{Fill, Identity, LinSpace, OnesLike, RandomUniform, Range, ZerosLike};
 use opforge_macros::kernel;
 
 /// `n` values `f(i)`, in parallel above the usual threshold.
@@ -73,4 +75,21 @@ pub(crate) fn linspace_values(start: f64, stop: f64, out: &TensorMeta) -> Result
 fn linspace(start: f64, stop: f64, num: i64, out: &TensorMeta) -> Result<CpuTensor> {
     let _ = num; // Checked by the shape function, and `out`'s shape.
     linspace_values(start, stop, out)
+}
+
+/// `x`'s storage again: tensors are immutable, so the "copy" shares it.
+#[kernel(Identity, cpu)]
+fn identity(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = out; // `x`'s own shape and dtype.
+    Ok(x.clone())
+}
+
+#[kernel(OnesLike, cpu)]
+fn ones_like(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    for_dtype!(x.dtype(), T => generate(out, |_| T::from_f64(1.0)))
+}
+
+#[kernel(ZerosLike, cpu)]
+fn zeros_like(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    for_dtype!(x.dtype(), T => generate(out, |_| T::from_f64(0.0)))
 }

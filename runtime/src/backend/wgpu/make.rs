@@ -1,13 +1,14 @@
 //! Kernels with no tensor input, which make their output from attrs:
 //! `Range`, `Fill` and `RandomUniform`, one word per invocation (make.wgsl),
 //! and `LinSpace`, whose values TF.js defines as a recurrence: made on the
-//! host and uploaded, as TF.js's WebGPU backend does.
+//! host and uploaded, as TF.js's WebGPU backend does. `OnesLike` and
+//! `ZerosLike` fill as `Fill` does, and `Identity` is its input's buffer.
 
 use super::{unsupported, EntryPoint, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::kernels::{Fill, LinSpace, RandomUniform, Range};
+use crate::kernels::{Fill, Identity, LinSpace, OnesLike, RandomUniform, Range, ZerosLike};
 use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("make");
@@ -28,13 +29,7 @@ fn range(start: f64, stop: f64, step: f64, dtype: DType, out: &TensorMeta) -> Re
 #[kernel(Fill, wgpu)]
 fn fill(shape: &[i64], value: f64, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
     let _ = shape; // Checked by the shape function, and `out`'s shape.
-    let word = match dtype {
-        DType::F32 => (value as f32).to_bits(),
-        DType::I32 => value as i32 as u32,
-        DType::Bool => u32::from(value != 0.0),
-        other => return Err(unsupported("Fill", other)),
-    };
-    EntryPoint { kernel: "Fill", shader: &SHADER, entry: "fill", op: 0 }.run(&[], out, &[out.numel() as u32, word])
+    filled("Fill", dtype, value, out)
 }
 
 /// `crate::random`'s counter-based draw, as the cpu kernel computes it.
@@ -50,4 +45,32 @@ fn random_uniform(shape: &[i64], minval: f64, maxval: f64, seed: i64, out: &Tens
 fn linspace(start: f64, stop: f64, num: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     let _ = num; // Checked by the shape function, and `out`'s shape.
     WgpuTensor::upload(&crate::backend::cpu::make::linspace_values(start, stop, out)?)
+}
+
+/// `x`'s buffer again: tensors are immutable, so the "copy" shares it.
+#[kernel(Identity, wgpu)]
+fn identity(x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = out; // `x`'s own shape and dtype.
+    Ok(x.clone())
+}
+
+/// `value` in `dtype`, one word per invocation (make.wgsl's `fill`).
+fn filled(kernel: &'static str, dtype: DType, value: f64, out: &TensorMeta) -> Result<WgpuTensor> {
+    let word = match dtype {
+        DType::F32 => (value as f32).to_bits(),
+        DType::I32 => value as i32 as u32,
+        DType::Bool => u32::from(value != 0.0),
+        other => return Err(unsupported(kernel, other)),
+    };
+    EntryPoint { kernel, shader: &SHADER, entry: "fill", op: 0 }.run(&[], out, &[out.numel() as u32, word])
+}
+
+#[kernel(OnesLike, wgpu)]
+fn ones_like(x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    filled("OnesLike", x.dtype(), 1.0, out)
+}
+
+#[kernel(ZerosLike, wgpu)]
+fn zeros_like(x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    filled("ZerosLike", x.dtype(), 0.0, out)
 }
