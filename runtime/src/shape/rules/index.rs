@@ -322,19 +322,22 @@ pub(crate) fn check_indices(what: &str, idx: &[i32], len: usize) -> Result<(), S
     }
 }
 
-/// The shape function of `SearchSorted`, `LowerBound` and `UpperBound`:
-/// `values`' shape, each row of `values` (its last axis) searched in the
-/// same row of `sorted_sequence` (their leading dims, flattened, must
-/// agree), the positions fitting an i32.
+/// The shape function of `SearchSorted`, `LowerBound` and `UpperBound`
+/// (whose attrs it does not read): `values`' shape, each row of `values`
+/// (its last axis) searched in the same row of `sorted_sequence` (their
+/// leading dims, flattened, must agree), the positions fitting an i32.
 ///
 /// ```
+/// use opforge::kernels::{LowerBoundAttrs, SearchSortedAttrs, Side};
 /// use opforge::shape::rules::search;
-/// assert_eq!(search(&[2, 5], &[2, 3]).unwrap().as_slice(), &[2, 3]);
-/// assert_eq!(search(&[2, 3, 5], &[6, 1]).unwrap().as_slice(), &[6, 1]);
-/// assert!(search(&[2, 5], &[3, 3]).unwrap_err().contains("has 2 rows but values [3, 3] has 3"));
-/// assert!(search(&[], &[3]).unwrap_err().contains("rank 1 or more"));
+/// let (left, lower) = (SearchSortedAttrs { side: Side::Left }, LowerBoundAttrs {});
+/// assert_eq!(search(&[2, 5], &[2, 3], &left).unwrap().as_slice(), &[2, 3]);
+/// assert_eq!(search(&[2, 3, 5], &[6, 1], &lower).unwrap().as_slice(), &[6, 1]);
+/// assert!(search(&[2, 5], &[3, 3], &left).unwrap_err().contains("has 2 rows but values [3, 3] has 3"));
+/// assert!(search(&[], &[3], &lower).unwrap_err().contains("rank 1 or more"));
 /// ```
-pub fn search(sorted: &[usize], values: &[usize]) -> Result<Shape, String> {
+pub fn search<A>(sorted: &[usize], values: &[usize], attrs: &A) -> Result<Shape, String> {
+    let _ = attrs;
     let (Some((&n, sorted_rows)), Some((_, value_rows))) = (sorted.split_last(), values.split_last()) else {
         return Err(format!(
             "sorted_sequence {sorted:?} and values {values:?} must both have rank 1 or more, their last axis the \
@@ -354,50 +357,4 @@ pub fn search(sorted: &[usize], values: &[usize]) -> Result<Shape, String> {
         return Err(format!("sorted_sequence rows of {n} are past an i32 index"));
     }
     Ok(Shape::from_slice(values))
-}
-
-/// The shape function of `SearchSorted`: [`search`]'s.
-///
-/// ```
-/// use opforge::kernels::{SearchSortedAttrs, Side};
-/// let attrs = SearchSortedAttrs { side: Side::Right };
-/// assert_eq!(opforge::shape::rules::search_sorted(&[5], &[3], &attrs).unwrap().as_slice(), &[3]);
-/// ```
-pub fn search_sorted(
-    sorted_sequence: &[usize],
-    values: &[usize],
-    attrs: &crate::kernels::SearchSortedAttrs,
-) -> Result<Shape, String> {
-    let _ = attrs;
-    search(sorted_sequence, values)
-}
-
-/// The shape function of `LowerBound`: [`search`]'s.
-///
-/// ```
-/// use opforge::kernels::LowerBoundAttrs;
-/// assert_eq!(opforge::shape::rules::lower_bound(&[5], &[3], &LowerBoundAttrs {}).unwrap().as_slice(), &[3]);
-/// ```
-pub fn lower_bound(
-    sorted_sequence: &[usize],
-    values: &[usize],
-    attrs: &crate::kernels::LowerBoundAttrs,
-) -> Result<Shape, String> {
-    let _ = attrs;
-    search(sorted_sequence, values)
-}
-
-/// The shape function of `UpperBound`: [`search`]'s.
-///
-/// ```
-/// use opforge::kernels::UpperBoundAttrs;
-/// assert_eq!(opforge::shape::rules::upper_bound(&[5], &[3], &UpperBoundAttrs {}).unwrap().as_slice(), &[3]);
-/// ```
-pub fn upper_bound(
-    sorted_sequence: &[usize],
-    values: &[usize],
-    attrs: &crate::kernels::UpperBoundAttrs,
-) -> Result<Shape, String> {
-    let _ = attrs;
-    search(sorted_sequence, values)
 }
