@@ -80,7 +80,7 @@ pub trait Half: Element {
     fn from_f32(v: f32) -> Self;
 }
 
-/// f16 converts a slice at a time: 8 lanes a instruction through F16C
+/// f16 converts a slice at a time: 8 lanes an instruction through F16C
 /// where the CPU has it (checked once), the `half` crate's loop elsewhere.
 /// (`half`'s own slice conversion calls F16C through a function pointer
 /// every 8 elements, several times slower in the kernels' chunk loops.)
