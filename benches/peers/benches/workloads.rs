@@ -184,27 +184,8 @@ fn workloads() -> Vec<Workload> {
     }
 
     // W5: square matmuls; bound: the gemm crate called directly.
-    let threads = rayon::current_num_threads();
-    for (group, title, n) in
-        [("w5_matmul_1024", "W5 matmul 1024^3", 1024usize), ("w5_matmul_2048", "W5 matmul 2048^3", 2048)]
-    {
-        let (a, b) = (data(n * n, -1.0, 1.0, 6), data(n * n, -1.0, 1.0, 7));
-        let (oa, ob) = (opforge(&a, &[n, n]), opforge(&b, &[n, n]));
-        let (ca, cb) = (candle(&a, &[n, n]), candle(&b, &[n, n]));
-        let mut dst = vec![0.0f32; n * n];
-        all.push(Workload {
-            group,
-            title,
-            jobs: vec![
-                ("opforge", job(move || ops::matmul(&oa, &ob, false, false).expect("matmul"))),
-                ("candle", job(move || ca.matmul(&cb).expect("matmul"))),
-                ("gemm", job(move || stream::gemm(n, &a, &b, &mut dst, threads))),
-            ],
-            work: Some((2.0 * (n as f64).powi(3), "GFLOP/s")),
-            max_vs_candle: None,
-            min_of_bound: None,
-        });
-    }
+    all.push(matmul_workload("w5_matmul_1024", "W5 matmul 1024^3", 1024, |v| v, None));
+    all.push(matmul_workload("w5_matmul_2048", "W5 matmul 2048^3", 2048, |v| v, None));
 
     // W9: a six-op elementwise chain over 2^24, fused; candle runs it op by
     // op, and so does opforge inside `fuse::unfused` (the fourth job).
@@ -318,35 +299,42 @@ fn half_workloads() -> Vec<Workload> {
     rows::<f16>(&mut all, "f16", (&x, &y), f16::from_f32);
     rows::<bf16>(&mut all, "bf16", (&x, &y), bf16::from_f32);
 
-    fn matmul<T: opforge::dtype::Element + candle_core::WithDType + stream::GemmElement + Send + Sync>(
-        name: &'static str,
-        from: fn(f32) -> T,
-        min_of_bound: f64,
-    ) -> Workload {
-        const N: usize = 1024;
-        let threads = rayon::current_num_threads();
-        let a: Vec<T> = data(N * N, -1.0, 1.0, 6).into_iter().map(from).collect();
-        let b: Vec<T> = data(N * N, -1.0, 1.0, 7).into_iter().map(from).collect();
-        let (oa, ob) = (Tensor::from_slice(&a, &[N, N]).expect("a"), Tensor::from_slice(&b, &[N, N]).expect("b"));
-        let ca = CTensor::from_slice(&a, (N, N), &Device::Cpu).expect("a");
-        let cb = CTensor::from_slice(&b, (N, N), &Device::Cpu).expect("b");
-        let mut dst = a.clone();
-        Workload {
-            group: Box::leak(format!("half_{name}_matmul_1024").into_boxed_str()),
-            title: Box::leak(format!("{name} matmul 1024^3").into_boxed_str()),
-            jobs: vec![
-                ("opforge", job(move || ops::matmul(&oa, &ob, false, false).expect("matmul"))),
-                ("candle", job(move || ca.matmul(&cb).expect("matmul"))),
-                ("gemm", job(move || stream::gemm(N, &a, &b, &mut dst, threads))),
-            ],
-            work: Some((2.0 * (N as f64).powi(3), "GFLOP/s")),
-            max_vs_candle: None,
-            min_of_bound: Some(min_of_bound),
-        }
-    }
-    all.push(matmul::<f16>("f16", f16::from_f32, 0.9));
-    all.push(matmul::<f64>("f64", f64::from, 0.95));
+    all.push(matmul_workload("half_f16_matmul_1024", "f16 matmul 1024^3", 1024, f16::from_f32, Some(0.9)));
+    all.push(matmul_workload("half_f64_matmul_1024", "f64 matmul 1024^3", 1024, f64::from, Some(0.95)));
     all
+}
+
+/// `n x n` matmuls of `T` (the same uniform draws for every type, rounded
+/// by `from`) in opforge, candle and `gemm` called directly, the bound.
+fn matmul_workload<T>(
+    group: &'static str,
+    title: &'static str,
+    n: usize,
+    from: fn(f32) -> T,
+    min_of_bound: Option<f64>,
+) -> Workload
+where
+    T: opforge::dtype::Element + candle_core::WithDType + stream::GemmElement + Send + Sync,
+{
+    let threads = rayon::current_num_threads();
+    let a: Vec<T> = data(n * n, -1.0, 1.0, 6).into_iter().map(from).collect();
+    let b: Vec<T> = data(n * n, -1.0, 1.0, 7).into_iter().map(from).collect();
+    let (oa, ob) = (Tensor::from_slice(&a, &[n, n]).expect("a"), Tensor::from_slice(&b, &[n, n]).expect("b"));
+    let ca = CTensor::from_slice(&a, (n, n), &Device::Cpu).expect("a");
+    let cb = CTensor::from_slice(&b, (n, n), &Device::Cpu).expect("b");
+    let mut dst = a.clone();
+    Workload {
+        group,
+        title,
+        jobs: vec![
+            ("opforge", job(move || ops::matmul(&oa, &ob, false, false).expect("matmul"))),
+            ("candle", job(move || ca.matmul(&cb).expect("matmul"))),
+            ("gemm", job(move || stream::gemm(n, &a, &b, &mut dst, threads))),
+        ],
+        work: Some((2.0 * (n as f64).powi(3), "GFLOP/s")),
+        max_vs_candle: None,
+        min_of_bound,
+    }
 }
 
 /// A reshape that cannot fail for the shapes used here.
@@ -402,7 +390,7 @@ fn main() {
                 Throughput::Elements(work as u64)
             });
         }
-        if w.group.starts_with("w5") || w.group.ends_with("matmul_1024") {
+        if w.group.contains("matmul") {
             g.sample_size(10);
         }
         for (name, f) in &mut w.jobs {

@@ -143,28 +143,11 @@ pub mod stream {
         gemm_mkn(n, n, n, a, b, dst, threads);
     }
 
-    /// An element `gemm` multiplies: f32, f64 and f16 here.
-    pub trait GemmElement: Copy + 'static {
-        /// The additive identity (`beta`: the old `dst` is not read).
-        const ZERO: Self;
-        /// The multiplicative identity (`alpha`).
-        const ONE: Self;
-    }
+    /// An element `gemm` multiplies (f32, f64 and f16 here), with the
+    /// zero and one its `alpha` and `beta` take.
+    pub trait GemmElement: Copy + 'static + num_traits::Zero + num_traits::One {}
 
-    impl GemmElement for f32 {
-        const ZERO: Self = 0.0;
-        const ONE: Self = 1.0;
-    }
-
-    impl GemmElement for f64 {
-        const ZERO: Self = 0.0;
-        const ONE: Self = 1.0;
-    }
-
-    impl GemmElement for half::f16 {
-        const ZERO: Self = half::f16::ZERO;
-        const ONE: Self = half::f16::ONE;
-    }
+    impl<T: Copy + 'static + num_traits::Zero + num_traits::One> GemmElement for T {}
 
     /// `dst = a @ b` for row-major `m x k` and `k x n` matrices through the
     /// `gemm` crate, on `threads` rayon threads.
@@ -189,8 +172,8 @@ pub mod stream {
                 b.as_ptr(),
                 1,
                 n as isize,
-                T::ZERO,
-                T::ONE,
+                T::zero(),
+                T::one(),
                 false,
                 false,
                 false,
