@@ -55,8 +55,21 @@ impl WgpuTensor {
         self.numel() as u64 * 4
     }
 
-    /// Copies a cpu tensor to the device; an error for a dtype it does not [hold](holds).
-    pub(crate) fn upload(t: &CpuTensor) -> Result<WgpuTensor> {
+    /// Copies a cpu tensor to the device; an error for a dtype it does not
+    /// [hold](holds). For a kernel that computes on the host (a
+    /// data-dependent one, or a collective, which sends host memory), with
+    /// [`WgpuTensor::download`].
+    ///
+    /// ```
+    /// use opforge::backend::{cpu::CpuTensor, wgpu::WgpuTensor};
+    /// if opforge::backend::wgpu::adapter_or_skip("WgpuTensor::upload") {
+    ///     let t = WgpuTensor::upload(&CpuTensor::from_vec(&[2], vec![1.5f32, -2.0])?)?;
+    ///     assert_eq!(t.download()?.as_slice::<f32>()?, &[1.5, -2.0]);
+    ///     assert!(WgpuTensor::upload(&CpuTensor::from_vec(&[1], vec![1.0f64])?).is_err(), "f64 stays on the host");
+    /// }
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn upload(t: &CpuTensor) -> Result<WgpuTensor> {
         let words: Vec<u32>;
         let bytes: &[u8] = match t.dtype() {
             DType::F32 => bytemuck::cast_slice(t.as_slice::<f32>()?),
@@ -72,8 +85,19 @@ impl WgpuTensor {
         Ok(WgpuTensor { shape: Shape::from_slice(t.shape()), dtype: t.dtype(), buf: Arc::new(buf) })
     }
 
-    /// Copies the tensor to host memory, blocking until queued kernels ran.
-    pub(crate) fn download(&self) -> Result<CpuTensor> {
+    /// Copies the tensor to host memory, blocking until queued kernels ran
+    /// (see [`WgpuTensor::upload`]).
+    ///
+    /// ```
+    /// use opforge::{backend::Wgpu, BackendId, Tensor};
+    /// if opforge::backend::wgpu::adapter_or_skip("WgpuTensor::download") {
+    ///     let t = Tensor::from_vec(vec![7i32, 8], &[2])?.to_backend(BackendId::Wgpu)?;
+    ///     let host = Wgpu::view_of(&t).expect("a wgpu tensor").download()?;
+    ///     assert_eq!(host.as_slice::<i32>()?, &[7, 8]);
+    /// }
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn download(&self) -> Result<CpuTensor> {
         let bytes = match self.numel() {
             0 => Vec::new(),
             _ => gpu("")?.read(self.buf.raw(), self.bytes())?,
