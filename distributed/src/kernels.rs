@@ -21,7 +21,7 @@ fn on<R>(comm: i64, f: impl FnOnce(&Group, usize) -> R) -> Result<R> {
 
 #[kernel(AllReduce, cpu, dtypes(f32, f64, i32, i64))]
 fn all_reduce_cpu<T: Wire>(x: &CpuTensor, reduction: Reduction, comm: i64, out: &TensorMeta) -> Result<CpuTensor> {
-    let mut y = vec![T::default(); out.numel()];
+    let mut y = CpuTensor::output_vec::<T>(out.numel());
     let x = x.as_slice::<T>()?;
     on(comm, |g, size| g.all_reduce(x, &mut y, reduction, size))?;
     CpuTensor::from_vec(&out.shape, y)
@@ -29,7 +29,7 @@ fn all_reduce_cpu<T: Wire>(x: &CpuTensor, reduction: Reduction, comm: i64, out: 
 
 #[kernel(AllGather, cpu, dtypes(f32, f64, i32, i64))]
 fn all_gather_cpu<T: Wire>(x: &CpuTensor, comm: i64, out: &TensorMeta) -> Result<CpuTensor> {
-    let mut y = vec![T::default(); out.numel()];
+    let mut y = CpuTensor::output_vec::<T>(out.numel());
     let x = x.as_slice::<T>()?;
     on(comm, |g, _| g.all_gather(x, &mut y))?;
     CpuTensor::from_vec(&out.shape, y)
@@ -37,7 +37,7 @@ fn all_gather_cpu<T: Wire>(x: &CpuTensor, comm: i64, out: &TensorMeta) -> Result
 
 #[kernel(ReduceScatter, cpu, dtypes(f32, f64, i32, i64))]
 fn reduce_scatter_cpu<T: Wire>(x: &CpuTensor, reduction: Reduction, comm: i64, out: &TensorMeta) -> Result<CpuTensor> {
-    let mut y = vec![T::default(); out.numel()];
+    let mut y = CpuTensor::output_vec::<T>(out.numel());
     let x = x.as_slice::<T>()?;
     on(comm, |g, size| g.reduce_scatter(x, &mut y, reduction, size))?;
     CpuTensor::from_vec(&out.shape, y)
@@ -45,7 +45,8 @@ fn reduce_scatter_cpu<T: Wire>(x: &CpuTensor, reduction: Reduction, comm: i64, o
 
 #[kernel(Broadcast, cpu, dtypes(f32, f64, i32, i64))]
 fn broadcast_cpu<T: Wire>(x: &CpuTensor, root: i64, comm: i64, out: &TensorMeta) -> Result<CpuTensor> {
-    let mut y = x.as_slice::<T>()?.to_vec();
+    let mut y = CpuTensor::output_vec::<T>(out.numel());
+    y.copy_from_slice(x.as_slice::<T>()?);
     // The shape function held `root` to `0..size`.
     on(comm, |g, _| g.broadcast(&mut y, root as usize))?;
     CpuTensor::from_vec(&out.shape, y)

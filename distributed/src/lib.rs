@@ -63,6 +63,11 @@ pub use comm::Communicator;
 #[cfg(feature = "mpi")]
 pub use comm::{init, Mpi};
 pub use data_parallel::{Averaged, DataParallel};
+/// The MPI bindings (rsmpi) underneath, for what this crate does not wrap
+/// (after [`init`], `mpi::topology::SimpleCommunicator::world()` is the
+/// world): `examples/allreduce.rs` times a bare `MPI_Allreduce` with it.
+#[cfg(feature = "mpi")]
+pub use mpi;
 
 /// What this crate's own errors name as their source.
 const DIST: &str = "opforge-dist";

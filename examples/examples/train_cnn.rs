@@ -4,7 +4,7 @@
 //! checks its accuracy on a held-out fifth of the data.
 //!
 //! `cargo run --release --example train_cnn [-- --backend cpu|wgpu] [--epochs N] [--seed N]
-//! [--save CHECKPOINT] [--resume CHECKPOINT] [--eager] [--dtype f32|f16|bf16|f64]`
+//! [--save CHECKPOINT] [--resume CHECKPOINT] [--data-parallel] [--eager] [--dtype f32|f16|bf16|f64]`
 //!
 //! Each epoch captures its first step and replays it for the others
 //! (`opforge::capture`); `--eager` runs every step op by op, and prints the
@@ -14,6 +14,10 @@
 //! and Adam's state stay f32, the convolutions, pools and dense layer
 //! compute in that dtype from casts of the weights, the loss is taken in
 //! f32, and in f16 each step's loss is scaled (`opforge::train::LossScale`).
+//!
+//! `--data-parallel` (built with `--features mpi`, started by `mpiexec -n N`)
+//! trains across N ranks: each takes its shard of every batch, and the
+//! gradients are averaged before each update (`opforge_dist::DataParallel`).
 //!
 //! `--save` writes the weights and Adam's state after every epoch, and
 //! `--resume` goes on from such a checkpoint at the next epoch, as the
@@ -39,7 +43,11 @@ const TARGET_ACCURACY: f32 = 0.985;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::from_env("train_cnn", DEFAULT_EPOCHS)?;
-    let (train, test) = cli::start(&args)?;
+    cli::launch(&args, || run(&args))
+}
+
+fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let (train, test) = cli::start(args)?;
     let model = Cnn::new(args.seed, args.backend)?.computing_in(args.dtype)?;
     let [c1, c2] = CHANNELS;
     println!(
@@ -50,7 +58,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let mut adam = Adam::new(LEARNING_RATE);
     let steps_per_epoch = train.len().div_ceil(BATCH);
-    cli::train(&args, &mut adam, &model.variables(), steps_per_epoch, |epoch, adam| {
+    cli::train(args, &mut adam, &model.variables(), steps_per_epoch, |epoch, adam| {
         adam.set_learning_rate(learning_rate(epoch, args.epochs))?;
         model.train_epoch(&train, adam, epoch_seed(args.seed, epoch))
     })?;

@@ -3,11 +3,15 @@
 //! accuracy on a held-out fifth of the data.
 //!
 //! `cargo run --release --example train_mlp [-- --backend cpu|wgpu] [--epochs N] [--seed N]
-//! [--save CHECKPOINT] [--resume CHECKPOINT] [--eager]`
+//! [--save CHECKPOINT] [--resume CHECKPOINT] [--data-parallel] [--eager]`
 //!
 //! Each epoch captures its first step and replays it for the others
 //! (`opforge::capture`); `--eager` runs every step op by op, and prints the
 //! same losses.
+//!
+//! `--data-parallel` (built with `--features mpi`, started by `mpiexec -n N`)
+//! trains across N ranks: each takes its shard of every batch, and the
+//! gradients are averaged before each update (`opforge_dist::DataParallel`).
 //!
 //! `--save` writes the weights and Adam's state after every epoch, and
 //! `--resume` goes on from such a checkpoint at the next epoch, as the
@@ -32,7 +36,11 @@ const TARGET_ACCURACY: f32 = 0.95;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args = Args::from_env("train_mlp", DEFAULT_EPOCHS)?;
-    let (train, test) = cli::start(&args)?;
+    cli::launch(&args, || run(&args))
+}
+
+fn run(args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let (train, test) = cli::start(args)?;
     let model = Mlp::new(args.seed, args.backend)?;
     println!(
         "model: {PIXELS} -> {HIDDEN} relu -> {CLASSES}, Adam(learning_rate = {LEARNING_RATE}), batch {BATCH}, \
@@ -41,7 +49,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     );
     let mut adam = Adam::new(LEARNING_RATE);
     let steps_per_epoch = train.len().div_ceil(BATCH);
-    cli::train(&args, &mut adam, &model.variables(), steps_per_epoch, |epoch, adam| {
+    cli::train(args, &mut adam, &model.variables(), steps_per_epoch, |epoch, adam| {
         model.train_epoch(&train, adam, epoch_seed(args.seed, epoch))
     })?;
     println!("train accuracy: {:.3}", model.accuracy(&train)?);

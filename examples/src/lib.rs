@@ -79,6 +79,11 @@ pub mod cli {
         /// of capturing it on an epoch's first step and replaying it
         /// (`opforge::capture`), to compare against the replayed run.
         pub eager: bool,
+        /// Whether to train data-parallel across the ranks `mpiexec`
+        /// started (`--data-parallel`; built with the `mpi` feature): each
+        /// rank takes its shard of every batch, and the gradients are
+        /// averaged before each update (`opforge_dist::DataParallel`).
+        pub data_parallel: bool,
     }
 
     impl Args {
@@ -94,6 +99,7 @@ pub mod cli {
         /// assert_eq!((a.save.unwrap().to_str(), a.resume.unwrap().to_str()), (Some("a.safetensors"), Some("b.safetensors")));
         /// assert!(Args::parse("train_transformer", 3, ["--unfused".to_owned()]).unwrap().unfused);
         /// assert!(Args::parse("train_mlp", 3, ["--eager".to_owned()]).unwrap().eager);
+        /// assert!(Args::parse("train_mlp", 3, ["--data-parallel".to_owned()]).unwrap().data_parallel);
         /// assert_eq!(Args::parse("train_transformer", 3, ["--steps=50".to_owned()]).unwrap().steps, Some(50));
         /// assert_eq!(Args::parse("train_cnn", 3, ["--dtype=f16".to_owned()]).unwrap().dtype, opforge::DType::F16);
         /// assert!(Args::parse("train_cnn", 3, ["--dtype=i32".to_owned()]).is_err());
@@ -105,7 +111,8 @@ pub mod cli {
         ) -> Result<Args, String> {
             let usage = format!(
                 "usage: {name} [--backend NAME] [--epochs N] [--seed N] [--profile TRACE.json] \
-                 [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused] [--eager] [--steps N] [--dtype f32|f16|bf16|f64]"
+                 [--save CHECKPOINT] [--resume CHECKPOINT] [--unfused] [--eager] [--steps N] [--dtype f32|f16|bf16|f64] \
+                 [--data-parallel]"
             );
             let mut parsed = Args {
                 backend: BackendId::Cpu,
@@ -118,6 +125,7 @@ pub mod cli {
                 steps: None,
                 dtype: DType::F32,
                 eager: false,
+                data_parallel: false,
             };
             let mut it = args.into_iter();
             while let Some(arg) = it.next() {
@@ -147,6 +155,7 @@ pub mod cli {
                     "--resume" => parsed.resume = Some(value()?.into()),
                     "--unfused" => parsed.unfused = true,
                     "--eager" => parsed.eager = true,
+                    "--data-parallel" => parsed.data_parallel = true,
                     "--steps" => {
                         let v = value()?;
                         let steps = v.parse().ok().filter(|&n| n > 0);
@@ -191,6 +200,61 @@ pub mod cli {
         }
         println!("backend `{backend}`: {}", info.description);
         Ok(())
+    }
+
+    /// Runs a training example's `main` as `args` asks: in this process,
+    /// or with `--data-parallel` as one rank of the job `mpiexec` started
+    /// (built with the `mpi` feature): MPI is initialized, only rank 0
+    /// prints, every epoch trains data-parallel across the ranks
+    /// ([`crate::fit::with_data_parallel`]), and an error on any rank ends
+    /// the whole job, naming the rank.
+    ///
+    /// ```
+    /// use opforge_examples::cli::{launch, Args};
+    /// let args = Args::parse("train_mlp", 1, []).unwrap();
+    /// assert!(launch(&args, || Ok(())).is_ok());
+    /// let f16 = Args::parse("train_cnn", 1, ["--data-parallel", "--dtype=f16"].map(String::from)).unwrap();
+    /// assert!(launch(&f16, || Ok(())).unwrap_err().to_string().contains("loss scale"));
+    /// ```
+    pub fn launch(args: &Args, run: impl FnOnce() -> Result<(), Box<dyn Error>>) -> Result<(), Box<dyn Error>> {
+        if !args.data_parallel {
+            return run();
+        }
+        if args.dtype == DType::F16 {
+            // Each rank would skip an overflowing step on its own, and the
+            // ranks that did not would wait in the all-reduce for it.
+            return Err("--data-parallel does not train under a loss scale (--dtype f16) yet: \
+                        a rank that overflows would skip a step the others take"
+                .into());
+        }
+        data_parallel(run)
+    }
+
+    /// `run` as one rank of an MPI job.
+    #[cfg(feature = "mpi")]
+    fn data_parallel(run: impl FnOnce() -> Result<(), Box<dyn Error>>) -> Result<(), Box<dyn Error>> {
+        use std::os::fd::AsRawFd;
+        let mpi = opforge_dist::init()?;
+        let world = opforge_dist::Communicator::world();
+        if world.rank() != 0 {
+            let null = std::fs::File::options().write(true).open("/dev/null")?;
+            // SAFETY: dup2 onto stdout's descriptor, which stays open.
+            unsafe { libc::dup2(null.as_raw_fd(), 1) };
+        }
+        println!("data-parallel across {} ranks (MPI): each takes its shard of every batch", world.size());
+        let dp = opforge_dist::DataParallel::new(world);
+        mpi.run(|_| crate::fit::with_data_parallel(Some(dp), run));
+        Ok(())
+    }
+
+    /// Without MPI there are no ranks to train across.
+    #[cfg(not(feature = "mpi"))]
+    fn data_parallel(run: impl FnOnce() -> Result<(), Box<dyn Error>>) -> Result<(), Box<dyn Error>> {
+        let _ = run;
+        Err("--data-parallel needs MPI: build the example with `--features mpi` \
+             (cargo build --release -p opforge-examples --features mpi --example train_mlp) \
+             and start it with `mpiexec -n 2`"
+            .into())
     }
 
     /// Checks that `args.backend` is available, says which adapter it is,
@@ -255,7 +319,14 @@ pub mod cli {
             first = steps / steps_per_epoch.max(1) + 1;
             println!("resumed from {}: {} epochs ({steps} steps) done", path.display(), first - 1);
         }
-        if let Some(path) = &args.save {
+        let dp = crate::fit::data_parallel();
+        if let Some(dp) = dp {
+            // Every rank starts from rank 0's weights (and its checkpoint's).
+            dp.broadcast_variables(vars)?;
+        }
+        // Data-parallel, rank 0 writes the checkpoints: every rank holds the same.
+        let saves = args.save.as_ref().filter(|_| dp.is_none_or(|dp| dp.communicator().rank() == 0));
+        if let Some(path) = saves {
             println!("saving a checkpoint to {} after every epoch", path.display());
         }
         let mut losses = Vec::new();
@@ -282,7 +353,7 @@ pub mod cli {
                 }
                 _ => run()?,
             };
-            if let Some(path) = &args.save {
+            if let Some(path) = saves {
                 save_checkpoint(path, vars, adam)?;
             }
             println!(
@@ -482,6 +553,7 @@ pub mod fit {
     use opforge::losses::softmax_cross_entropy;
     use opforge::train::Adam;
     use opforge::{ops, BackendId, DType, Tensor, Variable};
+    use opforge_dist::DataParallel;
 
     use crate::digits::{self, Digits};
     use crate::precision::Precision;
@@ -509,6 +581,42 @@ pub mod fit {
         }
         let _restore = Restore(EAGER.replace(eager));
         f()
+    }
+
+    thread_local! {
+        static DATA_PARALLEL: std::cell::Cell<Option<DataParallel>> = const { std::cell::Cell::new(None) };
+    }
+
+    /// Runs `f` with this thread's training data-parallel across `dp`'s
+    /// ranks (each step on this rank's shard of its batch, its gradients
+    /// averaged before the update), or not (`None`, the default), and
+    /// restores the setting afterwards.
+    ///
+    /// ```
+    /// use opforge_dist::{Communicator, DataParallel};
+    /// use opforge_examples::fit::{data_parallel, with_data_parallel};
+    /// let dp = DataParallel::new(Communicator::world());
+    /// assert_eq!(with_data_parallel(Some(dp), data_parallel), Some(dp));
+    /// assert_eq!(data_parallel(), None, "only inside");
+    /// ```
+    pub fn with_data_parallel<T>(dp: Option<DataParallel>, f: impl FnOnce() -> T) -> T {
+        struct Restore(Option<DataParallel>);
+        impl Drop for Restore {
+            fn drop(&mut self) {
+                DATA_PARALLEL.set(self.0);
+            }
+        }
+        let _restore = Restore(DATA_PARALLEL.replace(dp));
+        f()
+    }
+
+    /// How this thread trains data-parallel, if it does (see [`with_data_parallel`]).
+    ///
+    /// ```
+    /// assert_eq!(opforge_examples::fit::data_parallel(), None);
+    /// ```
+    pub fn data_parallel() -> Option<DataParallel> {
+        DATA_PARALLEL.get()
     }
 
     /// Whether this thread's training steps run eagerly (see [`with_eager`]).
@@ -587,14 +695,25 @@ pub mod fit {
     ) -> opforge::Result<f64> {
         let (mut losses, mut sizes) = (Vec::new(), Vec::new());
         let eager = eager() || precision.loss_scale().is_some();
+        let dp = data_parallel();
         let mut step = opforge::capture::capture(|xy: &[Tensor]| {
             let loss = || softmax_cross_entropy(&xy[1], &forward(&xy[0])?);
-            Ok(vec![precision.minimize(adam, loss, vars)?])
+            Ok(vec![match &dp {
+                Some(dp) => precision.minimize(&mut dp.optimizer(adam), loss, vars)?,
+                None => precision.minimize(adam, loss, vars)?,
+            }])
         });
         for (i, batch) in digits::shuffled(train.len(), batches.seed).chunks(batches.size.max(1)).enumerate() {
             let batch = train.select(batch);
             let x = (batches.prepare)(batch.images_tensor()?.to_backend(backend)?, i)?;
             let y = batch.labels_one_hot()?.to_backend(backend)?;
+            // Data-parallel: this rank's rows of the batch, augmented as one.
+            let (x, y, batch) = match &dp {
+                Some(dp) => {
+                    (dp.shard_of(&x)?, dp.shard_of(&y)?, batch.select(&dp.shard(batch.len()).collect::<Vec<_>>()))
+                }
+                None => (x, y, batch),
+            };
             let loss = match eager {
                 true => step.eager(&[&x, &y])?,
                 false => step.run(&[&x, &y])?,

@@ -5,7 +5,7 @@
 
 use std::cell::RefCell;
 
-use opforge::train::{Adam, LossScale, Optimizer};
+use opforge::train::{LossScale, Optimizer};
 use opforge::{ops, DType, Tensor, Variable};
 
 /// The dtype a model computes in, and the loss scale of its f16 steps.
@@ -120,8 +120,9 @@ impl Precision {
         retyped(t, DType::F32)
     }
 
-    /// One step of `adam` on `loss()` for `vars`: under the loss scale in
-    /// f16, plainly otherwise; returns the loss.
+    /// One step of `adam` (an optimizer: Adam, or Adam averaging over data-parallel
+    /// ranks) on `loss()` for `vars`: under the loss scale in f16, plainly
+    /// otherwise; returns the loss.
     ///
     /// ```
     /// use opforge::{ops, train::Adam, DType, Tensor, Variable};
@@ -131,9 +132,9 @@ impl Precision {
     /// assert_eq!(loss.to_scalar::<f32>()?, 9.0);
     /// # Ok::<(), opforge::Error>(())
     /// ```
-    pub fn minimize(
+    pub fn minimize<O: Optimizer>(
         &self,
-        adam: &mut Adam,
+        adam: &mut O,
         loss: impl FnOnce() -> opforge::Result<Tensor>,
         vars: &[&Variable],
     ) -> opforge::Result<Tensor> {

@@ -179,6 +179,25 @@ impl CpuTensor {
         Self::from_storage(shape, Storage::from_vec(data))
     }
 
+    /// A vector of `n` elements to write a kernel's output into and hand to
+    /// [`CpuTensor::from_vec`]: its contents are unspecified (zeros, or
+    /// what a pooled buffer held), so the kernel overwrites every element.
+    /// A large one comes from the cpu's pool of warm buffers, which a
+    /// dropped tensor's buffer returns to: a fresh 64 MiB vector costs a
+    /// page fault per 4 KiB on its first write, more than most kernels'
+    /// arithmetic over it (a collective that MPI writes into, say).
+    ///
+    /// ```
+    /// use opforge::backend::cpu::CpuTensor;
+    /// let mut y = CpuTensor::output_vec::<f32>(3);
+    /// y.copy_from_slice(&[1.0, 2.0, 3.0]);
+    /// assert_eq!(CpuTensor::from_vec(&[3], y)?.as_slice::<f32>()?, &[1.0, 2.0, 3.0]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn output_vec<T: Element>(n: usize) -> Vec<T> {
+        pool::output(n)
+    }
+
     /// [`CpuTensor::from_vec`] for kernels that build small outputs inline.
     #[inline]
     pub(crate) fn from_storage<T: Element>(shape: &[usize], data: Storage<T>) -> Result<Self> {
