@@ -81,7 +81,7 @@ pub(crate) fn reset_world(world: Open) {
 /// [split](Communicator::split) of one. A handle (its id), cheap to copy;
 /// what it names lives in a process-wide table.
 ///
-/// Before [`init`] (or without the `mpi` feature) the world is this process
+/// Before `init()` (or without the `mpi` feature) the world is this process
 /// alone, on which every collective is the identity (a mean divides by 1):
 /// code written for many ranks runs, and is tested, on one.
 ///
@@ -100,7 +100,7 @@ pub struct Communicator {
 }
 
 impl Communicator {
-    /// The world: every process of the job (this one alone before [`init`]).
+    /// The world: every process of the job (this one alone before `init()`).
     ///
     /// ```
     /// let world = opforge_dist::Communicator::world();

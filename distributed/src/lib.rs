@@ -14,7 +14,7 @@
 //!   gradients in buckets before the optimizer's update.
 //!
 //! The engine is MPI (`mpi`, rsmpi), behind the `mpi` feature, off by
-//! default. Without it, or before [`init`], the world is this process
+//! default. Without it, or before `init()` (with the `mpi` feature), the world is this process
 //! alone and every collective is the identity it is on one rank, so code
 //! written for many ranks runs, and is tested, on one.
 //!
