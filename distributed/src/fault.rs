@@ -62,10 +62,14 @@ extern "C" fn report(signal: libc::c_int) {
         n += 1;
     }
     line[n] = b'\n';
-    // SAFETY: write(2) and raise(3) are async-signal-safe; SA_RESETHAND
-    // restored the default action, so the raise ends the process.
+    // A moment for the launcher to forward the line before the death it
+    // reports ends the job (as `Communicator::abort` waits).
+    let pause = libc::timespec { tv_sec: 0, tv_nsec: 250_000_000 };
+    // SAFETY: write(2), nanosleep(2) and raise(3) are async-signal-safe;
+    // SA_RESETHAND restored the default action, so the raise ends the process.
     unsafe {
         libc::write(2, line.as_ptr().cast(), n + 1);
+        libc::nanosleep(&pause, std::ptr::null_mut());
         libc::raise(signal);
     }
 }

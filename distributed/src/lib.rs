@@ -56,6 +56,8 @@ mod gradients;
 mod group;
 mod kernels;
 pub mod shapes;
+#[cfg(feature = "mpi")]
+pub mod testing;
 
 opforge::spec!("collectives.toml");
 

@@ -5,76 +5,21 @@
 //! `mpiexec` must be on the `PATH`.)
 #![cfg(feature = "mpi")]
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use opforge::train::{load_checkpoint, save_checkpoint, Adam, Optimizer};
 use opforge::{ops, DType, Tensor, Variable};
+use opforge_dist::testing::{mpiexec, on_two_and_three};
 use opforge_dist::{all_reduce, Communicator, DataParallel, Reduction};
 
-/// What a job printed, how it ended, and how long it took.
-struct Job {
-    success: bool,
-    output: String,
-    took: Duration,
-}
-
-/// Runs worker test `worker` of this binary on `ranks` ranks, killing the
-/// job after `deadline`.
-fn mpiexec(ranks: usize, worker: &str, envs: &[(&str, String)], deadline: Duration) -> Job {
-    let exe = std::env::current_exe().expect("the test binary's path");
-    let mut child = Command::new("mpiexec")
-        .args(["-n", &ranks.to_string()])
-        .arg(exe)
-        .args(["--exact", worker, "--ignored", "--nocapture", "--test-threads=1"])
-        .envs(envs.iter().map(|(k, v)| (*k, v.as_str())))
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("mpiexec starts (is MPI installed?)");
-    let read = |mut pipe: Box<dyn Read + Send>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = pipe.read_to_string(&mut text);
-            text
-        })
-    };
-    let out = read(Box::new(child.stdout.take().expect("piped")));
-    let err = read(Box::new(child.stderr.take().expect("piped")));
-    let start = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("the job's status") {
-            break status;
-        }
-        if start.elapsed() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{worker} on {ranks} ranks still ran after {deadline:?}: killed");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let output = format!("{}{}", out.join().unwrap_or_default(), err.join().unwrap_or_default());
-    Job { success: status.success(), output, took: start.elapsed() }
-}
-
-/// Runs `worker` on 2 and on 3 ranks; each must pass.
-fn on_two_and_three(worker: &str) {
-    for ranks in [2, 3] {
-        let job = mpiexec(ranks, worker, &[], Duration::from_secs(300));
-        assert!(job.success, "{worker} on {ranks} ranks failed:\n{}", job.output);
-        assert!(job.output.contains("1 passed"), "{worker} ran no test on {ranks} ranks:\n{}", job.output);
-    }
+#[test]
+fn collectives_agree_with_their_definitions() -> Result<(), String> {
+    on_two_and_three("collectives_worker")
 }
 
 #[test]
-fn collectives_agree_with_their_definitions() {
-    on_two_and_three("collectives_worker");
-}
-
-#[test]
-fn data_parallel_ranks_hold_the_same_weights() {
-    on_two_and_three("data_parallel_worker");
+fn data_parallel_ranks_hold_the_same_weights() -> Result<(), String> {
+    on_two_and_three("data_parallel_worker")
 }
 
 /// `v` as f64s, whatever its dtype.
@@ -236,7 +181,7 @@ fn a_dead_rank_ends_the_job() {
     for (how, named) in cases {
         let path = std::env::temp_dir().join(format!("opforge-dist-dead-{}-{how}.safetensors", std::process::id()));
         let envs = [("DEAD_RANK_HOW", how.to_owned()), ("DEAD_RANK_CHECKPOINT", path.display().to_string())];
-        let job = mpiexec(2, "dead_rank_worker", &envs, Duration::from_secs(60));
+        let job = mpiexec(2, "dead_rank_worker", &envs, Duration::from_secs(60)).unwrap();
         assert!(!job.success, "the job ended well:\n{}", job.output);
         assert!(job.took < Duration::from_secs(30), "the job took {:?} to end", job.took);
         assert!(job.output.contains(named), "the output does not name rank 1 ({named}):\n{}", job.output);

@@ -56,7 +56,7 @@ impl WgpuTensor {
     }
 
     /// Copies a cpu tensor to the device; an error for a dtype it does not
-    /// [hold](holds). For a kernel that computes on the host (a
+    /// hold (it holds f32, i32 and bool). For a kernel that computes on the host (a
     /// data-dependent one, or a collective, which sends host memory), with
     /// [`WgpuTensor::download`].
     ///
