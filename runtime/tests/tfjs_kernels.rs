@@ -1,8 +1,8 @@
 //! Kernels that issue 52 moved from the TF.js plugin's declared-only spec
 //! into the built-in one: `SearchSorted` (with `LowerBound` and
 //! `UpperBound`), `MatrixBandPart`, `Diag`, `LinSpace`, `ExpandDims`,
-//! `FlipLeftRight`, `BroadcastArgs`, `Identity`, `OnesLike` and
-//! `ZerosLike`. Each is held to the examples TF.js
+//! `FlipLeftRight`, `BroadcastArgs`, `Identity`, `OnesLike`, `ZerosLike`,
+//! `SpaceToBatchND` and `BatchToSpaceND`. Each is held to the examples TF.js
 //! documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
@@ -302,4 +302,82 @@ fn identity_ones_like_and_zeros_like_keep_shape_dtype_and_backend() {
     }
     let halves = ops::cast(&f32s(&[2.0, 3.0], &[2]), DType::F16).unwrap();
     assert_eq!(ops::ones_like(&halves).unwrap().dtype(), DType::F16);
+}
+
+/// TF.js's `tf.spaceToBatchND` and `tf.batchToSpaceND` examples.
+#[test]
+fn space_to_batch_and_back_give_tfjs_documented_values() {
+    for b in backends("space_to_batch_and_back_give_tfjs_documented_values") {
+        let x = on(b, f32s(&[1.0, 2.0, 3.0, 4.0], &[1, 2, 2, 1]));
+        let zero = vec![vec![0, 0], vec![0, 0]];
+        let y = ops::space_to_batch_nd(&x, &[2, 2], &zero).unwrap();
+        assert_eq!((y.backend(), y.shape()), (b, &[4, 1, 1, 1][..]));
+        assert_eq!(y.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0], "{b}");
+        let back = ops::batch_to_space_nd(&y, &[2, 2], &zero).unwrap();
+        assert_eq!((back.shape(), back.to_vec::<f32>().unwrap()), (&[1, 2, 2, 1][..], vec![1.0, 2.0, 3.0, 4.0]));
+    }
+}
+
+/// Each way, against the definition written with other ops (pad,
+/// reshape, transpose, reshape; and back, then slice), with paddings and
+/// crops, one, two and three block axes and a trailing axis, in an integer
+/// dtype and f32; and the round trip, which gives `x` again.
+#[test]
+fn space_to_batch_and_back_agree_with_their_definition() {
+    // x's shape, the block, and the paddings (the crops on the way back).
+    type Case = (&'static [usize], &'static [i64], Vec<Vec<i64>>);
+    let cases: [Case; 4] = [
+        (&[2, 4, 3], &[2], vec![vec![1, 1]]),
+        (&[1, 2, 4, 1], &[2, 2], vec![vec![0, 0], vec![2, 0]]),
+        (&[3, 3, 5, 2], &[3, 2], vec![vec![2, 1], vec![0, 1]]),
+        (&[2, 2, 2, 3, 1], &[2, 1, 3], vec![vec![1, 1], vec![0, 0], vec![1, 2]]),
+    ];
+    for b in backends("space_to_batch_and_back_agree_with_their_definition") {
+        for (shape, block, paddings) in &cases {
+            let n: usize = shape.iter().product();
+            let ints = Tensor::from_vec((0..n as i32).map(|v| v * 7 - 11).collect(), shape).unwrap();
+            for x in [on(b, ints.clone()), on(b, ops::cast(&ints, DType::F32).unwrap())] {
+                let y = ops::space_to_batch_nd(&x, block, paddings).unwrap();
+                // The definition: pad, [n, s1/b1, b1, ...], blocks first, batch after.
+                let m = block.len();
+                let mut all = vec![vec![0, 0]];
+                all.extend(paddings.iter().cloned());
+                all.extend((m + 1..shape.len()).map(|_| vec![0, 0]));
+                let padded = ops::pad(&x, &all, 0.0).unwrap();
+                let mut view = vec![shape[0] as i64];
+                for i in 0..m {
+                    let d = padded.shape()[i + 1] as i64;
+                    view.extend([d / block[i], block[i]]);
+                }
+                view.extend(shape[m + 1..].iter().map(|&d| d as i64));
+                let perm: Vec<i64> = (0..m as i64)
+                    .map(|i| 2 + 2 * i)
+                    .chain([0])
+                    .chain((0..m as i64).map(|i| 1 + 2 * i))
+                    .chain(2 * m as i64 + 1..view.len() as i64)
+                    .collect();
+                let moved = ops::transpose(&ops::reshape(&padded, &view).unwrap(), &perm).unwrap();
+                let want = ops::reshape(&moved, &y.shape().iter().map(|&d| d as i64).collect::<Vec<_>>()).unwrap();
+                assert_eq!(y.dtype(), x.dtype());
+                let as_i = |t: &Tensor| ops::cast(t, DType::I32).unwrap().to_vec::<i32>().unwrap();
+                assert_eq!(as_i(&y), as_i(&want), "{b} {shape:?} {block:?} {paddings:?}");
+                let back = ops::batch_to_space_nd(&y, block, paddings).unwrap();
+                assert_eq!((back.shape(), as_i(&back)), (x.shape(), as_i(&x)), "{b}: the round trip");
+            }
+        }
+    }
+}
+
+/// Bad blocks, paddings and crops are errors naming the kernel, never panics.
+#[test]
+fn space_to_batch_refuses_bad_blocks() {
+    let x = f32s(&[0.0; 12], &[1, 3, 4, 1]);
+    let err = ops::space_to_batch_nd(&x, &[2, 2], &[vec![0, 0], vec![0, 0]]).unwrap_err().to_string();
+    assert!(err.contains("SpaceToBatchND") && err.contains("not a multiple of its block 2"), "{err}");
+    assert!(ops::space_to_batch_nd(&x, &[0, 2], &[vec![0, 0], vec![0, 0]]).is_err());
+    assert!(ops::space_to_batch_nd(&x, &[], &[]).is_err());
+    assert!(ops::space_to_batch_nd(&x, &[1, 1, 1, 1], &vec![vec![0, 0]; 4]).is_err());
+    assert!(ops::batch_to_space_nd(&x, &[1, 1], &[vec![-1, 0], vec![0, 0]]).is_err());
+    let err = ops::batch_to_space_nd(&x, &[1, 1], &[vec![2, 2], vec![0, 0]]).unwrap_err().to_string();
+    assert!(err.contains("BatchToSpaceND") && err.contains("remove more than"), "{err}");
 }

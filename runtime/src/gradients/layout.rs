@@ -5,8 +5,8 @@ use super::convert::dims;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::kernels::{
-    AddN, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice,
-    StridedSliceAttrs, Tile, Unpack,
+    AddN, BatchToSpaceND, Concat, DepthToSpace, MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToBatchND, SpaceToDepth,
+    SplitV, StridedSlice, StridedSliceAttrs, Tile, Unpack,
 };
 use crate::kernels::{BroadcastTo, Cast, ExpandDims, PadV2, Reshape, Slice, Transpose};
 use crate::ops;
@@ -174,6 +174,19 @@ fn depth_to_space_grad(block_size: i64, dy: &Tensor) -> Result<Tensor> {
 #[gradient(SpaceToDepth)]
 fn space_to_depth_grad(block_size: i64, dy: &Tensor) -> Result<Tensor> {
     ops::depth_to_space(dy, block_size)
+}
+
+/// The inverse: `dy`'s blocks back into space, the paddings cropped off.
+#[gradient(SpaceToBatchND)]
+fn space_to_batch_nd_grad(block_shape: &[i64], paddings: &[Vec<i64>], dy: &Tensor) -> Result<Tensor> {
+    ops::batch_to_space_nd(dy, block_shape, paddings)
+}
+
+/// The inverse: `dy` padded back where the crops were (with zeros: they
+/// reached no output), its blocks moved into the batch.
+#[gradient(BatchToSpaceND)]
+fn batch_to_space_nd_grad(block_shape: &[i64], crops: &[Vec<i64>], dy: &Tensor) -> Result<Tensor> {
+    ops::space_to_batch_nd(dy, block_shape, crops)
 }
 
 /// Axis by axis, `dy` folded back: the middle block, plus each side's block

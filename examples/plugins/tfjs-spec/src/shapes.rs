@@ -24,15 +24,15 @@
 use opforge::shape::{broadcast_shapes, checked_numel, rules::matmul, Shape, ANY};
 
 use crate::{
-    _FusedMatMulAttrs, Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, BatchToSpaceNDAttrs, BincountAttrs, Conv3DAttrs,
+    _FusedMatMulAttrs, Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, BincountAttrs, Conv3DAttrs,
     Conv3DBackpropFilterV2Attrs, Conv3DBackpropInputV2Attrs, CropAndResizeAttrs, DataFormat, DataFormat3D,
     DenseBincountAttrs, Dilation2DAttrs, Dilation2DBackpropFilterAttrs, Dilation2DBackpropInputAttrs, DimRoundingMode,
     EinsumAttrs, EluGradAttrs, FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, LRNGradAttrs, MaxPool3DAttrs,
     MaxPool3DGradAttrs, MaxPoolWithArgmaxAttrs, NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs,
     NonMaxSuppressionV5Attrs, Padding, RaggedGatherAttrs, RaggedRangeAttrs, RaggedTensorToTensorAttrs,
-    ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, SpaceToBatchNDAttrs,
-    SparseFillEmptyRowsAttrs, SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs,
-    TensorScatterUpdateAttrs, TransformAttrs, ValidOrSame,
+    ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, SparseFillEmptyRowsAttrs,
+    SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs, TensorScatterUpdateAttrs,
+    TransformAttrs, ValidOrSame,
 };
 
 // Shared helpers.
@@ -564,67 +564,6 @@ pub fn lrn_grad(x: &[usize], y: &[usize], dy: &[usize], attrs: &LRNGradAttrs) ->
         return Err(format!("depth_radius {} is negative, expected 0 or more", attrs.depth_radius));
     }
     same_shapes(&[("x", x), ("y", y), ("dy", dy)])
-}
-
-/// `BatchToSpaceND`: `[batch / prod(block_shape), spatial * block - crops..., rest...]`.
-pub fn batch_to_space_nd(x: &[usize], attrs: &BatchToSpaceNDAttrs) -> Result<Shape, String> {
-    let (blocks, crops) = (&attrs.block_shape, &attrs.crops);
-    let m = blocks.len();
-    if m == 0 || x.len() < m + 1 {
-        return Err(format!("block_shape {blocks:?} must give 1 or more spatial axes of x {x:?}, after its batch"));
-    }
-    let block = per_axis("block_shape", blocks, m)?;
-    if crops.len() != m || crops.iter().any(|c| c.len() != 2 || c.iter().any(|&v| v < 0)) {
-        return Err(format!("crops {crops:?} must give a `[start, end]` pair of sizes 0 or more per block axis"));
-    }
-    let prod = block.iter().try_fold(1usize, |p, &b| p.checked_mul(b)).unwrap_or(usize::MAX);
-    if !x[0].is_multiple_of(prod) {
-        return Err(format!("the batch of x {x:?} is {}, not a multiple of the block's {prod} elements", x[0]));
-    }
-    let mut out = Shape::from_slice(x);
-    out[0] = x[0] / prod;
-    for i in 0..m {
-        let grown = x[i + 1].checked_mul(block[i]).ok_or_else(|| format!("x {x:?} times the block overflows"))?;
-        let cut = crops[i][0] as u128 + crops[i][1] as u128;
-        if cut > grown as u128 {
-            return Err(format!("crops {:?} remove more than the {grown} elements of axis {}", crops[i], i + 1));
-        }
-        out[i + 1] = grown - cut as usize;
-    }
-    fits(out)
-}
-
-/// `SpaceToBatchND`: `[batch * prod(block_shape), (spatial + paddings) / block..., rest...]`.
-pub fn space_to_batch_nd(x: &[usize], attrs: &SpaceToBatchNDAttrs) -> Result<Shape, String> {
-    let (blocks, paddings) = (&attrs.block_shape, &attrs.paddings);
-    let m = blocks.len();
-    if m == 0 || x.len() < m + 1 {
-        return Err(format!("block_shape {blocks:?} must give 1 or more spatial axes of x {x:?}, after its batch"));
-    }
-    let block = per_axis("block_shape", blocks, m)?;
-    if paddings.len() != m || paddings.iter().any(|p| p.len() != 2 || p.iter().any(|&v| v < 0)) {
-        return Err(format!(
-            "paddings {paddings:?} must give a `[before, after]` pair of sizes 0 or more per block axis"
-        ));
-    }
-    let mut out = Shape::from_slice(x);
-    let mut batch = x[0];
-    for i in 0..m {
-        let padded = x[i + 1] as u128 + paddings[i][0] as u128 + paddings[i][1] as u128;
-        if !padded.is_multiple_of(block[i] as u128) {
-            return Err(format!(
-                "axis {} of x {x:?} is {padded} long with its paddings {:?}, not a multiple of its block {}",
-                i + 1,
-                paddings[i],
-                block[i]
-            ));
-        }
-        out[i + 1] =
-            usize::try_from(padded / block[i] as u128).map_err(|_| "the padded axis is too long".to_owned())?;
-        batch = batch.checked_mul(block[i]).ok_or_else(|| format!("the batch of x {x:?} times the block overflows"))?;
-    }
-    out[0] = batch;
-    fits(out)
 }
 
 /// `TensorScatterUpdate`: `tensor`'s shape, which `updates` at `indices` fit.

@@ -360,19 +360,19 @@ fn layout(c: &mut Checker) {
     c.ok::<b::Diag>(&[T(&[2, 3], I)], d(), &[T(&[2, 3, 2, 3], I)]);
     c.ok::<b::Diag>(&[T(&[4], F)], d(), &[T(&[4, 4], F)]);
     c.bad::<b::Diag>(&[T(&[0, 1 << 40], F)], d(), "too large");
-    let b2s = |block_shape: Vec<i64>, crops: Vec<Vec<i64>>| t::BatchToSpaceNDAttrs { block_shape, crops };
+    let b2s = |block_shape: Vec<i64>, crops: Vec<Vec<i64>>| b::BatchToSpaceNDAttrs { block_shape, crops };
     let zero = || vec![vec![0, 0], vec![0, 0]];
-    c.ok::<t::BatchToSpaceND>(&[T(&[4, 1, 1, 1], F)], b2s(vec![2, 2], zero()), &[T(&[1, 2, 2, 1], F)]);
+    c.ok::<b::BatchToSpaceND>(&[T(&[4, 1, 1, 1], F)], b2s(vec![2, 2], zero()), &[T(&[1, 2, 2, 1], F)]);
     let cropped = b2s(vec![2, 2], vec![vec![0, 0], vec![2, 0]]);
-    c.ok::<t::BatchToSpaceND>(&[T(&[8, 1, 3, 1], I)], cropped, &[T(&[2, 2, 4, 1], I)]);
-    c.bad::<t::BatchToSpaceND>(&[T(&[3, 1, 1, 1], F)], b2s(vec![2, 2], zero()), "not a multiple of the block");
+    c.ok::<b::BatchToSpaceND>(&[T(&[8, 1, 3, 1], I)], cropped, &[T(&[2, 2, 4, 1], I)]);
+    c.bad::<b::BatchToSpaceND>(&[T(&[3, 1, 1, 1], F)], b2s(vec![2, 2], zero()), "not a multiple of the block");
     let over = b2s(vec![2], vec![vec![2, 1]]);
-    c.bad::<t::BatchToSpaceND>(&[T(&[2, 1], F)], over, "crops [2, 1] remove more than the 2 elements");
-    let s2b = |block_shape: Vec<i64>, paddings: Vec<Vec<i64>>| t::SpaceToBatchNDAttrs { block_shape, paddings };
-    c.ok::<t::SpaceToBatchND>(&[T(&[1, 2, 2, 1], F)], s2b(vec![2, 2], zero()), &[T(&[4, 1, 1, 1], F)]);
+    c.bad::<b::BatchToSpaceND>(&[T(&[2, 1], F)], over, "crops [2, 1] remove more than the 2 elements");
+    let s2b = |block_shape: Vec<i64>, paddings: Vec<Vec<i64>>| b::SpaceToBatchNDAttrs { block_shape, paddings };
+    c.ok::<b::SpaceToBatchND>(&[T(&[1, 2, 2, 1], F)], s2b(vec![2, 2], zero()), &[T(&[4, 1, 1, 1], F)]);
     let padded = s2b(vec![2, 2], vec![vec![0, 0], vec![2, 0]]);
-    c.ok::<t::SpaceToBatchND>(&[T(&[1, 2, 4, 1], I)], padded, &[T(&[4, 1, 3, 1], I)]);
-    c.bad::<t::SpaceToBatchND>(&[T(&[1, 3, 2, 1], F)], s2b(vec![2, 2], zero()), "not a multiple of its block 2");
+    c.ok::<b::SpaceToBatchND>(&[T(&[1, 2, 4, 1], I)], padded, &[T(&[4, 1, 3, 1], I)]);
+    c.bad::<b::SpaceToBatchND>(&[T(&[1, 3, 2, 1], F)], s2b(vec![2, 2], zero()), "not a multiple of its block 2");
     c.ok::<b::BroadcastArgs>(&[T(&[2], I), T(&[4], I)], d(), &[T(&[4], I)]);
     c.bad::<b::BroadcastArgs>(&[T(&[2, 1], I), T(&[4], I)], d(), "must both be 1-D");
 }
@@ -917,7 +917,7 @@ fn every_declared_kernel_is_checked_and_every_kernel_of_this_spec_refuses_a_bad_
 /// The shared helpers refuse absurd values with an error, not a panic.
 #[test]
 fn shape_helpers_refuse_overflow() {
-    use opforge_example_tfjs_spec::shapes::{self, windows, Pad};
+    use opforge_example_tfjs_spec::shapes::{windows, Pad};
     let huge = [usize::MAX / 2, usize::MAX / 2];
     assert!(windows(&huge, &[2, 2], &[1, 1], &[usize::MAX, 1], Pad::Valid, None).unwrap_err().contains("too large"));
     let pairs = vec![vec![i64::MAX, i64::MAX], vec![0, 0]];
@@ -925,10 +925,10 @@ fn shape_helpers_refuse_overflow() {
     assert!(err.contains("overflows"), "{err}");
     let attrs = b::ScatterNdAttrs { shape: vec![1 << 40, 1 << 40] };
     assert!(opforge::shape::rules::scatter_nd(&[1, 2], &[1], &attrs).unwrap_err().contains("too large"));
-    let attrs = t::SpaceToBatchNDAttrs { block_shape: vec![1 << 40, 1 << 40], paddings: vec![vec![0, 0]; 2] };
-    assert!(shapes::space_to_batch_nd(&[1 << 40, 1 << 40, 1 << 40], &attrs).is_err());
-    let attrs = t::BatchToSpaceNDAttrs { block_shape: vec![1 << 40, 1 << 40], crops: vec![vec![0, 0]; 2] };
-    assert!(shapes::batch_to_space_nd(&[4, 1 << 40, 1 << 40], &attrs).is_err());
+    let attrs = b::SpaceToBatchNDAttrs { block_shape: vec![1 << 40, 1 << 40], paddings: vec![vec![0, 0]; 2] };
+    assert!(opforge::shape::rules::space_to_batch_nd(&[1 << 40, 1 << 40, 1 << 40], &attrs).is_err());
+    let attrs = b::BatchToSpaceNDAttrs { block_shape: vec![1 << 40, 1 << 40], crops: vec![vec![0, 0]; 2] };
+    assert!(opforge::shape::rules::batch_to_space_nd(&[4, 1 << 40, 1 << 40], &attrs).is_err());
     let attrs = b::LinSpaceAttrs { start: 0.0, stop: 1.0, num: i64::MAX };
     assert!(opforge::shape::rules::linspace(&attrs).unwrap_err().contains("too large"));
 }

@@ -16,11 +16,13 @@ use crate::dtype::{bf16, f16, for_dtype, DType, Element};
 use crate::error::{Error, Result};
 use crate::kernels::StridedSliceAttrs;
 use crate::kernels::{
-    AddN, BroadcastArgs, Concat, DepthToSpace, Diag, ExpandDims, FlipLeftRight, MatrixBandPart, MirrorPad,
-    MirrorPadMode, Pack, Reverse, SpaceToDepth, SplitV, StridedSlice, Tile, Unpack,
+    AddN, BatchToSpaceND, BroadcastArgs, Concat, DepthToSpace, Diag, ExpandDims, FlipLeftRight, MatrixBandPart,
+    MirrorPad, MirrorPadMode, Pack, Reverse, SpaceToBatchND, SpaceToDepth, SplitV, StridedSlice, Tile, Unpack,
 };
 use crate::kernels::{Cast, Reshape, Transpose};
-use crate::shape::rules::{block_view, mirrors, permutation, reversed_axes, strided_plan, Remap, StridedPlan};
+use crate::shape::rules::{
+    block_view, mirrors, permutation, reversed_axes, strided_plan, BatchSpace, Remap, StridedPlan,
+};
 use crate::shape::strides;
 use opforge_macros::kernel;
 
@@ -402,6 +404,30 @@ fn depth_to_space(x: &CpuTensor, block_size: i64, out: &TensorMeta) -> Result<Cp
 #[kernel(SpaceToDepth, cpu)]
 fn space_to_depth(x: &CpuTensor, block_size: i64, out: &TensorMeta) -> Result<CpuTensor> {
     blocks_moved(x, block_size, false, out)
+}
+
+/// `x` padded with zeros, then its blocks moved into the batch: one
+/// permutation of the padded tensor's space-side view (see [`BatchSpace`]).
+#[kernel(SpaceToBatchND, cpu)]
+fn space_to_batch_nd(x: &CpuTensor, block_shape: &[i64], paddings: &[Vec<i64>], out: &TensorMeta) -> Result<CpuTensor> {
+    let plan = BatchSpace::of_space_to_batch(x.shape(), block_shape, paddings).map_err(rule_error("SpaceToBatchND"))?;
+    let padded_meta = TensorMeta { shape: plan.spatial.iter().copied().collect(), dtype: x.dtype() };
+    for_dtype!(x.dtype(), T => {
+        let padded = padded::<T>(x, &plan.pairs, T::default(), &padded_meta)?;
+        CpuTensor::from_vec(&out.shape, permute::<T>(&padded.reshaped(&plan.space)?, &plan.perm)?)
+    })
+}
+
+/// The inverse permutation, from the batch side to the space side, then
+/// the crops: one block of it.
+#[kernel(BatchToSpaceND, cpu)]
+fn batch_to_space_nd(x: &CpuTensor, block_shape: &[i64], crops: &[Vec<i64>], out: &TensorMeta) -> Result<CpuTensor> {
+    let plan = BatchSpace::of_batch_to_space(x.shape(), block_shape, crops).map_err(rule_error("BatchToSpaceND"))?;
+    let begin: Vec<i64> = plan.pairs.iter().map(|p| p[0]).collect();
+    for_dtype!(x.dtype(), T => {
+        let moved = permute::<T>(&x.reshaped(&plan.batch_view())?, &plan.inverse())?;
+        block::<T>(&CpuTensor::from_vec(&plan.spatial, moved)?, &begin, out)
+    })
 }
 
 #[kernel(MirrorPad, cpu)]

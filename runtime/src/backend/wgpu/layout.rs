@@ -22,11 +22,11 @@ use crate::backend::TensorList;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{
-    AddN, BroadcastArgs, Concat, DepthToSpace, ExpandDims, FlipLeftRight, MirrorPad, MirrorPadMode, Pack, Reverse,
-    SpaceToDepth, SplitV, StridedSlice, StridedSliceAttrs, Tile, Unpack,
+    AddN, BatchToSpaceND, BroadcastArgs, Concat, DepthToSpace, ExpandDims, FlipLeftRight, MirrorPad, MirrorPadMode,
+    Pack, Reverse, SpaceToBatchND, SpaceToDepth, SplitV, StridedSlice, StridedSliceAttrs, Tile, Unpack,
 };
 use crate::kernels::{BroadcastTo, Cast, PadV2, Reshape, Slice, Transpose};
-use crate::shape::rules::{block_view, mirrors, reversed_axes, Remap};
+use crate::shape::rules::{block_view, mirrors, reversed_axes, BatchSpace, Remap};
 use crate::shape::strided::{broadcast_strides, collapse};
 use crate::shape::{rules::permutation, strides};
 use opforge_macros::kernel;
@@ -274,6 +274,37 @@ fn depth_to_space(x: &WgpuTensor, block_size: i64, out: &TensorMeta) -> Result<W
 #[kernel(SpaceToDepth, wgpu)]
 fn space_to_depth(x: &WgpuTensor, block_size: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     blocks_moved("SpaceToDepth", x, block_size, false, out)
+}
+
+/// `x` padded with zeros (`PadV2`'s entry point), then one strided gather
+/// of the padded tensor's space-side view (see [`BatchSpace`]).
+#[kernel(SpaceToBatchND, wgpu)]
+fn space_to_batch_nd(
+    x: &WgpuTensor,
+    block_shape: &[i64],
+    paddings: &[Vec<i64>],
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let plan = BatchSpace::of_space_to_batch(x.shape(), block_shape, paddings).map_err(rule_error("SpaceToBatchND"))?;
+    let padded =
+        pad(x, &plan.pairs, 0.0, &TensorMeta { shape: plan.spatial.iter().copied().collect(), dtype: x.dtype() })?;
+    let own = strides(&plan.space);
+    let from: Vec<usize> = plan.perm.iter().map(|&p| own[p]).collect();
+    let moved = TensorMeta { shape: plan.batch_view().into_iter().collect(), dtype: out.dtype };
+    Ok(gather("SpaceToBatchND", &padded, 0, &from, &moved)?.reshaped(&out.shape))
+}
+
+/// Two strided gathers: the batch side to the space side, then the crops.
+#[kernel(BatchToSpaceND, wgpu)]
+fn batch_to_space_nd(x: &WgpuTensor, block_shape: &[i64], crops: &[Vec<i64>], out: &TensorMeta) -> Result<WgpuTensor> {
+    let plan = BatchSpace::of_batch_to_space(x.shape(), block_shape, crops).map_err(rule_error("BatchToSpaceND"))?;
+    let own = strides(&plan.batch_view());
+    let from: Vec<usize> = plan.inverse().iter().map(|&q| own[q]).collect();
+    let space = TensorMeta { shape: plan.space.iter().copied().collect(), dtype: out.dtype };
+    let full = gather("BatchToSpaceND", x, 0, &from, &space)?.reshaped(&plan.spatial);
+    let own = strides(&plan.spatial);
+    let base = plan.pairs.iter().zip(&own).map(|(p, &s)| p[0] as usize * s).sum();
+    gather("BatchToSpaceND", &full, base, &own, out)
 }
 
 #[kernel(MirrorPad, wgpu)]

@@ -716,3 +716,186 @@ pub fn flip_left_right(image: &[usize], attrs: &crate::kernels::FlipLeftRightAtt
         r => Err(format!("image has shape {image:?} of rank {r}, expected rank 4 (NHWC)")),
     }
 }
+
+/// The block's lengths and the `[before, after]` pairs (`paddings` or
+/// `crops`, named `pairs`) of `SpaceToBatchND` or `BatchToSpaceND` on `x`:
+/// one block axis or more, after the batch; each length 1 or more, each
+/// pair two sizes 0 or more.
+fn block_axes(x: &[usize], block_shape: &[i64], pairs: &[Vec<i64>], name: &str) -> Result<BlockAxes, String> {
+    let m = block_shape.len();
+    if m == 0 || x.len() < m + 1 {
+        return Err(format!(
+            "block_shape {block_shape:?} must give 1 or more spatial axes of x {x:?}, after its batch"
+        ));
+    }
+    let block = block_shape
+        .iter()
+        .map(|&b| usize::try_from(b).ok().filter(|&b| b >= 1))
+        .collect::<Option<Vec<usize>>>()
+        .ok_or_else(|| format!("block_shape {block_shape:?} must hold lengths of 1 or more"))?;
+    let sizes = |p: &Vec<i64>| -> Option<[usize; 2]> {
+        match p.as_slice() {
+            &[a, b] => Some([usize::try_from(a).ok()?, usize::try_from(b).ok()?]),
+            _ => None,
+        }
+    };
+    let pairs = match pairs.len() == m {
+        true => pairs.iter().map(sizes).collect::<Option<Vec<[usize; 2]>>>(),
+        false => None,
+    };
+    let pairs = pairs.ok_or_else(|| format!("{name} must give a pair of sizes 0 or more per block axis ({m})"))?;
+    Ok(BlockAxes { block, pairs })
+}
+
+/// [`block_axes`]' result.
+struct BlockAxes {
+    block: Vec<usize>,
+    pairs: Vec<[usize; 2]>,
+}
+
+/// What `SpaceToBatchND` and `BatchToSpaceND` do on every backend: one
+/// permutation between two views of the same elements. The space side is
+/// `[batch, s_1, b_1, ..., s_M, b_M, rest...]` (`SpaceToBatchND`'s padded
+/// input, `BatchToSpaceND`'s output before its crops); the batch side is
+/// `[b_1, ..., b_M, batch, s_1, ..., s_M, rest...]`, which is the other's
+/// axes in the order `perm` gives.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct BatchSpace {
+    /// The space side's view.
+    pub(crate) space: Vec<usize>,
+    /// Batch-side axis `i` is space-side axis `perm[i]`.
+    pub(crate) perm: Vec<usize>,
+    /// The space side as a tensor: `[batch, s_1 * b_1, ..., rest...]`.
+    pub(crate) spatial: Vec<usize>,
+    /// Each axis's `[before, after]` of that tensor against the other side
+    /// (zeros for the batch and the rest): the paddings, or the crops.
+    pub(crate) pairs: Vec<Vec<i64>>,
+}
+
+impl BatchSpace {
+    /// The plan of a space side `[batch, spatial..., rest...]` (as a
+    /// tensor) cut into `block`s, with `pairs` per block axis.
+    fn new(batch: usize, spatial: &[usize], rest: &[usize], block: &[usize], pairs: &[[usize; 2]]) -> BatchSpace {
+        let m = block.len();
+        let mut space = vec![batch];
+        for (s, b) in spatial.iter().zip(block) {
+            space.extend([s / b, *b]);
+        }
+        space.extend(rest);
+        let perm = (0..m).map(|i| 2 + 2 * i).chain([0]).chain((0..m).map(|i| 1 + 2 * i)).chain(2 * m + 1..space.len());
+        let mut pairs_full = vec![vec![0, 0]];
+        pairs_full.extend(pairs.iter().map(|p| vec![p[0] as i64, p[1] as i64]));
+        pairs_full.extend(rest.iter().map(|_| vec![0, 0]));
+        let spatial = std::iter::once(batch).chain(spatial.iter().copied()).chain(rest.iter().copied()).collect();
+        BatchSpace { space, perm: perm.collect(), spatial, pairs: pairs_full }
+    }
+
+    /// `SpaceToBatchND` of `x`: its padded input is the space side.
+    pub(crate) fn of_space_to_batch(
+        x: &[usize],
+        block_shape: &[i64],
+        paddings: &[Vec<i64>],
+    ) -> Result<BatchSpace, String> {
+        let BlockAxes { block, pairs } = block_axes(x, block_shape, paddings, "paddings")?;
+        let m = block.len();
+        let padded: Vec<usize> = (0..m)
+            .map(|i| x[i + 1].checked_add(pairs[i][0]).and_then(|d| d.checked_add(pairs[i][1])))
+            .collect::<Option<_>>()
+            .ok_or_else(|| format!("paddings {paddings:?} make x {x:?} too large"))?;
+        if let Some(i) = (0..m).find(|&i| !padded[i].is_multiple_of(block[i])) {
+            return Err(format!(
+                "axis {} of x {x:?} is {} long with its paddings {:?}, not a multiple of its block {}",
+                i + 1,
+                padded[i],
+                pairs[i],
+                block[i]
+            ));
+        }
+        if block.iter().try_fold(x[0], |n, &b| n.checked_mul(b)).is_none() {
+            return Err(format!("the batch of x {x:?} times the block's elements overflows"));
+        }
+        Ok(BatchSpace::new(x[0], &padded, &x[m + 1..], &block, &pairs))
+    }
+
+    /// `BatchToSpaceND` of `x`: its output, before the crops, is the space side.
+    pub(crate) fn of_batch_to_space(
+        x: &[usize],
+        block_shape: &[i64],
+        crops: &[Vec<i64>],
+    ) -> Result<BatchSpace, String> {
+        let BlockAxes { block, pairs } = block_axes(x, block_shape, crops, "crops")?;
+        let m = block.len();
+        let cells = block.iter().try_fold(1usize, |p, &b| p.checked_mul(b));
+        let cells = cells.ok_or_else(|| format!("block_shape {block_shape:?} overflows"))?;
+        if !x[0].is_multiple_of(cells) {
+            return Err(format!("the batch of x {x:?} is {}, not a multiple of the block's {cells} elements", x[0]));
+        }
+        let grown: Vec<usize> = (0..m)
+            .map(|i| x[i + 1].checked_mul(block[i]))
+            .collect::<Option<_>>()
+            .ok_or_else(|| format!("x {x:?} times the block overflows"))?;
+        if let Some(i) = (0..m).find(|&i| pairs[i][0] as u128 + pairs[i][1] as u128 > grown[i] as u128) {
+            return Err(format!("crops {:?} remove more than the {} elements of axis {}", pairs[i], grown[i], i + 1));
+        }
+        Ok(BatchSpace::new(x[0] / cells, &grown, &x[m + 1..], &block, &pairs))
+    }
+
+    /// The batch side as a tensor: `[batch * prod(b), s_1, ..., rest...]`.
+    pub(crate) fn batched(&self) -> Shape {
+        let m = self.space.len() - self.spatial.len();
+        let cells: usize = (0..m).map(|i| self.space[2 + 2 * i]).product();
+        let mut out = Shape::from_elem(self.space[0] * cells, 1);
+        out.extend((0..m).map(|i| self.space[1 + 2 * i]));
+        out.extend_from_slice(&self.space[2 * m + 1..]);
+        out
+    }
+
+    /// The batch side's view, `[b_1, ..., b_M, batch, s_1, ..., s_M, rest...]`.
+    pub(crate) fn batch_view(&self) -> Vec<usize> {
+        self.perm.iter().map(|&p| self.space[p]).collect()
+    }
+
+    /// Space-side axis `i` is batch-side axis `inverse()[i]`.
+    pub(crate) fn inverse(&self) -> Vec<usize> {
+        let mut back = vec![0; self.perm.len()];
+        for (i, &p) in self.perm.iter().enumerate() {
+            back[p] = i;
+        }
+        back
+    }
+
+    /// The space side as a tensor with its pairs applied: the unpadded
+    /// input (`SpaceToBatchND`), the cropped output (`BatchToSpaceND`).
+    pub(crate) fn trimmed(&self) -> Shape {
+        self.spatial.iter().zip(&self.pairs).map(|(&d, p)| d - p[0] as usize - p[1] as usize).collect()
+    }
+}
+
+/// The shape function of `SpaceToBatchND`: `x`'s block axes padded by
+/// `paddings` and cut into blocks, which move into the batch:
+/// `[batch * prod(block_shape), (spatial + paddings) / block..., rest...]`.
+///
+/// ```
+/// use opforge::{kernels::SpaceToBatchNDAttrs, shape::rules::space_to_batch_nd};
+/// let attrs = SpaceToBatchNDAttrs { block_shape: vec![2, 2], paddings: vec![vec![0, 0], vec![2, 0]] };
+/// assert_eq!(space_to_batch_nd(&[1, 2, 4, 1], &attrs).unwrap().as_slice(), &[4, 1, 3, 1]);
+/// let odd = SpaceToBatchNDAttrs { block_shape: vec![2], paddings: vec![vec![0, 0]] };
+/// assert!(space_to_batch_nd(&[1, 3], &odd).unwrap_err().contains("not a multiple of its block 2"));
+/// ```
+pub fn space_to_batch_nd(x: &[usize], attrs: &crate::kernels::SpaceToBatchNDAttrs) -> Result<Shape, String> {
+    allocatable(BatchSpace::of_space_to_batch(x, &attrs.block_shape, &attrs.paddings)?.batched())
+}
+
+/// The shape function of `BatchToSpaceND`, the inverse of `SpaceToBatchND`:
+/// blocks of `x`'s batch move into its block axes, which `crops` then trim:
+/// `[batch / prod(block_shape), spatial * block - crops..., rest...]`.
+///
+/// ```
+/// use opforge::{kernels::BatchToSpaceNDAttrs, shape::rules::batch_to_space_nd};
+/// let attrs = BatchToSpaceNDAttrs { block_shape: vec![2, 2], crops: vec![vec![0, 0], vec![2, 0]] };
+/// assert_eq!(batch_to_space_nd(&[8, 1, 3, 1], &attrs).unwrap().as_slice(), &[2, 2, 4, 1]);
+/// assert!(batch_to_space_nd(&[3, 1, 1, 1], &attrs).unwrap_err().contains("not a multiple of the block"));
+/// ```
+pub fn batch_to_space_nd(x: &[usize], attrs: &crate::kernels::BatchToSpaceNDAttrs) -> Result<Shape, String> {
+    allocatable(BatchSpace::of_batch_to_space(x, &attrs.block_shape, &attrs.crops)?.trimmed())
+}
