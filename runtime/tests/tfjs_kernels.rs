@@ -2,7 +2,7 @@
 //! into the built-in one: `SearchSorted` (with `LowerBound` and
 //! `UpperBound`), `MatrixBandPart`, `Diag`, `LinSpace`, `ExpandDims`,
 //! `FlipLeftRight`, `BroadcastArgs`, `Identity`, `OnesLike`, `ZerosLike`,
-//! `SpaceToBatchND` and `BatchToSpaceND`. Each is held to the examples TF.js
+//! `SpaceToBatchND`, `BatchToSpaceND` and `EluGrad`. Each is held to the examples TF.js
 //! documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
@@ -380,4 +380,22 @@ fn space_to_batch_refuses_bad_blocks() {
     assert!(ops::batch_to_space_nd(&x, &[1, 1], &[vec![-1, 0], vec![0, 0]]).is_err());
     let err = ops::batch_to_space_nd(&x, &[1, 1], &[vec![2, 2], vec![0, 0]]).unwrap_err().to_string();
     assert!(err.contains("BatchToSpaceND") && err.contains("remove more than"), "{err}");
+}
+
+/// `EluGrad` from `Elu`'s output is `Elu`'s gradient: against `grad` of
+/// `elu` (its row's own rule, from `x`), on both sides of zero and at it.
+#[test]
+fn elu_grad_from_the_output_is_elus_gradient() {
+    for b in backends("elu_grad_from_the_output_is_elus_gradient") {
+        let x = on(b, f32s(&[-3.0, -1.0, -0.25, 0.0, 0.5, 2.0], &[6]));
+        let dy = on(b, f32s(&[1.0, 2.0, -1.0, 3.0, 0.5, -2.0], &[6]));
+        let from_y = ops::elu_grad(&dy, &ops::elu(&x).unwrap()).unwrap();
+        let through = opforge::grad(|x: &Tensor| ops::sum(&ops::mul(&ops::elu(x)?, &dy)?, None, false))(&x).unwrap();
+        let (a, e) = (from_y.to_vec::<f32>().unwrap(), through.to_vec::<f32>().unwrap());
+        for (i, (a, e)) in a.iter().zip(&e).enumerate() {
+            assert!((a - e).abs() <= 1e-6 * e.abs().max(1.0), "{b}: element {i}: {a} against {e}");
+        }
+        let nan = ops::elu_grad(&on(b, f32s(&[1.0], &[1])), &on(b, f32s(&[f32::NAN], &[1]))).unwrap();
+        assert!(nan.to_vec::<f32>().unwrap()[0].is_nan(), "{b}: a NaN output gives NaN");
+    }
 }

@@ -173,6 +173,14 @@ elementwise! {
         wgsl: "gradients * select(0.0, 1.0, features > 0.0)",
         grad: (ReluBackward(dy, features), _),
     }
+    // Elu's gradient from its output, TF.js's `EluGrad` (TensorFlow's
+    // names): `gradients` where the output is positive, else
+    // `gradients * (outputs + 1)` (which is `dy * exp(x)` there). A NaN
+    // output counts as not positive, and gives NaN.
+    EluGrad(gradients, outputs) {
+        each: if outputs > 0.0 { gradients } else { gradients * (outputs + 1.0) },
+        wgsl: "select(gradients * (outputs + 1.0), gradients, outputs > 0.0 && !is_nan(outputs))",
+    }
     // The SGD update in one pass: one read of each operand and one write.
     ApplyGradientDescent(var, delta; alpha) {
         each: var - alpha * delta,

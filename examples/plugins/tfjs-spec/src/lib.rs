@@ -16,7 +16,7 @@
 //!
 //! - **In `tfjs.toml`**, bound here: every in-scope kernel whose name
 //!   opforge's built-in spec does not declare, `Multiply` and the TF.js
-//!   gradient kernels `EluGrad`, `LRNGrad`, `MaxPool3DGrad`, ... included.
+//!   gradient kernels `LRNGrad`, `MaxPool3DGrad`, ... included.
 //!   Among them the fused kernels `_FusedMatMul` (a name with TF.js's
 //!   leading underscore), `FusedConv2D` and `FusedDepthwiseConv2D`, whose
 //!   `bias` and PReLU weights are optional inputs (`"bias?"`); `Einsum`,

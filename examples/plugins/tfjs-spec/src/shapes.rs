@@ -27,12 +27,12 @@ use crate::{
     _FusedMatMulAttrs, Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, BincountAttrs, Conv3DAttrs,
     Conv3DBackpropFilterV2Attrs, Conv3DBackpropInputV2Attrs, CropAndResizeAttrs, DataFormat, DataFormat3D,
     DenseBincountAttrs, Dilation2DAttrs, Dilation2DBackpropFilterAttrs, Dilation2DBackpropInputAttrs, DimRoundingMode,
-    EinsumAttrs, EluGradAttrs, FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, LRNGradAttrs, MaxPool3DAttrs,
-    MaxPool3DGradAttrs, MaxPoolWithArgmaxAttrs, NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs,
-    NonMaxSuppressionV5Attrs, Padding, RaggedGatherAttrs, RaggedRangeAttrs, RaggedTensorToTensorAttrs,
-    ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, SparseFillEmptyRowsAttrs,
-    SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs, TensorScatterUpdateAttrs,
-    TransformAttrs, ValidOrSame,
+    EinsumAttrs, FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, LRNGradAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs,
+    MaxPoolWithArgmaxAttrs, NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs, NonMaxSuppressionV5Attrs, Padding,
+    RaggedGatherAttrs, RaggedRangeAttrs, RaggedTensorToTensorAttrs, ResizeBilinearGradAttrs,
+    ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, SparseFillEmptyRowsAttrs, SparseReshapeAttrs,
+    SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs, TensorScatterUpdateAttrs, TransformAttrs,
+    ValidOrSame,
 };
 
 // Shared helpers.
@@ -547,12 +547,6 @@ fn scatter(indices: &[usize], updates: &[usize], target: &[usize]) -> Result<(),
 }
 
 // The kernels' functions.
-
-/// `EluGrad`: `dy` and `y` share a shape, the result's.
-pub fn elu_grad(dy: &[usize], y: &[usize], attrs: &EluGradAttrs) -> Result<Shape, String> {
-    let _ = attrs;
-    same_shapes(&[("dy", dy), ("y", y)])
-}
 
 /// `LRNGrad`: `x`, `y` and `dy` share a shape of rank 1 or more; the
 /// window's radius is not negative.

@@ -342,8 +342,9 @@ fn elementwise(c: &mut Checker) {
     c.ok::<b::ZerosLike>(&[T(&[4, 1], B)], d(), &[T(&[4, 1], B)]);
     c.ok::<b::LogSoftmax>(&[T(&[2, 5], F)], d(), &[T(&[2, 5], F)]);
     c.bad::<b::LogSoftmax>(&[T(&[2, 5], F)], b::LogSoftmaxAttrs { axis: 2 }, "axis 2 is out of range");
-    c.ok::<t::EluGrad>(&[T(&[2, 3], F), T(&[2, 3], F)], d(), &[T(&[2, 3], F)]);
-    c.bad::<t::EluGrad>(&[T(&[2, 3], F), T(&[3], F)], d(), "y has shape [3], but dy has [2, 3]");
+    c.ok::<b::EluGrad>(&[T(&[2, 3], F), T(&[2, 3], F)], d(), &[T(&[2, 3], F)]);
+    c.ok::<b::EluGrad>(&[T(&[2, 3], F), T(&[3], F)], d(), &[T(&[2, 3], F)]);
+    c.bad::<b::EluGrad>(&[T(&[2, 3], F), T(&[4], F)], d(), "cannot broadcast");
     let lrn = t::LRNGradAttrs { depth_radius: 2, ..d() };
     c.ok::<t::LRNGrad>(&[T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 6], F)], lrn, &[T(&[1, 2, 2, 6], F)]);
     c.bad::<t::LRNGrad>(&[T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 5], F)], d(), "dy has shape");
