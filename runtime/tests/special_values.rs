@@ -88,7 +88,7 @@ fn attrs_of(kernel: &str) -> Option<Vec<(String, Attrs)>> {
         Atan2, SquaredDifference, FloorDiv, Mod, Prelu, LogicalAnd, LogicalOr, LogicalXor, BitwiseAnd, Neg, Abs, Sqrt, Rsqrt, Square, Exp,
         Log, Sin, Cos, Tanh, Erf, Softplus, Elu, Selu, Log1p, Expm1, Floor, Ceil, Round, Sign, Reciprocal, Atan,
         Sinh, Cosh, Tan, Asin, Acos, Asinh, Acosh, Atanh, Relu6, IsFinite, IsNan, IsInf, LogicalNot, Sigmoid, Relu,
-        ReluBackward, Select, Softsign, Identity, OnesLike, ZerosLike,
+        ReluBackward, EluGrad, Select, Softsign, Identity, OnesLike, ZerosLike,
     )
 }
 
