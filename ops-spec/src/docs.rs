@@ -87,6 +87,7 @@
 //! | `signed_zero` | no | `true` when the kernel keeps IEEE 754's sign of a zero result on every backend (`Neg`, `Add`, `Floor`: `neg(0)` is -0, `-0 + -0` is -0): the generated special-values tests then tell +0 from -0 in its outputs, and the doc should say so. Default `false`: a zero of either sign is a zero |
 //! | `drops_nan` | no | `true` when a NaN in may give a number out (a comparison's mask cast to f32, as in `cast(greater(x, w), f32)`; a `select` on one): the generated special-values test of an elementwise kernel then does not require NaN in to give NaN out, and still compares every backend with the cpu there. Default `false` |
 //! | `domain` | no | `[low, high]`, the open interval of input values the kernel is defined and smooth on (`[0.0, inf]` for `Log`, `[-1.0, 1.0]` for `Asin`); the generated tests draw their inputs inside it. Absent: any value, drawn from +-(0.5, 2), away from the kinks at 0 |
+//! | `aliases` | no | other names the kernel answers to by name: an array of names written as kernel names are (TF.js's leading `_` allowed), for a kernel TF.js names otherwise (`aliases = ["Multiply"]` on `Mul`). `Engine::run_by_name` and `registry::spec` find the kernel under each; no type, op or test is generated for an alias. A name answers for one kernel: an alias is no kernel's name and no other kernel's alias, in any bound spec |
 //!
 //! No other key is accepted; a misspelt one gets a suggestion.
 //!
@@ -165,7 +166,7 @@
 //!     "ops.toml:1:2: kernel `Neg` is missing required key `dtypes`\n\
 //!      ops.toml:5:1: unknown key `dtype` in kernel `Neg`, expected one of `op`, `doc`, `inputs`, `attrs`, \
 //!      `output`, `outputs`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, `examples`, `domain`, \
-//!      `data_dependent`, `signed_zero`, `drops_nan`; did \
+//!      `data_dependent`, `signed_zero`, `drops_nan`, `aliases`; did \
 //!      you mean `dtypes`?"
 //! );
 //! ```

@@ -16,6 +16,11 @@ impl Spec {
     pub fn kernel(&self, name: &str) -> Option<&KernelDef> {
         self.kernels.iter().find(|k| k.name == name)
     }
+
+    /// The kernel named `name`, or that has `name` among its aliases.
+    pub fn kernel_or_alias(&self, name: &str) -> Option<&KernelDef> {
+        self.kernels.iter().find(|k| k.name == name || k.aliases.iter().any(|a| a == name))
+    }
 }
 
 /// One kernel: a table of the spec file.
@@ -25,6 +30,12 @@ pub struct KernelDef {
     pub name: String,
     /// Name of the generated op function, a snake_case identifier unique across the spec.
     pub op: String,
+    /// Other names the kernel answers to by name (`aliases = ["Multiply"]`
+    /// on `Mul`): TF.js's names for a kernel opforge names otherwise, so
+    /// that `Engine::run_by_name` and `registry::spec` find it under
+    /// either. Unique across the spec's names and aliases; no type or op
+    /// is generated for them.
+    pub aliases: Vec<String>,
     /// One-line documentation of what the kernel computes; never empty.
     pub doc: String,
     /// Names of the tensor inputs (snake_case, unique; a variadic one

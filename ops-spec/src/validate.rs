@@ -7,7 +7,7 @@
 use crate::attrs::{attrs, Attrs};
 use crate::diag::{camel_case_problem, did_you_mean, quoted, reserved_problem, Diag};
 use crate::examples::{examples, Against};
-use crate::fields::{at, ident, inner_at, non_empty, string};
+use crate::fields::{at, ident, inner_at, non_empty, string, strings};
 use crate::model::{AttrDef, AttrType, Differentiable, Example, GroupDef, InputType, KernelDef, OutputDef, ShapeRule};
 use crate::rule::{self, Scope};
 use crate::signature::{
@@ -16,7 +16,7 @@ use crate::signature::{
 };
 use crate::tree::{Entry, Value};
 
-const KEYS: [&str; 16] = [
+const KEYS: [&str; 17] = [
     "op",
     "doc",
     "inputs",
@@ -33,6 +33,7 @@ const KEYS: [&str; 16] = [
     "data_dependent",
     "signed_zero",
     "drops_nan",
+    "aliases",
 ];
 
 const REQUIRED: [&str; 5] = ["op", "doc", "inputs", "dtypes", "shape"];
@@ -52,6 +53,7 @@ pub(crate) fn spec(d: &mut Diag, root: &[Entry]) -> (Vec<KernelDef>, Vec<GroupDe
         .filter_map(|e| Some((e.at, kernel(d, e, &mut ops, &groups)?)))
         .collect();
     generated_names(d, &defs, &groups);
+    alias_clashes(d, &defs);
     enums(d, &defs, &groups);
     (defs.into_iter().map(|(_, k)| k).collect(), groups)
 }
@@ -293,6 +295,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>, groups: &[Gr
         shape_is_fn(d, &t, shape.as_ref(), &why);
     }
     let domain = t.field("domain").map(|f| domain(d, f));
+    let aliases = t.field("aliases").map_or(Some(Vec::new()), |f| aliases(d, f, t.name()));
 
     let (line, col) = d.line_col(e.at);
     let Signature { op, doc, inputs, optional, attrs, .. } = sig;
@@ -300,6 +303,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>, groups: &[Gr
     Some(KernelDef {
         name: t.name().clone(),
         op: op?,
+        aliases: aliases?,
         doc: doc?,
         optional: inputs.iter().flatten().map(|i| optional.contains(i)).collect(),
         inputs: inputs?,
@@ -322,6 +326,54 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>, groups: &[Gr
         line,
         col,
     })
+}
+
+/// A kernel's `aliases`: names as kernel names are (TF.js's leading `_`
+/// allowed), none its own name, none twice.
+fn aliases(d: &mut Diag, f: &Entry, kernel: &str) -> Option<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    let mut ok = true;
+    for (alias, at) in strings(d, f)? {
+        let problem = camel_case_problem(alias.strip_prefix('_').unwrap_or(alias))
+            .map(|p| format!("alias `{alias}` of kernel `{kernel}` {p}"))
+            .or_else(|| (alias == kernel).then(|| format!("alias `{alias}` is kernel `{kernel}`'s own name")))
+            .or_else(|| {
+                out.iter().any(|a| a == alias).then(|| format!("alias `{alias}` is given twice to kernel `{kernel}`"))
+            });
+        match problem {
+            Some(msg) => {
+                d.error(at, msg);
+                ok = false;
+            }
+            None => out.push(alias.to_owned()),
+        }
+    }
+    ok.then_some(out)
+}
+
+/// A name answers for one kernel: an alias may be neither another
+/// kernel's name nor another kernel's alias. Reported at the later kernel.
+fn alias_clashes(d: &mut Diag, defs: &[(usize, KernelDef)]) {
+    for (i, (at, k)) in defs.iter().enumerate() {
+        for alias in &k.aliases {
+            let named = defs.iter().find(|(_, o)| o.name == *alias);
+            let aliased = defs[..i].iter().find(|(_, o)| o.aliases.contains(alias));
+            let msg = match (named, aliased) {
+                (Some((_, o)), _) => format!(
+                    "alias `{alias}` of kernel `{}` is the name of kernel `{}`; a name answers for one kernel, so \
+                     remove the alias or rename the kernel",
+                    k.name, o.name
+                ),
+                (None, Some((_, o))) => format!(
+                    "alias `{alias}` of kernel `{}` is an alias of kernel `{}` too; a name answers for one \
+                     kernel, so remove one of them",
+                    k.name, o.name
+                ),
+                (None, None) => continue,
+            };
+            d.error(*at, msg);
+        }
+    }
 }
 
 /// Kernel `e`'s table: its name, that it is a table, its keys known and

@@ -187,7 +187,7 @@ fn unknown_key_in_kernel() {
             "ops.toml:1:2: kernel `Add` is missing required key `dtypes`",
             "ops.toml:5:1: unknown key `dtype` in kernel `Add`, expected one of `op`, `doc`, `inputs`, \
              `attrs`, `output`, `outputs`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, \
-             `examples`, `domain`, `data_dependent`, `signed_zero`, `drops_nan`; did you mean `dtypes`?",
+             `examples`, `domain`, `data_dependent`, `signed_zero`, `drops_nan`, `aliases`; did you mean `dtypes`?",
         ],
     );
 }
@@ -864,5 +864,48 @@ fn a_variadic_input_is_last_and_has_a_shape_function() {
         &edit(CONCAT, "examples =", "examples = [{ shapes = [], attrs = { axis = 1 }, output = [2] }]"),
         &["ops.toml:8:24: `shapes` of example 1 gives 0 shapes, but kernel `Concat` has 1 inputs (`values`), the \
            last of which takes one or more, expected one shape per input tensor"],
+    );
+}
+
+#[test]
+fn aliases_are_read_and_found() {
+    let spec = parse(&ADD.replace("grad =", "aliases = [\"Plus\", \"_AddV2\"]\ngrad ="), "ops.toml").unwrap();
+    let add = spec.kernel("Add").unwrap();
+    assert_eq!(add.aliases, ["Plus", "_AddV2"]);
+    assert_eq!(spec.kernel_or_alias("_AddV2").map(|k| k.name.as_str()), Some("Add"));
+    assert!(spec.kernel("Plus").is_none(), "`kernel` finds names only");
+    assert!(parse(SUM, "ops.toml").unwrap().kernels[0].aliases.is_empty());
+}
+
+#[test]
+fn bad_aliases() {
+    assert_errors(
+        &ADD.replace("grad =", "aliases = [\"plus\", \"Add\", \"Plus\", \"Plus\"]\ngrad ="),
+        &[
+            "ops.toml:7:12: alias `plus` of kernel `Add` is not UpperCamelCase, expected an identifier like \
+             `BatchMatMul` (ASCII letters and digits, starting with an uppercase letter)",
+            "ops.toml:7:20: alias `Add` is kernel `Add`'s own name",
+            "ops.toml:7:35: alias `Plus` is given twice to kernel `Add`",
+        ],
+    );
+    assert_errors(
+        &ADD.replace("grad =", "aliases = \"Plus\"\ngrad ="),
+        &["ops.toml:7:11: `aliases` must be an array of strings, found a string"],
+    );
+}
+
+#[test]
+fn an_alias_answers_for_one_kernel() {
+    let sub = ADD.replace("[Add]", "[Sub]").replace("\"add\"", "\"sub\"");
+    assert_errors(
+        &format!("{}\n{sub}", ADD.replace("grad =", "aliases = [\"Sub\"]\ngrad =")),
+        &["ops.toml:1:2: alias `Sub` of kernel `Add` is the name of kernel `Sub`; a name answers for one kernel, \
+           so remove the alias or rename the kernel"],
+    );
+    let with_alias = |src: &str| src.replace("grad =", "aliases = [\"Plus\"]\ngrad =");
+    assert_errors(
+        &format!("{}\n{}", with_alias(ADD), with_alias(&sub)),
+        &["ops.toml:10:2: alias `Plus` of kernel `Sub` is an alias of kernel `Add` too; a name answers for one \
+           kernel, so remove one of them"],
     );
 }

@@ -283,13 +283,18 @@ fn wrong_count<K: KernelSpec>(backend: BackendId, inputs: &[&Tensor], absent: Ab
 impl Engine {
     /// Runs a kernel by name, as TF.js `engine().runKernel(name, inputs,
     /// attrs)` does: for code that holds a kernel's name rather than its
-    /// descriptor. `attrs` must be the kernel's `Attrs` struct.
+    /// descriptor. `attrs` must be the kernel's `Attrs` struct. The name may
+    /// be one of the kernel's aliases, TF.js's names for the kernels
+    /// opforge names otherwise (`Multiply` for `Mul`, `_FusedMatMul` for
+    /// `FusedMatMul`); the attrs are still the kernel's.
     ///
     /// ```
-    /// use opforge::{kernels::SumAttrs, Engine, Tensor};
+    /// use opforge::{kernels::{MulAttrs, SumAttrs}, Engine, Tensor};
     /// let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3])?;
     /// let y = Engine::run_by_name("Sum", &[&x], &SumAttrs { axes: None, keep_dims: false })?;
     /// assert_eq!(y.to_scalar::<f32>()?, 6.0);
+    /// let squares = Engine::run_by_name("Multiply", &[&x, &x], &MulAttrs::default())?;
+    /// assert_eq!(squares.to_vec::<f32>()?, [1.0, 4.0, 9.0]);
     /// let err = Engine::run_by_name("Summ", &[&x], &SumAttrs::default()).unwrap_err();
     /// assert!(err.to_string().starts_with("no bound spec declares a kernel `Summ`; did you mean `Sum`?"));
     /// # Ok::<(), opforge::Error>(())
@@ -330,7 +335,12 @@ impl Engine {
         (Engine::spec_entry(kernel)?.run)(inputs, attrs)
     }
 
+    /// The entry `kernel` names, by name or alias; a name two specs answer
+    /// to runs neither (which attrs would it take?).
     fn spec_entry(kernel: &str) -> Result<&'static crate::registry::SpecEntry> {
+        if let Some(e) = crate::registry::duplicate_spec(kernel) {
+            return Err(e);
+        }
         crate::registry::spec(kernel).ok_or_else(|| Error::UnknownKernel {
             kernel: kernel.to_owned(),
             suggestion: crate::registry::closest_kernel(kernel),

@@ -50,6 +50,35 @@ pub(crate) fn claimed(spec: &mut Spec, label: &str, span: Span, reuse: bool) -> 
             claimed.errors.extend(syn::Error::new(span, message).to_compile_error());
             return false;
         }
+        // A built-in alias answers for its kernel; it is never a user's
+        // name, not even with `reuse`, which reuses declarations by name.
+        if let Some(b) = builtin.kernel(&k.name).is_none().then(|| builtin.kernel_or_alias(&k.name)).flatten() {
+            let message = format!(
+                "{}: kernel `{}` is an alias of opforge's built-in kernel `{}`, which runs under that name too \
+                 (`Engine::run_by_name(\"{}\", ..)`); a name answers for one kernel, so choose another name, or \
+                 drop this declaration and call opforge's op `{}`",
+                at(k),
+                k.name,
+                b.name,
+                k.name,
+                b.op
+            );
+            claimed.errors.extend(syn::Error::new(span, message).to_compile_error());
+            return false;
+        }
+        for alias in &k.aliases {
+            if let Some(b) = builtin.kernel_or_alias(alias) {
+                let whose = if b.name == *alias { "the name of" } else { "an alias of" };
+                let message = format!(
+                    "{}: alias `{alias}` of kernel `{}` is {whose} opforge's built-in kernel `{}`; a name answers \
+                     for one kernel, so remove the alias",
+                    at(k),
+                    k.name,
+                    b.name
+                );
+                claimed.errors.extend(syn::Error::new(span, message).to_compile_error());
+            }
+        }
         let Some(b) = builtin.kernel(&k.name) else { return true };
         let problem = match reuse {
             false => Some(format!(

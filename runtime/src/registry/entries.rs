@@ -109,6 +109,9 @@ pub struct OpEntry {
 pub struct SpecEntry {
     /// Kernel name.
     pub name: &'static str,
+    /// Other names it answers to by name (the spec's `aliases`, TF.js's
+    /// `Multiply` for `Mul`).
+    pub aliases: &'static [&'static str],
     /// Generated op function.
     pub op: &'static str,
     /// One-line doc.
@@ -134,6 +137,18 @@ pub struct SpecEntry {
     pub run: fn(&[&Tensor], &(dyn std::any::Any + Send + Sync)) -> Result<Vec<Tensor>>,
 }
 
+impl SpecEntry {
+    /// Whether `name` is the kernel's name or one of its aliases.
+    ///
+    /// ```
+    /// let mul = opforge::registry::spec("Mul").unwrap();
+    /// assert!(mul.answers_to("Mul") && mul.answers_to("Multiply") && !mul.answers_to("Add"));
+    /// ```
+    pub fn answers_to(&self, name: &str) -> bool {
+        self.name == name || self.aliases.contains(&name)
+    }
+}
+
 impl std::fmt::Debug for SpecEntry {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SpecEntry").field("name", &self.name).field("op", &self.op).finish_non_exhaustive()
@@ -156,7 +171,8 @@ pub(crate) fn closest_kernel(name: &str) -> Option<&'static str> {
     };
     SPECS
         .iter()
-        .map(|s| (distance(&name.to_lowercase(), &s.name.to_lowercase()), s.name))
+        .flat_map(|s| std::iter::once(s.name).chain(s.aliases.iter().copied()))
+        .map(|n| (distance(&name.to_lowercase(), &n.to_lowercase()), n))
         .filter(|&(d, _)| d <= 2)
         .min_by_key(|&(d, _)| d)
         .map(|(_, n)| n)
@@ -226,11 +242,14 @@ pub fn require(crate_name: &str) -> Result<()> {
     }
 }
 
-/// The spec entry of a kernel name.
+/// The spec entry of a kernel name, or of an alias (the kernel's own
+/// entry, under its name).
 ///
 /// ```
 /// assert_eq!(opforge::registry::spec("Relu").unwrap().op, "relu");
+/// // TF.js's name for opforge's `Mul`.
+/// assert_eq!(opforge::registry::spec("Multiply").unwrap().name, "Mul");
 /// ```
 pub fn spec(kernel: &str) -> Option<&'static SpecEntry> {
-    SPECS.iter().find(|s| s.name == kernel)
+    SPECS.iter().find(|s| s.answers_to(kernel))
 }

@@ -117,9 +117,10 @@ pub(super) fn no_gradient(kernel: &str) -> Error {
 pub fn check() -> Vec<Error> {
     let overlay = OVERLAY.read().unwrap_or_else(PoisonError::into_inner);
     let mut problems = Vec::new();
-    for (i, a) in SPECS.iter().enumerate() {
-        if SPECS.iter().position(|b| b.name == a.name) == Some(i) {
-            problems.extend(duplicate_spec(a.name));
+    let names = || SPECS.iter().flat_map(|s| std::iter::once(s.name).chain(s.aliases.iter().copied()));
+    for (i, a) in names().enumerate() {
+        if names().position(|b| b == a) == Some(i) {
+            problems.extend(duplicate_spec(a));
         }
     }
     problems.extend(crate::backend::check());
@@ -169,11 +170,15 @@ fn pick<'a, T>(
 }
 
 /// The error for a kernel name that two bound specs declare, if it is one.
-fn duplicate_spec(kernel: &str) -> Option<Error> {
-    let mut declared = SPECS.iter().filter(|s| s.name == kernel);
+pub(crate) fn duplicate_spec(kernel: &str) -> Option<Error> {
+    let mut declared = SPECS.iter().filter(|s| s.answers_to(kernel));
     let (a, b) = (declared.next()?, declared.next()?);
-    let named = |s: &SpecEntry| format!("`{}` of crate `{}`", s.spec_file, s.crate_name);
-    Some(Error::DuplicateSpec { kernel: a.name, first: named(a), second: named(b) })
+    let named = |s: &SpecEntry| match s.name == kernel {
+        true => format!("`{}` of crate `{}`", s.spec_file, s.crate_name),
+        false => format!("`{}` of crate `{}` (an alias of `{}`)", s.spec_file, s.crate_name, s.name),
+    };
+    let kernel = std::iter::once(a.name).chain(a.aliases.iter().copied()).find(|&n| n == kernel)?;
+    Some(Error::DuplicateSpec { kernel, first: named(a), second: named(b) })
 }
 
 pub(super) fn resolve_kernel(overlay: &Overlay, kernel: &str, backend: BackendId) -> Result<&'static KernelEntry> {

@@ -30,6 +30,7 @@ pub use entries::{
 };
 #[doc(hidden)]
 pub use entries::{GRADIENTS, KERNELS, OPS, SPECS};
+pub(crate) use lookup::duplicate_spec;
 pub use lookup::{check, coverage_markdown, gradient_for, gradients, kernel_for, kernel_for_dtype, kernels};
 pub use overrides::{with_gradient_override, with_kernel_override};
 pub use runtime::{

@@ -14,13 +14,12 @@
 //!
 //! Where each of the 167 kernels is declared:
 //!
-//! - **In `tfjs.toml`**, bound here: every in-scope kernel whose name
-//!   opforge's built-in spec does not declare, `Multiply` and the TF.js
+//! - **In `tfjs.toml`**, bound here: every in-scope kernel that opforge's
+//!   built-in spec does not declare, by name or alias, the TF.js
 //!   gradient kernels `LRNGrad`, `MaxPool3DGrad`, ... included.
-//!   Among them the fused kernels `_FusedMatMul` (a name with TF.js's
-//!   leading underscore), `FusedConv2D` and `FusedDepthwiseConv2D`, whose
-//!   `bias` and PReLU weights are optional inputs (`"bias?"`); `Einsum`,
-//!   whose `equation` is a text attr; and the sparse and ragged kernels
+//!   Among them the fused convolutions `FusedConv2D` and
+//!   `FusedDepthwiseConv2D`, whose `bias` and PReLU weights are optional
+//!   inputs (`"bias?"`); and the sparse and ragged kernels
 //!   (`RaggedGather`, `RaggedRange`, `RaggedTensorToTensor`,
 //!   `SparseFillEmptyRows`, `SparseSegmentMean`, `SparseSegmentSum`), which
 //!   are data-dependent: their shape functions give the largest shape each
@@ -32,7 +31,8 @@
 //! - **In opforge's built-in spec** (`ops-spec/ops.toml`), the others,
 //!   declared there under their TF.js names and implemented (`Add`,
 //!   `Conv2D`, `FusedBatchNorm`, `GatherNd`, `ResizeBilinear`, `TopK`,
-//!   ...). Kernel names are unique across specs, so this crate binds its
+//!   ...), or under opforge's names with TF.js's as aliases (`Mul`
+//!   answers to `Multiply`, `FusedMatMul` to `_FusedMatMul`). Kernel names are unique across specs, so this crate binds its
 //!   spec with `builtin = reuse`: a kernel that becomes built-in may stay
 //!   in `tfjs.toml`, where `spec!` checks its declaration against the
 //!   built-in one (op, inputs, attrs, outputs) and re-exports opforge's
@@ -62,12 +62,12 @@
 //!
 //! ```
 //! use opforge::{shape::ANY, Absent, DType, KernelSpec, Tensor};
-//! use opforge_example_tfjs_spec::{SparseSegmentSum, _FusedMatMul};
+//! use opforge_example_tfjs_spec::{FusedConv2D, SparseSegmentSum};
 //!
-//! let (a, b) = (Tensor::zeros(&[2, 3], DType::F32)?, Tensor::zeros(&[3, 5], DType::F32)?);
-//! let absent = Absent::of(&[Some(&a), Some(&b), None, None]);
-//! let metas = _FusedMatMul::infer_with(&[&a, &b], absent, &Default::default()).unwrap();
-//! assert_eq!(metas[0].shape.as_slice(), &[2, 5]);
+//! let (x, filter) = (Tensor::zeros(&[1, 5, 5, 3], DType::F32)?, Tensor::zeros(&[3, 3, 3, 8], DType::F32)?);
+//! let absent = Absent::of(&[Some(&x), Some(&filter), None, None]);
+//! let metas = FusedConv2D::infer_with(&[&x, &filter], absent, &Default::default()).unwrap();
+//! assert_eq!(metas[0].shape.as_slice(), &[1, 3, 3, 8]);
 //!
 //! let data = Tensor::zeros(&[4, 3], DType::F32)?;
 //! let ids = Tensor::zeros(&[2], DType::I32)?;

@@ -12,7 +12,7 @@
 //!
 //! A kernel with optional inputs (the fused kernels' `bias?`) gets
 //! `Option<&[usize]>` for each, `None` when the call leaves it out; a
-//! variadic input (`Einsum`'s operands, `RaggedGather`'s splits) comes as
+//! variadic input (`RaggedGather`'s splits) comes as
 //! `&[&[usize]]`.
 //!
 //! For a data-dependent kernel (`NonMaxSuppressionV3/4/5`, the sparse and
@@ -21,18 +21,17 @@
 //! splits, one more than its rows), [`ANY`] where only the data does (a
 //! sparse segment reduction's rows, as many as its last segment id says).
 
-use opforge::shape::{broadcast_shapes, checked_numel, rules::matmul, Shape, ANY};
+use opforge::shape::{broadcast_shapes, checked_numel, Shape, ANY};
 
 use crate::{
-    _FusedMatMulAttrs, Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, BincountAttrs, Conv3DAttrs,
-    Conv3DBackpropFilterV2Attrs, Conv3DBackpropInputV2Attrs, CropAndResizeAttrs, DataFormat, DataFormat3D,
-    DenseBincountAttrs, Dilation2DAttrs, Dilation2DBackpropFilterAttrs, Dilation2DBackpropInputAttrs, DimRoundingMode,
-    EinsumAttrs, FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, LRNGradAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs,
-    MaxPoolWithArgmaxAttrs, NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs, NonMaxSuppressionV5Attrs, Padding,
-    RaggedGatherAttrs, RaggedRangeAttrs, RaggedTensorToTensorAttrs, ResizeBilinearGradAttrs,
-    ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, SparseFillEmptyRowsAttrs, SparseReshapeAttrs,
-    SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs, TensorScatterUpdateAttrs, TransformAttrs,
-    ValidOrSame,
+    Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, BincountAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs,
+    Conv3DBackpropInputV2Attrs, CropAndResizeAttrs, DataFormat, DataFormat3D, DenseBincountAttrs, Dilation2DAttrs,
+    Dilation2DBackpropFilterAttrs, Dilation2DBackpropInputAttrs, DimRoundingMode, FusedConv2DAttrs,
+    FusedDepthwiseConv2DAttrs, LRNGradAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs, MaxPoolWithArgmaxAttrs,
+    NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs, NonMaxSuppressionV5Attrs, Padding, RaggedGatherAttrs,
+    RaggedRangeAttrs, RaggedTensorToTensorAttrs, ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs,
+    RotateWithOffsetAttrs, SparseFillEmptyRowsAttrs, SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs,
+    SparseToDenseAttrs, TensorScatterUpdateAttrs, TransformAttrs, ValidOrSame,
 };
 
 // Shared helpers.
@@ -873,8 +872,8 @@ pub fn dilation2d_backprop_filter(
     Ok(Shape::from_slice(filter))
 }
 
-/// The output of a fused kernel (`_FusedMatMul`, `FusedConv2D`,
-/// `FusedDepthwiseConv2D`): `out`, the product or convolution, to which
+/// The output of a fused convolution (`FusedConv2D`,
+/// `FusedDepthwiseConv2D`): `out`, the convolution, to which
 /// `bias` is added and on which `activation` runs. `bias` and the PReLU
 /// weights broadcast to `out` without growing it; with `per_channel` (a
 /// channels-first convolution, as TF.js's `FusedConv2D` does for NCHW) a
@@ -904,20 +903,6 @@ fn fused(
             Err(format!("prelu_activation_weights is given, but activation is `{other}`; only `prelu` takes them"))
         }
     }
-}
-
-/// `_FusedMatMul`: the batched product `[..., m, n]` of `a` and `b` (each
-/// transposed first as its attr says), which `bias` and the PReLU weights
-/// broadcast to.
-pub fn fused_matmul(
-    a: &[usize],
-    b: &[usize],
-    bias: Option<&[usize]>,
-    prelu_activation_weights: Option<&[usize]>,
-    attrs: &_FusedMatMulAttrs,
-) -> Result<Shape, String> {
-    let out = matmul(a, b, attrs.transpose_a, attrs.transpose_b).map_err(|e| format!("a {a:?} times b {b:?}: {e}"))?;
-    fused(out, bias, prelu_activation_weights, attrs.activation, false)
 }
 
 /// `FusedConv2D`: `Conv2D`'s output (NHWC, or NCHW with `data_format`),
@@ -962,39 +947,6 @@ pub fn fused_depthwise_conv2d(
         depthwise: true,
     };
     fused(conv.shape(x, filter)?, bias, prelu_activation_weights, a.activation, false)
-}
-
-/// The output shape of an Einstein summation: `equation` gives each
-/// operand's subscripts, one ASCII letter per axis, comma-separated, then
-/// optionally `->` and the output's (whitespace is ignored). Without `->`
-/// (the implicit form) the output has the letters written exactly once, in
-/// ASCII order (uppercase first), as in NumPy. Each operand's rank is its
-/// count of letters, a letter names the same length wherever it appears
-/// (in one operand too: `ii` is a diagonal), and each output letter
-/// appears once, and in some operand. The ellipsis `...` is refused, as
-/// TF.js refuses it.
-///
-/// TF.js's own kernels are narrower: they need the `->`, one or two
-/// operands, and no letter twice in one operand. This rule is the general
-/// one, which gives their shapes where they run.
-///
-/// ```
-/// use opforge_example_tfjs_spec::shapes::einsum_shape;
-/// assert_eq!(einsum_shape("ij,jk->ik", &[&[2, 3], &[3, 4]]).unwrap().as_slice(), &[2, 4]);
-/// assert_eq!(einsum_shape("ij, jk", &[&[2, 3], &[3, 4]]).unwrap().as_slice(), &[2, 4]);
-/// assert_eq!(einsum_shape("ba", &[&[2, 3]]).unwrap().as_slice(), &[3, 2]);
-/// assert_eq!(einsum_shape("ii->", &[&[3, 3]]).unwrap().as_slice(), &[] as &[usize]);
-/// assert!(einsum_shape("ij,jk->ik", &[&[2, 3], &[4, 5]]).unwrap_err().contains("letter `j`"));
-/// assert!(einsum_shape("ij->ik", &[&[2, 3]]).unwrap_err().contains("`k`"));
-/// ```
-pub fn einsum_shape(equation: &str, operands: &[&[usize]]) -> Result<Shape, String> {
-    // opforge builds `Einsum` in; its plan is this rule.
-    fits(opforge::shape::rules::EinsumPlan::parse(equation, operands)?.output_shape())
-}
-
-/// `Einsum`: the shape [`einsum_shape`] gives for `equation` and the operands.
-pub fn einsum(operands: &[&[usize]], attrs: &EinsumAttrs) -> Result<Shape, String> {
-    einsum_shape(&attrs.equation, operands)
 }
 
 /// `SparseFillEmptyRows`: for `[nnz, rank]` `indices`, `[nnz]` values,

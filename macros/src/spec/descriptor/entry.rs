@@ -25,6 +25,7 @@ pub(super) fn entry(d: &Descriptor<'_>, spec_file: &str) -> TokenStream {
     let diff_names = &d.diff_names;
     let output_names: Vec<&String> = k.outputs.iter().map(|o| &o.name).collect();
     let variadic_output = k.variadic_output;
+    let aliases = &k.aliases;
     let spec_ident = format_ident!("__OPFORGE_SPEC_{}", k.name);
     quote! {
         #[::opforge::__private::linkme::distributed_slice(::opforge::__private::SPECS)]
@@ -32,6 +33,7 @@ pub(super) fn entry(d: &Descriptor<'_>, spec_file: &str) -> TokenStream {
         #[allow(non_upper_case_globals)]
         static #spec_ident: ::opforge::__private::SpecEntry = ::opforge::__private::SpecEntry {
             name: #kernel_name,
+            aliases: &[#(#aliases),*],
             op: #op_name,
             doc: #doc,
             inputs: &[#(#input_names),*],
