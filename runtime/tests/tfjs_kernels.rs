@@ -2,7 +2,8 @@
 //! into the built-in one: `SearchSorted` (with `LowerBound` and
 //! `UpperBound`), `MatrixBandPart`, `Diag`, `LinSpace`, `ExpandDims`,
 //! `FlipLeftRight`, `BroadcastArgs`, `Identity`, `OnesLike`, `ZerosLike`,
-//! `SpaceToBatchND`, `BatchToSpaceND` and `EluGrad`. Each is held to the examples TF.js
+//! `SpaceToBatchND`, `BatchToSpaceND`, `EluGrad`, `TensorScatterUpdate`,
+//! `Bincount` and `DenseBincount`. Each is held to the examples TF.js
 //! documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
@@ -397,5 +398,131 @@ fn elu_grad_from_the_output_is_elus_gradient() {
         }
         let nan = ops::elu_grad(&on(b, f32s(&[1.0], &[1])), &on(b, f32s(&[f32::NAN], &[1]))).unwrap();
         assert!(nan.to_vec::<f32>().unwrap()[0].is_nan(), "{b}: a NaN output gives NaN");
+    }
+}
+
+/// `t`'s values as f64, read on the cpu (wgpu holds no f64).
+fn as_f64(t: &Tensor) -> Vec<f64> {
+    ops::cast(&t.to_backend(BackendId::Cpu).unwrap(), DType::F64).unwrap().to_vec::<f64>().unwrap()
+}
+
+/// TF.js's `tf.tensorScatterUpdate` example.
+#[test]
+fn tensor_scatter_update_gives_tfjs_documented_values() {
+    for b in backends("tensor_scatter_update_gives_tfjs_documented_values") {
+        let a = on(b, f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], &[8]));
+        let indices = on(b, Tensor::from_vec(vec![4i32, 3, 1, 7], &[4, 1]).unwrap());
+        let updates = on(b, f32s(&[9.0, 10.0, 11.0, 12.0], &[4]));
+        let y = ops::tensor_scatter_update(&a, &indices, &updates).unwrap();
+        assert_eq!(y.backend(), b);
+        assert_eq!(y.to_vec::<f32>().unwrap(), [1.0, 11.0, 3.0, 10.0, 9.0, 6.0, 7.0, 12.0], "{b}");
+    }
+}
+
+/// Slices written row by row into a copy, the last row naming a slice
+/// standing: slices of rows (`k` = 1) and elements (`k` = 2), with many
+/// repeated rows, in f32, i32 and bool on every backend and in f64 and u8
+/// on the cpu; and an index out of range refused.
+#[test]
+fn tensor_scatter_update_writes_rows_in_order() {
+    let (d0, d1, d2) = (9, 4, 3);
+    let base: Vec<i32> = (0..d0 * d1 * d2).map(|v| v as i32 * 7 % 23).collect();
+    for (k, rows) in [(1usize, 25usize), (2, 60)] {
+        let idx: Vec<i32> = common::ints(rows * k, 0, 4, 7 + k as u64)
+            .iter()
+            .enumerate()
+            .map(|(j, v)| if j % k == 0 { v * 2 } else { *v % d1 as i32 })
+            .collect();
+        let inner = if k == 1 { d1 * d2 } else { d2 };
+        let updates: Vec<i32> = (0..rows * inner).map(|v| 100 + v as i32).collect();
+        let mut want = base.clone();
+        for (r, row) in idx.chunks(k).enumerate() {
+            let slice = if k == 1 { row[0] as usize } else { row[0] as usize * d1 + row[1] as usize };
+            want[slice * inner..][..inner].copy_from_slice(&updates[r * inner..][..inner]);
+        }
+        let up_shape: Vec<usize> = if k == 1 { vec![rows, d1, d2] } else { vec![rows, d2] };
+        for b in backends("tensor_scatter_update_writes_rows_in_order") {
+            let dtypes: &[DType] = if b == BackendId::Cpu {
+                &[DType::F32, DType::I32, DType::Bool, DType::F64, DType::U8]
+            } else {
+                &[DType::F32, DType::I32, DType::Bool]
+            };
+            for &dtype in dtypes {
+                let t = |v: &[i32], shape: &[usize]| {
+                    on(b, ops::cast(&Tensor::from_vec(v.to_vec(), shape).unwrap(), dtype).unwrap())
+                };
+                let indices = on(b, Tensor::from_vec(idx.clone(), &[rows, k]).unwrap());
+                let y =
+                    ops::tensor_scatter_update(&t(&base, &[d0, d1, d2]), &indices, &t(&updates, &up_shape)).unwrap();
+                let expected = as_f64(&t(&want, &[d0, d1, d2]));
+                let got = as_f64(&y);
+                assert_eq!((y.dtype(), got), (dtype, expected), "{b} {dtype} k = {k}");
+            }
+        }
+    }
+    for b in backends("tensor_scatter_update_writes_rows_in_order") {
+        let a = on(b, f32s(&[0.0; 4], &[4]));
+        let indices = on(b, Tensor::from_vec(vec![1i32, 4], &[2, 1]).unwrap());
+        let err = ops::tensor_scatter_update(&a, &indices, &on(b, f32s(&[1.0, 2.0], &[2]))).unwrap_err();
+        assert!(err.to_string().contains("is out of range"), "{b}: {err}");
+    }
+}
+
+/// TF.js's `tf.bincount` and `tf.denseBincount` examples.
+#[test]
+fn bincounts_give_tfjs_documented_counts() {
+    for b in backends("bincounts_give_tfjs_documented_counts") {
+        let x = on(b, Tensor::from_vec(vec![1i32, 1, 2], &[3]).unwrap());
+        let weights = on(b, f32s(&[0.0, 0.5, 1.0], &[3]));
+        assert_eq!(ops::bincount(&x, &weights, 4).unwrap().to_vec::<f32>().unwrap(), [0.0, 0.5, 1.0, 0.0], "{b}");
+        let dense = ops::dense_bincount(&x, &weights, 4, false).unwrap();
+        assert_eq!((dense.backend(), dense.to_vec::<f32>().unwrap()), (b, vec![0.0, 0.5, 1.0, 0.0]));
+        assert_eq!(ops::dense_bincount(&x, &weights, 4, true).unwrap().to_vec::<f32>().unwrap(), [0.0, 1.0, 1.0, 0.0]);
+    }
+}
+
+/// Counts against a plain count: values past `size` skipped, weights
+/// added in order (f32 and i32 on every backend, f64 and i64 on the cpu),
+/// no weights counting 1, rows of a 2-D `x` counted apart; and a negative
+/// value refused, naming it.
+#[test]
+fn bincounts_agree_with_a_count() {
+    let (rows, len, size) = (5, 200, 40);
+    let x = common::ints(rows * len, 0, 50, 11);
+    let w = common::ints(rows * len, -9, 10, 12);
+    let reference = |weights: Option<&[i32]>, binary: bool| -> Vec<f64> {
+        let mut out = vec![0.0f64; rows * size];
+        for (j, &v) in x.iter().enumerate() {
+            let (r, v) = (j / len, v as usize);
+            if v < size {
+                let bin = &mut out[r * size + v];
+                *bin = if binary { 1.0 } else { *bin + weights.map_or(1.0, |w| w[j] as f64) };
+            }
+        }
+        out
+    };
+    for b in backends("bincounts_agree_with_a_count") {
+        let dtypes: &[DType] = if b == BackendId::Cpu {
+            &[DType::F32, DType::I32, DType::F64, DType::I64]
+        } else {
+            &[DType::F32, DType::I32]
+        };
+        let xs = on(b, Tensor::from_vec(x.clone(), &[rows, len]).unwrap());
+        for &dtype in dtypes {
+            let ws = on(b, ops::cast(&Tensor::from_vec(w.clone(), &[rows, len]).unwrap(), dtype).unwrap());
+            let none = on(b, Tensor::zeros(&[0], dtype).unwrap());
+            let f64s = |t: Tensor| as_f64(&t);
+            let weighted = ops::dense_bincount(&xs, &ws, size as i64, false).unwrap();
+            assert_eq!((weighted.dtype(), weighted.shape()), (dtype, &[rows, size][..]));
+            assert_eq!(f64s(weighted), reference(Some(&w), false), "{b} {dtype}");
+            assert_eq!(f64s(ops::dense_bincount(&xs, &none, size as i64, false).unwrap()), reference(None, false));
+            assert_eq!(f64s(ops::dense_bincount(&xs, &ws, size as i64, true).unwrap()), reference(None, true));
+            let first = on(b, Tensor::from_vec(x[..len].to_vec(), &[len]).unwrap());
+            let counted = f64s(ops::bincount(&first, &none, size as i64).unwrap());
+            assert_eq!(counted, reference(None, false)[..size], "{b} {dtype}");
+        }
+        let negative = on(b, Tensor::from_vec(vec![0i32, 3, -2], &[3]).unwrap());
+        let err = ops::bincount(&negative, &on(b, f32s(&[], &[0])), 4).unwrap_err();
+        assert!(err.to_string().contains("x[2] = -2 is negative"), "{b}: {err}");
     }
 }

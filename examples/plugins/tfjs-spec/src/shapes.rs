@@ -24,14 +24,14 @@
 use opforge::shape::{broadcast_shapes, checked_numel, Shape, ANY};
 
 use crate::{
-    Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, BincountAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs,
-    Conv3DBackpropInputV2Attrs, CropAndResizeAttrs, DataFormat, DataFormat3D, DenseBincountAttrs, Dilation2DAttrs,
+    Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs,
+    Conv3DBackpropInputV2Attrs, CropAndResizeAttrs, DataFormat, DataFormat3D, Dilation2DAttrs,
     Dilation2DBackpropFilterAttrs, Dilation2DBackpropInputAttrs, DimRoundingMode, FusedConv2DAttrs,
     FusedDepthwiseConv2DAttrs, LRNGradAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs, MaxPoolWithArgmaxAttrs,
     NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs, NonMaxSuppressionV5Attrs, Padding, RaggedGatherAttrs,
     RaggedRangeAttrs, RaggedTensorToTensorAttrs, ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs,
     RotateWithOffsetAttrs, SparseFillEmptyRowsAttrs, SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs,
-    SparseToDenseAttrs, TensorScatterUpdateAttrs, TransformAttrs, ValidOrSame,
+    SparseToDenseAttrs, TransformAttrs, ValidOrSame,
 };
 
 // Shared helpers.
@@ -517,34 +517,6 @@ fn nms(boxes: &[usize], scores: &[usize], max_output_size: i64, iou: f64, pad: b
     fits(Shape::from_slice(&[if pad { max } else { max.min(n) }]))
 }
 
-/// The count of `Bincount` and `DenseBincount`: `[size]` per row of `x`
-/// (rank 1, or 2 when `rows`), whose `weights` match it or are empty.
-fn bincount_shape(x: &[usize], weights: &[usize], size: i64, rows: bool) -> Result<Shape, String> {
-    let size = usize::try_from(size).map_err(|_| format!("size {size} is negative, expected 0 or more"))?;
-    if weights != x && checked_numel(weights) != Some(0) {
-        return Err(format!("weights has shape {weights:?}, expected x's {x:?}, or no elements"));
-    }
-    match x {
-        [_] => fits(Shape::from_slice(&[size])),
-        [r, _] if rows => fits(Shape::from_slice(&[*r, size])),
-        _ => Err(format!("x has shape {x:?}, expected rank 1{}", if rows { " or 2" } else { "" })),
-    }
-}
-
-/// Checks a scatter of `updates` at `indices` into a tensor of `target`:
-/// `indices`' last axis addresses `k` leading dims of `target`, and
-/// `updates` is `indices.shape[..-1] ++ target[k..]`.
-fn scatter(indices: &[usize], updates: &[usize], target: &[usize]) -> Result<(), String> {
-    let Some((&k, lead)) = indices.split_last() else {
-        return Err("indices is a scalar, expected rank 1 or more: its last axis holds each index".into());
-    };
-    if k > target.len() {
-        return Err(format!("indices {indices:?} address {k} dims, but the output {target:?} has {}", target.len()));
-    }
-    let want: Shape = lead.iter().chain(&target[k..]).copied().collect();
-    expect("updates", updates, &want, &format!("scattering at indices {indices:?} into {target:?}"))
-}
-
 // The kernels' functions.
 
 /// `LRNGrad`: `x`, `y` and `dy` share a shape of rank 1 or more; the
@@ -557,18 +529,6 @@ pub fn lrn_grad(x: &[usize], y: &[usize], dy: &[usize], attrs: &LRNGradAttrs) ->
         return Err(format!("depth_radius {} is negative, expected 0 or more", attrs.depth_radius));
     }
     same_shapes(&[("x", x), ("y", y), ("dy", dy)])
-}
-
-/// `TensorScatterUpdate`: `tensor`'s shape, which `updates` at `indices` fit.
-pub fn tensor_scatter_update(
-    tensor: &[usize],
-    indices: &[usize],
-    updates: &[usize],
-    attrs: &TensorScatterUpdateAttrs,
-) -> Result<Shape, String> {
-    let _ = attrs;
-    scatter(indices, updates, tensor)?;
-    Ok(Shape::from_slice(tensor))
 }
 
 /// `SparseToDense`: `output_shape`, given `[n, rank]` (or `[n]`, or scalar)
@@ -624,16 +584,6 @@ pub fn sparse_reshape(
         return Err(format!("new_shape has shape {new_shape:?}, expected a vector"));
     };
     Ok(vec![fits(Shape::from_slice(&[nnz, out]))?, Shape::from_slice(&[out])])
-}
-
-/// `Bincount`: `[size]` for a 1-D `x`.
-pub fn bincount(x: &[usize], weights: &[usize], attrs: &BincountAttrs) -> Result<Shape, String> {
-    bincount_shape(x, weights, attrs.size, false)
-}
-
-/// `DenseBincount`: `[size]` for a 1-D `x`, `[rows, size]` for a 2-D one.
-pub fn dense_bincount(x: &[usize], weights: &[usize], attrs: &DenseBincountAttrs) -> Result<Shape, String> {
-    bincount_shape(x, weights, attrs.size, true)
 }
 
 /// `RotateWithOffset`: the NHWC `image`'s shape; `fill_value` gives one

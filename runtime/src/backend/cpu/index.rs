@@ -1,7 +1,9 @@
 //! Kernels that produce or consume indices: `ArgMax`, `ArgMin`, `TopK`, `Multinomial`,
 //! `OneHot`, `GatherV2`, `UnsortedSegmentSum`, `Select`, which picks by a mask, and
-//! `Where` and `Unique`, whose outputs' sizes depend on the data; and
-//! `SearchSorted` with its two sides, `LowerBound` and `UpperBound`.
+//! `Where` and `Unique`, whose outputs' sizes depend on the data;
+//! `SearchSorted` with its two sides, `LowerBound` and `UpperBound`; the
+//! N-d gather and scatters, `GatherNd`, `ScatterNd` and
+//! `TensorScatterUpdate`; and the counts, `Bincount` and `DenseBincount`.
 //!
 //! `GatherV2` and `UnsortedSegmentSum` check every index before writing
 //! anything, so an index out of range is an error and never a wrong result.
@@ -30,8 +32,8 @@ use crate::dtype::{bf16, f16, for_dtype, DType, Element};
 use crate::error::Error;
 use crate::error::Result;
 use crate::kernels::{
-    ArgMax, ArgMin, GatherNd, GatherV2, LowerBound, Multinomial, OneHot, ScatterNd, SearchSorted, Select, Side, TopK,
-    Unique, UnsortedSegmentSum, UpperBound, Where,
+    ArgMax, ArgMin, Bincount, DenseBincount, GatherNd, GatherV2, LowerBound, Multinomial, OneHot, ScatterNd,
+    SearchSorted, Select, Side, TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
@@ -725,6 +727,103 @@ fn scatter_nd(indices: &CpuTensor, updates: &CpuTensor, shape: &[i64], out: &Ten
     let NdDims { k, inner, n } = nd_dims(indices.shape(), &out.shape, updates.numel());
     let ids = nd_rows(indices.as_slice::<i32>()?, k, n, &out.shape)?;
     segment_sum("ScatterNd", updates, &ids, inner, out)
+}
+
+/// `TensorScatterUpdate`: `tensor`, copied, with each `[inner]` slice of
+/// `updates` written over the slice its row of `indices` names, in row
+/// order: where rows name one slice, the last one's update stands.
+#[kernel(TensorScatterUpdate, cpu)]
+fn tensor_scatter_update(
+    tensor: &CpuTensor,
+    indices: &CpuTensor,
+    updates: &CpuTensor,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let NdDims { k, inner, n } = nd_dims(indices.shape(), &out.shape, updates.numel());
+    let rows = nd_rows(indices.as_slice::<i32>()?, k, n, &out.shape)?;
+    fn run<T: Element>(tensor: &CpuTensor, rows: &[i32], updates: &CpuTensor, inner: usize) -> Result<CpuTensor> {
+        let mut data = tensor.as_slice::<T>()?.to_vec();
+        for (&row, update) in rows.iter().zip(updates.as_slice::<T>()?.chunks_exact(inner.max(1))) {
+            data[row as usize * inner..][..inner].copy_from_slice(update);
+        }
+        CpuTensor::from_vec(tensor.shape(), data)
+    }
+    for_dtype!(tensor.dtype(), T => run::<T>(tensor, &rows, updates, inner))
+}
+
+#[kernel(Bincount, cpu)]
+fn bincount(x: &CpuTensor, weights: &CpuTensor, size: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    let _ = size; // The output's last dim.
+    counts("Bincount", x, weights, false, out)
+}
+
+#[kernel(DenseBincount, cpu)]
+fn dense_bincount(
+    x: &CpuTensor,
+    weights: &CpuTensor,
+    size: i64,
+    binary_output: bool,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let _ = size; // The output's last dim.
+    counts("DenseBincount", x, weights, binary_output, out)
+}
+
+/// The first negative value of a bincount's `x`, as the error naming it.
+pub(crate) fn counted_values(x: &[i32]) -> Result<()> {
+    match x.iter().position(|&v| v < 0) {
+        None => Ok(()),
+        Some(j) => Err(Error::kernel_failed(format!("x[{j}] = {} is negative, expected values 0 or more", x[j]))),
+    }
+}
+
+/// Each row of `x` (one for a 1-D `x`) counted into its row of `out`, in
+/// order: each value below the row's `size` adds its weight (1 without
+/// weights), or with `binary` sets 1. The wgpu kernel adds in this order.
+fn counts(
+    kernel: &'static str,
+    x: &CpuTensor,
+    weights: &CpuTensor,
+    binary: bool,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let xs = x.as_slice::<i32>()?;
+    counted_values(xs)?;
+    let size = out.shape.last().copied().unwrap_or(0);
+    let len = x.shape().last().copied().unwrap_or(0);
+    fn run<T: Element>(
+        xs: &[i32],
+        weights: &CpuTensor,
+        (len, size, binary): (usize, usize, bool),
+        (one, add): (T, fn(T, T) -> T),
+        out: &TensorMeta,
+    ) -> Result<CpuTensor> {
+        let weights = weights.as_slice::<T>()?;
+        let mut data = vec![T::default(); out.numel()];
+        if size > 0 {
+            for (r, (values, row)) in xs.chunks(len.max(1)).zip(data.chunks_mut(size)).enumerate() {
+                let w = (!weights.is_empty()).then(|| &weights[r * len..][..len]);
+                for (j, &v) in values.iter().enumerate() {
+                    if let Some(bin) = row.get_mut(v as usize) {
+                        *bin = match (binary, w) {
+                            (true, _) => one,
+                            (false, None) => add(*bin, one),
+                            (false, Some(w)) => add(*bin, w[j]),
+                        };
+                    }
+                }
+            }
+        }
+        CpuTensor::from_vec(&out.shape, data)
+    }
+    let dims = (len, size, binary);
+    match out.dtype {
+        DType::F32 => run::<f32>(xs, weights, dims, (1.0, |a, b| a + b), out),
+        DType::F64 => run::<f64>(xs, weights, dims, (1.0, |a, b| a + b), out),
+        DType::I32 => run::<i32>(xs, weights, dims, (1, i32::wrapping_add), out),
+        DType::I64 => run::<i64>(xs, weights, dims, (1, i64::wrapping_add), out),
+        d => Err(unsupported(kernel, d)),
+    }
 }
 
 /// Where `value` goes in `row`, by TF.js's binary search: past every

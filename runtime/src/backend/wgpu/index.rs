@@ -1,6 +1,8 @@
 //! `ArgMax` and `ArgMin` along one axis, `TopK`, `Multinomial`, `OneHot`, `GatherV2`,
 //! `UnsortedSegmentSum`, `Select`, `SearchSorted` (and `LowerBound` and
-//! `UpperBound`), `Diag` and `MatrixBandPart`; and `Where` and `Unique`, whose outputs'
+//! `UpperBound`), `Diag` and `MatrixBandPart`, the N-d gather and scatters
+//! (`GatherNd`, `ScatterNd`, `TensorScatterUpdate`), the counts (`Bincount`,
+//! `DenseBincount`); and `Where` and `Unique`, whose outputs'
 //! sizes depend on the data, which read their input back and run on the
 //! host, as TF.js's WebGL backend does (a compaction would need the count
 //! on the host anyway before it could size the output).
@@ -15,8 +17,8 @@ use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::error::{Error, Result};
 use crate::kernels::{
-    ArgMax, ArgMin, Diag, GatherNd, GatherV2, LowerBound, MatrixBandPart, Multinomial, OneHot, ScatterNd, SearchSorted,
-    Select, Side, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
+    ArgMax, ArgMin, Bincount, DenseBincount, Diag, GatherNd, GatherV2, LowerBound, MatrixBandPart, Multinomial, OneHot,
+    ScatterNd, SearchSorted, Select, Side, TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
@@ -30,6 +32,8 @@ static SELECT: Shader = shader!("select");
 static TOP_K: Shader = shader!("top_k");
 static SEARCH: Shader = shader!("search");
 static BAND_PART: Shader = shader!("band_part");
+static SCATTER: Shader = shader!("scatter");
+static COUNT: Shader = shader!("count");
 
 #[kernel(Where, wgpu)]
 fn where_true(condition: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
@@ -190,6 +194,77 @@ fn scatter_nd(indices: &WgpuTensor, updates: &WgpuTensor, shape: &[i64], out: &T
     let NdDims { inner, n, .. } = nd_dims(indices.shape(), &out.shape, updates.numel());
     let ids = nd_ids(indices, &out.shape, n)?;
     segment_sum("ScatterNd", updates, &ids, inner, out)
+}
+
+/// `TensorScatterUpdate`: the tensor copied, then the updates written over
+/// it (scatter.wgsl), each slice by the last row of `indices` naming it,
+/// found on the host where the rows are checked.
+#[kernel(TensorScatterUpdate, wgpu)]
+fn tensor_scatter_update(
+    tensor: &WgpuTensor,
+    indices: &WgpuTensor,
+    updates: &WgpuTensor,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let NdDims { k, inner, n } = nd_dims(indices.shape(), &out.shape, updates.numel());
+    let host = indices.download()?;
+    let mut rows = crate::backend::cpu::index::nd_rows(host.as_slice::<i32>()?, k, n, &out.shape)?;
+    let mut written = std::collections::HashSet::new();
+    for row in rows.iter_mut().rev() {
+        if !written.insert(*row) {
+            *row = -1;
+        }
+    }
+    let rows = WgpuTensor::upload(&CpuTensor::from_vec(&[rows.len()], rows)?)?;
+    let program = |entry| EntryPoint { kernel: "TensorScatterUpdate", shader: &SCATTER, entry, op: 0 };
+    let (copy, update) = ([out.numel() as u32], [updates.numel() as u32, inner.max(1) as u32]);
+    let passes = [
+        (program("copy"), &copy[..], Grid::Elements(out.numel())),
+        (program("update"), &update[..], Grid::Elements(if inner == 0 { 0 } else { updates.numel() })),
+    ];
+    EntryPoint::run_passes(&passes, &[tensor, &rows, updates], out)
+}
+
+#[kernel(Bincount, wgpu)]
+fn bincount(x: &WgpuTensor, weights: &WgpuTensor, size: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    let _ = size; // The output's last dim.
+    counts("Bincount", x, weights, false, out)
+}
+
+#[kernel(DenseBincount, wgpu)]
+fn dense_bincount(
+    x: &WgpuTensor,
+    weights: &WgpuTensor,
+    size: i64,
+    binary_output: bool,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let _ = size; // The output's last dim.
+    counts("DenseBincount", x, weights, binary_output, out)
+}
+
+/// One invocation per bin (count.wgsl), once the host has read `x` back
+/// and found no negative value, as the cpu kernel checks.
+fn counts(
+    kernel: &'static str,
+    x: &WgpuTensor,
+    weights: &WgpuTensor,
+    binary: bool,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    crate::backend::cpu::index::counted_values(x.download()?.as_slice::<i32>()?)?;
+    let is_f32 = by_dtype(kernel, out.dtype, "f32", "i32")? == "f32";
+    let size = out.shape.last().copied().unwrap_or(0);
+    let len = x.shape().last().copied().unwrap_or(0);
+    let params = [
+        out.numel() as u32,
+        size as u32,
+        len as u32,
+        u32::from(weights.numel() > 0),
+        u32::from(binary),
+        u32::from(is_f32),
+    ];
+    EntryPoint { kernel, shader: &COUNT, entry: "bincount", op: 0 }.run(&[x, weights], out, &params)
 }
 
 /// One invocation per value, the cpu kernel's binary search step for step

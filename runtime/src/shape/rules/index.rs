@@ -264,6 +264,81 @@ pub fn scatter_nd(
     allocatable(shape)
 }
 
+/// The shape function of `TensorScatterUpdate`: `tensor`'s shape, once
+/// `updates` is `indices.shape[..-1] ++ tensor.shape[k..]`, `k` the last
+/// dim of `indices`.
+///
+/// ```
+/// use opforge::{kernels::TensorScatterUpdateAttrs as Attrs, shape::rules::tensor_scatter_update};
+/// assert_eq!(tensor_scatter_update(&[4, 3], &[2, 1], &[2, 3], &Attrs {}).unwrap().as_slice(), &[4, 3]);
+/// assert!(tensor_scatter_update(&[4, 3], &[2, 1], &[2, 4], &Attrs {}).unwrap_err().contains("updates [2, 4]"));
+/// assert!(tensor_scatter_update(&[4], &[2, 2], &[2], &Attrs {}).unwrap_err().contains("rank 1"));
+/// ```
+pub fn tensor_scatter_update(
+    tensor: &[usize],
+    indices: &[usize],
+    updates: &[usize],
+    attrs: &crate::kernels::TensorScatterUpdateAttrs,
+) -> Result<Shape, String> {
+    let _ = attrs;
+    let (k, rows) = nd_rows(indices, tensor.len(), "tensor")?;
+    let want: Shape = rows.iter().chain(&tensor[k..]).copied().collect();
+    if updates != want.as_slice() {
+        return Err(format!(
+            "updates {updates:?} must be indices' rows {rows:?} followed by tensor[{k}..] {:?}, that is {want:?}",
+            &tensor[k..]
+        ));
+    }
+    Ok(Shape::from_slice(tensor))
+}
+
+/// The shape function of `Bincount`: `[size]` for a 1-D `x` whose
+/// `weights` have its shape or no elements.
+///
+/// ```
+/// use opforge::{kernels::BincountAttrs, shape::rules::bincount};
+/// assert_eq!(bincount(&[6], &[0], &BincountAttrs { size: 4 }).unwrap().as_slice(), &[4]);
+/// assert!(bincount(&[6], &[5], &BincountAttrs { size: 4 }).unwrap_err().contains("weights [5]"));
+/// assert!(bincount(&[2, 3], &[0], &BincountAttrs { size: 4 }).unwrap_err().contains("rank 1"));
+/// assert!(bincount(&[6], &[0], &BincountAttrs { size: -1 }).unwrap_err().contains("size -1"));
+/// ```
+pub fn bincount(x: &[usize], weights: &[usize], attrs: &crate::kernels::BincountAttrs) -> Result<Shape, String> {
+    bincount_shape(x, weights, attrs.size, false)
+}
+
+/// The shape function of `DenseBincount`: `[size]` for a 1-D `x`,
+/// `[rows, size]` for a 2-D one, whose `weights` have its shape or no
+/// elements.
+///
+/// ```
+/// use opforge::{kernels::DenseBincountAttrs as Attrs, shape::rules::dense_bincount};
+/// let attrs = Attrs { size: 4, binary_output: false };
+/// assert_eq!(dense_bincount(&[3, 6], &[3, 6], &attrs).unwrap().as_slice(), &[3, 4]);
+/// assert_eq!(dense_bincount(&[6], &[0], &attrs).unwrap().as_slice(), &[4]);
+/// assert!(dense_bincount(&[2, 3, 1], &[0], &attrs).unwrap_err().contains("rank 1 or 2"));
+/// ```
+pub fn dense_bincount(
+    x: &[usize],
+    weights: &[usize],
+    attrs: &crate::kernels::DenseBincountAttrs,
+) -> Result<Shape, String> {
+    bincount_shape(x, weights, attrs.size, true)
+}
+
+/// `[size]` per row of `x` (rank 1, or 2 when `rows`), whose `weights`
+/// match it or are empty.
+fn bincount_shape(x: &[usize], weights: &[usize], size: i64, rows: bool) -> Result<Shape, String> {
+    let size = usize::try_from(size).map_err(|_| format!("size {size} is negative, expected 0 or more"))?;
+    if weights != x && checked_numel(weights) != Some(0) {
+        return Err(format!("weights {weights:?} must have x's shape {x:?}, or no elements"));
+    }
+    match x {
+        [_] => allocatable(Shape::from_slice(&[size])),
+        [r, _] if rows => allocatable(Shape::from_slice(&[*r, size])),
+        _ => Err(format!("x has shape {x:?}, expected rank 1{}", if rows { " or 2" } else { "" })),
+    }
+}
+
 /// The dims `GatherNd` and `ScatterNd` work over on every backend: rows of
 /// `k` indices (`indices`' last dim) into the first `k` dims of `sliced`
 /// (the gather's `params`, the scatter's output), each naming a slice of
