@@ -3,7 +3,7 @@
 //! `UpperBound`), `MatrixBandPart`, `Diag`, `LinSpace`, `ExpandDims`,
 //! `FlipLeftRight`, `BroadcastArgs`, `Identity`, `OnesLike`, `ZerosLike`,
 //! `SpaceToBatchND`, `BatchToSpaceND`, `EluGrad`, `TensorScatterUpdate`,
-//! `Bincount` and `DenseBincount`. Each is held to the examples TF.js
+//! `Bincount`, `DenseBincount`, `LRNGrad` and `MaxPoolWithArgmax`. Each is held to the examples TF.js
 //! documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
@@ -11,7 +11,7 @@
 mod common;
 
 use common::{backends, Rng};
-use opforge::kernels::Side;
+use opforge::kernels::{Padding, Side};
 use opforge::{ops, BackendId, DType, Tensor};
 
 fn on(b: BackendId, t: Tensor) -> Tensor {
@@ -524,5 +524,104 @@ fn bincounts_agree_with_a_count() {
         let negative = on(b, Tensor::from_vec(vec![0i32, 3, -2], &[3]).unwrap());
         let err = ops::bincount(&negative, &on(b, f32s(&[], &[0])), 4).unwrap_err();
         assert!(err.to_string().contains("x[2] = -2 is negative"), "{b}: {err}");
+    }
+}
+
+/// TF.js's `LRNGrad`, given `x`, `y = LRN(x)` and `dy`, is `LRN`'s own
+/// gradient (which opforge computes with ops, so that it differentiates
+/// again): for windows narrower than, as wide as and wider than the
+/// channels, on every backend.
+#[test]
+fn lrn_grad_is_lrns_gradient() {
+    let mut rng = Rng::new(53);
+    let shape = [2, 3, 2, 7];
+    let n: usize = shape.iter().product();
+    let values: Vec<f32> = (0..2 * n).map(|_| rng.int(-200, 200) as f32 / 100.0).collect();
+    for b in backends("lrn_grad_is_lrns_gradient") {
+        let x = on(b, f32s(&values[..n], &shape));
+        let dy = on(b, f32s(&values[n..], &shape));
+        for (radius, bias, alpha, beta) in
+            [(1, 1.0, 1.0, 0.5), (3, 2.0, 0.5, 0.75), (9, 1.5, 0.25, 1.0), (0, 1.0, 2.0, 0.5)]
+        {
+            let lrn = |x: &Tensor| ops::local_response_normalization(x, radius, bias, alpha, beta);
+            let y = lrn(&x).unwrap();
+            let kernel = ops::lrn_grad(&x, &y, &dy, radius, bias, alpha, beta).unwrap();
+            assert_eq!((kernel.backend(), kernel.shape()), (b, &shape[..]));
+            let through = opforge::grad(|x: &Tensor| ops::sum(&ops::mul(&lrn(x)?, &dy)?, None, false))(&x).unwrap();
+            let (a, e) = (kernel.to_vec::<f32>().unwrap(), through.to_vec::<f32>().unwrap());
+            for (i, (a, e)) in a.iter().zip(&e).enumerate() {
+                assert!((a - e).abs() <= 2e-5 * e.abs().max(1.0), "{b} radius {radius}: element {i}: {a} against {e}");
+            }
+        }
+    }
+}
+
+/// TF.js's `tf.maxPoolWithArgmax` example.
+#[test]
+fn max_pool_with_argmax_gives_tfjs_documented_indexes() {
+    for b in backends("max_pool_with_argmax_gives_tfjs_documented_indexes") {
+        let x = on(b, f32s(&[1.0, 2.0, 3.0, 4.0], &[1, 2, 2, 1]));
+        let out = ops::max_pool_with_argmax(&x, &[2, 2], &[1, 1], Padding::Valid, None, false).unwrap();
+        assert_eq!((out.result.to_vec::<f32>().unwrap(), out.indexes.to_vec::<i32>().unwrap()), (vec![4.0], vec![3]));
+    }
+}
+
+/// The maxima are `MaxPool`'s, bit for bit, and each index names the
+/// window's first largest element (its first NaN, if any): within the
+/// image or in the batch, for valid and same padding, with ties and NaN.
+#[test]
+fn max_pool_with_argmax_names_each_windows_first_maximum() {
+    let shape = [3, 5, 6, 4];
+    let n: usize = shape.iter().product();
+    let image = n / shape[0];
+    let mut rng = Rng::new(54);
+    // Few distinct values: windows hold ties.
+    let mut values: Vec<f32> = (0..n).map(|_| rng.int(-3, 4) as f32).collect();
+    values[17] = f32::NAN;
+    values[250] = f32::NAN;
+    for b in backends("max_pool_with_argmax_names_each_windows_first_maximum") {
+        let x = on(b, f32s(&values, &shape));
+        for (size, strides, padding) in [([2, 2], [2, 2], Padding::Valid), ([3, 3], [2, 1], Padding::Same)] {
+            let max = ops::max_pool(&x, &size, &strides, padding, None).unwrap().to_vec::<f32>().unwrap();
+            let (k, st) = (size.map(|v| v as usize), strides.map(|v| v as usize));
+            for batch in [false, true] {
+                let out = ops::max_pool_with_argmax(&x, &size, &strides, padding, None, batch).unwrap();
+                let (result, indexes) = (out.result.to_vec::<f32>().unwrap(), out.indexes.to_vec::<i32>().unwrap());
+                let bits = |v: &[f32]| v.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&result), bits(&max), "{b} {padding:?}");
+                let pooled = out.indexes.shape().to_vec();
+                let per_image = pooled[1] * pooled[2] * pooled[3];
+                for (o, (&at, &value)) in indexes.iter().zip(&result).enumerate() {
+                    let image_of = o / per_image;
+                    let flat = at as usize + if batch { 0 } else { image_of * image };
+                    assert!(at >= 0 && flat / image == image_of, "{b}: output {o} names {at}, outside its image");
+                    assert_eq!(values[flat].to_bits(), value.to_bits(), "{b}: output {o} names {at}");
+                    // No earlier element of the window ties it: the channel
+                    // and image agree, and every element before `flat` in
+                    // the window's rows is smaller (or, for NaN, a number).
+                    let (c, w) = (shape[3], shape[2]);
+                    let (row, col, ch) = (flat % image / (w * c), flat % (w * c) / c, flat % c);
+                    assert_eq!(ch, o % c, "{b}: output {o} names another channel");
+                    let (oh, ow) = (o / pooled[3] / pooled[2] % pooled[1], o / pooled[3] % pooled[2]);
+                    let pad = |len: usize, k: usize, s: usize, out: usize| match padding {
+                        Padding::Same => ((out - 1) * s + k).saturating_sub(len) / 2,
+                        _ => 0,
+                    };
+                    let (pt, pl) = (pad(shape[1], k[0], st[0], pooled[1]), pad(w, k[1], st[1], pooled[2]));
+                    for h in (oh * st[0]).saturating_sub(pt)..(oh * st[0] + k[0]).saturating_sub(pt).min(shape[1]) {
+                        for x in (ow * st[1]).saturating_sub(pl)..(ow * st[1] + k[1]).saturating_sub(pl).min(w) {
+                            let other = image_of * image + (h * w + x) * c + ch;
+                            if (h, x) < (row, col) {
+                                let v = values[other];
+                                assert!(
+                                    v < value || (value.is_nan() && !v.is_nan()),
+                                    "{b}: output {o}: {other} ties {flat}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
     }
 }

@@ -4,7 +4,9 @@
 //! `LayerNorm`.
 
 use crate::error::Result;
-use crate::kernels::{FusedBatchNorm, FusedBatchNormGrads, LayerNorm, LayerNormGrads, LogSoftmax, Softmax, LRN};
+use crate::kernels::{
+    FusedBatchNorm, FusedBatchNormGrads, LayerNorm, LayerNormGrads, LogSoftmax, LrnParams, Softmax, LRN,
+};
 use crate::kernels::{SoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogitsNeeds};
 use crate::ops;
 use crate::ops::unbroadcast;
@@ -112,7 +114,8 @@ fn window_sums(t: &Tensor, radius: usize) -> Result<Tensor> {
 /// With `d = bias + alpha * W(x^2)` (`W` the window sum) and `y = x * d^-beta`:
 /// `dx = dy * d^-beta - 2 * alpha * beta * x * W(dy * x * d^(-beta - 1))`.
 #[gradient(LRN)]
-fn lrn_grad(x: &Tensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, dy: &Tensor) -> Result<Tensor> {
+fn lrn_grad(x: &Tensor, lrn: &LrnParams, dy: &Tensor) -> Result<Tensor> {
+    let LrnParams { depth_radius, bias, alpha, beta } = *lrn;
     let on = |v: f64| Tensor::scalar_on(v as f32, x.backend());
     let r = depth_radius.max(0) as usize;
     let d = ops::add(&on(bias)?, &ops::mul(&on(alpha)?, &window_sums(&ops::square(x)?, r)?)?)?;

@@ -27,11 +27,10 @@ use crate::{
     Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs,
     Conv3DBackpropInputV2Attrs, CropAndResizeAttrs, DataFormat, DataFormat3D, Dilation2DAttrs,
     Dilation2DBackpropFilterAttrs, Dilation2DBackpropInputAttrs, DimRoundingMode, FusedConv2DAttrs,
-    FusedDepthwiseConv2DAttrs, LRNGradAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs, MaxPoolWithArgmaxAttrs,
-    NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs, NonMaxSuppressionV5Attrs, Padding, RaggedGatherAttrs,
-    RaggedRangeAttrs, RaggedTensorToTensorAttrs, ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs,
-    RotateWithOffsetAttrs, SparseFillEmptyRowsAttrs, SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs,
-    SparseToDenseAttrs, TransformAttrs, ValidOrSame,
+    FusedDepthwiseConv2DAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs, NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs,
+    NonMaxSuppressionV5Attrs, Padding, RaggedGatherAttrs, RaggedRangeAttrs, RaggedTensorToTensorAttrs,
+    ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, SparseFillEmptyRowsAttrs,
+    SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs, TransformAttrs, ValidOrSame,
 };
 
 // Shared helpers.
@@ -519,18 +518,6 @@ fn nms(boxes: &[usize], scores: &[usize], max_output_size: i64, iou: f64, pad: b
 
 // The kernels' functions.
 
-/// `LRNGrad`: `x`, `y` and `dy` share a shape of rank 1 or more; the
-/// window's radius is not negative.
-pub fn lrn_grad(x: &[usize], y: &[usize], dy: &[usize], attrs: &LRNGradAttrs) -> Result<Shape, String> {
-    if x.is_empty() {
-        return Err("x is a scalar, which has no last axis to normalize along".into());
-    }
-    if attrs.depth_radius < 0 {
-        return Err(format!("depth_radius {} is negative, expected 0 or more", attrs.depth_radius));
-    }
-    same_shapes(&[("x", x), ("y", y), ("dy", dy)])
-}
-
 /// `SparseToDense`: `output_shape`, given `[n, rank]` (or `[n]`, or scalar)
 /// `sparse_indices` with `rank` the output's, `n` values or one, and a
 /// scalar `default_value`.
@@ -779,15 +766,6 @@ pub fn avg_pool3d_grad(dy: &[usize], input: &[usize], attrs: &AvgPool3DGradAttrs
         rounding: a.dim_rounding_mode,
     };
     pool.grad(dy, input, None)
-}
-
-/// `MaxPoolWithArgmax`: the pooled NHWC shape, for the maxima and for their indexes.
-pub fn max_pool_with_argmax(x: &[usize], attrs: &MaxPoolWithArgmaxAttrs) -> Result<Vec<Shape>, String> {
-    let a = attrs;
-    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
-    let pooled = Pool { layout: Layout::NHWC, filter_size: &a.filter_size, strides: &a.strides, pad, rounding: None }
-        .shape(x)?;
-    Ok(vec![pooled.clone(), pooled])
 }
 
 /// `Dilation2D`: `[batch, out height, out width, channels]`.

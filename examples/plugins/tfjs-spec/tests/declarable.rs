@@ -372,11 +372,11 @@ fn elementwise(c: &mut Checker) {
     c.ok::<b::EluGrad>(&[T(&[2, 3], F), T(&[2, 3], F)], d(), &[T(&[2, 3], F)]);
     c.ok::<b::EluGrad>(&[T(&[2, 3], F), T(&[3], F)], d(), &[T(&[2, 3], F)]);
     c.bad::<b::EluGrad>(&[T(&[2, 3], F), T(&[4], F)], d(), "cannot broadcast");
-    let lrn = t::LRNGradAttrs { depth_radius: 2, ..d() };
-    c.ok::<t::LRNGrad>(&[T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 6], F)], lrn, &[T(&[1, 2, 2, 6], F)]);
-    c.bad::<t::LRNGrad>(&[T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 5], F)], d(), "dy has shape");
-    let negative = t::LRNGradAttrs { depth_radius: -1, ..d() };
-    c.bad::<t::LRNGrad>(&[T(&[6], F), T(&[6], F), T(&[6], F)], negative, "depth_radius -1 is negative");
+    let radius = |depth_radius| b::LRNGradAttrs { lrn: b::LrnParams { depth_radius, ..d() } };
+    let x = T(&[1, 2, 2, 6], F);
+    c.ok::<b::LRNGrad>(&[x, T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 6], F)], radius(2), &[T(&[1, 2, 2, 6], F)]);
+    c.bad::<b::LRNGrad>(&[T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 6], F), T(&[1, 2, 2, 5], F)], d(), "dy [1, 2, 2, 5]");
+    c.bad::<b::LRNGrad>(&[T(&[6], F), T(&[6], F), T(&[6], F)], radius(-1), "depth_radius -1 is negative");
 }
 
 fn layout(c: &mut Checker) {
@@ -611,16 +611,13 @@ fn windows(c: &mut Checker) {
     );
     c.bad::<t::AvgPool3DGrad>(&[T(&[1, 2, 2, 2, 2], F), T(&[1, 6, 4, 4, 2], F)], grad, "dy has shape [1, 2, 2, 2, 2]");
 
-    let argmax = |padding| t::MaxPoolWithArgmaxAttrs {
-        filter_size: vec![2, 2],
-        strides: vec![2, 2],
-        padding,
-        explicit_paddings: None,
+    let argmax = |padding| b::MaxPoolWithArgmaxAttrs {
+        pool: b::PoolParams { filter_size: vec![2, 2], strides: vec![2, 2], padding, explicit_paddings: None },
         include_batch_in_index: false,
     };
     let pooled = [T(&[2, 2, 3, 3], F), T(&[2, 2, 3, 3], I)];
-    c.ok::<t::MaxPoolWithArgmax>(&[T(&[2, 4, 6, 3], F)], argmax(Padding::Valid), &pooled);
-    c.bad::<t::MaxPoolWithArgmax>(&[T(&[2, 4, 6, 3], F)], argmax(Padding::Explicit), "explicit_paddings is not given");
+    c.ok::<b::MaxPoolWithArgmax>(&[T(&[2, 4, 6, 3], F)], argmax(b::Padding::Valid), &pooled);
+    c.bad::<b::MaxPoolWithArgmax>(&[T(&[2, 4, 6, 3], F)], argmax(b::Padding::Explicit), "explicit_paddings");
 
     c.ok::<t::Dilation2D>(&[T(&[1, 5, 5, 2], F), T(&[3, 3, 2], F)], d(), &[T(&[1, 3, 3, 2], F)]);
     let strided = t::Dilation2DAttrs { strides: vec![2], padding: Padding::Same, dilations: vec![2], ..d() };

@@ -40,8 +40,8 @@ use crate::dtype::{float_sum, DType, Float};
 use crate::error::Result;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
-    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, PoolParams,
-    ResizeBilinear, ResizeBilinearAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
+    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, MaxPoolWithArgmax,
+    PoolParams, ResizeBilinear, ResizeBilinearAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
 };
 use crate::shape::rules::{resize_taps, ConvFilter, GroupedConv, Tap, Window};
 use opforge_macros::kernel;
@@ -416,6 +416,49 @@ fn max_pool(x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTen
     match x.dtype() {
         DType::F64 => max_in::<f64>(x, &w, out),
         _ => max_in::<f32>(x, &w, out),
+    }
+}
+
+/// Each window's first largest tap per channel (the first NaN, if any),
+/// as [`max_pool`] and `MaxPoolGrad` find it, with its flat index: within
+/// its image, or in the batch with `include_batch_in_index`. A window with
+/// no tap inside the image gives -inf at -1.
+#[kernel(MaxPoolWithArgmax, cpu, widens(f16, bf16))]
+fn max_pool_with_argmax(
+    x: &CpuTensor,
+    pool: &PoolParams,
+    include_batch_in_index: bool,
+    out: &[TensorMeta],
+) -> Result<(CpuTensor, CpuTensor)> {
+    fn run<T: Float>(x: &CpuTensor, w: &Window, batch: bool, out: &[TensorMeta]) -> Result<(CpuTensor, CpuTensor)> {
+        let (xv, xs) = (x.as_slice::<T>()?, x.shape());
+        let (c, image) = (xs[3], xs[1] * xs[2] * xs[3]);
+        let n = out[0].numel();
+        let (mut values, mut indexes) = (vec![T::neg_infinity(); n], vec![-1i32; n]);
+        let [oh_n, ow_n] = w.output;
+        let mut taps = Vec::new();
+        for (pixel, (vs, is)) in values.chunks_mut(c.max(1)).zip(indexes.chunks_mut(c.max(1))).enumerate() {
+            let (b, oh, ow) = (pixel / (oh_n * ow_n), pixel / ow_n % oh_n, pixel % ow_n);
+            taps_inside(w, oh, ow, &mut taps);
+            for (ch, (v, i)) in vs.iter_mut().zip(is.iter_mut()).enumerate() {
+                let mut best: Option<(usize, T)> = None;
+                for at in taps.iter().map(|t| t * c + ch) {
+                    let candidate = xv[b * image + at];
+                    if best.is_none_or(|(_, b)| beats(candidate, b)) {
+                        best = Some((at, candidate));
+                    }
+                }
+                if let Some((at, value)) = best {
+                    (*v, *i) = (value, (at + if batch { b * image } else { 0 }) as i32);
+                }
+            }
+        }
+        Ok((CpuTensor::from_vec(&out[0].shape, values)?, CpuTensor::from_vec(&out[1].shape, indexes)?))
+    }
+    let w = pool_of("MaxPoolWithArgmax", x.shape(), pool)?;
+    match x.dtype() {
+        DType::F64 => run::<f64>(x, &w, include_batch_in_index, out),
+        _ => run::<f32>(x, &w, include_batch_in_index, out),
     }
 }
 

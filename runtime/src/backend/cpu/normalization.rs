@@ -1,6 +1,6 @@
 //! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`;
 //! `SoftmaxCrossEntropyWithLogits`, its loss and gradient in one pass;
-//! `LRN`, which normalizes each element by its neighbours along the last
+//! `LRN` (and TF.js's `LRNGrad`), which normalizes each element by its neighbours along the last
 //! axis; `FusedBatchNorm`, by given statistics; and `LayerNorm` with its
 //! gradient `LayerNormGrad`, by each row's own.
 
@@ -15,7 +15,8 @@ use crate::backend_id::BackendId;
 use crate::dtype::{float_sum, DType, Element, Float};
 use crate::error::Result;
 use crate::kernels::{
-    FusedBatchNorm, LayerNorm, LayerNormGrad, LogSoftmax, Softmax, SoftmaxCrossEntropyWithLogits, LRN,
+    FusedBatchNorm, LRNGrad, LayerNorm, LayerNormGrad, LogSoftmax, LrnParams, Softmax, SoftmaxCrossEntropyWithLogits,
+    LRN,
 };
 use crate::shape::len_and_inner;
 use crate::shape::strided::{broadcast_strides, Dims};
@@ -187,31 +188,83 @@ fn cross_entropy_row<T: Float>(f: &[T], l: &[T], dst: &mut [T]) -> T {
 /// Each element over `(bias + alpha * s)^beta`, `s` the sum of squares in
 /// its window, added in the order the shader adds them.
 #[kernel(LRN, cpu, widens(f16, bf16))]
-fn lrn(x: &CpuTensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, out: &TensorMeta) -> Result<CpuTensor> {
+fn lrn(x: &CpuTensor, lrn: &LrnParams, out: &TensorMeta) -> Result<CpuTensor> {
     match x.dtype() {
-        DType::F64 => {
-            CpuTensor::from_vec(&out.shape, lrn_in(x.as_slice::<f64>()?, x.shape(), depth_radius, bias, alpha, beta))
-        }
-        _ => CpuTensor::from_vec(&out.shape, lrn_in(x.as_slice::<f32>()?, x.shape(), depth_radius, bias, alpha, beta)),
+        DType::F64 => CpuTensor::from_vec(&out.shape, lrn_in(x.as_slice::<f64>()?, x.shape(), lrn)),
+        _ => CpuTensor::from_vec(&out.shape, lrn_in(x.as_slice::<f32>()?, x.shape(), lrn)),
     }
 }
 
-/// [`lrn`] in `T`, its attributes rounded to `T`.
-fn lrn_in<T: Float>(src: &[T], shape: &[usize], depth_radius: i64, bias: f64, alpha: f64, beta: f64) -> Vec<T> {
-    let c = shape.last().copied().unwrap_or(1).max(1);
-    let r = (depth_radius.max(0) as usize).min(c);
-    let (bias, alpha, beta) = (T::from_f64(bias), T::from_f64(alpha), T::from_f64(beta));
+/// A local response normalization's windows along the last axis of
+/// `shape`, its attributes rounded to `T`.
+struct LrnWindows<T> {
+    c: usize,
+    r: usize,
+    bias: T,
+    alpha: T,
+    beta: T,
+}
+
+impl<T: Float> LrnWindows<T> {
+    fn new(shape: &[usize], lrn: &LrnParams) -> Self {
+        let c = shape.last().copied().unwrap_or(1).max(1);
+        let r = (lrn.depth_radius.max(0) as usize).min(c);
+        LrnWindows { c, r, bias: T::from_f64(lrn.bias), alpha: T::from_f64(lrn.alpha), beta: T::from_f64(lrn.beta) }
+    }
+
+    /// The channels of channel `ch`'s window.
+    fn window(&self, ch: usize) -> std::ops::RangeInclusive<usize> {
+        ch.saturating_sub(self.r)..=(ch + self.r).min(self.c - 1)
+    }
+
+    /// `bias + alpha * s` of channel `ch` of `row`, `s` its window's sum of
+    /// squares, added in the order the shaders add them.
+    fn divisor(&self, row: &[T], ch: usize) -> T {
+        self.bias + self.alpha * row[self.window(ch)].iter().fold(T::zero(), |s, &v| s + v * v)
+    }
+}
+
+/// [`lrn`] in `T`.
+fn lrn_in<T: Float>(src: &[T], shape: &[usize], lrn: &LrnParams) -> Vec<T> {
+    let w = LrnWindows::<T>::new(shape, lrn);
     let mut data = super::pool::output::<T>(src.len());
-    for_rows(&mut data, c, src.len() * (2 * r + 1), |start, chunk| {
+    for_rows(&mut data, w.c, src.len() * (2 * w.r + 1), |start, chunk| {
         for (k, y) in chunk.iter_mut().enumerate() {
             let i = start + k;
-            let ch = i % c;
-            let row = &src[i - ch..][..c];
-            let s = row[ch.saturating_sub(r)..=(ch + r).min(c - 1)].iter().fold(T::zero(), |s, &v| s + v * v);
-            *y = src[i] * (bias + alpha * s).powf(-beta);
+            let ch = i % w.c;
+            *y = src[i] * w.divisor(&src[i - ch..][..w.c], ch).powf(-w.beta);
         }
     });
     data
+}
+
+/// `LRNGrad`: with `d` each element's divisor, `dx = dy * d^-beta - 2 *
+/// alpha * beta * x * W(dy * y / d)`, `W` the window sum (the windows are
+/// symmetric: an element is in the windows of those in its own), in the
+/// order lrn_grad.wgsl computes it.
+#[kernel(LRNGrad, cpu, widens(f16, bf16))]
+fn lrn_grad(x: &CpuTensor, y: &CpuTensor, dy: &CpuTensor, lrn: &LrnParams, out: &TensorMeta) -> Result<CpuTensor> {
+    fn run<T: Float>(x: &CpuTensor, y: &CpuTensor, dy: &CpuTensor, lrn: &LrnParams) -> Result<Vec<T>> {
+        let (x, y, dy, shape) = (x.as_slice::<T>()?, y.as_slice::<T>()?, dy.as_slice::<T>()?, x.shape());
+        let w = LrnWindows::<T>::new(shape, lrn);
+        let two_alpha_beta = T::from_f64(2.0) * w.alpha * w.beta;
+        let mut data = super::pool::output::<T>(x.len());
+        let work = x.len() * (2 * w.r + 1) * (2 * w.r + 1);
+        for_rows(&mut data, w.c, work, |start, chunk| {
+            for (k, dx) in chunk.iter_mut().enumerate() {
+                let i = start + k;
+                let (ch, row) = (i % w.c, i - i % w.c);
+                let xs = &x[row..][..w.c];
+                let spread = w.window(ch).fold(T::zero(), |s, d| s + dy[row + d] * y[row + d] / w.divisor(xs, d));
+                *dx = dy[i] * w.divisor(xs, ch).powf(-w.beta) - two_alpha_beta * x[i] * spread;
+            }
+        });
+        Ok(data)
+    }
+    match x.dtype() {
+        DType::F64 => CpuTensor::from_vec(&out.shape, run::<f64>(x, y, dy, lrn)?),
+        _ => CpuTensor::from_vec(&out.shape, run::<f32>(x, y, dy, lrn)?),
+    }
 }
 
 /// `(x - mean) * scale / sqrt(variance + epsilon) + offset`, each statistic

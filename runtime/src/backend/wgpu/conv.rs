@@ -11,8 +11,8 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
-    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, PoolParams,
-    ResizeBilinear, ResizeBilinearAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
+    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, MaxPoolWithArgmax,
+    PoolParams, ResizeBilinear, ResizeBilinearAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
 };
 use crate::shape::rules::{resize_taps, ConvFilter, GroupedConv, Window};
 use opforge_macros::kernel;
@@ -129,6 +129,26 @@ fn pool(
 #[kernel(MaxPool, wgpu)]
 fn max_pool(x: &WgpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<WgpuTensor> {
     self::pool("MaxPool", 0, None, x, pool, out)
+}
+
+/// `MaxPool`'s shader for the maxima, and `pool_argmax` for where each
+/// is, the window's first largest element as `MaxPoolGrad` finds it.
+#[kernel(MaxPoolWithArgmax, wgpu)]
+fn max_pool_with_argmax(
+    x: &WgpuTensor,
+    pool: &PoolParams,
+    include_batch_in_index: bool,
+    out: &[TensorMeta],
+) -> Result<(WgpuTensor, WgpuTensor)> {
+    const KERNEL: &str = "MaxPoolWithArgmax";
+    let result = self::pool(KERNEL, 0, None, x, pool, &out[0])?;
+    let xs: [usize; 4] =
+        x.shape().try_into().map_err(|_| rule_error(KERNEL)(format!("x {:?} is not NHWC", x.shape())))?;
+    let w = pool.window([xs[1], xs[2]]).map_err(rule_error(KERNEL))?.clipped();
+    let mut p = params(KERNEL, out[1].numel(), xs, xs[3], &w, 1)?;
+    p.push(u32::from(include_batch_in_index));
+    let indexes = run(KERNEL, "pool_argmax", 0, [x, x], &out[1], &p)?;
+    Ok((result, indexes))
 }
 
 #[kernel(AvgPool, wgpu)]

@@ -1,7 +1,7 @@
 //! `Softmax` along one axis, numerically stable: `exp(x - max) / sum`;
 //! `SoftmaxCrossEntropyWithLogits`, its loss and gradient in one kernel;
 //! `LRN`, which normalizes each element by its neighbours along the last
-//! axis; `FusedBatchNorm`, by given statistics; and `LayerNorm` with its
+//! axis, and TF.js's `LRNGrad`; `FusedBatchNorm`, by given statistics; and `LayerNorm` with its
 //! gradient `LayerNormGrad`, by each row's own.
 
 use super::{groups, rule_error, unsupported, EntryPoint, Grid, Shader, WgpuTensor};
@@ -9,7 +9,8 @@ use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{
-    FusedBatchNorm, LayerNorm, LayerNormGrad, LogSoftmax, Softmax, SoftmaxCrossEntropyWithLogits, LRN,
+    FusedBatchNorm, LRNGrad, LayerNorm, LayerNormGrad, LogSoftmax, LrnParams, Softmax, SoftmaxCrossEntropyWithLogits,
+    LRN,
 };
 use crate::shape::len_and_inner;
 use crate::shape::strided::broadcast_strides;
@@ -17,6 +18,7 @@ use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("normalization");
 static BATCH_NORM: Shader = shader!("batch_norm");
+static LRN_GRAD: Shader = shader!("lrn_grad");
 static CROSS_ENTROPY: Shader = shader!("cross_entropy", "row_sum");
 static LAYER_NORM: Shader = shader!("layer_norm", "row_sum", "rows");
 static LAYER_NORM_GRAD: Shader = shader!("layer_norm_grad", "row_sum", "rows");
@@ -83,12 +85,24 @@ fn softmax_cross_entropy_with_logits(
 
 /// One invocation per element, reading its window (see normalization.wgsl).
 #[kernel(LRN, wgpu)]
-fn lrn(x: &WgpuTensor, depth_radius: i64, bias: f64, alpha: f64, beta: f64, out: &TensorMeta) -> Result<WgpuTensor> {
+fn lrn(x: &WgpuTensor, lrn: &LrnParams, out: &TensorMeta) -> Result<WgpuTensor> {
+    EntryPoint { kernel: "LRN", shader: &SHADER, entry: "lrn", op: 0 }.run(&[x], out, &lrn_params(x, lrn, out))
+}
+
+/// One invocation per element, reading the windows of its window (see
+/// lrn_grad.wgsl).
+#[kernel(LRNGrad, wgpu)]
+fn lrn_grad(x: &WgpuTensor, y: &WgpuTensor, dy: &WgpuTensor, lrn: &LrnParams, out: &TensorMeta) -> Result<WgpuTensor> {
+    let params = lrn_params(x, lrn, out);
+    EntryPoint { kernel: "LRNGrad", shader: &LRN_GRAD, entry: "lrn_grad", op: 0 }.run(&[x, y, dy], out, &params)
+}
+
+/// `[count, channels, radius, bias, alpha, beta]`, the attributes as f32 bits.
+fn lrn_params(x: &WgpuTensor, lrn: &LrnParams, out: &TensorMeta) -> [u32; 6] {
     let c = x.shape().last().copied().unwrap_or(1).max(1);
-    let r = (depth_radius.max(0) as usize).min(c);
+    let r = (lrn.depth_radius.max(0) as usize).min(c);
     let bits = |v: f64| (v as f32).to_bits();
-    let params = [out.numel() as u32, c as u32, r as u32, bits(bias), bits(alpha), bits(beta)];
-    EntryPoint { kernel: "LRN", shader: &SHADER, entry: "lrn", op: 0 }.run(&[x], out, &params)
+    [out.numel() as u32, c as u32, r as u32, bits(lrn.bias), bits(lrn.alpha), bits(lrn.beta)]
 }
 
 /// One invocation per element, each finding its statistics by their

@@ -4,7 +4,7 @@ use crate::kernels::{
     Conv2DAttrs, Conv2DBackpropFilterAttrs, Conv2DBackpropInputAttrs, ConvParams, DepthwiseConv2dNativeAttrs,
     DepthwiseConv2dNativeBackpropFilterAttrs, DepthwiseConv2dNativeBackpropInputAttrs, Padding, PoolParams,
 };
-use crate::shape::arithmetic::{allocatable, Shape};
+use crate::shape::arithmetic::{allocatable, checked_numel, Shape};
 
 /// Where the windows of a 2-D convolution or pooling fall on an
 /// image's height and width: the kernels on every backend and the
@@ -440,6 +440,27 @@ pub fn pool<A: AsRef<PoolParams>>(x: &[usize], attrs: &A) -> Result<Shape, Strin
     let x = rank4("x", x)?;
     let w = attrs.as_ref().window([x[1], x[2]])?;
     allocatable(Shape::from_slice(&[x[0], w.output[0], w.output[1], x[3]]))
+}
+
+/// The shape function of `MaxPoolWithArgmax`: [`pool`]'s shape, for the
+/// maxima and for their indexes, which must fit an i32 (every element of
+/// `x` can be one).
+///
+/// ```
+/// use opforge::kernels::{MaxPoolWithArgmaxAttrs as Attrs, Padding, PoolParams};
+/// use opforge::shape::rules::max_pool_with_argmax;
+/// let pool = PoolParams { filter_size: vec![2, 2], strides: vec![2, 2], padding: Padding::Valid, explicit_paddings: None };
+/// let shapes = max_pool_with_argmax(&[2, 4, 6, 3], &Attrs { pool, include_batch_in_index: false }).unwrap();
+/// assert_eq!((shapes[0].as_slice(), shapes[1].as_slice()), (&[2, 2, 3, 3][..], &[2, 2, 3, 3][..]));
+/// ```
+pub fn max_pool_with_argmax(x: &[usize], attrs: &crate::kernels::MaxPoolWithArgmaxAttrs) -> Result<Vec<Shape>, String> {
+    let xs = rank4("x", x)?;
+    let w = attrs.pool.window([xs[1], xs[2]])?;
+    if checked_numel(x).is_none_or(|n| n > i32::MAX as usize) {
+        return Err(format!("x {x:?} has more elements than i32 indexes can name"));
+    }
+    let pooled = allocatable(Shape::from_slice(&[xs[0], w.output[0], w.output[1], xs[3]]))?;
+    Ok(vec![pooled.clone(), pooled])
 }
 
 /// The shape function of `MaxPoolGrad` and `AvgPoolGrad`: `x`'s shape,

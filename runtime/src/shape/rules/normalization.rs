@@ -12,13 +12,38 @@ use crate::shape::arithmetic::{broadcast_shapes, Shape};
 /// assert!(lrn(&[], &LRNAttrs::default()).unwrap_err().contains("scalar"));
 /// ```
 pub fn lrn(x: &[usize], attrs: &crate::kernels::LRNAttrs) -> Result<Shape, String> {
+    lrn_window(x, &attrs.lrn)?;
+    Ok(Shape::from_slice(x))
+}
+
+/// The shape function of kernel `LRNGrad`: `x`'s shape, which `y` and
+/// `dy` share, with an axis to normalize along and a window radius of 0
+/// or more.
+///
+/// ```
+/// use opforge::{kernels::LRNGradAttrs, shape::rules::lrn_grad};
+/// assert_eq!(lrn_grad(&[2, 4], &[2, 4], &[2, 4], &LRNGradAttrs::default()).unwrap().as_slice(), &[2, 4]);
+/// assert!(lrn_grad(&[2, 4], &[2, 4], &[4], &LRNGradAttrs::default()).unwrap_err().contains("dy [4]"));
+/// ```
+pub fn lrn_grad(x: &[usize], y: &[usize], dy: &[usize], attrs: &crate::kernels::LRNGradAttrs) -> Result<Shape, String> {
+    lrn_window(x, &attrs.lrn)?;
+    for (name, shape) in [("y", y), ("dy", dy)] {
+        if shape != x {
+            return Err(format!("{name} {shape:?} must have x's shape {x:?}"));
+        }
+    }
+    Ok(Shape::from_slice(x))
+}
+
+/// `x` has a last axis, and the window a radius of 0 or more.
+fn lrn_window(x: &[usize], lrn: &crate::kernels::LrnParams) -> Result<(), String> {
     if x.is_empty() {
         return Err("x is a scalar, which has no last axis to normalize along".into());
     }
-    if attrs.depth_radius < 0 {
-        return Err(format!("depth_radius {} is negative", attrs.depth_radius));
+    if lrn.depth_radius < 0 {
+        return Err(format!("depth_radius {} is negative", lrn.depth_radius));
     }
-    Ok(Shape::from_slice(x))
+    Ok(())
 }
 
 /// The shape function of kernel `SoftmaxCrossEntropyWithLogits`:

@@ -12,6 +12,8 @@
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<storage, read_write> y: array<f32>;
+// The output as words, for `pool_argmax`'s i32 indexes.
+@group(0) @binding(2) var<storage, read_write> indexes: array<i32>;
 @group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
 
 struct Geometry {
@@ -212,6 +214,22 @@ override OP: u32 = 0u;
         acc = acc / window_count(o.row, o.col, g);
     }
     y[i] = acc;
+}
+
+// a = b = x; indexes: [batch, oh, ow, c], where each window's first
+// largest element is (`window_max`): its flat index in its image, or in
+// the batch when param 17 is 1; -1 for a window with no tap inside.
+@elementwise fn pool_argmax(i: u32) {
+    let g = geometry();
+    let o = nhwc(i, g.oh, g.ow, g.c);
+    let rows = inside(o.row, g.fh, g.sh, g.pt, g.h);
+    let cols = inside(o.col, g.fw, g.sw, g.pl, g.w);
+    if rows.x == rows.y || cols.x == cols.y {
+        indexes[i] = -1;
+        return;
+    }
+    let at = window_max(o.n, o.row, o.col, o.c, g);
+    indexes[i] = i32(select(at - o.n * g.h * g.w * g.c, at, param(17) != 0u));
 }
 
 // The windows [first, last) along an axis whose taps cover image row i:
