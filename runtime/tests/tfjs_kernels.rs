@@ -3,7 +3,8 @@
 //! `UpperBound`), `MatrixBandPart`, `Diag`, `LinSpace`, `ExpandDims`,
 //! `FlipLeftRight`, `BroadcastArgs`, `Identity`, `OnesLike`, `ZerosLike`,
 //! `SpaceToBatchND`, `BatchToSpaceND`, `EluGrad`, `TensorScatterUpdate`,
-//! `Bincount`, `DenseBincount`, `LRNGrad` and `MaxPoolWithArgmax`. Each is held to the examples TF.js
+//! `Bincount`, `DenseBincount`, `LRNGrad`, `MaxPoolWithArgmax` and the
+//! non-max suppressions. Each is held to the examples TF.js
 //! documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
@@ -622,6 +623,100 @@ fn max_pool_with_argmax_names_each_windows_first_maximum() {
                     }
                 }
             }
+        }
+    }
+}
+
+/// Three clusters of boxes, the case TF.js's and TensorFlow's own tests of
+/// non-max suppression take, with their scores.
+fn three_clusters(b: BackendId, flipped: bool) -> (Tensor, Tensor) {
+    let corners: [f32; 24] = if flipped {
+        [
+            1.0, 1.0, 0.0, 0.0, 0.0, 0.1, 1.0, 1.1, 0.0, 0.9, 1.0, -0.1, 0.0, 10.0, 1.0, 11.0, 1.0, 10.1, 0.0, 11.1,
+            1.0, 101.0, 0.0, 100.0,
+        ]
+    } else {
+        [
+            0.0, 0.0, 1.0, 1.0, 0.0, 0.1, 1.0, 1.1, 0.0, -0.1, 1.0, 0.9, 0.0, 10.0, 1.0, 11.0, 0.0, 10.1, 1.0, 11.1,
+            0.0, 100.0, 1.0, 101.0,
+        ]
+    };
+    (on(b, f32s(&corners, &[6, 4])), on(b, f32s(&[0.9, 0.75, 0.6, 0.95, 0.5, 0.3], &[6])))
+}
+
+/// TF.js's tests of `nonMaxSuppression`, `nonMaxSuppressionPadded` and
+/// `nonMaxSuppressionWithScore` (soft-NMS), on every backend.
+#[test]
+fn non_max_suppression_selects_as_tfjs_does() {
+    for b in backends("non_max_suppression_selects_as_tfjs_does") {
+        for flipped in [false, true] {
+            let (boxes, scores) = three_clusters(b, flipped);
+            let select = |max, score_threshold| {
+                let y = ops::non_max_suppression(&boxes, &scores, max, 0.5, score_threshold).unwrap();
+                assert_eq!((y.backend(), y.dtype()), (b, DType::I32));
+                y.to_vec::<i32>().unwrap()
+            };
+            assert_eq!(select(3, Some(0.0)), [3, 0, 5], "{b}");
+            assert_eq!(select(2, Some(0.0)), [3, 0], "{b}");
+            assert_eq!(select(30, None), [3, 0, 5], "{b}");
+            assert_eq!(select(6, Some(0.4)), [3, 0], "{b}");
+            assert_eq!(select(0, None), [] as [i32; 0], "{b}");
+        }
+        let (boxes, scores) = three_clusters(b, false);
+        let padded = ops::non_max_suppression_padded(&boxes, &scores, 5, 0.5, Some(0.0), true).unwrap();
+        assert_eq!(padded.selected_indices.to_vec::<i32>().unwrap(), [3, 0, 5, 0, 0], "{b}");
+        assert_eq!(padded.valid_outputs.to_vec::<i32>().unwrap(), [3], "{b}");
+        let unpadded = ops::non_max_suppression_padded(&boxes, &scores, 5, 0.5, Some(0.0), false).unwrap();
+        assert_eq!(unpadded.selected_indices.to_vec::<i32>().unwrap(), [3, 0, 5], "{b}");
+        let soft = ops::non_max_suppression_with_score(&boxes, &scores, 6, 1.0, Some(0.0), 0.5).unwrap();
+        assert_eq!(soft.selected_indices.to_vec::<i32>().unwrap(), [3, 0, 1, 5, 4, 2], "{b}");
+        let kept = soft.selected_scores.to_vec::<f32>().unwrap();
+        for (k, want) in kept.iter().zip([0.95f32, 0.9, 0.384, 0.3, 0.256, 0.197]) {
+            assert!((k - want).abs() < 1e-3, "{b}: scores {kept:?}");
+        }
+        let identical = on(b, f32s(&[0.0, 0.0, 1.0, 1.0].repeat(10), &[10, 4]));
+        let ties = on(b, f32s(&[0.9; 10], &[10]));
+        let y = ops::non_max_suppression(&identical, &ties, 3, 0.5, None).unwrap();
+        assert_eq!(y.to_vec::<i32>().unwrap(), [0], "{b}: of ten identical boxes the first");
+    }
+}
+
+/// Hard non-max suppression is the classic greedy one: by decreasing score
+/// (ties: the lower index), each box kept unless it overlaps a kept one by
+/// `iou_threshold` or more. Random boxes with repeated scores, against
+/// that rule, on every backend.
+#[test]
+fn non_max_suppression_is_the_greedy_rule() {
+    let n = 120;
+    let mut rng = Rng::new(55);
+    let mut corners = Vec::new();
+    for _ in 0..n {
+        let (y, x) = (rng.int(0, 40) as f32, rng.int(0, 40) as f32);
+        let (h, w) = (rng.int(1, 12) as f32, rng.int(1, 12) as f32);
+        corners.extend([y, x, y + h, x + w]);
+    }
+    let scores: Vec<f32> = (0..n).map(|_| rng.int(0, 20) as f32 / 20.0).collect();
+    let iou = |i: usize, j: usize| {
+        let (a, c) = (&corners[i * 4..][..4], &corners[j * 4..][..4]);
+        let area = |b: &[f32]| f64::from((b[2] - b[0]) * (b[3] - b[1]));
+        let h = f64::from(a[2].min(c[2]) - a[0].max(c[0])).max(0.0);
+        let w = f64::from(a[3].min(c[3]) - a[1].max(c[1])).max(0.0);
+        h * w / (area(a) + area(c) - h * w)
+    };
+    for (threshold, max, score_threshold) in [(0.5, 50, None), (0.2, 200, Some(0.3)), (0.7, 10, Some(0.0))] {
+        let mut order: Vec<usize> =
+            (0..n).filter(|&i| score_threshold.is_none_or(|t| f64::from(scores[i]) > t)).collect();
+        order.sort_by(|&i, &j| scores[j].total_cmp(&scores[i]).then(i.cmp(&j)));
+        let mut want: Vec<i32> = Vec::new();
+        for i in order {
+            if want.len() < max && want.iter().all(|&k| iou(i, k as usize) < threshold) {
+                want.push(i as i32);
+            }
+        }
+        for b in backends("non_max_suppression_is_the_greedy_rule") {
+            let (bx, sc) = (on(b, f32s(&corners, &[n, 4])), on(b, f32s(&scores, &[n])));
+            let got = ops::non_max_suppression(&bx, &sc, max as i64, threshold, score_threshold).unwrap();
+            assert_eq!(got.to_vec::<i32>().unwrap(), want, "{b}: iou_threshold {threshold}");
         }
     }
 }

@@ -15,8 +15,7 @@
 //! variadic input (`RaggedGather`'s splits) comes as
 //! `&[&[usize]]`.
 //!
-//! For a data-dependent kernel (`NonMaxSuppressionV3/4/5`, the sparse and
-//! ragged kernels) the function gives the largest shape each output can
+//! For a data-dependent kernel (the sparse and ragged kernels) the function gives the largest shape each output can
 //! have: exact where the input shapes fix a dim (a ragged range's row
 //! splits, one more than its rows), [`ANY`] where only the data does (a
 //! sparse segment reduction's rows, as many as its last segment id says).
@@ -27,10 +26,10 @@ use crate::{
     Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs,
     Conv3DBackpropInputV2Attrs, CropAndResizeAttrs, DataFormat, DataFormat3D, Dilation2DAttrs,
     Dilation2DBackpropFilterAttrs, Dilation2DBackpropInputAttrs, DimRoundingMode, FusedConv2DAttrs,
-    FusedDepthwiseConv2DAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs, NonMaxSuppressionV3Attrs, NonMaxSuppressionV4Attrs,
-    NonMaxSuppressionV5Attrs, Padding, RaggedGatherAttrs, RaggedRangeAttrs, RaggedTensorToTensorAttrs,
-    ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, SparseFillEmptyRowsAttrs,
-    SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs, TransformAttrs, ValidOrSame,
+    FusedDepthwiseConv2DAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs, Padding, RaggedGatherAttrs, RaggedRangeAttrs,
+    RaggedTensorToTensorAttrs, ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs,
+    SparseFillEmptyRowsAttrs, SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs,
+    TransformAttrs, ValidOrSame,
 };
 
 // Shared helpers.
@@ -498,24 +497,6 @@ fn resize_grad(images: &[usize], dy: &[usize], size: &[i64], corners: bool, cent
     Ok(Shape::from_slice(images))
 }
 
-/// The bound of a non-max suppression: as many indices as boxes, at most
-/// `max_output_size` (exactly that many when padded).
-fn nms(boxes: &[usize], scores: &[usize], max_output_size: i64, iou: f64, pad: bool) -> Result<Shape, String> {
-    let n = match boxes {
-        &[n, 4] => n,
-        _ => return Err(format!("boxes has shape {boxes:?}, expected [boxes, 4]")),
-    };
-    if scores != [n] {
-        return Err(format!("scores has shape {scores:?}, expected one score per box, [{n}]"));
-    }
-    let max = usize::try_from(max_output_size)
-        .map_err(|_| format!("max_output_size {max_output_size} is negative, expected 0 or more"))?;
-    if !(0.0..=1.0).contains(&iou) {
-        return Err(format!("iou_threshold {iou} must lie in [0, 1]"));
-    }
-    fits(Shape::from_slice(&[if pad { max } else { max.min(n) }]))
-}
-
 // The kernels' functions.
 
 /// `SparseToDense`: `output_shape`, given `[n, rank]` (or `[n]`, or scalar)
@@ -635,41 +616,6 @@ pub fn transform(image: &[usize], transforms: &[usize], attrs: &TransformAttrs) 
         Some(s) => return Err(format!("output_shape {s:?} must be `[height, width]`")),
     };
     fits(Layout::NHWC.join(batch, &size, channels))
-}
-
-/// `NonMaxSuppressionV3`: at most `min(max_output_size, boxes)` indices.
-pub fn non_max_suppression_v3(
-    boxes: &[usize],
-    scores: &[usize],
-    attrs: &NonMaxSuppressionV3Attrs,
-) -> Result<Shape, String> {
-    nms(boxes, scores, attrs.max_output_size, attrs.iou_threshold, false)
-}
-
-/// `NonMaxSuppressionV4`: the indices' bound (exactly `max_output_size`
-/// when padded), and the scalar count of valid ones.
-pub fn non_max_suppression_v4(
-    boxes: &[usize],
-    scores: &[usize],
-    attrs: &NonMaxSuppressionV4Attrs,
-) -> Result<Vec<Shape>, String> {
-    let a = attrs;
-    let indices = nms(boxes, scores, a.max_output_size, a.iou_threshold, a.pad_to_max_output_size)?;
-    Ok(vec![indices, Shape::new()])
-}
-
-/// `NonMaxSuppressionV5`: at most `min(max_output_size, boxes)` indices
-/// and as many scores; `soft_nms_sigma` lies in [0, 1].
-pub fn non_max_suppression_v5(
-    boxes: &[usize],
-    scores: &[usize],
-    attrs: &NonMaxSuppressionV5Attrs,
-) -> Result<Vec<Shape>, String> {
-    if !(0.0..=1.0).contains(&attrs.soft_nms_sigma) {
-        return Err(format!("soft_nms_sigma {} must lie in [0, 1]", attrs.soft_nms_sigma));
-    }
-    let indices = nms(boxes, scores, attrs.max_output_size, attrs.iou_threshold, false)?;
-    Ok(vec![indices.clone(), indices])
 }
 
 /// `Conv3D`: `[batch, out depth, out height, out width, out channels]` (NDHWC).

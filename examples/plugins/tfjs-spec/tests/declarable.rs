@@ -249,7 +249,7 @@ fn this_spec_records_tf_js_names_ops_inputs_and_outputs() {
     let nms = spec("NonMaxSuppressionV4");
     assert_eq!(nms.outputs, ["selected_indices", "valid_outputs"]);
     assert!(nms.differentiable.is_empty());
-    const { assert!(<t::NonMaxSuppressionV4 as KernelSpec>::DATA_DEPENDENT) };
+    const { assert!(<b::NonMaxSuppressionV4 as KernelSpec>::DATA_DEPENDENT) };
     let lrn_grad = spec("LRNGrad");
     assert_eq!((lrn_grad.inputs, lrn_grad.outputs), (&["x", "y", "dy"][..], &["dx"][..]));
     let pool = spec("MaxPool3D");
@@ -497,33 +497,28 @@ fn images(c: &mut Checker) {
     let resized = t::TransformAttrs { output_shape: Some(vec![6, 7]), ..d() };
     c.ok::<t::Transform>(&[T(&[2, 4, 5, 3], F), T(&[1, 8], F)], resized, &[T(&[2, 6, 7, 3], F)]);
     c.bad::<t::Transform>(&[T(&[2, 4, 5, 3], F), T(&[3, 8], F)], d(), "transforms has shape [3, 8]");
-    let v3 = |max_output_size, iou_threshold| t::NonMaxSuppressionV3Attrs {
+    let nms = |max_output_size, iou_threshold, score_threshold| b::NmsParams {
         max_output_size,
         iou_threshold,
-        score_threshold: None,
+        score_threshold,
     };
-    c.ok::<t::NonMaxSuppressionV3>(&[T(&[5, 4], F), T(&[5], F)], v3(3, 0.5), &[T(&[3], I)]);
-    c.ok::<t::NonMaxSuppressionV3>(&[T(&[5, 4], F), T(&[5], F)], v3(7, 0.5), &[T(&[5], I)]);
-    c.bad::<t::NonMaxSuppressionV3>(&[T(&[5, 3], F), T(&[5], F)], v3(3, 0.5), "boxes has shape [5, 3]");
-    c.bad::<t::NonMaxSuppressionV3>(&[T(&[5, 4], F), T(&[5], F)], v3(3, 1.5), "iou_threshold 1.5");
-    let v4 = |max_output_size, pad_to_max_output_size| t::NonMaxSuppressionV4Attrs {
-        max_output_size,
-        iou_threshold: 0.5,
-        score_threshold: Some(0.1),
+    let v3 =
+        |max_output_size, iou_threshold| b::NonMaxSuppressionV3Attrs { nms: nms(max_output_size, iou_threshold, None) };
+    c.ok::<b::NonMaxSuppressionV3>(&[T(&[5, 4], F), T(&[5], F)], v3(3, 0.5), &[T(&[3], I)]);
+    c.ok::<b::NonMaxSuppressionV3>(&[T(&[5, 4], F), T(&[5], F)], v3(7, 0.5), &[T(&[5], I)]);
+    c.bad::<b::NonMaxSuppressionV3>(&[T(&[5, 3], F), T(&[5], F)], v3(3, 0.5), "boxes has shape [5, 3]");
+    c.bad::<b::NonMaxSuppressionV3>(&[T(&[5, 4], F), T(&[5], F)], v3(3, 1.5), "iou_threshold 1.5");
+    let v4 = |max_output_size, pad_to_max_output_size| b::NonMaxSuppressionV4Attrs {
+        nms: nms(max_output_size, 0.5, Some(0.1)),
         pad_to_max_output_size,
     };
-    c.ok::<t::NonMaxSuppressionV4>(&[T(&[5, 4], I), T(&[5], I)], v4(3, false), &[T(&[3], I), T(&[], I)]);
-    c.ok::<t::NonMaxSuppressionV4>(&[T(&[2, 4], F), T(&[2], F)], v4(6, true), &[T(&[6], I), T(&[], I)]);
-    c.bad::<t::NonMaxSuppressionV4>(&[T(&[5, 4], F), T(&[5], F)], v4(-1, false), "max_output_size -1 is negative");
-    let v5 = |soft_nms_sigma| t::NonMaxSuppressionV5Attrs {
-        max_output_size: 7,
-        iou_threshold: 0.5,
-        score_threshold: None,
-        soft_nms_sigma,
-    };
-    c.ok::<t::NonMaxSuppressionV5>(&[T(&[5, 4], F), T(&[5], F)], v5(0.5), &[T(&[5], I), T(&[5], F)]);
-    c.bad::<t::NonMaxSuppressionV5>(&[T(&[5, 4], F), T(&[5], F)], v5(2.0), "soft_nms_sigma 2 must lie in [0, 1]");
-    c.bad::<t::NonMaxSuppressionV5>(&[T(&[5, 4], F), T(&[4], F)], v5(0.5), "scores has shape [4]");
+    c.ok::<b::NonMaxSuppressionV4>(&[T(&[5, 4], I), T(&[5], I)], v4(3, false), &[T(&[3], I), T(&[], I)]);
+    c.ok::<b::NonMaxSuppressionV4>(&[T(&[2, 4], F), T(&[2], F)], v4(6, true), &[T(&[6], I), T(&[], I)]);
+    c.bad::<b::NonMaxSuppressionV4>(&[T(&[5, 4], F), T(&[5], F)], v4(-1, false), "max_output_size -1 is negative");
+    let v5 = |soft_nms_sigma| b::NonMaxSuppressionV5Attrs { nms: nms(7, 0.5, None), soft_nms_sigma };
+    c.ok::<b::NonMaxSuppressionV5>(&[T(&[5, 4], F), T(&[5], F)], v5(0.5), &[T(&[5], I), T(&[5], F)]);
+    c.bad::<b::NonMaxSuppressionV5>(&[T(&[5, 4], F), T(&[5], F)], v5(2.0), "soft_nms_sigma 2 must lie in [0, 1]");
+    c.bad::<b::NonMaxSuppressionV5>(&[T(&[5, 4], F), T(&[4], F)], v5(0.5), "scores has shape [4]");
 }
 
 fn windows(c: &mut Checker) {

@@ -3,7 +3,9 @@
 //! `Where` and `Unique`, whose outputs' sizes depend on the data;
 //! `SearchSorted` with its two sides, `LowerBound` and `UpperBound`; the
 //! N-d gather and scatters, `GatherNd`, `ScatterNd` and
-//! `TensorScatterUpdate`; and the counts, `Bincount` and `DenseBincount`.
+//! `TensorScatterUpdate`; the counts, `Bincount` and `DenseBincount`; and
+//! the non-max suppressions (`NonMaxSuppressionV3`, `V4`, `V5`), whose
+//! outputs' sizes depend on the data too.
 //!
 //! `GatherV2` and `UnsortedSegmentSum` check every index before writing
 //! anything, so an index out of range is an error and never a wrong result.
@@ -32,8 +34,9 @@ use crate::dtype::{bf16, f16, for_dtype, DType, Element};
 use crate::error::Error;
 use crate::error::Result;
 use crate::kernels::{
-    ArgMax, ArgMin, Bincount, DenseBincount, GatherNd, GatherV2, LowerBound, Multinomial, OneHot, ScatterNd,
-    SearchSorted, Select, Side, TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
+    ArgMax, ArgMin, Bincount, DenseBincount, GatherNd, GatherV2, LowerBound, Multinomial, NmsParams,
+    NonMaxSuppressionV3, NonMaxSuppressionV4, NonMaxSuppressionV5, OneHot, ScatterNd, SearchSorted, Select, Side,
+    TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
@@ -824,6 +827,169 @@ fn counts(
         DType::I64 => run::<i64>(xs, weights, dims, (1, i64::wrapping_add), out),
         d => Err(unsupported(kernel, d)),
     }
+}
+
+#[kernel(NonMaxSuppressionV3, cpu)]
+pub(crate) fn non_max_suppression_v3(
+    boxes: &CpuTensor,
+    scores: &CpuTensor,
+    nms: &NmsParams,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let _ = out; // The bound.
+    let (indices, _) = suppressed("NonMaxSuppressionV3", boxes, scores, nms, 0.0)?;
+    CpuTensor::from_vec(&[indices.len()], indices)
+}
+
+#[kernel(NonMaxSuppressionV4, cpu)]
+pub(crate) fn non_max_suppression_v4(
+    boxes: &CpuTensor,
+    scores: &CpuTensor,
+    nms: &NmsParams,
+    pad_to_max_output_size: bool,
+    out: &[TensorMeta],
+) -> Result<(CpuTensor, CpuTensor)> {
+    let (mut indices, _) = suppressed("NonMaxSuppressionV4", boxes, scores, nms, 0.0)?;
+    let valid = indices.len() as i32;
+    if pad_to_max_output_size {
+        indices.resize(out[0].numel().max(indices.len()), 0);
+    }
+    Ok((CpuTensor::from_vec(&[indices.len()], indices)?, CpuTensor::from_vec(&[], vec![valid])?))
+}
+
+#[kernel(NonMaxSuppressionV5, cpu)]
+pub(crate) fn non_max_suppression_v5(
+    boxes: &CpuTensor,
+    scores: &CpuTensor,
+    nms: &NmsParams,
+    soft_nms_sigma: f64,
+    out: &[TensorMeta],
+) -> Result<(CpuTensor, CpuTensor)> {
+    let _ = out; // The bounds.
+    let (indices, kept) = suppressed("NonMaxSuppressionV5", boxes, scores, nms, soft_nms_sigma)?;
+    let kept: Vec<f32> = kept.iter().map(|&s| s as f32).collect();
+    Ok((CpuTensor::from_vec(&[indices.len()], indices)?, CpuTensor::from_vec(&[kept.len()], kept)?))
+}
+
+/// `boxes` and `scores` in f64, as TF.js computes, then [`suppress`].
+fn suppressed(
+    kernel: &'static str,
+    boxes: &CpuTensor,
+    scores: &CpuTensor,
+    nms: &NmsParams,
+    sigma: f64,
+) -> Result<(Vec<i32>, Vec<f64>)> {
+    fn f64s<T: Element>(t: &CpuTensor) -> Result<Vec<f64>> {
+        Ok(t.as_slice::<T>()?.iter().map(|v| v.to_f64()).collect())
+    }
+    let (boxes, scores) = match boxes.dtype() {
+        DType::F32 => (f64s::<f32>(boxes)?, f64s::<f32>(scores)?),
+        DType::F64 => (f64s::<f64>(boxes)?, f64s::<f64>(scores)?),
+        DType::F16 => (f64s::<f16>(boxes)?, f64s::<f16>(scores)?),
+        DType::BF16 => (f64s::<bf16>(boxes)?, f64s::<bf16>(scores)?),
+        DType::I32 => (f64s::<i32>(boxes)?, f64s::<i32>(scores)?),
+        d => return Err(unsupported(kernel, d)),
+    };
+    let max = usize::try_from(nms.max_output_size).unwrap_or(0);
+    Ok(suppress(&boxes, &scores, max, nms.iou_threshold, nms.score_threshold.unwrap_or(f64::NEG_INFINITY), sigma))
+}
+
+/// A box waiting to be selected: its score (decayed by soft-NMS), its
+/// index, and how many selected boxes it has been checked against.
+#[derive(Clone, Copy)]
+struct BoxCandidate {
+    score: f64,
+    index: usize,
+    checked: usize,
+}
+
+impl PartialEq for BoxCandidate {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == std::cmp::Ordering::Equal
+    }
+}
+impl Eq for BoxCandidate {}
+impl PartialOrd for BoxCandidate {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+/// The higher score first, then the lower index (TF.js's order, and
+/// TensorFlow's). No NaN is ever a candidate: it scores above no threshold.
+impl Ord for BoxCandidate {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.score.total_cmp(&other.score).then(other.index.cmp(&self.index))
+    }
+}
+
+/// TF.js's greedy non-max suppression (`nonMaxSuppressionImpl_`), step
+/// for step: the best candidate is checked against the boxes selected
+/// since it was last checked, newest first; an overlap of `iou_threshold`
+/// or more drops it; with soft-NMS (`sigma` > 0) a smaller one decays its
+/// score by `exp(-0.5 / sigma * iou^2)`, and a decayed candidate goes back
+/// among the others while it still scores above `score_threshold`.
+/// Gives the selected indices and their scores.
+pub(crate) fn suppress(
+    boxes: &[f64],
+    scores: &[f64],
+    max: usize,
+    iou_threshold: f64,
+    score_threshold: f64,
+    sigma: f64,
+) -> (Vec<i32>, Vec<f64>) {
+    let scale = if sigma > 0.0 { -0.5 / sigma } else { 0.0 };
+    let mut candidates: std::collections::BinaryHeap<BoxCandidate> = (scores.iter().enumerate())
+        .filter(|&(_, &score)| score > score_threshold)
+        .map(|(index, &score)| BoxCandidate { score, index, checked: 0 })
+        .collect();
+    let (mut selected, mut kept): (Vec<usize>, Vec<f64>) = (Vec::new(), Vec::new());
+    while selected.len() < max {
+        let Some(mut c) = candidates.pop() else { break };
+        let original = c.score;
+        if original < score_threshold {
+            break;
+        }
+        let mut dropped = false;
+        for &s in selected[c.checked..].iter().rev() {
+            let iou = intersection_over_union(boxes, c.index, s);
+            if iou >= iou_threshold {
+                dropped = true;
+                break;
+            }
+            c.score *= if iou <= iou_threshold { (scale * iou * iou).exp() } else { 0.0 };
+            if c.score <= score_threshold {
+                break;
+            }
+        }
+        c.checked = selected.len();
+        if !dropped {
+            if c.score == original {
+                selected.push(c.index);
+                kept.push(c.score);
+            } else if c.score > score_threshold {
+                candidates.push(c);
+            }
+        }
+    }
+    (selected.iter().map(|&i| i as i32).collect(), kept)
+}
+
+/// The intersection over union of boxes `i` and `j`, each two opposite
+/// corners in any order; 0 when either has no area.
+fn intersection_over_union(boxes: &[f64], i: usize, j: usize) -> f64 {
+    let corners = |k: usize| {
+        let b = &boxes[k * 4..][..4];
+        (b[0].min(b[2]), b[1].min(b[3]), b[0].max(b[2]), b[1].max(b[3]))
+    };
+    let ((y0, x0, y1, x1), (v0, u0, v1, u1)) = (corners(i), corners(j));
+    let (area_i, area_j) = ((y1 - y0) * (x1 - x0), (v1 - v0) * (u1 - u0));
+    if area_i <= 0.0 || area_j <= 0.0 {
+        return 0.0;
+    }
+    let height = (y1.min(v1) - y0.max(v0)).max(0.0);
+    let width = (x1.min(u1) - x0.max(u0)).max(0.0);
+    let intersection = height * width;
+    intersection / (area_i + area_j - intersection)
 }
 
 /// Where `value` goes in `row`, by TF.js's binary search: past every

@@ -2,7 +2,8 @@
 //! `UnsortedSegmentSum`, `Select`, `SearchSorted` (and `LowerBound` and
 //! `UpperBound`), `Diag` and `MatrixBandPart`, the N-d gather and scatters
 //! (`GatherNd`, `ScatterNd`, `TensorScatterUpdate`), the counts (`Bincount`,
-//! `DenseBincount`); and `Where` and `Unique`, whose outputs'
+//! `DenseBincount`); and `Where`, `Unique` and the non-max suppressions
+//! (`NonMaxSuppressionV3`, `V4`, `V5`: a greedy walk, one box at a time), whose outputs'
 //! sizes depend on the data, which read their input back and run on the
 //! host, as TF.js's WebGL backend does (a compaction would need the count
 //! on the host anyway before it could size the output).
@@ -17,8 +18,9 @@ use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::error::{Error, Result};
 use crate::kernels::{
-    ArgMax, ArgMin, Bincount, DenseBincount, Diag, GatherNd, GatherV2, LowerBound, MatrixBandPart, Multinomial, OneHot,
-    ScatterNd, SearchSorted, Select, Side, TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
+    ArgMax, ArgMin, Bincount, DenseBincount, Diag, GatherNd, GatherV2, LowerBound, MatrixBandPart, Multinomial,
+    NmsParams, NonMaxSuppressionV3, NonMaxSuppressionV4, NonMaxSuppressionV5, OneHot, ScatterNd, SearchSorted, Select,
+    Side, TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
@@ -44,6 +46,45 @@ fn where_true(condition: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
 fn unique(x: &WgpuTensor, out: &[TensorMeta]) -> Result<(WgpuTensor, WgpuTensor)> {
     let (values, indices) = crate::backend::cpu::index::unique(&x.download()?, out)?;
     Ok((WgpuTensor::upload(&values)?, WgpuTensor::upload(&indices)?))
+}
+
+#[kernel(NonMaxSuppressionV3, wgpu)]
+fn non_max_suppression_v3(
+    boxes: &WgpuTensor,
+    scores: &WgpuTensor,
+    nms: &NmsParams,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let host = crate::backend::cpu::index::non_max_suppression_v3(&boxes.download()?, &scores.download()?, nms, out)?;
+    WgpuTensor::upload(&host)
+}
+
+#[kernel(NonMaxSuppressionV4, wgpu)]
+fn non_max_suppression_v4(
+    boxes: &WgpuTensor,
+    scores: &WgpuTensor,
+    nms: &NmsParams,
+    pad_to_max_output_size: bool,
+    out: &[TensorMeta],
+) -> Result<(WgpuTensor, WgpuTensor)> {
+    let (boxes, scores) = (boxes.download()?, scores.download()?);
+    let (indices, valid) =
+        crate::backend::cpu::index::non_max_suppression_v4(&boxes, &scores, nms, pad_to_max_output_size, out)?;
+    Ok((WgpuTensor::upload(&indices)?, WgpuTensor::upload(&valid)?))
+}
+
+#[kernel(NonMaxSuppressionV5, wgpu)]
+fn non_max_suppression_v5(
+    boxes: &WgpuTensor,
+    scores: &WgpuTensor,
+    nms: &NmsParams,
+    soft_nms_sigma: f64,
+    out: &[TensorMeta],
+) -> Result<(WgpuTensor, WgpuTensor)> {
+    let (boxes, scores) = (boxes.download()?, scores.download()?);
+    let (indices, kept) =
+        crate::backend::cpu::index::non_max_suppression_v5(&boxes, &scores, nms, soft_nms_sigma, out)?;
+    Ok((WgpuTensor::upload(&indices)?, WgpuTensor::upload(&kept)?))
 }
 
 /// One invocation per row: `k` passes over it (see top_k.wgsl).

@@ -339,6 +339,95 @@ fn bincount_shape(x: &[usize], weights: &[usize], size: i64, rows: bool) -> Resu
     }
 }
 
+/// The shape function of `NonMaxSuppressionV3`: at most
+/// `min(max_output_size, n)` indices, for `[n, 4]` boxes with a score each
+/// and an `iou_threshold` in [0, 1].
+///
+/// ```
+/// use opforge::kernels::{NmsParams, NonMaxSuppressionV3Attrs as Attrs};
+/// use opforge::shape::rules::non_max_suppression_v3 as rule;
+/// let attrs = |max_output_size| Attrs { nms: NmsParams { max_output_size, ..Default::default() } };
+/// assert_eq!(rule(&[5, 4], &[5], &attrs(3)).unwrap().as_slice(), &[3]);
+/// assert_eq!(rule(&[5, 4], &[5], &attrs(9)).unwrap().as_slice(), &[5]);
+/// assert!(rule(&[5, 3], &[5], &attrs(3)).unwrap_err().contains("[boxes, 4]"));
+/// assert!(rule(&[5, 4], &[4], &attrs(3)).unwrap_err().contains("one score per box"));
+/// assert!(rule(&[5, 4], &[5], &attrs(-1)).unwrap_err().contains("negative"));
+/// ```
+pub fn non_max_suppression_v3(
+    boxes: &[usize],
+    scores: &[usize],
+    attrs: &crate::kernels::NonMaxSuppressionV3Attrs,
+) -> Result<Shape, String> {
+    nms_bound(boxes, scores, &attrs.nms, false)
+}
+
+/// The shape function of `NonMaxSuppressionV4`: `NonMaxSuppressionV3`'s
+/// bound (exactly `max_output_size` when padded), and the scalar count.
+///
+/// ```
+/// use opforge::kernels::{NmsParams, NonMaxSuppressionV4Attrs as Attrs};
+/// use opforge::shape::rules::non_max_suppression_v4 as rule;
+/// let nms = NmsParams { max_output_size: 6, ..Default::default() };
+/// let shapes = rule(&[2, 4], &[2], &Attrs { nms, pad_to_max_output_size: true }).unwrap();
+/// assert_eq!((shapes[0].as_slice(), shapes[1].as_slice()), (&[6][..], &[][..]));
+/// ```
+pub fn non_max_suppression_v4(
+    boxes: &[usize],
+    scores: &[usize],
+    attrs: &crate::kernels::NonMaxSuppressionV4Attrs,
+) -> Result<Vec<Shape>, String> {
+    Ok(vec![nms_bound(boxes, scores, &attrs.nms, attrs.pad_to_max_output_size)?, Shape::new()])
+}
+
+/// The shape function of `NonMaxSuppressionV5`: `NonMaxSuppressionV3`'s
+/// bound, for the indices and their scores; `soft_nms_sigma` in [0, 1].
+///
+/// ```
+/// use opforge::kernels::{NmsParams, NonMaxSuppressionV5Attrs as Attrs};
+/// use opforge::shape::rules::non_max_suppression_v5 as rule;
+/// let nms = NmsParams { max_output_size: 7, ..Default::default() };
+/// let shapes = rule(&[5, 4], &[5], &Attrs { nms: nms.clone(), soft_nms_sigma: 0.5 }).unwrap();
+/// assert_eq!((shapes[0].as_slice(), shapes[1].as_slice()), (&[5][..], &[5][..]));
+/// assert!(rule(&[5, 4], &[5], &Attrs { nms, soft_nms_sigma: 2.0 }).unwrap_err().contains("soft_nms_sigma"));
+/// ```
+pub fn non_max_suppression_v5(
+    boxes: &[usize],
+    scores: &[usize],
+    attrs: &crate::kernels::NonMaxSuppressionV5Attrs,
+) -> Result<Vec<Shape>, String> {
+    let sigma = attrs.soft_nms_sigma;
+    if !(0.0..=1.0).contains(&sigma) {
+        return Err(format!("soft_nms_sigma {sigma} must lie in [0, 1]"));
+    }
+    let bound = nms_bound(boxes, scores, &attrs.nms, false)?;
+    Ok(vec![bound.clone(), bound])
+}
+
+/// The most indices a non-max suppression gives: `max_output_size` when
+/// `padded`, else no more than there are boxes.
+fn nms_bound(
+    boxes: &[usize],
+    scores: &[usize],
+    nms: &crate::kernels::NmsParams,
+    padded: bool,
+) -> Result<Shape, String> {
+    let &[n, 4] = boxes else {
+        return Err(format!("boxes has shape {boxes:?}, expected [boxes, 4]"));
+    };
+    if scores != [n] {
+        return Err(format!("scores has shape {scores:?}, expected one score per box, [{n}]"));
+    }
+    let max = usize::try_from(nms.max_output_size)
+        .map_err(|_| format!("max_output_size {} is negative, expected 0 or more", nms.max_output_size))?;
+    if !(0.0..=1.0).contains(&nms.iou_threshold) {
+        return Err(format!("iou_threshold {} must lie in [0, 1]", nms.iou_threshold));
+    }
+    if n > i32::MAX as usize {
+        return Err(format!("{n} boxes are more than i32 indices can name"));
+    }
+    allocatable(Shape::from_slice(&[if padded { max } else { max.min(n) }]))
+}
+
 /// The dims `GatherNd` and `ScatterNd` work over on every backend: rows of
 /// `k` indices (`indices`' last dim) into the first `k` dims of `sliced`
 /// (the gather's `params`, the scatter's output), each naming a slice of
