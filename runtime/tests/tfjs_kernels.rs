@@ -3,8 +3,8 @@
 //! `UpperBound`), `MatrixBandPart`, `Diag`, `LinSpace`, `ExpandDims`,
 //! `FlipLeftRight`, `BroadcastArgs`, `Identity`, `OnesLike`, `ZerosLike`,
 //! `SpaceToBatchND`, `BatchToSpaceND`, `EluGrad`, `TensorScatterUpdate`,
-//! `Bincount`, `DenseBincount`, `LRNGrad`, `MaxPoolWithArgmax` and the
-//! non-max suppressions. Each is held to the examples TF.js
+//! `Bincount`, `DenseBincount`, `LRNGrad`, `MaxPoolWithArgmax`, the
+//! non-max suppressions and `SparseToDense`. Each is held to the examples TF.js
 //! documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
@@ -718,5 +718,35 @@ fn non_max_suppression_is_the_greedy_rule() {
             let got = ops::non_max_suppression(&bx, &sc, max as i64, threshold, score_threshold).unwrap();
             assert_eq!(got.to_vec::<i32>().unwrap(), want, "{b}: iou_threshold {threshold}");
         }
+    }
+}
+
+/// TF.js's `tf.sparseToDense` example, a scalar value for every index,
+/// 2-D indices with a repeated one (the last stands) in three dtypes, and
+/// an index out of range refused; on every backend.
+#[test]
+fn sparse_to_dense_places_values_as_tfjs_does() {
+    for b in backends("sparse_to_dense_places_values_as_tfjs_does") {
+        let indices = on(b, Tensor::from_vec(vec![4i32, 5, 6, 1, 2, 3], &[6]).unwrap());
+        let values = on(b, f32s(&[10.0, 11.0, 12.0, 13.0, 14.0, 15.0], &[6]));
+        let zero = on(b, f32s(&[0.0], &[]));
+        let y = ops::sparse_to_dense(&indices, &values, &zero, &[8]).unwrap();
+        assert_eq!(y.backend(), b);
+        assert_eq!(y.to_vec::<f32>().unwrap(), [0.0, 13.0, 14.0, 15.0, 10.0, 11.0, 12.0, 0.0], "{b}");
+        let one = on(b, f32s(&[7.0], &[]));
+        let y = ops::sparse_to_dense(&indices, &one, &on(b, f32s(&[-1.0], &[])), &[8]).unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), [-1.0, 7.0, 7.0, 7.0, 7.0, 7.0, 7.0, -1.0], "{b}");
+        let rows = on(b, Tensor::from_vec(vec![0i32, 1, 2, 0, 0, 1, 1, 4], &[4, 2]).unwrap());
+        for dtype in [DType::F32, DType::I32, DType::Bool] {
+            let t = |v: &[i32], shape: &[usize]| {
+                on(b, ops::cast(&Tensor::from_vec(v.to_vec(), shape).unwrap(), dtype).unwrap())
+            };
+            let y = ops::sparse_to_dense(&rows, &t(&[5, 6, 0, 8], &[4]), &t(&[1], &[]), &[3, 5]).unwrap();
+            let want = [1, 0, 1, 1, 1, 1, 1, 1, 1, 8, 6, 1, 1, 1, 1];
+            assert_eq!((y.dtype(), as_f64(&y)), (dtype, as_f64(&t(&want, &[3, 5]))), "{b} {dtype}");
+        }
+        let far = on(b, Tensor::from_vec(vec![1i32, 8], &[2]).unwrap());
+        let err = ops::sparse_to_dense(&far, &one, &zero, &[8]).unwrap_err();
+        assert!(err.to_string().contains("is out of range"), "{b}: {err}");
     }
 }

@@ -28,8 +28,8 @@ use crate::{
     Dilation2DBackpropFilterAttrs, Dilation2DBackpropInputAttrs, DimRoundingMode, FusedConv2DAttrs,
     FusedDepthwiseConv2DAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs, Padding, RaggedGatherAttrs, RaggedRangeAttrs,
     RaggedTensorToTensorAttrs, ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs,
-    SparseFillEmptyRowsAttrs, SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, SparseToDenseAttrs,
-    TransformAttrs, ValidOrSame,
+    SparseFillEmptyRowsAttrs, SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, TransformAttrs,
+    ValidOrSame,
 };
 
 // Shared helpers.
@@ -498,40 +498,6 @@ fn resize_grad(images: &[usize], dy: &[usize], size: &[i64], corners: bool, cent
 }
 
 // The kernels' functions.
-
-/// `SparseToDense`: `output_shape`, given `[n, rank]` (or `[n]`, or scalar)
-/// `sparse_indices` with `rank` the output's, `n` values or one, and a
-/// scalar `default_value`.
-pub fn sparse_to_dense(
-    sparse_indices: &[usize],
-    sparse_values: &[usize],
-    default_value: &[usize],
-    attrs: &SparseToDenseAttrs,
-) -> Result<Shape, String> {
-    let shape = dims("output_shape", &attrs.output_shape)?;
-    let (n, entries) = match sparse_indices {
-        [] => (1, 1),
-        &[n] => (n, 1),
-        &[n, r] => (n, r),
-        _ => {
-            return Err(format!("sparse_indices has shape {sparse_indices:?}, expected a scalar, a vector or a matrix"))
-        }
-    };
-    if entries != shape.len() {
-        return Err(format!(
-            "sparse_indices {sparse_indices:?} give {entries} coordinates per index, but output_shape {:?} has {} dims",
-            attrs.output_shape,
-            shape.len()
-        ));
-    }
-    if !(sparse_values.is_empty() || sparse_values == [n]) {
-        return Err(format!("sparse_values has shape {sparse_values:?}, expected a scalar or [{n}], one per index"));
-    }
-    if !default_value.is_empty() {
-        return Err(format!("default_value has shape {default_value:?}, expected a scalar"));
-    }
-    Ok(shape)
-}
 
 /// `SparseReshape`: `[nnz, len new_shape]` indices and the `[len new_shape]`
 /// dense shape, for `[nnz, rank]` indices of a `[rank]` `input_shape`.

@@ -417,13 +417,13 @@ fn indexing(c: &mut Checker) {
     c.bad::<b::ScatterNd>(&[T(&[4, 1], I), T(&[4], F)], shape(vec![-8]), "has the dim -8");
     c.ok::<b::TensorScatterUpdate>(&[T(&[4, 3], B), T(&[2, 1], I), T(&[2, 3], B)], d(), &[T(&[4, 3], B)]);
     c.bad::<b::TensorScatterUpdate>(&[T(&[4, 3], F), T(&[2, 1], I), T(&[2, 2], F)], d(), "updates [2, 2] must be");
-    let dense = |output_shape: Vec<i64>| t::SparseToDenseAttrs { output_shape };
-    c.ok::<t::SparseToDense>(&[T(&[4, 2], I), T(&[4], F), T(&[], F)], dense(vec![3, 5]), &[T(&[3, 5], F)]);
-    c.ok::<t::SparseToDense>(&[T(&[4], I), T(&[], B), T(&[], B)], dense(vec![9]), &[T(&[9], B)]);
+    let dense = |output_shape: Vec<i64>| b::SparseToDenseAttrs { output_shape };
+    c.ok::<b::SparseToDense>(&[T(&[4, 2], I), T(&[4], F), T(&[], F)], dense(vec![3, 5]), &[T(&[3, 5], F)]);
+    c.ok::<b::SparseToDense>(&[T(&[4], I), T(&[], B), T(&[], B)], dense(vec![9]), &[T(&[9], B)]);
     let wrong = dense(vec![15]);
-    c.bad::<t::SparseToDense>(&[T(&[4, 2], I), T(&[4], F), T(&[], F)], wrong, "give 2 coordinates per index");
+    c.bad::<b::SparseToDense>(&[T(&[4, 2], I), T(&[4], F), T(&[], F)], wrong, "give 2 coordinates per index");
     let values = [T(&[4, 2], I), T(&[3], F), T(&[], F)];
-    c.bad::<t::SparseToDense>(&values, dense(vec![3, 5]), "sparse_values has shape [3]");
+    c.bad::<b::SparseToDense>(&values, dense(vec![3, 5]), "sparse_values [3] must be");
     let (reshaped, dense_shape) = (T(&[5, 3], I), T(&[3], I));
     c.ok::<t::SparseReshape>(&[T(&[5, 2], I), T(&[2], I), T(&[3], I)], d(), &[reshaped, dense_shape]);
     c.bad::<t::SparseReshape>(&[T(&[5, 2], I), T(&[3], I), T(&[3], I)], d(), "input_shape has shape [3]");

@@ -36,7 +36,7 @@ use crate::error::Result;
 use crate::kernels::{
     ArgMax, ArgMin, Bincount, DenseBincount, GatherNd, GatherV2, LowerBound, Multinomial, NmsParams,
     NonMaxSuppressionV3, NonMaxSuppressionV4, NonMaxSuppressionV5, OneHot, ScatterNd, SearchSorted, Select, Side,
-    TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
+    SparseToDense, TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
@@ -752,6 +752,37 @@ fn tensor_scatter_update(
         CpuTensor::from_vec(tensor.shape(), data)
     }
     for_dtype!(tensor.dtype(), T => run::<T>(tensor, &rows, updates, inner))
+}
+
+/// `SparseToDense`: `default_value` everywhere, then each value written
+/// where its row of `sparse_indices` names, in row order (the last row
+/// naming an element stands), as [`tensor_scatter_update`] writes.
+#[kernel(SparseToDense, cpu)]
+fn sparse_to_dense(
+    sparse_indices: &CpuTensor,
+    sparse_values: &CpuTensor,
+    default_value: &CpuTensor,
+    output_shape: &[i64],
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let _ = output_shape; // The output's meta has it.
+    let n = sparse_index_rows(sparse_indices.shape());
+    let rows = nd_rows(sparse_indices.as_slice::<i32>()?, out.shape.len(), n, &out.shape)?;
+    fn run<T: Element>(values: &CpuTensor, default: &CpuTensor, rows: &[i32], out: &TensorMeta) -> Result<CpuTensor> {
+        let (values, fill) = (values.as_slice::<T>()?, default.as_slice::<T>()?[0]);
+        let mut data = vec![fill; out.numel()];
+        for (j, &row) in rows.iter().enumerate() {
+            data[row as usize] = values[if values.len() == 1 { 0 } else { j }];
+        }
+        CpuTensor::from_vec(&out.shape, data)
+    }
+    for_dtype!(sparse_values.dtype(), T => run::<T>(sparse_values, default_value, &rows, out))
+}
+
+/// How many indices `SparseToDense`'s `sparse_indices` hold: one for a
+/// scalar, a row each of a matrix, an entry each of a vector.
+pub(crate) fn sparse_index_rows(shape: &[usize]) -> usize {
+    shape.first().copied().unwrap_or(1)
 }
 
 #[kernel(Bincount, cpu)]

@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 use crate::kernels::{
     ArgMax, ArgMin, Bincount, DenseBincount, Diag, GatherNd, GatherV2, LowerBound, MatrixBandPart, Multinomial,
     NmsParams, NonMaxSuppressionV3, NonMaxSuppressionV4, NonMaxSuppressionV5, OneHot, ScatterNd, SearchSorted, Select,
-    Side, TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
+    Side, SparseToDense, TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
@@ -248,22 +248,62 @@ fn tensor_scatter_update(
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
     let NdDims { k, inner, n } = nd_dims(indices.shape(), &out.shape, updates.numel());
+    let rows = last_writers(indices, k, n, &out.shape)?;
+    scattered("TensorScatterUpdate", ("copy", tensor), &rows, (updates, inner, n), out)
+}
+
+/// `SparseToDense`: the output filled with `default_value`, then the
+/// values written over it as `TensorScatterUpdate` writes its updates (a
+/// scalar value for every row).
+#[kernel(SparseToDense, wgpu)]
+fn sparse_to_dense(
+    sparse_indices: &WgpuTensor,
+    sparse_values: &WgpuTensor,
+    default_value: &WgpuTensor,
+    output_shape: &[i64],
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let _ = output_shape; // The output's meta has it.
+    let n = crate::backend::cpu::index::sparse_index_rows(sparse_indices.shape());
+    let rows = last_writers(sparse_indices, out.shape.len(), n, &out.shape)?;
+    scattered("SparseToDense", ("fill", default_value), &rows, (sparse_values, 1, n), out)
+}
+
+/// The flat slices `indices`' rows name, checked on the host, each slice
+/// kept for the last row naming it and -1 for the others, uploaded: an
+/// in-order scatter's writes, which no two invocations then race on.
+fn last_writers(indices: &WgpuTensor, k: usize, n: usize, dims: &[usize]) -> Result<WgpuTensor> {
     let host = indices.download()?;
-    let mut rows = crate::backend::cpu::index::nd_rows(host.as_slice::<i32>()?, k, n, &out.shape)?;
+    let mut rows = crate::backend::cpu::index::nd_rows(host.as_slice::<i32>()?, k, n, dims)?;
     let mut written = std::collections::HashSet::new();
     for row in rows.iter_mut().rev() {
         if !written.insert(*row) {
             *row = -1;
         }
     }
-    let rows = WgpuTensor::upload(&CpuTensor::from_vec(&[rows.len()], rows)?)?;
-    let program = |entry| EntryPoint { kernel: "TensorScatterUpdate", shader: &SCATTER, entry, op: 0 };
-    let (copy, update) = ([out.numel() as u32], [updates.numel() as u32, inner.max(1) as u32]);
+    WgpuTensor::upload(&CpuTensor::from_vec(&[rows.len()], rows)?)
+}
+
+/// scatter.wgsl's two passes: the output from `base` (`copy` a tensor of
+/// its shape, or `fill` it with a scalar), then `count` updates of
+/// `inner` elements each written where `rows` says (one value for all
+/// when `updates` holds one).
+fn scattered(
+    kernel: &'static str,
+    (first, base): (&'static str, &WgpuTensor),
+    rows: &WgpuTensor,
+    (updates, inner, count): (&WgpuTensor, usize, usize),
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let program = |entry| EntryPoint { kernel, shader: &SCATTER, entry, op: 0 };
+    let written = if inner == 0 { 0 } else { count * inner };
+    let one = u32::from(updates.numel() == 1 && written > 1);
+    let (base_words, update_words) = ([out.numel() as u32], [written as u32, inner.max(1) as u32, one]);
     let passes = [
-        (program("copy"), &copy[..], Grid::Elements(out.numel())),
-        (program("update"), &update[..], Grid::Elements(if inner == 0 { 0 } else { updates.numel() })),
+        (program(first), &base_words[..], Grid::Elements(out.numel())),
+        (program("update"), &update_words[..], Grid::Elements(written)),
     ];
-    EntryPoint::run_passes(&passes, &[tensor, &rows, updates], out)
+    EntryPoint::run_passes(&passes, &[base, rows, updates], out)
 }
 
 #[kernel(Bincount, wgpu)]

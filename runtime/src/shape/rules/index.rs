@@ -292,6 +292,50 @@ pub fn tensor_scatter_update(
     Ok(Shape::from_slice(tensor))
 }
 
+/// The shape function of `SparseToDense`: `output_shape`, given `[n,
+/// rank]` `sparse_indices` (`[n]` or a scalar for a 1-D output) with
+/// `rank` the output's, `n` values or one, and a scalar `default_value`.
+///
+/// ```
+/// use opforge::{kernels::SparseToDenseAttrs as Attrs, shape::rules::sparse_to_dense};
+/// let attrs = Attrs { output_shape: vec![3, 5] };
+/// assert_eq!(sparse_to_dense(&[4, 2], &[4], &[], &attrs).unwrap().as_slice(), &[3, 5]);
+/// assert!(sparse_to_dense(&[4, 3], &[4], &[], &attrs).unwrap_err().contains("3 coordinates"));
+/// assert!(sparse_to_dense(&[4, 2], &[3], &[], &attrs).unwrap_err().contains("sparse_values [3]"));
+/// ```
+pub fn sparse_to_dense(
+    sparse_indices: &[usize],
+    sparse_values: &[usize],
+    default_value: &[usize],
+    attrs: &crate::kernels::SparseToDenseAttrs,
+) -> Result<Shape, String> {
+    let dims = attrs.output_shape.iter().map(|&d| {
+        usize::try_from(d)
+            .map_err(|_| format!("output_shape {:?} has the dim {d}, expected dims >= 0", attrs.output_shape))
+    });
+    let shape: Shape = dims.collect::<Result<_, _>>()?;
+    let (n, entries) = match sparse_indices {
+        [] => (1, 1),
+        &[n] => (n, 1),
+        &[n, r] => (n, r),
+        _ => return Err(format!("sparse_indices {sparse_indices:?} must be a scalar, a vector or a matrix")),
+    };
+    if entries != shape.len() {
+        return Err(format!(
+            "sparse_indices {sparse_indices:?} give {entries} coordinates per index, but output_shape {:?} has {} dims",
+            attrs.output_shape,
+            shape.len()
+        ));
+    }
+    if !(sparse_values.is_empty() || sparse_values == [n]) {
+        return Err(format!("sparse_values {sparse_values:?} must be a scalar or [{n}], one per index"));
+    }
+    if !default_value.is_empty() {
+        return Err(format!("default_value {default_value:?} must be a scalar"));
+    }
+    allocatable(shape)
+}
+
 /// The shape function of `Bincount`: `[size]` for a 1-D `x` whose
 /// `weights` have its shape or no elements.
 ///

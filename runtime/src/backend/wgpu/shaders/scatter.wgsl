@@ -1,5 +1,5 @@
-// TensorScatterUpdate: the tensor copied, then each element of `updates`
-// written over its slice. The host has checked every row of indices and
+// TensorScatterUpdate (and SparseToDense): the tensor copied (the default
+// value filled in), then each element of `updates` written over its slice. The host has checked every row of indices and
 // kept only the last row naming each slice (the others are -1), as the
 // cpu's in-order writes leave it, so no two invocations write one element.
 // Elements are raw 32-bit words (see unary.wgsl).
@@ -8,17 +8,22 @@
 @group(0) @binding(1) var<storage, read> rows: array<i32>;
 @group(0) @binding(2) var<storage, read> updates: array<u32>;
 @group(0) @binding(3) var<storage, read_write> y: array<u32>;
-// copy: [count]; update: [count, inner] for updates as [rows, inner]
+// copy, fill: [count]; update: [count, inner, one] for updates as [rows,
+// inner], or one value for every element when `one` is 1
 @group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
 
 @elementwise fn copy(o: u32) {
     y[o] = tensor[o];
 }
 
+@elementwise fn fill(o: u32) {
+    y[o] = tensor[0];
+}
+
 @elementwise fn update(t: u32) {
     let inner = param(1);
     let row = rows[t / inner];
     if row >= 0 {
-        y[u32(row) * inner + t % inner] = updates[t];
+        y[u32(row) * inner + t % inner] = updates[select(t, 0u, param(2) != 0u)];
     }
 }
