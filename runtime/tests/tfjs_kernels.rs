@@ -4,7 +4,8 @@
 //! `FlipLeftRight`, `BroadcastArgs`, `Identity`, `OnesLike`, `ZerosLike`,
 //! `SpaceToBatchND`, `BatchToSpaceND`, `EluGrad`, `TensorScatterUpdate`,
 //! `Bincount`, `DenseBincount`, `LRNGrad`, `MaxPoolWithArgmax`, the
-//! non-max suppressions and `SparseToDense`. Each is held to the examples TF.js
+//! non-max suppressions, `SparseToDense` and `Dilation2D` with its two
+//! gradients. Each is held to the examples TF.js
 //! documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
@@ -748,5 +749,144 @@ fn sparse_to_dense_places_values_as_tfjs_does() {
         let far = on(b, Tensor::from_vec(vec![1i32, 8], &[2]).unwrap());
         let err = ops::sparse_to_dense(&far, &one, &zero, &[8]).unwrap_err();
         assert!(err.to_string().contains("is out of range"), "{b}: {err}");
+    }
+}
+
+/// A dilation by the definition: for each window of `[fh, fw]` taps (at
+/// `stride`, `rate` apart, `pad` rows and columns before the image), the
+/// largest `x + filter` over the taps inside the image and where it is.
+fn dilation_reference(
+    x: &[f64],
+    xs: [usize; 4],
+    filter: &[f64],
+    (fh, fw): (usize, usize),
+    (stride, rate, pad): ([usize; 2], [usize; 2], [usize; 2]),
+    out: [usize; 2],
+) -> Vec<(f64, usize, usize)> {
+    let [b, h, w, c] = xs;
+    let mut y = Vec::new();
+    for n in 0..b {
+        for oh in 0..out[0] {
+            for ow in 0..out[1] {
+                for ch in 0..c {
+                    let mut best: Option<(f64, usize, usize)> = None;
+                    for kh in 0..fh {
+                        for kw in 0..fw {
+                            let (r, q) = (
+                                (oh * stride[0] + kh * rate[0]) as isize - pad[0] as isize,
+                                (ow * stride[1] + kw * rate[1]) as isize - pad[1] as isize,
+                            );
+                            if r < 0 || q < 0 || r >= h as isize || q >= w as isize {
+                                continue;
+                            }
+                            let xi = ((n * h + r as usize) * w + q as usize) * c + ch;
+                            let v = x[xi] + filter[(kh * fw + kw) * c + ch];
+                            if best.is_none_or(|(bv, _, _)| v > bv) {
+                                best = Some((v, xi, (kh * fw + kw) * c + ch));
+                            }
+                        }
+                    }
+                    y.push(best.expect("every window here holds a tap"));
+                }
+            }
+        }
+    }
+    y
+}
+
+/// `Dilation2D` and its gradients against the definition, for valid,
+/// same (strided and dilated) and explicit padding, in f32 and i32 with
+/// distinct sums (no ties), on every backend; and `grad` of a dilation is
+/// its two backprop kernels.
+#[test]
+fn dilation_agrees_with_its_definition() {
+    use opforge::kernels::ConvParams;
+    let xs = [2, 7, 6, 3];
+    let n: usize = xs.iter().product();
+    let mut rng = Rng::new(56);
+    // Multiples of 1/64 that no two sums share: exact in f32, integral in i32 (times 64).
+    let mut pool: Vec<i64> = (0..4000).collect();
+    for i in (1..pool.len()).rev() {
+        pool.swap(i, rng.int(0, i as i64) as usize);
+    }
+    let x: Vec<f64> = pool[..n].iter().map(|&v| v as f64 * 16.0).collect();
+    // Filter rows and columns, the attrs, and the strides, rates, padding
+    // before the image and output size they give.
+    type Config = (usize, usize, ConvParams, [usize; 2], [usize; 2], [usize; 2], [usize; 2]);
+    let configs: [Config; 3] = [
+        (2, 3, ConvParams::default(), [1, 1], [1, 1], [0, 0], [6, 4]),
+        (
+            2,
+            2,
+            ConvParams { strides: vec![2, 2], dilations: vec![2, 2], padding: Padding::Same, ..Default::default() },
+            [2, 2],
+            [2, 2],
+            [1, 0],
+            [4, 3],
+        ),
+        (
+            3,
+            2,
+            ConvParams {
+                padding: Padding::Explicit,
+                explicit_paddings: Some(vec![vec![1, 0], vec![1, 1]]),
+                ..Default::default()
+            },
+            [1, 1],
+            [1, 1],
+            [1, 1],
+            [6, 7],
+        ),
+    ];
+    for (fh, fw, conv, stride, rate, pad, out) in configs {
+        let filter: Vec<f64> = pool[n..n + fh * fw * 3].iter().map(|&v| v as f64 / 64.0).collect();
+        let want = dilation_reference(&x, xs, &filter, (fh, fw), (stride, rate, pad), out);
+        let dy: Vec<f64> = (0..want.len()).map(|i| (i % 7) as f64 - 3.0).collect();
+        let (mut dx, mut dfilter) = (vec![0.0; n], vec![0.0; filter.len()]);
+        for ((_, xi, fi), g) in want.iter().zip(&dy) {
+            dx[*xi] += g;
+            dfilter[*fi] += g;
+        }
+        for b in backends("dilation_agrees_with_its_definition") {
+            for dtype in [DType::F32, DType::I32] {
+                let scale = if dtype == DType::I32 { 64.0 } else { 1.0 };
+                let t = |v: &[f64], shape: &[usize]| {
+                    let scaled: Vec<f64> = v.iter().map(|v| v * scale).collect();
+                    on(b, ops::cast(&Tensor::from_vec(scaled, shape).unwrap(), dtype).unwrap())
+                };
+                let (xt, ft) = (t(&x, &xs), t(&filter, &[fh, fw, 3]));
+                let dyt = t(&dy, &[2, out[0], out[1], 3]);
+                let p = &conv;
+                let y = ops::dilation2d(&xt, &ft, &p.strides, p.padding, p.explicit_paddings.as_deref(), &p.dilations)
+                    .unwrap();
+                let values: Vec<f64> = want.iter().map(|w| w.0 * scale).collect();
+                assert_eq!(
+                    (y.backend(), y.shape(), as_f64(&y)),
+                    (b, &[2, out[0], out[1], 3][..], values),
+                    "{b} {dtype} {conv:?}"
+                );
+                let args = (&p.strides, p.padding, p.explicit_paddings.as_deref(), &p.dilations);
+                let gx = ops::dilation2d_backprop_input(&xt, &ft, &dyt, args.0, args.1, args.2, args.3).unwrap();
+                let gf = ops::dilation2d_backprop_filter(&xt, &ft, &dyt, args.0, args.1, args.2, args.3).unwrap();
+                let scaled = |v: &[f64]| v.iter().map(|v| v * scale).collect::<Vec<_>>();
+                assert_eq!(as_f64(&gx), scaled(&dx), "{b} {dtype} {conv:?}: dx");
+                assert_eq!(as_f64(&gf), scaled(&dfilter), "{b} {dtype} {conv:?}: dfilter");
+                if dtype == DType::F32 {
+                    let dil = |v: &[Tensor]| {
+                        let y = ops::dilation2d(
+                            &v[0],
+                            &v[1],
+                            &p.strides,
+                            p.padding,
+                            p.explicit_paddings.as_deref(),
+                            &p.dilations,
+                        )?;
+                        ops::sum(&ops::mul(&y, &dyt)?, None, false)
+                    };
+                    let g = opforge::autodiff::grads(dil)(&[xt.clone(), ft.clone()]).unwrap();
+                    assert_eq!((as_f64(&g[0]), as_f64(&g[1])), (as_f64(&gx), as_f64(&gf)), "{b}: grad");
+                }
+            }
+        }
     }
 }

@@ -17,7 +17,9 @@ use crate::kernels::{
     DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropFilterAttrs,
     DepthwiseConv2dNativeBackpropFilterNeeds, DepthwiseConv2dNativeBackpropInput,
     DepthwiseConv2dNativeBackpropInputAttrs, DepthwiseConv2dNativeBackpropInputNeeds, DepthwiseConv2dNativeNeeds,
-    MaxPool, MaxPoolGrad, MaxPoolGradAttrs, PoolParams, ResizeBilinear, ResizeNearestNeighbor,
+    Dilation2D, Dilation2DBackpropFilter, Dilation2DBackpropFilterAttrs, Dilation2DBackpropInput,
+    Dilation2DBackpropInputAttrs, Dilation2DNeeds, MaxPool, MaxPoolGrad, MaxPoolGradAttrs, PoolParams, ResizeBilinear,
+    ResizeNearestNeighbor,
 };
 use crate::ops;
 use crate::shape::rules::resize_taps;
@@ -106,6 +108,27 @@ family_gradients! {
     depthwise_conv2d_backprop_filter_grad:
         DepthwiseConv2dNativeBackpropFilter(x, dy, ddfilter), DepthwiseConv2dNativeBackpropFilterNeeds
         => DEPTHWISE.filter_grad;
+}
+
+/// Each `dy` goes to the tap that won its window: to `x` by
+/// `Dilation2DBackpropInput`, to `filter` by `Dilation2DBackpropFilter`
+/// (TF.js's rule). Those kernels have no gradient, as in TF.js: a
+/// dilation differentiates once.
+#[gradient(Dilation2D)]
+fn dilation2d_grad(
+    x: &Tensor,
+    filter: &Tensor,
+    conv: &ConvParams,
+    dy: &Tensor,
+    needs: Dilation2DNeeds,
+) -> Result<Grads> {
+    let dx = needs.x.then(|| {
+        Engine::run::<Dilation2DBackpropInput>(&[x, filter, dy], &Dilation2DBackpropInputAttrs { conv: conv.clone() })
+    });
+    let dfilter = needs.filter.then(|| {
+        Engine::run::<Dilation2DBackpropFilter>(&[x, filter, dy], &Dilation2DBackpropFilterAttrs { conv: conv.clone() })
+    });
+    Ok((dx.transpose()?, dfilter.transpose()?))
 }
 
 #[gradient(MaxPool)]

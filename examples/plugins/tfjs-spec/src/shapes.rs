@@ -24,8 +24,7 @@ use opforge::shape::{broadcast_shapes, checked_numel, Shape, ANY};
 
 use crate::{
     Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs,
-    Conv3DBackpropInputV2Attrs, CropAndResizeAttrs, DataFormat, DataFormat3D, Dilation2DAttrs,
-    Dilation2DBackpropFilterAttrs, Dilation2DBackpropInputAttrs, DimRoundingMode, FusedConv2DAttrs,
+    Conv3DBackpropInputV2Attrs, CropAndResizeAttrs, DataFormat, DataFormat3D, DimRoundingMode, FusedConv2DAttrs,
     FusedDepthwiseConv2DAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs, Padding, RaggedGatherAttrs, RaggedRangeAttrs,
     RaggedTensorToTensorAttrs, ResizeBilinearGradAttrs, ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs,
     SparseFillEmptyRowsAttrs, SparseReshapeAttrs, SparseSegmentMeanAttrs, SparseSegmentSumAttrs, TransformAttrs,
@@ -464,20 +463,6 @@ impl Pool<'_> {
     }
 }
 
-/// `Dilation2D`'s output: `[batch, out height, out width, channels]` for
-/// NHWC `x` and a `[height, width, channels]` filter.
-fn dilation(x: &[usize], filter: &[usize], strides: &[i64], dilations: &[i64], pad: Pad<'_>) -> Result<Shape, String> {
-    let (batch, spatial, channels) = Layout::NHWC.split("x", x)?;
-    rank("filter", filter, 3)?;
-    if filter[2] != channels {
-        return Err(format!("x {x:?} has {channels} channels, but filter {filter:?} has {}", filter[2]));
-    }
-    let strides = per_axis("strides", strides, 2)?;
-    let dilations = per_axis("dilations", dilations, 2)?;
-    let out = windows(spatial, &filter[..2], &strides, &dilations, pad, None)?;
-    fits(Layout::NHWC.join(batch, &out, channels))
-}
-
 /// `images` resized to `size`, for the resize kernels and their gradients.
 fn resized(images: &[usize], size: &[i64], align_corners: bool, half_pixel_centers: bool) -> Result<Shape, String> {
     let (batch, _, channels) = Layout::NHWC.split("images", images)?;
@@ -678,38 +663,6 @@ pub fn avg_pool3d_grad(dy: &[usize], input: &[usize], attrs: &AvgPool3DGradAttrs
         rounding: a.dim_rounding_mode,
     };
     pool.grad(dy, input, None)
-}
-
-/// `Dilation2D`: `[batch, out height, out width, channels]`.
-pub fn dilation2d(x: &[usize], filter: &[usize], attrs: &Dilation2DAttrs) -> Result<Shape, String> {
-    let a = attrs;
-    dilation(x, filter, &a.strides, &a.dilations, Pad::new(a.padding, a.explicit_paddings.as_deref())?)
-}
-
-/// `Dilation2DBackpropInput`: `x`'s shape; `dy` has the dilation's.
-pub fn dilation2d_backprop_input(
-    x: &[usize],
-    filter: &[usize],
-    dy: &[usize],
-    attrs: &Dilation2DBackpropInputAttrs,
-) -> Result<Shape, String> {
-    let a = attrs;
-    let want = dilation(x, filter, &a.strides, &a.dilations, Pad::new(a.padding, a.explicit_paddings.as_deref())?)?;
-    expect("dy", dy, &want, &format!("the dilation of x {x:?} by filter {filter:?}"))?;
-    Ok(Shape::from_slice(x))
-}
-
-/// `Dilation2DBackpropFilter`: `filter`'s shape; `dy` has the dilation's.
-pub fn dilation2d_backprop_filter(
-    x: &[usize],
-    filter: &[usize],
-    dy: &[usize],
-    attrs: &Dilation2DBackpropFilterAttrs,
-) -> Result<Shape, String> {
-    let a = attrs;
-    let want = dilation(x, filter, &a.strides, &a.dilations, Pad::new(a.padding, a.explicit_paddings.as_deref())?)?;
-    expect("dy", dy, &want, &format!("the dilation of x {x:?} by filter {filter:?}"))?;
-    Ok(Shape::from_slice(filter))
 }
 
 /// The output of a fused convolution (`FusedConv2D`,

@@ -614,18 +614,19 @@ fn windows(c: &mut Checker) {
     c.ok::<b::MaxPoolWithArgmax>(&[T(&[2, 4, 6, 3], F)], argmax(b::Padding::Valid), &pooled);
     c.bad::<b::MaxPoolWithArgmax>(&[T(&[2, 4, 6, 3], F)], argmax(b::Padding::Explicit), "explicit_paddings");
 
-    c.ok::<t::Dilation2D>(&[T(&[1, 5, 5, 2], F), T(&[3, 3, 2], F)], d(), &[T(&[1, 3, 3, 2], F)]);
-    let strided = t::Dilation2DAttrs { strides: vec![2], padding: Padding::Same, dilations: vec![2], ..d() };
-    c.ok::<t::Dilation2D>(&[T(&[1, 5, 5, 2], I), T(&[2, 2, 2], I)], strided, &[T(&[1, 3, 3, 2], I)]);
-    c.bad::<t::Dilation2D>(&[T(&[1, 5, 5, 2], F), T(&[3, 3, 3], F)], d(), "has 2 channels, but filter [3, 3, 3] has 3");
+    c.ok::<b::Dilation2D>(&[T(&[1, 5, 5, 2], F), T(&[3, 3, 2], F)], d(), &[T(&[1, 3, 3, 2], F)]);
+    let conv = b::ConvParams { strides: vec![2, 2], padding: b::Padding::Same, dilations: vec![2, 2], ..d() };
+    let strided = b::Dilation2DAttrs { conv };
+    c.ok::<b::Dilation2D>(&[T(&[1, 5, 5, 2], I), T(&[2, 2, 2], I)], strided, &[T(&[1, 3, 3, 2], I)]);
+    c.bad::<b::Dilation2D>(&[T(&[1, 5, 5, 2], F), T(&[3, 3, 3], F)], d(), "has 2 channels, but filter [3, 3, 3] has 3");
     let inputs = [T(&[1, 5, 5, 2], F), T(&[3, 3, 2], F), T(&[1, 3, 3, 2], F)];
-    c.ok::<t::Dilation2DBackpropInput>(&inputs, d(), &[T(&[1, 5, 5, 2], F)]);
+    c.ok::<b::Dilation2DBackpropInput>(&inputs, d(), &[T(&[1, 5, 5, 2], F)]);
     let inputs = [T(&[1, 5, 5, 2], F), T(&[3, 3, 2], F), T(&[1, 3, 3, 3], F)];
-    c.bad::<t::Dilation2DBackpropInput>(&inputs, d(), "dy has shape [1, 3, 3, 3]");
+    c.bad::<b::Dilation2DBackpropInput>(&inputs, d(), "dy has shape [1, 3, 3, 3]");
     let inputs = [T(&[1, 5, 5, 2], F), T(&[3, 3, 2], F), T(&[1, 3, 3, 2], F)];
-    c.ok::<t::Dilation2DBackpropFilter>(&inputs, d(), &[T(&[3, 3, 2], F)]);
+    c.ok::<b::Dilation2DBackpropFilter>(&inputs, d(), &[T(&[3, 3, 2], F)]);
     let inputs = [T(&[1, 2, 2, 2], F), T(&[3, 3, 2], F), T(&[1, 1, 1, 2], F)];
-    c.bad::<t::Dilation2DBackpropFilter>(&inputs, d(), "is larger than that axis");
+    c.bad::<b::Dilation2DBackpropFilter>(&inputs, d(), "larger than the padded image");
 }
 
 /// The fused convolutions, with their optional `bias` and PReLU weights

@@ -25,6 +25,11 @@
 //! reading zeros, and gives NaN if any value in it is NaN (as `Max` does);
 //! its gradient goes to the window's first NaN, or else its first largest
 //! value. An average pool divides by the taps inside the image.
+//!
+//! A dilation (`Dilation2D`) takes the largest `x + filter` over its
+//! window's taps inside the image; NaN never wins (TF's `>`), and a window
+//! where nothing beats the lowest finite value gives it. Its gradients
+//! route each `dy` to the tap that won ([`dilation_winner`]).
 
 use rayon::prelude::*;
 
@@ -36,14 +41,15 @@ use super::parallel::{for_rows, PAR_THRESHOLD};
 use super::pool::output;
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
-use crate::dtype::{float_sum, DType, Float};
+use crate::dtype::{float_sum, DType, Element, Float};
 use crate::error::Result;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
-    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, MaxPoolWithArgmax,
-    PoolParams, ResizeBilinear, ResizeBilinearAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
+    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, Dilation2D, Dilation2DBackpropFilter,
+    Dilation2DBackpropInput, MaxPool, MaxPoolGrad, MaxPoolWithArgmax, PoolParams, ResizeBilinear, ResizeBilinearAttrs,
+    ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
 };
-use crate::shape::rules::{resize_taps, ConvFilter, GroupedConv, Tap, Window};
+use crate::shape::rules::{dilation_window, resize_taps, ConvFilter, GroupedConv, Tap, Window};
 use opforge_macros::kernel;
 
 /// The image rows and columns of a window's taps: `(h, w)` of tap `(kh,
@@ -460,6 +466,139 @@ fn max_pool_with_argmax(
         DType::F64 => run::<f64>(x, &w, include_batch_in_index, out),
         _ => run::<f32>(x, &w, include_batch_in_index, out),
     }
+}
+
+/// A dilation's windows over NHWC images `xs`, with the element type's
+/// sum (wrapping for i32) and lowest finite value.
+struct Dilation<T> {
+    w: Window,
+    xs: [usize; 4],
+    add: fn(T, T) -> T,
+    lowest: T,
+}
+
+/// The tap of window `(oh, ow)` of image `n`, channel `c` that wins a
+/// dilation, as `[row, column, filter row, filter column]`: the first
+/// largest `x + filter` (NaN never wins), or, where nothing beats the
+/// lowest finite value, the first tap inside the image; with the winning
+/// value (the lowest finite value in that case). dilation.wgsl's
+/// `winner` walks the taps in this order.
+fn dilation_winner<T: Element>(
+    d: &Dilation<T>,
+    x: &[T],
+    f: &[T],
+    [n, oh, ow, c]: [usize; 4],
+) -> (T, Option<[usize; 4]>) {
+    let (w, [_, h_n, w_n, c_n]) = (&d.w, d.xs);
+    let (mut best, mut at) = (d.lowest, None);
+    for kh in w.taps_inside(0, oh) {
+        let h = oh * w.stride[0] + kh * w.dilation[0] - w.pad[0];
+        for kw in w.taps_inside(1, ow) {
+            let col = ow * w.stride[1] + kw * w.dilation[1] - w.pad[1];
+            let v = (d.add)(x[((n * h_n + h) * w_n + col) * c_n + c], f[(kh * w.size[1] + kw) * c_n + c]);
+            if v > best {
+                (best, at) = (v, Some([h, col, kh, kw]));
+            } else if at.is_none() {
+                at = Some([h, col, kh, kw]);
+            }
+        }
+    }
+    (best, at)
+}
+
+/// Runs `body` with the dilation of `x` by `filter` in `x`'s element type.
+macro_rules! dilation_of {
+    ($kernel:literal, $x:expr, $filter:expr, $conv:expr, $T:ident, $d:ident => $body:expr) => {{
+        let w = dilation_window($x.shape(), $filter.shape(), $conv).map_err(rule_error($kernel))?;
+        let xs: [usize; 4] = [$x.shape()[0], $x.shape()[1], $x.shape()[2], $x.shape()[3]];
+        match $x.dtype() {
+            DType::F64 => {
+                type $T = f64;
+                let $d = Dilation::<f64> { w, xs, add: |a, b| a + b, lowest: f64::MIN };
+                $body
+            }
+            DType::I32 => {
+                type $T = i32;
+                let $d = Dilation::<i32> { w, xs, add: i32::wrapping_add, lowest: i32::MIN };
+                $body
+            }
+            _ => {
+                type $T = f32;
+                let $d = Dilation::<f32> { w, xs, add: |a, b| a + b, lowest: f32::MIN };
+                $body
+            }
+        }
+    }};
+}
+
+#[kernel(Dilation2D, cpu, widens(f16, bf16))]
+fn dilation2d(x: &CpuTensor, filter: &CpuTensor, conv: &ConvParams, out: &TensorMeta) -> Result<CpuTensor> {
+    dilation_of!("Dilation2D", x, filter, conv, T, d => {
+        let (xv, fv) = (x.as_slice::<T>()?, filter.as_slice::<T>()?);
+        let [oh_n, ow_n] = d.w.output;
+        let c = d.xs[3];
+        let mut y = output::<T>(out.numel());
+        let taps = d.w.size[0] * d.w.size[1];
+        for_rows(&mut y, c, out.numel().saturating_mul(taps), |first, chunk| {
+            for (k, v) in chunk.iter_mut().enumerate() {
+                let (o, ch) = ((first + k) / c, (first + k) % c);
+                *v = dilation_winner(&d, xv, fv, [o / (oh_n * ow_n), o / ow_n % oh_n, o % ow_n, ch]).0;
+            }
+        });
+        CpuTensor::from_vec(&out.shape, y)
+    })
+}
+
+/// A dilation's `dy` routed to the winning taps, in output order, into
+/// `n` elements: `to` names the element a winner's tap goes to.
+fn dilation_routed<T: Element>(
+    d: &Dilation<T>,
+    (x, f, dy): (&[T], &[T], &[T]),
+    n: usize,
+    to: impl Fn([usize; 4], [usize; 4]) -> usize,
+) -> Vec<T> {
+    let mut routed = vec![T::default(); n];
+    let ([oh_n, ow_n], c) = (d.w.output, d.xs[3]);
+    for (o, &g) in dy.iter().enumerate() {
+        let at = [o / c / (oh_n * ow_n), o / c / ow_n % oh_n, o / c % ow_n, o % c];
+        if let (_, Some(tap)) = dilation_winner(d, x, f, at) {
+            let i = to(at, tap);
+            routed[i] = (d.add)(routed[i], g);
+        }
+    }
+    routed
+}
+
+#[kernel(Dilation2DBackpropInput, cpu, widens(f16, bf16))]
+fn dilation2d_backprop_input(
+    x: &CpuTensor,
+    filter: &CpuTensor,
+    dy: &CpuTensor,
+    conv: &ConvParams,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    dilation_of!("Dilation2DBackpropInput", x, filter, conv, T, d => {
+        let [_, h_n, w_n, c_n] = d.xs;
+        let inputs = (x.as_slice::<T>()?, filter.as_slice::<T>()?, dy.as_slice::<T>()?);
+        let to = |[n, _, _, c]: [usize; 4], [h, w, _, _]: [usize; 4]| ((n * h_n + h) * w_n + w) * c_n + c;
+        CpuTensor::from_vec(&out.shape, dilation_routed(&d, inputs, out.numel(), to))
+    })
+}
+
+#[kernel(Dilation2DBackpropFilter, cpu, widens(f16, bf16))]
+fn dilation2d_backprop_filter(
+    x: &CpuTensor,
+    filter: &CpuTensor,
+    dy: &CpuTensor,
+    conv: &ConvParams,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    dilation_of!("Dilation2DBackpropFilter", x, filter, conv, T, d => {
+        let (fw, c_n) = (d.w.size[1], d.xs[3]);
+        let inputs = (x.as_slice::<T>()?, filter.as_slice::<T>()?, dy.as_slice::<T>()?);
+        let to = |[_, _, _, c]: [usize; 4], [_, _, kh, kw]: [usize; 4]| (kh * fw + kw) * c_n + c;
+        CpuTensor::from_vec(&out.shape, dilation_routed(&d, inputs, out.numel(), to))
+    })
 }
 
 #[kernel(AvgPool, cpu, widens(f16, bf16))]

@@ -2,7 +2,8 @@
 //! element, each walking its window (conv.wgsl). The geometry is the one
 //! `shape::rules` gives the cpu kernels and the shape functions: `Conv2D`
 //! and `DepthwiseConv2dNative` are one grouped convolution, three entry
-//! points for the forward pass and its two gradients.
+//! points for the forward pass and its two gradients; `Dilation2D` and
+//! its gradients are dilation.wgsl's, on the same geometry.
 
 use super::{rule_error, EntryPoint, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
@@ -11,10 +12,11 @@ use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
-    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, MaxPool, MaxPoolGrad, MaxPoolWithArgmax,
-    PoolParams, ResizeBilinear, ResizeBilinearAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
+    DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, Dilation2D, Dilation2DBackpropFilter,
+    Dilation2DBackpropInput, MaxPool, MaxPoolGrad, MaxPoolWithArgmax, PoolParams, ResizeBilinear, ResizeBilinearAttrs,
+    ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
 };
-use crate::shape::rules::{resize_taps, ConvFilter, GroupedConv, Window};
+use crate::shape::rules::{dilation_window, resize_taps, ConvFilter, GroupedConv, Window};
 use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("conv");
@@ -149,6 +151,52 @@ fn max_pool_with_argmax(
     p.push(u32::from(include_batch_in_index));
     let indexes = run(KERNEL, "pool_argmax", 0, [x, x], &out[1], &p)?;
     Ok((result, indexes))
+}
+
+static DILATION: Shader = shader!("dilation");
+
+/// One of dilation.wgsl's entry points over `count` outputs: the window
+/// geometry of `x`'s dilation by `filter`, f32 or i32 by `x`'s dtype.
+fn dilation(
+    kernel: &'static str,
+    entry: &'static str,
+    [x, filter, dy]: [&WgpuTensor; 3],
+    conv: &ConvParams,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let w = dilation_window(x.shape(), filter.shape(), conv).map_err(rule_error(kernel))?;
+    let xs: [usize; 4] = [x.shape()[0], x.shape()[1], x.shape()[2], x.shape()[3]];
+    let p = params(kernel, out.numel(), xs, xs[3], &w, xs[3])?;
+    let op = u32::from(super::by_dtype(kernel, x.dtype(), "f32", "i32")? == "i32");
+    EntryPoint { kernel, shader: &DILATION, entry, op }.run(&[x, filter, dy], out, &p)
+}
+
+#[kernel(Dilation2D, wgpu)]
+fn dilation2d(x: &WgpuTensor, filter: &WgpuTensor, conv: &ConvParams, out: &TensorMeta) -> Result<WgpuTensor> {
+    // The third binding is read by the gradients only.
+    dilation("Dilation2D", "dilation", [x, filter, x], conv, out)
+}
+
+#[kernel(Dilation2DBackpropInput, wgpu)]
+fn dilation2d_backprop_input(
+    x: &WgpuTensor,
+    filter: &WgpuTensor,
+    dy: &WgpuTensor,
+    conv: &ConvParams,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    dilation("Dilation2DBackpropInput", "dilation_backprop_input", [x, filter, dy], conv, out)
+}
+
+#[kernel(Dilation2DBackpropFilter, wgpu)]
+fn dilation2d_backprop_filter(
+    x: &WgpuTensor,
+    filter: &WgpuTensor,
+    dy: &WgpuTensor,
+    conv: &ConvParams,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    dilation("Dilation2DBackpropFilter", "dilation_backprop_filter", [x, filter, dy], conv, out)
 }
 
 #[kernel(AvgPool, wgpu)]

@@ -313,6 +313,88 @@ impl GroupedConv {
     }
 }
 
+/// Where a `Dilation2D`'s windows fall: its filter's `[height, width,
+/// channels]` taps over NHWC images of shape `x`, with `p`'s strides,
+/// padding and dilations, as a convolution's.
+///
+/// ```
+/// use opforge::kernels::{ConvParams, Padding};
+/// use opforge::shape::rules::dilation_window;
+/// let same = ConvParams { padding: Padding::Same, strides: vec![2, 2], ..ConvParams::default() };
+/// assert_eq!(dilation_window(&[1, 5, 6, 2], &[3, 3, 2], &same).unwrap().output, [3, 3]);
+/// assert!(dilation_window(&[1, 5, 6, 2], &[3, 3, 4], &same).unwrap_err().contains("2 channels"));
+/// ```
+pub fn dilation_window(x: &[usize], filter: &[usize], p: &ConvParams) -> Result<Window, String> {
+    let x = rank4("x", x)?;
+    let &[fh, fw, c] = filter else {
+        return Err(format!("filter has shape {filter:?}, expected [height, width, channels]"));
+    };
+    if c != x[3] {
+        return Err(format!("x has {} channels, but filter {filter:?} has {c}", x[3]));
+    }
+    Window::new([x[1], x[2]], [fh, fw], &p.strides, p.padding, p.explicit_paddings.as_deref(), &p.dilations)
+}
+
+/// The shape function of `Dilation2D`: `[batch, out height, out width,
+/// channels]`.
+///
+/// ```
+/// use opforge::kernels::Dilation2DAttrs;
+/// use opforge::shape::rules::dilation2d;
+/// assert_eq!(dilation2d(&[1, 5, 5, 2], &[3, 3, 2], &Dilation2DAttrs::default()).unwrap().as_slice(), &[1, 3, 3, 2]);
+/// ```
+pub fn dilation2d(x: &[usize], filter: &[usize], attrs: &crate::kernels::Dilation2DAttrs) -> Result<Shape, String> {
+    let w = dilation_window(x, filter, &attrs.conv)?;
+    allocatable(Shape::from_slice(&[x[0], w.output[0], w.output[1], x[3]]))
+}
+
+/// `dy` has the shape of the dilation of `x` by `filter`.
+fn dilated(x: &[usize], filter: &[usize], dy: &[usize], p: &ConvParams) -> Result<(), String> {
+    let w = dilation_window(x, filter, p)?;
+    let want = [x[0], w.output[0], w.output[1], x[3]];
+    match dy == want {
+        true => Ok(()),
+        false => Err(format!("dy has shape {dy:?}, but the dilation of x {x:?} by filter {filter:?} gives {want:?}")),
+    }
+}
+
+/// The shape function of `Dilation2DBackpropInput`: `x`'s shape, whose
+/// dilation by `filter` has `dy`'s.
+///
+/// ```
+/// use opforge::kernels::Dilation2DBackpropInputAttrs as Attrs;
+/// use opforge::shape::rules::dilation2d_backprop_input as rule;
+/// assert_eq!(rule(&[1, 5, 5, 2], &[3, 3, 2], &[1, 3, 3, 2], &Attrs::default()).unwrap().as_slice(), &[1, 5, 5, 2]);
+/// assert!(rule(&[1, 5, 5, 2], &[3, 3, 2], &[1, 3, 3, 3], &Attrs::default()).unwrap_err().contains("dy has shape"));
+/// ```
+pub fn dilation2d_backprop_input(
+    x: &[usize],
+    filter: &[usize],
+    dy: &[usize],
+    attrs: &crate::kernels::Dilation2DBackpropInputAttrs,
+) -> Result<Shape, String> {
+    dilated(x, filter, dy, &attrs.conv)?;
+    Ok(Shape::from_slice(x))
+}
+
+/// The shape function of `Dilation2DBackpropFilter`: `filter`'s shape, by
+/// which the dilation of `x` has `dy`'s.
+///
+/// ```
+/// use opforge::kernels::Dilation2DBackpropFilterAttrs as Attrs;
+/// use opforge::shape::rules::dilation2d_backprop_filter as rule;
+/// assert_eq!(rule(&[1, 5, 5, 2], &[3, 3, 2], &[1, 3, 3, 2], &Attrs::default()).unwrap().as_slice(), &[3, 3, 2]);
+/// ```
+pub fn dilation2d_backprop_filter(
+    x: &[usize],
+    filter: &[usize],
+    dy: &[usize],
+    attrs: &crate::kernels::Dilation2DBackpropFilterAttrs,
+) -> Result<Shape, String> {
+    dilated(x, filter, dy, &attrs.conv)?;
+    Ok(Shape::from_slice(filter))
+}
+
 /// The shape function of `Conv2D`: `[batch, out height, out width, out
 /// channels]` for NHWC `x` and an HWIO `filter`.
 ///
