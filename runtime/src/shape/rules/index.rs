@@ -390,7 +390,7 @@ fn bincount_shape(x: &[usize], weights: &[usize], size: i64, rows: bool) -> Resu
 /// ```
 /// use opforge::kernels::{NmsParams, NonMaxSuppressionV3Attrs as Attrs};
 /// use opforge::shape::rules::non_max_suppression_v3 as rule;
-/// let attrs = |max_output_size| Attrs { nms: NmsParams { max_output_size, ..Default::default() } };
+/// let attrs = |max_output_size| Attrs { nms: NmsParams { max_output_size, iou_threshold: 0.5, score_threshold: None } };
 /// assert_eq!(rule(&[5, 4], &[5], &attrs(3)).unwrap().as_slice(), &[3]);
 /// assert_eq!(rule(&[5, 4], &[5], &attrs(9)).unwrap().as_slice(), &[5]);
 /// assert!(rule(&[5, 3], &[5], &attrs(3)).unwrap_err().contains("[boxes, 4]"));
@@ -411,7 +411,7 @@ pub fn non_max_suppression_v3(
 /// ```
 /// use opforge::kernels::{NmsParams, NonMaxSuppressionV4Attrs as Attrs};
 /// use opforge::shape::rules::non_max_suppression_v4 as rule;
-/// let nms = NmsParams { max_output_size: 6, ..Default::default() };
+/// let nms = NmsParams { max_output_size: 6, iou_threshold: 0.5, score_threshold: None };
 /// let shapes = rule(&[2, 4], &[2], &Attrs { nms, pad_to_max_output_size: true }).unwrap();
 /// assert_eq!((shapes[0].as_slice(), shapes[1].as_slice()), (&[6][..], &[][..]));
 /// ```
@@ -429,7 +429,7 @@ pub fn non_max_suppression_v4(
 /// ```
 /// use opforge::kernels::{NmsParams, NonMaxSuppressionV5Attrs as Attrs};
 /// use opforge::shape::rules::non_max_suppression_v5 as rule;
-/// let nms = NmsParams { max_output_size: 7, ..Default::default() };
+/// let nms = NmsParams { max_output_size: 7, iou_threshold: 0.5, score_threshold: Some(0.1) };
 /// let shapes = rule(&[5, 4], &[5], &Attrs { nms: nms.clone(), soft_nms_sigma: 0.5 }).unwrap();
 /// assert_eq!((shapes[0].as_slice(), shapes[1].as_slice()), (&[5][..], &[5][..]));
 /// assert!(rule(&[5, 4], &[5], &Attrs { nms, soft_nms_sigma: 2.0 }).unwrap_err().contains("soft_nms_sigma"));
