@@ -713,6 +713,8 @@
 //! | `attrs` | every attr without a default | the attrs of the call, by name, each a value of its type (an enum's as its string); the others take their defaults |
 //! | `absent` | no | the [optional inputs](#optional-inputs) the call leaves out, by name; they get no shape in `shapes` |
 //! | `index_bounds` | no | inputs of indices and what they index, `{ indices = [4] }`: the generated tests fill such an input with values below its bound, or, with several bounds, each element below its column's (along the last axis): `{ indices = [4, 3] }` for `[n, 2]` coordinates into a `[4, 3]` tensor. Positive sizes, one or more; without it, an i32 input gets small values (0 and +-1) |
+//! | `sorted` | no | inputs of `index_bounds` whose values must ascend, `["segment_ids"]`: each has one bound, and the generated tests sort each row of it (along the last axis) after drawing it; for the segment ids and row splits of the sparse and ragged kernels |
+//! | `values` | no | inputs whose values the example gives, `{ dense_shape = [3, 4] }`: numbers (or bools, `true` 1), flat in row-major order, one per element of the input's shape (a variadic input's, an array of them, one per tensor); the generated tests cast them to the input's dtype. For inputs that random values would make invalid: a dense shape, range bounds |
 //!
 //! ```
 //! let spec = opforge_spec::parse(
@@ -725,7 +727,7 @@
 //! shape = "fn(crate::rules::pick_rows)"
 //! grad = ["x"]
 //! examples = [
-//!     { shapes = [[4, 3], [2]], index_bounds = { rows = [4] }, output = [2, 3] },
+//!     { shapes = [[4, 3], [2]], index_bounds = { rows = [4] }, sorted = ["rows"], output = [2, 3] },
 //!     { shapes = [[5, 2], [6]], index_bounds = { rows = [5] }, attrs = { clamp = true }, output = [6, 2] },
 //! ]
 //! [PickRows.attrs]
@@ -737,6 +739,20 @@
 //! let e = &spec.kernel("PickRows").unwrap().examples[1];
 //! assert_eq!(e.shapes, [vec![5, 2], vec![6]]);
 //! assert_eq!(e.index_bounds, [("rows".to_owned(), vec![5])]);
+//! assert_eq!(spec.kernel("PickRows").unwrap().examples[0].sorted, ["rows"]);
+//!
+//! // Given values: one per element.
+//! let given = |values: &str| {
+//!     let text = format!(
+//!         "[PickRows]\nop = \"pick_rows\"\ndoc = \"d\"\ninputs = [\"x\", \"rows: i32\"]\n\
+//!          dtypes = [\"f32\"]\nshape = \"fn(f)\"\ngrad = [\"x\"]\n\
+//!          examples = [{{ shapes = [[4], [2]], values = {{ rows = {values} }}, output = [2] }}]\n"
+//!     );
+//!     opforge_spec::parse(&text, "ops.toml")
+//! };
+//! assert_eq!(given("[3, 0]").unwrap().kernel("PickRows").unwrap().examples[0].values, [("rows".to_owned(), vec![vec![3.0, 0.0]])]);
+//! let err = given("[3]").unwrap_err().to_string();
+//! assert!(err.contains("example 1 gives 1 values of `rows`, but its shape [2] has 2 elements"), "{err}");
 //! assert_eq!(e.output, [6, 2]);
 //! assert_eq!(e.line, 11);
 //!
@@ -749,6 +765,16 @@
 //! )
 //! .unwrap_err();
 //! assert!(err.to_string().contains("bound of `rows` in example 1 is [0], expected one or more positive integers"), "{err}");
+//!
+//! // A sorted input has one bound.
+//! let err = opforge_spec::parse(
+//!     "[PickRows]\nop = \"pick_rows\"\ndoc = \"d\"\ninputs = [\"x\", \"rows: i32\"]\n\
+//!      dtypes = [\"f32\"]\nshape = \"fn(f)\"\ngrad = [\"x\"]\n\
+//!      examples = [{ shapes = [[4], [2]], sorted = [\"rows\"], output = [2] }]\n",
+//!     "ops.toml",
+//! )
+//! .unwrap_err();
+//! assert!(err.to_string().contains("`sorted` of example 1 names `rows`, which has no `index_bounds`"), "{err}");
 //! ```
 //!
 //! # Shape rules

@@ -5,7 +5,7 @@ use crate::diag::{did_you_mean, quoted, Diag};
 use crate::model::{AttrDef, Example};
 use crate::tree::{Entry, Node, Value};
 
-const KEYS: [&str; 6] = ["shapes", "absent", "index_bounds", "attrs", "output", "outputs"];
+const KEYS: [&str; 8] = ["shapes", "absent", "index_bounds", "sorted", "values", "attrs", "output", "outputs"];
 
 /// What `examples` is checked against; `None` parts are themselves broken,
 /// and the checks that need them are skipped.
@@ -103,9 +103,14 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
     let (shapes_entry, output_entry) = (required("shapes"), required(key));
     let absent = absent(d, field("absent"), n, k);
     let index_bounds = index_bounds(d, field("index_bounds"), n, k);
+    let sorted = index_bounds.as_deref().and_then(|b| sorted(d, field("sorted"), n, b));
     // How many inputs the example gives; unknown when `absent` is broken.
     let given = k.inputs.zip(absent.as_ref()).map(|(i, a)| i.len() - a.len());
     let shapes = shapes_entry.and_then(|f| shapes(d, f, n, given, k));
+    let values = match (&shapes, &absent) {
+        (Some(shapes), Some(absent)) => values(d, field("values"), n, k, shapes, absent),
+        _ => None,
+    };
     let outputs = output_entry.and_then(|f| outputs(d, f, n, k));
     let attrs = attrs(d, field("attrs"), n, at, k);
     if !ok {
@@ -118,6 +123,8 @@ fn example(d: &mut Diag, node: &Node, n: usize, key_at: usize, k: &Against) -> O
         shapes: shapes?,
         absent: absent?,
         index_bounds: index_bounds?,
+        sorted: sorted?,
+        values: values?,
         attrs: attrs?,
         output,
         outputs,
@@ -228,6 +235,151 @@ fn index_bounds(d: &mut Diag, entry: Option<&Entry>, n: usize, k: &Against) -> O
         out.push((e.key.clone(), bounds));
     }
     Some(out)
+}
+
+/// `sorted`: inputs of indices whose values ascend, each named once and
+/// given one bound in `index_bounds` (the tests draw them below it, then
+/// sort them).
+fn sorted(d: &mut Diag, entry: Option<&Entry>, n: usize, bounds: &[(String, Vec<usize>)]) -> Option<Vec<String>> {
+    let Some(f) = entry else {
+        return Some(Vec::new());
+    };
+    let Value::Array(items) = &f.node.value else {
+        let msg = format!("`sorted` of example {n} must be an array of input names like `[\"segment_ids\"]`");
+        d.error(f.node.at_or(f.at), msg);
+        return None;
+    };
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        let at = item.at_or(f.at);
+        let Value::Str(name) = &item.value else {
+            d.error(
+                at,
+                format!("`sorted` of example {n} must hold input names as strings, found {}", item.value.kind()),
+            );
+            return None;
+        };
+        let problem = match bounds.iter().find(|(input, _)| input == name) {
+            _ if out.contains(name) => format!("names `{name}` twice"),
+            None => {
+                format!("names `{name}`, which has no `index_bounds`: a sorted input is one of indices below a bound")
+            }
+            Some((_, b)) if b.len() != 1 => {
+                format!(
+                    "names `{name}`, whose `index_bounds` give {} bounds, expected one: its rows are sorted",
+                    b.len()
+                )
+            }
+            Some(_) => {
+                out.push(name.clone());
+                continue;
+            }
+        };
+        d.error(at, format!("`sorted` of example {n} {problem}"));
+        return None;
+    }
+    Some(out)
+}
+
+/// `values`: inputs whose values the example gives, each an array of
+/// numbers (or bools), one per element of its shape in this example; a
+/// variadic input's, an array of such arrays, one per tensor.
+fn values(
+    d: &mut Diag,
+    entry: Option<&Entry>,
+    n: usize,
+    k: &Against,
+    shapes: &[Vec<usize>],
+    absent: &[String],
+) -> Option<Vec<(String, Vec<Vec<f64>>)>> {
+    let Some(f) = entry else {
+        return Some(Vec::new());
+    };
+    let Value::Table(fields) = &f.node.value else {
+        let msg = format!(
+            "`values` of example {n} must be a table from inputs to their values, like `{{ dense_shape = [3, 4] }}`, \
+             found {}",
+            f.node.value.kind()
+        );
+        d.error(f.node.at_or(f.at), msg);
+        return None;
+    };
+    let inputs = k.inputs?;
+    let mut out = Vec::new();
+    for e in fields {
+        let Some(j) = inputs.iter().position(|i| *i == e.key) else {
+            let msg = format!(
+                "`values` of example {n} names `{}`, which is not an input, expected one of {}{}",
+                e.key,
+                quoted(inputs),
+                did_you_mean(&e.key, inputs)
+            );
+            d.error(e.at, msg);
+            return None;
+        };
+        if absent.contains(&e.key) {
+            d.error(e.at, format!("`values` of example {n} gives `{}`, which the example leaves out", e.key));
+            return None;
+        }
+        // The input's (first) shape among those the example gives.
+        let given = j - inputs[..j].iter().filter(|i| absent.contains(i)).count();
+        let at = e.node.at_or(e.at);
+        let what = format!("the values of `{}` in example {n}", e.key);
+        let tensors: Vec<&Node> = match &e.node.value {
+            Value::Array(items) if k.variadic && j + 1 == inputs.len() => {
+                if items.len() > shapes.len() - given {
+                    let msg =
+                        format!("{what} give {} tensors, but the example gives {}", items.len(), shapes.len() - given);
+                    d.error(at, msg);
+                    return None;
+                }
+                items.iter().collect()
+            }
+            _ => vec![&e.node],
+        };
+        let mut all = Vec::with_capacity(tensors.len());
+        for (t, node) in tensors.into_iter().enumerate() {
+            let numbers = numbers(d, &what, node, at)?;
+            let shape = &shapes[given + t];
+            let want: usize = shape.iter().product();
+            if want != numbers.len() {
+                let which =
+                    if k.variadic && j + 1 == inputs.len() { format!(" (tensor {})", t + 1) } else { String::new() };
+                let msg = format!(
+                    "example {n} gives {} values of `{}`{which}, but its shape {shape:?} has {want} elements",
+                    numbers.len(),
+                    e.key,
+                );
+                d.error(node.at_or(at), msg);
+                return None;
+            }
+            all.push(numbers);
+        }
+        out.push((e.key.clone(), all));
+    }
+    Some(out)
+}
+
+/// An array of numbers (or bools, `true` 1).
+fn numbers(d: &mut Diag, what: &str, node: &Node, key_at: usize) -> Option<Vec<f64>> {
+    let at = node.at_or(key_at);
+    let Value::Array(items) = &node.value else {
+        d.error(at, format!("{what} must be an array of numbers, found {}", node.value.kind()));
+        return None;
+    };
+    let mut numbers = Vec::with_capacity(items.len());
+    for item in items {
+        numbers.push(match item.value {
+            Value::Int(i) => i as f64,
+            Value::Float(x) => x,
+            Value::Bool(b) => f64::from(u8::from(b)),
+            ref other => {
+                d.error(item.at_or(at), format!("{what} must be numbers, found {}", other.kind()));
+                return None;
+            }
+        });
+    }
+    Some(numbers)
 }
 
 /// `absent`: the optional inputs the example leaves out, each once.

@@ -509,6 +509,18 @@ pub struct Example {
     /// axis), or with one bound every element below it. Generated tests
     /// draw such inputs in range.
     pub index_bounds: Vec<(String, Vec<usize>)>,
+    /// Inputs of indices whose values must ascend (`sorted =
+    /// ["segment_ids"]`): segment ids, row splits. Each has one bound in
+    /// `index_bounds`; generated tests draw its values in range, then sort
+    /// each row (along the last axis).
+    pub sorted: Vec<String>,
+    /// Inputs whose values the example gives (`values = { dense_shape =
+    /// [3, 4] }`), flat in row-major order, one per element of the input's
+    /// shape (`true` is 1): a dense shape, range bounds, what random values
+    /// would make invalid. One list per tensor: a variadic input's give
+    /// one for each of its first tensors. Generated tests cast them to the
+    /// input's dtype.
+    pub values: Vec<(String, Vec<Vec<f64>>)>,
     /// The attrs given, by name; the others take their defaults.
     pub attrs: Vec<(String, AttrValue)>,
     /// The (first) output's shape the kernel gives for them. For a

@@ -46,6 +46,8 @@ fn every_new_attr_type_and_a_shape_function_parse() {
             shapes: vec![vec![1, 4, 4, 2]],
             absent: vec![],
             index_bounds: vec![],
+            sorted: vec![],
+            values: vec![],
             attrs: vec![
                 ("size".into(), AttrValue::Ints(vec![2, 2])),
                 ("padding".into(), AttrValue::Enum("valid".into()))
@@ -190,7 +192,7 @@ fn example_mistakes() {
     );
     assert_errors(
         &ex("{ shapes = [[1]], attrs = { size = [1] }, output = [1], input = 2 }"),
-        &["ops.toml:8:69: unknown key `input` in example 1, expected one of `shapes`, `absent`, `index_bounds`, `attrs`, `output`, `outputs`"],
+        &["ops.toml:8:69: unknown key `input` in example 1, expected one of `shapes`, `absent`, `index_bounds`, `sorted`, `values`, `attrs`, `output`, `outputs`"],
     );
 }
 

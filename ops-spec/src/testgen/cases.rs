@@ -14,17 +14,25 @@ pub(super) struct Case {
     pub(super) attrs: Vec<(String, String)>,
     /// Each output's shape.
     pub(super) expect: Vec<Vec<usize>>,
-    /// Per input: `Some(n)` for an input of indices, whose values must lie
-    /// in `0..n` (the rule says which inputs index and into what).
-    /// Per input: `Some(bounds)` for an input of indices, each element
-    /// below its column's bound (along the last axis), or below the one
-    /// bound (the rule, or the example's `index_bounds`, says which inputs
-    /// index and into what).
-    pub(super) bounds: Vec<Option<Vec<usize>>>,
+    /// Per input: `Some(indices)` for an input of indices (the rule, or
+    /// the example's `index_bounds` and `sorted`, says which inputs index
+    /// and into what).
+    pub(super) bounds: Vec<Option<Indices>>,
     /// Per input of the spec, whether the case leaves it out (an optional
     /// input an example names in `absent`); empty when it gives them all.
     /// `shapes` and `bounds` hold the inputs it gives.
     pub(super) absent: Vec<bool>,
+}
+
+/// The values of an input that the case chooses.
+#[derive(Clone)]
+pub(super) enum Indices {
+    /// Indices: each element below its column's bound (along the last
+    /// axis), or below the one bound; each row ascending where `sorted`
+    /// (the example's `sorted`).
+    Below { below: Vec<usize>, sorted: bool },
+    /// The example's `values`, flat.
+    Given(Vec<f64>),
 }
 
 impl Case {
@@ -62,7 +70,7 @@ impl Case {
     /// Input `input` of kernel `k` indexes into `0..n`.
     fn bound(mut self, k: &KernelDef, input: &str, n: usize) -> Case {
         if let Some(i) = k.inputs.iter().position(|x| x == input) {
-            self.bounds[i] = Some(vec![n]);
+            self.bounds[i] = Some(Indices::Below { below: vec![n], sorted: false });
         }
         self
     }
@@ -115,7 +123,15 @@ pub(super) fn example_cases(k: &KernelDef) -> Vec<Case> {
             for (input, bounds) in &e.index_bounds {
                 let given = k.inputs.iter().position(|i| i == input).and_then(|j| case.given(j));
                 if let Some(slot) = given.and_then(|i| case.bounds.get_mut(i)) {
-                    *slot = Some(bounds.clone());
+                    *slot = Some(Indices::Below { below: bounds.clone(), sorted: e.sorted.contains(input) });
+                }
+            }
+            for (input, tensors) in &e.values {
+                let given = k.inputs.iter().position(|i| i == input).and_then(|j| case.given(j));
+                for (t, values) in tensors.iter().enumerate() {
+                    if let Some(slot) = given.and_then(|i| case.bounds.get_mut(i + t)) {
+                        *slot = Some(Indices::Given(values.clone()));
+                    }
                 }
             }
             case
@@ -604,7 +620,8 @@ pub(super) fn empty_case(k: &KernelDef, case: &Case) -> Option<Case> {
         return None;
     }
     let mut empty = Case::new(case.shapes.clone(), case.attrs.clone(), vec![]);
-    empty.bounds.clone_from(&case.bounds);
+    // Given values no longer fit an emptied input.
+    empty.bounds = case.bounds.iter().map(|b| b.clone().filter(|b| matches!(b, Indices::Below { .. }))).collect();
     empty.absent.clone_from(&case.absent);
     for shape in empty.shapes.iter_mut().filter(|s| s.len() == case.shapes[0].len()) {
         shape[0] = 0;

@@ -35,9 +35,10 @@ pub(super) fn value_expr(a: &AttrDef, v: &AttrValue) -> String {
     }
 }
 
-/// An f64 as a Rust expression (the infinities by name).
+/// An f64 as a Rust expression (the infinities and NaN by name).
 pub(super) fn f64_expr(x: f64) -> String {
     match x {
+        x if x.is_nan() => "f64::NAN".to_owned(),
         f64::INFINITY => "f64::INFINITY".to_owned(),
         f64::NEG_INFINITY => "f64::NEG_INFINITY".to_owned(),
         x => format!("{x:?}f64"),

@@ -4,8 +4,8 @@
 
 use std::fmt::Write;
 
-use super::cases::{Case, Dtypes};
-use super::exprs::dtype_expr;
+use super::cases::{Case, Dtypes, Indices};
+use super::exprs::{dtype_expr, f64_expr};
 use super::Options;
 use crate::{DType, KernelDef};
 
@@ -88,15 +88,21 @@ impl<'a> Module<'a> {
     }
 }
 
-/// The expression of a test input: indices in range, a mixed mask for
-/// bool, else `make(shape, dtype)`.
+/// The expression of a test input: indices in range (each row ascending
+/// where sorted), a mixed mask for bool, else `make(shape, dtype)`.
 pub(super) fn input_expr(case: &Case, i: usize, dtype: DType, seed: usize, make: &str) -> String {
     let shape = &case.shapes[i];
-    match (case.bounds.get(i).cloned().flatten(), dtype) {
-        (Some(n), DType::I32) => format!("index_input(&{shape:?}, &{n:?}, {seed})"),
-        (Some(n), d) => {
-            format!("ops::cast(&index_input(&{shape:?}, &{n:?}, {seed}), {}).unwrap()", dtype_expr(d))
+    let indices = |n: &Indices| match n {
+        Indices::Below { below, sorted: true } => format!("sorted_index_input(&{shape:?}, {}, {seed})", below[0]),
+        Indices::Below { below, sorted: false } => format!("index_input(&{shape:?}, &{below:?}, {seed})"),
+        Indices::Given(values) => {
+            let values: Vec<String> = values.iter().map(|&v| f64_expr(v)).collect();
+            format!("given_input(&{shape:?}, &[{}], {})", values.join(", "), dtype_expr(dtype))
         }
+    };
+    match (case.bounds.get(i).cloned().flatten(), dtype) {
+        (Some(n @ Indices::Given(_)), _) | (Some(n), DType::I32) => indices(&n),
+        (Some(n), d) => format!("ops::cast(&{}, {}).unwrap()", indices(&n), dtype_expr(d)),
         (None, DType::Bool) => format!("mask_input(&{shape:?}, {seed})"),
         (None, d) => make.replace("SHAPE", &format!("&{shape:?}")).replace("DTYPE", &dtype_expr(d)),
     }

@@ -127,6 +127,37 @@ pub fn index_input(shape: &[usize], bounds: &[usize], seed: u64) -> Tensor {
     Tensor::from_vec(v, shape).shown()
 }
 
+/// Indices below `bound` as [`index_input`] draws them, each row (along
+/// the last axis) then sorted ascending: segment ids, row splits, the
+/// inputs a spec example names in `sorted`.
+///
+/// ```
+/// let v = opforge::testing::sorted_index_input(&[2, 5], 4, 0).to_vec::<i32>()?;
+/// assert!(v.chunks(5).all(|row| row.windows(2).all(|w| w[0] <= w[1])));
+/// assert!(v.iter().all(|i| (0..4).contains(i)));
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn sorted_index_input(shape: &[usize], bound: usize, seed: u64) -> Tensor {
+    let mut v = index_input(shape, &[bound], seed).to_vec::<i32>().shown();
+    let row = shape.last().copied().unwrap_or(1).max(1);
+    v.chunks_mut(row).for_each(<[i32]>::sort_unstable);
+    Tensor::from_vec(v, shape).shown()
+}
+
+/// An input of the values a spec example gives (`values = { dense_shape
+/// = [3, 4] }`), flat in row-major order, as `dtype` by the `Cast`
+/// kernel's rule.
+///
+/// ```
+/// use opforge::DType;
+/// let t = opforge::testing::given_input(&[2], &[3.0, 4.0], DType::I32);
+/// assert_eq!(t.to_vec::<i32>()?, [3, 4]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn given_input(shape: &[usize], values: &[f64], dtype: DType) -> Tensor {
+    crate::ops::cast(&Tensor::from_vec(values.to_vec(), shape).shown(), dtype).shown_as("cast is total")
+}
+
 /// A bool mask with both values, seeded.
 ///
 /// ```
