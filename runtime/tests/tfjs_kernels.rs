@@ -4,8 +4,10 @@
 //! `FlipLeftRight`, `BroadcastArgs`, `Identity`, `OnesLike`, `ZerosLike`,
 //! `SpaceToBatchND`, `BatchToSpaceND`, `EluGrad`, `TensorScatterUpdate`,
 //! `Bincount`, `DenseBincount`, `LRNGrad`, `MaxPoolWithArgmax`, the
-//! non-max suppressions, `SparseToDense` and `Dilation2D` with its two
-//! gradients. Each is held to the examples TF.js
+//! non-max suppressions, `SparseToDense`, `Dilation2D` with its two
+//! gradients, and the sparse and ragged kernels (`SparseReshape`,
+//! `SparseFillEmptyRows`, `SparseSegmentSum`, `SparseSegmentMean`,
+//! `RaggedRange`, `RaggedGather`, `RaggedTensorToTensor`). Each is held to the examples TF.js
 //! documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
@@ -888,5 +890,223 @@ fn dilation_agrees_with_its_definition() {
                 }
             }
         }
+    }
+}
+
+fn i32s(v: &[i32], shape: &[usize]) -> Tensor {
+    Tensor::from_vec(v.to_vec(), shape).unwrap()
+}
+
+/// TF.js's `tf.sparse.sparseReshape` example, and what it refuses.
+#[test]
+fn sparse_reshape_gives_tfjs_documented_indices() {
+    for b in backends("sparse_reshape_gives_tfjs_documented_indices") {
+        let indices = on(b, i32s(&[0, 0, 0, 0, 0, 1, 0, 1, 0, 1, 0, 0, 1, 2, 3], &[5, 3]));
+        let (shape, new_shape) = (on(b, i32s(&[2, 3, 6], &[3])), on(b, i32s(&[9, -1], &[2])));
+        let y = ops::sparse_reshape(&indices, &shape, &new_shape).unwrap();
+        assert_eq!(y.output_indices.backend(), b);
+        assert_eq!(y.output_indices.to_vec::<i32>().unwrap(), [0, 0, 0, 1, 1, 2, 4, 2, 8, 1], "{b}");
+        assert_eq!(y.output_shape.to_vec::<i32>().unwrap(), [9, 4], "{b}");
+        let twice = on(b, i32s(&[-1, -1], &[2]));
+        let err = ops::sparse_reshape(&indices, &shape, &twice).unwrap_err().to_string();
+        assert!(err.contains("has -1 at 0 and 1") && err.contains("SparseReshape"), "{b}: {err}");
+        let wrong = on(b, i32s(&[5, 7], &[2]));
+        let err = ops::sparse_reshape(&indices, &shape, &wrong).unwrap_err().to_string();
+        assert!(err.contains("does not hold the 36 elements"), "{b}: {err}");
+        let small = on(b, i32s(&[2, 3, 3], &[3]));
+        let err = ops::sparse_reshape(&indices, &small, &new_shape).unwrap_err().to_string();
+        assert!(err.contains("input_indices[4] is [1, 2, 3], whose entry 2 is outside"), "{b}: {err}");
+    }
+}
+
+/// TF.js's `tf.sparse.sparseFillEmptyRows` example, in three dtypes; an
+/// index whose row is outside the dense shape is refused.
+#[test]
+fn sparse_fill_empty_rows_gives_tfjs_documented_rows() {
+    for b in backends("sparse_fill_empty_rows_gives_tfjs_documented_rows") {
+        let indices = on(b, i32s(&[0, 0, 1, 0, 1, 3, 1, 4, 3, 2, 3, 3], &[6, 2]));
+        let dense = on(b, i32s(&[5, 6], &[2]));
+        for dtype in [DType::F32, DType::I32, DType::Bool] {
+            let t = |v: &[i32], shape: &[usize]| on(b, ops::cast(&i32s(v, shape), dtype).unwrap());
+            let (values, default) = (t(&[0, 10, 13, 14, 32, 33], &[6]), t(&[-1], &[]));
+            let y = ops::sparse_fill_empty_rows(&indices, &values, &dense, &default).unwrap();
+            let want = [0, 0, 1, 0, 1, 3, 1, 4, 2, 0, 3, 2, 3, 3, 4, 0];
+            assert_eq!(
+                (y.output_indices.shape(), y.output_indices.to_vec::<i32>().unwrap()),
+                (&[8, 2][..], want.to_vec())
+            );
+            let want = t(&[0, 10, 13, 14, -1, 32, 33, -1], &[8]);
+            assert_eq!((y.output_values.dtype(), as_f64(&y.output_values)), (dtype, as_f64(&want)), "{b} {dtype}");
+            let empty = y.empty_row_indicator.to_vec::<bool>().unwrap();
+            assert_eq!(empty, [false, false, true, false, true], "{b}");
+            assert_eq!(y.reverse_index_map.to_vec::<i32>().unwrap(), [0, 1, 2, 3, 5, 6], "{b}");
+        }
+        // Rows out of order keep their order within a row; nothing given fills every row.
+        let scrambled = on(b, i32s(&[2, 1, 0, 0, 2, 0], &[3, 2]));
+        let (values, zero) = (on(b, f32s(&[1.0, 2.0, 3.0], &[3])), on(b, f32s(&[0.0], &[])));
+        let y = ops::sparse_fill_empty_rows(&scrambled, &values, &on(b, i32s(&[4, 2], &[2])), &zero).unwrap();
+        assert_eq!(y.output_indices.to_vec::<i32>().unwrap(), [0, 0, 1, 0, 2, 1, 2, 0, 3, 0], "{b}");
+        assert_eq!(y.output_values.to_vec::<f32>().unwrap(), [2.0, 0.0, 1.0, 3.0, 0.0], "{b}");
+        assert_eq!(y.reverse_index_map.to_vec::<i32>().unwrap(), [2, 0, 3], "{b}");
+        let far = on(b, i32s(&[0, 0, 5, 1], &[2, 2]));
+        let two = on(b, f32s(&[1.0, 2.0], &[2]));
+        let err = ops::sparse_fill_empty_rows(&far, &two, &dense, &zero).unwrap_err().to_string();
+        assert!(err.contains("indices[1] is [5, 1], whose row 5 is outside dense_shape [5, 6]"), "{b}: {err}");
+    }
+}
+
+/// TF.js's `tf.sparse.sparseSegmentSum` and `sparseSegmentMean` examples;
+/// ids out of order and indices out of range are refused.
+#[test]
+fn sparse_segment_reductions_give_tfjs_documented_rows() {
+    for b in backends("sparse_segment_reductions_give_tfjs_documented_rows") {
+        let c = on(b, f32s(&[1.0, 2.0, 3.0, 4.0, -1.0, -2.0, -3.0, -4.0, 5.0, 6.0, 7.0, 8.0], &[3, 4]));
+        let ids = |v: &[i32]| on(b, i32s(v, &[v.len()]));
+        let sum = |i: &[i32], s: &[i32]| ops::sparse_segment_sum(&c, &ids(i), &ids(s)).unwrap();
+        assert_eq!(sum(&[0, 1], &[0, 0]).to_vec::<f32>().unwrap(), [0.0; 4], "{b}");
+        let y = sum(&[0, 1], &[0, 1]);
+        assert_eq!(
+            (y.shape(), y.to_vec::<f32>().unwrap()),
+            (&[2, 4][..], vec![1.0, 2.0, 3.0, 4.0, -1.0, -2.0, -3.0, -4.0])
+        );
+        assert_eq!(sum(&[0, 1, 2], &[0, 0, 1]).to_vec::<f32>().unwrap(), [0.0, 0.0, 0.0, 0.0, 5.0, 6.0, 7.0, 8.0]);
+        // A segment no id names is zeros.
+        let y = sum(&[2, 2], &[0, 2]);
+        assert_eq!(y.to_vec::<f32>().unwrap(), [5.0, 6.0, 7.0, 8.0, 0.0, 0.0, 0.0, 0.0, 5.0, 6.0, 7.0, 8.0], "{b}");
+        let c2 = on(b, f32s(&[1.0, 2.0, 3.0, 4.0, -1.0, -2.0, -3.0, -4.0, 6.0, 7.0, 8.0, 9.0], &[3, 4]));
+        let mean = |i: &[i32], s: &[i32]| ops::sparse_segment_mean(&c2, &ids(i), &ids(s)).unwrap();
+        assert_eq!(mean(&[0, 1], &[0, 0]).to_vec::<f32>().unwrap(), [0.0; 4], "{b}");
+        assert_eq!(mean(&[0, 2], &[0, 0]).to_vec::<f32>().unwrap(), [3.5, 4.5, 5.5, 6.5], "{b}");
+        let y = mean(&[0, 1, 2], &[0, 0, 1]);
+        assert_eq!(y.to_vec::<f32>().unwrap(), [0.0, 0.0, 0.0, 0.0, 6.0, 7.0, 8.0, 9.0], "{b}");
+        let ints = on(b, i32s(&[1, 2, 3, 4, 5, 6], &[3, 2]));
+        let y = ops::sparse_segment_sum(&ints, &ids(&[2, 0, 2]), &ids(&[0, 0, 1])).unwrap();
+        assert_eq!((y.dtype(), y.to_vec::<i32>().unwrap()), (DType::I32, vec![6, 8, 5, 6]), "{b}");
+        let err = ops::sparse_segment_sum(&c, &ids(&[0, 1]), &ids(&[1, 0])).unwrap_err().to_string();
+        assert!(err.contains("segment_ids[1] is 0 after 1: the ids must ascend"), "{b}: {err}");
+        let err = ops::sparse_segment_mean(&c, &ids(&[0, 3]), &ids(&[0, 0])).unwrap_err().to_string();
+        assert!(err.contains("indices[1] is 3, outside the 3 rows of data"), "{b}: {err}");
+    }
+}
+
+/// `RaggedRange` by TF's rule: a row per start, a scalar every row's, no
+/// values where the delta points away from the limit; a delta of 0 is refused.
+#[test]
+fn ragged_range_gives_tfs_rows() {
+    for b in backends("ragged_range_gives_tfs_rows") {
+        let y =
+            ops::ragged_range(&on(b, i32s(&[0, 5, 8], &[3])), &on(b, i32s(&[3, 3, 12], &[3])), &on(b, i32s(&[2], &[])))
+                .unwrap();
+        assert_eq!(y.rt_nested_splits.to_vec::<i32>().unwrap(), [0, 2, 2, 4], "{b}");
+        assert_eq!(y.rt_dense_values.to_vec::<i32>().unwrap(), [0, 2, 8, 10], "{b}");
+        let (starts, limit) = (on(b, f32s(&[9.0, 0.0, 3.0, 3.0], &[4])), on(b, f32s(&[0.0], &[])));
+        let y = ops::ragged_range(&starts, &limit, &on(b, f32s(&[-2.0, 1.0, -1.5, 7.0], &[4]))).unwrap();
+        assert_eq!(y.rt_nested_splits.to_vec::<i32>().unwrap(), [0, 5, 5, 7, 7], "{b}");
+        assert_eq!(y.rt_dense_values.to_vec::<f32>().unwrap(), [9.0, 7.0, 5.0, 3.0, 1.0, 3.0, 1.5], "{b}");
+        let err = ops::ragged_range(&starts, &limit, &on(b, f32s(&[0.0], &[]))).unwrap_err().to_string();
+        assert!(err.contains("a delta of 0") && err.contains("RaggedRange"), "{b}: {err}");
+        // Past what i32 row splits reach, or NaN: refused before anything is allocated.
+        for limit in [3e10, f32::NAN] {
+            let far = on(b, f32s(&[limit], &[]));
+            let err = ops::ragged_range(&starts, &far, &on(b, f32s(&[1.0], &[]))).unwrap_err().to_string();
+            assert!(err.contains("past i32 row splits"), "{b} {limit}: {err}");
+        }
+    }
+}
+
+/// `RaggedGather` of TF's `tf.gather` on a ragged tensor: rows by a vector
+/// of indices, by a matrix of them (a uniform split more), through two
+/// ragged dims, and a row out of range.
+#[test]
+fn ragged_gather_gives_the_picked_rows() {
+    for b in backends("ragged_gather_gives_the_picked_rows") {
+        // [[1, 2, 3], [4], [], [5, 6]]
+        let values = on(b, f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[6]));
+        let splits = on(b, i32s(&[0, 3, 4, 4, 6], &[5]));
+        let y = ops::ragged_gather(&values, &on(b, i32s(&[3, 1, 2], &[3])), std::slice::from_ref(&splits), 1).unwrap();
+        let got: Vec<Vec<i32>> = y.output_nested_splits.iter().map(|s| s.to_vec::<i32>().unwrap()).collect();
+        assert_eq!(got, [vec![0, 2, 3, 3]], "{b}");
+        assert_eq!(y.output_dense_values.to_vec::<f32>().unwrap(), [5.0, 6.0, 4.0], "{b}");
+        let y = ops::ragged_gather(&values, &on(b, i32s(&[0, 3, 2, 0], &[2, 2])), std::slice::from_ref(&splits), 2)
+            .unwrap();
+        let got: Vec<Vec<i32>> = y.output_nested_splits.iter().map(|s| s.to_vec::<i32>().unwrap()).collect();
+        assert_eq!(got, [vec![0, 2, 4], vec![0, 3, 5, 5, 8]], "{b}");
+        assert_eq!(y.output_dense_values.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 5.0, 6.0, 1.0, 2.0, 3.0], "{b}");
+        // [[[a, b], []], [[c, d, e], [f, g]]] in two ragged dims, rows picked backwards.
+        let (outer, inner) = (on(b, i32s(&[0, 2, 4], &[3])), on(b, i32s(&[0, 2, 2, 5, 7], &[5])));
+        let letters = on(b, i32s(&[10, 11, 12, 13, 14, 15, 16], &[7]));
+        let y = ops::ragged_gather(&letters, &on(b, i32s(&[1, 0], &[2])), &[outer, inner], 2).unwrap();
+        let got: Vec<Vec<i32>> = y.output_nested_splits.iter().map(|s| s.to_vec::<i32>().unwrap()).collect();
+        assert_eq!(got, [vec![0, 2, 4], vec![0, 3, 5, 7, 7]], "{b}");
+        assert_eq!(y.output_dense_values.to_vec::<i32>().unwrap(), [12, 13, 14, 15, 16, 10, 11], "{b}");
+        let err = ops::ragged_gather(&values, &on(b, i32s(&[4], &[1])), std::slice::from_ref(&splits), 1)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("indices[0] is 4, outside the 4 rows of params"), "{b}: {err}");
+        let bad = on(b, i32s(&[0, 3, 2, 4, 6], &[5]));
+        let err = ops::ragged_gather(&values, &on(b, i32s(&[0], &[1])), &[bad], 1).unwrap_err().to_string();
+        assert!(err.contains("go down at 2"), "{b}: {err}");
+    }
+}
+
+/// `RaggedTensorToTensor` of TF's `RaggedTensor.to_tensor` examples: its
+/// own shape, a smaller one that drops what falls outside, row ids for
+/// row splits, and an element-shaped default broadcast.
+#[test]
+fn ragged_tensor_to_tensor_pads_as_tf_does() {
+    let kinds = |k: &[&str]| k.iter().map(|k| k.to_string()).collect::<Vec<String>>();
+    for b in backends("ragged_tensor_to_tensor_pads_as_tf_does") {
+        // [[9, 8, 7], [], [6, 5], [4]]
+        let values = on(b, i32s(&[9, 8, 7, 6, 5, 4], &[6]));
+        let splits = on(b, i32s(&[0, 3, 3, 5, 6], &[5]));
+        let (own, zero) = (on(b, i32s(&[-1], &[])), on(b, i32s(&[0], &[])));
+        let y =
+            ops::ragged_tensor_to_tensor(&own, &values, &zero, std::slice::from_ref(&splits), &kinds(&["ROW_SPLITS"]))
+                .unwrap();
+        assert_eq!(y.shape(), [4, 3], "{b}");
+        assert_eq!(y.to_vec::<i32>().unwrap(), [9, 8, 7, 0, 0, 0, 6, 5, 0, 4, 0, 0], "{b}");
+        let (small, minus) = (on(b, i32s(&[3, 2], &[2])), on(b, i32s(&[-1], &[])));
+        let y = ops::ragged_tensor_to_tensor(
+            &small,
+            &values,
+            &minus,
+            std::slice::from_ref(&splits),
+            &kinds(&["ROW_SPLITS"]),
+        )
+        .unwrap();
+        assert_eq!((y.shape(), y.to_vec::<i32>().unwrap()), (&[3, 2][..], vec![9, 8, -1, -1, 6, 5]), "{b}");
+        let wide = on(b, i32s(&[-1, 5], &[2]));
+        let y =
+            ops::ragged_tensor_to_tensor(&wide, &values, &zero, std::slice::from_ref(&splits), &kinds(&["ROW_SPLITS"]))
+                .unwrap();
+        assert_eq!(y.to_vec::<i32>().unwrap()[..10], [9, 8, 7, 0, 0, 0, 0, 0, 0, 0], "{b}");
+        // The same ragged tensor by its first dim and value row ids.
+        let (rows, ids) = (on(b, i32s(&[4], &[])), on(b, i32s(&[0, 0, 0, 2, 2, 3], &[6])));
+        let by_ids = kinds(&["FIRST_DIM_SIZE", "VALUE_ROWIDS"]);
+        let y = ops::ragged_tensor_to_tensor(&own, &values, &zero, &[rows, ids], &by_ids).unwrap();
+        assert_eq!(y.to_vec::<i32>().unwrap(), [9, 8, 7, 0, 0, 0, 6, 5, 0, 4, 0, 0], "{b}");
+        // Values of shape [n, 2], a default of [2] for each missing element.
+        let pairs = on(b, f32s(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[3, 2]));
+        let default = on(b, f32s(&[-1.0, -2.0], &[2]));
+        let y = ops::ragged_tensor_to_tensor(
+            &own,
+            &pairs,
+            &default,
+            &[on(b, i32s(&[0, 1, 3], &[3]))],
+            &kinds(&["ROW_SPLITS"]),
+        )
+        .unwrap();
+        assert_eq!(y.shape(), [2, 2, 2], "{b}");
+        assert_eq!(y.to_vec::<f32>().unwrap(), [1.0, 2.0, -1.0, -2.0, 3.0, 4.0, 5.0, 6.0], "{b}");
+        let err = ops::ragged_tensor_to_tensor(
+            &own,
+            &values,
+            &zero,
+            &[on(b, i32s(&[0, 3, 5], &[3]))],
+            &kinds(&["ROW_SPLITS"]),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("partitions 5 entries, but values has 6 rows"), "{b}: {err}");
     }
 }

@@ -19,15 +19,7 @@
 //!   gradient kernels `LRNGrad`, `MaxPool3DGrad`, ... included.
 //!   Among them the fused convolutions `FusedConv2D` and
 //!   `FusedDepthwiseConv2D`, whose `bias` and PReLU weights are optional
-//!   inputs (`"bias?"`); and the sparse and ragged kernels
-//!   (`RaggedGather`, `RaggedRange`, `RaggedTensorToTensor`,
-//!   `SparseFillEmptyRows`, `SparseSegmentMean`, `SparseSegmentSum`), which
-//!   are data-dependent: their shape functions give the largest shape each
-//!   output can have, exact where the input shapes fix a dim and
-//!   [`opforge::shape::ANY`] where only the data does (a segment count, a
-//!   range's length), written `-1` in their examples. `RaggedGather` gives
-//!   a list of i32 row splits beside its values
-//!   (`outputs = ["*output_nested_splits: i32", "output_dense_values: T"]`).
+//!   inputs (`"bias?"`).
 //! - **In opforge's built-in spec** (`ops-spec/ops.toml`), the others,
 //!   declared there under their TF.js names and implemented (`Add`,
 //!   `Conv2D`, `FusedBatchNorm`, `GatherNd`, `ResizeBilinear`, `TopK`,
@@ -57,22 +49,16 @@
 //! # Ok::<(), opforge::Error>(())
 //! ```
 //!
-//! A fused kernel called without its optional inputs, and a data-dependent
-//! kernel whose rows only its data decides:
+//! A fused kernel called without its optional inputs:
 //!
 //! ```
-//! use opforge::{shape::ANY, Absent, DType, KernelSpec, Tensor};
-//! use opforge_example_tfjs_spec::{FusedConv2D, SparseSegmentSum};
+//! use opforge::{Absent, DType, KernelSpec, Tensor};
+//! use opforge_example_tfjs_spec::FusedConv2D;
 //!
 //! let (x, filter) = (Tensor::zeros(&[1, 5, 5, 3], DType::F32)?, Tensor::zeros(&[3, 3, 3, 8], DType::F32)?);
 //! let absent = Absent::of(&[Some(&x), Some(&filter), None, None]);
 //! let metas = FusedConv2D::infer_with(&[&x, &filter], absent, &Default::default()).unwrap();
 //! assert_eq!(metas[0].shape.as_slice(), &[1, 3, 3, 8]);
-//!
-//! let data = Tensor::zeros(&[4, 3], DType::F32)?;
-//! let ids = Tensor::zeros(&[2], DType::I32)?;
-//! let metas = SparseSegmentSum::infer(&[&data, &ids, &ids], &Default::default()).unwrap();
-//! assert_eq!(metas[0].shape.as_slice(), &[ANY, 3]);
 //! # Ok::<(), opforge::Error>(())
 //! ```
 

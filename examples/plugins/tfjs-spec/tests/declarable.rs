@@ -268,8 +268,8 @@ fn this_spec_records_tf_js_names_ops_inputs_and_outputs() {
     // A list of outputs beside another output, of another dtype.
     let gather = spec("RaggedGather");
     assert_eq!((gather.outputs, gather.variadic_output), (&["output_nested_splits", "output_dense_values"][..], false));
-    const { assert!(<t::RaggedGather as KernelSpec>::DATA_DEPENDENT) };
-    const { assert!(<t::SparseSegmentSum as KernelSpec>::DATA_DEPENDENT) };
+    const { assert!(<b::RaggedGather as KernelSpec>::DATA_DEPENDENT) };
+    const { assert!(<b::SparseSegmentSum as KernelSpec>::DATA_DEPENDENT) };
 }
 
 /// An input or an output of a check: a shape and a dtype.
@@ -425,8 +425,8 @@ fn indexing(c: &mut Checker) {
     let values = [T(&[4, 2], I), T(&[3], F), T(&[], F)];
     c.bad::<b::SparseToDense>(&values, dense(vec![3, 5]), "sparse_values [3] must be");
     let (reshaped, dense_shape) = (T(&[5, 3], I), T(&[3], I));
-    c.ok::<t::SparseReshape>(&[T(&[5, 2], I), T(&[2], I), T(&[3], I)], d(), &[reshaped, dense_shape]);
-    c.bad::<t::SparseReshape>(&[T(&[5, 2], I), T(&[3], I), T(&[3], I)], d(), "input_shape has shape [3]");
+    c.ok::<b::SparseReshape>(&[T(&[5, 2], I), T(&[2], I), T(&[3], I)], d(), &[reshaped, dense_shape]);
+    c.bad::<b::SparseReshape>(&[T(&[5, 2], I), T(&[3], I), T(&[3], I)], d(), "input_shape has shape [3]");
     c.ok::<b::Bincount>(&[T(&[6], I), T(&[6], F)], b::BincountAttrs { size: 4 }, &[T(&[4], F)]);
     c.ok::<b::Bincount>(&[T(&[6], I), T(&[0], I)], b::BincountAttrs { size: 5 }, &[T(&[5], I)]);
     c.bad::<b::Bincount>(&[T(&[2, 3], I), T(&[0], F)], b::BincountAttrs { size: 4 }, "expected rank 1");
@@ -691,71 +691,71 @@ fn fused(c: &mut Checker) {
 fn sparse_and_ragged(c: &mut Checker) {
     let inputs = [T(&[6, 2], I), T(&[6], F), T(&[2], I), T(&[], F)];
     let filled = [T(&[ANY, 2], I), T(&[ANY], F), T(&[ANY], B), T(&[6], I)];
-    c.ok::<t::SparseFillEmptyRows>(&inputs, d(), &filled);
+    c.ok::<b::SparseFillEmptyRows>(&inputs, d(), &filled);
     let inputs = [T(&[0, 3], I), T(&[0], B), T(&[3], I), T(&[], B)];
     let filled = [T(&[ANY, 3], I), T(&[ANY], B), T(&[ANY], B), T(&[0], I)];
-    c.ok::<t::SparseFillEmptyRows>(&inputs, d(), &filled);
+    c.ok::<b::SparseFillEmptyRows>(&inputs, d(), &filled);
     let inputs = [T(&[6, 2], I), T(&[6], F), T(&[3], I), T(&[], F)];
-    c.bad::<t::SparseFillEmptyRows>(&inputs, d(), "dense_shape has shape [3], expected one dim per index entry, [2]");
+    c.bad::<b::SparseFillEmptyRows>(&inputs, d(), "dense_shape has shape [3], expected one dim per index entry, [2]");
     let inputs = [T(&[6, 2], I), T(&[6], F), T(&[2], I), T(&[1], F)];
-    c.bad::<t::SparseFillEmptyRows>(&inputs, d(), "default_value has shape [1], expected a scalar");
+    c.bad::<b::SparseFillEmptyRows>(&inputs, d(), "default_value has shape [1], expected a scalar");
 
-    c.ok::<t::SparseSegmentMean>(&[T(&[3, 4], F), T(&[2], I), T(&[2], I)], d(), &[T(&[ANY, 4], F)]);
-    c.ok::<t::SparseSegmentMean>(&[T(&[3, 4], F), T(&[0], I), T(&[0], I)], d(), &[T(&[0, 4], F)]);
+    c.ok::<b::SparseSegmentMean>(&[T(&[3, 4], F), T(&[2], I), T(&[2], I)], d(), &[T(&[ANY, 4], F)]);
+    c.ok::<b::SparseSegmentMean>(&[T(&[3, 4], F), T(&[0], I), T(&[0], I)], d(), &[T(&[0, 4], F)]);
     let err = "segment_ids has shape [3], expected one segment id per index, [2]";
-    c.bad::<t::SparseSegmentMean>(&[T(&[3, 4], F), T(&[2], I), T(&[3], I)], d(), err);
-    c.bad::<t::SparseSegmentMean>(&[T(&[3, 4], I), T(&[2], I), T(&[2], I)], d(), "input `data` is i32, which is not");
-    c.ok::<t::SparseSegmentSum>(&[T(&[3, 2, 5], I), T(&[4], I), T(&[4], I)], d(), &[T(&[ANY, 2, 5], I)]);
-    c.bad::<t::SparseSegmentSum>(&[T(&[], F), T(&[1], I), T(&[1], I)], d(), "data is a scalar");
+    c.bad::<b::SparseSegmentMean>(&[T(&[3, 4], F), T(&[2], I), T(&[3], I)], d(), err);
+    c.bad::<b::SparseSegmentMean>(&[T(&[3, 4], I), T(&[2], I), T(&[2], I)], d(), "input `data` is i32, which is not");
+    c.ok::<b::SparseSegmentSum>(&[T(&[3, 2, 5], I), T(&[4], I), T(&[4], I)], d(), &[T(&[ANY, 2, 5], I)]);
+    c.bad::<b::SparseSegmentSum>(&[T(&[], F), T(&[1], I), T(&[1], I)], d(), "data is a scalar");
 
-    c.ok::<t::RaggedRange>(&[T(&[3], F), T(&[3], F), T(&[], F)], d(), &[T(&[4], I), T(&[ANY], F)]);
-    c.ok::<t::RaggedRange>(&[T(&[], I), T(&[], I), T(&[], I)], d(), &[T(&[2], I), T(&[ANY], I)]);
-    c.bad::<t::RaggedRange>(&[T(&[3], F), T(&[2], F), T(&[], F)], d(), "limits has shape [2], but starts has [3]");
-    c.bad::<t::RaggedRange>(&[T(&[3], F), T(&[3], F), T(&[3, 1], F)], d(), "expected a scalar or a vector");
+    c.ok::<b::RaggedRange>(&[T(&[3], F), T(&[3], F), T(&[], F)], d(), &[T(&[4], I), T(&[ANY], F)]);
+    c.ok::<b::RaggedRange>(&[T(&[], I), T(&[], I), T(&[], I)], d(), &[T(&[2], I), T(&[ANY], I)]);
+    c.bad::<b::RaggedRange>(&[T(&[3], F), T(&[2], F), T(&[], F)], d(), "limits has shape [2], but starts has [3]");
+    c.bad::<b::RaggedRange>(&[T(&[3], F), T(&[3], F), T(&[3, 1], F)], d(), "expected a scalar or a vector");
 
-    let rank = |output_ragged_rank| t::RaggedGatherAttrs { output_ragged_rank };
-    c.ok::<t::RaggedGather>(&[T(&[6], F), T(&[3], I), T(&[4], I)], rank(1), &[T(&[4], I), T(&[ANY], F)]);
+    let rank = |output_ragged_rank| b::RaggedGatherAttrs { output_ragged_rank };
+    c.ok::<b::RaggedGather>(&[T(&[6], F), T(&[3], I), T(&[4], I)], rank(1), &[T(&[4], I), T(&[ANY], F)]);
     let inputs = [T(&[10, 2], B), T(&[2, 3], I), T(&[4], I), T(&[7], I)];
     let outputs = [T(&[3], I), T(&[7], I), T(&[ANY], I), T(&[ANY, 2], B)];
-    c.ok::<t::RaggedGather>(&inputs, rank(3), &outputs);
+    c.ok::<b::RaggedGather>(&inputs, rank(3), &outputs);
     // Gathering nothing; gathering one row by a scalar index.
     let inputs = [T(&[6], I), T(&[0], I), T(&[4], I), T(&[7], I)];
-    c.ok::<t::RaggedGather>(&inputs, rank(2), &[T(&[1], I), T(&[1], I), T(&[0], I)]);
+    c.ok::<b::RaggedGather>(&inputs, rank(2), &[T(&[1], I), T(&[1], I), T(&[0], I)]);
     let inputs = [T(&[6], F), T(&[], I), T(&[4], I), T(&[7], I)];
-    c.ok::<t::RaggedGather>(&inputs, rank(1), &[T(&[ANY], I), T(&[ANY], F)]);
+    c.ok::<b::RaggedGather>(&inputs, rank(1), &[T(&[ANY], I), T(&[ANY], F)]);
     let err = "output_ragged_rank is 2, but indices [3] of rank 1 and 1 params splits tensors give 1";
-    c.bad::<t::RaggedGather>(&[T(&[6], F), T(&[3], I), T(&[4], I)], rank(2), err);
+    c.bad::<b::RaggedGather>(&[T(&[6], F), T(&[3], I), T(&[4], I)], rank(2), err);
     let err = "params_nested_splits[0] has shape [0], expected a vector of 1 or more row splits";
-    c.bad::<t::RaggedGather>(&[T(&[6], F), T(&[3], I), T(&[0], I)], rank(1), err);
+    c.bad::<b::RaggedGather>(&[T(&[6], F), T(&[3], I), T(&[0], I)], rank(1), err);
 
-    let kinds = |kinds: &[&str]| t::RaggedTensorToTensorAttrs {
+    let kinds = |kinds: &[&str]| b::RaggedTensorToTensorAttrs {
         row_partition_types: kinds.iter().map(|k| k.to_string()).collect(),
     };
     let splits = kinds(&["ROW_SPLITS"]);
     let inputs = [T(&[2], I), T(&[5], F), T(&[], F), T(&[3], I)];
-    c.ok::<t::RaggedTensorToTensor>(&inputs, splits.clone(), &[T(&[ANY, ANY], F)]);
+    c.ok::<b::RaggedTensorToTensor>(&inputs, splits.clone(), &[T(&[ANY, ANY], F)]);
     // A scalar shape (-1) asks for the ragged tensor's own: as many rows as the splits give.
     let inputs = [T(&[], I), T(&[5, 2], I), T(&[2], I), T(&[4], I)];
-    c.ok::<t::RaggedTensorToTensor>(&inputs, splits.clone(), &[T(&[3, ANY, 2], I)]);
+    c.ok::<b::RaggedTensorToTensor>(&inputs, splits.clone(), &[T(&[3, ANY, 2], I)]);
     let inputs = [T(&[], I), T(&[5], B), T(&[], B), T(&[], I), T(&[5], I)];
     let rowids = kinds(&["FIRST_DIM_SIZE", "VALUE_ROWIDS"]);
-    c.ok::<t::RaggedTensorToTensor>(&inputs, rowids, &[T(&[ANY, 5], B)]);
+    c.ok::<b::RaggedTensorToTensor>(&inputs, rowids, &[T(&[ANY, ANY], B)]);
     let inputs = [T(&[4], I), T(&[7, 3], F), T(&[1], F), T(&[3], I), T(&[6], I)];
     let two = kinds(&["ROW_SPLITS", "ROW_SPLITS"]);
-    c.ok::<t::RaggedTensorToTensor>(&inputs, two, &[T(&[ANY, ANY, ANY, 3], F)]);
+    c.ok::<b::RaggedTensorToTensor>(&inputs, two, &[T(&[ANY, ANY, ANY, 3], F)]);
     let inputs = [T(&[3], I), T(&[5], F), T(&[], F), T(&[3], I)];
     let err = "shape has shape [3], expected a scalar (-1: the ragged tensor's own shape) or a vector of the output's \
                rank, [2]";
-    c.bad::<t::RaggedTensorToTensor>(&inputs, splits.clone(), err);
+    c.bad::<b::RaggedTensorToTensor>(&inputs, splits.clone(), err);
     let inputs = [T(&[2], I), T(&[5], F), T(&[], F), T(&[3], I)];
     let err = "holds \"ROW_LENGTHS\", expected FIRST_DIM_SIZE, VALUE_ROWIDS or ROW_SPLITS";
-    c.bad::<t::RaggedTensorToTensor>(&inputs, kinds(&["ROW_LENGTHS"]), err);
-    let err = "starts with VALUE_ROWIDS, which needs a FIRST_DIM_SIZE before it";
-    c.bad::<t::RaggedTensorToTensor>(&inputs, kinds(&["VALUE_ROWIDS"]), err);
+    c.bad::<b::RaggedTensorToTensor>(&inputs, kinds(&["ROW_LENGTHS"]), err);
+    let err = "has VALUE_ROWIDS, which needs a FIRST_DIM_SIZE first";
+    c.bad::<b::RaggedTensorToTensor>(&inputs, kinds(&["VALUE_ROWIDS"]), err);
     let err = "gives 2 kinds, but 1 row partition tensors are given";
-    c.bad::<t::RaggedTensorToTensor>(&inputs, kinds(&["ROW_SPLITS", "ROW_SPLITS"]), err);
+    c.bad::<b::RaggedTensorToTensor>(&inputs, kinds(&["ROW_SPLITS", "ROW_SPLITS"]), err);
     let inputs = [T(&[], I), T(&[5, 2], F), T(&[3], F), T(&[4], I)];
-    c.bad::<t::RaggedTensorToTensor>(&inputs, splits, "default_value has shape [3]");
+    c.bad::<b::RaggedTensorToTensor>(&inputs, splits, "default_value has shape [3]");
 }
 
 /// The in-scope kernels the built-in spec declares under their TF.js names,

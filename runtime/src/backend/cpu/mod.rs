@@ -16,6 +16,7 @@ mod parallel;
 pub(crate) mod pool;
 mod reduce;
 mod spare;
+pub(crate) mod sparse;
 mod tensor;
 pub(crate) mod unary;
 pub(crate) mod vmath;

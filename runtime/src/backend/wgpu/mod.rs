@@ -39,6 +39,7 @@ mod pipeline;
 mod pool;
 mod readback;
 mod reduce;
+mod sparse;
 mod status;
 mod tensor;
 mod unary;

@@ -14,6 +14,7 @@ mod make;
 mod matmul;
 mod normalization;
 mod reduce;
+mod sparse;
 mod unary;
 
 pub use attention::*;
@@ -26,4 +27,5 @@ pub use make::*;
 pub use matmul::*;
 pub use normalization::*;
 pub use reduce::*;
+pub use sparse::*;
 pub use unary::*;
