@@ -1110,3 +1110,60 @@ fn ragged_tensor_to_tensor_pads_as_tf_does() {
         assert!(err.contains("partitions 5 entries, but values has 6 rows"), "{b}: {err}");
     }
 }
+
+/// `ResizeBilinearGrad` and `ResizeNearestNeighborGrad` are the adjoints
+/// of their resizes: `<resize(x), dy> = <x, grad(dy)>` for every corner
+/// mode, up- and downsampling, on both backends; and `grad` of a resize
+/// runs them.
+#[test]
+fn resize_grads_are_the_adjoints_of_the_resizes() {
+    let mut rng = Rng::new(61);
+    let mut draw = |n: usize| (0..n).map(|_| rng.int(-8, 8) as f32 / 4.0).collect::<Vec<f32>>();
+    let cases = [
+        ([2, 5, 7, 3], [9, 4], false, false),
+        ([1, 6, 3, 2], [4, 8], true, false),
+        ([2, 4, 9, 1], [7, 2], false, true),
+    ];
+    let dot = |a: &Tensor, b: &Tensor| -> f64 {
+        let (a, b) = (a.to_vec::<f32>().unwrap(), b.to_vec::<f32>().unwrap());
+        a.iter().zip(&b).map(|(&x, &y)| f64::from(x) * f64::from(y)).sum()
+    };
+    for b in backends("resize_grads_are_the_adjoints_of_the_resizes") {
+        for (shape, size, corners, centers) in cases {
+            let x = on(b, f32s(&draw(shape.iter().product()), &shape));
+            let out = [shape[0], size[0] as usize, size[1] as usize, shape[3]];
+            let dy = on(b, f32s(&draw(out.iter().product()), &out));
+            let y = ops::resize_bilinear(&x, &size, corners, centers).unwrap();
+            let dx = ops::resize_bilinear_grad(&x, &dy, &size, corners, centers).unwrap();
+            assert_eq!((dx.backend(), dx.shape()), (b, &shape[..]));
+            let (lhs, rhs) = (dot(&y, &dy), dot(&x, &dx));
+            assert!(
+                (lhs - rhs).abs() <= 1e-4 * lhs.abs().max(1.0),
+                "bilinear {shape:?} {size:?} on {b}: {lhs} vs {rhs}"
+            );
+            let y = ops::resize_nearest_neighbor(&x, &size, corners, centers).unwrap();
+            let dx = ops::resize_nearest_neighbor_grad(&x, &dy, &size, corners, centers).unwrap();
+            let (lhs, rhs) = (dot(&y, &dy), dot(&x, &dx));
+            assert!(
+                (lhs - rhs).abs() <= 1e-4 * lhs.abs().max(1.0),
+                "nearest {shape:?} {size:?} on {b}: {lhs} vs {rhs}"
+            );
+            // The gradient of a resize is its grad kernel's result.
+            let sum =
+                |x: &Tensor| ops::sum(&ops::mul(&ops::resize_bilinear(x, &size, corners, centers)?, &dy)?, None, false);
+            let g = opforge::grad(sum)(&x).unwrap();
+            let want = ops::resize_bilinear_grad(&x, &dy, &size, corners, centers).unwrap();
+            assert_eq!(g.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap(), "{b}");
+        }
+        let err = ops::resize_bilinear_grad(
+            &on(b, f32s(&[0.0; 4], &[1, 2, 2, 1])),
+            &on(b, f32s(&[0.0; 3], &[1, 1, 3, 1])),
+            &[2, 3],
+            false,
+            false,
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(err.contains("dy has shape [1, 1, 3, 1], but resizing images [1, 2, 2, 1] to [2, 3]"), "{b}: {err}");
+    }
+}

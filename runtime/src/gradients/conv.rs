@@ -19,10 +19,9 @@ use crate::kernels::{
     DepthwiseConv2dNativeBackpropInputAttrs, DepthwiseConv2dNativeBackpropInputNeeds, DepthwiseConv2dNativeNeeds,
     Dilation2D, Dilation2DBackpropFilter, Dilation2DBackpropFilterAttrs, Dilation2DBackpropInput,
     Dilation2DBackpropInputAttrs, Dilation2DNeeds, MaxPool, MaxPoolGrad, MaxPoolGradAttrs, PoolParams, ResizeBilinear,
-    ResizeNearestNeighbor,
+    ResizeBilinearAttrs, ResizeBilinearGrad, ResizeBilinearGradAttrs, ResizeNearestNeighbor,
+    ResizeNearestNeighborAttrs, ResizeNearestNeighborGrad, ResizeNearestNeighborGradAttrs,
 };
-use crate::ops;
-use crate::shape::rules::resize_taps;
 use crate::tensor::Tensor;
 use opforge_macros::gradient;
 
@@ -148,49 +147,53 @@ fn avg_pool_grad_grad(pool: &PoolParams, ddx: &Tensor) -> Result<Tensor> {
     Engine::run::<AvgPool>(&[ddx], &AvgPoolAttrs { pool: pool.clone() })
 }
 
-/// A resize is linear in its images, one matrix per axis: `y = A_h x A_w^T`
-/// for each image and channel, each row of `A` holding its output row's
-/// taps. Its gradient is the transposed product, `dx = A_h^T dy A_w`: two
-/// batched matmuls, written with ops so that it runs on any backend and
-/// can itself be differentiated.
-fn resize_grad(
+/// A resize is linear in its images, one matrix per axis: `y = A_h x
+/// A_w^T` for each image and channel. Its gradient is the transposed
+/// product, `dx = A_h^T dy A_w`, TF.js's `ResizeBilinearGrad` and
+/// `ResizeNearestNeighborGrad` kernels; theirs, the adjoint of that, is
+/// the resize again.
+#[gradient(ResizeBilinear)]
+fn resize_bilinear_grad(
     images: &Tensor,
-    dy: &Tensor,
+    size: &[i64],
     align_corners: bool,
     half_pixel_centers: bool,
-    bilinear: bool,
+    dy: &Tensor,
 ) -> Result<Tensor> {
-    if dy.numel() == 0 || images.numel() == 0 {
-        // Nothing flows back, and the matrices below need not exist.
-        return Tensor::zeros_like(images);
-    }
-    let matrix = |input: usize, output: usize| -> Result<Tensor> {
-        let mut a = vec![0.0f32; output * input];
-        for (o, t) in resize_taps(input, output, align_corners, half_pixel_centers, bilinear).iter().enumerate() {
-            a[o * input + t.first] += 1.0 - t.weight;
-            a[o * input + t.second] += t.weight;
-        }
-        Tensor::from_vec(a, &[output, input])?.to_backend(dy.backend())
-    };
-    let (is, os) = (images.shape(), dy.shape());
-    let (ah, aw) = (matrix(is[1], os[1])?, matrix(is[2], os[2])?);
-    // [b, oh, ow, c] -> [b, c, oh, ow] -> [b, c, h, ow] -> [b, c, h, w] -> [b, h, w, c].
-    let t = ops::transpose(dy, &[0, 3, 1, 2])?;
-    let t = ops::matmul(&ops::matmul(&ah, &t, true, false)?, &aw, false, false)?;
-    ops::transpose(&t, &[0, 2, 3, 1])
+    let attrs = ResizeBilinearGradAttrs { size: size.to_vec(), align_corners, half_pixel_centers };
+    Engine::run::<ResizeBilinearGrad>(&[images, dy], &attrs)
 }
 
-#[gradient(ResizeBilinear)]
-fn resize_bilinear_grad(images: &Tensor, align_corners: bool, half_pixel_centers: bool, dy: &Tensor) -> Result<Tensor> {
-    resize_grad(images, dy, align_corners, half_pixel_centers, true)
+#[gradient(ResizeBilinearGrad)]
+fn resize_bilinear_grad_grad(
+    size: &[i64],
+    align_corners: bool,
+    half_pixel_centers: bool,
+    ddx: &Tensor,
+) -> Result<Tensor> {
+    let attrs = ResizeBilinearAttrs { size: size.to_vec(), align_corners, half_pixel_centers };
+    Engine::run::<ResizeBilinear>(&[ddx], &attrs)
 }
 
 #[gradient(ResizeNearestNeighbor)]
 fn resize_nearest_neighbor_grad(
     images: &Tensor,
+    size: &[i64],
     align_corners: bool,
     half_pixel_centers: bool,
     dy: &Tensor,
 ) -> Result<Tensor> {
-    resize_grad(images, dy, align_corners, half_pixel_centers, false)
+    let attrs = ResizeNearestNeighborGradAttrs { size: size.to_vec(), align_corners, half_pixel_centers };
+    Engine::run::<ResizeNearestNeighborGrad>(&[images, dy], &attrs)
+}
+
+#[gradient(ResizeNearestNeighborGrad)]
+fn resize_nearest_neighbor_grad_grad(
+    size: &[i64],
+    align_corners: bool,
+    half_pixel_centers: bool,
+    ddx: &Tensor,
+) -> Result<Tensor> {
+    let attrs = ResizeNearestNeighborAttrs { size: size.to_vec(), align_corners, half_pixel_centers };
+    Engine::run::<ResizeNearestNeighbor>(&[ddx], &attrs)
 }

@@ -16,7 +16,7 @@
 //!
 //! - **In `tfjs.toml`**, bound here: every in-scope kernel that opforge's
 //!   built-in spec does not declare, by name or alias, the TF.js
-//!   gradient kernels `LRNGrad`, `MaxPool3DGrad`, ... included.
+//!   gradient kernels `MaxPool3DGrad`, `Conv3DBackpropInputV2`, ... included.
 //!   Among them the fused convolutions `FusedConv2D` and
 //!   `FusedDepthwiseConv2D`, whose `bias` and PReLU weights are optional
 //!   inputs (`"bias?"`).
@@ -34,8 +34,7 @@
 //! The two cover all 167: no in-scope kernel is left undeclarable.
 //!
 //! Shape rules the built-in vocabulary cannot say are the functions of
-//! [`shapes`], shared where TF.js's rule is the same (pooling, convolution,
-//! resizing, scattering, index search).
+//! [`shapes`], shared where TF.js's rule is the same (pooling, convolution).
 //!
 //! ```
 //! use opforge::{DType, KernelSpec, Tensor};

@@ -18,8 +18,8 @@ use opforge::shape::{broadcast_shapes, checked_numel, Shape};
 use crate::{
     Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs,
     Conv3DBackpropInputV2Attrs, CropAndResizeAttrs, DataFormat, DataFormat3D, DimRoundingMode, FusedConv2DAttrs,
-    FusedDepthwiseConv2DAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs, Padding, ResizeBilinearGradAttrs,
-    ResizeNearestNeighborGradAttrs, RotateWithOffsetAttrs, TransformAttrs, ValidOrSame,
+    FusedDepthwiseConv2DAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs, Padding, RotateWithOffsetAttrs, TransformAttrs,
+    ValidOrSame,
 };
 
 // Shared helpers.
@@ -95,24 +95,6 @@ pub fn rank(name: &str, shape: &[usize], want: usize) -> Result<(), String> {
     match shape.len() {
         r if r == want => Ok(()),
         r => Err(format!("{name} has shape {shape:?} of rank {r}, expected rank {want}")),
-    }
-}
-
-/// The one shape of several inputs that must match (an elementwise
-/// gradient's `dy` and `y`).
-///
-/// ```
-/// use opforge_example_tfjs_spec::shapes::same_shapes;
-/// assert_eq!(same_shapes(&[("dy", &[2, 3]), ("y", &[2, 3])]).unwrap().as_slice(), &[2, 3]);
-/// assert!(same_shapes(&[("dy", &[2, 3]), ("y", &[3])]).unwrap_err().contains("y has shape [3]"));
-/// ```
-pub fn same_shapes(shapes: &[(&str, &[usize])]) -> Result<Shape, String> {
-    let Some(&(first, want)) = shapes.first() else {
-        return Ok(Shape::new());
-    };
-    match shapes.iter().find(|(_, s)| *s != want) {
-        Some((name, s)) => Err(format!("{name} has shape {s:?}, but {first} has {want:?}; they must match")),
-        None => Ok(Shape::from_slice(want)),
     }
 }
 
@@ -454,25 +436,6 @@ impl Pool<'_> {
     }
 }
 
-/// `images` resized to `size`, for the resize kernels and their gradients.
-fn resized(images: &[usize], size: &[i64], align_corners: bool, half_pixel_centers: bool) -> Result<Shape, String> {
-    let (batch, _, channels) = Layout::NHWC.split("images", images)?;
-    if align_corners && half_pixel_centers {
-        return Err("align_corners and half_pixel_centers cannot both be true".into());
-    }
-    match size {
-        &[h, w] if h >= 1 && w >= 1 => fits(Layout::NHWC.join(batch, &[h as usize, w as usize], channels)),
-        _ => Err(format!("size {size:?} must be `[height, width]`, each 1 or more")),
-    }
-}
-
-/// A resize gradient: `images`' shape, checking that `dy` is their resize.
-fn resize_grad(images: &[usize], dy: &[usize], size: &[i64], corners: bool, centers: bool) -> Result<Shape, String> {
-    let want = resized(images, size, corners, centers)?;
-    expect("dy", dy, &want, &format!("resizing images {images:?} to {size:?}"))?;
-    Ok(Shape::from_slice(images))
-}
-
 // The kernels' functions.
 
 /// `RotateWithOffset`: the NHWC `image`'s shape; `fill_value` gives one
@@ -486,20 +449,6 @@ pub fn rotate_with_offset(image: &[usize], attrs: &RotateWithOffsetAttrs) -> Res
         return Err(format!("center {:?} must give one fraction or two, `[x, y]`", attrs.center));
     }
     Ok(Shape::from_slice(image))
-}
-
-/// `ResizeBilinearGrad`: `images`' shape, `dy` being their resize.
-pub fn resize_bilinear_grad(images: &[usize], dy: &[usize], attrs: &ResizeBilinearGradAttrs) -> Result<Shape, String> {
-    resize_grad(images, dy, &attrs.size, attrs.align_corners, attrs.half_pixel_centers)
-}
-
-/// `ResizeNearestNeighborGrad`: `images`' shape, `dy` being their resize.
-pub fn resize_nearest_neighbor_grad(
-    images: &[usize],
-    dy: &[usize],
-    attrs: &ResizeNearestNeighborGradAttrs,
-) -> Result<Shape, String> {
-    resize_grad(images, dy, &attrs.size, attrs.align_corners, attrs.half_pixel_centers)
 }
 
 /// `CropAndResize`: `[boxes, crop height, crop width, channels]`.

@@ -470,17 +470,17 @@ fn images(c: &mut Checker) {
     c.ok::<b::ResizeNearestNeighbor>(&[T(&[2, 4, 4, 3], I)], nearest(vec![2, 2]), &[T(&[2, 2, 2, 3], I)]);
     c.bad::<b::ResizeNearestNeighbor>(&[T(&[2, 4, 4, 3], F)], nearest(vec![2]), "size must be [new_height, new_width]");
     let bilinear_grad =
-        |size: Vec<i64>| t::ResizeBilinearGradAttrs { size, align_corners: false, half_pixel_centers: false };
+        |size: Vec<i64>| b::ResizeBilinearGradAttrs { size, align_corners: false, half_pixel_centers: false };
     let (images, dy) = (T(&[2, 4, 4, 3], F), T(&[2, 8, 6, 3], F));
-    c.ok::<t::ResizeBilinearGrad>(&[images, dy], bilinear_grad(vec![8, 6]), &[T(&[2, 4, 4, 3], F)]);
+    c.ok::<b::ResizeBilinearGrad>(&[images, dy], bilinear_grad(vec![8, 6]), &[T(&[2, 4, 4, 3], F)]);
     let (images, dy) = (T(&[2, 4, 4, 3], F), T(&[2, 8, 5, 3], F));
-    c.bad::<t::ResizeBilinearGrad>(&[images, dy], bilinear_grad(vec![8, 6]), "dy has shape [2, 8, 5, 3]");
+    c.bad::<b::ResizeBilinearGrad>(&[images, dy], bilinear_grad(vec![8, 6]), "dy has shape [2, 8, 5, 3]");
     let nearest_grad =
-        |size: Vec<i64>| t::ResizeNearestNeighborGradAttrs { size, align_corners: false, half_pixel_centers: false };
+        |size: Vec<i64>| b::ResizeNearestNeighborGradAttrs { size, align_corners: false, half_pixel_centers: false };
     let (images, dy) = (T(&[2, 4, 4, 3], F), T(&[2, 2, 2, 3], F));
-    c.ok::<t::ResizeNearestNeighborGrad>(&[images, dy], nearest_grad(vec![2, 2]), &[T(&[2, 4, 4, 3], F)]);
+    c.ok::<b::ResizeNearestNeighborGrad>(&[images, dy], nearest_grad(vec![2, 2]), &[T(&[2, 4, 4, 3], F)]);
     let (images, dy) = (T(&[4, 4, 3], F), T(&[2, 2, 2, 3], F));
-    c.bad::<t::ResizeNearestNeighborGrad>(&[images, dy], nearest_grad(vec![2, 2]), "images has shape [4, 4, 3]");
+    c.bad::<b::ResizeNearestNeighborGrad>(&[images, dy], nearest_grad(vec![2, 2]), "their shape is [4, 4, 3]");
     let crop = |crop_size: Vec<i64>| t::CropAndResizeAttrs {
         crop_size,
         method: t::CropMethod::Nearest,

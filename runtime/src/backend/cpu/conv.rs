@@ -47,9 +47,11 @@ use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
     DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, Dilation2D, Dilation2DBackpropFilter,
     Dilation2DBackpropInput, MaxPool, MaxPoolGrad, MaxPoolWithArgmax, PoolParams, ResizeBilinear, ResizeBilinearAttrs,
-    ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
+    ResizeBilinearGrad, ResizeNearestNeighbor, ResizeNearestNeighborAttrs, ResizeNearestNeighborGrad,
 };
-use crate::shape::rules::{dilation_window, resize_taps, ConvFilter, GroupedConv, Tap, Window};
+use crate::shape::rules::{
+    dilation_window, resize_spans, resize_taps, tap_weight, ConvFilter, GroupedConv, Tap, Window,
+};
 use opforge_macros::kernel;
 
 /// The image rows and columns of a window's taps: `(h, w)` of tap `(kh,
@@ -785,4 +787,73 @@ fn resize_nearest_neighbor(
         crate::dtype::DType::I32 => copy::<i32>(images, out, &rows, &cols),
         _ => copy::<f32>(images, out, &rows, &cols),
     }
+}
+
+/// One pass of a resize's gradient along one axis: `src` is `[outer, k,
+/// inner]` (`k` the resized axis, `taps` its taps), the result `[outer,
+/// m, inner]`: each input row `x` of the `m` sums, in output order, the
+/// rows its span names by [`tap_weight`]. The wgpu kernel
+/// (resize_grad.wgsl) sums the same terms in the same order.
+fn resize_grad_pass(src: &[f32], (outer, k, m, inner): (usize, usize, usize, usize), taps: &[Tap]) -> Vec<f32> {
+    let spans = resize_spans(taps, m);
+    let mut out = output::<f32>(outer * m * inner);
+    let row = m * inner;
+    if row > 0 {
+        for_rows(&mut out, row, outer * row, |start, chunk| {
+            for (r, line) in chunk.chunks_mut(row).enumerate() {
+                let o = start / row + r;
+                for (x, (px, &(lo, hi))) in line.chunks_mut(inner.max(1)).zip(&spans).enumerate() {
+                    for (e, y) in px.iter_mut().enumerate() {
+                        let mut acc = 0.0f32;
+                        for (j, &t) in taps.iter().enumerate().take(hi).skip(lo) {
+                            acc += src[(o * k + j) * inner + e] * tap_weight(t, x);
+                        }
+                        *y = acc;
+                    }
+                }
+            }
+        });
+    }
+    out
+}
+
+/// A resize's gradient, `dx = A_h^T dy A_w`: along the columns, then the
+/// rows (two [`resize_grad_pass`]es).
+fn resize_grad(
+    dy: &CpuTensor,
+    (align_corners, half_pixel_centers, bilinear): (bool, bool, bool),
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let ([n, h, w, c], [_, oh, ow, _]) =
+        (out.shape[..].try_into().unwrap_or([0; 4]), dy.shape().try_into().unwrap_or([0; 4]));
+    if dy.numel() == 0 || out.numel() == 0 {
+        // Nothing flows back; a size of 2^32 rows of nothing needs no taps.
+        return CpuTensor::from_vec(&out.shape, vec![0f32; out.numel()]);
+    }
+    let cols = resize_taps(w, ow, align_corners, half_pixel_centers, bilinear);
+    let rows = resize_taps(h, oh, align_corners, half_pixel_centers, bilinear);
+    let t = resize_grad_pass(dy.as_slice::<f32>()?, (n * oh, ow, w, c), &cols);
+    CpuTensor::from_vec(&out.shape, resize_grad_pass(&t, (n, oh, h, w * c), &rows))
+}
+
+#[kernel(ResizeBilinearGrad, cpu)]
+fn resize_bilinear_grad(
+    images: &CpuTensor,
+    dy: &CpuTensor,
+    attrs: &crate::kernels::ResizeBilinearGradAttrs,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let _ = images; // Its shape is `out`'s.
+    resize_grad(dy, (attrs.align_corners, attrs.half_pixel_centers, true), out)
+}
+
+#[kernel(ResizeNearestNeighborGrad, cpu)]
+fn resize_nearest_neighbor_grad(
+    images: &CpuTensor,
+    dy: &CpuTensor,
+    attrs: &crate::kernels::ResizeNearestNeighborGradAttrs,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let _ = images; // Its shape is `out`'s.
+    resize_grad(dy, (attrs.align_corners, attrs.half_pixel_centers, false), out)
 }

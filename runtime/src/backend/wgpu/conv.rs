@@ -14,9 +14,10 @@ use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
     DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, Dilation2D, Dilation2DBackpropFilter,
     Dilation2DBackpropInput, MaxPool, MaxPoolGrad, MaxPoolWithArgmax, PoolParams, ResizeBilinear, ResizeBilinearAttrs,
-    ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
+    ResizeBilinearGrad, ResizeBilinearGradAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
+    ResizeNearestNeighborGrad, ResizeNearestNeighborGradAttrs,
 };
-use crate::shape::rules::{dilation_window, resize_taps, ConvFilter, GroupedConv, Window};
+use crate::shape::rules::{dilation_window, resize_spans, resize_taps, ConvFilter, GroupedConv, Tap, Window};
 use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("conv");
@@ -258,4 +259,66 @@ fn resize_nearest_neighbor(
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
     resize("ResizeNearestNeighbor", "resize_nearest", images, attrs.align_corners, attrs.half_pixel_centers, false, out)
+}
+
+static RESIZE_GRAD: Shader = shader!("resize_grad");
+
+/// One pass of a resize's gradient along one axis (resize_grad.wgsl, the
+/// cpu's `resize_grad_pass`): `src` `[outer, k, inner]` to `[outer, m,
+/// inner]` through that axis' taps.
+fn resize_grad_pass(
+    kernel: &'static str,
+    src: &WgpuTensor,
+    (outer, k, m, inner): (usize, usize, usize, usize),
+    taps: &[Tap],
+) -> Result<WgpuTensor> {
+    let words: Vec<i32> =
+        taps.iter().flat_map(|t| [t.first as i32, t.second as i32, t.weight.to_bits() as i32]).collect();
+    let spans: Vec<i32> = resize_spans(taps, m).into_iter().flat_map(|(lo, hi)| [lo as i32, hi as i32]).collect();
+    let upload = |v: Vec<i32>| WgpuTensor::upload(&CpuTensor::from_vec(&[v.len()], v)?);
+    let (taps, spans) = (upload(words)?, upload(spans)?);
+    let out = TensorMeta { shape: [outer, m, inner].into_iter().collect(), dtype: DType::F32 };
+    let params = [outer * m * inner, k, m, inner].map(|d| d as u32);
+    EntryPoint { kernel, shader: &RESIZE_GRAD, entry: "resize_grad", op: 0 }.run(&[src, &taps, &spans], &out, &params)
+}
+
+/// A resize's gradient, `dx = A_h^T dy A_w`: along the columns, then the rows.
+fn resize_grad(
+    kernel: &'static str,
+    dy: &WgpuTensor,
+    (align_corners, half_pixel_centers, bilinear): (bool, bool, bool),
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let ([n, h, w, c], [_, oh, ow, _]) =
+        (out.shape[..].try_into().unwrap_or([0; 4]), dy.shape().try_into().unwrap_or([0; 4]));
+    if dy.numel() == 0 || out.numel() == 0 {
+        // Nothing flows back; a size of 2^32 rows of nothing needs no taps.
+        return WgpuTensor::upload(&CpuTensor::from_vec(&out.shape, vec![0f32; out.numel()])?);
+    }
+    let cols = resize_taps(w, ow, align_corners, half_pixel_centers, bilinear);
+    let rows = resize_taps(h, oh, align_corners, half_pixel_centers, bilinear);
+    let t = resize_grad_pass(kernel, dy, (n * oh, ow, w, c), &cols)?;
+    Ok(resize_grad_pass(kernel, &t, (n, oh, h, w * c), &rows)?.reshaped(&out.shape))
+}
+
+#[kernel(ResizeBilinearGrad, wgpu)]
+fn resize_bilinear_grad(
+    images: &WgpuTensor,
+    dy: &WgpuTensor,
+    attrs: &ResizeBilinearGradAttrs,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let _ = images; // Its shape is `out`'s.
+    resize_grad("ResizeBilinearGrad", dy, (attrs.align_corners, attrs.half_pixel_centers, true), out)
+}
+
+#[kernel(ResizeNearestNeighborGrad, wgpu)]
+fn resize_nearest_neighbor_grad(
+    images: &WgpuTensor,
+    dy: &WgpuTensor,
+    attrs: &ResizeNearestNeighborGradAttrs,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let _ = images; // Its shape is `out`'s.
+    resize_grad("ResizeNearestNeighborGrad", dy, (attrs.align_corners, attrs.half_pixel_centers, false), out)
 }

@@ -678,3 +678,88 @@ pub fn resize_nearest_neighbor(
 ) -> Result<Shape, String> {
     resized(images, &attrs.size, attrs.align_corners, attrs.half_pixel_centers)
 }
+
+/// The shape function of `ResizeBilinearGrad`: `images`' shape, `dy`
+/// being their resize to `size`.
+///
+/// ```
+/// use opforge::{kernels::ResizeBilinearGradAttrs as Attrs, shape::rules::resize_bilinear_grad};
+/// let attrs = Attrs { size: vec![8, 6], align_corners: false, half_pixel_centers: false };
+/// assert_eq!(resize_bilinear_grad(&[2, 4, 4, 3], &[2, 8, 6, 3], &attrs).unwrap().as_slice(), &[2, 4, 4, 3]);
+/// let err = resize_bilinear_grad(&[2, 4, 4, 3], &[2, 8, 5, 3], &attrs).unwrap_err();
+/// assert!(err.contains("dy has shape [2, 8, 5, 3], but resizing images [2, 4, 4, 3] to [8, 6] gives [2, 8, 6, 3]"), "{err}");
+/// ```
+pub fn resize_bilinear_grad(
+    images: &[usize],
+    dy: &[usize],
+    attrs: &crate::kernels::ResizeBilinearGradAttrs,
+) -> Result<Shape, String> {
+    resize_grad(images, dy, &attrs.size, attrs.align_corners, attrs.half_pixel_centers)
+}
+
+/// The shape function of `ResizeNearestNeighborGrad`, as
+/// [`resize_bilinear_grad`]'s.
+///
+/// ```
+/// use opforge::{kernels::ResizeNearestNeighborGradAttrs as Attrs, shape::rules::resize_nearest_neighbor_grad};
+/// let attrs = Attrs { size: vec![2, 2], align_corners: true, half_pixel_centers: true };
+/// let err = resize_nearest_neighbor_grad(&[2, 4, 4, 3], &[2, 2, 2, 3], &attrs).unwrap_err();
+/// assert!(err.contains("cannot both be true"), "{err}");
+/// ```
+pub fn resize_nearest_neighbor_grad(
+    images: &[usize],
+    dy: &[usize],
+    attrs: &crate::kernels::ResizeNearestNeighborGradAttrs,
+) -> Result<Shape, String> {
+    resize_grad(images, dy, &attrs.size, attrs.align_corners, attrs.half_pixel_centers)
+}
+
+/// A resize gradient's shape: `images`', once `dy` is their resize.
+fn resize_grad(images: &[usize], dy: &[usize], size: &[i64], corners: bool, centers: bool) -> Result<Shape, String> {
+    let want = resized(images, size, corners, centers)?;
+    if dy != &want[..] {
+        return Err(format!("dy has shape {dy:?}, but resizing images {images:?} to {size:?} gives {:?}", &want[..]));
+    }
+    Ok(Shape::from_slice(images))
+}
+
+/// For each of `input` rows (or columns), the outputs of a resize whose
+/// taps read it: `first..last + 1`, empty for none. Taps move forward
+/// with the output, so these outputs are consecutive; a resize's gradient
+/// sums over them in order, on every backend.
+///
+/// ```
+/// use opforge::shape::rules::{resize_spans, resize_taps};
+/// let taps = resize_taps(2, 4, false, false, true); // rows 0, 0.5, 1, 1.5
+/// assert_eq!(resize_spans(&taps, 2), [(0, 2), (1, 4)]);
+/// ```
+pub fn resize_spans(taps: &[Tap], input: usize) -> Vec<(usize, usize)> {
+    let mut spans = vec![(0, 0); input];
+    for (o, t) in taps.iter().enumerate() {
+        for x in [t.first, t.second] {
+            let span = &mut spans[x];
+            *span = if span.0 == span.1 { (o, o + 1) } else { (span.0, o + 1) };
+        }
+    }
+    spans
+}
+
+/// How much of output `t`'s value comes from input row (column) `x`:
+/// `1 - weight` from its first tap, `weight` from its second, both where
+/// they are one row. resize.wgsl's `tap_weight` is this, in this order.
+///
+/// ```
+/// use opforge::shape::rules::{tap_weight, Tap};
+/// let t = Tap { first: 3, second: 4, weight: 0.25 };
+/// assert_eq!((tap_weight(t, 3), tap_weight(t, 4), tap_weight(t, 5)), (0.75, 0.25, 0.0));
+/// ```
+pub fn tap_weight(t: Tap, x: usize) -> f32 {
+    let mut w = 0.0;
+    if t.first == x {
+        w += 1.0 - t.weight;
+    }
+    if t.second == x {
+        w += t.weight;
+    }
+    w
+}
