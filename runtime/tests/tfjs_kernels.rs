@@ -7,7 +7,8 @@
 //! non-max suppressions, `SparseToDense`, `Dilation2D` with its two
 //! gradients, and the sparse and ragged kernels (`SparseReshape`,
 //! `SparseFillEmptyRows`, `SparseSegmentSum`, `SparseSegmentMean`,
-//! `RaggedRange`, `RaggedGather`, `RaggedTensorToTensor`). Each is held to the examples TF.js
+//! `RaggedRange`, `RaggedGather`, `RaggedTensorToTensor`), the resizes'
+//! gradients, `CropAndResize` and `RotateWithOffset`. Each is held to the examples TF.js
 //! documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
@@ -1165,5 +1166,59 @@ fn resize_grads_are_the_adjoints_of_the_resizes() {
         .unwrap_err()
         .to_string();
         assert!(err.contains("dy has shape [1, 1, 3, 1], but resizing images [1, 2, 2, 1] to [2, 3]"), "{b}: {err}");
+    }
+}
+
+/// `CropAndResize` by its definition on a 3 x 3 image: the whole image, a
+/// corner crop bilinear and nearest (halves round up), a one-pixel crop
+/// (the box's middle), a box outside (the extrapolation value), an i32
+/// image; an image index outside the batch is refused.
+#[test]
+fn crop_and_resize_samples_as_tfjs_does() {
+    use opforge::kernels::CropMethod::{Bilinear, Nearest};
+    for b in backends("crop_and_resize_samples_as_tfjs_does") {
+        let image = on(b, f32s(&(0..9).map(|v| v as f32).collect::<Vec<_>>(), &[1, 3, 3, 1]));
+        let crop = |image: &Tensor, bx: &[f32], size: [i64; 2], method| {
+            let boxes = on(b, f32s(bx, &[bx.len() / 4, 4]));
+            let ind = on(b, i32s(&vec![0; bx.len() / 4], &[bx.len() / 4]));
+            let y = ops::crop_and_resize(image, &boxes, &ind, &size, method, -1.0).unwrap();
+            assert_eq!((y.backend(), y.dtype()), (b, DType::F32));
+            y.to_vec::<f32>().unwrap()
+        };
+        let all: Vec<f32> = (0..9).map(|v| v as f32).collect();
+        assert_eq!(crop(&image, &[0.0, 0.0, 1.0, 1.0], [3, 3], Bilinear), all, "{b}");
+        let corner = [0.0, 1.0, 3.0, 4.0];
+        assert_eq!(crop(&image, &[0.0, 0.0, 0.5, 0.5], [2, 2], Bilinear), corner, "{b}");
+        let halves = [0.0, 0.5, 1.0, 1.5, 2.0, 2.5, 3.0, 3.5, 4.0];
+        assert_eq!(crop(&image, &[0.0, 0.0, 0.5, 0.5], [3, 3], Bilinear), halves, "{b}");
+        let rounded = [0.0, 1.0, 1.0, 3.0, 4.0, 4.0, 3.0, 4.0, 4.0];
+        assert_eq!(crop(&image, &[0.0, 0.0, 0.5, 0.5], [3, 3], Nearest), rounded, "{b}");
+        assert_eq!(crop(&image, &[0.25, 0.25, 0.75, 0.75], [1, 1], Bilinear), [4.0], "{b}");
+        assert_eq!(crop(&image, &[1.5, 0.0, 2.0, 1.0, 0.0, 0.0, 1.0, 1.0], [1, 2], Bilinear), [-1.0, -1.0, 3.0, 5.0]);
+        let ints = on(b, i32s(&(0..9).collect::<Vec<_>>(), &[1, 3, 3, 1]));
+        assert_eq!(crop(&ints, &[0.0, 0.0, 0.5, 0.5], [2, 2], Bilinear), corner, "{b}");
+        let boxes = on(b, f32s(&[0.0, 0.0, 1.0, 1.0], &[1, 4]));
+        let err = ops::crop_and_resize(&image, &boxes, &on(b, i32s(&[1], &[1])), &[2, 2], Bilinear, 0.0)
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("box_ind[0] is 1, outside the 1 images") && err.contains("CropAndResize"), "{b}: {err}");
+    }
+}
+
+/// `RotateWithOffset` of a 4 x 4 image a quarter turn about (2, 2): row
+/// `r` takes column `4 - r` (row 0 the fill); a turn of 0 is the image.
+#[test]
+fn rotate_with_offset_turns_as_tfjs_does() {
+    for b in backends("rotate_with_offset_turns_as_tfjs_does") {
+        let image = on(b, f32s(&(0..16).map(|v| v as f32).collect::<Vec<_>>(), &[1, 4, 4, 1]));
+        let y = ops::rotate_with_offset(&image, std::f64::consts::FRAC_PI_2, &[9.0], &[0.5]).unwrap();
+        let want: Vec<f32> = (0..16).map(|p| if p < 4 { 9.0 } else { ((p % 4) * 4 + 4 - p / 4) as f32 }).collect();
+        assert_eq!((y.backend(), y.to_vec::<f32>().unwrap()), (b, want), "{b}");
+        let y = ops::rotate_with_offset(&image, 0.0, &[9.0], &[0.5, 0.25]).unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), image.to_vec::<f32>().unwrap(), "{b}");
+        // Three fills and an alpha channel: 255 for it.
+        let rgba = on(b, f32s(&[0.0; 16], &[1, 2, 2, 4]));
+        let y = ops::rotate_with_offset(&rgba, 3.0, &[1.0, 2.0, 3.0], &[0.0]).unwrap();
+        assert!(y.to_vec::<f32>().unwrap().chunks(4).any(|px| px == [1.0, 2.0, 3.0, 255.0]), "{b}");
     }
 }

@@ -17,9 +17,8 @@ use opforge::shape::{broadcast_shapes, checked_numel, Shape};
 
 use crate::{
     Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs,
-    Conv3DBackpropInputV2Attrs, CropAndResizeAttrs, DataFormat, DataFormat3D, DimRoundingMode, FusedConv2DAttrs,
-    FusedDepthwiseConv2DAttrs, MaxPool3DAttrs, MaxPool3DGradAttrs, Padding, RotateWithOffsetAttrs, TransformAttrs,
-    ValidOrSame,
+    Conv3DBackpropInputV2Attrs, DataFormat, DataFormat3D, DimRoundingMode, FusedConv2DAttrs, FusedDepthwiseConv2DAttrs,
+    MaxPool3DAttrs, MaxPool3DGradAttrs, Padding, TransformAttrs, ValidOrSame,
 };
 
 // Shared helpers.
@@ -437,40 +436,6 @@ impl Pool<'_> {
 }
 
 // The kernels' functions.
-
-/// `RotateWithOffset`: the NHWC `image`'s shape; `fill_value` gives one
-/// value or three, and `center` one fraction or two.
-pub fn rotate_with_offset(image: &[usize], attrs: &RotateWithOffsetAttrs) -> Result<Shape, String> {
-    rank("image", image, 4)?;
-    if !matches!(attrs.fill_value.len(), 1 | 3) {
-        return Err(format!("fill_value {:?} must give one value or three, `[r, g, b]`", attrs.fill_value));
-    }
-    if !matches!(attrs.center.len(), 1 | 2) {
-        return Err(format!("center {:?} must give one fraction or two, `[x, y]`", attrs.center));
-    }
-    Ok(Shape::from_slice(image))
-}
-
-/// `CropAndResize`: `[boxes, crop height, crop width, channels]`.
-pub fn crop_and_resize(
-    image: &[usize],
-    boxes: &[usize],
-    box_ind: &[usize],
-    attrs: &CropAndResizeAttrs,
-) -> Result<Shape, String> {
-    let (_, _, channels) = Layout::NHWC.split("image", image)?;
-    let &[n, 4] = boxes else {
-        return Err(format!("boxes has shape {boxes:?}, expected [boxes, 4]"));
-    };
-    if box_ind != [n] {
-        return Err(format!("box_ind has shape {box_ind:?}, expected one image index per box, [{n}]"));
-    }
-    if attrs.crop_size.len() != 2 {
-        return Err(format!("crop_size {:?} must be `[height, width]`", attrs.crop_size));
-    }
-    let size = per_axis("crop_size", &attrs.crop_size, 2)?;
-    fits(Layout::NHWC.join(n, &size, channels))
-}
 
 /// `Transform`: `[batch, out height, out width, channels]`, the output
 /// size `output_shape` or the input's; `transforms` is `[1, 8]` or one row

@@ -455,9 +455,9 @@ fn indexing(c: &mut Checker) {
 fn images(c: &mut Checker) {
     c.ok::<b::FlipLeftRight>(&[T(&[2, 4, 5, 3], F)], d(), &[T(&[2, 4, 5, 3], F)]);
     c.bad::<b::FlipLeftRight>(&[T(&[4, 5, 3], F)], d(), "image has shape [4, 5, 3] of rank 3, expected rank 4");
-    let rotate = |fill_value: Vec<f64>| t::RotateWithOffsetAttrs { radians: 0.5, fill_value, center: vec![0.5, 0.25] };
-    c.ok::<t::RotateWithOffset>(&[T(&[1, 4, 5, 3], F)], rotate(vec![0.0, 0.5, 1.0]), &[T(&[1, 4, 5, 3], F)]);
-    c.bad::<t::RotateWithOffset>(&[T(&[1, 4, 5, 3], F)], rotate(vec![0.0, 0.5]), "one value or three");
+    let rotate = |fill_value: Vec<f64>| b::RotateWithOffsetAttrs { radians: 0.5, fill_value, center: vec![0.5, 0.25] };
+    c.ok::<b::RotateWithOffset>(&[T(&[1, 4, 5, 3], F)], rotate(vec![0.0, 0.5, 1.0]), &[T(&[1, 4, 5, 3], F)]);
+    c.bad::<b::RotateWithOffset>(&[T(&[1, 4, 5, 3], F)], rotate(vec![0.0, 0.5]), "one value or three");
     let bilinear = |size: Vec<i64>, align_corners, half_pixel_centers| b::ResizeBilinearAttrs {
         size,
         align_corners,
@@ -481,18 +481,18 @@ fn images(c: &mut Checker) {
     c.ok::<b::ResizeNearestNeighborGrad>(&[images, dy], nearest_grad(vec![2, 2]), &[T(&[2, 4, 4, 3], F)]);
     let (images, dy) = (T(&[4, 4, 3], F), T(&[2, 2, 2, 3], F));
     c.bad::<b::ResizeNearestNeighborGrad>(&[images, dy], nearest_grad(vec![2, 2]), "their shape is [4, 4, 3]");
-    let crop = |crop_size: Vec<i64>| t::CropAndResizeAttrs {
+    let crop = |crop_size: Vec<i64>| b::CropAndResizeAttrs {
         crop_size,
-        method: t::CropMethod::Nearest,
+        method: b::CropMethod::Nearest,
         extrapolation_value: 0.0,
     };
     let inputs = [T(&[2, 8, 8, 3], I), T(&[5, 4], F), T(&[5], I)];
-    c.ok::<t::CropAndResize>(&inputs, crop(vec![3, 4]), &[T(&[5, 3, 4, 3], F)]);
-    c.bad::<t::CropAndResize>(&inputs, crop(vec![3, 0]), "crop_size [3, 0] holds 0");
+    c.ok::<b::CropAndResize>(&inputs, crop(vec![3, 4]), &[T(&[5, 3, 4, 3], F)]);
+    c.bad::<b::CropAndResize>(&inputs, crop(vec![3, 0]), "crop_size [3, 0] must be [height, width], each 1 or more");
     let inputs = [T(&[2, 8, 8, 3], F), T(&[5, 4], F), T(&[4], I)];
-    c.bad::<t::CropAndResize>(&inputs, crop(vec![3, 4]), "box_ind has shape [4], expected one image index per box");
+    c.bad::<b::CropAndResize>(&inputs, crop(vec![3, 4]), "box_ind has shape [4], expected one image index per box");
     let inputs = [T(&[2, 8, 8, 3], F), T(&[5, 4], I), T(&[5], I)];
-    c.bad::<t::CropAndResize>(&inputs, crop(vec![3, 4]), "input `boxes` is i32");
+    c.bad::<b::CropAndResize>(&inputs, crop(vec![3, 4]), "input `boxes` is i32");
     c.ok::<t::Transform>(&[T(&[2, 4, 5, 3], F), T(&[2, 8], F)], d(), &[T(&[2, 4, 5, 3], F)]);
     let resized = t::TransformAttrs { output_shape: Some(vec![6, 7]), ..d() };
     c.ok::<t::Transform>(&[T(&[2, 4, 5, 3], F), T(&[1, 8], F)], resized, &[T(&[2, 6, 7, 3], F)]);

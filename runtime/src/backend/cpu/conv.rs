@@ -49,8 +49,10 @@ use crate::kernels::{
     Dilation2DBackpropInput, MaxPool, MaxPoolGrad, MaxPoolWithArgmax, PoolParams, ResizeBilinear, ResizeBilinearAttrs,
     ResizeBilinearGrad, ResizeNearestNeighbor, ResizeNearestNeighborAttrs, ResizeNearestNeighborGrad,
 };
+use crate::kernels::{CropAndResize, CropAndResizeAttrs, CropMethod, RotateWithOffset, RotateWithOffsetAttrs};
 use crate::shape::rules::{
-    dilation_window, resize_spans, resize_taps, tap_weight, ConvFilter, GroupedConv, Tap, Window,
+    crop_taps, dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, tap_weight, ConvFilter,
+    GroupedConv, Tap, Window,
 };
 use opforge_macros::kernel;
 
@@ -834,6 +836,115 @@ fn resize_grad(
     let rows = resize_taps(h, oh, align_corners, half_pixel_centers, bilinear);
     let t = resize_grad_pass(dy.as_slice::<f32>()?, (n * oh, ow, w, c), &cols);
     CpuTensor::from_vec(&out.shape, resize_grad_pass(&t, (n, oh, h, w * c), &rows))
+}
+
+/// One box of a crop: its image, its rows' taps, its columns' taps.
+pub(crate) type Crop = (usize, Vec<Option<Tap>>, Vec<Option<Tap>>);
+
+/// Each box's image and its row and column taps (`crop_taps`), the
+/// boxes read from `boxes` and `box_ind` and checked: what both backends
+/// crop by.
+pub(crate) struct Crops {
+    /// Per box, in order.
+    pub(crate) boxes: Vec<Crop>,
+}
+
+impl Crops {
+    /// The crops of `boxes` (`[n, 4]`) out of images `box_ind` of a
+    /// `[batch, height, width, _]` `image_shape`.
+    pub(crate) fn of(
+        boxes: &CpuTensor,
+        box_ind: &CpuTensor,
+        image_shape: &[usize],
+        attrs: &CropAndResizeAttrs,
+    ) -> Result<Crops> {
+        let &[batch, h, w, _] = image_shape else {
+            return Err(rule_error("CropAndResize")(format!("image {image_shape:?} is not NHWC")));
+        };
+        let (coords, images) = (boxes.as_slice::<f32>()?, box_ind.as_slice::<i32>()?);
+        let [ch, cw] = [attrs.crop_size[0] as usize, attrs.crop_size[1] as usize];
+        let bilinear = attrs.method == CropMethod::Bilinear;
+        let boxes = (coords.chunks(4).zip(images).enumerate())
+            .map(|(i, (b, &image))| match usize::try_from(image) {
+                Ok(image) if image < batch => {
+                    Ok((image, crop_taps(b[0], b[2], h, ch, bilinear), crop_taps(b[1], b[3], w, cw, bilinear)))
+                }
+                _ => Err(crate::error::Error::kernel_failed(format!(
+                    "box_ind[{i}] is {image}, outside the {batch} images"
+                ))),
+            })
+            .collect::<Result<_>>()?;
+        Ok(Crops { boxes })
+    }
+}
+
+/// `CropAndResize`: each crop pixel interpolates the image pixels its row
+/// and column taps name, along the columns first (the resize's formula, in
+/// f32), or copies the nearest; `extrapolation_value` where a tap is
+/// outside the image. resize.wgsl's `crop` does the same.
+#[kernel(CropAndResize, cpu)]
+fn crop_and_resize(
+    image: &CpuTensor,
+    boxes: &CpuTensor,
+    box_ind: &CpuTensor,
+    attrs: &CropAndResizeAttrs,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let crops = Crops::of(boxes, box_ind, image.shape(), attrs)?;
+    let src = as_f32(image)?;
+    let &[_, h, w, c] = image.shape() else { return Err(rule_error("CropAndResize")("image is not NHWC".into())) };
+    let (ch, cw) = (out.shape[1], out.shape[2]);
+    let (fill, bilinear) = (attrs.extrapolation_value as f32, attrs.method == CropMethod::Bilinear);
+    let mut data = output::<f32>(out.numel());
+    let crop = ch * cw * c;
+    if crop > 0 {
+        for (px, (image, rows, cols)) in data.chunks_mut(crop).zip(&crops.boxes) {
+            let at = |y: usize, x: usize| ((image * h + y) * w + x) * c;
+            for (p, pixel) in px.chunks_mut(c).enumerate() {
+                match (rows[p / cw], cols[p % cw]) {
+                    (Some(t), Some(u)) if !bilinear => pixel.copy_from_slice(&src[at(t.first, u.first)..][..c]),
+                    (Some(t), Some(u)) => {
+                        let (tl, tr, bl, br) = (
+                            at(t.first, u.first),
+                            at(t.first, u.second),
+                            at(t.second, u.first),
+                            at(t.second, u.second),
+                        );
+                        for (k, y) in pixel.iter_mut().enumerate() {
+                            let top = src[tl + k] + (src[tr + k] - src[tl + k]) * u.weight;
+                            let bottom = src[bl + k] + (src[br + k] - src[bl + k]) * u.weight;
+                            *y = top + (bottom - top) * t.weight;
+                        }
+                    }
+                    _ => pixel.fill(fill),
+                }
+            }
+        }
+    }
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// `RotateWithOffset`: each pixel copies the one `rotation_map` names, or
+/// takes the fill.
+#[kernel(RotateWithOffset, cpu)]
+fn rotate_with_offset(image: &CpuTensor, attrs: &RotateWithOffsetAttrs, out: &TensorMeta) -> Result<CpuTensor> {
+    let &[_, h, w, c] = image.shape() else { return Err(rule_error("RotateWithOffset")("image is not NHWC".into())) };
+    let map = rotation_map(h, w, attrs.radians, &attrs.center);
+    let fill = rotation_fill(&attrs.fill_value, c);
+    let src = image.as_slice::<f32>()?;
+    let mut data = output::<f32>(out.numel());
+    let plane = h * w * c;
+    if plane > 0 {
+        for (n, img) in data.chunks_mut(plane).enumerate() {
+            for (pixel, from) in img.chunks_mut(c).zip(&map) {
+                match from {
+                    Some(p) => pixel.copy_from_slice(&src[n * plane + p * c..][..c]),
+                    None => pixel.copy_from_slice(&fill),
+                }
+            }
+        }
+    }
+    CpuTensor::from_vec(&out.shape, data)
 }
 
 #[kernel(ResizeBilinearGrad, cpu)]

@@ -3,7 +3,7 @@
 mod accounting;
 mod attention;
 pub(crate) mod binary;
-mod conv;
+pub(crate) mod conv;
 mod device_ops;
 mod error;
 pub(crate) mod index;

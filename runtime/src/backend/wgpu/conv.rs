@@ -17,7 +17,10 @@ use crate::kernels::{
     ResizeBilinearGrad, ResizeBilinearGradAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
     ResizeNearestNeighborGrad, ResizeNearestNeighborGradAttrs,
 };
-use crate::shape::rules::{dilation_window, resize_spans, resize_taps, ConvFilter, GroupedConv, Tap, Window};
+use crate::kernels::{CropAndResize, CropAndResizeAttrs, CropMethod, RotateWithOffset, RotateWithOffsetAttrs};
+use crate::shape::rules::{
+    dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, ConvFilter, GroupedConv, Tap, Window,
+};
 use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("conv");
@@ -259,6 +262,54 @@ fn resize_nearest_neighbor(
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
     resize("ResizeNearestNeighbor", "resize_nearest", images, attrs.align_corners, attrs.half_pixel_centers, false, out)
+}
+
+/// `CropAndResize`: the boxes read back and their taps made on the host
+/// (the cpu's `Crops`, so both backends sample the same pixels), then one
+/// invocation per output element (resize.wgsl's `crop`).
+#[kernel(CropAndResize, wgpu)]
+fn crop_and_resize(
+    image: &WgpuTensor,
+    boxes: &WgpuTensor,
+    box_ind: &WgpuTensor,
+    attrs: &CropAndResizeAttrs,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let crops = crate::backend::cpu::conv::Crops::of(&boxes.download()?, &box_ind.download()?, image.shape(), attrs)?;
+    let word = |t: &Option<Tap>| match t {
+        Some(t) => [t.first as u32, t.second as u32, t.weight.to_bits()],
+        None => [u32::MAX, 0, 0],
+    };
+    let words: Vec<i32> = (crops.boxes.iter())
+        .flat_map(|(image, rows, cols)| std::iter::once(*image as u32).chain(rows.iter().chain(cols).flat_map(word)))
+        .map(|w| w as i32)
+        .collect();
+    let taps = WgpuTensor::upload(&CpuTensor::from_vec(&[words.len()], words)?)?;
+    let [_, h, w, c] = image.shape()[..] else { return Err(rule_error("CropAndResize")("image is not NHWC".into())) };
+    let (fill, bilinear) = ((attrs.extrapolation_value as f32).to_bits(), attrs.method == CropMethod::Bilinear);
+    let sizes = [out.numel(), h, w, c, out.shape[1], out.shape[2]].map(|d| d as u32);
+    let params = [&sizes[..], &[fill, u32::from(bilinear), u32::from(image.dtype() == DType::I32)]].concat();
+    EntryPoint { kernel: "CropAndResize", shader: &RESIZE, entry: "crop", op: 0 }.run(&[image, &taps], out, &params)
+}
+
+/// `RotateWithOffset`: the map of which pixel goes where and each
+/// channel's fill made on the host (as the cpu's), then one invocation per
+/// output element (resize.wgsl's `rotate`).
+#[kernel(RotateWithOffset, wgpu)]
+fn rotate_with_offset(image: &WgpuTensor, attrs: &RotateWithOffsetAttrs, out: &TensorMeta) -> Result<WgpuTensor> {
+    let [_, h, w, c] = image.shape()[..] else {
+        return Err(rule_error("RotateWithOffset")("image is not NHWC".into()));
+    };
+    let map = rotation_map(h, w, attrs.radians, &attrs.center).into_iter().map(|p| p.map_or(u32::MAX, |p| p as u32));
+    let fill = rotation_fill(&attrs.fill_value, c).into_iter().map(f32::to_bits);
+    let words: Vec<i32> = map.chain(fill).map(|w| w as i32).collect();
+    let taps = WgpuTensor::upload(&CpuTensor::from_vec(&[words.len()], words)?)?;
+    let params = [out.numel(), h, w, c].map(|d| d as u32);
+    EntryPoint { kernel: "RotateWithOffset", shader: &RESIZE, entry: "rotate", op: 0 }.run(
+        &[image, &taps],
+        out,
+        &params,
+    )
 }
 
 static RESIZE_GRAD: Shader = shader!("resize_grad");

@@ -723,6 +723,153 @@ fn resize_grad(images: &[usize], dy: &[usize], size: &[i64], corners: bool, cent
     Ok(Shape::from_slice(images))
 }
 
+/// The shape function of `CropAndResize`: `[boxes, crop height, crop
+/// width, channels]` for NHWC `image`, `[boxes, 4]` `boxes` and one image
+/// index per box.
+///
+/// ```
+/// use opforge::{kernels::{CropAndResizeAttrs as Attrs, CropMethod}, shape::rules::crop_and_resize};
+/// let attrs = Attrs { crop_size: vec![3, 4], method: CropMethod::Bilinear, extrapolation_value: 0.0 };
+/// assert_eq!(crop_and_resize(&[2, 8, 8, 3], &[5, 4], &[5], &attrs).unwrap().as_slice(), &[5, 3, 4, 3]);
+/// assert!(crop_and_resize(&[2, 8, 8, 3], &[5, 4], &[4], &attrs).unwrap_err().contains("box_ind has shape [4]"));
+/// let flat = Attrs { crop_size: vec![0, 4], ..attrs };
+/// assert!(crop_and_resize(&[2, 8, 8, 3], &[5, 4], &[5], &flat).unwrap_err().contains("crop_size [0, 4]"));
+/// ```
+pub fn crop_and_resize(
+    image: &[usize],
+    boxes: &[usize],
+    box_ind: &[usize],
+    attrs: &crate::kernels::CropAndResizeAttrs,
+) -> Result<Shape, String> {
+    let &[_, _, _, channels] = image else {
+        return Err(format!("image must be NHWC, [batch, height, width, channels], but its shape is {image:?}"));
+    };
+    let &[n, 4] = boxes else {
+        return Err(format!("boxes has shape {boxes:?}, expected [boxes, 4], each box [y1, x1, y2, x2]"));
+    };
+    if box_ind != [n] {
+        return Err(format!("box_ind has shape {box_ind:?}, expected one image index per box, [{n}]"));
+    }
+    match attrs.crop_size[..] {
+        [h, w] if h >= 1 && w >= 1 => allocatable(Shape::from_slice(&[n, h as usize, w as usize, channels])),
+        _ => Err(format!("crop_size {:?} must be [height, width], each 1 or more", attrs.crop_size)),
+    }
+}
+
+/// Where each row (or column) of a crop samples its image, as TF.js
+/// computes it (`cropAndResize`, in f64 from the f32 box): the crop's
+/// `len` rows spread evenly from `from` to `to` (normalized, `[0, 1]` the
+/// image's `image` rows), or its middle for a crop of one row; `None`
+/// outside the image, which the crop fills with its extrapolation value.
+/// Bilinear taps interpolate between the rows either side; nearest ones
+/// round half up (`Math.round`). Both backends sample by these.
+///
+/// ```
+/// use opforge::shape::rules::{crop_taps, Tap};
+/// let taps = crop_taps(0.0, 0.5, 5, 3, true); // rows 0, 1, 2 of 5
+/// assert_eq!(taps[1], Some(Tap { first: 1, second: 1, weight: 0.0 }));
+/// assert_eq!(crop_taps(0.25, 1.5, 5, 2, true)[1], None); // row 6 of 5
+/// assert_eq!(crop_taps(0.1, 0.2, 5, 2, false)[1], Some(Tap { first: 1, second: 1, weight: 0.0 }));
+/// ```
+pub fn crop_taps(from: f32, to: f32, image: usize, len: usize, bilinear: bool) -> Vec<Option<Tap>> {
+    let (from, to, last) = (f64::from(from), f64::from(to), image as f64 - 1.0);
+    (0..len)
+        .map(|i| {
+            let at = match len > 1 {
+                true => from * last + (to - from) * i as f64 * last / (len as f64 - 1.0),
+                false => 0.5 * (from + to) * last,
+            };
+            // NaN is outside too.
+            if !(0.0..=last).contains(&at) {
+                return None;
+            }
+            Some(match bilinear {
+                true => {
+                    let first = at.floor();
+                    Tap { first: first as usize, second: at.ceil() as usize, weight: (at - first) as f32 }
+                }
+                false => {
+                    let near = (at + 0.5).floor().min(last) as usize;
+                    Tap { first: near, second: near, weight: 0.0 }
+                }
+            })
+        })
+        .collect()
+}
+
+/// The shape function of `RotateWithOffset`: the NHWC `image`'s shape;
+/// `fill_value` gives one value or three, and `center` one fraction or two.
+///
+/// ```
+/// use opforge::{kernels::RotateWithOffsetAttrs as Attrs, shape::rules::rotate_with_offset};
+/// let attrs = Attrs { radians: 0.5, fill_value: vec![0.0, 0.5, 1.0], center: vec![0.5, 0.25] };
+/// assert_eq!(rotate_with_offset(&[1, 4, 5, 3], &attrs).unwrap().as_slice(), &[1, 4, 5, 3]);
+/// let two = Attrs { fill_value: vec![0.0, 1.0], ..attrs };
+/// assert!(rotate_with_offset(&[1, 4, 5, 3], &two).unwrap_err().contains("one value or three"));
+/// ```
+pub fn rotate_with_offset(image: &[usize], attrs: &crate::kernels::RotateWithOffsetAttrs) -> Result<Shape, String> {
+    if image.len() != 4 {
+        return Err(format!("image must be NHWC, [batch, height, width, channels], but its shape is {image:?}"));
+    }
+    if !matches!(attrs.fill_value.len(), 1 | 3) {
+        return Err(format!("fill_value {:?} must give one value or three, `[r, g, b]`", attrs.fill_value));
+    }
+    if !matches!(attrs.center.len(), 1 | 2) {
+        return Err(format!("center {:?} must give one fraction or two, `[x, y]`", attrs.center));
+    }
+    Ok(Shape::from_slice(image))
+}
+
+/// Where each pixel of a `[height, width]` image rotated by `radians`
+/// about `center` (fractions of the width and height) comes from, as
+/// TF.js's `RotateWithOffset` computes it in f64: the pixel of the
+/// rotated coordinates, rounded half up, as `row * width + column`, or
+/// `None` outside the image. Both backends copy by this map.
+///
+/// ```
+/// use opforge::shape::rules::rotation_map;
+/// // A quarter turn of a 4 x 4 image about (2, 2): row r takes column 4 - r.
+/// let map = rotation_map(4, 4, std::f64::consts::FRAC_PI_2, &[0.5]);
+/// assert_eq!(map[0], None); // column 4 is outside
+/// assert_eq!((map[4], map[5]), (Some(3), Some(7)));
+/// let still = rotation_map(3, 5, 0.0, &[0.5, 0.25]);
+/// assert!(still.iter().enumerate().all(|(i, &s)| s == Some(i)));
+/// ```
+pub fn rotation_map(height: usize, width: usize, radians: f64, center: &[f64]) -> Vec<Option<usize>> {
+    let (cx, cy) = match center {
+        [x, y, ..] => (width as f64 * x, height as f64 * y),
+        [c] => (width as f64 * c, height as f64 * c),
+        [] => (width as f64 * 0.5, height as f64 * 0.5),
+    };
+    let (sin, cos) = radians.sin_cos();
+    (0..height * width)
+        .map(|p| {
+            let (y, x) = ((p / width) as f64 - cy, (p % width) as f64 - cx);
+            let sx = (x * cos - y * sin + cx + 0.5).floor();
+            let sy = (x * sin + y * cos + cy + 0.5).floor();
+            let inside = (0.0..width as f64).contains(&sx) && (0.0..height as f64).contains(&sy);
+            inside.then(|| sy as usize * width + sx as usize)
+        })
+        .collect()
+}
+
+/// The fill of each channel of a rotation: `fill_value`'s one value, or
+/// `[r, g, b]` then 255 (TF.js's alpha) for any channel past them.
+///
+/// ```
+/// use opforge::shape::rules::rotation_fill;
+/// assert_eq!(rotation_fill(&[1.0, 2.0, 3.0], 4), [1.0, 2.0, 3.0, 255.0]);
+/// assert_eq!(rotation_fill(&[0.5], 2), [0.5, 0.5]);
+/// ```
+pub fn rotation_fill(fill_value: &[f64], channels: usize) -> Vec<f32> {
+    (0..channels)
+        .map(|k| match fill_value {
+            [one] => *one as f32,
+            rgb => rgb.get(k).map_or(255.0, |&v| v as f32),
+        })
+        .collect()
+}
+
 /// For each of `input` rows (or columns), the outputs of a resize whose
 /// taps read it: `first..last + 1`, empty for none. Taps move forward
 /// with the output, so these outputs are consecutive; a resize's gradient

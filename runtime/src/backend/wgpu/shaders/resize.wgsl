@@ -1,4 +1,5 @@
-// ResizeBilinear and ResizeNearestNeighbor over NHWC images, one invocation
+// ResizeBilinear and ResizeNearestNeighbor over NHWC images (and, below,
+// CropAndResize and RotateWithOffset, which sample the same way), one invocation
 // per output element. `taps` holds, per output row and then per output
 // column, [first, second, weight bits]: the input rows (columns) it reads,
 // as `shape::rules::resize_taps` gives them to the cpu kernels too.
@@ -70,4 +71,63 @@ fn bilinear(i: u32, ints: bool) -> f32 {
 @elementwise fn resize_nearest(i: u32) {
     let p = pixel(i);
     y[i] = images[at(p.n, taps[p.row], taps[p.col], p.c)];
+}
+
+// CropAndResize, one invocation per output element: `taps` holds per box
+// its image, then [first, second, weight bits] per crop row and per crop
+// column (`shape::rules::crop_taps`; first = 0xffffffff outside the
+// image). params: [count, height, width, channels, crop height, crop
+// width, extrapolation bits, bilinear, i32 image].
+@elementwise fn crop(i: u32) {
+    let channels = param(3);
+    let ch = param(4);
+    let cw = param(5);
+    let c = i % channels;
+    let p = i / channels;
+    let x = p % cw;
+    let r = p / cw;
+    let base = (r / ch) * (1u + 3u * (ch + cw));
+    let row = base + 1u + 3u * (r % ch);
+    let col = base + 1u + 3u * (ch + x);
+    let n = taps[base];
+    if taps[row] == 0xffffffffu || taps[col] == 0xffffffffu {
+        y[i] = param(6);
+        return;
+    }
+    let r0 = taps[row];
+    let c0 = taps[col];
+    if param(7) == 0u {
+        y[i] = bitcast<u32>(load(at(n, r0, c0, c), param(8) == 1u));
+        return;
+    }
+    let r1 = taps[row + 1u];
+    let rw = bitcast<f32>(taps[row + 2u]);
+    let c1 = taps[col + 1u];
+    let cw_ = bitcast<f32>(taps[col + 2u]);
+    let ints = param(8) == 1u;
+    let tl = load(at(n, r0, c0, c), ints);
+    let tr = load(at(n, r0, c1, c), ints);
+    let bl = load(at(n, r1, c0, c), ints);
+    let br = load(at(n, r1, c1, c), ints);
+    let top = tl + (tr - tl) * cw_;
+    let bottom = bl + (br - bl) * cw_;
+    y[i] = bitcast<u32>(top + (bottom - top) * rw);
+}
+
+// RotateWithOffset, one invocation per output element: `taps` holds the
+// source pixel of each pixel of an image (`shape::rules::rotation_map`,
+// 0xffffffff outside), then each channel's fill bits. params: [count,
+// height, width, channels].
+@elementwise fn rotate(i: u32) {
+    let channels = param(3);
+    let plane = param(1) * param(2);
+    let c = i % channels;
+    let p = (i / channels) % plane;
+    let n = i / (channels * plane);
+    let source = taps[p];
+    if source == 0xffffffffu {
+        y[i] = taps[plane + c];
+    } else {
+        y[i] = images[(n * plane + source) * channels + c];
+    }
 }
