@@ -8,7 +8,7 @@
 //! gradients, and the sparse and ragged kernels (`SparseReshape`,
 //! `SparseFillEmptyRows`, `SparseSegmentSum`, `SparseSegmentMean`,
 //! `RaggedRange`, `RaggedGather`, `RaggedTensorToTensor`), the resizes'
-//! gradients, `CropAndResize` and `RotateWithOffset`. Each is held to the examples TF.js
+//! gradients, `CropAndResize`, `RotateWithOffset` and `Transform`. Each is held to the examples TF.js
 //! documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
@@ -1220,5 +1220,40 @@ fn rotate_with_offset_turns_as_tfjs_does() {
         let rgba = on(b, f32s(&[0.0; 16], &[1, 2, 2, 4]));
         let y = ops::rotate_with_offset(&rgba, 3.0, &[1.0, 2.0, 3.0], &[0.0]).unwrap();
         assert!(y.to_vec::<f32>().unwrap().chunks(4).any(|px| px == [1.0, 2.0, 3.0, 255.0]), "{b}");
+    }
+}
+
+/// `Transform` by its definition on a 2 x 3 image: a shift by a column in
+/// each fill mode, a half-column shift interpolated, a transform per image,
+/// and a projection of 0 (the fill).
+#[test]
+fn transform_samples_as_tfjs_does() {
+    use opforge::kernels::{FillMode, Interpolation};
+    for b in backends("transform_samples_as_tfjs_does") {
+        let image = on(b, f32s(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0], &[1, 2, 3, 1]));
+        let run = |image: &Tensor, t: &[f32], how: Interpolation, mode: FillMode| {
+            let t = on(b, f32s(t, &[t.len() / 8, 8]));
+            let y = ops::transform(image, &t, how, mode, -1.0, None).unwrap();
+            assert_eq!(y.backend(), b);
+            y.to_vec::<f32>().unwrap()
+        };
+        let right = [1.0, 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0];
+        let nearest = |mode| run(&image, &right, Interpolation::Nearest, mode);
+        assert_eq!(nearest(FillMode::Constant), [-1.0, 0.0, 1.0, -1.0, 3.0, 4.0], "{b}");
+        assert_eq!(nearest(FillMode::Nearest), [0.0, 0.0, 1.0, 3.0, 3.0, 4.0], "{b}");
+        assert_eq!(nearest(FillMode::Wrap), [2.0, 0.0, 1.0, 5.0, 3.0, 4.0], "{b}");
+        assert_eq!(nearest(FillMode::Reflect), [0.0, 0.0, 1.0, 3.0, 3.0, 4.0], "{b}");
+        // Half a column: each pixel the mean of two, the fill standing in on the left.
+        let half = [1.0, 0.0, -0.5, 0.0, 1.0, 0.0, 0.0, 0.0];
+        let y = run(&image, &half, Interpolation::Bilinear, FillMode::Constant);
+        assert_eq!(y, [-0.5, 0.5, 1.5, 1.0, 3.5, 4.5], "{b}");
+        // One transform per image: the second image left as it is.
+        let two = on(b, f32s(&[0.0, 1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0], &[2, 2, 3, 1]));
+        let both = [right, [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0]].concat();
+        let y = run(&two, &both, Interpolation::Nearest, FillMode::Constant);
+        assert_eq!(y, [-1.0, 0.0, 1.0, -1.0, 3.0, 4.0, 6.0, 7.0, 8.0, 9.0, 10.0, 11.0], "{b}");
+        // k = c0 x + 1 is 0 at x = 1: that column is the fill.
+        let pole = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, -1.0, 0.0];
+        assert_eq!(run(&image, &pole, Interpolation::Bilinear, FillMode::Nearest)[1], -1.0, "{b}");
     }
 }

@@ -18,7 +18,7 @@ use opforge::shape::{broadcast_shapes, checked_numel, Shape};
 use crate::{
     Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs,
     Conv3DBackpropInputV2Attrs, DataFormat, DataFormat3D, DimRoundingMode, FusedConv2DAttrs, FusedDepthwiseConv2DAttrs,
-    MaxPool3DAttrs, MaxPool3DGradAttrs, Padding, TransformAttrs, ValidOrSame,
+    MaxPool3DAttrs, MaxPool3DGradAttrs, Padding, ValidOrSame,
 };
 
 // Shared helpers.
@@ -436,22 +436,6 @@ impl Pool<'_> {
 }
 
 // The kernels' functions.
-
-/// `Transform`: `[batch, out height, out width, channels]`, the output
-/// size `output_shape` or the input's; `transforms` is `[1, 8]` or one row
-/// per image.
-pub fn transform(image: &[usize], transforms: &[usize], attrs: &TransformAttrs) -> Result<Shape, String> {
-    let (batch, spatial, channels) = Layout::NHWC.split("image", image)?;
-    if !(transforms == [1, 8] || transforms == [batch, 8]) {
-        return Err(format!("transforms has shape {transforms:?}, expected [1, 8] or [{batch}, 8]"));
-    }
-    let size = match attrs.output_shape.as_deref() {
-        None => spatial.to_vec(),
-        Some(s @ [_, _]) => per_axis("output_shape", s, 2)?,
-        Some(s) => return Err(format!("output_shape {s:?} must be `[height, width]`")),
-    };
-    fits(Layout::NHWC.join(batch, &size, channels))
-}
 
 /// `Conv3D`: `[batch, out depth, out height, out width, out channels]` (NDHWC).
 pub fn conv3d(x: &[usize], filter: &[usize], attrs: &Conv3DAttrs) -> Result<Shape, String> {

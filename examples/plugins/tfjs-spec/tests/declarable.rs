@@ -493,10 +493,10 @@ fn images(c: &mut Checker) {
     c.bad::<b::CropAndResize>(&inputs, crop(vec![3, 4]), "box_ind has shape [4], expected one image index per box");
     let inputs = [T(&[2, 8, 8, 3], F), T(&[5, 4], I), T(&[5], I)];
     c.bad::<b::CropAndResize>(&inputs, crop(vec![3, 4]), "input `boxes` is i32");
-    c.ok::<t::Transform>(&[T(&[2, 4, 5, 3], F), T(&[2, 8], F)], d(), &[T(&[2, 4, 5, 3], F)]);
-    let resized = t::TransformAttrs { output_shape: Some(vec![6, 7]), ..d() };
-    c.ok::<t::Transform>(&[T(&[2, 4, 5, 3], F), T(&[1, 8], F)], resized, &[T(&[2, 6, 7, 3], F)]);
-    c.bad::<t::Transform>(&[T(&[2, 4, 5, 3], F), T(&[3, 8], F)], d(), "transforms has shape [3, 8]");
+    c.ok::<b::Transform>(&[T(&[2, 4, 5, 3], F), T(&[2, 8], F)], d(), &[T(&[2, 4, 5, 3], F)]);
+    let resized = b::TransformAttrs { output_shape: Some(vec![6, 7]), ..d() };
+    c.ok::<b::Transform>(&[T(&[2, 4, 5, 3], F), T(&[1, 8], F)], resized, &[T(&[2, 6, 7, 3], F)]);
+    c.bad::<b::Transform>(&[T(&[2, 4, 5, 3], F), T(&[3, 8], F)], d(), "transforms has shape [3, 8]");
     let nms = |max_output_size, iou_threshold, score_threshold| b::NmsParams {
         max_output_size,
         iou_threshold,

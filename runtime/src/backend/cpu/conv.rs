@@ -49,10 +49,13 @@ use crate::kernels::{
     Dilation2DBackpropInput, MaxPool, MaxPoolGrad, MaxPoolWithArgmax, PoolParams, ResizeBilinear, ResizeBilinearAttrs,
     ResizeBilinearGrad, ResizeNearestNeighbor, ResizeNearestNeighborAttrs, ResizeNearestNeighborGrad,
 };
-use crate::kernels::{CropAndResize, CropAndResizeAttrs, CropMethod, RotateWithOffset, RotateWithOffsetAttrs};
+use crate::kernels::{
+    CropAndResize, CropAndResizeAttrs, CropMethod, Interpolation, RotateWithOffset, RotateWithOffsetAttrs, Transform,
+    TransformAttrs,
+};
 use crate::shape::rules::{
-    crop_taps, dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, tap_weight, ConvFilter,
-    GroupedConv, Tap, Window,
+    crop_taps, dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, tap_weight, transform_samples,
+    ConvFilter, GroupedConv, Tap, Window,
 };
 use opforge_macros::kernel;
 
@@ -940,6 +943,51 @@ fn rotate_with_offset(image: &CpuTensor, attrs: &RotateWithOffsetAttrs, out: &Te
                 match from {
                     Some(p) => pixel.copy_from_slice(&src[n * plane + p * c..][..c]),
                     None => pixel.copy_from_slice(&fill),
+                }
+            }
+        }
+    }
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// The [`transform_samples`] of each row of `transforms` (one, or one
+/// per image) for a `[_, h, w, _]` image and an output of `out`'s shape.
+pub(crate) fn transform_rows(
+    transforms: &CpuTensor,
+    image_shape: &[usize],
+    attrs: &TransformAttrs,
+    out: &TensorMeta,
+) -> Result<Vec<crate::shape::rules::Sample>> {
+    let (hw, ohw) = ((image_shape[1], image_shape[2]), (out.shape[1], out.shape[2]));
+    let rows = transforms.as_slice::<f32>()?.chunks(8);
+    Ok(rows.flat_map(|t| transform_samples(t, hw, ohw, attrs.interpolation, attrs.fill_mode)).collect())
+}
+
+/// `Transform`: each output pixel copies its sample's pixel (nearest) or
+/// weighs its four (bilinear, in f32, the fill standing in for pixels
+/// outside), as transform.wgsl does.
+#[kernel(Transform, cpu)]
+fn transform(image: &CpuTensor, transforms: &CpuTensor, attrs: &TransformAttrs, out: &TensorMeta) -> Result<CpuTensor> {
+    let samples = transform_rows(transforms, image.shape(), attrs, out)?;
+    let &[_, h, w, c] = image.shape() else { return Err(rule_error("Transform")("image is not NHWC".into())) };
+    let (src, fill, plane) = (image.as_slice::<f32>()?, attrs.fill_value as f32, out.shape[1] * out.shape[2]);
+    let one_row = transforms.shape()[0] == 1;
+    let mut data = output::<f32>(out.numel());
+    if plane * c > 0 {
+        for (n, img) in data.chunks_mut(plane * c).enumerate() {
+            let rows = &samples[if one_row { 0 } else { n * plane }..][..plane];
+            let read = |p: Option<usize>, k: usize| p.map_or(fill, |p| src[(n * h * w + p) * c + k]);
+            for (pixel, s) in img.chunks_mut(c).zip(rows) {
+                for (k, y) in pixel.iter_mut().enumerate() {
+                    *y = match attrs.interpolation {
+                        Interpolation::Nearest => read(s.pixels[0], k),
+                        Interpolation::Bilinear => {
+                            let [wx, wy] = s.fractions;
+                            let top = (1.0 - wx) * read(s.pixels[0], k) + wx * read(s.pixels[1], k);
+                            let bottom = (1.0 - wx) * read(s.pixels[2], k) + wx * read(s.pixels[3], k);
+                            (1.0 - wy) * top + wy * bottom
+                        }
+                    };
                 }
             }
         }

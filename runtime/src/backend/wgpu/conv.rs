@@ -17,7 +17,10 @@ use crate::kernels::{
     ResizeBilinearGrad, ResizeBilinearGradAttrs, ResizeNearestNeighbor, ResizeNearestNeighborAttrs,
     ResizeNearestNeighborGrad, ResizeNearestNeighborGradAttrs,
 };
-use crate::kernels::{CropAndResize, CropAndResizeAttrs, CropMethod, RotateWithOffset, RotateWithOffsetAttrs};
+use crate::kernels::{
+    CropAndResize, CropAndResizeAttrs, CropMethod, Interpolation, RotateWithOffset, RotateWithOffsetAttrs, Transform,
+    TransformAttrs,
+};
 use crate::shape::rules::{
     dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, ConvFilter, GroupedConv, Tap, Window,
 };
@@ -307,6 +310,40 @@ fn rotate_with_offset(image: &WgpuTensor, attrs: &RotateWithOffsetAttrs, out: &T
     let params = [out.numel(), h, w, c].map(|d| d as u32);
     EntryPoint { kernel: "RotateWithOffset", shader: &RESIZE, entry: "rotate", op: 0 }.run(
         &[image, &taps],
+        out,
+        &params,
+    )
+}
+
+static TRANSFORM: Shader = shader!("transform");
+
+/// `Transform`: the transforms read back and each output pixel's sample
+/// made on the host (the cpu's `transform_rows`), then one invocation per
+/// output element (transform.wgsl).
+#[kernel(Transform, wgpu)]
+fn transform(
+    image: &WgpuTensor,
+    transforms: &WgpuTensor,
+    attrs: &TransformAttrs,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let rows = transforms.shape()[0];
+    let samples = crate::backend::cpu::conv::transform_rows(&transforms.download()?, image.shape(), attrs, out)?;
+    let word = |p: Option<usize>| p.map_or(u32::MAX, |p| p as u32);
+    let words: Vec<i32> = (samples.iter())
+        .flat_map(|s| {
+            let [a, b, c, d] = s.pixels.map(word);
+            [a, b, c, d, s.fractions[0].to_bits(), s.fractions[1].to_bits()]
+        })
+        .map(|w| w as i32)
+        .collect();
+    let samples = WgpuTensor::upload(&CpuTensor::from_vec(&[words.len()], words)?)?;
+    let [_, h, w, c] = image.shape()[..] else { return Err(rule_error("Transform")("image is not NHWC".into())) };
+    let sizes = [out.numel(), h * w, c, out.shape[1] * out.shape[2], rows].map(|d| d as u32);
+    let nearest = u32::from(attrs.interpolation == Interpolation::Nearest);
+    let params = [&sizes[..], &[(attrs.fill_value as f32).to_bits(), nearest]].concat();
+    EntryPoint { kernel: "Transform", shader: &TRANSFORM, entry: "transform", op: 0 }.run(
+        &[image, &samples],
         out,
         &params,
     )

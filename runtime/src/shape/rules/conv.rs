@@ -853,6 +853,146 @@ pub fn rotation_map(height: usize, width: usize, radians: f64, center: &[f64]) -
         .collect()
 }
 
+/// The shape function of `Transform`: `[batch, out height, out width,
+/// channels]`, the output size `output_shape` or the input's;
+/// `transforms` is `[1, 8]` or one row per image.
+///
+/// ```
+/// use opforge::{kernels::{FillMode, Interpolation, TransformAttrs as Attrs}, shape::rules::transform};
+/// let attrs = Attrs {
+///     interpolation: Interpolation::Nearest,
+///     fill_mode: FillMode::Constant,
+///     fill_value: 0.0,
+///     output_shape: Some(vec![6, 7]),
+/// };
+/// assert_eq!(transform(&[2, 4, 5, 3], &[1, 8], &attrs).unwrap().as_slice(), &[2, 6, 7, 3]);
+/// assert!(transform(&[2, 4, 5, 3], &[3, 8], &attrs).unwrap_err().contains("transforms has shape [3, 8]"));
+/// ```
+pub fn transform(
+    image: &[usize],
+    transforms: &[usize],
+    attrs: &crate::kernels::TransformAttrs,
+) -> Result<Shape, String> {
+    let &[batch, h, w, channels] = image else {
+        return Err(format!("image must be NHWC, [batch, height, width, channels], but its shape is {image:?}"));
+    };
+    if !(transforms == [1, 8] || transforms == [batch, 8]) {
+        return Err(format!("transforms has shape {transforms:?}, expected [1, 8] or [{batch}, 8]"));
+    }
+    let (oh, ow) = match attrs.output_shape.as_deref() {
+        None => (h, w),
+        Some(&[oh, ow]) if oh >= 1 && ow >= 1 => (oh as usize, ow as usize),
+        Some(s) => return Err(format!("output_shape {s:?} must be [height, width], each 1 or more")),
+    };
+    allocatable(Shape::from_slice(&[batch, oh, ow, channels]))
+}
+
+/// Where one output pixel of a `Transform` samples its image: up to four
+/// pixels (`row * width + column`; `None` where the fill stands in) and
+/// the fractions along the columns and rows between them. A nearest
+/// sample has its one pixel first and fractions 0.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Sample {
+    /// The pixels at (floor y, floor x), (floor y, ceil x), (ceil y,
+    /// floor x), (ceil y, ceil x).
+    pub pixels: [Option<usize>; 4],
+    /// How far towards the ceiling column, and row.
+    pub fractions: [f32; 2],
+}
+
+/// A coordinate of a `Transform` outside `[0, len - 1]`, brought back by
+/// `mode` as TF.js's `mapCoord` does (in f64): `constant` leaves it,
+/// `nearest` clamps it, `reflect` mirrors it (`dcba|abcd|dcba`), `wrap`
+/// tiles it; the last three then clamp.
+fn map_coord(c: f64, len: usize, mode: crate::kernels::FillMode) -> f64 {
+    use crate::kernels::FillMode;
+    let (n, last) = (len as f64, len as f64 - 1.0);
+    let mapped = match mode {
+        FillMode::Constant => return c,
+        FillMode::Nearest => c,
+        _ if len <= 1 && (c < 0.0 || c > last) => 0.0,
+        FillMode::Reflect if c < 0.0 => {
+            let twice = 2.0 * n;
+            let c = if c < twice { twice * (-c / twice).trunc() + c } else { c };
+            if c < -n {
+                c + twice
+            } else {
+                -c - 1.0
+            }
+        }
+        FillMode::Reflect if c > last => {
+            let twice = 2.0 * n;
+            let c = c - twice * (c / twice).trunc();
+            if c >= n {
+                twice - c - 1.0
+            } else {
+                c
+            }
+        }
+        FillMode::Wrap if c < 0.0 => c + n * ((-c / last).trunc() + 1.0),
+        FillMode::Wrap if c > last => c - n * (c / last).trunc(),
+        _ => c,
+    };
+    mapped.clamp(0.0, last.max(0.0))
+}
+
+/// Each output pixel's [`Sample`] of a `Transform` of a `[height, width]`
+/// image to `[out height, out width]` by `t` (`[a0, a1, a2, b0, b1, b2,
+/// c0, c1]`): output `(x, y)` reads `((a0 x + a1 y + a2) / k, (b0 x + b1
+/// y + b2) / k)` with `k = c0 x + c1 y + 1`, mapped by `fill_mode`, in
+/// f64 as TF.js computes it; where `k` is 0 (or a coordinate NaN) the
+/// pixel is the fill. Both backends sample by these.
+///
+/// ```
+/// use opforge::kernels::{FillMode, Interpolation};
+/// use opforge::shape::rules::transform_samples;
+/// // A shift right by one column: each pixel reads the one to its left.
+/// let shift = [1.0, 0.0, -1.0, 0.0, 1.0, 0.0, 0.0, 0.0];
+/// let s = transform_samples(&shift, (2, 3), (2, 3), Interpolation::Nearest, FillMode::Constant);
+/// assert_eq!((s[0].pixels[0], s[1].pixels[0], s[5].pixels[0]), (None, Some(0), Some(4)));
+/// let s = transform_samples(&shift, (2, 3), (2, 3), Interpolation::Nearest, FillMode::Wrap);
+/// assert_eq!(s[0].pixels[0], Some(2));
+/// ```
+pub fn transform_samples(
+    t: &[f32],
+    (h, w): (usize, usize),
+    (oh, ow): (usize, usize),
+    interpolation: crate::kernels::Interpolation,
+    fill_mode: crate::kernels::FillMode,
+) -> Vec<Sample> {
+    let t: Vec<f64> = t.iter().map(|&v| f64::from(v)).collect();
+    let pixel = |y: f64, x: f64| {
+        let inside = (0.0..h as f64).contains(&y) && (0.0..w as f64).contains(&x);
+        inside.then(|| y as usize * w + x as usize)
+    };
+    let fill = Sample { pixels: [None; 4], fractions: [0.0, 0.0] };
+    (0..oh * ow)
+        .map(|p| {
+            let (oy, ox) = ((p / ow) as f64, (p % ow) as f64);
+            let k = t[6] * ox + t[7] * oy + 1.0;
+            let x = map_coord((t[0] * ox + t[1] * oy + t[2]) / k, w, fill_mode);
+            let y = map_coord((t[3] * ox + t[4] * oy + t[5]) / k, h, fill_mode);
+            if k == 0.0 || x.is_nan() || y.is_nan() {
+                return fill;
+            }
+            match interpolation {
+                crate::kernels::Interpolation::Nearest => {
+                    // Math.round: halves up.
+                    let (y, x) = ((y + 0.5).floor(), (x + 0.5).floor());
+                    Sample { pixels: [pixel(y, x), None, None, None], fractions: [0.0, 0.0] }
+                }
+                crate::kernels::Interpolation::Bilinear => {
+                    let (y0, x0) = (y.floor(), x.floor());
+                    Sample {
+                        pixels: [pixel(y0, x0), pixel(y0, x0 + 1.0), pixel(y0 + 1.0, x0), pixel(y0 + 1.0, x0 + 1.0)],
+                        fractions: [(x - x0) as f32, (y - y0) as f32],
+                    }
+                }
+            }
+        })
+        .collect()
+}
+
 /// The fill of each channel of a rotation: `fill_value`'s one value, or
 /// `[r, g, b]` then 255 (TF.js's alpha) for any channel past them.
 ///
