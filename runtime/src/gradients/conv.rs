@@ -151,49 +151,23 @@ fn avg_pool_grad_grad(pool: &PoolParams, ddx: &Tensor) -> Result<Tensor> {
 /// A_w^T` for each image and channel. Its gradient is the transposed
 /// product, `dx = A_h^T dy A_w`, TF.js's `ResizeBilinearGrad` and
 /// `ResizeNearestNeighborGrad` kernels; theirs, the adjoint of that, is
-/// the resize again.
-#[gradient(ResizeBilinear)]
-fn resize_bilinear_grad(
-    images: &Tensor,
-    size: &[i64],
-    align_corners: bool,
-    half_pixel_centers: bool,
-    dy: &Tensor,
-) -> Result<Tensor> {
-    let attrs = ResizeBilinearGradAttrs { size: size.to_vec(), align_corners, half_pixel_centers };
-    Engine::run::<ResizeBilinearGrad>(&[images, dy], &attrs)
+/// the resize again. Each row: the gradient, its kernel's tensors (then
+/// `;` and its cotangent), and the kernel it runs on which of them.
+macro_rules! resize_gradients {
+    ($($name:ident: $kernel:ident($($x:ident),*; $d:ident) => $run:ident($($arg:ident),*), $attrs:ident;)*) => {$(
+        #[gradient($kernel)]
+        fn $name($($x: &Tensor,)* size: &[i64], align_corners: bool, half_pixel_centers: bool, $d: &Tensor) -> Result<Tensor> {
+            let attrs = $attrs { size: size.to_vec(), align_corners, half_pixel_centers };
+            Engine::run::<$run>(&[$($arg),*], &attrs)
+        }
+    )*};
 }
 
-#[gradient(ResizeBilinearGrad)]
-fn resize_bilinear_grad_grad(
-    size: &[i64],
-    align_corners: bool,
-    half_pixel_centers: bool,
-    ddx: &Tensor,
-) -> Result<Tensor> {
-    let attrs = ResizeBilinearAttrs { size: size.to_vec(), align_corners, half_pixel_centers };
-    Engine::run::<ResizeBilinear>(&[ddx], &attrs)
-}
-
-#[gradient(ResizeNearestNeighbor)]
-fn resize_nearest_neighbor_grad(
-    images: &Tensor,
-    size: &[i64],
-    align_corners: bool,
-    half_pixel_centers: bool,
-    dy: &Tensor,
-) -> Result<Tensor> {
-    let attrs = ResizeNearestNeighborGradAttrs { size: size.to_vec(), align_corners, half_pixel_centers };
-    Engine::run::<ResizeNearestNeighborGrad>(&[images, dy], &attrs)
-}
-
-#[gradient(ResizeNearestNeighborGrad)]
-fn resize_nearest_neighbor_grad_grad(
-    size: &[i64],
-    align_corners: bool,
-    half_pixel_centers: bool,
-    ddx: &Tensor,
-) -> Result<Tensor> {
-    let attrs = ResizeNearestNeighborAttrs { size: size.to_vec(), align_corners, half_pixel_centers };
-    Engine::run::<ResizeNearestNeighbor>(&[ddx], &attrs)
+resize_gradients! {
+    resize_bilinear_grad: ResizeBilinear(images; dy) => ResizeBilinearGrad(images, dy), ResizeBilinearGradAttrs;
+    resize_bilinear_grad_grad: ResizeBilinearGrad(; ddx) => ResizeBilinear(ddx), ResizeBilinearAttrs;
+    resize_nearest_neighbor_grad:
+        ResizeNearestNeighbor(images; dy) => ResizeNearestNeighborGrad(images, dy), ResizeNearestNeighborGradAttrs;
+    resize_nearest_neighbor_grad_grad:
+        ResizeNearestNeighborGrad(; ddx) => ResizeNearestNeighbor(ddx), ResizeNearestNeighborAttrs;
 }

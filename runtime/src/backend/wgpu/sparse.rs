@@ -18,6 +18,11 @@ use crate::kernels::{
 };
 use opforge_macros::kernel;
 
+/// Two outputs uploaded.
+fn up2((a, b): (CpuTensor, CpuTensor)) -> Result<(WgpuTensor, WgpuTensor)> {
+    Ok((WgpuTensor::upload(&a)?, WgpuTensor::upload(&b)?))
+}
+
 /// A list's tensors read back to the host.
 fn read_all(list: TensorList<'_, WgpuTensor>) -> Result<Vec<CpuTensor>> {
     list.iter().map(WgpuTensor::download).collect()
@@ -31,8 +36,7 @@ fn sparse_reshape(
     out: &[TensorMeta],
 ) -> Result<(WgpuTensor, WgpuTensor)> {
     let (i, s, n) = (input_indices.download()?, input_shape.download()?, new_shape.download()?);
-    let (indices, shape) = host::sparse_reshape(&i, &s, &n, out)?;
-    Ok((WgpuTensor::upload(&indices)?, WgpuTensor::upload(&shape)?))
+    up2(host::sparse_reshape(&i, &s, &n, out)?)
 }
 
 #[kernel(SparseFillEmptyRows, wgpu)]
@@ -79,8 +83,7 @@ fn ragged_range(
     out: &[TensorMeta],
 ) -> Result<(WgpuTensor, WgpuTensor)> {
     let (s, l, d) = (starts.download()?, limits.download()?, deltas.download()?);
-    let (splits, values) = host::ragged_range(&s, &l, &d, out)?;
-    Ok((WgpuTensor::upload(&splits)?, WgpuTensor::upload(&values)?))
+    up2(host::ragged_range(&s, &l, &d, out)?)
 }
 
 #[kernel(RaggedGather, wgpu)]

@@ -253,15 +253,23 @@ pub fn scatter_nd(
         usize::try_from(d).map_err(|_| format!("shape {:?} has the dim {d}, expected dims >= 0", attrs.shape))
     });
     let shape: Shape = shape.collect::<Result<_, _>>()?;
-    let (k, rows) = nd_rows(indices, shape.len(), "shape")?;
-    let want: Shape = rows.iter().chain(&shape[k..]).copied().collect();
+    nd_updates(indices, updates, &shape, "shape")?;
+    allocatable(shape)
+}
+
+/// Checks that a scatter's `updates` are `indices.shape[..-1] ++
+/// target[k..]`, `k` the last dim of `indices` (`ScatterNd`'s `shape`,
+/// `TensorScatterUpdate`'s `tensor`, which `name` names).
+fn nd_updates(indices: &[usize], updates: &[usize], target: &[usize], name: &str) -> Result<(), String> {
+    let (k, rows) = nd_rows(indices, target.len(), name)?;
+    let want: Shape = rows.iter().chain(&target[k..]).copied().collect();
     if updates != want.as_slice() {
         return Err(format!(
-            "updates {updates:?} must be indices' rows {rows:?} followed by shape[{k}..] {:?}, that is {want:?}",
-            &shape[k..]
+            "updates {updates:?} must be indices' rows {rows:?} followed by {name}[{k}..] {:?}, that is {want:?}",
+            &target[k..]
         ));
     }
-    allocatable(shape)
+    Ok(())
 }
 
 /// The shape function of `TensorScatterUpdate`: `tensor`'s shape, once
@@ -281,14 +289,7 @@ pub fn tensor_scatter_update(
     attrs: &crate::kernels::TensorScatterUpdateAttrs,
 ) -> Result<Shape, String> {
     let _ = attrs;
-    let (k, rows) = nd_rows(indices, tensor.len(), "tensor")?;
-    let want: Shape = rows.iter().chain(&tensor[k..]).copied().collect();
-    if updates != want.as_slice() {
-        return Err(format!(
-            "updates {updates:?} must be indices' rows {rows:?} followed by tensor[{k}..] {:?}, that is {want:?}",
-            &tensor[k..]
-        ));
-    }
+    nd_updates(indices, updates, tensor, "tensor")?;
     Ok(Shape::from_slice(tensor))
 }
 
