@@ -149,7 +149,8 @@ pub(crate) fn sparse_fill_empty_rows(
     let (nnz, rank) = (indices.shape()[0], indices.shape()[1]);
     let dims = dense_shape.as_slice::<i32>()?;
     let rows = dense_dims("dense_shape", dims)?[0];
-    room("empty_row_indicator", &[rows + nnz], std::mem::size_of::<usize>() * 2 + rank * 4)?;
+    // Per row and entry at most: a start, an index row, a value of 8 bytes.
+    room("the filled tensor", &[rows + nnz], std::mem::size_of::<usize>() + rank * 4 + 8)?;
     let index = indices.as_slice::<i32>()?;
     // Where each row's entries start in the output: its entries, or one.
     let mut starts = vec![0usize; rows + 1];
@@ -169,11 +170,15 @@ pub(crate) fn sparse_fill_empty_rows(
         starts[row + 1] = starts[row] + starts[row + 1].max(1);
     }
     let total = starts[rows];
-    let mut at = starts.clone();
+    if total > i32::MAX as usize {
+        return Err(Error::kernel_failed(format!("dense_shape {dims:?} gives {total} entries, past i32 indices")));
+    }
+    // `starts[row]` then moves past each entry written to its row; an empty
+    // row's stays where its default goes.
     let mut moved = vec![0i32; nnz];
     let mut out_index = vec![0i32; total * rank];
     for (i, entry) in index.chunks(rank).enumerate() {
-        let slot = &mut at[entry[0] as usize];
+        let slot = &mut starts[entry[0] as usize];
         out_index[*slot * rank..][..rank].copy_from_slice(entry);
         moved[i] = *slot as i32;
         *slot += 1;
@@ -187,9 +192,6 @@ pub(crate) fn sparse_fill_empty_rows(
             data[to as usize] = v;
         }
         CpuTensor::from_vec(&[total], data)
-    }
-    if total > i32::MAX as usize {
-        return Err(Error::kernel_failed(format!("dense_shape {dims:?} gives {total} entries, past i32 indices")));
     }
     let output_indices = CpuTensor::from_vec(&[total, rank], out_index)?;
     let output_values = for_dtype!(values.dtype(), T => place::<T>(values, default_value, &moved, total))?;

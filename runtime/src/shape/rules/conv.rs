@@ -741,9 +741,7 @@ pub fn crop_and_resize(
     box_ind: &[usize],
     attrs: &crate::kernels::CropAndResizeAttrs,
 ) -> Result<Shape, String> {
-    let &[_, _, _, channels] = image else {
-        return Err(format!("image must be NHWC, [batch, height, width, channels], but its shape is {image:?}"));
-    };
+    let [_, _, _, channels] = nhwc_image(image)?;
     let &[n, 4] = boxes else {
         return Err(format!("boxes has shape {boxes:?}, expected [boxes, 4], each box [y1, x1, y2, x2]"));
     };
@@ -754,6 +752,14 @@ pub fn crop_and_resize(
         [h, w] if h >= 1 && w >= 1 => allocatable(Shape::from_slice(&[n, h as usize, w as usize, channels])),
         _ => Err(format!("crop_size {:?} must be [height, width], each 1 or more", attrs.crop_size)),
     }
+}
+
+/// The dims of an `image` input (`CropAndResize`, `RotateWithOffset`,
+/// `Transform`), NHWC.
+fn nhwc_image(image: &[usize]) -> Result<[usize; 4], String> {
+    image
+        .try_into()
+        .map_err(|_| format!("image must be NHWC, [batch, height, width, channels], but its shape is {image:?}"))
 }
 
 /// Where each row (or column) of a crop samples its image, as TF.js
@@ -789,7 +795,8 @@ pub fn crop_taps(from: f32, to: f32, image: usize, len: usize, bilinear: bool) -
                     Tap { first: first as usize, second: at.ceil() as usize, weight: (at - first) as f32 }
                 }
                 false => {
-                    let near = (at + 0.5).floor().min(last) as usize;
+                    // `at + 0.5` is at most `last + 0.5`: its floor is a row of the image.
+                    let near = (at + 0.5).floor() as usize;
                     Tap { first: near, second: near, weight: 0.0 }
                 }
             })
@@ -808,9 +815,7 @@ pub fn crop_taps(from: f32, to: f32, image: usize, len: usize, bilinear: bool) -
 /// assert!(rotate_with_offset(&[1, 4, 5, 3], &two).unwrap_err().contains("one value or three"));
 /// ```
 pub fn rotate_with_offset(image: &[usize], attrs: &crate::kernels::RotateWithOffsetAttrs) -> Result<Shape, String> {
-    if image.len() != 4 {
-        return Err(format!("image must be NHWC, [batch, height, width, channels], but its shape is {image:?}"));
-    }
+    nhwc_image(image)?;
     if !matches!(attrs.fill_value.len(), 1 | 3) {
         return Err(format!("fill_value {:?} must give one value or three, `[r, g, b]`", attrs.fill_value));
     }
@@ -873,9 +878,7 @@ pub fn transform(
     transforms: &[usize],
     attrs: &crate::kernels::TransformAttrs,
 ) -> Result<Shape, String> {
-    let &[batch, h, w, channels] = image else {
-        return Err(format!("image must be NHWC, [batch, height, width, channels], but its shape is {image:?}"));
-    };
+    let [batch, h, w, channels] = nhwc_image(image)?;
     if !(transforms == [1, 8] || transforms == [batch, 8]) {
         return Err(format!("transforms has shape {transforms:?}, expected [1, 8] or [{batch}, 8]"));
     }
