@@ -822,7 +822,7 @@ pub mod mlp {
         pub fn forward(&self, x: &Tensor) -> opforge::Result<Tensor> {
             // Each layer is one kernel: product, bias and activation.
             let dense = |x: &Tensor, w: &Variable, b: &Variable, activation| {
-                ops::fused_matmul(x, &w.value(), Some(&b.value()), false, false, activation, 0.0)
+                ops::fused_matmul(x, &w.value(), Some(&b.value()), None, false, false, activation, 0.0)
             };
             dense(&dense(x, &self.w1, &self.b1, Activation::Relu)?, &self.w2, &self.b2, Activation::Linear)
         }
@@ -1051,7 +1051,7 @@ pub mod cnn {
             let h = block(&block(&x, &self.conv1, &self.bias1)?, &self.conv2, &self.bias2)?;
             let h = ops::reshape(&h, &[n, FEATURES as i64])?;
             let (w, b) = (weight(&self.dense)?, weight(&self.bias3)?);
-            self.precision.logits(ops::fused_matmul(&h, &w, Some(&b), false, false, Activation::Linear, 0.0)?)
+            self.precision.logits(ops::fused_matmul(&h, &w, Some(&b), None, false, false, Activation::Linear, 0.0)?)
         }
 
         /// Share of `data` whose most likely class is its label.

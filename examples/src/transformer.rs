@@ -181,7 +181,7 @@ impl Transformer {
 
     /// Dense layer on rows: `x w + b`.
     fn dense(&self, x: &Tensor, [w, b]: &[Variable; 2]) -> opforge::Result<Tensor> {
-        ops::fused_matmul(x, &self.weight(w)?, Some(&self.weight(b)?), false, false, Activation::Linear, 0.0)
+        ops::fused_matmul(x, &self.weight(w)?, Some(&self.weight(b)?), None, false, false, Activation::Linear, 0.0)
     }
 
     fn norm(&self, x: &Tensor, [gamma, beta]: &[Variable; 2]) -> opforge::Result<Tensor> {

@@ -198,6 +198,23 @@ fn outputs(d: &mut Diag, f: &Entry, n: usize, k: &Against) -> Option<Vec<Vec<usi
     }
 }
 
+/// Where the input an entry of example `n`'s table `field` names stands
+/// among `inputs`; an error, with a near name if there is one, when it is
+/// not an input.
+fn input_position(d: &mut Diag, field: &str, n: usize, e: &Entry, inputs: &[String]) -> Option<usize> {
+    let found = inputs.iter().position(|i| *i == e.key);
+    if found.is_none() {
+        let msg = format!(
+            "`{field}` of example {n} names `{}`, which is not an input, expected one of {}{}",
+            e.key,
+            quoted(inputs),
+            did_you_mean(&e.key, inputs)
+        );
+        d.error(e.at, msg);
+    }
+    found
+}
+
 /// `index_bounds`: a table from input names to their bounds, one or more
 /// positive integers each.
 fn index_bounds(d: &mut Diag, entry: Option<&Entry>, n: usize, k: &Against) -> Option<Vec<(String, Vec<usize>)>> {
@@ -215,15 +232,8 @@ fn index_bounds(d: &mut Diag, entry: Option<&Entry>, n: usize, k: &Against) -> O
     };
     let mut out = Vec::new();
     for e in fields {
-        if let Some(inputs) = k.inputs.filter(|i| !i.contains(&e.key)) {
-            let msg = format!(
-                "`index_bounds` of example {n} names `{}`, which is not an input, expected one of {}{}",
-                e.key,
-                quoted(inputs),
-                did_you_mean(&e.key, inputs)
-            );
-            d.error(e.at, msg);
-            return None;
+        if let Some(inputs) = k.inputs {
+            input_position(d, "index_bounds", n, e, inputs)?;
         }
         let what = format!("bound of `{}` in example {n}", e.key);
         let bounds = shape(d, &what, &e.node, e.at)?;
@@ -307,16 +317,7 @@ fn values(
     let inputs = k.inputs?;
     let mut out = Vec::new();
     for e in fields {
-        let Some(j) = inputs.iter().position(|i| *i == e.key) else {
-            let msg = format!(
-                "`values` of example {n} names `{}`, which is not an input, expected one of {}{}",
-                e.key,
-                quoted(inputs),
-                did_you_mean(&e.key, inputs)
-            );
-            d.error(e.at, msg);
-            return None;
-        };
+        let j = input_position(d, "values", n, e, inputs)?;
         if absent.contains(&e.key) {
             d.error(e.at, format!("`values` of example {n} gives `{}`, which the example leaves out", e.key));
             return None;

@@ -115,6 +115,29 @@ impl Engine {
         Engine::run_tensors::<K>(&given, Absent::of(inputs), attrs)
     }
 
+    /// [`Engine::run_all`] for inputs given in order, as a call by name
+    /// gives them: optional inputs after the last one given are left out
+    /// (TF.js's `runKernel('_FusedMatMul', {a, b, bias})`, without the
+    /// PReLU weights). What [`Engine::run_by_name`] runs.
+    ///
+    /// ```
+    /// use opforge::{kernels::{FusedMatMul, FusedMatMulAttrs}, Engine, Tensor};
+    /// let (a, b) = (Tensor::from_vec(vec![1.0f32, 2.0], &[1, 2])?, Tensor::from_vec(vec![3.0f32, 4.0], &[2, 1])?);
+    /// let bias = Tensor::scalar(0.5f32);
+    /// let ys = Engine::run_by_position::<FusedMatMul>(&[&a, &b, &bias], &FusedMatMulAttrs::default())?;
+    /// assert_eq!(ys[0].to_vec::<f32>()?, vec![11.5]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn run_by_position<K: KernelSpec>(inputs: &[&Tensor], attrs: &K::Attrs) -> Result<Vec<Tensor>> {
+        let rest = K::INPUTS.get(inputs.len()..).unwrap_or_default();
+        if rest.is_empty() || !rest.iter().all(|name| K::OPTIONAL.contains(name)) {
+            return Engine::run_all::<K>(inputs, attrs);
+        }
+        let given: smallvec::SmallVec<[Option<&Tensor>; 8]> =
+            inputs.iter().map(|&t| Some(t)).chain(rest.iter().map(|_| None)).collect();
+        Engine::run_optional_all::<K>(&given, attrs)
+    }
+
     /// [`Engine::run`] with every output in a `Vec`, in spec order: for
     /// code generic over kernels, whatever their outputs.
     ///
@@ -286,7 +309,9 @@ impl Engine {
     /// descriptor. `attrs` must be the kernel's `Attrs` struct. The name may
     /// be one of the kernel's aliases, TF.js's names for the kernels
     /// opforge names otherwise (`Multiply` for `Mul`, `_FusedMatMul` for
-    /// `FusedMatMul`); the attrs are still the kernel's.
+    /// `FusedMatMul`); the attrs are still the kernel's. The inputs are in
+    /// spec order; optional ones after the last given are left out (see
+    /// [`Engine::run_by_position`]).
     ///
     /// ```
     /// use opforge::{kernels::{MulAttrs, SumAttrs}, Engine, Tensor};

@@ -38,7 +38,7 @@ fn loss(vars: &[Variable], step: usize) -> opforge::Result<Tensor> {
     let x = Tensor::random_normal(&[32, 8], 0.0, 1.0, 1000 + step as u64)?.to_backend(backend)?;
     let target = Tensor::random_uniform(&[32, 4], -1.0, 1.0, 5000 + step as u64)?.to_backend(backend)?;
     let dense = |x: &Tensor, w: &Variable, b: &Variable, activation| {
-        ops::fused_matmul(x, &w.value(), Some(&b.value()), false, false, activation, 0.0)
+        ops::fused_matmul(x, &w.value(), Some(&b.value()), None, false, false, activation, 0.0)
     };
     let h = dense(&x, &vars[0], &vars[1], Activation::Relu)?;
     let y = dense(&h, &vars[2], &vars[3], Activation::Linear)?;

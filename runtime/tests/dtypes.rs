@@ -711,7 +711,7 @@ fn widened_kernels_run_half_types_in_f32_and_round_once() -> opforge::Result<()>
         ("max_pool", &[&[1, 4, 6, 2]], |t| ops::max_pool(&t[0], &[2, 2], &[2, 2], Padding::Valid, None)),
         ("avg_pool", &[&[1, 4, 6, 2]], |t| ops::avg_pool(&t[0], &[2, 3], &[1, 2], Padding::Same, None)),
         ("fused_matmul", &[&[3, 4], &[4, 5], &[5]], |t| {
-            ops::fused_matmul(&t[0], &t[1], Some(&t[2]), false, false, Activation::Relu, 0.0)
+            ops::fused_matmul(&t[0], &t[1], Some(&t[2]), None, false, false, Activation::Relu, 0.0)
         }),
         ("lrn", &[&[2, 3, 5]], |t| ops::local_response_normalization(&t[0], 2, 1.0, 1e-3, 0.75)),
     ];

@@ -528,7 +528,7 @@ fn fused_matmul_is_the_product_its_bias_and_its_activation() {
         };
         for (activation, composed) in activations {
             let what = format!("fused_matmul({sa:?}, {sb:?}, {ta}, {tb}, bias {bias:?}, {activation:?})");
-            let fused = ops::fused_matmul(&a, &b, bias.as_ref(), ta, tb, activation, -0.3).unwrap();
+            let fused = ops::fused_matmul(&a, &b, bias.as_ref(), None, ta, tb, activation, -0.3).unwrap();
             let want = composed(&z).unwrap().to_vec::<f32>().unwrap();
             let got = fused.to_vec::<f32>().unwrap();
             assert_eq!(fused.shape(), z.shape(), "{what}");
@@ -540,6 +540,7 @@ fn fused_matmul_is_the_product_its_bias_and_its_activation() {
         &uniform(&[4, 3], (-1.0, 1.0), 1),
         &uniform(&[3, 5], (-1.0, 1.0), 2),
         Some(&uniform(&[2, 4, 5], (-1.0, 1.0), 3)),
+        None,
         false,
         false,
         Activation::Relu,
@@ -569,7 +570,7 @@ fn fused_matmul_epilogues_keep_nan_as_the_composed_ops_do() {
             Activation::Sigmoid,
             Activation::Leakyrelu,
         ] {
-            let fused = ops::fused_matmul(&a, &b, Some(&bias), false, false, activation, 0.2).unwrap();
+            let fused = ops::fused_matmul(&a, &b, Some(&bias), None, false, false, activation, 0.2).unwrap();
             let got = fused.to_vec::<f32>().unwrap();
             // Row 0 meets a NaN in `a`, column 1 the NaN of the bias.
             for (i, g) in got.iter().enumerate() {

@@ -52,8 +52,14 @@ fn a_kernel_runs_by_its_alias_with_its_own_attrs() -> Result<()> {
     let bias = Tensor::from_vec(vec![0.5f32, -10.0], &[2])?;
     let attrs = FusedMatMulAttrs { activation: Activation::Relu, ..Default::default() };
     let fused = Engine::run_by_name("_FusedMatMul", &[&a, &b, &bias], &attrs)?;
-    let want = ops::fused_matmul(&a, &b, Some(&bias), false, false, Activation::Relu, 0.2)?;
+    let want = ops::fused_matmul(&a, &b, Some(&bias), None, false, false, Activation::Relu, 0.2)?;
     assert_eq!(fused.to_vec::<f32>()?, want.to_vec::<f32>()?);
+    // The optional inputs after the last given are left out (the PReLU
+    // weights above); a required one is not.
+    let product = Engine::run_by_name("_FusedMatMul", &[&a, &b], &FusedMatMulAttrs::default())?;
+    assert_eq!(product.to_vec::<f32>()?, ops::matmul(&a, &b, false, false)?.to_vec::<f32>()?);
+    let err = Engine::run_by_name("_FusedMatMul", &[&a], &attrs).unwrap_err().to_string();
+    assert!(err.contains("expected 4 inputs (a, b, bias, prelu_activation_weights), got 1"), "{err}");
     // The alias's entry is the kernel's, under the kernel's name.
     let entry = registry::spec("Multiply").unwrap();
     assert_eq!((entry.name, entry.aliases), ("Mul", &["Multiply"][..]));

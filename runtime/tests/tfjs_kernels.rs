@@ -8,15 +8,16 @@
 //! gradients, and the sparse and ragged kernels (`SparseReshape`,
 //! `SparseFillEmptyRows`, `SparseSegmentSum`, `SparseSegmentMean`,
 //! `RaggedRange`, `RaggedGather`, `RaggedTensorToTensor`), the resizes'
-//! gradients, `CropAndResize`, `RotateWithOffset` and `Transform`. Each is held to the examples TF.js
-//! documents for its op where it has some, on every backend, and to a
+//! gradients, `CropAndResize`, `RotateWithOffset`, `Transform`, and the
+//! fused convolutions (`FusedConv2D`, `FusedDepthwiseConv2D`, with
+//! `FusedMatMul`'s PReLU). Each is held to the examples TF.js documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
 
 mod common;
 
 use common::{backends, Rng};
-use opforge::kernels::{Padding, Side};
+use opforge::kernels::{Activation, DataFormat, DimRoundingMode, Padding, Side};
 use opforge::{ops, BackendId, DType, Tensor};
 
 fn on(b: BackendId, t: Tensor) -> Tensor {
@@ -1255,5 +1256,249 @@ fn transform_samples_as_tfjs_does() {
         // k = c0 x + 1 is 0 at x = 1: that column is the fill.
         let pole = [1.0, 0.0, 0.0, 0.0, 1.0, 0.0, -1.0, 0.0];
         assert_eq!(run(&image, &pole, Interpolation::Bilinear, FillMode::Nearest)[1], -1.0, "{b}");
+    }
+}
+
+/// One fused convolution's configuration for the tests below.
+struct Fused {
+    depthwise: bool,
+    nchw: bool,
+    x: [usize; 4],
+    filter: [usize; 4],
+    strides: [i64; 2],
+    explicit: Option<[[i64; 2]; 2]>,
+    rounding: DimRoundingMode,
+}
+
+const FUSED: [Fused; 5] = [
+    Fused {
+        depthwise: false,
+        nchw: false,
+        x: [2, 6, 5, 3],
+        filter: [3, 3, 3, 4],
+        strides: [1, 1],
+        explicit: None,
+        rounding: DimRoundingMode::Floor,
+    },
+    Fused {
+        depthwise: false,
+        nchw: true,
+        x: [2, 3, 7, 6],
+        filter: [2, 3, 3, 5],
+        strides: [2, 2],
+        explicit: Some([[1, 0], [0, 1]]),
+        rounding: DimRoundingMode::Ceil,
+    },
+    Fused {
+        depthwise: true,
+        nchw: false,
+        x: [1, 7, 7, 2],
+        filter: [3, 3, 2, 2],
+        strides: [2, 2],
+        explicit: Some([[1, 1], [0, 1]]),
+        rounding: DimRoundingMode::Round,
+    },
+    Fused {
+        depthwise: true,
+        nchw: true,
+        x: [2, 3, 5, 6],
+        filter: [2, 2, 3, 1],
+        strides: [1, 2],
+        explicit: None,
+        rounding: DimRoundingMode::Ceil,
+    },
+    // Large enough that the cpu's epilogue runs on rayon.
+    Fused {
+        depthwise: false,
+        nchw: false,
+        x: [4, 24, 24, 8],
+        filter: [3, 3, 8, 16],
+        strides: [1, 1],
+        explicit: Some([[1, 1], [1, 1]]),
+        rounding: DimRoundingMode::Floor,
+    },
+];
+
+impl Fused {
+    fn run(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        added: [Option<&Tensor>; 2],
+        act: (Activation, f64),
+    ) -> opforge::Result<Tensor> {
+        let (padding, explicit) = match self.explicit {
+            Some(p) => (Padding::Explicit, Some(p.iter().map(|p| p.to_vec()).collect::<Vec<_>>())),
+            None => (Padding::Valid, None),
+        };
+        let format = if self.nchw { DataFormat::Nchw } else { DataFormat::Nhwc };
+        let [bias, weights] = added;
+        let (s, e, r) = (&self.strides[..], explicit.as_deref(), self.rounding);
+        match self.depthwise {
+            false => ops::fused_conv2d(x, w, bias, weights, s, padding, e, &[1, 1], format, r, act.0, act.1),
+            true => ops::fused_depthwise_conv2d(x, w, bias, weights, s, padding, e, &[1, 1], format, r, act.0, act.1),
+        }
+    }
+
+    /// The same from the plain ops: the rounding's added windows as
+    /// explicit zeros after the image, the layout as transposes, the bias
+    /// per channel, then the activation's own op.
+    fn composed(&self, x: &Tensor, w: &Tensor, added: [Option<&Tensor>; 2], act: (Activation, f64)) -> Tensor {
+        let x = if self.nchw { ops::transpose(x, &[0, 2, 3, 1]).unwrap() } else { x.clone() };
+        let pads: Vec<Vec<i64>> = (0..2)
+            .map(|a| {
+                let [before, after] = self.explicit.map_or([0, 0], |p| p[a]);
+                let (len, window, stride) = (x.shape()[a + 1] as i64, self.filter[a] as i64, self.strides[a]);
+                let reach = len + before + after - window;
+                let windows = match self.rounding {
+                    DimRoundingMode::Floor => reach / stride,
+                    DimRoundingMode::Round => (reach as f64 / stride as f64).round() as i64,
+                    DimRoundingMode::Ceil => (reach + stride - 1) / stride,
+                };
+                vec![before, after + (windows * stride - reach).max(0)]
+            })
+            .collect();
+        let (padding, explicit) = match self.explicit {
+            Some(_) => (Padding::Explicit, Some(&pads[..])),
+            None => (Padding::Valid, None),
+        };
+        let conv = match self.depthwise {
+            false => ops::conv2d(&x, w, &self.strides, padding, explicit, &[1, 1]),
+            true => ops::depthwise_conv2d(&x, w, &self.strides, padding, explicit, &[1, 1]),
+        };
+        let mut z = conv.unwrap();
+        if self.nchw {
+            z = ops::transpose(&z, &[0, 3, 1, 2]).unwrap();
+        }
+        let per_channel = |t: &Tensor| match (self.nchw, t.shape()) {
+            (true, &[c]) if c != 1 => ops::reshape(t, &[c as i64, 1, 1]).unwrap(),
+            _ => t.clone(),
+        };
+        if let Some(bias) = added[0] {
+            z = ops::add(&z, &per_channel(bias)).unwrap();
+        }
+        match act.0 {
+            Activation::Linear => z,
+            Activation::Relu => ops::relu(&z).unwrap(),
+            Activation::Relu6 => ops::relu6(&z).unwrap(),
+            Activation::Elu => ops::elu(&z).unwrap(),
+            Activation::Sigmoid => ops::sigmoid(&z).unwrap(),
+            Activation::Leakyrelu => ops::leaky_relu(&z, act.1).unwrap(),
+            Activation::Prelu => ops::prelu(&z, &per_channel(added[1].unwrap())).unwrap(),
+        }
+    }
+}
+
+const ACTIVATIONS: [Activation; 7] = [
+    Activation::Linear,
+    Activation::Relu,
+    Activation::Relu6,
+    Activation::Elu,
+    Activation::Sigmoid,
+    Activation::Leakyrelu,
+    Activation::Prelu,
+];
+
+fn close(what: &str, got: &Tensor, want: &Tensor, tol: f32) {
+    assert_eq!(got.shape(), want.shape(), "{what}");
+    let (g, w) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
+    for (i, (g, w)) in g.iter().zip(&w).enumerate() {
+        assert!((g - w).abs() <= tol * w.abs().max(1.0), "{what}: element {i}: {g} against {w}");
+    }
+}
+
+/// `FusedConv2D` and `FusedDepthwiseConv2D` are the convolution, the bias
+/// and the activation composed from the plain ops, in both layouts and
+/// every rounding, with a bias per channel (or one for all) and PReLU
+/// weights per channel, on every backend.
+#[test]
+fn fused_convolutions_are_the_composed_ops() {
+    for b in backends("fused_convolutions_are_the_composed_ops") {
+        for (n, f) in FUSED.iter().enumerate() {
+            let x = on(b, Tensor::random_uniform(&f.x, -2.0, 2.0, 10 + n as u64).unwrap());
+            let w = on(b, Tensor::random_uniform(&f.filter, -1.0, 1.0, 20 + n as u64).unwrap());
+            let k = if f.depthwise { f.filter[2] * f.filter[3] } else { f.filter[3] };
+            let bias_shape: &[usize] = if n % 2 == 0 { &[k] } else { &[] };
+            let bias = on(b, Tensor::random_uniform(bias_shape, -1.0, 1.0, 30).unwrap());
+            let weights = on(b, Tensor::random_uniform(&[k], -0.5, 0.5, 40).unwrap());
+            for activation in ACTIVATIONS {
+                let what = format!("{b}: config {n}, {activation}");
+                let prelu = (activation == Activation::Prelu).then_some(&weights);
+                let added = [Some(&bias), prelu];
+                let got = f.run(&x, &w, added, (activation, -0.3)).unwrap();
+                close(&what, &got, &f.composed(&x, &w, added, (activation, -0.3)), 1e-5);
+                let unbiased = f.run(&x, &w, [None, prelu], (activation, 0.2)).unwrap();
+                close(&what, &unbiased, &f.composed(&x, &w, [None, prelu], (activation, 0.2)), 1e-5);
+            }
+        }
+    }
+}
+
+/// Their gradients (with respect to the images, the filter and the bias)
+/// are the composed ops' gradients, for every activation, also where `y`
+/// cannot tell which side of 0 `z` was on (a negative slope, PReLU
+/// weights of both signs).
+#[test]
+fn fused_convolutions_differentiate_as_the_composed_ops() {
+    for b in backends("fused_convolutions_differentiate_as_the_composed_ops") {
+        for (n, f) in FUSED[..4].iter().enumerate() {
+            let x = on(b, Tensor::random_uniform(&f.x, -2.0, 2.0, 50 + n as u64).unwrap());
+            let w = on(b, Tensor::random_uniform(&f.filter, -1.0, 1.0, 60 + n as u64).unwrap());
+            let k = if f.depthwise { f.filter[2] * f.filter[3] } else { f.filter[3] };
+            let bias = on(b, Tensor::random_uniform(&[k], -1.0, 1.0, 70).unwrap());
+            let weights = on(b, Tensor::random_uniform(&[k], -0.5, 0.5, 80).unwrap());
+            let y = f.run(&x, &w, [Some(&bias), None], (Activation::Linear, 0.0)).unwrap();
+            let dy = on(b, Tensor::random_uniform(y.shape(), -1.0, 1.0, 90).unwrap());
+            for activation in ACTIVATIONS {
+                let what = format!("{b}: config {n}, {activation}");
+                let prelu = (activation == Activation::Prelu).then_some(&weights);
+                let act = (activation, -0.3);
+                let loss = |y: Tensor| ops::sum(&ops::mul(&y, &dy)?, None, false);
+                let fused =
+                    opforge::autodiff::grads(|t: &[Tensor]| loss(f.run(&t[0], &t[1], [Some(&t[2]), prelu], act)?));
+                let composed =
+                    opforge::autodiff::grads(|t: &[Tensor]| loss(f.composed(&t[0], &t[1], [Some(&t[2]), prelu], act)));
+                let inputs = [x.clone(), w.clone(), bias.clone()];
+                let (got, want) = (fused(&inputs).unwrap(), composed(&inputs).unwrap());
+                for (i, name) in ["x", "filter", "bias"].iter().enumerate() {
+                    close(&format!("{what}: d{name}"), &got[i], &want[i], 1e-4);
+                }
+            }
+        }
+    }
+}
+
+/// `FusedMatMul`'s PReLU: the product and bias, then `prelu` with weights
+/// per column or per element, and its gradients the composed ops'.
+#[test]
+fn fused_matmul_takes_prelu_weights() {
+    for b in backends("fused_matmul_takes_prelu_weights") {
+        let a = on(b, Tensor::random_uniform(&[2, 5, 3], -2.0, 2.0, 1).unwrap());
+        let m = on(b, Tensor::random_uniform(&[3, 4], -2.0, 2.0, 2).unwrap());
+        let bias = on(b, Tensor::random_uniform(&[4], -1.0, 1.0, 3).unwrap());
+        for shape in [&[4][..], &[5, 4], &[5, 1], &[]] {
+            let weights = on(b, Tensor::random_uniform(shape, -0.5, 0.5, 4).unwrap());
+            let what = format!("{b}: weights {shape:?}");
+            let fused = |t: &[Tensor]| {
+                ops::fused_matmul(&t[0], &t[1], Some(&t[2]), Some(&weights), false, false, Activation::Prelu, 0.2)
+            };
+            let composed =
+                |t: &[Tensor]| ops::prelu(&ops::add(&ops::matmul(&t[0], &t[1], false, false)?, &t[2])?, &weights);
+            let inputs = [a.clone(), m.clone(), bias.clone()];
+            close(&what, &fused(&inputs).unwrap(), &composed(&inputs).unwrap(), 1e-5);
+            let loss = |y: Tensor| ops::sum(&ops::mul(&y, &y)?, None, false);
+            let got = opforge::autodiff::grads(|t: &[Tensor]| loss(fused(t)?))(&inputs).unwrap();
+            let want = opforge::autodiff::grads(|t: &[Tensor]| loss(composed(t)?))(&inputs).unwrap();
+            for i in 0..3 {
+                close(&format!("{what}: gradient {i}"), &got[i], &want[i], 1e-4);
+            }
+        }
+        // `prelu` needs its weights, and only `prelu` takes them.
+        let err = ops::fused_matmul(&a, &m, None, None, false, false, Activation::Prelu, 0.2).unwrap_err().to_string();
+        assert!(err.contains("FusedMatMul") && err.contains("prelu_activation_weights is not given"), "{err}");
+        let w = on(b, f32s(&[0.1], &[1]));
+        let err =
+            ops::fused_matmul(&a, &m, None, Some(&w), false, false, Activation::Relu, 0.2).unwrap_err().to_string();
+        assert!(err.contains("only `prelu` takes them"), "{err}");
     }
 }

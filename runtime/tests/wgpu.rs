@@ -456,10 +456,18 @@ fn fused_matmul_epilogues_agree_with_the_cpu_on_both_tilings() {
             let bias = bias.map(|s| Tensor::random_uniform(s, -3.0, 3.0, i as u64).unwrap());
             for (activation, alpha) in activations {
                 let what = format!("{batch}x{m}x{k}x{n}, bias {:?}, {activation:?}", bias.as_ref().map(Tensor::shape));
-                let want = ops::fused_matmul(&a, &b, bias.as_ref(), false, false, activation, alpha).unwrap();
+                let want = ops::fused_matmul(&a, &b, bias.as_ref(), None, false, false, activation, alpha).unwrap();
                 let gpu_bias = bias.as_ref().map(on_gpu);
-                let got =
-                    ops::fused_matmul(&on_gpu(&a), &on_gpu(&b), gpu_bias.as_ref(), false, false, activation, alpha);
+                let got = ops::fused_matmul(
+                    &on_gpu(&a),
+                    &on_gpu(&b),
+                    gpu_bias.as_ref(),
+                    None,
+                    false,
+                    false,
+                    activation,
+                    alpha,
+                );
                 assert_close(&what, &want, &got.unwrap(), 1e-4);
             }
         }

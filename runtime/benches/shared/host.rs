@@ -43,7 +43,7 @@ impl SmallMlp {
     fn step(&mut self, x: &Tensor, y: &Tensor) -> opforge::Result<Tensor> {
         let [w1, b1, w2, b2] = &self.vars;
         let dense = |x: &Tensor, w: &Variable, b: &Variable, activation| {
-            ops::fused_matmul(x, &w.value(), Some(&b.value()), false, false, activation, 0.0)
+            ops::fused_matmul(x, &w.value(), Some(&b.value()), None, false, false, activation, 0.0)
         };
         let logits = || dense(&dense(x, w1, b1, Activation::Relu)?, w2, b2, Activation::Linear);
         self.adam.minimize(|| losses::softmax_cross_entropy(y, &logits()?), &[w1, b1, w2, b2])

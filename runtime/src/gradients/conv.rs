@@ -8,8 +8,13 @@
 //! and `ddfilter`.
 
 use super::convert::dims;
+use super::matmul::activation_grad;
 use crate::engine::Engine;
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::kernels::{
+    Activation, DataFormat, DimRoundingMode, FusedConv2D, FusedConv2DAttrs, FusedConv2DNeeds, FusedDepthwiseConv2D,
+    FusedDepthwiseConv2DAttrs, FusedDepthwiseConv2DNeeds,
+};
 use crate::kernels::{
     AvgPool, AvgPoolAttrs, AvgPoolGrad, AvgPoolGradAttrs, Conv2D, Conv2DAttrs, Conv2DBackpropFilter,
     Conv2DBackpropFilterAttrs, Conv2DBackpropFilterNeeds, Conv2DBackpropInput, Conv2DBackpropInputAttrs,
@@ -22,6 +27,8 @@ use crate::kernels::{
     ResizeBilinearAttrs, ResizeBilinearGrad, ResizeBilinearGradAttrs, ResizeNearestNeighbor,
     ResizeNearestNeighborAttrs, ResizeNearestNeighborGrad, ResizeNearestNeighborGradAttrs,
 };
+use crate::ops;
+use crate::shape::rules::{ConvFilter, FusedConv};
 use crate::tensor::Tensor;
 use opforge_macros::gradient;
 
@@ -107,6 +114,71 @@ family_gradients! {
     depthwise_conv2d_backprop_filter_grad:
         DepthwiseConv2dNativeBackpropFilter(x, dy, ddfilter), DepthwiseConv2dNativeBackpropFilterNeeds
         => DEPTHWISE.filter_grad;
+}
+
+/// `FusedConv2D` and `FusedDepthwiseConv2D`: `dz` by the fused kernels'
+/// [`activation_grad`] (`z` recomputed by the kernel with a linear
+/// activation where `y` cannot tell), then the family's gradients of the
+/// NHWC convolution with the [`FusedConv`]'s params, and the bias's as
+/// `dz` summed to its shape. The PReLU weights get none, as in TF.js.
+macro_rules! fused_gradients {
+    ($($name:ident: $kernel:ident($attrs:ident, $needs:ident) => $family:ident, $filter:ident;)*) => {$(
+        #[gradient($kernel)]
+        #[allow(clippy::too_many_arguments)]
+        fn $name(
+            x: &Tensor,
+            filter: &Tensor,
+            bias: Option<&Tensor>,
+            prelu_activation_weights: Option<&Tensor>,
+            conv: &ConvParams,
+            data_format: DataFormat,
+            dim_rounding_mode: DimRoundingMode,
+            activation: Activation,
+            leakyrelu_alpha: f64,
+            y: &Tensor,
+            dy: &Tensor,
+            needs: $needs,
+        ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+            let f = FusedConv::new(ConvFilter::$filter, x.shape(), filter.shape(), conv, data_format, dim_rounding_mode)
+                .map_err(|message| Error::InvalidTensor { what: concat!(stringify!($kernel), " gradient"), message })?;
+            let linear = || {
+                let (conv, activation) = (conv.clone(), Activation::Linear);
+                let attrs = $attrs { conv, data_format, dim_rounding_mode, activation, leakyrelu_alpha };
+                Engine::run_optional::<$kernel>(&[Some(x), Some(filter), bias, None], &attrs)
+            };
+            let weights = prelu_activation_weights.map(|w| as_added(&f, w)).transpose()?;
+            let dz = activation_grad((activation, leakyrelu_alpha, weights.as_ref()), y, dy, linear)?;
+            let dbias = match bias {
+                Some(b) if needs.bias => Some(ops::reshape(&ops::unbroadcast(&dz, as_added(&f, b)?.shape())?, &dims(b))?),
+                _ => None,
+            };
+            let (dx, dfilter) = nhwc_grads(&$family, &f, x, filter, &dz, [needs.x, needs.filter])?;
+            Ok((dx, dfilter, dbias))
+        }
+    )*};
+}
+
+fused_gradients! {
+    fused_conv2d_grad: FusedConv2D(FusedConv2DAttrs, FusedConv2DNeeds) => DENSE, Dense;
+    fused_depthwise_conv2d_grad:
+        FusedDepthwiseConv2D(FusedDepthwiseConv2DAttrs, FusedDepthwiseConv2DNeeds) => DEPTHWISE, Depthwise;
+}
+
+/// A bias or the PReLU weights `t` as they broadcast to the output of `f`.
+fn as_added(f: &FusedConv, t: &Tensor) -> Result<Tensor> {
+    let shape: Vec<i64> = f.as_added(t.shape()).iter().map(|&d| d as i64).collect();
+    ops::reshape(t, &shape)
+}
+
+/// The gradients of the convolution of `f` for `dz` in its data format:
+/// `family`'s, of the NHWC convolution, between the permutations.
+fn nhwc_grads(family: &Family, f: &FusedConv, x: &Tensor, w: &Tensor, dz: &Tensor, needs: [bool; 2]) -> Result<Grads> {
+    if !f.channels_first {
+        return family.forward_grad(x, w, &f.params, dz, needs);
+    }
+    let (x, dz) = (ops::transpose(x, &[0, 2, 3, 1])?, ops::transpose(dz, &[0, 2, 3, 1])?);
+    let (dx, dw) = family.forward_grad(&x, w, &f.params, &dz, needs)?;
+    Ok((dx.map(|d| ops::transpose(&d, &[0, 3, 1, 2])).transpose()?, dw))
 }
 
 /// Each `dy` goes to the tap that won its window: to `x` by

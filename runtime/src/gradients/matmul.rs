@@ -26,17 +26,17 @@ fn batch_matmul_grad(
     product_grads(a, b, transpose_a, transpose_b, dy, (needs.a, needs.b))
 }
 
-/// With `z = matmul(a, b) + bias` and `y = activation(z)`: `dz = dy *
-/// activation'(z)`, read off `y` (each activation is monotonic, so `y`
-/// tells which side of its kink `z` lies on), then `a` and `b` as for
-/// `BatchMatMul` and the bias as `dz` summed to its shape. A leaky relu of
-/// negative slope maps both sides above 0, so there `z` is recomputed.
+/// With `z = matmul(a, b) + bias` and `y = activation(z)`: `dz` by
+/// [`activation_grad`], then `a` and `b` as for `BatchMatMul` and the bias
+/// as `dz` summed to its shape. The PReLU weights get no gradient, as in
+/// TF.js.
 #[gradient(FusedMatMul)]
 #[allow(clippy::too_many_arguments)]
 fn fused_matmul_grad(
     a: &Tensor,
     b: &Tensor,
     bias: Option<&Tensor>,
+    prelu_activation_weights: Option<&Tensor>,
     transpose_a: bool,
     transpose_b: bool,
     activation: Activation,
@@ -45,8 +45,31 @@ fn fused_matmul_grad(
     dy: &Tensor,
     needs: FusedMatMulNeeds,
 ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    let z = || ops::fused_matmul(a, b, bias, None, transpose_a, transpose_b, Activation::Linear, 0.0);
+    let dz = activation_grad((activation, leakyrelu_alpha, prelu_activation_weights), y, dy, z)?;
+    let (da, db) = product_grads(a, b, transpose_a, transpose_b, &dz, (needs.a, needs.b))?;
+    let dbias = match bias {
+        Some(bias) if needs.bias => Some(unbroadcast(&dz, bias.shape())?),
+        _ => None,
+    };
+    Ok((da, db, dbias))
+}
+
+/// The fused kernels' one backward rule for their activation: with `y =
+/// activation(z)`, `dz = dy * activation'(z)`, read off `y` (each
+/// activation is monotonic, so `y` tells which side of its kink `z` lies
+/// on). A leaky relu of negative slope maps both sides above 0, and
+/// PReLU weights may be negative, so there `z` is recomputed by `linear`
+/// (the kernel with a linear activation). `weights` are the PReLU
+/// weights as they broadcast to `y`.
+pub(super) fn activation_grad(
+    (activation, leakyrelu_alpha, weights): (Activation, f64, Option<&Tensor>),
+    y: &Tensor,
+    dy: &Tensor,
+    linear: impl FnOnce() -> Result<Tensor>,
+) -> Result<Tensor> {
     let zero = || scalar(0.0, y);
-    let dz = match activation {
+    Ok(match activation {
         Activation::Linear => dy.clone(),
         Activation::Relu => ops::relu_backward(dy, y)?,
         Activation::Relu6 => {
@@ -58,21 +81,17 @@ fn fused_matmul_grad(
             ops::select(&ops::greater(y, &zero()?)?, dy, &below)?
         }
         Activation::Sigmoid => ops::mul(dy, &ops::mul(y, &ops::sub(&scalar(1.0, y)?, y)?)?)?,
-        Activation::Leakyrelu => {
-            let z = match leakyrelu_alpha < 0.0 {
-                true => &ops::fused_matmul(a, b, bias, transpose_a, transpose_b, Activation::Linear, 0.0)?,
-                false => y,
+        Activation::Leakyrelu | Activation::Prelu => {
+            let (z, slope) = match (weights, leakyrelu_alpha < 0.0) {
+                (Some(w), _) => (&linear()?, w.clone()),
+                (None, true) => (&linear()?, scalar(leakyrelu_alpha, y)?),
+                (None, false) => (y, scalar(leakyrelu_alpha, y)?),
             };
-            let below = ops::mul(dy, &scalar(leakyrelu_alpha, y)?)?;
+            // The weights broadcast to `y` without growing it: `dy * slope` is `dy`'s shape.
+            let below = ops::mul(dy, &slope)?;
             ops::select(&ops::greater(z, &zero()?)?, dy, &below)?
         }
-    };
-    let (da, db) = product_grads(a, b, transpose_a, transpose_b, &dz, (needs.a, needs.b))?;
-    let dbias = match bias {
-        Some(bias) if needs.bias => Some(unbroadcast(&dz, bias.shape())?),
-        _ => None,
-    };
-    Ok((da, db, dbias))
+    })
 }
 
 /// The gradients of `matmul(a, b)` for its cotangent `dy`, each only if

@@ -48,11 +48,12 @@
 //! # Ok::<(), opforge::Error>(())
 //! ```
 //!
-//! A fused kernel called without its optional inputs:
+//! A kernel that left this spec for the built-in one answers there:
+//! `FusedConv2D`, called without its optional inputs:
 //!
 //! ```
+//! use opforge::kernels::FusedConv2D;
 //! use opforge::{Absent, DType, KernelSpec, Tensor};
-//! use opforge_example_tfjs_spec::FusedConv2D;
 //!
 //! let (x, filter) = (Tensor::zeros(&[1, 5, 5, 3], DType::F32)?, Tensor::zeros(&[3, 3, 3, 8], DType::F32)?);
 //! let absent = Absent::of(&[Some(&x), Some(&filter), None, None]);

@@ -10,15 +10,15 @@
 //! wrong ranks, negative sizes, axes out of range, windows larger than
 //! their input, and results too large to allocate.
 //!
-//! A kernel with optional inputs (the fused kernels' `bias?`) gets
-//! `Option<&[usize]>` for each, `None` when the call leaves it out.
+//! A kernel with optional inputs (as the built-in fused kernels' `bias?`)
+//! gets `Option<&[usize]>` for each, `None` when the call leaves it out.
 
-use opforge::shape::{broadcast_shapes, checked_numel, Shape};
+use opforge::kernels::DataFormat;
+use opforge::shape::{checked_numel, Shape};
 
 use crate::{
-    Activation, AvgPool3DAttrs, AvgPool3DGradAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs,
-    Conv3DBackpropInputV2Attrs, DataFormat, DataFormat3D, DimRoundingMode, FusedConv2DAttrs, FusedDepthwiseConv2DAttrs,
-    MaxPool3DAttrs, MaxPool3DGradAttrs, Padding, ValidOrSame,
+    AvgPool3DAttrs, AvgPool3DGradAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs, Conv3DBackpropInputV2Attrs,
+    DataFormat3D, DimRoundingMode, MaxPool3DAttrs, MaxPool3DGradAttrs, Padding, ValidOrSame,
 };
 
 // Shared helpers.
@@ -259,7 +259,8 @@ impl Layout {
     /// error for a wrong rank.
     ///
     /// ```
-    /// use opforge_example_tfjs_spec::{shapes::Layout, DataFormat};
+    /// use opforge::kernels::DataFormat;
+    /// use opforge_example_tfjs_spec::shapes::Layout;
     /// let nchw = Layout::from(DataFormat::Nchw);
     /// assert_eq!(nchw.split("x", &[2, 3, 5, 7]).unwrap(), (2, &[5, 7][..], 3));
     /// assert_eq!(nchw.join(2, &[4, 6], 8).as_slice(), &[2, 8, 4, 6]);
@@ -531,81 +532,4 @@ pub fn avg_pool3d_grad(dy: &[usize], input: &[usize], attrs: &AvgPool3DGradAttrs
         rounding: a.dim_rounding_mode,
     };
     pool.grad(dy, input, None)
-}
-
-/// The output of a fused convolution (`FusedConv2D`,
-/// `FusedDepthwiseConv2D`): `out`, the convolution, to which
-/// `bias` is added and on which `activation` runs. `bias` and the PReLU
-/// weights broadcast to `out` without growing it; with `per_channel` (a
-/// channels-first convolution, as TF.js's `FusedConv2D` does for NCHW) a
-/// 1-D `bias` of more than one entry adds per channel, as `[c, 1, 1]`.
-/// `prelu` needs its weights, and only `prelu` takes them.
-fn fused(
-    out: Shape,
-    bias: Option<&[usize]>,
-    weights: Option<&[usize]>,
-    activation: Activation,
-    per_channel: bool,
-) -> Result<Shape, String> {
-    let per_channel_bias = bias.map(|b| match b {
-        &[c] if per_channel && c != 1 => Shape::from_slice(&[c, 1, 1]),
-        _ => Shape::from_slice(b),
-    });
-    let added = [("bias", bias, per_channel_bias.as_deref()), ("prelu_activation_weights", weights, weights)];
-    for (name, given, as_added) in added.iter().filter_map(|&(n, g, a)| Some((n, g?, a?))) {
-        if broadcast_shapes(&out, as_added).ok().as_deref() != Some(&out[..]) {
-            return Err(format!("{name} {given:?} does not broadcast to the output {:?} without growing it", &out[..]));
-        }
-    }
-    match (activation, weights) {
-        (Activation::Prelu, None) => Err("activation is `prelu`, but prelu_activation_weights is not given".into()),
-        (Activation::Prelu, Some(_)) | (_, None) => Ok(out),
-        (other, Some(_)) => {
-            Err(format!("prelu_activation_weights is given, but activation is `{other}`; only `prelu` takes them"))
-        }
-    }
-}
-
-/// `FusedConv2D`: `Conv2D`'s output (NHWC, or NCHW with `data_format`),
-/// which `bias` (per channel when 1-D and NCHW) and the PReLU weights
-/// broadcast to.
-pub fn fused_conv2d(
-    x: &[usize],
-    filter: &[usize],
-    bias: Option<&[usize]>,
-    prelu_activation_weights: Option<&[usize]>,
-    attrs: &FusedConv2DAttrs,
-) -> Result<Shape, String> {
-    let a = attrs;
-    let conv = Conv {
-        layout: Layout::from(a.data_format),
-        strides: &a.strides,
-        dilations: &a.dilations,
-        pad: Pad::new(a.padding, a.explicit_paddings.as_deref())?,
-        rounding: a.dim_rounding_mode,
-        depthwise: false,
-    };
-    let per_channel = a.data_format == DataFormat::Nchw;
-    fused(conv.shape(x, filter)?, bias, prelu_activation_weights, a.activation, per_channel)
-}
-
-/// `FusedDepthwiseConv2D`: `DepthwiseConv2dNative`'s output, which `bias`
-/// and the PReLU weights broadcast to.
-pub fn fused_depthwise_conv2d(
-    x: &[usize],
-    filter: &[usize],
-    bias: Option<&[usize]>,
-    prelu_activation_weights: Option<&[usize]>,
-    attrs: &FusedDepthwiseConv2DAttrs,
-) -> Result<Shape, String> {
-    let a = attrs;
-    let conv = Conv {
-        layout: Layout::from(a.data_format),
-        strides: &a.strides,
-        dilations: &a.dilations,
-        pad: Pad::new(a.padding, a.explicit_paddings.as_deref())?,
-        rounding: a.dim_rounding_mode,
-        depthwise: true,
-    };
-    fused(conv.shape(x, filter)?, bias, prelu_activation_weights, a.activation, false)
 }

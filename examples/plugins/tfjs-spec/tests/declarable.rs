@@ -632,41 +632,42 @@ fn windows(c: &mut Checker) {
 /// The fused convolutions, with their optional `bias` and PReLU weights
 /// given or left out, and the built-in `Einsum`.
 fn fused(c: &mut Checker) {
-    use t::{Activation, DataFormat, Padding};
+    use b::{Activation, DataFormat, Padding};
+    let conv = |padding, stride| b::ConvParams { padding, strides: vec![stride; 2], ..d() };
 
     // TF.js's `_FusedMatMul`, built in as `FusedMatMul`.
-    let inputs = [Some(T(&[2, 3, 4], F)), Some(T(&[4, 5], F)), Some(T(&[5], F))];
+    let inputs = [Some(T(&[2, 3, 4], F)), Some(T(&[4, 5], F)), Some(T(&[5], F)), None];
     c.ok_with::<b::FusedMatMul>(&inputs, d(), &[T(&[2, 3, 5], F)]);
-    let inputs = [Some(T(&[4, 3], F)), Some(T(&[5, 4], F)), None];
+    let inputs = [Some(T(&[4, 3], F)), Some(T(&[5, 4], F)), None, None];
     let transposed = b::FusedMatMulAttrs { transpose_a: true, transpose_b: true, ..d() };
     c.ok_with::<b::FusedMatMul>(&inputs, transposed, &[T(&[3, 5], F)]);
 
-    let same = t::FusedConv2DAttrs { padding: Padding::Same, activation: Activation::Relu, ..d() };
+    let same = b::FusedConv2DAttrs { conv: conv(Padding::Same, 1), activation: Activation::Relu, ..d() };
     let inputs = [Some(T(&[2, 5, 5, 3], F)), Some(T(&[3, 3, 3, 8], F)), Some(T(&[8], F)), None];
-    c.ok_with::<t::FusedConv2D>(&inputs, same.clone(), &[T(&[2, 5, 5, 8], F)]);
-    let strided = t::FusedConv2DAttrs { strides: vec![2, 2], ..d() };
+    c.ok_with::<b::FusedConv2D>(&inputs, same.clone(), &[T(&[2, 5, 5, 8], F)]);
+    let strided = b::FusedConv2DAttrs { conv: conv(Padding::Valid, 2), ..d() };
     let inputs = [Some(T(&[1, 7, 7, 1], F)), Some(T(&[3, 3, 1, 4], F)), None, None];
-    c.ok_with::<t::FusedConv2D>(&inputs, strided, &[T(&[1, 3, 3, 4], F)]);
+    c.ok_with::<b::FusedConv2D>(&inputs, strided, &[T(&[1, 3, 3, 4], F)]);
     // Channels first: a 1-D bias adds per channel.
-    let nchw = t::FusedConv2DAttrs { data_format: DataFormat::Nchw, activation: Activation::Prelu, ..d() };
+    let nchw = b::FusedConv2DAttrs { data_format: DataFormat::Nchw, activation: Activation::Prelu, ..d() };
     let inputs = [T(&[1, 3, 6, 6], F), T(&[3, 3, 3, 4], F), T(&[4], F), T(&[1], F)];
-    c.ok::<t::FusedConv2D>(&inputs, nchw, &[T(&[1, 4, 4, 4], F)]);
+    c.ok::<b::FusedConv2D>(&inputs, nchw, &[T(&[1, 4, 4, 4], F)]);
     let inputs = [Some(T(&[2, 5, 5, 3], F)), Some(T(&[3, 3, 3, 8], F)), Some(T(&[5], F)), None];
-    c.bad_with::<t::FusedConv2D>(&inputs, same, "bias [5] does not broadcast to the output [2, 5, 5, 8]");
+    c.bad_with::<b::FusedConv2D>(&inputs, same, "bias [5] does not broadcast to the output [2, 5, 5, 8]");
     let inputs = [Some(T(&[2, 5, 5, 2], F)), Some(T(&[3, 3, 3, 8], F)), None, None];
-    c.bad_with::<t::FusedConv2D>(&inputs, d(), "has 2 channels, but filter [3, 3, 3, 8] expects 3");
+    c.bad_with::<b::FusedConv2D>(&inputs, d(), "has 2 channels, but filter [3, 3, 3, 8] expects 3");
 
-    let same = t::FusedDepthwiseConv2DAttrs { padding: Padding::Same, ..d() };
+    let same = b::FusedDepthwiseConv2DAttrs { conv: conv(Padding::Same, 1), ..d() };
     let inputs = [Some(T(&[2, 5, 5, 3], F)), Some(T(&[3, 3, 3, 2], F)), Some(T(&[6], F)), None];
-    c.ok_with::<t::FusedDepthwiseConv2D>(&inputs, same.clone(), &[T(&[2, 5, 5, 6], F)]);
-    let relu6 = t::FusedDepthwiseConv2DAttrs { strides: vec![2], activation: Activation::Relu6, ..d() };
+    c.ok_with::<b::FusedDepthwiseConv2D>(&inputs, same.clone(), &[T(&[2, 5, 5, 6], F)]);
+    let relu6 = b::FusedDepthwiseConv2DAttrs { conv: conv(Padding::Valid, 2), activation: Activation::Relu6, ..d() };
     let inputs = [Some(T(&[1, 7, 7, 2], F)), Some(T(&[3, 3, 2, 1], F)), None, None];
-    c.ok_with::<t::FusedDepthwiseConv2D>(&inputs, relu6, &[T(&[1, 3, 3, 2], F)]);
-    let prelu = t::FusedDepthwiseConv2DAttrs { activation: Activation::Prelu, ..d() };
+    c.ok_with::<b::FusedDepthwiseConv2D>(&inputs, relu6, &[T(&[1, 3, 3, 2], F)]);
+    let prelu = b::FusedDepthwiseConv2DAttrs { activation: Activation::Prelu, ..d() };
     let inputs = [T(&[1, 5, 5, 2], F), T(&[3, 3, 2, 1], F), T(&[2], F), T(&[1, 1, 2], F)];
-    c.ok::<t::FusedDepthwiseConv2D>(&inputs, prelu, &[T(&[1, 3, 3, 2], F)]);
+    c.ok::<b::FusedDepthwiseConv2D>(&inputs, prelu, &[T(&[1, 3, 3, 2], F)]);
     let inputs = [Some(T(&[2, 5, 5, 3], F)), Some(T(&[3, 3, 3, 2], F)), Some(T(&[3], F)), None];
-    c.bad_with::<t::FusedDepthwiseConv2D>(&inputs, same, "bias [3] does not broadcast to the output [2, 5, 5, 6]");
+    c.bad_with::<b::FusedDepthwiseConv2D>(&inputs, same, "bias [3] does not broadcast to the output [2, 5, 5, 6]");
 
     let eq = |equation: &str| b::EinsumAttrs { equation: equation.into() };
     c.ok::<b::Einsum>(&[T(&[2, 3], F), T(&[3, 4], F)], eq("ij,jk->ik"), &[T(&[2, 4], F)]);

@@ -45,7 +45,7 @@ pub(super) fn entry(d: &Descriptor<'_>, spec_file: &str) -> TokenStream {
             spec_file: #spec_file,
             crate_name: ::core::env!("CARGO_CRATE_NAME"),
             run: |__inputs, __attrs| match __attrs.downcast_ref::<#attrs_ty>() {
-                ::core::option::Option::Some(__attrs) => ::opforge::__private::Engine::run_all::<#name>(__inputs, __attrs),
+                ::core::option::Option::Some(__attrs) => ::opforge::__private::Engine::run_by_position::<#name>(__inputs, __attrs),
                 ::core::option::Option::None => ::core::result::Result::Err(::opforge::__private::Error::InvalidTensor {
                     what: "Engine::run_by_name",
                     message: ::std::format!("kernel `{}` takes `{}` attributes", #kernel_name, ::core::stringify!(#attrs_ty)),

@@ -36,13 +36,15 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 
 use super::error::rule_error;
-use super::matmul::{gemm_into, parallelism, Gemm, Operand};
+use super::layout::permute;
+use super::matmul::{epilogue, gemm_into, parallelism, Added, Gemm, Operand};
 use super::parallel::{for_rows, PAR_THRESHOLD};
 use super::pool::output;
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::dtype::{float_sum, DType, Element, Float};
 use crate::error::Result;
+use crate::kernels::{Activation, DataFormat, DimRoundingMode, FusedConv2D, FusedDepthwiseConv2D};
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
     DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, Dilation2D, Dilation2DBackpropFilter,
@@ -55,7 +57,7 @@ use crate::kernels::{
 };
 use crate::shape::rules::{
     crop_taps, dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, tap_weight, transform_samples,
-    ConvFilter, GroupedConv, Tap, Window,
+    ConvFilter, FusedConv, GroupedConv, Tap, Window,
 };
 use opforge_macros::kernel;
 
@@ -115,6 +117,64 @@ convolutions! {
         |x, dy, out, filter_shape| (x.shape(), &out.shape[..]);
     DepthwiseConv2dNativeBackpropFilter => depthwise_conv2d_backprop_filter: Depthwise, backprop_filter,
         |x, dy, out, filter_shape| (x.shape(), &out.shape[..]);
+}
+
+/// `FusedConv2D` and `FusedDepthwiseConv2D`: the NHWC convolution of
+/// their [`FusedConv`] (the images permuted there from NCHW first), then
+/// the fused kernels' one [`epilogue`], in the data format (the output
+/// permuted back first).
+macro_rules! fused_convolutions {
+    ($($kernel:ident => $name:ident: $filter:ident;)*) => {$(
+        #[kernel($kernel, cpu, widens(f16, bf16))]
+        #[allow(clippy::too_many_arguments)]
+        fn $name(
+            x: &CpuTensor,
+            filter: &CpuTensor,
+            bias: Option<&CpuTensor>,
+            prelu_activation_weights: Option<&CpuTensor>,
+            conv: &ConvParams,
+            data_format: DataFormat,
+            dim_rounding_mode: DimRoundingMode,
+            activation: Activation,
+            leakyrelu_alpha: f64,
+            out: &TensorMeta,
+        ) -> Result<CpuTensor> {
+            let kernel = stringify!($kernel);
+            let f = FusedConv::new(ConvFilter::$filter, x.shape(), filter.shape(), conv, data_format, dim_rounding_mode)
+                .map_err(rule_error(kernel))?;
+            let added = (bias, prelu_activation_weights, activation, leakyrelu_alpha);
+            match x.dtype() {
+                DType::F64 => fused_conv::<f64>(x, filter, &f, added, out),
+                _ => fused_conv::<f32>(x, filter, &f, added, out),
+            }
+        }
+    )*};
+}
+
+fused_convolutions! {
+    FusedConv2D => fused_conv2d: Dense;
+    FusedDepthwiseConv2D => fused_depthwise_conv2d: Depthwise;
+}
+
+/// A fused convolution `f` of `x` by `filter` in `T`, then `added`.
+fn fused_conv<T: Conv>(
+    x: &CpuTensor,
+    filter: &CpuTensor,
+    f: &FusedConv,
+    added: Added<'_>,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let nhwc = f.conv.output_shape();
+    let images = match f.channels_first {
+        true => Cow::Owned(CpuTensor::from_vec(&f.conv.input_shape(), permute::<T>(x, &[0, 2, 3, 1])?)?),
+        false => Cow::Borrowed(x),
+    };
+    let mut y = forward_values::<T>(&images, filter, &f.conv, &TensorMeta::new(&nhwc, out.dtype))?;
+    if f.channels_first {
+        y = permute::<T>(&CpuTensor::from_vec(&nhwc, y)?, &[0, 3, 1, 2])?;
+    }
+    epilogue(&mut y, &out.shape, added, |t| f.as_added(t.shape()))?;
+    CpuTensor::from_vec(&out.shape, y)
 }
 
 /// What a convolution computes in: f32 (the half types widened to it)
@@ -177,6 +237,11 @@ fn patches<'a, T: Conv>(x: &'a CpuTensor, w: &Window) -> Result<Cow<'a, [T]>> {
 
 /// A grouped convolution of `x` by `filter` (`g.filter_shape()`).
 fn forward<T: Conv>(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &TensorMeta) -> Result<CpuTensor> {
+    CpuTensor::from_vec(&out.shape, forward_values::<T>(x, filter, g, out)?)
+}
+
+/// [`forward`]'s output values, NHWC.
+fn forward_values<T: Conv>(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &TensorMeta) -> Result<Vec<T>> {
     let (w, c, k) = (&g.window, g.channels, g.out_channels);
     let (xv, fv) = (x.as_slice::<T>()?, filter.as_slice::<T>()?);
     let mut y = output::<T>(out.numel());
@@ -207,7 +272,7 @@ fn forward<T: Conv>(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &Te
                 }
             }
         });
-        return CpuTensor::from_vec(&out.shape, y);
+        return Ok(y);
     }
     let (taps, pixels) = (w.size[0] * w.size[1] * c, out.numel() / k.max(1));
     let rhs = Operand::rows(fv, k);
@@ -215,7 +280,7 @@ fn forward<T: Conv>(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &Te
         let lhs = patches::<T>(x, w)?;
         let lhs = Operand::rows(&lhs, taps);
         gemm_into(&mut y, pixels, k, taps, lhs, rhs, parallelism(pixels * k * taps));
-        return CpuTensor::from_vec(&out.shape, y);
+        return Ok(y);
     }
     // Blocks of output pixels, each a small GEMM on patch rows made just
     // before, in a buffer each thread reuses.
@@ -232,7 +297,7 @@ fn forward<T: Conv>(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, out: &Te
     } else {
         y.par_chunks_mut(BLOCK_PIXELS * k).enumerate().for_each_init(Vec::new, |patch, (i, dst)| block(i, dst, patch));
     }
-    CpuTensor::from_vec(&out.shape, y)
+    Ok(y)
 }
 
 /// The gradient of a grouped convolution with respect to its images:
@@ -745,16 +810,25 @@ fn resize_bilinear(images: &CpuTensor, attrs: &ResizeBilinearAttrs, out: &Tensor
     let &[_, h, w, c] = images.shape() else { return Err(rule_error("ResizeBilinear")("images are not NHWC".into())) };
     let rows = resize_taps(h, out.shape[1], align_corners, half_pixel_centers, true);
     let cols = resize_taps(w, out.shape[2], align_corners, half_pixel_centers, true);
-    let at = |n: usize, y: usize, x: usize| (n * h + y) * w * c + x * c;
+    let image = |n: usize| &src[n * h * w * c..][..h * w * c];
     resize_rows(out, (&rows, &cols), output::<f32>(out.numel()), |n, t, u, px| {
-        let (tl, tr, bl, br) =
-            (at(n, t.first, u.first), at(n, t.first, u.second), at(n, t.second, u.first), at(n, t.second, u.second));
-        for (ch, y) in px.iter_mut().enumerate() {
-            let top = src[tl + ch] + (src[tr + ch] - src[tl + ch]) * u.weight;
-            let bottom = src[bl + ch] + (src[br + ch] - src[bl + ch]) * u.weight;
-            *y = top + (bottom - top) * t.weight;
-        }
+        bilinear_pixel(image(n), (w, c), t, u, px)
     })
+}
+
+/// One pixel of an NHWC image of `(width, channels)` interpolated between
+/// the four its row tap `t` and column tap `u` name, along the columns
+/// first (TF.js's order): the one rule `ResizeBilinear` and
+/// `CropAndResize` share, as resize.wgsl's `bilerp` is on the GPU.
+fn bilinear_pixel(image: &[f32], (w, c): (usize, usize), t: Tap, u: Tap, px: &mut [f32]) {
+    let at = |y: usize, x: usize| &image[(y * w + x) * c..][..c];
+    let (tl, tr) = (at(t.first, u.first), at(t.first, u.second));
+    let (bl, br) = (at(t.second, u.first), at(t.second, u.second));
+    for (k, y) in px.iter_mut().enumerate() {
+        let top = tl[k] + (tr[k] - tl[k]) * u.weight;
+        let bottom = bl[k] + (br[k] - bl[k]) * u.weight;
+        *y = top + (bottom - top) * t.weight;
+    }
 }
 
 /// `ResizeNearestNeighbor`: each output pixel copies the input pixel its
@@ -902,23 +976,13 @@ fn crop_and_resize(
     let crop = ch * cw * c;
     if crop > 0 {
         for (px, (image, rows, cols)) in data.chunks_mut(crop).zip(&crops.boxes) {
-            let at = |y: usize, x: usize| ((image * h + y) * w + x) * c;
+            let image = &src[image * h * w * c..][..h * w * c];
             for (p, pixel) in px.chunks_mut(c).enumerate() {
                 match (rows[p / cw], cols[p % cw]) {
-                    (Some(t), Some(u)) if !bilinear => pixel.copy_from_slice(&src[at(t.first, u.first)..][..c]),
-                    (Some(t), Some(u)) => {
-                        let (tl, tr, bl, br) = (
-                            at(t.first, u.first),
-                            at(t.first, u.second),
-                            at(t.second, u.first),
-                            at(t.second, u.second),
-                        );
-                        for (k, y) in pixel.iter_mut().enumerate() {
-                            let top = src[tl + k] + (src[tr + k] - src[tl + k]) * u.weight;
-                            let bottom = src[bl + k] + (src[br + k] - src[bl + k]) * u.weight;
-                            *y = top + (bottom - top) * t.weight;
-                        }
+                    (Some(t), Some(u)) if !bilinear => {
+                        pixel.copy_from_slice(&image[(t.first * w + u.first) * c..][..c])
                     }
+                    (Some(t), Some(u)) => bilinear_pixel(image, (w, c), t, u, pixel),
                     _ => pixel.fill(fill),
                 }
             }

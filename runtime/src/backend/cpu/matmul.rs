@@ -82,47 +82,61 @@ fn fused_matmul(
     a: &CpuTensor,
     b: &CpuTensor,
     bias: Option<&CpuTensor>,
+    prelu_activation_weights: Option<&CpuTensor>,
     transpose_a: bool,
     transpose_b: bool,
     activation: Activation,
     leakyrelu_alpha: f64,
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
-    let how = (transpose_a, transpose_b, activation, leakyrelu_alpha);
+    let how = (transpose_a, transpose_b);
+    let added = (bias, prelu_activation_weights, activation, leakyrelu_alpha);
     match a.dtype() {
-        DType::F64 => fused_in::<f64>(a, b, bias, how, out),
-        _ => fused_in::<f32>(a, b, bias, how, out),
+        DType::F64 => fused_in::<f64>(a, b, how, added, out),
+        _ => fused_in::<f32>(a, b, how, added, out),
     }
 }
 
-/// [`fused_matmul`] in `T`, `how` its transposes, activation and alpha.
+/// What a fused kernel adds to and applies on its output: the bias, the
+/// PReLU weights, the activation and leaky relu's slope.
+pub(crate) type Added<'a> = (Option<&'a CpuTensor>, Option<&'a CpuTensor>, Activation, f64);
+
+/// [`fused_matmul`] in `T`, `how` its transposes.
 fn fused_in<T: Gemm + Float>(
     a: &CpuTensor,
     b: &CpuTensor,
-    bias: Option<&CpuTensor>,
-    (transpose_a, transpose_b, activation, leakyrelu_alpha): (bool, bool, Activation, f64),
+    (transpose_a, transpose_b): (bool, bool),
+    added: Added<'_>,
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
     let mut data = product::<T>(a, b, transpose_a, transpose_b, out)?;
-    let so = out.shape.as_slice();
-    let (m, n) = (so[so.len() - 2], so[so.len() - 1]);
-    // The bias's values and strides along the matrix's rows and columns
-    // (0 where it broadcasts); the shape rule keeps it within [m, n].
-    let bias = match bias {
-        Some(t) => {
-            let strides = broadcast_strides(t.shape(), &[m, n]);
-            Some((t.as_slice::<T>()?, strides[0], strides[1]))
-        }
-        None => None,
-    };
-    let (zero, one, six, alpha) = (T::zero(), T::one(), T::from_f64(6.0), T::from_f64(leakyrelu_alpha));
+    // The shape rule keeps the bias and weights within the matrices.
+    epilogue(&mut data, &out.shape, added, |t| Shape::from_slice(t.shape()))?;
+    CpuTensor::from_vec(&out.shape, data)
+}
+
+/// Each element `v` of `data` (of `shape`) becomes `activation(v + bias)`,
+/// the bias and the PReLU weights of `added` broadcast to `shape` as
+/// `broadcast` shapes them, a row (the last axis) at a time, in
+/// row-aligned chunks (on rayon when large) while the output is in cache:
+/// the one epilogue of the fused kernels (`FusedMatMul`, `FusedConv2D`,
+/// `FusedDepthwiseConv2D`), as epilogue.wgsl's `activate` is on the GPU.
+pub(crate) fn epilogue<T: Float>(
+    data: &mut [T],
+    shape: &[usize],
+    (bias, weights, activation, alpha): Added<'_>,
+    broadcast: impl Fn(&CpuTensor) -> Shape,
+) -> Result<()> {
+    let (bias, weights) = (strided(bias, shape, &broadcast)?, strided(weights, shape, &broadcast)?);
+    let rows = Rows { shape, bias, weights, slope: T::from_f64(alpha) };
+    let (zero, one, six) = (T::zero(), T::one(), T::from_f64(6.0));
     // One loop per activation, so that the match is not inside it and the
     // common ones (linear, relu) vectorize.
     match activation {
-        Activation::Linear => epilogue(&mut data, m, n, bias, |v| v),
+        Activation::Linear => rows.apply(data, |v, _| v),
         // As the `Relu` and `Relu6` kernels: a NaN stays NaN (`max` would drop it).
-        Activation::Relu => epilogue(&mut data, m, n, bias, |v| if v < zero { zero } else { v }),
-        Activation::Relu6 => epilogue(&mut data, m, n, bias, |v| {
+        Activation::Relu => rows.apply(data, |v, _| if v < zero { zero } else { v }),
+        Activation::Relu6 => rows.apply(data, |v, _| {
             if v < zero {
                 zero
             } else if v > six {
@@ -131,45 +145,73 @@ fn fused_in<T: Gemm + Float>(
                 v
             }
         }),
-        Activation::Elu => epilogue(&mut data, m, n, bias, |v| if v > zero { v } else { v.exp_m1() }),
-        Activation::Sigmoid => epilogue(&mut data, m, n, bias, |v| one / (one + (-v).exp())),
-        Activation::Leakyrelu => epilogue(&mut data, m, n, bias, |v| if v > zero { v } else { alpha * v }),
+        Activation::Elu => rows.apply(data, |v, _| if v > zero { v } else { v.exp_m1() }),
+        Activation::Sigmoid => rows.apply(data, |v, _| one / (one + (-v).exp())),
+        // The slope is leaky relu's constant, or the PReLU weight over `v`.
+        Activation::Leakyrelu | Activation::Prelu => rows.apply(data, |v, a| if v > zero { v } else { a * v }),
     }
-    CpuTensor::from_vec(&out.shape, data)
+    Ok(())
 }
 
-/// Each element `v` at row `i`, column `j` of every `m x n` matrix in
-/// `data` becomes `act(v + bias[i, j])` (`bias` as values and the strides
-/// of its rows and columns, 0 where it broadcasts), a row at a time, in
-/// row-aligned chunks (on rayon when large) while the product is in cache.
-fn epilogue<T: Float>(
-    data: &mut [T],
-    m: usize,
-    n: usize,
-    bias: Option<(&[T], usize, usize)>,
-    act: impl Fn(T) -> T + Sync,
-) {
-    let (m, n) = (m.max(1), n.max(1));
-    let len = data.len();
-    for_rows(data, n, len, |start, chunk| {
-        for (r, values) in chunk.chunks_mut(n).enumerate() {
-            let i = (start / n + r) % m;
-            match bias {
-                // A row of the bias is contiguous: the loop vectorizes.
-                Some((b, row, 1)) => {
-                    for (v, &b) in values.iter_mut().zip(&b[i * row..i * row + n]) {
-                        *v = act(*v + b);
-                    }
-                }
-                Some((b, row, col)) => {
-                    for (j, v) in values.iter_mut().enumerate() {
-                        *v = act(*v + b[i * row + j * col]);
-                    }
-                }
-                None => values.iter_mut().for_each(|v| *v = act(*v)),
+/// The values of `t` (if given) and their strides in `shape`, which
+/// `broadcast` shapes them to.
+fn strided<'a, T: Element>(
+    t: Option<&'a CpuTensor>,
+    shape: &[usize],
+    broadcast: &impl Fn(&CpuTensor) -> Shape,
+) -> Result<Option<(&'a [T], Vec<usize>)>> {
+    t.map(|t| Ok((t.as_slice::<T>()?, broadcast_strides(&broadcast(t), shape).to_vec()))).transpose()
+}
+
+/// An output of `shape` and what its elements add (values and broadcast
+/// strides) and take as the activation's slope: `weights`' element, or
+/// `slope` without them.
+struct Rows<'a, T> {
+    shape: &'a [usize],
+    bias: Option<(&'a [T], Vec<usize>)>,
+    weights: Option<(&'a [T], Vec<usize>)>,
+    slope: T,
+}
+
+impl<T: Float> Rows<'_, T> {
+    fn apply(&self, data: &mut [T], act: impl Fn(T, T) -> T + Sync) {
+        let n = self.shape.last().copied().unwrap_or(1).max(1);
+        let lead = &self.shape[..self.shape.len().saturating_sub(1)];
+        // Where row `r` of a broadcast operand starts, and its column stride.
+        let row = |strides: &[usize], r: usize| {
+            let (mut at, mut r) = (0, r);
+            for (d, &len) in lead.iter().enumerate().rev() {
+                at += r % len.max(1) * strides[d];
+                r /= len.max(1);
             }
-        }
-    });
+            (at, strides.last().copied().unwrap_or(0))
+        };
+        let len = data.len();
+        for_rows(data, n, len, |start, chunk| {
+            for (k, values) in chunk.chunks_mut(n).enumerate() {
+                let r = start / n + k;
+                match (&self.bias, &self.weights) {
+                    (None, None) => values.iter_mut().for_each(|v| *v = act(*v, self.slope)),
+                    // A row of the bias is contiguous: the loop vectorizes.
+                    (Some((b, s)), None) if s.last() == Some(&1) => {
+                        let (at, _) = row(s, r);
+                        for (v, &b) in values.iter_mut().zip(&b[at..at + n]) {
+                            *v = act(*v + b, self.slope);
+                        }
+                    }
+                    (bias, weights) => {
+                        let (b0, bc) = bias.as_ref().map_or((0, 0), |(_, s)| row(s, r));
+                        let (w0, wc) = weights.as_ref().map_or((0, 0), |(_, s)| row(s, r));
+                        for (j, v) in values.iter_mut().enumerate() {
+                            let b = bias.as_ref().map_or(T::zero(), |(b, _)| b[b0 + j * bc]);
+                            let a = weights.as_ref().map_or(self.slope, |(w, _)| w[w0 + j * wc]);
+                            *v = act(*v + b, a);
+                        }
+                    }
+                }
+            }
+        });
+    }
 }
 
 /// `matmul(a, b)`'s elements, row-major in `out`'s shape.

@@ -5,11 +5,16 @@
 //! points for the forward pass and its two gradients; `Dilation2D` and
 //! its gradients are dilation.wgsl's, on the same geometry.
 
+use std::borrow::Cow;
+
+use super::layout::permuted;
+use super::matmul::activation_code;
 use super::{rule_error, EntryPoint, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::dtype::DType;
 use crate::error::Result;
+use crate::kernels::{Activation, DataFormat, DimRoundingMode, FusedConv2D, FusedDepthwiseConv2D};
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
     DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, Dilation2D, Dilation2DBackpropFilter,
@@ -22,8 +27,10 @@ use crate::kernels::{
     TransformAttrs,
 };
 use crate::shape::rules::{
-    dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, ConvFilter, GroupedConv, Tap, Window,
+    dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, ConvFilter, FusedConv, GroupedConv, Tap,
+    Window,
 };
+use crate::shape::strided::broadcast_strides;
 use opforge_macros::kernel;
 
 static SHADER: Shader = shader!("conv");
@@ -111,6 +118,93 @@ convolutions! {
         |x, dy, out, filter_shape| (x.shape(), &out.shape[..]);
     DepthwiseConv2dNativeBackpropFilter => depthwise_conv2d_backprop_filter: Depthwise, "conv_backprop_filter",
         |x, dy, out, filter_shape| (x.shape(), &out.shape[..]);
+}
+
+static EPILOGUE: Shader = shader!("epilogue", "activation");
+
+/// `FusedConv2D` and `FusedDepthwiseConv2D`: conv.wgsl's convolution of
+/// their NHWC [`FusedConv`] (the images permuted there from NCHW first),
+/// then epilogue.wgsl's pass, which adds the bias, applies the activation
+/// (activation.wgsl's, as `FusedMatMul` does) and writes the output in its
+/// data format. Two dispatches: the convolution's entry point stays the
+/// plain kernels'.
+macro_rules! fused_convolutions {
+    ($($kernel:ident => $name:ident: $filter:ident;)*) => {$(
+        #[kernel($kernel, wgpu)]
+        #[allow(clippy::too_many_arguments)]
+        fn $name(
+            x: &WgpuTensor,
+            filter: &WgpuTensor,
+            bias: Option<&WgpuTensor>,
+            prelu_activation_weights: Option<&WgpuTensor>,
+            conv: &ConvParams,
+            data_format: DataFormat,
+            dim_rounding_mode: DimRoundingMode,
+            activation: Activation,
+            leakyrelu_alpha: f64,
+            out: &TensorMeta,
+        ) -> Result<WgpuTensor> {
+            let kernel = stringify!($kernel);
+            let f = FusedConv::new(ConvFilter::$filter, x.shape(), filter.shape(), conv, data_format, dim_rounding_mode)
+                .map_err(rule_error(kernel))?;
+            let added = ([bias, prelu_activation_weights], activation, leakyrelu_alpha);
+            fused(kernel, &f, [x, filter], added, out)
+        }
+    )*};
+}
+
+fused_convolutions! {
+    FusedConv2D => fused_conv2d: Dense;
+    FusedDepthwiseConv2D => fused_depthwise_conv2d: Depthwise;
+}
+
+/// The fused convolution `f` of `kernel` on its inputs, then `added`: the
+/// bias and weights, the activation and leaky relu's slope.
+fn fused(
+    kernel: &'static str,
+    f: &FusedConv,
+    [x, filter]: [&WgpuTensor; 2],
+    ([bias, weights], activation, alpha): ([Option<&WgpuTensor>; 2], Activation, f64),
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let g = &f.conv;
+    let images = match f.channels_first {
+        true => Cow::Owned(permuted(kernel, x, &[0, 2, 3, 1])?),
+        false => Cow::Borrowed(x),
+    };
+    let nhwc = TensorMeta::new(&g.output_shape(), out.dtype);
+    let p = params(kernel, nhwc.numel(), g.input_shape(), g.out_channels, &g.window, g.groups)?;
+    let z = run(kernel, "conv", 0, [&images, filter], &nhwc, &p)?;
+    // Where each output element's value lies in the NHWC `z`.
+    let [_, h, w, k] = g.output_shape();
+    let from = match f.channels_first {
+        true => [h * w * k, 1, w * k, k],
+        false => [h * w * k, w * k, k, 1],
+    };
+    let added =
+        |t: Option<&WgpuTensor>| t.map_or([0; 4], |t| to_words(&broadcast_strides(&f.as_added(t.shape()), &out.shape)));
+    let words = [out.numel(), activation_code(activation) as usize, usize::from(bias.is_some())];
+    let mut params: Vec<usize> = words.into_iter().chain([0]).chain(out.shape.iter().copied()).chain(from).collect();
+    params[3] = (alpha as f32).to_bits() as usize;
+    params.extend(added(bias).into_iter().chain(added(weights)).map(|w| w as usize));
+    if params.iter().any(|&w| w > u32::MAX as usize) {
+        return Err(rule_error(kernel)(format!(
+            "the output {:?} is too large for the shader's 32-bit indices",
+            &out.shape[..]
+        )));
+    }
+    let params: Vec<u32> = params.into_iter().map(|w| w as u32).collect();
+    let inputs = [&z, bias.unwrap_or(&z), weights.unwrap_or(&z)];
+    EntryPoint { kernel, shader: &EPILOGUE, entry: "epilogue", op: 0 }.run(&inputs, out, &params)
+}
+
+/// Four strides as shader words.
+fn to_words(strides: &[usize]) -> [u32; 4] {
+    let mut words = [0; 4];
+    for (w, &s) in words.iter_mut().zip(strides) {
+        *w = s as u32;
+    }
+    words
 }
 
 /// A pooling of `x` (`grad`: its gradient, given `dy`); `op` 0

@@ -57,14 +57,21 @@ fn gather(kernel: &'static str, x: &WgpuTensor, base: usize, from: &[usize], out
     EntryPoint { kernel, shader: &SHADER, entry: "gather", op: 0 }.run(&[x], out, &params)
 }
 
+/// `x` with its axes in the order `perm` gives, for kernel `kernel`.
+pub(super) fn permuted(kernel: &'static str, x: &WgpuTensor, perm: &[usize]) -> Result<WgpuTensor> {
+    let own = strides(x.shape());
+    let from: Vec<usize> = perm.iter().map(|&p| own[p]).collect();
+    let shape: Vec<usize> = perm.iter().map(|&p| x.shape()[p]).collect();
+    gather(kernel, x, 0, &from, &TensorMeta::new(&shape, x.dtype()))
+}
+
 #[kernel(Transpose, wgpu)]
 fn transpose(x: &WgpuTensor, perm: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
     let perm = permutation(x.shape().len(), perm).map_err(rule_error("Transpose"))?;
     // An order that leaves every element where it is (the identity, or one
     // moving only axes of size 1) gathers all of `x`: `x` itself.
-    let own = strides(x.shape());
-    let from: Vec<usize> = perm.iter().map(|&p| own[p]).collect();
-    gather("Transpose", x, 0, &from, out)
+    let _ = out;
+    permuted("Transpose", x, &perm)
 }
 
 #[kernel(BroadcastTo, wgpu)]

@@ -13,7 +13,7 @@ use crate::shape::strided::{broadcast_strides, collapse};
 use crate::shape::Shape;
 use opforge_macros::kernel;
 
-static SHADER: Shader = shader!("matmul");
+static SHADER: Shader = shader!("matmul", "activation");
 
 /// Output blocks of 128x128 (`matmul_wide`) above which a product has
 /// enough of them to keep a large GPU busy (an H100 runs 264 at once);
@@ -39,7 +39,7 @@ fn batch_matmul(
 ) -> Result<WgpuTensor> {
     let product = Product { kernel: "BatchMatMul", transpose_a, transpose_b };
     // No bias, no activation: epilogue code 0 (see matmul.wgsl).
-    product.run(a, b, None, out, [0, 0, 0, 0])
+    product.run(a, b, [None, None], out, [0; 6])
 }
 
 /// The product's pipelines with their epilogue switched on (see
@@ -51,27 +51,38 @@ fn fused_matmul(
     a: &WgpuTensor,
     b: &WgpuTensor,
     bias: Option<&WgpuTensor>,
+    prelu_activation_weights: Option<&WgpuTensor>,
     transpose_a: bool,
     transpose_b: bool,
     activation: Activation,
     leakyrelu_alpha: f64,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let code = match activation {
+    let so = out.shape.as_slice();
+    let matrix = &so[so.len().saturating_sub(2)..];
+    let strides = |t: Option<&WgpuTensor>| {
+        let s = t.map(|t| broadcast_strides(t.shape(), matrix));
+        s.as_ref().map_or([0, 0], |s| [s[0] as u32, s[1] as u32])
+    };
+    let ([row, col], weights) = (strides(bias), strides(prelu_activation_weights));
+    let epilogue = 1 + activation_code(activation) + 8 * u32::from(bias.is_some());
+    let alpha = (leakyrelu_alpha as f32).to_bits();
+    let product = Product { kernel: "FusedMatMul", transpose_a, transpose_b };
+    product.run(a, b, [bias, prelu_activation_weights], out, [row, col, alpha, epilogue, weights[0], weights[1]])
+}
+
+/// An activation as activation.wgsl numbers it: the spec's order of
+/// `Activation`'s values.
+pub(super) fn activation_code(activation: Activation) -> u32 {
+    match activation {
         Activation::Linear => 0,
         Activation::Relu => 1,
         Activation::Relu6 => 2,
         Activation::Elu => 3,
         Activation::Sigmoid => 4,
         Activation::Leakyrelu => 5,
-    };
-    let so = out.shape.as_slice();
-    let matrix = &so[so.len().saturating_sub(2)..];
-    let strides = bias.map(|t| broadcast_strides(t.shape(), matrix));
-    let (row, col) = strides.as_ref().map_or((0, 0), |s| (s[0] as u32, s[1] as u32));
-    let epilogue = 1 + code + 8 * u32::from(bias.is_some());
-    let product = Product { kernel: "FusedMatMul", transpose_a, transpose_b };
-    product.run(a, b, bias, out, [row, col, (leakyrelu_alpha as f32).to_bits(), epilogue])
+        Activation::Prelu => 6,
+    }
 }
 
 /// One batched product of matmul.wgsl.
@@ -83,14 +94,15 @@ struct Product {
 
 impl Product {
     /// `op(a) x op(b)` into `out`, finished by the epilogue that `tail`
-    /// (bias strides, alpha, code) describes.
+    /// (bias strides, alpha, code, weights' strides) describes, with the
+    /// bias and the PReLU weights if given.
     fn run(
         &self,
         a: &WgpuTensor,
         b: &WgpuTensor,
-        bias: Option<&WgpuTensor>,
+        [bias, weights]: [Option<&WgpuTensor>; 2],
         out: &TensorMeta,
-        tail: [u32; 4],
+        tail: [u32; 6],
     ) -> Result<WgpuTensor> {
         if a.dtype() != DType::F32 {
             return Err(unsupported(self.kernel, a.dtype()));
@@ -119,8 +131,8 @@ impl Product {
         params.extend(tail);
         let (entry, tile) = tiling(m, n, count);
         let grid = [n.div_ceil(tile), m.div_ceil(tile), count].map(|g| g.min(u32::MAX as usize) as u32);
-        // A product without a bias binds `b` in its place, unread.
-        let inputs = [a, b, bias.unwrap_or(b)];
+        // A product without a bias or weights binds `b` in their place, unread.
+        let inputs = [a, b, bias.unwrap_or(b), weights.unwrap_or(b)];
         EntryPoint { kernel: self.kernel, shader: &SHADER, entry, op: 0 }.run_grid(
             &inputs,
             out,

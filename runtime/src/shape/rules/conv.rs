@@ -1,5 +1,6 @@
 //! Convolution, pooling and resizing over NHWC images, and the window geometry their kernels share.
 
+use crate::kernels::{Activation, DataFormat, DimRoundingMode, FusedConv2DAttrs, FusedDepthwiseConv2DAttrs};
 use crate::kernels::{
     Conv2DAttrs, Conv2DBackpropFilterAttrs, Conv2DBackpropInputAttrs, ConvParams, DepthwiseConv2dNativeAttrs,
     DepthwiseConv2dNativeBackpropFilterAttrs, DepthwiseConv2dNativeBackpropInputAttrs, Padding, PoolParams,
@@ -476,6 +477,162 @@ pub fn depthwise_conv2d_backprop_filter(
     attrs: &DepthwiseConv2dNativeBackpropFilterAttrs,
 ) -> Result<Shape, String> {
     ConvFilter::Depthwise.backprop_filter(x, dy, &attrs.filter_shape, &attrs.conv)
+}
+
+/// A fused convolution (`FusedConv2D`, `FusedDepthwiseConv2D`) as its
+/// kernels and its gradient run it: a [`GroupedConv`] of NHWC images, the
+/// images permuted there from NCHW and the output back when the data
+/// format is channels first, then the bias and activation. A rounding
+/// mode that adds a window is folded into explicit padding after the
+/// image, whose zeros the added window reads, so that the convolution and
+/// its gradients are the plain kernels' with these `params`.
+///
+/// ```
+/// use opforge::kernels::{ConvParams, DataFormat, DimRoundingMode, Padding};
+/// use opforge::shape::rules::{ConvFilter, FusedConv};
+/// let p = ConvParams {
+///     strides: vec![2, 2],
+///     padding: Padding::Explicit,
+///     explicit_paddings: Some(vec![vec![1, 0], vec![0, 1]]),
+///     ..ConvParams::default()
+/// };
+/// let (x, filter) = ([2, 2, 6, 5], [2, 3, 2, 3]);
+/// let f = FusedConv::new(ConvFilter::Dense, &x, &filter, &p, DataFormat::Nchw, DimRoundingMode::Ceil).unwrap();
+/// assert_eq!(f.output_shape(), [2, 3, 4, 3], "channels first, a window more on each axis");
+/// assert_eq!(f.params.explicit_paddings, Some(vec![vec![1, 1], vec![0, 2]]));
+/// let floor = FusedConv::new(ConvFilter::Dense, &x, &filter, &p, DataFormat::Nchw, DimRoundingMode::Floor).unwrap();
+/// assert_eq!(floor.output_shape(), [2, 3, 3, 2]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct FusedConv {
+    /// The NHWC convolution's parameters: the attrs', the rounding folded
+    /// into the padding.
+    pub params: ConvParams,
+    /// The NHWC convolution.
+    pub conv: GroupedConv,
+    /// Whether the images and the output are channels first (NCHW).
+    pub channels_first: bool,
+}
+
+impl FusedConv {
+    /// The fused convolution of `x` (in `format`) by `filter` (laid out as
+    /// `kind` says) with `params`, windows counted as `rounding` says.
+    pub fn new(
+        kind: ConvFilter,
+        x: &[usize],
+        filter: &[usize],
+        params: &ConvParams,
+        format: DataFormat,
+        rounding: DimRoundingMode,
+    ) -> Result<FusedConv, String> {
+        let x = rank4("x", x)?;
+        let channels_first = format == DataFormat::Nchw;
+        let images = if channels_first { [x[0], x[2], x[3], x[1]] } else { [x[0], x[1], x[2], x[3]] };
+        let mut params = params.clone();
+        let conv = kind.conv(&images, filter, &params)?;
+        if let (Padding::Explicit, Some(pads)) = (params.padding, params.explicit_paddings.as_mut()) {
+            let w = conv.window;
+            for (a, pad) in pads.iter_mut().enumerate().take(2) {
+                // What the windows past the first cover, and what is left of it.
+                let reach = w.input[a] + pad.iter().sum::<i64>() as usize - w.span(a);
+                let left = reach % w.stride[a];
+                let up = match rounding {
+                    DimRoundingMode::Floor => false,
+                    DimRoundingMode::Round => 2 * left >= w.stride[a],
+                    DimRoundingMode::Ceil => left > 0,
+                };
+                if up {
+                    pad[1] += (w.stride[a] - left) as i64;
+                }
+            }
+        }
+        let conv = kind.conv(&images, filter, &params)?;
+        Ok(FusedConv { params, conv, channels_first })
+    }
+
+    /// The output's shape, in the data format.
+    pub fn output_shape(&self) -> [usize; 4] {
+        let [n, h, w, k] = self.conv.output_shape();
+        if self.channels_first {
+            [n, k, h, w]
+        } else {
+            [n, h, w, k]
+        }
+    }
+
+    /// How a `bias` or the PReLU weights of shape `added` broadcast to the
+    /// output: as given, or channels first a 1-D one of more than one
+    /// value per channel, as `[c, 1, 1]` (TF.js's rule).
+    pub fn as_added(&self, added: &[usize]) -> Shape {
+        match added {
+            &[c] if self.channels_first && c != 1 => Shape::from_slice(&[c, 1, 1]),
+            _ => Shape::from_slice(added),
+        }
+    }
+
+    /// The shape rule of a fused convolution: its output, checked against
+    /// the bias and weights its activation takes.
+    fn shape(
+        &self,
+        bias: Option<&[usize]>,
+        weights: Option<&[usize]>,
+        activation: Activation,
+    ) -> Result<Shape, String> {
+        let out = self.output_shape();
+        let (b, w) = (bias.map(|b| self.as_added(b)), weights.map(|w| self.as_added(w)));
+        let added = [("bias", bias, b.as_deref()), ("prelu_activation_weights", weights, w.as_deref())];
+        super::fused_epilogue(&out, "the output", added, activation)?;
+        allocatable(Shape::from_slice(&out))
+    }
+}
+
+/// The shape function of `FusedConv2D`: `Conv2D`'s output, NHWC or (with
+/// `data_format`) NCHW, to which `bias` and the PReLU weights broadcast
+/// (a 1-D one per channel, channels first); see [`FusedConv`].
+///
+/// ```
+/// use opforge::kernels::{Activation, DataFormat, FusedConv2DAttrs};
+/// use opforge::shape::rules::fused_conv2d;
+/// let attrs = FusedConv2DAttrs { data_format: DataFormat::Nchw, activation: Activation::Prelu, ..Default::default() };
+/// let out = fused_conv2d(&[1, 3, 6, 6], &[3, 3, 3, 4], Some(&[4]), Some(&[4]), &attrs).unwrap();
+/// assert_eq!(out.as_slice(), &[1, 4, 4, 4]);
+/// let err = fused_conv2d(&[1, 3, 6, 6], &[3, 3, 3, 4], Some(&[3]), Some(&[4]), &attrs).unwrap_err();
+/// assert_eq!(err, "bias [3] does not broadcast to the output [1, 4, 4, 4] without growing it");
+/// assert!(fused_conv2d(&[1, 3, 6, 6], &[3, 3, 3, 4], None, None, &attrs).unwrap_err().contains("`prelu`"));
+/// ```
+pub fn fused_conv2d(
+    x: &[usize],
+    filter: &[usize],
+    bias: Option<&[usize]>,
+    prelu_activation_weights: Option<&[usize]>,
+    attrs: &FusedConv2DAttrs,
+) -> Result<Shape, String> {
+    let a = attrs;
+    let f = FusedConv::new(ConvFilter::Dense, x, filter, &a.conv, a.data_format, a.dim_rounding_mode)?;
+    f.shape(bias, prelu_activation_weights, a.activation)
+}
+
+/// The shape function of `FusedDepthwiseConv2D`: `DepthwiseConv2dNative`'s
+/// output, as [`fused_conv2d`]'s is `Conv2D`'s.
+///
+/// ```
+/// use opforge::kernels::FusedDepthwiseConv2DAttrs;
+/// use opforge::shape::rules::fused_depthwise_conv2d;
+/// let attrs = FusedDepthwiseConv2DAttrs::default();
+/// let out = fused_depthwise_conv2d(&[2, 5, 5, 3], &[3, 3, 3, 2], Some(&[6]), None, &attrs).unwrap();
+/// assert_eq!(out.as_slice(), &[2, 3, 3, 6]);
+/// assert!(fused_depthwise_conv2d(&[2, 5, 5, 3], &[3, 3, 3, 2], Some(&[3]), None, &attrs).is_err());
+/// ```
+pub fn fused_depthwise_conv2d(
+    x: &[usize],
+    filter: &[usize],
+    bias: Option<&[usize]>,
+    prelu_activation_weights: Option<&[usize]>,
+    attrs: &FusedDepthwiseConv2DAttrs,
+) -> Result<Shape, String> {
+    let a = attrs;
+    let f = FusedConv::new(ConvFilter::Depthwise, x, filter, &a.conv, a.data_format, a.dim_rounding_mode)?;
+    f.shape(bias, prelu_activation_weights, a.activation)
 }
 
 impl PoolParams {

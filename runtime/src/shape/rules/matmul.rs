@@ -25,35 +25,76 @@ pub fn matmul(a: &[usize], b: &[usize], transpose_a: bool, transpose_b: bool) ->
 }
 
 /// The shape function of kernel `FusedMatMul`: [`matmul`]'s, with a
-/// `bias` (if given) that broadcasts to the product's last two axes
-/// `[m, n]` without growing them, so that every matrix of a batch adds
-/// the same bias.
+/// `bias` and PReLU weights (each if given) that broadcast to the
+/// product's last two axes `[m, n]` without growing them, so that every
+/// matrix of a batch adds the same bias; see [`fused_epilogue`].
 ///
 /// ```
-/// use opforge::kernels::FusedMatMulAttrs as Attrs;
+/// use opforge::kernels::{Activation, FusedMatMulAttrs as Attrs};
 /// use opforge::shape::rules::fused_matmul;
 /// let attrs = Attrs::default();
-/// assert_eq!(fused_matmul(&[2, 4, 3], &[3, 5], Some(&[5]), &attrs).unwrap().as_slice(), &[2, 4, 5]);
-/// assert_eq!(fused_matmul(&[4, 3], &[3, 5], None, &attrs).unwrap().as_slice(), &[4, 5]);
-/// assert!(fused_matmul(&[4, 3], &[3, 5], Some(&[4]), &attrs).unwrap_err().contains("bias [4]"));
-/// assert!(fused_matmul(&[2, 4, 3], &[3, 5], Some(&[2, 1, 5]), &attrs).unwrap_err().contains("[4, 5]"));
+/// assert_eq!(fused_matmul(&[2, 4, 3], &[3, 5], Some(&[5]), None, &attrs).unwrap().as_slice(), &[2, 4, 5]);
+/// assert_eq!(fused_matmul(&[4, 3], &[3, 5], None, None, &attrs).unwrap().as_slice(), &[4, 5]);
+/// assert!(fused_matmul(&[4, 3], &[3, 5], Some(&[4]), None, &attrs).unwrap_err().contains("bias [4]"));
+/// assert!(fused_matmul(&[2, 4, 3], &[3, 5], Some(&[2, 1, 5]), None, &attrs).unwrap_err().contains("[4, 5]"));
+/// let prelu = Attrs { activation: Activation::Prelu, ..Attrs::default() };
+/// assert!(fused_matmul(&[4, 3], &[3, 5], None, Some(&[4, 1]), &prelu).is_ok());
+/// assert!(fused_matmul(&[4, 3], &[3, 5], None, None, &prelu).unwrap_err().contains("not given"));
 /// ```
 pub fn fused_matmul(
     a: &[usize],
     b: &[usize],
     bias: Option<&[usize]>,
+    prelu_activation_weights: Option<&[usize]>,
     attrs: &crate::kernels::FusedMatMulAttrs,
 ) -> Result<Shape, String> {
     let out = matmul(a, b, attrs.transpose_a, attrs.transpose_b)?;
-    if let Some(bias) = bias {
-        let matrix = &out[out.len() - 2..];
-        if broadcast_shapes(matrix, bias).ok().as_deref() != Some(matrix) {
-            return Err(format!(
-                "bias {bias:?} does not broadcast to the product's matrices {matrix:?} without growing them"
-            ));
+    let matrix = &out[out.len() - 2..];
+    let added =
+        [("bias", bias, bias), ("prelu_activation_weights", prelu_activation_weights, prelu_activation_weights)];
+    fused_epilogue(matrix, "the product's matrices", added, attrs.activation)?;
+    Ok(out)
+}
+
+/// What a fused kernel adds or applies after its product, as its shape
+/// rule checks it: the input's name, its shape if given, and that shape as
+/// it broadcasts to the output (a channels-first bias's `[c, 1, 1]`).
+pub type FusedAddend<'a> = (&'a str, Option<&'a [usize]>, Option<&'a [usize]>);
+
+/// The check every fused kernel's shape rule makes of what it adds and
+/// applies after its product: `bias` and the PReLU weights, each given
+/// as `(name, shape, shape as added)`, broadcast to `region` (named
+/// `what`) without growing it; `prelu` needs its weights, and only
+/// `prelu` takes them.
+///
+/// ```
+/// use opforge::kernels::Activation;
+/// use opforge::shape::rules::fused_epilogue;
+/// let given = |bias: &'static [usize]| [("bias", Some(bias), Some(bias)), ("prelu_activation_weights", None, None)];
+/// assert!(fused_epilogue(&[4, 5], "the output", given(&[5]), Activation::Relu).is_ok());
+/// let err = fused_epilogue(&[4, 5], "the output", given(&[3]), Activation::Relu).unwrap_err();
+/// assert_eq!(err, "bias [3] does not broadcast to the output [4, 5] without growing it");
+/// assert!(fused_epilogue(&[4, 5], "the output", given(&[5]), Activation::Prelu).is_err());
+/// ```
+pub fn fused_epilogue(
+    region: &[usize],
+    what: &str,
+    added: [FusedAddend<'_>; 2],
+    activation: crate::kernels::Activation,
+) -> Result<(), String> {
+    use crate::kernels::Activation;
+    for (name, given, as_added) in added.iter().filter_map(|&(n, g, a)| Some((n, g?, a?))) {
+        if broadcast_shapes(region, as_added).ok().as_deref() != Some(region) {
+            return Err(format!("{name} {given:?} does not broadcast to {what} {region:?} without growing it"));
         }
     }
-    Ok(out)
+    match (activation, added[1].1) {
+        (Activation::Prelu, None) => Err("activation is `prelu`, but prelu_activation_weights is not given".into()),
+        (Activation::Prelu, Some(_)) | (_, None) => Ok(()),
+        (other, Some(_)) => {
+            Err(format!("prelu_activation_weights is given, but activation is `{other}`; only `prelu` takes them"))
+        }
+    }
 }
 
 /// An Einstein summation parsed against its operands' shapes: the one plan

@@ -17,22 +17,24 @@
 // axis is contiguous.
 //
 // `FusedMatMul` runs the same pipelines with an epilogue code in its
-// parameters: 1 + the activation (in the order of the spec's values), + 8
-// with a bias, applied as each output is stored; `BatchMatMul` passes 0
-// and binds `b` again as the bias, unread. The code is a uniform value,
+// parameters: 1 + the activation (activation.wgsl's number), + 8 with a
+// bias, applied as each output is stored; `BatchMatMul` passes 0 and
+// binds `b` again as the bias and the weights, unread. The code is a uniform value,
 // not a pipeline constant: lavapipe ran these pipelines twelve times
 // slower with an `override` selecting the epilogue.
 
 @group(0) @binding(0) var<storage, read> a: array<f32>;
 @group(0) @binding(1) var<storage, read> b: array<f32>;
 @group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
+@group(0) @binding(3) var<storage, read> weights: array<f32>;
+@group(0) @binding(4) var<storage, read_write> y: array<f32>;
 // [m, n, k, a_row, a_col, b_row, b_col, batch_rank, batch_dims,
 //  a_batch_strides, b_batch_strides, bias_row, bias_col, leakyrelu_alpha
-//  bits, epilogue code]: element (i, p) of op(a) is at
-// i * a_row + p * a_col, element (p, j) of op(b) at p * b_row + j * b_col,
-// element (i, j) of the bias at i * bias_row + j * bias_col.
-@group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+//  bits, epilogue code, weights_row, weights_col]: element (i, p) of op(a)
+// is at i * a_row + p * a_col, element (p, j) of op(b) at p * b_row + j *
+// b_col, element (i, j) of the bias at i * bias_row + j * bias_col, and
+// of the PReLU weights likewise.
+@group(0) @binding(5) var<uniform> params: array<vec4<u32>, 32>;
 
 // Two stages of op(a)'s slice, then two of op(b)'s, each 1024 floats laid
 // out [depth][rows]: a block's rows (op(b)'s are its columns) contiguous.
@@ -120,7 +122,8 @@ fn stash(at: u32, v: vec4<f32>, along_depth: bool, t: u32, rows: u32, depth: u32
 }
 
 // FusedMatMul's bias and activation on output row i, columns j..j+4
-// (those past the last column read its bias and are never stored).
+// (those past the last column read its bias and weights and are never
+// stored).
 fn finish(i: u32, j: u32, x: vec4<f32>) -> vec4<f32> {
     let tail = 8u + 3u * param(7);
     let code = param(tail + 3u);
@@ -128,31 +131,19 @@ fn finish(i: u32, j: u32, x: vec4<f32>) -> vec4<f32> {
         return x;
     }
     var v = x;
+    let last = param(1) - 1u;
+    let cols = min(vec4<u32>(j) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(last));
     if ((code - 1u) & 8u) != 0u {
-        let base = i * param(tail);
-        let col = param(tail + 1u);
-        let last = param(1) - 1u;
-        let cols = min(vec4<u32>(j) + vec4<u32>(0u, 1u, 2u, 3u), vec4<u32>(last)) * col + base;
-        v += vec4<f32>(bias[cols.x], bias[cols.y], bias[cols.z], bias[cols.w]);
+        let at = cols * param(tail + 1u) + i * param(tail);
+        v += vec4<f32>(bias[at.x], bias[at.y], bias[at.z], bias[at.w]);
     }
-    let positive = v > vec4<f32>(0.0);
-    // NaN told by its bits: NVIDIA's compiler turns the comparisons below
-    // into max and clamp, which drop a NaN (WGSL leaves theirs to the
-    // driver), unless the NaN is put back explicitly.
-    let nan = (bitcast<vec4<u32>>(v) & vec4<u32>(0x7fffffffu)) > vec4<u32>(0x7f800000u);
-    switch (code - 1u) & 7u {
-        // Comparisons, not max and clamp: a NaN stays NaN, as in the Relu
-        // and Relu6 kernels.
-        case 1u: { v = select(select(v, vec4<f32>(0.0), v < vec4<f32>(0.0)), v, nan); }
-        case 2u: {
-            v = select(select(select(v, vec4<f32>(6.0), v > vec4<f32>(6.0)), vec4<f32>(0.0), v < vec4<f32>(0.0)), v, nan);
-        }
-        case 3u: { v = select(vec4<f32>(expm1(v.x), expm1(v.y), expm1(v.z), expm1(v.w)), v, positive); }
-        case 4u: { v = 1.0 / (1.0 + exp(-v)); }
-        case 5u: { v = select(v * bitcast<f32>(param(tail + 2u)), v, positive); }
-        default: {}
+    let activation = (code - 1u) & 7u;
+    var slope = vec4<f32>(bitcast<f32>(param(tail + 2u)));
+    if activation == 6u {
+        let at = cols * param(tail + 5u) + i * param(tail + 4u);
+        slope = vec4<f32>(weights[at.x], weights[at.y], weights[at.z], weights[at.w]);
     }
-    return v;
+    return activate(v, activation, slope);
 }
 
 // Output row i, columns j..j+4, where they exist.

@@ -43,21 +43,29 @@ fn load(i: u32, ints: bool) -> f32 {
     return bitcast<f32>(images[i]);
 }
 
-fn bilinear(i: u32, ints: bool) -> f32 {
-    let p = pixel(i);
-    let r0 = taps[p.row];
-    let r1 = taps[p.row + 1u];
-    let rw = bitcast<f32>(taps[p.row + 2u]);
-    let c0 = taps[p.col];
-    let c1 = taps[p.col + 1u];
-    let cw = bitcast<f32>(taps[p.col + 2u]);
-    let tl = load(at(p.n, r0, c0, p.c), ints);
-    let tr = load(at(p.n, r0, c1, p.c), ints);
-    let bl = load(at(p.n, r1, c0, p.c), ints);
-    let br = load(at(p.n, r1, c1, p.c), ints);
+// Channel `c` of image `n` interpolated between the four pixels the row
+// taps at `row` and the column taps at `col` name ([first, second, weight
+// bits] each), along the columns first (TF.js's order): the one rule
+// ResizeBilinear and CropAndResize share, as the cpu's `bilinear_pixel`.
+fn bilerp(n: u32, row: u32, col: u32, c: u32, ints: bool) -> f32 {
+    let r0 = taps[row];
+    let r1 = taps[row + 1u];
+    let rw = bitcast<f32>(taps[row + 2u]);
+    let c0 = taps[col];
+    let c1 = taps[col + 1u];
+    let cw = bitcast<f32>(taps[col + 2u]);
+    let tl = load(at(n, r0, c0, c), ints);
+    let tr = load(at(n, r0, c1, c), ints);
+    let bl = load(at(n, r1, c0, c), ints);
+    let br = load(at(n, r1, c1, c), ints);
     let top = tl + (tr - tl) * cw;
     let bottom = bl + (br - bl) * cw;
     return top + (bottom - top) * rw;
+}
+
+fn bilinear(i: u32, ints: bool) -> f32 {
+    let p = pixel(i);
+    return bilerp(p.n, p.row, p.col, p.c, ints);
 }
 
 @elementwise fn resize_bilinear_f32(i: u32) {
@@ -100,18 +108,7 @@ fn bilinear(i: u32, ints: bool) -> f32 {
         y[i] = bitcast<u32>(load(at(n, r0, c0, c), param(8) == 1u));
         return;
     }
-    let r1 = taps[row + 1u];
-    let rw = bitcast<f32>(taps[row + 2u]);
-    let c1 = taps[col + 1u];
-    let cw_ = bitcast<f32>(taps[col + 2u]);
-    let ints = param(8) == 1u;
-    let tl = load(at(n, r0, c0, c), ints);
-    let tr = load(at(n, r0, c1, c), ints);
-    let bl = load(at(n, r1, c0, c), ints);
-    let br = load(at(n, r1, c1, c), ints);
-    let top = tl + (tr - tl) * cw_;
-    let bottom = bl + (br - bl) * cw_;
-    y[i] = bitcast<u32>(top + (bottom - top) * rw);
+    y[i] = bitcast<u32>(bilerp(n, row, col, c, param(8) == 1u));
 }
 
 // RotateWithOffset, one invocation per output element: `taps` holds the
