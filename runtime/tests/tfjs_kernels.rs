@@ -10,7 +10,7 @@
 //! `RaggedRange`, `RaggedGather`, `RaggedTensorToTensor`), the resizes'
 //! gradients, `CropAndResize`, `RotateWithOffset`, `Transform`, and the
 //! fused convolutions (`FusedConv2D`, `FusedDepthwiseConv2D`, with
-//! `FusedMatMul`'s PReLU). Each is held to the examples TF.js documents for its op where it has some, on every backend, and to a
+//! `FusedMatMul`'s PReLU), and the 3-D pools with their gradients. Each is held to the examples TF.js documents for its op where it has some, on every backend, and to a
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
 
@@ -1305,7 +1305,7 @@ const FUSED: [Fused; 5] = [
         filter: [2, 2, 3, 1],
         strides: [1, 2],
         explicit: None,
-        rounding: DimRoundingMode::Ceil,
+        rounding: DimRoundingMode::Floor,
     },
     // Large enough that the cpu's epilogue runs on rayon.
     Fused {
@@ -1434,6 +1434,17 @@ fn fused_convolutions_are_the_composed_ops() {
     }
 }
 
+/// A rounding mode other than `floor` needs explicit padding, as TF.js's
+/// `checkPadOnDimRoundingMode` has it.
+#[test]
+fn fused_convolutions_refuse_rounding_without_explicit_padding() {
+    let f = Fused { rounding: DimRoundingMode::Ceil, ..FUSED[0] };
+    let x = Tensor::random_uniform(&f.x, -1.0, 1.0, 1).unwrap();
+    let w = Tensor::random_uniform(&f.filter, -1.0, 1.0, 2).unwrap();
+    let err = f.run(&x, &w, [None, None], (Activation::Relu, 0.2)).unwrap_err().to_string();
+    assert!(err.contains("FusedConv2D") && err.contains("applies to explicit padding only"), "{err}");
+}
+
 /// Their gradients (with respect to the images, the filter and the bias)
 /// are the composed ops' gradients, for every activation, also where `y`
 /// cannot tell which side of 0 `z` was on (a negative slope, PReLU
@@ -1500,5 +1511,150 @@ fn fused_matmul_takes_prelu_weights() {
         let err =
             ops::fused_matmul(&a, &m, None, Some(&w), false, false, Activation::Relu, 0.2).unwrap_err().to_string();
         assert!(err.contains("only `prelu` takes them"), "{err}");
+    }
+}
+
+/// A 3-D pooling of NDHWC `x` (`xs`) by its definition, windows `size`
+/// every `stride` starting `before` the volume, over `out` windows per
+/// axis: each output walks its window's taps inside the volume in depth,
+/// height, width order. Returns the pooled values and, given `dy`, the
+/// gradient: the first largest tap (the first NaN) of each window, or
+/// each tap's share of the mean.
+fn pool3d_reference(
+    (x, xs): (&[f32], [usize; 5]),
+    (size, stride, before, out): ([usize; 3], [usize; 3], [usize; 3], [usize; 3]),
+    max: bool,
+    dy: &[f32],
+) -> (Vec<f32>, Vec<f32>) {
+    let [n, c] = [xs[0], xs[4]];
+    let mut y = Vec::new();
+    let mut dx = vec![0.0f32; x.len()];
+    let mut o = 0;
+    for b in 0..n {
+        for od in 0..out[0] {
+            for oh in 0..out[1] {
+                for ow in 0..out[2] {
+                    for ch in 0..c {
+                        let mut taps = Vec::new();
+                        for (kd, kh, kw) in (0..size[0])
+                            .flat_map(|d| (0..size[1]).flat_map(move |h| (0..size[2]).map(move |w| (d, h, w))))
+                        {
+                            let at = [od * stride[0] + kd, oh * stride[1] + kh, ow * stride[2] + kw];
+                            let inside = (0..3).all(|a| at[a] >= before[a] && at[a] - before[a] < xs[a + 1]);
+                            if inside {
+                                let [d, h, w] = [at[0] - before[0], at[1] - before[1], at[2] - before[2]];
+                                taps.push((((b * xs[1] + d) * xs[2] + h) * xs[3] + w) * c + ch);
+                            }
+                        }
+                        if max {
+                            let best = taps.iter().copied().reduce(|best, t| {
+                                if x[t] > x[best] || (x[t].is_nan() && !x[best].is_nan()) {
+                                    t
+                                } else {
+                                    best
+                                }
+                            });
+                            y.push(best.map_or(f32::NEG_INFINITY, |t| x[t]));
+                            if let (Some(t), Some(g)) = (best, dy.get(o)) {
+                                dx[t] += g;
+                            }
+                        } else {
+                            let count = taps.len().max(1) as f32;
+                            y.push(taps.iter().map(|&t| x[t]).sum::<f32>() / count);
+                            for &t in &taps {
+                                dx[t] += dy.get(o).copied().unwrap_or(0.0) / count;
+                            }
+                        }
+                        o += 1;
+                    }
+                }
+            }
+        }
+    }
+    (y, dx)
+}
+
+/// `MaxPool3D` and `AvgPool3D` and their gradients are their definitions
+/// ([`pool3d_reference`]), in both layouts, with every padding and
+/// rounding, on every backend; a NaN wins its window and takes its
+/// gradient.
+#[test]
+fn pools_3d_are_their_definitions() {
+    use opforge::kernels::{DataFormat3D, Pool3DParams};
+    // (volume NDHWC, window, strides, padding, explicit pairs, rounding, the windows' start before the volume)
+    type Config = ([usize; 5], [i64; 3], [i64; 3], Padding, Option<[[i64; 2]; 3]>, Option<DimRoundingMode>, [usize; 3]);
+    let configs: [Config; 4] = [
+        ([2, 4, 4, 4, 3], [2, 2, 2], [2, 2, 2], Padding::Valid, None, None, [0, 0, 0]),
+        ([1, 5, 5, 5, 2], [3, 3, 3], [2, 2, 2], Padding::Same, None, None, [1, 1, 1]),
+        (
+            [2, 5, 4, 6, 3],
+            [2, 3, 2],
+            [2, 1, 3],
+            Padding::Explicit,
+            Some([[1, 0], [0, 1], [1, 0]]),
+            Some(DimRoundingMode::Ceil),
+            [1, 0, 1],
+        ),
+        (
+            [1, 6, 5, 7, 2],
+            [3, 2, 3],
+            [2, 2, 2],
+            Padding::Explicit,
+            Some([[1, 1], [0, 0], [2, 1]]),
+            Some(DimRoundingMode::Round),
+            [1, 0, 2],
+        ),
+    ];
+    for b in backends("pools_3d_are_their_definitions") {
+        for (n, (xs, size, strides, padding, pairs, rounding, before)) in configs.into_iter().enumerate() {
+            let pool = Pool3DParams {
+                filter_size: size.to_vec(),
+                strides: strides.to_vec(),
+                padding,
+                explicit_paddings: pairs.map(|p| p.iter().map(|p| p.to_vec()).collect()),
+                dim_rounding_mode: rounding,
+            };
+            let mut values = Tensor::random_uniform(&xs, -2.0, 2.0, 100 + n as u64).unwrap().to_vec::<f32>().unwrap();
+            values[7] = f32::NAN;
+            let x = on(b, f32s(&values, &xs));
+            for (max, channels_first) in [(true, false), (false, false), (true, true), (false, true)] {
+                let what = format!(
+                    "{b}: config {n}, {}, {}",
+                    if max { "max" } else { "mean" },
+                    if channels_first { "NCDHW" } else { "NDHWC" }
+                );
+                let format = if channels_first { DataFormat3D::Ncdhw } else { DataFormat3D::Ndhwc };
+                let input = if channels_first { ops::transpose(&x, &[0, 4, 1, 2, 3]).unwrap() } else { x.clone() };
+                let op = if max { ops::max_pool3d } else { ops::avg_pool3d };
+                let (p, explicit) = (&pool, pool.explicit_paddings.as_deref());
+                let run = |t: &Tensor| op(t, &p.filter_size, &p.strides, padding, explicit, rounding, format);
+                let y = run(&input).unwrap();
+                let y = if channels_first { ops::transpose(&y, &[0, 2, 3, 4, 1]).unwrap() } else { y };
+                let out = [y.shape()[1], y.shape()[2], y.shape()[3]];
+                let dy_values: Vec<f32> = (0..y.numel()).map(|i| (i % 7) as f32 - 3.0).collect();
+                let sized = (
+                    [size[0] as usize, size[1] as usize, size[2] as usize],
+                    [strides[0] as usize, strides[1] as usize, strides[2] as usize],
+                );
+                let (want, want_dx) = pool3d_reference((&values, xs), (sized.0, sized.1, before, out), max, &dy_values);
+                let got = y.to_vec::<f32>().unwrap();
+                assert_eq!(got.len(), want.len(), "{what}");
+                for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+                    assert!(
+                        g == w || (g.is_nan() && w.is_nan()) || (g - w).abs() <= 1e-5 * w.abs().max(1.0),
+                        "{what}: element {i}: {g} against {w}"
+                    );
+                }
+                // The gradient, through the kernels' gradient kernels.
+                let dy = on(b, f32s(&dy_values, y.shape()));
+                let dy = if channels_first { ops::transpose(&dy, &[0, 4, 1, 2, 3]).unwrap() } else { dy };
+                let loss = |t: &Tensor| ops::sum(&ops::mul(&run(t)?, &dy)?, None, false);
+                let dx = opforge::grad(loss)(&input).unwrap();
+                let dx = if channels_first { ops::transpose(&dx, &[0, 2, 3, 4, 1]).unwrap() } else { dx };
+                for (i, (g, w)) in dx.to_vec::<f32>().unwrap().iter().zip(&want_dx).enumerate() {
+                    assert!((g - w).abs() <= 1e-5 * w.abs().max(1.0), "{what}: dx element {i}: {g} against {w}");
+                }
+            }
+        }
     }
 }

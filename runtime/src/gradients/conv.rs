@@ -27,6 +27,10 @@ use crate::kernels::{
     ResizeBilinearAttrs, ResizeBilinearGrad, ResizeBilinearGradAttrs, ResizeNearestNeighbor,
     ResizeNearestNeighborAttrs, ResizeNearestNeighborGrad, ResizeNearestNeighborGradAttrs,
 };
+use crate::kernels::{
+    AvgPool3D, AvgPool3DGrad, AvgPool3DGradAttrs, DataFormat3D, MaxPool3D, MaxPool3DGrad, MaxPool3DGradAttrs,
+    Pool3DParams,
+};
 use crate::ops;
 use crate::shape::rules::{ConvFilter, FusedConv};
 use crate::tensor::Tensor;
@@ -179,6 +183,34 @@ fn nhwc_grads(family: &Family, f: &FusedConv, x: &Tensor, w: &Tensor, dz: &Tenso
     let (x, dz) = (ops::transpose(x, &[0, 2, 3, 1])?, ops::transpose(dz, &[0, 2, 3, 1])?);
     let (dx, dw) = family.forward_grad(&x, w, &f.params, &dz, needs)?;
     Ok((dx.map(|d| ops::transpose(&d, &[0, 3, 1, 2])).transpose()?, dw))
+}
+
+/// `MaxPool3D` and `AvgPool3D`: their gradient kernels (TF.js's), which
+/// take NDHWC volumes; channels first, the tensors are permuted there and
+/// the gradient back.
+#[gradient(MaxPool3D)]
+fn max_pool3d_grad(
+    x: &Tensor,
+    pool: &Pool3DParams,
+    data_format: DataFormat3D,
+    y: &Tensor,
+    dy: &Tensor,
+) -> Result<Tensor> {
+    ndhwc(data_format, &[dy, x, y], |t| Engine::run::<MaxPool3DGrad>(t, &MaxPool3DGradAttrs { pool: pool.clone() }))
+}
+
+#[gradient(AvgPool3D)]
+fn avg_pool3d_grad(x: &Tensor, pool: &Pool3DParams, data_format: DataFormat3D, dy: &Tensor) -> Result<Tensor> {
+    ndhwc(data_format, &[dy, x], |t| Engine::run::<AvgPool3DGrad>(t, &AvgPool3DGradAttrs { pool: pool.clone() }))
+}
+
+/// `grad` of `tensors` in NDHWC, from and back to `format`.
+fn ndhwc(format: DataFormat3D, tensors: &[&Tensor], grad: impl Fn(&[&Tensor]) -> Result<Tensor>) -> Result<Tensor> {
+    if format == DataFormat3D::Ndhwc {
+        return grad(tensors);
+    }
+    let moved = tensors.iter().map(|t| ops::transpose(t, &[0, 2, 3, 4, 1])).collect::<Result<Vec<_>>>()?;
+    ops::transpose(&grad(&moved.iter().collect::<Vec<_>>())?, &[0, 4, 1, 2, 3])
 }
 
 /// Each `dy` goes to the tap that won its window: to `x` by

@@ -13,13 +13,10 @@
 //! A kernel with optional inputs (as the built-in fused kernels' `bias?`)
 //! gets `Option<&[usize]>` for each, `None` when the call leaves it out.
 
-use opforge::kernels::DataFormat;
+use opforge::kernels::{DataFormat, DimRoundingMode, Padding};
 use opforge::shape::{checked_numel, Shape};
 
-use crate::{
-    AvgPool3DAttrs, AvgPool3DGradAttrs, Conv3DAttrs, Conv3DBackpropFilterV2Attrs, Conv3DBackpropInputV2Attrs,
-    DataFormat3D, DimRoundingMode, MaxPool3DAttrs, MaxPool3DGradAttrs, Padding, ValidOrSame,
-};
+use crate::{Conv3DAttrs, Conv3DBackpropFilterV2Attrs, Conv3DBackpropInputV2Attrs, DataFormat3D, ValidOrSame};
 
 // Shared helpers.
 
@@ -124,7 +121,8 @@ impl<'a> Pad<'a> {
     /// with `explicit`, and only with it.
     ///
     /// ```
-    /// use opforge_example_tfjs_spec::{shapes::Pad, Padding};
+    /// use opforge::kernels::Padding;
+    /// use opforge_example_tfjs_spec::shapes::Pad;
     /// let pairs = vec![vec![1, 1], vec![0, 2]];
     /// assert_eq!(Pad::new(Padding::Explicit, Some(&pairs)), Ok(Pad::Explicit(&pairs)));
     /// assert_eq!(Pad::new(Padding::Same, None), Ok(Pad::Same));
@@ -159,7 +157,8 @@ impl From<ValidOrSame> for Pad<'_> {
 /// padding only). A window larger than its padded axis is an error.
 ///
 /// ```
-/// use opforge_example_tfjs_spec::{shapes::{windows, Pad}, DimRoundingMode};
+/// use opforge::kernels::DimRoundingMode;
+/// use opforge_example_tfjs_spec::shapes::{windows, Pad};
 /// assert_eq!(windows(&[5, 6], &[3, 3], &[2, 2], &[1, 1], Pad::Same, None).unwrap(), [3, 3]);
 /// assert_eq!(windows(&[5, 6], &[3, 3], &[2, 2], &[1, 1], Pad::Valid, None).unwrap(), [2, 2]);
 /// let pairs = vec![vec![1, 1], vec![0, 0]];
@@ -259,7 +258,7 @@ impl Layout {
     /// error for a wrong rank.
     ///
     /// ```
-    /// use opforge::kernels::DataFormat;
+    /// use opforge::kernels::{DataFormat, DimRoundingMode, Padding};
     /// use opforge_example_tfjs_spec::shapes::Layout;
     /// let nchw = Layout::from(DataFormat::Nchw);
     /// assert_eq!(nchw.split("x", &[2, 3, 5, 7]).unwrap(), (2, &[5, 7][..], 3));
@@ -388,54 +387,6 @@ impl Conv<'_> {
     }
 }
 
-/// The geometry of a pooling (2-D or 3-D), from its kernel's attrs: the
-/// forward kernels and their gradients read it.
-#[derive(Debug, Clone, Copy)]
-pub struct Pool<'a> {
-    /// The input's layout.
-    pub layout: Layout,
-    /// The `filter_size` attr: one entry or one per spatial axis.
-    pub filter_size: &'a [i64],
-    /// The `strides` attr: one entry or one per spatial axis.
-    pub strides: &'a [i64],
-    /// The padding.
-    pub pad: Pad<'a>,
-    /// TF.js's `dimRoundingMode`, for explicit padding.
-    pub rounding: Option<DimRoundingMode>,
-}
-
-impl Pool<'_> {
-    /// The pooled shape of `x`: its windows along the spatial axes, its
-    /// batch and channels as they are.
-    ///
-    /// ```
-    /// use opforge_example_tfjs_spec::shapes::{Layout, Pad, Pool};
-    /// let pool = Pool { layout: Layout::NDHWC, filter_size: &[2], strides: &[2], pad: Pad::Valid, rounding: None };
-    /// assert_eq!(pool.shape(&[1, 4, 4, 4, 2]).unwrap().as_slice(), &[1, 2, 2, 2, 2]);
-    /// assert!(pool.shape(&[1, 1, 4, 4, 2]).unwrap_err().contains("larger"));
-    /// ```
-    pub fn shape(&self, x: &[usize]) -> Result<Shape, String> {
-        let n = self.layout.spatial;
-        let (batch, spatial, channels) = self.layout.split("x", x)?;
-        let size = per_axis("filter_size", self.filter_size, n)?;
-        let strides = per_axis("strides", self.strides, n)?;
-        let out = windows(spatial, &size, &strides, &vec![1; n], self.pad, self.rounding)?;
-        fits(self.layout.join(batch, &out, channels))
-    }
-
-    /// A pooling gradient: `input`'s shape, checking that `dy` (and the
-    /// forward output, when given) have the pooled shape.
-    pub fn grad(&self, dy: &[usize], input: &[usize], output: Option<&[usize]>) -> Result<Shape, String> {
-        let want = self.shape(input)?;
-        let why = format!("pooling input {input:?} with windows {:?}", self.filter_size);
-        expect("dy", dy, &want, &why)?;
-        if let Some(output) = output {
-            expect("output", output, &want, &why)?;
-        }
-        Ok(Shape::from_slice(input))
-    }
-}
-
 // The kernels' functions.
 
 /// `Conv3D`: `[batch, out depth, out height, out width, out channels]` (NDHWC).
@@ -483,53 +434,4 @@ pub fn conv3d_backprop_filter(x: &[usize], dy: &[usize], attrs: &Conv3DBackpropF
         depthwise: false,
     };
     conv.backprop_filter(x, dy, &a.filter_shape)
-}
-
-/// `MaxPool3D`: the pooled NDHWC (or NCDHW) shape.
-pub fn max_pool3d(x: &[usize], attrs: &MaxPool3DAttrs) -> Result<Shape, String> {
-    let a = attrs;
-    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
-    let layout = Layout::from(a.data_format);
-    Pool { layout, filter_size: &a.filter_size, strides: &a.strides, pad, rounding: a.dim_rounding_mode }.shape(x)
-}
-
-/// `AvgPool3D`: the pooled NDHWC (or NCDHW) shape.
-pub fn avg_pool3d(x: &[usize], attrs: &AvgPool3DAttrs) -> Result<Shape, String> {
-    let a = attrs;
-    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
-    let layout = Layout::from(a.data_format);
-    Pool { layout, filter_size: &a.filter_size, strides: &a.strides, pad, rounding: a.dim_rounding_mode }.shape(x)
-}
-
-/// `MaxPool3DGrad`: `input`'s shape; `dy` and `output` have its pooled shape.
-pub fn max_pool3d_grad(
-    dy: &[usize],
-    input: &[usize],
-    output: &[usize],
-    attrs: &MaxPool3DGradAttrs,
-) -> Result<Shape, String> {
-    let a = attrs;
-    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
-    let pool = Pool {
-        layout: Layout::NDHWC,
-        filter_size: &a.filter_size,
-        strides: &a.strides,
-        pad,
-        rounding: a.dim_rounding_mode,
-    };
-    pool.grad(dy, input, Some(output))
-}
-
-/// `AvgPool3DGrad`: `input`'s shape; `dy` has its pooled shape.
-pub fn avg_pool3d_grad(dy: &[usize], input: &[usize], attrs: &AvgPool3DGradAttrs) -> Result<Shape, String> {
-    let a = attrs;
-    let pad = Pad::new(a.padding, a.explicit_paddings.as_deref())?;
-    let pool = Pool {
-        layout: Layout::NDHWC,
-        filter_size: &a.filter_size,
-        strides: &a.strides,
-        pad,
-        rounding: a.dim_rounding_mode,
-    };
-    pool.grad(dy, input, None)
 }

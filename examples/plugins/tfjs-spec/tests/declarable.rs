@@ -252,12 +252,11 @@ fn this_spec_records_tf_js_names_ops_inputs_and_outputs() {
     const { assert!(<b::NonMaxSuppressionV4 as KernelSpec>::DATA_DEPENDENT) };
     let lrn_grad = spec("LRNGrad");
     assert_eq!((lrn_grad.inputs, lrn_grad.outputs), (&["x", "y", "dy"][..], &["dx"][..]));
-    let pool = spec("MaxPool3D");
-    let attrs: Vec<&str> = pool.attrs.iter().map(|(n, _)| *n).collect();
-    assert_eq!(attrs, ["filter_size", "strides", "padding", "explicit_paddings", "dim_rounding_mode", "data_format"]);
-    assert_eq!(pool.attrs[2], ("padding", "Padding"));
+    let conv = spec("Conv3D");
+    let attrs: Vec<&str> = conv.attrs.iter().map(|(n, _)| *n).collect();
+    assert_eq!(attrs, ["strides", "padding", "data_format", "dilations"]);
+    assert_eq!(conv.attrs[1], ("padding", "ValidOrSame"));
     assert!(spec("LinSpace").inputs.is_empty());
-    assert_eq!(t::DimRoundingMode::ALL.len(), 3);
     assert_eq!("NCDHW".parse::<t::DataFormat3D>(), Ok(t::DataFormat3D::Ncdhw));
     // Optional inputs.
     let fused = spec("FusedConv2D");
@@ -522,7 +521,8 @@ fn images(c: &mut Checker) {
 }
 
 fn windows(c: &mut Checker) {
-    use t::{DataFormat3D, DimRoundingMode, Padding, ValidOrSame};
+    use b::{DimRoundingMode, Padding};
+    use t::{DataFormat3D, ValidOrSame};
 
     c.ok::<t::Conv3D>(&[T(&[1, 4, 5, 6, 2], F), T(&[2, 2, 2, 2, 3], F)], d(), &[T(&[1, 3, 4, 5, 3], F)]);
     let strided = t::Conv3DAttrs { strides: vec![2], padding: ValidOrSame::Same, ..d() };
@@ -553,58 +553,47 @@ fn windows(c: &mut Checker) {
     let (x, dy) = (T(&[1, 4, 5, 6, 2], F), T(&[1, 3, 4, 5, 4], F));
     c.bad::<t::Conv3DBackpropFilterV2>(&[x, dy], filter(vec![2, 2, 2, 2, 3]), "dy has shape [1, 3, 4, 5, 4]");
 
-    let max3 = |filter_size: Vec<i64>, strides: Vec<i64>| t::MaxPool3DAttrs {
+    // Built in since, with their windows one attr group.
+    use b::DataFormat3D as Format;
+    let pool3 = |filter_size: Vec<i64>, strides: Vec<i64>| b::Pool3DParams {
         filter_size,
         strides,
         padding: Padding::Valid,
         explicit_paddings: None,
         dim_rounding_mode: None,
-        data_format: DataFormat3D::Ndhwc,
     };
-    c.ok::<t::MaxPool3D>(&[T(&[1, 4, 4, 4, 2], F)], max3(vec![2], vec![2]), &[T(&[1, 2, 2, 2, 2], F)]);
-    let ncdhw =
-        t::MaxPool3DAttrs { padding: Padding::Same, data_format: DataFormat3D::Ncdhw, ..max3(vec![3], vec![2]) };
-    c.ok::<t::MaxPool3D>(&[T(&[1, 2, 5, 5, 5], F)], ncdhw, &[T(&[1, 2, 3, 3, 3], F)]);
-    c.bad::<t::MaxPool3D>(&[T(&[1, 4, 4, 4, 2], F)], max3(vec![2, 2], vec![2]), "must give one entry or 3");
-    let avg3 = |padding, explicit_paddings, dim_rounding_mode| t::AvgPool3DAttrs {
-        filter_size: vec![2, 2, 2],
-        strides: vec![2, 2, 2],
-        padding,
-        explicit_paddings,
-        dim_rounding_mode,
-        data_format: DataFormat3D::Ndhwc,
+    let max3 = |pool, data_format| b::MaxPool3DAttrs { pool, data_format };
+    let valid = max3(pool3(vec![2], vec![2]), Format::Ndhwc);
+    c.ok::<b::MaxPool3D>(&[T(&[1, 4, 4, 4, 2], F)], valid, &[T(&[1, 2, 2, 2, 2], F)]);
+    let same = b::Pool3DParams { padding: Padding::Same, ..pool3(vec![3], vec![2]) };
+    c.ok::<b::MaxPool3D>(&[T(&[1, 2, 5, 5, 5], F)], max3(same, Format::Ncdhw), &[T(&[1, 2, 3, 3, 3], F)]);
+    let two = max3(pool3(vec![2, 2], vec![2]), Format::Ndhwc);
+    c.bad::<b::MaxPool3D>(&[T(&[1, 4, 4, 4, 2], F)], two, "must be one number for every axis, or three");
+    let avg3 = |padding, explicit_paddings, dim_rounding_mode| b::AvgPool3DAttrs {
+        pool: b::Pool3DParams { padding, explicit_paddings, dim_rounding_mode, ..pool3(vec![2], vec![2]) },
+        data_format: Format::Ndhwc,
     };
     let valid = avg3(Padding::Valid, None, None);
-    c.ok::<t::AvgPool3D>(&[T(&[1, 4, 4, 4, 2], F)], valid, &[T(&[1, 2, 2, 2, 2], F)]);
-    let pairs = Some(vec![vec![1, 1], vec![1, 1], vec![0, 0]]);
+    c.ok::<b::AvgPool3D>(&[T(&[1, 4, 4, 4, 2], F)], valid, &[T(&[1, 2, 2, 2, 2], F)]);
+    let pairs = Some(vec![vec![0, 0], vec![1, 0], vec![0, 0]]);
     let ceil = avg3(Padding::Explicit, pairs, Some(DimRoundingMode::Ceil));
-    c.ok::<t::AvgPool3D>(&[T(&[1, 5, 5, 5, 1], F)], ceil, &[T(&[1, 4, 4, 3, 1], F)]);
+    c.ok::<b::AvgPool3D>(&[T(&[1, 5, 5, 5, 1], F)], ceil, &[T(&[1, 3, 3, 3, 1], F)]);
     let rounded = avg3(Padding::Valid, None, Some(DimRoundingMode::Floor));
-    c.bad::<t::AvgPool3D>(&[T(&[1, 4, 4, 4, 2], F)], rounded, "applies to explicit padding only");
-    let grad = t::MaxPool3DGradAttrs {
-        filter_size: vec![2],
-        strides: vec![2],
-        padding: Padding::Valid,
-        explicit_paddings: None,
-        dim_rounding_mode: None,
-    };
+    c.bad::<b::AvgPool3D>(&[T(&[1, 4, 4, 4, 2], F)], rounded, "applies to explicit padding only");
+    let empty = avg3(Padding::Explicit, Some(vec![vec![1, 1], vec![0, 0], vec![0, 0]]), Some(DimRoundingMode::Ceil));
+    c.bad::<b::AvgPool3D>(&[T(&[1, 5, 4, 4, 1], F)], empty, "lies wholly in the padding");
+    let grad = b::MaxPool3DGradAttrs { pool: pool3(vec![2], vec![2]) };
     let inputs = [T(&[1, 2, 2, 2, 2], F), T(&[1, 4, 4, 4, 2], F), T(&[1, 2, 2, 2, 2], F)];
-    c.ok::<t::MaxPool3DGrad>(&inputs, grad.clone(), &[T(&[1, 4, 4, 4, 2], F)]);
+    c.ok::<b::MaxPool3DGrad>(&inputs, grad.clone(), &[T(&[1, 4, 4, 4, 2], F)]);
     let inputs = [T(&[1, 2, 2, 2, 2], F), T(&[1, 4, 4, 4, 2], F), T(&[1, 2, 2, 1, 2], F)];
-    c.bad::<t::MaxPool3DGrad>(&inputs, grad, "output has shape [1, 2, 2, 1, 2]");
-    let grad = t::AvgPool3DGradAttrs {
-        filter_size: vec![2],
-        strides: vec![2],
-        padding: Padding::Valid,
-        explicit_paddings: None,
-        dim_rounding_mode: None,
-    };
-    c.ok::<t::AvgPool3DGrad>(
+    c.bad::<b::MaxPool3DGrad>(&inputs, grad, "output has shape [1, 2, 2, 1, 2]");
+    let grad = b::AvgPool3DGradAttrs { pool: pool3(vec![2], vec![2]) };
+    c.ok::<b::AvgPool3DGrad>(
         &[T(&[1, 2, 2, 2, 2], F), T(&[1, 4, 4, 4, 2], F)],
         grad.clone(),
         &[T(&[1, 4, 4, 4, 2], F)],
     );
-    c.bad::<t::AvgPool3DGrad>(&[T(&[1, 2, 2, 2, 2], F), T(&[1, 6, 4, 4, 2], F)], grad, "dy has shape [1, 2, 2, 2, 2]");
+    c.bad::<b::AvgPool3DGrad>(&[T(&[1, 2, 2, 2, 2], F), T(&[1, 6, 4, 4, 2], F)], grad, "dy has shape [1, 2, 2, 2, 2]");
 
     let argmax = |padding| b::MaxPoolWithArgmaxAttrs {
         pool: b::PoolParams { filter_size: vec![2, 2], strides: vec![2, 2], padding, explicit_paddings: None },

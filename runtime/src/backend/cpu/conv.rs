@@ -44,7 +44,10 @@ use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::dtype::{float_sum, DType, Element, Float};
 use crate::error::Result;
-use crate::kernels::{Activation, DataFormat, DimRoundingMode, FusedConv2D, FusedDepthwiseConv2D};
+use crate::kernels::{
+    Activation, AvgPool3D, AvgPool3DGrad, DataFormat, DataFormat3D, DimRoundingMode, FusedConv2D, FusedDepthwiseConv2D,
+    MaxPool3D, MaxPool3DGrad, Pool3DParams,
+};
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
     DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, Dilation2D, Dilation2DBackpropFilter,
@@ -57,7 +60,7 @@ use crate::kernels::{
 };
 use crate::shape::rules::{
     crop_taps, dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, tap_weight, transform_samples,
-    ConvFilter, FusedConv, GroupedConv, Tap, Window,
+    ConvFilter, FusedConv, GroupedConv, Pool3d, Tap, Window,
 };
 use opforge_macros::kernel;
 
@@ -748,7 +751,15 @@ fn max_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorM
 
 #[kernel(AvgPoolGrad, cpu, widens(f16, bf16))]
 fn avg_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
-    fn mean_grad_in<T: Float>(dy: &CpuTensor, x: &CpuTensor, w: &Window, out: &TensorMeta) -> Result<CpuTensor> {
+    // `x`'s shape is `out`'s, which the shape rule checked.
+    let _ = x;
+    mean_grad("AvgPoolGrad", dy, pool, out)
+}
+
+/// An average pool's `dx` of `out`'s shape: each `dy` shared among its
+/// window's taps inside the image.
+fn mean_grad(kernel: &'static str, dy: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
+    fn mean_grad_in<T: Float>(dy: &CpuTensor, w: &Window, out: &TensorMeta) -> Result<CpuTensor> {
         let spread = |taps: &[usize], _: usize, dy: &[T], dst: &mut [T]| {
             let share = T::one() / T::from_f64(taps.len().max(1) as f64);
             for &local in taps {
@@ -757,13 +768,89 @@ fn avg_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorM
                 }
             }
         };
-        pool_backward(dy.as_slice::<T>()?, x.shape(), w, out, spread)
+        pool_backward(dy.as_slice::<T>()?, &out.shape, w, out, spread)
     }
-    let w = pool_of("AvgPoolGrad", x.shape(), pool)?;
+    let w = pool_of(kernel, &out.shape, pool)?;
     match dy.dtype() {
-        DType::F64 => mean_grad_in::<f64>(dy, x, &w, out),
-        _ => mean_grad_in::<f32>(dy, x, &w, out),
+        DType::F64 => mean_grad_in::<f64>(dy, &w, out),
+        _ => mean_grad_in::<f32>(dy, &w, out),
     }
+}
+
+/// `MaxPool3D` and `AvgPool3D`: the 2-D kernel twice ([`Pool3d`]), over
+/// each depth slice's planes, then over depth; the volumes permuted from
+/// NCDHW first and the output back.
+#[kernel(MaxPool3D, cpu)]
+fn max_pool3d(x: &CpuTensor, pool: &Pool3DParams, data_format: DataFormat3D, out: &TensorMeta) -> Result<CpuTensor> {
+    pool3d("MaxPool3D", x, (pool, data_format), max_pool, out)
+}
+
+#[kernel(AvgPool3D, cpu)]
+fn avg_pool3d(x: &CpuTensor, pool: &Pool3DParams, data_format: DataFormat3D, out: &TensorMeta) -> Result<CpuTensor> {
+    pool3d("AvgPool3D", x, (pool, data_format), avg_pool, out)
+}
+
+/// A 2-D pooling kernel: `MaxPool`'s or `AvgPool`'s.
+type Pool2d = fn(&CpuTensor, &PoolParams, &TensorMeta) -> Result<CpuTensor>;
+
+/// The 3-D pooling of kernel `kernel` of `x`, by `pool2d` twice.
+fn pool3d(
+    kernel: &'static str,
+    x: &CpuTensor,
+    (pool, format): (&Pool3DParams, DataFormat3D),
+    pool2d: Pool2d,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let p = Pool3d::new(x.shape(), pool, format).map_err(rule_error(kernel))?;
+    let volume = match p.channels_first {
+        true => CpuTensor::from_vec(&p.volume, permute::<f32>(x, &[0, 2, 3, 4, 1])?)?,
+        false => x.clone(),
+    };
+    let [planes, depth] = p.stage_outputs().map(|s| TensorMeta::new(&s, out.dtype));
+    let pooled = pool2d(&volume.reshaped(&p.planes_shape())?, &p.planes, &planes)?;
+    let y = pool2d(&pooled.reshaped(&p.depth_shape())?, &p.depth, &depth)?.reshaped(&p.output)?;
+    match p.channels_first {
+        true => CpuTensor::from_vec(&out.shape, permute::<f32>(&y, &[0, 4, 1, 2, 3])?),
+        false => Ok(y),
+    }
+}
+
+/// The gradient of `MaxPool3D`: `MaxPoolGrad` of the depth's pooling
+/// (whose input, the planes' maxima, is recomputed from `input`), then of
+/// the planes'. A window's winner is its first largest tap in depth,
+/// height, width order, as one 3-D walk would find it: the first slice
+/// whose maximum is the largest, and that slice's first. `output` is
+/// TF.js's, unread.
+#[kernel(MaxPool3DGrad, cpu)]
+fn max_pool3d_grad(
+    dy: &CpuTensor,
+    input: &CpuTensor,
+    output: &CpuTensor,
+    pool: &Pool3DParams,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let _ = output;
+    let p = Pool3d::new(input.shape(), pool, DataFormat3D::Ndhwc).map_err(rule_error("MaxPool3DGrad"))?;
+    let [planes, depth] = p.stage_outputs().map(|s| TensorMeta::new(&s, out.dtype));
+    let volume = input.reshaped(&p.planes_shape())?;
+    let maxima = max_pool(&volume, &p.planes, &planes)?.reshaped(&p.depth_shape())?;
+    let slices = TensorMeta::new(&p.depth_shape(), out.dtype);
+    let d_maxima = max_pool_grad(&dy.reshaped(&depth.shape)?, &maxima, &p.depth, &slices)?;
+    let volume_meta = TensorMeta::new(&p.planes_shape(), out.dtype);
+    max_pool_grad(&d_maxima.reshaped(&planes.shape)?, &volume, &p.planes, &volume_meta)?.reshaped(&out.shape)
+}
+
+/// The gradient of `AvgPool3D`: `AvgPoolGrad`'s rule for the depth's
+/// pooling, then for the planes'.
+#[kernel(AvgPool3DGrad, cpu)]
+fn avg_pool3d_grad(dy: &CpuTensor, input: &CpuTensor, pool: &Pool3DParams, out: &TensorMeta) -> Result<CpuTensor> {
+    const KERNEL: &str = "AvgPool3DGrad";
+    let p = Pool3d::new(input.shape(), pool, DataFormat3D::Ndhwc).map_err(rule_error(KERNEL))?;
+    let [planes, depth] = p.stage_outputs().map(|s| TensorMeta::new(&s, out.dtype));
+    let slices = TensorMeta::new(&p.depth_shape(), out.dtype);
+    let d_means = mean_grad(KERNEL, &dy.reshaped(&depth.shape)?, &p.depth, &slices)?;
+    let volume = TensorMeta::new(&p.planes_shape(), out.dtype);
+    mean_grad(KERNEL, &d_means.reshaped(&planes.shape)?, &p.planes, &volume)?.reshaped(&out.shape)
 }
 
 /// The images as f32: borrowed, or converted from i32.

@@ -14,7 +14,10 @@ use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::kernels::{Activation, DataFormat, DimRoundingMode, FusedConv2D, FusedDepthwiseConv2D};
+use crate::kernels::{
+    Activation, AvgPool3D, AvgPool3DGrad, DataFormat, DataFormat3D, DimRoundingMode, FusedConv2D, FusedDepthwiseConv2D,
+    MaxPool3D, MaxPool3DGrad, Pool3DParams,
+};
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
     DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, Dilation2D, Dilation2DBackpropFilter,
@@ -27,8 +30,8 @@ use crate::kernels::{
     TransformAttrs,
 };
 use crate::shape::rules::{
-    dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, ConvFilter, FusedConv, GroupedConv, Tap,
-    Window,
+    dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, ConvFilter, FusedConv, GroupedConv,
+    Pool3d, Tap, Window,
 };
 use crate::shape::strided::broadcast_strides;
 use opforge_macros::kernel;
@@ -219,6 +222,19 @@ fn pool(
 ) -> Result<WgpuTensor> {
     let xs: [usize; 4] =
         x.shape().try_into().map_err(|_| rule_error(kernel)(format!("x {:?} is not NHWC", x.shape())))?;
+    pool_of(kernel, op, dy, (x, xs), pool, out)
+}
+
+/// [`pool`] of images of shape `xs`: `x` is bound, and read by a max
+/// pool; an average pool's gradient reads only `dy`, so binds `dy` there.
+fn pool_of(
+    kernel: &'static str,
+    op: u32,
+    dy: Option<&WgpuTensor>,
+    (x, xs): (&WgpuTensor, [usize; 4]),
+    pool: &PoolParams,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
     // A pooling walks only the taps inside the image: its window clipped
     // to them fits the shader's indices, however large it is.
     let w = pool.window([xs[1], xs[2]]).map_err(rule_error(kernel))?.clipped();
@@ -252,6 +268,81 @@ fn max_pool_with_argmax(
     p.push(u32::from(include_batch_in_index));
     let indexes = run(KERNEL, "pool_argmax", 0, [x, x], &out[1], &p)?;
     Ok((result, indexes))
+}
+
+/// `MaxPool3D` and `AvgPool3D`: conv.wgsl's 2-D pooling twice
+/// ([`Pool3d`]), over each depth slice's planes, then over depth; the
+/// volumes permuted from NCDHW first and the output back.
+#[kernel(MaxPool3D, wgpu)]
+fn max_pool3d(x: &WgpuTensor, pool: &Pool3DParams, data_format: DataFormat3D, out: &TensorMeta) -> Result<WgpuTensor> {
+    pool3d("MaxPool3D", 0, x, (pool, data_format), out)
+}
+
+#[kernel(AvgPool3D, wgpu)]
+fn avg_pool3d(x: &WgpuTensor, pool: &Pool3DParams, data_format: DataFormat3D, out: &TensorMeta) -> Result<WgpuTensor> {
+    pool3d("AvgPool3D", 1, x, (pool, data_format), out)
+}
+
+/// The 3-D pooling of kernel `kernel` of `x`: `op` 0 the max, 1 the mean.
+fn pool3d(
+    kernel: &'static str,
+    op: u32,
+    x: &WgpuTensor,
+    (pool, format): (&Pool3DParams, DataFormat3D),
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let p = Pool3d::new(x.shape(), pool, format).map_err(rule_error(kernel))?;
+    let volume = match p.channels_first {
+        true => permuted(kernel, x, &[0, 2, 3, 4, 1])?,
+        false => x.clone(),
+    };
+    let [planes, depth] = p.stage_outputs().map(|s| TensorMeta::new(&s, out.dtype));
+    let pooled = self::pool(kernel, op, None, &volume.reshaped(&p.planes_shape()), &p.planes, &planes)?;
+    let y = self::pool(kernel, op, None, &pooled.reshaped(&p.depth_shape()), &p.depth, &depth)?.reshaped(&p.output);
+    match p.channels_first {
+        true => permuted(kernel, &y, &[0, 4, 1, 2, 3]),
+        false => Ok(y),
+    }
+}
+
+/// The gradient of `MaxPool3D`, as the cpu's: `MaxPoolGrad`'s shader for
+/// the depth's pooling (of the planes' maxima, recomputed from `input`),
+/// then for the planes'. `output` is TF.js's, unread.
+#[kernel(MaxPool3DGrad, wgpu)]
+fn max_pool3d_grad(
+    dy: &WgpuTensor,
+    input: &WgpuTensor,
+    output: &WgpuTensor,
+    pool: &Pool3DParams,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    const KERNEL: &str = "MaxPool3DGrad";
+    let _ = output;
+    let p = Pool3d::new(input.shape(), pool, DataFormat3D::Ndhwc).map_err(rule_error(KERNEL))?;
+    let [planes, depth] = p.stage_outputs().map(|s| TensorMeta::new(&s, out.dtype));
+    let volume = input.reshaped(&p.planes_shape());
+    let maxima = self::pool(KERNEL, 0, None, &volume, &p.planes, &planes)?.reshaped(&p.depth_shape());
+    let slices = TensorMeta::new(&p.depth_shape(), out.dtype);
+    let d_maxima = self::pool(KERNEL, 0, Some(&dy.reshaped(&depth.shape)), &maxima, &p.depth, &slices)?;
+    let volume_meta = TensorMeta::new(&p.planes_shape(), out.dtype);
+    let dx = self::pool(KERNEL, 0, Some(&d_maxima.reshaped(&planes.shape)), &volume, &p.planes, &volume_meta)?;
+    Ok(dx.reshaped(&out.shape))
+}
+
+/// The gradient of `AvgPool3D`: `AvgPoolGrad`'s shader for the depth's
+/// pooling, then for the planes'.
+#[kernel(AvgPool3DGrad, wgpu)]
+fn avg_pool3d_grad(dy: &WgpuTensor, input: &WgpuTensor, pool: &Pool3DParams, out: &TensorMeta) -> Result<WgpuTensor> {
+    const KERNEL: &str = "AvgPool3DGrad";
+    let p = Pool3d::new(input.shape(), pool, DataFormat3D::Ndhwc).map_err(rule_error(KERNEL))?;
+    let [planes, depth] = p.stage_outputs().map(|s| TensorMeta::new(&s, out.dtype));
+    let dy = dy.reshaped(&depth.shape);
+    let d_means =
+        pool_of(KERNEL, 1, Some(&dy), (&dy, p.depth_shape()), &p.depth, &TensorMeta::new(&p.depth_shape(), out.dtype))?;
+    let d_means = d_means.reshaped(&planes.shape);
+    let volume = TensorMeta::new(&p.planes_shape(), out.dtype);
+    let dx = pool_of(KERNEL, 1, Some(&d_means), (&d_means, p.planes_shape()), &p.planes, &volume)?;
+    Ok(dx.reshaped(&out.shape))
 }
 
 static DILATION: Shader = shader!("dilation");

@@ -1,6 +1,8 @@
 //! Convolution, pooling and resizing over NHWC images, and the window geometry their kernels share.
 
-use crate::kernels::{Activation, DataFormat, DimRoundingMode, FusedConv2DAttrs, FusedDepthwiseConv2DAttrs};
+use crate::kernels::{
+    Activation, DataFormat, DataFormat3D, DimRoundingMode, FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, Pool3DParams,
+};
 use crate::kernels::{
     Conv2DAttrs, Conv2DBackpropFilterAttrs, Conv2DBackpropInputAttrs, ConvParams, DepthwiseConv2dNativeAttrs,
     DepthwiseConv2dNativeBackpropFilterAttrs, DepthwiseConv2dNativeBackpropInputAttrs, Padding, PoolParams,
@@ -527,24 +529,17 @@ impl FusedConv {
     ) -> Result<FusedConv, String> {
         let x = rank4("x", x)?;
         let channels_first = format == DataFormat::Nchw;
+        if rounding != DimRoundingMode::Floor && params.padding != Padding::Explicit {
+            return Err(format!(
+                "dim_rounding_mode `{rounding}` applies to explicit padding only, but padding is `{}`",
+                params.padding
+            ));
+        }
         let images = if channels_first { [x[0], x[2], x[3], x[1]] } else { [x[0], x[1], x[2], x[3]] };
         let mut params = params.clone();
         let conv = kind.conv(&images, filter, &params)?;
         if let (Padding::Explicit, Some(pads)) = (params.padding, params.explicit_paddings.as_mut()) {
-            let w = conv.window;
-            for (a, pad) in pads.iter_mut().enumerate().take(2) {
-                // What the windows past the first cover, and what is left of it.
-                let reach = w.input[a] + pad.iter().sum::<i64>() as usize - w.span(a);
-                let left = reach % w.stride[a];
-                let up = match rounding {
-                    DimRoundingMode::Floor => false,
-                    DimRoundingMode::Round => 2 * left >= w.stride[a],
-                    DimRoundingMode::Ceil => left > 0,
-                };
-                if up {
-                    pad[1] += (w.stride[a] - left) as i64;
-                }
-            }
+            round_windows(&conv.window, pads, rounding);
         }
         let conv = kind.conv(&images, filter, &params)?;
         Ok(FusedConv { params, conv, channels_first })
@@ -583,6 +578,26 @@ impl FusedConv {
         let added = [("bias", bias, b.as_deref()), ("prelu_activation_weights", weights, w.as_deref())];
         super::fused_epilogue(&out, "the output", added, activation)?;
         allocatable(Shape::from_slice(&out))
+    }
+}
+
+/// Explicit paddings `pads` (`[before, after]` per axis of `w`) with the
+/// padding after each axis that a window `rounding` adds reads: TF.js's
+/// `dimRoundingMode`, which rounds the count of windows up where it says,
+/// made padding so that the kernels and gradients need no rounding.
+fn round_windows(w: &Window, pads: &mut [Vec<i64>], rounding: DimRoundingMode) {
+    for (a, pad) in pads.iter_mut().enumerate().take(2) {
+        // What the windows past the first cover, and what is left of it.
+        let reach = w.input[a] + pad.iter().sum::<i64>() as usize - w.span(a);
+        let left = reach % w.stride[a];
+        let up = match rounding {
+            DimRoundingMode::Floor => false,
+            DimRoundingMode::Round => 2 * left >= w.stride[a],
+            DimRoundingMode::Ceil => left > 0,
+        };
+        if up {
+            pad[1] += (w.stride[a] - left) as i64;
+        }
     }
 }
 
@@ -724,6 +739,239 @@ pub fn pool_grad<A: AsRef<PoolParams>>(dy: &[usize], x: &[usize], attrs: &A) -> 
         ));
     }
     Ok(Shape::from_slice(x))
+}
+
+/// A 3-D pooling (`MaxPool3D`, `AvgPool3D` and their gradients) as the
+/// kernels run it: two 2-D poolings of NDHWC volumes (see
+/// `Pool3DParams`), first over the height and width of each depth slice
+/// (`planes`, of `[batch * depth, height, width, channels]`), then over
+/// depth (`depth`, of `[batch, depth, pooled height * pooled width,
+/// channels]`, windows `[depth, 1]`). A rounding mode's added window is
+/// folded into explicit padding, as [`FusedConv`] does; a window that
+/// would lie wholly in the padding is an error.
+///
+/// ```
+/// use opforge::kernels::{DataFormat3D, DimRoundingMode, Padding, Pool3DParams};
+/// use opforge::shape::rules::Pool3d;
+/// let p = Pool3DParams {
+///     filter_size: vec![2],
+///     strides: vec![2, 1, 3],
+///     padding: Padding::Explicit,
+///     explicit_paddings: Some(vec![vec![1, 0], vec![0, 1], vec![1, 0]]),
+///     dim_rounding_mode: Some(DimRoundingMode::Ceil),
+/// };
+/// let pool = Pool3d::new(&[2, 5, 4, 6, 3], &p, DataFormat3D::Ndhwc).unwrap();
+/// assert_eq!(pool.output_shape(), [2, 3, 4, 3, 3]);
+/// assert_eq!(pool.planes.explicit_paddings, Some(vec![vec![0, 1], vec![1, 1]]), "ceil adds a window along width");
+/// assert_eq!((pool.planes_shape(), pool.depth_shape()), ([10, 4, 6, 3], [2, 5, 12, 3]));
+/// assert_eq!(pool.stage_outputs(), [[10, 4, 3, 3], [2, 3, 12, 3]]);
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pool3d {
+    /// Whether the volumes and the output are channels first (NCDHW).
+    pub channels_first: bool,
+    /// The NDHWC volume: `[batch, depth, height, width, channels]`.
+    pub volume: [usize; 5],
+    /// The pooling of each depth slice over height and width.
+    pub planes: PoolParams,
+    /// The pooling over depth of the slices' pooled pixels.
+    pub depth: PoolParams,
+    /// The NDHWC output.
+    pub output: [usize; 5],
+}
+
+impl Pool3d {
+    /// The pooling of volumes `x` (in `format`) with `p`.
+    pub fn new(x: &[usize], p: &Pool3DParams, format: DataFormat3D) -> Result<Pool3d, String> {
+        let &[n, a, b, c, e] = x else {
+            return Err(format!("x has shape {x:?} of rank {}, expected rank 5", x.len()));
+        };
+        let channels_first = format == DataFormat3D::Ncdhw;
+        let volume = if channels_first { [n, b, c, e, a] } else { [n, a, b, c, e] };
+        let three = |name: &str, v: &[i64]| match *v {
+            [a] => Ok([a; 3]),
+            [d, h, w] => Ok([d, h, w]),
+            _ => Err(format!("{name} {v:?} must be one number for every axis, or three: [depth, height, width]")),
+        };
+        let (size, strides) = (three("filter_size", &p.filter_size)?, three("strides", &p.strides)?);
+        let pads = match &p.explicit_paddings {
+            Some(pads) if pads.len() != 3 => {
+                return Err(format!("explicit_paddings {pads:?} must be three `[before, after]` pairs, one per axis"))
+            }
+            pads => pads.as_ref().map(|p| (vec![p[1].clone(), p[2].clone()], vec![p[0].clone(), vec![0, 0]])),
+        };
+        let (plane_pads, depth_pads) = pads.unzip();
+        let mut planes = PoolParams {
+            filter_size: vec![size[1], size[2]],
+            strides: vec![strides[1], strides[2]],
+            padding: p.padding,
+            explicit_paddings: plane_pads,
+        };
+        let mut depth = PoolParams {
+            filter_size: vec![size[0], 1],
+            strides: vec![strides[0], 1],
+            padding: p.padding,
+            explicit_paddings: depth_pads,
+        };
+        if let (Some(rounding), false) = (p.dim_rounding_mode, p.padding == Padding::Explicit) {
+            return Err(format!(
+                "dim_rounding_mode `{rounding}` applies to explicit padding only, but padding is `{}`",
+                p.padding
+            ));
+        }
+        let (plane, column) = ([volume[2], volume[3]], [volume[1], 1]);
+        let (mut pw, mut dw) = (planes.window(plane)?, depth.window(column)?);
+        if let (Padding::Explicit, Some(rounding)) = (p.padding, p.dim_rounding_mode) {
+            // Each stage's windows and the volume's axes they walk (0 depth, 1 height, 2 width).
+            for (params, w, axes) in [(&mut planes, pw, &[1, 2][..]), (&mut depth, dw, &[0][..])] {
+                let pads =
+                    params.explicit_paddings.as_mut().ok_or("padding is `explicit`, but no explicit_paddings")?;
+                round_windows(&w, pads, rounding);
+                let rounded = Window::new(w.input, w.size, &params.strides, Padding::Explicit, Some(pads), &[1, 1])?;
+                for (i, &axis) in axes.iter().enumerate() {
+                    // The last window starts past the volume's end.
+                    if (rounded.output[i] - 1) * rounded.stride[i] >= rounded.pad[i] + volume[axis + 1] {
+                        return Err(format!(
+                            "dim_rounding_mode `{rounding}` adds a window on axis {axis} that lies wholly in the \
+                             padding after the volume"
+                        ));
+                    }
+                }
+            }
+            (pw, dw) = (planes.window(plane)?, depth.window(column)?);
+        }
+        let output = [n, dw.output[0], pw.output[0], pw.output[1], volume[4]];
+        allocatable(Shape::from_slice(&output))?;
+        Ok(Pool3d { channels_first, volume, planes, depth, output })
+    }
+
+    /// The output's shape, in the data format.
+    pub fn output_shape(&self) -> [usize; 5] {
+        let [n, d, h, w, c] = self.output;
+        if self.channels_first {
+            [n, c, d, h, w]
+        } else {
+            self.output
+        }
+    }
+
+    /// The volume as the planes' pooling takes it: `[batch * depth,
+    /// height, width, channels]`.
+    pub fn planes_shape(&self) -> [usize; 4] {
+        let [n, d, h, w, c] = self.volume;
+        [n * d, h, w, c]
+    }
+
+    /// The outputs of the two 2-D poolings: the planes', `[batch * depth,
+    /// pooled height, pooled width, channels]`, and the depth's, `[batch,
+    /// pooled depth, pooled height * pooled width, channels]`.
+    pub fn stage_outputs(&self) -> [[usize; 4]; 2] {
+        let ([n, d, _, _, c], [_, od, oh, ow, _]) = (self.volume, self.output);
+        [[n * d, oh, ow, c], [n, od, oh * ow, c]]
+    }
+
+    /// The planes' pooling as the depth's takes it: `[batch, depth,
+    /// pooled height * pooled width, channels]`.
+    pub fn depth_shape(&self) -> [usize; 4] {
+        let [n, d, _, _, c] = self.volume;
+        [n, d, self.output[2] * self.output[3], c]
+    }
+}
+
+/// The shape function of `MaxPool3D` and `AvgPool3D`: the pooled volumes,
+/// NDHWC or (with `data_format`) NCDHW; see [`Pool3d`].
+///
+/// ```
+/// use opforge::kernels::{DataFormat3D, MaxPool3DAttrs, Padding, Pool3DParams};
+/// use opforge::shape::rules::pool3d;
+/// let pool = Pool3DParams {
+///     filter_size: vec![2],
+///     strides: vec![2],
+///     padding: Padding::Valid,
+///     explicit_paddings: None,
+///     dim_rounding_mode: None,
+/// };
+/// let attrs = MaxPool3DAttrs { pool, data_format: DataFormat3D::Ndhwc };
+/// assert_eq!(pool3d(&[1, 4, 4, 4, 2], &attrs).unwrap().as_slice(), &[1, 2, 2, 2, 2]);
+/// assert!(pool3d(&[1, 4, 4, 4], &attrs).unwrap_err().contains("rank 5"));
+/// ```
+pub fn pool3d<A: Pool3dAttrs>(x: &[usize], attrs: &A) -> Result<Shape, String> {
+    let (pool, format) = attrs.pool3d();
+    Ok(Shape::from_slice(&Pool3d::new(x, pool, format)?.output_shape()))
+}
+
+/// The attrs of a 3-D pooling: its windows and its data format.
+pub trait Pool3dAttrs {
+    /// The windows and the data format.
+    fn pool3d(&self) -> (&Pool3DParams, DataFormat3D);
+}
+
+impl Pool3dAttrs for crate::kernels::MaxPool3DAttrs {
+    fn pool3d(&self) -> (&Pool3DParams, DataFormat3D) {
+        (&self.pool, self.data_format)
+    }
+}
+
+impl Pool3dAttrs for crate::kernels::AvgPool3DAttrs {
+    fn pool3d(&self) -> (&Pool3DParams, DataFormat3D) {
+        (&self.pool, self.data_format)
+    }
+}
+
+/// `dy`'s check of a 3-D pooling's gradient: the pooling of NDHWC `input`
+/// has its shape.
+fn pool3d_grad(dy: &[usize], input: &[usize], pool: &Pool3DParams) -> Result<Shape, String> {
+    let want = Pool3d::new(input, pool, DataFormat3D::Ndhwc)?.output;
+    if dy != want {
+        return Err(format!("dy has shape {dy:?}, but pooling input {input:?} gives {want:?}"));
+    }
+    Ok(Shape::from_slice(input))
+}
+
+/// The shape function of `MaxPool3DGrad`: `input`'s shape, whose pooling
+/// `dy` and `output` have the shape of.
+///
+/// ```
+/// use opforge::kernels::{MaxPool3DGradAttrs, Padding, Pool3DParams};
+/// use opforge::shape::rules::max_pool3d_grad;
+/// let (filter_size, strides, padding) = (vec![2], vec![2], Padding::Valid);
+/// let pool = Pool3DParams { filter_size, strides, padding, explicit_paddings: None, dim_rounding_mode: None };
+/// let attrs = MaxPool3DGradAttrs { pool };
+/// let (x, y) = ([1, 4, 4, 4, 2], [1, 2, 2, 2, 2]);
+/// assert_eq!(max_pool3d_grad(&y, &x, &y, &attrs).unwrap().as_slice(), &x);
+/// assert!(max_pool3d_grad(&y, &x, &[1, 2, 2, 2, 3], &attrs).unwrap_err().contains("output"));
+/// ```
+pub fn max_pool3d_grad(
+    dy: &[usize],
+    input: &[usize],
+    output: &[usize],
+    attrs: &crate::kernels::MaxPool3DGradAttrs,
+) -> Result<Shape, String> {
+    let dx = pool3d_grad(dy, input, &attrs.pool)?;
+    match output == dy {
+        true => Ok(dx),
+        false => Err(format!("output has shape {output:?}, but pooling input {input:?} gives {dy:?}")),
+    }
+}
+
+/// The shape function of `AvgPool3DGrad`: `input`'s shape, whose pooling
+/// `dy` has the shape of.
+///
+/// ```
+/// use opforge::kernels::{AvgPool3DGradAttrs, Padding, Pool3DParams};
+/// use opforge::shape::rules::avg_pool3d_grad;
+/// let (filter_size, strides, padding) = (vec![2], vec![2], Padding::Valid);
+/// let pool = Pool3DParams { filter_size, strides, padding, explicit_paddings: None, dim_rounding_mode: None };
+/// let attrs = AvgPool3DGradAttrs { pool };
+/// assert_eq!(avg_pool3d_grad(&[1, 2, 2, 2, 2], &[1, 4, 4, 4, 2], &attrs).unwrap().as_slice(), &[1, 4, 4, 4, 2]);
+/// assert!(avg_pool3d_grad(&[1, 2, 2, 3, 2], &[1, 4, 4, 4, 2], &attrs).is_err());
+/// ```
+pub fn avg_pool3d_grad(
+    dy: &[usize],
+    input: &[usize],
+    attrs: &crate::kernels::AvgPool3DGradAttrs,
+) -> Result<Shape, String> {
+    pool3d_grad(dy, input, &attrs.pool)
 }
 
 /// One output row (or column) of a resize: it reads input rows `first`
