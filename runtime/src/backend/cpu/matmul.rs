@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
 use crate::shape;
 use crate::shape::rules::{EinsumPlan, EinsumStep};
-use crate::shape::strided::broadcast_strides;
+use crate::shape::strided::{broadcast_strides, collapse_n, Dims};
 use crate::shape::Shape;
 use opforge_macros::kernel;
 
@@ -127,8 +127,7 @@ pub(crate) fn epilogue<T: Float>(
     (bias, weights, activation, alpha): Added<'_>,
     broadcast: impl Fn(&CpuTensor) -> Shape,
 ) -> Result<()> {
-    let (bias, weights) = (strided(bias, shape, &broadcast)?, strided(weights, shape, &broadcast)?);
-    let rows = Rows { shape, bias, weights, slope: T::from_f64(alpha) };
+    let rows = Rows::new(shape, strided(bias, shape, &broadcast)?, strided(weights, shape, &broadcast)?, alpha);
     let (zero, one, six) = (T::zero(), T::one(), T::from_f64(6.0));
     // One loop per activation, so that the match is not inside it and the
     // common ones (linear, relu) vectorize.
@@ -159,52 +158,73 @@ fn strided<'a, T: Element>(
     t: Option<&'a CpuTensor>,
     shape: &[usize],
     broadcast: &impl Fn(&CpuTensor) -> Shape,
-) -> Result<Option<(&'a [T], Vec<usize>)>> {
-    t.map(|t| Ok((t.as_slice::<T>()?, broadcast_strides(&broadcast(t), shape).to_vec()))).transpose()
+) -> Result<Option<(&'a [T], Dims)>> {
+    t.map(|t| Ok((t.as_slice::<T>()?, broadcast_strides(&broadcast(t), shape)))).transpose()
 }
 
-/// An output of `shape` and what its elements add (values and broadcast
-/// strides) and take as the activation's slope: `weights`' element, or
-/// `slope` without them.
+/// An output as rows of its last axis, and what each row's elements add
+/// (the bias's values) and take as the activation's slope (the PReLU
+/// weights' values, or `slope` without them), each a column stride and,
+/// over the leading axes collapsed once, the row's start.
 struct Rows<'a, T> {
-    shape: &'a [usize],
-    bias: Option<(&'a [T], Vec<usize>)>,
-    weights: Option<(&'a [T], Vec<usize>)>,
+    /// The row length.
+    n: usize,
+    /// The leading axes, collapsed, and the bias's and weights' strides
+    /// along them; `None` where neither moves along them (a bias `[n]`,
+    /// `FusedMatMul`'s usual one), so that every row starts at 0.
+    lead: Option<(Dims, [Dims; 2])>,
+    bias: Option<(&'a [T], usize)>,
+    weights: Option<(&'a [T], usize)>,
     slope: T,
 }
 
-impl<T: Float> Rows<'_, T> {
+impl<'a, T: Float> Rows<'a, T> {
+    fn new(shape: &[usize], bias: Option<(&'a [T], Dims)>, weights: Option<(&'a [T], Dims)>, slope: f64) -> Self {
+        let (n, axes) = shape.split_last().map_or((1, &[][..]), |(&n, lead)| (n.max(1), lead));
+        let zeros = Dims::from_elem(0, shape.len());
+        let [b, w] = [&bias, &weights].map(|s| s.as_ref().map_or(&zeros[..axes.len()], |(_, s)| &s[..axes.len()]));
+        let (dims, strides) = collapse_n(axes, [b, w]);
+        let moves = strides.iter().any(|s| s.iter().any(|&s| s != 0));
+        let column = |s: Option<(&'a [T], Dims)>| s.map(|(v, s)| (v, s.last().copied().unwrap_or(0)));
+        Rows {
+            n,
+            lead: moves.then_some((dims, strides)),
+            bias: column(bias),
+            weights: column(weights),
+            slope: T::from_f64(slope),
+        }
+    }
+
+    /// Where row `r` of the bias and of the weights starts.
+    #[inline]
+    fn starts(&self, r: usize) -> [usize; 2] {
+        let Some((dims, [b, w])) = &self.lead else { return [0; 2] };
+        let (mut rest, mut at) = (r, [0; 2]);
+        for d in (0..dims.len()).rev() {
+            let i = rest % dims[d];
+            rest /= dims[d];
+            at = [at[0] + i * b[d], at[1] + i * w[d]];
+        }
+        at
+    }
+
     fn apply(&self, data: &mut [T], act: impl Fn(T, T) -> T + Sync) {
-        let n = self.shape.last().copied().unwrap_or(1).max(1);
-        let lead = &self.shape[..self.shape.len().saturating_sub(1)];
-        // Where row `r` of a broadcast operand starts, and its column stride.
-        let row = |strides: &[usize], r: usize| {
-            let (mut at, mut r) = (0, r);
-            for (d, &len) in lead.iter().enumerate().rev() {
-                at += r % len.max(1) * strides[d];
-                r /= len.max(1);
-            }
-            (at, strides.last().copied().unwrap_or(0))
-        };
-        let len = data.len();
+        let (n, len) = (self.n, data.len());
         for_rows(data, n, len, |start, chunk| {
             for (k, values) in chunk.chunks_mut(n).enumerate() {
-                let r = start / n + k;
-                match (&self.bias, &self.weights) {
+                let [b0, w0] = self.starts(start / n + k);
+                match (self.bias, self.weights) {
                     (None, None) => values.iter_mut().for_each(|v| *v = act(*v, self.slope)),
                     // A row of the bias is contiguous: the loop vectorizes.
-                    (Some((b, s)), None) if s.last() == Some(&1) => {
-                        let (at, _) = row(s, r);
-                        for (v, &b) in values.iter_mut().zip(&b[at..at + n]) {
+                    (Some((b, 1)), None) => {
+                        for (v, &b) in values.iter_mut().zip(&b[b0..b0 + n]) {
                             *v = act(*v + b, self.slope);
                         }
                     }
                     (bias, weights) => {
-                        let (b0, bc) = bias.as_ref().map_or((0, 0), |(_, s)| row(s, r));
-                        let (w0, wc) = weights.as_ref().map_or((0, 0), |(_, s)| row(s, r));
                         for (j, v) in values.iter_mut().enumerate() {
-                            let b = bias.as_ref().map_or(T::zero(), |(b, _)| b[b0 + j * bc]);
-                            let a = weights.as_ref().map_or(self.slope, |(w, _)| w[w0 + j * wc]);
+                            let b = bias.map_or(T::zero(), |(b, c)| b[b0 + j * c]);
+                            let a = weights.map_or(self.slope, |(w, c)| w[w0 + j * c]);
                             *v = act(*v + b, a);
                         }
                     }

@@ -186,10 +186,10 @@ fn fused(
     };
     let added =
         |t: Option<&WgpuTensor>| t.map_or([0; 4], |t| to_words(&broadcast_strides(&f.as_added(t.shape()), &out.shape)));
-    let words = [out.numel(), activation_code(activation) as usize, usize::from(bias.is_some())];
-    let mut params: Vec<usize> = words.into_iter().chain([0]).chain(out.shape.iter().copied()).chain(from).collect();
-    params[3] = (alpha as f32).to_bits() as usize;
-    params.extend(added(bias).into_iter().chain(added(weights)).map(|w| w as usize));
+    let slope = (alpha as f32).to_bits() as usize;
+    let words = [out.numel(), activation_code(activation) as usize, usize::from(bias.is_some()), slope];
+    let added = added(bias).into_iter().chain(added(weights)).map(|w| w as usize);
+    let params: Vec<usize> = words.into_iter().chain(out.shape.iter().copied()).chain(from).chain(added).collect();
     if params.iter().any(|&w| w > u32::MAX as usize) {
         return Err(rule_error(kernel)(format!(
             "the output {:?} is too large for the shader's 32-bit indices",

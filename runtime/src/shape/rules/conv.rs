@@ -537,11 +537,14 @@ impl FusedConv {
         }
         let images = if channels_first { [x[0], x[2], x[3], x[1]] } else { [x[0], x[1], x[2], x[3]] };
         let mut params = params.clone();
-        let conv = kind.conv(&images, filter, &params)?;
-        if let (Padding::Explicit, Some(pads)) = (params.padding, params.explicit_paddings.as_mut()) {
+        let mut conv = kind.conv(&images, filter, &params)?;
+        // Rounding down is the plain kernels' own count of windows.
+        if let (DimRoundingMode::Ceil | DimRoundingMode::Round, Some(pads)) =
+            (rounding, params.explicit_paddings.as_mut())
+        {
             round_windows(&conv.window, pads, rounding);
+            conv = kind.conv(&images, filter, &params)?;
         }
-        let conv = kind.conv(&images, filter, &params)?;
         Ok(FusedConv { params, conv, channels_first })
     }
 
