@@ -2,11 +2,12 @@
 //! here, on any machine, before a GPU ever sees it. Each is checked as the
 //! backend compiles it (`shader!("name", "library", ..)`): `common.wgsl`,
 //! the helpers they share, then its libraries, then its own file, with its
-//! `@elementwise` entry points written out (`expand_entries`); and every
+//! `@tensors` bindings and `@elementwise` entry points written out
+//! (`expand_directives`); and every
 //! elementwise row's shader, per dtype, a template with the row's WGSL put
 //! in (`WgpuRow::source`).
 
-use opforge::backend::wgpu::{expand_entries, hand_written_rows};
+use opforge::backend::wgpu::{expand_directives, hand_written_rows};
 
 /// Each `shader!` of the backend's sources: the shader and its libraries.
 fn shaders(dir: &str) -> Vec<(String, Vec<String>)> {
@@ -29,8 +30,8 @@ fn shaders(dir: &str) -> Vec<(String, Vec<String>)> {
 }
 
 fn validate(name: &str, source: &str) {
-    // As the device compiles it: `@elementwise` entry points written out.
-    let source = expand_entries(source).into_owned();
+    // As the device compiles it: the directives written out.
+    let source = expand_directives(source).into_owned();
     let module = naga::front::wgsl::parse_str(&source)
         .unwrap_or_else(|e| panic!("{}", e.emit_to_string_with_path(&source, &format!("{name}.wgsl"))));
     naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
@@ -71,4 +72,11 @@ fn every_shader_validates() {
         .collect();
     files.sort();
     assert_eq!(covered, files);
+    // Every binding is a `@tensors` line's, so its index follows the
+    // device's layout (inputs, outputs, then `params`) and none is
+    // numbered by hand.
+    for file in &files {
+        let source = std::fs::read_to_string(format!("{dir}/{file}")).unwrap();
+        assert!(!source.contains("@binding("), "{file} numbers a binding by hand: declare it in a `@tensors` line");
+    }
 }

@@ -11,7 +11,7 @@ use std::sync::Mutex;
 
 use super::program::{Program as Fused, Val};
 use crate::backend::call::TensorMeta;
-use crate::backend::wgpu::{backend_error, lock, EntryPoint, Grid, Shader, WgpuTensor};
+use crate::backend::wgpu::{backend_error, expand_directives, lock, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::error::Result;
 use crate::shape::strided::broadcast_strides;
 
@@ -105,6 +105,7 @@ fn shader(program: &'static Fused, reads: &[Read], x4: bool) -> &'static Shader 
 pub(crate) fn validate(program: &Fused) -> std::result::Result<(), String> {
     for (read, x4) in [(Read::Whole, true), (Read::Strided, false), (Read::Splat, false)] {
         let source = source(program, &vec![read; program.inputs], x4);
+        let source = expand_directives(&source);
         let module = naga::front::wgsl::parse_str(&source)
             .map_err(|e| format!("fused program `{}`: {}", program.name, e.emit_to_string(&source)))?;
         naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty())
@@ -137,14 +138,11 @@ fn source(program: &Fused, reads: &[Read], x4: bool) -> String {
     s.push_str(include_str!("../backend/wgpu/shaders/common.wgsl"));
     s.push_str(include_str!("../backend/wgpu/shaders/math.wgsl"));
     let (ins, outs) = (program.inputs, program.outputs.len());
-    let vector = |whole: bool| if x4 && whole { "array<vec4<u32>>" } else { "array<u32>" };
-    for (i, r) in reads.iter().enumerate() {
-        let _ = writeln!(s, "@group(0) @binding({i}) var<storage, read> in{i}: {};", vector(*r == Read::Whole));
-    }
-    for o in 0..outs {
-        let _ = writeln!(s, "@group(0) @binding({}) var<storage, read_write> out{o}: {};", ins + o, vector(true));
-    }
-    let _ = writeln!(s, "@group(0) @binding({}) var<uniform> params: array<vec4<u32>, 32>;", ins + outs);
+    let vector = |whole: bool| if x4 && whole { "vec4<u32>" } else { "u32" };
+    let inputs = reads.iter().enumerate().map(|(i, r)| format!("in{i}: {}", vector(*r == Read::Whole)));
+    let outputs = (0..outs).map(|o| format!("out{o}: {}", vector(true)));
+    let (inputs, outputs) = (inputs.collect::<Vec<_>>().join(", "), outputs.collect::<Vec<_>>().join(", "));
+    let _ = writeln!(s, "@tensors({inputs} -> {outputs})");
     let strided = reads.iter().filter(|r| **r == Read::Strided).count();
     // Scalar k is the word after the dims and every strided input's strides:
     // the run-time scalars, then the constants.

@@ -49,7 +49,7 @@ pub use elementwise::{hand_written_rows, WgpuRow, Word};
 pub use entry_point::EntryPoint;
 pub(crate) use entry_point::{by_dtype, rule_error};
 pub use marker::Wgpu;
-pub use pipeline::{expand_entries, groups, Grid, Shader};
+pub use pipeline::{expand_directives, groups, Grid, Shader};
 pub(crate) use pool::{memory, peak, pooled, reset_peak, set_limit, trim_to};
 pub use status::{adapter_or_skip, counters, device_timing, synchronize, Counters};
 pub(crate) use status::{describe, device_times, fill_memory};

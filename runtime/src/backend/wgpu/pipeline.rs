@@ -4,7 +4,7 @@
 use std::num::NonZeroU64;
 use std::sync::Arc;
 
-use super::device::{lock, Arity, Gpu, Layout, Pipeline, SLOT};
+use super::device::{lock, Arity, Gpu, Layout, Pipeline, PARAM_WORDS, SLOT};
 use crate::dtype::DType;
 use crate::error::Result;
 
@@ -41,43 +41,85 @@ impl Shader {
     }
 }
 
-/// `source` with each entry point declared `@elementwise fn name(i: u32) {`
-/// written out in full, as the device compiles every [`Shader`]: a compute
-/// entry point of 256-wide workgroups whose invocation `i` (the
-/// parameter's name is the shader's) runs the body for each element below
-/// `param(0)`, as most of opforge's kernels do. The expansion calls
-/// `element` and `param` from `shaders/common.wgsl`, which every built-in
-/// shader begins with; a shader of another crate that uses `@elementwise`
-/// defines them itself. Other lines are kept as they are.
+/// `source` with its two directives written out, as the device compiles
+/// every [`Shader`]; other lines are kept as they are.
+///
+/// - `@tensors(x: f32, mask: u32 -> y: f32)` declares the tensors a
+///   program binds, as the device lays them out: its inputs read-only from
+///   binding 0 (each `name: element`, an `array<element>`), its outputs
+///   read-write after them, then `params`, the dispatch's parameter words.
+///   A shader may view the same buffers again with another element type in
+///   a later `@tensors` line (`_` skips a binding); only the first
+///   declares `params`.
+/// - `@elementwise fn name(i: u32) {` declares a compute entry point of
+///   256-wide workgroups whose invocation `i` (the parameter's name is the
+///   shader's) runs the body for each element below `param(0)`, as most of
+///   opforge's kernels do. The expansion calls `element` and `param` from
+///   `shaders/common.wgsl`, which every built-in shader begins with; a
+///   shader of another crate that uses `@elementwise` defines them itself.
 ///
 /// ```
-/// use opforge::backend::wgpu::expand_entries;
-/// let wgsl = expand_entries("@elementwise fn fill(i: u32) {\n    y[i] = param(1);\n}\n");
-/// assert!(wgsl.starts_with("@compute @workgroup_size(256)\nfn fill(@builtin(global_invocation_id) gid"));
-/// assert!(wgsl.contains("let i = element(gid, groups);\n    if i >= param(0) {\n        return;\n    }\n    y[i] = param(1);"));
-/// assert_eq!(expand_entries("fn f() {}\n"), "fn f() {}\n");
+/// use opforge::backend::wgpu::expand_directives;
+/// let wgsl = expand_directives("@tensors(x: f32 -> y: f32)\n@elementwise fn copy(i: u32) {\n    y[i] = x[i];\n}\n");
+/// assert!(wgsl.starts_with(
+///     "@group(0) @binding(0) var<storage, read> x: array<f32>;\n\
+///      @group(0) @binding(1) var<storage, read_write> y: array<f32>;\n\
+///      @group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;\n\
+///      @compute @workgroup_size(256)\nfn copy(@builtin(global_invocation_id) gid"
+/// ));
+/// assert!(wgsl.contains("let i = element(gid, groups);\n    if i >= param(0) {\n        return;\n    }\n    y[i] = x[i];"));
+/// assert_eq!(expand_directives("fn f() {}\n"), "fn f() {}\n");
 /// ```
-pub fn expand_entries(source: &str) -> std::borrow::Cow<'_, str> {
-    const DIRECTIVE: &str = "@elementwise fn ";
-    if !source.contains(DIRECTIVE) {
+pub fn expand_directives(source: &str) -> std::borrow::Cow<'_, str> {
+    const ENTRY: &str = "@elementwise fn ";
+    const TENSORS: &str = "@tensors(";
+    if !source.contains(ENTRY) && !source.contains(TENSORS) {
         return source.into();
     }
     let mut out = String::with_capacity(source.len() + 1024);
+    let mut params = true;
     for line in source.lines() {
-        let entry = line.strip_prefix(DIRECTIVE).and_then(|rest| rest.strip_suffix(": u32) {"));
-        match entry.and_then(|e| e.split_once('(')) {
-            Some((name, index)) => out.push_str(&format!(
+        let entry = line.strip_prefix(ENTRY).and_then(|rest| rest.strip_suffix(": u32) {"));
+        let tensors = line.strip_prefix(TENSORS).and_then(|rest| rest.trim_end().strip_suffix(')'));
+        if let Some((name, index)) = entry.and_then(|e| e.split_once('(')) {
+            out.push_str(&format!(
                 "@compute @workgroup_size(256)\n\
                  fn {name}(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {{\n    \
                  let {index} = element(gid, groups);\n    if {index} >= param(0) {{\n        return;\n    }}\n"
-            )),
-            None => {
-                out.push_str(line);
-                out.push('\n');
-            }
+            ));
+        } else if let Some(bound) = tensors.and_then(|list| bindings(list, params)) {
+            out.push_str(&bound);
+            params = false;
+        } else {
+            out.push_str(line);
+            out.push('\n');
         }
     }
     out.into()
+}
+
+/// The declarations of one `@tensors(inputs -> outputs)` list (see
+/// [`expand_directives`]), with `params` after them where `params` says;
+/// `None` where it does not parse, so that the line stays for the WGSL
+/// compiler to point at.
+fn bindings(list: &str, params: bool) -> Option<String> {
+    let (inputs, outputs) = list.split_once("->")?;
+    let mut out = String::new();
+    let mut binding = 0;
+    for (access, side) in [("read", inputs), ("read_write", outputs)] {
+        for tensor in side.split(',').map(str::trim).filter(|t| !t.is_empty()) {
+            if tensor != "_" {
+                let (name, element) = tensor.split_once(':')?;
+                let (name, element) = (name.trim(), element.trim());
+                out += &format!("@group(0) @binding({binding}) var<storage, {access}> {name}: array<{element}>;\n");
+            }
+            binding += 1;
+        }
+    }
+    if params {
+        out += &format!("@group(0) @binding({binding}) var<uniform> params: array<vec4<u32>, {}>;\n", PARAM_WORDS / 4);
+    }
+    Some(out)
 }
 
 impl Gpu {
@@ -147,7 +189,7 @@ impl Gpu {
                 .or_insert_with(|| {
                     self.device.create_shader_module(wgpu::ShaderModuleDescriptor {
                         label: Some(shader.name),
-                        source: wgpu::ShaderSource::Wgsl(expand_entries(shader.source)),
+                        source: wgpu::ShaderSource::Wgsl(expand_directives(shader.source)),
                     })
                 })
                 .clone();

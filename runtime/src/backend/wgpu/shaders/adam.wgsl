@@ -5,26 +5,12 @@
 // var' = -lr * ((m' / c1) / (sqrt(v' / c2) + epsilon)) + var,
 // where [lr, p1, p2] = schedule, c1 = 1 - p1 and c2 = 1 - p2, in f32.
 
-@group(0) @binding(0) var<storage, read> w: array<f32>;
-@group(0) @binding(1) var<storage, read> m: array<f32>;
-@group(0) @binding(2) var<storage, read> v: array<f32>;
-@group(0) @binding(3) var<storage, read> g: array<f32>;
-@group(0) @binding(4) var<storage, read> schedule: array<f32>;
-@group(0) @binding(5) var<storage, read_write> new_w: array<f32>;
-@group(0) @binding(6) var<storage, read_write> new_m: array<f32>;
-@group(0) @binding(7) var<storage, read_write> new_v: array<f32>;
-// The same bindings as vectors, for `apply_adam_x4`: four elements per
-// invocation, the last vector running into the buffers' slack.
-@group(0) @binding(0) var<storage, read> w4: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read> m4: array<vec4<f32>>;
-@group(0) @binding(2) var<storage, read> v4: array<vec4<f32>>;
-@group(0) @binding(3) var<storage, read> g4: array<vec4<f32>>;
-@group(0) @binding(5) var<storage, read_write> new_w4: array<vec4<f32>>;
-@group(0) @binding(6) var<storage, read_write> new_m4: array<vec4<f32>>;
-@group(0) @binding(7) var<storage, read_write> new_v4: array<vec4<f32>>;
 // [n (vectors for `_x4`), then five f32 words: b1, b2, 1 - b1, 1 - b2,
 // epsilon]
-@group(0) @binding(8) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(w: f32, m: f32, v: f32, g: f32, schedule: f32 -> new_w: f32, new_m: f32, new_v: f32)
+// The same bindings as vectors, for `apply_adam_x4`: four elements per
+// invocation, the last vector running into the buffers' slack.
+@tensors(w4: vec4<f32>, m4: vec4<f32>, v4: vec4<f32>, g4: vec4<f32>, _ -> new_w4: vec4<f32>, new_m4: vec4<f32>, new_v4: vec4<f32>)
 
 struct Step {
     w: vec4<f32>,

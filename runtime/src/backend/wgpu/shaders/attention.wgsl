@@ -4,13 +4,7 @@
 // a score poisons the query's row; -inf (a hidden key) adds nothing; a
 // query that sees no key gives zeros and an lse of -inf, as the cpu.
 
-@group(0) @binding(0) var<storage, read> q: array<f32>;
-@group(0) @binding(1) var<storage, read> k: array<f32>;
-@group(0) @binding(2) var<storage, read> v: array<f32>;
-@group(0) @binding(3) var<storage, read> mask: array<f32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
-@group(0) @binding(5) var<storage, read_write> lse: array<f32>;
-@group(0) @binding(6) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(q: f32, k: f32, v: f32, mask: f32 -> y: f32, lse: f32)
 
 @elementwise fn attention(i: u32) {
     let dv = param(5u);

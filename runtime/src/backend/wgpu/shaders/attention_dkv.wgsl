@@ -2,15 +2,7 @@
 // columns of both, walking the queries that see it: `p = exp(s - lse)`,
 // `dv += p * dy`, `ds = p * (dy . v - delta) * scale`, `dk += ds * q`.
 
-@group(0) @binding(0) var<storage, read> dy: array<f32>;
-@group(0) @binding(1) var<storage, read> q: array<f32>;
-@group(0) @binding(2) var<storage, read> k: array<f32>;
-@group(0) @binding(3) var<storage, read> v: array<f32>;
-@group(0) @binding(4) var<storage, read> mask: array<f32>;
-@group(0) @binding(5) var<storage, read> stats: array<f32>;
-@group(0) @binding(6) var<storage, read_write> dk: array<f32>;
-@group(0) @binding(7) var<storage, read_write> dvs: array<f32>;
-@group(0) @binding(8) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(dy: f32, q: f32, k: f32, v: f32, mask: f32, stats: f32 -> dk: f32, dvs: f32)
 
 @elementwise fn attention_dkv(i: u32) {
     let d = param(4u);

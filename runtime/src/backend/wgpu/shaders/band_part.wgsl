@@ -2,12 +2,8 @@
 // set to zero, one invocation per element. Elements are raw 32-bit words
 // (see unary.wgsl): a zero word is 0 in f32, i32 and bool alike.
 
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read> num_lower: array<i32>;
-@group(0) @binding(2) var<storage, read> num_upper: array<i32>;
-@group(0) @binding(3) var<storage, read_write> y: array<u32>;
 // [count, rows, cols] of each matrix
-@group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(x: u32, num_lower: i32, num_upper: i32 -> y: u32)
 
 @elementwise fn band_part(o: u32) {
     let cols = param(2);

@@ -3,15 +3,9 @@
 // is bound as `mean` again and read as 0 or 1 instead (flags bit 0: there
 // is an offset, bit 1: a scale).
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> mean: array<f32>;
-@group(0) @binding(2) var<storage, read> variance: array<f32>;
-@group(0) @binding(3) var<storage, read> offset: array<f32>;
-@group(0) @binding(4) var<storage, read> scale: array<f32>;
-@group(0) @binding(5) var<storage, read_write> y: array<f32>;
 // [n, rank, epsilon bits, flags, dims[rank], then the strides[rank] of
 // mean, variance, offset and scale]
-@group(0) @binding(6) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(x: f32, mean: f32, variance: f32, offset: f32, scale: f32 -> y: f32)
 
 @elementwise fn batch_norm(i: u32) {
     let rank = param(1);

@@ -6,19 +6,14 @@
 //
 // Elements are raw 32-bit words, bitcast per dtype by `word`.
 
-@group(0) @binding(0) var<storage, read> a: array<u32>;
-@group(0) @binding(1) var<storage, read> b: array<u32>;
-@group(0) @binding(2) var<storage, read_write> y: array<u32>;
+// [n, rank, out_shape[rank], a_strides[rank], b_strides[rank], attributes...];
+// a stride is 0 along a broadcast dim. For `_x4`, n counts vectors.
+@tensors(a: u32, b: u32 -> y: u32)
 // The same bindings as vectors, for the `_x4` entry points: four output
 // elements per invocation, where the innermost dim is a multiple of four
 // and each input either runs along it (a vector load) or is broadcast
 // across it (one word, splat).
-@group(0) @binding(0) var<storage, read> a4: array<vec4<u32>>;
-@group(0) @binding(1) var<storage, read> b4: array<vec4<u32>>;
-@group(0) @binding(2) var<storage, read_write> y4: array<vec4<u32>>;
-// [n, rank, out_shape[rank], a_strides[rank], b_strides[rank], attributes...];
-// a stride is 0 along a broadcast dim. For `_x4`, n counts vectors.
-@group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(a4: vec4<u32>, b4: vec4<u32> -> y4: vec4<u32>)
 
 // Offsets into a and b of output element i.
 fn offsets(i: u32) -> vec2<u32> {

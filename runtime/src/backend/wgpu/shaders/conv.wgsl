@@ -9,12 +9,9 @@
 // the filter is [window height, window width, cg, k] (HWIO for one
 // group; a depthwise filter [fh, fw, c, m] is c groups of one channel).
 
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-@group(0) @binding(2) var<storage, read_write> y: array<f32>;
+@tensors(a: f32, b: f32 -> y: f32)
 // The output as words, for `pool_argmax`'s i32 indexes.
-@group(0) @binding(2) var<storage, read_write> indexes: array<i32>;
-@group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(_, _ -> indexes: i32)
 
 struct Geometry {
     batch: u32, h: u32, w: u32, c: u32, oh: u32, ow: u32, k: u32,

@@ -2,12 +2,9 @@
 // row of x in order and adds as the cpu kernel does, so the sums are the
 // cpu's, bit for bit. The host has checked that no value is negative.
 
-@group(0) @binding(0) var<storage, read> x: array<i32>;
-@group(0) @binding(1) var<storage, read> weights: array<u32>;
-@group(0) @binding(2) var<storage, read_write> y: array<u32>;
 // [count, size, len, weighted, binary, f32]: the output as [rows, size], x
 // (and weights, when weighted) as [rows, len]; the output f32 or i32.
-@group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(x: i32, weights: u32 -> y: u32)
 
 @elementwise fn bincount(o: u32) {
     let size = param(1);

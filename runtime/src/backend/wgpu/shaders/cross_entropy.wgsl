@@ -14,12 +14,8 @@
 // its invocations' running (max, sum of exponentials, label mass) as a
 // tree, writes the backprop, and sums the loss as a second tree (row_sum.wgsl).
 
-@group(0) @binding(0) var<storage, read> features: array<f32>;
-@group(0) @binding(1) var<storage, read> labels: array<f32>;
-@group(0) @binding(2) var<storage, read_write> loss: array<f32>;
-@group(0) @binding(3) var<storage, read_write> backprop: array<f32>;
 // [rows, len]
-@group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(features: f32, labels: f32 -> loss: f32, backprop: f32)
 
 // 2^-63 and 2^63.
 const DOWN: f32 = 1.0842021724855044e-19;

@@ -7,11 +7,7 @@
 // left, groups]. The gradients gather what the cpu kernels scatter, in the
 // cpu's order (windows by row, then column), so the sums are its bits.
 
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read> strel: array<u32>;
-@group(0) @binding(2) var<storage, read> dy: array<u32>;
-@group(0) @binding(3) var<storage, read_write> y: array<u32>;
-@group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(x: u32, strel: u32, dy: u32 -> y: u32)
 
 override OP: u32 = 0u;
 

@@ -8,10 +8,7 @@
 // summed letter of length 0 makes every element 0, an empty sum (what
 // the kernel dispatches when an operand is empty).
 
-@group(0) @binding(0) var<storage, read> a: array<u32>;
-@group(0) @binding(1) var<storage, read> b: array<u32>;
-@group(0) @binding(2) var<storage, read_write> y: array<u32>;
-@group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(a: u32, b: u32 -> y: u32)
 
 // Letter j's size and strides in a and b.
 fn letter(j: u32) -> vec3<u32> {

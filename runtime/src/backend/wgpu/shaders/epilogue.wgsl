@@ -8,11 +8,7 @@
 // bias's (4), the weights' (4)]. Without a bias or weights, x is bound in
 // their place, unread.
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> bias: array<f32>;
-@group(0) @binding(2) var<storage, read> weights: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
-@group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(x: f32, bias: f32, weights: f32 -> y: f32)
 
 @elementwise fn epilogue(i: u32) {
     var rest = i;

@@ -2,15 +2,12 @@
 // Elements are raw 32-bit words (see unary.wgsl); the host has checked
 // every index against its range before these run.
 
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read> indices: array<i32>;
-@group(0) @binding(2) var<storage, read_write> y: array<u32>;
-// The same output as atomics, for the segment sums.
-@group(0) @binding(2) var<storage, read_write> sums: array<atomic<u32>>;
 // gather: [count, inner, n, outer, len] for x as [batch, outer, len, inner]
 //   and the output as [batch, outer, n, inner]
 // segment_*: [count, inner] for x as [ids, inner]; zero: [count]
-@group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(x: u32, indices: i32 -> y: u32)
+// The same output as atomics, for the segment sums.
+@tensors(_, _ -> sums: atomic<u32>)
 
 @elementwise fn gather(o: u32) {
     let inner = param(1);

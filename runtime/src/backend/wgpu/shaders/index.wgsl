@@ -4,13 +4,11 @@
 // 0: ArgMax, 1: ArgMin
 override OP: u32 = 0u;
 
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read_write> y: array<u32>;
 // argmax: [n, len, inner] for x seen as [outer, len, inner]
 // one_hot: [n, depth, on_value bits, off_value bits]
 // diag: [n * n, n] for x of n elements
 // multinomial: [n, classes, samples, normalized, key 0, key 1]
-@group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(x: u32 -> y: u32)
 
 // Whether v beats best, the larger for OP 0 (ArgMax), the smaller for OP 1
 // (ArgMin): NaN beats every number either way, and a tie keeps the earlier.

@@ -4,13 +4,9 @@
 // the values less it (as the cpu, rows.wgsl's row_of), a third
 // writes it.
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> gamma: array<f32>;
-@group(0) @binding(2) var<storage, read> beta: array<f32>;
-@group(0) @binding(3) var<storage, read_write> y: array<f32>;
 // [rows, n, epsilon bits, gamma's step, beta's step] (a step is 0 where
 // the parameter is one value for the whole row)
-@group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(x: f32, gamma: f32, beta: f32 -> y: f32)
 
 @compute @workgroup_size(256)
 fn layer_norm(g: Workgroup) {

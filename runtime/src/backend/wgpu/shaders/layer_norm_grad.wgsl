@@ -9,19 +9,12 @@
 // past the rows' statistics; `columns`, an invocation per column, adds the
 // chunks'.
 
-@group(0) @binding(0) var<storage, read> dy: array<f32>;
-@group(0) @binding(1) var<storage, read> x: array<f32>;
-@group(0) @binding(2) var<storage, read> gamma: array<f32>;
-@group(0) @binding(3) var<storage, read_write> dx: array<f32>;
-@group(0) @binding(4) var<storage, read_write> dgamma: array<f32>;
-@group(0) @binding(5) var<storage, read_write> dbeta: array<f32>;
 // Elements 2r and 2r + 1: row r's (pivot, shift) and (rstd, 0) (see
 // row_of in rows.wgsl); element 2 * rows + c * n + j: column j's two sums over
 // chunk c.
-@group(0) @binding(6) var<storage, read_write> scratch: array<vec2<f32>>;
 // rows: [rows, n, epsilon bits, gamma's step]; chunks: [chunks * n, n,
 // rows]; columns: [n, chunks, rows]
-@group(0) @binding(7) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(dy: f32, x: f32, gamma: f32 -> dx: f32, dgamma: f32, dbeta: f32, scratch: vec2<f32>)
 
 // Rows per chunk of the column sums.
 const CHUNK: u32 = 64u;

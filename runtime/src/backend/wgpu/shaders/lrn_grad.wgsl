@@ -3,12 +3,8 @@
 // W the window sum (an element is in the windows of those in its own).
 // One invocation per element, in the cpu kernel's order.
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read> y: array<f32>;
-@group(0) @binding(2) var<storage, read> dy: array<f32>;
-@group(0) @binding(3) var<storage, read_write> dx: array<f32>;
 // [count, channels, radius, bias, alpha, beta], the last three f32 bits.
-@group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(x: f32, y: f32, dy: f32 -> dx: f32)
 
 // The first and last channel of channel ch's window.
 fn window(ch: u32) -> vec2<u32> {

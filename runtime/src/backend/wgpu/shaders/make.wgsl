@@ -1,10 +1,9 @@
 // Kernels with no tensor input: Range, Fill and RandomUniform. Elements are raw 32-bit
 // words (see unary.wgsl). With no inputs, the output is binding 0.
 
-@group(0) @binding(0) var<storage, read_write> y: array<u32>;
 // fill: [count, word]; range_f32 and range_i32: [count, start, step] as
 // f32 or i32 bits; random_uniform: [count, low bits, high bits, key 0, key 1].
-@group(0) @binding(1) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(-> y: u32)
 
 @elementwise fn fill(i: u32) {
     y[i] = param(1);

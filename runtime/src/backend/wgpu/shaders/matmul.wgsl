@@ -23,18 +23,13 @@
 // not a pipeline constant: lavapipe ran these pipelines twelve times
 // slower with an `override` selecting the epilogue.
 
-@group(0) @binding(0) var<storage, read> a: array<f32>;
-@group(0) @binding(1) var<storage, read> b: array<f32>;
-@group(0) @binding(2) var<storage, read> bias: array<f32>;
-@group(0) @binding(3) var<storage, read> weights: array<f32>;
-@group(0) @binding(4) var<storage, read_write> y: array<f32>;
 // [m, n, k, a_row, a_col, b_row, b_col, batch_rank, batch_dims,
 //  a_batch_strides, b_batch_strides, bias_row, bias_col, leakyrelu_alpha
 //  bits, epilogue code, weights_row, weights_col]: element (i, p) of op(a)
 // is at i * a_row + p * a_col, element (p, j) of op(b) at p * b_row + j *
 // b_col, element (i, j) of the bias at i * bias_row + j * bias_col, and
 // of the PReLU weights likewise.
-@group(0) @binding(5) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(a: f32, b: f32, bias: f32, weights: f32 -> y: f32)
 
 // Two stages of op(a)'s slice, then two of op(b)'s, each 1024 floats laid
 // out [depth][rows]: a block's rows (op(b)'s are its columns) contiguous.

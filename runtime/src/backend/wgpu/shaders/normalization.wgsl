@@ -8,14 +8,11 @@
 // of x finds both), the workgroup combines the 256 pairs as a tree (which
 // also keeps the f32 sum accurate), and a second read writes the row.
 
-@group(0) @binding(0) var<storage, read> x: array<f32>;
-@group(0) @binding(1) var<storage, read_write> y: array<f32>;
-// As vectors, for `softmax_groups_x4`.
-@group(0) @binding(0) var<storage, read> x4: array<vec4<f32>>;
-@group(0) @binding(1) var<storage, read_write> y4: array<vec4<f32>>;
 // [rows, len, inner, log]: with `log` (LogSoftmax) each entry point writes
 // `x - max - log(sum)` in place of `exp(x - max) / sum`.
-@group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(x: f32 -> y: f32)
+// As vectors, for `softmax_groups_x4`.
+@tensors(x4: vec4<f32> -> y4: vec4<f32>)
 
 var<workgroup> scratch: array<f32, 256>;
 

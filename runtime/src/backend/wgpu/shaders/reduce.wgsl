@@ -18,14 +18,12 @@ override OP: u32 = 0u;
 override CODE: u32 = OP & 0xffu;
 override FLOAT: bool = (OP & 0x100u) == 0u;
 
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read_write> y: array<u32>;
-// x as vectors, for `reduce_groups_*_x4`: where the reduced elements of
-// each output are contiguous and every chunk starts on a whole vector.
-@group(0) @binding(0) var<storage, read> x4: array<vec4<u32>>;
 // [n_out, r, chunk, chunks, kept_rank, red_rank, kept_dims, kept_strides,
 //  red_dims, red_strides, scale]
-@group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(x: u32 -> y: u32)
+// x as vectors, for `reduce_groups_*_x4`: where the reduced elements of
+// each output are contiguous and every chunk starts on a whole vector.
+@tensors(x4: vec4<u32> ->)
 
 var<workgroup> scratch: array<u32, 256>;
 

@@ -6,11 +6,8 @@
 // Elements are raw words: the images f32 or i32, the output f32 for a
 // bilinear resize and the images' for a nearest one.
 
-@group(0) @binding(0) var<storage, read> images: array<u32>;
-@group(0) @binding(1) var<storage, read> taps: array<u32>;
-@group(0) @binding(2) var<storage, read_write> y: array<u32>;
 // [count, height, width, channels, out height, out width]
-@group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(images: u32, taps: u32 -> y: u32)
 
 // Output element i: its image, its row's and column's tap (as indices
 // into `taps`), and its channel.

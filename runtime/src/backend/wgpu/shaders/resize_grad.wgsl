@@ -5,12 +5,8 @@
 // read it (`shape::rules::resize_spans`). Each element sums its span in
 // order by `tap_weight`, as the cpu's `resize_grad_pass` does.
 
-@group(0) @binding(0) var<storage, read> src: array<u32>;
-@group(0) @binding(1) var<storage, read> taps: array<u32>;
-@group(0) @binding(2) var<storage, read> spans: array<u32>;
-@group(0) @binding(3) var<storage, read_write> y: array<u32>;
 // [count, k, m, inner]
-@group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(src: u32, taps: u32, spans: u32 -> y: u32)
 
 // `shape::rules::tap_weight`: how much of resized row j input row x gives.
 fn tap_weight(j: u32, x: u32) -> f32 {

@@ -4,13 +4,9 @@
 // cpu's in-order writes leave it, so no two invocations write one element.
 // Elements are raw 32-bit words (see unary.wgsl).
 
-@group(0) @binding(0) var<storage, read> tensor: array<u32>;
-@group(0) @binding(1) var<storage, read> rows: array<i32>;
-@group(0) @binding(2) var<storage, read> updates: array<u32>;
-@group(0) @binding(3) var<storage, read_write> y: array<u32>;
 // copy, fill: [count]; update: [count, inner, one] for updates as [rows,
 // inner], or one value for every element when `one` is 1
-@group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(tensor: u32, rows: i32, updates: u32 -> y: u32)
 
 @elementwise fn copy(o: u32) {
     y[o] = tensor[o];

@@ -2,11 +2,8 @@
 // invocation per value, a binary search of its row, the cpu kernel's
 // search step for step. Elements are raw 32-bit words (see unary.wgsl).
 
-@group(0) @binding(0) var<storage, read> sorted: array<u32>;
-@group(0) @binding(1) var<storage, read> values: array<u32>;
-@group(0) @binding(2) var<storage, read_write> y: array<i32>;
 // [count, n (a row of sorted), m (a row of values), right (0 or 1)]
-@group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(sorted: u32, values: u32 -> y: i32)
 
 // Whether the search goes past element e for value v: e < v (left), e <= v
 // (right). A comparison with NaN is false, as on the cpu, written out so no

@@ -1,12 +1,8 @@
 // Select: `t` where the condition holds, `e` elsewhere, with NumPy
 // broadcasting of all three. Elements are raw 32-bit words; a bool is 0 or 1.
 
-@group(0) @binding(0) var<storage, read> condition: array<u32>;
-@group(0) @binding(1) var<storage, read> t: array<u32>;
-@group(0) @binding(2) var<storage, read> e: array<u32>;
-@group(0) @binding(3) var<storage, read_write> y: array<u32>;
 // [n, rank, dims[rank], condition strides[rank], t strides[rank], e strides[rank]]
-@group(0) @binding(4) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(condition: u32, t: u32, e: u32 -> y: u32)
 
 @elementwise fn select_words(i: u32) {
     let rank = param(1);

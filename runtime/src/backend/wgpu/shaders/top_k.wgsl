@@ -4,11 +4,8 @@
 // over it, each taking the best entry that ranks below the previous pick:
 // no scratch memory, and k * n reads per row.
 
-@group(0) @binding(0) var<storage, read> x: array<u32>;
-@group(0) @binding(1) var<storage, read_write> values: array<u32>;
-@group(0) @binding(2) var<storage, read_write> indices: array<u32>;
 // [rows, n (row length), k]
-@group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(x: u32 -> values: u32, indices: u32)
 
 // An entry's rank as an i32 whose order is the ranking; `float` is a
 // constant in each entry point.

@@ -5,10 +5,7 @@
 // params: [count, image plane, channels, output plane, transform rows,
 // fill bits, nearest].
 
-@group(0) @binding(0) var<storage, read> image: array<u32>;
-@group(0) @binding(1) var<storage, read> samples: array<u32>;
-@group(0) @binding(2) var<storage, read_write> y: array<u32>;
-@group(0) @binding(3) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(image: u32, samples: u32 -> y: u32)
 
 fn value(n: u32, pixel: u32, c: u32) -> f32 {
     if pixel == 0xffffffffu {

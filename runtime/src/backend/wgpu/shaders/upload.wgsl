@@ -3,10 +3,8 @@
 // that writing a buffer that queued kernels still read needs no submit,
 // and the data of a whole batch reaches the GPU in one write.
 
-@group(0) @binding(0) var<storage, read> staged: array<u32>;
-@group(0) @binding(1) var<storage, read_write> y: array<u32>;
 // [words, at]
-@group(0) @binding(2) var<uniform> params: array<vec4<u32>, 32>;
+@tensors(staged: u32 -> y: u32)
 
 @compute @workgroup_size(256)
 fn upload(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
