@@ -1146,24 +1146,18 @@ fn transform(image: &CpuTensor, transforms: &CpuTensor, attrs: &TransformAttrs, 
     CpuTensor::from_vec(&out.shape, data)
 }
 
-#[kernel(ResizeBilinearGrad, cpu)]
-fn resize_bilinear_grad(
-    images: &CpuTensor,
-    dy: &CpuTensor,
-    attrs: &crate::kernels::ResizeBilinearGradAttrs,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let _ = images; // Its shape is `out`'s.
-    resize_grad(dy, (attrs.align_corners, attrs.half_pixel_centers, true), out)
+/// The resize gradients: [`resize_grad`], bilinear or not.
+macro_rules! resize_gradients {
+    ($($kernel:ident: $name:ident($attrs:ident), $bilinear:literal;)*) => {$(
+        #[kernel($kernel, cpu)]
+        fn $name(images: &CpuTensor, dy: &CpuTensor, attrs: &crate::kernels::$attrs, out: &TensorMeta) -> Result<CpuTensor> {
+            let _ = images; // Its shape is `out`'s.
+            resize_grad(dy, (attrs.align_corners, attrs.half_pixel_centers, $bilinear), out)
+        }
+    )*};
 }
 
-#[kernel(ResizeNearestNeighborGrad, cpu)]
-fn resize_nearest_neighbor_grad(
-    images: &CpuTensor,
-    dy: &CpuTensor,
-    attrs: &crate::kernels::ResizeNearestNeighborGradAttrs,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let _ = images; // Its shape is `out`'s.
-    resize_grad(dy, (attrs.align_corners, attrs.half_pixel_centers, false), out)
+resize_gradients! {
+    ResizeBilinearGrad: resize_bilinear_grad(ResizeBilinearGradAttrs), true;
+    ResizeNearestNeighborGrad: resize_nearest_neighbor_grad(ResizeNearestNeighborGradAttrs), false;
 }

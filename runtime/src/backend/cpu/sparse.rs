@@ -305,26 +305,25 @@ fn sparse_segment(data: &CpuTensor, indices: &CpuTensor, segment_ids: &CpuTensor
     }
 }
 
-#[kernel(SparseSegmentSum, cpu)]
-pub(crate) fn sparse_segment_sum(
-    data: &CpuTensor,
-    indices: &CpuTensor,
-    segment_ids: &CpuTensor,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let _ = out; // The bound.
-    sparse_segment(data, indices, segment_ids, false)
+/// `SparseSegmentSum` and `SparseSegmentMean`: [`sparse_segment`].
+macro_rules! sparse_segments {
+    ($($kernel:ident: $name:ident, $mean:literal;)*) => {$(
+        #[kernel($kernel, cpu)]
+        pub(crate) fn $name(
+            data: &CpuTensor,
+            indices: &CpuTensor,
+            segment_ids: &CpuTensor,
+            out: &TensorMeta,
+        ) -> Result<CpuTensor> {
+            let _ = out; // The bound.
+            sparse_segment(data, indices, segment_ids, $mean)
+        }
+    )*};
 }
 
-#[kernel(SparseSegmentMean, cpu)]
-pub(crate) fn sparse_segment_mean(
-    data: &CpuTensor,
-    indices: &CpuTensor,
-    segment_ids: &CpuTensor,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let _ = out; // The bound.
-    sparse_segment(data, indices, segment_ids, true)
+sparse_segments! {
+    SparseSegmentSum: sparse_segment_sum, false;
+    SparseSegmentMean: sparse_segment_mean, true;
 }
 
 /// `RaggedRange`: row `i` is `start, start + delta, ...` short of `limit`,

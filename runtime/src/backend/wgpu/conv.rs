@@ -369,26 +369,19 @@ fn dilation2d(x: &WgpuTensor, filter: &WgpuTensor, conv: &ConvParams, out: &Tens
     dilation("Dilation2D", "dilation", [x, filter, x], conv, out)
 }
 
-#[kernel(Dilation2DBackpropInput, wgpu)]
-fn dilation2d_backprop_input(
-    x: &WgpuTensor,
-    filter: &WgpuTensor,
-    dy: &WgpuTensor,
-    conv: &ConvParams,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    dilation("Dilation2DBackpropInput", "dilation_backprop_input", [x, filter, dy], conv, out)
+/// The dilation's gradients: its shader's entry point of that name.
+macro_rules! dilation_gradients {
+    ($($kernel:ident: $name:ident;)*) => {$(
+        #[kernel($kernel, wgpu)]
+        fn $name(x: &WgpuTensor, filter: &WgpuTensor, dy: &WgpuTensor, conv: &ConvParams, out: &TensorMeta) -> Result<WgpuTensor> {
+            dilation(stringify!($kernel), stringify!($name), [x, filter, dy], conv, out)
+        }
+    )*};
 }
 
-#[kernel(Dilation2DBackpropFilter, wgpu)]
-fn dilation2d_backprop_filter(
-    x: &WgpuTensor,
-    filter: &WgpuTensor,
-    dy: &WgpuTensor,
-    conv: &ConvParams,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    dilation("Dilation2DBackpropFilter", "dilation_backprop_filter", [x, filter, dy], conv, out)
+dilation_gradients! {
+    Dilation2DBackpropInput: dilation_backprop_input;
+    Dilation2DBackpropFilter: dilation_backprop_filter;
 }
 
 #[kernel(AvgPool, wgpu)]

@@ -18,72 +18,56 @@ use crate::kernels::{
 };
 use opforge_macros::kernel;
 
-/// Two outputs uploaded.
-fn up2((a, b): (CpuTensor, CpuTensor)) -> Result<(WgpuTensor, WgpuTensor)> {
-    Ok((WgpuTensor::upload(&a)?, WgpuTensor::upload(&b)?))
+/// What a cpu kernel gives, uploaded.
+trait Upload {
+    type To;
+    fn upload(self) -> Result<Self::To>;
+}
+
+impl Upload for CpuTensor {
+    type To = WgpuTensor;
+    fn upload(self) -> Result<WgpuTensor> {
+        WgpuTensor::upload(&self)
+    }
+}
+
+impl Upload for (CpuTensor, CpuTensor) {
+    type To = (WgpuTensor, WgpuTensor);
+    fn upload(self) -> Result<Self::To> {
+        Ok((self.0.upload()?, self.1.upload()?))
+    }
+}
+
+impl Upload for (CpuTensor, CpuTensor, CpuTensor, CpuTensor) {
+    type To = (WgpuTensor, WgpuTensor, WgpuTensor, WgpuTensor);
+    fn upload(self) -> Result<Self::To> {
+        Ok((self.0.upload()?, self.1.upload()?, self.2.upload()?, self.3.upload()?))
+    }
+}
+
+/// The kernels of tensor inputs only: each is the cpu kernel of its name
+/// on its inputs read back, its outputs uploaded.
+macro_rules! on_the_host {
+    ($($kernel:ident: $name:ident($($x:ident),*) -> $out:ty, $meta:ty;)*) => {$(
+        #[kernel($kernel, wgpu)]
+        fn $name($($x: &WgpuTensor,)* out: $meta) -> Result<$out> {
+            host::$name($(&$x.download()?,)* out)?.upload()
+        }
+    )*};
+}
+
+on_the_host! {
+    SparseReshape: sparse_reshape(input_indices, input_shape, new_shape) -> (WgpuTensor, WgpuTensor), &[TensorMeta];
+    SparseFillEmptyRows: sparse_fill_empty_rows(indices, values, dense_shape, default_value)
+        -> (WgpuTensor, WgpuTensor, WgpuTensor, WgpuTensor), &[TensorMeta];
+    SparseSegmentSum: sparse_segment_sum(data, indices, segment_ids) -> WgpuTensor, &TensorMeta;
+    SparseSegmentMean: sparse_segment_mean(data, indices, segment_ids) -> WgpuTensor, &TensorMeta;
+    RaggedRange: ragged_range(starts, limits, deltas) -> (WgpuTensor, WgpuTensor), &[TensorMeta];
 }
 
 /// A list's tensors read back to the host.
 fn read_all(list: TensorList<'_, WgpuTensor>) -> Result<Vec<CpuTensor>> {
     list.iter().map(WgpuTensor::download).collect()
-}
-
-#[kernel(SparseReshape, wgpu)]
-fn sparse_reshape(
-    input_indices: &WgpuTensor,
-    input_shape: &WgpuTensor,
-    new_shape: &WgpuTensor,
-    out: &[TensorMeta],
-) -> Result<(WgpuTensor, WgpuTensor)> {
-    let (i, s, n) = (input_indices.download()?, input_shape.download()?, new_shape.download()?);
-    up2(host::sparse_reshape(&i, &s, &n, out)?)
-}
-
-#[kernel(SparseFillEmptyRows, wgpu)]
-fn sparse_fill_empty_rows(
-    indices: &WgpuTensor,
-    values: &WgpuTensor,
-    dense_shape: &WgpuTensor,
-    default_value: &WgpuTensor,
-    out: &[TensorMeta],
-) -> Result<(WgpuTensor, WgpuTensor, WgpuTensor, WgpuTensor)> {
-    let (i, v) = (indices.download()?, values.download()?);
-    let (s, d) = (dense_shape.download()?, default_value.download()?);
-    let (a, b, c, e) = host::sparse_fill_empty_rows(&i, &v, &s, &d, out)?;
-    Ok((WgpuTensor::upload(&a)?, WgpuTensor::upload(&b)?, WgpuTensor::upload(&c)?, WgpuTensor::upload(&e)?))
-}
-
-#[kernel(SparseSegmentSum, wgpu)]
-fn sparse_segment_sum(
-    data: &WgpuTensor,
-    indices: &WgpuTensor,
-    segment_ids: &WgpuTensor,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    let (d, i, s) = (data.download()?, indices.download()?, segment_ids.download()?);
-    WgpuTensor::upload(&host::sparse_segment_sum(&d, &i, &s, out)?)
-}
-
-#[kernel(SparseSegmentMean, wgpu)]
-fn sparse_segment_mean(
-    data: &WgpuTensor,
-    indices: &WgpuTensor,
-    segment_ids: &WgpuTensor,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    let (d, i, s) = (data.download()?, indices.download()?, segment_ids.download()?);
-    WgpuTensor::upload(&host::sparse_segment_mean(&d, &i, &s, out)?)
-}
-
-#[kernel(RaggedRange, wgpu)]
-fn ragged_range(
-    starts: &WgpuTensor,
-    limits: &WgpuTensor,
-    deltas: &WgpuTensor,
-    out: &[TensorMeta],
-) -> Result<(WgpuTensor, WgpuTensor)> {
-    let (s, l, d) = (starts.download()?, limits.download()?, deltas.download()?);
-    up2(host::ragged_range(&s, &l, &d, out)?)
 }
 
 #[kernel(RaggedGather, wgpu)]
