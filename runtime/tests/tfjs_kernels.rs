@@ -1658,3 +1658,147 @@ fn pools_3d_are_their_definitions() {
         }
     }
 }
+
+/// A 3-D convolution of NDHWC `x` (`xs`) by a DHWIO filter `f` (`fs`) by
+/// its definition, windows every `stride` with taps every `dilation`,
+/// starting `before` the volume, `out` windows per axis, in f64. Returns
+/// the output and, given its cotangent `dy`, the cotangents of `x` and `f`.
+#[allow(clippy::type_complexity)]
+fn conv3d_reference(
+    (x, xs): (&[f32], [usize; 5]),
+    (f, fs): (&[f32], [usize; 5]),
+    (stride, dilation, before, out): ([usize; 3], [usize; 3], [usize; 3], [usize; 3]),
+    dy: &[f32],
+) -> (Vec<f64>, Vec<f64>, Vec<f64>) {
+    let (c, k) = (xs[4], fs[4]);
+    let mut y = vec![0.0f64; xs[0] * out[0] * out[1] * out[2] * k];
+    let (mut dx, mut df) = (vec![0.0f64; x.len()], vec![0.0f64; f.len()]);
+    let taps = (0..fs[0]).flat_map(|d| (0..fs[1]).flat_map(move |h| (0..fs[2]).map(move |w| [d, h, w])));
+    let taps: Vec<[usize; 3]> = taps.collect();
+    for b in 0..xs[0] {
+        for o in 0..out[0] * out[1] * out[2] {
+            let at = [o / (out[1] * out[2]), o / out[2] % out[1], o % out[2]];
+            for t in &taps {
+                let pos: Vec<usize> = (0..3).map(|a| at[a] * stride[a] + t[a] * dilation[a]).collect();
+                if (0..3).any(|a| pos[a] < before[a] || pos[a] - before[a] >= xs[a + 1]) {
+                    continue;
+                }
+                let [d, h, w] = [pos[0] - before[0], pos[1] - before[1], pos[2] - before[2]];
+                let xi = (((b * xs[1] + d) * xs[2] + h) * xs[3] + w) * c;
+                let fi = ((t[0] * fs[1] + t[1]) * fs[2] + t[2]) * c * k;
+                for ch in 0..c {
+                    for j in 0..k {
+                        let yi = (b * out[0] * out[1] * out[2] + o) * k + j;
+                        y[yi] += x[xi + ch] as f64 * f[fi + ch * k + j] as f64;
+                        dx[xi + ch] += dy[yi] as f64 * f[fi + ch * k + j] as f64;
+                        df[fi + ch * k + j] += dy[yi] as f64 * x[xi + ch] as f64;
+                    }
+                }
+            }
+        }
+    }
+    (y, dx, df)
+}
+
+/// `Conv3D` and both its gradient kernels are its definition
+/// ([`conv3d_reference`]), with strides, dilations, every padding and both
+/// layouts, on every backend: through the op, its gradients (the backprop
+/// kernels) and the backprop ops called directly.
+#[test]
+fn convolutions_3d_are_their_definitions() {
+    use opforge::kernels::DataFormat3D;
+    // (volume NDHWC, filter DHWIO, strides, dilations, padding, explicit pairs, the windows' start, NCDHW)
+    type Config = ([usize; 5], [usize; 5], [i64; 3], [i64; 3], Padding, Option<[[i64; 2]; 3]>, [usize; 3], bool);
+    let configs: [Config; 5] = [
+        ([1, 4, 5, 6, 2], [3, 3, 3, 2, 3], [2, 2, 2], [1, 1, 1], Padding::Same, None, [0, 1, 0], false),
+        ([2, 4, 5, 6, 2], [2, 2, 2, 2, 3], [1, 1, 1], [1, 1, 1], Padding::Valid, None, [0, 0, 0], false),
+        ([1, 5, 6, 5, 3], [3, 3, 2, 3, 2], [2, 2, 1], [1, 1, 1], Padding::Same, None, [1, 0, 0], false),
+        ([2, 5, 4, 6, 2], [2, 3, 2, 2, 3], [1, 1, 1], [2, 1, 2], Padding::Same, None, [1, 1, 1], true),
+        (
+            [1, 3, 5, 4, 3],
+            [2, 2, 3, 3, 2],
+            [2, 1, 2],
+            [1, 2, 1],
+            Padding::Explicit,
+            Some([[1, 2], [0, 1], [2, 0]]),
+            [1, 0, 2],
+            true,
+        ),
+    ];
+    let close = |what: &str, got: &Tensor, want: &[f64]| {
+        let got = got.to_vec::<f32>().unwrap();
+        assert_eq!(got.len(), want.len(), "{what}");
+        for (i, (g, w)) in got.iter().zip(want).enumerate() {
+            assert!((*g as f64 - w).abs() <= 1e-4 * w.abs().max(1.0), "{what}: element {i}: {g} against {w}");
+        }
+    };
+    for b in backends("convolutions_3d_are_their_definitions") {
+        for (n, (xs, fs, strides, dilations, padding, pairs, before, channels_first)) in configs.into_iter().enumerate()
+        {
+            let what = format!("{b}: config {n}");
+            let mut rng = Rng::new(300 + n as u64);
+            let x_values: Vec<f32> = (0..xs.iter().product()).map(|_| rng.int(-1000, 1000) as f32 / 1000.0).collect();
+            let f_values: Vec<f32> = (0..fs.iter().product()).map(|_| rng.int(-1000, 1000) as f32 / 1000.0).collect();
+            let (x, filter) = (on(b, f32s(&x_values, &xs)), on(b, f32s(&f_values, &fs)));
+            let explicit: Option<Vec<Vec<i64>>> = pairs.map(|p| p.iter().map(|p| p.to_vec()).collect());
+            let format = if channels_first { DataFormat3D::Ncdhw } else { DataFormat3D::Ndhwc };
+            let input = if channels_first { ops::transpose(&x, &[0, 4, 1, 2, 3]).unwrap() } else { x.clone() };
+            let run =
+                |x: &Tensor, f: &Tensor| ops::conv3d(x, f, &strides, padding, explicit.as_deref(), &dilations, format);
+            let y = run(&input, &filter).unwrap();
+            let y = if channels_first { ops::transpose(&y, &[0, 2, 3, 4, 1]).unwrap() } else { y };
+            let out = [y.shape()[1], y.shape()[2], y.shape()[3]];
+            let dy_values: Vec<f32> = (0..y.numel()).map(|i| (i % 5) as f32 * 0.5 - 1.0).collect();
+            let sized = |v: [i64; 3]| v.map(|v| v as usize);
+            let geometry = (sized(strides), sized(dilations), before, out);
+            let (want, want_dx, want_df) = conv3d_reference((&x_values, xs), (&f_values, fs), geometry, &dy_values);
+            close(&format!("{what}: y"), &y, &want);
+            // The gradients, through the op's gradient.
+            let dy = on(b, f32s(&dy_values, y.shape()));
+            let dy_in = if channels_first { ops::transpose(&dy, &[0, 4, 1, 2, 3]).unwrap() } else { dy.clone() };
+            let loss_x = |t: &Tensor| ops::sum(&ops::mul(&run(t, &filter)?, &dy_in)?, None, false);
+            let dx = opforge::grad(loss_x)(&input).unwrap();
+            let dx = if channels_first { ops::transpose(&dx, &[0, 2, 3, 4, 1]).unwrap() } else { dx };
+            close(&format!("{what}: dx"), &dx, &want_dx);
+            let loss_f = |t: &Tensor| ops::sum(&ops::mul(&run(&input, t)?, &dy_in)?, None, false);
+            close(&format!("{what}: dfilter"), &opforge::grad(loss_f)(&filter).unwrap(), &want_df);
+            // The backprop kernels called as ops, NDHWC.
+            let shape = |s: [usize; 5]| s.map(|v| v as i64);
+            let dx = ops::conv3d_backprop_input(
+                &dy,
+                &filter,
+                &shape(xs),
+                &strides,
+                padding,
+                explicit.as_deref(),
+                &dilations,
+            );
+            close(&format!("{what}: conv3d_backprop_input"), &dx.unwrap(), &want_dx);
+            let df =
+                ops::conv3d_backprop_filter(&x, &dy, &shape(fs), &strides, padding, explicit.as_deref(), &dilations);
+            close(&format!("{what}: conv3d_backprop_filter"), &df.unwrap(), &want_df);
+        }
+    }
+}
+
+/// A 3-D convolution's mistakes are errors naming the kernel and what is
+/// wrong: channels that do not match the filter, a window deeper than the
+/// volume, a backprop whose `dy` is not the convolution's output.
+#[test]
+fn convolutions_3d_refuse_what_does_not_fit() {
+    use opforge::kernels::DataFormat3D;
+    for b in backends("convolutions_3d_refuse_what_does_not_fit") {
+        let x = on(b, Tensor::zeros(&[1, 4, 5, 6, 2], DType::F32).unwrap());
+        let filter = on(b, Tensor::zeros(&[2, 2, 2, 3, 4], DType::F32).unwrap());
+        let err = ops::conv3d(&x, &filter, &[1], Padding::Valid, None, &[1], DataFormat3D::Ndhwc).unwrap_err();
+        assert!(err.to_string().contains("Conv3D") && err.to_string().contains("2 channels"), "{b}: {err}");
+        let deep = on(b, Tensor::zeros(&[5, 2, 2, 2, 4], DType::F32).unwrap());
+        let err = ops::conv3d(&x, &deep, &[1], Padding::Valid, None, &[1], DataFormat3D::Ndhwc).unwrap_err();
+        assert!(err.to_string().contains("along depth"), "{b}: {err}");
+        let dy = on(b, Tensor::zeros(&[1, 3, 4, 4, 4], DType::F32).unwrap());
+        let filter = on(b, Tensor::zeros(&[2, 2, 2, 2, 4], DType::F32).unwrap());
+        let err = ops::conv3d_backprop_input(&dy, &filter, &[1, 4, 5, 6, 2], &[1], Padding::Valid, None, &[1]);
+        let err = err.unwrap_err().to_string();
+        assert!(err.contains("Conv3DBackpropInputV2") && err.contains("dy has shape"), "{b}: {err}");
+    }
+}

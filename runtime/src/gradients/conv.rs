@@ -28,7 +28,9 @@ use crate::kernels::{
     ResizeNearestNeighborAttrs, ResizeNearestNeighborGrad, ResizeNearestNeighborGradAttrs,
 };
 use crate::kernels::{
-    AvgPool3D, AvgPool3DGrad, AvgPool3DGradAttrs, DataFormat3D, MaxPool3D, MaxPool3DGrad, MaxPool3DGradAttrs,
+    AvgPool3D, AvgPool3DGrad, AvgPool3DGradAttrs, Conv3D, Conv3DAttrs, Conv3DBackpropFilterV2,
+    Conv3DBackpropFilterV2Attrs, Conv3DBackpropFilterV2Needs, Conv3DBackpropInputV2, Conv3DBackpropInputV2Attrs,
+    Conv3DBackpropInputV2Needs, Conv3DNeeds, Conv3DParams, DataFormat3D, MaxPool3D, MaxPool3DGrad, MaxPool3DGradAttrs,
     Pool3DParams,
 };
 use crate::ops;
@@ -40,14 +42,14 @@ type Grads = (Option<Tensor>, Option<Tensor>);
 
 /// A family of convolutions: its forward kernel `C(x, w)` and its two
 /// adjoints, `B(dy, w)` onto images of a shape and `F(x, dy)` onto a
-/// filter of a shape, all of one geometry.
-struct Family {
-    forward: fn(&Tensor, &Tensor, &ConvParams) -> Result<Tensor>,
-    input: fn(&Tensor, &Tensor, Vec<i64>, &ConvParams) -> Result<Tensor>,
-    filter: fn(&Tensor, &Tensor, Vec<i64>, &ConvParams) -> Result<Tensor>,
+/// filter of a shape, all of one geometry, `P`.
+struct Family<P: 'static> {
+    forward: fn(&Tensor, &Tensor, &P) -> Result<Tensor>,
+    input: fn(&Tensor, &Tensor, Vec<i64>, &P) -> Result<Tensor>,
+    filter: fn(&Tensor, &Tensor, Vec<i64>, &P) -> Result<Tensor>,
 }
 
-const DENSE: Family = Family {
+const DENSE: Family<ConvParams> = Family {
     forward: |x, w, p| Engine::run::<Conv2D>(&[x, w], &Conv2DAttrs { conv: p.clone() }),
     input: |dy, w, input_shape, p| {
         Engine::run::<Conv2DBackpropInput>(&[dy, w], &Conv2DBackpropInputAttrs { input_shape, conv: p.clone() })
@@ -57,7 +59,7 @@ const DENSE: Family = Family {
     },
 };
 
-const DEPTHWISE: Family = Family {
+const DEPTHWISE: Family<ConvParams> = Family {
     forward: |x, w, p| Engine::run::<DepthwiseConv2dNative>(&[x, w], &DepthwiseConv2dNativeAttrs { conv: p.clone() }),
     input: |dy, w, input_shape, p| {
         let attrs = DepthwiseConv2dNativeBackpropInputAttrs { input_shape, conv: p.clone() };
@@ -69,9 +71,24 @@ const DEPTHWISE: Family = Family {
     },
 };
 
-impl Family {
+/// The 3-D convolutions, NDHWC.
+const DENSE_3D: Family<Conv3DParams> = Family {
+    forward: |x, w, p| {
+        let attrs = Conv3DAttrs { conv: p.clone(), data_format: DataFormat3D::Ndhwc };
+        Engine::run::<Conv3D>(&[x, w], &attrs)
+    },
+    input: |dy, w, input_shape, p| {
+        Engine::run::<Conv3DBackpropInputV2>(&[dy, w], &Conv3DBackpropInputV2Attrs { input_shape, conv: p.clone() })
+    },
+    filter: |x, dy, filter_shape, p| {
+        let attrs = Conv3DBackpropFilterV2Attrs { filter_shape, conv: p.clone() };
+        Engine::run::<Conv3DBackpropFilterV2>(&[x, dy], &attrs)
+    },
+};
+
+impl<P> Family<P> {
     /// Of `C(x, w)`: `dx = B(dy, w)`, `dw = F(x, dy)`.
-    fn forward_grad(&self, x: &Tensor, w: &Tensor, p: &ConvParams, dy: &Tensor, needs: [bool; 2]) -> Result<Grads> {
+    fn forward_grad(&self, x: &Tensor, w: &Tensor, p: &P, dy: &Tensor, needs: [bool; 2]) -> Result<Grads> {
         let dx = needs[0].then(|| (self.input)(dy, w, dims(x), p)).transpose()?;
         let dw = needs[1].then(|| (self.filter)(x, dy, dims(w), p)).transpose()?;
         Ok((dx, dw))
@@ -79,7 +96,7 @@ impl Family {
 
     /// Of `B(dy, w)`, linear in `dy` with adjoint `C(., w)`; `<B(dy, w), v>
     /// = <dy, C(v, w)>` makes its filter gradient `F(v, dy)`.
-    fn input_grad(&self, dy: &Tensor, w: &Tensor, p: &ConvParams, ddx: &Tensor, needs: [bool; 2]) -> Result<Grads> {
+    fn input_grad(&self, dy: &Tensor, w: &Tensor, p: &P, ddx: &Tensor, needs: [bool; 2]) -> Result<Grads> {
         let d_dy = needs[0].then(|| (self.forward)(ddx, w, p)).transpose()?;
         let d_w = needs[1].then(|| (self.filter)(ddx, dy, dims(w), p)).transpose()?;
         Ok((d_dy, d_w))
@@ -87,7 +104,7 @@ impl Family {
 
     /// Of `F(x, dy)`: `<F(x, dy), v> = <dy, C(x, v)>`, so `B(dy, v)` for
     /// `x` and `C(x, v)` for `dy`.
-    fn filter_grad(&self, x: &Tensor, dy: &Tensor, p: &ConvParams, ddw: &Tensor, needs: [bool; 2]) -> Result<Grads> {
+    fn filter_grad(&self, x: &Tensor, dy: &Tensor, p: &P, ddw: &Tensor, needs: [bool; 2]) -> Result<Grads> {
         let d_x = needs[0].then(|| (self.input)(dy, ddw, dims(x), p)).transpose()?;
         let d_dy = needs[1].then(|| (self.forward)(x, ddw, p)).transpose()?;
         Ok((d_x, d_dy))
@@ -97,27 +114,51 @@ impl Family {
 /// Each convolution kernel's gradient: `Kernel(a, b)` with cotangent `d`
 /// is its family's `rule`, the needs of `a` and `b` passed on in order.
 macro_rules! family_gradients {
-    ($($name:ident: $kernel:ident($a:ident, $b:ident, $d:ident), $needs:ident => $family:ident.$rule:ident;)*) => {$(
+    ($($name:ident: $kernel:ident($a:ident, $b:ident, $d:ident; $params:ident), $needs:ident => $family:ident.$rule:ident;)*) => {$(
         #[gradient($kernel)]
-        fn $name($a: &Tensor, $b: &Tensor, conv: &ConvParams, $d: &Tensor, needs: $needs) -> Result<Grads> {
+        fn $name($a: &Tensor, $b: &Tensor, conv: &$params, $d: &Tensor, needs: $needs) -> Result<Grads> {
             $family.$rule($a, $b, conv, $d, [needs.$a, needs.$b])
         }
     )*};
 }
 
 family_gradients! {
-    conv2d_grad: Conv2D(x, filter, dy), Conv2DNeeds => DENSE.forward_grad;
-    depthwise_conv2d_grad: DepthwiseConv2dNative(x, filter, dy), DepthwiseConv2dNativeNeeds => DEPTHWISE.forward_grad;
+    conv2d_grad: Conv2D(x, filter, dy; ConvParams), Conv2DNeeds => DENSE.forward_grad;
+    depthwise_conv2d_grad: DepthwiseConv2dNative(x, filter, dy; ConvParams), DepthwiseConv2dNativeNeeds => DEPTHWISE.forward_grad;
     conv2d_backprop_input_grad:
-        Conv2DBackpropInput(dy, filter, ddx), Conv2DBackpropInputNeeds => DENSE.input_grad;
+        Conv2DBackpropInput(dy, filter, ddx; ConvParams), Conv2DBackpropInputNeeds => DENSE.input_grad;
     depthwise_conv2d_backprop_input_grad:
-        DepthwiseConv2dNativeBackpropInput(dy, filter, ddx), DepthwiseConv2dNativeBackpropInputNeeds
+        DepthwiseConv2dNativeBackpropInput(dy, filter, ddx; ConvParams), DepthwiseConv2dNativeBackpropInputNeeds
         => DEPTHWISE.input_grad;
     conv2d_backprop_filter_grad:
-        Conv2DBackpropFilter(x, dy, ddfilter), Conv2DBackpropFilterNeeds => DENSE.filter_grad;
+        Conv2DBackpropFilter(x, dy, ddfilter; ConvParams), Conv2DBackpropFilterNeeds => DENSE.filter_grad;
     depthwise_conv2d_backprop_filter_grad:
-        DepthwiseConv2dNativeBackpropFilter(x, dy, ddfilter), DepthwiseConv2dNativeBackpropFilterNeeds
+        DepthwiseConv2dNativeBackpropFilter(x, dy, ddfilter; ConvParams), DepthwiseConv2dNativeBackpropFilterNeeds
         => DEPTHWISE.filter_grad;
+    conv3d_backprop_input_grad:
+        Conv3DBackpropInputV2(dy, filter, ddx; Conv3DParams), Conv3DBackpropInputV2Needs => DENSE_3D.input_grad;
+    conv3d_backprop_filter_grad:
+        Conv3DBackpropFilterV2(x, dy, ddfilter; Conv3DParams), Conv3DBackpropFilterV2Needs => DENSE_3D.filter_grad;
+}
+
+/// `Conv3D`'s: its family's, on the volumes and `dy` moved to NDHWC (and
+/// `dx` moved back) where the data format is NCDHW.
+#[gradient(Conv3D)]
+fn conv3d_grad(
+    x: &Tensor,
+    filter: &Tensor,
+    conv: &Conv3DParams,
+    data_format: DataFormat3D,
+    dy: &Tensor,
+    needs: Conv3DNeeds,
+) -> Result<Grads> {
+    let needs = [needs.x, needs.filter];
+    if data_format == DataFormat3D::Ndhwc {
+        return DENSE_3D.forward_grad(x, filter, conv, dy, needs);
+    }
+    let to_ndhwc = |t: &Tensor| ops::transpose(t, &[0, 2, 3, 4, 1]);
+    let (dx, dw) = DENSE_3D.forward_grad(&to_ndhwc(x)?, filter, conv, &to_ndhwc(dy)?, needs)?;
+    Ok((dx.map(|dx| ops::transpose(&dx, &[0, 4, 1, 2, 3])).transpose()?, dw))
 }
 
 /// `FusedConv2D` and `FusedDepthwiseConv2D`: `dz` by the fused kernels'
@@ -176,7 +217,14 @@ fn as_added(f: &FusedConv, t: &Tensor) -> Result<Tensor> {
 
 /// The gradients of the convolution of `f` for `dz` in its data format:
 /// `family`'s, of the NHWC convolution, between the permutations.
-fn nhwc_grads(family: &Family, f: &FusedConv, x: &Tensor, w: &Tensor, dz: &Tensor, needs: [bool; 2]) -> Result<Grads> {
+fn nhwc_grads(
+    family: &Family<ConvParams>,
+    f: &FusedConv,
+    x: &Tensor,
+    w: &Tensor,
+    dz: &Tensor,
+    needs: [bool; 2],
+) -> Result<Grads> {
     if !f.channels_first {
         return family.forward_grad(x, w, &f.params, dz, needs);
     }

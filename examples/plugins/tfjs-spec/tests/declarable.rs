@@ -14,7 +14,6 @@ use opforge::kernels as b;
 use opforge::shape::ANY;
 use opforge::DType::{self, Bool as B, F32 as F, I32 as I};
 use opforge::{Absent, KernelSpec, Tensor};
-use opforge_example_tfjs_spec as t;
 
 /// The TF.js kernels in scope: every row of class A or B of the survey's
 /// per-kernel table, in its order.
@@ -228,8 +227,10 @@ fn every_in_scope_kernel_is_declared_once_and_this_spec_declares_nothing_else() 
     assert_eq!(IN_SCOPE.iter().collect::<BTreeSet<_>>().len(), IN_SCOPE.len(), "IN_SCOPE repeats a name");
     let stray: Vec<&str> = ours.iter().copied().filter(|n| !IN_SCOPE.contains(n)).collect();
     assert!(stray.is_empty(), "tfjs.toml declares kernels that are not in scope: {stray:?}");
+    // Every in-scope kernel is built in, so ours declares none.
+    assert!(ours.is_empty(), "tfjs.toml declares kernels the built-in spec now declares: {ours:?}");
     let everything: BTreeSet<&str> = opforge::registry::specs().iter().map(|s| s.crate_name).collect();
-    assert_eq!(everything, BTreeSet::from(["opforge", CRATE]), "only the built-in spec and ours are linked");
+    assert_eq!(everything, BTreeSet::from(["opforge"]), "only the built-in spec is linked");
     for name in IN_SCOPE {
         let (here, there) = (ours.contains(name), builtin.contains(name));
         assert!(here || there, "{name} is declared by no spec");
@@ -254,10 +255,10 @@ fn this_spec_records_tf_js_names_ops_inputs_and_outputs() {
     assert_eq!((lrn_grad.inputs, lrn_grad.outputs), (&["x", "y", "dy"][..], &["dx"][..]));
     let conv = spec("Conv3D");
     let attrs: Vec<&str> = conv.attrs.iter().map(|(n, _)| *n).collect();
-    assert_eq!(attrs, ["strides", "padding", "data_format", "dilations"]);
-    assert_eq!(conv.attrs[1], ("padding", "ValidOrSame"));
+    assert_eq!(attrs, ["conv", "data_format"], "the windows one group");
+    assert_eq!(b::Conv3DParams::default().strides, [1, 1, 1]);
     assert!(spec("LinSpace").inputs.is_empty());
-    assert_eq!("NCDHW".parse::<t::DataFormat3D>(), Ok(t::DataFormat3D::Ncdhw));
+    assert_eq!("NCDHW".parse::<b::DataFormat3D>(), Ok(b::DataFormat3D::Ncdhw));
     // Optional inputs.
     let fused = spec("FusedConv2D");
     assert_eq!((fused.op, fused.inputs), ("fused_conv2d", &["x", "filter", "bias", "prelu_activation_weights"][..]));
@@ -522,39 +523,31 @@ fn images(c: &mut Checker) {
 
 fn windows(c: &mut Checker) {
     use b::{DimRoundingMode, Padding};
-    use t::{DataFormat3D, ValidOrSame};
 
-    c.ok::<t::Conv3D>(&[T(&[1, 4, 5, 6, 2], F), T(&[2, 2, 2, 2, 3], F)], d(), &[T(&[1, 3, 4, 5, 3], F)]);
-    let strided = t::Conv3DAttrs { strides: vec![2], padding: ValidOrSame::Same, ..d() };
-    c.ok::<t::Conv3D>(&[T(&[1, 4, 5, 6, 2], F), T(&[3, 3, 3, 2, 3], F)], strided, &[T(&[1, 2, 3, 3, 3], F)]);
-    let ncdhw = t::Conv3DAttrs { data_format: DataFormat3D::Ncdhw, ..d() };
-    c.ok::<t::Conv3D>(&[T(&[1, 2, 4, 5, 6], F), T(&[2, 2, 2, 2, 3], F)], ncdhw, &[T(&[1, 3, 3, 4, 5], F)]);
-    let inputs = [T(&[1, 4, 5, 6, 2], F), T(&[2, 2, 2, 3], F)];
-    c.bad::<t::Conv3D>(&inputs, d(), "filter has shape [2, 2, 2, 3] of rank 4, expected rank 5");
-    let inputs = [T(&[1, 2, 5, 6, 2], F), T(&[3, 2, 2, 2, 3], F)];
-    c.bad::<t::Conv3D>(&inputs, d(), "is larger than that axis");
-    let input = |input_shape: Vec<i64>| t::Conv3DBackpropInputV2Attrs {
-        input_shape,
-        strides: vec![1, 1, 1],
-        padding: ValidOrSame::Valid,
-    };
-    let (dy, filter) = (T(&[1, 3, 4, 5, 3], F), T(&[2, 2, 2, 2, 3], F));
-    c.ok::<t::Conv3DBackpropInputV2>(&[dy, filter], input(vec![1, 4, 5, 6, 2]), &[T(&[1, 4, 5, 6, 2], F)]);
-    let (dy, filter) = (T(&[1, 3, 4, 5, 3], F), T(&[2, 2, 2, 2, 3], F));
-    let err = "input_shape has shape [4, 5, 6, 2] of rank 4, expected rank 5";
-    c.bad::<t::Conv3DBackpropInputV2>(&[dy, filter], input(vec![4, 5, 6, 2]), err);
-    let filter = |filter_shape: Vec<i64>| t::Conv3DBackpropFilterV2Attrs {
-        filter_shape,
-        strides: vec![1, 1, 1],
-        padding: ValidOrSame::Valid,
-    };
-    let (x, dy) = (T(&[1, 4, 5, 6, 2], F), T(&[1, 3, 4, 5, 3], F));
-    c.ok::<t::Conv3DBackpropFilterV2>(&[x, dy], filter(vec![2, 2, 2, 2, 3]), &[T(&[2, 2, 2, 2, 3], F)]);
-    let (x, dy) = (T(&[1, 4, 5, 6, 2], F), T(&[1, 3, 4, 5, 4], F));
-    c.bad::<t::Conv3DBackpropFilterV2>(&[x, dy], filter(vec![2, 2, 2, 2, 3]), "dy has shape [1, 3, 4, 5, 4]");
-
-    // Built in since, with their windows one attr group.
+    // Built in, with their windows one attr group.
     use b::DataFormat3D as Format;
+    let conv3 = |strides: Vec<i64>, padding: Padding| b::Conv3DParams { strides, padding, ..d() };
+    c.ok::<b::Conv3D>(&[T(&[1, 4, 5, 6, 2], F), T(&[2, 2, 2, 2, 3], F)], d(), &[T(&[1, 3, 4, 5, 3], F)]);
+    let strided = b::Conv3DAttrs { conv: conv3(vec![2], Padding::Same), ..d() };
+    c.ok::<b::Conv3D>(&[T(&[1, 4, 5, 6, 2], F), T(&[3, 3, 3, 2, 3], F)], strided, &[T(&[1, 2, 3, 3, 3], F)]);
+    let ncdhw = b::Conv3DAttrs { data_format: Format::Ncdhw, ..d() };
+    c.ok::<b::Conv3D>(&[T(&[1, 2, 4, 5, 6], F), T(&[2, 2, 2, 2, 3], F)], ncdhw, &[T(&[1, 3, 3, 4, 5], F)]);
+    let inputs = [T(&[1, 4, 5, 6, 2], F), T(&[2, 2, 2, 3], F)];
+    c.bad::<b::Conv3D>(&inputs, d(), "filter has shape [2, 2, 2, 3] of rank 4, expected rank 5");
+    let inputs = [T(&[1, 2, 5, 6, 2], F), T(&[3, 2, 2, 2, 3], F)];
+    c.bad::<b::Conv3D>(&inputs, d(), "along depth");
+    let input = |input_shape: Vec<i64>| b::Conv3DBackpropInputV2Attrs { input_shape, conv: d() };
+    let (dy, filter) = (T(&[1, 3, 4, 5, 3], F), T(&[2, 2, 2, 2, 3], F));
+    c.ok::<b::Conv3DBackpropInputV2>(&[dy, filter], input(vec![1, 4, 5, 6, 2]), &[T(&[1, 4, 5, 6, 2], F)]);
+    let (dy, filter) = (T(&[1, 3, 4, 5, 3], F), T(&[2, 2, 2, 2, 3], F));
+    let err = "input_shape [4, 5, 6, 2] must be 5 dims";
+    c.bad::<b::Conv3DBackpropInputV2>(&[dy, filter], input(vec![4, 5, 6, 2]), err);
+    let filter = |filter_shape: Vec<i64>| b::Conv3DBackpropFilterV2Attrs { filter_shape, conv: d() };
+    let (x, dy) = (T(&[1, 4, 5, 6, 2], F), T(&[1, 3, 4, 5, 3], F));
+    c.ok::<b::Conv3DBackpropFilterV2>(&[x, dy], filter(vec![2, 2, 2, 2, 3]), &[T(&[2, 2, 2, 2, 3], F)]);
+    let (x, dy) = (T(&[1, 4, 5, 6, 2], F), T(&[1, 3, 4, 5, 4], F));
+    c.bad::<b::Conv3DBackpropFilterV2>(&[x, dy], filter(vec![2, 2, 2, 2, 3]), "dy has shape [1, 3, 4, 5, 4]");
+
     let pool3 = |filter_size: Vec<i64>, strides: Vec<i64>| b::Pool3DParams {
         filter_size,
         strides,
@@ -913,12 +906,9 @@ fn every_declared_kernel_is_checked_and_every_kernel_of_this_spec_refuses_a_bad_
 /// The shared helpers refuse absurd values with an error, not a panic.
 #[test]
 fn shape_helpers_refuse_overflow() {
-    use opforge_example_tfjs_spec::shapes::{windows, Pad};
-    let huge = [usize::MAX / 2, usize::MAX / 2];
-    assert!(windows(&huge, &[2, 2], &[1, 1], &[usize::MAX, 1], Pad::Valid, None).unwrap_err().contains("too large"));
-    let pairs = vec![vec![i64::MAX, i64::MAX], vec![0, 0]];
-    let err = windows(&huge, &[2, 2], &[1, 1], &[1, 1], Pad::Explicit(&pairs), None).unwrap_err();
-    assert!(err.contains("overflows"), "{err}");
+    let huge = b::Conv3DBackpropInputV2Attrs { input_shape: vec![1, 1 << 40, 1 << 40, 1 << 40, 2], conv: d() };
+    let err = opforge::shape::rules::conv3d_backprop_input(&[1, 1, 1, 1, 3], &[1, 1, 1, 2, 3], &huge).unwrap_err();
+    assert!(err.contains("too large"), "{err}");
     let attrs = b::ScatterNdAttrs { shape: vec![1 << 40, 1 << 40] };
     assert!(opforge::shape::rules::scatter_nd(&[1, 2], &[1], &attrs).unwrap_err().contains("too large"));
     let attrs = b::SpaceToBatchNDAttrs { block_shape: vec![1 << 40, 1 << 40], paddings: vec![vec![0, 0]; 2] };

@@ -45,8 +45,9 @@ use crate::backend::call::TensorMeta;
 use crate::dtype::{float_sum, DType, Element, Float};
 use crate::error::Result;
 use crate::kernels::{
-    Activation, AvgPool3D, AvgPool3DGrad, DataFormat, DataFormat3D, DimRoundingMode, FusedConv2D, FusedDepthwiseConv2D,
-    MaxPool3D, MaxPool3DGrad, Pool3DParams,
+    Activation, AvgPool3D, AvgPool3DGrad, Conv3D, Conv3DBackpropFilterV2, Conv3DBackpropInputV2, Conv3DParams,
+    DataFormat, DataFormat3D, DimRoundingMode, FusedConv2D, FusedDepthwiseConv2D, MaxPool3D, MaxPool3DGrad,
+    Pool3DParams,
 };
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
@@ -60,7 +61,7 @@ use crate::kernels::{
 };
 use crate::shape::rules::{
     crop_taps, dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, tap_weight, transform_samples,
-    ConvFilter, FusedConv, GroupedConv, Pool3d, Tap, Window,
+    Conv3d, ConvFilter, FusedConv, GroupedConv, Pool3d, Tap, Window,
 };
 use opforge_macros::kernel;
 
@@ -775,6 +776,122 @@ fn mean_grad(kernel: &'static str, dy: &CpuTensor, pool: &PoolParams, out: &Tens
         DType::F64 => mean_grad_in::<f64>(dy, &w, out),
         _ => mean_grad_in::<f32>(dy, &w, out),
     }
+}
+
+/// `Conv3D`: the 2-D convolution of the stacked depth taps ([`Conv3d`]),
+/// the volumes permuted from NCDHW first and the output back.
+#[kernel(Conv3D, cpu)]
+fn conv3d(
+    x: &CpuTensor,
+    filter: &CpuTensor,
+    conv: &Conv3DParams,
+    data_format: DataFormat3D,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let g = Conv3d::new(x.shape(), filter.shape(), conv, data_format).map_err(rule_error("Conv3D"))?;
+    let volume = match g.channels_first {
+        true => CpuTensor::from_vec(&g.volume, permute::<f32>(x, &[0, 2, 3, 4, 1])?)?,
+        false => x.clone(),
+    };
+    let planes = TensorMeta::new(&g.planes.output_shape(), out.dtype);
+    let y = forward::<f32>(&depth_taps(&volume, &g)?, &planes_filter(filter, &g)?, &g.planes, &planes)?;
+    match g.channels_first {
+        true => CpuTensor::from_vec(&out.shape, permute::<f32>(&y.reshaped(&g.output())?, &[0, 4, 1, 2, 3])?),
+        false => y.reshaped(&out.shape),
+    }
+}
+
+/// `Conv3DBackpropInputV2`: the 2-D backprop onto the stacked depth
+/// taps, each tap's slice then added onto the depth slice it read.
+#[kernel(Conv3DBackpropInputV2, cpu)]
+fn conv3d_backprop_input(
+    dy: &CpuTensor,
+    filter: &CpuTensor,
+    input_shape: &[i64],
+    conv: &Conv3DParams,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let _ = input_shape; // `out`'s shape, checked by the rule.
+    let g = Conv3d::new(&out.shape, filter.shape(), conv, DataFormat3D::Ndhwc)
+        .map_err(rule_error("Conv3DBackpropInputV2"))?;
+    let stacked = TensorMeta::new(&g.stacked_shape(), out.dtype);
+    let dy = dy.reshaped(&g.planes.output_shape())?;
+    let d_stacked = backprop_input::<f32>(&dy, &planes_filter(filter, &g)?, &g.planes, &stacked)?;
+    depth_taps_grad(&d_stacked, &g, out)
+}
+
+/// `Conv3DBackpropFilterV2`: the 2-D backprop of the stacked depth taps,
+/// its filter's depth moved back before the height.
+#[kernel(Conv3DBackpropFilterV2, cpu)]
+fn conv3d_backprop_filter(
+    x: &CpuTensor,
+    dy: &CpuTensor,
+    filter_shape: &[i64],
+    conv: &Conv3DParams,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
+    let _ = filter_shape; // `out`'s shape, checked by the rule.
+    let g =
+        Conv3d::new(x.shape(), &out.shape, conv, DataFormat3D::Ndhwc).map_err(rule_error("Conv3DBackpropFilterV2"))?;
+    let filter = TensorMeta::new(&g.planes.filter_shape(), out.dtype);
+    let dy = dy.reshaped(&g.planes.output_shape())?;
+    let df = backprop_filter::<f32>(&depth_taps(x, &g)?, &dy, &g.planes, &filter)?;
+    let [fd, fh, fw, c, k] = g.filter_shape();
+    CpuTensor::from_vec(&out.shape, permute::<f32>(&df.reshaped(&[fh, fw, fd, c, k])?, &[2, 0, 1, 3, 4])?)
+}
+
+/// The DHWIO `filter` of `g` as its planes' convolution takes it: `[height,
+/// width, depth taps * channels, out channels]`.
+fn planes_filter(filter: &CpuTensor, g: &Conv3d) -> Result<CpuTensor> {
+    CpuTensor::from_vec(&g.planes.filter_shape(), permute::<f32>(filter, &[1, 2, 0, 3, 4])?)
+}
+
+/// The NDHWC `volume`'s depth slices stacked along the channels as `g`'s
+/// planes read them: `[batch * out depth, height, width, depth taps *
+/// channels]`, zeros for a tap in the padding.
+fn depth_taps(volume: &CpuTensor, g: &Conv3d) -> Result<CpuTensor> {
+    let x = volume.as_slice::<f32>()?;
+    let ([_, d, h, w, c], od, kd) = (g.volume, g.depth.output[0], g.depth.size[0]);
+    let (plane, shape) = (h * w, g.stacked_shape());
+    let len = shape.iter().product();
+    let mut y = output::<f32>(len);
+    // A row: one pixel of one output depth's stacked taps.
+    for_rows(&mut y, kd * c, len, |start, chunk| {
+        for (r, row) in chunk.chunks_mut((kd * c).max(1)).enumerate() {
+            let r = start / (kd * c).max(1) + r;
+            let (p, o, n) = (r % plane, r / plane % od, r / plane / od);
+            for (t, taps) in row.chunks_mut(c.max(1)).enumerate() {
+                match g.depth.tap(0, o, t) {
+                    Some(s) => taps.copy_from_slice(&x[((n * d + s) * plane + p) * c..][..c]),
+                    None => taps.fill(0.0),
+                }
+            }
+        }
+    });
+    CpuTensor::from_vec(&shape, y)
+}
+
+/// The adjoint of [`depth_taps`]: each depth slice of the NDHWC output
+/// sums the stacked taps that read it, taps in order.
+fn depth_taps_grad(stacked: &CpuTensor, g: &Conv3d, out: &TensorMeta) -> Result<CpuTensor> {
+    let s = stacked.as_slice::<f32>()?;
+    let ([_, d, h, w, c], od, kd) = (g.volume, g.depth.output[0], g.depth.size[0]);
+    let plane = h * w;
+    let mut dx = output::<f32>(out.numel());
+    // A row: one pixel of one depth slice.
+    for_rows(&mut dx, c, out.numel() * kd, |start, chunk| {
+        for (r, px) in chunk.chunks_mut(c.max(1)).enumerate() {
+            let r = start / c.max(1) + r;
+            let (p, slice, n) = (r % plane, r / plane % d, r / plane / d);
+            px.fill(0.0);
+            for t in 0..kd {
+                let Some(o) = g.depth.reader(0, slice, t) else { continue };
+                let from = &s[(((n * od + o) * plane + p) * kd + t) * c..][..c];
+                px.iter_mut().zip(from).for_each(|(v, &f)| *v += f);
+            }
+        }
+    });
+    CpuTensor::from_vec(&out.shape, dx)
 }
 
 /// `MaxPool3D` and `AvgPool3D`: the 2-D kernel twice ([`Pool3d`]), over

@@ -15,8 +15,9 @@ use crate::backend::cpu::CpuTensor;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{
-    Activation, AvgPool3D, AvgPool3DGrad, DataFormat, DataFormat3D, DimRoundingMode, FusedConv2D, FusedDepthwiseConv2D,
-    MaxPool3D, MaxPool3DGrad, Pool3DParams,
+    Activation, AvgPool3D, AvgPool3DGrad, Conv3D, Conv3DBackpropFilterV2, Conv3DBackpropInputV2, Conv3DParams,
+    DataFormat, DataFormat3D, DimRoundingMode, FusedConv2D, FusedDepthwiseConv2D, MaxPool3D, MaxPool3DGrad,
+    Pool3DParams,
 };
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
@@ -30,8 +31,8 @@ use crate::kernels::{
     TransformAttrs,
 };
 use crate::shape::rules::{
-    dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, ConvFilter, FusedConv, GroupedConv,
-    Pool3d, Tap, Window,
+    dilation_window, resize_spans, resize_taps, rotation_fill, rotation_map, Conv3d, ConvFilter, FusedConv,
+    GroupedConv, Pool3d, Tap, Window,
 };
 use crate::shape::strided::broadcast_strides;
 use opforge_macros::kernel;
@@ -268,6 +269,101 @@ fn max_pool_with_argmax(
     p.push(u32::from(include_batch_in_index));
     let indexes = run(KERNEL, "pool_argmax", 0, [x, x], &out[1], &p)?;
     Ok((result, indexes))
+}
+
+static DEPTH_TAPS: Shader = shader!("depth_taps");
+
+/// `Conv3D`, as the cpu's: conv.wgsl's 2-D convolution of the stacked
+/// depth taps ([`Conv3d`], depth_taps.wgsl's `stack`), the volumes
+/// permuted from NCDHW first and the output back.
+#[kernel(Conv3D, wgpu)]
+fn conv3d(
+    x: &WgpuTensor,
+    filter: &WgpuTensor,
+    conv: &Conv3DParams,
+    data_format: DataFormat3D,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    const KERNEL: &str = "Conv3D";
+    let g = Conv3d::new(x.shape(), filter.shape(), conv, data_format).map_err(rule_error(KERNEL))?;
+    let volume = match g.channels_first {
+        true => permuted(KERNEL, x, &[0, 2, 3, 4, 1])?,
+        false => x.clone(),
+    };
+    let stacked = depth_taps(KERNEL, "stack", &volume, &g, &TensorMeta::new(&g.stacked_shape(), out.dtype))?;
+    let planes = TensorMeta::new(&g.planes.output_shape(), out.dtype);
+    let y = grouped(KERNEL, "conv", [&stacked, &planes_filter(KERNEL, filter, &g)?], Ok(g.planes), &planes)?;
+    match g.channels_first {
+        true => permuted(KERNEL, &y.reshaped(&g.output()), &[0, 4, 1, 2, 3]),
+        false => Ok(y.reshaped(&out.shape)),
+    }
+}
+
+/// `Conv3DBackpropInputV2`, as the cpu's: the 2-D backprop onto the
+/// stacked depth taps, then depth_taps.wgsl's `unstack`.
+#[kernel(Conv3DBackpropInputV2, wgpu)]
+fn conv3d_backprop_input(
+    dy: &WgpuTensor,
+    filter: &WgpuTensor,
+    input_shape: &[i64],
+    conv: &Conv3DParams,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    const KERNEL: &str = "Conv3DBackpropInputV2";
+    let _ = input_shape; // `out`'s shape, checked by the rule.
+    let g = Conv3d::new(&out.shape, filter.shape(), conv, DataFormat3D::Ndhwc).map_err(rule_error(KERNEL))?;
+    let stacked = TensorMeta::new(&g.stacked_shape(), out.dtype);
+    let dy = dy.reshaped(&g.planes.output_shape());
+    let inputs = [&dy, &planes_filter(KERNEL, filter, &g)?];
+    let d_stacked = grouped(KERNEL, "conv_backprop_input", inputs, Ok(g.planes), &stacked)?;
+    depth_taps(KERNEL, "unstack", &d_stacked, &g, out)
+}
+
+/// `Conv3DBackpropFilterV2`, as the cpu's: the 2-D backprop of the
+/// stacked depth taps, its filter's depth moved back before the height.
+#[kernel(Conv3DBackpropFilterV2, wgpu)]
+fn conv3d_backprop_filter(
+    x: &WgpuTensor,
+    dy: &WgpuTensor,
+    filter_shape: &[i64],
+    conv: &Conv3DParams,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    const KERNEL: &str = "Conv3DBackpropFilterV2";
+    let _ = filter_shape; // `out`'s shape, checked by the rule.
+    let g = Conv3d::new(x.shape(), &out.shape, conv, DataFormat3D::Ndhwc).map_err(rule_error(KERNEL))?;
+    let stacked = depth_taps(KERNEL, "stack", x, &g, &TensorMeta::new(&g.stacked_shape(), out.dtype))?;
+    let filter = TensorMeta::new(&g.planes.filter_shape(), out.dtype);
+    let dy = dy.reshaped(&g.planes.output_shape());
+    let df = grouped(KERNEL, "conv_backprop_filter", [&stacked, &dy], Ok(g.planes), &filter)?;
+    let [fd, fh, fw, c, k] = g.filter_shape();
+    permuted(KERNEL, &df.reshaped(&[fh, fw, fd, c, k]), &[2, 0, 1, 3, 4])
+}
+
+/// The DHWIO `filter` of `g` as its planes' convolution takes it.
+fn planes_filter(kernel: &'static str, filter: &WgpuTensor, g: &Conv3d) -> Result<WgpuTensor> {
+    Ok(permuted(kernel, filter, &[1, 2, 0, 3, 4])?.reshaped(&g.planes.filter_shape()))
+}
+
+/// Runs `entry` of depth_taps.wgsl for `g` on `x`, giving `out`.
+fn depth_taps(
+    kernel: &'static str,
+    entry: &'static str,
+    x: &WgpuTensor,
+    g: &Conv3d,
+    out: &TensorMeta,
+) -> Result<WgpuTensor> {
+    let ([_, d, h, w, c], od) = (g.volume, g.depth.output[0]);
+    let p = [out.numel(), h * w, c, d, od, g.depth.size[0], g.depth.stride[0], g.depth.dilation[0], g.depth.pad[0]];
+    // Every index is below one of the two buffers' sizes.
+    let sizes = [x.numel(), out.numel()];
+    match p.iter().chain(&sizes).map(|&v| u32::try_from(v).ok()).collect::<Option<Vec<u32>>>() {
+        Some(words) => EntryPoint { kernel, shader: &DEPTH_TAPS, entry, op: 0 }.run(&[x], out, &words[..p.len()]),
+        None => Err(rule_error(kernel)(format!(
+            "the stacked depth taps {:?} are too large for the shader's 32-bit indices",
+            g.stacked_shape()
+        ))),
+    }
 }
 
 /// `MaxPool3D` and `AvgPool3D`: conv.wgsl's 2-D pooling twice

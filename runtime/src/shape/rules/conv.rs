@@ -1,7 +1,8 @@
 //! Convolution, pooling and resizing over NHWC images, and the window geometry their kernels share.
 
 use crate::kernels::{
-    Activation, DataFormat, DataFormat3D, DimRoundingMode, FusedConv2DAttrs, FusedDepthwiseConv2DAttrs, Pool3DParams,
+    Activation, Conv3DParams, DataFormat, DataFormat3D, DimRoundingMode, FusedConv2DAttrs, FusedDepthwiseConv2DAttrs,
+    Pool3DParams,
 };
 use crate::kernels::{
     Conv2DAttrs, Conv2DBackpropFilterAttrs, Conv2DBackpropInputAttrs, ConvParams, DepthwiseConv2dNativeAttrs,
@@ -123,6 +124,30 @@ impl Window {
     pub fn tap(&self, a: usize, o: usize, t: usize) -> Option<usize> {
         let at = (o * self.stride[a] + t * self.dilation[a]).checked_sub(self.pad[a])?;
         (at < self.input[a]).then_some(at)
+    }
+
+    /// The window whose tap `t` reads image row (`a = 0`) or column (`a =
+    /// 1`) `at`: the inverse of [`Window::tap`], `None` where no window's
+    /// tap `t` does.
+    ///
+    /// ```
+    /// use opforge::kernels::Padding;
+    /// use opforge::shape::rules::Window;
+    /// let w = Window::new([7, 7], [3, 3], &[2, 2], Padding::Same, None, &[1, 1]).unwrap();
+    /// for o in 0..w.output[0] {
+    ///     for t in 0..3 {
+    ///         if let Some(at) = w.tap(0, o, t) {
+    ///             assert_eq!(w.reader(0, at, t), Some(o));
+    ///         }
+    ///     }
+    /// }
+    /// assert_eq!(w.reader(0, 0, 0), None, "row 0 is tap 1 of window 0, tap 0 of none");
+    /// ```
+    #[inline]
+    pub fn reader(&self, a: usize, at: usize, t: usize) -> Option<usize> {
+        let start = (at + self.pad[a]).checked_sub(t * self.dilation[a])?;
+        let o = start / self.stride[a];
+        (start % self.stride[a] == 0 && o < self.output[a]).then_some(o)
     }
 
     /// The same windows with their size and padding cut to what can
@@ -975,6 +1000,193 @@ pub fn avg_pool3d_grad(
     attrs: &crate::kernels::AvgPool3DGradAttrs,
 ) -> Result<Shape, String> {
     pool3d_grad(dy, input, &attrs.pool)
+}
+
+/// A 3-D convolution as one 2-D convolution, the one geometry of
+/// `Conv3D` and its two gradients on every backend. Output depth `o` reads
+/// the volume's depth slices `depth.tap(0, o, t)` for each depth tap `t`
+/// (none in the padding); stacked along the channels, `[batch * out depth,
+/// height, width, depth taps * channels]`, they are images that `planes`
+/// convolves with the filter `[height, width, depth taps * channels, out
+/// channels]` (the DHWIO filter with its depth moved after the width):
+/// each output's sum over its box is the 2-D sum over its window of the
+/// stacked channels.
+///
+/// ```
+/// use opforge::kernels::{Conv3DParams, DataFormat3D, Padding};
+/// use opforge::shape::rules::Conv3d;
+/// let p = Conv3DParams { strides: vec![2, 1, 1], padding: Padding::Same, ..Conv3DParams::default() };
+/// let g = Conv3d::new(&[2, 5, 6, 7, 3], &[3, 2, 2, 3, 4], &p, DataFormat3D::Ndhwc).unwrap();
+/// assert_eq!(g.output_shape(), [2, 3, 6, 7, 4]);
+/// assert_eq!((g.stacked_shape(), g.planes.filter_shape()), ([6, 6, 7, 9], [2, 2, 9, 4]));
+/// assert_eq!((g.depth.tap(0, 0, 0), g.depth.tap(0, 0, 1)), (None, Some(0)), "one slice of padding before");
+/// let err = Conv3d::new(&[2, 5, 6, 7, 2], &[3, 2, 2, 3, 4], &p, DataFormat3D::Ndhwc).unwrap_err();
+/// assert!(err.contains("2 channels"), "{err}");
+/// ```
+#[derive(Debug, Clone, PartialEq)]
+pub struct Conv3d {
+    /// Whether the volumes and the output are channels first (NCDHW).
+    pub channels_first: bool,
+    /// The NDHWC volume: `[batch, depth, height, width, channels]`.
+    pub volume: [usize; 5],
+    /// The windows along depth: axis 0 of a `[depth, 1]` image.
+    pub depth: Window,
+    /// The 2-D convolution of the stacked slices.
+    pub planes: GroupedConv,
+    /// Its parameters: the height's and width's strides, padding and
+    /// dilations.
+    pub params: ConvParams,
+}
+
+impl Conv3d {
+    /// The convolution of volumes `x` (in `format`) by a DHWIO `filter`
+    /// with `p`.
+    pub fn new(x: &[usize], filter: &[usize], p: &Conv3DParams, format: DataFormat3D) -> Result<Conv3d, String> {
+        let &[n, a, b, c, e] = x else {
+            return Err(format!("x has shape {x:?} of rank {}, expected rank 5", x.len()));
+        };
+        let &[fd, fh, fw, fc, k] = filter else {
+            return Err(format!("filter has shape {filter:?} of rank {}, expected rank 5", filter.len()));
+        };
+        let channels_first = format == DataFormat3D::Ncdhw;
+        let volume = if channels_first { [n, b, c, e, a] } else { [n, a, b, c, e] };
+        if volume[4] != fc {
+            return Err(format!("x has {} channels, but filter {filter:?} expects {fc} (its fourth dim)", volume[4]));
+        }
+        let three = |name: &str, v: &[i64]| match *v {
+            [a] => Ok([a; 3]),
+            [d, h, w] => Ok([d, h, w]),
+            _ => Err(format!("{name} {v:?} must be one number for every axis, or three: [depth, height, width]")),
+        };
+        let (strides, dilations) = (three("strides", &p.strides)?, three("dilations", &p.dilations)?);
+        let (depth_pads, plane_pads) = match &p.explicit_paddings {
+            Some(pads) if pads.len() != 3 => {
+                return Err(format!("explicit_paddings {pads:?} must be three `[before, after]` pairs, one per axis"))
+            }
+            Some(pads) => (Some(vec![pads[0].clone(), vec![0, 0]]), Some(vec![pads[1].clone(), pads[2].clone()])),
+            None => (None, None),
+        };
+        let (depth_strides, depth_dilations) = ([strides[0], 1], [dilations[0], 1]);
+        let depth =
+            Window::new([volume[1], 1], [fd, 1], &depth_strides, p.padding, depth_pads.as_deref(), &depth_dilations)
+                .map_err(|e| format!("along depth (as an image's height): {e}"))?;
+        let params = ConvParams {
+            strides: strides[1..].to_vec(),
+            padding: p.padding,
+            explicit_paddings: plane_pads,
+            dilations: dilations[1..].to_vec(),
+        };
+        let too_large = || format!("{fd} depth taps of {fc} channels are too many");
+        let stacked_channels = fd.checked_mul(fc).ok_or_else(too_large)?;
+        let slices = n.checked_mul(depth.output[0]).ok_or_else(too_large)?;
+        let planes = ConvFilter::Dense.conv(
+            &[slices, volume[2], volume[3], stacked_channels],
+            &[fh, fw, stacked_channels, k],
+            &params,
+        )?;
+        // The stacked slices are a buffer the kernels allocate.
+        allocatable(Shape::from_slice(&planes.input_shape())).map_err(|e| format!("the stacked depth taps: {e}"))?;
+        let g = Conv3d { channels_first, volume, depth, planes, params };
+        allocatable(Shape::from_slice(&g.output()))?;
+        Ok(g)
+    }
+
+    /// The NDHWC output: `[batch, out depth, out height, out width, out
+    /// channels]`.
+    pub fn output(&self) -> [usize; 5] {
+        let [_, oh, ow, k] = self.planes.output_shape();
+        [self.volume[0], self.depth.output[0], oh, ow, k]
+    }
+
+    /// The output's shape, in the data format.
+    pub fn output_shape(&self) -> [usize; 5] {
+        let [n, d, h, w, k] = self.output();
+        if self.channels_first {
+            [n, k, d, h, w]
+        } else {
+            [n, d, h, w, k]
+        }
+    }
+
+    /// The DHWIO filter's shape.
+    pub fn filter_shape(&self) -> [usize; 5] {
+        let [fh, fw, _, k] = self.planes.filter_shape();
+        [self.depth.size[0], fh, fw, self.volume[4], k]
+    }
+
+    /// The stacked slices: `[batch * out depth, height, width, depth taps
+    /// * channels]`.
+    pub fn stacked_shape(&self) -> [usize; 4] {
+        self.planes.input_shape()
+    }
+}
+
+/// The shape function of `Conv3D`: the convolved volumes, NDHWC or (with
+/// `data_format`) NCDHW; see [`Conv3d`].
+///
+/// ```
+/// use opforge::kernels::{Conv3DAttrs, Conv3DParams, DataFormat3D, Padding};
+/// use opforge::shape::rules::conv3d;
+/// let attrs = Conv3DAttrs { conv: Conv3DParams::default(), data_format: DataFormat3D::Ncdhw };
+/// assert_eq!(conv3d(&[1, 2, 4, 5, 6], &[2, 2, 2, 2, 3], &attrs).unwrap().as_slice(), &[1, 3, 3, 4, 5]);
+/// assert!(conv3d(&[1, 4, 5, 6], &[2, 2, 2, 2, 3], &attrs).unwrap_err().contains("rank 5"));
+/// ```
+pub fn conv3d(x: &[usize], filter: &[usize], attrs: &crate::kernels::Conv3DAttrs) -> Result<Shape, String> {
+    Ok(Shape::from_slice(&Conv3d::new(x, filter, &attrs.conv, attrs.data_format)?.output_shape()))
+}
+
+/// Five dims of a shape attr.
+fn dims5(what: &str, shape: &[i64]) -> Result<[usize; 5], String> {
+    match *shape {
+        [a, b, c, d, e] if shape.iter().all(|&v| v >= 0) => Ok([a, b, c, d, e].map(|v| v as usize)),
+        _ => Err(format!("{what} {shape:?} must be 5 dims, each 0 or more")),
+    }
+}
+
+/// The shape function of `Conv3DBackpropInputV2`: `input_shape`, whose
+/// NDHWC convolution by `filter` has `dy`'s shape.
+///
+/// ```
+/// use opforge::kernels::{Conv3DBackpropInputV2Attrs, Conv3DParams};
+/// use opforge::shape::rules::conv3d_backprop_input;
+/// let attrs = Conv3DBackpropInputV2Attrs { input_shape: vec![1, 4, 5, 6, 2], conv: Conv3DParams::default() };
+/// assert_eq!(conv3d_backprop_input(&[1, 3, 4, 5, 3], &[2, 2, 2, 2, 3], &attrs).unwrap().as_slice(), &[1, 4, 5, 6, 2]);
+/// assert!(conv3d_backprop_input(&[1, 3, 4, 4, 3], &[2, 2, 2, 2, 3], &attrs).unwrap_err().contains("dy has shape"));
+/// ```
+pub fn conv3d_backprop_input(
+    dy: &[usize],
+    filter: &[usize],
+    attrs: &crate::kernels::Conv3DBackpropInputV2Attrs,
+) -> Result<Shape, String> {
+    let x = dims5("input_shape", &attrs.input_shape)?;
+    let want = Conv3d::new(&x, filter, &attrs.conv, DataFormat3D::Ndhwc)?.output();
+    if dy != want {
+        return Err(format!("dy has shape {dy:?}, but the convolution of {x:?} by filter {filter:?} gives {want:?}"));
+    }
+    Ok(Shape::from_slice(&x))
+}
+
+/// The shape function of `Conv3DBackpropFilterV2`: `filter_shape`, by
+/// which the NDHWC convolution of `x` has `dy`'s shape.
+///
+/// ```
+/// use opforge::kernels::{Conv3DBackpropFilterV2Attrs, Conv3DParams};
+/// use opforge::shape::rules::conv3d_backprop_filter;
+/// let attrs = Conv3DBackpropFilterV2Attrs { filter_shape: vec![2, 2, 2, 2, 3], conv: Conv3DParams::default() };
+/// assert_eq!(conv3d_backprop_filter(&[1, 4, 5, 6, 2], &[1, 3, 4, 5, 3], &attrs).unwrap().as_slice(), &[2, 2, 2, 2, 3]);
+/// assert!(conv3d_backprop_filter(&[1, 4, 5, 6, 2], &[1, 3, 4, 5, 4], &attrs).unwrap_err().contains("dy has shape"));
+/// ```
+pub fn conv3d_backprop_filter(
+    x: &[usize],
+    dy: &[usize],
+    attrs: &crate::kernels::Conv3DBackpropFilterV2Attrs,
+) -> Result<Shape, String> {
+    let f = dims5("filter_shape", &attrs.filter_shape)?;
+    let want = Conv3d::new(x, &f, &attrs.conv, DataFormat3D::Ndhwc)?.output();
+    if dy != want {
+        return Err(format!("dy has shape {dy:?}, but the convolution of x {x:?} by a filter {f:?} gives {want:?}"));
+    }
+    Ok(Shape::from_slice(&f))
 }
 
 /// One output row (or column) of a resize: it reads input rows `first`
