@@ -1802,3 +1802,30 @@ fn convolutions_3d_refuse_what_does_not_fit() {
         assert!(err.contains("Conv3DBackpropInputV2") && err.contains("dy has shape"), "{b}: {err}");
     }
 }
+
+/// The 3-D convolutions and poolings run every float dtype on the cpu
+/// (half types computed in f32, f64 natively), agreeing with f32 within
+/// each dtype's precision and keeping the input's dtype.
+#[test]
+fn convolutions_and_pools_3d_run_every_float_dtype_on_the_cpu() {
+    use opforge::kernels::DataFormat3D;
+    let x = on(BackendId::Cpu, Tensor::random_uniform(&[1, 3, 4, 4, 2], -1.0, 1.0, 41).unwrap());
+    let filter = on(BackendId::Cpu, Tensor::random_uniform(&[2, 2, 2, 2, 3], -1.0, 1.0, 42).unwrap());
+    let conv = |x: &Tensor, f: &Tensor| ops::conv3d(x, f, &[1], Padding::Same, None, &[1], DataFormat3D::Ndhwc);
+    let pool = |x: &Tensor| ops::avg_pool3d(x, &[2], &[1], Padding::Valid, None, None, DataFormat3D::Ndhwc);
+    let (want_conv, want_pool) = (as_f64(&conv(&x, &filter).unwrap()), as_f64(&pool(&x).unwrap()));
+    for (dtype, tolerance) in [(DType::F64, 1e-5), (DType::F16, 2e-2), (DType::BF16, 1e-1)] {
+        let (xd, fd) = (ops::cast(&x, dtype).unwrap(), ops::cast(&filter, dtype).unwrap());
+        for (what, got, want) in
+            [("conv3d", conv(&xd, &fd).unwrap(), &want_conv), ("avg_pool3d", pool(&xd).unwrap(), &want_pool)]
+        {
+            assert_eq!(got.dtype(), dtype, "{what}");
+            for (i, (g, w)) in as_f64(&got).iter().zip(want).enumerate() {
+                assert!(
+                    (g - w).abs() <= tolerance * w.abs().max(1.0),
+                    "{what} in {dtype}: element {i}: {g} against {w}"
+                );
+            }
+        }
+    }
+}

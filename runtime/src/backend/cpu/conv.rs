@@ -36,7 +36,7 @@ use rayon::prelude::*;
 use std::borrow::Cow;
 
 use super::error::rule_error;
-use super::layout::permute;
+use super::layout::{permute, permuted};
 use super::matmul::{epilogue, gemm_into, parallelism, Added, Gemm, Operand};
 use super::parallel::{for_rows, PAR_THRESHOLD};
 use super::pool::output;
@@ -780,7 +780,7 @@ fn mean_grad(kernel: &'static str, dy: &CpuTensor, pool: &PoolParams, out: &Tens
 
 /// `Conv3D`: the 2-D convolution of the stacked depth taps ([`Conv3d`]),
 /// the volumes permuted from NCDHW first and the output back.
-#[kernel(Conv3D, cpu)]
+#[kernel(Conv3D, cpu, widens(f16, bf16))]
 fn conv3d(
     x: &CpuTensor,
     filter: &CpuTensor,
@@ -790,20 +790,24 @@ fn conv3d(
 ) -> Result<CpuTensor> {
     let g = Conv3d::new(x.shape(), filter.shape(), conv, data_format).map_err(rule_error("Conv3D"))?;
     let volume = match g.channels_first {
-        true => CpuTensor::from_vec(&g.volume, permute::<f32>(x, &[0, 2, 3, 4, 1])?)?,
+        true => permuted(x, &[0, 2, 3, 4, 1])?,
         false => x.clone(),
     };
     let planes = TensorMeta::new(&g.planes.output_shape(), out.dtype);
-    let y = forward::<f32>(&depth_taps(&volume, &g)?, &planes_filter(filter, &g)?, &g.planes, &planes)?;
+    let (stacked, filter) = (depth_taps(&volume, &g)?, planes_filter(filter, &g)?);
+    let y = match x.dtype() {
+        DType::F64 => forward::<f64>(&stacked, &filter, &g.planes, &planes)?,
+        _ => forward::<f32>(&stacked, &filter, &g.planes, &planes)?,
+    };
     match g.channels_first {
-        true => CpuTensor::from_vec(&out.shape, permute::<f32>(&y.reshaped(&g.output())?, &[0, 4, 1, 2, 3])?),
+        true => permuted(&y.reshaped(&g.output())?, &[0, 4, 1, 2, 3]),
         false => y.reshaped(&out.shape),
     }
 }
 
 /// `Conv3DBackpropInputV2`: the 2-D backprop onto the stacked depth
 /// taps, each tap's slice then added onto the depth slice it read.
-#[kernel(Conv3DBackpropInputV2, cpu)]
+#[kernel(Conv3DBackpropInputV2, cpu, widens(f16, bf16))]
 fn conv3d_backprop_input(
     dy: &CpuTensor,
     filter: &CpuTensor,
@@ -815,14 +819,16 @@ fn conv3d_backprop_input(
     let g = Conv3d::new(&out.shape, filter.shape(), conv, DataFormat3D::Ndhwc)
         .map_err(rule_error("Conv3DBackpropInputV2"))?;
     let stacked = TensorMeta::new(&g.stacked_shape(), out.dtype);
-    let dy = dy.reshaped(&g.planes.output_shape())?;
-    let d_stacked = backprop_input::<f32>(&dy, &planes_filter(filter, &g)?, &g.planes, &stacked)?;
-    depth_taps_grad(&d_stacked, &g, out)
+    let (dy, filter) = (dy.reshaped(&g.planes.output_shape())?, planes_filter(filter, &g)?);
+    match out.dtype {
+        DType::F64 => depth_taps_grad::<f64>(&backprop_input::<f64>(&dy, &filter, &g.planes, &stacked)?, &g, out),
+        _ => depth_taps_grad::<f32>(&backprop_input::<f32>(&dy, &filter, &g.planes, &stacked)?, &g, out),
+    }
 }
 
 /// `Conv3DBackpropFilterV2`: the 2-D backprop of the stacked depth taps,
 /// its filter's depth moved back before the height.
-#[kernel(Conv3DBackpropFilterV2, cpu)]
+#[kernel(Conv3DBackpropFilterV2, cpu, widens(f16, bf16))]
 fn conv3d_backprop_filter(
     x: &CpuTensor,
     dy: &CpuTensor,
@@ -834,60 +840,69 @@ fn conv3d_backprop_filter(
     let g =
         Conv3d::new(x.shape(), &out.shape, conv, DataFormat3D::Ndhwc).map_err(rule_error("Conv3DBackpropFilterV2"))?;
     let filter = TensorMeta::new(&g.planes.filter_shape(), out.dtype);
-    let dy = dy.reshaped(&g.planes.output_shape())?;
-    let df = backprop_filter::<f32>(&depth_taps(x, &g)?, &dy, &g.planes, &filter)?;
+    let (stacked, dy) = (depth_taps(x, &g)?, dy.reshaped(&g.planes.output_shape())?);
+    let df = match out.dtype {
+        DType::F64 => backprop_filter::<f64>(&stacked, &dy, &g.planes, &filter)?,
+        _ => backprop_filter::<f32>(&stacked, &dy, &g.planes, &filter)?,
+    };
     let [fd, fh, fw, c, k] = g.filter_shape();
-    CpuTensor::from_vec(&out.shape, permute::<f32>(&df.reshaped(&[fh, fw, fd, c, k])?, &[2, 0, 1, 3, 4])?)
+    permuted(&df.reshaped(&[fh, fw, fd, c, k])?, &[2, 0, 1, 3, 4])
 }
 
 /// The DHWIO `filter` of `g` as its planes' convolution takes it: `[height,
 /// width, depth taps * channels, out channels]`.
 fn planes_filter(filter: &CpuTensor, g: &Conv3d) -> Result<CpuTensor> {
-    CpuTensor::from_vec(&g.planes.filter_shape(), permute::<f32>(filter, &[1, 2, 0, 3, 4])?)
+    permuted(filter, &[1, 2, 0, 3, 4])?.reshaped(&g.planes.filter_shape())
 }
 
 /// The NDHWC `volume`'s depth slices stacked along the channels as `g`'s
 /// planes read them: `[batch * out depth, height, width, depth taps *
 /// channels]`, zeros for a tap in the padding.
 fn depth_taps(volume: &CpuTensor, g: &Conv3d) -> Result<CpuTensor> {
-    let x = volume.as_slice::<f32>()?;
-    let ([_, d, h, w, c], od, kd) = (g.volume, g.depth.output[0], g.depth.size[0]);
-    let (plane, shape) = (h * w, g.stacked_shape());
-    let len = shape.iter().product();
-    let mut y = output::<f32>(len);
-    // A row: one pixel of one output depth's stacked taps.
-    for_rows(&mut y, kd * c, len, |start, chunk| {
-        for (r, row) in chunk.chunks_mut((kd * c).max(1)).enumerate() {
-            let r = start / (kd * c).max(1) + r;
-            let (p, o, n) = (r % plane, r / plane % od, r / plane / od);
-            for (t, taps) in row.chunks_mut(c.max(1)).enumerate() {
-                match g.depth.tap(0, o, t) {
-                    Some(s) => taps.copy_from_slice(&x[((n * d + s) * plane + p) * c..][..c]),
-                    None => taps.fill(0.0),
+    fn stack<T: Float>(volume: &CpuTensor, g: &Conv3d) -> Result<CpuTensor> {
+        let x = volume.as_slice::<T>()?;
+        let ([_, d, h, w, c], od, kd) = (g.volume, g.depth.output[0], g.depth.size[0]);
+        let (plane, shape) = (h * w, g.stacked_shape());
+        let len = shape.iter().product();
+        let mut y = output::<T>(len);
+        // A row: one pixel of one output depth's stacked taps.
+        for_rows(&mut y, kd * c, len, |start, chunk| {
+            for (r, row) in chunk.chunks_mut((kd * c).max(1)).enumerate() {
+                let r = start / (kd * c).max(1) + r;
+                let (p, o, n) = (r % plane, r / plane % od, r / plane / od);
+                for (t, taps) in row.chunks_mut(c.max(1)).enumerate() {
+                    match g.depth.tap(0, o, t) {
+                        Some(s) => taps.copy_from_slice(&x[((n * d + s) * plane + p) * c..][..c]),
+                        None => taps.fill(T::zero()),
+                    }
                 }
             }
-        }
-    });
-    CpuTensor::from_vec(&shape, y)
+        });
+        CpuTensor::from_vec(&shape, y)
+    }
+    match volume.dtype() {
+        DType::F64 => stack::<f64>(volume, g),
+        _ => stack::<f32>(volume, g),
+    }
 }
 
 /// The adjoint of [`depth_taps`]: each depth slice of the NDHWC output
 /// sums the stacked taps that read it, taps in order.
-fn depth_taps_grad(stacked: &CpuTensor, g: &Conv3d, out: &TensorMeta) -> Result<CpuTensor> {
-    let s = stacked.as_slice::<f32>()?;
+fn depth_taps_grad<T: Float>(stacked: &CpuTensor, g: &Conv3d, out: &TensorMeta) -> Result<CpuTensor> {
+    let s = stacked.as_slice::<T>()?;
     let ([_, d, h, w, c], od, kd) = (g.volume, g.depth.output[0], g.depth.size[0]);
     let plane = h * w;
-    let mut dx = output::<f32>(out.numel());
+    let mut dx = output::<T>(out.numel());
     // A row: one pixel of one depth slice.
     for_rows(&mut dx, c, out.numel() * kd, |start, chunk| {
         for (r, px) in chunk.chunks_mut(c.max(1)).enumerate() {
             let r = start / c.max(1) + r;
             let (p, slice, n) = (r % plane, r / plane % d, r / plane / d);
-            px.fill(0.0);
+            px.fill(T::zero());
             for t in 0..kd {
                 let Some(o) = g.depth.reader(0, slice, t) else { continue };
                 let from = &s[(((n * od + o) * plane + p) * kd + t) * c..][..c];
-                px.iter_mut().zip(from).for_each(|(v, &f)| *v += f);
+                px.iter_mut().zip(from).for_each(|(v, &f)| *v = *v + f);
             }
         }
     });
@@ -897,12 +912,12 @@ fn depth_taps_grad(stacked: &CpuTensor, g: &Conv3d, out: &TensorMeta) -> Result<
 /// `MaxPool3D` and `AvgPool3D`: the 2-D kernel twice ([`Pool3d`]), over
 /// each depth slice's planes, then over depth; the volumes permuted from
 /// NCDHW first and the output back.
-#[kernel(MaxPool3D, cpu)]
+#[kernel(MaxPool3D, cpu, widens(f16, bf16))]
 fn max_pool3d(x: &CpuTensor, pool: &Pool3DParams, data_format: DataFormat3D, out: &TensorMeta) -> Result<CpuTensor> {
     pool3d("MaxPool3D", x, (pool, data_format), max_pool, out)
 }
 
-#[kernel(AvgPool3D, cpu)]
+#[kernel(AvgPool3D, cpu, widens(f16, bf16))]
 fn avg_pool3d(x: &CpuTensor, pool: &Pool3DParams, data_format: DataFormat3D, out: &TensorMeta) -> Result<CpuTensor> {
     pool3d("AvgPool3D", x, (pool, data_format), avg_pool, out)
 }
@@ -920,14 +935,14 @@ fn pool3d(
 ) -> Result<CpuTensor> {
     let p = Pool3d::new(x.shape(), pool, format).map_err(rule_error(kernel))?;
     let volume = match p.channels_first {
-        true => CpuTensor::from_vec(&p.volume, permute::<f32>(x, &[0, 2, 3, 4, 1])?)?,
+        true => permuted(x, &[0, 2, 3, 4, 1])?,
         false => x.clone(),
     };
     let [planes, depth] = p.stage_outputs().map(|s| TensorMeta::new(&s, out.dtype));
     let pooled = pool2d(&volume.reshaped(&p.planes_shape())?, &p.planes, &planes)?;
     let y = pool2d(&pooled.reshaped(&p.depth_shape())?, &p.depth, &depth)?.reshaped(&p.output)?;
     match p.channels_first {
-        true => CpuTensor::from_vec(&out.shape, permute::<f32>(&y, &[0, 4, 1, 2, 3])?),
+        true => permuted(&y, &[0, 4, 1, 2, 3]),
         false => Ok(y),
     }
 }
@@ -938,7 +953,7 @@ fn pool3d(
 /// height, width order, as one 3-D walk would find it: the first slice
 /// whose maximum is the largest, and that slice's first. `output` is
 /// TF.js's, unread.
-#[kernel(MaxPool3DGrad, cpu)]
+#[kernel(MaxPool3DGrad, cpu, widens(f16, bf16))]
 fn max_pool3d_grad(
     dy: &CpuTensor,
     input: &CpuTensor,
@@ -959,7 +974,7 @@ fn max_pool3d_grad(
 
 /// The gradient of `AvgPool3D`: `AvgPoolGrad`'s rule for the depth's
 /// pooling, then for the planes'.
-#[kernel(AvgPool3DGrad, cpu)]
+#[kernel(AvgPool3DGrad, cpu, widens(f16, bf16))]
 fn avg_pool3d_grad(dy: &CpuTensor, input: &CpuTensor, pool: &Pool3DParams, out: &TensorMeta) -> Result<CpuTensor> {
     const KERNEL: &str = "AvgPool3DGrad";
     let p = Pool3d::new(input.shape(), pool, DataFormat3D::Ndhwc).map_err(rule_error(KERNEL))?;

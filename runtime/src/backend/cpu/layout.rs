@@ -75,6 +75,12 @@ pub(crate) fn permute<T: Element>(x: &CpuTensor, perm: &[usize]) -> Result<Vec<T
     Ok(out)
 }
 
+/// `x` with its axes in the order `perm` gives, in its own dtype.
+pub(crate) fn permuted(x: &CpuTensor, perm: &[usize]) -> Result<CpuTensor> {
+    let shape: Vec<usize> = perm.iter().map(|&p| x.shape()[p]).collect();
+    for_dtype!(x.dtype(), T => CpuTensor::from_vec(&shape, permute::<T>(x, perm)?))
+}
+
 #[kernel(Transpose, cpu)]
 fn transpose(x: &CpuTensor, perm: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
     let perm = permutation(x.shape().len(), perm).map_err(rule_error("Transpose"))?;
