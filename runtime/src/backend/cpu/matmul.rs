@@ -17,7 +17,7 @@ use crate::error::Result;
 use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
 use crate::shape;
 use crate::shape::rules::{EinsumPlan, EinsumStep};
-use crate::shape::strided::{broadcast_strides, collapse_n, Dims};
+use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets, Dims};
 use crate::shape::Shape;
 use opforge_macros::kernel;
 
@@ -169,9 +169,10 @@ fn strided<'a, T: Element>(
 struct Rows<'a, T> {
     /// The row length.
     n: usize,
-    /// The leading axes, collapsed, and the bias's and weights' strides
-    /// along them; `None` where neither moves along them (a bias `[n]`,
-    /// `FusedMatMul`'s usual one), so that every row starts at 0.
+    /// The leading axes, collapsed, then the row's, and the bias's and
+    /// weights' strides along them; `None` where neither moves along the
+    /// leading ones (a bias `[n]`, `FusedMatMul`'s usual one), so that
+    /// every row starts at 0.
     lead: Option<(Dims, [Dims; 2])>,
     bias: Option<(&'a [T], usize)>,
     weights: Option<(&'a [T], usize)>,
@@ -183,14 +184,19 @@ impl<'a, T: Float> Rows<'a, T> {
         let (n, axes) = shape.split_last().map_or((1, &[][..]), |(&n, lead)| (n.max(1), lead));
         let zeros = Dims::from_elem(0, shape.len());
         let [b, w] = [&bias, &weights].map(|s| s.as_ref().map_or(&zeros[..axes.len()], |(_, s)| &s[..axes.len()]));
-        let (dims, strides) = collapse_n(axes, [b, w]);
-        let moves = strides.iter().any(|s| s.iter().any(|&s| s != 0));
-        let column = |s: Option<(&'a [T], Dims)>| s.map(|(v, s)| (v, s.last().copied().unwrap_or(0)));
+        let (mut dims, mut strides) = collapse_n(axes, [b, w]);
+        let moves = strides.iter().flatten().any(|&s| s != 0);
+        // Each one's column stride: the row itself, the last axis `row_offsets` walks.
+        let column = |s: &Option<(&'a [T], Dims)>| s.as_ref().map_or(0, |(_, s)| s.last().copied().unwrap_or(0));
+        let (bc, wc) = (column(&bias), column(&weights));
+        dims.push(n);
+        strides[0].push(bc);
+        strides[1].push(wc);
         Rows {
             n,
             lead: moves.then_some((dims, strides)),
-            bias: column(bias),
-            weights: column(weights),
+            bias: bias.map(|(v, _)| (v, bc)),
+            weights: weights.map(|(v, _)| (v, wc)),
             slope: T::from_f64(slope),
         }
     }
@@ -198,14 +204,10 @@ impl<'a, T: Float> Rows<'a, T> {
     /// Where row `r` of the bias and of the weights starts.
     #[inline]
     fn starts(&self, r: usize) -> [usize; 2] {
-        let Some((dims, [b, w])) = &self.lead else { return [0; 2] };
-        let (mut rest, mut at) = (r, [0; 2]);
-        for d in (0..dims.len()).rev() {
-            let i = rest % dims[d];
-            rest /= dims[d];
-            at = [at[0] + i * b[d], at[1] + i * w[d]];
+        match &self.lead {
+            Some((dims, [b, w])) => row_offsets(r, dims, [b, w]),
+            None => [0; 2],
         }
-        at
     }
 
     fn apply(&self, data: &mut [T], act: impl Fn(T, T) -> T + Sync) {

@@ -191,13 +191,7 @@ fn fused(
     let words = [out.numel(), activation_code(activation) as usize, usize::from(bias.is_some()), slope];
     let added = added(bias).into_iter().chain(added(weights)).map(|w| w as usize);
     let params: Vec<usize> = words.into_iter().chain(out.shape.iter().copied()).chain(from).chain(added).collect();
-    if params.iter().any(|&w| w > u32::MAX as usize) {
-        return Err(rule_error(kernel)(format!(
-            "the output {:?} is too large for the shader's 32-bit indices",
-            &out.shape[..]
-        )));
-    }
-    let params: Vec<u32> = params.into_iter().map(|w| w as u32).collect();
+    let params = words32(kernel, &params, &[], || format!("the output {:?}", &out.shape[..]))?;
     let inputs = [&z, bias.unwrap_or(&z), weights.unwrap_or(&z)];
     EntryPoint { kernel, shader: &EPILOGUE, entry: "epilogue", op: 0 }.run(&inputs, out, &params)
 }
@@ -356,13 +350,18 @@ fn depth_taps(
     let ([_, d, h, w, c], od) = (g.volume, g.depth.output[0]);
     let p = [out.numel(), h * w, c, d, od, g.depth.size[0], g.depth.stride[0], g.depth.dilation[0], g.depth.pad[0]];
     // Every index is below one of the two buffers' sizes.
-    let sizes = [x.numel(), out.numel()];
-    match p.iter().chain(&sizes).map(|&v| u32::try_from(v).ok()).collect::<Option<Vec<u32>>>() {
-        Some(words) => EntryPoint { kernel, shader: &DEPTH_TAPS, entry, op: 0 }.run(&[x], out, &words[..p.len()]),
-        None => Err(rule_error(kernel)(format!(
-            "the stacked depth taps {:?} are too large for the shader's 32-bit indices",
-            g.stacked_shape()
-        ))),
+    let words =
+        words32(kernel, &p, &[x.numel(), out.numel()], || format!("the stacked depth taps {:?}", g.stacked_shape()))?;
+    EntryPoint { kernel, shader: &DEPTH_TAPS, entry, op: 0 }.run(&[x], out, &words)
+}
+
+/// `words` as a shader's 32-bit parameters, where they and `bounds` (sizes
+/// its indices stay below) fit in 32 bits; otherwise an error naming
+/// `kernel` and `what` is too large.
+fn words32(kernel: &'static str, words: &[usize], bounds: &[usize], what: impl FnOnce() -> String) -> Result<Vec<u32>> {
+    match words.iter().chain(bounds).all(|&w| u32::try_from(w).is_ok()) {
+        true => Ok(words.iter().map(|&w| w as u32).collect()),
+        false => Err(rule_error(kernel)(format!("{} is too large for the shader's 32-bit indices", what()))),
     }
 }
 
