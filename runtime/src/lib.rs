@@ -67,6 +67,7 @@ pub mod engine;
 pub mod error;
 pub mod fuse;
 mod gradients;
+pub mod image;
 pub mod kernels;
 pub mod losses;
 pub mod ops;

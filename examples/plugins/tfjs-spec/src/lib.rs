@@ -7,7 +7,8 @@
 //! [`KernelSpec::infer_with`](opforge::KernelSpec::infer_with), leaving
 //! optional inputs out), that every in-scope kernel is declared and gives
 //! TF.js's output shapes and dtypes, and prints the tally of the survey's
-//! 180 names: built in, declared only, left out.
+//! 180 names: built in, declared only, DOM kernels mapped to
+//! `opforge::image`, left out.
 //!
 //! Where the 167 kernels are declared:
 //!

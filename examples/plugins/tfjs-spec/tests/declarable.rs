@@ -187,10 +187,18 @@ const IN_SCOPE: [&str; 167] = [
     "FusedDepthwiseConv2D",
 ];
 
-/// The 13 TF.js kernels out of scope (classes C and U of the survey), each
+/// TF.js's two DOM kernels, each with its equivalent without a DOM (the
+/// module docs of `opforge::image` say how they map), which
+/// [`the_dom_kernels_map_to_the_image_codec`] runs.
+const MAPPED: [(&str, &str); 2] = [
+    ("FromPixels", "opforge::image::decode: PNG or JPEG bytes into a u8 [height, width, channels] tensor"),
+    ("Draw", "opforge::image::encode: a tensor toPixels takes into PNG or JPEG bytes"),
+];
+
+/// The 11 TF.js kernels out of scope (classes C and U of the survey), each
 /// with what stands for it in opforge today. Together with [`IN_SCOPE`]
-/// they are the 180 names of TF.js's `kernel_names.ts`.
-const LEFT_OUT: [(&str, &str); 13] = [
+/// and [`MAPPED`] they are the 180 names of TF.js's `kernel_names.ts`.
+const LEFT_OUT: [(&str, &str); 11] = [
     ("Complex", "needs complex64, not yet a dtype"),
     ("ComplexAbs", "needs complex64, not yet a dtype"),
     ("Real", "needs complex64, not yet a dtype"),
@@ -201,8 +209,6 @@ const LEFT_OUT: [(&str, &str); 13] = [
     ("StringNGrams", "needs string tensors, not yet a dtype"),
     ("StringToHashBucketFast", "needs string tensors, not yet a dtype"),
     ("StaticRegexReplace", "needs string tensors, not yet a dtype"),
-    ("FromPixels", "reads a DOM canvas; without a DOM, an image decoded into a u8 tensor"),
-    ("Draw", "writes a DOM canvas; without a DOM, an image encoded from a u8 tensor"),
     ("Pool", "a name only: no TF.js backend registers it, `tf.pool` composes other kernels"),
 ];
 
@@ -920,8 +926,8 @@ fn shape_helpers_refuse_overflow() {
 }
 
 /// Where each of TF.js's 180 kernel names stands: built in (by name or
-/// alias) with a cpu and a wgpu kernel, declared-only in `tfjs.toml`, or
-/// left out with its reason. The tally shows how far opforge has come; a
+/// alias) with a cpu and a wgpu kernel, declared-only in `tfjs.toml`, a DOM
+/// kernel mapped to its equivalent, or left out with its reason. The tally shows how far opforge has come; a
 /// built-in kernel that loses a backend, or a name that falls out of every
 /// list, fails.
 #[test]
@@ -949,13 +955,32 @@ fn every_tf_js_kernel_name_is_built_in_declared_only_or_left_out() {
         assert!(!IN_SCOPE.contains(&name), "{name} is both in scope and left out");
         assert!(opforge::registry::spec(name).is_none(), "{name} is declared now ({why}): move it out of LEFT_OUT");
     }
-    let all: BTreeSet<&str> = IN_SCOPE.iter().copied().chain(LEFT_OUT.iter().map(|(n, _)| *n)).collect();
+    for (name, equivalent) in MAPPED {
+        assert!(!IN_SCOPE.contains(&name), "{name} is both in scope and mapped to {equivalent}");
+        assert!(opforge::registry::spec(name).is_none(), "{name} is declared now: move it out of MAPPED");
+    }
+    let others = MAPPED.iter().chain(&LEFT_OUT).map(|(n, _)| *n);
+    let all: BTreeSet<&str> = IN_SCOPE.iter().copied().chain(others).collect();
     assert_eq!(all.len(), 180, "TF.js's kernel_names.ts has 180 names");
     println!(
-        "TF.js's 180 kernels: {} built in, {} declared only ({}), {} left out",
+        "TF.js's 180 kernels: {} built in, {} declared only ({}), {} DOM kernels mapped, {} left out",
         built_in.len(),
         declared_only.len(),
         declared_only.join(", "),
+        MAPPED.len(),
         LEFT_OUT.len()
     );
+}
+
+/// The DOM kernels' equivalents do their kernels' jobs: `FromPixels`'
+/// (pixels in, a `u8` `[height, width, channels]` tensor out, alpha dropped
+/// at 3 channels) and `Draw`'s (a float image in `[0, 1]` out as pixels).
+#[test]
+fn the_dom_kernels_map_to_the_image_codec() {
+    use opforge::image::{decode, encode, ImageFormat};
+    let drawn = opforge::Tensor::from_vec(vec![1.0f32, 0.0, 0.5, 0.2, 0.4, 0.6, 0.8, 1.0], &[1, 2, 4]).unwrap();
+    let png = encode(&drawn, ImageFormat::Png).unwrap();
+    let pixels = decode(&png, 3).unwrap();
+    assert_eq!((pixels.shape(), pixels.dtype()), (&[1, 2, 3][..], opforge::DType::U8));
+    assert_eq!(pixels.to_vec::<u8>().unwrap(), [255, 0, 128, 102, 153, 204]);
 }
