@@ -59,7 +59,10 @@ pub fn elementwise(input: TokenStream) -> TokenStream {
 /// `#[kernel(Sqrt, cpu)]`, or `#[kernel(Sqrt, cpu, override)]` to replace
 /// another registration on purpose. Parameters are named after the spec's
 /// inputs and attributes (any order), or take every attribute at once as
-/// `attrs: &NameAttrs`, plus an optional `out: &TensorMeta`.
+/// `attrs: &NameAttrs`, or everything at once as `args: NameArgs<'_, B>`
+/// (TF.js's `{inputs, attrs}`: what a kernel with many inputs takes, so
+/// that its cpu and wgpu forms do not repeat a long parameter list), plus
+/// an optional `out: &TensorMeta`.
 ///
 /// A kernel may be generic over one element type, named after its spec's
 /// type variable (`fn halve<T: Float>(..)`): it is instantiated for each
@@ -77,7 +80,7 @@ pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
 /// `#[gradient(Relu)]` or `#[gradient(Relu, override)]`. Parameters are
 /// named after the kernel's inputs, attributes (or `attrs`, all of them),
 /// output, the output's cotangent (`d` and the output's name: `dy` for `y`)
-/// and `needs`
+/// and `needs`, or take everything at once as `args: NameGradientArgs<'_>`
 /// (the kernel's `NameNeeds`: which inputs want a gradient); it returns one
 /// tensor per differentiable input, or an `Option<Tensor>` that is `None`
 /// where `needs` says the gradient is not wanted.

@@ -199,15 +199,21 @@ pub(crate) fn check_alias(func: &ItemFn, params: &[&Param]) -> Ident {
 /// span `k`, where a type that is no descriptor is already reported), and
 /// `FromSpec` names the type the spec gives when `T` differs, on the user's
 /// whole type.
+///
+/// A parameter named `args` takes the struct itself, moved into it after
+/// the fields are copied out.
 pub(crate) fn field_bindings(params: &[&Param], args: &Ident, k: &Ident) -> TokenStream {
-    params
-        .iter()
-        .map(|Param { ident, ty }| {
-            let alias = respan(quote!(&#ident<'_>), k.span());
-            let field = quote_spanned! {ident.span()=> { let __v: #alias = &#args; __v.#ident } };
-            from_spec(ident, ty, field)
-        })
-        .collect()
+    let (whole, fields): (Vec<&Param>, Vec<&Param>) = params.iter().partition(|p| p.ident == "args");
+    let fields = fields.into_iter().map(|Param { ident, ty }| {
+        let alias = respan(quote!(&#ident<'_>), k.span());
+        let field = quote_spanned! {ident.span()=> { let __v: #alias = &#args; __v.#ident } };
+        from_spec(ident, ty, field)
+    });
+    let whole = whole.into_iter().map(|Param { ident, ty }| {
+        let alias = respan(quote!(#ident<'_>), k.span());
+        from_spec(ident, ty, quote_spanned! {ident.span()=> { let __v: #alias = #args; __v } })
+    });
+    fields.chain(whole).collect()
 }
 
 /// `let x: T = <T as FromSpec<_>>::from_spec(value);`

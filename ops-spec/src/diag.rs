@@ -114,19 +114,21 @@ pub(crate) fn snake_case_problem(name: &str) -> Option<&'static str> {
 }
 
 /// Names kernels and gradients receive besides the kernel's own: `needs`,
-/// which inputs want a gradient, and `attrs`, every attribute at once.
+/// which inputs want a gradient, `attrs`, every attribute at once, and
+/// `args`, everything at once (the generated `NameArgs` or
+/// `NameGradientArgs`).
 /// Inputs, attrs and the output must not take them. (The output's
 /// cotangent is named after the output, `d` + its name, and checked
 /// against each kernel's names: `dy` is free where the output is not `y`,
 /// as in TF.js's backprop kernels.)
-pub const RESERVED: [&str; 2] = ["needs", "attrs"];
+pub const RESERVED: [&str; 3] = ["needs", "attrs", "args"];
 
 /// Why `name` may not name an input, attr or output, if it may not.
 pub(crate) fn reserved_problem(name: &str) -> Option<String> {
     RESERVED.contains(&name).then(|| {
-        "is reserved: a kernel or gradient may take `attrs` (every attribute at once), and a gradient `needs` \
-         (which inputs want a gradient), beside the kernel's inputs, attrs, output and the output's cotangent; \
-         expected another name"
+        "is reserved: a kernel or gradient may take `attrs` (every attribute at once) or `args` (everything \
+         at once), and a gradient `needs` (which inputs want a gradient), beside the kernel's inputs, attrs, \
+         output and the output's cotangent; expected another name"
             .to_owned()
     })
 }

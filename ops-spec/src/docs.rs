@@ -948,9 +948,10 @@
 //!
 //! For a kernel `Name`, `opforge::spec!` generates the descriptor `Name`,
 //! `NameAttrs` (one field per attr), `NameArgs` (what a `#[kernel]`
-//! function receives: the inputs, the attrs, and `attrs`, all of them),
+//! function receives: the inputs, the attrs, and `attrs`, all of them;
+//! a kernel takes its fields by name, or the struct as `args`),
 //! a struct per [attr group](#attr-groups), `NameGradientArgs` (what a
-//! `#[gradient]` function receives), and, for a kernel with `grad`,
+//! `#[gradient]` function receives, by name or as `args`), and, for a kernel with `grad`,
 //! `NameGrads` (one tensor per `grad` input) and `NameNeeds`; for a kernel
 //! of several outputs, `NameOutputs` (one tensor per output) and, with a
 //! shape function, `NameShapeFn`; and the op function named by `op`,

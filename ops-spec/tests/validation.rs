@@ -762,9 +762,9 @@ fn misspelled_index_rules_get_suggestions() {
 
 #[test]
 fn names_a_gradient_reserves() {
-    let reserved = "is reserved: a kernel or gradient may take `attrs` (every attribute at once), and a gradient \
-                    `needs` (which inputs want a gradient), beside the kernel's inputs, attrs, output and the output's \
-                    cotangent; expected another name";
+    let reserved = "is reserved: a kernel or gradient may take `attrs` (every attribute at once) or `args` \
+                    (everything at once), and a gradient `needs` (which inputs want a gradient), beside the kernel's \
+                    inputs, attrs, output and the output's cotangent; expected another name";
     assert_errors(
         &edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\" }\nneeds = { type = \"bool\" }"),
         &[&format!("ops.toml:11:1: attr name `needs` {reserved}")],
@@ -776,6 +776,10 @@ fn names_a_gradient_reserves() {
     assert_errors(
         &edit(SUM, "keep_dims =", "keep_dims = { type = \"bool\" }\nattrs = { type = \"bool\" }"),
         &[&format!("ops.toml:11:1: attr name `attrs` {reserved}")],
+    );
+    assert_errors(
+        &edit(ADD, "inputs =", "inputs = [\"args\", \"a\", \"b\"]"),
+        &[&format!("ops.toml:4:11: input name `args` {reserved}")],
     );
 }
 

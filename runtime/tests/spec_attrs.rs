@@ -33,6 +33,16 @@ dtypes = ["f32"]
 shape = "same(dy)"
 grad = ["dy"]
 
+[MyAffine]
+op = "my_affine"
+doc = "`x * scale + bias`: a kernel and a gradient that take all their arguments as one `args`."
+inputs = ["x", "bias?"]
+dtypes = ["f32"]
+shape = "same(x)"
+grad = ["x", "bias"]
+[MyAffine.attrs]
+scale = { type = "float", default = 1.0 }
+
 [MyTotal]
 op = "my_total"
 doc = "Sums `x` over `axes`, which are never optional here."
@@ -196,4 +206,35 @@ fn a_kernel_may_take_dy_when_its_output_is_named_otherwise() {
     let g = opforge::grad(|dy: &Tensor| ops::sum(&my_scale_back(dy, &x)?, None, false))(&dy).unwrap();
     assert_eq!(g.to_vec::<f32>().unwrap(), [2.0, -3.0]);
     assert_eq!(<MyScaleBack as opforge::KernelSpec>::COTANGENT, "ddx");
+}
+
+/// Everything at once: `MyAffineArgs` (inputs and attributes) for the
+/// kernel, `MyAffineGradientArgs` (those, the output, its cotangent and
+/// `needs`) for the gradient.
+#[kernel(MyAffine, cpu)]
+fn my_affine_cpu(args: MyAffineArgs<'_, opforge::backend::Cpu>, out: &TensorMeta) -> Result<CpuTensor> {
+    let x = args.x.as_slice::<f32>()?;
+    let bias = args.bias.map(|b| b.as_slice::<f32>()).transpose()?;
+    let at = |i: usize| bias.map_or(0.0, |b| b[i % b.len()]);
+    let scale = args.attrs.scale as f32;
+    CpuTensor::from_vec(&out.shape, x.iter().enumerate().map(|(i, v)| v * scale + at(i)).collect())
+}
+
+#[gradient(MyAffine)]
+fn my_affine_grad(args: MyAffineGradientArgs<'_>) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let MyAffineGradientArgs { bias, dy, needs, .. } = args;
+    let dx = needs.x.then(|| ops::mul(dy, &Tensor::scalar(args.scale as f32))).transpose()?;
+    Ok((dx, bias.filter(|_| needs.bias).map(|_| dy.clone())))
+}
+
+#[test]
+fn a_kernel_and_a_gradient_may_take_everything_as_args() {
+    let x = Tensor::from_vec(vec![1.0f32, -2.0], &[2]).unwrap();
+    let b = Tensor::from_vec(vec![0.5f32, 0.25], &[2]).unwrap();
+    assert_eq!(my_affine(&x, Some(&b), 3.0).unwrap().to_vec::<f32>().unwrap(), [3.5, -5.75]);
+    assert_eq!(my_affine(&x, None, 2.0).unwrap().to_vec::<f32>().unwrap(), [2.0, -4.0]);
+    let loss = |x: &Tensor, b: &Tensor| ops::sum(&my_affine(x, Some(b), 3.0)?, None, false);
+    let g = opforge::grads(|t: &[Tensor]| loss(&t[0], &t[1]))(&[x.clone(), b.clone()]).unwrap();
+    assert_eq!(g[0].to_vec::<f32>().unwrap(), [3.0, 3.0]);
+    assert_eq!(g[1].to_vec::<f32>().unwrap(), [1.0, 1.0]);
 }

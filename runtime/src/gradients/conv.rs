@@ -12,8 +12,7 @@ use super::matmul::activation_grad;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::kernels::{
-    Activation, DataFormat, DimRoundingMode, FusedConv2D, FusedConv2DAttrs, FusedConv2DNeeds, FusedDepthwiseConv2D,
-    FusedDepthwiseConv2DAttrs, FusedDepthwiseConv2DNeeds,
+    Activation, FusedConv2D, FusedConv2DGradientArgs, FusedDepthwiseConv2D, FusedDepthwiseConv2DGradientArgs,
 };
 use crate::kernels::{
     AvgPool, AvgPoolAttrs, AvgPoolGrad, AvgPoolGradAttrs, Conv2D, Conv2DAttrs, Conv2DBackpropFilter,
@@ -167,29 +166,18 @@ fn conv3d_grad(
 /// NHWC convolution with the [`FusedConv`]'s params, and the bias's as
 /// `dz` summed to its shape. The PReLU weights get none, as in TF.js.
 macro_rules! fused_gradients {
-    ($($name:ident: $kernel:ident($attrs:ident, $needs:ident) => $family:ident, $filter:ident;)*) => {$(
+    ($($name:ident: $kernel:ident($args:ident) => $family:ident, $filter:ident;)*) => {$(
         #[gradient($kernel)]
-        #[allow(clippy::too_many_arguments)]
-        fn $name(
-            x: &Tensor,
-            filter: &Tensor,
-            bias: Option<&Tensor>,
-            prelu_activation_weights: Option<&Tensor>,
-            conv: &ConvParams,
-            data_format: DataFormat,
-            dim_rounding_mode: DimRoundingMode,
-            activation: Activation,
-            leakyrelu_alpha: f64,
-            y: &Tensor,
-            dy: &Tensor,
-            needs: $needs,
-        ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        fn $name(args: $args<'_>) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+            let $args { x, filter, bias, prelu_activation_weights, attrs, y, dy, needs, .. } = args;
+            let (conv, data_format, dim_rounding_mode) = (&attrs.conv, attrs.data_format, attrs.dim_rounding_mode);
+            let (activation, leakyrelu_alpha) = (attrs.activation, attrs.leakyrelu_alpha);
             let f = FusedConv::new(ConvFilter::$filter, x.shape(), filter.shape(), conv, data_format, dim_rounding_mode)
                 .map_err(|message| Error::InvalidTensor { what: concat!(stringify!($kernel), " gradient"), message })?;
             let linear = || {
-                let (conv, activation) = (conv.clone(), Activation::Linear);
-                let attrs = $attrs { conv, data_format, dim_rounding_mode, activation, leakyrelu_alpha };
-                Engine::run_optional::<$kernel>(&[Some(x), Some(filter), bias, None], &attrs)
+                let mut linear = attrs.clone();
+                linear.activation = Activation::Linear;
+                Engine::run_optional::<$kernel>(&[Some(x), Some(filter), bias, None], &linear)
             };
             let weights = prelu_activation_weights.map(|w| as_added(&f, w)).transpose()?;
             let dz = activation_grad((activation, leakyrelu_alpha, weights.as_ref()), y, dy, linear)?;
@@ -204,9 +192,8 @@ macro_rules! fused_gradients {
 }
 
 fused_gradients! {
-    fused_conv2d_grad: FusedConv2D(FusedConv2DAttrs, FusedConv2DNeeds) => DENSE, Dense;
-    fused_depthwise_conv2d_grad:
-        FusedDepthwiseConv2D(FusedDepthwiseConv2DAttrs, FusedDepthwiseConv2DNeeds) => DEPTHWISE, Depthwise;
+    fused_conv2d_grad: FusedConv2D(FusedConv2DGradientArgs) => DENSE, Dense;
+    fused_depthwise_conv2d_grad: FusedDepthwiseConv2D(FusedDepthwiseConv2DGradientArgs) => DEPTHWISE, Depthwise;
 }
 
 /// A bias or the PReLU weights `t` as they broadcast to the output of `f`.

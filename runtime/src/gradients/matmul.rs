@@ -7,7 +7,7 @@
 
 use super::convert::mask;
 use crate::error::{Error, Result};
-use crate::kernels::{Activation, BatchMatMul, BatchMatMulNeeds, Einsum, FusedMatMul, FusedMatMulNeeds};
+use crate::kernels::{Activation, BatchMatMul, BatchMatMulNeeds, Einsum, FusedMatMul, FusedMatMulGradientArgs};
 use crate::ops;
 use crate::ops::{scalar, unbroadcast};
 use crate::shape::rules::EinsumPlan;
@@ -31,22 +31,11 @@ fn batch_matmul_grad(
 /// as `dz` summed to its shape. The PReLU weights get no gradient, as in
 /// TF.js.
 #[gradient(FusedMatMul)]
-#[allow(clippy::too_many_arguments)]
-fn fused_matmul_grad(
-    a: &Tensor,
-    b: &Tensor,
-    bias: Option<&Tensor>,
-    prelu_activation_weights: Option<&Tensor>,
-    transpose_a: bool,
-    transpose_b: bool,
-    activation: Activation,
-    leakyrelu_alpha: f64,
-    y: &Tensor,
-    dy: &Tensor,
-    needs: FusedMatMulNeeds,
-) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+fn fused_matmul_grad(args: FusedMatMulGradientArgs<'_>) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+    let FusedMatMulGradientArgs { a, b, bias, transpose_a, transpose_b, needs, .. } = args;
     let z = || ops::fused_matmul(a, b, bias, None, transpose_a, transpose_b, Activation::Linear, 0.0);
-    let dz = activation_grad((activation, leakyrelu_alpha, prelu_activation_weights), y, dy, z)?;
+    let added = (args.activation, args.leakyrelu_alpha, args.prelu_activation_weights);
+    let dz = activation_grad(added, args.y, args.dy, z)?;
     let (da, db) = product_grads(a, b, transpose_a, transpose_b, &dz, (needs.a, needs.b))?;
     let dbias = match bias {
         Some(bias) if needs.bias => Some(unbroadcast(&dz, bias.shape())?),

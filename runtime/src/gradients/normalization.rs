@@ -5,9 +5,10 @@
 
 use crate::error::Result;
 use crate::kernels::{
-    FusedBatchNorm, FusedBatchNormGrads, LayerNorm, LayerNormGrads, LogSoftmax, LrnParams, Softmax, LRN,
+    FusedBatchNorm, FusedBatchNormGradientArgs, FusedBatchNormGrads, LayerNorm, LayerNormGrads, LogSoftmax, LrnParams,
+    Softmax, LRN,
 };
-use crate::kernels::{SoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogitsNeeds};
+use crate::kernels::{SoftmaxCrossEntropyWithLogits, SoftmaxCrossEntropyWithLogitsGradientArgs};
 use crate::ops;
 use crate::ops::unbroadcast;
 use crate::tensor::Tensor;
@@ -53,13 +54,9 @@ mod fused {
 /// whose labels are constants costs one multiplication.
 #[gradient(SoftmaxCrossEntropyWithLogits)]
 fn softmax_cross_entropy_grad(
-    features: &Tensor,
-    labels: &Tensor,
-    backprop: &Tensor,
-    dloss: Option<&Tensor>,
-    dbackprop: Option<&Tensor>,
-    needs: SoftmaxCrossEntropyWithLogitsNeeds,
+    args: SoftmaxCrossEntropyWithLogitsGradientArgs<'_>,
 ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+    let SoftmaxCrossEntropyWithLogitsGradientArgs { features, labels, backprop, dloss, dbackprop, needs, .. } = args;
     // Each row's cotangent as a column against its classes.
     let column = dloss.map(super::convert::column).transpose()?;
     let column = column.as_ref();
@@ -131,15 +128,8 @@ fn lrn_grad(x: &Tensor, lrn: &LrnParams, dy: &Tensor) -> Result<Tensor> {
 /// `dscale = dy * (x - mean) * r`, each summed over the axes its statistic
 /// was broadcast along. An offset or scale the call left out gets none.
 #[gradient(FusedBatchNorm)]
-fn batch_norm_grad(
-    x: &Tensor,
-    mean: &Tensor,
-    variance: &Tensor,
-    offset: Option<&Tensor>,
-    scale: Option<&Tensor>,
-    variance_epsilon: f64,
-    dy: &Tensor,
-) -> Result<FusedBatchNormGrads> {
+fn batch_norm_grad(args: FusedBatchNormGradientArgs<'_>) -> Result<FusedBatchNormGrads> {
+    let FusedBatchNormGradientArgs { x, mean, variance, offset, scale, variance_epsilon, dy, .. } = args;
     let on = |v: f64| Tensor::scalar_on(v as f32, x.backend());
     let r = ops::rsqrt(&ops::add(variance, &on(variance_epsilon)?)?)?;
     let centered = ops::sub(x, mean)?;

@@ -35,11 +35,12 @@ impl ParamCheck {
     }
 
     /// A kernel parameter (other than `out`) must name an input, an
-    /// attribute, or `attrs` (all of them); `given` are all the parameter
-    /// names, whose spec names are not suggested.
+    /// attribute, `attrs` (all of them) or `args` (everything, the spec's
+    /// `NameArgs`); `given` are all the parameter names, whose spec names
+    /// are not suggested.
     pub const fn kernel_param(k: SpecNames, name: &str, given: &[&str]) -> Self {
         let mut m = Self::new();
-        if !contains(k.inputs, name) && !contains(k.attrs, name) && !eq(name, "attrs") {
+        if !contains(k.inputs, name) && !contains(k.attrs, name) && !eq(name, "attrs") && !eq(name, "args") {
             m.push("unknown parameter `").push(name).push("`: kernel `").push(k.name).push("` has ");
             m.names(k.inputs, "input", "inputs").push(" and ");
             if k.attrs.is_empty() {
@@ -52,7 +53,8 @@ impl ParamCheck {
         m
     }
 
-    /// A kernel takes every input, and every attribute or `attrs`;
+    /// A kernel takes every input, and every attribute or `attrs` (or
+    /// `args`, everything);
     /// reported only when all the given names are known, since an unknown
     /// one is reported on its own.
     pub const fn kernel_missing(k: SpecNames, given: &[&str]) -> Self {
@@ -60,7 +62,7 @@ impl ParamCheck {
         let mut i = 0;
         while i < given.len() {
             if !contains(k.inputs, given[i]) && !contains(k.attrs, given[i]) && !eq(given[i], "attrs") {
-                return m;
+                return m; // reported on its own, or `args`: everything at once
             }
             i += 1;
         }
@@ -102,7 +104,8 @@ impl ParamCheck {
             || contains(k.outputs, name)
             || contains(k.cotangents, name)
             || eq("needs", name)
-            || eq("attrs", name);
+            || eq("attrs", name)
+            || eq("args", name);
         if !known {
             m.push("unknown parameter `").push(name).push("`: the gradient of `").push(k.name).push("` may take its ");
             m.names(k.inputs, "input", "inputs").push(", ");
@@ -502,7 +505,10 @@ mod tests {
         );
         // An unknown name is reported on its own, not as a missing one too.
         assert_eq!(message(ParamCheck::kernel_missing(MATMUL, &["a", "c"])), None);
-        // `attrs` takes every attribute at once.
+        // `args` takes everything at once, `attrs` every attribute.
+        assert_eq!(message(ParamCheck::kernel_param(MATMUL, "args", &["args"])), None);
+        assert_eq!(message(ParamCheck::kernel_missing(MATMUL, &["args"])), None);
+        assert_eq!(message(ParamCheck::gradient_param(MATMUL, "args", &["args"])), None);
         assert_eq!(message(ParamCheck::kernel_param(MATMUL, "attrs", &["a", "b", "attrs"])), None);
         assert_eq!(message(ParamCheck::kernel_missing(MATMUL, &["b", "attrs", "a"])), None);
         assert_eq!(

@@ -13,10 +13,11 @@ use rayon::prelude::*;
 use super::matmul::{gemm_with, Gemm, Operand};
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
+use crate::backend::Cpu;
 use crate::backend_id::BackendId;
 use crate::dtype::{float_sum, DType, Float};
 use crate::error::Result;
-use crate::kernels::{Attention, AttentionGrad};
+use crate::kernels::{Attention, AttentionGrad, AttentionGradArgs};
 use crate::shape::rules::attention_scale;
 use crate::shape::strided::broadcast_strides;
 use opforge_macros::kernel;
@@ -287,20 +288,8 @@ fn tiles<'a, T>(g: &Geometry<'_, impl Sized>, mut wide: &'a mut [T], mut narrow:
 /// each pair's probabilities recomputed from `lse`, `dq`, `dk` and `dv`
 /// summed tile by tile in the task's own rows of them.
 #[kernel(AttentionGrad, cpu, widens(f16, bf16))]
-#[allow(clippy::too_many_arguments)]
-fn attention_grad(
-    dy: &CpuTensor,
-    q: &CpuTensor,
-    k: &CpuTensor,
-    v: &CpuTensor,
-    y: &CpuTensor,
-    lse: &CpuTensor,
-    mask: Option<&CpuTensor>,
-    dlse: Option<&CpuTensor>,
-    causal: bool,
-    scale: Option<f64>,
-    out: &[TensorMeta],
-) -> Result<(CpuTensor, CpuTensor, CpuTensor)> {
+fn attention_grad(args: AttentionGradArgs<'_, Cpu>, out: &[TensorMeta]) -> Result<(CpuTensor, CpuTensor, CpuTensor)> {
+    let AttentionGradArgs { dy, q, k, v, y, lse, mask, dlse, causal, scale, .. } = args;
     let [dq, dk, dv] = out else {
         let message = format!("three outputs, not {}", out.len());
         return Err(crate::error::Error::Backend { kernel: "AttentionGrad", backend: BackendId::Cpu, message });

@@ -42,18 +42,19 @@ use super::parallel::{for_rows, PAR_THRESHOLD};
 use super::pool::output;
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
+use crate::backend::Cpu;
 use crate::dtype::{float_sum, DType, Element, Float};
 use crate::error::Result;
-use crate::kernels::{
-    Activation, AvgPool3D, AvgPool3DGrad, Conv3D, Conv3DBackpropFilterV2, Conv3DBackpropInputV2, Conv3DParams,
-    DataFormat, DataFormat3D, DimRoundingMode, FusedConv2D, FusedDepthwiseConv2D, MaxPool3D, MaxPool3DGrad,
-    Pool3DParams,
-};
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
     DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, Dilation2D, Dilation2DBackpropFilter,
     Dilation2DBackpropInput, MaxPool, MaxPoolGrad, MaxPoolWithArgmax, PoolParams, ResizeBilinear, ResizeBilinearAttrs,
     ResizeBilinearGrad, ResizeNearestNeighbor, ResizeNearestNeighborAttrs, ResizeNearestNeighborGrad,
+};
+use crate::kernels::{
+    AvgPool3D, AvgPool3DGrad, Conv3D, Conv3DBackpropFilterV2, Conv3DBackpropInputV2, Conv3DParams, DataFormat3D,
+    FusedConv2D, FusedConv2DArgs, FusedDepthwiseConv2D, FusedDepthwiseConv2DArgs, MaxPool3D, MaxPool3DGrad,
+    Pool3DParams,
 };
 use crate::kernels::{
     CropAndResize, CropAndResizeAttrs, CropMethod, Interpolation, RotateWithOffset, RotateWithOffsetAttrs, Transform,
@@ -128,21 +129,11 @@ convolutions! {
 /// the fused kernels' one [`epilogue`], in the data format (the output
 /// permuted back first).
 macro_rules! fused_convolutions {
-    ($($kernel:ident => $name:ident: $filter:ident;)*) => {$(
+    ($($kernel:ident($args:ident) => $name:ident: $filter:ident;)*) => {$(
         #[kernel($kernel, cpu, widens(f16, bf16))]
-        #[allow(clippy::too_many_arguments)]
-        fn $name(
-            x: &CpuTensor,
-            filter: &CpuTensor,
-            bias: Option<&CpuTensor>,
-            prelu_activation_weights: Option<&CpuTensor>,
-            conv: &ConvParams,
-            data_format: DataFormat,
-            dim_rounding_mode: DimRoundingMode,
-            activation: Activation,
-            leakyrelu_alpha: f64,
-            out: &TensorMeta,
-        ) -> Result<CpuTensor> {
+        fn $name(args: $args<'_, Cpu>, out: &TensorMeta) -> Result<CpuTensor> {
+            let $args { x, filter, bias, prelu_activation_weights, conv, data_format, dim_rounding_mode, .. } = args;
+            let (activation, leakyrelu_alpha) = (args.activation, args.leakyrelu_alpha);
             let kernel = stringify!($kernel);
             let f = FusedConv::new(ConvFilter::$filter, x.shape(), filter.shape(), conv, data_format, dim_rounding_mode)
                 .map_err(rule_error(kernel))?;
@@ -156,8 +147,8 @@ macro_rules! fused_convolutions {
 }
 
 fused_convolutions! {
-    FusedConv2D => fused_conv2d: Dense;
-    FusedDepthwiseConv2D => fused_depthwise_conv2d: Depthwise;
+    FusedConv2D(FusedConv2DArgs) => fused_conv2d: Dense;
+    FusedDepthwiseConv2D(FusedDepthwiseConv2DArgs) => fused_depthwise_conv2d: Depthwise;
 }
 
 /// A fused convolution `f` of `x` by `filter` in `T`, then `added`.

@@ -11,10 +11,11 @@ use super::pool::output;
 use super::tensor::CpuTensor;
 use super::unary::{narrowed, widened};
 use crate::backend::call::TensorMeta;
+use crate::backend::Cpu;
 use crate::backend::TensorList;
 use crate::dtype::{bf16, f16, DType, Element, Float};
 use crate::error::Result;
-use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
+use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul, FusedMatMulArgs};
 use crate::shape;
 use crate::shape::rules::{EinsumPlan, EinsumStep};
 use crate::shape::strided::{broadcast_strides, collapse_n, row_offsets, Dims};
@@ -77,23 +78,12 @@ impl Gemm for f16 {
 /// matrix becomes `activation(v + bias[i, j])`, in row-aligned chunks
 /// (on rayon when large) while the product is still in cache.
 #[kernel(FusedMatMul, cpu, widens(f16, bf16))]
-#[allow(clippy::too_many_arguments)]
-fn fused_matmul(
-    a: &CpuTensor,
-    b: &CpuTensor,
-    bias: Option<&CpuTensor>,
-    prelu_activation_weights: Option<&CpuTensor>,
-    transpose_a: bool,
-    transpose_b: bool,
-    activation: Activation,
-    leakyrelu_alpha: f64,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let how = (transpose_a, transpose_b);
-    let added = (bias, prelu_activation_weights, activation, leakyrelu_alpha);
-    match a.dtype() {
-        DType::F64 => fused_in::<f64>(a, b, how, added, out),
-        _ => fused_in::<f32>(a, b, how, added, out),
+fn fused_matmul(args: FusedMatMulArgs<'_, Cpu>, out: &TensorMeta) -> Result<CpuTensor> {
+    let how = (args.transpose_a, args.transpose_b);
+    let added = (args.bias, args.prelu_activation_weights, args.activation, args.leakyrelu_alpha);
+    match args.a.dtype() {
+        DType::F64 => fused_in::<f64>(args.a, args.b, how, added, out),
+        _ => fused_in::<f32>(args.a, args.b, how, added, out),
     }
 }
 

@@ -10,13 +10,14 @@ use super::error::rule_error;
 use super::parallel::{for_rows, PAR_CHUNK, PAR_THRESHOLD};
 use super::tensor::CpuTensor;
 use super::vmath::best_copy;
+use super::Cpu;
 use crate::backend::call::TensorMeta;
 use crate::backend_id::BackendId;
 use crate::dtype::{float_sum, DType, Element, Float};
 use crate::error::Result;
 use crate::kernels::{
-    FusedBatchNorm, LRNGrad, LayerNorm, LayerNormGrad, LogSoftmax, LrnParams, Softmax, SoftmaxCrossEntropyWithLogits,
-    LRN,
+    FusedBatchNorm, FusedBatchNormArgs, LRNGrad, LayerNorm, LayerNormGrad, LogSoftmax, LrnParams, Softmax,
+    SoftmaxCrossEntropyWithLogits, LRN,
 };
 use crate::shape::len_and_inner;
 use crate::shape::strided::{broadcast_strides, Dims};
@@ -272,16 +273,8 @@ fn lrn_grad(x: &CpuTensor, y: &CpuTensor, dy: &CpuTensor, lrn: &LrnParams, out: 
 /// (`[C]`, a scalar: channels last, the usual case), each channel's factor
 /// is computed once; otherwise every element finds its statistics.
 #[kernel(FusedBatchNorm, cpu, widens(f16, bf16))]
-#[allow(clippy::too_many_arguments)]
-fn batch_norm(
-    x: &CpuTensor,
-    mean: &CpuTensor,
-    variance: &CpuTensor,
-    offset: Option<&CpuTensor>,
-    scale: Option<&CpuTensor>,
-    variance_epsilon: f64,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
+fn batch_norm(args: FusedBatchNormArgs<'_, Cpu>, out: &TensorMeta) -> Result<CpuTensor> {
+    let FusedBatchNormArgs { x, mean, variance, offset, scale, variance_epsilon, .. } = args;
     let stats = [Some(mean), Some(variance), offset, scale];
     match x.dtype() {
         DType::F64 => batch_norm_in::<f64>(x, stats, variance_epsilon, out),

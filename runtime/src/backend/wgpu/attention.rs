@@ -8,9 +8,10 @@
 
 use super::{unsupported, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
+use crate::backend::Wgpu;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::kernels::{Attention, AttentionGrad};
+use crate::kernels::{Attention, AttentionGrad, AttentionGradArgs};
 use crate::shape::rules::attention_scale;
 use crate::shape::strided::broadcast_strides;
 use opforge_macros::kernel;
@@ -102,20 +103,11 @@ fn attention(
 }
 
 #[kernel(AttentionGrad, wgpu)]
-#[allow(clippy::too_many_arguments)]
 fn attention_grad(
-    dy: &WgpuTensor,
-    q: &WgpuTensor,
-    k: &WgpuTensor,
-    v: &WgpuTensor,
-    y: &WgpuTensor,
-    lse: &WgpuTensor,
-    mask: Option<&WgpuTensor>,
-    dlse: Option<&WgpuTensor>,
-    causal: bool,
-    scale: Option<f64>,
+    args: AttentionGradArgs<'_, Wgpu>,
     out: &[TensorMeta],
 ) -> Result<(WgpuTensor, WgpuTensor, WgpuTensor)> {
+    let AttentionGradArgs { dy, q, k, v, y, lse, mask, dlse, causal, scale, .. } = args;
     const KERNEL: &str = "AttentionGrad";
     let mut p = params(KERNEL, [q, k, v], mask, causal, scale, dlse.is_some())?;
     let program = |shader, entry| EntryPoint { kernel: KERNEL, shader, entry, op: 0 };

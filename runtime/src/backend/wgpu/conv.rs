@@ -9,15 +9,15 @@ use std::borrow::Cow;
 
 use super::layout::permuted;
 use super::matmul::activation_code;
-use super::{rule_error, EntryPoint, Shader, WgpuTensor};
+use super::{rule_error, EntryPoint, Shader, Wgpu, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{
     Activation, AvgPool3D, AvgPool3DGrad, Conv3D, Conv3DBackpropFilterV2, Conv3DBackpropInputV2, Conv3DParams,
-    DataFormat, DataFormat3D, DimRoundingMode, FusedConv2D, FusedDepthwiseConv2D, MaxPool3D, MaxPool3DGrad,
-    Pool3DParams,
+    DataFormat3D, FusedConv2D, FusedConv2DArgs, FusedDepthwiseConv2D, FusedDepthwiseConv2DArgs, MaxPool3D,
+    MaxPool3DGrad, Pool3DParams,
 };
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
@@ -133,21 +133,11 @@ static EPILOGUE: Shader = shader!("epilogue", "activation");
 /// data format. Two dispatches: the convolution's entry point stays the
 /// plain kernels'.
 macro_rules! fused_convolutions {
-    ($($kernel:ident => $name:ident: $filter:ident;)*) => {$(
+    ($($kernel:ident($args:ident) => $name:ident: $filter:ident;)*) => {$(
         #[kernel($kernel, wgpu)]
-        #[allow(clippy::too_many_arguments)]
-        fn $name(
-            x: &WgpuTensor,
-            filter: &WgpuTensor,
-            bias: Option<&WgpuTensor>,
-            prelu_activation_weights: Option<&WgpuTensor>,
-            conv: &ConvParams,
-            data_format: DataFormat,
-            dim_rounding_mode: DimRoundingMode,
-            activation: Activation,
-            leakyrelu_alpha: f64,
-            out: &TensorMeta,
-        ) -> Result<WgpuTensor> {
+        fn $name(args: $args<'_, Wgpu>, out: &TensorMeta) -> Result<WgpuTensor> {
+            let $args { x, filter, bias, prelu_activation_weights, conv, data_format, dim_rounding_mode, .. } = args;
+            let (activation, leakyrelu_alpha) = (args.activation, args.leakyrelu_alpha);
             let kernel = stringify!($kernel);
             let f = FusedConv::new(ConvFilter::$filter, x.shape(), filter.shape(), conv, data_format, dim_rounding_mode)
                 .map_err(rule_error(kernel))?;
@@ -158,8 +148,8 @@ macro_rules! fused_convolutions {
 }
 
 fused_convolutions! {
-    FusedConv2D => fused_conv2d: Dense;
-    FusedDepthwiseConv2D => fused_depthwise_conv2d: Depthwise;
+    FusedConv2D(FusedConv2DArgs) => fused_conv2d: Dense;
+    FusedDepthwiseConv2D(FusedDepthwiseConv2DArgs) => fused_depthwise_conv2d: Depthwise;
 }
 
 /// The fused convolution `f` of `kernel` on its inputs, then `added`: the

@@ -5,9 +5,10 @@
 use super::{rule_error, unsupported, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::backend::TensorList;
+use crate::backend::Wgpu;
 use crate::dtype::DType;
 use crate::error::Result;
-use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul};
+use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul, FusedMatMulArgs};
 use crate::shape::rules::{EinsumPlan, EinsumStep};
 use crate::shape::strided::{broadcast_strides, collapse};
 use crate::shape::Shape;
@@ -46,29 +47,19 @@ fn batch_matmul(
 /// matmul.wgsl): its code carries the activation and whether there is a
 /// bias.
 #[kernel(FusedMatMul, wgpu)]
-#[allow(clippy::too_many_arguments)]
-fn fused_matmul(
-    a: &WgpuTensor,
-    b: &WgpuTensor,
-    bias: Option<&WgpuTensor>,
-    prelu_activation_weights: Option<&WgpuTensor>,
-    transpose_a: bool,
-    transpose_b: bool,
-    activation: Activation,
-    leakyrelu_alpha: f64,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
+fn fused_matmul(args: FusedMatMulArgs<'_, Wgpu>, out: &TensorMeta) -> Result<WgpuTensor> {
+    let (bias, prelu) = (args.bias, args.prelu_activation_weights);
     let so = out.shape.as_slice();
     let matrix = &so[so.len().saturating_sub(2)..];
     let strides = |t: Option<&WgpuTensor>| {
         let s = t.map(|t| broadcast_strides(t.shape(), matrix));
         s.as_ref().map_or([0, 0], |s| [s[0] as u32, s[1] as u32])
     };
-    let ([row, col], weights) = (strides(bias), strides(prelu_activation_weights));
-    let epilogue = 1 + activation_code(activation) + 8 * u32::from(bias.is_some());
-    let alpha = (leakyrelu_alpha as f32).to_bits();
-    let product = Product { kernel: "FusedMatMul", transpose_a, transpose_b };
-    product.run(a, b, [bias, prelu_activation_weights], out, [row, col, alpha, epilogue, weights[0], weights[1]])
+    let ([row, col], weights) = (strides(bias), strides(prelu));
+    let epilogue = 1 + activation_code(args.activation) + 8 * u32::from(bias.is_some());
+    let alpha = (args.leakyrelu_alpha as f32).to_bits();
+    let product = Product { kernel: "FusedMatMul", transpose_a: args.transpose_a, transpose_b: args.transpose_b };
+    product.run(args.a, args.b, [bias, prelu], out, [row, col, alpha, epilogue, weights[0], weights[1]])
 }
 
 /// An activation as activation.wgsl numbers it: the spec's order of

@@ -4,13 +4,13 @@
 //! axis, and TF.js's `LRNGrad`; `FusedBatchNorm`, by given statistics; and `LayerNorm` with its
 //! gradient `LayerNormGrad`, by each row's own.
 
-use super::{groups, rule_error, unsupported, EntryPoint, Grid, Shader, WgpuTensor};
+use super::{groups, rule_error, unsupported, EntryPoint, Grid, Shader, Wgpu, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
 use crate::kernels::{
-    FusedBatchNorm, LRNGrad, LayerNorm, LayerNormGrad, LogSoftmax, LrnParams, Softmax, SoftmaxCrossEntropyWithLogits,
-    LRN,
+    FusedBatchNorm, FusedBatchNormArgs, LRNGrad, LayerNorm, LayerNormGrad, LogSoftmax, LrnParams, Softmax,
+    SoftmaxCrossEntropyWithLogits, LRN,
 };
 use crate::shape::len_and_inner;
 use crate::shape::strided::broadcast_strides;
@@ -109,16 +109,8 @@ fn lrn_params(x: &WgpuTensor, lrn: &LrnParams, out: &TensorMeta) -> [u32; 6] {
 /// broadcast strides (see batch_norm.wgsl). An absent `offset` or `scale`
 /// binds `mean` in its place, so that one layout serves every call.
 #[kernel(FusedBatchNorm, wgpu)]
-#[allow(clippy::too_many_arguments)]
-fn batch_norm(
-    x: &WgpuTensor,
-    mean: &WgpuTensor,
-    variance: &WgpuTensor,
-    offset: Option<&WgpuTensor>,
-    scale: Option<&WgpuTensor>,
-    variance_epsilon: f64,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
+fn batch_norm(args: FusedBatchNormArgs<'_, Wgpu>, out: &TensorMeta) -> Result<WgpuTensor> {
+    let FusedBatchNormArgs { x, mean, variance, offset, scale, variance_epsilon, .. } = args;
     let dims = &out.shape;
     let flags = u32::from(offset.is_some()) | u32::from(scale.is_some()) << 1;
     let mut params = vec![out.numel() as u32, dims.len() as u32, (variance_epsilon as f32).to_bits(), flags];
