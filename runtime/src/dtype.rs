@@ -221,6 +221,29 @@ macro_rules! for_dtype {
 }
 pub(crate) use for_dtype;
 
+/// Runs `$body` with `$T` = `f64` for an f64 tensor and `f32` for any
+/// other: how a kernel whose code is generic over [`Float`] and that
+/// `widens(f16, bf16)` (so it never sees a half type) picks its instance.
+///
+/// ```ignore
+/// f64_or_f32!(x.dtype(), T => max_in::<T>(x, &w, out))
+/// ```
+macro_rules! f64_or_f32 {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::dtype::DType::F64 => {
+                type $T = f64;
+                $body
+            }
+            _ => {
+                type $T = f32;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use f64_or_f32;
+
 mod sealed {
     pub trait Sealed {}
     impl Sealed for f32 {}

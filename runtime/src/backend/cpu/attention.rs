@@ -15,7 +15,7 @@ use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::backend::Cpu;
 use crate::backend_id::BackendId;
-use crate::dtype::{float_sum, DType, Float};
+use crate::dtype::{f64_or_f32, float_sum, Float};
 use crate::error::Result;
 use crate::kernels::{Attention, AttentionGrad, AttentionGradArgs};
 use crate::shape::rules::attention_scale;
@@ -234,10 +234,7 @@ fn attention(
         let message = format!("two outputs, not {}", out.len());
         return Err(crate::error::Error::Backend { kernel: "Attention", backend: BackendId::Cpu, message });
     };
-    match q.dtype() {
-        DType::F64 => forward::<f64>(q, k, v, mask, causal, scale, [y_meta, lse_meta]),
-        _ => forward::<f32>(q, k, v, mask, causal, scale, [y_meta, lse_meta]),
-    }
+    f64_or_f32!(q.dtype(), T => forward::<T>(q, k, v, mask, causal, scale, [y_meta, lse_meta]))
 }
 
 /// [`attention`] in `T`.
@@ -295,10 +292,7 @@ fn attention_grad(args: AttentionGradArgs<'_, Cpu>, out: &[TensorMeta]) -> Resul
         return Err(crate::error::Error::Backend { kernel: "AttentionGrad", backend: BackendId::Cpu, message });
     };
     let tensors = [dy, q, k, v, y, lse];
-    match q.dtype() {
-        DType::F64 => backward::<f64>(tensors, mask, dlse, causal, scale, [dq, dk, dv]),
-        _ => backward::<f32>(tensors, mask, dlse, causal, scale, [dq, dk, dv]),
-    }
+    f64_or_f32!(q.dtype(), T => backward::<T>(tensors, mask, dlse, causal, scale, [dq, dk, dv]))
 }
 
 /// [`attention_grad`] in `T`.

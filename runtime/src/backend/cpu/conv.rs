@@ -43,7 +43,7 @@ use super::pool::output;
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::backend::Cpu;
-use crate::dtype::{float_sum, DType, Element, Float};
+use crate::dtype::{f64_or_f32, float_sum, DType, Element, Float};
 use crate::error::Result;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
@@ -103,10 +103,7 @@ macro_rules! convolutions {
             $(let _ = $given;)?
             let (images, filter) = $shapes;
             let g = grouped(stringify!($kernel), ConvFilter::$filter, images, filter, conv)?;
-            match $a.dtype() {
-                DType::F64 => $run::<f64>($a, $b, &g, $out),
-                _ => $run::<f32>($a, $b, &g, $out),
-            }
+            f64_or_f32!($a.dtype(), T => $run::<T>($a, $b, &g, $out))
         }
     )*};
 }
@@ -138,10 +135,7 @@ macro_rules! fused_convolutions {
             let f = FusedConv::new(ConvFilter::$filter, x.shape(), filter.shape(), conv, data_format, dim_rounding_mode)
                 .map_err(rule_error(kernel))?;
             let added = (bias, prelu_activation_weights, activation, leakyrelu_alpha);
-            match x.dtype() {
-                DType::F64 => fused_conv::<f64>(x, filter, &f, added, out),
-                _ => fused_conv::<f32>(x, filter, &f, added, out),
-            }
+            f64_or_f32!(x.dtype(), T => fused_conv::<T>(x, filter, &f, added, out))
         }
     )*};
 }
@@ -486,10 +480,7 @@ fn max_pool(x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTen
         pool_forward(x.as_slice::<T>()?, x.shape(), w, out, T::neg_infinity(), take, |v, _| v)
     }
     let w = pool_of("MaxPool", x.shape(), pool)?;
-    match x.dtype() {
-        DType::F64 => max_in::<f64>(x, &w, out),
-        _ => max_in::<f32>(x, &w, out),
-    }
+    f64_or_f32!(x.dtype(), T => max_in::<T>(x, &w, out))
 }
 
 /// Each window's first largest tap per channel (the first NaN, if any),
@@ -529,10 +520,7 @@ fn max_pool_with_argmax(
         Ok((CpuTensor::from_vec(&out[0].shape, values)?, CpuTensor::from_vec(&out[1].shape, indexes)?))
     }
     let w = pool_of("MaxPoolWithArgmax", x.shape(), pool)?;
-    match x.dtype() {
-        DType::F64 => run::<f64>(x, &w, include_batch_in_index, out),
-        _ => run::<f32>(x, &w, include_batch_in_index, out),
-    }
+    f64_or_f32!(x.dtype(), T => run::<T>(x, &w, include_batch_in_index, out))
 }
 
 /// A dilation's windows over NHWC images `xs`, with the element type's
@@ -675,10 +663,7 @@ fn avg_pool(x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTen
         pool_forward(x.as_slice::<T>()?, x.shape(), w, out, T::zero(), |s, v| s + v, mean)
     }
     let w = pool_of("AvgPool", x.shape(), pool)?;
-    match x.dtype() {
-        DType::F64 => mean_in::<f64>(x, &w, out),
-        _ => mean_in::<f32>(x, &w, out),
-    }
+    f64_or_f32!(x.dtype(), T => mean_in::<T>(x, &w, out))
 }
 
 /// `dx` of a pooling, image by image (in parallel when large): `spread`
@@ -735,10 +720,7 @@ fn max_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorM
         pool_backward(dy.as_slice::<T>()?, x.shape(), w, out, spread)
     }
     let w = pool_of("MaxPoolGrad", x.shape(), pool)?;
-    match x.dtype() {
-        DType::F64 => max_grad_in::<f64>(dy, x, &w, out),
-        _ => max_grad_in::<f32>(dy, x, &w, out),
-    }
+    f64_or_f32!(x.dtype(), T => max_grad_in::<T>(dy, x, &w, out))
 }
 
 #[kernel(AvgPoolGrad, cpu, widens(f16, bf16))]
@@ -763,10 +745,7 @@ fn mean_grad(kernel: &'static str, dy: &CpuTensor, pool: &PoolParams, out: &Tens
         pool_backward(dy.as_slice::<T>()?, &out.shape, w, out, spread)
     }
     let w = pool_of(kernel, &out.shape, pool)?;
-    match dy.dtype() {
-        DType::F64 => mean_grad_in::<f64>(dy, &w, out),
-        _ => mean_grad_in::<f32>(dy, &w, out),
-    }
+    f64_or_f32!(dy.dtype(), T => mean_grad_in::<T>(dy, &w, out))
 }
 
 /// `Conv3D`: the 2-D convolution of the stacked depth taps ([`Conv3d`]),
@@ -786,10 +765,7 @@ fn conv3d(
     };
     let planes = TensorMeta::new(&g.planes.output_shape(), out.dtype);
     let (stacked, filter) = (depth_taps(&volume, &g)?, planes_filter(filter, &g)?);
-    let y = match x.dtype() {
-        DType::F64 => forward::<f64>(&stacked, &filter, &g.planes, &planes)?,
-        _ => forward::<f32>(&stacked, &filter, &g.planes, &planes)?,
-    };
+    let y = f64_or_f32!(x.dtype(), T => forward::<T>(&stacked, &filter, &g.planes, &planes)?);
     match g.channels_first {
         true => permuted(&y.reshaped(&g.output())?, &[0, 4, 1, 2, 3]),
         false => y.reshaped(&out.shape),
@@ -811,10 +787,7 @@ fn conv3d_backprop_input(
         .map_err(rule_error("Conv3DBackpropInputV2"))?;
     let stacked = TensorMeta::new(&g.stacked_shape(), out.dtype);
     let (dy, filter) = (dy.reshaped(&g.planes.output_shape())?, planes_filter(filter, &g)?);
-    match out.dtype {
-        DType::F64 => depth_taps_grad::<f64>(&backprop_input::<f64>(&dy, &filter, &g.planes, &stacked)?, &g, out),
-        _ => depth_taps_grad::<f32>(&backprop_input::<f32>(&dy, &filter, &g.planes, &stacked)?, &g, out),
-    }
+    f64_or_f32!(out.dtype, T => depth_taps_grad::<T>(&backprop_input::<T>(&dy, &filter, &g.planes, &stacked)?, &g, out))
 }
 
 /// `Conv3DBackpropFilterV2`: the 2-D backprop of the stacked depth taps,
@@ -832,10 +805,7 @@ fn conv3d_backprop_filter(
         Conv3d::new(x.shape(), &out.shape, conv, DataFormat3D::Ndhwc).map_err(rule_error("Conv3DBackpropFilterV2"))?;
     let filter = TensorMeta::new(&g.planes.filter_shape(), out.dtype);
     let (stacked, dy) = (depth_taps(x, &g)?, dy.reshaped(&g.planes.output_shape())?);
-    let df = match out.dtype {
-        DType::F64 => backprop_filter::<f64>(&stacked, &dy, &g.planes, &filter)?,
-        _ => backprop_filter::<f32>(&stacked, &dy, &g.planes, &filter)?,
-    };
+    let df = f64_or_f32!(out.dtype, T => backprop_filter::<T>(&stacked, &dy, &g.planes, &filter)?);
     let [fd, fh, fw, c, k] = g.filter_shape();
     permuted(&df.reshaped(&[fh, fw, fd, c, k])?, &[2, 0, 1, 3, 4])
 }
@@ -871,10 +841,7 @@ fn depth_taps(volume: &CpuTensor, g: &Conv3d) -> Result<CpuTensor> {
         });
         CpuTensor::from_vec(&shape, y)
     }
-    match volume.dtype() {
-        DType::F64 => stack::<f64>(volume, g),
-        _ => stack::<f32>(volume, g),
-    }
+    f64_or_f32!(volume.dtype(), T => stack::<T>(volume, g))
 }
 
 /// The adjoint of [`depth_taps`]: each depth slice of the NDHWC output

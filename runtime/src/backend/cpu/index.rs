@@ -29,14 +29,16 @@ use super::error::{rule_error, unsupported};
 use super::parallel::{for_rows, PAR_CHUNK, PAR_THRESHOLD};
 use super::tensor::CpuTensor;
 use super::unary::{narrowed, widened, Half};
+use super::Cpu;
 use crate::backend::call::TensorMeta;
 use crate::dtype::{bf16, f16, for_dtype, DType, Element};
 use crate::error::Error;
 use crate::error::Result;
 use crate::kernels::{
-    ArgMax, ArgMin, Bincount, DenseBincount, GatherNd, GatherV2, LowerBound, Multinomial, NmsParams,
-    NonMaxSuppressionV3, NonMaxSuppressionV4, NonMaxSuppressionV5, OneHot, ScatterNd, SearchSorted, Select, Side,
-    SparseToDense, TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
+    ArgMax, ArgMin, Bincount, BincountArgs, DenseBincount, DenseBincountArgs, GatherNd, GatherV2, LowerBound,
+    Multinomial, NmsParams, NonMaxSuppressionV3, NonMaxSuppressionV4, NonMaxSuppressionV5, OneHot, ScatterNd,
+    SearchSorted, Select, Side, SparseToDense, TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum, UpperBound,
+    Where,
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
@@ -786,21 +788,13 @@ pub(crate) fn sparse_index_rows(shape: &[usize]) -> usize {
 }
 
 #[kernel(Bincount, cpu)]
-fn bincount(x: &CpuTensor, weights: &CpuTensor, size: i64, out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = size; // The output's last dim.
-    counts("Bincount", x, weights, false, out)
+fn bincount(args: BincountArgs<'_, Cpu>, out: &TensorMeta) -> Result<CpuTensor> {
+    counts("Bincount", args.x, args.weights, false, out) // `size` is the output's last dim
 }
 
 #[kernel(DenseBincount, cpu)]
-fn dense_bincount(
-    x: &CpuTensor,
-    weights: &CpuTensor,
-    size: i64,
-    binary_output: bool,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
-    let _ = size; // The output's last dim.
-    counts("DenseBincount", x, weights, binary_output, out)
+fn dense_bincount(args: DenseBincountArgs<'_, Cpu>, out: &TensorMeta) -> Result<CpuTensor> {
+    counts("DenseBincount", args.x, args.weights, args.binary_output, out)
 }
 
 /// The first negative value of a bincount's `x`, as the error naming it.

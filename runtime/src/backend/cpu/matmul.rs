@@ -13,7 +13,7 @@ use super::unary::{narrowed, widened};
 use crate::backend::call::TensorMeta;
 use crate::backend::Cpu;
 use crate::backend::TensorList;
-use crate::dtype::{bf16, f16, DType, Element, Float};
+use crate::dtype::{bf16, f16, f64_or_f32, DType, Element, Float};
 use crate::error::Result;
 use crate::kernels::{Activation, BatchMatMul, Einsum, FusedMatMul, FusedMatMulArgs};
 use crate::shape;
@@ -81,10 +81,7 @@ impl Gemm for f16 {
 fn fused_matmul(args: FusedMatMulArgs<'_, Cpu>, out: &TensorMeta) -> Result<CpuTensor> {
     let how = (args.transpose_a, args.transpose_b);
     let added = (args.bias, args.prelu_activation_weights, args.activation, args.leakyrelu_alpha);
-    match args.a.dtype() {
-        DType::F64 => fused_in::<f64>(args.a, args.b, how, added, out),
-        _ => fused_in::<f32>(args.a, args.b, how, added, out),
-    }
+    f64_or_f32!(args.a.dtype(), T => fused_in::<T>(args.a, args.b, how, added, out))
 }
 
 /// What a fused kernel adds to and applies on its output: the bias, the

@@ -13,7 +13,7 @@ use super::vmath::best_copy;
 use super::Cpu;
 use crate::backend::call::TensorMeta;
 use crate::backend_id::BackendId;
-use crate::dtype::{float_sum, DType, Element, Float};
+use crate::dtype::{f64_or_f32, float_sum, DType, Element, Float};
 use crate::error::Result;
 use crate::kernels::{
     FusedBatchNorm, FusedBatchNormArgs, LRNGrad, LayerNorm, LayerNormGrad, LogSoftmax, LrnParams, Softmax,
@@ -50,10 +50,7 @@ fn softmax(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
 #[kernel(LogSoftmax, cpu, widens(f16, bf16))]
 fn log_softmax(logits: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     let (len, inner) = len_and_inner(logits.shape(), axis).map_err(rule_error("LogSoftmax"))?;
-    match logits.dtype() {
-        DType::F64 => log_softmax_in::<f64>(logits, len, inner, out),
-        _ => log_softmax_in::<f32>(logits, len, inner, out),
-    }
+    f64_or_f32!(logits.dtype(), T => log_softmax_in::<T>(logits, len, inner, out))
 }
 
 /// [`log_softmax`] in `T`.
@@ -131,19 +128,11 @@ fn softmax_cross_entropy_with_logits(
         });
     };
     let len = features.shape().last().copied().unwrap_or(1);
-    let (loss, backprop) = match features.dtype() {
-        DType::F64 => {
-            let (loss, backprop) =
-                cross_entropy(features.as_slice::<f64>()?, labels.as_slice::<f64>()?, len, loss_meta.numel());
-            (CpuTensor::from_vec(&loss_meta.shape, loss)?, CpuTensor::from_vec(&backprop_meta.shape, backprop)?)
-        }
-        _ => {
-            let (loss, backprop) =
-                cross_entropy(features.as_slice::<f32>()?, labels.as_slice::<f32>()?, len, loss_meta.numel());
-            (CpuTensor::from_vec(&loss_meta.shape, loss)?, CpuTensor::from_vec(&backprop_meta.shape, backprop)?)
-        }
-    };
-    Ok((loss, backprop))
+    f64_or_f32!(features.dtype(), T => {
+        let (features, labels) = (features.as_slice::<T>()?, labels.as_slice::<T>()?);
+        let (loss, backprop) = cross_entropy(features, labels, len, loss_meta.numel());
+        Ok((CpuTensor::from_vec(&loss_meta.shape, loss)?, CpuTensor::from_vec(&backprop_meta.shape, backprop)?))
+    })
 }
 
 /// Each of `rows` rows' loss and backprop, rows of `len`, split into
@@ -190,10 +179,7 @@ fn cross_entropy_row<T: Float>(f: &[T], l: &[T], dst: &mut [T]) -> T {
 /// its window, added in the order the shader adds them.
 #[kernel(LRN, cpu, widens(f16, bf16))]
 fn lrn(x: &CpuTensor, lrn: &LrnParams, out: &TensorMeta) -> Result<CpuTensor> {
-    match x.dtype() {
-        DType::F64 => CpuTensor::from_vec(&out.shape, lrn_in(x.as_slice::<f64>()?, x.shape(), lrn)),
-        _ => CpuTensor::from_vec(&out.shape, lrn_in(x.as_slice::<f32>()?, x.shape(), lrn)),
-    }
+    f64_or_f32!(x.dtype(), T => CpuTensor::from_vec(&out.shape, lrn_in(x.as_slice::<T>()?, x.shape(), lrn)))
 }
 
 /// A local response normalization's windows along the last axis of
@@ -276,10 +262,7 @@ fn lrn_grad(x: &CpuTensor, y: &CpuTensor, dy: &CpuTensor, lrn: &LrnParams, out: 
 fn batch_norm(args: FusedBatchNormArgs<'_, Cpu>, out: &TensorMeta) -> Result<CpuTensor> {
     let FusedBatchNormArgs { x, mean, variance, offset, scale, variance_epsilon, .. } = args;
     let stats = [Some(mean), Some(variance), offset, scale];
-    match x.dtype() {
-        DType::F64 => batch_norm_in::<f64>(x, stats, variance_epsilon, out),
-        _ => batch_norm_in::<f32>(x, stats, variance_epsilon, out),
-    }
+    f64_or_f32!(x.dtype(), T => batch_norm_in::<T>(x, stats, variance_epsilon, out))
 }
 
 /// [`batch_norm`] in `T`: `stats` are the mean, variance, offset and scale.
@@ -404,10 +387,7 @@ fn grad_rows_best<T: Float>(x: &[T], dy: &[T], gamma: &[T], dx: &mut [T], dg: &m
 /// across threads when large.
 #[kernel(LayerNorm, cpu, widens(f16, bf16))]
 fn layer_norm(x: &CpuTensor, gamma: &CpuTensor, beta: &CpuTensor, epsilon: f64, out: &TensorMeta) -> Result<CpuTensor> {
-    match x.dtype() {
-        DType::F64 => layer_norm_in::<f64>(x, gamma, beta, epsilon, out),
-        _ => layer_norm_in::<f32>(x, gamma, beta, epsilon, out),
-    }
+    f64_or_f32!(x.dtype(), T => layer_norm_in::<T>(x, gamma, beta, epsilon, out))
 }
 
 /// [`layer_norm`] in `T`.
@@ -460,10 +440,7 @@ fn layer_norm_grad(
         return Err(crate::error::Error::Backend { kernel: "LayerNormGrad", backend: BackendId::Cpu, message });
     };
     let metas = [dx_meta, dgamma_meta, dbeta_meta];
-    match x.dtype() {
-        DType::F64 => layer_norm_grad_in::<f64>(dy, x, gamma, epsilon, metas),
-        _ => layer_norm_grad_in::<f32>(dy, x, gamma, epsilon, metas),
-    }
+    f64_or_f32!(x.dtype(), T => layer_norm_grad_in::<T>(dy, x, gamma, epsilon, metas))
 }
 
 /// [`layer_norm_grad`] in `T`.

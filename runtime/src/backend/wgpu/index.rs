@@ -13,14 +13,15 @@
 //! error rather than a read or write out of bounds; that readback waits for
 //! the work that makes the indices.
 
-use super::{by_dtype, rule_error, EntryPoint, Grid, Shader, WgpuTensor};
+use super::{by_dtype, rule_error, EntryPoint, Grid, Shader, Wgpu, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::backend::cpu::CpuTensor;
 use crate::error::{Error, Result};
 use crate::kernels::{
-    ArgMax, ArgMin, Bincount, DenseBincount, Diag, GatherNd, GatherV2, LowerBound, MatrixBandPart, Multinomial,
-    NmsParams, NonMaxSuppressionV3, NonMaxSuppressionV4, NonMaxSuppressionV5, OneHot, ScatterNd, SearchSorted, Select,
-    Side, SparseToDense, TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum, UpperBound, Where,
+    ArgMax, ArgMin, Bincount, BincountArgs, DenseBincount, DenseBincountArgs, Diag, GatherNd, GatherV2, LowerBound,
+    MatrixBandPart, Multinomial, NmsParams, NonMaxSuppressionV3, NonMaxSuppressionV4, NonMaxSuppressionV5, OneHot,
+    ScatterNd, SearchSorted, Select, Side, SparseToDense, TensorScatterUpdate, TopK, Unique, UnsortedSegmentSum,
+    UpperBound, Where,
 };
 use crate::shape::len_and_inner;
 use crate::shape::rules::check_indices;
@@ -307,21 +308,13 @@ fn scattered(
 }
 
 #[kernel(Bincount, wgpu)]
-fn bincount(x: &WgpuTensor, weights: &WgpuTensor, size: i64, out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = size; // The output's last dim.
-    counts("Bincount", x, weights, false, out)
+fn bincount(args: BincountArgs<'_, Wgpu>, out: &TensorMeta) -> Result<WgpuTensor> {
+    counts("Bincount", args.x, args.weights, false, out) // `size` is the output's last dim
 }
 
 #[kernel(DenseBincount, wgpu)]
-fn dense_bincount(
-    x: &WgpuTensor,
-    weights: &WgpuTensor,
-    size: i64,
-    binary_output: bool,
-    out: &TensorMeta,
-) -> Result<WgpuTensor> {
-    let _ = size; // The output's last dim.
-    counts("DenseBincount", x, weights, binary_output, out)
+fn dense_bincount(args: DenseBincountArgs<'_, Wgpu>, out: &TensorMeta) -> Result<WgpuTensor> {
+    counts("DenseBincount", args.x, args.weights, args.binary_output, out)
 }
 
 /// One invocation per bin (count.wgsl), once the host has read `x` back
