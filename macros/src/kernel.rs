@@ -3,7 +3,6 @@
 
 use proc_macro2::{Span, TokenStream};
 use quote::{quote, quote_spanned};
-use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Ident, ItemFn};
 
@@ -98,7 +97,7 @@ fn expand_checked(
     let check_alias = signature::check_alias(func, &named);
     // Every input and attribute is taken; checked once all names are known,
     // reported on the parameter list and named after the function.
-    let given: Vec<String> = named.iter().map(|p| p.ident.unraw().to_string()).collect();
+    let given: Vec<String> = named.iter().map(|p| p.spec_name()).collect();
     let parens = func.sig.paren_token.span.join();
     let complete = signature::checked(
         (parens, parens),

@@ -62,7 +62,10 @@ pub fn elementwise(input: TokenStream) -> TokenStream {
 /// `attrs: &NameAttrs`, or everything at once as `args: NameArgs<'_, B>`
 /// (TF.js's `{inputs, attrs}`: what a kernel with many inputs takes, so
 /// that its cpu and wgpu forms do not repeat a long parameter list), plus
-/// an optional `out: &TensorMeta`.
+/// an optional `out: &TensorMeta`. A leading `_` marks a parameter the
+/// kernel takes but does not use, as in Rust (`_keep_dims` is
+/// `keep_dims`): a kernel takes every input and attribute, so that one it
+/// forgot is a compile error.
 ///
 /// A kernel may be generic over one element type, named after its spec's
 /// type variable (`fn halve<T: Float>(..)`): it is instantiated for each

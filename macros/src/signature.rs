@@ -36,6 +36,31 @@ pub(crate) struct Param {
     pub ty: Type,
 }
 
+impl Param {
+    /// The spec name the parameter takes: its own, less one leading `_`,
+    /// which marks a parameter the function does not use (`_keep_dims`
+    /// takes `keep_dims`), as Rust's own lint reads it.
+    pub(crate) fn spec_name(&self) -> String {
+        let name = self.ident.unraw().to_string();
+        match name.strip_prefix('_') {
+            Some(rest) if !rest.is_empty() && !rest.starts_with('_') => rest.to_owned(),
+            _ => name,
+        }
+    }
+
+    /// [`Param::spec_name`] as the field of the spec's argument struct,
+    /// spanned on the parameter.
+    pub(crate) fn field(&self) -> Ident {
+        match self.spec_name() {
+            // Names that cannot be raw are no spec's: the name check reports them.
+            name if self.ident.unraw() == name || ["self", "Self", "super", "crate"].contains(&&*name) => {
+                self.ident.clone()
+            }
+            name => Ident::new_raw(&name, self.ident.span()),
+        }
+    }
+}
+
 /// The parameters of a kernel or gradient function, or why they do not fit.
 pub(crate) fn params(func: &ItemFn, what: &str, errors: &mut Errors) -> Vec<Param> {
     let sig = &func.sig;
@@ -164,15 +189,16 @@ pub(crate) fn spec_names(k: &Ident) -> (TokenStream, TokenStream) {
 /// struct `args` when `check(names, name, all names)` accepts the name, an
 /// error type reported on the user's name otherwise.
 pub(crate) fn name_checks(params: &[&Param], check: &TokenStream, names: &TokenStream, args: &Ident) -> TokenStream {
-    let given: Vec<String> = params.iter().map(|p| p.ident.unraw().to_string()).collect();
+    let given: Vec<String> = params.iter().map(|p| p.spec_name()).collect();
     let mut seen = Vec::new();
     let mut out = TokenStream::new();
-    for Param { ident, .. } in params.iter().copied() {
+    for param in params.iter().copied() {
+        let ident = &param.ident;
         if seen.contains(&ident) {
             continue; // rustc reports the repeated parameter itself
         }
         seen.push(ident);
-        let name = ident.unraw().to_string();
+        let name = param.spec_name();
         let alias =
             checked((ident.span(), ident.span()), quote!(#check(#names, #name, &[#(#given),*])), quote!(#args<'a>));
         out.extend(quote_spanned! {ident.span()=>
@@ -204,9 +230,10 @@ pub(crate) fn check_alias(func: &ItemFn, params: &[&Param]) -> Ident {
 /// the fields are copied out.
 pub(crate) fn field_bindings(params: &[&Param], args: &Ident, k: &Ident) -> TokenStream {
     let (whole, fields): (Vec<&Param>, Vec<&Param>) = params.iter().partition(|p| p.ident == "args");
-    let fields = fields.into_iter().map(|Param { ident, ty }| {
+    let fields = fields.into_iter().map(|p @ Param { ident, ty }| {
         let alias = respan(quote!(&#ident<'_>), k.span());
-        let field = quote_spanned! {ident.span()=> { let __v: #alias = &#args; __v.#ident } };
+        let name = p.field();
+        let field = quote_spanned! {ident.span()=> { let __v: #alias = &#args; __v.#name } };
         from_spec(ident, ty, field)
     });
     let whole = whole.into_iter().map(|Param { ident, ty }| {
@@ -433,5 +460,26 @@ pub(crate) fn not_a_function(item: &TokenStream, attr: &str) -> syn::Error {
     match name {
         Some(name) => syn::Error::new_spanned(name, message),
         None => syn::Error::new_spanned(item, message),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Param;
+
+    fn param(name: &str) -> Param {
+        Param { ident: syn::parse_str(name).unwrap(), ty: syn::parse_quote!(bool) }
+    }
+
+    #[test]
+    fn one_leading_underscore_marks_an_unused_parameter() {
+        let names = |p: Param| (p.spec_name(), p.field().to_string());
+        assert_eq!(names(param("keep_dims")), ("keep_dims".into(), "keep_dims".into()));
+        assert_eq!(names(param("_keep_dims")), ("keep_dims".into(), "r#keep_dims".into()));
+        assert_eq!(names(param("r#type")), ("type".into(), "r#type".into()));
+        assert_eq!(names(param("_type")), ("type".into(), "r#type".into()));
+        // Not a spec name, so the name check reports them; none panics.
+        assert_eq!(names(param("__x")), ("__x".into(), "__x".into()));
+        assert_eq!(names(param("_self")), ("self".into(), "_self".into()));
     }
 }

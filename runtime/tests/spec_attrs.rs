@@ -56,9 +56,10 @@ keep_dims = { type = "bool", default = false }
 "#
 );
 
+/// A leading `_` marks what the kernel takes but does not use, as in Rust:
+/// `_axes` is the attribute `axes`.
 #[kernel(MyTotal, cpu)]
-fn my_total_cpu(x: &CpuTensor, axes: &[i64], keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = (x, axes, keep_dims);
+fn my_total_cpu(_x: &CpuTensor, _axes: &[i64], _keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
     CpuTensor::from_vec(&out.shape, vec![0.0f32; out.numel()])
 }
 

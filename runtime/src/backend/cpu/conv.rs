@@ -724,9 +724,8 @@ fn max_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorM
 }
 
 #[kernel(AvgPoolGrad, cpu, widens(f16, bf16))]
-fn avg_pool_grad(dy: &CpuTensor, x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
+fn avg_pool_grad(dy: &CpuTensor, _x: &CpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<CpuTensor> {
     // `x`'s shape is `out`'s, which the shape rule checked.
-    let _ = x;
     mean_grad("AvgPoolGrad", dy, pool, out)
 }
 
@@ -778,11 +777,11 @@ fn conv3d(
 fn conv3d_backprop_input(
     dy: &CpuTensor,
     filter: &CpuTensor,
-    input_shape: &[i64],
+    _input_shape: &[i64],
     conv: &Conv3DParams,
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
-    let _ = input_shape; // `out`'s shape, checked by the rule.
+    // `input_shape`: `out`'s shape, checked by the rule.
     let g = Conv3d::new(&out.shape, filter.shape(), conv, DataFormat3D::Ndhwc)
         .map_err(rule_error("Conv3DBackpropInputV2"))?;
     let stacked = TensorMeta::new(&g.stacked_shape(), out.dtype);
@@ -796,11 +795,11 @@ fn conv3d_backprop_input(
 fn conv3d_backprop_filter(
     x: &CpuTensor,
     dy: &CpuTensor,
-    filter_shape: &[i64],
+    _filter_shape: &[i64],
     conv: &Conv3DParams,
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
-    let _ = filter_shape; // `out`'s shape, checked by the rule.
+    // `filter_shape`: `out`'s shape, checked by the rule.
     let g =
         Conv3d::new(x.shape(), &out.shape, conv, DataFormat3D::Ndhwc).map_err(rule_error("Conv3DBackpropFilterV2"))?;
     let filter = TensorMeta::new(&g.planes.filter_shape(), out.dtype);

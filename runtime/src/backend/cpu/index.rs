@@ -317,8 +317,8 @@ fn arg_search<const MIN: bool>(kernel: &'static str, x: &CpuTensor, axis: i64, o
 /// a total order, so the result does not depend on how the work is split.
 /// Each row selects its top `k` indices in linear time, then sorts them.
 #[kernel(TopK, cpu, widens(f16, bf16))]
-fn top_k(x: &CpuTensor, k: i64, sorted: bool, out: &[TensorMeta]) -> Result<(CpuTensor, CpuTensor)> {
-    let _ = sorted; // The results always come largest first.
+fn top_k(x: &CpuTensor, k: i64, _sorted: bool, out: &[TensorMeta]) -> Result<(CpuTensor, CpuTensor)> {
+    // `sorted`: the results always come largest first.
     match x.dtype() {
         DType::F32 => top_k_of::<f32>(x, k as usize, out),
         DType::I32 => top_k_of::<i32>(x, k as usize, out),
@@ -432,8 +432,8 @@ fn argmin(x: &CpuTensor, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
 }
 
 #[kernel(OneHot, cpu)]
-fn one_hot(indices: &CpuTensor, depth: i64, on_value: f64, off_value: f64, out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = depth; // Checked by the spec's rule, and the last dim of `out`.
+fn one_hot(indices: &CpuTensor, _depth: i64, on_value: f64, off_value: f64, out: &TensorMeta) -> Result<CpuTensor> {
+    // `depth`: checked by the spec's rule, and the last dim of `out`.
     let idx = indices.as_slice::<i32>()?;
     let depth = out.shape.last().copied().unwrap_or(0);
     let (on, off) = (on_value as f32, off_value as f32);
@@ -521,12 +521,12 @@ fn segment_sum_of<T: Element>(x: &[T], ids: &[i32], inner: usize, out: &mut [T],
 fn unsorted_segment_sum(
     x: &CpuTensor,
     segment_ids: &CpuTensor,
-    num_segments: i64,
+    _num_segments: i64,
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
     let ids = segment_ids.as_slice::<i32>()?;
     let segments = out.shape.first().copied().unwrap_or(0);
-    let _ = num_segments; // Checked by the spec's rule, and the first dim of `out`.
+    // `num_segments`: checked by the spec's rule, and the first dim of `out`.
     check_indices("segment_ids", ids, segments).map_err(Error::kernel_failed)?;
     let inner = out.shape[1..].iter().product::<usize>();
     segment_sum("UnsortedSegmentSum", x, ids, inner, out)
@@ -727,8 +727,8 @@ fn gather_nd(params: &CpuTensor, indices: &CpuTensor, out: &TensorMeta) -> Resul
 /// `ScatterNd`: a segment sum of `updates` seen as `[rows, inner]` into
 /// the output seen as `[slices, inner]`, by the rows `indices` name.
 #[kernel(ScatterNd, cpu)]
-fn scatter_nd(indices: &CpuTensor, updates: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = shape; // The output's meta has it.
+fn scatter_nd(indices: &CpuTensor, updates: &CpuTensor, _shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    // `shape`: the output's meta has it.
     let NdDims { k, inner, n } = nd_dims(indices.shape(), &out.shape, updates.numel());
     let ids = nd_rows(indices.as_slice::<i32>()?, k, n, &out.shape)?;
     segment_sum("ScatterNd", updates, &ids, inner, out)
@@ -764,10 +764,10 @@ fn sparse_to_dense(
     sparse_indices: &CpuTensor,
     sparse_values: &CpuTensor,
     default_value: &CpuTensor,
-    output_shape: &[i64],
+    _output_shape: &[i64],
     out: &TensorMeta,
 ) -> Result<CpuTensor> {
-    let _ = output_shape; // The output's meta has it.
+    // `output_shape`: the output's meta has it.
     let n = sparse_index_rows(sparse_indices.shape());
     let rows = nd_rows(sparse_indices.as_slice::<i32>()?, out.shape.len(), n, &out.shape)?;
     fn run<T: Element>(values: &CpuTensor, default: &CpuTensor, rows: &[i32], out: &TensorMeta) -> Result<CpuTensor> {

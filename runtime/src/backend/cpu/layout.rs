@@ -27,8 +27,8 @@ use crate::shape::strides;
 use opforge_macros::kernel;
 
 #[kernel(Reshape, cpu)]
-fn reshape(x: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = shape; // Resolved (including any -1) by the spec's rule into `out`.
+fn reshape(x: &CpuTensor, _shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    // `shape`: resolved (including any -1) by the spec's rule into `out`.
     x.reshaped(&out.shape)
 }
 
@@ -132,8 +132,8 @@ fn broadcast<T: Element>(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
 }
 
 #[kernel(BroadcastTo, cpu)]
-fn broadcast_to(x: &CpuTensor, shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = shape; // Checked by the spec's rule, and `out`'s shape.
+fn broadcast_to(x: &CpuTensor, _shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    // `shape`: checked by the spec's rule, and `out`'s shape.
 
     // Only new dims of size 1 (or no elements at all): the same buffer will do.
     if x.numel() == out.numel() {
@@ -166,8 +166,8 @@ fn block<T: Element>(x: &CpuTensor, begin: &[i64], out: &TensorMeta) -> Result<C
 }
 
 #[kernel(Slice, cpu)]
-fn slice(x: &CpuTensor, begin: &[i64], size: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = size; // Resolved (including any -1) by the shape function into `out`.
+fn slice(x: &CpuTensor, begin: &[i64], _size: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    // `size`: resolved (including any -1) by the shape function into `out`.
     for_dtype!(x.dtype(), T => block::<T>(x, begin, out))
 }
 
@@ -227,8 +227,8 @@ fn unpack(x: &CpuTensor, axis: i64, out: &[TensorMeta]) -> Result<Vec<CpuTensor>
 }
 
 #[kernel(SplitV, cpu)]
-fn split_v(x: &CpuTensor, size_splits: &[i64], axis: i64, out: &[TensorMeta]) -> Result<Vec<CpuTensor>> {
-    let _ = size_splits; // Resolved (including any -1) by the shape function into `out`.
+fn split_v(x: &CpuTensor, _size_splits: &[i64], axis: i64, out: &[TensorMeta]) -> Result<Vec<CpuTensor>> {
+    // `size_splits`: resolved (including any -1) by the shape function into `out`.
     let axis = crate::shape::normalize_axis(axis, x.shape().len()).map_err(rule_error("SplitV"))?;
     let starts: Vec<usize> = out.iter().scan(0, |at, o| Some(std::mem::replace(at, *at + o.shape[axis]))).collect();
     pieces(x, axis, &starts, out, out)
@@ -391,8 +391,8 @@ fn reverse(x: &CpuTensor, dims: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
 }
 
 #[kernel(Tile, cpu)]
-fn tile(x: &CpuTensor, reps: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = reps; // Checked by the shape function, and `out`'s shape.
+fn tile(x: &CpuTensor, _reps: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    // `reps`: checked by the shape function, and `out`'s shape.
     remap_any(x, &vec![Remap::Tile; x.shape().len()], out)
 }
 
@@ -486,8 +486,8 @@ fn diag<T: Element>(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
 }
 
 #[kernel(ExpandDims, cpu)]
-fn expand_dims(input: &CpuTensor, dim: i64, out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = dim; // Placed by the shape rule into `out`.
+fn expand_dims(input: &CpuTensor, _dim: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    // `dim`: placed by the shape rule into `out`.
     input.reshaped(&out.shape)
 }
 

@@ -24,8 +24,8 @@ fn generate<T: Element>(out: &TensorMeta, f: impl Fn(usize) -> T + Sync) -> Resu
 }
 
 #[kernel(Range, cpu)]
-fn range(start: f64, stop: f64, step: f64, dtype: DType, out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = stop; // Counted by the shape function into `out`.
+fn range(start: f64, _stop: f64, step: f64, dtype: DType, out: &TensorMeta) -> Result<CpuTensor> {
+    // `stop`: counted by the shape function into `out`.
     match dtype {
         // As the wgpu kernel computes it: f32 arithmetic on the f32 bounds.
         DType::F32 => generate(out, |i| start as f32 + i as f32 * step as f32),
@@ -41,16 +41,16 @@ fn range(start: f64, stop: f64, step: f64, dtype: DType, out: &TensorMeta) -> Re
 }
 
 #[kernel(Fill, cpu)]
-fn fill(shape: &[i64], value: f64, dtype: DType, out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = shape; // Checked by the shape function, and `out`'s shape.
+fn fill(_shape: &[i64], value: f64, dtype: DType, out: &TensorMeta) -> Result<CpuTensor> {
+    // `shape`: checked by the shape function, and `out`'s shape.
     for_dtype!(dtype, T => generate(out, |_| T::from_f64(value)))
 }
 
 /// The counter-based draw of `crate::random`, as the wgpu kernel computes
 /// it: value `i` is `unit(i)` mapped onto `[minval, maxval)`.
 #[kernel(RandomUniform, cpu)]
-fn random_uniform(shape: &[i64], minval: f64, maxval: f64, seed: i64, out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = shape; // Checked by the shape function, and `out`'s shape.
+fn random_uniform(_shape: &[i64], minval: f64, maxval: f64, seed: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    // `shape`: checked by the shape function, and `out`'s shape.
     let (low, high, keys) = (minval as f32, maxval as f32, crate::random::keys(seed));
     generate(out, |i| crate::random::between(low, high, crate::random::unit(i as u32, keys)))
 }
@@ -72,8 +72,8 @@ pub(crate) fn linspace_values(start: f64, stop: f64, out: &TensorMeta) -> Result
 }
 
 #[kernel(LinSpace, cpu)]
-fn linspace(start: f64, stop: f64, num: i64, out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = num; // Checked by the shape function, and `out`'s shape.
+fn linspace(start: f64, stop: f64, _num: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    // `num`: checked by the shape function, and `out`'s shape.
     linspace_values(start, stop, out)
 }
 

@@ -224,8 +224,8 @@ fn mean_of<T: Float, F: Fold<T>>(x: &CpuTensor, axes: Option<&[i64]>, out: &Tens
 }
 
 #[kernel(Mean, cpu, widens(f16, bf16))]
-fn mean(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
-    let _ = keep_dims; // The output shape, from the spec's rule, already says it.
+fn mean(x: &CpuTensor, axes: Option<&[i64]>, _keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
+    // `keep_dims`: the output shape, from the spec's rule, already says it.
     match x.dtype() {
         DType::F64 => mean_of::<f64, SumF64>(x, axes, out),
         _ => mean_of::<f32, SumF32>(x, axes, out),
@@ -238,8 +238,8 @@ fn mean(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) 
 macro_rules! folds {
     ($($kernel:ident => $name:ident $([$($opt:tt)*])?: $($dtype:ident => $ty:ty, $fold:ty),+;)*) => {$(
         #[kernel($kernel, cpu $(, $($opt)*)?)]
-        fn $name(x: &CpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
-            let _ = keep_dims; // The output shape, from the spec's rule, already says it.
+        fn $name(x: &CpuTensor, axes: Option<&[i64]>, _keep_dims: bool, out: &TensorMeta) -> Result<CpuTensor> {
+            // `keep_dims`: the output shape, from the spec's rule, already says it.
             match x.dtype() {
                 $(DType::$dtype => CpuTensor::from_vec(&out.shape, reduce::<$ty, $fold>(x, axes, out)?.0),)+
                 d => Err(unsupported(stringify!($kernel), d)),

@@ -289,12 +289,12 @@ fn conv3d(
 fn conv3d_backprop_input(
     dy: &WgpuTensor,
     filter: &WgpuTensor,
-    input_shape: &[i64],
+    _input_shape: &[i64],
     conv: &Conv3DParams,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
     const KERNEL: &str = "Conv3DBackpropInputV2";
-    let _ = input_shape; // `out`'s shape, checked by the rule.
+    // `input_shape`: `out`'s shape, checked by the rule.
     let g = Conv3d::new(&out.shape, filter.shape(), conv, DataFormat3D::Ndhwc).map_err(rule_error(KERNEL))?;
     let stacked = TensorMeta::new(&g.stacked_shape(), out.dtype);
     let dy = dy.reshaped(&g.planes.output_shape());
@@ -309,12 +309,12 @@ fn conv3d_backprop_input(
 fn conv3d_backprop_filter(
     x: &WgpuTensor,
     dy: &WgpuTensor,
-    filter_shape: &[i64],
+    _filter_shape: &[i64],
     conv: &Conv3DParams,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
     const KERNEL: &str = "Conv3DBackpropFilterV2";
-    let _ = filter_shape; // `out`'s shape, checked by the rule.
+    // `filter_shape`: `out`'s shape, checked by the rule.
     let g = Conv3d::new(x.shape(), &out.shape, conv, DataFormat3D::Ndhwc).map_err(rule_error(KERNEL))?;
     let stacked = depth_taps(KERNEL, "stack", x, &g, &TensorMeta::new(&g.stacked_shape(), out.dtype))?;
     let filter = TensorMeta::new(&g.planes.filter_shape(), out.dtype);
@@ -654,22 +654,22 @@ fn resize_grad(
 
 #[kernel(ResizeBilinearGrad, wgpu)]
 fn resize_bilinear_grad(
-    images: &WgpuTensor,
+    _images: &WgpuTensor,
     dy: &WgpuTensor,
     attrs: &ResizeBilinearGradAttrs,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let _ = images; // Its shape is `out`'s.
+    // `images`: its shape is `out`'s.
     resize_grad("ResizeBilinearGrad", dy, (attrs.align_corners, attrs.half_pixel_centers, true), out)
 }
 
 #[kernel(ResizeNearestNeighborGrad, wgpu)]
 fn resize_nearest_neighbor_grad(
-    images: &WgpuTensor,
+    _images: &WgpuTensor,
     dy: &WgpuTensor,
     attrs: &ResizeNearestNeighborGradAttrs,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let _ = images; // Its shape is `out`'s.
+    // `images`: its shape is `out`'s.
     resize_grad("ResizeNearestNeighborGrad", dy, (attrs.align_corners, attrs.half_pixel_centers, false), out)
 }

@@ -90,8 +90,8 @@ fn non_max_suppression_v5(
 
 /// One invocation per row: `k` passes over it (see top_k.wgsl).
 #[kernel(TopK, wgpu)]
-fn top_k(x: &WgpuTensor, k: i64, sorted: bool, out: &[TensorMeta]) -> Result<(WgpuTensor, WgpuTensor)> {
-    let _ = sorted; // The results always come largest first.
+fn top_k(x: &WgpuTensor, k: i64, _sorted: bool, out: &[TensorMeta]) -> Result<(WgpuTensor, WgpuTensor)> {
+    // `sorted`: the results always come largest first.
     let entry = by_dtype("TopK", x.dtype(), "top_k_f32", "top_k_i32")?;
     let n = x.shape().last().copied().unwrap_or(1);
     let rows = x.numel().checked_div(n).unwrap_or(0);
@@ -127,8 +127,8 @@ fn argmin(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
 }
 
 #[kernel(OneHot, wgpu)]
-fn one_hot(indices: &WgpuTensor, depth: i64, on_value: f64, off_value: f64, out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = depth; // Checked by the spec's rule, and the last dim of `out`.
+fn one_hot(indices: &WgpuTensor, _depth: i64, on_value: f64, off_value: f64, out: &TensorMeta) -> Result<WgpuTensor> {
+    // `depth`: checked by the spec's rule, and the last dim of `out`.
     let depth = out.shape.last().copied().unwrap_or(0);
     let params = [out.numel() as u32, depth as u32, (on_value as f32).to_bits(), (off_value as f32).to_bits()];
     EntryPoint { kernel: "OneHot", shader: &SHADER, entry: "one_hot", op: 0 }.run(&[indices], out, &params)
@@ -152,10 +152,10 @@ fn gather(x: &WgpuTensor, indices: &WgpuTensor, axis: i64, batch_dims: i64, out:
 fn unsorted_segment_sum(
     x: &WgpuTensor,
     segment_ids: &WgpuTensor,
-    num_segments: i64,
+    _num_segments: i64,
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let _ = num_segments; // Checked by the spec's rule, and the first dim of `out`.
+    // `num_segments`: checked by the spec's rule, and the first dim of `out`.
     checked("segment_ids", segment_ids, out.shape.first().copied().unwrap_or(0))?;
     let inner = out.shape[1..].iter().product::<usize>();
     segment_sum("UnsortedSegmentSum", x, segment_ids, inner, out)
@@ -231,8 +231,8 @@ fn gather_nd(params: &WgpuTensor, indices: &WgpuTensor, out: &TensorMeta) -> Res
 /// `ScatterNd`: `UnsortedSegmentSum`'s passes on `updates` seen as `[rows,
 /// inner]`, into the output seen as `[slices, inner]`.
 #[kernel(ScatterNd, wgpu)]
-fn scatter_nd(indices: &WgpuTensor, updates: &WgpuTensor, shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = shape; // The output's meta has it.
+fn scatter_nd(indices: &WgpuTensor, updates: &WgpuTensor, _shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
+    // `shape`: the output's meta has it.
     let NdDims { inner, n, .. } = nd_dims(indices.shape(), &out.shape, updates.numel());
     let ids = nd_ids(indices, &out.shape, n)?;
     segment_sum("ScatterNd", updates, &ids, inner, out)
@@ -261,10 +261,10 @@ fn sparse_to_dense(
     sparse_indices: &WgpuTensor,
     sparse_values: &WgpuTensor,
     default_value: &WgpuTensor,
-    output_shape: &[i64],
+    _output_shape: &[i64],
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
-    let _ = output_shape; // The output's meta has it.
+    // `output_shape`: the output's meta has it.
     let n = crate::backend::cpu::index::sparse_index_rows(sparse_indices.shape());
     let rows = last_writers(sparse_indices, out.shape.len(), n, &out.shape)?;
     scattered("SparseToDense", ("fill", default_value), &rows, (sparse_values, 1, n), out)

@@ -34,8 +34,8 @@ use opforge_macros::kernel;
 static SHADER: Shader = shader!("layout", "words");
 
 #[kernel(Reshape, wgpu)]
-fn reshape(x: &WgpuTensor, shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = shape; // Resolved (including any -1) by the spec's rule into `out`.
+fn reshape(x: &WgpuTensor, _shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
+    // `shape`: resolved (including any -1) by the spec's rule into `out`.
     Ok(x.reshaped(&out.shape))
 }
 
@@ -75,9 +75,9 @@ fn transpose(x: &WgpuTensor, perm: &[i64], out: &TensorMeta) -> Result<WgpuTenso
 }
 
 #[kernel(BroadcastTo, wgpu)]
-fn broadcast_to(x: &WgpuTensor, shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = shape; // Checked by the spec's rule, and `out`'s shape.
-                   // Only new dims of size 1 (or no elements at all): the same buffer will do.
+fn broadcast_to(x: &WgpuTensor, _shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
+    // `shape`: checked by the spec's rule, and `out`'s shape.
+    // Only new dims of size 1 (or no elements at all): the same buffer will do.
     if x.numel() == out.numel() {
         return Ok(x.reshaped(&out.shape));
     }
@@ -109,8 +109,8 @@ fn cast(x: &WgpuTensor, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
 }
 
 #[kernel(Slice, wgpu)]
-fn slice(x: &WgpuTensor, begin: &[i64], size: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = size; // Resolved (including any -1) by the shape function into `out`.
+fn slice(x: &WgpuTensor, begin: &[i64], _size: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
+    // `size`: resolved (including any -1) by the shape function into `out`.
     let own = strides(x.shape());
     let base = begin.iter().zip(&own).map(|(&b, &s)| b as usize * s).sum();
     gather("Slice", x, base, &own, out)
@@ -143,8 +143,8 @@ fn unpack(x: &WgpuTensor, axis: i64, out: &[TensorMeta]) -> Result<Vec<WgpuTenso
 
 /// Each piece a strided gather from where the ones before it end.
 #[kernel(SplitV, wgpu)]
-fn split_v(x: &WgpuTensor, size_splits: &[i64], axis: i64, out: &[TensorMeta]) -> Result<Vec<WgpuTensor>> {
-    let _ = size_splits; // Resolved (including any -1) by the shape function into `out`.
+fn split_v(x: &WgpuTensor, _size_splits: &[i64], axis: i64, out: &[TensorMeta]) -> Result<Vec<WgpuTensor>> {
+    // `size_splits`: resolved (including any -1) by the shape function into `out`.
     let axis = crate::shape::normalize_axis(axis, x.shape().len()).map_err(rule_error("SplitV"))?;
     let own = strides(x.shape());
     let mut start = 0;
@@ -257,8 +257,8 @@ fn reverse(x: &WgpuTensor, dims: &[i64], out: &TensorMeta) -> Result<WgpuTensor>
 }
 
 #[kernel(Tile, wgpu)]
-fn tile(x: &WgpuTensor, reps: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = reps; // Checked by the shape function, and `out`'s shape.
+fn tile(x: &WgpuTensor, _reps: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
+    // `reps`: checked by the shape function, and `out`'s shape.
     remap("Tile", x, &vec![Remap::Tile; x.shape().len()], out)
 }
 
@@ -320,8 +320,8 @@ fn mirror_pad(x: &WgpuTensor, paddings: &[Vec<i64>], mode: MirrorPadMode, out: &
 }
 
 #[kernel(ExpandDims, wgpu)]
-fn expand_dims(input: &WgpuTensor, dim: i64, out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = dim; // Placed by the shape rule into `out`.
+fn expand_dims(input: &WgpuTensor, _dim: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    // `dim`: placed by the shape rule into `out`.
     Ok(input.reshaped(&out.shape))
 }
 

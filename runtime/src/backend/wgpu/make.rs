@@ -14,8 +14,8 @@ use opforge_macros::kernel;
 static SHADER: Shader = shader!("make");
 
 #[kernel(Range, wgpu)]
-fn range(start: f64, stop: f64, step: f64, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = stop; // Counted by the shape function into `out`.
+fn range(start: f64, _stop: f64, step: f64, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
+    // `stop`: counted by the shape function into `out`.
     let n = out.numel() as u32;
     let (entry, params) = match dtype {
         DType::F32 => ("range_f32", [n, (start as f32).to_bits(), (step as f32).to_bits()]),
@@ -27,23 +27,23 @@ fn range(start: f64, stop: f64, step: f64, dtype: DType, out: &TensorMeta) -> Re
 }
 
 #[kernel(Fill, wgpu)]
-fn fill(shape: &[i64], value: f64, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = shape; // Checked by the shape function, and `out`'s shape.
+fn fill(_shape: &[i64], value: f64, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
+    // `shape`: checked by the shape function, and `out`'s shape.
     filled("Fill", dtype, value, out)
 }
 
 /// `crate::random`'s counter-based draw, as the cpu kernel computes it.
 #[kernel(RandomUniform, wgpu)]
-fn random_uniform(shape: &[i64], minval: f64, maxval: f64, seed: i64, out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = shape; // Checked by the shape function, and `out`'s shape.
+fn random_uniform(_shape: &[i64], minval: f64, maxval: f64, seed: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    // `shape`: checked by the shape function, and `out`'s shape.
     let [k0, k1] = crate::random::keys(seed);
     let params = [out.numel() as u32, (minval as f32).to_bits(), (maxval as f32).to_bits(), k0, k1];
     EntryPoint { kernel: "RandomUniform", shader: &SHADER, entry: "random_uniform", op: 0 }.run(&[], out, &params)
 }
 
 #[kernel(LinSpace, wgpu)]
-fn linspace(start: f64, stop: f64, num: i64, out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = num; // Checked by the shape function, and `out`'s shape.
+fn linspace(start: f64, stop: f64, _num: i64, out: &TensorMeta) -> Result<WgpuTensor> {
+    // `num`: checked by the shape function, and `out`'s shape.
     WgpuTensor::upload(&crate::backend::cpu::make::linspace_values(start, stop, out)?)
 }
 

@@ -157,20 +157,18 @@ fn reduce(
 }
 
 #[kernel(Sum, wgpu)]
-fn sum(x: &WgpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = keep_dims; // The output shape, from the spec's rule, already says it.
+fn sum(x: &WgpuTensor, axes: Option<&[i64]>, _keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
+    // `keep_dims`: the output shape, from the spec's rule, already says it.
     reduce("Sum", 0, x, axes, false, out)
 }
 
 #[kernel(Max, wgpu)]
-fn max(x: &WgpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = keep_dims;
+fn max(x: &WgpuTensor, axes: Option<&[i64]>, _keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
     reduce("Max", 1, x, axes, false, out)
 }
 
 #[kernel(Mean, wgpu)]
-fn mean(x: &WgpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
-    let _ = keep_dims;
+fn mean(x: &WgpuTensor, axes: Option<&[i64]>, _keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
     reduce("Mean", 0, x, axes, true, out)
 }
 
@@ -178,8 +176,7 @@ fn mean(x: &WgpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta)
 macro_rules! folds {
     ($($kernel:ident => $name:ident: $op:literal;)*) => {$(
         #[kernel($kernel, wgpu)]
-        fn $name(x: &WgpuTensor, axes: Option<&[i64]>, keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
-            let _ = keep_dims;
+        fn $name(x: &WgpuTensor, axes: Option<&[i64]>, _keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
             reduce(stringify!($kernel), $op, x, axes, false, out)
         }
     )*};
