@@ -291,6 +291,28 @@ macro_rules! best_copy {
 }
 pub(crate) use best_copy;
 
+/// Runs `$inner::<true>` compiled for AVX2 and FMA where this CPU has them
+/// (fused multiply-adds, so its bits may differ from the baseline's), else
+/// `$inner::<false>`: [`best_copy!`] for a function whose loops take the
+/// `FMA` flag. Written inside a function, with its parameters:
+/// `fma_copies!(softmax_rows_in(src: &[f32], dst: &mut [f32], len: usize))`.
+macro_rules! fma_copies {
+    ($inner:ident($($arg:ident: $ty:ty),*) $(-> $ret:ty)?) => {{
+        #[cfg(target_arch = "x86_64")]
+        #[target_feature(enable = "avx2,fma")]
+        fn avx2_fma($($arg: $ty),*) $(-> $ret)? {
+            $inner::<true>($($arg),*)
+        }
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2_fma() {
+            // SAFETY: `has_avx2_fma` checked at run time that this CPU
+            // supports every feature `avx2_fma` is compiled with.
+            return unsafe { avx2_fma($($arg),*) };
+        }
+        $inner::<false>($($arg),*)
+    }};
+}
+
 /// [`run`] in the best copy this CPU can execute.
 fn dispatch<F: Func>(src: &[f32], dst: &mut [f32]) {
     assert_eq!(src.len(), dst.len(), "vmath: source and destination lengths differ");
@@ -340,20 +362,7 @@ pub(crate) fn softmax_rows(src: &[f32], dst: &mut [f32], len: usize) {
         src.len() == dst.len() && len > 0 && src.len().is_multiple_of(len),
         "vmath: softmax rows do not tile the slices"
     );
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2_fma() {
-        // SAFETY: `has_avx2_fma` checked at run time that this CPU supports
-        // every feature `softmax_rows_avx2_fma` is compiled with (avx2, fma).
-        return unsafe { softmax_rows_avx2_fma(src, dst, len) };
-    }
-    softmax_rows_in::<false>(src, dst, len);
-}
-
-/// [`softmax_rows`] compiled for AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn softmax_rows_avx2_fma(src: &[f32], dst: &mut [f32], len: usize) {
-    softmax_rows_in::<true>(src, dst, len);
+    fma_copies!(softmax_rows_in(src: &[f32], dst: &mut [f32], len: usize))
 }
 
 /// Lanes of the row maxima and sums: independent accumulators that the
@@ -405,20 +414,7 @@ fn softmax_rows_in<const FMA: bool>(src: &[f32], dst: &mut [f32], len: usize) {
 /// one. Panics if the lengths differ.
 pub(crate) fn online_softmax_row(s: &[f32], p: &mut [f32], max: f32) -> (f32, f32) {
     assert_eq!(s.len(), p.len(), "vmath: attention row lengths differ");
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2_fma() {
-        // SAFETY: `has_avx2_fma` checked at run time that this CPU supports
-        // every feature `online_softmax_row_avx2_fma` is compiled with.
-        return unsafe { online_softmax_row_avx2_fma(s, p, max) };
-    }
-    online_softmax_row_in::<false>(s, p, max)
-}
-
-/// [`online_softmax_row`] compiled for AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn online_softmax_row_avx2_fma(s: &[f32], p: &mut [f32], max: f32) -> (f32, f32) {
-    online_softmax_row_in::<true>(s, p, max)
+    fma_copies!(online_softmax_row_in(s: &[f32], p: &mut [f32], max: f32) -> (f32, f32))
 }
 
 /// [`online_softmax_row`]'s loops, inlined into each copy.
@@ -459,22 +455,10 @@ fn online_softmax_row_in<const FMA: bool>(s: &[f32], p: &mut [f32], max: f32) ->
 /// lengths differ.
 pub(crate) fn exp_shifted(src: &[f32], dst: &mut [f32], shift: f32) {
     assert_eq!(src.len(), dst.len(), "vmath: exp lengths differ");
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2_fma() {
-        // SAFETY: `has_avx2_fma` checked at run time that this CPU supports
-        // every feature `exp_shifted_avx2_fma` is compiled with.
-        return unsafe { exp_shifted_avx2_fma(src, dst, shift) };
-    }
-    exp_shifted_in::<false>(src, dst, shift);
+    fma_copies!(exp_shifted_in(src: &[f32], dst: &mut [f32], shift: f32))
 }
 
-/// [`exp_shifted`] compiled for AVX2 and FMA.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn exp_shifted_avx2_fma(src: &[f32], dst: &mut [f32], shift: f32) {
-    exp_shifted_in::<true>(src, dst, shift);
-}
-
+/// [`exp_shifted`]'s loop, inlined into each copy.
 #[inline(always)]
 fn exp_shifted_in<const FMA: bool>(src: &[f32], dst: &mut [f32], shift: f32) {
     for (d, &x) in dst.iter_mut().zip(src) {
@@ -806,11 +790,7 @@ mod tests {
     fn softmax_rows_match_f64() {
         type Rows = fn(&[f32], &mut [f32], usize);
         let mut copies: Vec<(&str, Rows)> = vec![("portable", softmax_rows_in::<false>)];
-        #[cfg(target_arch = "x86_64")]
-        if has_avx2_fma() {
-            // SAFETY: this CPU has avx2 and fma, checked just above.
-            copies.push(("avx2+fma", |s, d, n| unsafe { softmax_rows_avx2_fma(s, d, n) }));
-        }
+        // The dispatched copy is the avx2+fma one where this CPU has them.
         copies.push(("dispatched", softmax_rows));
         for (name, rows) in copies {
             for len in [1, 7, 8, 9, 17, 300] {
