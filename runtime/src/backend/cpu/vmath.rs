@@ -369,22 +369,29 @@ pub(crate) fn softmax_rows(src: &[f32], dst: &mut [f32], len: usize) {
 /// compiler keeps in vector registers.
 const ROW_LANES: usize = 8;
 
+/// The maximum of `start` and `s`, NaN ignored (as `f32::max` does), in
+/// [`ROW_LANES`] independent lanes that vectorize.
+#[inline(always)]
+fn max_from(s: &[f32], start: f32) -> f32 {
+    let mut top = [start; ROW_LANES];
+    let chunks = s.chunks_exact(ROW_LANES);
+    for &x in chunks.remainder() {
+        top[0] = if x > top[0] { x } else { top[0] };
+    }
+    for c in chunks {
+        for k in 0..ROW_LANES {
+            top[k] = if c[k] > top[k] { c[k] } else { top[k] };
+        }
+    }
+    top.iter().fold(start, |m, &x| if x > m { x } else { m })
+}
+
 /// [`softmax_rows`]' loops, inlined into each copy: three passes over a
 /// row that stays in cache.
 #[inline(always)]
 fn softmax_rows_in<const FMA: bool>(src: &[f32], dst: &mut [f32], len: usize) {
     for (s, d) in src.chunks_exact(len).zip(dst.chunks_exact_mut(len)) {
-        let mut top = [f32::NEG_INFINITY; ROW_LANES];
-        let chunks = s.chunks_exact(ROW_LANES);
-        for &x in chunks.remainder() {
-            top[0] = if x > top[0] { x } else { top[0] };
-        }
-        for c in chunks {
-            for k in 0..ROW_LANES {
-                top[k] = if c[k] > top[k] { c[k] } else { top[k] };
-            }
-        }
-        let max = top.iter().fold(f32::NEG_INFINITY, |m, &x| if x > m { x } else { m });
+        let max = max_from(s, f32::NEG_INFINITY);
         for (d, &x) in d.iter_mut().zip(s) {
             *d = exp_one::<FMA>(x - max);
         }
@@ -420,17 +427,7 @@ pub(crate) fn online_softmax_row(s: &[f32], p: &mut [f32], max: f32) -> (f32, f3
 /// [`online_softmax_row`]'s loops, inlined into each copy.
 #[inline(always)]
 fn online_softmax_row_in<const FMA: bool>(s: &[f32], p: &mut [f32], max: f32) -> (f32, f32) {
-    let mut top = [max; ROW_LANES];
-    let chunks = s.chunks_exact(ROW_LANES);
-    for &x in chunks.remainder() {
-        top[0] = if x > top[0] { x } else { top[0] };
-    }
-    for c in chunks {
-        for k in 0..ROW_LANES {
-            top[k] = if c[k] > top[k] { c[k] } else { top[k] };
-        }
-    }
-    let new = top.iter().fold(max, |m, &x| if x > m { x } else { m });
+    let new = max_from(s, max);
     if new == f32::NEG_INFINITY {
         p.fill(0.0);
         return (new, if s.iter().any(|x| x.is_nan()) { f32::NAN } else { 0.0 });
