@@ -48,8 +48,9 @@ use crate::error::Result;
 use crate::kernels::{
     AvgPool, AvgPoolGrad, Conv2D, Conv2DBackpropFilter, Conv2DBackpropInput, ConvParams, DepthwiseConv2dNative,
     DepthwiseConv2dNativeBackpropFilter, DepthwiseConv2dNativeBackpropInput, Dilation2D, Dilation2DBackpropFilter,
-    Dilation2DBackpropInput, MaxPool, MaxPoolGrad, MaxPoolWithArgmax, PoolParams, ResizeBilinear, ResizeBilinearAttrs,
-    ResizeBilinearGrad, ResizeNearestNeighbor, ResizeNearestNeighborAttrs, ResizeNearestNeighborGrad,
+    Dilation2DBackpropFilterArgs, Dilation2DBackpropInput, Dilation2DBackpropInputArgs, MaxPool, MaxPoolGrad,
+    MaxPoolWithArgmax, PoolParams, ResizeBilinear, ResizeBilinearAttrs, ResizeBilinearGrad, ResizeNearestNeighbor,
+    ResizeNearestNeighborAttrs, ResizeNearestNeighborGrad,
 };
 use crate::kernels::{
     AvgPool3D, AvgPool3DGrad, Conv3D, Conv3DBackpropFilterV2, Conv3DBackpropInputV2, Conv3DParams, DataFormat3D,
@@ -625,13 +626,8 @@ fn dilation_routed<T: Element>(
 }
 
 #[kernel(Dilation2DBackpropInput, cpu, widens(f16, bf16))]
-fn dilation2d_backprop_input(
-    x: &CpuTensor,
-    filter: &CpuTensor,
-    dy: &CpuTensor,
-    conv: &ConvParams,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
+fn dilation2d_backprop_input(args: Dilation2DBackpropInputArgs<'_, Cpu>, out: &TensorMeta) -> Result<CpuTensor> {
+    let Dilation2DBackpropInputArgs { x, filter, dy, conv, .. } = args;
     dilation_of!("Dilation2DBackpropInput", x, filter, conv, T, d => {
         let [_, h_n, w_n, c_n] = d.xs;
         let inputs = (x.as_slice::<T>()?, filter.as_slice::<T>()?, dy.as_slice::<T>()?);
@@ -641,13 +637,8 @@ fn dilation2d_backprop_input(
 }
 
 #[kernel(Dilation2DBackpropFilter, cpu, widens(f16, bf16))]
-fn dilation2d_backprop_filter(
-    x: &CpuTensor,
-    filter: &CpuTensor,
-    dy: &CpuTensor,
-    conv: &ConvParams,
-    out: &TensorMeta,
-) -> Result<CpuTensor> {
+fn dilation2d_backprop_filter(args: Dilation2DBackpropFilterArgs<'_, Cpu>, out: &TensorMeta) -> Result<CpuTensor> {
+    let Dilation2DBackpropFilterArgs { x, filter, dy, conv, .. } = args;
     dilation_of!("Dilation2DBackpropFilter", x, filter, conv, T, d => {
         let (fw, c_n) = (d.w.size[1], d.xs[3]);
         let inputs = (x.as_slice::<T>()?, filter.as_slice::<T>()?, dy.as_slice::<T>()?);
