@@ -220,5 +220,7 @@ mod tests {
         assert!(out.contains("cannot take `self`"), "{out}");
         assert!(out.contains("plain names"), "{out}");
         assert!(out.contains("fn f"), "{out}");
+        let out = super::expand(quote!(Sqrt, cpu), quote! { fn f(x: u8, _x: u8) {} }).to_string();
+        assert!(out.contains("`x` already takes `x`: a kernel names each once"), "{out}");
     }
 }

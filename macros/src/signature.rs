@@ -104,6 +104,13 @@ pub(crate) fn params(func: &ItemFn, what: &str, errors: &mut Errors) -> Vec<Para
             },
         }
     }
+    // `x` and `_x` are one spec name (rustc reports two `x` itself).
+    for (i, p) in out.iter().enumerate() {
+        if let Some(q) = out[..i].iter().find(|q| q.ident != p.ident && q.spec_name() == p.spec_name()) {
+            let (first, name) = (&q.ident, p.spec_name());
+            errors.spanned(&p.ident, format!("`{first}` already takes `{name}`: a {what} names each once"));
+        }
+    }
     out
 }
 

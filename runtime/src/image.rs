@@ -163,14 +163,10 @@ fn pixels(image: &Tensor) -> std::result::Result<Vec<u8>, String> {
     if dtype == DType::Bool {
         return Err("a bool tensor is not an image: cast it to u8, or to a float in [0, 1]".into());
     }
-    let values: Vec<f64> = for_dtype!(dtype, T => image.to_vec::<T>().map_err(|e| e.to_string())?
-        .into_iter().map(Element::to_f64).collect());
     let (top, scale) = if dtype.is_float() { (1.0, 255.0) } else { (255.0, 1.0) };
-    values
-        .into_iter()
-        .map(|v| match v {
-            v if (0.0..=top).contains(&v) => Ok((v * scale + 0.5).floor() as u8),
-            v => Err(format!("a {dtype} image's values are in [0, {top}], and one is {v}")),
-        })
-        .collect()
+    let byte = |v: f64| match v {
+        v if (0.0..=top).contains(&v) => Ok((v * scale + 0.5).floor() as u8),
+        v => Err(format!("a {dtype} image's values are in [0, {top}], and one is {v}")),
+    };
+    for_dtype!(dtype, T => image.to_vec::<T>().map_err(|e| e.to_string())?.into_iter().map(|v| byte(v.to_f64())).collect())
 }
