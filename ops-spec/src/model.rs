@@ -284,6 +284,16 @@ impl DType {
         }
     }
 
+    /// Whether it is of the class `float`.
+    ///
+    /// ```
+    /// use opforge_spec::DType;
+    /// assert!(DType::BF16.is_float() && !DType::U8.is_float());
+    /// ```
+    pub fn is_float(self) -> bool {
+        DType::class("float").is_some_and(|floats| floats.contains(&self))
+    }
+
     /// The members of a class ([`DTYPE_CLASSES`]) by its name.
     ///
     /// ```

@@ -14,7 +14,7 @@
 //! assert!(!agree(0.0, -0.0, Agreement::EXACT.signed_zero()));
 //! ```
 
-use crate::dtype::{for_dtype, DType, Element, Value};
+use crate::dtype::{bf16, f16, for_dtype, DType, Element, Value};
 use crate::tensor::Tensor;
 
 /// The f32 values every case draws from: NaN (a quiet one, and a negative
@@ -45,8 +45,86 @@ pub const F32: [f32; 18] = [
     -88.8,
 ];
 
+/// The f16 values every case draws from: [`F32`]'s, at f16's scale (a
+/// negative signaling NaN with a payload, the smallest subnormals, the
+/// largest finite value 65504), and +-11.1, where f16's `exp` has
+/// overflowed (and `exp(-11.1)` is subnormal) but `sinh` has not.
+pub const F16: [f16; 18] = [
+    f16::NAN,
+    f16::from_bits(0xfc01),
+    f16::INFINITY,
+    f16::NEG_INFINITY,
+    f16::ZERO,
+    f16::NEG_ZERO,
+    f16::from_bits(1),
+    f16::from_bits(0x8001),
+    f16::MAX,
+    f16::MIN,
+    f16::ONE,
+    f16::NEG_ONE,
+    f16::from_f32_const(0.5),
+    f16::from_f32_const(-0.5),
+    f16::from_f32_const(2.0),
+    f16::from_f32_const(-3.0),
+    f16::from_f32_const(11.1),
+    f16::from_f32_const(-11.1),
+];
+
+/// The bf16 values every case draws from: [`F32`]'s, at bf16's precision,
+/// with +-89 for +-88.8 (bf16 rounds 88.8 to 88.5, whose `exp` is finite).
+pub const BF16: [bf16; 18] = [
+    bf16::NAN,
+    bf16::from_bits(0xff81),
+    bf16::INFINITY,
+    bf16::NEG_INFINITY,
+    bf16::ZERO,
+    bf16::NEG_ZERO,
+    bf16::from_bits(1),
+    bf16::from_bits(0x8001),
+    bf16::MAX,
+    bf16::MIN,
+    bf16::ONE,
+    bf16::NEG_ONE,
+    bf16::from_f32_const(0.5),
+    bf16::from_f32_const(-0.5),
+    bf16::from_f32_const(2.0),
+    bf16::from_f32_const(-3.0),
+    bf16::from_f32_const(89.0),
+    bf16::from_f32_const(-89.0),
+];
+
+/// The f64 values every case draws from: [`F32`]'s, at f64's scale, with
+/// +-709.9 for +-88.8.
+pub const F64: [f64; 18] = [
+    f64::NAN,
+    f64::from_bits(0xfff0_0000_0000_0001),
+    f64::INFINITY,
+    f64::NEG_INFINITY,
+    0.0,
+    -0.0,
+    f64::from_bits(1),
+    -f64::from_bits(1),
+    f64::MAX,
+    f64::MIN,
+    1.0,
+    -1.0,
+    0.5,
+    -0.5,
+    2.0,
+    -3.0,
+    709.9,
+    -709.9,
+];
+
 /// The i32 values every case draws from: both ends of the range, and -1, 0, 1.
 pub const I32: [i32; 5] = [i32::MIN, -1, 0, 1, i32::MAX];
+
+/// The i64 values every case draws from: both ends of the range, and -1, 0, 1.
+pub const I64: [i64; 5] = [i64::MIN, -1, 0, 1, i64::MAX];
+
+/// The u8 values every case draws from: both ends, 1, and 128 (the sign
+/// bit of an `i8`).
+pub const U8: [u8; 4] = [0, 1, 128, 255];
 
 /// Both bool values.
 pub const BOOL: [bool; 2] = [false, true];
@@ -54,7 +132,7 @@ pub const BOOL: [bool; 2] = [false, true];
 /// [`F32`] and the values at and next to each finite end of a kernel's
 /// domain (the spec's `domain = [low, high]`): the end itself and the
 /// nearest f32 on either side, so a kernel is seen just inside and just
-/// outside it.
+/// outside it. [`bits`] of f32, as values.
 ///
 /// ```
 /// let v = opforge::special_values::f32_values(Some((-1.0, 1.0)));
@@ -62,16 +140,130 @@ pub const BOOL: [bool; 2] = [false, true];
 /// assert_eq!(opforge::special_values::f32_values(None).len(), opforge::special_values::F32.len());
 /// ```
 pub fn f32_values(domain: Option<(f64, f64)>) -> Vec<f32> {
-    let mut v = F32.to_vec();
-    let ends = domain.map(|(low, high)| [low as f32, high as f32]).unwrap_or([f32::NAN; 2]);
-    for end in ends.into_iter().filter(|e| e.is_finite()) {
-        for x in [end.next_down(), end, end.next_up()] {
-            if !v.iter().any(|&y| y.to_bits() == x.to_bits()) {
+    bits(DType::F32, domain).into_iter().map(|b| f32::from_bits(b as u32)).collect()
+}
+
+/// The special values of `dtype` as their bits (an element's bits in the
+/// low bytes of a `u64`, as [`from_bits`] takes them): [`F32`], [`F16`],
+/// [`BF16`], [`F64`], [`I32`], [`I64`], [`U8`] or [`BOOL`]; for a float,
+/// then the values at and next to each finite end of `domain`, the end
+/// rounded to the dtype.
+///
+/// ```
+/// use opforge::{special_values::bits, DType};
+/// let h = bits(DType::F16, Some((-1.0, 1.0)));
+/// assert!(h.contains(&0x3c01) && h.contains(&0xbc01)); // just past 1 and -1
+/// assert_eq!(bits(DType::U8, None), [0, 1, 128, 255]);
+/// assert!(bits(DType::I64, None).contains(&(i64::MIN as u64)));
+/// ```
+pub fn bits(dtype: DType, domain: Option<(f64, f64)>) -> Vec<u64> {
+    fn of<T: Bits>(values: &[T]) -> Vec<u64> {
+        values.iter().map(|&v| v.to_u64()).collect()
+    }
+    let mut v = match dtype {
+        DType::F32 => of(&F32),
+        DType::F16 => of(&F16),
+        DType::BF16 => of(&BF16),
+        DType::F64 => of(&F64),
+        DType::I32 => of(&I32),
+        DType::I64 => of(&I64),
+        DType::U8 => of(&U8),
+        DType::Bool => of(&BOOL),
+    };
+    let ends = domain.map(|(low, high)| [low, high]).unwrap_or([f64::NAN; 2]);
+    for end in ends.into_iter().filter(|e| e.is_finite() && dtype.is_float()) {
+        let at = for_dtype!(dtype, T => T::from_f64(end).to_u64());
+        for x in [step(at, dtype, false), at, step(at, dtype, true)] {
+            if !v.contains(&x) {
                 v.push(x);
             }
         }
     }
     v
+}
+
+/// The bits of the float of `dtype` next to the finite one of bits `b`,
+/// up or down.
+fn step(b: u64, dtype: DType, up: bool) -> u64 {
+    let sign = 1u64 << (dtype.size_in_bytes() * 8 - 1);
+    match (b & !sign == 0, b & sign != 0, up) {
+        // From a zero of either sign to the smallest subnormal.
+        (true, _, true) => 1,
+        (true, _, false) => sign | 1,
+        (false, false, true) | (false, true, false) => b + 1,
+        (false, false, false) | (false, true, true) => b - 1,
+    }
+}
+
+/// A tensor of `dtype` and `shape` from its elements' [`bits`]: what the
+/// special-values checks build their inputs of.
+///
+/// ```
+/// use opforge::{special_values::{bits, from_bits, to_bits}, DType};
+/// let b = bits(DType::BF16, None);
+/// let t = from_bits(b.clone(), &[b.len()], DType::BF16)?;
+/// assert_eq!(to_bits(&t)?, b);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+pub fn from_bits(bits: Vec<u64>, shape: &[usize], dtype: DType) -> crate::error::Result<Tensor> {
+    for_dtype!(dtype, T => Tensor::from_vec(bits.into_iter().map(T::from_u64).collect::<Vec<T>>(), shape))
+}
+
+/// The bits of each element of `t` (see [`from_bits`]).
+pub fn to_bits(t: &Tensor) -> crate::error::Result<Vec<u64>> {
+    for_dtype!(t.dtype(), T => Ok(t.to_vec::<T>()?.into_iter().map(T::to_u64).collect()))
+}
+
+/// An element as the bits [`bits`] gives.
+trait Bits: Element {
+    fn to_u64(self) -> u64;
+    fn from_u64(b: u64) -> Self;
+}
+
+macro_rules! bits_via {
+    ($($t:ty => $u:ty),*) => {$(
+        impl Bits for $t {
+            fn to_u64(self) -> u64 {
+                u64::from(self.to_bits())
+            }
+            fn from_u64(b: u64) -> Self {
+                <$t>::from_bits(b as $u)
+            }
+        }
+    )*};
+}
+bits_via!(f32 => u32, f16 => u16, bf16 => u16);
+
+impl Bits for f64 {
+    fn to_u64(self) -> u64 {
+        self.to_bits()
+    }
+    fn from_u64(b: u64) -> Self {
+        f64::from_bits(b)
+    }
+}
+
+macro_rules! bits_as {
+    ($($t:ty => $u:ty),*) => {$(
+        impl Bits for $t {
+            fn to_u64(self) -> u64 {
+                u64::from(self as $u)
+            }
+            fn from_u64(b: u64) -> Self {
+                b as $u as $t
+            }
+        }
+    )*};
+}
+bits_as!(i32 => u32, i64 => u64, u8 => u8);
+
+impl Bits for bool {
+    fn to_u64(self) -> u64 {
+        u64::from(self)
+    }
+    fn from_u64(b: u64) -> Self {
+        b != 0
+    }
 }
 
 /// Every ordered pair of `values`, as two columns: the inputs of a binary
@@ -98,8 +290,41 @@ pub fn flushed(v: f32) -> f32 {
     }
 }
 
-/// `t` with each f32 subnormal [`flushed`]; a tensor of another dtype as
-/// it is. On the cpu, for the result a flushing GPU may give.
+/// `v`, a value of the float `dtype` given exactly as f64, or a zero of
+/// its sign where it is subnormal in `dtype`: [`flushed`] for any float.
+///
+/// ```
+/// use opforge::{special_values::flushed_as, DType};
+/// assert_eq!(flushed_as(1e-5, DType::F16), 0.0); // below f16's 2^-14
+/// assert_eq!(flushed_as(1e-5, DType::F32), 1e-5);
+/// ```
+pub fn flushed_as(v: f64, dtype: DType) -> f64 {
+    if v != 0.0 && v.abs() < min_normal(dtype) {
+        0.0f64.copysign(v)
+    } else {
+        v
+    }
+}
+
+/// The smallest positive normal value of a float dtype (0 for the others).
+///
+/// ```
+/// use opforge::{special_values::min_normal, DType};
+/// assert_eq!(min_normal(DType::F16), 2f64.powi(-14));
+/// assert_eq!(min_normal(DType::F64), f64::MIN_POSITIVE);
+/// ```
+pub fn min_normal(dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => 2f64.powi(-14),
+        DType::BF16 | DType::F32 => 2f64.powi(-126),
+        DType::F64 => f64::MIN_POSITIVE,
+        _ => 0.0,
+    }
+}
+
+/// `t` with each subnormal [`flushed_as`] its float dtype has it; a
+/// tensor of another dtype as it is. On the cpu, for the result a
+/// flushing GPU may give.
 ///
 /// ```
 /// use opforge::{special_values::flush_subnormals, Tensor};
@@ -108,13 +333,15 @@ pub fn flushed(v: f32) -> f32 {
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn flush_subnormals(t: &Tensor) -> Tensor {
-    match t.to_vec::<f32>() {
-        Ok(v) if t.dtype() == DType::F32 => {
-            let v: Vec<f32> = v.into_iter().map(flushed).collect();
-            Tensor::from_vec(v, t.shape()).expect("the shape it had")
-        }
-        _ => t.clone(),
+    let dtype = t.dtype();
+    if !dtype.is_float() {
+        return t.clone();
     }
+    let flushed = for_dtype!(dtype, T => t.to_vec::<T>().and_then(|v| {
+        let v: Vec<T> = v.into_iter().map(|x| T::from_f64(flushed_as(x.to_f64(), dtype))).collect();
+        Tensor::from_vec(v, t.shape())
+    }));
+    flushed.unwrap_or_else(|_| t.clone())
 }
 
 /// How closely two f32 results must agree; see [`agree`].
@@ -140,7 +367,31 @@ impl Agreement {
     pub const EXACT: Agreement = Agreement { signed_zero: false, relative: 0.0, absolute: 0.0 };
     /// Within the rounding of shader functions (the generated parity
     /// tests' bound) where finite and nonzero; special results exactly.
-    pub const ROUNDED: Agreement = Agreement { signed_zero: false, relative: 2e-5, absolute: 0.0 };
+    pub const ROUNDED: Agreement = Agreement::rounded(DType::F32);
+
+    /// Within rounding for results of `dtype`, special results exactly:
+    /// the generated parity tests' bound, relative to the value or to 1
+    /// below it. f32: 2e-5 (shader functions a few ULP off the cpu's, a
+    /// reduction summed in another order); f64 1e-12 (the same order of
+    /// reductions, in f64); f16 2e-3 and bf16 1.6e-2, two units in their
+    /// last place (they compute in f32 and round once, so two orders of
+    /// an f32 sum may round to neighbours); integers and bool exactly.
+    ///
+    /// ```
+    /// use opforge::{special_values::Agreement, DType};
+    /// assert_eq!(Agreement::rounded(DType::F32), Agreement::ROUNDED);
+    /// assert_eq!(Agreement::rounded(DType::I64).relative, 0.0);
+    /// ```
+    pub const fn rounded(dtype: DType) -> Agreement {
+        let relative = match dtype {
+            DType::F32 => 2e-5,
+            DType::F64 => 1e-12,
+            DType::F16 => 2e-3,
+            DType::BF16 => 1.6e-2,
+            DType::I32 | DType::I64 | DType::U8 | DType::Bool => 0.0,
+        };
+        Agreement { signed_zero: false, relative, absolute: 0.0 }
+    }
 
     /// This agreement, with the sign of zero significant.
     pub const fn signed_zero(self) -> Agreement {
@@ -289,6 +540,20 @@ mod tests {
         let loose = Agreement::ROUNDED.absolute(1e-6);
         assert!(agree(0.0, 4e-10, loose) && agree(-3e-10, 2e-10, loose) && !agree(0.0, 2e-6, loose));
         assert!(!agree(f32::MAX, f32::INFINITY, loose) && !agree(0.0, f32::NAN, loose));
+    }
+
+    #[test]
+    fn every_float_gets_its_own_neighbours_of_a_domain_end() {
+        // A zero's neighbours are the smallest subnormals, there already.
+        for (d, n) in [(DType::F16, F16.len()), (DType::BF16, BF16.len()), (DType::F64, F64.len())] {
+            assert_eq!(bits(d, Some((0.0, f64::INFINITY))).len(), n, "{d}");
+        }
+        let b = bits(DType::BF16, Some((1.0, 2.0)));
+        assert!(b.contains(&0x3f7f) && b.contains(&0x3f81) && b.contains(&0x4001), "{b:x?}");
+        let d = bits(DType::F64, Some((-1.0, 1.0)));
+        assert!(d.contains(&(-1f64).next_down().to_bits()) && d.contains(&1f64.next_up().to_bits()));
+        // An end between two halves is rounded to the nearer first.
+        assert!(bits(DType::F16, Some((0.1, 1.0))).contains(&f16::from_f64(0.1).to_bits().into()));
     }
 
     #[test]

@@ -267,7 +267,7 @@ pub(super) fn parity_cases(k: &KernelDef) -> Vec<Case> {
         out = out
             .iter()
             .flat_map(|c| {
-                KIT_DTYPES.iter().map(move |&d| {
+                DType::ALL.iter().map(move |&d| {
                     let attrs =
                         c.attrs.iter().map(|(n, v)| (n.clone(), if *n == a.name { dtype_expr(d) } else { v.clone() }));
                     Case {
@@ -507,22 +507,13 @@ pub(super) fn output_of(k: &KernelDef, i: usize, total: usize) -> usize {
     }
 }
 
-/// The dtypes the kit's run-time checks know today (their special values,
-/// inputs and comparisons are 32-bit words): the tests of a kernel run
-/// the ones of these its spec lists, and a dtype attribute takes these
-/// values. The others (`f16`, `bf16`, `f64`, `i64`, `u8`) are tested by
-/// `opforge`'s own `tests/dtypes.rs` until the kit learns them.
-pub const KIT_DTYPES: [DType; 3] = [DType::F32, DType::I32, DType::Bool];
-
 /// The runs of a kernel's dtype-dependent checks: every dtype of every
 /// type variable at least once, not every combination. Run `j` gives each
 /// variable its `j`-th dtype, cycling through those it has (so `{ T =
 /// [f32, i32, bool], Tidx = [i32] }` runs `(f32, i32)`, `(i32, i32)` and
 /// `(bool, i32)`, and `{ Tidx = [i32], T = [f32, i32] }` runs `(i32, f32)`
 /// and `(i32, i32)`): as many runs as the variable with the most dtypes
-/// has. A variable's dtypes are those of [`KIT_DTYPES`] it lists (or its
-/// first, where it lists none of them: its tests then say what they cannot
-/// check).
+/// has.
 pub(super) fn test_dtypes(k: &KernelDef) -> Vec<Dtypes> {
     let main = |main: DType| Dtypes { vars: Vec::new(), main, name: main.name().to_owned() };
     if k.inputs.is_empty() {
@@ -532,16 +523,7 @@ pub(super) fn test_dtypes(k: &KernelDef) -> Vec<Dtypes> {
     if k.type_vars.is_empty() {
         return vec![main(k.input_dtypes(0)[0])];
     }
-    let per_var: Vec<Vec<DType>> = (k.type_vars.iter())
-        .map(|v| {
-            let known: Vec<DType> = v.dtypes.iter().copied().filter(|d| KIT_DTYPES.contains(d)).collect();
-            if known.is_empty() {
-                v.dtypes[..1].to_vec()
-            } else {
-                known
-            }
-        })
-        .collect();
+    let per_var: Vec<Vec<DType>> = k.type_vars.iter().map(|v| v.dtypes.clone()).collect();
     let runs = per_var.iter().map(Vec::len).max().unwrap_or(1);
     (0..runs)
         .map(|j| {

@@ -37,7 +37,6 @@
 //! ```
 
 mod cases;
-pub use cases::KIT_DTYPES;
 mod checks;
 mod exprs;
 mod write;

@@ -40,6 +40,18 @@ impl BackendId {
         table().entries.iter().position(|e| e.name == name).map(|i| BackendId::from_index(i as u16))
     }
 
+    /// The dtypes its tensors may have ([`Backend::DTYPES`](super::Backend::DTYPES)):
+    /// every dtype on the cpu, f32, i32 and bool on `wgpu`.
+    ///
+    /// ```
+    /// use opforge::{BackendId, DType};
+    /// assert!(BackendId::Cpu.dtypes().contains(DType::F16));
+    /// assert!(BackendId::Wgpu.dtypes().contains(DType::I32) && !BackendId::Wgpu.dtypes().contains(DType::F64));
+    /// ```
+    pub fn dtypes(self) -> crate::dtype::DTypes {
+        self.entry().ops.dtypes
+    }
+
     /// Where and how the backend was declared.
     pub fn entry(self) -> &'static BackendEntry {
         table().entries[self.index()]
@@ -78,6 +90,7 @@ pub struct BackendEntry {
 #[doc(hidden)]
 pub struct DeviceOps {
     pub id: fn() -> crate::backend_id::BackendId,
+    pub dtypes: crate::dtype::DTypes,
     pub upload: fn(&CpuTensor) -> Result<Tensor>,
     pub download: fn(&Tensor) -> Result<CpuTensor>,
     pub memory: fn(&mut BackendMemory),
@@ -114,6 +127,7 @@ macro_rules! builtin_entry {
             crate_name: "opforge",
             ops: DeviceOps {
                 id: || BackendId::$marker,
+                dtypes: <super::$marker as super::Backend>::DTYPES,
                 upload: $module::upload,
                 download: |t| t.to_cpu_tensor(),
                 memory: $module::fill_memory,

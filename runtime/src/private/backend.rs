@@ -34,6 +34,7 @@ pub fn device_wrap<D: Device>(t: D::Tensor, id: crate::backend_id::BackendId) ->
 pub const fn device_ops<D: Device + Backend<Tensor = <D as Device>::Tensor>>() -> DeviceOps {
     DeviceOps {
         id: D::id,
+        dtypes: <D as Device>::DTYPES,
         upload: |t| Ok(D::wrap(<D as Device>::upload(t)?)),
         download: |t| match D::view(t) {
             Some(t) => <D as Device>::download(t),

@@ -102,6 +102,10 @@ fn example(
             continue;
         }
         let backend = target.backend;
+        let outputs_held = dtypes.iter().all(|&d| backend.dtypes().contains(d));
+        if !outputs_held || !super::parity::holds(backend, inputs.iter().copied()) {
+            continue;
+        }
         let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(backend).shown()).collect();
         let there = || crate::engine::with_fallback(false, || f(&moved.iter().collect::<Vec<_>>()));
         let ys = crate::backend::with_default_backend(backend, there)

@@ -93,7 +93,7 @@ fn compare_differences(
 pub(super) fn weights(outs: &[Tensor], seed: u64) -> Vec<Option<Tensor>> {
     (outs.iter().enumerate())
         .map(|(i, y)| {
-            matches!(y.dtype(), DType::F32 | DType::F64).then(|| {
+            y.dtype().is_float().then(|| {
                 let w = Tensor::random_uniform(y.shape(), -1.0, 1.0, seed + i as u64).shown();
                 crate::ops::cast(&w, y.dtype()).shown()
             })

@@ -5,9 +5,9 @@ use super::check::CallRefs;
 use super::check::Shown;
 use super::special::assert_values;
 use crate::backend_id::BackendId;
-use crate::dtype::DType;
+use crate::dtype::{for_dtype, DType, Element};
 use crate::registry;
-use crate::special_values::{agree, Agreement};
+use crate::special_values::{agree_as, Agreement};
 use crate::tensor::Tensor;
 
 /// The backend the parity cases compare with the cpu.
@@ -23,14 +23,42 @@ pub struct Target {
     /// Whether to compare values too, not only each output's backend,
     /// shape and dtype: `false` for a backend without data (`meta`).
     pub values: bool,
+    /// For the cpu: whether it is compared with itself on the inputs in a
+    /// reference dtype ([`Target::REFERENCE`]) rather than on one thread
+    /// and on four.
+    pub reference: bool,
 }
 
 impl Target {
     /// `wgpu`, values compared.
-    pub const WGPU: Target = Target { backend: BackendId::Wgpu, values: true };
+    pub const WGPU: Target = Target { backend: BackendId::Wgpu, values: true, reference: false };
     /// The cpu against itself on one thread and on four (see
     /// [`check_threads`]): what [`check_parity`] does for a cpu target.
-    pub const THREADS: Target = Target { backend: BackendId::Cpu, values: true };
+    pub const THREADS: Target = Target { backend: BackendId::Cpu, values: true, reference: false };
+    /// The cpu against itself on the same values in the dtype each input
+    /// dtype is checked against ([`reference_dtype`]: f32 for f16, bf16 and
+    /// f64, i32 for i64), the outputs agreeing within the coarser dtype's
+    /// rounding: how a dtype that no other backend holds has its values
+    /// checked (see [`check_parity`]).
+    pub const REFERENCE: Target = Target { backend: BackendId::Cpu, values: true, reference: true };
+}
+
+/// The dtype the kit checks values of `dtype` against on the cpu
+/// ([`Target::REFERENCE`]): f32 for f16, bf16 and f64, i32 for i64; none
+/// for the others (u8's wrapping differs from i32's).
+///
+/// ```
+/// use opforge::{testing::reference_dtype, DType};
+/// assert_eq!(reference_dtype(DType::BF16), Some(DType::F32));
+/// assert_eq!(reference_dtype(DType::I64), Some(DType::I32));
+/// assert_eq!(reference_dtype(DType::F32), None);
+/// ```
+pub fn reference_dtype(dtype: DType) -> Option<DType> {
+    match dtype {
+        DType::F16 | DType::BF16 | DType::F64 => Some(DType::F32),
+        DType::I64 => Some(DType::I32),
+        _ => None,
+    }
 }
 
 /// One kernel's parity cases for one dtype: what [`backend_suite`](super::backend_suite) runs.
@@ -79,7 +107,7 @@ pub fn targets(kernel: &str) -> Vec<Target> {
             continue;
         }
         let probe = Tensor::scalar(0.0f32).to_backend(b.backend).and_then(|t| t.to_backend(BackendId::Cpu));
-        out.push(Target { backend: b.backend, values: probe.is_ok() });
+        out.push(Target { backend: b.backend, values: probe.is_ok(), reference: false });
     }
     out
 }
@@ -130,24 +158,36 @@ pub fn kit_runs_on(backend: BackendId) -> bool {
     backend == BackendId::Cpu || names.is_empty() || names.contains(&backend.name())
 }
 
-/// Whether `want` and `got` agree: f32 within shader rounding (2e-5 of
-/// the value, or of 1 below it), NaN where `want` has NaN and infinities
-/// where it has them;
-/// i32 and bool exactly.
+/// Whether `want` and `got` agree: floats within their dtype's rounding
+/// ([`Agreement::rounded`]: f32 within shader rounding, 2e-5 of the value
+/// or of 1 below it), NaN where `want` has NaN and infinities where it has
+/// them; integers and bool exactly.
 fn assert_agree(case: &str, o: usize, want: &Tensor, got: &Tensor, what: &str) {
+    let dtype = want.dtype();
+    let rounding = f64::from(Agreement::rounded(dtype).relative);
     assert_values(want, got, format_args!("{case}, output {o}: cpu vs {what}"), |w, g| {
         for (i, (w, g)) in w.iter().zip(g).enumerate() {
-            let close = (w - g).abs() <= 2e-5 * w.abs().max(1.0) || agree(*w, *g, Agreement::EXACT);
-            assert!(close, "{case}, output {o}, element {i}: cpu {w}, {what} {g}");
+            let close = (w - g).abs() <= rounding * w.abs().max(1.0) || agree_as(*w, *g, Agreement::EXACT, dtype);
+            assert!(close, "{case}, output {o}, element {i}: cpu {w}, {what} {g} ({dtype})");
         }
     });
 }
 
+/// Whether `backend` holds the dtype of each of `tensors` (see
+/// [`BackendId::dtypes`]): where it does not (`wgpu` and `f16`), the
+/// checks compare nothing there.
+pub(super) fn holds<'a>(backend: BackendId, tensors: impl IntoIterator<Item = &'a Tensor>) -> bool {
+    let held = backend.dtypes();
+    tensors.into_iter().all(|t| held.contains(t.dtype()))
+}
+
 /// Runs `f` on `inputs` on the cpu and on copies of them on
 /// `target.backend`: each output lives there with the cpu's shape and
-/// dtype, and, where `target.values`, agrees in value (f32 within shader
-/// rounding, NaN where the cpu has NaN). The cpu fallback is off, so the
-/// target's own implementation ran. For the cpu itself
+/// dtype, and, where `target.values`, agrees in value (floats within
+/// their dtype's rounding, NaN where the cpu has NaN). The cpu fallback
+/// is off, so the target's own implementation ran. Where the target does
+/// not hold a dtype of the inputs or of the cpu's outputs (`wgpu` and
+/// `f16`), only the cpu runs. For the cpu itself
 /// ([`Target::THREADS`]), one thread against four (see [`check_threads`]).
 ///
 /// ```
@@ -168,10 +208,16 @@ pub fn check_parity(
 
 fn parity(target: &Target, case: &str, inputs: &[&Tensor], f: CallRefs<'_>) {
     let backend = target.backend;
+    if backend == BackendId::Cpu && target.reference {
+        return reference(case, inputs, f);
+    }
     if backend == BackendId::Cpu {
         return threads(case, &|| f(inputs));
     }
     let wants = f(inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
+    if !holds(backend, inputs.iter().copied().chain(&wants)) {
+        return;
+    }
     let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(backend).shown()).collect();
     // A kernel without inputs runs on the default backend.
     let there = || crate::engine::with_fallback(false, || f(&moved.iter().collect::<Vec<_>>()));
@@ -188,9 +234,64 @@ fn parity(target: &Target, case: &str, inputs: &[&Tensor], f: CallRefs<'_>) {
     }
 }
 
+/// [`Target::REFERENCE`]: `f` on `inputs` and on them in their
+/// [`reference_dtype`]s, both on the cpu. Each float output agrees with
+/// the other's once both are rounded to the coarser of their dtypes,
+/// within that dtype's rounding ([`Agreement::rounded`]; an f16 sum past
+/// 65504 is infinite in both, and past the square root of the largest
+/// finite value an infinity agrees, as a product may overflow there in
+/// one dtype and not in the other);
+/// integer and bool outputs exactly. Inputs
+/// with no reference dtype, or a reference call the kernel refuses,
+/// compare nothing.
+fn reference(case: &str, inputs: &[&Tensor], f: CallRefs<'_>) {
+    let wants = f(inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
+    let as_reference = |t: &Tensor| match reference_dtype(t.dtype()) {
+        Some(r) => crate::ops::cast(t, r).shown(),
+        None => t.clone(),
+    };
+    let moved: Vec<Tensor> = inputs.iter().map(|t| as_reference(t)).collect();
+    if moved.iter().zip(inputs).all(|(m, t)| m.dtype() == t.dtype()) {
+        return;
+    }
+    let Ok(gots) = f(&moved.iter().collect::<Vec<_>>()) else { return };
+    assert_eq!(gots.len(), wants.len(), "{case}: outputs in the reference dtypes");
+    for (o, (want, got)) in wants.iter().zip(&gots).enumerate() {
+        assert_eq!(got.shape(), want.shape(), "{case}, output {o}: shape in the reference dtypes");
+        let (w, g) = (want.dtype(), got.dtype());
+        assert_eq!(w.is_float(), g.is_float(), "{case}, output {o}: {w} against {g} in the reference dtypes");
+        // Both in the coarser dtype: the one of the larger rounding.
+        let coarse = if Agreement::rounded(w).relative >= Agreement::rounded(g).relative { w } else { g };
+        let (want, got) = (crate::ops::cast(want, coarse).shown(), crate::ops::cast(got, coarse).shown());
+        // Past the square root of the largest finite value, a product may
+        // overflow in one dtype and not the other (a running product past
+        // f32's range and back, in f64): an infinity there agrees.
+        let large = largest(coarse).sqrt();
+        let clip = |v: f64| if v.abs() >= large { f64::INFINITY.copysign(v) } else { v };
+        let rounding = f64::from(Agreement::rounded(coarse).relative);
+        assert_values(&want, &got, format_args!("{case}, output {o}: {w} vs itself on {g}"), |ws, gs| {
+            for (i, (&w_, &g_)) in ws.iter().zip(gs).enumerate() {
+                let (a, b) = (clip(w_), clip(g_));
+                let close = (a - b).abs() <= rounding * a.abs().max(1.0) || agree_as(a, b, Agreement::EXACT, coarse);
+                assert!(close, "{case}, output {o}, element {i}: {w} {w_}, itself on {g} {g_} (as {coarse})");
+            }
+        });
+    }
+}
+
+/// The largest finite value of a float dtype.
+fn largest(dtype: DType) -> f64 {
+    match dtype {
+        DType::F16 => crate::dtype::f16::MAX.to_f64(),
+        DType::BF16 => crate::dtype::bf16::MAX.to_f64(),
+        DType::F64 => f64::MAX,
+        _ => f64::from(f32::MAX),
+    }
+}
+
 /// Runs `f` on a rayon pool of one thread and on one of four, and checks
-/// that both give the same outputs (f32 within 2e-5 of the value: a
-/// reduction may add in another order).
+/// that both give the same outputs (floats within their dtype's rounding,
+/// f32 within 2e-5 of the value: a reduction may add in another order).
 ///
 /// ```
 /// use opforge::{ops, Tensor};
@@ -218,8 +319,8 @@ fn threads(case: &str, f: &(dyn Fn() -> crate::error::Result<Vec<Tensor>> + Sync
 
 /// Runs `f` (an elementwise kernel) on `inputs`, the first of which has
 /// NaN, +inf and -inf at its first three elements (see [`with_specials`](super::with_specials)),
-/// on the cpu: a NaN in gives a NaN out at the same place, in every f32
-/// output of the first input's size. Every other backend then agrees with
+/// on the cpu: a NaN in gives a NaN out at the same place, in every float
+/// output of the first input's size (any float dtype). Every other backend then agrees with
 /// the cpu on the special values through [`check_parity`].
 ///
 /// ```
@@ -239,12 +340,17 @@ pub fn check_nan_propagates(
 
 fn nan_propagates(case: &str, inputs: &[&Tensor], f: CallRefs<'_>) {
     let x = inputs[0];
-    if x.dtype() != DType::F32 || x.numel() == 0 || !x.to_vec::<f32>().shown()[0].is_nan() {
+    if !x.dtype().is_float() || x.numel() == 0 || !first(x).is_nan() {
         return;
     }
     let ys = f(inputs).unwrap_or_else(|e| panic!("{case}: {e}"));
-    for (o, y) in ys.iter().enumerate().filter(|(_, y)| y.dtype() == DType::F32 && y.numel() == x.numel()) {
-        let v = y.to_vec::<f32>().shown();
-        assert!(v[0].is_nan(), "{case}, output {o}: NaN in gave {} out (NaN dropped)", v[0]);
+    for (o, y) in ys.iter().enumerate().filter(|(_, y)| y.dtype().is_float() && y.numel() == x.numel()) {
+        let v = first(y);
+        assert!(v.is_nan(), "{case}, output {o}: NaN in gave {v} out (NaN dropped)");
     }
+}
+
+/// The first element of a float tensor, as f64.
+fn first(t: &Tensor) -> f64 {
+    for_dtype!(t.dtype(), T => t.to_vec::<T>().shown()[0].to_f64())
 }

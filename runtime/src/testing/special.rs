@@ -4,10 +4,11 @@
 use super::check::CallRefs;
 use super::check::Shown;
 use super::gradients::{first_order, weights};
-use super::parity::Target;
+use super::parity::{holds, Target};
 use crate::backend_id::BackendId;
-use crate::dtype::DType;
-use crate::special_values::{agree, flush_subnormals, flushed, Agreement};
+use crate::dtype::{for_dtype, DType, Element, Value};
+use crate::error::Error;
+use crate::special_values::{agree_as, bits, flush_subnormals, flushed_as, from_bits, min_normal, to_bits, Agreement};
 use crate::tensor::Tensor;
 
 /// `t` with NaN, +inf and -inf written at its first three elements (f32;
@@ -53,45 +54,14 @@ pub struct Specials<'a> {
     pub grad: &'a [usize],
 }
 
-/// The special values an input of `dtype` draws from: for f32
-/// [`special_values::f32_values`](crate::special_values::f32_values) of
-/// `domain` as f32 bits (NaN, both infinities, both zeros, the smallest
-/// subnormals, +-`f32::MAX`, ordinary values, and each finite domain end
-/// with its neighbours), for i32 `i32::MIN`, -1, 0, 1, `i32::MAX`, for bool
-/// both values; each as a 32-bit word.
-fn special_words(dtype: DType, domain: Option<(f64, f64)>) -> Vec<u32> {
-    match dtype {
-        DType::F32 => crate::special_values::f32_values(domain).into_iter().map(f32::to_bits).collect(),
-        DType::I32 => crate::special_values::I32.iter().map(|&v| v as u32).collect(),
-        DType::Bool => vec![0, 1],
-        other => unreachable!("{}", beyond_kit(other)),
-    }
-}
-
-/// Why the kit has no 32-bit words of `dtype`: its checks run the dtypes
-/// `opforge_spec::testgen::KIT_DTYPES` lists, as its generator does.
-fn beyond_kit(dtype: DType) -> String {
-    format!("the conformance kit checks f32, i32 and bool; not yet {dtype}")
-}
-
-/// A tensor of `dtype` and `shape` made of 32-bit words.
-fn from_words(words: Vec<u32>, shape: &[usize], dtype: DType) -> Tensor {
-    match dtype {
-        DType::F32 => Tensor::from_vec(words.into_iter().map(f32::from_bits).collect::<Vec<f32>>(), shape),
-        DType::I32 => Tensor::from_vec(words.into_iter().map(|w| w as i32).collect::<Vec<i32>>(), shape),
-        DType::Bool => Tensor::from_vec(words.into_iter().map(|w| w != 0).collect::<Vec<bool>>(), shape),
-        other => unreachable!("{}", beyond_kit(other)),
-    }
-    .shown_as("as many words as the shape holds")
-}
-
 /// Inputs of `dtypes` that meet every special value of each with every
 /// one of the others (as far as 65536 elements go, past which the last
 /// inputs cycle): element `e` of input `i` is value `(e / s_i) % n_i` of
-/// its dtype's list (see [`Specials`]), `s_i` the product of the later
-/// inputs' list lengths. All of one shape `[n]`, so an elementwise kernel
-/// (its shape rule `same` or `broadcast`) takes them as they are. Element
-/// 0 of a first f32 input is NaN.
+/// its dtype's list ([`special_values::bits`](crate::special_values::bits)
+/// of `domain`), `s_i` the product of the later inputs' list lengths. All
+/// of one shape `[n]`, so an elementwise kernel (its shape rule `same` or
+/// `broadcast`) takes them as they are. Element 0 of a first float input
+/// is NaN.
 ///
 /// ```
 /// use opforge::{testing::special_combinations, DType};
@@ -103,33 +73,35 @@ fn from_words(words: Vec<u32>, shape: &[usize], dtype: DType) -> Tensor {
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn special_combinations(dtypes: &[DType], domain: Option<(f64, f64)>) -> Vec<Tensor> {
-    let lists: Vec<Vec<u32>> = dtypes.iter().map(|&d| special_words(d, domain)).collect();
+    let lists: Vec<Vec<u64>> = dtypes.iter().map(|&d| bits(d, domain)).collect();
     let n = lists.iter().map(Vec::len).product::<usize>().min(1 << 16);
     let mut stride = lists.iter().map(Vec::len).product::<usize>();
     (lists.iter().zip(dtypes))
         .map(|(list, &d)| {
             stride /= list.len();
             let s = stride;
-            from_words((0..n).map(|e| list[(e / s) % list.len()]).collect(), &[n], d)
+            from_bits((0..n).map(|e| list[(e / s) % list.len()]).collect(), &[n], d).shown()
         })
         .collect()
 }
 
-/// Whether two f32 results of the special-values check agree: NaN with
-/// NaN (any payload); an infinity, a zero (of the same sign, where
-/// `signed_zero`) or a subnormal only with itself (a subnormal within a
-/// unit of its last place); two normal values within shader rounding, 2e-5
-/// of the value or of 1 below it (as [`check_parity`] has it). With
-/// `cancelling` (gradients, which are sums whose terms may cancel in
-/// another order), every two finite values within that rounding agree.
-fn special_agree(want: f32, got: f32, signed_zero: bool, cancelling: bool) -> bool {
-    let near = |w: f32, g: f32| (f64::from(w) - f64::from(g)).abs() <= 2e-5 * f64::from(w.abs()).max(1.0);
+/// Whether two results of float `dtype` (given exactly as f64) of the
+/// special-values check agree: NaN with NaN (any payload); an infinity, a
+/// zero (of the same sign, where `signed_zero`) or a subnormal only with
+/// itself (a subnormal within a unit of its last place); two normal values
+/// within the dtype's rounding ([`Agreement::rounded`]: for f32 2e-5 of
+/// the value or of 1 below it, as [`check_parity`](super::check_parity) has it). With `cancelling`
+/// (gradients, which are sums whose terms may cancel in another order),
+/// every two finite values within that rounding agree.
+fn special_agree(want: f64, got: f64, dtype: DType, signed_zero: bool, cancelling: bool) -> bool {
+    let rounding = Agreement::rounded(dtype);
+    let near = |w: f64, g: f64| (w - g).abs() <= f64::from(rounding.relative) * w.abs().max(1.0);
+    let normal = |v: f64| v.is_finite() && v.abs() >= min_normal(dtype);
     let finite = want.is_finite() && got.is_finite();
-    if (want.is_normal() && got.is_normal() || cancelling && finite) && near(want, got) {
+    if (normal(want) && normal(got) || cancelling && finite) && near(want, got) {
         return true;
     }
-    let how = Agreement { signed_zero, ..Agreement::ROUNDED };
-    agree(want, got, how)
+    agree_as(want, got, Agreement { signed_zero, ..rounding }, dtype)
 }
 
 /// The cpu's result (`want`) and `backend`'s (`got`) agree: the same
@@ -151,59 +123,70 @@ fn assert_special(
     assert_eq!(got.meta(), want.meta(), "{case}, {what}: cpu vs {backend}");
     let alternative = std::cell::OnceCell::new();
     let alternative = || alternative.get_or_init(|| flush().filter(|a| a.meta() == want.meta()));
-    // i32 and bool results (comparisons, casts) exactly, as they are or
-    // of flushed inputs.
-    if want.dtype() != DType::F32 {
+    // Integer and bool results (comparisons, casts) exactly, as they are
+    // or of flushed inputs.
+    let dtype = want.dtype();
+    if !dtype.is_float() {
         let flushed_matches = || alternative().as_ref().is_some_and(|a| same_values(a, got));
         if same_values(want, got) || flushed_matches() {
             return;
         }
     }
     assert_values(want, got, format_args!("{case}, {what}: cpu vs {backend}"), |w, g| {
-        let agree = |w: f32, g: f32| special_agree(flushed(w), flushed(g), zero.0, zero.1);
+        let agree = |w: f64, g: f64| special_agree(flushed_as(w, dtype), flushed_as(g, dtype), dtype, zero.0, zero.1);
         let a = std::cell::OnceCell::new();
-        let a = || a.get_or_init(|| alternative().as_ref().map(|a| a.to_vec::<f32>().shown()));
+        let a = || a.get_or_init(|| alternative().as_ref().map(floats));
         let differs = |i: usize| {
-            !special_agree(w[i], g[i], zero.0, zero.1)
+            !special_agree(w[i], g[i], dtype, zero.0, zero.1)
                 && !agree(w[i], g[i])
                 && a().as_ref().is_none_or(|a| !agree(a[i], g[i]))
         };
         if let Some(i) = (0..w.len()).find(|&i| differs(i)) {
-            let (w, g) = (w[i], g[i]);
-            panic!(
-                "{case}, {what}, element {i}: cpu {w:?} ({:#010x}), {backend} {g:?} ({:#010x})",
-                w.to_bits(),
-                g.to_bits()
-            );
+            let show = |v: f64| for_dtype!(dtype, T => format!("{:?}", T::from_f64(v)));
+            panic!("{case}, {what}, element {i}: cpu {}, {backend} {} ({dtype})", show(w[i]), show(g[i]));
         }
     });
 }
 
-/// Whether two i32 or bool tensors of one meta hold the same values.
+/// Whether two tensors of one meta hold the same bits (integers, bool).
 fn same_values(a: &Tensor, b: &Tensor) -> bool {
-    match a.dtype() {
-        DType::F32 => unreachable!("f32 is compared element by element"),
-        DType::I32 => a.to_vec::<i32>().shown() == b.to_vec::<i32>().shown(),
-        DType::Bool => a.to_vec::<bool>().shown() == b.to_vec::<bool>().shown(),
-        other => unreachable!("{}", beyond_kit(other)),
-    }
+    to_bits(a).shown() == to_bits(b).shown()
 }
 
-/// Requires `got` to hold `want`'s values: f32 ones as `floats` says (it
-/// panics naming the first that differ), i32 and bool ones exactly,
-/// `context` naming the two in a failure.
+/// A float tensor's values, each exactly as f64.
+fn floats(t: &Tensor) -> Vec<f64> {
+    for_dtype!(t.dtype(), T => t.to_vec::<T>().shown().into_iter().map(Element::to_f64).collect())
+}
+
+/// An integer or bool tensor's values, exactly (a bool as 0 or 1).
+fn ints(t: &Tensor) -> Vec<i64> {
+    let int = |v: Value| match v {
+        Value::Int(i) => i,
+        Value::Float(f) => f as i64,
+    };
+    for_dtype!(t.dtype(), T => t.to_vec::<T>().shown().into_iter().map(|v| int(v.to_value())).collect())
+}
+
+/// Requires `got` to hold `want`'s values: float ones, exactly as f64,
+/// as `floats` says (it panics naming the first that differ), integer and
+/// bool ones exactly, `context` naming the two in a failure.
 pub(super) fn assert_values(
     want: &Tensor,
     got: &Tensor,
     context: std::fmt::Arguments,
-    floats: impl FnOnce(&[f32], &[f32]),
+    compare: impl FnOnce(&[f64], &[f64]),
 ) {
-    match want.dtype() {
-        DType::F32 => floats(&want.to_vec::<f32>().shown(), &got.to_vec::<f32>().shown()),
-        DType::I32 => assert_eq!(want.to_vec::<i32>().shown(), got.to_vec::<i32>().shown(), "{context}"),
-        DType::Bool => assert_eq!(want.to_vec::<bool>().shown(), got.to_vec::<bool>().shown(), "{context}"),
-        other => unreachable!("{}", beyond_kit(other)),
+    if want.dtype().is_float() {
+        compare(&floats(want), &floats(got));
+    } else {
+        assert_eq!(ints(want), ints(got), "{context}");
     }
+}
+
+/// The one special value of `dtype` with bits `v`, as text.
+fn show_bits(v: u64, dtype: DType) -> String {
+    let t = from_bits(vec![v], &[1], dtype).shown();
+    for_dtype!(dtype, T => format!("{:?}", t.to_vec::<T>().shown()[0]))
 }
 
 /// Runs `f` (one kernel's call, `kernel` in failures) on special values,
@@ -231,8 +214,11 @@ pub(super) fn assert_values(
 /// kernel, which meets every value with every other.
 ///
 /// A call the cpu refuses (an `i32::MAX` that sizes an allocation) must be
-/// refused by the target too. For the cpu itself ([`Target::THREADS`]) it
-/// does nothing: the cpu is the reference.
+/// refused by the target too. A target that does not hold a dtype of the
+/// inputs or the cpu's outputs (`wgpu` and `f16`) is not compared. For
+/// the cpu itself ([`Target::THREADS`]) it runs the reference alone: each
+/// call, and its gradients, gives a result or a clean error, and never
+/// panics (an `i64::MIN / -1`, a `u8` sum past 255).
 ///
 /// ```
 /// use opforge::{ops, testing::{check_special_parity, targets, Specials}, Tensor};
@@ -263,30 +249,23 @@ fn special_values(
     specials: &Specials<'_>,
     f: CallRefs<'_>,
 ) {
-    if target.backend == BackendId::Cpu || !target.values {
+    if !target.values {
         return;
     }
     let originals: Vec<Tensor> = inputs.iter().map(|&t| t.clone()).collect();
     let mut rounds: Vec<(String, Vec<Tensor>)> = Vec::new();
-    for (i, x) in inputs.iter().enumerate().filter(|(i, x)| plant.get(*i) == Some(&true) && x.numel() > 0) {
-        let words: Vec<u32> = match x.dtype() {
-            DType::F32 => x.to_vec::<f32>().shown().into_iter().map(f32::to_bits).collect(),
-            DType::I32 => x.to_vec::<i32>().shown().into_iter().map(|v| v as u32).collect(),
-            DType::Bool => continue,
-            other => unreachable!("{}", beyond_kit(other)),
-        };
-        let values = special_words(x.dtype(), specials.domain);
-        for (r, &v) in values.iter().enumerate() {
+    let planted =
+        |(i, x): &(usize, &&Tensor)| plant.get(*i) == Some(&true) && x.numel() > 0 && x.dtype() != DType::Bool;
+    for (i, x) in inputs.iter().enumerate().filter(planted) {
+        let words = to_bits(x).shown();
+        for (r, &v) in bits(x.dtype(), specials.domain).iter().enumerate() {
             // A different element each time: corners, edges and the middle.
             let at = (r * 7 + 3 * i) % x.numel();
-            let mut w: Vec<u32> = words.clone();
+            let mut w = words.clone();
             w[at] = v;
             let mut xs = originals.clone();
-            xs[i] = from_words(w, x.shape(), x.dtype());
-            let value = match x.dtype() {
-                DType::F32 => format!("{:?}", f32::from_bits(v)),
-                _ => (v as i32).to_string(),
-            };
+            xs[i] = from_bits(w, x.shape(), x.dtype()).shown();
+            let value = show_bits(v, x.dtype());
             let label = format!("{kernel} with input {i} element {at} = {value}");
             rounds.push((label, xs));
         }
@@ -302,12 +281,24 @@ fn special_values(
 /// One call of [`check_special_parity`]: `f` on `xs` on the cpu and on
 /// `backend`, outputs then gradients.
 fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Specials<'_>, f: CallRefs<'_>) {
+    let call = |xs: &[Tensor]| f(&xs.iter().collect::<Vec<_>>());
+    if backend == BackendId::Cpu {
+        // The reference alone: a result or a clean error, never a panic
+        // (which the engine reports as an error), and so for the gradients.
+        let ys = call(xs).map_err(|e| not_a_panic(case, e)).ok();
+        if let Some(ys) = ys.filter(|ys| !specials.grad.is_empty() && ys.iter().any(|y| y.dtype().is_float())) {
+            let _ = first_order(xs, specials.grad, &call, &weights(&ys, 7)).map_err(|e| not_a_panic(case, e));
+        }
+        return;
+    }
+    if !holds(backend, xs) {
+        return;
+    }
     let moved: Vec<Tensor> = xs.iter().map(|t| t.to_backend(backend).shown()).collect();
     let there = |g: &dyn Fn() -> crate::error::Result<Vec<Tensor>>| {
         crate::backend::with_default_backend(backend, || crate::engine::with_fallback(false, g)).and_then(|r| r)
     };
-    let call = |xs: &[Tensor]| f(&xs.iter().collect::<Vec<_>>());
-    let wants = match call(xs) {
+    let wants = match call(xs).map_err(|e| not_a_panic(case, e)) {
         Ok(w) => w,
         Err(e) => {
             let got = there(&|| call(&moved));
@@ -315,6 +306,9 @@ fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Speci
             return;
         }
     };
+    if !holds(backend, &wants) {
+        return;
+    }
     let gots = there(&|| call(&moved)).unwrap_or_else(|e| panic!("{case} on {backend}: {e}"));
     assert_eq!(gots.len(), wants.len(), "{case}: outputs on {backend}");
     // The cpu's results and gradients on the inputs with subnormals
@@ -328,7 +322,7 @@ fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Speci
         let flush = || flushed_outputs().as_ref().and_then(|ys| ys.get(o).cloned());
         assert_special(case, &format!("output {o}"), (want, got), &flush, backend, (specials.signed_zero, false));
     }
-    if specials.grad.is_empty() || wants.iter().all(|w| w.dtype() != DType::F32) {
+    if specials.grad.is_empty() || wants.iter().all(|w| !w.dtype().is_float()) {
         return;
     }
     let ws = weights(&wants, 7);
@@ -350,12 +344,25 @@ fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Speci
     }
 }
 
+/// `e`, unless it is a kernel's panic, which the engine reports as an
+/// error but is a bug to fail on: a kernel must refuse what it cannot
+/// compute with an error of its own.
+fn not_a_panic(case: &str, e: Error) -> Error {
+    if matches!(e, Error::KernelPanicked { .. }) {
+        panic!("{case}: {e}");
+    }
+    e
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn special_agreement_catches_what_it_is_for() {
+        let special_agree = |w: f32, g: f32, signed_zero, cancelling| {
+            special_agree(f64::from(w), f64::from(g), DType::F32, signed_zero, cancelling)
+        };
         let sub = f32::from_bits(1);
         // Special results exactly: a lost NaN, a flushed subnormal, an overflow.
         assert!(special_agree(f32::NAN, f32::from_bits(0xffc0_0001), false, false));

@@ -1,6 +1,6 @@
 //! Proof that the conformance kit catches bugs. This crate's kernels
 //! (`defects.toml`) are correct; `tests/defects.rs` seeds one defect at a
-//! time, fourteen kinds, each with a scoped override of a kernel or
+//! time, eighteen kinds, each with a scoped override of a kernel or
 //! gradient (or [`THREAD_DEFECT`], for a defect that only shows on other
 //! threads, which overrides do not reach), and expects the check
 //! `opforge::spec_tests!` generates for it to fail, naming the kernel and
@@ -81,6 +81,35 @@ pub fn df_cube_cpu(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
 pub fn df_cube_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
     let three = Tensor::scalar(3.0f32).to_backend(x.backend())?;
     ops::mul(&ops::mul(&three, &ops::mul(x, x)?)?, dy)
+}
+
+/// Doubling, as this crate defines it for `DfDouble`'s dtypes: floats
+/// add, integers wrap.
+pub trait Double: opforge::Element {
+    /// `self + self`.
+    fn double(self) -> Self;
+}
+
+macro_rules! double {
+    (add: $($f:ty),*; wrap: $($i:ty),*) => {
+        $(impl Double for $f {
+            fn double(self) -> $f {
+                self + self
+            }
+        })*
+        $(impl Double for $i {
+            fn double(self) -> $i {
+                self.wrapping_add(self)
+            }
+        })*
+    };
+}
+double!(add: f32, opforge::dtype::f16, f64; wrap: i64, u8);
+
+/// `DfDouble` on the cpu: one function for its five dtypes.
+#[kernel(DfDouble, cpu, dtypes(f32, f16, f64, i64, u8))]
+pub fn df_double_cpu<T: opforge::Element + Double>(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    CpuTensor::from_vec(&out.shape, x.as_slice::<T>()?.iter().map(|&v| v.double()).collect())
 }
 
 /// `DfPositive` on the cpu: as long as its data says, within the bound.

@@ -1,4 +1,4 @@
-//! The conformance kit catches bugs: fourteen kinds of defect, each seeded
+//! The conformance kit catches bugs: eighteen kinds of defect, each seeded
 //! into one of this crate's correct kernels, each caught by the check the
 //! kit generates for it, with a failure naming the kernel and the check.
 
@@ -6,10 +6,13 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use opforge::backend::cpu::CpuTensor;
 use opforge::backend::{Backend, Cpu, Wgpu};
+use opforge::dtype::f16;
 use opforge::registry::{with_gradient_override, with_kernel_override};
 use opforge::testing::CheckResult;
 use opforge::{ops, BackendId, DType, Tensor};
-use opforge_example_kit_defects::{df_ldexp_cpu, DfCube, DfLdexp, DfMul, DfPositive, DfRelu, THREAD_DEFECT};
+use opforge_example_kit_defects::{
+    df_double_cpu, df_ldexp_cpu, DfCube, DfDouble, DfLdexp, DfMul, DfPositive, DfRelu, THREAD_DEFECT,
+};
 
 /// The checks of `defects.toml`, one module per kernel.
 mod kit {
@@ -276,6 +279,94 @@ fn a_result_that_depends_on_the_thread_count() {
     let m = caught(kit::DfRowSum::check_threads_f32(), "DfRowSum", "threads_f32");
     THREAD_DEFECT.store(false, Relaxed);
     assert!(m.contains("1 thread"), "{m}");
+}
+
+#[test]
+fn every_dtype_of_the_spec_has_its_runs() {
+    let checks: Vec<&str> = kit::CHECKS.iter().filter(|c| c.kernel == "DfDouble").map(|c| c.name).collect();
+    for d in ["f16", "f64", "i64", "u8"] {
+        for check in ["output_follows_shape_rule", "parity", "threads", "special_values"] {
+            let want = format!("{check}_{d}");
+            assert!(checks.contains(&want.as_str()), "{want} is not among {checks:?}");
+        }
+    }
+}
+
+/// `DfDouble` as it was meant, for the dtypes a test below does not break.
+fn double_as_meant(x: &CpuTensor, out: &opforge::TensorMeta) -> opforge::Result<CpuTensor> {
+    match x.dtype() {
+        DType::F32 => df_double_cpu::<f32>(x, out),
+        DType::F16 => df_double_cpu::<f16>(x, out),
+        DType::F64 => df_double_cpu::<f64>(x, out),
+        DType::I64 => df_double_cpu::<i64>(x, out),
+        _ => df_double_cpu::<u8>(x, out),
+    }
+}
+
+#[test]
+fn an_overflow_at_the_ends_of_i64() {
+    // `x + x` unchecked: `i64::MAX + i64::MAX` panics in a debug build.
+    let m = with_kernel_override::<DfDouble, Cpu, _>(
+        |a, out| match a.x.dtype() {
+            DType::I64 => CpuTensor::from_vec(&out.shape, a.x.as_slice::<i64>()?.iter().map(|&v| v + v).collect()),
+            _ => double_as_meant(a.x, out),
+        },
+        || {
+            kit::DfDouble::check_parity_i64().expect("the parity inputs are small");
+            caught(kit::DfDouble::check_special_values_i64(), "DfDouble", "special_values_i64")
+        },
+    );
+    assert!(m.contains("overflow"), "{m}");
+}
+
+#[test]
+fn a_half_kernel_that_drops_nan() {
+    let m = with_kernel_override::<DfDouble, Cpu, _>(
+        |a, out| match a.x.dtype() {
+            DType::F16 => {
+                let v = a.x.as_slice::<f16>()?.iter().map(|&v| if v.is_nan() { f16::ZERO } else { v + v });
+                CpuTensor::from_vec(&out.shape, v.collect())
+            }
+            _ => double_as_meant(a.x, out),
+        },
+        || {
+            kit::DfDouble::check_special_values().expect("right on f32");
+            caught(kit::DfDouble::check_special_values_f16(), "DfDouble", "special_values_f16")
+        },
+    );
+    assert!(m.contains("NaN dropped"), "{m}");
+}
+
+#[test]
+fn a_value_wrong_only_in_f16() {
+    // No backend but the cpu holds f16: its values are checked against the
+    // same values in f32, both rounded to f16.
+    let m = with_kernel_override::<DfDouble, Cpu, _>(
+        |a, out| match a.x.dtype() {
+            DType::F16 => {
+                let v = a.x.as_slice::<f16>()?.iter().map(|&v| (v + v) * f16::from_f32(1.01));
+                CpuTensor::from_vec(&out.shape, v.collect())
+            }
+            _ => double_as_meant(a.x, out),
+        },
+        || {
+            kit::DfDouble::check_dtype_parity_f64().expect("right on f64");
+            caught(kit::DfDouble::check_dtype_parity_f16(), "DfDouble", "dtype_parity_f16")
+        },
+    );
+    assert!(m.contains("itself on f32") && m.contains("as f16"), "{m}");
+}
+
+#[test]
+fn a_kernel_that_fails_on_u8() {
+    let m = with_kernel_override::<DfDouble, Cpu, _>(
+        |a, out| match a.x.dtype() {
+            DType::U8 => Err(opforge::Error::kernel_failed("u8 forgotten")),
+            _ => double_as_meant(a.x, out),
+        },
+        || caught(kit::DfDouble::check_output_follows_shape_rule_u8(), "DfDouble", "output_follows_shape_rule_u8"),
+    );
+    assert!(m.contains("u8 forgotten"), "{m}");
 }
 
 static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());

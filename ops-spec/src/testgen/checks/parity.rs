@@ -1,13 +1,15 @@
 //! The parity cases of a kernel, one `pub fn` per dtype running them
 //! against a target backend, and their checks: `parity_<dtype>` against
 //! every other backend with the kernel (values compared where they can be
-//! read back), and `threads_<dtype>` on the cpu on 1 thread against 4.
+//! read back), `threads_<dtype>` on the cpu on 1 thread against 4, and,
+//! for f16, bf16, f64 and i64, `dtype_parity_<dtype>`: on the cpu against
+//! the same values in f32 (i32 for i64).
 
 use std::fmt::Write;
 
 use crate::testgen::cases::{parity_cases, parity_range, test_dtypes};
 use crate::testgen::write::{engine_call, input_expr, Module};
-use crate::KernelDef;
+use crate::{DType, KernelDef};
 
 /// Kernel `k`'s parity cases, one function per dtype taking the target
 /// backend: the same calls on the cpu and on the target give the same
@@ -75,5 +77,16 @@ pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef) {
             ),
         );
         m.check(&format!("threads_{}", d.name), true, &format!("            self::{d}(&Target::THREADS);", d = d.name));
+        // The dtypes `opforge::testing::reference_dtype` checks against
+        // another: their values are checked even where no other backend
+        // holds them.
+        let referenced = |d: DType| matches!(d, DType::F16 | DType::BF16 | DType::F64 | DType::I64);
+        if (0..k.inputs.len()).any(|i| referenced(d.input(k, i))) {
+            m.check(
+                &format!("dtype_parity_{}", d.name),
+                true,
+                &format!("            self::{d}(&Target::REFERENCE);", d = d.name),
+            );
+        }
     }
 }

@@ -1,5 +1,6 @@
-//! `special_values` (and `special_values_i32`): the kernel on the special
-//! values of each dtype, every backend agreeing with the cpu.
+//! `special_values` (and `special_values_i32`, `special_values_f16`, ...):
+//! the kernel on the special values of each dtype, every backend agreeing
+//! with the cpu.
 
 use crate::testgen::cases::{gradient_inputs, sample_range, test_dtypes, Case, Dtypes};
 use crate::testgen::exprs::{dtype_expr, f64_expr};
@@ -16,19 +17,21 @@ pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef, case: &Case) 
 }
 
 /// The check of kernel `k` on the special values of dtypes `d` (its name
-/// and body): `special_values` for f32, `special_values_i32` for i32
-/// (`special_values_i32_f32` where a further type variable varies).
+/// and body): `special_values` for f32, `special_values_<dtype>` for the
+/// others (`special_values_i32_f32` where a further type variable varies).
 ///
 /// An elementwise kernel (shape rule `same` or `broadcast`) runs on
 /// `special_combinations`, every value of each input's dtype meeting every
 /// value of the others'; a NaN in its first input must give NaN out, where
-/// it maps f32 to f32 and the spec does not say `drops_nan`. Any other kernel runs on the valid case's inputs
-/// with each special value planted, one at a time, in each f32 or i32
-/// input that is not indices (a NaN meets a convolution's window, an
-/// infinity a reduction's row). Every backend with the kernel must agree
-/// with the cpu (see `opforge::testing::check_special_parity`): the sign
-/// of zero counts where the spec says `signed_zero`, and the gradients of
-/// the differentiable inputs that are f32 are compared too.
+/// it maps a float dtype to itself and the spec does not say `drops_nan`.
+/// Any other kernel runs on the valid case's inputs with each special value
+/// planted, one at a time, in each input that is neither bool nor indices
+/// (a NaN meets a convolution's window, an infinity a reduction's row, an
+/// `i64::MIN` a sum). On the cpu every call returns a result or an error,
+/// and every backend with the kernel that holds the dtypes must agree with
+/// the cpu (see `opforge::testing::check_special_parity`): the sign of
+/// zero counts where the spec says `signed_zero`, and the gradients of the
+/// differentiable float inputs are compared too.
 fn special_check(k: &KernelDef, case: &Case, d: &Dtypes) -> (String, String) {
     let name = &k.name;
     let label = match d.name.as_str() {
@@ -53,17 +56,16 @@ fn special_check(k: &KernelDef, case: &Case, d: &Dtypes) -> (String, String) {
         let exprs: Vec<String> = (0..count)
             .map(|i| input_expr(case, i, dtypes[i], i, &format!("parity_input(SHAPE, DTYPE, {within}, {i})")))
             .collect();
-        let plant =
-            (0..count).map(|i| case.bounds[i].is_none() && matches!(dtypes[i], DType::F32 | DType::I32)).collect();
+        let plant = (0..count).map(|i| case.bounds[i].is_none() && dtypes[i] != DType::Bool).collect();
         (format!("vec![{}]", exprs.join(", ")), plant)
     };
-    let grad: Vec<usize> = gradient_inputs(k, case).into_iter().filter(|&i| dtypes[i] == DType::F32).collect();
+    let grad: Vec<usize> = gradient_inputs(k, case).into_iter().filter(|&i| dtypes[i].is_float()).collect();
     // NaN in gives NaN out, where element 0 of the first input is NaN,
     // unless the spec says the kernel may drop it.
     let nan = elementwise
         && !k.drops_nan
-        && d.main == DType::F32
-        && dtypes.first() == Some(&DType::F32)
+        && d.main.is_float()
+        && dtypes.first() == Some(&d.main)
         && k.outputs.len() == 1
         && matches!(k.outputs[0].dtype, OutputDType::SameAsInputs);
     let fields: Vec<String> = case.attrs.iter().map(|(n, v)| format!("{n}: {v}")).collect();
@@ -73,7 +75,7 @@ fn special_check(k: &KernelDef, case: &Case, d: &Dtypes) -> (String, String) {
             let attrs = kernels::{name}Attrs {{ {fields} }};
             let f = |xs: &[&Tensor]| {call};
             {nan}let specials = Specials {{ domain: {domain}, signed_zero: {signed_zero}, grad: &{grad:?} }};
-            for target in targets({name:?}) {{
+            for target in std::iter::once(Target::THREADS).chain(targets({name:?})) {{
                 check_special_parity(&target, {name:?}, &refs, &{plant:?}, &specials, f);
             }}"#,
         fields = fields.join(", "),
