@@ -17,6 +17,57 @@
 use crate::dtype::{bf16, f16, for_dtype, DType, Element, Value};
 use crate::tensor::Tensor;
 
+/// One float type's special values, in [`F32`]'s order: `$v` makes a
+/// value of the type from a float literal (the ordinary values are exact
+/// in every float type; `big`, where the type's `exp` overflows, is
+/// rounded to it), `$bits` one from its bits (`neg_snan`: a negative
+/// signaling NaN with a payload).
+macro_rules! float_specials {
+    ($t:ident, $v:expr, $bits:expr, neg_snan: $snan:expr, big: $big:expr) => {
+        [
+            $t::NAN,
+            $bits($snan),
+            $t::INFINITY,
+            $t::NEG_INFINITY,
+            $v(0.0),
+            $v(-0.0),
+            $t::MIN_POSITIVE_SUBNORMAL,
+            $t::MAX_NEGATIVE_SUBNORMAL,
+            $t::MAX,
+            $t::MIN,
+            $v(1.0),
+            $v(-1.0),
+            $v(0.5),
+            $v(-0.5),
+            $v(2.0),
+            $v(-3.0),
+            $v($big),
+            $v(-$big),
+        ]
+    };
+}
+
+/// The smallest subnormals of the float types, by one name for the macro.
+trait Subnormals {
+    const MIN_POSITIVE_SUBNORMAL: Self;
+    const MAX_NEGATIVE_SUBNORMAL: Self;
+}
+
+macro_rules! subnormals {
+    ($($t:ty => $positive:expr, $negative:expr);*) => {$(
+        impl Subnormals for $t {
+            const MIN_POSITIVE_SUBNORMAL: $t = $positive;
+            const MAX_NEGATIVE_SUBNORMAL: $t = $negative;
+        }
+    )*};
+}
+subnormals!(
+    f32 => f32::from_bits(1), f32::from_bits(0x8000_0001);
+    f64 => f64::from_bits(1), f64::from_bits(0x8000_0000_0000_0001);
+    f16 => f16::from_bits(1), f16::from_bits(0x8001);
+    bf16 => bf16::from_bits(1), bf16::from_bits(0x8001)
+);
+
 /// The f32 values every case draws from: NaN (a quiet one, and a negative
 /// signaling one with a payload, which `pow(1, y)` tells apart), both
 /// infinities, both zeros, the smallest subnormal of each sign, the
@@ -24,97 +75,22 @@ use crate::tensor::Tensor;
 /// -0.5, 2 and -3 (integral exponents of both parities for `pow`, a
 /// fraction for rounding), and +-88.8, where `exp` has overflowed (and
 /// `exp(-88.8)` is subnormal) but `sinh` and `cosh` have not.
-pub const F32: [f32; 18] = [
-    f32::NAN,
-    f32::from_bits(0xff80_0001),
-    f32::INFINITY,
-    f32::NEG_INFINITY,
-    0.0,
-    -0.0,
-    f32::from_bits(1),
-    -f32::from_bits(1),
-    f32::MAX,
-    f32::MIN,
-    1.0,
-    -1.0,
-    0.5,
-    -0.5,
-    2.0,
-    -3.0,
-    88.8,
-    -88.8,
-];
+pub const F32: [f32; 18] =
+    float_specials!(f32, std::convert::identity, f32::from_bits, neg_snan: 0xff80_0001, big: 88.8);
 
-/// The f16 values every case draws from: [`F32`]'s, at f16's scale (a
-/// negative signaling NaN with a payload, the smallest subnormals, the
-/// largest finite value 65504), and +-11.1, where f16's `exp` has
-/// overflowed (and `exp(-11.1)` is subnormal) but `sinh` has not.
-pub const F16: [f16; 18] = [
-    f16::NAN,
-    f16::from_bits(0xfc01),
-    f16::INFINITY,
-    f16::NEG_INFINITY,
-    f16::ZERO,
-    f16::NEG_ZERO,
-    f16::from_bits(1),
-    f16::from_bits(0x8001),
-    f16::MAX,
-    f16::MIN,
-    f16::ONE,
-    f16::NEG_ONE,
-    f16::from_f32_const(0.5),
-    f16::from_f32_const(-0.5),
-    f16::from_f32_const(2.0),
-    f16::from_f32_const(-3.0),
-    f16::from_f32_const(11.1),
-    f16::from_f32_const(-11.1),
-];
+/// The f16 values every case draws from: [`F32`]'s, at f16's scale (the
+/// largest finite value 65504), with +-11.1 for +-88.8: f16's `exp` has
+/// overflowed there (and `exp(-11.1)` is subnormal) but `sinh` has not.
+pub const F16: [f16; 18] = float_specials!(f16, f16::from_f32_const, f16::from_bits, neg_snan: 0xfc01, big: 11.1);
 
 /// The bf16 values every case draws from: [`F32`]'s, at bf16's precision,
 /// with +-89 for +-88.8 (bf16 rounds 88.8 to 88.5, whose `exp` is finite).
-pub const BF16: [bf16; 18] = [
-    bf16::NAN,
-    bf16::from_bits(0xff81),
-    bf16::INFINITY,
-    bf16::NEG_INFINITY,
-    bf16::ZERO,
-    bf16::NEG_ZERO,
-    bf16::from_bits(1),
-    bf16::from_bits(0x8001),
-    bf16::MAX,
-    bf16::MIN,
-    bf16::ONE,
-    bf16::NEG_ONE,
-    bf16::from_f32_const(0.5),
-    bf16::from_f32_const(-0.5),
-    bf16::from_f32_const(2.0),
-    bf16::from_f32_const(-3.0),
-    bf16::from_f32_const(89.0),
-    bf16::from_f32_const(-89.0),
-];
+pub const BF16: [bf16; 18] = float_specials!(bf16, bf16::from_f32_const, bf16::from_bits, neg_snan: 0xff81, big: 89.0);
 
 /// The f64 values every case draws from: [`F32`]'s, at f64's scale, with
 /// +-709.9 for +-88.8.
-pub const F64: [f64; 18] = [
-    f64::NAN,
-    f64::from_bits(0xfff0_0000_0000_0001),
-    f64::INFINITY,
-    f64::NEG_INFINITY,
-    0.0,
-    -0.0,
-    f64::from_bits(1),
-    -f64::from_bits(1),
-    f64::MAX,
-    f64::MIN,
-    1.0,
-    -1.0,
-    0.5,
-    -0.5,
-    2.0,
-    -3.0,
-    709.9,
-    -709.9,
-];
+pub const F64: [f64; 18] =
+    float_specials!(f64, std::convert::identity, f64::from_bits, neg_snan: 0xfff0_0000_0000_0001, big: 709.9);
 
 /// The i32 values every case draws from: both ends of the range, and -1, 0, 1.
 pub const I32: [i32; 5] = [i32::MIN, -1, 0, 1, i32::MAX];
@@ -540,6 +516,18 @@ mod tests {
         let loose = Agreement::ROUNDED.absolute(1e-6);
         assert!(agree(0.0, 4e-10, loose) && agree(-3e-10, 2e-10, loose) && !agree(0.0, 2e-6, loose));
         assert!(!agree(f32::MAX, f32::INFINITY, loose) && !agree(0.0, f32::NAN, loose));
+    }
+
+    #[test]
+    fn every_float_list_holds_its_own_extremes() {
+        assert_eq!(F32[1].to_bits(), 0xff80_0001);
+        assert_eq!(
+            (F16[1].to_bits(), F16[6].to_bits(), F16[7].to_bits(), F16[8].to_f64()),
+            (0xfc01, 1, 0x8001, 65504.0)
+        );
+        assert_eq!((BF16[1].to_bits(), BF16[9], BF16[16].to_f64()), (0xff81, bf16::MIN, 89.0));
+        assert_eq!((F64[6].to_bits(), F64[7].to_bits(), F64[17]), (1, 0x8000_0000_0000_0001, -709.9));
+        assert!(F16[5] == f16::ZERO && F16[5].is_sign_negative() && F16[17].to_f64() < -11.0);
     }
 
     #[test]
