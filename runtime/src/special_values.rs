@@ -21,9 +21,10 @@ use crate::tensor::Tensor;
 /// value of the type from a float literal (the ordinary values are exact
 /// in every float type; `big`, where the type's `exp` overflows, is
 /// rounded to it), `$bits` one from its bits (`neg_snan`: a negative
-/// signaling NaN with a payload).
+/// signaling NaN with a payload; `neg_sub`: the negative subnormal
+/// nearest zero, the sign bit and 1).
 macro_rules! float_specials {
-    ($t:ident, $v:expr, $bits:expr, neg_snan: $snan:expr, big: $big:expr) => {
+    ($t:ident, $v:expr, $bits:expr, neg_snan: $snan:expr, neg_sub: $nsub:expr, big: $big:expr) => {
         [
             $t::NAN,
             $bits($snan),
@@ -31,8 +32,8 @@ macro_rules! float_specials {
             $t::NEG_INFINITY,
             $v(0.0),
             $v(-0.0),
-            $t::MIN_POSITIVE_SUBNORMAL,
-            $t::MAX_NEGATIVE_SUBNORMAL,
+            $bits(1),
+            $bits($nsub),
             $t::MAX,
             $t::MIN,
             $v(1.0),
@@ -47,27 +48,6 @@ macro_rules! float_specials {
     };
 }
 
-/// The smallest subnormals of the float types, by one name for the macro.
-trait Subnormals {
-    const MIN_POSITIVE_SUBNORMAL: Self;
-    const MAX_NEGATIVE_SUBNORMAL: Self;
-}
-
-macro_rules! subnormals {
-    ($($t:ty => $positive:expr, $negative:expr);*) => {$(
-        impl Subnormals for $t {
-            const MIN_POSITIVE_SUBNORMAL: $t = $positive;
-            const MAX_NEGATIVE_SUBNORMAL: $t = $negative;
-        }
-    )*};
-}
-subnormals!(
-    f32 => f32::from_bits(1), f32::from_bits(0x8000_0001);
-    f64 => f64::from_bits(1), f64::from_bits(0x8000_0000_0000_0001);
-    f16 => f16::from_bits(1), f16::from_bits(0x8001);
-    bf16 => bf16::from_bits(1), bf16::from_bits(0x8001)
-);
-
 /// The f32 values every case draws from: NaN (a quiet one, and a negative
 /// signaling one with a payload, which `pow(1, y)` tells apart), both
 /// infinities, both zeros, the smallest subnormal of each sign, the
@@ -75,22 +55,22 @@ subnormals!(
 /// -0.5, 2 and -3 (integral exponents of both parities for `pow`, a
 /// fraction for rounding), and +-88.8, where `exp` has overflowed (and
 /// `exp(-88.8)` is subnormal) but `sinh` and `cosh` have not.
-pub const F32: [f32; 18] =
-    float_specials!(f32, std::convert::identity, f32::from_bits, neg_snan: 0xff80_0001, big: 88.8);
+pub const F32: [f32; 18] = float_specials!(f32, std::convert::identity, f32::from_bits, neg_snan: 0xff80_0001, neg_sub: 0x8000_0001, big: 88.8);
 
 /// The f16 values every case draws from: [`F32`]'s, at f16's scale (the
 /// largest finite value 65504), with +-11.1 for +-88.8: f16's `exp` has
 /// overflowed there (and `exp(-11.1)` is subnormal) but `sinh` has not.
-pub const F16: [f16; 18] = float_specials!(f16, f16::from_f32_const, f16::from_bits, neg_snan: 0xfc01, big: 11.1);
+pub const F16: [f16; 18] =
+    float_specials!(f16, f16::from_f32_const, f16::from_bits, neg_snan: 0xfc01, neg_sub: 0x8001, big: 11.1);
 
 /// The bf16 values every case draws from: [`F32`]'s, at bf16's precision,
 /// with +-89 for +-88.8 (bf16 rounds 88.8 to 88.5, whose `exp` is finite).
-pub const BF16: [bf16; 18] = float_specials!(bf16, bf16::from_f32_const, bf16::from_bits, neg_snan: 0xff81, big: 89.0);
+pub const BF16: [bf16; 18] =
+    float_specials!(bf16, bf16::from_f32_const, bf16::from_bits, neg_snan: 0xff81, neg_sub: 0x8001, big: 89.0);
 
 /// The f64 values every case draws from: [`F32`]'s, at f64's scale, with
 /// +-709.9 for +-88.8.
-pub const F64: [f64; 18] =
-    float_specials!(f64, std::convert::identity, f64::from_bits, neg_snan: 0xfff0_0000_0000_0001, big: 709.9);
+pub const F64: [f64; 18] = float_specials!(f64, std::convert::identity, f64::from_bits, neg_snan: 0xfff0_0000_0000_0001, neg_sub: 0x8000_0000_0000_0001, big: 709.9);
 
 /// The i32 values every case draws from: both ends of the range, and -1, 0, 1.
 pub const I32: [i32; 5] = [i32::MIN, -1, 0, 1, i32::MAX];
