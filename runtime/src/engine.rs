@@ -493,7 +493,7 @@ fn left_to_cpu<K: KernelSpec>(e: Error, call: &KernelCall<'_>) -> Result<Tensors
 /// The spec's checks and shape rule; a panic inside a rule (a user's
 /// shape function, say) is an error naming it rather than a panic
 /// escaping the op. The built-in rules use checked arithmetic and do not
-/// panic (`tests/hardening.rs` drives them with extreme integers).
+/// panic (`tests/suite/hardening.rs` drives them with extreme integers).
 #[inline]
 fn infer<K: KernelSpec>(
     inputs: &[&Tensor],

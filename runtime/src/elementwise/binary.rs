@@ -12,7 +12,7 @@
 //! # Special values
 //!
 //! The `wgpu` kernels give the same results as these, IEEE 754's wherever
-//! it defines one (`tests/special_values.rs` holds both to it):
+//! it defines one (`tests/suite/special_values.rs` holds both to it):
 //!
 //! - **Comparisons**: NaN is unordered. `Equal`, `Less`, `LessEqual`,
 //!   `Greater` and `GreaterEqual` with a NaN operand are false and

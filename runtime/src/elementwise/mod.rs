@@ -3,7 +3,7 @@
 //! rule. From a row come the kernel's cpu kernel, its wgpu kernel, its
 //! gradient and its fused form, so that they cannot disagree: a fused op
 //! and the same body run op by op compute the same bits, first and second
-//! derivatives included (`tests/elementwise.rs` holds them to it).
+//! derivatives included (`tests/suite/elementwise.rs` holds them to it).
 //!
 //! Hand-written code stays where a row cannot say it: the bool kernels
 //! (`LogicalAnd`, `LogicalOr`, `LogicalXor`, `LogicalNot`, in the

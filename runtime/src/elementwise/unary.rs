@@ -13,7 +13,7 @@
 //! # Special values
 //!
 //! The `wgpu` kernels give the same results as these, IEEE 754's wherever
-//! it defines one; `tests/special_values.rs` runs both backends on NaN,
+//! it defines one; `tests/suite/special_values.rs` runs both backends on NaN,
 //! the infinities, both zeros, subnormals, the largest floats and the ends
 //! of each kernel's domain, gradients included.
 //!

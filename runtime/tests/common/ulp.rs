@@ -1,6 +1,6 @@
 //! Distance between f32 values in units in the last place, shared by the
 //! accuracy tests of `vmath` (its unit tests include this file by path) and
-//! `tests/vmath_accuracy.rs`.
+//! `tests/suite/vmath_accuracy.rs`.
 
 /// Position of `x` among f32 values in order, ±0 both at 0.
 pub fn ordinal(x: f32) -> i64 {

@@ -9,7 +9,7 @@
 //! # Special values
 //!
 //! The `wgpu` kernels give the same results as these
-//! (`tests/special_values.rs` holds both to it, over short rows, long
+//! (`tests/suite/special_values.rs` holds both to it, over short rows, long
 //! ones and columns):
 //!
 //! - **NaN** anywhere in a reduced run gives NaN in `Sum`, `Mean`,

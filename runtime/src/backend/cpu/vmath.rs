@@ -22,7 +22,7 @@
 //! Maximum error against the f64 function rounded to f32, in ULPs of f32
 //! (distance between bit patterns in value order, ±0 equal). Measured over
 //! all 2^32 inputs, for both copies, by the ignored test `exhaustive_all`
-//! below (minutes in release); the unit tests and `tests/vmath_accuracy.rs`
+//! below (minutes in release); the unit tests and `tests/suite/vmath_accuracy.rs`
 //! (every 257th bit pattern, through the public ops) assert the same bounds.
 //!
 //! | function  | portable | AVX2+FMA | where it holds |
@@ -463,7 +463,7 @@ fn exp_shifted_in<const FMA: bool>(src: &[f32], dst: &mut [f32], shift: f32) {
     }
 }
 
-/// The ULP distance the accuracy tests use, shared with `tests/vmath_accuracy.rs`.
+/// The ULP distance the accuracy tests use, shared with `tests/suite/vmath_accuracy.rs`.
 #[cfg(test)]
 #[path = "../../../tests/common/ulp.rs"]
 mod ulp;

@@ -6,7 +6,7 @@
 //! The compiled backward (`vjp_eval`) is held to the interpreted program,
 //! and each row's f32 element function to its f64 one.
 
-mod common;
+use crate::common;
 
 use std::sync::LazyLock;
 

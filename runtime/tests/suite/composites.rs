@@ -3,7 +3,7 @@
 //! `layer_norm`): their gradients against finite differences, and their
 //! errors, named by the composite.
 
-mod common;
+use crate::common;
 
 use common::backends;
 use opforge::{ops, Tensor};

@@ -3,7 +3,7 @@
 //! im2col and window walks), on the cpu and on wgpu; their errors; and a
 //! small CNN's gradients.
 
-mod common;
+use crate::common;
 
 use common::backends;
 use opforge::kernels::Padding;

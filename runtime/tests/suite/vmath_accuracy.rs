@@ -11,7 +11,7 @@
 
 use opforge::{ops, Result, Tensor};
 
-#[path = "common/ulp.rs"]
+#[path = "../common/ulp.rs"]
 mod ulp;
 use ulp::ulps;
 

@@ -2,7 +2,7 @@
 //! Rust shape functions: their values, their errors, and their gradients,
 //! each the other's adjoint, on the cpu and on wgpu.
 
-mod common;
+use crate::common;
 
 use common::backends;
 use opforge::{ops, BackendId, Error, Tensor};

@@ -2,7 +2,7 @@
 //! errors, and the backend they run on, the default one, which
 //! `with_default_backend` sets for one thread.
 
-mod common;
+use crate::common;
 
 use common::backends;
 use opforge::{ops, BackendId, DType, Error, Tensor};

@@ -2,7 +2,7 @@
 //! mixed booleans, NaN, long reductions that take several passes on wgpu,
 //! and `Prod`'s gradient where a group holds zeros.
 
-mod common;
+use crate::common;
 
 use common::backends;
 use opforge::{grad, ops, Tensor};

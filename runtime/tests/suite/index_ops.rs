@@ -2,7 +2,7 @@
 //! against plain-loop references; sizes above the cpu backend's parallel
 //! threshold (2^15 elements) run the rayon paths too.
 
-mod common;
+use crate::common;
 
 use common::{broadcast_offset, error_of, f64s, ints, norm_axis, unravel, Arr, Rng};
 use opforge::{ops, DType, Error, Tensor};

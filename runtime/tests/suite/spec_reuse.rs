@@ -15,9 +15,9 @@ dtypes = ["f32"]
 shape = "same(x)"
 non_differentiable = "declared so by TF.js's survey"
 
-[Cube]
-op = "cube"
-doc = "Cubes each element."
+[Quartic]
+op = "quartic"
+doc = "Raises each element to the fourth power."
 inputs = ["x"]
 dtypes = ["f32"]
 shape = "same(x)"
@@ -40,7 +40,7 @@ fn a_reused_kernel_is_opforges_and_the_others_are_the_specs() {
     let sqrts: Vec<_> = opforge::registry::specs().iter().filter(|s| s.name == "Sqrt").collect();
     assert_eq!((sqrts.len(), sqrts[0].crate_name), (1, "opforge"));
     // The spec's own kernels are its own.
-    assert_eq!(<tfjs::Cube as KernelSpec>::NAME, "Cube");
-    let cube = opforge::registry::spec("Cube").unwrap();
-    assert_eq!(cube.crate_name, "spec_reuse");
+    assert_eq!(<tfjs::Quartic as KernelSpec>::NAME, "Quartic");
+    let quartic = opforge::registry::spec("Quartic").unwrap();
+    assert_eq!(quartic.crate_name, "suite");
 }

@@ -14,7 +14,7 @@
 //! plain reference on data of its own (sorted rows with repeats and NaN,
 //! bands of every width, every dtype).
 
-mod common;
+use crate::common;
 
 use common::{backends, Rng};
 use opforge::kernels::{Activation, DataFormat, DimRoundingMode, Padding, Side};

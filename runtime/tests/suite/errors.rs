@@ -2,7 +2,7 @@
 //! the op, kernel, backend and the inputs' dtypes and shapes; and `Display`
 //! of tensors follows TF.js's `print()` layout.
 
-mod common;
+use crate::common;
 
 use common::{error_of, Rng, BINARY_OPS};
 use opforge::{ops, DType, Error, Tensor};

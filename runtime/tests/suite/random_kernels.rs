@@ -1,7 +1,7 @@
 //! `RandomUniform`, `Multinomial` and `ops::dropout`: the same draws on
 //! every backend for a seed, and the distributions they promise.
 
-mod common;
+use crate::common;
 
 use common::backends;
 use opforge::{ops, BackendId, Tensor};

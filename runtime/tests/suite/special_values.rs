@@ -32,7 +32,7 @@ type Attrs = Box<dyn Any + Send + Sync>;
 
 /// The built-in spec.
 fn spec() -> opforge_spec::Spec {
-    opforge_spec::parse(include_str!("../../ops-spec/ops.toml"), "ops.toml").expect("the built-in spec parses")
+    opforge_spec::parse(include_str!("../../../ops-spec/ops.toml"), "ops.toml").expect("the built-in spec parses")
 }
 
 /// Whether the kernel is elementwise: its shape rule copies or broadcasts its inputs.
@@ -329,7 +329,7 @@ fn every_elementwise_kernel_has_attrs() {
         .filter(|k| elementwise(k) && attrs_of(&k.name).is_none())
         .map(|k| k.name.clone())
         .collect();
-    assert!(missing.is_empty(), "add attrs for {missing:?} to `attrs_of` in tests/special_values.rs");
+    assert!(missing.is_empty(), "add attrs for {missing:?} to `attrs_of` in tests/suite/special_values.rs");
 }
 
 #[test]

@@ -3,7 +3,7 @@
 //! rules (and the spec's dtypes) reject the call, or a tensor of the shape and
 //! dtype those rules give, holding the reference values. Never a panic.
 
-mod common;
+use crate::common;
 
 use std::panic::{catch_unwind, AssertUnwindSafe};
 

@@ -2,7 +2,7 @@
 //! (`ops::stack`) and `AddN` through their ops on every backend, their
 //! errors, and their gradients through autodiff, one per tensor of the list.
 
-mod common;
+use crate::common;
 
 use common::backends;
 use opforge::{grads, ops, BackendId, Tensor};

@@ -535,7 +535,8 @@ fn whole(path: &Path, what: &str) -> u64 {
 /// moment, the checkpoint is one save's, whole.
 #[test]
 fn a_save_killed_at_any_moment_leaves_the_previous_checkpoint_whole() {
-    const NAME: &str = "a_save_killed_at_any_moment_leaves_the_previous_checkpoint_whole";
+    // Its name in the suite (`checkpoint::...`), as `--exact` matches it.
+    const NAME: &str = "checkpoint::a_save_killed_at_any_moment_leaves_the_previous_checkpoint_whole";
     if let Some(path) = std::env::var_os(SAVER) {
         let first = std::env::var("OPFORGE_TEST_CHECKPOINT_FIRST").unwrap().parse().unwrap();
         save_until_killed(Path::new(&path), first);

@@ -3,7 +3,7 @@
 //! and for inputs of the wrong dtype, and their gradients, on the cpu and on
 //! wgpu.
 
-mod common;
+use crate::common;
 
 use common::backends;
 use opforge::{ops, BackendId, Error, Tensor};

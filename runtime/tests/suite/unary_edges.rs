@@ -1,7 +1,7 @@
 //! The unary kernels at the values their generated tests do not draw:
 //! halves, zeros, NaN, tiny and huge inputs, on the cpu and on wgpu.
 
-mod common;
+use crate::common;
 
 use common::backends;
 use opforge::{ops, BackendId, Tensor};

@@ -9,8 +9,8 @@ use opforge::{registry, Error, Tensor};
 
 opforge::spec!(
     inline = r#"
-[Halve]
-op = "halve"
+[Shrink]
+op = "shrink"
 doc = "Should keep its input's shape; the kernel below does not."
 inputs = ["x"]
 dtypes = ["f32"]
@@ -102,29 +102,29 @@ fn a_data_dependent_kernel_past_its_bound_is_reported_in_every_build() {
 
 #[test]
 fn a_kernel_returning_the_wrong_shape_is_reported() {
-    registry::register_kernel::<Halve, Cpu>(|args, _out| {
+    registry::register_kernel::<Shrink, Cpu>(|args, _out| {
         let v = args.x.as_slice::<f32>()?;
         CpuTensor::from_vec(&[v.len() / 2], v[..v.len() / 2].to_vec())
     })
     .unwrap();
     let x = Tensor::from_vec(vec![1.0f32, 2.0, 3.0, 4.0], &[4]).unwrap();
-    let err = halve(&x).unwrap_err();
-    assert!(matches!(err, Error::KernelContract { kernel: "Halve", .. }), "{err}");
+    let err = shrink(&x).unwrap_err();
+    assert!(matches!(err, Error::KernelContract { kernel: "Shrink", .. }), "{err}");
     assert_eq!(
         err.to_string(),
-        "op `halve` (kernel `Halve`, backend `cpu`): the kernel returned f32[2], but its spec's shape rule gives \
+        "op `shrink` (kernel `Shrink`, backend `cpu`): the kernel returned f32[2], but its spec's shape rule gives \
          f32[4]; inputs: x: f32[4]"
     );
 
     // The wrong dtype, in the right shape.
-    let err = registry::with_kernel_override::<Halve, Cpu, _>(
+    let err = registry::with_kernel_override::<Shrink, Cpu, _>(
         |args, _out| CpuTensor::from_vec(args.x.shape(), vec![1i32; args.x.shape()[0]]),
-        || halve(&x),
+        || shrink(&x),
     )
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "op `halve` (kernel `Halve`, backend `cpu`): the kernel returned i32[4], but its spec's shape rule gives \
+        "op `shrink` (kernel `Shrink`, backend `cpu`): the kernel returned i32[4], but its spec's shape rule gives \
          f32[4]; inputs: x: f32[4]"
     );
 }

@@ -4,7 +4,7 @@
 //! its shapes, its gradient by finite differences and the backends against
 //! each other; these check that the numbers are the summation's.
 
-mod common;
+use crate::common;
 
 use common::backends;
 use opforge::{grads, ops, BackendId, DType, Tensor};

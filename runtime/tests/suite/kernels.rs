@@ -4,7 +4,7 @@
 //! Sizes above the cpu backend's parallel threshold (2^15 elements) are
 //! included so the rayon paths run too.
 
-mod common;
+use crate::common;
 
 use common::*;
 use opforge::{ops, DType, Result, Tensor};

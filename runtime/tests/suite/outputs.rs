@@ -3,7 +3,7 @@
 //! data (`Where`, `Unique`): their ops on every backend, their errors, and
 //! autodiff through nodes of several outputs, where only some are used.
 
-mod common;
+use crate::common;
 
 use common::backends;
 use opforge::{grad, grads, kernels, ops, BackendId, Engine, Error, Tensor};

@@ -3,7 +3,7 @@
 //! the errors. Skips (loudly) without an adapter unless
 //! `OPFORGE_REQUIRE_GPU=1`, which CI sets.
 
-mod common;
+use crate::common;
 
 use common::BINARY_OPS;
 use opforge::backend::cpu::CpuTensor;
@@ -13,7 +13,7 @@ use opforge::{ops, BackendId, DType, Error, Result, Tensor, TensorMeta};
 #[track_caller]
 fn gpu() -> Option<()> {
     let caller = std::panic::Location::caller();
-    opforge::backend::wgpu::adapter_or_skip(&format!("tests/wgpu.rs:{}", caller.line())).then_some(())
+    opforge::backend::wgpu::adapter_or_skip(&format!("tests/suite/wgpu.rs:{}", caller.line())).then_some(())
 }
 
 fn on_gpu(t: &Tensor) -> Tensor {

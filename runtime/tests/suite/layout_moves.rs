@@ -1,7 +1,7 @@
 //! `Reverse`, `Tile`, `DepthToSpace` and `SpaceToDepth` against their
 //! definitions on every backend, and their errors.
 
-mod common;
+use crate::common;
 
 use common::backends;
 use opforge::{ops, Tensor};

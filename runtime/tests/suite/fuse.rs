@@ -3,7 +3,7 @@
 //! cpu and on wgpu, and what runs (one kernel; `fuse_dispatches.rs` counts
 //! the dispatches).
 
-mod common;
+use crate::common;
 
 use opforge::backend::cpu::CpuTensor;
 use opforge::fuse::{self, Algebra, Builder, Form, Fusable, Val};

@@ -30,9 +30,9 @@ pub fn register_halve() {
 mod kit {
     opforge::spec_tests!(
         "tests/specs/halve.toml",
-        kernels = crate::bound,
+        kernels = crate::kit_options::bound,
         tests = false,
-        setup = crate::register_halve,
+        setup = crate::kit_options::register_halve,
         backends = ["cpu"]
     );
 }
