@@ -294,6 +294,25 @@ impl DType {
         DType::class("float").is_some_and(|floats| floats.contains(&self))
     }
 
+    /// The dtype the kit checks this one's values against on the cpu, the
+    /// same values computed there (`dtype_parity_<dtype>`): f32 for f16,
+    /// bf16 and f64, i32 for i64; none for the others (u8's wrapping is not
+    /// i32's). `opforge::testing::reference_dtype` is held to it.
+    ///
+    /// ```
+    /// use opforge_spec::DType;
+    /// assert_eq!(DType::BF16.reference(), Some(DType::F32));
+    /// assert_eq!(DType::I64.reference(), Some(DType::I32));
+    /// assert_eq!(DType::U8.reference(), None);
+    /// ```
+    pub fn reference(self) -> Option<DType> {
+        match self {
+            DType::F16 | DType::BF16 | DType::F64 => Some(DType::F32),
+            DType::I64 => Some(DType::I32),
+            DType::F32 | DType::I32 | DType::Bool | DType::U8 => None,
+        }
+    }
+
     /// The members of a class ([`DTYPE_CLASSES`]) by its name.
     ///
     /// ```

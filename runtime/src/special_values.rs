@@ -1,5 +1,5 @@
 //! The special values of each dtype, and a comparison of two backends'
-//! results that treats them as IEEE 754 does: what `tests/special_values.rs`
+//! results that treats them as IEEE 754 does: what `tests/suite/special_values.rs`
 //! runs every elementwise kernel, reduction and pool on, public so that
 //! other suites (a backend's own, the generated parity cases) can draw the
 //! same values and judge agreement the same way.
@@ -275,6 +275,27 @@ pub fn min_normal(dtype: DType) -> f64 {
         DType::BF16 | DType::F32 => 2f64.powi(-126),
         DType::F64 => f64::MIN_POSITIVE,
         _ => 0.0,
+    }
+}
+
+/// The largest finite value of a dtype: 65504 for f16, `f32::MAX` for f32,
+/// `i64::MAX` for i64 (rounded to f64), 1 for bool.
+///
+/// ```
+/// use opforge::{special_values::max_finite, DType};
+/// assert_eq!(max_finite(DType::F16), 65504.0);
+/// assert_eq!(max_finite(DType::U8), 255.0);
+/// ```
+pub fn max_finite(dtype: DType) -> f64 {
+    match dtype {
+        DType::F32 => f64::from(f32::MAX),
+        DType::F16 => crate::dtype::f16::MAX.to_f64(),
+        DType::BF16 => crate::dtype::bf16::MAX.to_f64(),
+        DType::F64 => f64::MAX,
+        DType::I32 => f64::from(i32::MAX),
+        DType::I64 => i64::MAX as f64,
+        DType::U8 => f64::from(u8::MAX),
+        DType::Bool => 1.0,
     }
 }
 

@@ -1,7 +1,6 @@
 //! The spec's examples on every backend, and the names errors give.
 
 use super::check::CallRefs;
-use super::check::Shown;
 use super::parity::{targets, Target};
 use crate::backend_id::BackendId;
 use crate::dtype::DType;
@@ -106,10 +105,8 @@ fn example(
         if !outputs_held || !super::parity::holds(backend, inputs.iter().copied()) {
             continue;
         }
-        let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(backend).shown()).collect();
-        let there = || crate::engine::with_fallback(false, || f(&moved.iter().collect::<Vec<_>>()));
-        let ys = crate::backend::with_default_backend(backend, there)
-            .and_then(|r| r)
+        let moved = super::parity::moved_to(backend, inputs);
+        let ys = super::parity::on(backend, || f(&moved.iter().collect::<Vec<_>>()))
             .unwrap_or_else(|e| panic!("{label} on {backend}: {e}"));
         let shapes: Vec<Vec<usize>> = ys.iter().map(|y| y.shape().to_vec()).collect();
         if data_dependent {

@@ -7,7 +7,7 @@ use super::special::assert_values;
 use crate::backend_id::BackendId;
 use crate::dtype::{for_dtype, DType, Element};
 use crate::registry;
-use crate::special_values::{agree_as, Agreement};
+use crate::special_values::{agree_as, max_finite, Agreement};
 use crate::tensor::Tensor;
 
 /// The backend the parity cases compare with the cpu.
@@ -45,7 +45,9 @@ impl Target {
 
 /// The dtype the kit checks values of `dtype` against on the cpu
 /// ([`Target::REFERENCE`]): f32 for f16, bf16 and f64, i32 for i64; none
-/// for the others (u8's wrapping differs from i32's).
+/// for the others (u8's wrapping differs from i32's). The generator picks
+/// the kernels to check by `opforge_spec::DType::reference`, to which the
+/// suite's `tests/suite/dtypes.rs` holds this.
 ///
 /// ```
 /// use opforge::{testing::reference_dtype, DType};
@@ -181,6 +183,18 @@ pub(super) fn holds<'a>(backend: BackendId, tensors: impl IntoIterator<Item = &'
     tensors.into_iter().all(|t| held.contains(t.dtype()))
 }
 
+/// Copies of `tensors` on `backend`.
+pub(super) fn moved_to(backend: BackendId, tensors: &[&Tensor]) -> Vec<Tensor> {
+    tensors.iter().map(|t| t.to_backend(backend).shown()).collect()
+}
+
+/// `g` run with `backend` the default, so that a kernel without inputs
+/// runs there too, and the cpu fallback off, so that what ran is the
+/// backend's own kernel.
+pub(super) fn on<T>(backend: BackendId, g: impl FnOnce() -> crate::error::Result<T>) -> crate::error::Result<T> {
+    crate::backend::with_default_backend(backend, || crate::engine::with_fallback(false, g)).and_then(|r| r)
+}
+
 /// Runs `f` on `inputs` on the cpu and on copies of them on
 /// `target.backend`: each output lives there with the cpu's shape and
 /// dtype, and, where `target.values`, agrees in value (floats within
@@ -218,12 +232,9 @@ fn parity(target: &Target, case: &str, inputs: &[&Tensor], f: CallRefs<'_>) {
     if !holds(backend, inputs.iter().copied().chain(&wants)) {
         return;
     }
-    let moved: Vec<Tensor> = inputs.iter().map(|t| t.to_backend(backend).shown()).collect();
-    // A kernel without inputs runs on the default backend.
-    let there = || crate::engine::with_fallback(false, || f(&moved.iter().collect::<Vec<_>>()));
-    let gots = crate::backend::with_default_backend(backend, there)
-        .and_then(|r| r)
-        .unwrap_or_else(|e| panic!("{case} on {backend}: {e}"));
+    let moved = moved_to(backend, inputs);
+    let gots =
+        on(backend, || f(&moved.iter().collect::<Vec<_>>())).unwrap_or_else(|e| panic!("{case} on {backend}: {e}"));
     assert_eq!(gots.len(), wants.len(), "{case}: outputs");
     for (o, (want, got)) in wants.iter().zip(&gots).enumerate() {
         assert_eq!(got.backend(), backend, "{case}");
@@ -266,7 +277,7 @@ fn reference(case: &str, inputs: &[&Tensor], f: CallRefs<'_>) {
         // Past the square root of the largest finite value, a product may
         // overflow in one dtype and not the other (a running product past
         // f32's range and back, in f64): an infinity there agrees.
-        let large = largest(coarse).sqrt();
+        let large = if coarse.is_float() { max_finite(coarse).sqrt() } else { f64::INFINITY };
         let clip = |v: f64| if v.abs() >= large { f64::INFINITY.copysign(v) } else { v };
         let rounding = f64::from(Agreement::rounded(coarse).relative);
         assert_values(&want, &got, format_args!("{case}, output {o}: {w} vs itself on {g}"), |ws, gs| {
@@ -276,16 +287,6 @@ fn reference(case: &str, inputs: &[&Tensor], f: CallRefs<'_>) {
                 assert!(close, "{case}, output {o}, element {i}: {w} {w_}, itself on {g} {g_} (as {coarse})");
             }
         });
-    }
-}
-
-/// The largest finite value of a float dtype.
-fn largest(dtype: DType) -> f64 {
-    match dtype {
-        DType::F16 => crate::dtype::f16::MAX.to_f64(),
-        DType::BF16 => crate::dtype::bf16::MAX.to_f64(),
-        DType::F64 => f64::MAX,
-        _ => f64::from(f32::MAX),
     }
 }
 

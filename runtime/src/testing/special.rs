@@ -191,10 +191,11 @@ fn show_bits(v: u64, dtype: DType) -> String {
 
 /// Runs `f` (one kernel's call, `kernel` in failures) on special values,
 /// on the cpu and on `target`, and requires the same results of both: each
-/// output of the same meta, f32 values agreeing as IEEE 754 makes them
+/// output of the same meta, float values agreeing as IEEE 754 makes them
 /// (NaN with NaN whatever its payload, an infinity, a zero or a subnormal
 /// only with itself, the sign of a zero only where `specials.signed_zero`,
-/// normal values within shader rounding), i32 and bool exactly; a target
+/// normal values within their dtype's rounding, [`Agreement::rounded`]),
+/// integers and bool exactly; a target
 /// that flushes subnormals to zero, as WGSL allows and NVIDIA's driver
 /// does, agrees too where its result is the cpu's with subnormals flushed
 /// in the inputs or the results; and the
@@ -295,9 +296,7 @@ fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Speci
         return;
     }
     let moved: Vec<Tensor> = xs.iter().map(|t| t.to_backend(backend).shown()).collect();
-    let there = |g: &dyn Fn() -> crate::error::Result<Vec<Tensor>>| {
-        crate::backend::with_default_backend(backend, || crate::engine::with_fallback(false, g)).and_then(|r| r)
-    };
+    let there = |g: &dyn Fn() -> crate::error::Result<Vec<Tensor>>| super::parity::on(backend, g);
     let wants = match call(xs).map_err(|e| not_a_panic(case, e)) {
         Ok(w) => w,
         Err(e) => {

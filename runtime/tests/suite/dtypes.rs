@@ -78,6 +78,12 @@ fn dtypes_have_their_names_sizes_and_classes() {
     assert!(float.eq(DType::ALL.iter().filter(|d| d.is_float()).map(|d| d.name())));
     let int = opforge_spec::DType::class("int").unwrap().iter().map(|d| d.name());
     assert!(int.eq(DType::ALL.iter().filter(|d| d.is_int()).map(|d| d.name())));
+    // The generator decides which kernels get a `dtype_parity_` check by the
+    // spec's rule; the check runs by the runtime's.
+    for d in opforge_spec::DType::ALL {
+        let runtime = opforge::testing::reference_dtype(DType::from_name(d.name()).unwrap());
+        assert_eq!(runtime.map(|r| r.name()), d.reference().map(|r| r.name()), "{}", d.name());
+    }
 }
 
 /// The half value nearest `v` by IEEE 754 (ties to even; past the largest

@@ -9,7 +9,7 @@ use std::fmt::Write;
 
 use crate::testgen::cases::{parity_cases, parity_range, test_dtypes};
 use crate::testgen::write::{engine_call, input_expr, Module};
-use crate::{DType, KernelDef};
+use crate::KernelDef;
 
 /// Kernel `k`'s parity cases, one function per dtype taking the target
 /// backend: the same calls on the cpu and on the target give the same
@@ -77,11 +77,9 @@ pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef) {
             ),
         );
         m.check(&format!("threads_{}", d.name), true, &format!("            self::{d}(&Target::THREADS);", d = d.name));
-        // The dtypes `opforge::testing::reference_dtype` checks against
-        // another: their values are checked even where no other backend
-        // holds them.
-        let referenced = |d: DType| matches!(d, DType::F16 | DType::BF16 | DType::F64 | DType::I64);
-        if (0..k.inputs.len()).any(|i| referenced(d.input(k, i))) {
+        // The dtypes checked against another (`DType::reference`): their
+        // values are checked even where no other backend holds them.
+        if (0..k.inputs.len()).any(|i| d.input(k, i).reference().is_some()) {
             m.check(
                 &format!("dtype_parity_{}", d.name),
                 true,
