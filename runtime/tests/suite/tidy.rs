@@ -11,6 +11,9 @@
 //!   the code cannot part; the few arrows that run back up are listed in
 //!   [`EXCEPTIONS`] and explained there.
 //! - **`mod.rs` only declares and re-exports**: modules, `use`s and docs.
+//! - **The suite shares one process** (`tests/suite/main.rs`): no file of
+//!   it names what the whole process shares ([`PROCESS_WIDE`]), and the
+//!   specs and kernels its files declare leave `registry::check()` empty.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -336,4 +339,62 @@ fn the_readers_find_what_they_look_for() {
     assert!(layer_of(&layers, "dtype.rs") < layer_of(&layers, "engine.rs"));
     let seeded = "//! Docs.\nmod a;\npub use a::{\n    B,\n    C,\n};\n#[macro_use]\nmod m;\nfn defined() {}\n";
     assert_eq!(definitions(seeded), [(9, "fn defined() {}".to_owned())]);
+}
+
+/// What a test names that changes or reads state the whole process
+/// shares, so that it needs a binary of its own (`tests/*.rs`), not the
+/// suite: a declared backend, a static or run-time override of a built-in
+/// kernel or gradient, an unregistration, the default backend, the debug
+/// and fallback switches for the whole process, the pool and the memory
+/// and dispatch counters.
+const PROCESS_WIDE: &[&str] = &[
+    "#[opforge::backend(",
+    ", override)]",
+    "override_kernel::<",
+    "override_gradient::<",
+    "unregister_kernel(",
+    "unregister_gradient(",
+    "set_default_backend(",
+    "set_fallback(",
+    "set_debug(",
+    "set_pool_limit(",
+    "trim_pool(",
+    "reset_peak(",
+    "memory()",
+    "counters()",
+];
+
+/// The [`PROCESS_WIDE`] names `source` has, with their lines.
+fn process_wide(source: &str) -> Vec<(usize, &'static str)> {
+    let lines = source.lines().enumerate();
+    lines.flat_map(|(n, l)| PROCESS_WIDE.iter().filter(move |p| l.contains(**p)).map(move |p| (n + 1, *p))).collect()
+}
+
+#[test]
+fn the_suite_names_nothing_the_whole_process_shares() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/suite");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        // This file names them to look for them.
+        if name == "tidy.rs" || !name.ends_with(".rs") {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).unwrap();
+        found.extend(process_wide(&source).into_iter().map(|(n, p)| format!("tests/suite/{name}:{n}: `{p}`")));
+    }
+    assert!(
+        found.is_empty(),
+        "a test of the suite must not touch what the process shares; move it to tests/:\n{}",
+        found.join("\n")
+    );
+    // A seeded one is found.
+    assert_eq!(process_wide("fn f() {}\n#[kernel(Neg, cpu, override)]\n"), [(2, ", override)]")]);
+}
+
+#[test]
+fn the_suites_specs_and_kernels_leave_the_registry_consistent() {
+    let problems: Vec<String> = opforge::registry::check().iter().map(ToString::to_string).collect();
+    assert!(problems.is_empty(), "{problems:#?}");
 }
