@@ -3,8 +3,9 @@
 //! Each file here is a module of this one test binary, so the suite links
 //! opforge, wgpu and naga once rather than once a file: some 40 binaries of
 //! 44 MB each were most of a cold CI run's disk and a good part of its link
-//! time. The files beside this folder (`tests/*.rs`) are binaries of their
-//! own, because each reads or sets something the whole process shares:
+//! time. The files beside this folder (`tests/*.rs`, and `tests/alone/`,
+//! whose tests take one lock) are binaries of their own, because each
+//! reads or sets something the whole process shares:
 //! the memory and pool counters, the wgpu dispatch counter, the default
 //! backend, a backend it declares, a static kernel it unregisters or
 //! overrides, a kernel name two specs declare, the registry's whole table;

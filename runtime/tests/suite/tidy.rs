@@ -13,7 +13,8 @@
 //! - **`mod.rs` only declares and re-exports**: modules, `use`s and docs.
 //! - **The suite shares one process** (`tests/suite/main.rs`): no file of
 //!   it names what the whole process shares ([`PROCESS_WIDE`]), and the
-//!   specs and kernels its files declare leave `registry::check()` empty.
+//!   specs and kernels its files declare leave `registry::check()` empty;
+//!   and each test of `tests/alone/` takes `alone()` first.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -397,4 +398,27 @@ fn the_suite_names_nothing_the_whole_process_shares() {
 fn the_suites_specs_and_kernels_leave_the_registry_consistent() {
     let problems: Vec<String> = opforge::registry::check().iter().map(ToString::to_string).collect();
     assert!(problems.is_empty(), "{problems:#?}");
+}
+
+/// The tests of `source` whose first line does not take `crate::alone()`.
+fn not_alone(source: &str) -> Vec<String> {
+    let lines: Vec<&str> = source.lines().collect();
+    let tests = lines.windows(3).filter(|w| w[0].trim() == "#[test]");
+    tests.filter(|w| !w[2].contains("crate::alone()")).map(|w| w[1].trim().to_owned()).collect()
+}
+
+#[test]
+fn every_test_of_the_alone_binary_runs_alone() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/alone");
+    let mut found = Vec::new();
+    let mut tests = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let source = std::fs::read_to_string(entry.unwrap().path()).unwrap();
+        tests += source.matches("#[test]").count();
+        found.extend(not_alone(&source));
+    }
+    assert!(tests >= 6, "{tests} tests read in tests/alone");
+    assert!(found.is_empty(), "tests of tests/alone/ that do not take `crate::alone()` first: {found:?}");
+    // A seeded one is found.
+    assert_eq!(not_alone("#[test]\nfn counts() {\n    let x = 1;\n}\n"), ["fn counts() {"]);
 }

@@ -1,7 +1,7 @@
 //! The cpu buffer pool: large outputs reuse freed buffers, the pool stays
 //! within its bound, `trim_pool` empties it, and a reused buffer's old
-//! contents never leak into a result. One test in its own binary: the pool
-//! is global, so tests running beside it would move its counts.
+//! contents never leak into a result. The pool is global, so the test runs
+//! alone: tests running beside it would move its counts.
 
 use opforge::{memory, ops, set_pool_limit, trim_pool, DType, Tensor};
 
@@ -17,6 +17,7 @@ fn live() -> (usize, usize) {
 
 #[test]
 fn pool_reuses_bounds_and_trims() {
+    let _alone = crate::alone();
     trim_pool();
     assert_eq!(pooled(), (0, 0));
     let before = live();

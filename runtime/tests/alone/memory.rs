@@ -1,5 +1,5 @@
 //! `opforge::memory()` counts live buffers and returns to its previous count
-//! once tensors drop. One test in its own binary: the counters are global, so
+//! once tensors drop. The counters are global, so the test runs alone:
 //! tests running beside it would move them.
 
 use opforge::{memory, ops, DType, Tensor};
@@ -12,6 +12,7 @@ fn cpu() -> (usize, usize) {
 
 #[test]
 fn memory_returns_to_its_previous_count() {
+    let _alone = crate::alone();
     let before = cpu();
 
     let a = Tensor::zeros(&[256], DType::F32).unwrap();

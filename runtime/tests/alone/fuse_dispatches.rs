@@ -1,11 +1,12 @@
 //! On wgpu a fused op is one dispatch, where its body op by op is one per
-//! kernel. A file of its own: the device's counters are the process's, and
-//! no other test may dispatch beside this one.
+//! kernel. The device's counters are the process's, so the test runs
+//! alone: no other may dispatch beside it.
 
 use opforge::{fuse, ops, BackendId, Result, Tensor};
 
 #[test]
 fn on_wgpu_a_fused_op_is_one_dispatch() {
+    let _alone = crate::alone();
     if !opforge::backend::wgpu::adapter_or_skip("on_wgpu_a_fused_op_is_one_dispatch") {
         return;
     }

@@ -1,6 +1,6 @@
 //! `set_default_backend`: new tensors go to the chosen backend, so code
 //! written without a single `to_backend` runs there, gradients and training
-//! included. Its own test binary, because the default is process-wide.
+//! included. The default is process-wide, so the test runs alone.
 //! Skips (loudly) without a wgpu adapter unless `OPFORGE_REQUIRE_GPU=1`.
 
 use opforge::train::{Adam, Optimizer};
@@ -8,6 +8,7 @@ use opforge::{ops, BackendId, DType, Tensor, Variable};
 
 #[test]
 fn new_tensors_follow_the_default_backend() {
+    let _alone = crate::alone();
     assert_eq!(opforge::default_backend(), BackendId::Cpu);
     if !opforge::backend::wgpu::adapter_or_skip("new_tensors_follow_the_default_backend") {
         let err = opforge::set_default_backend(BackendId::Wgpu).unwrap_err().to_string();
@@ -18,7 +19,7 @@ fn new_tensors_follow_the_default_backend() {
     let cpu_first = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
     assert_eq!(opforge::set_default_backend(BackendId::Wgpu).unwrap(), BackendId::Cpu);
     // Only wgpu kernels: a fallback to the cpu would fail.
-    opforge::set_fallback(false);
+    let fallback = opforge::set_fallback(false);
 
     let made = [
         Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap(),
@@ -57,4 +58,5 @@ fn new_tensors_follow_the_default_backend() {
 
     assert_eq!(opforge::set_default_backend(BackendId::Cpu).unwrap(), BackendId::Wgpu);
     assert_eq!(Tensor::scalar(1.0f32).backend(), BackendId::Cpu);
+    opforge::set_fallback(fallback);
 }

@@ -1,16 +1,10 @@
 //! `opforge::memory()`'s wgpu entry returns to its previous counts once wgpu
 //! tensors drop, the pool stays within its bound, gradients upload their
 //! scalars once, and contiguous slices, splits and concatenations are
-//! copies, not kernels. Its own binary, one test at a time: the counters
-//! are global.
-
-use std::sync::{Mutex, PoisonError};
+//! copies, not kernels.
 
 use opforge::backend::wgpu::{counters, Counters};
 use opforge::{ops, BackendId, DType, Tensor};
-
-/// Held by each test: what one counts, no other may add to.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn wgpu() -> opforge::BackendMemory {
     let m = opforge::memory()[1];
@@ -20,7 +14,7 @@ fn wgpu() -> opforge::BackendMemory {
 
 #[test]
 fn wgpu_memory_returns_to_its_previous_count() {
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    let _alone = crate::alone();
     if !opforge::backend::wgpu::adapter_or_skip("wgpu_memory_returns_to_its_previous_count") {
         return;
     }
@@ -95,7 +89,7 @@ fn f32s(t: &Tensor) -> Vec<f32> {
 
 #[test]
 fn long_contiguous_slices_splits_and_concatenations_are_copies() {
-    let _alone = ONE_AT_A_TIME.lock().unwrap_or_else(PoisonError::into_inner);
+    let _alone = crate::alone();
     if !opforge::backend::wgpu::adapter_or_skip("long_contiguous_slices_splits_and_concatenations_are_copies") {
         return;
     }
