@@ -105,7 +105,7 @@ fn example(
         if !outputs_held || !super::parity::holds(backend, inputs.iter().copied()) {
             continue;
         }
-        let moved = super::parity::moved_to(backend, inputs);
+        let moved = super::parity::moved_to(backend, inputs.iter().copied());
         let ys = super::parity::on(backend, || f(&moved.iter().collect::<Vec<_>>()))
             .unwrap_or_else(|e| panic!("{label} on {backend}: {e}"));
         let shapes: Vec<Vec<usize>> = ys.iter().map(|y| y.shape().to_vec()).collect();

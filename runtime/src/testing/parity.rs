@@ -184,8 +184,8 @@ pub(super) fn holds<'a>(backend: BackendId, tensors: impl IntoIterator<Item = &'
 }
 
 /// Copies of `tensors` on `backend`.
-pub(super) fn moved_to(backend: BackendId, tensors: &[&Tensor]) -> Vec<Tensor> {
-    tensors.iter().map(|t| t.to_backend(backend).shown()).collect()
+pub(super) fn moved_to<'a>(backend: BackendId, tensors: impl IntoIterator<Item = &'a Tensor>) -> Vec<Tensor> {
+    tensors.into_iter().map(|t| t.to_backend(backend).shown()).collect()
 }
 
 /// `g` run with `backend` the default, so that a kernel without inputs
@@ -232,7 +232,7 @@ fn parity(target: &Target, case: &str, inputs: &[&Tensor], f: CallRefs<'_>) {
     if !holds(backend, inputs.iter().copied().chain(&wants)) {
         return;
     }
-    let moved = moved_to(backend, inputs);
+    let moved = moved_to(backend, inputs.iter().copied());
     let gots =
         on(backend, || f(&moved.iter().collect::<Vec<_>>())).unwrap_or_else(|e| panic!("{case} on {backend}: {e}"));
     assert_eq!(gots.len(), wants.len(), "{case}: outputs");

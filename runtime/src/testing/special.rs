@@ -295,7 +295,7 @@ fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Speci
     if !holds(backend, xs) {
         return;
     }
-    let moved: Vec<Tensor> = xs.iter().map(|t| t.to_backend(backend).shown()).collect();
+    let moved = super::parity::moved_to(backend, xs);
     let there = |g: &dyn Fn() -> crate::error::Result<Vec<Tensor>>| super::parity::on(backend, g);
     let wants = match call(xs).map_err(|e| not_a_panic(case, e)) {
         Ok(w) => w,
