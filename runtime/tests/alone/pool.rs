@@ -73,6 +73,15 @@ fn pool_reuses_bounds_and_trims() {
     drop(x);
     assert_eq!(live(), before);
 
+    // Every dtype's buffers are pooled and trimmed, not only f32's: 256 Ki
+    // elements, from 256 KiB (u8, bool) to 2 MiB (f64, i64), within the limit.
+    for dtype in DType::ALL {
+        drop(Tensor::zeros(&[256 << 10], dtype).unwrap());
+        assert!(pooled().0 >= 1, "a 256 Ki-element {dtype} buffer is pooled");
+        trim_pool();
+        assert_eq!(pooled(), (0, 0), "trim_pool frees the {dtype} buffer");
+    }
+
     // A zero limit turns pooling off.
     set_pool_limit(0);
     drop(Tensor::zeros(&[MIB], DType::F32).unwrap());

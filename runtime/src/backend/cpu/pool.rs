@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
 use std::sync::{Mutex, PoisonError};
 
 use super::tensor::CpuElement;
-use crate::dtype::Element;
+use crate::dtype::{for_dtype, DType, Element};
 
 /// Buffers smaller than this are freed, not pooled.
 pub(crate) const MIN_POOLED_BYTES: usize = 256 << 10;
@@ -121,9 +121,10 @@ pub(crate) fn set_limit(bytes: usize) -> usize {
     previous
 }
 
-/// Frees pooled vectors until at most `bytes` remain.
+/// Frees pooled vectors until at most `bytes` remain, oldest first within
+/// each dtype's list, the lists in [`DType::ALL`]'s order.
 pub(crate) fn trim_to(bytes: usize) {
-    evict_over(&mut f32::free_list().lock(), bytes);
-    evict_over(&mut i32::free_list().lock(), bytes);
-    evict_over(&mut bool::free_list().lock(), bytes);
+    for dtype in DType::ALL {
+        for_dtype!(dtype, T => evict_over(&mut T::free_list().lock(), bytes));
+    }
 }
