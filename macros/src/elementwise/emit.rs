@@ -248,8 +248,9 @@ fn cpu_kernel(row: &Row, names: &Names) -> TokenStream {
 
 /// The cpu kernel's arms for the other floats: f64 through the row's
 /// element function instantiated for f64; f16 and bf16 through its f32
-/// one (or `vmath`'s slice function), each element widened and the result
-/// rounded once, as the half types compute.
+/// one (with fused multiply-adds where the f32 kernel runs `vmath`'s slice
+/// function), each element widened and the result rounded once, as the
+/// half types compute.
 fn float_arms(row: &Row, names: &Names) -> TokenStream {
     let e = quote!(::opforge::__private::elementwise);
     let p = quote!(::opforge::__private);
@@ -268,14 +269,17 @@ fn float_arms(row: &Row, names: &Names) -> TokenStream {
         let widened = quote!(#f32::<false>(#(#e::widen(#xs),)* #(#attrs32),*));
         match (row.inputs.len(), row.gives_bool, &row.slice) {
             (_, true, _) => each(widened, h),
-            (1, false, Some(slice)) => quote!(#e::cpu_half::<#h>(#first, out, #slice)),
-            (1, false, None) => {
+            (1, false, slice) => {
+                // With fused multiply-adds where the f32 kernel has them:
+                // a row with a slice function runs `vmath`'s copies.
+                let fma = slice.is_some();
                 let x = &xs[0];
-                quote!(#e::cpu_half::<#h>(#first, out, move |__xs: &[f32], __ys: &mut [f32]| {
-                    for (#x, __y) in __xs.iter().zip(__ys) {
-                        *__y = #f32::<false>(*#x, #(#attrs32),*);
-                    }
-                }))
+                quote!(#e::cpu_half::<#h>(
+                    #first,
+                    out,
+                    move |#x: f32| #f32::<#fma>(#x, #(#attrs32),*),
+                    move |#x: f32| #f32::<false>(#x, #(#attrs32),*),
+                ))
             }
             _ => {
                 let call = quote!(#f32::<false>(#(#xs,)* #(#attrs32),*));

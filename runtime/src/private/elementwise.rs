@@ -26,11 +26,18 @@ pub fn cpu_map<T: Element, U: Element>(
     crate::backend::cpu::unary::row(x, out, f)
 }
 
-/// The kernel of one input of a half type `H`: `f` on f32 chunks of it
-/// (the row's f32 function, or `vmath`'s slice function), rounded back.
+/// The kernel of one input of a half type `H`: the row's f32 element
+/// function on each element widened, rounded back; `fast` (with fused
+/// multiply-adds where the row's f32 kernel uses them) in the vector
+/// copies, `plain` in the portable one.
 #[inline(always)]
-pub fn cpu_half<H: Half>(x: &CpuTensor, out: &TensorMeta, f: impl Fn(&[f32], &mut [f32]) + Sync) -> Result<CpuTensor> {
-    crate::backend::cpu::unary::row_half::<H>(x, out, f)
+pub fn cpu_half<H: Half>(
+    x: &CpuTensor,
+    out: &TensorMeta,
+    fast: impl Fn(f32) -> f32 + Sync + Copy,
+    plain: impl Fn(f32) -> f32 + Sync + Copy,
+) -> Result<CpuTensor> {
+    crate::backend::cpu::unary::row_half::<H, _, _>(x, out, fast, plain)
 }
 
 /// One element of a half type, widened to f32 (exactly).
@@ -45,8 +52,8 @@ pub fn narrow<H: Half>(v: f32) -> H {
     H::from_f32(v)
 }
 
-/// The kernel of two inputs of a half type `H`: both widened to f32 a
-/// slice at a time, `f` (the row's f32 function) on every pair with
+/// The kernel of two inputs of a half type `H`: both widened to f32 in
+/// registers, `f` (the row's f32 function) on every pair with
 /// NumPy broadcasting, the result rounded back once per element.
 #[inline(always)]
 pub fn cpu_zip_half<H: Half>(

@@ -701,6 +701,71 @@ fn half_kernels_convert_every_value_as_scalars_do() -> opforge::Result<()> {
     Ok(())
 }
 
+/// Every elementwise row, on every f16 and bf16 value: the half kernel
+/// (its fused loop, sixteen lanes at a time in registers) gives the f32
+/// kernel's result on the widened value, rounded once, bit for bit (a NaN
+/// as a NaN). A row of one input runs on all 65,536 values and a tail
+/// shorter than the lanes; a row of two runs them against the values
+/// reversed, and against a scalar on either side.
+#[test]
+fn half_rows_round_the_f32_kernel_on_every_value() -> opforge::Result<()> {
+    let bits = |t: &Tensor| -> opforge::Result<Vec<u32>> {
+        Ok(ops::cast(t, DType::F32)?
+            .to_vec::<f32>()?
+            .iter()
+            .map(|v| if v.is_nan() { u32::MAX } else { v.to_bits() })
+            .collect())
+    };
+    let mut checked = [0usize; 2];
+    for dtype in [DType::F16, DType::BF16] {
+        let all: Vec<f32> = (0..=u16::MAX)
+            .chain(0x3c00..0x3c07)
+            .map(|b| match dtype {
+                DType::F16 => f16::from_bits(b).to_f32(),
+                _ => bf16::from_bits(b).to_f32(),
+            })
+            .collect();
+        let n = all.len();
+        let x = ops::cast(&Tensor::from_vec(all.clone(), &[n])?, dtype)?;
+        let reversed = ops::cast(&Tensor::from_vec(all.iter().rev().copied().collect(), &[n])?, dtype)?;
+        let scalar = ops::cast(&Tensor::scalar(1.5f32), dtype)?;
+        // Attributes (a slope, a clip's bounds) as the kernels take them: f32 scalars.
+        let attrs = [Tensor::scalar(0.25f32), Tensor::scalar(1.5f32)];
+        for row in opforge::elementwise::rows().iter().filter(|r| !r.gives_bool) {
+            let cases: Vec<Vec<&Tensor>> = match row.inputs {
+                1 => vec![vec![&x]],
+                _ => vec![vec![&x, &reversed], vec![&x, &scalar], vec![&scalar, &x]],
+            };
+            let attrs = &attrs[..row.form.arity - row.inputs];
+            for mut inputs in cases {
+                let wide: Vec<Tensor> =
+                    inputs.iter().map(|t| ops::cast(t, DType::F32)).collect::<opforge::Result<_>>()?;
+                let mut wide: Vec<&Tensor> = wide.iter().collect();
+                inputs.extend(attrs);
+                wide.extend(attrs);
+                // A row whose spec does not list the half type refuses it.
+                let Ok(got) = (row.apply)(&inputs) else { continue };
+                let expected = ops::cast(&(row.apply)(&wide)?, dtype)?;
+                assert_eq!(got.dtype(), dtype, "{}", row.form.kernel);
+                let (got, expected) = (bits(&got)?, bits(&expected)?);
+                if let Some(i) = (0..got.len()).find(|&i| got[i] != expected[i]) {
+                    panic!(
+                        "{} in {dtype}, inputs {:?}: element {i} is {:#x}, the f32 kernel's rounded {:#x}",
+                        row.form.kernel,
+                        inputs[..row.inputs].iter().map(|t| t.shape().to_vec()).collect::<Vec<_>>(),
+                        got[i],
+                        expected[i]
+                    );
+                }
+                checked[(row.inputs > 1) as usize] += 1;
+            }
+        }
+    }
+    // Most rows hold the half types: each dtype's unary and binary ones were compared.
+    assert!(checked[0] >= 2 * 30 && checked[1] >= 2 * 3 * 10, "only {checked:?} cases ran");
+    Ok(())
+}
+
 #[test]
 fn widened_kernels_run_half_types_in_f32_and_round_once() -> opforge::Result<()> {
     use opforge::kernels::{Activation, Padding};

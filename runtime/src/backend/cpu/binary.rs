@@ -56,7 +56,8 @@ use super::parallel::{for_rows, map, PAR_CHUNK, PAR_THRESHOLD};
 use super::pool::output;
 use super::tensor::{CpuTensor, Storage};
 use super::unary::Half;
-use super::vmath::best_copy;
+use super::unary::LANES;
+use super::vmath::{best_copy, tier_copies};
 use crate::backend::call::TensorMeta;
 use crate::backend_id::BackendId;
 use crate::dtype::Element;
@@ -144,34 +145,75 @@ enum Side<'a, H> {
     One(f32),
 }
 
-/// `y[i] = f(a[start + i], b[start + i])` on a half type: both widened to
-/// f32 a stack chunk at a time, the results rounded once, in the best copy
-/// this CPU runs (so the conversions and `f`'s loop vectorize together).
+/// `y[i] = f(a[start + i], b[start + i])` on a half type, in the best copy
+/// this CPU runs: [`LANES`] elements of each side widened into registers,
+/// `f` on each pair, the results rounded once.
 fn zip_through_f32<H: Half, F: Fn(f32, f32) -> f32>(a: Side<'_, H>, b: Side<'_, H>, start: usize, y: &mut [H], f: F) {
-    best_copy!(<H: Half, F: Fn(f32, f32) -> f32>(a: Side<'_, H>, b: Side<'_, H>, start: usize, y: &mut [H], f: F) {
-        const CHUNK: usize = 512;
-        let (mut wa, mut wb, mut done) = ([0f32; CHUNK], [0f32; CHUNK], [0f32; CHUNK]);
-        for (c, y) in y.chunks_mut(CHUNK).enumerate() {
-            let (from, len) = (start + c * CHUNK, y.len());
-            let (wa, wb, done) = (&mut wa[..len], &mut wb[..len], &mut done[..len]);
-            for (side, wide) in [(a, &mut *wa), (b, &mut *wb)] {
-                match side {
-                    Side::Full(v) => H::widen(&v[from..from + len], wide),
-                    Side::One(value) => wide.fill(value),
-                }
-            }
-            for ((o, &x), &z) in done.iter_mut().zip(&*wa).zip(&*wb) {
-                *o = f(x, z);
-            }
-            H::narrow(done, y);
+    tier_copies!(<H: Half, F: Fn(f32, f32) -> f32> zip_lanes(a: Side<'_, H>, b: Side<'_, H>, start: usize, y: &mut [H], f: F))
+}
+
+/// [`zip_through_f32`]'s loop, inlined into each copy: a loop for each
+/// pairing of sides, so none decides per element; a tail shorter than
+/// the lanes an element at a time (the scalar conversions round as the
+/// vector ones do).
+#[inline(always)]
+fn zip_lanes<H: Half, F: Fn(f32, f32) -> f32, const TIER: u8>(
+    a: Side<'_, H>,
+    b: Side<'_, H>,
+    start: usize,
+    y: &mut [H],
+    f: F,
+) {
+    let (whole, tail) = y.as_chunks_mut::<LANES>();
+    let n = whole.len() * LANES;
+    // SAFETY: this copy runs only where the CPU has `TIER`'s instructions (`tier_copies!`).
+    let widen = |c: &[H; LANES]| unsafe { H::widen_lanes::<TIER>(c) };
+    let each = |wa: [f32; LANES], wb: [f32; LANES]| {
+        let mut done = [0f32; LANES];
+        for ((o, &x), &z) in done.iter_mut().zip(&wa).zip(&wb) {
+            *o = f(x, z);
         }
-    })
+        let mut lanes = [H::default(); LANES];
+        // SAFETY: as above.
+        unsafe { H::narrow_lanes::<TIER>(&done, &mut lanes) };
+        lanes
+    };
+    // A full side's lanes for the whole chunks of `y`.
+    fn whole_of<H>(v: &[H], start: usize, n: usize) -> &[[H; LANES]] {
+        v[start..start + n].as_chunks::<LANES>().0
+    }
+    let chunks = |v| whole_of(v, start, n);
+    match (a, b) {
+        (Side::Full(av), Side::Full(bv)) => {
+            for ((y, a), b) in whole.iter_mut().zip(chunks(av)).zip(chunks(bv)) {
+                *y = each(widen(a), widen(b));
+            }
+        }
+        (Side::Full(av), Side::One(z)) => {
+            for (y, a) in whole.iter_mut().zip(chunks(av)) {
+                *y = each(widen(a), [z; LANES]);
+            }
+        }
+        (Side::One(x), Side::Full(bv)) => {
+            for (y, b) in whole.iter_mut().zip(chunks(bv)) {
+                *y = each([x; LANES], widen(b));
+            }
+        }
+        (Side::One(x), Side::One(z)) => whole.fill(each([x; LANES], [z; LANES])),
+    }
+    let at = |side: Side<'_, H>, i: usize| match side {
+        Side::Full(v) => v[start + n + i].to_f32(),
+        Side::One(value) => value,
+    };
+    for (i, y) in tail.iter_mut().enumerate() {
+        *y = H::from_f32(f(at(a, i), at(b, i)));
+    }
 }
 
 /// [`binary`] for a half type: `f` on f32 pairs, each result rounded
-/// once. Equal shapes and a scalar operand run in chunks of 512 widened
-/// into the stack a slice at a time (F16C where the CPU has it), so no
-/// f32 copy of a tensor is ever made. Other broadcasts run [`binary`]'s
+/// once. Equal shapes and a scalar operand run one fused loop, [`LANES`]
+/// elements widened in registers at a time (F16C where the CPU has it),
+/// so no f32 copy of a tensor is ever made. Other broadcasts run [`binary`]'s
 /// loops, widening and rounding an element at a time where that is cheap
 /// (bf16), or on f32 copies of both inputs (f16, whose conversions are
 /// fast only a slice at a time).
