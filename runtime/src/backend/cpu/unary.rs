@@ -63,7 +63,7 @@ pub(crate) fn row_slices(x: &CpuTensor, out: &TensorMeta, f: fn(&[f32], &mut [f3
     CpuTensor::from_storage(&out.shape, vmath_map(x.as_slice::<f32>()?, f))
 }
 
-/// A 16-bit float type that computes in f32: converted [`LANES`] values
+/// A 16-bit float type that computes in f32: converted `LANES` (16) values
 /// at a time in registers (the elementwise rows' fused loops) or a slice
 /// at a time (F16C instructions where the CPU has them).
 pub trait Half: Element {
@@ -79,13 +79,13 @@ pub trait Half: Element {
     fn to_f32(self) -> f32;
     /// One value rounded, to nearest even.
     fn from_f32(v: f32) -> Self;
-    /// [`LANES`] values widened, exactly, by the instructions of the copy
-    /// `TIER` names (a [`vmath`](super::vmath) tier).
+    /// `LANES` values widened, exactly, by the instructions of the copy
+    /// `TIER` names (a tier of the cpu backend's `vmath`).
     ///
     /// # Safety
-    /// This CPU runs `TIER`'s instructions ([`vmath::tier`](super::vmath::tier) is at least `TIER`).
+    /// This CPU runs `TIER`'s instructions (`vmath::tier()` is at least `TIER`).
     unsafe fn widen_lanes<const TIER: u8>(src: &[Self; LANES]) -> [f32; LANES];
-    /// [`LANES`] values rounded to nearest even, as [`Half::widen_lanes`] widens.
+    /// `LANES` values rounded to nearest even, as [`Half::widen_lanes`] widens.
     ///
     /// # Safety
     /// As for [`Half::widen_lanes`].
