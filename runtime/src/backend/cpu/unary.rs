@@ -64,13 +64,20 @@ pub(crate) fn row_slices(x: &CpuTensor, out: &TensorMeta, f: fn(&[f32], &mut [f3
 }
 
 /// A 16-bit float type that computes in f32: converted `LANES` (16) values
-/// at a time in registers (the elementwise rows' fused loops) or a slice
-/// at a time (F16C instructions where the CPU has them).
+/// at a time in registers (the elementwise rows' fused loops, and a whole
+/// slice as a run of them), or one value at a time.
 pub trait Half: Element {
-    /// `src` widened into `dst`, exactly.
-    fn widen(src: &[Self], dst: &mut [f32]);
-    /// `src` rounded into `dst`, to nearest even.
-    fn narrow(src: &[f32], dst: &mut [Self]);
+    /// `src` widened into `dst`, exactly: [`Half::widen_lanes`] over the
+    /// whole chunks in the best copy this CPU runs, [`Half::to_f32`] on
+    /// the tail. Panics if the lengths differ.
+    fn widen(src: &[Self], dst: &mut [f32]) {
+        widen_slice(src, dst)
+    }
+    /// `src` rounded into `dst`, to nearest even, as [`Half::widen`]
+    /// widens. Panics if the lengths differ.
+    fn narrow(src: &[f32], dst: &mut [Self]) {
+        narrow_slice(src, dst)
+    }
     /// Whether [`Half::to_f32`] and [`Half::from_f32`] cost a few
     /// instructions (bf16's shifts), or are fast only a slice at a time
     /// (f16's, through F16C).
@@ -96,34 +103,50 @@ pub trait Half: Element {
 /// time, in registers: two AVX2 vectors, one AVX-512 vector.
 pub(crate) const LANES: usize = 16;
 
-/// f16 converts a slice at a time: 8 lanes an instruction through F16C
-/// where the CPU has it (checked once), the `half` crate's loop elsewhere.
-/// (`half`'s own slice conversion calls F16C through a function pointer
-/// every 8 elements, several times slower in the kernels' chunk loops.)
+/// [`Half::widen`].
+fn widen_slice<H: Half>(src: &[H], dst: &mut [f32]) {
+    assert_eq!(src.len(), dst.len(), "widen: source and destination lengths differ");
+    tier_copies!(<H: Half> widen_in(src: &[H], dst: &mut [f32]))
+}
+
+/// [`Half::narrow`].
+fn narrow_slice<H: Half>(src: &[f32], dst: &mut [H]) {
+    assert_eq!(src.len(), dst.len(), "narrow: source and destination lengths differ");
+    tier_copies!(<H: Half> narrow_in(src: &[f32], dst: &mut [H]))
+}
+
+/// [`Half::widen`]'s loop, inlined into each copy.
+#[inline(always)]
+fn widen_in<H: Half, const TIER: u8>(src: &[H], dst: &mut [f32]) {
+    let ((whole, tail), (out, out_tail)) = (src.as_chunks::<LANES>(), dst.as_chunks_mut::<LANES>());
+    for (s, d) in whole.iter().zip(out) {
+        // SAFETY: this copy runs only where the CPU has `TIER`'s instructions (`tier_copies!`).
+        *d = unsafe { H::widen_lanes::<TIER>(s) };
+    }
+    for (d, &s) in out_tail.iter_mut().zip(tail) {
+        *d = s.to_f32();
+    }
+}
+
+/// [`Half::narrow`]'s loop, inlined into each copy.
+#[inline(always)]
+fn narrow_in<H: Half, const TIER: u8>(src: &[f32], dst: &mut [H]) {
+    let ((whole, tail), (out, out_tail)) = (src.as_chunks::<LANES>(), dst.as_chunks_mut::<LANES>());
+    for (s, d) in whole.iter().zip(out) {
+        // SAFETY: as in `widen_in`.
+        unsafe { H::narrow_lanes::<TIER>(s, d) };
+    }
+    for (d, &s) in out_tail.iter_mut().zip(tail) {
+        *d = H::from_f32(s);
+    }
+}
+
+/// f16 converts 8 or 16 lanes an instruction through F16C or AVX-512 in
+/// the vector copies, a value at a time through the `half` crate
+/// elsewhere (whose own slice conversion calls F16C through a function
+/// pointer every 8 elements).
 impl Half for crate::dtype::f16 {
     const SCALAR_CONVERSIONS_ARE_CHEAP: bool = false;
-    #[inline]
-    fn widen(src: &[Self], dst: &mut [f32]) {
-        assert_eq!(src.len(), dst.len(), "widen: source and destination lengths differ");
-        #[cfg(target_arch = "x86_64")]
-        if f16c::available() {
-            // SAFETY: the CPU has F16C and AVX (checked), and the lengths are equal.
-            return unsafe { f16c::widen(src, dst) };
-        }
-        use half::slice::HalfFloatSliceExt;
-        src.convert_to_f32_slice(dst);
-    }
-    #[inline]
-    fn narrow(src: &[f32], dst: &mut [Self]) {
-        assert_eq!(src.len(), dst.len(), "narrow: source and destination lengths differ");
-        #[cfg(target_arch = "x86_64")]
-        if f16c::available() {
-            // SAFETY: the CPU has F16C and AVX (checked), and the lengths are equal.
-            return unsafe { f16c::narrow(src, dst) };
-        }
-        use half::slice::HalfFloatSliceExt;
-        dst.convert_from_f32_slice(src);
-    }
     #[inline(always)]
     fn to_f32(self) -> f32 {
         crate::dtype::f16::to_f32(self)
@@ -158,9 +181,9 @@ impl Half for crate::dtype::f16 {
     }
 }
 
-/// f16 slices converted by F16C's `vcvtph2ps` and `vcvtps2ph` (round to
-/// nearest even, NaN kept quiet with its payload's upper bits: the bits the
-/// `half` crate's conversions give).
+/// f16 lanes converted by F16C's `vcvtph2ps` and `vcvtps2ph`, or AVX-512's
+/// (round to nearest even, NaN kept quiet with its payload's upper bits:
+/// the bits the `half` crate's conversions give).
 #[cfg(target_arch = "x86_64")]
 mod f16c {
     use crate::dtype::f16;
@@ -169,32 +192,6 @@ mod f16c {
         _mm256_storeu_si256, _mm512_cvtph_ps, _mm512_cvtps_ph, _mm512_loadu_ps, _mm512_storeu_ps, _mm_loadu_si128,
         _mm_storeu_si128, _MM_FROUND_TO_NEAREST_INT,
     };
-
-    /// Whether this CPU has F16C and AVX, checked once.
-    pub(super) fn available() -> bool {
-        static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *HAS.get_or_init(|| is_x86_feature_detected!("f16c") && is_x86_feature_detected!("avx"))
-    }
-
-    /// `dst[i] = src[i]` widened, exactly.
-    ///
-    /// # Safety
-    /// The CPU has F16C and AVX, and `src.len() == dst.len()`.
-    #[target_feature(enable = "avx,f16c")]
-    pub(super) unsafe fn widen(src: &[f16], dst: &mut [f32]) {
-        let whole = src.len() / 8 * 8;
-        for i in (0..whole).step_by(8) {
-            // SAFETY: `i + 8 <= whole <= len` for both slices (equal
-            // lengths); unaligned loads and stores; f16 is 2 bytes.
-            unsafe {
-                let h = _mm_loadu_si128(src.as_ptr().add(i).cast::<__m128i>());
-                _mm256_storeu_ps(dst.as_mut_ptr().add(i), _mm256_cvtph_ps(h));
-            }
-        }
-        for (d, s) in dst[whole..].iter_mut().zip(&src[whole..]) {
-            *d = s.to_f32();
-        }
-    }
 
     /// [`LANES`](super::LANES) values widened in registers.
     ///
@@ -262,47 +259,14 @@ mod f16c {
             _mm256_storeu_si256(dst.as_mut_ptr().cast::<__m256i>(), _mm512_cvtps_ph::<NEAREST>(v));
         }
     }
-
-    /// `dst[i] = src[i]` rounded to nearest even.
-    ///
-    /// # Safety
-    /// The CPU has F16C and AVX, and `src.len() == dst.len()`.
-    #[target_feature(enable = "avx,f16c")]
-    pub(super) unsafe fn narrow(src: &[f32], dst: &mut [f16]) {
-        // Round to nearest even (F16C's immediate has no exception bit).
-        const NEAREST: i32 = _MM_FROUND_TO_NEAREST_INT;
-        let whole = src.len() / 8 * 8;
-        for i in (0..whole).step_by(8) {
-            // SAFETY: as in `widen`.
-            unsafe {
-                let v = _mm256_loadu_ps(src.as_ptr().add(i));
-                _mm_storeu_si128(dst.as_mut_ptr().add(i).cast::<__m128i>(), _mm256_cvtps_ph::<NEAREST>(v));
-            }
-        }
-        for (d, &s) in dst[whole..].iter_mut().zip(&src[whole..]) {
-            *d = f16::from_f32(s);
-        }
-    }
 }
 
 /// bf16 is f32's upper half: widening is a shift, and rounding adds
-/// below the kept bits, ties to even, NaN kept quiet; both loops are
-/// branch-free, so they vectorize (the `half` crate converts bf16 slices
-/// an element at a time).
+/// below the kept bits, ties to even, NaN kept quiet, without a branch: a
+/// few integer instructions a value (the `half` crate's conversions
+/// branch), written with AVX2 or AVX-512 for the vector copies' lanes.
 impl Half for crate::dtype::bf16 {
     const SCALAR_CONVERSIONS_ARE_CHEAP: bool = true;
-    #[inline]
-    fn widen(src: &[Self], dst: &mut [f32]) {
-        for (d, s) in dst.iter_mut().zip(src) {
-            *d = f32::from_bits(u32::from(s.to_bits()) << 16);
-        }
-    }
-    #[inline]
-    fn narrow(src: &[f32], dst: &mut [Self]) {
-        for (d, &s) in dst.iter_mut().zip(src) {
-            *d = Self::from_f32(s);
-        }
-    }
     #[inline(always)]
     fn to_f32(self) -> f32 {
         f32::from_bits(u32::from(self.to_bits()) << 16)
@@ -537,7 +501,8 @@ mod tests {
 
     /// Every copy this CPU runs of the half types' fused loop, on all
     /// 65,536 values and a tail: `sqrt` and the identity, as the scalar
-    /// conversions and `f32::sqrt` give them, bit for bit (a NaN as a NaN).
+    /// conversions and `f32::sqrt` give them, bit for bit (a NaN as a NaN);
+    /// and the slice conversions likewise.
     /// The kernels run only the best copy, so this is where the others
     /// (AVX2's conversions on an AVX-512 machine) are held to the rule.
     #[test]
@@ -581,6 +546,33 @@ mod tests {
                         );
                     }
                 }
+            }
+            // The slice conversions (the best copy's lanes, a scalar tail)
+            // on every value, and rounding a sweep of f32 bit patterns with
+            // every value's neighbours.
+            let mut wide = vec![0f32; x.len()];
+            H::widen(&x, &mut wide);
+            for (&v, &w) in x.iter().zip(&wide) {
+                assert!(w.to_bits() == v.to_f32().to_bits(), "widen {:#06x} in {}", to_bits(v), H::DTYPE);
+            }
+            let sweep: Vec<f32> = (0..=u32::MAX)
+                .step_by(4099)
+                .chain(wide.iter().flat_map(|w| [w.to_bits().wrapping_sub(1), w.to_bits().wrapping_add(1)]))
+                .map(f32::from_bits)
+                .collect();
+            let mut narrow = vec![H::default(); sweep.len()];
+            H::narrow(&sweep, &mut narrow);
+            for (&v, &g) in sweep.iter().zip(&narrow) {
+                let want = H::from_f32(v);
+                let same = to_bits(g) == to_bits(want) || (g.to_f32().is_nan() && want.to_f32().is_nan());
+                assert!(
+                    same,
+                    "narrow {v:e} ({:#010x}) to {}: {:#06x}, want {:#06x}",
+                    v.to_bits(),
+                    H::DTYPE,
+                    to_bits(g),
+                    to_bits(want)
+                );
             }
             if tier() < crate::backend::cpu::vmath::AVX512 {
                 eprintln!("the fused loop: this CPU runs tiers up to {}, the others untested here", tier());
