@@ -1,12 +1,20 @@
-//! `Attention` and `AttentionGrad`: an invocation per query (or key) and
-//! chunk of 32 output columns, each walking the keys (or queries) it
-//! meets with the scores recomputed as it goes, so that no pass holds the
-//! `queries x keys` scores (see attention.wgsl and its siblings). The
-//! backward runs three passes: each query's lse and `delta` side by side,
-//! then `dq` by queries, then `dk` and `dv` by keys; none binds more than
-//! eight storage buffers, WebGPU's least limit.
+//! `Attention` and `AttentionGrad`, walking the keys (or queries) each
+//! query (or key) meets with the scores recomputed as it goes, so that no
+//! pass holds the `queries x keys` scores (see attention.wgsl and its
+//! siblings). The backward runs three passes: each query's lse and
+//! `delta` side by side, then `dq` by queries, then `dk` and `dv` by keys;
+//! none binds more than eight storage buffers, WebGPU's least limit.
+//!
+//! Two layouts of each pass. Where the depth and the value depth are at
+//! most 64 (`TILE_DEPTH`), the tiled entry points: a workgroup of 64
+//! queries (32 keys for `dk` and `dv`) keeps its rows and accumulators in
+//! registers and stages the rows it meets in workgroup memory, read once
+//! for the whole workgroup (the same online softmax, the sums in another
+//! order). Elsewhere an invocation per query (or key) and chunk of 32
+//! output columns, each reading the rows it meets from global memory: on
+//! an H200, 4.4 to 11 times slower at `[16, 4, 256, 64]` (BENCHMARKS.md).
 
-use super::{unsupported, EntryPoint, Grid, Shader, WgpuTensor};
+use super::{groups, unsupported, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::backend::Wgpu;
 use crate::dtype::DType;
@@ -69,6 +77,24 @@ fn params(
     Ok(p)
 }
 
+/// The depth the tiled entry points hold in registers at most
+/// (`TILE_DEPTH` in attention_scores.wgsl).
+const TILE_DEPTH: usize = 64;
+
+/// Whether the tiled entry points take depths `depth` and `value_depth`.
+fn tiled(depth: usize, value_depth: usize) -> bool {
+    depth <= TILE_DEPTH && value_depth <= TILE_DEPTH
+}
+
+/// The workgroups of a tiled pass over the queries (`axis` 2) or keys
+/// (`axis` 3) of each matrix, `per_group` a workgroup, with their count
+/// in `p[0]`.
+fn tile_grid(p: &mut [u32], axis: usize, per_group: usize) -> Grid {
+    let count = p[1] as usize * (p[axis] as usize).div_ceil(per_group);
+    p[0] = count as u32;
+    Grid::Groups(groups(count))
+}
+
 /// The length of `t`'s last axis (the shape rule gave it one).
 fn last(t: &WgpuTensor) -> usize {
     t.shape().last().copied().unwrap_or(1)
@@ -92,10 +118,16 @@ fn attention(
     const KERNEL: &str = "Attention";
     let mut p = params(KERNEL, [q, k, v], mask, causal, scale, false)?;
     let (rows, value_depth) = (out[1].numel(), last(v));
-    let n = chunked(rows, value_depth);
-    p[0] = n as u32;
-    let program = EntryPoint { kernel: KERNEL, shader: &FORWARD, entry: "attention", op: 0 };
-    let ys = program.run_outputs(&[q, k, v, mask.unwrap_or(q)], out, &p, Grid::Elements(n))?;
+    let (entry, grid) = match tiled(last(q), value_depth) {
+        true => ("attention_tiled", tile_grid(&mut p, 2, 64)),
+        false => {
+            let n = chunked(rows, value_depth);
+            p[0] = n as u32;
+            ("attention", Grid::Elements(n))
+        }
+    };
+    let program = EntryPoint { kernel: KERNEL, shader: &FORWARD, entry, op: 0 };
+    let ys = program.run_outputs(&[q, k, v, mask.unwrap_or(q)], out, &p, grid)?;
     match <[WgpuTensor; 2]>::try_from(ys.into_vec()) {
         Ok([y, lse]) => Ok((y, lse)),
         Err(_) => Err(super::device::backend_error(KERNEL, "two outputs".into())),
@@ -122,14 +154,26 @@ fn attention_grad(
         Grid::Elements(rows),
     )?;
     let inputs = [dy, q, k, v, mask.unwrap_or(q), &stats];
-    let n = chunked(rows, depth);
-    p[0] = n as u32;
-    let dq = program(&DQ, "attention_dq").run_grid(&inputs, &out[0], &p, Grid::Elements(n))?;
-    let n = chunked(keys, depth.max(value_depth));
-    p[0] = n as u32;
-    let ys = program(&DKV, "attention_dkv").run_outputs(&inputs, &out[1..], &p, Grid::Elements(n))?;
-    match <[WgpuTensor; 2]>::try_from(ys.into_vec()) {
-        Ok([dk, dv]) => Ok((dq, dk, dv)),
+    let ys = match tiled(depth, value_depth) {
+        true => {
+            let grid = tile_grid(&mut p, 2, 64);
+            let dq = program(&DQ, "attention_dq_tiled").run_grid(&inputs, &out[0], &p, grid)?;
+            let grid = tile_grid(&mut p, 3, 32);
+            let dkv = program(&DKV, "attention_dkv_tiled").run_outputs(&inputs, &out[1..], &p, grid)?;
+            std::iter::once(dq).chain(dkv.into_vec()).collect::<Vec<_>>()
+        }
+        false => {
+            let n = chunked(rows, depth);
+            p[0] = n as u32;
+            let dq = program(&DQ, "attention_dq").run_grid(&inputs, &out[0], &p, Grid::Elements(n))?;
+            let n = chunked(keys, depth.max(value_depth));
+            p[0] = n as u32;
+            let dkv = program(&DKV, "attention_dkv").run_outputs(&inputs, &out[1..], &p, Grid::Elements(n))?;
+            std::iter::once(dq).chain(dkv.into_vec()).collect()
+        }
+    };
+    match <[WgpuTensor; 3]>::try_from(ys) {
+        Ok([dq, dk, dv]) => Ok((dq, dk, dv)),
         Err(_) => Err(super::device::backend_error(KERNEL, "three outputs".into())),
     }
 }

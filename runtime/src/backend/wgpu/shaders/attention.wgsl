@@ -66,3 +66,118 @@
         lse[row] = e;
     }
 }
+
+// The tiled form (depths of at most TILE_DEPTH): a workgroup of 64
+// invocations takes 64 queries of one matrix, param(0) workgroups in all,
+// and walks the keys in stages of STAGE: each stage's keys and values are
+// read once into workgroup memory and met by all 64 queries there. The
+// same online softmax per query as above.
+const STAGE: u32 = 32u;
+var<workgroup> keys_tile: array<vec4<f32>, 512>;
+var<workgroup> values_tile: array<vec4<f32>, 512>;
+
+@compute @workgroup_size(64)
+fn attention_tiled(g: Workgroup) {
+    let it = item(g);
+    if it >= param(0u) {
+        return;
+    }
+    let queries = param(2u);
+    let keys = param(3u);
+    let d = param(4u);
+    let dv = param(5u);
+    let tiles = (queries + 63u) / 64u;
+    let b = it / tiles;
+    let q0 = (it % tiles) * 64u;
+    let qi = q0 + g.t;
+    let live = qi < queries;
+    let row = b * queries + min(qi, queries - 1u);
+    let base = mask_base(b);
+    var qr: array<vec4<f32>, TILE_VECS>;
+    for (var c = 0u; c < TILE_VECS; c++) {
+        qr[c] = q4(row * d, 4u * c, d);
+    }
+    var acc: array<vec4<f32>, TILE_VECS>;
+    var m = neg_inf();
+    var l = 0.0;
+    var poisoned = false;
+    // The keys any query of the workgroup sees end here (uniform), this
+    // query's at `mine`.
+    var end = keys;
+    if (param(7u) & 1u) != 0u {
+        end = min(keys, q0 + 64u);
+    }
+    let mine = select(0u, visible_end(qi), live);
+    for (var k0 = 0u; k0 < end; k0 += STAGE) {
+        workgroupBarrier();
+        for (var e = g.t; e < STAGE * TILE_VECS; e += 64u) {
+            let j = k0 + e / TILE_VECS;
+            let c = 4u * (e % TILE_VECS);
+            var kv = vec4<f32>();
+            var vv = vec4<f32>();
+            if j < keys {
+                let kr = b * keys + j;
+                kv = k4(kr * d, c, d);
+                vv = v4(kr * dv, c, dv);
+            }
+            keys_tile[e] = kv;
+            values_tile[e] = vv;
+        }
+        workgroupBarrier();
+        let stop = min(STAGE, max(mine, k0) - k0);
+        for (var jj = 0u; jj < stop; jj++) {
+            var dot = vec4<f32>();
+            for (var c = 0u; c < TILE_VECS; c++) {
+                dot += qr[c] * keys_tile[jj * TILE_VECS + c];
+            }
+            let s = scored(dot, b, qi, k0 + jj, base);
+            if is_nan(s) {
+                poisoned = true;
+                continue;
+            }
+            if is_neg_inf(s) {
+                continue;
+            }
+            if s > m {
+                var correction = 0.0;
+                if !is_neg_inf(m) {
+                    correction = exp(m - s);
+                }
+                for (var c = 0u; c < TILE_VECS; c++) {
+                    acc[c] *= correction;
+                }
+                l *= correction;
+                m = s;
+            }
+            let p = exp(s - m);
+            l += p;
+            for (var c = 0u; c < TILE_VECS; c++) {
+                acc[c] += p * values_tile[jj * TILE_VECS + c];
+            }
+        }
+    }
+    if !live {
+        return;
+    }
+    for (var c = 0u; c < TILE_VECS; c++) {
+        for (var e = 0u; e < 4u; e++) {
+            let col = 4u * c + e;
+            if col < dv {
+                var out = 0.0;
+                if poisoned {
+                    out = nan();
+                } else if l != 0.0 {
+                    out = acc[c][e] / l;
+                }
+                y[row * dv + col] = out;
+            }
+        }
+    }
+    var e = neg_inf();
+    if poisoned {
+        e = nan();
+    } else if l != 0.0 {
+        e = m + log(l);
+    }
+    lse[row] = e;
+}

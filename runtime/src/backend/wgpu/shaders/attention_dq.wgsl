@@ -35,3 +35,95 @@
         dq[row * d + c0 + t] = acc[t];
     }
 }
+
+// The tiled form (depths of at most TILE_DEPTH), laid out as
+// `attention_tiled`: 64 queries a workgroup, each with its rows of q and
+// dy and its dq in registers, the keys and values staged STAGE at a time.
+const STAGE: u32 = 32u;
+var<workgroup> keys_tile: array<vec4<f32>, 512>;
+var<workgroup> values_tile: array<vec4<f32>, 512>;
+
+fn dy4(start: u32, c: u32, width: u32) -> vec4<f32> {
+    var r = vec4<f32>();
+    for (var e = 0u; e < 4u; e++) {
+        if c + e < width {
+            r[e] = dy[start + c + e];
+        }
+    }
+    return r;
+}
+
+@compute @workgroup_size(64)
+fn attention_dq_tiled(g: Workgroup) {
+    let it = item(g);
+    if it >= param(0u) {
+        return;
+    }
+    let queries = param(2u);
+    let keys = param(3u);
+    let d = param(4u);
+    let dv = param(5u);
+    let tiles = (queries + 63u) / 64u;
+    let b = it / tiles;
+    let q0 = (it % tiles) * 64u;
+    let qi = q0 + g.t;
+    let live = qi < queries;
+    let row = b * queries + min(qi, queries - 1u);
+    let base = mask_base(b);
+    let scale = bitcast<f32>(param(6u));
+    let lse = stats[2u * row];
+    let delta = stats[2u * row + 1u];
+    var qr: array<vec4<f32>, TILE_VECS>;
+    var dyr: array<vec4<f32>, TILE_VECS>;
+    for (var c = 0u; c < TILE_VECS; c++) {
+        qr[c] = q4(row * d, 4u * c, d);
+        dyr[c] = dy4(row * dv, 4u * c, dv);
+    }
+    var acc: array<vec4<f32>, TILE_VECS>;
+    var end = keys;
+    if (param(7u) & 1u) != 0u {
+        end = min(keys, q0 + 64u);
+    }
+    let mine = select(0u, visible_end(qi), live);
+    for (var k0 = 0u; k0 < end; k0 += STAGE) {
+        workgroupBarrier();
+        for (var e = g.t; e < STAGE * TILE_VECS; e += 64u) {
+            let j = k0 + e / TILE_VECS;
+            let c = 4u * (e % TILE_VECS);
+            var kv = vec4<f32>();
+            var vv = vec4<f32>();
+            if j < keys {
+                let kr = b * keys + j;
+                kv = k4(kr * d, c, d);
+                vv = v4(kr * dv, c, dv);
+            }
+            keys_tile[e] = kv;
+            values_tile[e] = vv;
+        }
+        workgroupBarrier();
+        let stop = min(STAGE, max(mine, k0) - k0);
+        for (var jj = 0u; jj < stop; jj++) {
+            var dot = vec4<f32>();
+            var dp4 = vec4<f32>();
+            for (var c = 0u; c < TILE_VECS; c++) {
+                dot += qr[c] * keys_tile[jj * TILE_VECS + c];
+                dp4 += dyr[c] * values_tile[jj * TILE_VECS + c];
+            }
+            let p = probability(scored(dot, b, qi, k0 + jj, base), lse);
+            let ds = p * (lanes_sum(dp4) - delta) * scale;
+            for (var c = 0u; c < TILE_VECS; c++) {
+                acc[c] += ds * keys_tile[jj * TILE_VECS + c];
+            }
+        }
+    }
+    if !live {
+        return;
+    }
+    for (var c = 0u; c < TILE_VECS; c++) {
+        for (var e = 0u; e < 4u; e++) {
+            if 4u * c + e < d {
+                dq[row * d + 4u * c + e] = acc[c][e];
+            }
+        }
+    }
+}

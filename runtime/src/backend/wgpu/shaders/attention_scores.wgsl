@@ -58,3 +58,60 @@ fn probability(s: f32, lse: f32) -> f32 {
     }
     return exp(s - lse);
 }
+
+// The tiled entry points (`attention_tiled`, `attention_dq_tiled`,
+// `attention_dkv_tiled`), for depths and value depths of at most
+// TILE_DEPTH: each invocation keeps its row of q (or k and v) and its
+// accumulators in registers, as TILE_DEPTH / 4 vec4s indexed only by
+// loops of constant length (so that a compiler unrolls them rather than
+// spilling), zeros past the depth; the rows they meet are staged in
+// workgroup memory, read once from global memory for the whole workgroup.
+const TILE_DEPTH: u32 = 64u;
+const TILE_VECS: u32 = 16u;
+
+// Elements c..c + 4 of the row of q, k or v that starts at `start`, zeros
+// at and past `width`.
+fn q4(start: u32, c: u32, width: u32) -> vec4<f32> {
+    var r = vec4<f32>();
+    for (var e = 0u; e < 4u; e++) {
+        if c + e < width {
+            r[e] = q[start + c + e];
+        }
+    }
+    return r;
+}
+
+fn k4(start: u32, c: u32, width: u32) -> vec4<f32> {
+    var r = vec4<f32>();
+    for (var e = 0u; e < 4u; e++) {
+        if c + e < width {
+            r[e] = k[start + c + e];
+        }
+    }
+    return r;
+}
+
+fn v4(start: u32, c: u32, width: u32) -> vec4<f32> {
+    var r = vec4<f32>();
+    for (var e = 0u; e < 4u; e++) {
+        if c + e < width {
+            r[e] = v[start + c + e];
+        }
+    }
+    return r;
+}
+
+// The sum of a vec4's lanes.
+fn lanes_sum(s: vec4<f32>) -> f32 {
+    return (s.x + s.y) + (s.z + s.w);
+}
+
+// The score of query i against key j of matrix b (mask at `base`) from
+// the product's four partial sums.
+fn scored(dot: vec4<f32>, b: u32, i: u32, j: u32, base: u32) -> f32 {
+    var s = lanes_sum(dot) * bitcast<f32>(param(6u));
+    if (param(7u) & 2u) != 0u {
+        s += mask[base + i * param(8u) + j * param(9u)];
+    }
+    return s;
+}
