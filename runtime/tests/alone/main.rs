@@ -7,6 +7,7 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+mod attention_memory;
 mod default_backend;
 mod fuse_dispatches;
 mod memory;
