@@ -138,6 +138,19 @@ def main():
 
     bench("w6_small_step_wgpu", 16, small_step)
 
+    # Attention (issue 50): causal, f32, forward and forward + backward
+    # (the gradients of q, k and v of the output's sum), at [16, 4, 256, 64]
+    # and [1, 4, 4096, 64]; PyTorch picks its fused kernel (memory-efficient
+    # attention in f32). The bf16 rows are FlashAttention's, for scale.
+    for b_, t in ((16, 256), (1, 4096)):
+        for dtype, tag in ((torch.float32, ""), (torch.bfloat16, "_bf16")):
+            q, k, v = (torch.randn(b_, 4, t, 64, device=dev, generator=g).to(dtype).requires_grad_() for _ in range(3))
+            sdpa = torch.nn.functional.scaled_dot_product_attention
+            with torch.no_grad():
+                bench(f"attn_{t}_fwd{tag}", 4, lambda q=q, k=k, v=v: sdpa(q, k, v, is_causal=True))
+            bench(f"attn_{t}_grad{tag}", 2,
+                  lambda q=q, k=k, v=v: torch.autograd.grad(sdpa(q, k, v, is_causal=True).sum(), (q, k, v)))
+
     # H: the half types of issue 51's targets (2^24 elements, 4096^3
     # matmuls), cuBLAS accumulating in f32 as opforge's tiled and
     # cooperative-matrix matmuls are to.

@@ -19,9 +19,13 @@
 //!   hard-swish with a bias), fused (one generated shader) and op by op
 //!   (`opforge::fuse::unfused`, six kernels); and the erf chain's forward
 //!   plus backward, fused and not. Their bound is the `w2_copy*` rows.
+//! - Attention: causal `scaled_dot_product_attention` forward, and forward
+//!   plus backward, at `[16, 4, 256, 64]` and `[1, 4, 4096, 64]`: the
+//!   `Attention` kernels beside the composite they replaced.
 //! - W6: one MLP training step (batch 256, 784 -> 512 relu -> 10, softmax
 //!   cross-entropy, SGD), on wgpu and on the cpu; and `train_mlp`'s step
-//!   (batch 32, 64 -> 128 relu -> 10, Adam, the batch uploaded each step).
+//!   (batch 32, 64 -> 128 relu -> 10, Adam, the batch uploaded each step),
+//!   eagerly and captured once then replayed (`opforge::capture`).
 //!
 //! Each row also gives `host`, the CPU time of the calling thread per call
 //! (the host's own cost: queuing, submitting, the driver's recording, but
@@ -48,6 +52,7 @@ use std::time::{Duration, Instant};
 
 use opforge::backend::wgpu::{counters, synchronize, EntryPoint, Shader};
 use opforge::backend::{Backend, Wgpu};
+use opforge::capture;
 use opforge::kernels::Activation;
 use opforge::train::{Adam, Optimizer as _, Sgd};
 use opforge::{losses, op, ops, variable_grads, BackendId, DType, Result, Tensor, Variable};
@@ -363,6 +368,52 @@ fn w9(b: &mut Bench) {
     opforge::set_pool_limit(pool);
 }
 
+/// Causal attention, forward and forward plus backward (the gradients of
+/// `q`, `k` and `v` of the output's sum), at issue 50's two shapes:
+/// `[16, 4, 256, 64]` and `[1, 4, 4096, 64]` (`[2, 4, 128, 64]` alone on
+/// a CPU adapter). The `Attention` kernel pair beside the composite it
+/// replaced (`ops::attention_composite`: two matmuls and a softmax over
+/// the `T x T` scores). FLOPs count the causal half: `2 B H T^2 D` forward
+/// and 3.5 times that with the backward, as FlashAttention's own bench.
+fn attention(b: &mut Bench) {
+    let cpu_adapter = opforge::backends()[1].description.contains("Cpu");
+    let shapes: &[[usize; 4]] = if cpu_adapter { &[[2, 4, 128, 64]] } else { &[[16, 4, 256, 64], [1, 4, 4096, 64]] };
+    // The composite's scores at T = 4096 are 256 MiB a head batch, more
+    // than the default pool.
+    let pool = opforge::set_pool_limit(4 << 30);
+    for &[batch, heads, t, d] in shapes {
+        let qkv = LazyCell::new(|| {
+            let draw = |seed| on_gpu(Tensor::random_normal(&[batch, heads, t, d], 0.0, 1.0, seed).unwrap());
+            [draw(21), draw(22), draw(23)]
+        });
+        let fwd = 2.0 * (batch * heads * t * t * d) as f64;
+        type Attend = fn(&Tensor, &Tensor, &Tensor) -> Result<Tensor>;
+        let kernel: Attend = |q, k, v| ops::scaled_dot_product_attention(q, k, v, true);
+        let composite: Attend = |q, k, v| ops::attention_composite(q, k, v, None, true, None);
+        for (suffix, attend) in [("", kernel), ("_composite", composite)] {
+            let (name, grad_name) = (format!("attn_{t}_fwd{suffix}"), format!("attn_{t}_grad{suffix}"));
+            if !b.selects(&name) && !b.selects(&grad_name) {
+                continue;
+            }
+            // The composite's scores can pass what one binding may hold.
+            let [q, k, v] = &*qkv;
+            if let Err(e) = attend(q, k, v).and_then(|y| synchronize().map(|_| y)) {
+                println!("{name:<28} not run: {e}");
+                continue;
+            }
+            b.run(&name, Work::Flops(fwd), 4, || {
+                let [q, k, v] = &*qkv;
+                drop(black_box(attend(q, k, v).unwrap()));
+            });
+            let grads = opforge::grads(move |x: &[Tensor]| ops::sum(&attend(&x[0], &x[1], &x[2])?, None, false));
+            b.run(&grad_name, Work::Flops(3.5 * fwd), 2, || {
+                drop(black_box(grads(&*qkv).unwrap()));
+            });
+        }
+    }
+    opforge::set_pool_limit(pool);
+}
+
 /// The W6 step of `benches/peers` on one backend.
 struct Step {
     x: Tensor,
@@ -434,6 +485,13 @@ fn w6_small(b: &mut Bench) {
         let on = |t: &Tensor| t.to_backend(backend).unwrap();
         let mut mlp = SmallMlp::new(backend);
         b.run(&name, Work::Step, 16, || drop(black_box(mlp.step(&on(&x), &on(&y)).unwrap())));
+        // Captured once, then replayed (`opforge::capture`, issue 49).
+        let replayed = format!("{name}_replayed");
+        if b.selects(&replayed) {
+            let mut mlp = SmallMlp::new(backend);
+            let (_, replay) = capture::record(&[&on(&x), &on(&y)], |xy| Ok(vec![mlp.step(&xy[0], &xy[1])?])).unwrap();
+            b.run(&replayed, Work::Step, 16, || drop(black_box(replay.run(&[&on(&x), &on(&y)]).unwrap())));
+        }
     }
 }
 
@@ -455,6 +513,7 @@ fn main() {
         w5(&mut b);
         reductions(&mut b);
         w9(&mut b);
+        attention(&mut b);
         w6(&mut b);
         w6_small(&mut b);
     });
