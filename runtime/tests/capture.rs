@@ -2,24 +2,15 @@
 //! eager run it stands for, training steps included, on every backend;
 //! what it cannot replay it refuses, naming it.
 
+#[path = "common/classifier.rs"]
+mod classifier;
 mod common;
 
+use classifier::{batch, bits, on, uniform, Model};
 use common::backends;
 use opforge::capture::{self, capture};
 use opforge::train::{Adam, Momentum, Optimizer, Sgd};
-use opforge::{ops, BackendId, Error, Tensor, Variable};
-
-fn on(backend: BackendId, t: Tensor) -> Tensor {
-    t.to_backend(backend).unwrap()
-}
-
-fn bits(t: &Tensor) -> Vec<u32> {
-    t.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect()
-}
-
-fn uniform(shape: &[usize], seed: u64) -> Tensor {
-    Tensor::random_uniform(shape, -1.0, 1.0, seed).unwrap()
-}
+use opforge::{ops, BackendId, Error, Tensor};
 
 #[test]
 fn a_chain_of_adds_replays_with_one_kernel_each() {
@@ -40,45 +31,6 @@ fn a_chain_of_adds_replays_with_one_kernel_each() {
         assert_eq!(again[0].to_scalar::<f32>().unwrap(), 61.0, "{backend}");
         assert_eq!(again[0].backend(), backend);
     }
-}
-
-/// A small classifier: two dense layers, softmax cross-entropy.
-struct Model {
-    w1: Variable,
-    b1: Variable,
-    w2: Variable,
-}
-
-impl Model {
-    fn new(backend: BackendId) -> Model {
-        let var = |t: Tensor| Variable::new(on(backend, t));
-        Model {
-            w1: var(ops::mul(&uniform(&[6, 16], 1), &Tensor::scalar(0.5f32)).unwrap()),
-            b1: var(Tensor::zeros(&[16], opforge::DType::F32).unwrap()),
-            w2: var(ops::mul(&uniform(&[16, 3], 2), &Tensor::scalar(0.5f32)).unwrap()),
-        }
-    }
-
-    fn vars(&self) -> [&Variable; 3] {
-        [&self.w1, &self.b1, &self.w2]
-    }
-
-    fn loss(&self, x: &Tensor, labels: &Tensor) -> opforge::Result<Tensor> {
-        let h = ops::relu(&ops::add(&ops::matmul(x, &self.w1.value(), false, false)?, &self.b1.value())?)?;
-        let logits = ops::matmul(&h, &self.w2.value(), false, false)?;
-        opforge::losses::softmax_cross_entropy(labels, &logits)
-    }
-
-    fn weights(&self) -> Vec<Vec<u32>> {
-        self.vars().iter().map(|v| bits(&v.value())).collect()
-    }
-}
-
-fn batch(backend: BackendId, step: u64, rows: usize) -> (Tensor, Tensor) {
-    let x = uniform(&[rows, 6], 100 + step);
-    let classes: Vec<i32> = (0..rows).map(|i| ((i as u64 * 7 + step) % 3) as i32).collect();
-    let labels = ops::one_hot(&Tensor::from_vec(classes, &[rows]).unwrap(), 3, 1.0, 0.0).unwrap();
-    (on(backend, x), on(backend, labels))
 }
 
 /// Trains two copies of one model `steps` steps, one eagerly and one
@@ -151,54 +103,6 @@ fn each_input_signature_is_captured_once() {
         step.run(&[&x, &labels]).unwrap();
     }
     assert_eq!(step.replays().len(), 2, "a batch of 8 and a last batch of 5");
-}
-
-#[test]
-fn a_replay_skips_what_nothing_reads_and_releases_values_early() {
-    let x = uniform(&[256, 256], 3);
-    let step = |xs: &[Tensor]| {
-        let unused = ops::exp(&xs[0])?; // computed, never read
-        let mut y = xs[0].clone();
-        for _ in 0..8 {
-            y = ops::tanh(&ops::add(&y, &xs[0])?)?;
-        }
-        drop(unused);
-        Ok(vec![y])
-    };
-    let (want, replay) = capture::record(&[&x], step).unwrap();
-    assert_eq!((replay.kernels(), replay.recorded()), (16, 17));
-    opforge::reset_peak();
-    let before = cpu_memory().peak_bytes;
-    let got = replay.run(&[&x]).unwrap();
-    let peak = cpu_memory().peak_bytes;
-    assert_eq!(bits(&got[0]), bits(&want[0]));
-    // The input, the result, and at most two values alive at once between.
-    let one = 256 * 256 * 4;
-    assert!(peak <= before.max(one) + 3 * one, "peak {peak} bytes, from {before}");
-}
-
-fn cpu_memory() -> opforge::BackendMemory {
-    opforge::memory().into_iter().find(|m| m.backend == BackendId::Cpu).unwrap()
-}
-
-#[test]
-fn a_replayed_step_peaks_no_higher_than_the_eager_step() {
-    let model = Model::new(BackendId::Cpu);
-    let mut adam = Adam::new(0.01);
-    let (x, labels) = batch(BackendId::Cpu, 0, 512);
-    adam.minimize(|| model.loss(&x, &labels), &model.vars()).unwrap();
-    opforge::reset_peak();
-    let base = cpu_memory().bytes;
-    adam.minimize(|| model.loss(&x, &labels), &model.vars()).unwrap();
-    let eager = cpu_memory().peak_bytes - base;
-    let step = |xs: &[Tensor]| Ok(vec![adam.minimize(|| model.loss(&xs[0], &xs[1]), &model.vars())?]);
-    let (_, replay) = capture::record(&[&x, &labels], step).unwrap();
-    opforge::reset_peak();
-    let base = cpu_memory().bytes;
-    replay.run(&[&x, &labels]).unwrap();
-    let replayed = cpu_memory().peak_bytes - base;
-    println!("peak above the live bytes: eager {eager}, replayed {replayed}");
-    assert!(replayed <= eager, "replayed {replayed} bytes against eager {eager}");
 }
 
 fn refused(e: Error, what: &str, why: &str) {

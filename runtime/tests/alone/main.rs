@@ -8,6 +8,9 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 mod attention_memory;
+mod capture_memory;
+#[path = "../common/classifier.rs"]
+mod classifier;
 mod default_backend;
 mod fuse_dispatches;
 mod memory;

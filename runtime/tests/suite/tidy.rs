@@ -394,6 +394,37 @@ fn the_suite_names_nothing_the_whole_process_shares() {
     assert_eq!(process_wide("fn f() {}\n#[kernel(Neg, cpu, override)]\n"), [(2, ", override)]")]);
 }
 
+/// A test that reads the process's peak memory runs alone: in a binary
+/// of its own the other tests of that binary still run beside it, and
+/// their tensors count in its peak (on sixteen cores, all at once: the
+/// attention memory test failed so on an H200).
+#[test]
+fn peak_memory_is_read_only_by_tests_that_run_alone() {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            match path.is_dir() {
+                true => walk(&path, out),
+                false => out.push(path),
+            }
+        }
+    }
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut files = Vec::new();
+    walk(&root, &mut files);
+    let readers = |source: &str| source.contains("reset_peak(");
+    let mut found: Vec<String> = files
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .filter(|p| !p.starts_with(root.join("alone")) && !p.ends_with("suite/tidy.rs"))
+        .filter(|p| readers(&std::fs::read_to_string(p).unwrap()))
+        .map(|p| p.strip_prefix(&root).unwrap().display().to_string())
+        .collect();
+    found.sort();
+    assert!(found.is_empty(), "tests that read the peak memory outside tests/alone: {found:?}");
+    assert!(readers("opforge::reset_peak();"), "a seeded reader is found");
+}
+
 #[test]
 fn the_suites_specs_and_kernels_leave_the_registry_consistent() {
     let problems: Vec<String> = opforge::registry::check().iter().map(ToString::to_string).collect();
