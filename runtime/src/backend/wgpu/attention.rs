@@ -12,7 +12,7 @@
 //! for the whole workgroup (the same online softmax, the sums in another
 //! order). Elsewhere an invocation per query (or key) and chunk of 32
 //! output columns, each reading the rows it meets from global memory: on
-//! an H200, 4.4 to 11 times slower at `[16, 4, 256, 64]` (BENCHMARKS.md).
+//! an H200, 4 to 9 times slower (BENCHMARKS.md).
 
 use super::{groups, unsupported, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;

@@ -125,34 +125,45 @@ fn attention_tiled(g: Workgroup) {
         }
         workgroupBarrier();
         let stop = min(STAGE, max(mine, k0) - k0);
-        for (var jj = 0u; jj < stop; jj++) {
-            var dot = vec4<f32>();
+        for (var j4 = 0u; j4 < stop; j4 += UNROLL) {
+            var d0 = vec4<f32>();
+            var d1 = vec4<f32>();
+            var d2 = vec4<f32>();
+            var d3 = vec4<f32>();
             for (var c = 0u; c < TILE_VECS; c++) {
-                dot += qr[c] * keys_tile[jj * TILE_VECS + c];
+                let at = j4 * TILE_VECS + c;
+                d0 += qr[c] * keys_tile[at];
+                d1 += qr[c] * keys_tile[at + TILE_VECS];
+                d2 += qr[c] * keys_tile[at + 2u * TILE_VECS];
+                d3 += qr[c] * keys_tile[at + 3u * TILE_VECS];
             }
-            let s = scored(dot, b, qi, k0 + jj, base);
-            if is_nan(s) {
-                poisoned = true;
-                continue;
-            }
-            if is_neg_inf(s) {
-                continue;
-            }
-            if s > m {
-                var correction = 0.0;
-                if !is_neg_inf(m) {
-                    correction = exp(m - s);
+            let dots = vec4<f32>(lanes_sum(d0), lanes_sum(d1), lanes_sum(d2), lanes_sum(d3));
+            for (var u = 0u; u < min(UNROLL, stop - j4); u++) {
+                let jj = j4 + u;
+                let s = scored(dots[u], b, qi, k0 + jj, base);
+                if is_nan(s) {
+                    poisoned = true;
+                    continue;
                 }
+                if is_neg_inf(s) {
+                    continue;
+                }
+                if s > m {
+                    var correction = 0.0;
+                    if !is_neg_inf(m) {
+                        correction = exp(m - s);
+                    }
+                    for (var c = 0u; c < TILE_VECS; c++) {
+                        acc[c] *= correction;
+                    }
+                    l *= correction;
+                    m = s;
+                }
+                let p = exp(s - m);
+                l += p;
                 for (var c = 0u; c < TILE_VECS; c++) {
-                    acc[c] *= correction;
+                    acc[c] += p * values_tile[jj * TILE_VECS + c];
                 }
-                l *= correction;
-                m = s;
-            }
-            let p = exp(s - m);
-            l += p;
-            for (var c = 0u; c < TILE_VECS; c++) {
-                acc[c] += p * values_tile[jj * TILE_VECS + c];
             }
         }
     }

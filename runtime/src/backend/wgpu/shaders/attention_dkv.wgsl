@@ -127,25 +127,49 @@ fn attention_dkv_tiled(g: Workgroup) {
         workgroupBarrier();
         // Past the keys, an invocation only helps stage.
         let stop = select(0u, min(STAGE, queries - i0), live);
-        for (var ii = min(max(first, i0) - i0, stop); ii < stop; ii++) {
-            var dot = vec4<f32>();
+        // The queries before `first` do not see this key: whole groups
+        // of four start at or before it, and those before it are skipped.
+        let seen = min(max(first, i0) - i0, stop);
+        for (var i4 = seen - seen % UNROLL; i4 < stop; i4 += UNROLL) {
+            var s0 = vec4<f32>();
+            var s1 = vec4<f32>();
+            var s2 = vec4<f32>();
+            var s3 = vec4<f32>();
+            var p0 = vec4<f32>();
+            var p1 = vec4<f32>();
+            var p2 = vec4<f32>();
+            var p3 = vec4<f32>();
             for (var c = 0u; c < TILE_VECS; c++) {
-                dot += queries_tile[ii * TILE_VECS + c] * kr[c];
+                let at = i4 * TILE_VECS + c;
+                s0 += queries_tile[at] * kr[c];
+                s1 += queries_tile[at + TILE_VECS] * kr[c];
+                s2 += queries_tile[at + 2u * TILE_VECS] * kr[c];
+                s3 += queries_tile[at + 3u * TILE_VECS] * kr[c];
+                if !values_role {
+                    p0 += dy_tile[at] * vr[c];
+                    p1 += dy_tile[at + TILE_VECS] * vr[c];
+                    p2 += dy_tile[at + 2u * TILE_VECS] * vr[c];
+                    p3 += dy_tile[at + 3u * TILE_VECS] * vr[c];
+                }
             }
-            let st = stats_tile[ii];
-            let p = probability(scored(dot, b, i0 + ii, j, base), st.x);
-            if values_role {
-                for (var c = 0u; c < TILE_VECS; c++) {
-                    acc[c] += p * dy_tile[ii * TILE_VECS + c];
+            let dots = vec4<f32>(lanes_sum(s0), lanes_sum(s1), lanes_sum(s2), lanes_sum(s3));
+            let dps = vec4<f32>(lanes_sum(p0), lanes_sum(p1), lanes_sum(p2), lanes_sum(p3));
+            for (var u = 0u; u < min(UNROLL, stop - i4); u++) {
+                let ii = i4 + u;
+                if ii < seen {
+                    continue;
                 }
-            } else {
-                var dp4 = vec4<f32>();
-                for (var c = 0u; c < TILE_VECS; c++) {
-                    dp4 += dy_tile[ii * TILE_VECS + c] * vr[c];
-                }
-                let ds = p * (lanes_sum(dp4) - st.y) * scale;
-                for (var c = 0u; c < TILE_VECS; c++) {
-                    acc[c] += ds * queries_tile[ii * TILE_VECS + c];
+                let st = stats_tile[ii];
+                let p = probability(scored(dots[u], b, i0 + ii, j, base), st.x);
+                if values_role {
+                    for (var c = 0u; c < TILE_VECS; c++) {
+                        acc[c] += p * dy_tile[ii * TILE_VECS + c];
+                    }
+                } else {
+                    let ds = p * (dps[u] - st.y) * scale;
+                    for (var c = 0u; c < TILE_VECS; c++) {
+                        acc[c] += ds * queries_tile[ii * TILE_VECS + c];
+                    }
                 }
             }
         }

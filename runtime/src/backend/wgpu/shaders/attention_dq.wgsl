@@ -102,17 +102,35 @@ fn attention_dq_tiled(g: Workgroup) {
         }
         workgroupBarrier();
         let stop = min(STAGE, max(mine, k0) - k0);
-        for (var jj = 0u; jj < stop; jj++) {
-            var dot = vec4<f32>();
-            var dp4 = vec4<f32>();
+        for (var j4 = 0u; j4 < stop; j4 += UNROLL) {
+            var s0 = vec4<f32>();
+            var s1 = vec4<f32>();
+            var s2 = vec4<f32>();
+            var s3 = vec4<f32>();
+            var p0 = vec4<f32>();
+            var p1 = vec4<f32>();
+            var p2 = vec4<f32>();
+            var p3 = vec4<f32>();
             for (var c = 0u; c < TILE_VECS; c++) {
-                dot += qr[c] * keys_tile[jj * TILE_VECS + c];
-                dp4 += dyr[c] * values_tile[jj * TILE_VECS + c];
+                let at = j4 * TILE_VECS + c;
+                s0 += qr[c] * keys_tile[at];
+                s1 += qr[c] * keys_tile[at + TILE_VECS];
+                s2 += qr[c] * keys_tile[at + 2u * TILE_VECS];
+                s3 += qr[c] * keys_tile[at + 3u * TILE_VECS];
+                p0 += dyr[c] * values_tile[at];
+                p1 += dyr[c] * values_tile[at + TILE_VECS];
+                p2 += dyr[c] * values_tile[at + 2u * TILE_VECS];
+                p3 += dyr[c] * values_tile[at + 3u * TILE_VECS];
             }
-            let p = probability(scored(dot, b, qi, k0 + jj, base), lse);
-            let ds = p * (lanes_sum(dp4) - delta) * scale;
-            for (var c = 0u; c < TILE_VECS; c++) {
-                acc[c] += ds * keys_tile[jj * TILE_VECS + c];
+            let dots = vec4<f32>(lanes_sum(s0), lanes_sum(s1), lanes_sum(s2), lanes_sum(s3));
+            let dps = vec4<f32>(lanes_sum(p0), lanes_sum(p1), lanes_sum(p2), lanes_sum(p3));
+            for (var u = 0u; u < min(UNROLL, stop - j4); u++) {
+                let jj = j4 + u;
+                let p = probability(scored(dots[u], b, qi, k0 + jj, base), lse);
+                let ds = p * (dps[u] - delta) * scale;
+                for (var c = 0u; c < TILE_VECS; c++) {
+                    acc[c] += ds * keys_tile[jj * TILE_VECS + c];
+                }
             }
         }
     }

@@ -106,10 +106,16 @@ fn lanes_sum(s: vec4<f32>) -> f32 {
     return (s.x + s.y) + (s.z + s.w);
 }
 
+// The tiled loops take the rows they meet four at a time: four products
+// accumulate side by side, sixteen independent chains of multiply-adds
+// rather than four, which one warp a scheduler (about what these shapes
+// give a GPU) needs to keep issuing. Stages are multiples of four rows.
+const UNROLL: u32 = 4u;
+
 // The score of query i against key j of matrix b (mask at `base`) from
-// the product's four partial sums.
-fn scored(dot: vec4<f32>, b: u32, i: u32, j: u32, base: u32) -> f32 {
-    var s = lanes_sum(dot) * bitcast<f32>(param(6u));
+// the product `dot` of their rows.
+fn scored(dot: f32, b: u32, i: u32, j: u32, base: u32) -> f32 {
+    var s = dot * bitcast<f32>(param(6u));
     if (param(7u) & 2u) != 0u {
         s += mask[base + i * param(8u) + j * param(9u)];
     }
