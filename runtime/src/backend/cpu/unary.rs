@@ -141,6 +141,41 @@ fn narrow_in<H: Half, const TIER: u8>(src: &[f32], dst: &mut [H]) {
     }
 }
 
+/// [`Half::widen_lanes`] and [`Half::narrow_lanes`] for a half type whose
+/// lane conversions are module `$m`'s (`widen_lanes` and `narrow_lanes`
+/// for [`AVX2`](super::vmath::AVX2), their `_512` forms for
+/// [`AVX512`](super::vmath::AVX512)), `$to` and `$from` its scalar ones
+/// in the baseline copy: the tiers chosen once, for both types.
+macro_rules! tiered_lanes {
+    ($m:ident, $to:path, $from:path) => {
+        #[inline(always)]
+        unsafe fn widen_lanes<const TIER: u8>(src: &[Self; LANES]) -> [f32; LANES] {
+            #[cfg(target_arch = "x86_64")]
+            if TIER >= super::vmath::AVX512 {
+                // SAFETY: the caller's CPU runs `TIER`, which has AVX-512
+                // (F, VL, BW, DQ), AVX2 and F16C.
+                return unsafe { $m::widen_lanes_512(src) };
+            } else if TIER >= super::vmath::AVX2 {
+                // SAFETY: the caller's CPU runs `TIER`, which has AVX2 and F16C.
+                return unsafe { $m::widen_lanes(src) };
+            }
+            src.map($to)
+        }
+        #[inline(always)]
+        unsafe fn narrow_lanes<const TIER: u8>(src: &[f32; LANES], dst: &mut [Self; LANES]) {
+            #[cfg(target_arch = "x86_64")]
+            if TIER >= super::vmath::AVX512 {
+                // SAFETY: as in `widen_lanes`.
+                return unsafe { $m::narrow_lanes_512(src, dst) };
+            } else if TIER >= super::vmath::AVX2 {
+                // SAFETY: as in `widen_lanes`.
+                return unsafe { $m::narrow_lanes(src, dst) };
+            }
+            *dst = src.map($from);
+        }
+    };
+}
+
 /// f16 converts 8 or 16 lanes an instruction through F16C or AVX-512 in
 /// the vector copies, a value at a time through the `half` crate
 /// elsewhere (whose own slice conversion calls F16C through a function
@@ -155,30 +190,7 @@ impl Half for crate::dtype::f16 {
     fn from_f32(v: f32) -> Self {
         crate::dtype::f16::from_f32(v)
     }
-    #[inline(always)]
-    unsafe fn widen_lanes<const TIER: u8>(src: &[Self; LANES]) -> [f32; LANES] {
-        #[cfg(target_arch = "x86_64")]
-        if TIER >= super::vmath::AVX512 {
-            // SAFETY: the caller's CPU runs `TIER`, which has AVX-512 F.
-            return unsafe { f16c::widen_lanes_512(src) };
-        } else if TIER >= super::vmath::AVX2 {
-            // SAFETY: the caller's CPU runs `TIER`, which has F16C and AVX.
-            return unsafe { f16c::widen_lanes(src) };
-        }
-        src.map(crate::dtype::f16::to_f32)
-    }
-    #[inline(always)]
-    unsafe fn narrow_lanes<const TIER: u8>(src: &[f32; LANES], dst: &mut [Self; LANES]) {
-        #[cfg(target_arch = "x86_64")]
-        if TIER >= super::vmath::AVX512 {
-            // SAFETY: as in `widen_lanes`.
-            return unsafe { f16c::narrow_lanes_512(src, dst) };
-        } else if TIER >= super::vmath::AVX2 {
-            // SAFETY: as in `widen_lanes`.
-            return unsafe { f16c::narrow_lanes(src, dst) };
-        }
-        *dst = src.map(crate::dtype::f16::from_f32);
-    }
+    tiered_lanes!(f16c, crate::dtype::f16::to_f32, crate::dtype::f16::from_f32);
 }
 
 /// f16 lanes converted by F16C's `vcvtph2ps` and `vcvtps2ph`, or AVX-512's
@@ -279,33 +291,10 @@ impl Half for crate::dtype::bf16 {
         let nan = (b & 0x7fff_ffff) > 0x7f80_0000;
         Self::from_bits(if nan { quiet } else { rounded })
     }
-    /// AVX2's or AVX-512's shifts and selects in the vector copies (LLVM,
-    /// left to vectorize the scalar rule, vectorizes the loop around it
-    /// instead, sixteen strided loads a vector: 4x slower).
-    #[inline(always)]
-    unsafe fn widen_lanes<const TIER: u8>(src: &[Self; LANES]) -> [f32; LANES] {
-        #[cfg(target_arch = "x86_64")]
-        if TIER >= super::vmath::AVX512 {
-            // SAFETY: the caller's CPU runs `TIER`, which has AVX-512 F.
-            return unsafe { bf16x::widen_lanes_512(src) };
-        } else if TIER >= super::vmath::AVX2 {
-            // SAFETY: the caller's CPU runs `TIER`, which has AVX2.
-            return unsafe { bf16x::widen_lanes(src) };
-        }
-        src.map(Self::to_f32)
-    }
-    #[inline(always)]
-    unsafe fn narrow_lanes<const TIER: u8>(src: &[f32; LANES], dst: &mut [Self; LANES]) {
-        #[cfg(target_arch = "x86_64")]
-        if TIER >= super::vmath::AVX512 {
-            // SAFETY: as in `widen_lanes`.
-            return unsafe { bf16x::narrow_lanes_512(src, dst) };
-        } else if TIER >= super::vmath::AVX2 {
-            // SAFETY: as in `widen_lanes`.
-            return unsafe { bf16x::narrow_lanes(src, dst) };
-        }
-        *dst = src.map(Self::from_f32);
-    }
+    // AVX2's or AVX-512's shifts and selects in the vector copies (LLVM,
+    // left to vectorize the scalar rule, vectorizes the loop around it
+    // instead, sixteen strided loads a vector: 4x slower).
+    tiered_lanes!(bf16x, Self::to_f32, Self::from_f32);
 }
 
 /// bf16 lanes converted by AVX2 or AVX-512: [`Half::to_f32`]'s shift and

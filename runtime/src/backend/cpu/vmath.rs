@@ -9,7 +9,7 @@
 //! x86_64); for x86_64 CPUs that have AVX2 and FMA, a copy that evaluates
 //! with fused multiply-adds on 8 lanes; and for those with AVX-512 (F, VL,
 //! BW, DQ), the same operations on 16 lanes, so the same bits as the AVX2
-//! copy (on a Zen 4, `exp` runs 1.7x as fast: BENCHMARKS.md). The copy is
+//! copy (on a Zen 5, `exp` runs 1.7x as fast: BENCHMARKS.md). The copy is
 //! chosen once per process. [`tier_copies!`] compiles any loop so.
 //!
 //! Special values follow `f32::exp`, `f32::ln` and `f32::tanh`: NaN gives NaN,
@@ -240,27 +240,18 @@ funcs! {
     Erf => erf_one;
 }
 
-/// `dst[i] = F(src[i])`: the loop LLVM vectorizes, inlined into each copy.
+/// `dst[i] = F(src[i])`: the loop LLVM vectorizes, inlined into each copy
+/// of [`tier_copies!`], with fused multiply-adds from [`AVX2`] up (the
+/// AVX-512 copy runs the AVX2 copy's operations on sixteen lanes, so the
+/// same bits).
 #[inline(always)]
-fn run<F: Func, const FMA: bool>(src: &[f32], dst: &mut [f32]) {
+fn run<F: Func, const TIER: u8>(src: &[f32], dst: &mut [f32]) {
     for (d, &s) in dst.iter_mut().zip(src) {
-        *d = F::eval::<FMA>(s);
+        *d = match TIER >= AVX2 {
+            true => F::eval::<true>(s),
+            false => F::eval::<false>(s),
+        };
     }
-}
-
-/// [`run`] compiled for AVX2 and FMA, with fused multiply-adds.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2,fma")]
-fn run_avx2_fma<F: Func>(src: &[f32], dst: &mut [f32]) {
-    run::<F, true>(src, dst);
-}
-
-/// [`run`] compiled for AVX-512, sixteen lanes, with fused multiply-adds:
-/// the AVX2 copy's operations on each lane, so the same bits.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma,f16c")]
-fn run_avx512<F: Func>(src: &[f32], dst: &mut [f32]) {
-    run::<F, true>(src, dst);
 }
 
 /// The copies of a loop [`tier_copies!`] compiles, as its `TIER` parameter:
@@ -302,8 +293,17 @@ pub(crate) fn tier() -> u8 {
 /// does with it (fused multiply-adds from [`AVX2`] up, F16C conversions)
 /// is its own. Written inside a function, with its parameters:
 /// `tier_copies!(<H: Half, F: Fn(f32) -> f32> lanes(x: &[H], y: &mut [H], f: F))`.
+///
+/// `tier_copies!(@at TIER, <..> inner(..))` runs the copy of `TIER`
+/// instead, or the best this CPU runs if that is less: how the tests run
+/// every copy.
 macro_rules! tier_copies {
-    (<$($g:ident: $bound:path),*> $inner:ident($($arg:ident: $ty:ty),*)) => {{
+    (<$($g:ident: $bound:path),*> $inner:ident($($arg:ident: $ty:ty),*)) => {
+        $crate::backend::cpu::vmath::tier_copies!(
+            @at $crate::backend::cpu::vmath::tier(), <$($g: $bound),*> $inner($($arg: $ty),*)
+        )
+    };
+    (@at $at:expr, <$($g:ident: $bound:path),*> $inner:ident($($arg:ident: $ty:ty),*)) => {{
         #[allow(unused_imports)]
         use $crate::backend::cpu::vmath::{tier, AVX2, AVX512, BASELINE};
         #[cfg(target_arch = "x86_64")]
@@ -318,14 +318,14 @@ macro_rules! tier_copies {
         fn avx2<$($g: $bound),*>($($arg: $ty),*) {
             $inner::<$($g,)* AVX2>($($arg),*)
         }
-        match tier() {
+        match ($at).min(tier()) {
             // SAFETY: `tier` checked at run time that this CPU supports
             // every feature the copy is compiled with.
             #[cfg(target_arch = "x86_64")]
-            AVX512 => unsafe { avx512($($arg),*) },
+            AVX512 => unsafe { avx512::<$($g),*>($($arg),*) },
             // SAFETY: as above.
             #[cfg(target_arch = "x86_64")]
-            AVX2 => unsafe { avx2($($arg),*) },
+            AVX2 => unsafe { avx2::<$($g),*>($($arg),*) },
             _ => $inner::<$($g,)* BASELINE>($($arg),*),
         }
     }};
@@ -396,19 +396,7 @@ macro_rules! fma_copies {
 /// [`run`] in the best copy this CPU can execute.
 fn dispatch<F: Func>(src: &[f32], dst: &mut [f32]) {
     assert_eq!(src.len(), dst.len(), "vmath: source and destination lengths differ");
-    #[cfg(target_arch = "x86_64")]
-    if tier() == AVX512 {
-        // SAFETY: `tier` checked at run time that this CPU supports every
-        // feature `run_avx512` is compiled with.
-        return unsafe { run_avx512::<F>(src, dst) };
-    }
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2_fma() {
-        // SAFETY: `has_avx2_fma` checked at run time that this CPU supports
-        // every feature `run_avx2_fma` is compiled with (avx2, fma).
-        return unsafe { run_avx2_fma::<F>(src, dst) };
-    }
-    run::<F, false>(src, dst);
+    tier_copies!(<F: Func> run(src: &[f32], dst: &mut [f32]))
 }
 
 /// `dst[i] = e^src[i]`, within 1 ULP. Panics if the lengths differ.
@@ -569,21 +557,20 @@ mod tests {
 
     /// The copies of `F` this CPU can run, by name.
     fn copies<F: Func>() -> Vec<(&'static str, SliceFn)> {
-        let mut v: Vec<(&'static str, SliceFn)> = vec![("portable", run::<F, false>)];
-        #[cfg(target_arch = "x86_64")]
-        if has_avx2_fma() {
-            // SAFETY: this CPU has avx2 and fma, checked just above.
-            v.push(("avx2+fma", |s, d| unsafe { run_avx2_fma::<F>(s, d) }));
-            if tier() == AVX512 {
-                // SAFETY: this CPU has every feature of `run_avx512`, checked just above.
-                v.push(("avx512", |s, d| unsafe { run_avx512::<F>(s, d) }));
-            } else {
-                eprintln!("vmath: no avx512 on this CPU, testing the portable and avx2+fma copies only");
-            }
-        } else {
-            eprintln!("vmath: no avx2+fma on this CPU, testing the portable copy only");
+        fn at<F: Func, const T: u8>(src: &[f32], dst: &mut [f32]) {
+            tier_copies!(@at T, <F: Func> run(src: &[f32], dst: &mut [f32]))
         }
-        v
+        let all: [(u8, &'static str, SliceFn); 3] = [
+            (BASELINE, "portable", at::<F, BASELINE>),
+            (AVX2, "avx2+fma", at::<F, AVX2>),
+            (AVX512, "avx512", at::<F, AVX512>),
+        ];
+        let (runs, not): (Vec<_>, Vec<_>) = all.into_iter().partition(|&(t, ..)| t <= tier());
+        if !not.is_empty() {
+            let names: Vec<&str> = not.iter().map(|&(_, name, _)| name).collect();
+            eprintln!("vmath: this CPU runs no {names:?} copy; testing the others only");
+        }
+        runs.into_iter().map(|(_, name, f)| (name, f)).collect()
     }
 
     /// `f` at `x`, rounded once from f64 (the correctly rounded result, barring ties).
@@ -959,9 +946,9 @@ mod tests {
             5.0 * n as f64 / t.elapsed().as_secs_f64() / 1e9
         };
         let cases: [(&str, &[f32], Scalar, SliceFn, SliceFn); 3] = [
-            ("exp", &xs, f32::exp, run::<Exp, false>, exp),
-            ("ln", &pos, f32::ln, run::<Ln, false>, ln),
-            ("tanh", &xs, f32::tanh, run::<Tanh, false>, tanh),
+            ("exp", &xs, f32::exp, run::<Exp, BASELINE>, exp),
+            ("ln", &pos, f32::ln, run::<Ln, BASELINE>, ln),
+            ("tanh", &xs, f32::tanh, run::<Tanh, BASELINE>, tanh),
         ];
         for (what, xs, scalar, portable, dispatched) in cases {
             let lib = rate(&|o| o.iter_mut().zip(xs).for_each(|(o, &x)| *o = scalar(x)));
