@@ -31,7 +31,7 @@ stamp train_transformer
 # profile of 20 replayed steps for the kernels a step runs; bf16.
 for u in "" --eager --unfused; do echo "# train_transformer $u"; timeout 60 "$bin"/train_transformer --backend wgpu --epochs 2 --steps 50 $u 2>&1 | grep -E "epoch|backend|trained|rror"; done | tee $OUT/steps.txt
 for d in bf16 f16; do echo "# train_transformer --dtype $d"; timeout 30 "$bin"/train_transformer --backend wgpu --epochs 2 --steps 10 --dtype $d 2>&1 | grep -E "epoch|backend|trained|rror"; done | tee -a $OUT/steps.txt
-timeout 60 "$bin"/train_transformer --backend wgpu --epochs 1 --steps 20 --profile /tmp/transformer.json 2>&1 | grep -E "kernel runs|^Attention|^MatMul|^BatchMatMul|peak" | tee -a $OUT/steps.txt
+timeout 60 "$bin"/train_transformer --backend wgpu --epochs 1 --steps 20 --profile .gpu/transformer.json 2>&1 | grep -E "kernel runs|^Attention|^MatMul|^BatchMatMul|peak" | tee -a $OUT/steps.txt
 timeout 60 python3 benches/gpu/transformer.py 2>&1 | tail -1 | tee -a $OUT/steps.txt
 stamp train_mlp
 for a in "--backend wgpu" "--backend wgpu --eager" "--backend cpu" "--backend cpu --eager"; do echo "# train_mlp $a"; timeout 60 "$bin"/train_mlp $a --epochs 10 2>&1 | grep -E "epoch  ?1/|epoch 10|trained|accuracy|rror"; done | tee $OUT/mlp.txt
