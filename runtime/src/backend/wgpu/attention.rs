@@ -24,9 +24,9 @@ use crate::shape::rules::attention_scale;
 use crate::shape::strided::broadcast_strides;
 use opforge_macros::kernel;
 
-static FORWARD: Shader = shader!("attention", "attention_scores");
+static FORWARD: Shader = shader!("attention", "attention_scores", "attention_queries");
 static STATS: Shader = shader!("attention_stats");
-static DQ: Shader = shader!("attention_dq", "attention_scores");
+static DQ: Shader = shader!("attention_dq", "attention_scores", "attention_queries");
 static DKV: Shader = shader!("attention_dkv", "attention_scores");
 
 /// Output columns one invocation keeps (`CHUNK` in attention_scores.wgsl).

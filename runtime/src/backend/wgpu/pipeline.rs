@@ -57,6 +57,12 @@ impl Shader {
 ///   opforge's kernels do. The expansion calls `element` and `param` from
 ///   `shaders/common.wgsl`, which every built-in shader begins with; a
 ///   shader of another crate that uses `@elementwise` defines them itself.
+/// - `@row4(q, k)` declares `fn row4(tensor: u32, start: u32, c: u32,
+///   width: u32) -> vec4<f32>`: elements `c..c + 4` of the row of an `f32`
+///   tensor that starts at `start`, zeros at and past `width`, the tensor
+///   named by a constant `ROW_Q`, `ROW_K`, ... the line declares, so that
+///   one function (staging rows into workgroup memory, say) serves any of
+///   them.
 ///
 /// ```
 /// use opforge::backend::wgpu::expand_directives;
@@ -68,12 +74,16 @@ impl Shader {
 ///      @compute @workgroup_size(256)\nfn copy(@builtin(global_invocation_id) gid"
 /// ));
 /// assert!(wgsl.contains("let i = element(gid, groups);\n    if i >= param(0) {\n        return;\n    }\n    y[i] = x[i];"));
+/// let rows = expand_directives("@row4(q, dy)\n");
+/// assert!(rows.starts_with("const ROW_Q: u32 = 0u;\nconst ROW_DY: u32 = 1u;\nfn row4("));
+/// assert!(rows.contains("case 1u: {\n                    r[e] = dy[start + c + e];"));
 /// assert_eq!(expand_directives("fn f() {}\n"), "fn f() {}\n");
 /// ```
 pub fn expand_directives(source: &str) -> std::borrow::Cow<'_, str> {
     const ENTRY: &str = "@elementwise fn ";
     const TENSORS: &str = "@tensors(";
-    if !source.contains(ENTRY) && !source.contains(TENSORS) {
+    const ROWS: &str = "@row4(";
+    if ![ENTRY, TENSORS, ROWS].iter().any(|d| source.contains(d)) {
         return source.into();
     }
     let mut out = String::with_capacity(source.len() + 1024);
@@ -81,6 +91,7 @@ pub fn expand_directives(source: &str) -> std::borrow::Cow<'_, str> {
     for line in source.lines() {
         let entry = line.strip_prefix(ENTRY).and_then(|rest| rest.strip_suffix(": u32) {"));
         let tensors = line.strip_prefix(TENSORS).and_then(|rest| rest.trim_end().strip_suffix(')'));
+        let rows = line.strip_prefix(ROWS).and_then(|rest| rest.trim_end().strip_suffix(')'));
         if let Some((name, index)) = entry.and_then(|e| e.split_once('(')) {
             out.push_str(&format!(
                 "@compute @workgroup_size(256)\n\
@@ -90,6 +101,8 @@ pub fn expand_directives(source: &str) -> std::borrow::Cow<'_, str> {
         } else if let Some(bound) = tensors.and_then(|list| bindings(list, params)) {
             out.push_str(&bound);
             params = false;
+        } else if let Some(names) = rows {
+            out.push_str(&row_reader(names));
         } else {
             out.push_str(line);
             out.push('\n');
@@ -120,6 +133,25 @@ fn bindings(list: &str, params: bool) -> Option<String> {
         out += &format!("@group(0) @binding({binding}) var<uniform> params: array<vec4<u32>, {}>;\n", PARAM_WORDS / 4);
     }
     Some(out)
+}
+
+/// The `row4` a `@row4(names)` line declares (see [`expand_directives`]).
+fn row_reader(names: &str) -> String {
+    let names: Vec<&str> = names.split(',').map(str::trim).filter(|n| !n.is_empty()).collect();
+    let mut out = String::new();
+    for (i, name) in names.iter().enumerate() {
+        out += &format!("const ROW_{}: u32 = {i}u;\n", name.to_uppercase());
+    }
+    out += "fn row4(tensor: u32, start: u32, c: u32, width: u32) -> vec4<f32> {\n    \
+            var r = vec4<f32>();\n    for (var e = 0u; e < 4u; e++) {\n        if c + e < width {\n            \
+            switch tensor {\n";
+    for (i, name) in names.iter().enumerate() {
+        out += &format!(
+            "                case {i}u: {{\n                    r[e] = {name}[start + c + e];\n                }}\n"
+        );
+    }
+    out += "                default: {}\n            }\n        }\n    }\n    return r;\n}\n";
+    out
 }
 
 impl Gpu {
