@@ -140,7 +140,7 @@ where
                 Some(p) => &mut p[at..at + c],
                 None => &mut [],
             });
-            elementwise(xs, scalars, outs, plain, fma);
+            elementwise(Chunk { xs, s: scalars, outs }, plain, fma);
         }
     });
     let ys: Vec<CpuTensor> = ys.into_iter().map(|y| CpuTensor::from_vec(shape, y)).collect::<Result<_>>()?;
@@ -165,15 +165,18 @@ fn for_pieces(ys: &mut [Vec<f32>], n: usize, f: impl Fn(usize, &mut [&mut [f32]]
     tasks.into_par_iter().enumerate().for_each(|(i, mut parts)| f(i * PAR_CHUNK, &mut parts));
 }
 
+/// One chunk of a fused loop: its inputs' slices, the scalars, and its
+/// outputs' slices, all of the chunk's length.
+struct Chunk<'a, const N: usize, const S: usize, const M: usize> {
+    xs: [&'a [f32]; N],
+    s: &'a [f32; S],
+    outs: [&'a mut [f32]; M],
+}
+
 /// `outs[m][i] = f(xs[0][i], .., xs[N-1][i])[m]` in the best copy this CPU runs.
 #[inline(always)]
-fn elementwise<const N: usize, const S: usize, const M: usize, P, F>(
-    xs: [&[f32]; N],
-    s: &[f32; S],
-    outs: [&mut [f32]; M],
-    plain: P,
-    fma: F,
-) where
+fn elementwise<const N: usize, const S: usize, const M: usize, P, F>(chunk: Chunk<'_, N, S, M>, plain: P, fma: F)
+where
     P: Fn([f32; N], &[f32; S]) -> [f32; M],
     F: Fn([f32; N], &[f32; S]) -> [f32; M],
 {
@@ -181,36 +184,28 @@ fn elementwise<const N: usize, const S: usize, const M: usize, P, F>(
     if vmath::has_avx2_fma() {
         // SAFETY: `has_avx2_fma` checked at run time that this CPU supports
         // every feature `elementwise_avx2_fma` is compiled with.
-        return unsafe { elementwise_avx2_fma(xs, s, outs, fma) };
+        return unsafe { elementwise_avx2_fma(chunk, fma) };
     }
-    elementwise_in(xs, s, outs, plain)
+    elementwise_in(chunk, plain)
 }
 
 /// [`elementwise_in`] compiled for AVX2 and FMA: eight lanes.
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
-fn elementwise_avx2_fma<const N: usize, const S: usize, const M: usize, F>(
-    xs: [&[f32]; N],
-    s: &[f32; S],
-    outs: [&mut [f32]; M],
-    f: F,
-) where
-    F: Fn([f32; N], &[f32; S]) -> [f32; M],
-{
-    elementwise_in(xs, s, outs, f)
+fn elementwise_avx2_fma<const N: usize, const S: usize, const M: usize>(
+    chunk: Chunk<'_, N, S, M>,
+    f: impl Fn([f32; N], &[f32; S]) -> [f32; M],
+) {
+    elementwise_in(chunk, f)
 }
 
 /// The loop both copies compile: every slice cut to the chunk's length
 /// first, so that the compiler drops the bounds checks and vectorizes.
 #[inline(always)]
-fn elementwise_in<const N: usize, const S: usize, const M: usize, F>(
-    xs: [&[f32]; N],
-    s: &[f32; S],
-    outs: [&mut [f32]; M],
-    f: F,
-) where
-    F: Fn([f32; N], &[f32; S]) -> [f32; M],
-{
+fn elementwise_in<const N: usize, const S: usize, const M: usize>(
+    Chunk { xs, s, outs }: Chunk<'_, N, S, M>,
+    f: impl Fn([f32; N], &[f32; S]) -> [f32; M],
+) {
     let c = outs.first().map_or(0, |o| o.len());
     let xs = xs.map(|x| &x[..c]);
     let mut outs = outs.map(|o| &mut o[..c]);

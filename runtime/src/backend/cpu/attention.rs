@@ -10,7 +10,7 @@
 use gemm::Parallelism;
 use rayon::prelude::*;
 
-use super::matmul::{gemm_with, Gemm, Operand};
+use super::matmul::{gemm_into, Gemm, Operand};
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
 use crate::backend::Cpu;
@@ -88,15 +88,20 @@ struct Mask<'m, T> {
     col: usize,
 }
 
+/// What both kernels are called with of the forward's inputs and
+/// attributes.
+#[derive(Clone, Copy)]
+struct Call<'m> {
+    q: &'m CpuTensor,
+    k: &'m CpuTensor,
+    v: &'m CpuTensor,
+    mask: Option<&'m CpuTensor>,
+    causal: bool,
+    scale: Option<f64>,
+}
+
 impl<'m, T: Compute> Geometry<'m, T> {
-    fn new(
-        q: &CpuTensor,
-        k: &CpuTensor,
-        v: &CpuTensor,
-        mask: Option<&'m CpuTensor>,
-        causal: bool,
-        scale: Option<f64>,
-    ) -> Result<Self> {
+    fn new(Call { q, k, v, mask, causal, scale }: Call<'m>) -> Result<Self> {
         let (qs, ks, vs) = (q.shape(), k.shape(), v.shape());
         let (r, depth) = (qs.len(), qs[qs.len() - 1]);
         let (queries, keys, value_depth) = (qs[r - 2], ks[ks.len() - 2], vs[vs.len() - 1]);
@@ -161,7 +166,7 @@ impl<'m, T: Compute> Geometry<'m, T> {
 /// `dst (m x n) = lhs (m x k) * rhs (k x n)`, or `+=` with `accumulate`:
 /// one product between tiles, on the task's own thread.
 fn tile<T: Gemm>(dst: &mut [T], [m, n, k]: [usize; 3], lhs: Operand<'_, T>, rhs: Operand<'_, T>, accumulate: bool) {
-    gemm_with(dst, m, n, k, lhs, rhs, accumulate, Parallelism::None);
+    gemm_into(dst, m, n, k, lhs, rhs, accumulate, Parallelism::None);
 }
 
 /// One tile of queries: `y` (`rows x value_depth`) and `lse` (`rows`) of
@@ -234,20 +239,13 @@ fn attention(
         let message = format!("two outputs, not {}", out.len());
         return Err(crate::error::Error::Backend { kernel: "Attention", backend: BackendId::Cpu, message });
     };
-    f64_or_f32!(q.dtype(), T => forward::<T>(q, k, v, mask, causal, scale, [y_meta, lse_meta]))
+    let call = Call { q, k, v, mask, causal, scale };
+    f64_or_f32!(q.dtype(), T => forward::<T>(call, [y_meta, lse_meta]))
 }
 
 /// [`attention`] in `T`.
-fn forward<T: Compute>(
-    q: &CpuTensor,
-    k: &CpuTensor,
-    v: &CpuTensor,
-    mask: Option<&CpuTensor>,
-    causal: bool,
-    scale: Option<f64>,
-    [y_meta, lse_meta]: [&TensorMeta; 2],
-) -> Result<(CpuTensor, CpuTensor)> {
-    let g = Geometry::<T>::new(q, k, v, mask, causal, scale)?;
+fn forward<T: Compute>(call: Call<'_>, [y_meta, lse_meta]: [&TensorMeta; 2]) -> Result<(CpuTensor, CpuTensor)> {
+    let (g, Call { q, k, v, .. }) = (Geometry::<T>::new(call)?, call);
     let inputs = [q.as_slice::<T>()?, k.as_slice::<T>()?, v.as_slice::<T>()?];
     let mut y = super::pool::output::<T>(y_meta.numel());
     let mut lse = super::pool::output::<T>(lse_meta.numel());
@@ -291,20 +289,18 @@ fn attention_grad(args: AttentionGradArgs<'_, Cpu>, out: &[TensorMeta]) -> Resul
         let message = format!("three outputs, not {}", out.len());
         return Err(crate::error::Error::Backend { kernel: "AttentionGrad", backend: BackendId::Cpu, message });
     };
-    let tensors = [dy, q, k, v, y, lse];
-    f64_or_f32!(q.dtype(), T => backward::<T>(tensors, mask, dlse, causal, scale, [dq, dk, dv]))
+    let call = Call { q, k, v, mask, causal, scale };
+    f64_or_f32!(q.dtype(), T => backward::<T>(call, [dy, y, lse], dlse, [dq, dk, dv]))
 }
 
 /// [`attention_grad`] in `T`.
 fn backward<T: Compute>(
-    [dy, q, k, v, y, lse]: [&CpuTensor; 6],
-    mask: Option<&CpuTensor>,
+    call: Call<'_>,
+    [dy, y, lse]: [&CpuTensor; 3],
     dlse: Option<&CpuTensor>,
-    causal: bool,
-    scale: Option<f64>,
     metas: [&TensorMeta; 3],
 ) -> Result<(CpuTensor, CpuTensor, CpuTensor)> {
-    let g = Geometry::<T>::new(q, k, v, mask, causal, scale)?;
+    let (g, Call { q, k, v, .. }) = (Geometry::<T>::new(call)?, call);
     let inputs = Inputs {
         dy: dy.as_slice::<T>()?,
         q: q.as_slice::<T>()?,

@@ -269,7 +269,7 @@ fn forward_values<T: Conv>(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, o
     if is_pointwise(w) || taps == 0 || k == 0 {
         let lhs = patches::<T>(x, w)?;
         let lhs = Operand::rows(&lhs, taps);
-        gemm_into(&mut y, pixels, k, taps, lhs, rhs, parallelism(pixels * k * taps));
+        gemm_into(&mut y, pixels, k, taps, lhs, rhs, false, parallelism(pixels * k * taps));
         return Ok(y);
     }
     // Blocks of output pixels, each a small GEMM on patch rows made just
@@ -279,7 +279,7 @@ fn forward_values<T: Conv>(x: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, o
         patch.resize(n * taps, T::zero());
         fill_patches(xv, c, w, i * BLOCK_PIXELS, patch);
         let lhs = Operand::rows(patch, taps);
-        gemm_into(dst, n, k, taps, lhs, rhs, gemm::Parallelism::None);
+        gemm_into(dst, n, k, taps, lhs, rhs, false, gemm::Parallelism::None);
     };
     if pixels * k * taps < PAR_THRESHOLD * 64 {
         let mut patch = Vec::new();
@@ -331,7 +331,7 @@ fn backprop_input<T: Conv>(dy: &CpuTensor, filter: &CpuTensor, g: &GroupedConv, 
     let mut dcols = output::<T>(pixels * taps);
     let lhs = Operand::rows(dv, k);
     let rhs = Operand::transposed(fv, k);
-    gemm_into(&mut dcols, pixels, taps, k, lhs, rhs, parallelism(pixels * taps * k));
+    gemm_into(&mut dcols, pixels, taps, k, lhs, rhs, false, parallelism(pixels * taps * k));
     if is_pointwise(w) {
         return CpuTensor::from_vec(&out.shape, dcols);
     }
@@ -409,7 +409,7 @@ fn backprop_filter<T: Conv>(x: &CpuTensor, dy: &CpuTensor, g: &GroupedConv, out:
     // The patches, transposed, times dy.
     let mut dw = output::<T>(out.numel());
     let rhs = Operand::rows(dy.as_slice::<T>()?, k);
-    gemm_into(&mut dw, taps, k, pixels, Operand::transposed(&lhs, taps), rhs, parallelism(taps * k * pixels));
+    gemm_into(&mut dw, taps, k, pixels, Operand::transposed(&lhs, taps), rhs, false, parallelism(taps * k * pixels));
     CpuTensor::from_vec(&out.shape, dw)
 }
 

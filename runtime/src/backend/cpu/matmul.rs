@@ -262,7 +262,7 @@ fn product<T: Gemm>(
         let (oa, ob) = offsets(bi);
         let lhs = Operand { data: &av[oa..oa + m * k], row: a_rs, col: a_cs };
         let rhs = Operand { data: &bv[ob..ob + k * n], row: b_rs, col: b_cs };
-        gemm_into(dst, m, n, k, lhs, rhs, par);
+        gemm_into(dst, m, n, k, lhs, rhs, false, par);
     };
     let batches = shape::numel(batch);
     if flops >= PAR_FLOPS && batches < rayon::current_num_threads() * 2 {
@@ -300,23 +300,11 @@ impl<'a, T> Operand<'a, T> {
     }
 }
 
-/// `dst` (m x n, row-major) = `lhs` (m x k) times `rhs` (k x n), with the
-/// given parallelism ([`parallelism`] picks it by size for one product).
-pub(crate) fn gemm_into<T: Gemm>(
-    dst: &mut [T],
-    m: usize,
-    n: usize,
-    k: usize,
-    lhs: Operand<'_, T>,
-    rhs: Operand<'_, T>,
-    par: Parallelism,
-) {
-    gemm_with(dst, m, n, k, lhs, rhs, false, par);
-}
-
-/// [`gemm_into`], or with `accumulate` `dst += lhs * rhs`.
+/// `dst` (m x n, row-major) = `lhs` (m x k) times `rhs` (k x n), or with
+/// `accumulate` `dst += lhs * rhs`, with the given parallelism
+/// ([`parallelism`] picks it by size for one product).
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn gemm_with<T: Gemm>(
+pub(crate) fn gemm_into<T: Gemm>(
     dst: &mut [T],
     m: usize,
     n: usize,

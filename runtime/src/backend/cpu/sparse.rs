@@ -11,7 +11,7 @@
 //! kernels call these on the inputs read back (`wgpu/sparse.rs`).
 
 use super::tensor::CpuTensor;
-use super::unary::{narrowed, widened, Half};
+use super::unary::{narrowed, widened};
 use crate::backend::call::TensorMeta;
 use crate::backend::TensorList;
 use crate::dtype::{bf16, f16, for_dtype, DType, Element};
@@ -221,29 +221,46 @@ fn segments(data_rows: usize, indices: &[i32], ids: &[i32]) -> Result<usize> {
     Ok(ids.last().map_or(0, |&id| id as usize + 1))
 }
 
-/// Each row of `data` (of `cols` elements) that `indices` picks, added
-/// into its segment's row of `out`, in order; a segment's sum then given
-/// to `finish` with how many rows it added.
-fn reduce_segments<A: Copy>(
-    data: &[A],
+/// A sparse segment reduction's segments (checked by [`segments`]): each
+/// row of `cols` elements that `indices` picks goes to output row `ids[i]`
+/// of `rows`.
+#[derive(Clone, Copy)]
+struct Segments<'a> {
+    rows: usize,
     cols: usize,
-    (indices, ids): (&[i32], &[i32]),
-    out: &mut [A],
-    add: impl Fn(A, A) -> A,
-    finish: impl Fn(A, usize) -> A,
-) {
-    let mut start = 0;
-    while start < ids.len() {
-        let id = ids[start] as usize;
-        let end = start + ids[start..].iter().take_while(|&&x| x as usize == id).count();
-        let row = &mut out[id * cols..][..cols];
-        for &index in &indices[start..end] {
-            for (o, &x) in row.iter_mut().zip(&data[index as usize * cols..][..cols]) {
-                *o = add(*o, x);
+    indices: &'a [i32],
+    ids: &'a [i32],
+}
+
+impl Segments<'_> {
+    /// Each picked row of `data` added into its segment's row, in order; a
+    /// segment's sum then given to `finish` with how many rows it added.
+    fn reduce<A: Copy + Default>(self, data: &[A], add: impl Fn(A, A) -> A, finish: impl Fn(A, usize) -> A) -> Vec<A> {
+        let Segments { rows, cols, indices, ids } = self;
+        let mut out = vec![A::default(); rows * cols];
+        let mut start = 0;
+        while start < ids.len() {
+            let id = ids[start] as usize;
+            let end = start + ids[start..].iter().take_while(|&&x| x as usize == id).count();
+            let row = &mut out[id * cols..][..cols];
+            for &index in &indices[start..end] {
+                for (o, &x) in row.iter_mut().zip(&data[index as usize * cols..][..cols]) {
+                    *o = add(*o, x);
+                }
             }
+            row.iter_mut().for_each(|o| *o = finish(*o, end - start));
+            start = end;
         }
-        row.iter_mut().for_each(|o| *o = finish(*o, end - start));
-        start = end;
+        out
+    }
+
+    /// The segments' sums of floats, or their means where `mean`.
+    fn sums<T: Element + std::ops::Add<Output = T> + std::ops::Div<Output = T>>(
+        self,
+        data: &[T],
+        mean: bool,
+    ) -> Vec<T> {
+        self.reduce(data, |a, b| a + b, |s, n| if mean { s / T::from_f64(n as f64) } else { s })
     }
 }
 
@@ -257,50 +274,25 @@ fn sparse_segment(data: &CpuTensor, indices: &CpuTensor, segment_ids: &CpuTensor
     shape[0] = rows;
     room("the output", &shape, 8)?;
     let cols = data.shape()[1..].iter().product::<usize>();
-    fn floats<T: Element + std::ops::Add<Output = T> + std::ops::Div<Output = T>>(
-        data: &CpuTensor,
-        parts: (&[i32], &[i32]),
-        shape: &[usize],
-        cols: usize,
-        mean: bool,
-    ) -> Result<CpuTensor> {
-        let mut out = vec![T::default(); shape.iter().product()];
-        let finish = |s: T, n: usize| if mean { s / T::from_f64(n as f64) } else { s };
-        reduce_segments(data.as_slice::<T>()?, cols, parts, &mut out, |a, b| a + b, finish);
-        CpuTensor::from_vec(shape, out)
-    }
-    fn halves<H: Half>(
-        data: &CpuTensor,
-        parts: (&[i32], &[i32]),
-        shape: &[usize],
-        cols: usize,
-        mean: bool,
-    ) -> Result<CpuTensor> {
-        let mut out = vec![0f32; shape.iter().product()];
-        let finish = |s: f32, n: usize| if mean { s / n as f32 } else { s };
-        reduce_segments(&widened(data.as_slice::<H>()?), cols, parts, &mut out, |a, b| a + b, finish);
-        CpuTensor::from_vec(shape, narrowed::<H>(&out))
-    }
-    fn ints<T: Element>(
-        data: &CpuTensor,
-        parts: (&[i32], &[i32]),
-        shape: &[usize],
-        cols: usize,
-        add: fn(T, T) -> T,
-    ) -> Result<CpuTensor> {
-        let mut out = vec![T::default(); shape.iter().product()];
-        reduce_segments(data.as_slice::<T>()?, cols, parts, &mut out, add, |s, _| s);
-        CpuTensor::from_vec(shape, out)
-    }
-    let parts = (indices, ids);
+    let parts = Segments { rows, cols, indices, ids };
     match data.dtype() {
-        DType::F32 => floats::<f32>(data, parts, &shape, cols, mean),
-        DType::F64 => floats::<f64>(data, parts, &shape, cols, mean),
-        DType::F16 => halves::<f16>(data, parts, &shape, cols, mean),
-        DType::BF16 => halves::<bf16>(data, parts, &shape, cols, mean),
-        DType::I32 if !mean => ints::<i32>(data, parts, &shape, cols, i32::wrapping_add),
-        DType::I64 if !mean => ints::<i64>(data, parts, &shape, cols, i64::wrapping_add),
-        DType::U8 if !mean => ints::<u8>(data, parts, &shape, cols, u8::wrapping_add),
+        DType::F32 => CpuTensor::from_vec(&shape, parts.sums(data.as_slice::<f32>()?, mean)),
+        DType::F64 => CpuTensor::from_vec(&shape, parts.sums(data.as_slice::<f64>()?, mean)),
+        DType::F16 => {
+            CpuTensor::from_vec(&shape, narrowed::<f16>(&parts.sums(&widened(data.as_slice::<f16>()?), mean)))
+        }
+        DType::BF16 => {
+            CpuTensor::from_vec(&shape, narrowed::<bf16>(&parts.sums(&widened(data.as_slice::<bf16>()?), mean)))
+        }
+        DType::I32 if !mean => {
+            CpuTensor::from_vec(&shape, parts.reduce(data.as_slice::<i32>()?, i32::wrapping_add, |s, _| s))
+        }
+        DType::I64 if !mean => {
+            CpuTensor::from_vec(&shape, parts.reduce(data.as_slice::<i64>()?, i64::wrapping_add, |s, _| s))
+        }
+        DType::U8 if !mean => {
+            CpuTensor::from_vec(&shape, parts.reduce(data.as_slice::<u8>()?, u8::wrapping_add, |s, _| s))
+        }
         other => Err(super::error::unsupported(if mean { "SparseSegmentMean" } else { "SparseSegmentSum" }, other)),
     }
 }
