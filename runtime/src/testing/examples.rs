@@ -70,23 +70,11 @@ pub fn assert_names(err: &Error, kernel: &str, backend: &str) {
 /// ```
 /// use opforge::{ops, DType, Tensor};
 /// let x = Tensor::zeros(&[2, 3], DType::F32)?;
-/// opforge::testing::check_example("Relu", "relu", &[&x], &[vec![2, 3]], &[DType::F32], false, |xs| Ok(vec![ops::relu(xs[0])?]));
+/// opforge::testing::check_example("Relu", "relu", &[&x], &[vec![2, 3]], &[DType::F32], false, &|xs| Ok(vec![ops::relu(xs[0])?]));
 /// # Ok::<(), opforge::Error>(())
 /// ```
 #[track_caller]
 pub fn check_example(
-    kernel: &str,
-    label: &str,
-    inputs: &[&Tensor],
-    want: &[Vec<usize>],
-    dtypes: &[DType],
-    data_dependent: bool,
-    f: impl Fn(&[&Tensor]) -> crate::error::Result<Vec<Tensor>> + Sync,
-) {
-    example(kernel, label, inputs, want, dtypes, data_dependent, &f)
-}
-
-fn example(
     kernel: &str,
     label: &str,
     inputs: &[&Tensor],

@@ -33,7 +33,7 @@ pub(in crate::testgen) fn write(m: &mut Module<'_>, k: &KernelDef, file: &str) {
                 let want: Vec<Vec<usize>> = vec![{expect}];
                 assert_eq!(rule, want, "{{label}}: the shape rule gives {{rule:?}}, the example says {{want:?}}");
                 let dtypes: Vec<DType> = metas.iter().map(|m| m.dtype).collect();
-                check_example({name:?}, label, &given, &want, &dtypes, {dd}, |xs| {call});
+                check_example({name:?}, label, &given, &want, &dtypes, {dd}, &|xs| {call});
             }}"#,
             number = i + 1,
             line = e.line,
