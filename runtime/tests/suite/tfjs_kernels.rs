@@ -1389,16 +1389,6 @@ impl Fused {
     }
 }
 
-const ACTIVATIONS: [Activation; 7] = [
-    Activation::Linear,
-    Activation::Relu,
-    Activation::Relu6,
-    Activation::Elu,
-    Activation::Sigmoid,
-    Activation::Leakyrelu,
-    Activation::Prelu,
-];
-
 fn close(what: &str, got: &Tensor, want: &Tensor, tol: f32) {
     assert_eq!(got.shape(), want.shape(), "{what}");
     let (g, w) = (got.to_vec::<f32>().unwrap(), want.to_vec::<f32>().unwrap());
@@ -1421,7 +1411,7 @@ fn fused_convolutions_are_the_composed_ops() {
             let bias_shape: &[usize] = if n % 2 == 0 { &[k] } else { &[] };
             let bias = on(b, Tensor::random_uniform(bias_shape, -1.0, 1.0, 30).unwrap());
             let weights = on(b, Tensor::random_uniform(&[k], -0.5, 0.5, 40).unwrap());
-            for activation in ACTIVATIONS {
+            for &activation in Activation::ALL {
                 let what = format!("{b}: config {n}, {activation}");
                 let prelu = (activation == Activation::Prelu).then_some(&weights);
                 let added = [Some(&bias), prelu];
@@ -1460,7 +1450,7 @@ fn fused_convolutions_differentiate_as_the_composed_ops() {
             let weights = on(b, Tensor::random_uniform(&[k], -0.5, 0.5, 80).unwrap());
             let y = f.run(&x, &w, [Some(&bias), None], (Activation::Linear, 0.0)).unwrap();
             let dy = on(b, Tensor::random_uniform(y.shape(), -1.0, 1.0, 90).unwrap());
-            for activation in ACTIVATIONS {
+            for &activation in Activation::ALL {
                 let what = format!("{b}: config {n}, {activation}");
                 let prelu = (activation == Activation::Prelu).then_some(&weights);
                 let act = (activation, -0.3);
