@@ -240,17 +240,18 @@ fn expm1(v: f32) -> f32 {
     return exp(v) - 1.0;
 }
 
-// The logarithm base 2 of a positive finite v, subnormals included
-// (scaled into the normal range first: lavapipe's log2 is wrong there).
-// A power of two gives its exponent from the bits, exactly: NVIDIA's
-// log2 is a few ulps off there, so that `pow(0.5, -128)` came out just
-// below f32::MAX rather than inf.
+// The logarithm base 2 of a positive finite v, subnormals included (as
+// the integer of their bits, `v = u 2^-149`, exact as an f32, rather than
+// in float arithmetic, which lavapipe's log2 gets wrong and a GPU that
+// flushes subnormals sees as 0). A power of two gives its exponent from
+// the bits, exactly: NVIDIA's log2 is a few ulps off there, so that
+// `pow(0.5, -128)` came out just below f32::MAX rather than inf.
 fn log2_positive(v: f32) -> f32 {
     var u = bitcast<u32>(v);
     var shift = 0.0;
-    if v < 1.17549435e-38 {
-        u = bitcast<u32>(v * 8388608.0);
-        shift = 23.0;
+    if (u >> 23u) == 0u {
+        u = bitcast<u32>(f32(u));
+        shift = 149.0;
     }
     if (u & 0x7fffffu) == 0u {
         return f32(i32(u >> 23u) - 127) - shift;

@@ -22,23 +22,26 @@ fn stable_tanh(v: f32) -> f32 {
 
 // The natural logarithm with IEEE 754's special values, which WGSL leaves
 // undefined: NaN for NaN and negatives, -inf for zeros, inf for inf; a
-// subnormal is scaled into the normal range first (lavapipe's log is off
-// by 15 there); and within 0.05 of 1, where WGSL bounds log's error only
+// subnormal as the integer of its bits (lavapipe's log is off by 15 on a
+// subnormal); and within 0.05 of 1, where WGSL bounds log's error only
 // absolutely (lavapipe's is 3e-5 relative at 0.997), log1p's series of
-// v - 1 (exact there).
+// v - 1 (exact there). Zeros, signs and subnormals are told apart by the
+// bits: a GPU that flushes subnormals (NVIDIA's does) sees a subnormal
+// compare equal to 0, and would give -inf where the cpu gives about -103.
 fn logarithm(v: f32) -> f32 {
-    if is_nan(v) || v < 0.0 {
-        return nan();
-    }
-    if v == 0.0 {
+    let u = bitcast<u32>(v);
+    if (u << 1u) == 0u {
         return -inf();
+    }
+    if is_nan(v) || sign_bit(v) {
+        return nan();
     }
     if !is_finite(v) {
         return v;
     }
-    if v < 1.17549435e-38 {
-        // ln(v 2^23) - 23 ln 2.
-        return log(v * 8388608.0) - 15.942385152878742;
+    if (u >> 23u) == 0u {
+        // v = u 2^-149, and u converts exactly: ln(u) - 149 ln 2.
+        return log(f32(u)) - 103.27892990343185;
     }
     return select(log(v), log1p(v - 1.0), abs(v - 1.0) < 0.05);
 }
@@ -327,10 +330,12 @@ fn floor_mod(x: f32, y: f32) -> f32 {
     if is_finite(y) {
         r = fmod_exact(x, y);
     }
-    if r == 0.0 {
+    // By the bits: a GPU that flushes subnormals sees a subnormal `r`
+    // as 0 (`mod(1e-45, -2.5)` came out -0 on an H200, -2.5 on the cpu).
+    if (bitcast<u32>(r) << 1u) == 0u {
         return with_sign_of(0.0, y);
     }
-    return select(r, r + y, (r < 0.0) != (y < 0.0));
+    return select(r, r + y, sign_bit(r) != sign_bit(y));
 }
 
 // Floor division and the floored remainder of i32s; 0 for a zero
