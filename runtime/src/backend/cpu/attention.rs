@@ -245,7 +245,8 @@ fn attention(
 
 /// [`attention`] in `T`.
 fn forward<T: Compute>(call: Call<'_>, [y_meta, lse_meta]: [&TensorMeta; 2]) -> Result<(CpuTensor, CpuTensor)> {
-    let (g, Call { q, k, v, .. }) = (Geometry::<T>::new(call)?, call);
+    let g = Geometry::<T>::new(call)?;
+    let Call { q, k, v, .. } = call;
     let inputs = [q.as_slice::<T>()?, k.as_slice::<T>()?, v.as_slice::<T>()?];
     let mut y = super::pool::output::<T>(y_meta.numel());
     let mut lse = super::pool::output::<T>(lse_meta.numel());
@@ -300,7 +301,8 @@ fn backward<T: Compute>(
     dlse: Option<&CpuTensor>,
     metas: [&TensorMeta; 3],
 ) -> Result<(CpuTensor, CpuTensor, CpuTensor)> {
-    let (g, Call { q, k, v, .. }) = (Geometry::<T>::new(call)?, call);
+    let g = Geometry::<T>::new(call)?;
+    let Call { q, k, v, .. } = call;
     let inputs = Inputs {
         dy: dy.as_slice::<T>()?,
         q: q.as_slice::<T>()?,

@@ -154,13 +154,12 @@ fn attention_grad(
         Grid::Elements(rows),
     )?;
     let inputs = [dy, q, k, v, mask.unwrap_or(q), &stats];
-    let ys = match tiled(depth, value_depth) {
+    let (dq, dkv) = match tiled(depth, value_depth) {
         true => {
             let grid = tile_grid(&mut p, 2, 64);
             let dq = program(&DQ, "attention_dq_tiled").run_grid(&inputs, &out[0], &p, grid)?;
             let grid = tile_grid(&mut p, 3, 32);
-            let dkv = program(&DKV, "attention_dkv_tiled").run_outputs(&inputs, &out[1..], &p, grid)?;
-            std::iter::once(dq).chain(dkv.into_vec()).collect::<Vec<_>>()
+            (dq, program(&DKV, "attention_dkv_tiled").run_outputs(&inputs, &out[1..], &p, grid)?)
         }
         false => {
             let n = chunked(rows, depth);
@@ -168,12 +167,11 @@ fn attention_grad(
             let dq = program(&DQ, "attention_dq").run_grid(&inputs, &out[0], &p, Grid::Elements(n))?;
             let n = chunked(keys, depth.max(value_depth));
             p[0] = n as u32;
-            let dkv = program(&DKV, "attention_dkv").run_outputs(&inputs, &out[1..], &p, Grid::Elements(n))?;
-            std::iter::once(dq).chain(dkv.into_vec()).collect()
+            (dq, program(&DKV, "attention_dkv").run_outputs(&inputs, &out[1..], &p, Grid::Elements(n))?)
         }
     };
-    match <[WgpuTensor; 3]>::try_from(ys) {
-        Ok([dq, dk, dv]) => Ok((dq, dk, dv)),
+    match <[WgpuTensor; 2]>::try_from(dkv.into_vec()) {
+        Ok([dk, dv]) => Ok((dq, dk, dv)),
         Err(_) => Err(super::device::backend_error(KERNEL, "three outputs".into())),
     }
 }

@@ -61,11 +61,11 @@ fn attention_dkv_tiled(g: Workgroup) {
     if item(g) >= param(0u) {
         return;
     }
-    let at = tile(item(g), param(3u), 32u);
     let queries = param(2u);
     let keys = param(3u);
     let d = param(4u);
     let dv = param(5u);
+    let at = tile(item(g), keys, 32u);
     let j = at.first + g.t % 32u;
     let values_role = g.t >= 32u;
     let live = j < keys;
