@@ -414,6 +414,7 @@ fn rust_type(d: DType, span: Span) -> TokenStream {
             let ident = Ident::new(d.name(), span);
             return quote_spanned!(span=> ::opforge::__private::#ident);
         }
+        DType::Complex64 => return quote_spanned!(span=> ::opforge::__private::Complex32),
         other => Ident::new(other.name(), span),
     };
     quote_spanned!(span=> #ty)

@@ -236,20 +236,34 @@ pub enum DType {
     I64,
     /// 8-bit unsigned integer, spelled `u8`.
     U8,
+    /// A complex number of two f32s, spelled `complex64` (TF.js's name).
+    /// No class holds it: a kernel that takes it lists it by name.
+    Complex64,
 }
 
 /// The classes a `dtypes` list may name instead of spelling their members:
-/// each stands for its dtypes, in [`DType::ALL`]'s order.
+/// each stands for its dtypes, in [`DType::ALL`]'s order. `any` is every
+/// dtype but `complex64`, which TF.js's ops refuse outside the kernels
+/// that name it.
 pub const DTYPE_CLASSES: [(&str, &[DType]); 3] = [
     ("float", &[DType::F32, DType::F16, DType::BF16, DType::F64]),
     ("int", &[DType::I32, DType::I64, DType::U8]),
-    ("any", &DType::ALL),
+    ("any", &[DType::F32, DType::I32, DType::Bool, DType::F16, DType::BF16, DType::F64, DType::I64, DType::U8]),
 ];
 
 impl DType {
     /// Every dtype, in the order error messages list them.
-    pub const ALL: [DType; 8] =
-        [DType::F32, DType::I32, DType::Bool, DType::F16, DType::BF16, DType::F64, DType::I64, DType::U8];
+    pub const ALL: [DType; 9] = [
+        DType::F32,
+        DType::I32,
+        DType::Bool,
+        DType::F16,
+        DType::BF16,
+        DType::F64,
+        DType::I64,
+        DType::U8,
+        DType::Complex64,
+    ];
 
     /// The spec spelling: `"f32"`, `"bf16"`, `"u8"`, ...
     pub fn name(self) -> &'static str {
@@ -262,6 +276,7 @@ impl DType {
             DType::F64 => "f64",
             DType::I64 => "i64",
             DType::U8 => "u8",
+            DType::Complex64 => "complex64",
         }
     }
 
@@ -281,6 +296,7 @@ impl DType {
             DType::F64 => "F64",
             DType::I64 => "I64",
             DType::U8 => "U8",
+            DType::Complex64 => "Complex64",
         }
     }
 
@@ -309,7 +325,7 @@ impl DType {
         match self {
             DType::F16 | DType::BF16 | DType::F64 => Some(DType::F32),
             DType::I64 => Some(DType::I32),
-            DType::F32 | DType::I32 | DType::Bool | DType::U8 => None,
+            DType::F32 | DType::I32 | DType::Bool | DType::U8 | DType::Complex64 => None,
         }
     }
 

@@ -16,6 +16,8 @@ fn strings(names: &[&str]) -> Vec<String> {
 const FLOAT: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64];
 /// `["float", "int"]`: the integer-capable reductions.
 const FLOAT_INT: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::I64, DType::U8];
+/// The floats, i32 and complex64: the arithmetic TF.js allows on complex numbers.
+const FLOAT_I_C: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32, DType::Complex64];
 /// `["float", "i32"]`.
 const FLOAT_I: &[DType] = &[DType::F32, DType::F16, DType::BF16, DType::F64, DType::I32];
 
@@ -53,9 +55,9 @@ fn every_kernel_is_documented_with_output_y_a_gradients_name_or_named_outputs() 
 fn binary_kernels() {
     let spec = builtin();
     for (name, dtypes) in [
-        ("Add", FLOAT_I),
-        ("Sub", FLOAT_I),
-        ("Mul", FLOAT_I),
+        ("Add", FLOAT_I_C),
+        ("Sub", FLOAT_I_C),
+        ("Mul", FLOAT_I_C),
         ("RealDiv", FLOAT),
         ("Maximum", FLOAT_I),
         ("Minimum", FLOAT_I),

@@ -37,6 +37,8 @@ macro_rules! show {
 }
 show!(f32, f64, crate::dtype::f16, crate::dtype::bf16 => |v| float(v.to_f64()));
 show!(i32, i64, u8, bool => |v| v.to_string());
+// TF.js's spelling of a complex64 element.
+show!(crate::dtype::Complex32 => |v| format!("{} + {}j", float(f64::from(v.re)), float(f64::from(v.im))));
 
 impl Values<'_> {
     fn of(t: &Tensor) -> Values<'_> {

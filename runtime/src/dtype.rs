@@ -1,12 +1,17 @@
 //! Element types.
 //!
-//! Eight dtypes: the floats `f16`, `bf16`, `f32` and `f64`, the integers
-//! `u8`, `i32` and `i64`, and `bool`. Half types (`half::f16`,
-//! `half::bf16`) are stored in two bytes and compute in f32.
+//! Element types.
+//!
+//! Nine dtypes: the floats `f16`, `bf16`, `f32` and `f64`, the integers
+//! `u8`, `i32` and `i64`, `bool`, and `complex64`. Half types
+//! (`half::f16`, `half::bf16`) are stored in two bytes and compute in f32;
+//! a `complex64` is a [`Complex32`], two f32s (`num_complex`'s, which the
+//! FFT crates take).
 
 use std::fmt;
 
 pub use half::{bf16, f16};
+pub use num_complex::Complex32;
 
 /// The element type of a tensor.
 ///
@@ -40,12 +45,26 @@ pub enum DType {
     I64,
     /// 8-bit unsigned integer; arithmetic wraps on overflow.
     U8,
+    /// A complex number of two f32s ([`Complex32`]), TF.js's `complex64`:
+    /// the FFTs' dtype. Kernels take it where the spec lists it by name
+    /// (the class `any` leaves it out, as TF.js's ops refuse complex input
+    /// outside the kernels that name it); it carries no gradient.
+    Complex64,
 }
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 8] =
-        [DType::F32, DType::I32, DType::Bool, DType::F16, DType::BF16, DType::F64, DType::I64, DType::U8];
+    pub const ALL: [DType; 9] = [
+        DType::F32,
+        DType::I32,
+        DType::Bool,
+        DType::F16,
+        DType::BF16,
+        DType::F64,
+        DType::I64,
+        DType::U8,
+        DType::Complex64,
+    ];
 
     /// The spec's name of the dtype (`f32`, `bf16`, `u8`, ...).
     pub const fn name(self) -> &'static str {
@@ -58,6 +77,7 @@ impl DType {
             DType::F64 => "f64",
             DType::I64 => "i64",
             DType::U8 => "u8",
+            DType::Complex64 => "complex64",
         }
     }
 
@@ -88,13 +108,24 @@ impl DType {
         matches!(self, DType::U8 | DType::I32 | DType::I64)
     }
 
+    /// Whether this is `complex64`.
+    ///
+    /// ```
+    /// use opforge::DType;
+    /// assert!(DType::Complex64.is_complex() && !DType::Complex64.is_float());
+    /// assert_eq!(DType::Complex64.size_in_bytes(), 8);
+    /// ```
+    pub const fn is_complex(self) -> bool {
+        matches!(self, DType::Complex64)
+    }
+
     /// Bytes one element takes.
     pub const fn size_in_bytes(self) -> usize {
         match self {
             DType::Bool | DType::U8 => 1,
             DType::F16 | DType::BF16 => 2,
             DType::F32 | DType::I32 => 4,
-            DType::F64 | DType::I64 => 8,
+            DType::F64 | DType::I64 | DType::Complex64 => 8,
         }
     }
 
@@ -122,7 +153,7 @@ impl DType {
 /// let listed = DTypes::of(&[DType::F32, DType::I32]);
 /// assert_eq!(listed.minus(floats), DTypes::of(&[DType::I32]));
 /// assert_eq!(listed.to_string(), "f32, i32");
-/// assert_eq!(DTypes::ALL.iter().count(), 8);
+/// assert_eq!(DTypes::ALL.iter().count(), 9);
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct DTypes(u16);
@@ -136,6 +167,8 @@ impl DTypes {
     pub const FLOAT: DTypes = DTypes::of(&[DType::F32, DType::F16, DType::BF16, DType::F64]);
     /// The integers: `i32`, `i64`, `u8` (the spec's class `int`).
     pub const INT: DTypes = DTypes::of(&[DType::I32, DType::I64, DType::U8]);
+    /// Every dtype but `complex64`: the spec's class `any`.
+    pub const ANY: DTypes = DTypes::ALL.minus(DTypes::of(&[DType::Complex64]));
 
     /// The set of `dtypes`.
     pub const fn of(dtypes: &[DType]) -> DTypes {
@@ -208,7 +241,7 @@ impl fmt::Display for DType {
 macro_rules! for_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
         $crate::dtype::for_dtype!(@each $dtype, $T, $body;
-            F32 f32, I32 i32, Bool bool, F16 $crate::dtype::f16, BF16 $crate::dtype::bf16, F64 f64, I64 i64, U8 u8)
+            F32 f32, I32 i32, Bool bool, F16 $crate::dtype::f16, BF16 $crate::dtype::bf16, F64 f64, I64 i64, U8 u8, Complex64 $crate::dtype::Complex32)
     };
     (@each $dtype:expr, $T:ident, $body:expr; $($variant:ident $t:ty),*) => {
         match $dtype {
@@ -254,10 +287,12 @@ mod sealed {
     impl Sealed for f64 {}
     impl Sealed for i64 {}
     impl Sealed for u8 {}
+    impl Sealed for super::Complex32 {}
 }
 
 /// A Rust type that is the element of some [`DType`]: `f32`, `i32`,
-/// `bool`, [`f16`](struct@f16), [`bf16`], `f64`, `i64` or `u8`.
+/// `bool`, [`f16`](struct@f16), [`bf16`], `f64`, `i64`, `u8` or
+/// [`Complex32`].
 ///
 /// ```
 /// use opforge::{DType, Element};
@@ -267,16 +302,7 @@ mod sealed {
 /// assert_eq!(u8::from_f64(300.0), 255);
 /// ```
 pub trait Element:
-    sealed::Sealed
-    + crate::backend::cpu::CpuElement
-    + Copy
-    + Default
-    + PartialEq
-    + PartialOrd
-    + fmt::Debug
-    + Send
-    + Sync
-    + 'static
+    sealed::Sealed + crate::backend::cpu::CpuElement + Copy + Default + PartialEq + fmt::Debug + Send + Sync + 'static
 {
     /// The dtype of this element type.
     const DTYPE: DType;
@@ -300,7 +326,10 @@ pub trait Element:
     /// - **an integer to an integer** keeps the low bits (wraps: `-1` is
     ///   `255` as `u8`, `300` is `44`), as TensorFlow and NumPy do;
     /// - **to `bool`**, anything nonzero is `true`, NaN included; `bool` to
-    ///   a number is 0 or 1.
+    ///   a number is 0 or 1;
+    /// - **to `complex64`**, the value as f32 by this rule, with an
+    ///   imaginary part of 0; **from `complex64`**, the real part by this
+    ///   rule (TF.js's `Cast`, NumPy's).
     ///
     /// ```
     /// use opforge::{dtype::{bf16, f16}, Element};
@@ -311,6 +340,10 @@ pub trait Element:
     /// assert_eq!(f32::NAN.cast::<i64>(), 0);
     /// assert_eq!(bf16::from_f32(3.0).cast::<i32>(), 3);
     /// assert!(f32::NAN.cast::<bool>());
+    /// use opforge::dtype::Complex32;
+    /// assert_eq!(2i32.cast::<Complex32>(), Complex32::new(2.0, 0.0));
+    /// assert_eq!(Complex32::new(-1.5, 4.0).cast::<i64>(), -1);
+    /// assert_eq!(Complex32::new(-1.5, 4.0).cast::<Complex32>(), Complex32::new(-1.5, 4.0));
     /// ```
     #[inline]
     fn cast<U: Element>(self) -> U {
@@ -319,9 +352,16 @@ pub trait Element:
     /// `v` converted to this type by [`Element::cast`]'s rule.
     #[doc(hidden)]
     fn from_element<U: Element>(v: U) -> Self;
-    /// The value as [`Element::cast`] moves it.
+    /// The value as [`Element::cast`] moves it (a complex number's real
+    /// part).
     #[doc(hidden)]
     fn to_value(self) -> Value;
+    /// The imaginary part: 0 but for a complex number.
+    #[doc(hidden)]
+    #[inline]
+    fn imaginary(self) -> f32 {
+        0.0
+    }
     /// The value of this type nearest `v`, by [`Element::cast`]'s rule.
     #[doc(hidden)]
     fn from_value(v: Value) -> Self;
@@ -489,3 +529,31 @@ element!(bool => Bool, |v| Value::Int(i64::from(v)), |v| match v {
     Value::Float(v) => v != 0.0,
     Value::Int(i) => i != 0,
 });
+
+impl Element for Complex32 {
+    const DTYPE: DType = DType::Complex64;
+    #[inline]
+    fn to_f64(self) -> f64 {
+        f64::from(self.re)
+    }
+    #[inline]
+    fn from_f64(v: f64) -> Self {
+        Complex32::new(f32::from_f64(v), 0.0)
+    }
+    #[inline]
+    fn from_element<U: Element>(v: U) -> Self {
+        Complex32::new(f32::from_element(v), v.imaginary())
+    }
+    #[inline]
+    fn to_value(self) -> Value {
+        self.re.to_value()
+    }
+    #[inline]
+    fn from_value(v: Value) -> Self {
+        Complex32::new(f32::from_value(v), 0.0)
+    }
+    #[inline]
+    fn imaginary(self) -> f32 {
+        self.im
+    }
+}

@@ -14,7 +14,7 @@
 //! assert!(!agree(0.0, -0.0, Agreement::EXACT.signed_zero()));
 //! ```
 
-use crate::dtype::{bf16, f16, for_dtype, DType, Element, Value};
+use crate::dtype::{bf16, f16, for_dtype, Complex32, DType, Element, Value};
 use crate::tensor::Tensor;
 
 /// One float type's special values, in [`F32`]'s order: `$v` makes a
@@ -85,6 +85,32 @@ pub const U8: [u8; 4] = [0, 1, 128, 255];
 /// Both bool values.
 pub const BOOL: [bool; 2] = [false, true];
 
+/// The complex64 values every case draws from: [`F32`]'s kinds in either
+/// part: zeros of both signs, a unit on each axis, NaN, an infinity or
+/// the largest finite value in one part or both, subnormals, and ordinary
+/// values with both parts set.
+pub const COMPLEX64: [Complex32; 15] = {
+    let c = Complex32::new;
+    let sub = f32::from_bits(1);
+    [
+        c(0.0, 0.0),
+        c(-0.0, -0.0),
+        c(1.0, 0.0),
+        c(0.0, 1.0),
+        c(-1.0, -0.5),
+        c(f32::NAN, 0.0),
+        c(0.0, f32::NAN),
+        c(f32::INFINITY, 0.0),
+        c(0.0, f32::NEG_INFINITY),
+        c(f32::INFINITY, f32::NEG_INFINITY),
+        c(f32::MAX, f32::MAX),
+        c(f32::MIN, 1.0),
+        c(sub, -sub),
+        c(2.0, -3.0),
+        c(0.5, 88.8),
+    ]
+};
+
 /// [`F32`] and the values at and next to each finite end of a kernel's
 /// domain (the spec's `domain = [low, high]`): the end itself and the
 /// nearest f32 on either side, so a kernel is seen just inside and just
@@ -101,7 +127,9 @@ pub fn f32_values(domain: Option<(f64, f64)>) -> Vec<f32> {
 
 /// The special values of `dtype` as their bits (an element's bits in the
 /// low bytes of a `u64`, as [`from_bits`] takes them): [`F32`], [`F16`],
-/// [`BF16`], [`F64`], [`I32`], [`I64`], [`U8`] or [`BOOL`]; for a float,
+/// [`BF16`], [`F64`], [`I32`], [`I64`], [`U8`], [`BOOL`] or
+/// [`COMPLEX64`] (the real part's bits low, the imaginary part's high);
+/// for a float,
 /// then the values at and next to each finite end of `domain`, the end
 /// rounded to the dtype.
 ///
@@ -125,6 +153,7 @@ pub fn bits(dtype: DType, domain: Option<(f64, f64)>) -> Vec<u64> {
         DType::I64 => of(&I64),
         DType::U8 => of(&U8),
         DType::Bool => of(&BOOL),
+        DType::Complex64 => of(&COMPLEX64),
     };
     let ends = domain.map(|(low, high)| [low, high]).unwrap_or([f64::NAN; 2]);
     for end in ends.into_iter().filter(|e| e.is_finite() && dtype.is_float()) {
@@ -213,6 +242,15 @@ macro_rules! bits_as {
 }
 bits_as!(i32 => u32, i64 => u64, u8 => u8);
 
+impl Bits for Complex32 {
+    fn to_u64(self) -> u64 {
+        u64::from(self.re.to_bits()) | u64::from(self.im.to_bits()) << 32
+    }
+    fn from_u64(b: u64) -> Self {
+        Complex32::new(f32::from_bits(b as u32), f32::from_bits((b >> 32) as u32))
+    }
+}
+
 impl Bits for bool {
     fn to_u64(self) -> u64 {
         u64::from(self)
@@ -296,6 +334,7 @@ pub fn max_finite(dtype: DType) -> f64 {
         DType::I64 => i64::MAX as f64,
         DType::U8 => f64::from(u8::MAX),
         DType::Bool => 1.0,
+        DType::Complex64 => f64::from(f32::MAX),
     }
 }
 
@@ -361,7 +400,7 @@ impl Agreement {
     /// ```
     pub const fn rounded(dtype: DType) -> Agreement {
         let relative = match dtype {
-            DType::F32 => 2e-5,
+            DType::F32 | DType::Complex64 => 2e-5,
             DType::F64 => 1e-12,
             DType::F16 => 2e-3,
             DType::BF16 => 1.6e-2,
@@ -458,7 +497,12 @@ pub fn differences(
         (Ok(w), Ok(g)) => (w, g),
         (Err(e), _) | (_, Err(e)) => return (1, vec![format!("could not read a result: {e}")]),
     };
-    let dtype = want.dtype();
+    // A complex element is two values, its real and imaginary parts, each
+    // judged as an f32.
+    let (dtype, per) = match want.dtype() {
+        DType::Complex64 => (DType::F32, 2),
+        d => (d, 1),
+    };
     let show = |v: Value| match (v, dtype) {
         (Value::Float(v), DType::F32) => format!("{:?} ({:#010x})", v as f32, (v as f32).to_bits()),
         (Value::Float(v), _) => format!("{v:?}"),
@@ -473,7 +517,8 @@ pub fn differences(
     let (mut count, mut described) = (0, Vec::new());
     for i in (0..w.len()).filter(differs) {
         if count < limit {
-            described.push(format!("element {i} ({}): want {}, got {}", inputs(i), show(w[i]), show(g[i])));
+            let (e, part) = (i / per, ["", " real part", " imaginary part"][(per - 1) * (1 + i % 2)]);
+            described.push(format!("element {e}{part} ({}): want {}, got {}", inputs(e), show(w[i]), show(g[i])));
         }
         count += 1;
     }
@@ -491,8 +536,12 @@ pub fn first_difference(
 }
 
 /// The tensor's elements, exactly: a float's value, an integer's (a bool
-/// as 0 or 1).
+/// as 0 or 1), a complex number's two parts.
 fn values(t: &Tensor) -> crate::error::Result<Vec<Value>> {
+    if t.dtype() == DType::Complex64 {
+        let parts = |c: Complex32| [c.re.to_value(), c.im.to_value()];
+        return Ok(t.to_vec::<Complex32>()?.into_iter().flat_map(parts).collect());
+    }
     for_dtype!(t.dtype(), T => Ok(t.to_vec::<T>()?.into_iter().map(Element::to_value).collect()))
 }
 

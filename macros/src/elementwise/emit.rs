@@ -14,6 +14,7 @@ struct Names {
     f32: Ident,
     f64: Ident,
     i32: Ident,
+    complex: Ident,
     rule: Ident,
     cpu: Ident,
     wgpu: Ident,
@@ -28,6 +29,7 @@ impl Names {
             f32: n("f32"),
             f64: n("f64"),
             i32: n("i32"),
+            complex: n("complex64"),
             rule: n("rule"),
             cpu: n("cpu"),
             wgpu: n("wgpu"),
@@ -100,7 +102,12 @@ fn element_fns(row: &Row, names: &Names) -> TokenStream {
         Some(body) => element_fn(row, &names.i32, quote!(i32), ret(quote!(i32)), body, false),
         None => TokenStream::new(),
     };
-    quote!(#f32 #f64 #i32)
+    let c = quote!(::opforge::__private::Complex32);
+    let complex = match &row.complex {
+        Some(body) => element_fn(row, &names.complex, c.clone(), ret(c), body, false),
+        None => TokenStream::new(),
+    };
+    quote!(#f32 #f64 #i32 #complex)
 }
 
 /// `args[0], args[1], ..` for an element function's call.
@@ -226,6 +233,10 @@ fn cpu_kernel(row: &Row, names: &Names) -> TokenStream {
         let call = run(&names.i32, quote!());
         quote!(::opforge::__private::DType::I32 => #call,)
     });
+    let complex_arm = row.complex.as_ref().map(|_| {
+        let call = run(&names.complex, quote!());
+        quote!(::opforge::__private::DType::Complex64 => #call,)
+    });
     let float_arms = float_arms(row, names);
     let check = check(row);
     let kernel = k.to_string();
@@ -240,6 +251,7 @@ fn cpu_kernel(row: &Row, names: &Names) -> TokenStream {
                 ::opforge::__private::DType::F32 => #f32_arm,
                 #float_arms
                 #i32_arm
+                #complex_arm
                 __d => ::core::result::Result::Err(#e::unsupported(#kernel, ::opforge::__private::BackendId::Cpu, __d)),
             }
         }

@@ -24,6 +24,9 @@ pub(crate) struct Row {
     pub slice: Option<Expr>,
     /// The element function of the i32 kernel.
     pub i32: Option<Expr>,
+    /// The element function of the complex64 kernel (cpu only: wgpu holds
+    /// no complex64).
+    pub complex: Option<Expr>,
     /// The WGSL expression, over the row's names.
     pub wgsl: LitStr,
     /// The i32 kernel's WGSL expression.
@@ -120,6 +123,7 @@ struct Fields {
     f32: Option<Expr>,
     slice: Option<Expr>,
     i32: Option<Expr>,
+    complex: Option<Expr>,
     wgsl: Option<LitStr>,
     wgsl_i32: Option<LitStr>,
     check: Option<Expr>,
@@ -142,6 +146,7 @@ impl Fields {
             "f32" => set!(f32),
             "slice" => set!(slice),
             "i32" => set!(i32),
+            "complex" => set!(complex),
             "wgsl" => set!(wgsl),
             "wgsl_i32" => set!(wgsl_i32),
             "check" => set!(check),
@@ -149,7 +154,7 @@ impl Fields {
             _ => {
                 return Err(syn::Error::new_spanned(
                     name,
-                    "unknown field: a row has `each`, `f32`, `slice`, `i32`, `wgsl`, `wgsl_i32`, `check` and `grad`",
+                    "unknown field: a row has `each`, `f32`, `slice`, `i32`, `complex`, `wgsl`, `wgsl_i32`, `check` and `grad`",
                 ))
             }
         }
@@ -164,6 +169,7 @@ impl Fields {
             f32: self.f32,
             slice: self.slice,
             i32: self.i32,
+            complex: self.complex,
             wgsl_i32: self.wgsl_i32,
             check: self.check,
             grad: self.grad,

@@ -61,6 +61,7 @@ elementwise! {
     Add(a, b) {
         each: a + b,
         i32: a.wrapping_add(b),
+        complex: a + b,
         wgsl: "a + b",
         wgsl_i32: "a + b",
         grad: (dy, dy),
@@ -68,6 +69,7 @@ elementwise! {
     Sub(a, b) {
         each: a - b,
         i32: a.wrapping_sub(b),
+        complex: a - b,
         wgsl: "a - b",
         wgsl_i32: "a - b",
         grad: (dy, -dy),
@@ -75,6 +77,7 @@ elementwise! {
     Mul(a, b) {
         each: a * b,
         i32: a.wrapping_mul(b),
+        complex: a * b,
         wgsl: "a * b",
         wgsl_i32: "a * b",
         grad: (dy * b, dy * a),

@@ -21,7 +21,7 @@ pub use crate::backend::cpu::CpuTensor;
 pub use crate::backend::wgpu::WgpuTensor;
 pub use crate::backend::{declared_id, Backend, BackendEntry, Cpu, Device, DeviceOps, Wgpu, BACKENDS};
 pub use crate::backend_id::BackendId;
-pub use crate::dtype::{bf16, f16, DType, DTypes};
+pub use crate::dtype::{bf16, f16, Complex32, DType, DTypes};
 pub use crate::elementwise::{RowEntry, ROWS};
 pub use crate::engine::Engine;
 pub use crate::engine::OpScope;

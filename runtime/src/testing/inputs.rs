@@ -13,6 +13,10 @@ use crate::tensor::Tensor;
 /// ```
 pub fn input(shape: &[usize], dtype: DType) -> Tensor {
     let f = Tensor::random_uniform(shape, 0.5, 2.0, 1).shown_as("a valid shape");
+    if dtype == DType::Complex64 {
+        let g = Tensor::random_uniform(shape, 0.5, 2.0, 2).shown_as("a valid shape");
+        return crate::ops::complex(&f, &g).shown_as("two parts of one shape");
+    }
     crate::ops::cast(&f, dtype).shown_as("cast is total")
 }
 
@@ -97,13 +101,22 @@ pub fn spread<'a>(xs: &[&'a Tensor], absent: &[bool]) -> Vec<Option<&'a Tensor>>
 
 /// A random input of `dtype` for the parity tests: f32 values in
 /// +-(0.5, 2) (or in `within`, see [`sample`]), and their truncations
-/// for i32 (0, +-1) and bool, so that ties and negative indices occur.
+/// for i32 (0, +-1) and bool, so that ties and negative indices occur; a
+/// complex64 input has two such samples as its parts.
 ///
 /// ```
-/// let t = opforge::testing::parity_input(&[7], opforge::DType::Bool, None, 1);
-/// assert_eq!(t.dtype(), opforge::DType::Bool);
+/// use opforge::{dtype::Complex32, testing::parity_input, DType};
+/// let t = parity_input(&[7], DType::Bool, None, 1);
+/// assert_eq!(t.dtype(), DType::Bool);
+/// let c = parity_input(&[7], DType::Complex64, None, 1).to_vec::<Complex32>()?;
+/// assert!(c.iter().all(|c| c.im != 0.0));
+/// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn parity_input(shape: &[usize], dtype: DType, within: Option<(f32, f32)>, seed: u64) -> Tensor {
+    if dtype == DType::Complex64 {
+        let (re, im) = (sample(shape, within, seed), sample(shape, within, seed + 1000));
+        return crate::ops::complex(&re, &im).shown_as("two parts of one shape");
+    }
     crate::ops::cast(&sample(shape, within, seed), dtype).shown_as("cast is total")
 }
 

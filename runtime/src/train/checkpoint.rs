@@ -456,6 +456,7 @@ fn file_dtype(dtype: DType) -> Dtype {
         DType::F64 => Dtype::F64,
         DType::I64 => Dtype::I64,
         DType::U8 => Dtype::U8,
+        DType::Complex64 => Dtype::C64,
     }
 }
 
@@ -480,6 +481,17 @@ macro_rules! le_bytes {
     )*};
 }
 le_bytes!(f32, i32, f16, bf16, f64, i64, u8);
+
+/// safetensors' `C64`: each element's real part, then its imaginary part.
+impl LeBytes for crate::dtype::Complex32 {
+    fn encode(values: &[Self]) -> Vec<u8> {
+        f32::encode(bytemuck::cast_slice(values))
+    }
+    fn decode(bytes: &[u8]) -> std::result::Result<Vec<Self>, usize> {
+        let parts = f32::decode(bytes)?;
+        Ok(parts.chunks_exact(2).map(|p| Self::new(p[0], p[1])).collect())
+    }
+}
 
 impl LeBytes for bool {
     fn encode(values: &[Self]) -> Vec<u8> {

@@ -116,6 +116,8 @@ pub fn cast_value(v: f64, from: DType, to: DType) -> f64 {
         DType::U8 if from.is_int() => f64::from(v as i64 as u8),
         DType::U8 => f64::from(v as u8),
         DType::Bool => f64::from(u8::from(v != 0.0)),
+        // The real part, read back: f32's.
+        DType::Complex64 => v as f32 as f64,
     }
 }
 

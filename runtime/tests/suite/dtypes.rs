@@ -64,7 +64,8 @@ fn dtypes_have_their_names_sizes_and_classes() {
             ("bf16", 2, true),
             ("f64", 8, true),
             ("i64", 8, false),
-            ("u8", 1, false)
+            ("u8", 1, false),
+            ("complex64", 8, false)
         ]
     );
     // The spec's dtypes are the runtime's, in one order: one list, read twice.
@@ -78,6 +79,10 @@ fn dtypes_have_their_names_sizes_and_classes() {
     assert!(float.eq(DType::ALL.iter().filter(|d| d.is_float()).map(|d| d.name())));
     let int = opforge_spec::DType::class("int").unwrap().iter().map(|d| d.name());
     assert!(int.eq(DType::ALL.iter().filter(|d| d.is_int()).map(|d| d.name())));
+    // `any` is every dtype but complex64, in both.
+    let any = opforge_spec::DType::class("any").unwrap().iter().map(|d| d.name());
+    assert!(any.eq(opforge::dtype::DTypes::ANY.iter().map(|d| d.name())));
+    assert!(!opforge::dtype::DTypes::ANY.contains(DType::Complex64));
     // The generator decides which kernels get a `dtype_parity_` check by the
     // spec's rule; the check runs by the runtime's.
     for d in opforge_spec::DType::ALL {
@@ -298,6 +303,8 @@ fn every_pair_of_dtypes_casts_by_one_rule() {
             DType::I32 => f64::from(v as i32),
             DType::U8 => f64::from(v as u8),
             DType::I64 => v as i64 as f64,
+            // f32's value as the real part, read back as it.
+            DType::Complex64 => f64::from(v as f32),
         }
     }
 }

@@ -5,6 +5,7 @@
 use crate::common;
 
 use common::{error_of, Rng, BINARY_OPS};
+use opforge::dtype::Complex32;
 use opforge::{ops, DType, Error, Tensor};
 
 /// Asserts the error's message contains every part.
@@ -391,6 +392,13 @@ fn display_matches_tfjs_layout() {
                     let v: Vec<u8> = ints.iter().map(|&i| i as u8).collect();
                     let s = v.iter().map(u8::to_string).collect();
                     (Tensor::from_vec(v, shape).unwrap(), s)
+                }
+                // TF.js's `re + imj`.
+                DType::Complex64 => {
+                    let v: Vec<f32> = ints.iter().map(|&i| i as f32 / 8.0).collect();
+                    let c: Vec<Complex32> = v.iter().map(|&re| Complex32::new(re, -re)).collect();
+                    let s = v.iter().map(|&re| format!("{} + {}j", js_float(re), js_float(-re))).collect();
+                    (Tensor::from_vec(c, shape).unwrap(), s)
                 }
                 // The other floats print as f32 does, each value as the dtype holds it.
                 float => {

@@ -20,6 +20,7 @@ mod common;
 
 mod autodiff;
 mod checkpoint;
+mod complex;
 mod composites;
 mod contract;
 mod conv;

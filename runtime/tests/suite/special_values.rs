@@ -84,7 +84,7 @@ fn attrs_of(kernel: &str) -> Option<Vec<(String, Attrs)>> {
         _ => {}
     }
     defaults!(kernel;
-        Add, Sub, Mul, RealDiv, Maximum, Minimum, Pow, Greater, GreaterEqual, Less, LessEqual, Equal, NotEqual,
+        Real, Imag, ComplexAbs, FFT, IFFT, Add, Sub, Mul, RealDiv, Maximum, Minimum, Pow, Greater, GreaterEqual, Less, LessEqual, Equal, NotEqual,
         Atan2, SquaredDifference, FloorDiv, Mod, Prelu, LogicalAnd, LogicalOr, LogicalXor, BitwiseAnd, Neg, Abs, Sqrt, Rsqrt, Square, Exp,
         Log, Sin, Cos, Tanh, Erf, Softplus, Elu, Selu, Log1p, Expm1, Floor, Ceil, Round, Sign, Reciprocal, Atan,
         Sinh, Cosh, Tan, Asin, Acos, Asinh, Acosh, Atanh, Relu6, IsFinite, IsNan, IsInf, LogicalNot, Sigmoid, Relu,

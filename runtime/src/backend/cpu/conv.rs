@@ -539,7 +539,7 @@ struct Dilation<T> {
 /// lowest finite value, the first tap inside the image; with the winning
 /// value (the lowest finite value in that case). dilation.wgsl's
 /// `winner` walks the taps in this order.
-fn dilation_winner<T: Element>(
+fn dilation_winner<T: Element + PartialOrd>(
     d: &Dilation<T>,
     x: &[T],
     f: &[T],
@@ -607,7 +607,7 @@ fn dilation2d(x: &CpuTensor, filter: &CpuTensor, conv: &ConvParams, out: &Tensor
 
 /// A dilation's `dy` routed to the winning taps, in output order, into
 /// `n` elements: `to` names the element a winner's tap goes to.
-fn dilation_routed<T: Element>(
+fn dilation_routed<T: Element + PartialOrd>(
     d: &Dilation<T>,
     (x, f, dy): (&[T], &[T], &[T]),
     n: usize,

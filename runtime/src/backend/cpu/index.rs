@@ -1039,7 +1039,12 @@ pub(crate) fn search_row<T: PartialOrd>(row: &[T], value: T, right: bool) -> i32
 
 /// Each of `values` searched in its row of `sorted` (the last axes the
 /// rows), in parallel over the values.
-fn searched<T: Element>(sorted: &CpuTensor, values: &CpuTensor, right: bool, out: &TensorMeta) -> Result<CpuTensor> {
+fn searched<T: Element + PartialOrd>(
+    sorted: &CpuTensor,
+    values: &CpuTensor,
+    right: bool,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
     let (s, v) = (sorted.as_slice::<T>()?, values.as_slice::<T>()?);
     let n = sorted.shape().last().copied().unwrap_or(1);
     let m = values.shape().last().copied().unwrap_or(1).max(1);
@@ -1057,7 +1062,7 @@ fn searched<T: Element>(sorted: &CpuTensor, values: &CpuTensor, right: bool, out
 }
 
 #[kernel(SearchSorted, cpu, dtypes(float, int))]
-fn search_sorted<T: Element>(
+fn search_sorted<T: Element + PartialOrd>(
     sorted_sequence: &CpuTensor,
     values: &CpuTensor,
     side: Side,
@@ -1067,11 +1072,19 @@ fn search_sorted<T: Element>(
 }
 
 #[kernel(LowerBound, cpu, dtypes(float, int))]
-fn lower_bound<T: Element>(sorted_sequence: &CpuTensor, values: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+fn lower_bound<T: Element + PartialOrd>(
+    sorted_sequence: &CpuTensor,
+    values: &CpuTensor,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
     searched::<T>(sorted_sequence, values, false, out)
 }
 
 #[kernel(UpperBound, cpu, dtypes(float, int))]
-fn upper_bound<T: Element>(sorted_sequence: &CpuTensor, values: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+fn upper_bound<T: Element + PartialOrd>(
+    sorted_sequence: &CpuTensor,
+    values: &CpuTensor,
+    out: &TensorMeta,
+) -> Result<CpuTensor> {
     searched::<T>(sorted_sequence, values, true, out)
 }

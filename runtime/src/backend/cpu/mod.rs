@@ -17,6 +17,7 @@ pub(crate) mod pool;
 mod reduce;
 mod spare;
 pub(crate) mod sparse;
+mod spectral;
 mod tensor;
 pub(crate) mod unary;
 pub(crate) mod vmath;

@@ -8,7 +8,7 @@ use smallvec::SmallVec;
 
 use super::{accounting, pool, spare};
 use crate::backend_id::BackendId;
-use crate::dtype::{bf16, f16, DType, Element};
+use crate::dtype::{bf16, f16, Complex32, DType, Element};
 use crate::error::{Error, Result};
 use crate::shape::Shape;
 
@@ -30,6 +30,7 @@ enum Data {
     F64(Storage<f64>),
     I64(Storage<i64>),
     U8(Storage<u8>),
+    Complex64(Storage<Complex32>),
 }
 
 /// `$body` with `$v` bound to the storage of whichever dtype `$data` holds.
@@ -44,6 +45,7 @@ macro_rules! each_data {
             Data::F64($v) => $body,
             Data::I64($v) => $body,
             Data::U8($v) => $body,
+            Data::Complex64($v) => $body,
         }
     };
 }
@@ -81,6 +83,7 @@ impl CpuBuffer {
             Data::F64(_) => DType::F64,
             Data::I64(_) => DType::I64,
             Data::U8(_) => DType::U8,
+            Data::Complex64(_) => DType::Complex64,
         }
     }
 
@@ -138,7 +141,7 @@ macro_rules! cpu_element {
         }
     )*};
 }
-cpu_element!(f32 => F32, i32 => I32, bool => Bool, f16 => F16, bf16 => BF16, f64 => F64, i64 => I64, u8 => U8);
+cpu_element!(f32 => F32, i32 => I32, bool => Bool, f16 => F16, bf16 => BF16, f64 => F64, i64 => I64, u8 => U8, Complex32 => Complex64);
 
 /// A tensor as the `cpu` backend sees it: a shape and a shared, contiguous,
 /// row-major buffer. Cloning shares the buffer.

@@ -15,6 +15,7 @@ mod matmul;
 mod normalization;
 mod reduce;
 mod sparse;
+mod spectral;
 mod unary;
 
 pub use attention::*;
@@ -28,4 +29,5 @@ pub use matmul::*;
 pub use normalization::*;
 pub use reduce::*;
 pub use sparse::*;
+pub use spectral::*;
 pub use unary::*;

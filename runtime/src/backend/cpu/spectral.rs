@@ -1,0 +1,172 @@
+//! The complex kernels and the FFTs on the cpu. The transforms are
+//! rustfft's (complex, any length: mixed radix, Rader's and Bluestein's
+//! algorithms for the primes) and realfft's (real signals, on rustfft),
+//! planned once per length and direction and kept for the process; rows
+//! are transformed in parallel, each chunk of rows with its own scratch.
+
+use std::sync::{Arc, Mutex, OnceLock};
+
+use realfft::{ComplexToReal, RealFftPlanner, RealToComplex};
+use rustfft::{Fft, FftPlanner};
+
+use super::parallel::for_rows;
+use super::pool::output;
+use super::tensor::CpuTensor;
+use crate::backend::call::TensorMeta;
+use crate::dtype::Complex32;
+use crate::error::{Error, Result};
+use crate::kernels::{Complex, ComplexAbs, Imag, Real, FFT, IFFT, IRFFT, RFFT};
+use opforge_macros::kernel;
+
+/// The planners, shared by every thread: a plan is made once per length
+/// and direction (the planner keeps it) and is itself shared.
+fn complex_plan(n: usize, inverse: bool) -> Arc<dyn Fft<f32>> {
+    static PLANNER: OnceLock<Mutex<FftPlanner<f32>>> = OnceLock::new();
+    let mut planner = PLANNER.get_or_init(|| Mutex::new(FftPlanner::new())).lock().unwrap_or_else(|p| p.into_inner());
+    if inverse {
+        planner.plan_fft_inverse(n)
+    } else {
+        planner.plan_fft_forward(n)
+    }
+}
+
+fn real_planner() -> std::sync::MutexGuard<'static, RealFftPlanner<f32>> {
+    static PLANNER: OnceLock<Mutex<RealFftPlanner<f32>>> = OnceLock::new();
+    PLANNER.get_or_init(|| Mutex::new(RealFftPlanner::new())).lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// An error of realfft's (a length mismatch, which the shape rules
+/// exclude) as the kernel's failure.
+fn failed(kernel: &'static str, e: impl std::fmt::Display) -> Error {
+    Error::kernel_failed(format!("{kernel}: the FFT crate refused the rows: {e}"))
+}
+
+/// About `n log2 n` operations a row of `n`: what decides whether rows
+/// are worth spreading over threads.
+fn work(rows: usize, n: usize) -> usize {
+    rows.saturating_mul(n.saturating_mul(n.max(2).ilog2() as usize))
+}
+
+#[kernel(Complex, cpu)]
+fn complex(real: &CpuTensor, imag: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let (re, im) = (real.as_slice::<f32>()?, imag.as_slice::<f32>()?);
+    let mut y = output::<Complex32>(re.len());
+    for_rows(&mut y, 1, re.len(), |start, chunk| {
+        for (k, y) in chunk.iter_mut().enumerate() {
+            *y = Complex32::new(re[start + k], im[start + k]);
+        }
+    });
+    CpuTensor::from_vec(&out.shape, y)
+}
+
+/// One f32 of each complex element of `input`.
+fn part(input: &CpuTensor, out: &TensorMeta, f: impl Fn(Complex32) -> f32 + Sync) -> Result<CpuTensor> {
+    CpuTensor::from_storage(&out.shape, super::parallel::map(input.as_slice::<Complex32>()?, f))
+}
+
+#[kernel(Real, cpu)]
+fn real(input: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    part(input, out, |c| c.re)
+}
+
+#[kernel(Imag, cpu)]
+fn imag(input: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    part(input, out, |c| c.im)
+}
+
+#[kernel(ComplexAbs, cpu)]
+fn complex_abs(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    // C's `hypot`: no overflow in the squares, infinite beside a NaN.
+    part(x, out, |c| c.re.hypot(c.im))
+}
+
+/// The DFT of each row of `input` (of `out`'s innermost length), forward
+/// or inverse; the inverse divided by the length, as TF.js's is.
+fn transform(input: &CpuTensor, out: &TensorMeta, inverse: bool) -> Result<CpuTensor> {
+    let x = input.as_slice::<Complex32>()?;
+    let n = out.shape.last().copied().unwrap_or(1);
+    let mut y = output::<Complex32>(x.len());
+    if n == 0 || x.is_empty() {
+        return CpuTensor::from_vec(&out.shape, y);
+    }
+    let fft = complex_plan(n, inverse);
+    for_rows(&mut y, n, work(x.len() / n, n), |start, chunk| {
+        chunk.copy_from_slice(&x[start..start + chunk.len()]);
+        let mut scratch = vec![Complex32::default(); fft.get_inplace_scratch_len()];
+        // The chunk holds whole rows: rustfft transforms each in turn.
+        fft.process_with_scratch(chunk, &mut scratch);
+        if inverse {
+            let scale = n as f32;
+            chunk.iter_mut().for_each(|v| *v /= scale);
+        }
+    });
+    CpuTensor::from_vec(&out.shape, y)
+}
+
+#[kernel(FFT, cpu)]
+fn fft(input: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    transform(input, out, false)
+}
+
+#[kernel(IFFT, cpu)]
+fn ifft(input: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    transform(input, out, true)
+}
+
+#[kernel(RFFT, cpu)]
+fn rfft(input: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let x = input.as_slice::<f32>()?;
+    let n = input.shape().last().copied().unwrap_or(1);
+    let m = out.shape.last().copied().unwrap_or(1);
+    let mut y = output::<Complex32>(out.numel());
+    if y.is_empty() {
+        return CpuTensor::from_vec(&out.shape, y);
+    }
+    let r2c: Arc<dyn RealToComplex<f32>> = real_planner().plan_fft_forward(n);
+    let result = std::sync::Mutex::new(Ok(()));
+    for_rows(&mut y, m, work(x.len() / n, n), |start, chunk| {
+        let (mut row, mut scratch) = (r2c.make_input_vec(), r2c.make_scratch_vec());
+        for (r, spectrum) in chunk.chunks_mut(m).enumerate() {
+            let first = (start / m + r) * n;
+            // realfft works in the row it is given: a copy of the input's.
+            row.copy_from_slice(&x[first..first + n]);
+            if let Err(e) = r2c.process_with_scratch(&mut row, spectrum, &mut scratch) {
+                *result.lock().unwrap_or_else(|p| p.into_inner()) = Err(failed("RFFT", e));
+            }
+        }
+    });
+    result.into_inner().unwrap_or_else(|p| p.into_inner())?;
+    CpuTensor::from_vec(&out.shape, y)
+}
+
+#[kernel(IRFFT, cpu)]
+fn irfft(input: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let x = input.as_slice::<Complex32>()?;
+    let m = input.shape().last().copied().unwrap_or(1);
+    let n = out.shape.last().copied().unwrap_or(1);
+    let mut y = output::<f32>(out.numel());
+    if y.is_empty() {
+        return CpuTensor::from_vec(&out.shape, y);
+    }
+    let c2r: Arc<dyn ComplexToReal<f32>> = real_planner().plan_fft_inverse(n);
+    let result = std::sync::Mutex::new(Ok(()));
+    let scale = n as f32;
+    for_rows(&mut y, n, work(x.len() / m, n), |start, chunk| {
+        let (mut spectrum, mut scratch) = (c2r.make_input_vec(), c2r.make_scratch_vec());
+        for (r, signal) in chunk.chunks_mut(n).enumerate() {
+            let first = (start / n + r) * m;
+            spectrum.copy_from_slice(&x[first..first + m]);
+            // The real part of the inverse DFT of the whole spectrum (TF.js
+            // builds it from the conjugates) drops these two imaginary
+            // parts, which realfft would refuse.
+            spectrum[0].im = 0.0;
+            spectrum[m - 1].im = 0.0;
+            if let Err(e) = c2r.process_with_scratch(&mut spectrum, signal, &mut scratch) {
+                *result.lock().unwrap_or_else(|p| p.into_inner()) = Err(failed("IRFFT", e));
+            }
+            signal.iter_mut().for_each(|v| *v /= scale);
+        }
+    });
+    result.into_inner().unwrap_or_else(|p| p.into_inner())?;
+    CpuTensor::from_vec(&out.shape, y)
+}
