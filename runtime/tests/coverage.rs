@@ -5,7 +5,7 @@
 //! Its own binary, so no runtime registration from another test can change
 //! what it sees.
 
-use opforge::registry;
+use opforge::{registry, BackendId, DType};
 
 /// The table's rows as cells: kernel, op, cpu, wgpu, gradient.
 fn rows(table: &str) -> Vec<Vec<&str>> {
@@ -15,6 +15,11 @@ fn rows(table: &str) -> Vec<Vec<&str>> {
         .map(|l| l.split('|').map(str::trim).filter(|c| !c.is_empty()).collect())
         .collect()
 }
+
+/// The kernels that take or give complex64, which wgpu does not hold yet
+/// (issue 52): the cpu's only until it does, and then on both like the
+/// rest (the test asks for their wgpu kernels once wgpu holds complex64).
+const COMPLEX: [&str; 8] = ["Complex", "Real", "Imag", "ComplexAbs", "FFT", "IFFT", "RFFT", "IRFFT"];
 
 #[test]
 fn every_built_in_kernel_runs_on_both_backends_and_has_its_gradient() {
@@ -28,7 +33,11 @@ fn every_built_in_kernel_runs_on_both_backends_and_has_its_gradient() {
     for spec in builtin {
         let row = rows.iter().find(|r| r[0] == format!("`{}`", spec.name)).expect("a row per kernel");
         assert_eq!(row[1], format!("`{}`", spec.op), "{}", spec.name);
-        assert_eq!((row[2], row[3]), ("yes", "yes"), "{} runs on cpu and wgpu", spec.name);
+        let wgpu = match COMPLEX.contains(&spec.name) && !BackendId::Wgpu.dtypes().contains(DType::Complex64) {
+            true => "no",
+            false => "yes",
+        };
+        assert_eq!((row[2], row[3]), ("yes", wgpu), "{} runs on cpu and (where it holds the dtypes) wgpu", spec.name);
         let gradient = if spec.differentiable.is_empty() { "n/a" } else { "yes" };
         assert_eq!(row[4], gradient, "{}: a gradient exactly when differentiable", spec.name);
     }

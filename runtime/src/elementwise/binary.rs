@@ -46,6 +46,10 @@
 //! - **`Prelu`** is `alpha * x` below zero and `x` above; at a zero it
 //!   keeps the zero's sign, except that a NaN or infinite `alpha` gives
 //!   NaN there, as `alpha * x` does.
+//! - **`complex64`**: `Add`, `Sub` and `Mul` (TF.js's arithmetic on
+//!   complex numbers), `num_complex`'s, on the cpu: a product is
+//!   `(ac - bd) + (ad + bc)i`, without fused multiply-adds, as TF.js
+//!   computes it.
 //! - **`i32`** arithmetic wraps on overflow, in every kernel on both
 //!   backends, as TensorFlow's does: `Add`, `Sub`, `Mul`,
 //!   `SquaredDifference`, `Neg` and `Abs` (`-i32::MIN` is `i32::MIN`),
