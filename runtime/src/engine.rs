@@ -511,7 +511,10 @@ fn infer<K: KernelSpec>(
 /// float dtype takes the float dtype of the other inputs, where they share
 /// one (an integer scalar the integer one), as PyTorch's zero-dim tensors
 /// do: `mul(x_bf16, Tensor::scalar(0.5))` is bf16 (the literal is f64),
-/// and no tensor of rank 1 or more is ever converted. Otherwise `e`.
+/// and no tensor of rank 1 or more is ever converted. A real scalar
+/// beside complex64 tensors (and no real one of its kind) becomes
+/// complex64, as in PyTorch and TF.js: `mul(z, Tensor::scalar(2.0))`.
+/// Otherwise `e`.
 #[cold]
 fn scalars_follow<K: KernelSpec>(
     inputs: &[&Tensor],
@@ -525,15 +528,20 @@ fn scalars_follow<K: KernelSpec>(
         return Err(e);
     }
     // The one dtype of `d`'s kind among the tensors, if they share one.
-    let kind = |d: DType| (d.is_float(), d.is_int());
+    let kind = |d: DType| (d.is_float(), d.is_int(), d.is_complex());
     let shared = |d: DType| {
         let mut of_kind = inputs.iter().filter(|t| t.rank() > 0 && kind(t.dtype()) == kind(d)).map(|t| t.dtype());
         let first = of_kind.next()?;
         of_kind.all(|o| o == first).then_some(first)
     };
+    let complex = || shared(DType::Complex64);
     let adopts = |t: &Tensor| -> Option<DType> {
         let d = t.dtype();
-        (t.rank() == 0 && d != DType::Bool).then(|| shared(d)).flatten().filter(|&s| s != d)
+        let real = d.is_float() || d.is_int();
+        (t.rank() == 0 && d != DType::Bool)
+            .then(|| shared(d).or_else(|| real.then(complex).flatten()))
+            .flatten()
+            .filter(|&s| s != d)
     };
     let adopted: Vec<Option<DType>> = inputs.iter().map(|t| adopts(t)).collect();
     if !inputs.iter().zip(&adopted).any(|(t, a)| t.backend() != backend || a.is_some()) {

@@ -285,6 +285,11 @@ fn cast_target(e: &Expr) -> syn::Result<bool> {
                  the fused op"
             ),
         )),
+        Some(opforge_spec::DType::Complex64) => Err(error(
+            e,
+            "a fused program computes on real f32 values: a cast to complex64 cannot be fused; cast outside the fused \
+             op",
+        )),
         Some(d) => Err(error(
             e,
             &format!(

@@ -234,3 +234,25 @@ fn a_checkpoint_holds_complex64() {
     assert_eq!(values(&back["x"]), values(&x));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn a_real_scalar_beside_complex_tensors_becomes_complex() {
+    let x = signal(&[3], 5);
+    let v = values(&x);
+    // The zero-dim rule: a literal (f64) or an f32 scalar takes complex64.
+    for two in [Tensor::scalar(2.0), Tensor::scalar(2.0f32), Tensor::scalar(2i32)] {
+        let got = values(&ops::mul(&x, &two).unwrap());
+        assert_eq!(got, v.iter().map(|c| c * 2.0).collect::<Vec<_>>(), "{}", two.dtype());
+    }
+    // Tensors of rank 1 or more are never converted, nor a complex scalar
+    // beside real tensors: the inputs must share one dtype.
+    let reals = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], &[3]).unwrap();
+    for (a, b) in [(&x, &reals), (&reals, &Tensor::scalar(Complex32::new(0.0, 1.0)))] {
+        let text = error_of(|| ops::add(a, b)).to_string();
+        assert!(text.contains("Add") && text.contains("complex64") && text.contains("f32"), "{text}");
+    }
+    // Nor does a bool tensor take a complex scalar's dtype.
+    let flags = Tensor::from_vec(vec![true, false], &[2]).unwrap();
+    let text = error_of(|| ops::logical_and(&flags, &Tensor::scalar(Complex32::new(1.0, 0.0)))).to_string();
+    assert!(text.contains("complex64"), "{text}");
+}

@@ -28,4 +28,10 @@ fn complex(x: &Tensor) -> Result<Tensor> {
     ops::exp(&ops::cast(x, DType::C64)?)
 }
 
+// complex64: a fused program's values are real.
+#[op(fuse)]
+fn rotated(x: &Tensor) -> Result<Tensor> {
+    ops::real(&ops::cast(x, DType::Complex64)?)
+}
+
 fn main() {}
