@@ -13,8 +13,9 @@ pub use crate::backend::call::TensorMeta;
 /// Device scalars a thread keeps for [`Tensor::scalar_on`].
 const DEVICE_SCALARS: usize = 16;
 
-/// A device scalar's backend, dtype and value (as f64 bits).
-type ScalarKey = (BackendId, DType, u64);
+/// A device scalar's backend, dtype and value (as f64 bits, and a
+/// complex64 value's imaginary part as f32 bits).
+type ScalarKey = (BackendId, DType, u64, u32);
 
 /// What a capture (the `capture` module, above this one) must hear of a
 /// tensor made or read other than by a kernel, installed for the thread
@@ -197,7 +198,8 @@ impl Tensor {
         if backend == BackendId::Cpu {
             return make();
         }
-        let key = (backend, T::DTYPE, value.to_f64().to_bits());
+        // Both parts of a complex64 value: its `to_f64` is the real part only.
+        let key = (backend, T::DTYPE, value.to_f64().to_bits(), value.imaginary().to_bits());
         let kept = SCALARS.with_borrow(|kept| kept.iter().find(|(k, _)| *k == key).map(|(_, t)| t.clone()));
         if let Some(t) = kept {
             return Ok(t);
