@@ -43,6 +43,10 @@ pub(crate) struct Lists {
     /// `widens(..)`: the half types it runs in f32, each input of the
     /// type widened exactly and each output of it rounded once.
     pub(crate) widens: Vec<Named>,
+    /// `held`: it runs every dtype its backend holds (of those its spec
+    /// lists), where a registration that names no dtypes runs only its
+    /// backend's plain ones (`Backend::RUNS`).
+    pub(crate) held: Option<Ident>,
 }
 
 impl Lists {
@@ -94,6 +98,16 @@ impl Lists {
 
     fn any(&self) -> bool {
         self.dtypes.is_some() || !self.leaves.is_empty() || !self.refuses.is_empty() || !self.widens.is_empty()
+    }
+
+    /// Records the flag `held`, which names every dtype the backend holds
+    /// and so takes no list beside it.
+    pub(crate) fn held(&mut self, opt: &Ident) -> syn::Result<()> {
+        if self.held.is_some() {
+            return Err(syn::Error::new_spanned(opt, "`held` is given twice"));
+        }
+        self.held = Some(opt.clone());
+        Ok(())
     }
 }
 
@@ -172,6 +186,15 @@ impl<'a> Coverage<'a> {
                 errors.spanned(&w.ident, format!("the kernel widens {0} and also {what} it; say one", w.dtype));
             }
         }
+        if let Some(held) = &lists.held {
+            if lists.any() || element.is_some() {
+                errors.spanned(
+                    held,
+                    "`held` runs every dtype the backend holds; it takes no dtype list and no generic element \
+                     type beside it",
+                );
+            }
+        }
         Coverage { lists, element }
     }
 
@@ -197,10 +220,17 @@ impl<'a> Coverage<'a> {
         set(self.lists.leaves.iter().map(|n| n.dtype))
     }
 
-    /// The entry's `runs` and `leaves` fields.
-    pub(crate) fn entry_fields(&self) -> TokenStream {
-        if !self.declared() {
+    /// The entry's `runs` and `leaves` fields, where `b` aliases the backend.
+    pub(crate) fn entry_fields(&self, b: &Ident) -> TokenStream {
+        if self.lists.held.is_some() {
             return quote! { runs: ::opforge::__private::DTypes::ALL, leaves: ::opforge::__private::DTypes::EMPTY, };
+        }
+        if !self.declared() {
+            return quote! {
+                runs: <#b as ::opforge::__private::Backend>::RUNS,
+                leaves: <#b as ::opforge::__private::Backend>::DTYPES
+                    .minus(<#b as ::opforge::__private::Backend>::RUNS),
+            };
         }
         let runs = match &self.element {
             Some(e) => set(e.runs.iter().map(|r| r.0).chain(self.lists.widens.iter().map(|n| n.dtype))),
@@ -325,7 +355,23 @@ impl<'a> Coverage<'a> {
     /// What the wrapper does before reading its arguments: for a
     /// registration that names dtypes but is not generic, refuse (or
     /// leave) a dtype it does not run.
-    pub(crate) fn guard(&self, k: &Ident, wrapper: &Ident) -> TokenStream {
+    pub(crate) fn guard(&self, k: &Ident, b: &Ident, wrapper: &Ident) -> TokenStream {
+        if !self.declared() && self.lists.held.is_none() {
+            // Compiled out where the backend's plain kernels run all it holds.
+            return quote! {
+                if !<#b as ::opforge::__private::Backend>::RUNS.contains_all(<#b as ::opforge::__private::Backend>::DTYPES) {
+                    if let ::core::option::Option::Some(__dtype) =
+                        ::opforge::__private::outside(__call, <#b as ::opforge::__private::Backend>::RUNS)
+                    {
+                        return ::core::result::Result::Err(::opforge::__private::not_covered(
+                            __call,
+                            __dtype,
+                            <#b as ::opforge::__private::Backend>::DTYPES,
+                        ));
+                    }
+                }
+            };
+        }
         let widen = match self.lists.widens.is_empty() {
             true => quote!(),
             false => {

@@ -133,7 +133,7 @@ fn expand_checked(
             ret: quote!(::opforge::__private::Result<::opforge::__private::Tensors>),
             read: signature::spec_item(k, quote!(args::<#b>)),
             first: {
-                let guard = coverage.guard(k, &Ident::new("__opforge_kernel", Span::call_site()));
+                let guard = coverage.guard(k, &b, &Ident::new("__opforge_kernel", Span::call_site()));
                 quote! { let _: #check_alias = (); #guard }
             },
             bind: coverage.bind(func, &function),
@@ -150,7 +150,7 @@ fn expand_checked(
             name: "__OPFORGE_KERNEL",
             ty: "KernelEntry",
             fields: {
-                let dtypes = coverage.entry_fields();
+                let dtypes = coverage.entry_fields(&b);
                 quote! { backend_id: #backend_id, #dtypes }
             },
             marker: format!("kernel_{}_{backend_name}", signature::kernel_ident(&args.kernel)),

@@ -74,6 +74,12 @@ pub fn elementwise(input: TokenStream) -> TokenStream {
 /// of those the backend holds, must be run, left to the cpu
 /// (`leaves(i32)`) or refused (`refuses(u8)`), or the crate does not
 /// compile; a list may name a class (`float`, `int`, `any`).
+///
+/// A registration that names no dtypes runs what its backend's plain
+/// kernels run (`Backend::RUNS`) and leaves the other dtypes the backend
+/// holds to the cpu: on `wgpu`, f32, i32 and bool run, and f16 and bf16
+/// go to the cpu's kernel. `held` (`#[kernel(Exp, wgpu, held)]`) says the
+/// function runs every dtype the backend holds, and takes no list beside it.
 #[proc_macro_attribute]
 pub fn kernel(attr: TokenStream, item: TokenStream) -> TokenStream {
     kernel::expand(attr.into(), item.into()).into()

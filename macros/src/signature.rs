@@ -266,8 +266,9 @@ pub(crate) fn return_type(func: &ItemFn) -> TokenStream {
 }
 
 /// `Name` or `Name, override` (gradients) / `Name, backend[, options]`
-/// (kernels), where a kernel's options are `override` and the dtype lists
-/// `dtypes(..)`, `leaves(..)` and `refuses(..)` (see `coverage.rs`).
+/// (kernels), where a kernel's options are `override`, `held` and the dtype
+/// lists `dtypes(..)`, `leaves(..)`, `refuses(..)` and `widens(..)` (see
+/// `coverage.rs`).
 pub(crate) struct RegistrationArgs {
     pub kernel: Path,
     pub backend: Option<Path>,
@@ -294,12 +295,13 @@ impl RegistrationArgs {
             backend = Some(input.call(Path::parse_mod_style)?);
         }
         let options: &[&str] =
-            if with_backend { &["override", "dtypes", "leaves", "refuses", "widens"] } else { &["override"] };
+            if with_backend { &["override", "held", "dtypes", "leaves", "refuses", "widens"] } else { &["override"] };
         let (mut replaces, mut dtypes) = (false, crate::coverage::Lists::default());
         while input.parse::<Option<Token![,]>>()?.is_some() && !input.is_empty() {
             let opt = input.call(<Ident as syn::ext::IdentExt>::parse_any)?;
             match opt.to_string().as_str() {
                 "override" => replaces = true,
+                "held" if with_backend => dtypes.held(&opt)?,
                 name if options.contains(&name) => dtypes.parse(&opt, input)?,
                 name => {
                     let expected: Vec<String> = options.iter().map(|o| format!("`{o}`")).collect();

@@ -1,7 +1,5 @@
 //! Element types.
 //!
-//! Element types.
-//!
 //! Nine dtypes: the floats `f16`, `bf16`, `f32` and `f64`, the integers
 //! `u8`, `i32` and `i64`, `bool`, and `complex64`. Half types
 //! (`half::f16`, `half::bf16`) are stored in two bytes and compute in f32;
@@ -184,6 +182,17 @@ impl DTypes {
     #[inline]
     pub const fn contains(self, dtype: DType) -> bool {
         self.0 & dtype.bit() != 0
+    }
+
+    /// Whether every dtype of `other` is in the set.
+    ///
+    /// ```
+    /// use opforge::dtype::DTypes;
+    /// assert!(DTypes::ALL.contains_all(DTypes::FLOAT) && !DTypes::FLOAT.contains_all(DTypes::ALL));
+    /// ```
+    #[inline]
+    pub const fn contains_all(self, other: DTypes) -> bool {
+        self.0 & other.0 == other.0
     }
 
     /// The dtypes in either set.

@@ -307,8 +307,10 @@ fn float_arms(row: &Row, names: &Names) -> TokenStream {
     }
 }
 
-/// The `static`s of the row's wgpu shaders, one per dtype: `EXP_WGPU_F32`.
-fn wgpu_statics(row: &Row, wgsl: &str, wgsl_i32: Option<&str>) -> (TokenStream, Vec<Ident>) {
+/// The `static`s of the row's wgpu shaders, one per dtype: `EXP_WGPU_F32`;
+/// the half types' run the f32 WGSL (see `elementwise.rs` in the runtime).
+/// Each is named with its word (`F32`, `I32`, `F16`, `BF16`).
+fn wgpu_statics(row: &Row, wgsl: &str, wgsl_i32: Option<&str>) -> (TokenStream, Vec<(&'static str, Ident)>) {
     let k = &row.kernel;
     let e = quote!(::opforge::__private::elementwise);
     let kernel = k.to_string();
@@ -316,7 +318,7 @@ fn wgpu_statics(row: &Row, wgsl: &str, wgsl_i32: Option<&str>) -> (TokenStream, 
     let upper = snake(&kernel).to_uppercase();
     let mut statics = TokenStream::new();
     let mut names = Vec::new();
-    for (word, text) in [("F32", Some(wgsl)), ("I32", wgsl_i32)] {
+    for (word, text) in [("F32", Some(wgsl)), ("I32", wgsl_i32), ("F16", Some(wgsl)), ("BF16", Some(wgsl))] {
         let Some(text) = text else { continue };
         let name = format_ident!("{upper}_WGPU_{word}", span = k.span());
         let w = format_ident!("{word}");
@@ -324,12 +326,14 @@ fn wgpu_statics(row: &Row, wgsl: &str, wgsl_i32: Option<&str>) -> (TokenStream, 
             #[doc(hidden)]
             static #name: #e::WgpuRow = #e::WgpuRow::new(#kernel, #n, #arity, #e::Word::#w, #gives_bool, #text);
         });
-        names.push(name);
+        names.push((word, name));
     }
     (statics, names)
 }
 
-fn wgpu_kernel(row: &Row, names: &Names, shaders: &[Ident]) -> TokenStream {
+/// The row's wgpu kernel: a shader per dtype it runs, of the dtypes the
+/// device holds (`held`: the half types too).
+fn wgpu_kernel(row: &Row, names: &Names, shaders: &[(&'static str, Ident)]) -> TokenStream {
     let k = &row.kernel;
     let e = quote!(::opforge::__private::elementwise);
     let params = kernel_params(row, &quote!(::opforge::__private::WgpuTensor));
@@ -337,20 +341,19 @@ fn wgpu_kernel(row: &Row, names: &Names, shaders: &[Ident]) -> TokenStream {
     let inputs = &row.inputs;
     let attrs = &row.attrs;
     let kernel = k.to_string();
-    let f32 = &shaders[0];
-    let i32_arm = shaders
-        .get(1)
-        .map(|i32| quote!(::opforge::__private::DType::I32 => #i32.run(&[#(#inputs),*], out, &[#(#attrs as f32),*]),));
+    let arms = shaders.iter().map(|(word, shader)| {
+        let dtype = format_ident!("{word}");
+        quote!(::opforge::__private::DType::#dtype => #shader.run(&[#(#inputs),*], out, &[#(#attrs as f32),*]),)
+    });
     let check = check(row);
     let name = &names.wgpu;
     quote_spanned! {k.span()=>
-        #[::opforge::__private::kernel(#k, wgpu)]
+        #[::opforge::__private::kernel(#k, wgpu, held)]
         #[doc(hidden)]
         fn #name(#params) -> ::opforge::__private::Result<::opforge::__private::WgpuTensor> {
             #check
             match #first.dtype() {
-                ::opforge::__private::DType::F32 => #f32.run(&[#(#inputs),*], out, &[#(#attrs as f32),*]),
-                #i32_arm
+                #(#arms)*
                 __d => ::core::result::Result::Err(#e::unsupported(#kernel, ::opforge::__private::BackendId::Wgpu, __d)),
             }
         }
@@ -399,7 +402,8 @@ fn gradient(row: &Row, names: &Names, differentiable: &[bool]) -> TokenStream {
 }
 
 /// The row's entry in `elementwise::rows()`.
-fn registration(row: &Row, differentiable: &[bool], shaders: &[Ident]) -> TokenStream {
+fn registration(row: &Row, differentiable: &[bool], shaders: &[(&'static str, Ident)]) -> TokenStream {
+    let shaders = shaders.iter().map(|(_, s)| s);
     let k = &row.kernel;
     let p = quote!(::opforge::__private);
     let (inputs, gives_bool) = (row.inputs.len(), row.gives_bool);

@@ -32,8 +32,25 @@ pub trait Backend: Sized + Send + Sync + 'static {
     type Tensor: Clone + Send + Sync + 'static;
     /// The dtypes its tensors may have: what `#[kernel]` requires a
     /// registration on it to cover, of those its spec lists. Every dtype
-    /// unless the backend says otherwise (`wgpu` holds f32, i32 and bool).
+    /// unless the backend says otherwise (`wgpu` holds f32, i32, bool, f16
+    /// and bf16).
     const DTYPES: DTypes = DTypes::ALL;
+    /// The dtypes a kernel registered on it runs when its `#[kernel]`
+    /// names none: its plain kernels'. It leaves the others it holds to the
+    /// cpu's kernel (the engine runs that one where the fallback is on),
+    /// so that a backend can hold a dtype before every kernel of it runs
+    /// that dtype; a registration that runs them says `held` (every dtype
+    /// the backend holds) or lists them. All it holds, unless it says
+    /// otherwise: `wgpu` holds f16 and bf16, and its plain kernels run f32,
+    /// i32 and bool.
+    ///
+    /// ```
+    /// use opforge::backend::{Backend, Cpu, Wgpu};
+    /// use opforge::DType;
+    /// assert_eq!(Cpu::RUNS, Cpu::DTYPES);
+    /// assert!(Wgpu::DTYPES.contains(DType::BF16) && !Wgpu::RUNS.contains(DType::BF16));
+    /// ```
+    const RUNS: DTypes = Self::DTYPES;
     /// This backend's id.
     fn id() -> BackendId;
     /// The backend's view of `t`, if `t` lives on this backend.

@@ -76,7 +76,17 @@ pub fn not_covered(call: &KernelCall<'_>, dtype: DType, leaves: DTypes) -> Error
     Error::DTypeNotCovered { kernel: call.kernel, backend: call.backend, dtype, left: leaves.contains(dtype) }
 }
 
-/// Runs a cpu kernel's wrapper `f` on a call of a half type `dtype` in
+/// The first dtype of a call's inputs and outputs that `runs` does not
+/// hold: what a registration that names no dtypes does not run, on a
+/// backend whose plain kernels run fewer dtypes than it holds
+/// ([`Backend::RUNS`](crate::backend::Backend::RUNS)).
+#[inline]
+pub fn outside(call: &KernelCall<'_>, runs: DTypes) -> Option<DType> {
+    let inputs = call.inputs.iter().map(|t| t.dtype());
+    inputs.chain(call.outs.iter().map(|o| o.dtype)).find(|&d| !runs.contains(d))
+}
+
+/// Runs a cpu or wgpu kernel's wrapper `f` on a call of a half type `dtype` in
 /// f32 (`#[kernel(.., widens(f16, bf16))]`): each input of `dtype` widened
 /// exactly, each output the spec gives `dtype` rounded back once.
 pub fn in_f32(
@@ -89,8 +99,14 @@ pub fn in_f32(
     use crate::dtype::{bf16, f16};
     use crate::tensor::Tensor;
     fn cast(t: &Tensor, from: DType, to: DType, kernel: &'static str) -> Result<Tensor> {
+        if let Some(x) = t.wgpu() {
+            // The device's `Cast`: exact one way, rounded once the other.
+            let out = crate::backend::call::TensorMeta::new(x.shape(), to);
+            return Ok(Tensor::from_wgpu(crate::backend::wgpu::cast(x, to, &out)?));
+        }
         let Some(x) = t.cpu() else {
-            let message = format!("`widens(..)` runs {from} in f32 on the cpu; this input is on `{}`", t.backend());
+            let message =
+                format!("`widens(..)` runs {from} in f32 on the cpu and on wgpu; this input is on `{}`", t.backend());
             return Err(Error::Backend { kernel, backend: t.backend(), message });
         };
         let y = match (from, to) {

@@ -40,7 +40,7 @@ pub use crate::testing;
 pub use checks::{
     in_scope, type_in_scope, Checked, FromSpec, GradientReturn, KernelReturn, NotInScope, ParamCheck, Pass, SpecNames,
 };
-pub use dtypes::{dispatch_dtype, dispatch_input, in_f32, listed, not_covered, required, type_var};
+pub use dtypes::{dispatch_dtype, dispatch_input, in_f32, listed, not_covered, outside, required, type_var};
 pub use linkme;
 pub use opforge_macros::{gradient, kernel};
 pub use smallvec::smallvec;

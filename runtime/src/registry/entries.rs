@@ -26,7 +26,9 @@ pub struct KernelEntry {
     pub func: &'static KernelFn,
     /// The dtypes it runs (of its spec's first type variable, or of the
     /// one it is generic over): [`DTypes::ALL`] for a kernel that decides
-    /// in its body, as one that names no dtypes does.
+    /// in its body (`held`); for one that names no dtypes, its backend's
+    /// [`RUNS`](crate::backend::Backend::RUNS), the rest of what the
+    /// backend holds left to the cpu.
     pub runs: DTypes,
     /// The dtypes it leaves to the cpu (`#[kernel(.., leaves(f64))]`). A
     /// listed dtype it neither runs nor leaves, it refuses.

@@ -308,7 +308,10 @@ fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Speci
     if !holds(backend, &wants) {
         return;
     }
-    let gots = there(&|| call(&moved)).unwrap_or_else(|e| panic!("{case} on {backend}: {e}"));
+    let gots = match there(&|| call(&moved)) {
+        Err(e) if super::parity::left_to_cpu(&e) => return,
+        gots => gots.unwrap_or_else(|e| panic!("{case} on {backend}: {e}")),
+    };
     assert_eq!(gots.len(), wants.len(), "{case}: outputs on {backend}");
     // The cpu's results and gradients on the inputs with subnormals
     // flushed, for a GPU that flushes them (see `assert_special`).
@@ -339,6 +342,7 @@ fn special_round(backend: BackendId, case: &str, xs: &[Tensor], specials: &Speci
             }
         }
         (Err(_), Err(_)) => {}
+        (Ok(_), Err(e)) if super::parity::left_to_cpu(&e) => {}
         (w, g) => panic!("{case}, gradients: cpu {:?}, {backend} {:?}", w.err(), g.err()),
     }
 }

@@ -88,6 +88,14 @@ static SQUARE: Shader = Shader::new(
 @group(0) @binding(2) var<uniform> params: vec4<u32>;
 
 @compute @workgroup_size(256)
+fn halve_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
+    let i = gid.y * groups.x * 256u + gid.x;
+    if i < params.x {
+        y[i] = x[i] * 0.5;
+    }
+}
+
+@compute @workgroup_size(256)
 fn square_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgroups) groups: vec3<u32>) {
     let i = gid.y * groups.x * 256u + gid.x;
     if i < params.x {
@@ -97,11 +105,19 @@ fn square_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 "#,
 );
 
-/// wgpu holds f32, i32 and bool, so of the spec's dtypes this must cover
-/// f32 and i32: it runs f32 and leaves i32 to the cpu's kernel.
+/// wgpu holds f32, i32, bool, f16 and bf16, so of the spec's dtypes this
+/// must cover f32 and i32: it runs f32 and leaves i32 to the cpu's kernel.
 #[kernel(CvSquare, wgpu, leaves(i32))]
 fn cv_square_wgpu(x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
     EntryPoint { kernel: "CvSquare", shader: &SQUARE, entry: "square_f32", op: 0 }.run(&[x], out, &[out.numel() as u32])
+}
+
+/// Names no dtypes: it runs what wgpu's plain kernels run (f32, of the
+/// spec's floats) and leaves the half types, which the device holds, to
+/// the cpu's kernel; f64 never reaches it (the device holds none).
+#[kernel(CvHalve, wgpu)]
+fn cv_halve_wgpu(x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
+    EntryPoint { kernel: "CvHalve", shader: &SQUARE, entry: "halve_f32", op: 0 }.run(&[x], out, &[out.numel() as u32])
 }
 
 /// Generic over the index type only: the parameter is named after the
@@ -213,5 +229,26 @@ fn the_built_in_kernels_say_nothing_and_their_bodies_decide() -> Result<()> {
         let entry = registry::kernel_for("Sqrt", backend)?;
         assert_eq!((entry.runs, entry.leaves), (DTypes::ALL, DTypes::EMPTY));
     }
+    Ok(())
+}
+
+#[test]
+fn a_registration_that_names_no_dtypes_leaves_what_its_backend_holds_beyond_its_plain_dtypes() -> Result<()> {
+    let entry = registry::kernel_for("CvHalve", BackendId::Wgpu)?;
+    assert_eq!(
+        (entry.runs, entry.leaves),
+        (DTypes::of(&[DType::F32, DType::I32, DType::Bool]), DTypes::of(&[DType::F16, DType::BF16]))
+    );
+    assert_eq!(registry::kernel_for_dtype("CvHalve", BackendId::Wgpu, DType::BF16)?.function, "cv_halve_cpu");
+    if !opforge::backend::wgpu::adapter_or_skip("a left half type on wgpu") {
+        return Ok(());
+    }
+    let x = Tensor::from_vec(vec![1.5f32, -3.0], &[2])?.to_backend(BackendId::Wgpu)?;
+    assert_eq!(cv_halve(&x)?.to_vec::<f32>()?, vec![0.75, -1.5], "its own kernel runs f32");
+    let x = Tensor::from_vec(of::<bf16>(&[1.5, -3.0, 5.0]), &[3])?.to_backend(BackendId::Wgpu)?;
+    let y = opforge::with_fallback(true, || cv_halve(&x))?;
+    assert_eq!((y.backend(), y.to_vec::<bf16>()?), (BackendId::Wgpu, of::<bf16>(&[0.75, -1.5, 2.5])), "the cpu ran it");
+    let e = opforge::with_fallback(false, || cv_halve(&x)).unwrap_err().to_string();
+    assert!(e.contains("CvHalve") && e.contains("wgpu") && e.contains("bf16") && e.contains("fallback is off"), "{e}");
     Ok(())
 }

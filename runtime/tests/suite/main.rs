@@ -58,3 +58,4 @@ mod unary_edges;
 mod variadic;
 mod vmath_accuracy;
 mod wgpu;
+mod wgpu_halves;

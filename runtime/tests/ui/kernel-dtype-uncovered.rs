@@ -1,6 +1,6 @@
 // A kernel generic over `T: Float` registered for a kernel whose spec also
 // lists integers: each integer it neither runs, leaves nor refuses is an
-// error on its bound. The wgpu one covers what wgpu holds (f32 and i32) by
+// error on its bound. The wgpu one covers what wgpu holds (floats, i32) by
 // leaving i32 to the cpu, so it compiles; the third leaves i32 but not i64.
 use opforge::backend::cpu::CpuTensor;
 use opforge::dtype::Float;

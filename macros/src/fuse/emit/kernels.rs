@@ -78,12 +78,10 @@ fn backend_kernel(plan: &Plan, kernel: &Kernel<'_>) -> TokenStream {
     let (program_fn, eval_fn, grad_eval_fn) = (plan.item("program"), plan.item("eval"), plan.item("grad_eval"));
     let fn_name = format_ident!("__opforge_{}_{backend}", desc.to_string().to_lowercase());
     let backend_id = format_ident!("{backend}");
-    // The cpu runs the half types through its f32 loop: inputs widened,
-    // outputs rounded once (a fused op on bf16 rounds once, not per op).
-    let widens = match backend {
-        "cpu" => quote!(, widens(f16, bf16)),
-        _ => TokenStream::new(),
-    };
+    // Both backends run the half types through their f32 program: inputs
+    // widened, outputs rounded once (a fused op on bf16 rounds once, not
+    // per op).
+    let widens = quote!(, widens(f16, bf16));
     let program = if backward { quote!(#program_fn().backward()) } else { quote!(#program_fn()) };
     let scalars = scalars(plan, quote!(attrs));
     let a = attrs_param(plan, attrs_ty);

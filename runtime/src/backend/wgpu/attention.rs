@@ -105,7 +105,7 @@ fn chunked(items: usize, width: usize) -> usize {
     items * width.div_ceil(CHUNK).max(1)
 }
 
-#[kernel(Attention, wgpu)]
+#[kernel(Attention, wgpu, widens(f16, bf16))]
 fn attention(
     q: &WgpuTensor,
     k: &WgpuTensor,
@@ -134,7 +134,7 @@ fn attention(
     }
 }
 
-#[kernel(AttentionGrad, wgpu)]
+#[kernel(AttentionGrad, wgpu, widens(f16, bf16))]
 fn attention_grad(
     args: AttentionGradArgs<'_, Wgpu>,
     out: &[TensorMeta],

@@ -84,6 +84,24 @@ pub(super) fn run(
     })
 }
 
+/// Runs a half type's binary `shader` by element index, broadcasting as
+/// [`run`] does: `entry` is `pairs` (two half results to a word) or
+/// `singles` (a bool per element); see `shaders/half_rows.wgsl`.
+pub(super) fn run_halves(
+    kernel: &'static str,
+    shader: &'static Shader,
+    entry: &'static str,
+    a: &WgpuTensor,
+    b: &WgpuTensor,
+    out: &TensorMeta,
+    extra: &[u32],
+) -> Result<WgpuTensor> {
+    let count = WgpuTensor::words(out.dtype, out.numel());
+    let mut params = vec![count as u32];
+    params.extend(Layout::of(a, b, out).params(out.numel(), extra));
+    EntryPoint { kernel, shader, entry, op: 0 }.run_grid(&[a, b], out, &params, Grid::Elements(count))
+}
+
 /// `LogicalAnd`, `LogicalOr` and `LogicalXor` on bool words (0 or 1, read
 /// as i32), and `BitwiseAnd` on i32 words.
 pub(super) static AND: WgpuRow = WgpuRow::new("LogicalAnd", 2, 2, Word::I32, false, "{0} & {1}");
@@ -106,7 +124,7 @@ fn logical_xor(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuT
     XOR.run(&[a, b], out, &[])
 }
 
-/// i32 only: wgpu holds 32-bit words, so i64 and u8 run on the cpu.
+/// i32 only: wgpu holds no i64 or u8, so those run on the cpu.
 #[kernel(BitwiseAnd, wgpu, leaves(i64, u8))]
 fn bitwise_and(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
     BITWISE_AND.run(&[a, b], out, &[])

@@ -99,7 +99,7 @@ macro_rules! convolutions {
         $kernel:ident => $name:ident: $filter:ident, $entry:literal,
         |$a:ident, $b:ident, $out:ident $(, $given:ident)?| $shapes:expr;
     )*) => {$(
-        #[kernel($kernel, wgpu)]
+        #[kernel($kernel, wgpu, widens(f16, bf16))]
         fn $name(
             $a: &WgpuTensor, $b: &WgpuTensor, $($given: &[i64],)? conv: &ConvParams, $out: &TensorMeta,
         ) -> Result<WgpuTensor> {
@@ -134,7 +134,7 @@ static EPILOGUE: Shader = shader!("epilogue", "activation");
 /// plain kernels'.
 macro_rules! fused_convolutions {
     ($($kernel:ident($args:ident) => $name:ident: $filter:ident;)*) => {$(
-        #[kernel($kernel, wgpu)]
+        #[kernel($kernel, wgpu, widens(f16, bf16))]
         fn $name(args: $args<'_, Wgpu>, out: &TensorMeta) -> Result<WgpuTensor> {
             let $args { x, filter, bias, prelu_activation_weights, conv, data_format, dim_rounding_mode, .. } = args;
             let (activation, leakyrelu_alpha) = (args.activation, args.leakyrelu_alpha);
@@ -230,14 +230,14 @@ fn pool_of(
     }
 }
 
-#[kernel(MaxPool, wgpu)]
+#[kernel(MaxPool, wgpu, widens(f16, bf16))]
 fn max_pool(x: &WgpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<WgpuTensor> {
     self::pool("MaxPool", 0, None, x, pool, out)
 }
 
 /// `MaxPool`'s shader for the maxima, and `pool_argmax` for where each
 /// is, the window's first largest element as `MaxPoolGrad` finds it.
-#[kernel(MaxPoolWithArgmax, wgpu)]
+#[kernel(MaxPoolWithArgmax, wgpu, widens(f16, bf16))]
 fn max_pool_with_argmax(
     x: &WgpuTensor,
     pool: &PoolParams,
@@ -260,7 +260,7 @@ static DEPTH_TAPS: Shader = shader!("depth_taps");
 /// `Conv3D`, as the cpu's: conv.wgsl's 2-D convolution of the stacked
 /// depth taps ([`Conv3d`], depth_taps.wgsl's `stack`), the volumes
 /// permuted from NCDHW first and the output back.
-#[kernel(Conv3D, wgpu)]
+#[kernel(Conv3D, wgpu, widens(f16, bf16))]
 fn conv3d(
     x: &WgpuTensor,
     filter: &WgpuTensor,
@@ -285,7 +285,7 @@ fn conv3d(
 
 /// `Conv3DBackpropInputV2`, as the cpu's: the 2-D backprop onto the
 /// stacked depth taps, then depth_taps.wgsl's `unstack`.
-#[kernel(Conv3DBackpropInputV2, wgpu)]
+#[kernel(Conv3DBackpropInputV2, wgpu, widens(f16, bf16))]
 fn conv3d_backprop_input(
     dy: &WgpuTensor,
     filter: &WgpuTensor,
@@ -305,7 +305,7 @@ fn conv3d_backprop_input(
 
 /// `Conv3DBackpropFilterV2`, as the cpu's: the 2-D backprop of the
 /// stacked depth taps, its filter's depth moved back before the height.
-#[kernel(Conv3DBackpropFilterV2, wgpu)]
+#[kernel(Conv3DBackpropFilterV2, wgpu, widens(f16, bf16))]
 fn conv3d_backprop_filter(
     x: &WgpuTensor,
     dy: &WgpuTensor,
@@ -358,12 +358,12 @@ fn words32(kernel: &'static str, words: &[usize], bounds: &[usize], what: impl F
 /// `MaxPool3D` and `AvgPool3D`: conv.wgsl's 2-D pooling twice
 /// ([`Pool3d`]), over each depth slice's planes, then over depth; the
 /// volumes permuted from NCDHW first and the output back.
-#[kernel(MaxPool3D, wgpu)]
+#[kernel(MaxPool3D, wgpu, widens(f16, bf16))]
 fn max_pool3d(x: &WgpuTensor, pool: &Pool3DParams, data_format: DataFormat3D, out: &TensorMeta) -> Result<WgpuTensor> {
     pool3d("MaxPool3D", 0, x, (pool, data_format), out)
 }
 
-#[kernel(AvgPool3D, wgpu)]
+#[kernel(AvgPool3D, wgpu, widens(f16, bf16))]
 fn avg_pool3d(x: &WgpuTensor, pool: &Pool3DParams, data_format: DataFormat3D, out: &TensorMeta) -> Result<WgpuTensor> {
     pool3d("AvgPool3D", 1, x, (pool, data_format), out)
 }
@@ -393,7 +393,7 @@ fn pool3d(
 /// The gradient of `MaxPool3D`, as the cpu's: `MaxPoolGrad`'s shader for
 /// the depth's pooling (of the planes' maxima, recomputed from `input`),
 /// then for the planes'. `output` is TF.js's, unread.
-#[kernel(MaxPool3DGrad, wgpu)]
+#[kernel(MaxPool3DGrad, wgpu, widens(f16, bf16))]
 fn max_pool3d_grad(
     dy: &WgpuTensor,
     input: &WgpuTensor,
@@ -416,7 +416,7 @@ fn max_pool3d_grad(
 
 /// The gradient of `AvgPool3D`: `AvgPoolGrad`'s shader for the depth's
 /// pooling, then for the planes'.
-#[kernel(AvgPool3DGrad, wgpu)]
+#[kernel(AvgPool3DGrad, wgpu, widens(f16, bf16))]
 fn avg_pool3d_grad(dy: &WgpuTensor, input: &WgpuTensor, pool: &Pool3DParams, out: &TensorMeta) -> Result<WgpuTensor> {
     const KERNEL: &str = "AvgPool3DGrad";
     let p = Pool3d::new(input.shape(), pool, DataFormat3D::Ndhwc).map_err(rule_error(KERNEL))?;
@@ -448,7 +448,7 @@ fn dilation(
     EntryPoint { kernel, shader: &DILATION, entry, op }.run(&[x, filter, dy], out, &p)
 }
 
-#[kernel(Dilation2D, wgpu)]
+#[kernel(Dilation2D, wgpu, widens(f16, bf16))]
 fn dilation2d(x: &WgpuTensor, filter: &WgpuTensor, conv: &ConvParams, out: &TensorMeta) -> Result<WgpuTensor> {
     // The third binding is read by the gradients only.
     dilation("Dilation2D", "dilation", [x, filter, x], conv, out)
@@ -457,7 +457,7 @@ fn dilation2d(x: &WgpuTensor, filter: &WgpuTensor, conv: &ConvParams, out: &Tens
 /// The dilation's gradients: its shader's entry point of that name.
 macro_rules! dilation_gradients {
     ($($kernel:ident: $name:ident;)*) => {$(
-        #[kernel($kernel, wgpu)]
+        #[kernel($kernel, wgpu, widens(f16, bf16))]
         fn $name(x: &WgpuTensor, filter: &WgpuTensor, dy: &WgpuTensor, conv: &ConvParams, out: &TensorMeta) -> Result<WgpuTensor> {
             dilation(stringify!($kernel), stringify!($name), [x, filter, dy], conv, out)
         }
@@ -469,17 +469,17 @@ dilation_gradients! {
     Dilation2DBackpropFilter: dilation_backprop_filter;
 }
 
-#[kernel(AvgPool, wgpu)]
+#[kernel(AvgPool, wgpu, widens(f16, bf16))]
 fn avg_pool(x: &WgpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<WgpuTensor> {
     self::pool("AvgPool", 1, None, x, pool, out)
 }
 
-#[kernel(MaxPoolGrad, wgpu)]
+#[kernel(MaxPoolGrad, wgpu, widens(f16, bf16))]
 fn max_pool_grad(dy: &WgpuTensor, x: &WgpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<WgpuTensor> {
     self::pool("MaxPoolGrad", 0, Some(dy), x, pool, out)
 }
 
-#[kernel(AvgPoolGrad, wgpu)]
+#[kernel(AvgPoolGrad, wgpu, widens(f16, bf16))]
 fn avg_pool_grad(dy: &WgpuTensor, x: &WgpuTensor, pool: &PoolParams, out: &TensorMeta) -> Result<WgpuTensor> {
     self::pool("AvgPoolGrad", 1, Some(dy), x, pool, out)
 }

@@ -4,6 +4,14 @@
 //! function that reads and writes the template's 32-bit words through it.
 //! Each (row, dtype) is its own shader, made once, on first use; the
 //! fused programs (`fuse.rs`) put the same WGSL in their shaders.
+//!
+//! A half type's shader runs the row's f32 WGSL on each element widened,
+//! and rounds the result once (`shaders/halves.wgsl`), as the cpu's half
+//! kernels do. Two elements share a word, so where every tensor of the
+//! call is as long as the output, the templates run on the words as they
+//! are (`word` takes two elements and packs two results); otherwise (a
+//! broadcast, a bool result) the entry points of `shaders/half_rows.wgsl`
+//! find each element by its index (`value`).
 
 use std::fmt::Write;
 use std::sync::OnceLock;
@@ -12,13 +20,19 @@ use smallvec::SmallVec;
 
 use super::{binary, device, unary, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
+use crate::dtype::DType;
 use crate::error::Result;
 
-/// The words a row's kernel reads: f32 or i32 (bool results are 0 and 1).
+/// The elements a row's kernel reads: f32 or i32 words, or two f16 or
+/// bf16 elements to a word, computed in f32 (bool results are 0 and 1, a
+/// word each).
 ///
 /// ```
 /// use opforge::backend::wgpu::Word;
+/// use opforge::DType;
 /// assert_ne!(Word::F32, Word::I32);
+/// assert_eq!(Word::of(DType::BF16), Some(Word::BF16));
+/// assert_eq!(Word::of(DType::F64), None);
 /// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Word {
@@ -26,13 +40,38 @@ pub enum Word {
     F32,
     /// i32 elements.
     I32,
+    /// f16 elements, two to a word, computed in f32.
+    F16,
+    /// bf16 elements, two to a word, computed in f32.
+    BF16,
 }
 
 impl Word {
+    /// The word of a dtype's elements, if a row runs it.
+    pub fn of(dtype: DType) -> Option<Word> {
+        match dtype {
+            DType::F32 => Some(Word::F32),
+            DType::I32 => Some(Word::I32),
+            DType::F16 => Some(Word::F16),
+            DType::BF16 => Some(Word::BF16),
+            _ => None,
+        }
+    }
+
+    /// The WGSL type the row's `form` computes in.
     fn ty(self) -> &'static str {
         match self {
-            Word::F32 => "f32",
             Word::I32 => "i32",
+            _ => "f32",
+        }
+    }
+
+    /// The functions that widen and round a half type's 16 bits.
+    fn halves(self) -> Option<(&'static str, &'static str)> {
+        match self {
+            Word::F16 => Some(("f16_to_f32", "f32_to_f16")),
+            Word::BF16 => Some(("bf16_to_f32", "f32_to_bf16")),
+            _ => None,
         }
     }
 }
@@ -88,14 +127,49 @@ impl WgpuRow {
             Box::leak(Box::new(Shader::new(self.kernel, source)))
         });
         let attrs: SmallVec<[u32; 4]> = attrs.iter().map(|a| a.to_bits()).collect();
+        if self.word.halves().is_some() {
+            return self.run_halves(shader, inputs, out, &attrs);
+        }
         match inputs {
             [x] if self.inputs == 1 => unary::run(self.kernel, shader, x, out, &attrs),
             [a, b] if self.inputs == 2 => binary::run(self.kernel, shader, a, b, out, &attrs),
-            _ => Err(device::backend_error(
-                self.kernel,
-                format!("a row of {} inputs was given {}", self.inputs, inputs.len()),
-            )),
+            _ => Err(self.arity_error(inputs.len())),
         }
+    }
+
+    /// A half type's kernel: on the words as they are where every input
+    /// is as long as the output and the result is a half type too, else
+    /// an invocation per output word (`pairs`) or per bool (`singles`)
+    /// that finds each element by its index.
+    fn run_halves(
+        &'static self,
+        shader: &'static Shader,
+        inputs: &[&WgpuTensor],
+        out: &TensorMeta,
+        attrs: &[u32],
+    ) -> Result<WgpuTensor> {
+        let n = out.numel();
+        let entry = if self.gives_bool { "singles" } else { "pairs" };
+        if !self.gives_bool && inputs.iter().all(|t| t.numel() == n) {
+            let words: SmallVec<[WgpuTensor; 2]> = inputs.iter().map(|t| t.as_words()).collect();
+            let words: SmallVec<[&WgpuTensor; 2]> = words.iter().collect();
+            let meta = WgpuTensor::words_meta(out);
+            let y = match words[..] {
+                [x] if self.inputs == 1 => unary::run(self.kernel, shader, x, &meta, attrs)?,
+                [a, b] if self.inputs == 2 => binary::run(self.kernel, shader, a, b, &meta, attrs)?,
+                _ => return Err(self.arity_error(inputs.len())),
+            };
+            return Ok(y.into_elements(out));
+        }
+        match inputs {
+            [x] if self.inputs == 1 => unary::run_halves(self.kernel, shader, entry, x, out, attrs),
+            [a, b] if self.inputs == 2 => binary::run_halves(self.kernel, shader, entry, a, b, out, attrs),
+            _ => Err(self.arity_error(inputs.len())),
+        }
+    }
+
+    fn arity_error(&self, given: usize) -> crate::error::Error {
+        device::backend_error(self.kernel, format!("a row of {} inputs was given {given}", self.inputs))
     }
 
     /// The shader's WGSL: the libraries, `form` and `word`, the template.
@@ -106,6 +180,10 @@ impl WgpuRow {
         }
         s.push_str(include_str!("shaders/math.wgsl"));
         s.push_str(&form(self.wgsl, self.word, self.inputs, self.arity, self.gives_bool));
+        if let Some(halves) = self.word.halves() {
+            self.half_source(&mut s, halves);
+            return s;
+        }
         let ty = self.word.ty();
         let out = |v: &str| match self.gives_bool {
             true => format!("select(0u, 1u, {v})"),
@@ -123,6 +201,65 @@ impl WgpuRow {
             _ => include_str!("shaders/binary.wgsl"),
         });
         s
+    }
+}
+
+impl WgpuRow {
+    /// The rest of a half type's shader after `form`: `elem`, the row on
+    /// one element's 16 bits (each input's), giving the result's bits;
+    /// `word`, on two elements' words; `value`, on element `j` found by
+    /// its index; the templates.
+    fn half_source(&self, s: &mut String, (widen, narrow): (&str, &str)) {
+        s.push_str(include_str!("shaders/halves.wgsl"));
+        let n = self.inputs;
+        let (attr, template) = match n {
+            1 => ("attr", include_str!("shaders/unary.wgsl")),
+            _ => ("extra", include_str!("shaders/binary.wgsl")),
+        };
+        let hs: Vec<String> = (0..n).map(|k| format!("h{k}: u32")).collect();
+        let mut args: Vec<String> = (0..n).map(|k| format!("{widen}(h{k})")).collect();
+        args.extend((n..self.arity).map(|k| format!("{attr}({}u)", k - n)));
+        let call = format!("form({})", args.join(", "));
+        let result = match self.gives_bool {
+            true => format!("select(0u, 1u, {call})"),
+            false => format!("{narrow}({call})"),
+        };
+        let _ = writeln!(
+            s,
+            "fn elem({}) -> u32 {{
+    return {result};
+}}",
+            hs.join(", ")
+        );
+        let (params, halves, loads) = match n {
+            1 => ("w: u32", "half_bits(w, {e})", "half_bits(x[j >> 1u], j)".to_owned()),
+            _ => (
+                "x: u32, z: u32",
+                "half_bits(x, {e}), half_bits(z, {e})",
+                "half_bits(a[o.x >> 1u], o.x), half_bits(b[o.y >> 1u], o.y)".to_owned(),
+            ),
+        };
+        let [lo, hi] = ["0u", "1u"].map(|e| halves.replace("{e}", e));
+        let _ = writeln!(
+            s,
+            "fn word({params}) -> u32 {{
+    return half_pair(elem({lo}), elem({hi}));
+}}"
+        );
+        let at = if n == 1 {
+            ""
+        } else {
+            "    let o = offsets(j);
+"
+        };
+        let _ = writeln!(
+            s,
+            "fn value(j: u32) -> u32 {{
+{at}    return elem({loads});
+}}"
+        );
+        s.push_str(template);
+        s.push_str(include_str!("shaders/half_rows.wgsl"));
     }
 }
 

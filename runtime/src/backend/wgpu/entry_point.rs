@@ -98,15 +98,15 @@ impl EntryPoint {
         EntryPoint::run_passes(&[(*self, params, grid)], inputs, out)
     }
 
-    /// A fresh buffer for an output of `n` elements, once it and `inputs`
-    /// are each within the storage binding limit (an error naming `kernel`
-    /// otherwise).
+    /// A fresh buffer for `out`, once it and `inputs` are each within the
+    /// storage binding limit (an error naming `kernel` otherwise).
     fn output<'a>(
         kernel: &'static str,
         inputs: impl Iterator<Item = &'a WgpuTensor>,
-        n: usize,
+        out: &TensorMeta,
     ) -> Result<pool::GpuBuffer> {
-        for bytes in inputs.map(|t| t.bytes()).chain([n as u64 * 4]) {
+        let size = WgpuTensor::words(out.dtype, out.numel()) as u64 * 4;
+        for bytes in inputs.map(|t| t.bytes()).chain([size]) {
             if bytes > device::MAX_BINDING {
                 return Err(device::backend_error(
                     kernel,
@@ -117,7 +117,7 @@ impl EntryPoint {
                 ));
             }
         }
-        pool::GpuBuffer::output(kernel, n as u64 * 4)
+        pool::GpuBuffer::output(kernel, size)
     }
 
     /// Runs `passes` in order, each a program with its parameters and grid,
@@ -153,10 +153,8 @@ impl EntryPoint {
         outs: &[TensorMeta],
     ) -> Result<SmallVec<[WgpuTensor; 2]>> {
         let kernel = passes.first().map_or("", |p| p.0.kernel);
-        let ys: SmallVec<[pool::GpuBuffer; 2]> = outs
-            .iter()
-            .map(|out| EntryPoint::output(kernel, inputs.iter().copied(), out.numel()))
-            .collect::<Result<_>>()?;
+        let ys: SmallVec<[pool::GpuBuffer; 2]> =
+            outs.iter().map(|out| EntryPoint::output(kernel, inputs.iter().copied(), out)).collect::<Result<_>>()?;
         if outs.iter().any(|out| out.numel() > 0) {
             let g = gpu(kernel)?;
             let bound: SmallVec<[Bound<'_>; 4]> =
@@ -185,7 +183,7 @@ impl EntryPoint {
     ) -> Result<WgpuTensor> {
         let kernel = passes.first().map_or("", |p| p.0.kernel);
         let n = out.numel();
-        let y = EntryPoint::output(kernel, passes.iter().map(|p| p.1), n)?;
+        let y = EntryPoint::output(kernel, passes.iter().map(|p| p.1), out)?;
         if n > 0 {
             let g = gpu(kernel)?;
             for (program, x, params, grid) in passes.iter().filter(|p| p.1.numel() > 0) {
@@ -258,6 +256,7 @@ impl EntryPoint {
         params: impl Fn(usize) -> Vec<u32>,
     ) -> Result<SmallVec<[WgpuTensor; 2]>> {
         let n = outs.first().map_or(0, TensorMeta::numel);
+        debug_assert!(outs.iter().all(|o| o.dtype.size_in_bytes() != 2), "{}: slices of 32-bit words", self.kernel);
         // A scalar, or a few words the shader indexes itself (Adam's two
         // powers), is bound whole beside each slice.
         let whole = |t: &WgpuTensor| t.numel() <= 4 && t.numel() < n;

@@ -49,7 +49,7 @@ fn unique(x: &WgpuTensor, out: &[TensorMeta]) -> Result<(WgpuTensor, WgpuTensor)
     Ok((WgpuTensor::upload(&values)?, WgpuTensor::upload(&indices)?))
 }
 
-#[kernel(NonMaxSuppressionV3, wgpu)]
+#[kernel(NonMaxSuppressionV3, wgpu, widens(f16, bf16))]
 fn non_max_suppression_v3(
     boxes: &WgpuTensor,
     scores: &WgpuTensor,
@@ -60,7 +60,7 @@ fn non_max_suppression_v3(
     WgpuTensor::upload(&host)
 }
 
-#[kernel(NonMaxSuppressionV4, wgpu)]
+#[kernel(NonMaxSuppressionV4, wgpu, widens(f16, bf16))]
 fn non_max_suppression_v4(
     boxes: &WgpuTensor,
     scores: &WgpuTensor,
@@ -74,7 +74,7 @@ fn non_max_suppression_v4(
     Ok((WgpuTensor::upload(&indices)?, WgpuTensor::upload(&valid)?))
 }
 
-#[kernel(NonMaxSuppressionV5, wgpu)]
+#[kernel(NonMaxSuppressionV5, wgpu, widens(f16, bf16))]
 fn non_max_suppression_v5(
     boxes: &WgpuTensor,
     scores: &WgpuTensor,
@@ -89,7 +89,7 @@ fn non_max_suppression_v5(
 }
 
 /// One invocation per row: `k` passes over it (see top_k.wgsl).
-#[kernel(TopK, wgpu)]
+#[kernel(TopK, wgpu, widens(f16, bf16))]
 fn top_k(x: &WgpuTensor, k: i64, _sorted: bool, out: &[TensorMeta]) -> Result<(WgpuTensor, WgpuTensor)> {
     // `sorted`: the results always come largest first.
     let entry = by_dtype("TopK", x.dtype(), "top_k_f32", "top_k_i32")?;
@@ -116,12 +116,12 @@ fn arg_search(kernel: &'static str, op: u32, x: &WgpuTensor, axis: i64, out: &Te
     EntryPoint { kernel, shader: &SHADER, entry, op }.run(&[x], out, &params)
 }
 
-#[kernel(ArgMax, wgpu)]
+#[kernel(ArgMax, wgpu, widens(f16, bf16))]
 fn argmax(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     arg_search("ArgMax", 0, x, axis, out)
 }
 
-#[kernel(ArgMin, wgpu)]
+#[kernel(ArgMin, wgpu, widens(f16, bf16))]
 fn argmin(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     arg_search("ArgMin", 1, x, axis, out)
 }
@@ -140,7 +140,7 @@ fn checked(what: &str, indices: &WgpuTensor, len: usize) -> Result<()> {
     check_indices(what, host.as_slice::<i32>()?, len).map_err(crate::error::Error::kernel_failed)
 }
 
-#[kernel(GatherV2, wgpu)]
+#[kernel(GatherV2, wgpu, widens(f16, bf16))]
 fn gather(x: &WgpuTensor, indices: &WgpuTensor, axis: i64, batch_dims: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     let (_, _, d) = gather_dims(x.shape(), indices.shape(), axis, batch_dims).map_err(Error::kernel_failed)?;
     checked("indices", indices, d.axis)?;
@@ -148,7 +148,7 @@ fn gather(x: &WgpuTensor, indices: &WgpuTensor, axis: i64, batch_dims: i64, out:
     EntryPoint { kernel: "GatherV2", shader: &GATHER, entry: "gather", op: 0 }.run(&[x, indices], out, &params)
 }
 
-#[kernel(UnsortedSegmentSum, wgpu)]
+#[kernel(UnsortedSegmentSum, wgpu, widens(f16, bf16))]
 fn unsorted_segment_sum(
     x: &WgpuTensor,
     segment_ids: &WgpuTensor,
@@ -181,7 +181,7 @@ fn segment_sum(
     EntryPoint::run_passes(&passes, &[x, ids], out)
 }
 
-#[kernel(Select, wgpu)]
+#[kernel(Select, wgpu, widens(f16, bf16))]
 fn select(condition: &WgpuTensor, t: &WgpuTensor, e: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
     let dims = &out.shape;
     let mut params = vec![out.numel() as u32, dims.len() as u32];
@@ -218,7 +218,7 @@ fn nd_ids(indices: &WgpuTensor, dims: &[usize], rows: usize) -> Result<WgpuTenso
 }
 
 /// `GatherNd`: `GatherV2`'s shader on `params` seen as `[slices, inner]`.
-#[kernel(GatherNd, wgpu)]
+#[kernel(GatherNd, wgpu, widens(f16, bf16))]
 fn gather_nd(params: &WgpuTensor, indices: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
     let ps = params.shape();
     let NdDims { k, inner, n } = nd_dims(indices.shape(), ps, out.numel());
@@ -230,7 +230,7 @@ fn gather_nd(params: &WgpuTensor, indices: &WgpuTensor, out: &TensorMeta) -> Res
 
 /// `ScatterNd`: `UnsortedSegmentSum`'s passes on `updates` seen as `[rows,
 /// inner]`, into the output seen as `[slices, inner]`.
-#[kernel(ScatterNd, wgpu)]
+#[kernel(ScatterNd, wgpu, widens(f16, bf16))]
 fn scatter_nd(indices: &WgpuTensor, updates: &WgpuTensor, _shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
     // `shape`: the output's meta has it.
     let NdDims { inner, n, .. } = nd_dims(indices.shape(), &out.shape, updates.numel());
@@ -241,7 +241,7 @@ fn scatter_nd(indices: &WgpuTensor, updates: &WgpuTensor, _shape: &[i64], out: &
 /// `TensorScatterUpdate`: the tensor copied, then the updates written over
 /// it (scatter.wgsl), each slice by the last row of `indices` naming it,
 /// found on the host where the rows are checked.
-#[kernel(TensorScatterUpdate, wgpu)]
+#[kernel(TensorScatterUpdate, wgpu, widens(f16, bf16))]
 fn tensor_scatter_update(
     tensor: &WgpuTensor,
     indices: &WgpuTensor,
@@ -256,7 +256,7 @@ fn tensor_scatter_update(
 /// `SparseToDense`: the output filled with `default_value`, then the
 /// values written over it as `TensorScatterUpdate` writes its updates (a
 /// scalar value for every row).
-#[kernel(SparseToDense, wgpu)]
+#[kernel(SparseToDense, wgpu, widens(f16, bf16))]
 fn sparse_to_dense(
     sparse_indices: &WgpuTensor,
     sparse_values: &WgpuTensor,
@@ -357,7 +357,7 @@ fn searched(
     EntryPoint { kernel, shader: &SEARCH, entry, op: 0 }.run(&[sorted, values], out, &params)
 }
 
-#[kernel(SearchSorted, wgpu)]
+#[kernel(SearchSorted, wgpu, widens(f16, bf16))]
 fn search_sorted(
     sorted_sequence: &WgpuTensor,
     values: &WgpuTensor,
@@ -367,24 +367,24 @@ fn search_sorted(
     searched("SearchSorted", sorted_sequence, values, side == Side::Right, out)
 }
 
-#[kernel(LowerBound, wgpu)]
+#[kernel(LowerBound, wgpu, widens(f16, bf16))]
 fn lower_bound(sorted_sequence: &WgpuTensor, values: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
     searched("LowerBound", sorted_sequence, values, false, out)
 }
 
-#[kernel(UpperBound, wgpu)]
+#[kernel(UpperBound, wgpu, widens(f16, bf16))]
 fn upper_bound(sorted_sequence: &WgpuTensor, values: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
     searched("UpperBound", sorted_sequence, values, true, out)
 }
 
-#[kernel(Diag, wgpu)]
+#[kernel(Diag, wgpu, widens(f16, bf16))]
 fn diag(x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
     let params = [out.numel() as u32, x.numel().max(1) as u32];
     EntryPoint { kernel: "Diag", shader: &SHADER, entry: "diag", op: 0 }.run(&[x], out, &params)
 }
 
 /// One invocation per element (band_part.wgsl); the widths stay on the device.
-#[kernel(MatrixBandPart, wgpu)]
+#[kernel(MatrixBandPart, wgpu, widens(f16, bf16))]
 fn matrix_band_part(
     input: &WgpuTensor,
     num_lower: &WgpuTensor,

@@ -31,9 +31,9 @@ use crate::shape::strided::{broadcast_strides, collapse};
 use crate::shape::{rules::permutation, strides};
 use opforge_macros::kernel;
 
-static SHADER: Shader = shader!("layout", "words");
+static SHADER: Shader = shader!("layout", "words", "halves");
 
-#[kernel(Reshape, wgpu)]
+#[kernel(Reshape, wgpu, held)]
 fn reshape(x: &WgpuTensor, _shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
     // `shape`: resolved (including any -1) by the spec's rule into `out`.
     Ok(x.reshaped(&out.shape))
@@ -54,7 +54,16 @@ fn gather(kernel: &'static str, x: &WgpuTensor, base: usize, from: &[usize], out
     let (dims, from, _) = collapse(&out.shape, from, from);
     let mut params = vec![out.numel() as u32, dims.len() as u32, base as u32];
     params.extend(dims.iter().chain(&from).map(|&v| v as u32));
-    EntryPoint { kernel, shader: &SHADER, entry: "gather", op: 0 }.run(&[x], out, &params)
+    run_gather(kernel, x, params, out)
+}
+
+/// layout.wgsl's `gather` with `params`: an invocation per element, or,
+/// for a half type, `gather_halves`, per output word.
+fn run_gather(kernel: &'static str, x: &WgpuTensor, mut params: Vec<u32>, out: &TensorMeta) -> Result<WgpuTensor> {
+    let count = WgpuTensor::words(out.dtype, out.numel());
+    params[0] = count as u32;
+    let entry = if count == out.numel() { "gather" } else { "gather_halves" };
+    EntryPoint { kernel, shader: &SHADER, entry, op: 0 }.run_grid(&[x], out, &params, Grid::Elements(count))
 }
 
 /// `x` with its axes in the order `perm` gives, for kernel `kernel`.
@@ -65,7 +74,7 @@ pub(super) fn permuted(kernel: &'static str, x: &WgpuTensor, perm: &[usize]) -> 
     gather(kernel, x, 0, &from, &TensorMeta::new(&shape, x.dtype()))
 }
 
-#[kernel(Transpose, wgpu)]
+#[kernel(Transpose, wgpu, held)]
 fn transpose(x: &WgpuTensor, perm: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
     let perm = permutation(x.shape().len(), perm).map_err(rule_error("Transpose"))?;
     // An order that leaves every element where it is (the identity, or one
@@ -74,7 +83,7 @@ fn transpose(x: &WgpuTensor, perm: &[i64], out: &TensorMeta) -> Result<WgpuTenso
     permuted("Transpose", x, &perm)
 }
 
-#[kernel(BroadcastTo, wgpu)]
+#[kernel(BroadcastTo, wgpu, held)]
 fn broadcast_to(x: &WgpuTensor, _shape: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
     // `shape`: checked by the spec's rule, and `out`'s shape.
     // Only new dims of size 1 (or no elements at all): the same buffer will do.
@@ -84,22 +93,38 @@ fn broadcast_to(x: &WgpuTensor, _shape: &[i64], out: &TensorMeta) -> Result<Wgpu
     gather("BroadcastTo", x, 0, &broadcast_strides(x.shape(), &out.shape), out)
 }
 
-/// The dtype's code in layout.wgsl's `convert`.
+/// The dtype's code in layout.wgsl's conversions.
 fn code(d: DType) -> Result<u32> {
     match d {
         DType::F32 => Ok(0),
         DType::I32 => Ok(1),
         DType::Bool => Ok(2),
+        DType::F16 => Ok(3),
+        DType::BF16 => Ok(4),
         other => Err(unsupported("Cast", other)),
     }
 }
 
-#[kernel(Cast, wgpu)]
-fn cast(x: &WgpuTensor, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
+/// Every pair of the dtypes the device holds, each value rounded once
+/// (to nearest even; an integer to a half type from the integer itself),
+/// as the cpu's `Cast` does: 32-bit words an invocation per element, from
+/// a half type an invocation per element (`widen_halves`), to one an
+/// invocation per output word (`narrow_halves`).
+#[kernel(Cast, wgpu, held)]
+pub(crate) fn cast(x: &WgpuTensor, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
     if x.dtype() == dtype {
         return Ok(x.clone());
     }
-    let op = code(x.dtype())? * 3 + code(dtype)?;
+    let op = code(x.dtype())? * 5 + code(dtype)?;
+    let n = out.numel();
+    if dtype.size_in_bytes() == 2 {
+        let words = WgpuTensor::words(dtype, n);
+        let program = EntryPoint { kernel: "Cast", shader: &SHADER, entry: "narrow_halves", op };
+        return program.run_grid(&[x], out, &[words as u32], Grid::Elements(words));
+    }
+    if x.dtype().size_in_bytes() == 2 {
+        return EntryPoint { kernel: "Cast", shader: &SHADER, entry: "widen_halves", op }.run(&[x], out, &[n as u32]);
+    }
     let vectors = EntryPoint { kernel: "Cast", shader: &SHADER, entry: "convert_words_x4", op };
     if let Some(y) = vectors.run_x4(&[x], out, &[])? {
         return Ok(y);
@@ -108,7 +133,7 @@ fn cast(x: &WgpuTensor, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
         .run_sliced(&[x], out, |len| vec![len as u32])
 }
 
-#[kernel(Slice, wgpu)]
+#[kernel(Slice, wgpu, held)]
 fn slice(x: &WgpuTensor, begin: &[i64], _size: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
     // `size`: resolved (including any -1) by the shape function into `out`.
     let own = strides(x.shape());
@@ -119,7 +144,7 @@ fn slice(x: &WgpuTensor, begin: &[i64], _size: &[i64], out: &TensorMeta) -> Resu
 /// One gather along the plan's steps; a negative step is its two's
 /// complement, which the shader's wrapping `u32` arithmetic adds as a
 /// subtraction.
-#[kernel(StridedSlice, wgpu)]
+#[kernel(StridedSlice, wgpu, held)]
 fn strided_slice(x: &WgpuTensor, attrs: &StridedSliceAttrs, out: &TensorMeta) -> Result<WgpuTensor> {
     let plan = crate::shape::rules::strided_plan(x.shape(), attrs).map_err(rule_error("StridedSlice"))?;
     let steps: Option<Vec<usize>> = plan.steps.iter().map(|&s| usize::try_from(s).ok()).collect();
@@ -129,11 +154,11 @@ fn strided_slice(x: &WgpuTensor, attrs: &StridedSliceAttrs, out: &TensorMeta) ->
     let mut params = vec![out.numel() as u32, plan.shape.len() as u32, plan.base as u32];
     params.extend(plan.shape.iter().map(|&d| d as u32));
     params.extend(plan.steps.iter().map(|&s| s as i32 as u32));
-    EntryPoint { kernel: "StridedSlice", shader: &SHADER, entry: "gather", op: 0 }.run(&[x], out, &params)
+    run_gather("StridedSlice", x, params, out)
 }
 
 /// Each slice along `axis`: a strided gather without the axis.
-#[kernel(Unpack, wgpu)]
+#[kernel(Unpack, wgpu, held)]
 fn unpack(x: &WgpuTensor, axis: i64, out: &[TensorMeta]) -> Result<Vec<WgpuTensor>> {
     let axis = crate::shape::normalize_axis(axis, x.shape().len()).map_err(rule_error("Unpack"))?;
     let mut from = strides(x.shape());
@@ -142,7 +167,7 @@ fn unpack(x: &WgpuTensor, axis: i64, out: &[TensorMeta]) -> Result<Vec<WgpuTenso
 }
 
 /// Each piece a strided gather from where the ones before it end.
-#[kernel(SplitV, wgpu)]
+#[kernel(SplitV, wgpu, held)]
 fn split_v(x: &WgpuTensor, _size_splits: &[i64], axis: i64, out: &[TensorMeta]) -> Result<Vec<WgpuTensor>> {
     // `size_splits`: resolved (including any -1) by the shape function into `out`.
     let axis = crate::shape::normalize_axis(axis, x.shape().len()).map_err(rule_error("SplitV"))?;
@@ -157,7 +182,7 @@ fn split_v(x: &WgpuTensor, _size_splits: &[i64], axis: i64, out: &[TensorMeta]) 
         .collect()
 }
 
-#[kernel(PadV2, wgpu)]
+#[kernel(PadV2, wgpu, widens(f16, bf16))]
 fn pad(x: &WgpuTensor, paddings: &[Vec<i64>], constant_value: f64, out: &TensorMeta) -> Result<WgpuTensor> {
     if x.shape().is_empty() {
         return Ok(x.clone()); // A scalar has no axis to pad.
@@ -201,7 +226,7 @@ fn join(
     EntryPoint::run_each(&passes, out)
 }
 
-#[kernel(Concat, wgpu)]
+#[kernel(Concat, wgpu, widens(f16, bf16))]
 fn concat(values: TensorList<'_, WgpuTensor>, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     let axis = crate::shape::normalize_axis(axis, out.shape.len()).map_err(rule_error("Concat"))?;
     let widths: Vec<usize> = values.iter().map(|v| v.shape()[axis..].iter().product()).collect();
@@ -209,7 +234,7 @@ fn concat(values: TensorList<'_, WgpuTensor>, axis: i64, out: &TensorMeta) -> Re
 }
 
 /// `Concat` of the values seen with a size-1 axis at `axis`: the same rows.
-#[kernel(Pack, wgpu)]
+#[kernel(Pack, wgpu, widens(f16, bf16))]
 fn pack(values: TensorList<'_, WgpuTensor>, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     let axis = crate::shape::normalize_axis(axis, out.shape.len()).map_err(rule_error("Pack"))?;
     let width = out.shape[axis + 1..].iter().product();
@@ -217,7 +242,7 @@ fn pack(values: TensorList<'_, WgpuTensor>, axis: i64, out: &TensorMeta) -> Resu
 }
 
 /// The first value copied into the output, then each other added to it.
-#[kernel(AddN, wgpu)]
+#[kernel(AddN, wgpu, widens(f16, bf16))]
 fn add_n(values: TensorList<'_, WgpuTensor>, out: &TensorMeta) -> Result<WgpuTensor> {
     let add = by_dtype("AddN", out.dtype, "add_f32", "add_i32")?;
     let n = out.numel();
@@ -250,13 +275,13 @@ fn remap(kernel: &'static str, x: &WgpuTensor, modes: &[Remap], out: &TensorMeta
     EntryPoint { kernel, shader: &SHADER, entry: "remap", op: 0 }.run(&[x], out, &params)
 }
 
-#[kernel(Reverse, wgpu)]
+#[kernel(Reverse, wgpu, widens(f16, bf16))]
 fn reverse(x: &WgpuTensor, dims: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
     let modes = reversed_axes(x.shape().len(), dims).map_err(rule_error("Reverse"))?;
     remap("Reverse", x, &modes, out)
 }
 
-#[kernel(Tile, wgpu)]
+#[kernel(Tile, wgpu, widens(f16, bf16))]
 fn tile(x: &WgpuTensor, _reps: &[i64], out: &TensorMeta) -> Result<WgpuTensor> {
     // `reps`: checked by the shape function, and `out`'s shape.
     remap("Tile", x, &vec![Remap::Tile; x.shape().len()], out)
@@ -273,19 +298,19 @@ fn blocks_moved(kernel: &'static str, x: &WgpuTensor, block: i64, depth: bool, o
     Ok(gather(kernel, x, 0, &from, &moved)?.reshaped(&out.shape))
 }
 
-#[kernel(DepthToSpace, wgpu)]
+#[kernel(DepthToSpace, wgpu, widens(f16, bf16))]
 fn depth_to_space(x: &WgpuTensor, block_size: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     blocks_moved("DepthToSpace", x, block_size, true, out)
 }
 
-#[kernel(SpaceToDepth, wgpu)]
+#[kernel(SpaceToDepth, wgpu, widens(f16, bf16))]
 fn space_to_depth(x: &WgpuTensor, block_size: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     blocks_moved("SpaceToDepth", x, block_size, false, out)
 }
 
 /// `x` padded with zeros (`PadV2`'s entry point), then one strided gather
 /// of the padded tensor's space-side view (see [`BatchSpace`]).
-#[kernel(SpaceToBatchND, wgpu)]
+#[kernel(SpaceToBatchND, wgpu, widens(f16, bf16))]
 fn space_to_batch_nd(
     x: &WgpuTensor,
     block_shape: &[i64],
@@ -302,7 +327,7 @@ fn space_to_batch_nd(
 }
 
 /// Two strided gathers: the batch side to the space side, then the crops.
-#[kernel(BatchToSpaceND, wgpu)]
+#[kernel(BatchToSpaceND, wgpu, widens(f16, bf16))]
 fn batch_to_space_nd(x: &WgpuTensor, block_shape: &[i64], crops: &[Vec<i64>], out: &TensorMeta) -> Result<WgpuTensor> {
     let plan = BatchSpace::of_batch_to_space(x.shape(), block_shape, crops).map_err(rule_error("BatchToSpaceND"))?;
     let own = strides(&plan.batch_view());
@@ -314,19 +339,19 @@ fn batch_to_space_nd(x: &WgpuTensor, block_shape: &[i64], crops: &[Vec<i64>], ou
     gather("BatchToSpaceND", &full, base, &own, out)
 }
 
-#[kernel(MirrorPad, wgpu)]
+#[kernel(MirrorPad, wgpu, widens(f16, bf16))]
 fn mirror_pad(x: &WgpuTensor, paddings: &[Vec<i64>], mode: MirrorPadMode, out: &TensorMeta) -> Result<WgpuTensor> {
     remap("MirrorPad", x, &mirrors(paddings, mode), out)
 }
 
-#[kernel(ExpandDims, wgpu)]
+#[kernel(ExpandDims, wgpu, held)]
 fn expand_dims(input: &WgpuTensor, _dim: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     // `dim`: placed by the shape rule into `out`.
     Ok(input.reshaped(&out.shape))
 }
 
 /// `Reverse` along the width of NHWC images (axis 2): one strided gather.
-#[kernel(FlipLeftRight, wgpu)]
+#[kernel(FlipLeftRight, wgpu, widens(f16, bf16))]
 fn flip_left_right(image: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
     let modes = reversed_axes(4, &[2]).map_err(rule_error("FlipLeftRight"))?;
     remap("FlipLeftRight", image, &modes, out)

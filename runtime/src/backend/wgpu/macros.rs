@@ -3,7 +3,7 @@
 
 /// A built-in shader: `shaders/common.wgsl` (the helpers every shader
 /// shares; WGSL has no includes), then each library named after the
-/// shader's name (`shader!("layout", "words")`: `shaders/words.wgsl`), then
+/// shader's name (`shader!("layout", "words", "halves")`: `shaders/words.wgsl`, `shaders/halves.wgsl`), then
 /// `shaders/<name>.wgsl`.
 macro_rules! shader {
     ($name:literal $(, $library:literal)*) => {

@@ -17,8 +17,11 @@ pub struct Wgpu;
 
 impl Backend for Wgpu {
     type Tensor = WgpuTensor;
-    /// One 32-bit word an element, so far (issue 51 adds the others).
-    const DTYPES: DTypes = DTypes::of(&[DType::F32, DType::I32, DType::Bool]);
+    /// One 32-bit word an element, or two 16-bit ones (f16, bf16).
+    const DTYPES: DTypes = DTypes::of(&[DType::F32, DType::I32, DType::Bool, DType::F16, DType::BF16]);
+    /// Its plain kernels run 32-bit words; those that run the half types
+    /// say so (`held`): the rows, `Cast` and the moves.
+    const RUNS: DTypes = DTypes::of(&[DType::F32, DType::I32, DType::Bool]);
 
     #[inline]
     fn id() -> BackendId {

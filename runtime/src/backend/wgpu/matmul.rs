@@ -30,7 +30,7 @@ fn tiling(m: usize, n: usize, count: usize) -> (&'static str, usize) {
     }
 }
 
-#[kernel(BatchMatMul, wgpu)]
+#[kernel(BatchMatMul, wgpu, widens(f16, bf16))]
 fn batch_matmul(
     a: &WgpuTensor,
     b: &WgpuTensor,
@@ -46,7 +46,7 @@ fn batch_matmul(
 /// The product's pipelines with their epilogue switched on (see
 /// matmul.wgsl): its code carries the activation and whether there is a
 /// bias.
-#[kernel(FusedMatMul, wgpu)]
+#[kernel(FusedMatMul, wgpu, widens(f16, bf16))]
 fn fused_matmul(args: FusedMatMulArgs<'_, Wgpu>, out: &TensorMeta) -> Result<WgpuTensor> {
     let (bias, prelu) = (args.bias, args.prelu_activation_weights);
     let so = out.shape.as_slice();

@@ -48,6 +48,7 @@ pub(crate) use device::{backend_error, gpu, lock};
 pub use elementwise::{hand_written_rows, WgpuRow, Word};
 pub use entry_point::EntryPoint;
 pub(crate) use entry_point::{by_dtype, rule_error};
+pub(crate) use layout::cast;
 pub use marker::Wgpu;
 pub use pipeline::{expand_directives, groups, Grid, Shader};
 pub(crate) use pool::{memory, peak, pooled, reset_peak, set_limit, trim_to};

@@ -26,14 +26,14 @@ static LAYER_NORM_GRAD: Shader = shader!("layer_norm_grad", "row_sum", "rows");
 /// Rows up to this long get one invocation each; longer ones a workgroup.
 const SHORT: usize = 64;
 
-#[kernel(Softmax, wgpu)]
+#[kernel(Softmax, wgpu, widens(f16, bf16))]
 fn softmax(x: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     rows_of_softmax("Softmax", x, axis, out, false)
 }
 
 /// The programs of [`softmax`], writing `x - max - log(sum)` instead (the
 /// shader's `log` parameter).
-#[kernel(LogSoftmax, wgpu)]
+#[kernel(LogSoftmax, wgpu, widens(f16, bf16))]
 fn log_softmax(logits: &WgpuTensor, axis: i64, out: &TensorMeta) -> Result<WgpuTensor> {
     rows_of_softmax("LogSoftmax", logits, axis, out, true)
 }
@@ -59,7 +59,7 @@ fn rows_of_softmax(kernel: &'static str, x: &WgpuTensor, axis: i64, out: &Tensor
 
 /// Both outputs from one dispatch over the rows (see cross_entropy.wgsl):
 /// an invocation per short row, a workgroup per long one.
-#[kernel(SoftmaxCrossEntropyWithLogits, wgpu)]
+#[kernel(SoftmaxCrossEntropyWithLogits, wgpu, widens(f16, bf16))]
 fn softmax_cross_entropy_with_logits(
     features: &WgpuTensor,
     labels: &WgpuTensor,
@@ -84,14 +84,14 @@ fn softmax_cross_entropy_with_logits(
 }
 
 /// One invocation per element, reading its window (see normalization.wgsl).
-#[kernel(LRN, wgpu)]
+#[kernel(LRN, wgpu, widens(f16, bf16))]
 fn lrn(x: &WgpuTensor, lrn: &LrnParams, out: &TensorMeta) -> Result<WgpuTensor> {
     EntryPoint { kernel: "LRN", shader: &SHADER, entry: "lrn", op: 0 }.run(&[x], out, &lrn_params(x, lrn, out))
 }
 
 /// One invocation per element, reading the windows of its window (see
 /// lrn_grad.wgsl).
-#[kernel(LRNGrad, wgpu)]
+#[kernel(LRNGrad, wgpu, widens(f16, bf16))]
 fn lrn_grad(x: &WgpuTensor, y: &WgpuTensor, dy: &WgpuTensor, lrn: &LrnParams, out: &TensorMeta) -> Result<WgpuTensor> {
     let params = lrn_params(x, lrn, out);
     EntryPoint { kernel: "LRNGrad", shader: &LRN_GRAD, entry: "lrn_grad", op: 0 }.run(&[x, y, dy], out, &params)
@@ -108,7 +108,7 @@ fn lrn_params(x: &WgpuTensor, lrn: &LrnParams, out: &TensorMeta) -> [u32; 6] {
 /// One invocation per element, each finding its statistics by their
 /// broadcast strides (see batch_norm.wgsl). An absent `offset` or `scale`
 /// binds `mean` in its place, so that one layout serves every call.
-#[kernel(FusedBatchNorm, wgpu)]
+#[kernel(FusedBatchNorm, wgpu, widens(f16, bf16))]
 fn batch_norm(args: FusedBatchNormArgs<'_, Wgpu>, out: &TensorMeta) -> Result<WgpuTensor> {
     let FusedBatchNormArgs { x, mean, variance, offset, scale, variance_epsilon, .. } = args;
     let dims = &out.shape;
@@ -129,7 +129,7 @@ fn row_step(t: &WgpuTensor) -> u32 {
 }
 
 /// A workgroup per row (see layer_norm.wgsl).
-#[kernel(LayerNorm, wgpu)]
+#[kernel(LayerNorm, wgpu, widens(f16, bf16))]
 fn layer_norm(
     x: &WgpuTensor,
     gamma: &WgpuTensor,
@@ -151,7 +151,7 @@ fn layer_norm(
 /// workgroup per row for `dx`, keeping each row's statistics in a scratch
 /// buffer; an invocation per column and chunk of rows for their partial
 /// sums, after them; and one per column for `dgamma` and `dbeta`.
-#[kernel(LayerNormGrad, wgpu)]
+#[kernel(LayerNormGrad, wgpu, widens(f16, bf16))]
 fn layer_norm_grad(
     dy: &WgpuTensor,
     x: &WgpuTensor,

@@ -1,5 +1,6 @@
 //! `Sum`, `Max`, `Min`, `Prod`, `Mean`, `All` and `Any` over any axes, and
-//! the scans `Cumsum` and `Cumprod` along one.
+//! the scans `Cumsum` and `Cumprod` along one. The reductions run the
+//! half types too, folding in f32.
 //!
 //! The kept and the reduced axes each merge where they advance together, so
 //! a reduction over contiguous trailing axes is one strided loop per output
@@ -16,7 +17,7 @@ use crate::kernels::{All, Any, Cumprod, Cumsum, Max, Mean, Min, Prod, Sum};
 use crate::shape::{len_and_inner, rules::reduction_axes, strides};
 use opforge_macros::kernel;
 
-static SHADER: Shader = shader!("reduce");
+static SHADER: Shader = shader!("reduce", "halves");
 
 /// Elements a workgroup folds when an output is split into chunks.
 const CHUNK: usize = 4096;
@@ -48,12 +49,18 @@ fn merged(shape: &[usize], strides: &[usize], axes: impl Iterator<Item = usize>)
 /// Bit 8 of reduce.wgsl's `OP`: the words are i32 (bool too), not f32.
 const I32: u32 = 1 << 8;
 
-/// reduce.wgsl's `OP` for fold `code` over words of `dtype` (bool words
-/// fold as i32: All and Any).
+/// Bits 9 and 10 of reduce.wgsl's `OP`: x is a half type, and that type
+/// is bf16.
+const HALVES: u32 = 1 << 9;
+const BF16: u32 = 1 << 10;
+
+/// reduce.wgsl's `OP` for fold `code` over elements of `dtype` (bool words
+/// fold as i32: All and Any; the half types fold in f32).
 fn op(code: u32, dtype: DType) -> u32 {
     match dtype {
         DType::F32 => code,
-        // The device holds no other dtype (`tensor::holds`).
+        DType::F16 => code | HALVES,
+        DType::BF16 => code | HALVES | BF16,
         _ => code | I32,
     }
 }
@@ -77,6 +84,7 @@ impl Pass<'_> {
         // Each output's elements contiguous, starting on a whole vector:
         // read as vectors, in chunks of whole vectors.
         let vectors = r > SHORT
+            && x.dtype().size_in_bytes() == 4
             && r.is_multiple_of(4)
             && self.reduced.1.as_slice() == [1]
             && self.kept.1.iter().all(|s| s.is_multiple_of(4));
@@ -116,7 +124,7 @@ impl Pass<'_> {
             return program.run_grid(&[x], self.out, &params, Grid::Groups(groups(n_out)));
         }
         // Partial results as [n_out, chunks], then reduced along their rows.
-        let partial = TensorMeta { shape: [n_out, chunks].into_iter().collect(), dtype: x.dtype() };
+        let partial = TensorMeta { shape: [n_out, chunks].into_iter().collect(), dtype: self.out.dtype };
         let partials = program.run_grid(&[x], &partial, &params, Grid::Groups(groups(n_out * chunks)))?;
         let rows = Pass {
             kept: (vec![n_out], vec![chunks]),
@@ -131,7 +139,8 @@ impl Pass<'_> {
 }
 
 /// Reduces `x` over `axes` with op `op` (its code in reduce.wgsl), scaling f32 results
-/// by `1 / r` when `mean`.
+/// by `1 / r` when `mean`. A half type folds in f32, each element widened
+/// as it is read, and the result is rounded once, as on the cpu.
 fn reduce(
     kernel: &'static str,
     op: u32,
@@ -144,6 +153,8 @@ fn reduce(
     let axes = reduction_axes(shape.len(), axes).map_err(rule_error(kernel))?;
     let own = strides(shape);
     let r: usize = axes.iter().map(|&a| shape[a]).product();
+    let wide = TensorMeta { shape: out.shape.clone(), dtype: DType::F32 };
+    let half = x.dtype().size_in_bytes() == 2;
     let pass = Pass {
         kernel,
         op,
@@ -151,23 +162,27 @@ fn reduce(
         reduced: merged(shape, &own, axes.iter().copied()),
         // As on the cpu: the sum times 1 / r, NaN for an empty mean.
         scale: if mean { 1.0 / r as f32 } else { 1.0 },
-        out,
+        out: if half { &wide } else { out },
     };
-    pass.run(x)
+    let y = pass.run(x)?;
+    match half {
+        true => super::layout::cast(&y, out.dtype, out),
+        false => Ok(y),
+    }
 }
 
-#[kernel(Sum, wgpu)]
+#[kernel(Sum, wgpu, held)]
 fn sum(x: &WgpuTensor, axes: Option<&[i64]>, _keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
     // `keep_dims`: the output shape, from the spec's rule, already says it.
     reduce("Sum", 0, x, axes, false, out)
 }
 
-#[kernel(Max, wgpu)]
+#[kernel(Max, wgpu, held)]
 fn max(x: &WgpuTensor, axes: Option<&[i64]>, _keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
     reduce("Max", 1, x, axes, false, out)
 }
 
-#[kernel(Mean, wgpu)]
+#[kernel(Mean, wgpu, held)]
 fn mean(x: &WgpuTensor, axes: Option<&[i64]>, _keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
     reduce("Mean", 0, x, axes, true, out)
 }
@@ -175,7 +190,7 @@ fn mean(x: &WgpuTensor, axes: Option<&[i64]>, _keep_dims: bool, out: &TensorMeta
 /// Reductions that differ only in their op code: one line each.
 macro_rules! folds {
     ($($kernel:ident => $name:ident: $op:literal;)*) => {$(
-        #[kernel($kernel, wgpu)]
+        #[kernel($kernel, wgpu, held)]
         fn $name(x: &WgpuTensor, axes: Option<&[i64]>, _keep_dims: bool, out: &TensorMeta) -> Result<WgpuTensor> {
             reduce(stringify!($kernel), $op, x, axes, false, out)
         }
@@ -210,7 +225,7 @@ fn scan(
 /// Scans that differ only in their op code: one line each.
 macro_rules! scans {
     ($($kernel:ident => $name:ident: $op:literal;)*) => {$(
-        #[kernel($kernel, wgpu)]
+        #[kernel($kernel, wgpu, widens(f16, bf16))]
         fn $name(x: &WgpuTensor, axis: i64, exclusive: bool, reverse: bool, out: &TensorMeta) -> Result<WgpuTensor> {
             scan(stringify!($kernel), $op, x, axis, exclusive, reverse, out)
         }

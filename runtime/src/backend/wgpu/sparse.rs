@@ -70,7 +70,7 @@ fn read_all(list: TensorList<'_, WgpuTensor>) -> Result<Vec<CpuTensor>> {
     list.iter().map(WgpuTensor::download).collect()
 }
 
-#[kernel(RaggedGather, wgpu)]
+#[kernel(RaggedGather, wgpu, widens(f16, bf16))]
 fn ragged_gather(
     params_dense_values: &WgpuTensor,
     indices: &WgpuTensor,
@@ -86,7 +86,7 @@ fn ragged_gather(
     Ok((out_splits, WgpuTensor::upload(&values)?))
 }
 
-#[kernel(RaggedTensorToTensor, wgpu)]
+#[kernel(RaggedTensorToTensor, wgpu, widens(f16, bf16))]
 fn ragged_tensor_to_tensor(
     shape: &WgpuTensor,
     values: &WgpuTensor,

@@ -52,11 +52,38 @@ impl WgpuTensor {
     }
 
     pub(super) fn bytes(&self) -> u64 {
-        self.numel() as u64 * 4
+        WgpuTensor::words(self.dtype, self.numel()) as u64 * 4
+    }
+
+    /// The 32-bit words `n` elements of `dtype` take on the device: one
+    /// each, or one per two of a half type.
+    pub(crate) fn words(dtype: DType, n: usize) -> usize {
+        match dtype.size_in_bytes() {
+            2 => n.div_ceil(2),
+            _ => n,
+        }
+    }
+
+    /// The same buffer as a flat tensor of its words (read as i32), for a
+    /// kernel that treats a half type's words whole.
+    pub(crate) fn as_words(&self) -> WgpuTensor {
+        let words = WgpuTensor::words(self.dtype, self.numel());
+        WgpuTensor { shape: Shape::from_slice(&[words]), dtype: DType::I32, buf: self.buf.clone() }
+    }
+
+    /// The meta of [`WgpuTensor::as_words`] of a tensor `out` describes.
+    pub(crate) fn words_meta(out: &TensorMeta) -> TensorMeta {
+        TensorMeta::new(&[WgpuTensor::words(out.dtype, out.numel())], DType::I32)
+    }
+
+    /// The tensor `out` describes, over the words of `self`
+    /// ([`WgpuTensor::as_words`] undone).
+    pub(crate) fn into_elements(self, out: &TensorMeta) -> WgpuTensor {
+        WgpuTensor { shape: out.shape.clone(), dtype: out.dtype, buf: self.buf }
     }
 
     /// Copies a cpu tensor to the device; an error for a dtype it does not
-    /// hold (it holds f32, i32 and bool). For a kernel that computes on the host (a
+    /// hold (it holds f32, i32, bool, f16 and bf16). For a kernel that computes on the host (a
     /// data-dependent one, or a collective, which sends host memory), with
     /// [`WgpuTensor::download`].
     ///
@@ -69,6 +96,20 @@ impl WgpuTensor {
     /// }
     /// # Ok::<(), opforge::Error>(())
     /// ```
+    ///
+    /// The half types travel two elements to a word (see
+    /// `shaders/halves.wgsl`):
+    ///
+    /// ```
+    /// use opforge::backend::{cpu::CpuTensor, wgpu::WgpuTensor};
+    /// use opforge::dtype::bf16;
+    /// if opforge::backend::wgpu::adapter_or_skip("WgpuTensor::upload of bf16") {
+    ///     let values: Vec<bf16> = [1.5f32, -2.0, 3.0].into_iter().map(bf16::from_f32).collect();
+    ///     let t = WgpuTensor::upload(&CpuTensor::from_vec(&[3], values.clone())?)?;
+    ///     assert_eq!(t.download()?.as_slice::<bf16>()?, &values[..]);
+    /// }
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
     pub fn upload(t: &CpuTensor) -> Result<WgpuTensor> {
         let words: Vec<u32>;
         let bytes: &[u8] = match t.dtype() {
@@ -77,6 +118,14 @@ impl WgpuTensor {
             DType::Bool => {
                 // A bool is a word on the device.
                 words = t.as_slice::<bool>()?.iter().map(|&v| u32::from(v)).collect();
+                bytemuck::cast_slice(&words)
+            }
+            DType::F16 => {
+                words = pack_halves(bytemuck::cast_slice(t.as_slice::<crate::dtype::f16>()?));
+                bytemuck::cast_slice(&words)
+            }
+            DType::BF16 => {
+                words = pack_halves(bytemuck::cast_slice(t.as_slice::<crate::dtype::bf16>()?));
                 bytemuck::cast_slice(&words)
             }
             other => return Err(unsupported("", other)),
@@ -122,21 +171,39 @@ impl WgpuTensor {
                 let words = bytemuck::pod_collect_to_vec::<u8, u32>(bytes);
                 CpuTensor::from_vec(&self.shape, words.into_iter().map(|w| w != 0).collect())
             }
+            DType::F16 => {
+                CpuTensor::from_vec(&self.shape, unpack_halves(bytes, self.numel(), crate::dtype::f16::from_bits))
+            }
+            DType::BF16 => {
+                CpuTensor::from_vec(&self.shape, unpack_halves(bytes, self.numel(), crate::dtype::bf16::from_bits))
+            }
             other => Err(unsupported("", other)),
         }
     }
 }
 
+/// 16-bit elements two to a little-endian word, the first in the low
+/// half; an odd count pads the last word with zeros.
+fn pack_halves(bits: &[u16]) -> Vec<u32> {
+    bits.chunks(2).map(|p| u32::from(p[0]) | u32::from(p.get(1).copied().unwrap_or(0)) << 16).collect()
+}
+
+/// The first `n` 16-bit elements of `bytes`, [`pack_halves`]' words.
+fn unpack_halves<T>(bytes: &[u8], n: usize, from_bits: fn(u16) -> T) -> Vec<T> {
+    bytes.chunks_exact(2).take(n).map(|b| from_bits(u16::from_le_bytes([b[0], b[1]]))).collect()
+}
+
 /// Error for a dtype a kernel was not written for: one the device does not
 /// [hold](holds), or one the kernel's spec does not list.
 pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> crate::error::Error {
-    let held = if holds(dtype) { "" } else { " (the device holds f32, i32 and bool tensors only)" };
+    let held = if holds(dtype) { "" } else { " (the device holds f32, i32, bool, f16 and bf16 tensors only)" };
     device::backend_error(kernel, format!("no wgpu implementation for dtype {dtype}{held}"))
 }
 
 /// Whether the device holds tensors of `dtype`: f32, i32 and bool, one
-/// 32-bit word an element. The other dtypes are the cpu's for now; an
-/// upload or a kernel asked for one returns [`unsupported`]'s error.
+/// 32-bit word an element, and f16 and bf16, two elements to a word. The
+/// other dtypes are the cpu's for now; an upload or a kernel asked for
+/// one returns [`unsupported`]'s error.
 pub(crate) fn holds(dtype: DType) -> bool {
     <super::Wgpu as crate::backend::Backend>::DTYPES.contains(dtype)
 }
@@ -162,8 +229,11 @@ impl WgpuTensor {
     /// from `start` on, rather than a kernel: all of them (the same
     /// buffer), a run of at least [`COPY_AT_LEAST`] elements, or any run of
     /// a tensor too large for a kernel to bind.
+    /// A half type's run must start on a word (the copy command moves
+    /// whole words).
     pub(crate) fn is_range(&self, start: usize, n: usize) -> bool {
-        (start == 0 && n == self.numel()) || n >= COPY_AT_LEAST || self.bytes() > device::MAX_BINDING
+        let aligned = self.dtype.size_in_bytes() != 2 || start.is_multiple_of(2);
+        (start == 0 && n == self.numel()) || (aligned && (n >= COPY_AT_LEAST || self.bytes() > device::MAX_BINDING))
     }
 
     /// The `out.numel()` elements of `self` from element `start` on, as
@@ -187,16 +257,24 @@ impl WgpuTensor {
     }
 
     /// A fresh buffer for `out`, filled by `parts` in turn: `(x, from, len)`
-    /// copies `len` elements of `x` from element `from` on.
+    /// copies `len` elements of `x` from element `from` on. The copy
+    /// command moves whole words: for a half type, every part starts on a
+    /// word of `x` and of the output (each part before the last is of even
+    /// length), or this is an error naming `kernel`.
     fn copied<'a>(
         kernel: &'static str,
         parts: impl IntoIterator<Item = (&'a WgpuTensor, usize, usize)>,
         out: &TensorMeta,
     ) -> Result<WgpuTensor> {
-        let (g, y) = (gpu(kernel)?, pool::GpuBuffer::output(kernel, out.numel() as u64 * 4)?);
+        let words = |n: usize| WgpuTensor::words(out.dtype, n) as u64 * 4;
+        let (g, y) = (gpu(kernel)?, pool::GpuBuffer::output(kernel, words(out.numel()))?);
         let mut at = 0;
         for (x, from, len) in parts.into_iter().filter(|p| p.2 > 0) {
-            g.copy(x.buf.slab(), from as u64 * 4, y.slab(), at as u64 * 4, len as u64 * 4);
+            if out.dtype.size_in_bytes() == 2 && (from % 2 != 0 || at % 2 != 0) {
+                let message = format!("a copy of {} elements at {at} from {from} splits a word", out.dtype);
+                return Err(device::backend_error(kernel, message));
+            }
+            g.copy(x.buf.slab(), words(from), y.slab(), words(at), words(len));
             at += len;
         }
         debug_assert!(at <= out.numel(), "{kernel}: {at} elements copied into {}", out.numel());

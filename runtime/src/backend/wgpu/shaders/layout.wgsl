@@ -1,17 +1,21 @@
 // Kernels that move or convert words: a strided gather (Transpose and
 // BroadcastTo) and Cast; and, one pass per tensor into a shared output,
 // Concat and Pack (`join_rows`) and AddN (`copy_words`, then `add_*`).
-// Elements are raw 32-bit words; the bindings x, y, x4 (for
-// `convert_words_x4`) and y4, `params` and OP are words.wgsl's.
+// Elements are raw 32-bit words, or two halves of one for f16 and bf16
+// (`halves.wgsl`); the bindings x, y, x4 (for `convert_words_x4`) and y4,
+// `params` and OP are words.wgsl's.
 //
-// OP, for `convert_words`: the source dtype times 3 plus the target dtype,
-// with f32 = 0, i32 = 1 and bool = 2 (see layout.rs). Unused by `gather`.
+// OP, for the conversions: the source dtype times 5 plus the target dtype,
+// with f32 = 0, i32 = 1, bool = 2, f16 = 3 and bf16 = 4 (see layout.rs).
+// Unused by the gathers.
 //
-// params: gather: [n, rank, base, out_shape[rank], x_strides[rank]]; pad:
+// params: gather: [n, rank, base, out_shape[rank], x_strides[rank]];
+// gather_halves: the same with output words for n; pad:
 // [n, rank, value, out_shape[rank], x_shape[rank], before[rank],
-// x_strides[rank]]; convert_words: [n]; convert_words_x4: [vector count];
-// join_rows: [n, width, row, at]; copy_words, add_f32, add_i32: [n]; remap:
-// [n, rank, modes[rank], out_shape[rank], x_shape[rank], x_strides[rank],
+// x_strides[rank]]; convert_words, widen_halves: [n]; convert_words_x4:
+// [vector count]; narrow_halves: [output words]; join_rows: [n, width,
+// row, at]; copy_words, add_f32, add_i32: [n]; remap: [n, rank,
+// modes[rank], out_shape[rank], x_shape[rank], x_strides[rank],
 // before[rank]]
 
 // Output element i is input element base + sum(index[d] * x_strides[d]): a
@@ -20,6 +24,16 @@
 @elementwise fn gather(i: u32) {
     let rank = param(1);
     y[i] = x[param(2) + strided(i, rank, 3u, 3u + rank)];
+}
+
+// `gather` of a half type: two output elements to word i. The padding
+// element of an odd-length output reads wherever its index points, kept
+// inside `x` by WGSL's bounds checks, into the padding half.
+@elementwise fn gather_halves(i: u32) {
+    let rank = param(1);
+    let s0 = param(2) + strided(2u * i, rank, 3u, 3u + rank);
+    let s1 = param(2) + strided(2u * i + 1u, rank, 3u, 3u + rank);
+    y[i] = half_pair(half_bits(x[s0 >> 1u], s0), half_bits(x[s1 >> 1u], s1));
 }
 
 // Output element i is the input element `before` earlier along each axis,
@@ -59,8 +73,8 @@ fn f32_to_i32(v: f32) -> i32 {
 }
 
 fn convert(w: u32) -> u32 {
-    let src = OP / 3u;
-    let dest = OP % 3u;
+    let src = OP / 5u;
+    let dest = OP % 5u;
     if src == 0u {
         if dest == 1u {
             return bitcast<u32>(f32_to_i32(bitcast<f32>(w)));
@@ -88,6 +102,82 @@ fn convert(w: u32) -> u32 {
 @elementwise fn convert_words_x4(i: u32) {
     let v = x4[i];
     y4[i] = vec4<u32>(convert(v.x), convert(v.y), convert(v.z), convert(v.w));
+}
+
+// The value of a half type's 16 bits (`src` is 3 or 4).
+fn widen_from(h: u32, src: u32) -> f32 {
+    if src == 4u {
+        return bf16_to_f32(h);
+    }
+    return f16_to_f32(h);
+}
+
+// v rounded to a half type (`dest` is 3 or 4).
+fn narrow_to(v: f32, dest: u32) -> u32 {
+    if dest == 4u {
+        return f32_to_bf16(v);
+    }
+    return f32_to_f16(v);
+}
+
+// An i32 rounded once to a half type. Every i32 past 2^24, where f32
+// would round first, is past f16's largest value; bf16 keeps 8 bits,
+// rounded here from the integer itself, ties to even.
+fn i32_to_half(v: i32, dest: u32) -> u32 {
+    if dest == 3u {
+        return f32_to_f16(f32(v));
+    }
+    let sign = select(0u, 0x8000u, v < 0);
+    let a = u32(abs(v)); // i32's least value keeps its bits: 2^31.
+    if a < 256u {
+        return sign | (bitcast<u32>(f32(a)) >> 16u);
+    }
+    let shift = firstLeadingBit(a) - 7u;
+    let kept = a >> shift;
+    let rest = a & ((1u << shift) - 1u);
+    let half = 1u << (shift - 1u);
+    let up = rest > half || (rest == half && (kept & 1u) == 1u);
+    // At most 256 times a power of two: exact in f32.
+    let rounded = f32(kept + select(0u, 1u, up)) * exp2(f32(shift));
+    return sign | (bitcast<u32>(rounded) >> 16u);
+}
+
+// A half type's element i as a 32-bit word: f32, i32 (saturating) or bool
+// (nonzero, NaN included, is true; -0 is false).
+@elementwise fn widen_halves(i: u32) {
+    let src = OP / 5u;
+    let dest = OP % 5u;
+    let h = half_bits(x[i >> 1u], i);
+    if dest == 2u {
+        y[i] = select(0u, 1u, (h & 0x7fffu) != 0u);
+    } else if dest == 1u {
+        y[i] = bitcast<u32>(f32_to_i32(widen_from(h, src)));
+    } else {
+        y[i] = bitcast<u32>(widen_from(h, src));
+    }
+}
+
+// Element j in the target half type, from a 32-bit word or from the other
+// half type (widened exactly, then rounded once).
+fn to_half(j: u32) -> u32 {
+    let src = OP / 5u;
+    let dest = OP % 5u;
+    if src >= 3u {
+        return narrow_to(widen_from(half_bits(x[j >> 1u], j), src), dest);
+    }
+    let w = x[j];
+    if src == 1u {
+        return i32_to_half(bitcast<i32>(w), dest);
+    }
+    if src == 2u {
+        return narrow_to(f32(w), dest);
+    }
+    return narrow_to(bitcast<f32>(w), dest);
+}
+
+// Two elements of a half type to word i.
+@elementwise fn narrow_halves(i: u32) {
+    y[i] = half_pair(to_half(2u * i), to_half(2u * i + 1u));
 }
 
 // Element i of an input of rows `width` long goes to column at + i % width

@@ -17,6 +17,11 @@ override OP: u32 = 0u;
 // constants and keeps only its own dtype's arithmetic.
 override CODE: u32 = OP & 0xffu;
 override FLOAT: bool = (OP & 0x100u) == 0u;
+// Bit 9: x is a half type (two elements to a word, `halves.wgsl`), widened
+// as it is read, so that the fold runs in f32 (the output is f32, which
+// the host rounds once); bit 10: that half type is bf16, not f16.
+override HALVES: bool = (OP & 0x200u) != 0u;
+override BF16: bool = (OP & 0x400u) != 0u;
 
 // [n_out, r, chunk, chunks, kept_rank, red_rank, kept_dims, kept_strides,
 //  red_dims, red_strides, scale]
@@ -83,6 +88,18 @@ fn fold_i32(a: i32, b: i32) -> i32 {
     }
 }
 
+// Element `at` of x as a word: f32 bits for a half type.
+fn load(at: u32) -> u32 {
+    if HALVES {
+        let h = half_bits(x[at >> 1u], at);
+        if BF16 {
+            return bitcast<u32>(bf16_to_f32(h));
+        }
+        return bitcast<u32>(f16_to_f32(h));
+    }
+    return x[at];
+}
+
 fn init() -> u32 {
     if FLOAT {
         return bitcast<u32>(init_f32());
@@ -110,7 +127,7 @@ fn finish(v: u32) -> u32 {
     let base = kept_offset(o);
     var acc = init();
     for (var j = 0u; j < param(1); j++) {
-        acc = fold(acc, x[base + reduced_offset(j)]);
+        acc = fold(acc, load(base + reduced_offset(j)));
     }
     y[o] = finish(acc);
 }
@@ -153,7 +170,7 @@ fn reduce_groups(g: Workgroup) {
     let c = chunk_of(g);
     var acc = init();
     for (var j = c.y + g.t; j < c.z; j += 256u) {
-        acc = fold(acc, x[c.x + reduced_offset(j)]);
+        acc = fold(acc, load(c.x + reduced_offset(j)));
     }
     finish_group(g, acc);
 }
