@@ -165,7 +165,10 @@ impl LossScale {
                         message: format!("the loss must be a float scalar; it is {}", value.meta()),
                     });
                 }
-                let scaled = ops::mul(&value, &ops::cast(&Tensor::scalar(scale as f32), value.dtype())?)?;
+                // On the loss's backend: a scalar follows a tensor's, but
+                // the loss is a scalar too.
+                let factor = Tensor::scalar(scale as f32).to_backend(value.backend())?;
+                let scaled = ops::mul(&value, &ops::cast(&factor, value.dtype())?)?;
                 unscaled = Some(value);
                 Ok(scaled)
             },
@@ -176,7 +179,8 @@ impl LossScale {
             let mut unscaled = Vec::with_capacity(grads.len());
             let mut finite: Option<Tensor> = None;
             for g in &grads {
-                let g = ops::mul(g, &ops::cast(&Tensor::scalar((1.0 / scale) as f32), g.dtype())?)?;
+                let factor = Tensor::scalar((1.0 / scale) as f32).to_backend(g.backend())?;
+                let g = ops::mul(g, &ops::cast(&factor, g.dtype())?)?;
                 let here = ops::all(&ops::is_finite(&g)?, None, false)?;
                 finite = Some(match finite {
                     Some(f) => ops::logical_and(&f, &here)?,
