@@ -78,6 +78,42 @@ fn wgpu_trains_the_transformer_as_the_cpu_does() {
     assert_eq!(sample.len(), 20);
 }
 
+/// Mixed precision on the device (issue 51): the model computing in bf16,
+/// and in f16 under a loss scale, from f32 master weights, every kernel
+/// on wgpu (the fallback off), reaches the f32 run's held-out bits per
+/// character within 0.05.
+#[test]
+fn wgpu_trains_the_transformer_in_bf16_and_f16_as_in_f32() {
+    if !opforge_examples::wgpu_or_skip("wgpu_trains_the_transformer_in_bf16_and_f16_as_in_f32") {
+        return;
+    }
+    let (ids, vocabulary) = text(4_000);
+    let config = Config { vocabulary, context: 16, width: 32, heads: 2, layers: 2 };
+    let held_out = &ids[3_000..];
+    let run = |dtype: opforge::DType| {
+        opforge::with_fallback(false, || {
+            let model = Transformer::new(config, SEED, BackendId::Wgpu)?.computing_in(dtype)?;
+            let mut adam = Adam::new(0.01);
+            let starts = window_starts(3_000, config.context + 1, SEED);
+            let mut losses = Vec::new();
+            for batch in starts.chunks_exact(8).cycle().take(60) {
+                losses.push(model.step(ids.as_slice(), batch, &mut adam)?.to_scalar::<f32>()?);
+            }
+            assert_eq!(model.variables()[0].value().dtype(), opforge::DType::F32, "master weights stay f32");
+            Ok::<_, opforge::Error>((losses, model.bits_per_character(held_out, 16)?))
+        })
+        .unwrap_or_else(|e| panic!("{dtype} on wgpu: {e}"))
+    };
+    let (f32_losses, f32_bits) = run(opforge::DType::F32);
+    assert!(f32_losses[59] < f32_losses[0] * 0.9, "it learns: {f32_losses:?}");
+    for dtype in [opforge::DType::BF16, opforge::DType::F16] {
+        let (losses, bits) = run(dtype);
+        assert!(losses[59] < losses[0] * 0.9, "{dtype} learns: {losses:?}");
+        eprintln!("{dtype}: held-out {bits:.4} bits per character, f32 {f32_bits:.4}");
+        assert!((bits - f32_bits).abs() <= 0.05, "held-out bits per character: f32 {f32_bits}, {dtype} {bits}");
+    }
+}
+
 #[test]
 fn a_training_step_runs_fewer_kernels_fused() {
     // GELU (five kernels) is one fused kernel forward, and one backward;
