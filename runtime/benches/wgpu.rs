@@ -12,8 +12,10 @@
 //!   memcpy, not a kernel: the slice row is the one like it.
 //! - W5: f32 matmul at 4096^3 and 2048^3 (512^3 on a CPU adapter such as
 //!   lavapipe), every transpose combination, and a batched product.
+//!   And `exp`, `add` and a cast from f32 on f16 and bf16 (two elements
+//!   to a word, computed in f32), their bytes counted at two an element.
 //! - R: `sum` of 2^24, `sum` over axis 1 of [4096, 4096], `softmax` of
-//!   [4096, 4096].
+//!   [4096, 4096]; the full sum and the softmax in bf16 too.
 //! - W9: two six-op elementwise chains over 2^24 f32 written as
 //!   `#[op(fuse)]` composites (GELU's erf form clipped below, and a
 //!   hard-swish with a bias), fused (one generated shader) and op by op
@@ -305,6 +307,16 @@ fn w2(b: &mut Bench) {
     b.run("w2_add_row", bytes(2), 16, || drop(black_box(ops::add(&square, &row).unwrap())));
     b.run("w2_cast", bytes(2), 16, || drop(black_box(ops::cast(&x, DType::I32).unwrap())));
     b.run("w2_sgd", bytes(3), 16, || drop(black_box(ops::apply_gradient_descent(&x, &z, 0.01).unwrap())));
+    // The half types: two elements to a word, computed in f32 (issue 51).
+    let half = |operands: usize| Work::Bytes((operands * 2 * n) as f64);
+    for dtype in [DType::F16, DType::BF16] {
+        let xh = LazyCell::new(|| ops::cast(&x, dtype).unwrap());
+        let zh = LazyCell::new(|| ops::cast(&z, dtype).unwrap());
+        b.run(&format!("w2_exp_{dtype}"), half(2), 16, || drop(black_box(ops::exp(&xh).unwrap())));
+        b.run(&format!("w2_add_{dtype}"), half(3), 16, || drop(black_box(ops::add(&xh, &zh).unwrap())));
+        let cast = Work::Bytes((6 * n) as f64);
+        b.run(&format!("w2_cast_to_{dtype}"), cast, 16, || drop(black_box(ops::cast(&x, dtype).unwrap())));
+    }
 }
 
 fn w5(b: &mut Bench) {
@@ -338,6 +350,14 @@ fn reductions(b: &mut Bench) {
     b.run("r_sum_rows", read, 16, || drop(black_box(ops::sum(&square, Some(&[1]), false).unwrap())));
     let both = Work::Bytes((8 * W2_ELEMENTS) as f64);
     b.run("r_softmax", both, 16, || drop(black_box(ops::softmax(&square, -1).unwrap())));
+    // A bf16 sum widens as it reads; a bf16 softmax widens and rounds
+    // through `Cast` around the f32 kernel (`widens`).
+    let x16 = LazyCell::new(|| ops::cast(&x, DType::BF16).unwrap());
+    let square16 = LazyCell::new(|| ops::reshape(&x16, &[4096, 4096]).unwrap());
+    let half = Work::Bytes((2 * W2_ELEMENTS) as f64);
+    b.run("r_sum_all_bf16", half, 16, || drop(black_box(ops::sum(&x16, None, false).unwrap())));
+    let both = Work::Bytes((4 * W2_ELEMENTS) as f64);
+    b.run("r_softmax_bf16", both, 16, || drop(black_box(ops::softmax(&square16, -1).unwrap())));
 }
 
 fn w9(b: &mut Bench) {

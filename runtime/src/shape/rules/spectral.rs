@@ -39,9 +39,7 @@ pub fn rfft(input: &[usize], _attrs: &RFFTAttrs) -> Result<Shape, String> {
     if n == 0 {
         return Err(format!("input has shape {input:?}: a row of length 0 has no spectrum"));
     }
-    let mut out = Shape::from_slice(input);
-    *out.last_mut().expect("not a scalar") = n / 2 + 1;
-    Ok(out)
+    Ok(with_innermost(input, n / 2 + 1))
 }
 
 /// The shape function of `IRFFT`: the innermost axis of `m` terms becomes
@@ -58,7 +56,14 @@ pub fn irfft(input: &[usize], _attrs: &IRFFTAttrs) -> Result<Shape, String> {
     if m == 0 {
         return Err(format!("input has shape {input:?}: a spectrum of no terms is no signal's"));
     }
-    let mut out = Shape::from_slice(input);
-    *out.last_mut().expect("not a scalar") = 2 * (m - 1);
-    Ok(out)
+    Ok(with_innermost(input, 2 * (m - 1)))
+}
+
+/// `shape` with its innermost axis (which `innermost` found) `len` long.
+fn with_innermost(shape: &[usize], len: usize) -> Shape {
+    let mut out = Shape::from_slice(shape);
+    if let Some(last) = out.last_mut() {
+        *last = len;
+    }
+    out
 }
