@@ -211,6 +211,13 @@ mod tests {
         assert!(out.contains("only the half types widen to f32"), "{out}");
         let out = super::expand(quote!(Sqrt, cpu, widens(f16), refuses(f16)), quote! { fn f(x: u8) {} }).to_string();
         assert!(out.contains("the kernel widens f16 and also refuses it"), "{out}");
+        let out = super::expand(quote!(Sqrt, wgpu, held, held), quote! { fn f(x: u8) {} }).to_string();
+        assert!(out.contains("`held` is given twice"), "{out}");
+        let out = super::expand(quote!(Sqrt, wgpu, held, leaves(f16)), quote! { fn f(x: u8) {} }).to_string();
+        assert!(out.contains("`held` runs every dtype the backend holds; it takes no dtype list"), "{out}");
+        let item = quote! { fn f<T: Float>(x: &WgpuTensor) -> Result<WgpuTensor> { todo!() } };
+        let out = super::expand(quote!(Sqrt, wgpu, held), item).to_string();
+        assert!(out.contains("no generic element type beside it"), "{out}");
     }
 
     #[test]

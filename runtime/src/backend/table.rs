@@ -41,7 +41,7 @@ impl BackendId {
     }
 
     /// The dtypes its tensors may have ([`Backend::DTYPES`](super::Backend::DTYPES)):
-    /// every dtype on the cpu, f32, i32 and bool on `wgpu`.
+    /// every dtype on the cpu, f32, i32, bool, f16 and bf16 on `wgpu`.
     ///
     /// ```
     /// use opforge::{BackendId, DType};

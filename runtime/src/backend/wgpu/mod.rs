@@ -4,7 +4,8 @@
 //! - The adapter comes from the backends `WGPU_BACKEND` names (default:
 //!   Vulkan), a real GPU preferred over a CPU rasterizer such as lavapipe;
 //!   [`crate::backend::backends`] reports which one was chosen, or why there is none.
-//! - Elements are 32-bit words: f32 and i32 as they are, bool as a u32 0 or 1.
+//! - Elements are 32-bit words: f32 and i32 as they are, bool as a u32 0 or 1,
+//!   f16 and bf16 two to a word (computed in f32; `shaders/halves.wgsl`).
 //! - One storage binding spans at most 128 MiB on every adapter (lavapipe's
 //!   limit). Elementwise kernels and casts on larger tensors run in slices
 //!   of at most that; the other kernels fail with an error naming them.
