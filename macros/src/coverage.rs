@@ -160,7 +160,7 @@ impl<'a> Coverage<'a> {
                         return None;
                     };
                     let widened = |d: &DType| lists.widens.iter().any(|w| w.dtype == *d);
-                    dtypes.iter().filter(|d| !widened(d)).map(|d| (*d, span)).collect()
+                    dtypes.iter().filter(|d| d.is_element() && !widened(d)).map(|d| (*d, span)).collect()
                 }
             };
             Some(Element { ident: p.ident.clone(), runs })
@@ -304,9 +304,14 @@ impl<'a> Coverage<'a> {
             checks.push(quote!(let __missing = __required.minus(#covered);));
             for d in DType::ALL {
                 let variant = format_ident!("{}", d.variant());
+                // A generic kernel cannot run `string`, which is not an `Element`.
+                let run = match d.is_element() {
+                    true => "run it",
+                    false => "write a kernel for strings",
+                };
                 let message = format!(
                     "kernel `{kernel}` on `{backend}` does not cover {d}, which its spec lists for `{name}` \
-                     (it runs {runs}): run it, leave it to the cpu with `leaves({d})`, or refuse it with \
+                     (it runs {runs}): {run}, leave it to the cpu with `leaves({d})`, or refuse it with \
                      `refuses({d})`",
                     name = e.ident
                 );

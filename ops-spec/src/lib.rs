@@ -60,7 +60,7 @@
 //!     .unwrap_err();
 //! assert_eq!(
 //!     err.to_string(),
-//!     "ops.toml:5:11: unknown dtype `c64`, expected one of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64` \
+//!     "ops.toml:5:11: unknown dtype `c64`, expected one of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64`, `string` \
 //!      (or, in a `dtypes` list, a class: `float`, `int`, `any`); did you mean `f64`?"
 //! );
 //! ```

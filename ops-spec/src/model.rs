@@ -216,7 +216,7 @@ pub enum InputType {
     Fixed(DType),
 }
 
-/// Element type of a tensor: the same eight, in the same order, as
+/// Element type of a tensor: the same ten, in the same order, as
 /// `opforge::DType` (a test of `opforge` holds the two to each other).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {
@@ -239,12 +239,15 @@ pub enum DType {
     /// A complex number of two f32s, spelled `complex64` (TF.js's name).
     /// No class holds it: a kernel that takes it lists it by name.
     Complex64,
+    /// A string of bytes, spelled `string` (TF.js's name): cpu only, for
+    /// the string kernels and the moves that name it. No class holds it.
+    String,
 }
 
 /// The classes a `dtypes` list may name instead of spelling their members:
 /// each stands for its dtypes, in [`DType::ALL`]'s order. `any` is every
-/// dtype but `complex64`, which TF.js's ops refuse outside the kernels
-/// that name it.
+/// dtype but `complex64` and `string`, which TF.js's ops refuse outside the
+/// kernels that name them.
 pub const DTYPE_CLASSES: [(&str, &[DType]); 3] = [
     ("float", &[DType::F32, DType::F16, DType::BF16, DType::F64]),
     ("int", &[DType::I32, DType::I64, DType::U8]),
@@ -253,7 +256,7 @@ pub const DTYPE_CLASSES: [(&str, &[DType]); 3] = [
 
 impl DType {
     /// Every dtype, in the order error messages list them.
-    pub const ALL: [DType; 9] = [
+    pub const ALL: [DType; 10] = [
         DType::F32,
         DType::I32,
         DType::Bool,
@@ -263,6 +266,7 @@ impl DType {
         DType::I64,
         DType::U8,
         DType::Complex64,
+        DType::String,
     ];
 
     /// The spec spelling: `"f32"`, `"bf16"`, `"u8"`, ...
@@ -277,6 +281,7 @@ impl DType {
             DType::I64 => "i64",
             DType::U8 => "u8",
             DType::Complex64 => "complex64",
+            DType::String => "string",
         }
     }
 
@@ -297,7 +302,20 @@ impl DType {
             DType::I64 => "I64",
             DType::U8 => "U8",
             DType::Complex64 => "Complex64",
+            DType::String => "String",
         }
+    }
+
+    /// Whether a tensor of it holds `opforge::Element`s, values a generic
+    /// kernel can take: every dtype but `string`, whose elements are runs
+    /// of bytes.
+    ///
+    /// ```
+    /// use opforge_spec::DType;
+    /// assert!(DType::Complex64.is_element() && !DType::String.is_element());
+    /// ```
+    pub fn is_element(self) -> bool {
+        self != DType::String
     }
 
     /// Whether it is of the class `float`.
@@ -325,7 +343,7 @@ impl DType {
         match self {
             DType::F16 | DType::BF16 | DType::F64 => Some(DType::F32),
             DType::I64 => Some(DType::I32),
-            DType::F32 | DType::I32 | DType::Bool | DType::U8 | DType::Complex64 => None,
+            DType::F32 | DType::I32 | DType::Bool | DType::U8 | DType::Complex64 | DType::String => None,
         }
     }
 

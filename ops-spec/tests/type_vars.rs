@@ -110,7 +110,7 @@ fn type_variables_are_named_apart_from_dtypes() {
     );
     assert_errors(
         &edit(GATHER, "dtypes", r#"dtypes = { T = ["f32"], Tidx = [] }"#),
-        &["ops.toml:5:32: type variable `Tidx` must list at least one dtype of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64`"],
+        &["ops.toml:5:32: type variable `Tidx` must list at least one dtype of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64`, `string`"],
     );
 }
 

@@ -437,11 +437,11 @@ fn duplicate_dtypes() {
 fn unknown_dtype() {
     assert_errors(
         &edit(ADD, "dtypes =", "dtypes = [\"f32\", \"c64\"]"),
-        &["ops.toml:5:18: unknown dtype `c64`, expected one of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64` (or, in a `dtypes` list, a class: `float`, `int`, `any`); did you mean `f64`?"],
+        &["ops.toml:5:18: unknown dtype `c64`, expected one of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64`, `string` (or, in a `dtypes` list, a class: `float`, `int`, `any`); did you mean `f64`?"],
     );
     assert_errors(
         &edit(ADD, "dtypes =", "dtypes = [\"float32\"]"),
-        &["ops.toml:5:11: unknown dtype `float32`, expected one of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64` (or, in a `dtypes` list, a class: `float`, `int`, `any`); did you mean `float`?"],
+        &["ops.toml:5:11: unknown dtype `float32`, expected one of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64`, `string` (or, in a `dtypes` list, a class: `float`, `int`, `any`); did you mean `float`?"],
     );
 }
 
@@ -487,7 +487,7 @@ to2 = { type = "dtype", default = "f8" }"#,
             "ops.toml:11:31: default of attr `n` of type `int` must be an integer, found a float",
             "ops.toml:12:35: default of attr `eps` of type `float` must be a float or an integer, found a string",
             "ops.toml:13:34: default of attr `to` of type `dtype` must be a dtype name string, found an integer",
-            "ops.toml:14:35: unknown dtype `f8`, expected one of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64` (or, in a `dtypes` list, a class: `float`, `int`, `any`); did you mean `u8`?",
+            "ops.toml:14:35: unknown dtype `f8`, expected one of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64`, `string` (or, in a `dtypes` list, a class: `float`, `int`, `any`); did you mean `u8`?",
         ],
     );
     assert_errors(
@@ -628,12 +628,12 @@ dtype = { type = "dtype" }
     assert_errors(
         &edit(cast, "output_dtype =", "output_dtype = \"dtpye\""),
         &["ops.toml:6:16: unknown output dtype `dtpye`, expected an attr of type `dtype`, a type variable, or \
-           one of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64`; did you mean `dtype`?"],
+           one of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64`, `string`; did you mean `dtype`?"],
     );
     assert_errors(
         &edit(cast, "output_dtype =", "output_dtype = \"bol\""),
         &["ops.toml:6:16: unknown output dtype `bol`, expected an attr of type `dtype`, a type variable, or one of `f32`, \
-           `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64`; did you mean `bool`?"],
+           `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64`, `string`; did you mean `bool`?"],
     );
 }
 
@@ -644,7 +644,7 @@ fn all_errors_are_collected_in_position_order() {
     let errors = parse(&format!("{bad_sum}\n{bad_add}"), "my_ops.toml").unwrap_err();
     assert_eq!(
         errors.to_string(),
-        "my_ops.toml:5:11: unknown dtype `c64`, expected one of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64` (or, in a `dtypes` list, a class: `float`, `int`, `any`); did you mean `f64`?\n\
+        "my_ops.toml:5:11: unknown dtype `c64`, expected one of `f32`, `i32`, `bool`, `f16`, `bf16`, `f64`, `i64`, `u8`, `complex64`, `string` (or, in a `dtypes` list, a class: `float`, `int`, `any`); did you mean `f64`?\n\
          my_ops.toml:7:9: unknown input `y` in `grad`, expected one of `x`\n\
          my_ops.toml:13:6: op name `Add` is not a snake_case identifier (lowercase ASCII letters, digits \
          and `_`, starting with a letter)"

@@ -51,7 +51,16 @@ impl Values<'_> {
             };
             Values { len: v.len(), format: Box::new(move |i| v.get(i).map(|&x| x.show())) }
         }
-        for_dtype!(t.dtype(), T => get::<T>(t))
+        // TF.js prints a string quoted; bytes that are not UTF-8 print as
+        // U+FFFD. Strings live on the cpu only.
+        fn strings(t: &Tensor) -> Values<'_> {
+            let v = t.cpu().and_then(|c| c.strings().ok()).unwrap_or_default();
+            Values {
+                len: v.len(),
+                format: Box::new(move |i| v.get(i).map(|s| format!("'{}'", String::from_utf8_lossy(s)))),
+            }
+        }
+        for_dtype!(t.dtype(), T => get::<T>(t), string => strings(t))
     }
 
     fn len(&self) -> usize {

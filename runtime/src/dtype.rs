@@ -1,10 +1,12 @@
 //! Element types.
 //!
-//! Nine dtypes: the floats `f16`, `bf16`, `f32` and `f64`, the integers
-//! `u8`, `i32` and `i64`, `bool`, and `complex64`. Half types
+//! Ten dtypes: the floats `f16`, `bf16`, `f32` and `f64`, the integers
+//! `u8`, `i32` and `i64`, `bool`, `complex64` and `string`. Half types
 //! (`half::f16`, `half::bf16`) are stored in two bytes and compute in f32;
 //! a `complex64` is a [`Complex32`], two f32s (`num_complex`'s, which the
-//! FFT crates take).
+//! FFT crates take). A `string` element is a run of bytes ([`Bytes`]), as
+//! TF.js's are: the one dtype that is not an [`Element`], held by the cpu
+//! only and taken by the kernels that name it.
 
 use std::fmt;
 
@@ -48,11 +50,21 @@ pub enum DType {
     /// (the class `any` leaves it out, as TF.js's ops refuse complex input
     /// outside the kernels that name it); it carries no gradient.
     Complex64,
+    /// A string of bytes ([`Bytes`]), TF.js's `string`: UTF-8 where it was
+    /// made from text, but any bytes. It is not an [`Element`] (a tensor
+    /// of it is made with `Tensor::from_strings` and read with
+    /// `Tensor::to_strings`);
+    /// the cpu holds it, and the kernels that list it by name take it (the
+    /// string kernels, `Identity`, `Reshape`, `ExpandDims`, `Squeeze`).
+    String,
 }
+
+/// One element of a `string` tensor: its bytes.
+pub type Bytes = Box<[u8]>;
 
 impl DType {
     /// Every dtype, in declaration order.
-    pub const ALL: [DType; 9] = [
+    pub const ALL: [DType; 10] = [
         DType::F32,
         DType::I32,
         DType::Bool,
@@ -62,7 +74,32 @@ impl DType {
         DType::I64,
         DType::U8,
         DType::Complex64,
+        DType::String,
     ];
+
+    /// Every dtype whose elements are [`Element`]s, numbers: all but
+    /// `string`, in [`DType::ALL`]'s order.
+    ///
+    /// ```
+    /// use opforge::DType;
+    /// assert_eq!(DType::ELEMENTS.len() + 1, DType::ALL.len());
+    /// assert!(DType::ELEMENTS.iter().all(|d| d.is_element()) && !DType::String.is_element());
+    /// ```
+    pub const ELEMENTS: [DType; 9] = {
+        let mut all = [DType::F32; 9];
+        let mut i = 0;
+        while i < 9 {
+            all[i] = DType::ALL[i];
+            i += 1;
+        }
+        all
+    };
+
+    /// Whether a tensor of this dtype holds [`Element`]s: every dtype but
+    /// `string`, whose elements are runs of bytes.
+    pub const fn is_element(self) -> bool {
+        !matches!(self, DType::String)
+    }
 
     /// The spec's name of the dtype (`f32`, `bf16`, `u8`, ...).
     pub const fn name(self) -> &'static str {
@@ -76,6 +113,7 @@ impl DType {
             DType::I64 => "i64",
             DType::U8 => "u8",
             DType::Complex64 => "complex64",
+            DType::String => "string",
         }
     }
 
@@ -117,13 +155,15 @@ impl DType {
         matches!(self, DType::Complex64)
     }
 
-    /// Bytes one element takes.
+    /// Bytes one element takes; for `string`, its handle's (a pointer and
+    /// a length), the bytes themselves counted apart.
     pub const fn size_in_bytes(self) -> usize {
         match self {
             DType::Bool | DType::U8 => 1,
             DType::F16 | DType::BF16 => 2,
             DType::F32 | DType::I32 => 4,
             DType::F64 | DType::I64 | DType::Complex64 => 8,
+            DType::String => std::mem::size_of::<Bytes>(),
         }
     }
 
@@ -151,7 +191,7 @@ impl DType {
 /// let listed = DTypes::of(&[DType::F32, DType::I32]);
 /// assert_eq!(listed.minus(floats), DTypes::of(&[DType::I32]));
 /// assert_eq!(listed.to_string(), "f32, i32");
-/// assert_eq!(DTypes::ALL.iter().count(), 9);
+/// assert_eq!(DTypes::ALL.iter().count(), 10);
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct DTypes(u16);
@@ -165,8 +205,8 @@ impl DTypes {
     pub const FLOAT: DTypes = DTypes::of(&[DType::F32, DType::F16, DType::BF16, DType::F64]);
     /// The integers: `i32`, `i64`, `u8` (the spec's class `int`).
     pub const INT: DTypes = DTypes::of(&[DType::I32, DType::I64, DType::U8]);
-    /// Every dtype but `complex64`: the spec's class `any`.
-    pub const ANY: DTypes = DTypes::ALL.minus(DTypes::of(&[DType::Complex64]));
+    /// Every dtype but `complex64` and `string`: the spec's class `any`.
+    pub const ANY: DTypes = DTypes::ALL.minus(DTypes::of(&[DType::Complex64, DType::String]));
 
     /// The set of `dtypes`.
     pub const fn of(dtypes: &[DType]) -> DTypes {
@@ -242,26 +282,42 @@ impl fmt::Display for DType {
 
 /// Runs `$body` with `$T` the element type of the [`DType`] `$dtype`:
 /// how a kernel that moves elements without computing on them covers every
-/// dtype with one generic function (candle's `match_dtype`).
+/// dtype with one generic function (candle's `match_dtype`). `string` has
+/// no element type: it runs `$strings` where given, and otherwise returns
+/// [`NotElements`] from the enclosing function, converted to its error
+/// type (the crate's `Error::not_elements`); the spec's dtype lists keep
+/// strings from those functions.
 ///
 /// ```ignore
 /// for_dtype!(x.dtype(), T => permute::<T>(x, &perm))
+/// for_dtype!(x.dtype(), T => T::DTYPE.name(), string => "string")
 /// ```
 macro_rules! for_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
-        $crate::dtype::for_dtype!(@each $dtype, $T, $body;
+        $crate::dtype::for_dtype!($dtype, $T => $body,
+            string => return Err(::core::convert::From::from($crate::dtype::NotElements)))
+    };
+    ($dtype:expr, $T:ident => $body:expr, string => $strings:expr) => {
+        $crate::dtype::for_dtype!(@each $dtype, $T, $body, $strings;
             F32 f32, I32 i32, Bool bool, F16 $crate::dtype::f16, BF16 $crate::dtype::bf16, F64 f64, I64 i64, U8 u8, Complex64 $crate::dtype::Complex32)
     };
-    (@each $dtype:expr, $T:ident, $body:expr; $($variant:ident $t:ty),*) => {
+    (@each $dtype:expr, $T:ident, $body:expr, $strings:expr; $($variant:ident $t:ty),*) => {
         match $dtype {
             $($crate::dtype::DType::$variant => {
                 type $T = $t;
                 $body
             })*
+            $crate::dtype::DType::String => $strings,
         }
     };
 }
 pub(crate) use for_dtype;
+
+/// What [`for_dtype!`] returns where a `string` tensor reaches a step
+/// written for [`Element`]s: the crate's error type converts it (to
+/// `Error::not_elements`), so this module names nothing above it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct NotElements;
 
 /// Runs `$body` with `$T` = `f64` for an f64 tensor and `f32` for any
 /// other: how a kernel whose code is generic over [`Float`] and that

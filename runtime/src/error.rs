@@ -395,7 +395,29 @@ pub enum Error {
     },
 }
 
+impl From<crate::dtype::NotElements> for Error {
+    fn from(_: crate::dtype::NotElements) -> Error {
+        Error::not_elements()
+    }
+}
+
 impl Error {
+    /// What a step written for numeric elements returns when given a
+    /// `string` tensor, whose elements are bytes: the spec's dtype lists
+    /// keep strings from every kernel but those that name them, so this is
+    /// the guard behind them.
+    ///
+    /// ```
+    /// let e = opforge::Error::not_elements();
+    /// assert!(e.to_string().contains("string"));
+    /// ```
+    pub fn not_elements() -> Error {
+        Error::InvalidTensor {
+            what: "string",
+            message: "a string tensor holds bytes, not numbers: only the kernels that list `string` take it".into(),
+        }
+    }
+
     /// The error a kernel returns when its inputs are wrong in a way the
     /// spec's rules cannot check: the engine adds the op, kernel, backend
     /// and inputs, so the message says only what is wrong.

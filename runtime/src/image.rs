@@ -168,5 +168,6 @@ fn pixels(image: &Tensor) -> std::result::Result<Vec<u8>, String> {
         v if (0.0..=top).contains(&v) => Ok((v * scale + 0.5).floor() as u8),
         v => Err(format!("a {dtype} image's values are in [0, {top}], and one is {v}")),
     };
-    for_dtype!(dtype, T => image.to_vec::<T>().map_err(|e| e.to_string())?.into_iter().map(|v| byte(v.to_f64())).collect())
+    for_dtype!(dtype, T => image.to_vec::<T>().map_err(|e| e.to_string())?.into_iter().map(|v| byte(v.to_f64())).collect(),
+        string => Err("a string tensor is not an image: decode its bytes with `image::decode`".into()))
 }

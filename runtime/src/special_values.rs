@@ -111,6 +111,31 @@ pub const COMPLEX64: [Complex32; 15] = {
     ]
 };
 
+/// The strings every case of a string kernel draws from (the "bits" of a
+/// `string` element in [`bits`] and [`from_bits`] are its index here):
+/// empty, a lone space, spaces at either end and doubled, a separator
+/// between letters, UTF-8 of two bytes a character, bytes that are no
+/// UTF-8 (a NUL among them), and lengths at the edges of Fingerprint64's
+/// cases (16, 17, 32, 33, 64, 65, and 128, where the `farmhash` crate
+/// differs from TF.js).
+pub const STRINGS: [&[u8]; 15] = [
+    b"",
+    b" ",
+    b"a",
+    b"  two  spaces  ",
+    b"a|b|c",
+    "na\u{ef}ve caf\u{e9}".as_bytes(),
+    &[0xff, 0xfe, 0x00, 0x80],
+    &[b'p'; 16],
+    &[b'q'; 17],
+    &[b'r'; 32],
+    &[b's'; 33],
+    &[b't'; 64],
+    &[b'u'; 65],
+    &[b'v'; 128],
+    b"the quick brown fox jumps over the lazy dog",
+];
+
 /// [`F32`] and the values at and next to each finite end of a kernel's
 /// domain (the spec's `domain = [low, high]`): the end itself and the
 /// nearest f32 on either side, so a kernel is seen just inside and just
@@ -154,10 +179,12 @@ pub fn bits(dtype: DType, domain: Option<(f64, f64)>) -> Vec<u64> {
         DType::U8 => of(&U8),
         DType::Bool => of(&BOOL),
         DType::Complex64 => of(&COMPLEX64),
+        // A string's "bits" are its index among the special strings.
+        DType::String => (0..STRINGS.len() as u64).collect(),
     };
     let ends = domain.map(|(low, high)| [low, high]).unwrap_or([f64::NAN; 2]);
     for end in ends.into_iter().filter(|e| e.is_finite() && dtype.is_float()) {
-        let at = for_dtype!(dtype, T => T::from_f64(end).to_u64());
+        let at = for_dtype!(dtype, T => T::from_f64(end).to_u64(), string => continue);
         for x in [step(at, dtype, false), at, step(at, dtype, true)] {
             if !v.contains(&x) {
                 v.push(x);
@@ -191,7 +218,9 @@ fn step(b: u64, dtype: DType, up: bool) -> u64 {
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn from_bits(bits: Vec<u64>, shape: &[usize], dtype: DType) -> crate::error::Result<Tensor> {
-    for_dtype!(dtype, T => Tensor::from_vec(bits.into_iter().map(T::from_u64).collect::<Vec<T>>(), shape))
+    let string = |b: u64| STRINGS.get(b as usize).copied().unwrap_or_default();
+    for_dtype!(dtype, T => Tensor::from_vec(bits.into_iter().map(T::from_u64).collect::<Vec<T>>(), shape),
+        string => Tensor::from_strings(&bits.into_iter().map(string).collect::<Vec<_>>(), shape))
 }
 
 /// The bits of each element of `t` (see [`from_bits`]).
@@ -335,6 +364,7 @@ pub fn max_finite(dtype: DType) -> f64 {
         DType::U8 => f64::from(u8::MAX),
         DType::Bool => 1.0,
         DType::Complex64 => f64::from(f32::MAX),
+        DType::String => f64::NAN,
     }
 }
 
@@ -356,7 +386,7 @@ pub fn flush_subnormals(t: &Tensor) -> Tensor {
     let flushed = for_dtype!(dtype, T => t.to_vec::<T>().and_then(|v| {
         let v: Vec<T> = v.into_iter().map(|x| T::from_f64(flushed_as(x.to_f64(), dtype))).collect();
         Tensor::from_vec(v, t.shape())
-    }));
+    }), string => return t.clone());
     flushed.unwrap_or_else(|_| t.clone())
 }
 
@@ -404,7 +434,7 @@ impl Agreement {
             DType::F64 => 1e-12,
             DType::F16 => 2e-3,
             DType::BF16 => 1.6e-2,
-            DType::I32 | DType::I64 | DType::U8 | DType::Bool => 0.0,
+            DType::I32 | DType::I64 | DType::U8 | DType::Bool | DType::String => 0.0,
         };
         Agreement { signed_zero: false, relative, absolute: 0.0 }
     }

@@ -170,6 +170,65 @@ impl Tensor {
         Tensor::from_vec(data.to_vec(), shape)
     }
 
+    /// A `string` tensor of `shape`, each element the bytes of one of
+    /// `data` (text or any bytes: TF.js's strings are bytes). It is made on
+    /// the cpu whatever the default backend, as TF.js keeps its strings on
+    /// the host: no other backend holds strings.
+    ///
+    /// ```
+    /// use opforge::{ops, DType, Tensor};
+    /// let t = Tensor::from_strings(&["pigs on the wing", "animals"], &[2])?;
+    /// assert_eq!(t.dtype(), DType::String);
+    /// let split = ops::string_split(&t, &Tensor::from_strings(&[" "], &[])?, true)?;
+    /// assert_eq!(split.values.to_strings()?, ["pigs", "on", "the", "wing", "animals"]);
+    /// assert_eq!(split.dense_shape.to_vec::<i32>()?, [2, 4]);
+    /// assert!(Tensor::from_strings(&["a"], &[2]).is_err());
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn from_strings<S: AsRef<[u8]>>(data: &[S], shape: &[usize]) -> Result<Tensor> {
+        let bytes = data.iter().map(|s| crate::dtype::Bytes::from(s.as_ref())).collect();
+        Ok(Tensor::from_cpu(CpuTensor::from_strings(shape, bytes)?))
+    }
+
+    /// A `string` tensor's elements as text, row-major; errors for another
+    /// dtype, or for an element that is not UTF-8 (read those with
+    /// [`Tensor::to_byte_strings`]).
+    ///
+    /// ```
+    /// let t = opforge::Tensor::from_strings(&["a", "\u{e9}"], &[2])?;
+    /// assert_eq!(t.to_strings()?, ["a", "\u{e9}"]);
+    /// assert!(opforge::Tensor::from_strings(&[[0xffu8]], &[1])?.to_strings().is_err());
+    /// assert!(opforge::Tensor::scalar(1.0f32).to_strings().is_err());
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn to_strings(&self) -> Result<Vec<String>> {
+        let text = |(i, s): (usize, Vec<u8>)| {
+            String::from_utf8(s).map_err(|e| Error::InvalidTensor {
+                what: "to_strings",
+                message: format!("element {i} of {} is not UTF-8 ({e}); read it with to_byte_strings", self.meta()),
+            })
+        };
+        self.to_byte_strings()?.into_iter().enumerate().map(text).collect()
+    }
+
+    /// A `string` tensor's elements as bytes, row-major; errors for
+    /// another dtype.
+    ///
+    /// ```
+    /// let t = opforge::Tensor::from_strings(&[[0xffu8, 0]], &[1])?;
+    /// assert_eq!(t.to_byte_strings()?, [vec![0xff, 0]]);
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn to_byte_strings(&self) -> Result<Vec<Vec<u8>>> {
+        if let Some(o) = observer() {
+            (o.read)(self, "to_byte_strings")?;
+        }
+        let wrong =
+            || Error::InvalidTensor { what: "to_strings", message: format!("tensor is {}, not string", self.meta()) };
+        let strings = self.cpu().ok_or_else(wrong)?.strings().map_err(|_| wrong())?;
+        Ok(strings.iter().map(|s| s.to_vec()).collect())
+    }
+
     /// A rank-0 tensor, on the default backend. It cannot fail: where the
     /// default backend cannot take it (its device was lost), it stays on
     /// the cpu, and an op mixing it with tensors elsewhere says so.

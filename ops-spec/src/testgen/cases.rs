@@ -261,13 +261,15 @@ fn rule_shapes(k: &KernelDef, named: &[(&String, Vec<usize>)]) -> Vec<Vec<usize>
 pub(super) fn parity_cases(k: &KernelDef) -> Vec<Case> {
     let cases: Vec<Case> = rule_cases(k).into_iter().chain(example_cases(k)).collect();
     // Every value of each dtype attribute, where inputs have dtypes (a
-    // kernel without inputs takes its examples' dtypes, which it may limit).
+    // kernel without inputs takes its examples' dtypes, which it may limit),
+    // but `string`: a dtype attribute names an element type (TF.js's
+    // `Cast` takes strings to strings only).
     let mut out = cases;
     for a in k.attrs.iter().filter(|a| a.ty == AttrType::DType && !k.inputs.is_empty()) {
         out = out
             .iter()
             .flat_map(|c| {
-                DType::ALL.iter().map(move |&d| {
+                DType::ALL.iter().filter(|d| d.is_element()).map(move |&d| {
                     let attrs =
                         c.attrs.iter().map(|(n, v)| (n.clone(), if *n == a.name { dtype_expr(d) } else { v.clone() }));
                     Case {

@@ -12,6 +12,9 @@ use crate::tensor::Tensor;
 /// assert_eq!((t.shape(), t.dtype()), (&[2, 3][..], opforge::DType::I32));
 /// ```
 pub fn input(shape: &[usize], dtype: DType) -> Tensor {
+    if dtype == DType::String {
+        return words(shape, 1);
+    }
     let f = Tensor::random_uniform(shape, 0.5, 2.0, 1).shown_as("a valid shape");
     if dtype == DType::Complex64 {
         let g = Tensor::random_uniform(shape, 0.5, 2.0, 2).shown_as("a valid shape");
@@ -113,11 +116,45 @@ pub fn spread<'a>(xs: &[&'a Tensor], absent: &[bool]) -> Vec<Option<&'a Tensor>>
 /// # Ok::<(), opforge::Error>(())
 /// ```
 pub fn parity_input(shape: &[usize], dtype: DType, within: Option<(f32, f32)>, seed: u64) -> Tensor {
+    if dtype == DType::String {
+        return words(shape, seed);
+    }
     if dtype == DType::Complex64 {
         let (re, im) = (sample(shape, within, seed), sample(shape, within, seed + 1000));
         return crate::ops::complex(&re, &im).shown_as("two parts of one shape");
     }
     crate::ops::cast(&sample(shape, within, seed), dtype).shown_as("cast is total")
+}
+
+/// A string input, seeded: each element none to four words (of one to
+/// five bytes, some of two-byte UTF-8 characters), joined by a space, a
+/// `|` or two spaces, so that splitting, n-grams and patterns meet empty
+/// strings, empty tokens and repeated words.
+///
+/// ```
+/// let t = opforge::testing::parity_input(&[64], opforge::DType::String, None, 3);
+/// let s = t.to_strings()?;
+/// assert!(s.iter().any(String::is_empty) && s.iter().any(|s| s.contains(' ')));
+/// # Ok::<(), opforge::Error>(())
+/// ```
+fn words(shape: &[usize], seed: u64) -> Tensor {
+    const WORDS: [&str; 8] = ["pigs", "on", "the", "wing", "a", "caf\u{e9}", "test", "aab"];
+    const JOINS: [&str; 3] = [" ", "|", "  "];
+    let n = crate::shape::checked_numel(shape).expect("a valid shape");
+    let u = Tensor::random_uniform(&[n * 5], 0.0, 1.0, 300 + seed).shown_as("a valid shape").to_vec::<f32>().shown();
+    let pick = |x: f32, k: usize| ((x * k as f32) as usize).min(k - 1);
+    let text = |i: usize| {
+        let r = &u[i * 5..i * 5 + 5];
+        let mut s = String::new();
+        for (j, &x) in r[1..=pick(r[0], 5)].iter().enumerate() {
+            if j > 0 {
+                s.push_str(JOINS[pick(x * 7.0 % 1.0, JOINS.len())]);
+            }
+            s.push_str(WORDS[pick(x, WORDS.len())]);
+        }
+        s
+    };
+    Tensor::from_strings(&(0..n).map(text).collect::<Vec<_>>(), shape).shown()
 }
 
 /// Indices, seeded, each below its bound: the one in `bounds`, or its

@@ -142,20 +142,25 @@ fn assert_special(
                 && a().as_ref().is_none_or(|a| !agree(a[i], g[i]))
         };
         if let Some(i) = (0..w.len()).find(|&i| differs(i)) {
-            let show = |v: f64| for_dtype!(dtype, T => format!("{:?}", T::from_f64(v)));
+            let show = |v: f64| for_dtype!(dtype, T => format!("{:?}", T::from_f64(v)), string => v.to_string());
             panic!("{case}, {what}, element {i}: cpu {}, {backend} {} ({dtype})", show(w[i]), show(g[i]));
         }
     });
 }
 
-/// Whether two tensors of one meta hold the same bits (integers, bool).
+/// Whether two tensors of one meta hold the same bits (integers, bool),
+/// or the same bytes (strings).
 fn same_values(a: &Tensor, b: &Tensor) -> bool {
+    if a.dtype() == DType::String {
+        return a.to_byte_strings().shown() == b.to_byte_strings().shown();
+    }
     to_bits(a).shown() == to_bits(b).shown()
 }
 
 /// A float tensor's values, each exactly as f64.
 fn floats(t: &Tensor) -> Vec<f64> {
-    for_dtype!(t.dtype(), T => t.to_vec::<T>().shown().into_iter().map(Element::to_f64).collect())
+    let not = || panic!("a string tensor has no float values");
+    for_dtype!(t.dtype(), T => t.to_vec::<T>().shown().into_iter().map(Element::to_f64).collect(), string => not())
 }
 
 /// An integer or bool tensor's values, exactly (a bool as 0 or 1).
@@ -164,19 +169,23 @@ fn ints(t: &Tensor) -> Vec<i64> {
         Value::Int(i) => i,
         Value::Float(f) => f as i64,
     };
-    for_dtype!(t.dtype(), T => t.to_vec::<T>().shown().into_iter().map(|v| int(v.to_value())).collect())
+    let not = || panic!("a string tensor has no integer values");
+    for_dtype!(t.dtype(), T => t.to_vec::<T>().shown().into_iter().map(|v| int(v.to_value())).collect(), string => not())
 }
 
 /// Requires `got` to hold `want`'s values: float ones, exactly as f64,
 /// as `floats` says (it panics naming the first that differ), integer and
-/// bool ones exactly, `context` naming the two in a failure.
+/// bool ones exactly, strings byte for byte, `context` naming the two in a
+/// failure.
 pub(super) fn assert_values(
     want: &Tensor,
     got: &Tensor,
     context: std::fmt::Arguments,
     compare: impl FnOnce(&[f64], &[f64]),
 ) {
-    if want.dtype().is_float() {
+    if want.dtype() == DType::String {
+        assert_eq!(want.to_byte_strings().shown(), got.to_byte_strings().shown(), "{context}");
+    } else if want.dtype().is_float() {
         compare(&floats(want), &floats(got));
     } else {
         assert_eq!(ints(want), ints(got), "{context}");
@@ -186,7 +195,7 @@ pub(super) fn assert_values(
 /// The one special value of `dtype` with bits `v`, as text.
 fn show_bits(v: u64, dtype: DType) -> String {
     let t = from_bits(vec![v], &[1], dtype).shown();
-    for_dtype!(dtype, T => format!("{:?}", t.to_vec::<T>().shown()[0]))
+    for_dtype!(dtype, T => format!("{:?}", t.to_vec::<T>().shown()[0]), string => format!("{:?}", t.to_byte_strings().shown()[0]))
 }
 
 /// Runs `f` (one kernel's call, `kernel` in failures) on special values,
@@ -258,14 +267,23 @@ fn special_values(
     let planted =
         |(i, x): &(usize, &&Tensor)| plant.get(*i) == Some(&true) && x.numel() > 0 && x.dtype() != DType::Bool;
     for (i, x) in inputs.iter().enumerate().filter(planted) {
-        let words = to_bits(x).shown();
+        // A string's "bits" are its index among the special strings, and
+        // its elements are not numbers: they are planted as bytes.
+        let words = if x.dtype() == DType::String { Vec::new() } else { to_bits(x).shown() };
+        let strings = if x.dtype() == DType::String { x.to_byte_strings().shown() } else { Vec::new() };
         for (r, &v) in bits(x.dtype(), specials.domain).iter().enumerate() {
             // A different element each time: corners, edges and the middle.
             let at = (r * 7 + 3 * i) % x.numel();
-            let mut w = words.clone();
-            w[at] = v;
             let mut xs = originals.clone();
-            xs[i] = from_bits(w, x.shape(), x.dtype()).shown();
+            xs[i] = if x.dtype() == DType::String {
+                let mut s = strings.clone();
+                s[at] = crate::special_values::STRINGS[v as usize].to_vec();
+                Tensor::from_strings(&s, x.shape()).shown()
+            } else {
+                let mut w = words.clone();
+                w[at] = v;
+                from_bits(w, x.shape(), x.dtype()).shown()
+            };
             let value = show_bits(v, x.dtype());
             let label = format!("{kernel} with input {i} element {at} = {value}");
             rounds.push((label, xs));

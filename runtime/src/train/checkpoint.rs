@@ -440,14 +440,21 @@ struct Stored {
 
 impl Stored {
     fn of(t: &Tensor) -> Result<Stored> {
+        let Some(dtype) = file_dtype(t.dtype()) else {
+            return Err(Error::InvalidTensor {
+                what: "save_checkpoint",
+                message: format!("a {} tensor: safetensors stores numbers, not strings", t.meta()),
+            });
+        };
         let bytes = for_dtype!(t.dtype(), T => <T as LeBytes>::encode(&t.to_vec::<T>()?));
-        Ok(Stored { dtype: file_dtype(t.dtype()), shape: t.shape().to_vec(), bytes })
+        Ok(Stored { dtype, shape: t.shape().to_vec(), bytes })
     }
 }
 
-/// The file's name of a dtype: safetensors has each of opforge's.
-fn file_dtype(dtype: DType) -> Dtype {
-    match dtype {
+/// The file's name of a dtype: safetensors has each of opforge's but
+/// `string`.
+fn file_dtype(dtype: DType) -> Option<Dtype> {
+    Some(match dtype {
         DType::F32 => Dtype::F32,
         DType::I32 => Dtype::I32,
         DType::Bool => Dtype::BOOL,
@@ -457,7 +464,8 @@ fn file_dtype(dtype: DType) -> Dtype {
         DType::I64 => Dtype::I64,
         DType::U8 => Dtype::U8,
         DType::Complex64 => Dtype::C64,
-    }
+        DType::String => return None,
+    })
 }
 
 /// An element as safetensors stores it: little-endian bytes.
@@ -527,14 +535,14 @@ impl View for Stored {
 /// one of opforge's (or its bytes are no values of it).
 fn read_view(view: &safetensors::tensor::TensorView<'_>) -> std::result::Result<Tensor, String> {
     let (data, shape) = (view.data(), view.shape());
-    let Some(dtype) = DType::ALL.into_iter().find(|&d| file_dtype(d) == view.dtype()) else {
-        let names: Vec<String> = DType::ALL.iter().map(|&d| format!("{:?}", file_dtype(d))).collect();
+    let Some(dtype) = DType::ALL.into_iter().find(|&d| file_dtype(d) == Some(view.dtype())) else {
+        let names: Vec<String> = DType::ALL.iter().filter_map(|&d| file_dtype(d)).map(|d| format!("{d:?}")).collect();
         return Err(format!("its dtype {:?} is not one opforge has ({})", view.dtype(), names.join(", ")));
     };
     let made = for_dtype!(dtype, T => match <T as LeBytes>::decode(data) {
         Ok(values) => crate::backend::cpu::CpuTensor::from_vec(shape, values).map(Tensor::from_cpu),
         Err(i) => return Err(format!("element {i} of a BOOL tensor is {}, not 0 or 1", data[i])),
-    });
+    }, string => unreachable!("no file dtype is `string` (file_dtype)"));
     made.map_err(|e| e.to_string())
 }
 

@@ -365,7 +365,7 @@ fn display_matches_tfjs_layout() {
     let mut rng = Rng::new(3);
     for shape in shapes {
         let n: usize = shape.iter().product();
-        for dtype in DType::ALL {
+        for dtype in DType::ELEMENTS {
             let ints: Vec<i64> = (0..n).map(|_| rng.int(-300, 3000)).collect();
             let (t, vals): (Tensor, Vec<String>) = match dtype {
                 DType::F32 => {

@@ -51,6 +51,7 @@ mod spec_attrs;
 mod spec_groups;
 mod spec_reuse;
 mod special_values;
+mod strings;
 mod tfjs_kernels;
 mod tidy;
 mod ui;

@@ -100,6 +100,10 @@ fn cast(x: &CpuTensor, dtype: DType, out: &TensorMeta) -> Result<CpuTensor> {
     if x.dtype() == dtype {
         return Ok(x.clone());
     }
+    if x.dtype() == DType::String || dtype == DType::String {
+        // TF.js's rule: "Only strings can be casted to strings".
+        return Err(Error::kernel_failed(format!("only a string casts to a string: {} to {dtype}", x.dtype())));
+    }
     for_dtype!(x.dtype(), T => for_dtype!(dtype, U => convert::<T, U>(x, out)))
 }
 

@@ -18,6 +18,7 @@ mod reduce;
 mod spare;
 pub(crate) mod sparse;
 mod spectral;
+mod strings;
 mod tensor;
 pub(crate) mod unary;
 pub(crate) mod vmath;

@@ -8,7 +8,7 @@ use smallvec::SmallVec;
 
 use super::{accounting, pool, spare};
 use crate::backend_id::BackendId;
-use crate::dtype::{bf16, f16, Complex32, DType, Element};
+use crate::dtype::{bf16, f16, Bytes, Complex32, DType, Element};
 use crate::error::{Error, Result};
 use crate::shape::Shape;
 
@@ -31,11 +31,20 @@ enum Data {
     I64(Storage<i64>),
     U8(Storage<u8>),
     Complex64(Storage<Complex32>),
+    /// A `string` tensor's elements: not an [`Element`], never pooled,
+    /// never inline (a `Vec` keeps `Data`, which every buffer moves, as
+    /// small as the numbers' inline storage).
+    String(Vec<Bytes>),
 }
 
-/// `$body` with `$v` bound to the storage of whichever dtype `$data` holds.
+/// `$body` with `$v` bound to the storage of whichever dtype `$data` holds,
+/// or, given `string $s => $other`, `$other` for a `string` buffer (whose
+/// elements are not [`Element`]s).
 macro_rules! each_data {
     ($data:expr, $v:ident => $body:expr) => {
+        each_data!($data, $v => $body, string $v => $body)
+    };
+    ($data:expr, $v:ident => $body:expr, string $s:ident => $other:expr) => {
         match $data {
             Data::F32($v) => $body,
             Data::I32($v) => $body,
@@ -46,6 +55,7 @@ macro_rules! each_data {
             Data::I64($v) => $body,
             Data::U8($v) => $body,
             Data::Complex64($v) => $body,
+            Data::String($s) => $other,
         }
     };
 }
@@ -55,21 +65,22 @@ macro_rules! each_data {
 #[derive(Debug)]
 pub struct CpuBuffer {
     data: Data,
-    /// Whether [`crate::backend::memory::memory`] counts it: every buffer but a [`spare`] one.
-    counted: bool,
+    /// The bytes [`crate::backend::memory::memory`] counts it for, found
+    /// once as it is made; `None` for a [`spare`] one, which it does not count.
+    counted: Option<usize>,
 }
 
 impl CpuBuffer {
     fn new(data: Data) -> Self {
-        let b = CpuBuffer { data, counted: true };
-        accounting::record(1, b.bytes() as isize);
-        b
+        let bytes = bytes(&data);
+        accounting::record(1, bytes as isize);
+        CpuBuffer { data, counted: Some(bytes) }
     }
 
     /// An empty buffer that is not counted: what a [`spare`] allocation
     /// holds between two tensors.
     pub(super) fn spare() -> Self {
-        CpuBuffer { data: Data::F32(Storage::new()), counted: false }
+        CpuBuffer { data: Data::F32(Storage::new()), counted: None }
     }
 
     /// The buffer's dtype.
@@ -84,6 +95,7 @@ impl CpuBuffer {
             Data::I64(_) => DType::I64,
             Data::U8(_) => DType::U8,
             Data::Complex64(_) => DType::Complex64,
+            Data::String(_) => DType::String,
         }
     }
 
@@ -96,21 +108,27 @@ impl CpuBuffer {
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
+}
 
-    fn bytes(&self) -> usize {
-        self.len() * self.dtype().size_in_bytes()
+/// The bytes `data` holds: its elements, and a string's own bytes. One
+/// match, no slice: it runs as every buffer is made.
+fn bytes(data: &Data) -> usize {
+    fn of<T>(v: &Storage<T>) -> usize {
+        v.len() * std::mem::size_of::<T>()
     }
+    each_data!(data, v => of(v), string v => v.len() * std::mem::size_of::<Bytes>() + v.iter().map(|s| s.len()).sum::<usize>())
 }
 
 impl Drop for CpuBuffer {
     fn drop(&mut self) {
-        if self.counted {
-            accounting::record(-1, -(self.bytes() as isize));
+        if let Some(bytes) = self.counted {
+            accounting::record(-1, -(bytes as isize));
         }
         // Only heap storage can be pooled; `into_vec` does not copy it.
+        // A string buffer's elements own their bytes: it is not pooled.
         each_data!(&mut self.data, v => if v.spilled() {
             pool::give_back(std::mem::take(v).into_vec())
-        })
+        }, string _s => {})
     }
 }
 
@@ -247,6 +265,36 @@ impl CpuTensor {
             backend: BackendId::Cpu,
             message: format!("tensor has dtype {}, not {}", self.dtype(), T::DTYPE),
         })
+    }
+
+    /// A `string` tensor of `shape` holding `data`, each element's bytes;
+    /// errors if the lengths differ.
+    ///
+    /// ```
+    /// use opforge::backend::cpu::CpuTensor;
+    /// let t = CpuTensor::from_strings(&[2], vec![b"a b".to_vec().into(), b"".to_vec().into()])?;
+    /// assert_eq!(t.strings()?[0].as_ref(), b"a b");
+    /// assert!(t.as_slice::<u8>().is_err());
+    /// # Ok::<(), opforge::Error>(())
+    /// ```
+    pub fn from_strings(shape: &[usize], data: Vec<Bytes>) -> Result<Self> {
+        if crate::shape::checked_numel(shape) != Some(data.len()) {
+            return Err(not_filled(shape, data.len()));
+        }
+        let buffer = CpuBuffer::new(Data::String(data));
+        Ok(CpuTensor { shape: Shape::from_slice(shape), buf: ManuallyDrop::new(spare::shared(buffer)) })
+    }
+
+    /// A `string` tensor's elements, row-major; errors for any other dtype.
+    pub fn strings(&self) -> Result<&[Bytes]> {
+        match &self.buf.data {
+            Data::String(v) => Ok(v),
+            _ => Err(Error::Backend {
+                kernel: "",
+                backend: BackendId::Cpu,
+                message: format!("tensor has dtype {}, not string", self.dtype()),
+            }),
+        }
     }
 
     /// The shared buffer.

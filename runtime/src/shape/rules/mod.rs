@@ -16,6 +16,7 @@ mod normalization;
 mod reduce;
 mod sparse;
 mod spectral;
+mod strings;
 mod unary;
 
 pub use attention::*;
@@ -30,4 +31,5 @@ pub use normalization::*;
 pub use reduce::*;
 pub use sparse::*;
 pub use spectral::*;
+pub use strings::*;
 pub use unary::*;
