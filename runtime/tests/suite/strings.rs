@@ -160,6 +160,18 @@ fn string_ngrams_refuses_bad_splits_with_tfjs_messages() {
     assert!(bad(&[0, 0]).contains("Last split value must be data size. Expected 1, got 0"));
     let e = ops::string_ngrams(&strings(&["a"]), &i32s(&[0, 1]), "|", &[0], "", "", 0, false).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("ngram_widths"), "{e}");
+    // Widths and pads past what a machine holds are refused before
+    // anything is made, not an abort: a width of 2^31 - 1 padded to match,
+    // and a width of 2^30 with 2^63 - 1 pads asked (a pad width stops at
+    // the n-gram's width less one).
+    let huge = ops::string_ngrams(&strings(&["a"]), &i32s(&[0, 1]), "|", &[i32::MAX as i64], "L", "R", -1, false);
+    let short = ops::string_ngrams(&strings(&["a"]), &i32s(&[0, 1]), "|", &[1 << 30], "L", "R", i64::MAX, true);
+    for e in [huge.unwrap_err(), short.unwrap_err()] {
+        assert!(matches!(e, Error::OutOfMemory { kernel: "StringNGrams", .. }), "{e}");
+    }
+    // No rows at all, with data: no n-grams (TF.js's empty ragged tensor).
+    let y = ops::string_ngrams(&strings(&["a", "b"]), &i32s(&[]), "|", &[2], "", "", 0, false).unwrap();
+    assert_eq!((y.ngrams.numel(), y.ngrams_splits.numel()), (0, 0));
 }
 
 #[test]

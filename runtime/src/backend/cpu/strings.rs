@@ -91,6 +91,34 @@ impl NGrams<'_> {
         (len + 2 * self.pads(width) + 1).saturating_sub(width)
     }
 
+    /// The n-grams of `row`: for each width, its count and pads; then, for
+    /// a short row that gave none where short rows are kept, its one
+    /// n-gram of all its tokens with `pad_width` pads each side. Widths are
+    /// u128, which no pad width overflows.
+    fn plan(&self, row: &[Bytes], widths: &[usize]) -> Vec<(u128, u128, u128)> {
+        let mut plan: Vec<(u128, u128, u128)> = widths
+            .iter()
+            .map(|&w| (w as u128, self.pads(w) as u128, self.count(row.len(), w) as u128))
+            .filter(|p| p.2 > 0)
+            .collect();
+        if self.preserve_short && plan.is_empty() && !row.is_empty() {
+            let pads = self.pad_width.max(0) as u128;
+            plan.push((row.len() as u128 + 2 * pads, pads, 1));
+        }
+        plan
+    }
+
+    /// At most the bytes `count` n-grams of `width` of `row` take, each
+    /// word counted as a byte at least (so a width of empty words is work
+    /// too): what is checked against the machine before any is made.
+    fn bound(&self, row: &[Bytes], (width, _, count): (u128, u128, u128)) -> u128 {
+        let words = row.iter().map(|t| t.len()).chain([self.left_pad.len(), self.right_pad.len()]);
+        let longest = words.max().unwrap_or(0).max(1) as u128;
+        let separators = (width - 1).saturating_mul(self.separator.len() as u128);
+        let each = width.saturating_mul(longest).saturating_add(separators);
+        count.saturating_mul(each.saturating_add(std::mem::size_of::<Bytes>() as u128))
+    }
+
     /// Appends the `count` n-grams of `width` of `row` to `into`; `pads`
     /// is their padding at each end.
     fn make(&self, row: &[Bytes], width: usize, pads: usize, count: usize, into: &mut Vec<Bytes>) {
@@ -159,27 +187,43 @@ fn string_ngrams(
     };
     // The shape rule has checked each width is in [1, i32::MAX].
     let widths: Vec<usize> = ngram_widths.iter().map(|&w| w as usize).collect();
-    let mut grams: Vec<Bytes> = Vec::new();
-    let mut out_splits = Vec::with_capacity(splits.len());
-    if !data.is_empty() {
-        out_splits.push(0);
-        for pair in splits.windows(2) {
-            let row = &data[pair[0] as usize..pair[1] as usize];
-            let before = grams.len();
-            for &width in &widths {
-                op.make(row, width, op.pads(width), op.count(row.len(), width), &mut grams);
-            }
-            // A short row's one n-gram: all its tokens, `pad_width` pads
-            // each side (the count is then 1 whatever the padding rule).
-            if op.preserve_short && grams.len() == before && !row.is_empty() {
-                let pads = op.pad_width.max(0) as usize;
-                op.make(row, row.len() + 2 * pads, pads, 1, &mut grams);
-            }
-            out_splits.push(int(grams.len(), "n-grams")?);
+    if data.is_empty() || splits.is_empty() {
+        // No data or no rows: every row is empty (TF.js gives zeros).
+        let empty = CpuTensor::from_strings(&[0], Vec::new())?;
+        return Ok((empty, CpuTensor::from_vec(&[splits.len()], vec![0i32; splits.len()])?));
+    }
+    let rows: Vec<&[Bytes]> = splits.windows(2).map(|p| &data[p[0] as usize..p[1] as usize]).collect();
+    let plans: Vec<_> = rows.iter().map(|row| op.plan(row, &widths)).collect();
+    // Widths and pads are the caller's: what they ask for is checked
+    // against the machine before anything is made.
+    let (mut grams_asked, mut bytes_asked) = (0u128, 0u128);
+    for (row, plan) in rows.iter().zip(&plans) {
+        for &p in plan {
+            grams_asked += p.2;
+            bytes_asked = bytes_asked.saturating_add(op.bound(row, p));
         }
-    } else {
-        // No data: every row is empty (TF.js gives zeros).
-        out_splits.resize(splits.len(), 0);
+    }
+    let bytes = usize::try_from(bytes_asked).unwrap_or(usize::MAX);
+    if grams_asked > i32::MAX as u128 || crate::alloc::refuse(bytes, 1).is_some() {
+        // The engine adds the op, its inputs and its outputs.
+        return Err(Error::OutOfMemory {
+            op: String::new(),
+            kernel: "StringNGrams",
+            backend: crate::backend_id::BackendId::Cpu,
+            tensor: format!("ngrams: {grams_asked} n-grams (widths {ngram_widths:?}, pad_width {pad_width})"),
+            bytes: bytes_asked,
+            inputs: Vec::new(),
+        });
+    }
+    let mut grams: Vec<Bytes> = Vec::with_capacity(grams_asked as usize);
+    let mut out_splits = Vec::with_capacity(splits.len());
+    out_splits.push(0);
+    for (row, plan) in rows.iter().zip(&plans) {
+        // Each fits a usize now: the bound above counts a byte a word.
+        for &(width, pads, count) in plan {
+            op.make(row, width as usize, pads as usize, count as usize, &mut grams);
+        }
+        out_splits.push(int(grams.len(), "n-grams")?);
     }
     Ok((CpuTensor::from_strings(&[grams.len()], grams)?, CpuTensor::from_vec(&[out_splits.len()], out_splits)?))
 }
