@@ -255,8 +255,8 @@ fn string_tensors_are_refused_cleanly_where_numbers_are_needed() {
     // Kernels that do not list `string`.
     let e = ops::add(&t, &t).unwrap_err();
     assert!(matches!(e, Error::InvalidArgument { .. }) && e.to_string().contains("string"), "{e}");
-    let e = ops::transpose(&Tensor::from_strings(&["a", "b"], &[1, 2]).unwrap(), &[1, 0]).unwrap_err();
-    assert!(e.to_string().contains("string"), "{e}");
+    let e = ops::sum(&t, None, false).unwrap_err();
+    assert!(e.to_string().contains("string") && e.to_string().contains("Sum"), "{e}");
     // Cast takes no string, and makes none (TF.js: "Only strings can be
     // casted to strings"; a string to a string is the string itself).
     let e = ops::cast(&t, DType::F32).unwrap_err();
@@ -275,4 +275,62 @@ fn string_tensors_are_refused_cleanly_where_numbers_are_needed() {
     let words = opforge::Variable::named("words", t.clone());
     let e = opforge::train::save_checkpoint(&path, &[&words], &opforge::train::Sgd::new(0.1)).unwrap_err();
     assert!(e.to_string().contains("safetensors stores numbers, not strings"), "{e}");
+}
+
+/// A string tensor's elements as `&str`s, and its shape.
+fn words(t: &Tensor) -> (Vec<String>, Vec<usize>) {
+    (t.to_strings().unwrap(), t.shape().to_vec())
+}
+
+fn grid(values: &[&str], shape: &[usize]) -> Tensor {
+    Tensor::from_strings(values, shape).unwrap()
+}
+
+#[test]
+fn strings_move_through_the_layout_kernels_as_tfjs_moves_them() {
+    let owned = |v: &[&str], s: &[usize]| (v.iter().map(|w| w.to_string()).collect::<Vec<_>>(), s.to_vec());
+    // [["a", "b", "c"], ["d", "e", "f"]], bytes and all.
+    let x = grid(&["a", "bb", "", "d", "\u{e9}", "f g"], &[2, 3]);
+    assert_eq!(words(&ops::transpose(&x, &[1, 0]).unwrap()), owned(&["a", "d", "bb", "\u{e9}", "", "f g"], &[3, 2]));
+    assert_eq!(words(&ops::slice(&x, &[0, 1], &[2, 2]).unwrap()), owned(&["bb", "", "\u{e9}", "f g"], &[2, 2]));
+    let every_other = ops::strided_slice(&x, &[0, 2], &[2, -4], &[1, -2], 0, 0, 0, 0, 0).unwrap();
+    assert_eq!(words(&every_other), owned(&["", "a", "f g", "d"], &[2, 2]));
+    let y = grid(&["x", "y", "z"], &[1, 3]);
+    assert_eq!(
+        words(&ops::concat(&[x.clone(), y.clone()], 0).unwrap()).0,
+        ["a", "bb", "", "d", "\u{e9}", "f g", "x", "y", "z"]
+    );
+    let stacked = ops::stack(&[strings(&["a", "b"]), strings(&["c", "d"])], 1).unwrap();
+    assert_eq!(words(&stacked), owned(&["a", "c", "b", "d"], &[2, 2]));
+    let rows = ops::unstack(&x, 0).unwrap();
+    assert_eq!(
+        rows.iter().map(words).collect::<Vec<_>>(),
+        [owned(&["a", "bb", ""], &[3]), owned(&["d", "\u{e9}", "f g"], &[3])]
+    );
+    let parts = ops::split(&x, &[1, 2], 1).unwrap();
+    assert_eq!(words(&parts[0]), owned(&["a", "d"], &[2, 1]));
+    assert_eq!(words(&parts[1]), owned(&["bb", "", "\u{e9}", "f g"], &[2, 2]));
+    assert_eq!(words(&ops::tile(&strings(&["a", "b"]), &[2]).unwrap()).0, ["a", "b", "a", "b"]);
+    assert_eq!(words(&ops::reverse(&x, &[1]).unwrap()).0, ["", "bb", "a", "f g", "\u{e9}", "d"]);
+    let picked = ops::gather(&x, &i32s(&[2, 0, 2]), 1, 0).unwrap();
+    assert_eq!(words(&picked), owned(&["", "a", "", "f g", "d", "f g"], &[2, 3]));
+    assert_eq!(words(&ops::broadcast_to(&y, &[2, 3]).unwrap()).0, ["x", "y", "z", "x", "y", "z"]);
+    // Empty tensors move as empty tensors.
+    let none = grid(&[], &[0, 3]);
+    assert_eq!(words(&ops::transpose(&none, &[1, 0]).unwrap()), (vec![], vec![3, 0]));
+    assert_eq!(words(&ops::concat(&[none.clone(), y], 0).unwrap()).0, ["x", "y", "z"]);
+}
+
+#[test]
+fn a_string_move_refuses_what_the_numbers_refuse() {
+    let x = grid(&["a", "b", "c", "d"], &[2, 2]);
+    // An index out of range: GatherV2's own message, naming the kernel.
+    let e = ops::gather(&x, &i32s(&[2]), 0, 0).unwrap_err().to_string();
+    assert!(e.contains("GatherV2") && e.contains("cpu"), "{e}");
+    // Joining strings to numbers is a dtype error, not a move.
+    let e = ops::concat(&[x.clone(), Tensor::from_vec(vec![1.0f32; 2], &[1, 2]).unwrap()], 0).unwrap_err();
+    assert!(e.to_string().contains("string") && e.to_string().contains("Concat"), "{e}");
+    // A permutation of the wrong rank: the shape rule's error, as for numbers.
+    let e = ops::transpose(&x, &[0]).unwrap_err().to_string();
+    assert!(e.contains("Transpose"), "{e}");
 }

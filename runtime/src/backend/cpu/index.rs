@@ -474,6 +474,10 @@ fn gather_of<T: Element>(x: &[T], idx: &[i32], d: GatherDims, out: &mut [T]) {
 
 #[kernel(GatherV2, cpu)]
 fn gather(x: &CpuTensor, indices: &CpuTensor, axis: i64, batch_dims: i64, out: &TensorMeta) -> Result<CpuTensor> {
+    if x.dtype() == DType::String {
+        let numbered = |ix: &[CpuTensor], out: &TensorMeta| gather(&ix[0], indices, axis, batch_dims, out);
+        return super::strings::moved_one(&[x], out, numbered);
+    }
     let (_, _, d) = gather_dims(x.shape(), indices.shape(), axis, batch_dims).map_err(Error::kernel_failed)?;
     let idx = indices.as_slice::<i32>()?;
     check_indices("indices", idx, d.axis).map_err(Error::kernel_failed)?;

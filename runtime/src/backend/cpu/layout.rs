@@ -8,6 +8,7 @@
 use super::error::{rule_error, unsupported};
 use super::parallel::for_rows;
 use super::pool::output;
+use super::strings::{moved, moved_one};
 use super::tensor::CpuTensor;
 use super::unary::{narrowed, widened, Half};
 use crate::backend::call::TensorMeta;
@@ -83,6 +84,9 @@ pub(crate) fn permuted(x: &CpuTensor, perm: &[usize]) -> Result<CpuTensor> {
 
 #[kernel(Transpose, cpu)]
 fn transpose(x: &CpuTensor, perm: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
+    if x.dtype() == DType::String {
+        return moved_one(&[x], out, |ix, out| transpose(&ix[0], perm, out));
+    }
     let perm = permutation(x.shape().len(), perm).map_err(rule_error("Transpose"))?;
     if perm.iter().enumerate().all(|(i, &p)| i == p) {
         return x.reshaped(&out.shape);
@@ -138,6 +142,9 @@ fn broadcast<T: Element>(x: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
 #[kernel(BroadcastTo, cpu)]
 fn broadcast_to(x: &CpuTensor, _shape: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
     // `shape`: checked by the spec's rule, and `out`'s shape.
+    if x.dtype() == DType::String {
+        return moved_one(&[x], out, |ix, out| broadcast_to(&ix[0], _shape, out));
+    }
 
     // Only new dims of size 1 (or no elements at all): the same buffer will do.
     if x.numel() == out.numel() {
@@ -172,6 +179,9 @@ fn block<T: Element>(x: &CpuTensor, begin: &[i64], out: &TensorMeta) -> Result<C
 #[kernel(Slice, cpu)]
 fn slice(x: &CpuTensor, begin: &[i64], _size: &[i64], out: &TensorMeta) -> Result<CpuTensor> {
     // `size`: resolved (including any -1) by the shape function into `out`.
+    if x.dtype() == DType::String {
+        return moved_one(&[x], out, |ix, out| slice(&ix[0], begin, _size, out));
+    }
     for_dtype!(x.dtype(), T => block::<T>(x, begin, out))
 }
 
@@ -196,6 +206,9 @@ fn strided_rows<T: Element>(x: &CpuTensor, plan: &StridedPlan, out: &TensorMeta)
 
 #[kernel(StridedSlice, cpu)]
 fn strided_slice(x: &CpuTensor, attrs: &StridedSliceAttrs, out: &TensorMeta) -> Result<CpuTensor> {
+    if x.dtype() == DType::String {
+        return moved_one(&[x], out, |ix, out| strided_slice(&ix[0], attrs, out));
+    }
     let plan = strided_plan(x.shape(), attrs).map_err(rule_error("StridedSlice"))?;
     for_dtype!(x.dtype(), T => strided_rows::<T>(x, &plan, out))
 }
@@ -210,6 +223,9 @@ fn pieces(
     pieces: &[TensorMeta],
     out: &[TensorMeta],
 ) -> Result<Vec<CpuTensor>> {
+    if x.dtype() == DType::String {
+        return moved(&[x], out, |ix, out| self::pieces(&ix[0], axis, starts, pieces, out));
+    }
     let block_of = for_dtype!(x.dtype(), T => block::<T>);
     let mut begin = vec![0i64; x.shape().len()];
     (starts.iter().zip(pieces).zip(out))
@@ -281,7 +297,7 @@ fn pad<T: Element>(x: &CpuTensor, paddings: &[Vec<i64>], constant_value: f64, ou
 /// `values` joined row by row: the output is `[outer, sum of widths]` and
 /// input `i` is `[outer, widths[i]]`, so each output row is the inputs'
 /// rows end to end (`Concat` along an axis, `Pack` along a new one).
-fn join<T: Element>(values: TensorList<'_, CpuTensor>, widths: &[usize], out: &TensorMeta) -> Result<Vec<T>> {
+fn join<T: Element>(values: &[&CpuTensor], widths: &[usize], out: &TensorMeta) -> Result<Vec<T>> {
     let srcs: Vec<&[T]> = values.iter().map(|v| v.as_slice::<T>()).collect::<Result<_>>()?;
     let row: usize = widths.iter().sum();
     let mut dst = output::<T>(out.numel());
@@ -299,7 +315,11 @@ fn join<T: Element>(values: TensorList<'_, CpuTensor>, widths: &[usize], out: &T
 }
 
 /// [`join`] for any dtype.
-fn join_any(values: TensorList<'_, CpuTensor>, widths: &[usize], out: &TensorMeta) -> Result<CpuTensor> {
+fn join_any(values: &[&CpuTensor], widths: &[usize], out: &TensorMeta) -> Result<CpuTensor> {
+    if out.dtype == DType::String {
+        let numbered = |ix: &[CpuTensor], out: &TensorMeta| join_any(&ix.iter().collect::<Vec<_>>(), widths, out);
+        return moved_one(values, out, numbered);
+    }
     for_dtype!(out.dtype, T => CpuTensor::from_vec(&out.shape, join::<T>(values, widths, out)?))
 }
 
@@ -307,7 +327,7 @@ fn join_any(values: TensorList<'_, CpuTensor>, widths: &[usize], out: &TensorMet
 fn concat(values: TensorList<'_, CpuTensor>, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     let axis = crate::shape::normalize_axis(axis, out.shape.len()).map_err(rule_error("Concat"))?;
     let widths: Vec<usize> = values.iter().map(|v| v.shape()[axis..].iter().product()).collect();
-    join_any(values, &widths, out)
+    join_any(&values.iter().collect::<Vec<_>>(), &widths, out)
 }
 
 /// `Concat` of the values seen with a size-1 axis at `axis`: the same rows.
@@ -315,7 +335,7 @@ fn concat(values: TensorList<'_, CpuTensor>, axis: i64, out: &TensorMeta) -> Res
 fn pack(values: TensorList<'_, CpuTensor>, axis: i64, out: &TensorMeta) -> Result<CpuTensor> {
     let axis = crate::shape::normalize_axis(axis, out.shape.len()).map_err(rule_error("Pack"))?;
     let width = out.shape[axis + 1..].iter().product();
-    join_any(values, &vec![width; values.len()], out)
+    join_any(&values.iter().collect::<Vec<_>>(), &vec![width; values.len()], out)
 }
 
 /// One pass over the output: each element the sum of the values' elements,
@@ -385,6 +405,9 @@ fn remap<T: Element>(x: &CpuTensor, modes: &[Remap], out: &TensorMeta) -> Result
 }
 
 fn remap_any(x: &CpuTensor, modes: &[Remap], out: &TensorMeta) -> Result<CpuTensor> {
+    if x.dtype() == DType::String {
+        return moved_one(&[x], out, |ix, out| remap_any(&ix[0], modes, out));
+    }
     for_dtype!(x.dtype(), T => CpuTensor::from_vec(&out.shape, remap::<T>(x, modes, out)?))
 }
 

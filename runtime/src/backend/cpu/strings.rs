@@ -6,7 +6,7 @@ use super::parallel::for_rows;
 use super::pool::output;
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
-use crate::dtype::Bytes;
+use crate::dtype::{Bytes, DType};
 use crate::error::{Error, Result};
 use crate::kernels::{StaticRegexReplace, StringNGrams, StringSplit, StringToHashBucketFast};
 use opforge_macros::kernel;
@@ -259,4 +259,47 @@ fn static_regex_replace(
         .map(|s| Bytes::from(regex.replacen(s, limit, rewrite.as_bytes()).into_owned()))
         .collect();
     CpuTensor::from_strings(&out.shape, replaced)
+}
+
+/// A kernel that only moves elements, run on string tensors: `run` is the
+/// kernel's own code on i64 tensors of `inputs`' shapes whose elements
+/// number the strings of all the inputs in turn (the first input's from
+/// 0, the next's after them), given `out` as i64 metas; each index it
+/// returns becomes the string it numbers. So every move (`Transpose`,
+/// `Slice`, `Concat`, `GatherV2`, ...) takes strings through its one
+/// generic loop, without a copy of it for a type that is not `Copy`.
+///
+/// Indices are i64, so any tensor a machine holds is numbered; an index
+/// the kernel did not take from its inputs (none does) is an error, not a
+/// panic.
+pub(crate) fn moved(
+    inputs: &[&CpuTensor],
+    out: &[TensorMeta],
+    run: impl FnOnce(&[CpuTensor], &[TensorMeta]) -> Result<Vec<CpuTensor>>,
+) -> Result<Vec<CpuTensor>> {
+    let mut strings: Vec<&Bytes> = Vec::new();
+    let mut numbered = Vec::with_capacity(inputs.len());
+    for x in inputs {
+        let (own, start) = (x.strings()?, strings.len() as i64);
+        numbered.push(CpuTensor::from_vec(x.shape(), (start..start + own.len() as i64).collect::<Vec<i64>>())?);
+        strings.extend(own);
+    }
+    let metas: Vec<TensorMeta> = out.iter().map(|o| TensorMeta::new(&o.shape, DType::I64)).collect();
+    let named = |ix: CpuTensor| {
+        let at = |&i: &i64| usize::try_from(i).ok().and_then(|i| strings.get(i)).map(|&s| s.clone());
+        let data: Option<Vec<Bytes>> = ix.as_slice::<i64>()?.iter().map(at).collect();
+        let data = data.ok_or_else(|| Error::kernel_failed("a move of strings gave an index it was not given"))?;
+        CpuTensor::from_strings(ix.shape(), data)
+    };
+    run(&numbered, &metas)?.into_iter().map(named).collect()
+}
+
+/// [`moved`] for a kernel of one output.
+pub(crate) fn moved_one(
+    inputs: &[&CpuTensor],
+    out: &TensorMeta,
+    run: impl FnOnce(&[CpuTensor], &TensorMeta) -> Result<CpuTensor>,
+) -> Result<CpuTensor> {
+    let mut outs = moved(inputs, std::slice::from_ref(out), |ix, out| Ok(vec![run(ix, &out[0])?]))?;
+    Ok(outs.remove(0))
 }
