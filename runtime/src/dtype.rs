@@ -134,6 +134,18 @@ impl DType {
         matches!(self, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
     }
 
+    /// Whether this is a 16-bit float (`f16`, `bf16`): the dtypes that
+    /// compute in f32 and round once, and that wgpu packs two to a word.
+    ///
+    /// ```
+    /// use opforge::DType;
+    /// assert!(DType::F16.is_half() && DType::BF16.is_half());
+    /// assert!(!DType::F32.is_half() && !DType::I32.is_half());
+    /// ```
+    pub const fn is_half(self) -> bool {
+        matches!(self, DType::F16 | DType::BF16)
+    }
+
     /// Whether this is an integer dtype (`u8`, `i32`, `i64`).
     ///
     /// ```

@@ -13,7 +13,7 @@ use super::parallel::for_rows;
 use super::pool::output;
 use super::tensor::CpuTensor;
 use crate::backend::call::TensorMeta;
-use crate::dtype::Complex32;
+use crate::dtype::{Complex32, Element};
 use crate::error::{Error, Result};
 use crate::kernels::{Complex, ComplexAbs, Imag, Real, FFT, IFFT, IRFFT, RFFT};
 use opforge_macros::kernel;
@@ -113,25 +113,33 @@ fn ifft(input: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
     transform(input, out, true)
 }
 
-#[kernel(RFFT, cpu)]
-fn rfft(input: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    let x = input.as_slice::<f32>()?;
-    let n = input.shape().last().copied().unwrap_or(1);
-    let m = out.shape.last().copied().unwrap_or(1);
-    let mut y = output::<Complex32>(out.numel());
+/// The rows of a real transform: `plan` made (once, and only where there
+/// are rows), each row of `x` (`from` values) copied into the plan's own
+/// input row (realfft works in the row it is given), then `each` writes
+/// the output's row (`to` values) with a scratch of the plan's. `n`, the
+/// real length, prices a row. realfft's errors are length mismatches the
+/// shape rules exclude; the first that comes anyway is `kernel`'s failure.
+fn real_rows<I: Element, O: Element, P: Sync>(
+    kernel: &'static str,
+    x: &[I],
+    (from, to, n): (usize, usize, usize),
+    out: &TensorMeta,
+    plan: impl FnOnce() -> P,
+    buffers: impl Fn(&P) -> (Vec<I>, Vec<Complex32>) + Sync,
+    each: impl Fn(&P, &mut [I], &mut [O], &mut [Complex32]) -> std::result::Result<(), realfft::FftError> + Sync,
+) -> Result<CpuTensor> {
+    let mut y = output::<O>(out.numel());
     if y.is_empty() {
         return CpuTensor::from_vec(&out.shape, y);
     }
-    let r2c: Arc<dyn RealToComplex<f32>> = real_planner().plan_fft_forward(n);
-    let result = std::sync::Mutex::new(Ok(()));
-    for_rows(&mut y, m, work(x.len() / n, n), |start, chunk| {
-        let (mut row, mut scratch) = (r2c.make_input_vec(), r2c.make_scratch_vec());
-        for (r, spectrum) in chunk.chunks_mut(m).enumerate() {
-            let first = (start / m + r) * n;
-            // realfft works in the row it is given: a copy of the input's.
-            row.copy_from_slice(&x[first..first + n]);
-            if let Err(e) = r2c.process_with_scratch(&mut row, spectrum, &mut scratch) {
-                *result.lock().unwrap_or_else(|p| p.into_inner()) = Err(failed("RFFT", e));
+    let (plan, result) = (plan(), Mutex::new(Ok(())));
+    for_rows(&mut y, to, work(x.len() / from, n), |start, chunk| {
+        let (mut row, mut scratch) = buffers(&plan);
+        for (r, dst) in chunk.chunks_mut(to).enumerate() {
+            let first = (start / to + r) * from;
+            row.copy_from_slice(&x[first..first + from]);
+            if let Err(e) = each(&plan, &mut row, dst, &mut scratch) {
+                *result.lock().unwrap_or_else(|p| p.into_inner()) = Err(failed(kernel, e));
             }
         }
     });
@@ -139,34 +147,34 @@ fn rfft(input: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
     CpuTensor::from_vec(&out.shape, y)
 }
 
+#[kernel(RFFT, cpu)]
+fn rfft(input: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    let n = input.shape().last().copied().unwrap_or(1);
+    let m = out.shape.last().copied().unwrap_or(1);
+    let plan = || -> Arc<dyn RealToComplex<f32>> { real_planner().plan_fft_forward(n) };
+    let buffers = |r2c: &Arc<dyn RealToComplex<f32>>| (r2c.make_input_vec(), r2c.make_scratch_vec());
+    let each = |r2c: &Arc<dyn RealToComplex<f32>>, row: &mut [f32], spectrum: &mut [Complex32], scratch: &mut [_]| {
+        r2c.process_with_scratch(row, spectrum, scratch)
+    };
+    real_rows("RFFT", input.as_slice::<f32>()?, (n, m, n), out, plan, buffers, each)
+}
+
 #[kernel(IRFFT, cpu)]
 fn irfft(input: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
-    let x = input.as_slice::<Complex32>()?;
     let m = input.shape().last().copied().unwrap_or(1);
     let n = out.shape.last().copied().unwrap_or(1);
-    let mut y = output::<f32>(out.numel());
-    if y.is_empty() {
-        return CpuTensor::from_vec(&out.shape, y);
-    }
-    let c2r: Arc<dyn ComplexToReal<f32>> = real_planner().plan_fft_inverse(n);
-    let result = std::sync::Mutex::new(Ok(()));
-    let scale = n as f32;
-    for_rows(&mut y, n, work(x.len() / m, n), |start, chunk| {
-        let (mut spectrum, mut scratch) = (c2r.make_input_vec(), c2r.make_scratch_vec());
-        for (r, signal) in chunk.chunks_mut(n).enumerate() {
-            let first = (start / n + r) * m;
-            spectrum.copy_from_slice(&x[first..first + m]);
+    let plan = || -> Arc<dyn ComplexToReal<f32>> { real_planner().plan_fft_inverse(n) };
+    let buffers = |c2r: &Arc<dyn ComplexToReal<f32>>| (c2r.make_input_vec(), c2r.make_scratch_vec());
+    let each =
+        |c2r: &Arc<dyn ComplexToReal<f32>>, spectrum: &mut [Complex32], signal: &mut [f32], scratch: &mut [_]| {
             // The real part of the inverse DFT of the whole spectrum (TF.js
-            // builds it from the conjugates) drops these two imaginary
-            // parts, which realfft would refuse.
+            // builds it from the conjugates) drops these two imaginary parts,
+            // which realfft would refuse.
             spectrum[0].im = 0.0;
             spectrum[m - 1].im = 0.0;
-            if let Err(e) = c2r.process_with_scratch(&mut spectrum, signal, &mut scratch) {
-                *result.lock().unwrap_or_else(|p| p.into_inner()) = Err(failed("IRFFT", e));
-            }
-            signal.iter_mut().for_each(|v| *v /= scale);
-        }
-    });
-    result.into_inner().unwrap_or_else(|p| p.into_inner())?;
-    CpuTensor::from_vec(&out.shape, y)
+            c2r.process_with_scratch(spectrum, signal, scratch)?;
+            signal.iter_mut().for_each(|v| *v /= n as f32);
+            Ok(())
+        };
+    real_rows("IRFFT", input.as_slice::<Complex32>()?, (m, n, n), out, plan, buffers, each)
 }

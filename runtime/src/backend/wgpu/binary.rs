@@ -16,14 +16,14 @@ static ADAM: Shader = shader!("adam");
 
 /// The output's dims and each input's strides over them, merged where both
 /// inputs advance together (which keeps the shader's index loop short).
-struct Layout {
+pub(super) struct Layout {
     dims: Dims,
     a: Dims,
     b: Dims,
 }
 
 impl Layout {
-    fn of(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Layout {
+    pub(super) fn of(a: &WgpuTensor, b: &WgpuTensor, out: &TensorMeta) -> Layout {
         let (dims, a, b) =
             collapse(&out.shape, &broadcast_strides(a.shape(), &out.shape), &broadcast_strides(b.shape(), &out.shape));
         Layout { dims, a, b }
@@ -44,7 +44,7 @@ impl Layout {
 
     /// `[rank, dims, a strides, b strides, extra]`, with the one dim of a
     /// rank-1 layout given as `len` (the slice's length when sliced).
-    fn params(&self, len: usize, extra: &[u32]) -> Vec<u32> {
+    pub(super) fn params(&self, len: usize, extra: &[u32]) -> Vec<u32> {
         let mut params = Vec::with_capacity(1 + 3 * self.dims.len() + extra.len());
         params.push(self.dims.len() as u32);
         match self.dims.len() {
@@ -82,24 +82,6 @@ pub(super) fn run(
         params.extend(layout.params(len, extra));
         params
     })
-}
-
-/// Runs a half type's binary `shader` by element index, broadcasting as
-/// [`run`] does: `entry` is `pairs` (two half results to a word) or
-/// `singles` (a bool per element); see `shaders/half_rows.wgsl`.
-pub(super) fn run_halves(
-    kernel: &'static str,
-    shader: &'static Shader,
-    entry: &'static str,
-    a: &WgpuTensor,
-    b: &WgpuTensor,
-    out: &TensorMeta,
-    extra: &[u32],
-) -> Result<WgpuTensor> {
-    let count = WgpuTensor::words(out.dtype, out.numel());
-    let mut params = vec![count as u32];
-    params.extend(Layout::of(a, b, out).params(out.numel(), extra));
-    EntryPoint { kernel, shader, entry, op: 0 }.run_grid(&[a, b], out, &params, Grid::Elements(count))
 }
 
 /// `LogicalAnd`, `LogicalOr` and `LogicalXor` on bool words (0 or 1, read

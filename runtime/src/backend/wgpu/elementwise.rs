@@ -18,7 +18,7 @@ use std::sync::OnceLock;
 
 use smallvec::SmallVec;
 
-use super::{binary, device, unary, Shader, WgpuTensor};
+use super::{binary, device, unary, EntryPoint, Grid, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::dtype::DType;
 use crate::error::Result;
@@ -161,11 +161,16 @@ impl WgpuRow {
             };
             return Ok(y.into_elements(out));
         }
+        // By index (`shaders/half_rows.wgsl`): the count of words, then
+        // the attributes, after a binary row's broadcast layout.
+        let count = WgpuTensor::words(out.dtype, n);
+        let mut params = vec![count as u32];
         match inputs {
-            [x] if self.inputs == 1 => unary::run_halves(self.kernel, shader, entry, x, out, attrs),
-            [a, b] if self.inputs == 2 => binary::run_halves(self.kernel, shader, entry, a, b, out, attrs),
-            _ => Err(self.arity_error(inputs.len())),
+            [_] if self.inputs == 1 => params.extend_from_slice(attrs),
+            [a, b] if self.inputs == 2 => params.extend(binary::Layout::of(a, b, out).params(n, attrs)),
+            _ => return Err(self.arity_error(inputs.len())),
         }
+        EntryPoint { kernel: self.kernel, shader, entry, op: 0 }.run_grid(inputs, out, &params, Grid::Elements(count))
     }
 
     fn arity_error(&self, given: usize) -> crate::error::Error {

@@ -256,7 +256,7 @@ impl EntryPoint {
         params: impl Fn(usize) -> Vec<u32>,
     ) -> Result<SmallVec<[WgpuTensor; 2]>> {
         let n = outs.first().map_or(0, TensorMeta::numel);
-        debug_assert!(outs.iter().all(|o| o.dtype.size_in_bytes() != 2), "{}: slices of 32-bit words", self.kernel);
+        debug_assert!(outs.iter().all(|o| !o.dtype.is_half()), "{}: slices of 32-bit words", self.kernel);
         // A scalar, or a few words the shader indexes itself (Adam's two
         // powers), is bound whole beside each slice.
         let whole = |t: &WgpuTensor| t.numel() <= 4 && t.numel() < n;

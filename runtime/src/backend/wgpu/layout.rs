@@ -117,12 +117,12 @@ pub(crate) fn cast(x: &WgpuTensor, dtype: DType, out: &TensorMeta) -> Result<Wgp
     }
     let op = code(x.dtype())? * 5 + code(dtype)?;
     let n = out.numel();
-    if dtype.size_in_bytes() == 2 {
+    if dtype.is_half() {
         let words = WgpuTensor::words(dtype, n);
         let program = EntryPoint { kernel: "Cast", shader: &SHADER, entry: "narrow_halves", op };
         return program.run_grid(&[x], out, &[words as u32], Grid::Elements(words));
     }
-    if x.dtype().size_in_bytes() == 2 {
+    if x.dtype().is_half() {
         return EntryPoint { kernel: "Cast", shader: &SHADER, entry: "widen_halves", op }.run(&[x], out, &[n as u32]);
     }
     let vectors = EntryPoint { kernel: "Cast", shader: &SHADER, entry: "convert_words_x4", op };

@@ -154,7 +154,7 @@ fn reduce(
     let own = strides(shape);
     let r: usize = axes.iter().map(|&a| shape[a]).product();
     let wide = TensorMeta { shape: out.shape.clone(), dtype: DType::F32 };
-    let half = x.dtype().size_in_bytes() == 2;
+    let half = x.dtype().is_half();
     let pass = Pass {
         kernel,
         op,

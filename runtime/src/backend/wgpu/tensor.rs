@@ -58,9 +58,10 @@ impl WgpuTensor {
     /// The 32-bit words `n` elements of `dtype` take on the device: one
     /// each, or one per two of a half type.
     pub(crate) fn words(dtype: DType, n: usize) -> usize {
-        match dtype.size_in_bytes() {
-            2 => n.div_ceil(2),
-            _ => n,
+        if dtype.is_half() {
+            n.div_ceil(2)
+        } else {
+            n
         }
     }
 
@@ -232,7 +233,7 @@ impl WgpuTensor {
     /// A half type's run must start on a word (the copy command moves
     /// whole words).
     pub(crate) fn is_range(&self, start: usize, n: usize) -> bool {
-        let aligned = self.dtype.size_in_bytes() != 2 || start.is_multiple_of(2);
+        let aligned = !self.dtype.is_half() || start.is_multiple_of(2);
         (start == 0 && n == self.numel()) || (aligned && (n >= COPY_AT_LEAST || self.bytes() > device::MAX_BINDING))
     }
 
@@ -270,7 +271,7 @@ impl WgpuTensor {
         let (g, y) = (gpu(kernel)?, pool::GpuBuffer::output(kernel, words(out.numel()))?);
         let mut at = 0;
         for (x, from, len) in parts.into_iter().filter(|p| p.2 > 0) {
-            if out.dtype.size_in_bytes() == 2 && (from % 2 != 0 || at % 2 != 0) {
+            if out.dtype.is_half() && (from % 2 != 0 || at % 2 != 0) {
                 let message = format!("a copy of {} elements at {at} from {from} splits a word", out.dtype);
                 return Err(device::backend_error(kernel, message));
             }

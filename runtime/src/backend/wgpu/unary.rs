@@ -3,7 +3,7 @@
 //! `LogicalNot`, which has no row (it is bool alone).
 
 use super::elementwise::{WgpuRow, Word};
-use super::{EntryPoint, Grid, Shader, WgpuTensor};
+use super::{EntryPoint, Shader, WgpuTensor};
 use crate::backend::call::TensorMeta;
 use crate::error::Result;
 use crate::kernels::LogicalNot;
@@ -28,23 +28,6 @@ pub(super) fn run(
         params.extend_from_slice(attrs);
         params
     })
-}
-
-/// Runs a half type's unary `shader` by element index: `entry` is
-/// `pairs` (two half results to a word) or `singles` (a bool per element);
-/// see `shaders/half_rows.wgsl`.
-pub(super) fn run_halves(
-    kernel: &'static str,
-    shader: &'static Shader,
-    entry: &'static str,
-    x: &WgpuTensor,
-    out: &TensorMeta,
-    attrs: &[u32],
-) -> Result<WgpuTensor> {
-    let count = WgpuTensor::words(out.dtype, out.numel());
-    let mut params = vec![count as u32];
-    params.extend_from_slice(attrs);
-    EntryPoint { kernel, shader, entry, op: 0 }.run_grid(&[x], out, &params, Grid::Elements(count))
 }
 
 /// `LogicalNot` on bool words (0 or 1, read as i32).
