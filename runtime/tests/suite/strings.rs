@@ -334,3 +334,17 @@ fn a_string_move_refuses_what_the_numbers_refuse() {
     let e = ops::transpose(&x, &[0]).unwrap_err().to_string();
     assert!(e.contains("Transpose"), "{e}");
 }
+
+#[test]
+fn unique_strings_as_tfjs() {
+    // TF.js's `unique_test.ts`, "1d tensor with strings".
+    let u = ops::unique(&strings(&["a", "b", "b", "c", "c"])).unwrap();
+    assert_eq!(words(&u.values), (vec!["a".into(), "b".into(), "c".into()], vec![3]));
+    assert_eq!((u.indices.dtype(), u.indices.to_vec::<i32>().unwrap()), (DType::I32, vec![0, 1, 1, 2, 2]));
+    // Bytes decide: the empty string is a value, and a prefix is another.
+    let u = ops::unique(&strings(&["", "ab", "a", "", "ab"])).unwrap();
+    assert_eq!(words(&u.values).0, ["", "ab", "a"]);
+    assert_eq!(u.indices.to_vec::<i32>().unwrap(), [0, 1, 2, 0, 1]);
+    let u = ops::unique(&strings(&[])).unwrap();
+    assert_eq!((u.values.numel(), u.indices.numel()), (0, 0));
+}

@@ -392,7 +392,7 @@ pub(crate) fn where_true(condition: &CpuTensor, out: &TensorMeta) -> Result<CpuT
 
 /// Each value's first occurrence, in order, and every element's index
 /// among them, through a hash map of `ArgMax`'s keys (NaN one value, -0 and
-/// +0 one value, the first seen kept).
+/// +0 one value, the first seen kept), or of a string's bytes.
 #[kernel(Unique, cpu)]
 pub(crate) fn unique(x: &CpuTensor, out: &[TensorMeta]) -> Result<(CpuTensor, CpuTensor)> {
     let _ = out; // The bounds: every element distinct.
@@ -404,6 +404,20 @@ pub(crate) fn unique(x: &CpuTensor, out: &[TensorMeta]) -> Result<(CpuTensor, Cp
             let (values, indices) = unique_of::<i32>(&CpuTensor::from_vec(x.shape(), as_int)?)?;
             let flags: Vec<bool> = values.as_slice::<i32>()?.iter().map(|&v| v != 0).collect();
             Ok((CpuTensor::from_vec(values.shape(), flags)?, indices))
+        }
+        DType::String => {
+            // Keyed by the bytes themselves: two strings are one value
+            // exactly when their bytes are (TF.js compares decoded bytes).
+            let src = x.strings()?;
+            let mut seen: std::collections::HashMap<&[u8], i32> = std::collections::HashMap::with_capacity(src.len());
+            let (mut values, mut indices) = (Vec::new(), Vec::with_capacity(src.len()));
+            for s in src {
+                indices.push(*seen.entry(s).or_insert_with(|| {
+                    values.push(s.clone());
+                    values.len() as i32 - 1
+                }));
+            }
+            Ok((CpuTensor::from_strings(&[values.len()], values)?, CpuTensor::from_vec(&[indices.len()], indices)?))
         }
         other => Err(unsupported("Unique", other)),
     }
