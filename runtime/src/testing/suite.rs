@@ -99,6 +99,11 @@ impl fmt::Display for Report {
 /// one: listed, not failed). Values are compared when
 /// `B`'s tensors can be read back, else shapes and dtypes only.
 ///
+/// The cases run side by side, one thread a core, each on a thread of
+/// its own, so the caller's thread-scoped settings
+/// ([`with_default_backend`](crate::with_default_backend) and the like)
+/// do not reach them; the report keeps the cases' order.
+///
 /// ```
 /// use opforge::testing::{backend_suite, Case, Outcome, Target};
 /// fn relu_cases(t: &Target) {
@@ -113,17 +118,18 @@ pub fn backend_suite<B: crate::backend::Backend>(cases: &[Case]) -> Report {
     let backend = B::id();
     let values = Tensor::scalar(0.0f32).to_backend(backend).and_then(|t| t.to_backend(BackendId::Cpu)).is_ok();
     let target = Target { backend, values, reference: false };
-    let mut report = Report { backend: Some(backend), kernels: Vec::new() };
-    for case in cases {
+    let outcome = |case: &Case| {
         // A backend without data cannot size a data-dependent output.
-        let outcome = if registry::kernel_for(case.kernel, backend).is_err() || (case.data_dependent && !values) {
-            Outcome::NotImplemented
-        } else {
-            match check(case.kernel, "backend_suite", || (case.run)(&target)) {
-                Ok(()) => Outcome::Passed,
-                Err(e) => Outcome::Failed(format!("{:?}: {}", case.dtype, e.message)),
-            }
-        };
+        if registry::kernel_for(case.kernel, backend).is_err() || (case.data_dependent && !values) {
+            return Outcome::NotImplemented;
+        }
+        match check(case.kernel, "backend_suite", || (case.run)(&target)) {
+            Ok(()) => Outcome::Passed,
+            Err(e) => Outcome::Failed(format!("{:?}: {}", case.dtype, e.message)),
+        }
+    };
+    let mut report = Report { backend: Some(backend), kernels: Vec::new() };
+    for (case, outcome) in cases.iter().zip(in_parallel(cases, outcome)) {
         match report.kernels.iter_mut().find(|(k, _)| *k == case.kernel) {
             // A kernel passes when every dtype's cases do.
             Some((_, o)) if *o == Outcome::Passed => *o = outcome,
@@ -132,4 +138,30 @@ pub fn backend_suite<B: crate::backend::Backend>(cases: &[Case]) -> Report {
         }
     }
     report
+}
+
+/// `f` of every item, in the items' order, computed on one plain thread a
+/// core, each taking the next item left. Plain threads, not rayon's: a
+/// case's kernels use rayon, and a rayon worker that waits on them may
+/// run another queued job meanwhile, which would then see the first
+/// case's thread-scoped settings (its tape, its default backend).
+fn in_parallel<T: Sync, R: Send>(items: &[T], f: impl Fn(&T) -> R + Sync) -> Vec<R> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(items.len());
+    let mut done: Vec<(usize, R)> = std::thread::scope(|s| {
+        let work = || {
+            let mut mine = Vec::new();
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(item) = items.get(i) else { return mine };
+                mine.push((i, f(item)));
+            }
+        };
+        let workers: Vec<_> = (0..threads).map(|_| s.spawn(work)).collect();
+        // A panic outside the checks (there is none) reaches the caller as before.
+        workers.into_iter().flat_map(|w| w.join().unwrap_or_else(|p| std::panic::resume_unwind(p))).collect()
+    });
+    done.sort_unstable_by_key(|(i, _)| *i);
+    done.into_iter().map(|(_, r)| r).collect()
 }
