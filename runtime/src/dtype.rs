@@ -48,7 +48,8 @@ pub enum DType {
     /// A complex number of two f32s ([`Complex32`]), TF.js's `complex64`:
     /// the FFTs' dtype. Kernels take it where the spec lists it by name
     /// (the class `any` leaves it out, as TF.js's ops refuse complex input
-    /// outside the kernels that name it); it carries no gradient.
+    /// outside the kernels that name it). Its gradients are TensorFlow's:
+    /// a cotangent `dL/dre + i dL/dim` for a real loss `L`.
     Complex64,
     /// A string of bytes ([`Bytes`]), TF.js's `string`: UTF-8 where it was
     /// made from text, but any bytes. It is not an [`Element`] (a tensor

@@ -46,6 +46,26 @@ pub fn gelu(x: &Tensor) -> Result<Tensor> {
     add(&half, &mul(&half, &phi)?)
 }
 
+/// The complex conjugate of each element, `re - im i`, for a complex64
+/// `x`; a real `x` is its own conjugate and comes back as it is (PyTorch's
+/// `conj`, TensorFlow's `tf.math.conj`). It is what the gradient of a
+/// product of complex tensors multiplies by.
+///
+/// ```
+/// use opforge::{ops, Tensor};
+/// let z = ops::complex(&Tensor::from_vec(vec![1.0f32, -2.0], &[2])?, &Tensor::from_vec(vec![3.0f32, 0.5], &[2])?)?;
+/// assert_eq!(ops::imag(&ops::conj(&z)?)?.to_vec::<f32>()?, vec![-3.0, -0.5]);
+/// assert_eq!(ops::real(&ops::conj(&z)?)?.to_vec::<f32>()?, vec![1.0, -2.0]);
+/// # Ok::<(), opforge::Error>(())
+/// ```
+#[op]
+pub fn conj(x: &Tensor) -> Result<Tensor> {
+    if x.dtype() != crate::dtype::DType::Complex64 {
+        return Ok(x.clone());
+    }
+    complex(&real(x)?, &neg(&imag(x)?)?)
+}
+
 /// The sigmoid linear unit (swish): `x * sigmoid(x)`.
 ///
 /// ```
@@ -340,7 +360,9 @@ pub fn conv2d_transpose(
 }
 
 /// Sums a gradient over the dims that broadcasting added or stretched, so it
-/// has `shape` again: the adjoint of NumPy broadcasting.
+/// has `shape` again: the adjoint of NumPy broadcasting. A complex64
+/// gradient sums its real and imaginary parts apart (`Sum` takes real
+/// dtypes).
 ///
 /// ```
 /// use opforge::{ops::unbroadcast, Tensor};
@@ -357,7 +379,13 @@ pub fn unbroadcast(g: &Tensor, shape: &[usize]) -> Result<Tensor> {
     let lead = g.rank().saturating_sub(shape.len());
     let axes: Vec<i64> =
         (0..g.rank()).filter(|&i| i < lead || (shape[i - lead] == 1 && g.shape()[i] != 1)).map(|i| i as i64).collect();
-    let summed = if axes.is_empty() { g.clone() } else { sum(g, Some(&axes), false)? };
+    let summed = match (axes.is_empty(), g.dtype()) {
+        (true, _) => g.clone(),
+        (false, crate::dtype::DType::Complex64) => {
+            complex(&sum(&real(g)?, Some(&axes), false)?, &sum(&imag(g)?, Some(&axes), false)?)?
+        }
+        (false, _) => sum(g, Some(&axes), false)?,
+    };
     reshape(&summed, &shape.iter().map(|&d| d as i64).collect::<Vec<_>>())
 }
 

@@ -541,17 +541,24 @@ pub(super) fn test_dtypes(k: &KernelDef) -> Vec<Dtypes> {
 
 /// The dtypes of a kernel's gradient checks in `float` (f32, or f64 for
 /// the `gradcheck` run): `float` for each type variable that may take it,
-/// f32 or else its first dtype for the others. `None` where a
-/// differentiable input cannot be `float`.
+/// f32 or else its first dtype for the others. complex64 is f32's
+/// precision: a kernel whose differentiable inputs are complex64 only
+/// (`Real`, `FFT`) is checked in it in the f32 run, and has no f64 run.
+/// `None` where a differentiable input cannot be `float` (or complex64).
 pub(super) fn gradient_dtypes(k: &KernelDef, float: DType) -> Option<Dtypes> {
     let Differentiable::Inputs(diff) = &k.differentiable else { return None };
-    let takes = |i: usize| k.input_dtypes(i).contains(&float);
+    let complex = float == DType::F32
+        && diff
+            .iter()
+            .all(|d| k.inputs.iter().position(|i| i == d).is_some_and(|i| k.input_dtypes(i) == [DType::Complex64]));
+    let main = if complex { DType::Complex64 } else { float };
+    let takes = |i: usize| k.input_dtypes(i).contains(&main);
     if !diff.iter().all(|d| k.inputs.iter().position(|i| i == d).is_some_and(takes)) {
         return None;
     }
-    let pick = |ds: &[DType]| [float, DType::F32].into_iter().find(|f| ds.contains(f)).unwrap_or(ds[0]);
+    let pick = |ds: &[DType]| [main, DType::F32].into_iter().find(|f| ds.contains(f)).unwrap_or(ds[0]);
     let vars: Vec<DType> = k.type_vars.iter().map(|v| pick(&v.dtypes)).collect();
-    Some(Dtypes { vars, main: float, name: float.name().to_owned() })
+    Some(Dtypes { vars, main, name: main.name().to_owned() })
 }
 
 /// Inputs whose dtype the spec forbids: per input dtypes where every input

@@ -49,7 +49,8 @@
 //! - **`complex64`**: `Add`, `Sub` and `Mul` (TF.js's arithmetic on
 //!   complex numbers), `num_complex`'s, on the cpu: a product is
 //!   `(ac - bd) + (ad + bc)i`, without fused multiply-adds, as TF.js
-//!   computes it.
+//!   computes it. Their rules serve complex64 as they are, run on the
+//!   conjugated primals: `Mul`'s gradient is `dy * conj(b)`.
 //! - **`i32`** arithmetic wraps on overflow, in every kernel on both
 //!   backends, as TensorFlow's does: `Add`, `Sub`, `Mul`,
 //!   `SquaredDifference`, `Neg` and `Abs` (`-i32::MIN` is `i32::MIN`),

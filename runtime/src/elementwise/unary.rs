@@ -54,6 +54,7 @@ elementwise! {
     Neg(x) {
         each: -x,
         i32: x.wrapping_neg(),
+        complex: -x,
         wgsl: "-x",
         wgsl_i32: "-x",
         grad: -dy,

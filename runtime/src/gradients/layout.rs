@@ -38,10 +38,14 @@ fn broadcast_to_grad(x: &Tensor, dy: &Tensor) -> Result<Tensor> {
 
 /// Between float dtypes the cotangent passes through, in `x`'s dtype (as
 /// TF.js does); a cast to or from an integer or boolean is a step function
-/// of `x`, whose derivative is zero.
+/// of `x`, whose derivative is zero. complex64 counts as a float: a real
+/// value's cotangent is the real part of its complex one's, and a complex
+/// value cast to a real one (its real part) gets `complex(dy, 0)`, which
+/// is `dy` cast back either way.
 #[gradient(Cast)]
 fn cast_grad(x: &Tensor, dtype: DType, dy: &Tensor) -> Result<Tensor> {
-    match x.dtype().is_float() && dtype.is_float() {
+    let smooth = |d: DType| d.is_float() || d == DType::Complex64;
+    match smooth(x.dtype()) && smooth(dtype) {
         true => ops::cast(dy, x.dtype()),
         false => Tensor::zeros_like(x),
     }

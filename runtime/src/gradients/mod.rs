@@ -12,3 +12,4 @@ mod make;
 mod matmul;
 mod normalization;
 mod reduce;
+mod spectral;

@@ -112,8 +112,16 @@ pub fn gradient<const N: usize>(
 ) -> Result<[Option<Tensor>; N]> {
     let mut wants = [false; 3];
     wants[..N].copy_from_slice(&needs);
-    let mut all: Vec<Tensor> = inputs.iter().map(|&t| t.clone()).collect();
-    all.extend([y.clone(), dy.clone()]);
+    // A row that takes complex64 (`Add`, `Sub`, `Mul`, `Neg`) computes a
+    // holomorphic function with real coefficients, whose cotangent is `dy`
+    // times the conjugate of its derivative: the rule run on the
+    // conjugated primals (for `Mul`, `dy * conj(b)`).
+    let primal = |t: &Tensor| match t.dtype() {
+        DType::Complex64 => ops::conj(t),
+        _ => Ok(t.clone()),
+    };
+    let mut all: Vec<Tensor> = inputs.iter().map(|&t| primal(t)).collect::<Result<_>>()?;
+    all.extend([primal(y)?, dy.clone()]);
     let mut m = Eager::new(all, wants);
     let args: SmallVec<[Val; 3]> = (0..N as u32).map(Val::Input).chain(attrs.iter().map(|&a| Val::Const(a))).collect();
     let gs = rule(&mut m, &args, Val::Input(N as u32), Val::Input(N as u32 + 1));

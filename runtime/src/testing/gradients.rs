@@ -6,13 +6,22 @@ use crate::dtype::DType;
 use crate::error::Error;
 use crate::tensor::Tensor;
 
-/// `sum(ys[i] * ws[i])` over the outputs that have a weight.
+/// `sum(ys[i] * ws[i])` over the outputs that have a weight; for a
+/// complex64 output, its real and imaginary parts each by the weight's
+/// (`re(y * conj(w))`: the loss is real, and `w` is the cotangent that
+/// reaches `y`).
 fn weighted(ys: &[Tensor], ws: &[Option<Tensor>]) -> crate::error::Result<Tensor> {
     use crate::ops;
+    let dot = |y: &Tensor, w: &Tensor| ops::sum(&ops::mul(y, w)?, None, false);
     let mut total: Option<Tensor> = None;
     for (y, w) in ys.iter().zip(ws) {
         if let Some(w) = w {
-            let term = ops::sum(&ops::mul(y, w)?, None, false)?;
+            let term = match y.dtype() {
+                DType::Complex64 => {
+                    ops::add(&dot(&ops::real(y)?, &ops::real(w)?)?, &dot(&ops::imag(y)?, &ops::imag(w)?)?)?
+                }
+                _ => dot(y, w)?,
+            };
             total = Some(match total {
                 Some(t) => ops::add(&t, &term)?,
                 None => term,
@@ -25,9 +34,37 @@ fn weighted(ys: &[Tensor], ws: &[Option<Tensor>]) -> crate::error::Result<Tensor
     }
 }
 
-/// A tensor's values as f64 (exact for every float dtype).
+/// A tensor's values as f64 (exact for every float dtype); a complex64
+/// tensor's real and imaginary parts in turn, two values an element.
 fn values(t: &Tensor) -> Vec<f64> {
+    if t.dtype() == DType::Complex64 {
+        let (re, im) = (values(&crate::ops::real(t).shown()), values(&crate::ops::imag(t).shown()));
+        return re.into_iter().zip(im).flat_map(|(a, b)| [a, b]).collect();
+    }
     crate::ops::cast(t, DType::F64).shown().to_vec::<f64>().shown()
+}
+
+/// [`values`] made a tensor of `like`'s shape and dtype again (each value
+/// rounded to it).
+fn from_values(v: Vec<f64>, like: &Tensor) -> Tensor {
+    let shape = like.shape();
+    if like.dtype() == DType::Complex64 {
+        let part = |p: usize| Tensor::from_vec(v.iter().skip(p).step_by(2).map(|&x| x as f32).collect(), shape);
+        return crate::ops::complex(&part(0).shown(), &part(1).shown()).shown();
+    }
+    crate::ops::cast(&Tensor::from_vec(v, shape).shown(), like.dtype()).shown()
+}
+
+/// Fixed random weights of `shape` and `dtype` in [-1, 1), drawn in f32
+/// (seeded by `seed`); a complex64 weight has both parts drawn. `None`
+/// for a dtype that has no gradient (an integer or boolean output).
+fn weight(shape: &[usize], dtype: DType, seed: u64) -> Option<Tensor> {
+    let draw = |seed: u64| Tensor::random_uniform(shape, -1.0, 1.0, seed).shown();
+    match dtype {
+        DType::Complex64 => Some(crate::ops::complex(&draw(seed), &draw(seed + 1000)).shown()),
+        d if d.is_float() => Some(crate::ops::cast(&draw(seed), d).shown()),
+        _ => None,
+    }
 }
 
 /// How finely a dtype's gradients are checked: the step of the central
@@ -61,8 +98,13 @@ fn compare_differences(
 ) {
     for (k, &i) in which.iter().enumerate() {
         let (base, dtype) = (values(&inputs[i]), inputs[i].dtype());
-        assert_eq!(analytic[k].shape(), inputs[i].shape(), "{what} of input {i}: shape");
+        assert_eq!(analytic[k].meta(), inputs[i].meta(), "{what} of input {i}: shape and dtype");
         let got = values(&analytic[k]);
+        // A complex64 element is two values, each nudged on its own.
+        let at = |j: usize| match dtype {
+            DType::Complex64 => format!("element {}'s {} part", j / 2, ["real", "imaginary"][j % 2]),
+            _ => format!("element {j}"),
+        };
         for j in 0..base.len() {
             // The step as the input's dtype holds it (f32's in f32, as a
             // nudge of an f32 element rounds it).
@@ -74,35 +116,30 @@ fn compare_differences(
                 let mut xs = inputs.to_vec();
                 let mut v = base.clone();
                 v[j] += d;
-                let t = Tensor::from_vec(v, inputs[i].shape()).shown();
-                xs[i] = crate::ops::cast(&t, dtype).shown();
+                xs[i] = from_values(v, &inputs[i]);
                 loss(&xs)
             };
             let numeric = (nudged(h) - nudged(-h)) / (2.0 * h);
             let a = got[j];
             assert!(
                 (numeric - a).abs() <= fine.atol + fine.rtol * a.abs(),
-                "{what} of input {i} ({dtype}), element {j}: registered gradient {a}, finite differences {numeric}"
+                "{what} of input {i} ({dtype}), {}: registered gradient {a}, finite differences {numeric}",
+                at(j)
             );
         }
     }
 }
 
-/// Random weights, one tensor per f32 or f64 output of `outs`, of its
-/// dtype (seeded by `seed`; an f64 output's weights are the f32 draws).
+/// Random weights, one tensor per float or complex64 output of `outs`, of
+/// its dtype (seeded by `seed`; an f64 output's weights are the f32
+/// draws).
 pub(super) fn weights(outs: &[Tensor], seed: u64) -> Vec<Option<Tensor>> {
-    (outs.iter().enumerate())
-        .map(|(i, y)| {
-            y.dtype().is_float().then(|| {
-                let w = Tensor::random_uniform(y.shape(), -1.0, 1.0, seed + i as u64).shown();
-                crate::ops::cast(&w, y.dtype()).shown()
-            })
-        })
-        .collect()
+    (outs.iter().enumerate()).map(|(i, y)| weight(y.shape(), y.dtype(), seed + i as u64)).collect()
 }
 
 /// Compares the registered gradient of `sum(f(xs)[i] * w[i])` over the
-/// f32 outputs, for fixed random `w`, with central differences, for
+/// float and complex64 outputs, for fixed random `w`, with central
+/// differences (a complex64 input's real and imaginary parts each), for
 /// each input in `which`.
 ///
 /// ```
@@ -218,7 +255,7 @@ fn second_order(inputs: Vec<Tensor>, which: &[usize], f: Call<'_>) -> bool {
     let outs = f(&inputs).shown_as("valid input");
     let ws = weights(&outs, 7);
     let us: Vec<Tensor> = (which.iter().enumerate())
-        .map(|(k, &i)| Tensor::random_uniform(inputs[i].shape(), -1.0, 1.0, 31 + k as u64).shown())
+        .map(|(k, &i)| weight(inputs[i].shape(), inputs[i].dtype(), 31 + k as u64).expect("a differentiable input"))
         .collect();
     // h(xs) = sum_k sum(g_k(xs) * u_k), on the inputs in `which`.
     let h = |xs: &[Tensor]| -> crate::error::Result<Tensor> {

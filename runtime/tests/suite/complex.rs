@@ -256,3 +256,170 @@ fn a_real_scalar_beside_complex_tensors_becomes_complex() {
     let text = error_of(|| ops::logical_and(&flags, &Tensor::scalar(Complex32::new(1.0, 0.0)))).to_string();
     assert!(text.contains("complex64"), "{text}");
 }
+
+/// `L(x)` by central differences in f64 over each real input value: the
+/// derivative a gradient must match, computed without opforge's rules.
+fn numeric_grad(x: &[f32], loss: impl Fn(&[f32]) -> f64) -> Vec<f64> {
+    (0..x.len())
+        .map(|j| {
+            let h = 1e-2 * f64::from(x[j].abs().max(1.0));
+            let at = |d: f64| {
+                let mut v = x.to_vec();
+                v[j] = (f64::from(v[j]) + d) as f32;
+                loss(&v)
+            };
+            (at(h) - at(-h)) / (2.0 * h)
+        })
+        .collect()
+}
+
+#[track_caller]
+fn assert_close(what: &str, got: &[f32], want: &[f64], tol: f64) {
+    assert_eq!(got.len(), want.len(), "{what}: length");
+    for (i, (g, w)) in got.iter().zip(want).enumerate() {
+        assert!((f64::from(*g) - w).abs() <= tol * w.abs().max(1.0), "{what}: element {i}: got {g}, want {w}");
+    }
+}
+
+/// A spectral loss through the public ops: `sum |rfft(x)|` over a real
+/// signal of odd and even lengths, its gradient against differences of
+/// the loss computed by a DFT in f64 here (no opforge kernel in it).
+#[test]
+fn a_spectral_loss_differentiates_to_its_real_signal() {
+    for n in [1usize, 2, 5, 8, 9] {
+        // Every term of these spectra is 0.76 or more in magnitude: far
+        // from `|.|`'s kink at 0, and from its curvature near it.
+        let x: Vec<f32> = (0..2 * n).map(|i| ((i * 7 % 11) as f32 - 5.0) / 3.0 + 0.1 * i as f32).collect();
+        let t = Tensor::from_vec(x.clone(), &[2, n]).unwrap();
+        let g = opforge::autodiff::grad(|t| ops::sum(&ops::complex_abs(&ops::rfft(t)?)?, None, false))(&t).unwrap();
+        let loss = |v: &[f32]| -> f64 {
+            let c: Vec<Complex32> = v.iter().map(|&r| Complex32::new(r, 0.0)).collect();
+            let spectrum = dft(&c, n, -1.0);
+            (spectrum.chunks(n).flat_map(|row| &row[..n / 2 + 1])).map(|(a, b)| a.hypot(*b)).sum()
+        };
+        assert_close(&format!("sum |rfft| of {n}"), &g.to_vec::<f32>().unwrap(), &numeric_grad(&x, loss), 2e-3);
+    }
+}
+
+/// Parseval: `sum |fft(z)|^2 = n sum |z|^2`, so its gradient is `2 n z`
+/// (as `dL/dre + i dL/dim`); and `ifft`'s is `2 z / n`. Through `Complex`,
+/// `Real`, `Imag`, `Mul` (whose rule conjugates) and the transforms.
+#[test]
+fn parseval_gives_the_gradient_of_the_energy() {
+    let n = 6usize;
+    let z = signal(&[2, n], 21);
+    let energy = |y: &Tensor| {
+        let (re, im) = (ops::real(y)?, ops::imag(y)?);
+        ops::sum(&ops::add(&ops::mul(&re, &re)?, &ops::mul(&im, &im)?)?, None, false)
+    };
+    let g = opforge::autodiff::grad(|z| energy(&ops::fft(z)?))(&z).unwrap();
+    let want: Vec<Complex32> = values(&z).iter().map(|v| v * (2.0 * n as f32)).collect();
+    assert_near(
+        "d/dz |fft z|^2",
+        &values(&g),
+        &want.iter().map(|c| (c.re.into(), c.im.into())).collect::<Vec<_>>(),
+        n,
+        1e-5,
+    );
+    let g = opforge::autodiff::grad(|z| energy(&ops::ifft(z)?))(&z).unwrap();
+    let want: Vec<(f64, f64)> =
+        values(&z).iter().map(|v| (f64::from(v.re) * 2.0 / 6.0, f64::from(v.im) * 2.0 / 6.0)).collect();
+    assert_near("d/dz |ifft z|^2", &values(&g), &want, n, 1e-5);
+    // |z|^2 as z * conj(z): the product's rule conjugates, so the gradient
+    // is 2z again, not 2 conj(z).
+    let g = opforge::autodiff::grad(|z| ops::sum(&ops::real(&ops::mul(z, &ops::conj(z)?)?)?, None, false))(&z).unwrap();
+    let want: Vec<(f64, f64)> = values(&z).iter().map(|v| (2.0 * f64::from(v.re), 2.0 * f64::from(v.im))).collect();
+    assert_near("d/dz re(z conj z)", &values(&g), &want, n, 1e-6);
+}
+
+/// The elementwise arithmetic with broadcasting, and the moves, carry
+/// complex cotangents: each against differences of a loss written with
+/// plain f64 complex arithmetic here.
+#[test]
+fn complex_arithmetic_and_moves_differentiate() {
+    let (a, b) = (signal(&[2, 3], 31), signal(&[3], 33));
+    let parts = |t: &Tensor| -> Vec<f32> { values(t).iter().flat_map(|c| [c.re, c.im]).collect() };
+    let joined = |v: &[f32], shape: &[usize]| {
+        let re: Vec<f32> = v.iter().step_by(2).copied().collect();
+        let im: Vec<f32> = v.iter().skip(1).step_by(2).copied().collect();
+        ops::complex(&Tensor::from_vec(re, shape).unwrap(), &Tensor::from_vec(im, shape).unwrap()).unwrap()
+    };
+    // L = sum re(w * f(a, b)) for a fixed complex w, f each op.
+    let w = signal(&[2, 3], 35);
+    type Op = fn(&Tensor, &Tensor) -> opforge::Result<Tensor>;
+    let ops_: [(&str, Op); 4] = [
+        ("add", ops::add),
+        ("sub", ops::sub),
+        ("mul", ops::mul),
+        ("mul of moves", |a, b| {
+            let t = ops::transpose(&ops::concat(&[a.clone(), ops::expand_dims(b, 0)?], 0)?, &[1, 0])?;
+            let s = ops::slice(&t, &[0, 1], &[3, 2])?;
+            ops::mul(&ops::transpose(&s, &[1, 0])?, &ops::neg(b)?)
+        }),
+    ];
+    for (name, f) in ops_ {
+        let loss = |a: &Tensor, b: &Tensor| ops::sum(&ops::real(&ops::mul(&w, &f(a, b)?)?)?, None, false);
+        let g = opforge::autodiff::grads(|s: &[Tensor]| loss(&s[0], &s[1]))(&[a.clone(), b.clone()]).unwrap();
+        let (pa, pb) = (parts(&a), parts(&b));
+        let value = |ta: &Tensor, tb: &Tensor| f64::from(loss(ta, tb).unwrap().to_scalar::<f32>().unwrap());
+        let da = numeric_grad(&pa, |v| value(&joined(v, &[2, 3]), &b));
+        let db = numeric_grad(&pb, |v| value(&a, &joined(v, &[3])));
+        assert_eq!((g[0].dtype(), g[1].shape()), (DType::Complex64, &[3][..]), "{name}");
+        assert_close(&format!("{name}: d/da"), &parts(&g[0]), &da, 2e-3);
+        assert_close(&format!("{name}: d/db"), &parts(&g[1]), &db, 2e-3);
+    }
+}
+
+/// `irfft`'s gradient, through a real loss of its real output, and the
+/// casts between real and complex dtypes.
+#[test]
+fn irfft_and_casts_differentiate() {
+    for m in [2usize, 3, 5] {
+        let y = signal(&[2, m], 41);
+        let n = 2 * (m - 1);
+        let w: Vec<f32> = (0..2 * n).map(|i| (i as f32 * 0.37).sin()).collect();
+        let wt = Tensor::from_vec(w.clone(), &[2, n]).unwrap();
+        let loss = |y: &Tensor| ops::sum(&ops::mul(&ops::irfft(y)?, &wt)?, None, false);
+        let g = opforge::autodiff::grad(loss)(&y).unwrap();
+        let parts: Vec<f32> = values(&y).iter().flat_map(|c| [c.re, c.im]).collect();
+        // The loss in f64 by TF.js's construction, written out here.
+        let by_hand = |v: &[f32]| -> f64 {
+            let mut total = 0.0;
+            for r in 0..2 {
+                for j in 0..n {
+                    let mut x = 0.0;
+                    for k in 0..m {
+                        let (a, b) = (f64::from(v[2 * (r * m + k)]), f64::from(v[2 * (r * m + k) + 1]));
+                        let t = 2.0 * std::f64::consts::PI * (j * k) as f64 / n as f64;
+                        let (c, kept) = if k == 0 || k == m - 1 { (1.0, 0.0) } else { (2.0, 1.0) };
+                        x += c * (a * t.cos() - kept * b * t.sin());
+                    }
+                    total += x / n as f64 * f64::from(w[r * n + j]);
+                }
+            }
+            total
+        };
+        let got: Vec<f32> = values(&g).iter().flat_map(|c| [c.re, c.im]).collect();
+        assert_close(&format!("irfft of {m}"), &got, &numeric_grad(&parts, by_hand), 2e-3);
+    }
+    // A real value cast to complex and back: the cotangent passes through.
+    let x = Tensor::from_vec(vec![1.5f32, -2.0], &[2]).unwrap();
+    let f = |x: &Tensor| {
+        let z = ops::mul(&ops::cast(x, DType::Complex64)?, &Tensor::scalar(Complex32::new(0.0, 3.0)))?;
+        ops::sum(&ops::imag(&z)?, None, false)
+    };
+    assert_eq!(opforge::autodiff::grad(f)(&x).unwrap().to_vec::<f32>().unwrap(), [3.0, 3.0]);
+}
+
+/// `complex_abs` at zero has the subgradient 0 (TensorFlow's
+/// `div_no_nan`), so a step stays finite.
+#[test]
+fn complex_abs_at_zero_has_a_zero_gradient() {
+    let z = ops::complex(
+        &Tensor::from_vec(vec![0.0f32, 3.0], &[2]).unwrap(),
+        &Tensor::from_vec(vec![0.0f32, 4.0], &[2]).unwrap(),
+    )
+    .unwrap();
+    let g = opforge::autodiff::grad(|z| ops::sum(&ops::complex_abs(z)?, None, false))(&z).unwrap();
+    assert_eq!(values(&g), [Complex32::new(0.0, 0.0), Complex32::new(0.6, 0.8)]);
+}

@@ -315,6 +315,11 @@ fn strings_move_through_the_layout_kernels_as_tfjs_moves_them() {
     let picked = ops::gather(&x, &i32s(&[2, 0, 2]), 1, 0).unwrap();
     assert_eq!(words(&picked), owned(&["", "a", "", "f g", "d", "f g"], &[2, 3]));
     assert_eq!(words(&ops::broadcast_to(&y, &[2, 3]).unwrap()).0, ["x", "y", "z", "x", "y", "z"]);
+    // `select` picks by a mask, each side broadcast (TF.js's `where`).
+    let mask = Tensor::from_vec(vec![true, false, true], &[3]).unwrap();
+    assert_eq!(words(&ops::select(&mask, &x, &y).unwrap()), owned(&["a", "y", "", "d", "y", "f g"], &[2, 3]));
+    let e = ops::select(&mask, &y, &Tensor::from_vec(vec![1.0f32; 3], &[1, 3]).unwrap()).unwrap_err().to_string();
+    assert!(e.contains("Select") && e.contains("string") && e.contains("f32"), "{e}");
     // Empty tensors move as empty tensors.
     let none = grid(&[], &[0, 3]);
     assert_eq!(words(&ops::transpose(&none, &[1, 0]).unwrap()), (vec![], vec![3, 0]));

@@ -584,6 +584,9 @@ fn segment_sum(kernel: &'static str, x: &CpuTensor, ids: &[i32], inner: usize, o
 
 #[kernel(Select, cpu)]
 fn select(condition: &CpuTensor, t: &CpuTensor, e: &CpuTensor, out: &TensorMeta) -> Result<CpuTensor> {
+    if t.dtype() == DType::String {
+        return super::strings::moved_one(&[t, e], out, |ix, out| select(condition, &ix[0], &ix[1], out));
+    }
     let dims = &out.shape;
     let [sc, st, se] = [condition, t, e].map(|x| broadcast_strides(x.shape(), dims));
     let c = condition.as_slice::<bool>()?;

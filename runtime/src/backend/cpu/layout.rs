@@ -283,10 +283,11 @@ fn padded<T: Element>(x: &CpuTensor, paddings: &[Vec<i64>], value: T, out: &Tens
     CpuTensor::from_vec(&out.shape, data)
 }
 
-/// Written once for every dtype the spec lists (`float` and `int`): the
-/// macro instantiates it per dtype and checks, when the crate compiles,
-/// that none is left out. `constant_value` reaches `T` by `Cast`'s rule.
-#[kernel(PadV2, cpu, dtypes(float, int))]
+/// Written once for every dtype the spec lists (`float`, `int` and
+/// `complex64`, which `Slice`'s gradient pads): the macro instantiates it
+/// per dtype and checks, when the crate compiles, that none is left out.
+/// `constant_value` reaches `T` by `Cast`'s rule.
+#[kernel(PadV2, cpu, dtypes(float, int, complex64))]
 fn pad<T: Element>(x: &CpuTensor, paddings: &[Vec<i64>], constant_value: f64, out: &TensorMeta) -> Result<CpuTensor> {
     if x.shape().is_empty() {
         return Ok(x.clone()); // A scalar has no axis to pad.
