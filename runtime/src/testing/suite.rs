@@ -101,7 +101,7 @@ impl fmt::Display for Report {
 ///
 /// The cases run side by side, one thread a core, each on a thread of
 /// its own, so the caller's thread-scoped settings
-/// ([`with_default_backend`](crate::with_default_backend) and the like)
+/// ([`with_default_backend`](crate::backend::with_default_backend) and the like)
 /// do not reach them; the report keeps the cases' order.
 ///
 /// ```
