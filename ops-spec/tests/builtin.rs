@@ -79,7 +79,12 @@ fn unary_kernels() {
     let f_only = ["Sqrt", "Rsqrt", "Square", "Exp", "Log", "Sin", "Cos", "Tanh", "Sigmoid", "Relu"];
     for name in ["Neg", "Abs"].into_iter().chain(f_only) {
         let k = spec.kernel(name).unwrap();
-        let dtypes = if f_only.contains(&name) { FLOAT } else { FLOAT_I };
+        // `Neg` takes complex64 too (`Sub`'s gradient on complex values negates).
+        let dtypes = match name {
+            "Neg" => FLOAT_I_C,
+            "Abs" => FLOAT_I,
+            _ => FLOAT,
+        };
         assert_eq!(k.inputs, strings(&["x"]), "{name}");
         assert!(k.attrs.is_empty(), "{name}");
         assert_eq!(k.dtypes, dtypes, "{name}");
