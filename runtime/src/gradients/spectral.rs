@@ -54,9 +54,10 @@ fn imag_grad(dy: &Tensor) -> Result<Tensor> {
 /// and a subgradient of 0 keeps a training step finite).
 #[gradient(ComplexAbs)]
 fn complex_abs_grad(x: &Tensor, y: &Tensor, dy: &Tensor) -> Result<Tensor> {
-    let zero = ops::equal(y, &ops::scalar(0.0, y)?)?;
-    let safe = ops::select(&zero, &ops::scalar(1.0, y)?, y)?;
-    let per = ops::select(&zero, &ops::scalar(0.0, y)?, &ops::div(dy, &safe)?)?;
+    let zero = ops::scalar(0.0, y)?;
+    let at_zero = ops::equal(y, &zero)?;
+    let safe = ops::select(&at_zero, &ops::scalar(1.0, y)?, y)?;
+    let per = ops::select(&at_zero, &zero, &ops::div(dy, &safe)?)?;
     ops::complex(&ops::mul(&ops::real(x)?, &per)?, &ops::mul(&ops::imag(x)?, &per)?)
 }
 
@@ -86,10 +87,12 @@ fn rfft_grad(input: &Tensor, dy: &Tensor) -> Result<Tensor> {
     if n == 0 {
         return Tensor::zeros_like(input);
     }
-    let mut rest = dy.shape().to_vec();
-    *rest.last_mut().expect("rfft's output has its input's rank") = n - inner(dy);
-    let zeros = crate::backend::with_default_backend(dy.backend(), || Tensor::zeros(&rest, DType::Complex64))??;
-    let padded = ops::concat(&[dy.clone(), zeros], -1)?;
+    // Zeros after `dy` on the innermost axis, nothing on the others.
+    let mut paddings = vec![vec![0, 0]; dy.rank()];
+    if let Some(last) = paddings.last_mut() {
+        last[1] = (n - inner(dy)) as i64;
+    }
+    let padded = ops::pad(dy, &paddings, 0.0)?;
     ops::real(&scaled(&ops::ifft(&padded)?, n as f64)?)
 }
 
@@ -105,18 +108,15 @@ fn irfft_grad(input: &Tensor, dy: &Tensor) -> Result<Tensor> {
     if n == 0 {
         return Tensor::zeros_like(input);
     }
-    let weight = |k: usize| if k == 0 || k + 1 == m { 1.0 } else { 2.0 };
-    let weights: Vec<f32> = (0..m).map(|k| weight(k) / n as f32).collect();
-    let weights = ops::cast(&Tensor::from_vec(weights, &[m])?.to_backend(dy.backend())?, DType::Complex64)?;
+    // 1 for the terms between the first and the last, 0 for those two:
+    // `c_k` is one more than it.
+    let interior: Vec<f32> = (0..m).map(|k| if k == 0 || k + 1 == m { 0.0 } else { 1.0 }).collect();
+    let weights: Vec<f32> = interior.iter().map(|i| (1.0 + i) / n as f32).collect();
+    let on_dy = |values: Vec<f32>| Tensor::from_vec(values, &[m])?.to_backend(dy.backend());
     let spectrum = ops::rfft(dy)?;
     // Term m - 1's imaginary part is `-sum dy_j sin(pi j)`: zero, but
     // rounded in the transform; `irfft` ignores it, so its cotangent is 0.
-    let kept = ops::complex(&ops::real(&spectrum)?, &ops::mul(&ops::imag(&spectrum)?, &interior(m, dy)?)?)?;
-    ops::mul(&kept, &weights)
-}
-
-/// 1 for the terms between the first and the last of `m`, 0 for those two.
-fn interior(m: usize, like: &Tensor) -> Result<Tensor> {
-    let mask: Vec<f32> = (0..m).map(|k| if k == 0 || k + 1 == m { 0.0 } else { 1.0 }).collect();
-    Tensor::from_vec(mask, &[m])?.to_backend(like.backend())
+    let imag = ops::mul(&ops::imag(&spectrum)?, &on_dy(interior)?)?;
+    let kept = ops::complex(&ops::real(&spectrum)?, &imag)?;
+    ops::mul(&kept, &ops::cast(&on_dy(weights)?, DType::Complex64)?)
 }
