@@ -86,6 +86,7 @@
 //! | `data_dependent` | no | `true` when the outputs' sizes are known only once the kernel runs (`Unique`, `Where`): the shape rule then gives the largest shape each output can have. The engine checks the inputs and that bound before the kernel runs, and after it that each output has the bound's rank and dtype and no dim past it. Examples give the bounds. Default `false` |
 //! | `signed_zero` | no | `true` when the kernel keeps IEEE 754's sign of a zero result on every backend (`Neg`, `Add`, `Floor`: `neg(0)` is -0, `-0 + -0` is -0): the generated special-values tests then tell +0 from -0 in its outputs, and the doc should say so. Default `false`: a zero of either sign is a zero |
 //! | `drops_nan` | no | `true` when a NaN in may give a number out (a comparison's mask cast to f32, as in `cast(greater(x, w), f32)`; a `select` on one): the generated special-values test of an elementwise kernel then does not require NaN in to give NaN out, and still compares every backend with the cpu there. Default `false` |
+//! | `row_rounding` | no | `true` when each output value sums its input row along the innermost axis (`FFT`, `RFFT`: a Fourier transform), so that its rounding error scales with the row and not with the value: the generated parity tests then judge each value within rounding of the largest magnitude in its row (each part of a complex one). Default `false`: within rounding of the value, or of 1 below it |
 //! | `domain` | no | `[low, high]`, the open interval of input values the kernel is defined and smooth on (`[0.0, inf]` for `Log`, `[-1.0, 1.0]` for `Asin`); the generated tests draw their inputs inside it. Absent: any value, drawn from +-(0.5, 2), away from the kinks at 0 |
 //! | `aliases` | no | other names the kernel answers to by name: an array of names written as kernel names are (TF.js's leading `_` allowed), for a kernel TF.js names otherwise (`aliases = ["Multiply"]` on `Mul`). `Engine::run_by_name` and `registry::spec` find the kernel under each; no type, op or test is generated for an alias. A name answers for one kernel: an alias is no kernel's name and no other kernel's alias, in any bound spec |
 //!
@@ -166,7 +167,7 @@
 //!     "ops.toml:1:2: kernel `Neg` is missing required key `dtypes`\n\
 //!      ops.toml:5:1: unknown key `dtype` in kernel `Neg`, expected one of `op`, `doc`, `inputs`, `attrs`, \
 //!      `output`, `outputs`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, `examples`, `domain`, \
-//!      `data_dependent`, `signed_zero`, `drops_nan`, `aliases`; did \
+//!      `data_dependent`, `signed_zero`, `drops_nan`, `row_rounding`, `aliases`; did \
 //!      you mean `dtypes`?"
 //! );
 //! ```

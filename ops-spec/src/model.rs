@@ -101,6 +101,12 @@ pub struct KernelDef {
     /// special-values test of an elementwise kernel requires NaN in to give
     /// NaN out.
     pub drops_nan: bool,
+    /// `row_rounding = true`: each output value sums its input row along
+    /// the innermost axis (a Fourier transform), so its rounding error
+    /// scales with the row, not with the value, and two correct
+    /// implementations differ by it. The generated parity tests then judge
+    /// each value within rounding of its row's largest magnitude.
+    pub row_rounding: bool,
     /// 1-based line of the table key in the spec file.
     pub line: usize,
     /// 1-based column (in characters) of the table key in the spec file.

@@ -16,7 +16,7 @@ use crate::signature::{
 };
 use crate::tree::{Entry, Value};
 
-const KEYS: [&str; 17] = [
+const KEYS: [&str; 18] = [
     "op",
     "doc",
     "inputs",
@@ -33,6 +33,7 @@ const KEYS: [&str; 17] = [
     "data_dependent",
     "signed_zero",
     "drops_nan",
+    "row_rounding",
     "aliases",
 ];
 
@@ -281,6 +282,11 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>, groups: &[Gr
     );
     let drops_nan =
         flag(d, t.field("drops_nan"), "says a NaN in may give a number out, which the generated tests then allow");
+    let row_rounding = flag(
+        d,
+        t.field("row_rounding"),
+        "says each output value sums its row, so the generated tests judge its rounding against the row's",
+    );
     let examples = kernel_examples(d, &t, &sig, &outs, (variadic, data_dependent == Some(true)), shape.as_ref());
     let differentiable = differentiable(d, t.e, t.field("grad"), t.field("non_differentiable"), &scope);
     let shape_fn = "expected `shape = \"fn(path::to::function)\"`";
@@ -323,6 +329,7 @@ fn kernel(d: &mut Diag, e: &Entry, ops: &mut Vec<(String, String)>, groups: &[Gr
         data_dependent: data_dependent?,
         signed_zero: signed_zero?,
         drops_nan: drops_nan?,
+        row_rounding: row_rounding?,
         line,
         col,
     })

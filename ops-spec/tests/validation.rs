@@ -187,7 +187,7 @@ fn unknown_key_in_kernel() {
             "ops.toml:1:2: kernel `Add` is missing required key `dtypes`",
             "ops.toml:5:1: unknown key `dtype` in kernel `Add`, expected one of `op`, `doc`, `inputs`, \
              `attrs`, `output`, `outputs`, `dtypes`, `output_dtype`, `shape`, `grad`, `non_differentiable`, \
-             `examples`, `domain`, `data_dependent`, `signed_zero`, `drops_nan`, `aliases`; did you mean `dtypes`?",
+             `examples`, `domain`, `data_dependent`, `signed_zero`, `drops_nan`, `row_rounding`, `aliases`; did you mean `dtypes`?",
         ],
     );
 }

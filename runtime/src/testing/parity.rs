@@ -27,20 +27,35 @@ pub struct Target {
     /// reference dtype ([`Target::REFERENCE`]) rather than on one thread
     /// and on four.
     pub reference: bool,
+    /// Whether each value is judged within rounding of the largest
+    /// magnitude in its row along the innermost axis, rather than of its
+    /// own: for a kernel whose every output sums its row (an FFT), whose
+    /// rounding scales with the row (the spec's `row_rounding`).
+    pub rows: bool,
 }
 
 impl Target {
     /// `wgpu`, values compared.
-    pub const WGPU: Target = Target { backend: BackendId::Wgpu, values: true, reference: false };
+    pub const WGPU: Target = Target { backend: BackendId::Wgpu, values: true, reference: false, rows: false };
     /// The cpu against itself on one thread and on four (see
     /// [`check_threads`]): what [`check_parity`] does for a cpu target.
-    pub const THREADS: Target = Target { backend: BackendId::Cpu, values: true, reference: false };
+    pub const THREADS: Target = Target { backend: BackendId::Cpu, values: true, reference: false, rows: false };
     /// The cpu against itself on the same values in the dtype each input
     /// dtype is checked against ([`reference_dtype`]: f32 for f16, bf16 and
     /// f64, i32 for i64), the outputs agreeing within the coarser dtype's
     /// rounding: how a dtype that no other backend holds has its values
     /// checked (see [`check_parity`]).
-    pub const REFERENCE: Target = Target { backend: BackendId::Cpu, values: true, reference: true };
+    pub const REFERENCE: Target = Target { backend: BackendId::Cpu, values: true, reference: true, rows: false };
+
+    /// This target, each value judged by its row (see [`Target::rows`]).
+    ///
+    /// ```
+    /// use opforge::testing::Target;
+    /// assert!(Target::WGPU.by_rows().rows && !Target::WGPU.rows);
+    /// ```
+    pub const fn by_rows(&self) -> Target {
+        Target { rows: true, ..*self }
+    }
 }
 
 /// The dtype the kit checks values of `dtype` against on the cpu
@@ -109,7 +124,7 @@ pub fn targets(kernel: &str) -> Vec<Target> {
             continue;
         }
         let probe = Tensor::scalar(0.0f32).to_backend(b.backend).and_then(|t| t.to_backend(BackendId::Cpu));
-        out.push(Target { backend: b.backend, values: probe.is_ok(), reference: false });
+        out.push(Target { backend: b.backend, values: probe.is_ok(), reference: false, rows: false });
     }
     out
 }
@@ -162,14 +177,24 @@ pub fn kit_runs_on(backend: BackendId) -> bool {
 
 /// Whether `want` and `got` agree: floats within their dtype's rounding
 /// ([`Agreement::rounded`]: f32 within shader rounding, 2e-5 of the value
-/// or of 1 below it), NaN where `want` has NaN and infinities where it has
-/// them; integers and bool exactly.
-fn assert_agree(case: &str, o: usize, want: &Tensor, got: &Tensor, what: &str) {
-    let dtype = want.dtype();
+/// or of 1 below it; with `rows`, of the largest finite magnitude in the
+/// value's row along the innermost axis), NaN where `want` has NaN and
+/// infinities where it has them; integers and bool exactly. Each part of a
+/// complex value agrees as an f32.
+fn assert_agree(case: &str, o: usize, want: &Tensor, got: &Tensor, what: &str, rows: bool) {
+    let complex = want.dtype() == DType::Complex64;
+    let dtype = if complex { DType::F32 } else { want.dtype() };
     let rounding = f64::from(Agreement::rounded(dtype).relative);
+    // The values a row holds: a complex element is two.
+    let row = want.shape().last().copied().unwrap_or(1).max(1) * if complex { 2 } else { 1 };
     assert_values(want, got, format_args!("{case}, output {o}: cpu vs {what}"), |w, g| {
+        let largest = |r: &[f64]| r.iter().filter(|v| v.is_finite()).fold(1.0, |m: f64, v| m.max(v.abs()));
+        let scales: Vec<f64> = match rows {
+            true => w.chunks(row).flat_map(|r| std::iter::repeat_n(largest(r), r.len())).collect(),
+            false => w.iter().map(|v| v.abs().max(1.0)).collect(),
+        };
         for (i, (w, g)) in w.iter().zip(g).enumerate() {
-            let close = (w - g).abs() <= rounding * w.abs().max(1.0) || agree_as(*w, *g, Agreement::EXACT, dtype);
+            let close = (w - g).abs() <= rounding * scales[i] || agree_as(*w, *g, Agreement::EXACT, dtype);
             assert!(close, "{case}, output {o}, element {i}: cpu {w}, {what} {g} ({dtype})");
         }
     });
@@ -252,7 +277,7 @@ fn parity(target: &Target, case: &str, inputs: &[&Tensor], f: CallRefs<'_>) {
         assert_eq!(got.backend(), backend, "{case}");
         assert_eq!(got.meta(), want.meta(), "{case}, output {o}");
         if target.values {
-            assert_agree(case, o, want, got, &backend.to_string());
+            assert_agree(case, o, want, got, &backend.to_string(), target.rows);
         }
     }
 }
@@ -326,7 +351,7 @@ fn threads(case: &str, f: &(dyn Fn() -> crate::error::Result<Vec<Tensor>> + Sync
     assert_eq!(one.len(), many.len(), "{case}: outputs on 1 and 4 threads");
     for (o, (a, b)) in one.iter().zip(&many).enumerate() {
         assert_eq!(a.meta(), b.meta(), "{case}, output {o}: 1 thread vs 4 threads");
-        assert_agree(case, o, a, b, "4 threads, vs 1 thread");
+        assert_agree(case, o, a, b, "4 threads, vs 1 thread", false);
     }
 }
 

@@ -124,8 +124,8 @@ fn assert_special(
     let alternative = std::cell::OnceCell::new();
     let alternative = || alternative.get_or_init(|| flush().filter(|a| a.meta() == want.meta()));
     // Integer and bool results (comparisons, casts) exactly, as they are
-    // or of flushed inputs.
-    let dtype = want.dtype();
+    // or of flushed inputs; each part of a complex one as an f32.
+    let dtype = if want.dtype() == DType::Complex64 { DType::F32 } else { want.dtype() };
     if !dtype.is_float() {
         let flushed_matches = || alternative().as_ref().is_some_and(|a| same_values(a, got));
         if same_values(want, got) || flushed_matches() {
@@ -157,8 +157,13 @@ fn same_values(a: &Tensor, b: &Tensor) -> bool {
     to_bits(a).shown() == to_bits(b).shown()
 }
 
-/// A float tensor's values, each exactly as f64.
+/// A float tensor's values, each exactly as f64; a complex64 one's parts,
+/// each element's real part then its imaginary part.
 fn floats(t: &Tensor) -> Vec<f64> {
+    if t.dtype() == DType::Complex64 {
+        let parts = t.to_vec::<crate::dtype::Complex32>().shown().into_iter();
+        return parts.flat_map(|c| [f64::from(c.re), f64::from(c.im)]).collect();
+    }
     let not = || panic!("a string tensor has no float values");
     for_dtype!(t.dtype(), T => t.to_vec::<T>().shown().into_iter().map(Element::to_f64).collect(), string => not())
 }
@@ -173,10 +178,10 @@ fn ints(t: &Tensor) -> Vec<i64> {
     for_dtype!(t.dtype(), T => t.to_vec::<T>().shown().into_iter().map(|v| int(v.to_value())).collect(), string => not())
 }
 
-/// Requires `got` to hold `want`'s values: float ones, exactly as f64,
-/// as `floats` says (it panics naming the first that differ), integer and
-/// bool ones exactly, strings byte for byte, `context` naming the two in a
-/// failure.
+/// Requires `got` to hold `want`'s values: float ones (and each part of a
+/// complex one), exactly as f64, as `compare` says (it panics naming the
+/// first that differ), integer and bool ones exactly, strings byte for
+/// byte, `context` naming the two in a failure.
 pub(super) fn assert_values(
     want: &Tensor,
     got: &Tensor,
@@ -185,7 +190,7 @@ pub(super) fn assert_values(
 ) {
     if want.dtype() == DType::String {
         assert_eq!(want.to_byte_strings().shown(), got.to_byte_strings().shown(), "{context}");
-    } else if want.dtype().is_float() {
+    } else if want.dtype().is_float() || want.dtype() == DType::Complex64 {
         compare(&floats(want), &floats(got));
     } else {
         assert_eq!(ints(want), ints(got), "{context}");

@@ -15,7 +15,8 @@ use crate::KernelDef;
 /// backend: the same calls on the cpu and on the target give the same
 /// outputs, through the target's own kernel (the cpu fallback is off):
 /// odd sizes, broadcasting, strided axes, and for reductions 2^20 and 2^22
-/// elements.
+/// elements. A kernel whose spec says `row_rounding` is judged by its
+/// rows (the kit's `Target::by_rows`).
 pub(in crate::testgen) fn functions(k: &KernelDef) -> String {
     let name = &k.name;
     let within = parity_range(k);
@@ -43,8 +44,9 @@ pub(in crate::testgen) fn functions(k: &KernelDef) -> String {
                 r#"        {{
             let xs: [Tensor; {count}] = [{inputs}];
             let attrs = kernels::{name}Attrs {{ {fields} }};
-            check_parity(target, {label:?}, &xs.iter().collect::<Vec<&Tensor>>(), |xs| {call});
+            check_parity({target}, {label:?}, &xs.iter().collect::<Vec<&Tensor>>(), |xs| {call});
         }}"#,
+                target = if k.row_rounding { "&target.by_rows()" } else { "target" },
                 call = engine_call(k, &case, "xs", "&attrs"),
                 fields = fields.join(", "),
                 label = format!("{name} {:?} {}", case.shapes, fields.join(", ")),
