@@ -16,11 +16,6 @@ fn rows(table: &str) -> Vec<Vec<&str>> {
         .collect()
 }
 
-/// The kernels that take or give complex64, which wgpu does not hold yet
-/// (issue 52): the cpu's only until it does, and then on both like the
-/// rest (the test asks for their wgpu kernels once wgpu holds complex64).
-const COMPLEX: [&str; 8] = ["Complex", "Real", "Imag", "ComplexAbs", "FFT", "IFFT", "RFFT", "IRFFT"];
-
 /// The string kernels: strings live on the host, in TF.js (whose webgpu
 /// backend registers none of these) and here, where only the cpu holds
 /// `string`; the test asks for wgpu kernels once wgpu holds it.
@@ -39,8 +34,7 @@ fn every_built_in_kernel_runs_on_both_backends_and_has_its_gradient() {
         let row = rows.iter().find(|r| r[0] == format!("`{}`", spec.name)).expect("a row per kernel");
         assert_eq!(row[1], format!("`{}`", spec.op), "{}", spec.name);
         let held = |d: DType| BackendId::Wgpu.dtypes().contains(d);
-        let cpu_only = COMPLEX.contains(&spec.name) && !held(DType::Complex64)
-            || STRINGS.contains(&spec.name) && !held(DType::String);
+        let cpu_only = STRINGS.contains(&spec.name) && !held(DType::String);
         let wgpu = if cpu_only { "no" } else { "yes" };
         assert_eq!((row[2], row[3]), ("yes", wgpu), "{} runs on cpu and (where it holds the dtypes) wgpu", spec.name);
         let gradient = if spec.differentiable.is_empty() { "n/a" } else { "yes" };

@@ -54,13 +54,14 @@ pub(crate) fn row(row: &Row) -> syn::Result<TokenStream> {
     let names_str: Vec<String> = row.args().map(ToString::to_string).collect();
     let wgsl = placeholders(&row.wgsl, &names_str)?;
     let wgsl_i32 = row.wgsl_i32.as_ref().map(|w| placeholders(w, &names_str)).transpose()?;
+    let wgsl_complex = row.wgsl_complex.as_ref().map(|w| placeholders(w, &names_str)).transpose()?;
     let (rule_fn, differentiable) = rule(row, &names.rule)?;
     let elements = element_fns(row, &names);
     // A program holds a bool as 0.0 or 1.0.
     let form_wgsl = if row.gives_bool { format!("select(0.0, 1.0, {wgsl})") } else { wgsl.clone() };
     let form = fusable(row, &names, &form_wgsl);
     let cpu = cpu_kernel(row, &names);
-    let (statics, shaders) = wgpu_statics(row, &wgsl, wgsl_i32.as_deref());
+    let (statics, shaders) = wgpu_statics(row, &wgsl, wgsl_i32.as_deref(), wgsl_complex.as_deref());
     let wgpu = wgpu_kernel(row, &names, &shaders);
     let grad = if row.grad.is_some() { gradient(row, &names, &differentiable) } else { TokenStream::new() };
     let entry = registration(row, &differentiable, &shaders);
@@ -309,8 +310,14 @@ fn float_arms(row: &Row, names: &Names) -> TokenStream {
 
 /// The `static`s of the row's wgpu shaders, one per dtype: `EXP_WGPU_F32`;
 /// the half types' run the f32 WGSL (see `elementwise.rs` in the runtime).
-/// Each is named with its word (`F32`, `I32`, `F16`, `BF16`).
-fn wgpu_statics(row: &Row, wgsl: &str, wgsl_i32: Option<&str>) -> (TokenStream, Vec<(&'static str, Ident)>) {
+/// Each is named with its word (`F32`, `I32`, `F16`, `BF16`, `C64`) and
+/// paired with its dtype's variant.
+fn wgpu_statics(
+    row: &Row,
+    wgsl: &str,
+    wgsl_i32: Option<&str>,
+    wgsl_complex: Option<&str>,
+) -> (TokenStream, Vec<(&'static str, Ident)>) {
     let k = &row.kernel;
     let e = quote!(::opforge::__private::elementwise);
     let kernel = k.to_string();
@@ -318,7 +325,14 @@ fn wgpu_statics(row: &Row, wgsl: &str, wgsl_i32: Option<&str>) -> (TokenStream, 
     let upper = snake(&kernel).to_uppercase();
     let mut statics = TokenStream::new();
     let mut names = Vec::new();
-    for (word, text) in [("F32", Some(wgsl)), ("I32", wgsl_i32), ("F16", Some(wgsl)), ("BF16", Some(wgsl))] {
+    let words = [
+        ("F32", "F32", Some(wgsl)),
+        ("I32", "I32", wgsl_i32),
+        ("F16", "F16", Some(wgsl)),
+        ("BF16", "BF16", Some(wgsl)),
+        ("C64", "Complex64", wgsl_complex),
+    ];
+    for (word, dtype, text) in words {
         let Some(text) = text else { continue };
         let name = format_ident!("{upper}_WGPU_{word}", span = k.span());
         let w = format_ident!("{word}");
@@ -326,7 +340,7 @@ fn wgpu_statics(row: &Row, wgsl: &str, wgsl_i32: Option<&str>) -> (TokenStream, 
             #[doc(hidden)]
             static #name: #e::WgpuRow = #e::WgpuRow::new(#kernel, #n, #arity, #e::Word::#w, #gives_bool, #text);
         });
-        names.push((word, name));
+        names.push((dtype, name));
     }
     (statics, names)
 }
@@ -341,8 +355,8 @@ fn wgpu_kernel(row: &Row, names: &Names, shaders: &[(&'static str, Ident)]) -> T
     let inputs = &row.inputs;
     let attrs = &row.attrs;
     let kernel = k.to_string();
-    let arms = shaders.iter().map(|(word, shader)| {
-        let dtype = format_ident!("{word}");
+    let arms = shaders.iter().map(|(dtype, shader)| {
+        let dtype = format_ident!("{dtype}");
         quote!(::opforge::__private::DType::#dtype => #shader.run(&[#(#inputs),*], out, &[#(#attrs as f32),*]),)
     });
     let check = check(row);

@@ -24,13 +24,16 @@ pub(crate) struct Row {
     pub slice: Option<Expr>,
     /// The element function of the i32 kernel.
     pub i32: Option<Expr>,
-    /// The element function of the complex64 kernel (cpu only: wgpu holds
-    /// no complex64).
+    /// The element function of the complex64 kernel (`num_complex`'s
+    /// arithmetic, on the cpu).
     pub complex: Option<Expr>,
     /// The WGSL expression, over the row's names.
     pub wgsl: LitStr,
     /// The i32 kernel's WGSL expression.
     pub wgsl_i32: Option<LitStr>,
+    /// The complex64 kernel's WGSL expression, over `vec2<f32>` values
+    /// (real part first; `complex.wgsl`'s `cmul` multiplies).
+    pub wgsl_complex: Option<LitStr>,
     /// A check of the attributes (`Result<_, String>`), before any kernel runs.
     pub check: Option<Expr>,
     /// The backward rule: one cotangent per input.
@@ -126,6 +129,7 @@ struct Fields {
     complex: Option<Expr>,
     wgsl: Option<LitStr>,
     wgsl_i32: Option<LitStr>,
+    wgsl_complex: Option<LitStr>,
     check: Option<Expr>,
     grad: Option<Expr>,
 }
@@ -149,12 +153,14 @@ impl Fields {
             "complex" => set!(complex),
             "wgsl" => set!(wgsl),
             "wgsl_i32" => set!(wgsl_i32),
+            "wgsl_complex" => set!(wgsl_complex),
             "check" => set!(check),
             "grad" => set!(grad),
             _ => {
                 return Err(syn::Error::new_spanned(
                     name,
-                    "unknown field: a row has `each`, `f32`, `slice`, `i32`, `complex`, `wgsl`, `wgsl_i32`, `check` and `grad`",
+                    "unknown field: a row has `each`, `f32`, `slice`, `i32`, `complex`, `wgsl`, `wgsl_i32`, \
+                     `wgsl_complex`, `check` and `grad`",
                 ))
             }
         }
@@ -171,6 +177,7 @@ impl Fields {
             i32: self.i32,
             complex: self.complex,
             wgsl_i32: self.wgsl_i32,
+            wgsl_complex: self.wgsl_complex,
             check: self.check,
             grad: self.grad,
             kernel,
@@ -204,6 +211,18 @@ fn check(row: &Row) -> syn::Result<()> {
     match (&row.i32, &row.wgsl_i32) {
         (Some(e), None) => return Err(syn::Error::new_spanned(e, "an i32 kernel needs `wgsl_i32` too")),
         (None, Some(w)) => return Err(syn::Error::new_spanned(w, "an i32 kernel needs `i32` too")),
+        _ => {}
+    }
+    // Both backends hold complex64, so a row runs it on both or neither.
+    match (&row.complex, &row.wgsl_complex) {
+        (Some(e), None) => return Err(syn::Error::new_spanned(e, "a complex64 kernel needs `wgsl_complex` too")),
+        (None, Some(w)) => return Err(syn::Error::new_spanned(w, "a complex64 kernel needs `complex` too")),
+        (Some(e), Some(_)) if row.gives_bool => {
+            return Err(syn::Error::new_spanned(
+                e,
+                "a comparison has no complex64 kernel: complex numbers have no order",
+            ))
+        }
         _ => {}
     }
     if let Some(s) = &row.slice {
@@ -281,4 +300,33 @@ pub(crate) fn placeholders(wgsl: &LitStr, names: &[String]) -> syn::Result<Strin
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use proc_macro2::TokenStream;
+    use quote::quote;
+
+    use super::Table;
+
+    fn error(tokens: TokenStream) -> String {
+        match syn::parse2::<Table>(tokens) {
+            Ok(_) => panic!("the table parsed"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_complex_kernel_has_both_functions_and_compares_nothing() {
+        let e = error(quote! { Neg(x) { each: -x, complex: -x, wgsl: "-x" } });
+        assert_eq!(e, "a complex64 kernel needs `wgsl_complex` too");
+        let e = error(quote! { Neg(x) { each: -x, wgsl: "-x", wgsl_complex: "-x" } });
+        assert_eq!(e, "a complex64 kernel needs `complex` too");
+        let e = error(
+            quote! { Less(a, b) -> bool { each: a < b, complex: a.re < b.re, wgsl: "a < b", wgsl_complex: "a.x < b.x" } },
+        );
+        assert_eq!(e, "a comparison has no complex64 kernel: complex numbers have no order");
+        let both = quote! { Neg(x) { each: -x, complex: -x, wgsl: "-x", wgsl_complex: "-x" } };
+        assert!(syn::parse2::<Table>(both).is_ok_and(|t| t.rows[0].wgsl_complex.is_some()));
+    }
 }

@@ -47,7 +47,8 @@
 //!   keeps the zero's sign, except that a NaN or infinite `alpha` gives
 //!   NaN there, as `alpha * x` does.
 //! - **`complex64`**: `Add`, `Sub` and `Mul` (TF.js's arithmetic on
-//!   complex numbers), `num_complex`'s, on the cpu: a product is
+//!   complex numbers), `num_complex`'s on the cpu and `vec2<f32>`'s on
+//!   wgpu (`cmul` in `shaders/complex.wgsl`): a product is
 //!   `(ac - bd) + (ad + bc)i`, without fused multiply-adds, as TF.js
 //!   computes it. Their rules serve complex64 as they are, run on the
 //!   conjugated primals: `Mul`'s gradient is `dy * conj(b)`.
@@ -69,6 +70,7 @@ elementwise! {
         complex: a + b,
         wgsl: "a + b",
         wgsl_i32: "a + b",
+        wgsl_complex: "a + b",
         grad: (dy, dy),
     }
     Sub(a, b) {
@@ -77,6 +79,7 @@ elementwise! {
         complex: a - b,
         wgsl: "a - b",
         wgsl_i32: "a - b",
+        wgsl_complex: "a - b",
         grad: (dy, -dy),
     }
     Mul(a, b) {
@@ -85,6 +88,7 @@ elementwise! {
         complex: a * b,
         wgsl: "a * b",
         wgsl_i32: "a * b",
+        wgsl_complex: "cmul(a, b)",
         grad: (dy * b, dy * a),
     }
     RealDiv(a, b) {

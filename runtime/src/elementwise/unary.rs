@@ -57,6 +57,7 @@ elementwise! {
         complex: -x,
         wgsl: "-x",
         wgsl_i32: "-x",
+        wgsl_complex: "-x",
         grad: -dy,
     }
     Abs(x) {

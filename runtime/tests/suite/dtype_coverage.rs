@@ -105,7 +105,7 @@ fn square_f32(@builtin(global_invocation_id) gid: vec3<u32>, @builtin(num_workgr
 "#,
 );
 
-/// wgpu holds f32, i32, bool, f16 and bf16, so of the spec's dtypes this
+/// wgpu holds f32, i32, bool, f16, bf16 and complex64, so of the spec's dtypes this
 /// must cover f32 and i32: it runs f32 and leaves i32 to the cpu's kernel.
 #[kernel(CvSquare, wgpu, leaves(i32))]
 fn cv_square_wgpu(x: &WgpuTensor, out: &TensorMeta) -> Result<WgpuTensor> {
@@ -237,7 +237,7 @@ fn a_registration_that_names_no_dtypes_leaves_what_its_backend_holds_beyond_its_
     let entry = registry::kernel_for("CvHalve", BackendId::Wgpu)?;
     assert_eq!(
         (entry.runs, entry.leaves),
-        (DTypes::of(&[DType::F32, DType::I32, DType::Bool]), DTypes::of(&[DType::F16, DType::BF16]))
+        (DTypes::of(&[DType::F32, DType::I32, DType::Bool]), DTypes::of(&[DType::F16, DType::BF16, DType::Complex64]))
     );
     assert_eq!(registry::kernel_for_dtype("CvHalve", BackendId::Wgpu, DType::BF16)?.function, "cv_halve_cpu");
     if !opforge::backend::wgpu::adapter_or_skip("a left half type on wgpu") {

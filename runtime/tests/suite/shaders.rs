@@ -56,13 +56,15 @@ fn every_shader_validates() {
         covered.push(format!("{name}.wgsl"));
         validate(name, &source);
     }
-    // The rows' shaders: the templates, `math.wgsl` and `words.wgsl` in them.
+    // The rows' shaders: the templates, `math.wgsl` and `words.wgsl` in
+    // them, and the complex64 rows' `complex_rows.wgsl`.
     let rows = opforge::elementwise::rows().iter().flat_map(|r| r.wgpu.iter().copied());
     for (i, row) in rows.chain(hand_written_rows()).enumerate() {
         validate(&format!("row {i}"), &row.source());
     }
     covered.extend(
-        ["unary.wgsl", "binary.wgsl", "math.wgsl", "words.wgsl", "halves.wgsl", "half_rows.wgsl"].map(String::from),
+        ["unary.wgsl", "binary.wgsl", "math.wgsl", "words.wgsl", "halves.wgsl", "half_rows.wgsl", "complex_rows.wgsl"]
+            .map(String::from),
     );
     covered.sort();
     covered.dedup();

@@ -44,6 +44,9 @@ pub enum Word {
     F16,
     /// bf16 elements, two to a word, computed in f32.
     BF16,
+    /// complex64 elements, two words each (the real part first), computed
+    /// as `vec2<f32>`.
+    C64,
 }
 
 impl Word {
@@ -54,6 +57,7 @@ impl Word {
             DType::I32 => Some(Word::I32),
             DType::F16 => Some(Word::F16),
             DType::BF16 => Some(Word::BF16),
+            DType::Complex64 => Some(Word::C64),
             _ => None,
         }
     }
@@ -62,6 +66,7 @@ impl Word {
     fn ty(self) -> &'static str {
         match self {
             Word::I32 => "i32",
+            Word::C64 => "vec2<f32>",
             _ => "f32",
         }
     }
@@ -130,6 +135,9 @@ impl WgpuRow {
         if self.word.halves().is_some() {
             return self.run_halves(shader, inputs, out, &attrs);
         }
+        if self.word == Word::C64 {
+            return self.run_complex(shader, inputs, out, &attrs);
+        }
         match inputs {
             [x] if self.inputs == 1 => unary::run(self.kernel, shader, x, out, &attrs),
             [a, b] if self.inputs == 2 => binary::run(self.kernel, shader, a, b, out, &attrs),
@@ -161,13 +169,38 @@ impl WgpuRow {
             };
             return Ok(y.into_elements(out));
         }
-        // By index (`shaders/half_rows.wgsl`): the count of words, then
-        // the attributes, after a binary row's broadcast layout.
-        let count = WgpuTensor::words(out.dtype, n);
+        // By index (`shaders/half_rows.wgsl`), an invocation per word.
+        self.by_index(shader, entry, inputs, out, attrs, WgpuTensor::words(out.dtype, n))
+    }
+
+    /// A complex64 kernel: an invocation per output element, which finds
+    /// each input's element by its index (`shaders/complex_rows.wgsl`).
+    fn run_complex(
+        &'static self,
+        shader: &'static Shader,
+        inputs: &[&WgpuTensor],
+        out: &TensorMeta,
+        attrs: &[u32],
+    ) -> Result<WgpuTensor> {
+        self.by_index(shader, "complex_elements", inputs, out, attrs, out.numel())
+    }
+
+    /// `entry` of a template that finds each element by its index, over
+    /// `count` invocations: its parameters are the count, then a binary
+    /// row's broadcast layout, then the attributes.
+    fn by_index(
+        &'static self,
+        shader: &'static Shader,
+        entry: &'static str,
+        inputs: &[&WgpuTensor],
+        out: &TensorMeta,
+        attrs: &[u32],
+        count: usize,
+    ) -> Result<WgpuTensor> {
         let mut params = vec![count as u32];
         match inputs {
             [_] if self.inputs == 1 => params.extend_from_slice(attrs),
-            [a, b] if self.inputs == 2 => params.extend(binary::Layout::of(a, b, out).params(n, attrs)),
+            [a, b] if self.inputs == 2 => params.extend(binary::Layout::of(a, b, out).params(out.numel(), attrs)),
             _ => return Err(self.arity_error(inputs.len())),
         }
         EntryPoint { kernel: self.kernel, shader, entry, op: 0 }.run_grid(inputs, out, &params, Grid::Elements(count))
@@ -187,6 +220,10 @@ impl WgpuRow {
         s.push_str(&form(self.wgsl, self.word, self.inputs, self.arity, self.gives_bool));
         if let Some(halves) = self.word.halves() {
             self.half_source(&mut s, halves);
+            return s;
+        }
+        if self.word == Word::C64 {
+            self.complex_source(&mut s);
             return s;
         }
         let ty = self.word.ty();
@@ -265,6 +302,35 @@ impl WgpuRow {
         );
         s.push_str(template);
         s.push_str(include_str!("shaders/half_rows.wgsl"));
+    }
+}
+
+impl WgpuRow {
+    /// The rest of a complex64 shader after `form`: a binary row's
+    /// bindings (a unary row's are `words.wgsl`'s), `value`,
+    /// the row on element `j` of the output found by its index (each
+    /// input's element read as two words), then `complex_rows.wgsl`'s
+    /// entry points.
+    fn complex_source(&self, s: &mut String) {
+        s.push_str(include_str!("shaders/complex.wgsl"));
+        let load =
+            |t: &str, at: &str| format!("vec2<f32>(bitcast<f32>({t}[2u * {at}]), bitcast<f32>({t}[2u * {at} + 1u]))");
+        let (at, mut args) = match self.inputs {
+            // `words.wgsl`'s bindings, already in.
+            1 => ("", vec![load("x", "j")]),
+            _ => {
+                s.push_str("@tensors(a: u32, b: u32 -> y: u32)\n");
+                let offsets = "    let o = strided2(j, param(1), 2u, 2u + param(1), 2u + 2u * param(1));\n";
+                (offsets, vec![load("a", "o.x"), load("b", "o.y")])
+            }
+        };
+        // Attributes (f32 bits) follow the count, or a binary row's layout.
+        let first_attr = if self.inputs == 1 { "1u".to_owned() } else { "2u + 3u * param(1)".to_owned() };
+        args.extend(
+            (self.inputs..self.arity).map(|k| format!("bitcast<f32>(param({first_attr} + {}u))", k - self.inputs)),
+        );
+        let _ = writeln!(s, "fn value(j: u32) -> vec2<f32> {{\n{at}    return form({});\n}}", args.join(", "));
+        s.push_str(include_str!("shaders/complex_rows.wgsl"));
     }
 }
 

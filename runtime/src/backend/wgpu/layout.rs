@@ -58,11 +58,16 @@ fn gather(kernel: &'static str, x: &WgpuTensor, base: usize, from: &[usize], out
 }
 
 /// layout.wgsl's `gather` with `params`: an invocation per element, or,
-/// for a half type, `gather_halves`, per output word.
+/// for a half type (`gather_halves`) and complex64 (`gather_pairs`), per
+/// output word.
 fn run_gather(kernel: &'static str, x: &WgpuTensor, mut params: Vec<u32>, out: &TensorMeta) -> Result<WgpuTensor> {
     let count = WgpuTensor::words(out.dtype, out.numel());
     params[0] = count as u32;
-    let entry = if count == out.numel() { "gather" } else { "gather_halves" };
+    let entry = match out.dtype {
+        DType::Complex64 => "gather_pairs",
+        d if d.is_half() => "gather_halves",
+        _ => "gather",
+    };
     EntryPoint { kernel, shader: &SHADER, entry, op: 0 }.run_grid(&[x], out, &params, Grid::Elements(count))
 }
 
@@ -114,6 +119,15 @@ fn code(d: DType) -> Result<u32> {
 pub(crate) fn cast(x: &WgpuTensor, dtype: DType, out: &TensorMeta) -> Result<WgpuTensor> {
     if x.dtype() == dtype {
         return Ok(x.clone());
+    }
+    // complex64 through f32, as the cpu's rule reads: a complex value
+    // gives its real part, a real one becomes complex of imaginary part 0.
+    if x.dtype() == DType::Complex64 {
+        return cast(&super::spectral::real_parts("Cast", x)?, dtype, out);
+    }
+    if dtype == DType::Complex64 {
+        let real = cast(x, DType::F32, &TensorMeta::new(x.shape(), DType::F32))?;
+        return super::spectral::from_real("Cast", &real);
     }
     let op = code(x.dtype())? * 5 + code(dtype)?;
     let n = out.numel();
@@ -182,10 +196,19 @@ fn split_v(x: &WgpuTensor, _size_splits: &[i64], axis: i64, out: &[TensorMeta]) 
         .collect()
 }
 
+/// complex64 pads its parts apart: the real parts with the value, the
+/// imaginary parts with 0 (the value as a complex number).
 #[kernel(PadV2, wgpu, widens(f16, bf16))]
 fn pad(x: &WgpuTensor, paddings: &[Vec<i64>], constant_value: f64, out: &TensorMeta) -> Result<WgpuTensor> {
     if x.shape().is_empty() {
         return Ok(x.clone()); // A scalar has no axis to pad.
+    }
+    if x.dtype() == DType::Complex64 {
+        use super::spectral::{imag_parts, joined, real_parts};
+        let part = TensorMeta::new(&out.shape, DType::F32);
+        let real = pad(&real_parts("PadV2", x)?, paddings, constant_value, &part)?;
+        let imag = pad(&imag_parts("PadV2", x)?, paddings, 0.0, &part)?;
+        return joined("PadV2", &real, &imag, out);
     }
     let value = match x.dtype() {
         DType::F32 => (constant_value as f32).to_bits(),
@@ -201,21 +224,34 @@ fn pad(x: &WgpuTensor, paddings: &[Vec<i64>], constant_value: f64, out: &TensorM
 }
 
 /// Each value's rows, `widths[i]` long, side by side in rows of the output:
-/// one after another, copied whole, when the output is one long row.
+/// one after another, copied whole, when the output is one long row. A
+/// complex64 element is two words: the values are joined as f32 pairs.
 fn join(
     kernel: &'static str,
     values: TensorList<'_, WgpuTensor>,
     widths: &[usize],
     out: &TensorMeta,
 ) -> Result<WgpuTensor> {
+    if out.dtype == DType::Complex64 {
+        let pairs: Vec<WgpuTensor> = values.iter().map(WgpuTensor::as_pairs).collect();
+        let widths: Vec<usize> = widths.iter().map(|w| 2 * w).collect();
+        let meta = TensorMeta::new(&[2 * out.numel()], DType::F32);
+        return Ok(join_words(kernel, &pairs.iter().collect::<Vec<_>>(), &widths, &meta)?.into_elements(out));
+    }
+    join_words(kernel, &values.iter().collect::<Vec<_>>(), widths, out)
+}
+
+/// [`join`] of values of one word an element.
+fn join_words(kernel: &'static str, values: &[&WgpuTensor], widths: &[usize], out: &TensorMeta) -> Result<WgpuTensor> {
     let row: usize = widths.iter().sum();
     if out.numel() == row && out.numel() >= super::COPY_AT_LEAST {
-        return WgpuTensor::concatenated(kernel, values.iter(), out);
+        return WgpuTensor::concatenated(kernel, values.iter().copied(), out);
     }
     let program = EntryPoint { kernel, shader: &SHADER, entry: "join_rows", op: 0 };
     let mut at = 0;
     let passes = values
         .iter()
+        .copied()
         .zip(widths)
         .map(|(v, &w)| {
             let params = vec![v.numel() as u32, w.max(1) as u32, row as u32, at as u32];

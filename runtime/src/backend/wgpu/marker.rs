@@ -17,10 +17,12 @@ pub struct Wgpu;
 
 impl Backend for Wgpu {
     type Tensor = WgpuTensor;
-    /// One 32-bit word an element, or two 16-bit ones (f16, bf16).
-    const DTYPES: DTypes = DTypes::of(&[DType::F32, DType::I32, DType::Bool, DType::F16, DType::BF16]);
+    /// One 32-bit word an element, two 16-bit ones to a word (f16,
+    /// bf16), or two words an element (complex64).
+    const DTYPES: DTypes =
+        DTypes::of(&[DType::F32, DType::I32, DType::Bool, DType::F16, DType::BF16, DType::Complex64]);
     /// Its plain kernels run 32-bit words; those that run the half types
-    /// say so (`held`): the rows, `Cast` and the moves.
+    /// and complex64 say so (`held`): the rows, `Cast` and the moves.
     const RUNS: DTypes = DTypes::of(&[DType::F32, DType::I32, DType::Bool]);
 
     #[inline]

@@ -5,7 +5,8 @@
 //!   Vulkan), a real GPU preferred over a CPU rasterizer such as lavapipe;
 //!   [`crate::backend::backends`] reports which one was chosen, or why there is none.
 //! - Elements are 32-bit words: f32 and i32 as they are, bool as a u32 0 or 1,
-//!   f16 and bf16 two to a word (computed in f32; `shaders/halves.wgsl`).
+//!   f16 and bf16 two to a word (computed in f32; `shaders/halves.wgsl`),
+//!   complex64 two words an element (`shaders/complex.wgsl`).
 //! - One storage binding spans at most 128 MiB on every adapter (lavapipe's
 //!   limit). Elementwise kernels and casts on larger tensors run in slices
 //!   of at most that; the other kernels fail with an error naming them.
@@ -41,6 +42,7 @@ mod pool;
 mod readback;
 mod reduce;
 mod sparse;
+mod spectral;
 mod status;
 mod tensor;
 mod unary;

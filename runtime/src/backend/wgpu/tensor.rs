@@ -56,12 +56,12 @@ impl WgpuTensor {
     }
 
     /// The 32-bit words `n` elements of `dtype` take on the device: one
-    /// each, or one per two of a half type.
+    /// each, one per two of a half type, or two each of complex64.
     pub(crate) fn words(dtype: DType, n: usize) -> usize {
-        if dtype.is_half() {
-            n.div_ceil(2)
-        } else {
-            n
+        match dtype {
+            DType::F16 | DType::BF16 => n.div_ceil(2),
+            DType::Complex64 => 2 * n,
+            _ => n,
         }
     }
 
@@ -70,6 +70,15 @@ impl WgpuTensor {
     pub(crate) fn as_words(&self) -> WgpuTensor {
         let words = WgpuTensor::words(self.dtype, self.numel());
         WgpuTensor { shape: Shape::from_slice(&[words]), dtype: DType::I32, buf: self.buf.clone() }
+    }
+
+    /// complex64 `self` as the f32 pairs its buffer holds: its shape with
+    /// an innermost axis of 2 (the real part, then the imaginary), for a
+    /// move that copies words.
+    pub(crate) fn as_pairs(&self) -> WgpuTensor {
+        let mut shape = self.shape.clone();
+        shape.push(2);
+        WgpuTensor { shape, dtype: DType::F32, buf: self.buf.clone() }
     }
 
     /// The meta of [`WgpuTensor::as_words`] of a tensor `out` describes.
@@ -84,7 +93,7 @@ impl WgpuTensor {
     }
 
     /// Copies a cpu tensor to the device; an error for a dtype it does not
-    /// hold (it holds f32, i32, bool, f16 and bf16). For a kernel that computes on the host (a
+    /// hold (it holds f32, i32, bool, f16, bf16 and complex64). For a kernel that computes on the host (a
     /// data-dependent one, or a collective, which sends host memory), with
     /// [`WgpuTensor::download`].
     ///
@@ -129,6 +138,8 @@ impl WgpuTensor {
                 words = pack_halves(bytemuck::cast_slice(t.as_slice::<crate::dtype::bf16>()?));
                 bytemuck::cast_slice(&words)
             }
+            // Two words, the real part first: num_complex's own layout.
+            DType::Complex64 => bytemuck::cast_slice(t.as_slice::<crate::dtype::Complex32>()?),
             other => return Err(unsupported("", other)),
         };
         let buf = pool::GpuBuffer::upload("", bytes)?;
@@ -178,6 +189,9 @@ impl WgpuTensor {
             DType::BF16 => {
                 CpuTensor::from_vec(&self.shape, unpack_halves(bytes, self.numel(), crate::dtype::bf16::from_bits))
             }
+            DType::Complex64 => {
+                CpuTensor::from_vec(&self.shape, bytemuck::pod_collect_to_vec::<u8, crate::dtype::Complex32>(bytes))
+            }
             other => Err(unsupported("", other)),
         }
     }
@@ -197,12 +211,14 @@ fn unpack_halves<T>(bytes: &[u8], n: usize, from_bits: fn(u16) -> T) -> Vec<T> {
 /// Error for a dtype a kernel was not written for: one the device does not
 /// [hold](holds), or one the kernel's spec does not list.
 pub(crate) fn unsupported(kernel: &'static str, dtype: DType) -> crate::error::Error {
-    let held = if holds(dtype) { "" } else { " (the device holds f32, i32, bool, f16 and bf16 tensors only)" };
+    let held =
+        if holds(dtype) { "" } else { " (the device holds f32, i32, bool, f16, bf16 and complex64 tensors only)" };
     device::backend_error(kernel, format!("no wgpu implementation for dtype {dtype}{held}"))
 }
 
 /// Whether the device holds tensors of `dtype`: f32, i32 and bool, one
-/// 32-bit word an element, and f16 and bf16, two elements to a word. The
+/// 32-bit word an element, f16 and bf16, two elements to a word, and
+/// complex64, two words an element. The
 /// other dtypes are the cpu's for now; an upload or a kernel asked for
 /// one returns [`unsupported`]'s error.
 pub(crate) fn holds(dtype: DType) -> bool {

@@ -10,7 +10,7 @@
 // Unused by the gathers.
 //
 // params: gather: [n, rank, base, out_shape[rank], x_strides[rank]];
-// gather_halves: the same with output words for n; pad:
+// gather_halves, gather_pairs: the same with output words for n; pad:
 // [n, rank, value, out_shape[rank], x_shape[rank], before[rank],
 // x_strides[rank]]; convert_words, widen_halves: [n]; convert_words_x4:
 // [vector count]; narrow_halves: [output words]; join_rows: [n, width,
@@ -34,6 +34,14 @@
     let s0 = param(2) + strided(2u * i, rank, 3u, 3u + rank);
     let s1 = param(2) + strided(2u * i + 1u, rank, 3u, 3u + rank);
     y[i] = half_pair(half_bits(x[s0 >> 1u], s0), half_bits(x[s1 >> 1u], s1));
+}
+
+// `gather` of complex64: word i of the output, the real (even i) or
+// imaginary (odd i) part of its element.
+@elementwise fn gather_pairs(i: u32) {
+    let rank = param(1);
+    let s = param(2) + strided(i >> 1u, rank, 3u, 3u + rank);
+    y[i] = x[2u * s + (i & 1u)];
 }
 
 // Output element i is the input element `before` earlier along each axis,
