@@ -461,3 +461,34 @@ fn complex_abs_at_zero_has_a_zero_gradient() {
     let g = opforge::autodiff::grad(|z| ops::sum(&ops::complex_abs(z)?, None, false))(&z).unwrap();
     assert_eq!(values(&g), [Complex32::new(0.0, 0.0), Complex32::new(0.6, 0.8)]);
 }
+
+#[test]
+fn spectral_gradients_on_wgpu_are_the_cpus() {
+    if !opforge::backend::wgpu::adapter_or_skip("spectral_gradients_on_wgpu_are_the_cpus") {
+        return;
+    }
+    // A loss through every complex kernel's gradient: Complex, FFT,
+    // ComplexAbs, RFFT, Mul, IRFFT, Slice (whose gradient pads), IFFT and
+    // Imag; a power of two, a short length and one past 64 (Bluestein's).
+    for n in [8usize, 12, 100] {
+        let loss = |t: &Tensor| -> opforge::Result<Tensor> {
+            let spectrum = ops::fft(&ops::complex(t, &ops::mul(t, t)?)?)?;
+            let a = ops::sum(&ops::complex_abs(&spectrum)?, None, false)?;
+            let r = ops::rfft(t)?;
+            let b = ops::sum(&ops::irfft(&ops::mul(&r, &r)?)?, None, false)?;
+            let inner = ops::slice(&spectrum, &[0, 1], &[2, n as i64 - 2])?;
+            let c = ops::sum(&ops::imag(&ops::ifft(&inner)?)?, None, false)?;
+            ops::add(&ops::add(&a, &b)?, &c)
+        };
+        let x = Tensor::random_uniform(&[2, n], -1.0, 1.0, n as u64).unwrap();
+        let want = opforge::autodiff::grad(loss)(&x).unwrap().to_vec::<f32>().unwrap();
+        let on_gpu = x.to_backend(BackendId::Wgpu).unwrap();
+        let got = opforge::autodiff::grad(loss)(&on_gpu).unwrap();
+        assert_eq!(got.backend(), BackendId::Wgpu, "{n}");
+        let got = got.to_vec::<f32>().unwrap();
+        let scale = want.iter().fold(1.0f32, |m, v| m.max(v.abs()));
+        for (i, (w, g)) in want.iter().zip(&got).enumerate() {
+            assert!((w - g).abs() <= 1e-4 * scale, "n = {n}, element {i}: cpu {w}, wgpu {g}");
+        }
+    }
+}
