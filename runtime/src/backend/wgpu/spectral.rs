@@ -12,10 +12,10 @@
 //! rustfft does for large primes). Their tables (the twiddles
 //! `exp(-2 pi i k / n)`, the chirp and its filter) are made on the host
 //! in f64 and rounded once (WGSL's `sin` and `cos` promise only 2^-11
-//! absolutely), kept on the host per length and uploaded with each call. The inverse divides by
-//! n, as TF.js's and the cpu's do. `RFFT` and `IRFFT` run the complex
-//! transform on the real signal and on the spectrum made whole from its
-//! conjugates, around it.
+//! absolutely), kept on the host per length and uploaded with each call.
+//! The inverse divides by n, as TF.js's and the cpu's do. `RFFT` and
+//! `IRFFT` run the complex transform on the real signal and on the
+//! spectrum made whole from its conjugates, around it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -32,7 +32,7 @@ static PARTS: Shader = shader!("complex_parts", "words", "complex");
 /// Kernels of two tensors: `Complex` and the complex FFT's passes.
 static SPECTRAL: Shader = shader!("spectral", "complex");
 
-/// One program of `PARTS` over `count` invocations.
+/// One program of `PARTS`, an invocation per element of `out`.
 fn parts(
     kernel: &'static str,
     entry: &'static str,
@@ -125,7 +125,7 @@ fn twiddle(k: usize, n: usize) -> Complex32 {
 /// Bluestein's algorithm (five dispatches and two power-of-two FFTs).
 const DFT_AT_MOST: usize = 64;
 
-/// A host table as a device tensor of `len` complex64 values.
+/// A host table as a device tensor of its complex64 values.
 fn table(values: &[Complex32]) -> Result<WgpuTensor> {
     WgpuTensor::upload(&crate::backend::cpu::CpuTensor::from_vec(&[values.len()], values.to_vec())?)
 }
